@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "evalkit.commands.score",
     "evalkit.commands.judge",
     "evalkit.commands.audit",
+    "evalkit.commands.verdicts",
     "evalkit.commands.imports",
     "evalkit.commands.report",
 )
