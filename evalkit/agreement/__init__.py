@@ -1,0 +1,1 @@
+"""Agreement statistics and the judge audit (read-only over scores and annotations)."""

@@ -1,0 +1,393 @@
+"""Audit configuration: pairings of a judge dimension with a mechanical ScoreCard signal.
+
+A pairing puts both sides on one scale, ordered by credit (least first), through declarative
+cases (see configs/pairings.toml for the grammar). Nothing here needs code to add a pairing.
+
+Where the configuration comes from, in order: ``--config FILE``; ``.evalkit/pairings.toml`` in the
+current directory; the shipped ``configs/pairings.toml``. A user file is merged onto the shipped
+defaults by pairing ``name`` unless it sets ``replace_defaults = true``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import InputError
+from evalkit.resources import data_dir
+
+USER_CONFIG = Path(".evalkit") / "pairings.toml"
+LEVELS = ("nominal", "ordinal", "interval")
+_OPS = ("==", "!=", ">=", "<=", ">", "<")
+
+
+def default_config_path() -> Path:
+    return data_dir("configs") / "pairings.toml"
+
+
+# ---------------------------------------------------------------------------------------------
+# conditions and cases
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One alternative: ``null``, ``not null`` or ``<op> <literal>``."""
+
+    op: str  # "null", "not null" or one of _OPS
+    literal: Any = None
+
+    def holds(self, value: Any) -> bool:
+        if self.op == "null":
+            return value is None
+        if self.op == "not null":
+            return value is not None
+        if value is None:
+            return False
+        if self.op in ("==", "!="):
+            equal = _same(value, self.literal)
+            return equal if self.op == "==" else not equal
+        if not (_is_number(value) and _is_number(self.literal)):
+            return False  # order comparisons are defined on numbers only
+        return {
+            ">=": value >= self.literal,
+            "<=": value <= self.literal,
+            ">": value > self.literal,
+            "<": value < self.literal,
+        }[self.op]
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and not (isinstance(v, float) and math.isnan(v))
+
+
+def _same(a: Any, b: Any) -> bool:
+    # true must not equal 1: a boolean signal compared with a number is a configuration mistake
+    # we would rather see as "unmapped" than silently match.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+def parse_condition(raw: Any, where: str, path: str) -> tuple[Condition, ...]:
+    """A TOML value → alternatives (any one holding satisfies the condition)."""
+    if not isinstance(raw, str):
+        if isinstance(raw, (bool, int, float)):
+            return (Condition("==", raw),)
+        raise InputError(path, None, f"{where}: condition must be a string, number or boolean, got {raw!r}")
+    alts = []
+    for part in raw.split(" or "):
+        text = part.strip()
+        if text in ("null", "not null"):
+            alts.append(Condition(text))
+            continue
+        m = re.fullmatch(r"(==|!=|>=|<=|>|<)\s*(.+)", text)
+        if not m:
+            raise InputError(
+                path, None, f"{where}: cannot read condition {text!r} (want null, not null or '<op> <value>' with op in == != >= <= > <)"
+            )
+        alts.append(Condition(m.group(1), _literal(m.group(2).strip())))
+    return tuple(alts)
+
+
+def _literal(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text  # a bare word such as n/a or pass
+
+
+def lookup(doc: Any, dotted: str) -> Any:
+    """Follow a dotted path into nested dicts; a missing key gives None (treated like null)."""
+    cur = doc
+    for key in dotted.split("."):
+        if not isinstance(cur, dict) or key not in cur:
+            return None
+        cur = cur[key]
+    return cur
+
+
+@dataclass(frozen=True)
+class Case:
+    label: Any
+    when: tuple[tuple[str, tuple[Condition, ...]], ...]
+
+    def matches(self, doc: Any) -> bool:
+        return all(any(c.holds(lookup(doc, sig)) for c in alts) for sig, alts in self.when)
+
+
+# ---------------------------------------------------------------------------------------------
+# pairings
+
+
+@dataclass(frozen=True)
+class Pairing:
+    name: str
+    rubric: str
+    judge_dimension: str
+    level: str
+    scale: tuple[Any, ...]
+    judge_cases: tuple[Case, ...]
+    mechanical_cases: tuple[Case, ...]
+    lenient_rank: int | None = None
+    confidence: bool = False
+    description: str = ""
+
+    def judge_label(self, value: Any) -> Any:
+        """The judge's value on the pairing scale, or None when it maps to nothing."""
+        if not self.judge_cases:
+            return value if _in_scale(value, self.scale) else None
+        return _first(self.judge_cases, {"value": value})
+
+    def mechanical_label(self, card: dict[str, Any]) -> Any:
+        """The mechanical label of a ScoreCard JSON dict, or None when no case matches."""
+        return _first(self.mechanical_cases, card)
+
+    def index(self, label: Any) -> int:
+        for i, s in enumerate(self.scale):
+            if _same(s, label):
+                return i
+        raise ValueError(f"{label!r} not on the scale of pairing {self.name}")
+
+    def direction(self, judge: Any, mechanical: Any) -> str | None:
+        """'lenient' when the judge grants more credit, 'strict' when less, None when equal."""
+        gap = self.index(judge) - self.index(mechanical)
+        return None if gap == 0 else ("lenient" if gap > 0 else "strict")
+
+
+def _first(cases: tuple[Case, ...], doc: Any) -> Any:
+    for case in cases:
+        if case.matches(doc):
+            return case.label
+    return None
+
+
+def _in_scale(value: Any, scale: tuple[Any, ...]) -> bool:
+    return value is not None and any(_same(value, s) for s in scale)
+
+
+@dataclass(frozen=True)
+class DimensionSpec:
+    level: str | None = None
+    scale: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    path: str
+    pairings: tuple[Pairing, ...]
+    escalation_threshold: float = 0.7
+    ece_bins: int = 10
+    ci: float = 0.95
+    epsilon: float = 0.2
+    q: float = 0.05
+    min_humans: int = 3
+    moved_by: float = 2
+    max_moved: int = 1
+    dimensions: dict[str, DimensionSpec] = field(default_factory=dict)
+
+    def pairings_for(self, rubric: str | None = None) -> tuple[Pairing, ...]:
+        return tuple(p for p in self.pairings if rubric is None or p.rubric == rubric)
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot read config: {exc.strerror or exc}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = re.search(r"\(at line (\d+), column \d+\)", msg)
+        line = int(m.group(1)) if m else None
+        raise InputError(str(path), line, f"invalid TOML: {re.sub(r' ?[(]at line .*[)]', '', msg)}") from None
+
+
+def resolve_config_path(config: str | Path | None) -> Path | None:
+    """The user file in effect: the explicit one, else .evalkit/pairings.toml if present, else None."""
+    if config is not None:
+        return Path(config)
+    return USER_CONFIG if USER_CONFIG.is_file() else None
+
+
+def load_config(config: str | Path | None = None) -> AuditConfig:
+    """Load the shipped defaults and merge the user's file (explicit or at the documented path)."""
+    default_path = default_config_path()
+    base = _read_toml(default_path)
+    user_path = resolve_config_path(config)
+    if user_path is None:
+        return _build(base, str(default_path))
+    user = _read_toml(user_path)
+    merged = user if user.get("replace_defaults") else _merge(base, user)
+    return _build(merged, str(user_path))
+
+
+def _merge(base: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for section in ("calibration", "bootstrap", "alt_test", "drift", "dimensions"):
+        merged = dict(base.get(section) or {})
+        merged.update(user.get(section) or {})
+        out[section] = merged
+    pairs = {p.get("name"): dict(p) for p in base.get("pairing", [])}
+    order = list(pairs)
+    for p in user.get("pairing", []):
+        name = p.get("name")
+        if name not in pairs:
+            order.append(name)
+        pairs[name] = dict(p)
+    out["pairing"] = [pairs[n] for n in order if pairs[n].get("enabled", True)]
+    return out
+
+
+def _build(doc: dict[str, Any], path: str) -> AuditConfig:
+    def section(name: str) -> dict[str, Any]:
+        value = doc.get(name) or {}
+        if not isinstance(value, dict):
+            raise InputError(path, None, f"[{name}] must be a table")
+        return value
+
+    def number(sec: str, key: str, default: float, lo: float, hi: float, integer: bool = False) -> Any:
+        value = section(sec).get(key, default)
+        ok = _is_number(value) and lo <= value <= hi and (not integer or isinstance(value, int))
+        if not ok:
+            kind = "an integer" if integer else "a number"
+            raise InputError(path, None, f"{sec}.{key}: must be {kind} in [{lo}, {hi}], got {value!r}")
+        return value
+
+    pairings = []
+    seen: set[str] = set()
+    raw_pairings = doc.get("pairing", [])
+    if not isinstance(raw_pairings, list):
+        raise InputError(path, None, "pairing: must be an array of tables ([[pairing]])")
+    for i, raw in enumerate(raw_pairings):
+        p = _build_pairing(raw, f"pairing[{i}]", path)
+        if p.name in seen:
+            raise InputError(path, None, f"pairing[{i}].name: duplicate pairing name {p.name!r}")
+        seen.add(p.name)
+        pairings.append(p)
+
+    dims = {}
+    for name, spec in sorted(section("dimensions").items()):
+        where = f"dimensions.{name}"
+        if not isinstance(spec, dict):
+            raise InputError(path, None, f"{where}: must be a table")
+        level = spec.get("level")
+        if level is not None and level not in LEVELS:
+            raise InputError(path, None, f"{where}.level: must be one of {', '.join(LEVELS)}, got {level!r}")
+        scale = spec.get("scale")
+        if scale is not None and (not isinstance(scale, list) or not scale):
+            raise InputError(path, None, f"{where}.scale: must be a non-empty array")
+        dims[name] = DimensionSpec(level=level, scale=tuple(scale) if scale is not None else None)
+
+    return AuditConfig(
+        path=path,
+        pairings=tuple(pairings),
+        escalation_threshold=number("calibration", "escalation_threshold", 0.7, 0.0, 1.0),
+        ece_bins=number("calibration", "ece_bins", 10, 1, 1000, integer=True),
+        ci=number("bootstrap", "ci", 0.95, 0.5, 0.999999),
+        epsilon=number("alt_test", "epsilon", 0.2, 0.0, 1.0),
+        q=number("alt_test", "q", 0.05, 1e-9, 1.0),
+        min_humans=number("alt_test", "min_humans", 3, 3, 10**6, integer=True),
+        moved_by=number("drift", "moved_by", 2, 0, 1e9),
+        max_moved=number("drift", "max_moved", 1, 0, 10**6, integer=True),
+        dimensions=dims,
+    )
+
+
+def _build_pairing(raw: Any, where: str, path: str) -> Pairing:
+    if not isinstance(raw, dict):
+        raise InputError(path, None, f"{where}: must be a table")
+
+    def text(key: str) -> str:
+        value = raw.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(path, None, f"{where}.{key}: required, a non-empty string")
+        return value
+
+    name = text("name")
+    where = f"pairing {name!r}"
+    rubric = text("rubric")
+    dimension = text("judge_dimension")
+    level = raw.get("level", "nominal")
+    if level not in LEVELS:
+        raise InputError(path, None, f"{where}.level: must be one of {', '.join(LEVELS)}, got {level!r}")
+    scale = raw.get("scale")
+    if not isinstance(scale, list) or len(scale) < 2:
+        raise InputError(path, None, f"{where}.scale: required, an array of at least two labels (least credit first)")
+    for i, a in enumerate(scale):
+        if not isinstance(a, (str, int, float)) or any(_same(a, b) for b in scale[:i]):
+            raise InputError(path, None, f"{where}.scale: labels must be distinct strings or numbers, got {a!r}")
+    if level != "nominal" and not all(_is_number(s) for s in scale):
+        raise InputError(path, None, f"{where}.scale: a {level} scale needs numeric labels")
+    rank = raw.get("lenient_rank")
+    if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool)):
+        raise InputError(path, None, f"{where}.lenient_rank: must be an integer")
+    conf = raw.get("confidence", False)
+    if not isinstance(conf, bool):
+        raise InputError(path, None, f"{where}.confidence: must be true or false")
+    judge_cases = _build_cases(raw.get("judge", []), tuple(scale), f"{where}.judge", path, judge=True)
+    mech_cases = _build_cases(raw.get("mechanical"), tuple(scale), f"{where}.mechanical", path, judge=False)
+    if not mech_cases:
+        raise InputError(path, None, f"{where}.mechanical: at least one case is required")
+    return Pairing(
+        name=name,
+        rubric=rubric,
+        judge_dimension=dimension,
+        level=level,
+        scale=tuple(scale),
+        judge_cases=judge_cases,
+        mechanical_cases=mech_cases,
+        lenient_rank=rank,
+        confidence=conf,
+        description=str(raw.get("description", "")),
+    )
+
+
+def _build_cases(raw: Any, scale: tuple[Any, ...], where: str, path: str, judge: bool) -> tuple[Case, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError(path, None, f"{where}: must be an array of tables")
+    cases = []
+    for i, c in enumerate(raw):
+        w = f"{where}[{i}]"
+        if not isinstance(c, dict) or "label" not in c:
+            raise InputError(path, None, f"{w}: a case needs a label")
+        if not _in_scale(c["label"], scale):
+            raise InputError(path, None, f"{w}.label: {c['label']!r} is not on the scale {list(scale)}")
+        when = c.get("when", {})
+        if not isinstance(when, dict):
+            raise InputError(path, None, f"{w}.when: must be a table of signal = condition")
+        conds = []
+        for sig, cond in sorted(when.items()):
+            if judge and sig not in ("value",):
+                raise InputError(path, None, f"{w}.when: the judge side has one signal, 'value' (got {sig!r})")
+            conds.append((sig, parse_condition(cond, f"{w}.when.{sig}", path)))
+        cases.append(Case(label=c["label"], when=tuple(conds)))
+    return tuple(cases)
+
+
+def describe(p: Pairing) -> dict[str, Any]:
+    """A JSON-friendly description of a pairing's mapping (for the report's `pairings` entries)."""
+
+    def cases(cs: tuple[Case, ...]) -> list[dict[str, Any]]:
+        out = []
+        for c in cs:
+            when = {}
+            for sig, alts in c.when:
+                when[sig] = " or ".join(a.op if a.op in ("null", "not null") else f"{a.op} {json.dumps(a.literal)}" for a in alts)
+            out.append({"label": c.label, "when": when})
+        return out
+
+    return {
+        "judge": cases(p.judge_cases) if p.judge_cases else "value as is",
+        "mechanical": cases(p.mechanical_cases),
+    }

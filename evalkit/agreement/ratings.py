@@ -1,0 +1,368 @@
+"""Ratings from humans and judges: the `RatingRow` model, file import, and the combined rater view.
+
+Accepted files (`evalkit annotations import FILE`):
+
+- long CSV / TSV / JSONL with the columns ``item_id, rater, rater_kind, dimension, value`` and an
+  optional ``confidence``;
+- seed 002's ``results/scores.csv`` ("wide"): one row per run, one column per dimension. The item
+  column is the first of ``item_id, run_id, run, id``; ``rater``/``rater_kind`` columns are used
+  when present; the columns in :data:`WIDE_METADATA` are not dimensions; a ``confidence`` column
+  belongs to ``outcome``; an empty cell is "not rated".
+
+``--rater NAME`` sets the rater of every row; ``--kind`` the kind where the file has none (default
+``human``). Values are normalised so the same label compares equal whatever file it came from: CSV
+cells that read as integers become integers ("3" → 3), integral floats become integers (3.0 → 3),
+strings are stripped. The whole file is validated before anything is written, then written in one
+transaction: a bad file leaves the database as it was. Re-importing replaces the ratings with the
+same ``(item_id, rater, dimension)``.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from evalkit.errors import InputError
+
+Value = int | float | str | bool
+
+ID_COLUMNS = ("item_id", "run_id", "run", "id")
+WIDE_METADATA = frozenset(
+    {
+        "rater", "rater_kind", "scorer", "agent", "model", "task", "scenario", "scenario_id", "date",
+        "notes", "note", "comment", "comments", "protocol", "protocol_version", "path", "confidence",
+    }
+)
+RATINGS_DDL = """
+CREATE TABLE IF NOT EXISTS ratings (
+    item_id TEXT NOT NULL,
+    rater TEXT NOT NULL,
+    rater_kind TEXT NOT NULL,
+    dimension TEXT NOT NULL,
+    value TEXT NOT NULL,
+    confidence REAL,
+    source TEXT,
+    PRIMARY KEY (item_id, rater, dimension)
+)
+"""
+
+
+class RatingRow(BaseModel):
+    """One rating: a rater's value for one dimension of one item."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    item_id: str
+    rater: str
+    rater_kind: Literal["human", "judge"]
+    dimension: str
+    value: Value
+    confidence: float | None = None
+
+    @field_validator("item_id", mode="before")
+    @classmethod
+    def _item_id(cls, v: Any) -> Any:
+        if isinstance(v, int) and not isinstance(v, bool):
+            return str(v)
+        return v
+
+    @field_validator("item_id", "rater", "dimension")
+    @classmethod
+    def _non_empty(cls, v: str) -> str:
+        v = v.strip()
+        if not v:
+            raise ValueError("must not be empty")
+        return v
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _value(cls, v: Any) -> Any:
+        if v is None:
+            raise ValueError("is missing")
+        return normalize_value(v)
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, v: float | None) -> float | None:
+        if v is not None and not (0.0 <= v <= 1.0):
+            raise ValueError("must be a number in [0, 1]")
+        return v
+
+
+def normalize_value(v: Any) -> Any:
+    """Put a label in canonical form (see module docstring)."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ValueError("must be a finite number")
+        return int(v) if v.is_integer() else v
+    if isinstance(v, str):
+        s = v.strip()
+        if not s:
+            raise ValueError("is empty")
+        return s
+    if isinstance(v, int):
+        return v
+    raise ValueError(f"must be a string or a number, got {type(v).__name__}")
+
+
+def parse_cell(text: str) -> Any:
+    """A CSV cell → int, float or string (an empty cell → None)."""
+    s = text.strip()
+    if not s:
+        return None
+    if re.fullmatch(r"[+-]?\d+", s):
+        return int(s)
+    if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?", s):
+        return normalize_value(float(s))
+    return s
+
+
+def _error_text(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "row"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "missing":
+            msg = "is required"
+        elif err["type"] == "literal_error":
+            msg = "must be 'human' or 'judge'"
+        parts.append(f"{loc} {msg}")
+    return "; ".join(parts)
+
+
+def _row(path: str, line: int, data: dict[str, Any]) -> RatingRow:
+    try:
+        return RatingRow.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(path, line, _error_text(exc)) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# parsing
+
+
+def read_rating_file(path: str | Path, rater: str | None = None, kind: str | None = None) -> list[RatingRow]:
+    """Parse and validate a whole rating file; raise InputError(path, line, ...) on the first problem."""
+    p = Path(path)
+    name = str(path)
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError(name, None, "no such file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(name, None, f"not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise InputError(name, None, f"cannot read: {exc.strerror or exc}") from None
+    suffix = p.suffix.lower()
+    if suffix in (".jsonl", ".json", ".ndjson") or (suffix not in (".csv", ".tsv") and text.lstrip().startswith("{")):
+        rows = _read_jsonl(name, text, rater, kind)
+    else:
+        rows = _read_csv(name, text, "\t" if suffix == ".tsv" else ",", rater, kind)
+    if not rows:
+        raise InputError(name, None, "no ratings found")
+    seen: dict[tuple[str, str, str], int] = {}
+    for line, row in rows:
+        key = (row.item_id, row.rater, row.dimension)
+        if key in seen:
+            raise InputError(
+                name, line, f"duplicate rating of item {row.item_id!r} by {row.rater!r} on {row.dimension!r} (first at line {seen[key]})"
+            )
+        seen[key] = line
+    return [r for _, r in rows]
+
+
+def _fill(data: dict[str, Any], rater: str | None, kind: str | None) -> dict[str, Any]:
+    if rater is not None:
+        data["rater"] = rater
+    if kind is not None and data.get("rater_kind") in (None, ""):
+        data["rater_kind"] = kind
+    return data
+
+
+def _read_jsonl(name: str, text: str, rater: str | None, kind: str | None) -> list[tuple[int, RatingRow]]:
+    out = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputError(name, lineno, f"invalid JSON: {exc.msg}") from None
+        if not isinstance(data, dict):
+            raise InputError(name, lineno, "each line must be a JSON object")
+        out.append((lineno, _row(name, lineno, _fill(dict(data), rater, kind or "human"))))
+    return out
+
+
+def _read_csv(name: str, text: str, delimiter: str, rater: str | None, kind: str | None) -> list[tuple[int, RatingRow]]:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise InputError(name, 1, "empty file: a header row is required") from None
+    header = [h.strip() for h in header]
+    lower = [h.lower() for h in header]
+    if len(set(lower)) != len(lower):
+        dup = next(h for h in lower if lower.count(h) > 1)
+        raise InputError(name, 1, f"duplicate column {dup!r}")
+    long_form = "dimension" in lower and "value" in lower
+    out: list[tuple[int, RatingRow]] = []
+    try:
+        for cells in reader:
+            line = reader.line_num
+            if not any(c.strip() for c in cells):
+                continue
+            if len(cells) != len(header):
+                raise InputError(name, line, f"expected {len(header)} columns, found {len(cells)}")
+            row = dict(zip(lower, cells))
+            if long_form:
+                out.append((line, _long_row(name, line, row, rater, kind)))
+            else:
+                out.extend((line, r) for r in _wide_rows(name, line, header, lower, row, rater, kind))
+    except csv.Error as exc:
+        raise InputError(name, reader.line_num, f"malformed CSV: {exc}") from None
+    if not long_form and not out and not any(h in ID_COLUMNS for h in lower):
+        raise InputError(name, 1, f"no item column: want one of {', '.join(ID_COLUMNS)} (or the long columns dimension, value)")
+    return out
+
+
+def _long_row(name: str, line: int, row: dict[str, str], rater: str | None, kind: str | None) -> RatingRow:
+    data: dict[str, Any] = {k: row.get(k) for k in ("item_id", "rater", "rater_kind", "dimension")}
+    data = {k: (v.strip() if isinstance(v, str) else v) for k, v in data.items() if v is not None}
+    value = parse_cell(row["value"])
+    if value is None:
+        raise InputError(name, line, "value is empty")
+    data["value"] = value
+    conf = row.get("confidence", "").strip()
+    if conf:
+        try:
+            data["confidence"] = float(conf)
+        except ValueError:
+            raise InputError(name, line, f"confidence {conf!r} is not a number") from None
+    return _row(name, line, _fill(data, rater, kind or "human"))
+
+
+def _wide_rows(
+    name: str, line: int, header: list[str], lower: list[str], row: dict[str, str], rater: str | None, kind: str | None
+) -> list[RatingRow]:
+    id_col = next((c for c in ID_COLUMNS if c in lower), None)
+    if id_col is None:
+        raise InputError(name, 1, f"no item column: want one of {', '.join(ID_COLUMNS)} (or the long columns dimension, value)")
+    item = row[id_col].strip()
+    if not item:
+        raise InputError(name, line, f"{id_col} is empty")
+    who = rater or (row.get("rater") or row.get("scorer") or "").strip()
+    if not who:
+        raise InputError(name, line, "no rater: add a rater column or pass --rater NAME")
+    conf_text = (row.get("confidence") or "").strip()
+    conf = None
+    if conf_text:
+        try:
+            conf = float(conf_text)
+        except ValueError:
+            raise InputError(name, line, f"confidence {conf_text!r} is not a number") from None
+    base = {"item_id": item, "rater": who, "rater_kind": (row.get("rater_kind") or "").strip() or kind or "human"}
+    rows = []
+    for orig, col in zip(header, lower):
+        if col == id_col or col in WIDE_METADATA:
+            continue
+        value = parse_cell(row[col])
+        if value is None:
+            continue
+        data = dict(base, dimension=orig, value=value)
+        if col == "outcome" and conf is not None:
+            data["confidence"] = conf
+        rows.append(_row(name, line, data))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# writing
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    source: str
+    rows: int
+    items: int
+    raters: tuple[str, ...]
+    dimensions: tuple[str, ...]
+
+
+def import_ratings(db_path: str | Path, file: str | Path, rater: str | None = None, kind: str | None = None) -> ImportSummary:
+    """Validate ``file`` completely, then upsert its ratings into ``ratings`` in one transaction."""
+    rows = read_rating_file(file, rater=rater, kind=kind)
+    source = str(file)
+    conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(RATINGS_DDL)
+            conn.executemany(
+                """INSERT INTO ratings (item_id, rater, rater_kind, dimension, value, confidence, source)
+                   VALUES (?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (item_id, rater, dimension) DO UPDATE SET
+                     rater_kind = excluded.rater_kind, value = excluded.value,
+                     confidence = excluded.confidence, source = excluded.source""",
+                [(r.item_id, r.rater, r.rater_kind, r.dimension, json.dumps(r.value), r.confidence, source) for r in rows],
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.DatabaseError as exc:
+        raise InputError(str(db_path), None, f"cannot write ratings: {exc}") from None
+    finally:
+        conn.close()
+    return ImportSummary(
+        source=source,
+        rows=len(rows),
+        items=len({r.item_id for r in rows}),
+        raters=tuple(sorted({r.rater for r in rows})),
+        dimensions=tuple(sorted({r.dimension for r in rows})),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the combined rater view
+
+
+@dataclass(frozen=True)
+class Rating:
+    item_id: str
+    rater: str
+    rater_kind: str
+    dimension: str
+    value: Any
+    confidence: float | None
+    source: str  # "ratings" (imported) or "annotations" (evalkit judge)
+
+
+def judge_rater_name(judge_model: str, rubric_id: str) -> str:
+    """Annotations count as one rater per judge model and rubric."""
+    return f"{judge_model}@{rubric_id}"
+
+
+def collect_ratings(stored: Iterable[Any], judge_values: Iterable[Any]) -> list[Rating]:
+    """Imported ratings plus blind, primary (replicate 0) judge annotations, one value per
+    (item, rater, dimension): the latest annotation wins when a rubric was re-run."""
+    out: dict[tuple[str, str, str], Rating] = {}
+    for s in stored:
+        out[(s.item_id, s.rater, s.dimension)] = Rating(s.item_id, s.rater, s.rater_kind, s.dimension, s.value, s.confidence, "ratings")
+    for v in judge_values:  # ordered oldest first, so later answers overwrite
+        if not v.blind or v.replicate != 0:
+            continue
+        name = judge_rater_name(v.judge_model, v.rubric_id)
+        out[(v.run_id, name, v.dimension)] = Rating(v.run_id, name, "judge", v.dimension, v.value, v.confidence, "annotations")
+    return [out[k] for k in sorted(out)]
