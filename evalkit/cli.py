@@ -4,7 +4,7 @@ Each sub-command lives in its own module under evalkit/commands/ and exposes `re
 Those modules import only click and the standard library at module level, so that `evalkit score`
 never pays for numpy, scipy or litellm.
 
-Exit codes (all commands): 0 success; 1 some inputs were bad, or a gate failed (see the command's
+Exit codes (all commands): 0 success; 1 some inputs were bad; 3 a quality gate failed (see the command's
 help); 2 usage error (bad flags, missing files, unknown names).
 """
 from __future__ import annotations

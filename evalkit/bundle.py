@@ -1,0 +1,87 @@
+"""The judge_bundle: everything a judge needs to grade a run without re-simulating it.
+
+It carries the scenario (task prompt, ground-truth procedure with rationales, optional and forbidden
+actions, success criteria, budget), the transcript (assistant text, nudges, tool calls with args,
+is_error and results, errors) and the final record (reason, done_payload, success_eval). It carries
+**no** mechanical score and not the agent's model name, so a judge grades blind and agreement means
+something. Tool results longer than ``RESULT_MAX_CHARS`` characters of JSON are cut, with a marker
+saying how much was cut. Snapshots are left out (they are simulator state, not behaviour).
+``bundle_hash`` is the sha256 of the bundle's canonical JSON (sorted keys, compact separators, UTF-8).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from evalkit.records import Assistant, HarnessError, Nudge, ProviderError, ToolCall, Trajectory
+from evalkit.values import canonical_json, sha256_hex
+
+BUNDLE_VERSION = 1
+RESULT_MAX_CHARS = 2000
+
+
+def truncate(value: Any, limit: int = RESULT_MAX_CHARS) -> Any:
+    """Keep a value whose JSON fits in ``limit`` characters; otherwise a cut string with a marker."""
+    text = value if isinstance(value, str) else canonical_json(value)
+    if len(text) <= limit:
+        return value
+    return f"{text[:limit]}...[truncated {len(text) - limit} chars]"
+
+
+def _event(event: Any) -> dict[str, Any]:
+    if isinstance(event, ToolCall):
+        return {
+            "kind": "tool_call",
+            "step": event.step,
+            "call_index": event.call_index,
+            "tool": event.name,
+            "args": event.args,
+            "is_error": event.is_error,
+            "result": truncate(event.result),
+        }
+    if isinstance(event, Assistant):
+        return {"kind": "assistant", "step": event.step, "text": event.text, "stop_reason": event.stop_reason}
+    if isinstance(event, Nudge):
+        return {"kind": "nudge", "step": event.step, "text": event.text}
+    if isinstance(event, ProviderError):
+        return {"kind": "provider_error", "step": event.step, "error": truncate(event.error)}
+    if isinstance(event, HarnessError):
+        return {"kind": "harness_error", "error": truncate(event.error)}
+    raise TypeError(f"unexpected event {type(event).__name__}")
+
+
+def build_bundle(traj: Trajectory) -> dict[str, Any]:
+    scenario = traj.meta.scenario
+    gt = scenario.ground_truth
+    final = traj.final
+
+    def actions(items: list[Any]) -> list[dict[str, Any]]:
+        return [a.model_dump(mode="json", exclude_none=True) for a in items]
+
+    return {
+        "bundle_version": BUNDLE_VERSION,
+        "scenario_id": scenario.id,
+        "title": scenario.title,
+        "task_prompt": scenario.task_prompt(),
+        "ground_truth": {
+            "procedure": [
+                {"block": b.block, "ordered": b.ordered, "actions": actions(b.actions)} for b in gt.procedure
+            ],
+            "optional_actions": actions(gt.optional_actions),
+            "forbidden_actions": actions(gt.forbidden_actions),
+        },
+        "success_criteria": scenario.success.model_dump(mode="json") if scenario.success else None,
+        "budget": scenario.budget.model_dump(mode="json", exclude_none=True) if scenario.budget else None,
+        "tool_surface": traj.meta.tool_surface,
+        "transcript": [_event(e) for e in traj.events],
+        "final": None
+        if final is None
+        else {
+            "reason": final.reason,
+            "done_payload": final.done_payload,
+            "success_eval": final.success_eval.model_dump(mode="json") if final.success_eval else None,
+        },
+    }
+
+
+def bundle_hash(bundle: dict[str, Any]) -> str:
+    return sha256_hex(canonical_json(bundle))

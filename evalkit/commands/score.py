@@ -1,0 +1,94 @@
+"""`evalkit score`: score trajectories offline (no network, no judge), store them, print them."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_GATE = 0, 1, 2, 3
+BATCH = 200
+
+
+def _check_gates(result: dict, fail_under: float | None, min_pass_rate: float | None) -> str | None:
+    """The first failed gate as a one-line reason, or None."""
+    for m in result["models"]:
+        if fail_under is not None and (m["score_mean"] is None or m["score_mean"] < fail_under):
+            got = "no score" if m["score_mean"] is None else f"{m['score_mean']:.4f}"
+            return f"gate failed: model {m['model']} score_mean {got} < --fail-under {fail_under}"
+        if min_pass_rate is not None and (m["pass_rate"] is None or m["pass_rate"] < min_pass_rate):
+            got = "no pass rate" if m["pass_rate"] is None else f"{m['pass_rate']:.4f}"
+            return f"gate failed: model {m['model']} pass_rate {got} < --min-pass-rate {min_pass_rate}"
+    if not result["models"] and (fail_under is not None or min_pass_rate is not None):
+        return "gate failed: no scored runs"
+    return None
+
+
+def register(group: click.Group) -> None:
+    @group.command("score")
+    @click.argument("paths", nargs=-1, required=True)
+    @click.option("--format", "fmt_name", type=click.Choice(["table", "json", "jsonl", "csv", "markdown"]),
+                  default="table", show_default=True, help="Output shape.")
+    @click.option("--aggregate", is_flag=True, help="Print only the aggregates (groups and per-model rollup).")
+    @click.option("--include-errors", is_flag=True, help="Fold provider_error runs into the means.")
+    @click.option("--db", "db_path", default="evalkit.db", show_default=True, help="SQLite database to upsert into.")
+    @click.option("--no-db", is_flag=True, help="Do not write a database.")
+    @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write output here instead of stdout.")
+    @click.option("--fail-under", type=float, help="Exit 3 when a model's score_mean is below this.")
+    @click.option("--min-pass-rate", type=click.FloatRange(0, 1), help="Exit 3 when a model's pass_rate is below this.")
+    def score(paths, fmt_name, aggregate, include_errors, db_path, no_db, out_path, fail_under, min_pass_rate):
+        """Score trajectory files (JSONL) offline and deterministically.
+
+        PATHS are files, directories (searched recursively for *.jsonl) or - for stdin.
+        Exit codes: 0 all files scored; 1 some inputs were bad (each reported as path:line: reason,
+        the others still scored); 2 usage error; 3 a --fail-under / --min-pass-rate gate failed.
+        """
+        from pathlib import Path
+
+        from evalkit.api import Aggregator, Store, expand_paths, iter_scorecards
+        from evalkit.errors import InputError
+        from evalkit.render import ScoreWriter
+
+        for p in paths:
+            if p != "-" and not Path(p).exists():
+                raise click.UsageError(f"no such file or directory: {p}")
+        if not any(True for _ in expand_paths(paths)):
+            raise click.UsageError("no trajectory files (*.jsonl) found in: " + " ".join(paths))
+
+        def warn(message: str) -> None:
+            click.echo(message, err=True)
+
+        out = open(out_path, "w", encoding="utf-8", newline="") if out_path else sys.stdout
+        store = None if no_db else Store(db_path)
+        writer = ScoreWriter(out, fmt_name, aggregate_only=aggregate)
+        agg = Aggregator(include_errors)
+        bad = 0
+        batch = []
+        try:
+            for item in iter_scorecards(paths, warn):
+                if isinstance(item, InputError):
+                    bad += 1
+                    click.echo(f"error: {item}", err=True)
+                    continue
+                writer.card(item)
+                agg.add(item)
+                if store is not None:
+                    batch.append(item)
+                    if len(batch) >= BATCH:
+                        store.save_many(batch)
+                        batch = []
+            if store is not None and batch:
+                store.save_many(batch)
+            result = agg.result()
+            writer.finish(result)
+        finally:
+            if out_path:
+                out.close()
+            if store is not None:
+                store.close()
+        reason = _check_gates(result, fail_under, min_pass_rate)
+        if reason:
+            click.echo(reason, err=True)
+            sys.exit(EXIT_GATE)
+        if bad:
+            click.echo(f"{bad} file(s) could not be scored", err=True)
+            sys.exit(EXIT_BAD_INPUT)

@@ -1,0 +1,171 @@
+"""Importers: turn runs recorded by other harnesses into evalkit trajectories.
+
+An importer converts one input file into a list of runs, each run being the list of trajectory
+records (dicts: ``meta``, ``setup``, events, ``final``) that ``evalkit score`` reads natively. It is
+either an object with ``name``, ``summary``, ``options`` (the keyword options it understands, e.g.
+``("model", "domain")``) and ``convert(path, **options)``, or a plain function
+``convert(path, **options)``. Bad input raises :class:`ImportFormatError` naming the file and the
+record; an importer never writes files itself — :func:`import_files` does, all-or-nothing per input.
+
+Registry: the built-in importers (``taubench``, ``openai-messages``) plus every entry point in the
+group ``evalkit.importers``. A plugin cannot shadow a built-in name (the built-in wins), so an
+installed package can never change what ``evalkit import taubench`` means.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Protocol
+
+from evalkit.errors import InputError
+
+ENTRY_POINT_GROUP = "evalkit.importers"
+
+# name -> "module:attribute"; loaded lazily so listing formats stays cheap.
+BUILTIN = {
+    "openai-messages": "evalkit.importers.openai_messages:IMPORTER",
+    "taubench": "evalkit.importers.taubench:IMPORTER",
+}
+
+Records = list[dict[str, Any]]
+
+
+class ImportFormatError(InputError):
+    """An input file an importer cannot convert. ``str()`` is ``path:line: message``.
+
+    ``line`` is the line where the offending record starts when the importer knows it; the message
+    itself names the record (index, ids), so the error is useful even without a line.
+    """
+
+
+class Importer(Protocol):
+    name: str
+    summary: str
+    options: tuple[str, ...]
+
+    def convert(self, path: str, **options: Any) -> list[Records]: ...
+
+
+@dataclass
+class FunctionImporter:
+    """Adapts a plugin that is a bare function to the :class:`Importer` protocol."""
+
+    name: str
+    function: Callable[..., list[Records]]
+    summary: str = ""
+    options: tuple[str, ...] | None = None  # None: pass every option given
+
+    def convert(self, path: str, **options: Any) -> list[Records]:
+        return self.function(path, **options)
+
+
+def _adapt(name: str, obj: Any) -> Importer:
+    if isinstance(obj, type):  # an importer class: instantiate it
+        obj = obj()
+    if hasattr(obj, "convert"):
+        if not getattr(obj, "name", None):
+            obj.name = name
+        return obj
+    if callable(obj):
+        doc = (getattr(obj, "__doc__", None) or "").strip().splitlines()
+        return FunctionImporter(name, obj, doc[0] if doc else "")
+    raise TypeError(f"importer {name!r} is neither an object with convert() nor a function")
+
+
+def _load_target(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj
+
+
+def available() -> dict[str, str]:
+    """Every importer name mapped to where it comes from (``builtin`` or the entry point value)."""
+    names = {name: "builtin" for name in BUILTIN}
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        names.setdefault(ep.name, ep.value)
+    return dict(sorted(names.items()))
+
+
+def get_importer(name: str) -> Importer:
+    """The importer called ``name``; ``KeyError`` (with the known names) when there is none."""
+    if name in BUILTIN:
+        return _adapt(name, _load_target(BUILTIN[name]))
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            return _adapt(name, ep.load())
+    raise KeyError(f"unknown import format {name!r}; known: {', '.join(available())}")
+
+
+@dataclass
+class ImportResult:
+    """What :func:`import_files` did: files written per input, and the inputs that failed."""
+
+    written: dict[str, list[str]] = field(default_factory=dict)
+    errors: list[InputError] = field(default_factory=list)
+
+    @property
+    def runs(self) -> int:
+        return sum(len(paths) for paths in self.written.values())
+
+
+def supported_options(importer: Importer) -> tuple[str, ...] | None:
+    return getattr(importer, "options", None)
+
+
+def import_files(
+    importer: Importer | str,
+    paths: Sequence[str | Path],
+    out_dir: str | Path,
+    **options: Any,
+) -> ImportResult:
+    """Convert every input with ``importer`` and write one ``<run_id>.jsonl`` per run into ``out_dir``.
+
+    Each input is all-or-nothing: a conversion error leaves no file behind for that input and the
+    other inputs are still imported. Two runs with the same run_id within one call are an error for
+    the later input (its runs would silently replace the earlier ones otherwise). Options whose
+    value is None are not passed on.
+    """
+    from evalkit.importers.writer import write_runs
+
+    imp = get_importer(importer) if isinstance(importer, str) else importer
+    given = {k: v for k, v in options.items() if v is not None}
+    result = ImportResult()
+    seen: dict[str, str] = {}
+    for raw in paths:
+        path = str(raw)
+        try:
+            runs = imp.convert(path, **given)
+            _check_runs(path, runs, seen)
+            result.written[path] = write_runs(runs, out_dir)
+        except InputError as exc:
+            result.errors.append(exc)
+            continue
+        except (ValueError, TypeError) as exc:  # e.g. NaN or a non-JSON value from a plugin
+            result.errors.append(ImportFormatError(path, None, f"cannot write a run as JSON: {exc}"))
+            continue
+        except OSError as exc:
+            result.errors.append(ImportFormatError(path, None, f"cannot read or write: {exc.strerror or exc}"))
+            continue
+        for run in runs:
+            seen[run[0]["run_id"]] = path
+    return result
+
+
+def _check_runs(path: str, runs: Iterable[Records], seen: dict[str, str]) -> None:
+    mine: set[str] = set()
+    for i, run in enumerate(runs):
+        if not run or not isinstance(run[0], dict) or run[0].get("type") != "meta":
+            raise ImportFormatError(path, None, f"importer produced run {i} without a leading meta record")
+        run_id = run[0].get("run_id")
+        if not isinstance(run_id, str) or not run_id:
+            raise ImportFormatError(path, None, f"importer produced run {i} without a run_id")
+        if run_id in mine:
+            raise ImportFormatError(path, None, f"run_id {run_id!r} occurs twice in this file")
+        if run_id in seen:
+            raise ImportFormatError(path, None, f"run_id {run_id!r} was already imported from {seen[run_id]}")
+        mine.add(run_id)

@@ -1,0 +1,65 @@
+"""Deterministic JSONL writing of imported runs.
+
+Same records in, byte-identical files out: every record is one line of compact JSON with ``type``
+first and every other key sorted (at every depth), UTF-8, ``\\n`` line ends, no NaN/Infinity, and
+nothing taken from the clock. A run goes to ``<out_dir>/<file name of its run_id>.jsonl``.
+
+Writes are all-or-nothing per call: every file is first written under a temporary name and only
+renamed into place once all of them were written, so a failure leaves no partial output behind.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+TMP_SUFFIX = ".evalkit-import-tmp"
+
+
+def dumps_record(record: dict[str, Any]) -> str:
+    """One record as a JSONL line (without the newline): ``type`` first, other keys sorted."""
+    rest = {k: v for k, v in record.items() if k != "type"}
+    body = json.dumps(rest, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if "type" not in record:
+        return body
+    head = '{"type":' + json.dumps(record["type"], ensure_ascii=False)
+    return head + ("}" if body == "{}" else "," + body[1:])
+
+
+def dumps_run(records: Sequence[dict[str, Any]]) -> str:
+    return "".join(dumps_record(r) + "\n" for r in records)
+
+
+def file_name(run_id: str) -> str:
+    """A portable file name for a run_id: unsafe characters become ``_``; a short hash of the
+    original run_id is appended whenever anything was replaced, so two run_ids never share a file."""
+    safe = _UNSAFE.sub("_", run_id).strip("._") or "run"
+    if safe != run_id:
+        safe = f"{safe[:150]}-{hashlib.sha256(run_id.encode('utf-8')).hexdigest()[:8]}"
+    return safe + ".jsonl"
+
+
+def write_runs(runs: Sequence[Sequence[dict[str, Any]]], out_dir: str | Path) -> list[str]:
+    """Write each run to its own file in ``out_dir`` (created if needed); return the paths written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    staged: list[tuple[Path, Path]] = []
+    try:
+        texts = [(out / file_name(run[0]["run_id"]), dumps_run(run)) for run in runs]
+        for final, text in texts:
+            tmp = final.with_name(final.name + TMP_SUFFIX)
+            staged.append((tmp, final))
+            with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+    except BaseException:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, final in staged:
+        os.replace(tmp, final)
+    return [str(final) for _, final in staged]

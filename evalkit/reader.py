@@ -1,0 +1,143 @@
+"""Reading trajectory files: one file at a time, so memory never grows with the number of files.
+
+Rules: the first record must be ``meta``; a bad line is an error naming ``path:line``; except that a
+last line which is not valid JSON (a recorder that crashed mid-write) is dropped with a warning, and
+the run then has no ``final`` record (status ``incomplete``).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalkit.errors import InputError
+from evalkit.records import RECORD_TYPES, Final, HarnessError, Meta, Setup, Trajectory
+
+STDIN = "-"
+Warn = Callable[[str], None]
+
+
+def _describe(exc: ValidationError, record_type: str) -> str:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"])
+    where = f"{record_type}.{field}" if field else record_type
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {err['msg']}{more}"
+
+
+def _split_lines(path: str, data: bytes) -> list[str]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(path, line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.split("\n")
+
+
+def parse_trajectory(path: str, data: bytes, warn: Warn | None = None) -> Trajectory:
+    """Parse the bytes of one trajectory file. Raises InputError on bad input."""
+    lines = _split_lines(path, data)
+    last = len(lines)
+    while last > 0 and not lines[last - 1].strip():
+        last -= 1
+    if last == 0:
+        raise InputError(path, None, "empty file: expected a meta record on the first line")
+
+    meta: Meta | None = None
+    setup: Setup | None = None
+    final: Final | None = None
+    events: list[Any] = []
+    unknown = extra = 0
+    dropped = False
+    for lineno in range(1, last + 1):
+        line = lines[lineno - 1]
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if lineno == last and meta is not None:
+                dropped = True
+                if warn:
+                    warn(f"{path}:{lineno}: warning: dropped a half-written last line ({exc.msg})")
+                break
+            raise InputError(path, lineno, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise InputError(path, lineno, f"expected a JSON object, got {type(obj).__name__}")
+        rtype = obj.get("type")
+        if not isinstance(rtype, str):
+            raise InputError(path, lineno, "record has no string 'type' field")
+        model = RECORD_TYPES.get(rtype)
+        if meta is None and rtype != "meta":
+            raise InputError(path, lineno, f"the first record must be 'meta', got {rtype!r}")
+        if model is None:
+            unknown += 1
+            continue
+        try:
+            record = model.model_validate(obj)
+        except ValidationError as exc:
+            raise InputError(path, lineno, _describe(exc, rtype)) from None
+        extra += len(record.model_extra or ())
+        if isinstance(record, Meta):
+            if meta is not None:
+                raise InputError(path, lineno, "a second 'meta' record")
+            meta = record
+        elif isinstance(record, Setup):
+            setup = record
+        elif isinstance(record, Final):
+            if final is not None:
+                raise InputError(path, lineno, "a second 'final' record")
+            final = record
+        else:
+            if final is not None:
+                raise InputError(path, lineno, f"a {rtype!r} record after 'final'")
+            events.append(record)
+    assert meta is not None  # the first non-empty line was checked above
+    return Trajectory(
+        path=path,
+        meta=meta,
+        setup=setup,
+        events=events,
+        final=final,
+        unknown_records=unknown,
+        extra_fields=extra,
+        dropped_last_line=dropped,
+    )
+
+
+def read_trajectory(path: str | Path, warn: Warn | None = None) -> Trajectory:
+    """Read one trajectory file (``-`` reads standard input)."""
+    name = str(path)
+    if name == STDIN:
+        return parse_trajectory("<stdin>", sys.stdin.buffer.read(), warn)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(name, None, f"cannot read: {exc.strerror or exc}") from None
+    return parse_trajectory(name, data, warn)
+
+
+def expand_paths(paths: Iterable[str | Path]) -> Iterator[str]:
+    """Files as given; directories searched recursively for ``*.jsonl`` in sorted order."""
+    for path in paths:
+        name = str(path)
+        if name == STDIN:
+            yield STDIN
+            continue
+        p = Path(name)
+        if p.is_dir():
+            for child in sorted(p.rglob("*.jsonl")):
+                if child.is_file():
+                    yield str(child)
+        else:
+            yield name
+
+
+def has_harness_error(traj: Trajectory) -> bool:
+    return any(isinstance(e, HarnessError) for e in traj.events)

@@ -1,0 +1,160 @@
+"""Trajectory records (A320 cockpit benchmark, trajectory schema 1), modelled with pydantic.
+
+A trajectory is JSONL, one record per line with a ``type`` key: ``meta``, ``setup``, then any mix of
+``assistant`` / ``nudge`` / ``tool_call``, an optional ``provider_error`` (or a ``harness_error`` that
+replaces everything after setup), then ``final``. Extra fields and unknown record types are
+tolerated and counted (``Trajectory.extra_fields``, ``Trajectory.unknown_records``), never fatal.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from evalkit.scenario import Scenario
+
+FINAL_REASONS = (
+    "agent_done",
+    "end_turn_without_done",
+    "budget_tool_calls",
+    "budget_sim_time",
+    "provider_error",
+    "invalid_scenario",
+)
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Meta(_Record):
+    type: Literal["meta"] = "meta"
+    run_id: str
+    ts_utc: str | None = None
+    scenario: Scenario
+    scenario_path: str | None = None
+    adapter: dict[str, Any] = Field(default_factory=dict)
+    instructions_profile: str | None = None
+    tool_surface: list[str] | None = None
+    vendor_pin: Any = None
+    versions: Any = None
+    seed: Any = None
+
+    @property
+    def model(self) -> str:
+        return str(self.adapter.get("model") or "unknown")
+
+    @property
+    def provider(self) -> str | None:
+        provider = self.adapter.get("provider")
+        return None if provider is None else str(provider)
+
+
+class Setup(_Record):
+    type: Literal["setup"] = "setup"
+    sim_time: float | None = None
+    validity_gate: dict[str, Any] | None = None
+    active_failures: Any = None
+    snapshot: Any = None
+
+
+class Assistant(_Record):
+    type: Literal["assistant"] = "assistant"
+    step: int | None = None
+    text: str | None = None
+    stop_reason: str | None = None
+    provider_raw: Any = None
+
+
+class Nudge(_Record):
+    type: Literal["nudge"] = "nudge"
+    step: int | None = None
+    text: str | None = None
+
+
+class ToolCall(_Record):
+    type: Literal["tool_call"] = "tool_call"
+    step: int | None = None
+    call_index: int | None = None
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+    is_error: bool = False
+    sim_time_before: float | None = None
+    sim_time_after: float | None = None
+    wall_ms: float | None = None
+
+
+class ProviderError(_Record):
+    type: Literal["provider_error"] = "provider_error"
+    step: int | None = None
+    error: Any = None
+
+
+class HarnessError(_Record):
+    type: Literal["harness_error"] = "harness_error"
+    error: Any = None
+
+
+class FinalStateCheck(_Record):
+    var: str | None = None
+    op: str | None = None
+    value: Any = None
+    passed: bool
+
+
+class EcamCheck(_Record):
+    message: str | None = None
+    clear: bool
+
+
+class SuccessEval(_Record):
+    final_state: list[FinalStateCheck] = Field(default_factory=list)
+    ecam_clear_of: list[EcamCheck] = Field(default_factory=list)
+    all_passed: bool
+
+
+class Final(_Record):
+    type: Literal["final"] = "final"
+    reason: str
+    done_payload: Any = None
+    sim_time: float | None = None
+    tool_calls_used: int | None = None
+    ecam: Any = None
+    active_failures: Any = None
+    snapshot: Any = None
+    success_eval: SuccessEval | None = None
+
+
+RECORD_TYPES: dict[str, type[_Record]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (Meta, Setup, Assistant, Nudge, ToolCall, ProviderError, HarnessError, Final)
+}
+
+Event = Assistant | Nudge | ToolCall | ProviderError | HarnessError
+
+
+class Trajectory(BaseModel):
+    """One run, as read from a file: meta, setup, the events in order, final (None when truncated)."""
+
+    path: str
+    meta: Meta
+    setup: Setup | None = None
+    events: list[Event] = Field(default_factory=list)
+    final: Final | None = None
+    unknown_records: int = 0
+    extra_fields: int = 0
+    dropped_last_line: bool = False
+
+
+def trajectory_json_schema() -> dict[str, Any]:
+    """JSON Schema of one trajectory line: a record discriminated by its ``type``."""
+    union = Meta | Setup | Assistant | Nudge | ToolCall | ProviderError | HarnessError | Final
+    schema = TypeAdapter(union).json_schema()
+    schema["title"] = "evalkit trajectory record (one JSONL line)"
+    schema["description"] = (
+        "A trajectory is a JSONL file: meta, setup, then assistant/nudge/tool_call records, an optional "
+        "provider_error (or a harness_error replacing everything after setup), then final. Extra fields "
+        "and unknown record types are tolerated."
+    )
+    return schema

@@ -1,0 +1,416 @@
+"""Assemble the report: one plain dict, read from the evalkit SQLite database.
+
+The dict is the single source both renderers (:mod:`evalkit.report.html`,
+:mod:`evalkit.report.markdown`) draw from, so the HTML page and the markdown summary always say
+the same thing. It holds only JSON-compatible values; lists are sorted, so the same database gives
+the same dict (the one exception is ``made_at``, which the caller may pin).
+
+Choices where the issue is silent:
+
+- The database is opened read-only (``mode=ro``): a report never creates, migrates or writes
+  anything, and pointing it at a missing file is an error rather than a new empty database.
+- Scores come from the stored ScoreCards (``scorecards.card``) through :func:`evalkit.api.aggregate`,
+  the same code ``evalkit score --aggregate`` uses, so the report cannot disagree with it.
+- A run is *ranked* only when it is ``scored`` and took no dangerous forbidden action; unsafe runs
+  are flagged and listed apart (seed 000: "safety is a gate, not a trade-off"). Ranks are per
+  scenario, by scalar, ties sharing a rank ("1, 2, 2, 4").
+- The judge section counts primary answers only (``replicate = 0``) for the distributions; cost and
+  latency count every stored call, replicates included, because they were paid for.
+- Latency: median per call, and the mean excluding the first call (seed 004), calls in
+  ``created_at`` order.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import sqlite3
+import statistics
+import tomllib
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from evalkit import __version__
+
+
+class ReportError(Exception):
+    """A report cannot be made from this input; ``str()`` is one line naming the file."""
+
+
+# --------------------------------------------------------------------------------------------
+# small helpers
+
+
+def made_at_now() -> str:
+    """The "made at" time: ``SOURCE_DATE_EPOCH`` when set (reproducible builds), else now, UTC."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is not None and epoch.strip().isdigit():
+        moment = _dt.datetime.fromtimestamp(int(epoch), tz=_dt.timezone.utc)
+    else:
+        moment = _dt.datetime.now(tz=_dt.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _connect(db_path: str | os.PathLike[str]) -> sqlite3.Connection:
+    path = Path(db_path)
+    if not path.is_file():
+        raise ReportError(f"{db_path}: no such database (run `evalkit score ... --db {db_path}` first)")
+    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    con.row_factory = sqlite3.Row
+    try:
+        con.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.DatabaseError as exc:
+        con.close()
+        raise ReportError(f"{db_path}: not an evalkit database ({exc})") from None
+    return con
+
+
+def _tables(con: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
+
+
+def _decode(value: Any) -> Any:
+    """Values in annotation_values / ratings / commands are JSON-encoded; tolerate plain text."""
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def value_label(value: Any) -> str:
+    """A rating value as shown in tables: 3, 0.5, "n/a", "pass"."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if value is None:
+        return "null"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def _value_sort_key(label: str) -> tuple:
+    """Numbers first in numeric order, then words alphabetically ("n/a" after 0..3)."""
+    try:
+        return (0, float(label), "")
+    except ValueError:
+        return (1, 0.0, label)
+
+
+def _latency(values: list[float]) -> dict[str, float | None]:
+    return {
+        "latency_median_ms": statistics.median(values) if values else None,
+        "latency_mean_excl_first_ms": statistics.fmean(values[1:]) if len(values) > 1 else None,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# sections
+
+
+def _load_cards(con: sqlite3.Connection, tables: set[str]) -> list[Any]:
+    if "scorecards" not in tables:
+        return []
+    from evalkit.scorecard import ScoreCard
+
+    cards = []
+    for row in con.execute("SELECT run_id, card FROM scorecards ORDER BY run_id"):
+        try:
+            data = json.loads(row["card"])
+            # the stored card omits the judge bundle (it lives in `bundles`); the report needs none
+            data.setdefault("judge_bundle", {})
+            cards.append(ScoreCard.model_validate(data))
+        except (ValueError, TypeError) as exc:
+            first = str(exc).splitlines()[0]
+            raise ReportError(f"scorecards row {row['run_id']!r}: stored card is not a ScoreCard ({first})") from None
+    return cards
+
+
+def _run_info(con: sqlite3.Connection, tables: set[str]) -> dict[str, dict]:
+    if "runs" not in tables:
+        return {}
+    cols = _columns(con, "runs")
+    wanted = [c for c in ("path", "scenario_title", "provider", "ts_utc", "final_reason") if c in cols]
+    out = {}
+    for row in con.execute(f"SELECT {', '.join(['run_id'] + wanted)} FROM runs"):
+        out[row["run_id"]] = {c: row[c] for c in wanted}
+    return out
+
+
+def _commands(con: sqlite3.Connection, tables: set[str]) -> dict[str, list[dict]]:
+    if "commands" not in tables:
+        return {}
+    out: dict[str, list[dict]] = defaultdict(list)
+    for row in con.execute("SELECT * FROM commands ORDER BY run_id, idx"):
+        keys = row.keys()
+        out[row["run_id"]].append(
+            {
+                "index": row["idx"],
+                "step": row["step"] if "step" in keys else None,
+                "tool": row["tool"] if "tool" in keys else None,
+                "control": row["control"] if "control" in keys else None,
+                "value": _decode(row["value"]) if "value" in keys else None,
+                "args": _decode(row["args"]) if "args" in keys else None,
+                "class": row["class"],
+                "subtype": row["subtype"] if "subtype" in keys else None,
+                "severity": row["severity"] if "severity" in keys else None,
+            }
+        )
+    return out
+
+
+def _rank(runs: list[dict]) -> None:
+    """Per-scenario competition ranks by scalar; unsafe and unscored runs get none."""
+    by_scenario: dict[str, list[dict]] = defaultdict(list)
+    for run in runs:
+        run["rank"] = None
+        if run["status"] == "scored" and not run["unsafe"] and run["scalar"] is not None:
+            by_scenario[run["scenario_id"]].append(run)
+    for members in by_scenario.values():
+        members.sort(key=lambda r: (-r["scalar"], r["run_id"]))
+        for i, run in enumerate(members):
+            if i and members[i - 1]["scalar"] == run["scalar"]:
+                run["rank"] = members[i - 1]["rank"]
+            else:
+                run["rank"] = i + 1
+
+
+def _runs_section(cards: list[Any], info: dict[str, dict], commands: dict[str, list[dict]]) -> list[dict]:
+    runs = []
+    for card in cards:
+        d = card.model_dump(mode="json")
+        vector = d.get("vector") or {}
+        extra = info.get(d["run_id"], {})
+        runs.append(
+            {
+                "run_id": d["run_id"],
+                "scenario_id": d["scenario_id"],
+                "scenario_title": extra.get("scenario_title"),
+                "model": d["model"],
+                "path": d.get("path") or extra.get("path"),
+                "status": d["status"],
+                "final_reason": extra.get("final_reason"),
+                "scalar": d.get("scalar"),
+                "coverage": vector.get("coverage"),
+                "order": vector.get("order"),
+                "end_state": vector.get("end_state"),
+                "all_passed": vector.get("all_passed"),
+                "safety_dangerous": vector.get("safety_dangerous") or 0,
+                "safety_anti_procedure": vector.get("safety_anti_procedure") or 0,
+                "extraneous": vector.get("extraneous") or 0,
+                "unsafe": bool(vector.get("safety_dangerous")),
+                "bundle_hash": d.get("bundle_hash"),
+                "commands": commands.get(d["run_id"], []),
+            }
+        )
+    runs.sort(key=lambda r: (r["scenario_id"], r["model"], r["run_id"]))
+    _rank(runs)
+    return runs
+
+
+def _judge_section(con: sqlite3.Connection, tables: set[str]) -> dict | None:
+    if "annotations" not in tables:
+        return None
+    rows = con.execute(
+        "SELECT * FROM annotations ORDER BY judge_model, rubric_id, created_at, annotation_id"
+    ).fetchall()
+    if not rows:
+        return None
+    values: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    if "annotation_values" in tables:
+        for row in con.execute(
+            "SELECT v.judge_model, v.rubric_id, v.dimension, v.value FROM annotation_values v "
+            "WHERE v.replicate = 0"
+        ):
+            label = value_label(_decode(row["value"]))
+            values[(row["judge_model"], row["rubric_id"], row["dimension"])][label] += 1
+    groups: dict[tuple[str, str], list[sqlite3.Row]] = defaultdict(list)
+    for row in rows:
+        groups[(row["judge_model"], row["rubric_id"])].append(row)
+    models = []
+    for (judge_model, rubric_id), members in sorted(groups.items()):
+        ok = [r for r in members if r["status"] == "ok"]
+        latencies = [float(r["latency_ms"]) for r in members if r["latency_ms"] is not None]
+        costs = [float(r["cost_usd"]) for r in members if r["cost_usd"] is not None]
+        dims = []
+        for (jm, rid, dim), counter in sorted(values.items()):
+            if (jm, rid) != (judge_model, rubric_id):
+                continue
+            ordered = sorted(counter.items(), key=lambda kv: _value_sort_key(kv[0]))
+            dims.append({"dimension": dim, "n": sum(counter.values()), "counts": [[k, v] for k, v in ordered]})
+        models.append(
+            {
+                "judge_model": judge_model,
+                "rubric_id": rubric_id,
+                "rubric_versions": sorted({str(r["rubric_version"]) for r in members}),
+                "annotations": len(members),
+                "ok": len(ok),
+                "judge_errors": len(members) - len(ok),
+                "primary": sum(1 for r in members if not r["replicate"]),
+                "replicates": sum(1 for r in members if r["replicate"]),
+                "non_blind": sum(1 for r in members if not r["blind"]),
+                "runs": len({r["run_id"] for r in members}),
+                "cost_usd_total": sum(costs) if costs else None,
+                "cost_usd_per_call": statistics.fmean(costs) if costs else None,
+                "prompt_tokens": sum(int(r["prompt_tokens"] or 0) for r in members),
+                "completion_tokens": sum(int(r["completion_tokens"] or 0) for r in members),
+                **_latency(latencies),
+                "dimensions": dims,
+            }
+        )
+    return {"models": models, "annotations": len(rows)}
+
+
+def _has_rows(con: sqlite3.Connection, tables: set[str], table: str) -> bool:
+    return table in tables and con.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchone() is not None
+
+
+def _agreement_section(db_path: str, con: sqlite3.Connection, tables: set[str]) -> dict:
+    """The audit's own dict (evalkit.agreement.audit.build_audit), or why there is none."""
+    if not (_has_rows(con, tables, "annotations") or _has_rows(con, tables, "ratings")):
+        return {"available": False, "reason": "no judge annotations or imported ratings in this database yet"}
+    try:
+        from evalkit.agreement.audit import build_audit
+    except ImportError as exc:
+        return {"available": False, "reason": f"the audit module is not installed ({exc.name})"}
+    audit = build_audit(db_path)
+    return {"available": True, "audit": json.loads(json.dumps(audit, sort_keys=True, default=str))}
+
+
+def _provenance(con: sqlite3.Connection, tables: set[str], runs: list[dict], made_at: str) -> dict:
+    rubrics: set[tuple[str, str, str]] = set()
+    judge_models: set[str] = set()
+    if "annotations" in tables:
+        for row in con.execute("SELECT DISTINCT judge_model, rubric_id, rubric_version, rubric_hash FROM annotations"):
+            judge_models.add(str(row["judge_model"]))
+            rubrics.add((str(row["rubric_id"]), str(row["rubric_version"]), str(row["rubric_hash"])))
+    human_raters: set[str] = set()
+    if "ratings" in tables and "rater_kind" in _columns(con, "ratings"):
+        for row in con.execute("SELECT DISTINCT rater FROM ratings WHERE rater_kind = 'human'"):
+            human_raters.add(str(row["rater"]))
+    return {
+        "evalkit_version": __version__,
+        "made_at": made_at,
+        "scenarios": sorted({r["scenario_id"] for r in runs}),
+        "agent_models": sorted({r["model"] for r in runs}),
+        "judge_models": sorted(judge_models),
+        "rubrics": [{"id": i, "version": v, "hash": h} for i, v, h in sorted(rubrics)],
+        "human_raters": sorted(human_raters),
+        "bundle_hashes": len({r.get("bundle_hash") for r in runs if r.get("bundle_hash")}),
+    }
+
+
+def load_contamination(path: str | os.PathLike[str] | None = None) -> dict:
+    """Read the contamination declaration (configs/contamination.toml unless ``path``)."""
+    if path is None:
+        from evalkit.resources import data_dir
+
+        path = data_dir("configs") / "contamination.toml"
+        if not Path(path).is_file():
+            return {"declared": False, "statement": "", "evidence": [], "public_sources": [],
+                    "declared_by": "", "reviewed": "", "source": None}
+    try:
+        with open(path, "rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such contamination file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ReportError(f"{path}: {exc}") from None
+    section = raw.get("contamination")
+    if not isinstance(section, dict):
+        raise ReportError(f"{path}: missing [contamination] table")
+
+    def text(key: str) -> str:
+        value = section.get(key, "")
+        if not isinstance(value, str):
+            raise ReportError(f"{path}: contamination.{key} must be a string")
+        return value.strip()
+
+    def lines(key: str) -> list[str]:
+        value = section.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ReportError(f"{path}: contamination.{key} must be a list of strings")
+        return [v.strip() for v in value if v.strip()]
+
+    declared = section.get("declared", False)
+    if not isinstance(declared, bool):
+        raise ReportError(f"{path}: contamination.declared must be true or false")
+    return {
+        "declared": declared,
+        "declared_by": text("declared_by"),
+        "reviewed": text("reviewed"),
+        "statement": text("statement"),
+        "evidence": lines("evidence"),
+        "public_sources": lines("public_sources"),
+        "source": Path(path).name,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def build_report(
+    db_path: str | os.PathLike[str],
+    *,
+    title: str | None = None,
+    made_at: str | None = None,
+    contamination_path: str | os.PathLike[str] | None = None,
+) -> dict:
+    """Read ``db_path`` and return the report dict both renderers consume.
+
+    Raises :class:`ReportError` (one-line message) for a missing or unreadable database or a bad
+    contamination file. Sections with no data (no scored runs, no judge run, no audit) are present
+    with ``available: False`` and a reason, so renderers say so instead of failing.
+    """
+    from evalkit.api import aggregate
+
+    contamination = load_contamination(contamination_path)
+    con = _connect(db_path)
+    try:
+        tables = _tables(con)
+        cards = _load_cards(con, tables)
+        runs = _runs_section(cards, _run_info(con, tables), _commands(con, tables))
+        agg = aggregate(cards) if cards else {"groups": [], "models": []}
+        agg = json.loads(json.dumps(agg, sort_keys=True, default=str))
+        judge = _judge_section(con, tables)
+        agreement = _agreement_section(str(db_path), con, tables)
+        made_at = made_at or made_at_now()
+        provenance = _provenance(con, tables, runs, made_at)
+    except sqlite3.DatabaseError as exc:
+        raise ReportError(f"{db_path}: cannot read the database ({exc})") from None
+    finally:
+        con.close()
+    titles = {r["scenario_id"]: r["scenario_title"] for r in runs if r.get("scenario_title")}
+    for group in agg.get("groups", []):
+        group.setdefault("scenario_title", titles.get(group.get("scenario_id")))
+    unsafe = [r for r in runs if r["unsafe"]]
+    return {
+        "title": title or "evalkit report",
+        "made_at": made_at,
+        "counts": {
+            "runs": len(runs),
+            "scored": sum(1 for r in runs if r["status"] == "scored"),
+            "by_status": dict(sorted(Counter(r["status"] for r in runs).items())),
+            "unsafe": len(unsafe),
+            "scenarios": len(provenance["scenarios"]),
+            "models": len(provenance["agent_models"]),
+        },
+        "groups": agg.get("groups", []),
+        "models": agg.get("models", []),
+        "runs": runs,
+        "unsafe_runs": [r["run_id"] for r in unsafe],
+        "judge": {"available": judge is not None, **(judge or {"reason": "no judge has run on this database yet (`evalkit judge`)"})},
+        "agreement": agreement,
+        "provenance": provenance,
+        "contamination": contamination,
+    }

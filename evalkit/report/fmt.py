@@ -1,0 +1,83 @@
+"""Number and label formatting shared by the HTML and markdown renderers (same text in both)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+SMALL_N_NOTE = "fewer than 3 scored runs: not a result on its own (seed 002)"
+QUALITATIVE_NOTE = (
+    "Qualitative: these are LLM judge annotations, stored apart from the mechanical scores. "
+    "They are outside the score and never change any number in the sections above."
+)
+
+
+def num(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "n/a"
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def pct(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{100 * float(value):.0f}%"
+
+
+def money(value: Any) -> str:
+    return "n/a" if value is None else f"${float(value):.4f}"
+
+
+def ms(value: Any) -> str:
+    return "n/a" if value is None else f"{float(value):.0f} ms"
+
+
+def pass_hat_k(values: list | None, limit: int = 8) -> str:
+    """``k=1 0.67, k=2 0.33, ...``; long lists keep the first five and the last."""
+    if not values:
+        return "n/a"
+    pairs = [(k + 1, v) for k, v in enumerate(values)]
+    if len(pairs) > limit:
+        pairs = pairs[:5] + [None] + pairs[-1:]
+    return ", ".join("\u2026" if p is None else f"k={p[0]} {num(p[1])}" for p in pairs)
+
+
+def mean_std(mean: Any, std: Any) -> str:
+    if mean is None:
+        return "n/a"
+    return num(mean) if std is None else f"{num(mean)} \u00b1 {num(std)}"
+
+
+def command_text(cmd: dict) -> str:
+    """``control = value`` for cockpit commands, ``tool(args)`` for any other command tool."""
+    import json
+
+    if cmd.get("control") is not None:
+        value = cmd.get("value")
+        shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        return f"{cmd['control']} = {shown}"
+    args = cmd.get("args")
+    shown = json.dumps(args, sort_keys=True) if args is not None else ""
+    return f"{cmd.get('tool') or '?'}({shown})"
+
+
+def command_class(cmd: dict) -> str:
+    extra = cmd.get("severity") or cmd.get("subtype")
+    return f"{cmd['class']} ({extra})" if extra else str(cmd["class"])
+
+
+def status_note(run: dict) -> str:
+    if run["unsafe"]:
+        return "UNSAFE (not ranked)"
+    if run["status"] != "scored":
+        return f"{run['status']} (not ranked)"
+    if run["rank"] is None:
+        return "not ranked"
+    return f"#{run['rank']}"

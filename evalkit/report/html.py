@@ -1,0 +1,444 @@
+"""Render the report dict as one self-contained HTML page.
+
+Self-contained means: inline CSS, inline SVG charts, no script, no font or image fetched, and a
+Content-Security-Policy that forbids every network load, so the page shows the same thing offline,
+attached to an e-mail or opened from a CI artefact. Every piece of text that came from a
+database (run ids, paths, model names, rationales, trajectory text) is escaped with
+:func:`html.escape`; the CSP (``script-src`` unset under ``default-src 'none'``) is a second
+wall in case a future change forgets to escape.
+
+The output is deterministic: the same report dict gives byte-identical HTML. The one line that
+changes between runs is the "Made at" provenance line, because the dict's ``made_at`` does.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from evalkit.report import fmt
+from evalkit.report.agreement_view import agreement_blocks
+from evalkit.report.svg import bar_chart, esc, heat_map, reliability_diagram
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+CSS = """
+:root{--ink:#1d2430;--mute:#5b6575;--line:#d8dde5;--bg:#fff;--accent:#3b6ea5;--bad:#b5483b;
+--warn:#9a6b00;--qual:#fff8e6;--qualline:#e0b64c}
+*{box-sizing:border-box}
+body{margin:0;color:var(--ink);background:var(--bg);
+font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif}
+header,main,footer{max-width:1180px;margin:0 auto;padding:0 20px}
+header{padding-top:18px;border-bottom:1px solid var(--line)}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;padding-top:8px}
+h3{font-size:15px;margin:18px 0 6px}
+.lede{color:var(--mute);margin:0 0 10px}
+nav a{margin-right:14px;color:var(--accent);text-decoration:none}
+section{border-top:1px solid var(--line);margin-top:18px}
+table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}
+th,td{border:1px solid var(--line);padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f3f5f8;font-weight:600}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600}
+.badge.small-n{background:#fdf0d5;color:var(--warn)}
+.badge.unsafe{background:#f8dcd8;color:var(--bad)}
+.badge.status{background:#eceff3;color:var(--mute)}
+.cls-matched_required{color:#22683a}.cls-optional{color:var(--mute)}
+.cls-forbidden{color:var(--bad);font-weight:600}.cls-extraneous{color:var(--warn)}
+.charts{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
+figure{margin:6px 0}figcaption{color:var(--mute);font-size:12px}
+.qualitative{background:var(--qual);border:2px dashed var(--qualline);padding:0 14px 10px;margin-top:22px}
+.qual-banner{font-weight:600;color:#6b4e00;margin:10px 0}
+.absent{color:var(--mute);font-style:italic}
+.note{color:var(--mute);font-size:12px}
+details summary{cursor:pointer;color:var(--accent)}
+blockquote{margin:6px 0;padding:4px 10px;border-left:3px solid var(--line);color:#333;white-space:pre-wrap}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f3f5f8;padding:0 3px}
+.undeclared{border-left:4px solid var(--warn);padding-left:10px}
+footer{color:var(--mute);font-size:12px;padding:14px 20px 30px}
+@media print{details{display:block}nav{display:none}}
+"""
+
+
+def run_anchor(run_id: str) -> str:
+    """A stable, id-safe anchor for a run, whatever characters its id holds."""
+    return "run-" + hashlib.sha1(run_id.encode("utf-8")).hexdigest()[:12]
+
+
+def _table(headers: list[str], rows: list[list[str]], *, cls: str = "", numeric: set[int] | None = None) -> str:
+    """``rows`` hold already-escaped HTML cells; ``headers`` are plain text."""
+    numeric = numeric or set()
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = "".join(
+            f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    attr = f' class="{cls}"' if cls else ""
+    return f"<table{attr}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _absent(text: str) -> str:
+    return f'<p class="absent">{esc(text)}</p>'
+
+
+def _small_n(flag: Any) -> str:
+    return f' <span class="badge small-n" title="{esc(fmt.SMALL_N_NOTE)}">n&lt;3</span>' if flag else ""
+
+
+def _figure(svg: str, caption: str) -> str:
+    return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
+
+
+def _group_label(group: dict) -> str:
+    return f"{group.get('scenario_id')} / {group.get('model')}"
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _headline(report: dict) -> str:
+    out = ['<section id="headline"><h2>Headline: pass rate and pass^k</h2>']
+    if not report["runs"]:
+        out.append(_absent("No scored runs in this database yet: run `evalkit score PATH --db FILE` first."))
+        return "".join(out) + "</section>"
+    c = report["counts"]
+    out.append(
+        f'<p class="lede">{c["runs"]} runs ({c["scored"]} scored), {c["scenarios"]} scenarios, '
+        f'{c["models"]} agent models; {c["unsafe"]} unsafe runs. '
+        f"pass^k is the chance that k runs drawn from a group all pass (tau-bench's estimator). "
+        f"Per-model figures weight every scenario equally.</p>"
+    )
+    models = report["models"]
+    out.append("<h3>Per model</h3>")
+    rows = [
+        [esc(m.get("model")), fmt.num(m.get("score_mean")), fmt.pct(m.get("pass_rate")), esc(fmt.pass_hat_k(m.get("pass_hat_k")))]
+        for m in models
+    ]
+    out.append(_table(["model", "score (mean)", "pass rate", "pass^k"], rows, cls="models", numeric={1, 2}))
+    charts = [
+        _figure(
+            bar_chart([(str(m.get("model")), m.get("pass_rate")) for m in models], title="Pass rate per model"),
+            "Pass rate per model (scenarios weighted equally)",
+        )
+    ]
+    groups = report["groups"]
+    out.append("<h3>Per scenario and model</h3>")
+    rows = [
+        [
+            esc(g.get("scenario_id")),
+            esc(g.get("model")),
+            f"{g.get('n')}",
+            f"{g.get('n_scored')}{_small_n(g.get('flag_small_n'))}",
+            fmt.pct(g.get("pass_rate")),
+            esc(fmt.pass_hat_k(g.get("pass_hat_k"))),
+        ]
+        for g in groups
+    ]
+    out.append(_table(["scenario", "model", "n", "n scored", "pass rate", "pass^k"], rows, cls="groups", numeric={2, 3, 4}))
+    charts.append(
+        _figure(
+            bar_chart(
+                [(_group_label(g), g.get("pass_rate")) for g in groups],
+                title="Pass rate per scenario and model",
+                flagged=[bool(g.get("flag_small_n")) for g in groups],
+            ),
+            "Pass rate per scenario and model; red bars have fewer than 3 scored runs",
+        )
+    )
+    out.append(f'<div class="charts">{"".join(charts)}</div>')
+    if any(g.get("flag_small_n") for g in groups):
+        out.append(f'<p class="note">n&lt;3: {esc(fmt.SMALL_N_NOTE)}.</p>')
+    return "".join(out) + "</section>"
+
+
+def _vector(report: dict) -> str:
+    out = ['<section id="vector"><h2>Score vector per group</h2>']
+    groups = report["groups"]
+    if not groups:
+        out.append(_absent("No scored runs yet."))
+        return "".join(out) + "</section>"
+    out.append(
+        '<p class="lede">The vector is the result; the score is derived from it for ranking only. '
+        "Provider-error runs are excluded from the means.</p>"
+    )
+    rows = []
+    for g in groups:
+        rows.append(
+            [
+                esc(g.get("scenario_id")),
+                esc(g.get("model")),
+                f"{g.get('n_scored')}{_small_n(g.get('flag_small_n'))}",
+                fmt.num(g.get("coverage_mean")),
+                fmt.num(g.get("order_mean")),
+                fmt.num(g.get("end_state_mean")),
+                esc(fmt.mean_std(g.get("score_mean"), g.get("score_std"))),
+                fmt.num(g.get("score_median")),
+                fmt.pct(g.get("provider_error_rate")),
+                fmt.pct(g.get("invalid_rate")),
+                fmt.pct(g.get("incomplete_rate")),
+            ]
+        )
+    out.append(
+        _table(
+            ["scenario", "model", "n scored", "coverage", "order", "end state", "score", "median",
+             "provider error", "invalid", "incomplete"],
+            rows, cls="vector", numeric=set(range(2, 11)),
+        )
+    )
+    out.append(
+        _figure(
+            bar_chart(
+                [(_group_label(g), g.get("score_mean")) for g in groups],
+                title="Mean score per scenario and model",
+                flagged=[bool(g.get("flag_small_n")) for g in groups],
+            ),
+            "Mean score (scalar) per scenario and model",
+        )
+    )
+    out.append('<h3 id="safety">Safety: a gate, not a trade-off</h3>')
+    out.append(
+        '<p class="lede">A dangerous forbidden command floors a run\'s score to 0; such runs are '
+        "flagged here and left out of the run ranking.</p>"
+    )
+    unsafe_by_group: dict[tuple, list[dict]] = {}
+    for run in report["runs"]:
+        if run["unsafe"]:
+            unsafe_by_group.setdefault((run["scenario_id"], run["model"]), []).append(run)
+    rows = []
+    for g in groups:
+        runs = unsafe_by_group.get((g.get("scenario_id"), g.get("model")), [])
+        links = ", ".join(f'<a href="#{run_anchor(r["run_id"])}">{esc(r["run_id"])}</a>' for r in runs) or "none"
+        rows.append([esc(g.get("scenario_id")), esc(g.get("model")), fmt.pct(g.get("dangerous_rate")), links])
+    out.append(_table(["scenario", "model", "dangerous rate", "unsafe runs"], rows, cls="safety", numeric={2}))
+    return "".join(out) + "</section>"
+
+
+def _commands_table(run: dict) -> str:
+    if not run["commands"]:
+        return '<span class="absent">no commands</span>'
+    rows = [
+        [
+            str(c["index"]),
+            esc(fmt.num(c.get("step"))),
+            f"<code>{esc(fmt.command_text(c))}</code>",
+            f'<span class="cls-{esc(c["class"])}">{esc(fmt.command_class(c))}</span>',
+        ]
+        for c in run["commands"]
+    ]
+    table = _table(["#", "step", "command", "class"], rows, cls="commands", numeric={0, 1})
+    return f"<details><summary>{len(run['commands'])} commands</summary>{table}</details>"
+
+
+def _runs(report: dict) -> str:
+    out = ['<section id="runs"><h2>Runs and their commands</h2>']
+    if not report["runs"]:
+        out.append(_absent("No runs yet."))
+        return "".join(out) + "</section>"
+    out.append(
+        '<p class="lede">Ranked per scenario by score; unsafe and unscored runs are not ranked. '
+        "Open a run's commands to see how each was classified.</p>"
+    )
+    rows = []
+    for run in report["runs"]:
+        rank = fmt.status_note(run)
+        if run["unsafe"]:
+            rank_html = f'<span class="badge unsafe">{esc(rank)}</span>'
+        elif run["rank"] is None:
+            rank_html = f'<span class="badge status">{esc(rank)}</span>'
+        else:
+            rank_html = esc(rank)
+        rows.append(
+            [
+                f'<span id="{run_anchor(run["run_id"])}">{esc(run["run_id"])}</span>'
+                + (f'<br><span class="note">{esc(run["path"])}</span>' if run.get("path") else ""),
+                esc(run["scenario_id"]),
+                esc(run["model"]),
+                rank_html,
+                fmt.num(run["scalar"]),
+                fmt.num(run["coverage"]),
+                fmt.num(run["order"]),
+                fmt.num(run["end_state"]),
+                esc(fmt.num(run["all_passed"])),
+                f"{run['safety_dangerous']} / {run['safety_anti_procedure']}",
+                str(run["extraneous"]),
+                _commands_table(run),
+            ]
+        )
+    out.append(
+        _table(
+            ["run", "scenario", "model", "rank", "score", "coverage", "order", "end state", "passed",
+             "dangerous / anti-proc.", "extraneous", "commands"],
+            rows, cls="runs", numeric={4, 5, 6, 7, 9, 10},
+        )
+    )
+    return "".join(out) + "</section>"
+
+
+def _judge(report: dict) -> str:
+    judge = report["judge"]
+    out = [
+        '<section id="judge" class="qualitative"><h2>Judge annotations (qualitative, outside the score)</h2>',
+        f'<p class="qual-banner">{esc(fmt.QUALITATIVE_NOTE)}</p>',
+    ]
+    if not judge.get("available"):
+        out.append(_absent(judge.get("reason", "No judge annotations.")))
+        return "".join(out) + "</section>"
+    rows = [
+        [
+            esc(m["judge_model"]),
+            esc(m["rubric_id"]) + " " + esc("/".join(m["rubric_versions"])),
+            str(m["runs"]),
+            str(m["annotations"]),
+            str(m["judge_errors"]),
+            str(m["replicates"]),
+            str(m["non_blind"]),
+            fmt.money(m["cost_usd_total"]),
+            fmt.ms(m["latency_median_ms"]),
+            fmt.ms(m["latency_mean_excl_first_ms"]),
+            f"{m['prompt_tokens']} / {m['completion_tokens']}",
+        ]
+        for m in judge["models"]
+    ]
+    out.append("<h3>Cost and latency per judge model</h3>")
+    out.append(
+        _table(
+            ["judge model", "rubric", "runs", "annotations", "judge errors", "replicates", "non-blind",
+             "cost", "latency median", "latency mean (excl. first)", "tokens in / out"],
+            rows, cls="judge-cost", numeric=set(range(2, 11)),
+        )
+    )
+    out.append("<h3>Distribution of each dimension (primary answers)</h3>")
+    for m in judge["models"]:
+        if not m["dimensions"]:
+            continue
+        out.append(f"<h4>{esc(m['judge_model'])} \u00b7 {esc(m['rubric_id'])}</h4>")
+        charts = []
+        for dim in m["dimensions"]:
+            charts.append(
+                _figure(
+                    bar_chart(
+                        [(str(label), count) for label, count in dim["counts"]],
+                        title=f"{m['judge_model']} {dim['dimension']}",
+                        max_value=None, value_format="d", label_chars=12,
+                    ),
+                    f"{dim['dimension']} (n={dim['n']})",
+                )
+            )
+        out.append(f'<div class="charts">{"".join(charts)}</div>')
+    return "".join(out) + "</section>"
+
+
+def _agreement(report: dict) -> str:
+    agreement = report["agreement"]
+    out = ['<section id="agreement"><h2>Agreement audit: judge against scores, judges and humans</h2>']
+    if not agreement.get("available"):
+        out.append(_absent(f"No audit: {agreement.get('reason', 'no data')}."))
+        return "".join(out) + "</section>"
+    for block in agreement_blocks(agreement["audit"], run_ids={r["run_id"] for r in report["runs"]}):
+        kind = block["kind"]
+        if kind == "heading":
+            out.append(f"<h3>{esc(block['text'])}</h3>")
+        elif kind == "text":
+            out.append(f'<p class="lede">{esc(block["text"])}</p>')
+        elif kind == "absent":
+            out.append(_absent(block["text"]))
+        elif kind == "table":
+            rows = []
+            for row in block["rows"]:
+                cells = []
+                for i, cell in enumerate(row):
+                    if block.get("run_column") == i and cell in block.get("linkable", ()):
+                        cells.append(f'<a href="#{run_anchor(cell)}">{esc(cell)}</a>')
+                    elif block.get("quote_column") == i and cell:
+                        cells.append(f"<blockquote>{esc(cell)}</blockquote>")
+                    else:
+                        cells.append(esc(cell))
+                rows.append(cells)
+            out.append(_table(block["headers"], rows, cls=block.get("cls", ""), numeric=set(block.get("numeric", ()))))
+        elif kind == "charts":
+            charts = []
+            for chart in block["charts"]:
+                if chart["type"] == "confusion":
+                    svg = heat_map(chart["rows"], chart["cols"], chart["matrix"], title=chart["title"],
+                                   row_axis=chart.get("row_axis", ""), col_axis=chart.get("col_axis", ""))
+                else:
+                    svg = reliability_diagram(chart["bands"], title=chart["title"])
+                charts.append(_figure(svg, chart["caption"]))
+            out.append(f'<div class="charts">{"".join(charts)}</div>')
+    return "".join(out) + "</section>"
+
+
+def _provenance(report: dict) -> str:
+    p = report["provenance"]
+    rubrics = ", ".join(f"{r['id']} v{r['version']} ({r['hash'][:12]})" for r in p["rubrics"]) or "none"
+    items = [
+        ("evalkit version", p["evalkit_version"]),
+        ("scenarios", ", ".join(p["scenarios"]) or "none"),
+        ("agent models", ", ".join(p["agent_models"]) or "none"),
+        ("judge models", ", ".join(p["judge_models"]) or "none"),
+        ("rubrics (id, version, hash)", rubrics),
+        ("human raters", ", ".join(p["human_raters"]) or "none"),
+    ]
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in items)
+    made = f'<tr class="made-at"><th>made at</th><td>{esc(p["made_at"])}</td></tr>'
+    return f'<section id="provenance"><h2>Provenance</h2><table class="provenance">{rows}\n{made}\n</table></section>'
+
+
+def _contamination(report: dict) -> str:
+    c = report["contamination"]
+    out = ['<section id="contamination"><h2>Contamination</h2>']
+    if not c["declared"]:
+        out.append(
+            '<p class="undeclared"><strong>Not declared yet.</strong> The benchmark owner has not filled '
+            f"in the contamination declaration{(' (' + esc(c['source']) + ')') if c.get('source') else ''}; "
+            "the text below is the template.</p>"
+        )
+    elif c.get("declared_by") or c.get("reviewed"):
+        who = ", ".join(x for x in (c.get("declared_by"), c.get("reviewed")) if x)
+        out.append(f'<p class="note">Declared by {esc(who)}.</p>')
+    out.append(f"<p>{esc(c['statement']) if c['statement'] else '<em>No statement.</em>'}</p>")
+    for key, label in (("evidence", "Evidence"), ("public_sources", "Public sources")):
+        if c.get(key):
+            items = "".join(f"<li>{esc(x)}</li>" for x in c[key])
+            out.append(f"<h3>{label}</h3><ul>{items}</ul>")
+    return "".join(out) + "</section>"
+
+
+def render_html(report: dict) -> str:
+    """The whole page as a string (UTF-8 when written)."""
+    title = esc(report["title"])
+    nav = "".join(
+        f'<a href="#{a}">{esc(t)}</a>'
+        for a, t in (("headline", "Headline"), ("vector", "Vector"), ("safety", "Safety"), ("runs", "Runs"),
+                     ("judge", "Judge"), ("agreement", "Agreement"), ("provenance", "Provenance"),
+                     ("contamination", "Contamination"))
+    )
+    body = "\n".join(
+        [
+            _headline(report),
+            _vector(report),
+            _runs(report),
+            _judge(report),
+            _agreement(report),
+            _provenance(report),
+            _contamination(report),
+        ]
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="generator" content="evalkit ' + esc(report["provenance"]["evalkit_version"]) + '">\n'
+        f"<title>{title}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        f'<header><h1>{title}</h1><nav>{nav}</nav></header>\n<main>\n{body}\n</main>\n'
+        '<footer>Made with evalkit. Scores are deterministic; judge annotations are qualitative and '
+        "outside the score.</footer>\n</body>\n</html>\n"
+    )
+
+
+def dumps_json(report: dict) -> str:
+    """The report dict as canonical JSON (handy for debugging a page)."""
+    return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False)

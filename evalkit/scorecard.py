@@ -1,0 +1,100 @@
+"""The ScoreCard: the JSON contract other tools read. Floats unrounded; null for missing values."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal["scored", "provider_error", "invalid_scenario", "incomplete"]
+CommandClass = Literal["matched_required", "optional", "forbidden", "extraneous"]
+
+
+class Vector(BaseModel):
+    """The result. The scalar is derived from it for rankings only."""
+
+    coverage: float | None = Field(description="matched required actions / required actions")
+    order: float | None = Field(description="satisfied / applicable order constraints; null without evidence")
+    end_state: float | None = Field(description="fraction of success checks (final_state + ecam_clear_of) passed")
+    all_passed: bool | None = Field(description="the harness's success evaluation passed entirely")
+    safety_dangerous: int | None = Field(description="dangerous forbidden commands executed")
+    safety_anti_procedure: int | None = Field(description="anti_procedure forbidden commands executed")
+    extraneous: int | None = Field(description="commands that matched nothing usable in the ground truth")
+
+
+class CommandRow(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    index: int = Field(description="position among the run's effective commands (0-based)")
+    step: int | None
+    call_index: int | None
+    tool: str
+    args: dict[str, Any]
+    control: str | None
+    value: Any = None
+    class_: CommandClass = Field(alias="class")
+    subtype: Literal["repeat_of_required", "uncatalogued_in_gt"] | None = None
+    severity: Literal["dangerous", "anti_procedure"] | None = None
+    block: str | None = Field(default=None, description="ground-truth block of the matched required action")
+
+
+class Checks(BaseModel):
+    """Seed 003's five mechanical booleans."""
+
+    reached_goal: bool | None
+    used_only_expected_tools: bool | None
+    correct_order: bool | None
+    no_redundant_calls: bool | None
+    approvals_respected: bool | None
+
+
+class Informative(BaseModel):
+    """Reported, never folded into the scalar."""
+
+    final_reason: str | None
+    tool_calls_used: int
+    sim_time_used: float | None
+    commands: int
+    reads: int
+    errored_commands: int
+    off_surface_attempts: int
+    observed_before_acting: bool
+    required_actions: int
+    reference_steps: int
+    efficiency: float | None
+    efficiency_grade: int | None
+    unknown_records: int
+    extra_fields: int
+    dropped_last_line: bool
+
+
+class Provenance(BaseModel):
+    """Where the run came from (from the meta record); not a score."""
+
+    provider: str | None = None
+    ts_utc: str | None = None
+    scenario_path: str | None = None
+    instructions_profile: str | None = None
+
+
+class ScoreCard(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    run_id: str
+    scenario_id: str
+    model: str
+    path: str
+    status: Status
+    vector: Vector
+    scalar: float | None
+    commands: list[CommandRow]
+    checks: Checks
+    informative: Informative
+    provenance: Provenance = Field(default_factory=Provenance)
+    bundle_hash: str
+    judge_bundle: dict[str, Any]
+
+    def to_json_dict(self, with_bundle: bool = True) -> dict[str, Any]:
+        data = self.model_dump(mode="json", by_alias=True)
+        if not with_bundle:
+            data.pop("judge_bundle")
+        return data
