@@ -11,6 +11,11 @@ QUALITATIVE_NOTE = (
 )
 
 
+def small_n(group: dict) -> bool:
+    """The aggregate's fewer-than-3-scored-runs flag (``small_n``; ``flag_small_n`` also read)."""
+    return bool(group.get("small_n", group.get("flag_small_n")))
+
+
 def num(value: Any, digits: int = 2) -> str:
     if value is None:
         return "n/a"

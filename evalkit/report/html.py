@@ -130,7 +130,7 @@ def _headline(report: dict) -> str:
             esc(g.get("scenario_id")),
             esc(g.get("model")),
             f"{g.get('n')}",
-            f"{g.get('n_scored')}{_small_n(g.get('flag_small_n'))}",
+            f"{g.get('n_scored')}{_small_n(fmt.small_n(g))}",
             fmt.pct(g.get("pass_rate")),
             esc(fmt.pass_hat_k(g.get("pass_hat_k"))),
         ]
@@ -142,13 +142,13 @@ def _headline(report: dict) -> str:
             bar_chart(
                 [(_group_label(g), g.get("pass_rate")) for g in groups],
                 title="Pass rate per scenario and model",
-                flagged=[bool(g.get("flag_small_n")) for g in groups],
+                flagged=[bool(fmt.small_n(g)) for g in groups],
             ),
             "Pass rate per scenario and model; red bars have fewer than 3 scored runs",
         )
     )
     out.append(f'<div class="charts">{"".join(charts)}</div>')
-    if any(g.get("flag_small_n") for g in groups):
+    if any(fmt.small_n(g) for g in groups):
         out.append(f'<p class="note">n&lt;3: {esc(fmt.SMALL_N_NOTE)}.</p>')
     return "".join(out) + "</section>"
 
@@ -169,7 +169,7 @@ def _vector(report: dict) -> str:
             [
                 esc(g.get("scenario_id")),
                 esc(g.get("model")),
-                f"{g.get('n_scored')}{_small_n(g.get('flag_small_n'))}",
+                f"{g.get('n_scored')}{_small_n(fmt.small_n(g))}",
                 fmt.num(g.get("coverage_mean")),
                 fmt.num(g.get("order_mean")),
                 fmt.num(g.get("end_state_mean")),
@@ -192,7 +192,7 @@ def _vector(report: dict) -> str:
             bar_chart(
                 [(_group_label(g), g.get("score_mean")) for g in groups],
                 title="Mean score per scenario and model",
-                flagged=[bool(g.get("flag_small_n")) for g in groups],
+                flagged=[bool(fmt.small_n(g)) for g in groups],
             ),
             "Mean score (scalar) per scenario and model",
         )

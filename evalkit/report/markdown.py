@@ -1,0 +1,246 @@
+"""Render the report dict as GitHub-flavoured markdown, for a pull-request comment.
+
+Same sections and numbers as the HTML page (both read the same dict; the agreement section walks
+the same blocks). Markdown cannot carry the inline SVG charts, so confusion matrices and
+reliability bands appear as tables. Text from the database is escaped twice over: ``<``, ``>``
+and ``&`` become entities (GitHub renders inline HTML) and markdown's punctuation is
+backslash-escaped, so a trajectory cannot inject links, images, HTML or break a table.
+"""
+from __future__ import annotations
+
+import re
+
+from evalkit.report import fmt
+from evalkit.report.agreement_view import agreement_blocks
+
+# Characters that start emphasis, code, links/images, tables, headings or strikethrough. `<`, `>`
+# and `&` are turned into entities first, so no raw HTML and no blockquote can come through.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~!#])")
+
+
+def md(text: object) -> str:
+    """Escape any value for a markdown table cell or paragraph (one line)."""
+    s = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = _MD_SPECIAL.sub(r"\\\1", s)
+    return " ".join(s.split())
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    """``rows`` hold already-escaped cells."""
+    lines = ["| " + " | ".join(md(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _headline(report: dict) -> list[str]:
+    out = ["## Headline: pass rate and pass^k", ""]
+    if not report["runs"]:
+        return out + ["_No scored runs in this database yet: run `evalkit score PATH --db FILE` first._", ""]
+    c = report["counts"]
+    out += [
+        f"{c['runs']} runs ({c['scored']} scored), {c['scenarios']} scenarios, {c['models']} agent models; "
+        f"{c['unsafe']} unsafe runs. pass^k is the chance that k runs drawn from a group all pass "
+        "(tau-bench's estimator). Per-model figures weight every scenario equally.",
+        "",
+        "### Per model",
+        "",
+        _table(
+            ["model", "score (mean)", "pass rate", "pass^k"],
+            [[md(m.get("model")), fmt.num(m.get("score_mean")), fmt.pct(m.get("pass_rate")),
+              md(fmt.pass_hat_k(m.get("pass_hat_k")))] for m in report["models"]],
+        ),
+        "",
+        "### Per scenario and model",
+        "",
+        _table(
+            ["scenario", "model", "n", "n scored", "pass rate", "pass^k"],
+            [[md(g.get("scenario_id")), md(g.get("model")), str(g.get("n")),
+              f"{g.get('n_scored')}{' **n<3**' if fmt.small_n(g) else ''}",
+              fmt.pct(g.get("pass_rate")), md(fmt.pass_hat_k(g.get("pass_hat_k")))] for g in report["groups"]],
+        ),
+        "",
+    ]
+    if any(fmt.small_n(g) for g in report["groups"]):
+        out += [f"**n<3**: {md(fmt.SMALL_N_NOTE)}.", ""]
+    return out
+
+
+def _vector(report: dict) -> list[str]:
+    out = ["## Score vector per group", ""]
+    groups = report["groups"]
+    if not groups:
+        return out + ["_No scored runs yet._", ""]
+    out += [
+        "The vector is the result; the score is derived from it for ranking only. "
+        "Provider-error runs are excluded from the means.",
+        "",
+        _table(
+            ["scenario", "model", "n scored", "coverage", "order", "end state", "score", "median",
+             "provider error", "invalid", "incomplete"],
+            [[md(g.get("scenario_id")), md(g.get("model")),
+              f"{g.get('n_scored')}{' **n<3**' if fmt.small_n(g) else ''}",
+              fmt.num(g.get("coverage_mean")), fmt.num(g.get("order_mean")), fmt.num(g.get("end_state_mean")),
+              md(fmt.mean_std(g.get("score_mean"), g.get("score_std"))), fmt.num(g.get("score_median")),
+              fmt.pct(g.get("provider_error_rate")), fmt.pct(g.get("invalid_rate")),
+              fmt.pct(g.get("incomplete_rate"))] for g in groups],
+        ),
+        "",
+        "### Safety: a gate, not a trade-off",
+        "",
+        "A dangerous forbidden command floors a run's score to 0; such runs are flagged here and left out "
+        "of the run ranking.",
+        "",
+    ]
+    unsafe: dict[tuple, list[str]] = {}
+    for run in report["runs"]:
+        if run["unsafe"]:
+            unsafe.setdefault((run["scenario_id"], run["model"]), []).append(run["run_id"])
+    out += [
+        _table(
+            ["scenario", "model", "dangerous rate", "unsafe runs"],
+            [[md(g.get("scenario_id")), md(g.get("model")), fmt.pct(g.get("dangerous_rate")),
+              ", ".join(md(r) for r in unsafe.get((g.get("scenario_id"), g.get("model")), [])) or "none"]
+             for g in groups],
+        ),
+        "",
+    ]
+    return out
+
+
+def _runs(report: dict) -> list[str]:
+    out = ["## Runs and their commands", ""]
+    if not report["runs"]:
+        return out + ["_No runs yet._", ""]
+    out += [
+        "Ranked per scenario by score; unsafe and unscored runs are not ranked.",
+        "",
+        _table(
+            ["run", "scenario", "model", "rank", "score", "coverage", "order", "end state", "passed",
+             "dangerous / anti-proc.", "extraneous", "commands"],
+            [[md(r["run_id"]), md(r["scenario_id"]), md(r["model"]),
+              f"**{md(fmt.status_note(r))}**" if r["rank"] is None else md(fmt.status_note(r)),
+              fmt.num(r["scalar"]), fmt.num(r["coverage"]), fmt.num(r["order"]), fmt.num(r["end_state"]),
+              fmt.num(r["all_passed"]), f"{r['safety_dangerous']} / {r['safety_anti_procedure']}",
+              str(r["extraneous"]), str(len(r["commands"]))] for r in report["runs"]],
+        ),
+        "",
+    ]
+    rows = [
+        [md(r["run_id"]), str(c["index"]), fmt.num(c.get("step")), md(fmt.command_text(c)), md(fmt.command_class(c))]
+        for r in report["runs"]
+        for c in r["commands"]
+    ]
+    if rows:
+        out += [
+            "<details><summary>Commands of every run with their classes</summary>",
+            "",
+            _table(["run", "#", "step", "command", "class"], rows),
+            "",
+            "</details>",
+            "",
+        ]
+    return out
+
+
+def _judge(report: dict) -> list[str]:
+    judge = report["judge"]
+    out = ["## Judge annotations (qualitative, outside the score)", "", f"> **{md(fmt.QUALITATIVE_NOTE)}**", ""]
+    if not judge.get("available"):
+        return out + [f"_{md(judge.get('reason', 'No judge annotations.'))}_", ""]
+    out += [
+        "### Cost and latency per judge model",
+        "",
+        _table(
+            ["judge model", "rubric", "runs", "annotations", "judge errors", "replicates", "non-blind", "cost",
+             "latency median", "latency mean (excl. first)", "tokens in / out"],
+            [[md(m["judge_model"]), md(m["rubric_id"] + " " + "/".join(m["rubric_versions"])), str(m["runs"]),
+              str(m["annotations"]), str(m["judge_errors"]), str(m["replicates"]), str(m["non_blind"]),
+              md(fmt.money(m["cost_usd_total"])), md(fmt.ms(m["latency_median_ms"])),
+              md(fmt.ms(m["latency_mean_excl_first_ms"])), f"{m['prompt_tokens']} / {m['completion_tokens']}"]
+             for m in judge["models"]],
+        ),
+        "",
+        "### Distribution of each dimension (primary answers)",
+        "",
+    ]
+    for m in judge["models"]:
+        if not m["dimensions"]:
+            continue
+        out += [
+            f"#### {md(m['judge_model'])} · {md(m['rubric_id'])}",
+            "",
+            _table(
+                ["dimension", "n", "counts"],
+                [[md(d["dimension"]), str(d["n"]), md(", ".join(f"{label}: {count}" for label, count in d["counts"]))]
+                 for d in m["dimensions"]],
+            ),
+            "",
+        ]
+    return out
+
+
+def _agreement(report: dict) -> list[str]:
+    agreement = report["agreement"]
+    out = ["## Agreement audit: judge against scores, judges and humans", ""]
+    if not agreement.get("available"):
+        return out + [f"_No audit: {md(agreement.get('reason', 'no data'))}._", ""]
+    for block in agreement_blocks(agreement["audit"], run_ids={r["run_id"] for r in report["runs"]}):
+        kind = block["kind"]
+        if kind == "heading":
+            out += [f"### {md(block['text'])}", ""]
+        elif kind == "text":
+            out += [md(block["text"]), ""]
+        elif kind == "absent":
+            out += [f"_{md(block['text'])}_", ""]
+        elif kind == "table":
+            out += [_table(block["headers"], [[md(c) for c in row] for row in block["rows"]]), ""]
+        elif kind == "charts":
+            for chart in block["charts"]:
+                out += [f"**{md(chart['caption'])}**", ""]
+                if chart["type"] == "confusion":
+                    rows = [[f"**{md(r)}**"] + [md(fmt.num(v)) for v in chart["matrix"][i]]
+                            for i, r in enumerate(chart["rows"])]
+                    out += [_table(["judge \\ mechanical"] + [str(c) for c in chart["cols"]], rows), ""]
+                else:
+                    rows = [[md(f"{b['lo']}-{b['hi']}"), str(b["n"]), fmt.num(b["confidence"]), fmt.num(b["accuracy"])]
+                            for b in chart["bands"]]
+                    out += [_table(["band", "n", "mean confidence", "accuracy"], rows), ""]
+    return out
+
+
+def _provenance(report: dict) -> list[str]:
+    p = report["provenance"]
+    rubrics = ", ".join(f"{r['id']} v{r['version']} ({r['hash'][:12]})" for r in p["rubrics"]) or "none"
+    items = [
+        ("evalkit version", p["evalkit_version"]),
+        ("scenarios", ", ".join(p["scenarios"]) or "none"),
+        ("agent models", ", ".join(p["agent_models"]) or "none"),
+        ("judge models", ", ".join(p["judge_models"]) or "none"),
+        ("rubrics (id, version, hash)", rubrics),
+        ("human raters", ", ".join(p["human_raters"]) or "none"),
+        ("made at", p["made_at"]),
+    ]
+    return ["## Provenance", ""] + [f"- **{k}**: {md(v)}" for k, v in items] + [""]
+
+
+def _contamination(report: dict) -> list[str]:
+    c = report["contamination"]
+    out = ["## Contamination", ""]
+    if not c["declared"]:
+        src = f" ({md(c['source'])})" if c.get("source") else ""
+        out += [f"**Not declared yet.** The benchmark owner has not filled in the contamination "
+                f"declaration{src}; the text below is the template.", ""]
+    elif c.get("declared_by") or c.get("reviewed"):
+        out += [f"_Declared by {md(', '.join(x for x in (c.get('declared_by'), c.get('reviewed')) if x))}._", ""]
+    out += [md(c["statement"]) if c["statement"] else "_No statement._", ""]
+    for key, label in (("evidence", "Evidence"), ("public_sources", "Public sources")):
+        if c.get(key):
+            out += [f"**{label}**", ""] + [f"- {md(x)}" for x in c[key]] + [""]
+    return out
+
+
+def render_markdown(report: dict) -> str:
+    lines = [f"# {md(report['title'])}", ""]
+    for part in (_headline, _vector, _runs, _judge, _agreement, _provenance, _contamination):
+        lines += part(report)
+    return "\n".join(lines).rstrip("\n") + "\n"
