@@ -1,0 +1,12 @@
+"""Shared helpers for the scorer tests: build records, score them in memory."""
+from evalkit.reader import parse_trajectory
+from evalkit.scoring import score_trajectory
+from evalkit.testing import dumps_jsonl
+
+
+def score_records(records, path="mem.jsonl"):
+    return score_trajectory(parse_trajectory(path, dumps_jsonl(records).encode("utf-8")))
+
+
+def classes(card):
+    return [(c.class_, c.subtype, c.severity) for c in card.commands]

@@ -1,0 +1,31 @@
+"""The score path never imports litellm (nor judges, openai, tenacity or scipy): checked in a fresh interpreter.
+
+numpy is not on the list: sqlite-utils imports it when it is installed (to map numpy types).
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+PROBE = """
+import json, sys
+from click.testing import CliRunner
+from evalkit.api import iter_scorecards, aggregate
+import evalkit.cli
+cards = [c for c in iter_scorecards([sys.argv[1]]) if not isinstance(c, Exception)]
+aggregate(cards)
+result = CliRunner().invoke(evalkit.cli.cli, ["score", sys.argv[1], "--no-db", "--format", "jsonl"])
+assert result.exit_code == 0, result.output
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {"litellm", "judges", "scipy", "openai", "tenacity"})
+print(json.dumps({"heavy": heavy, "cards": len(cards)}))
+"""
+
+
+def test_scoring_never_imports_litellm():
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(EXAMPLES)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["cards"] == 12
+    assert out["heavy"] == []
