@@ -1,0 +1,257 @@
+"""The Python API behind `evalkit judge` (the CLI is a thin shell over these functions).
+
+    from judges.api import judge_cards, judge_db, judge_paths, dry_run
+    result = judge_db("evalkit.db", ["openai/gpt-4o-mini"], rubric="procedure_v1", concurrency=8)
+    result.summary.as_dict(); result.annotations  # one dict per (run, judge model, replicate)
+
+Choices where the issue is silent (see docs/judge.md):
+- Only runs whose status is `scored` are judged; the others are counted in `summary.skipped`.
+- An annotation is keyed by (run, judge model, rubric id + version, blind, replicate tag); the
+  newest answer for that key replaces the older one, while `judge_calls` keeps every call.
+- `--resample F --seed S` draws ceil(F * n) of the n runs this judge already annotated
+  (primary, ok), with `random.Random(S)` over the sorted run ids, and stores one replicate per
+  (run, seed). The seed is part of the replicate's cache key: the replicate never reuses the
+  primary answer, and rerunning the same command resumes instead of calling again.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from judges.config import JudgeConfig, load_config
+from judges.prompt import estimate_tokens, render_messages
+from judges.protocol import Judge, make_judge
+from judges.rubrics import Rubric, load_rubric, schema_hash
+from judges.runner import Summary, WorkItem, run_items, run_sync, serve_from_cache
+from judges.store import JudgeStore, annotation_id, cache_key
+
+JUDGED_STATUSES = ("scored",)
+
+
+@dataclass
+class JudgeResult:
+    annotations: list[dict]
+    summary: Summary
+    rubric: Rubric
+    input_errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        s = self.summary
+        return not (s.failures or s.not_run or s.fatal or s.stopped or self.input_errors)
+
+    def as_dict(self) -> dict:
+        return {"rubric": {"id": self.rubric.id, "version": self.rubric.version},
+                "annotations": self.annotations, "summary": self.summary.as_dict(),
+                "input_errors": self.input_errors}
+
+
+@dataclass
+class DryRun:
+    items: int
+    cache_hits: int
+    to_send: int
+    estimated_prompt_tokens: int
+    first_prompt: list[dict] | None
+    skipped: dict
+    models: list[str]
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+def _get(card: Any, name: str) -> Any:
+    return card.get(name) if isinstance(card, dict) else getattr(card, name, None)
+
+
+def mechanical_view(card: Any) -> dict:
+    """What --show-mechanical adds to the bundle: the vector, the scalar and the five checks."""
+    return {"vector": _plain(_get(card, "vector")), "scalar": _get(card, "scalar"),
+            "checks": _plain(_get(card, "checks"))}
+
+
+def _sha(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _judges(models: Iterable[str], config: JudgeConfig, api_base: str | None, temperature: float | None,
+            api_key: str | None) -> list[Judge]:
+    models = list(dict.fromkeys(models))
+    if not models:
+        raise ValueError("at least one --model is required")
+    options: dict[str, Any] = {"config": config, "api_base": api_base, "temperature": temperature}
+    if api_key:
+        options["api_key"] = api_key
+    return [make_judge(m, **options) for m in models]
+
+
+def build_items(cards: Iterable[Any], judges: list[Judge], rubric: Rubric, store: JudgeStore, *,
+                show_mechanical: bool = False, resample: float | None = None,
+                seed: int | None = None) -> tuple[list[WorkItem], dict]:
+    """One work item per (judged run, judge), in run order then judge order."""
+    skipped: dict[str, int] = {}
+    views: list[tuple[str, str, dict]] = []
+    for card in cards:
+        status = _get(card, "status")
+        bundle = _plain(_get(card, "judge_bundle"))
+        if status not in JUDGED_STATUSES:
+            skipped[f"status {status}"] = skipped.get(f"status {status}", 0) + 1
+            continue
+        if not bundle or not _get(card, "bundle_hash"):
+            skipped["no judge bundle"] = skipped.get("no judge bundle", 0) + 1
+            continue
+        extra: dict = {}
+        if show_mechanical:
+            mech = mechanical_view(card)
+            bundle = dict(bundle, mechanical_scores=mech)
+            extra["mechanical"] = _sha(mech)
+        views.append((str(_get(card, "run_id")), str(_get(card, "bundle_hash")), bundle, extra))
+    views.sort(key=lambda v: v[0])
+    schema = schema_hash(rubric)
+    blind = not show_mechanical
+    items: list[WorkItem] = []
+    for judge in judges:
+        chosen = views
+        tag = "0"
+        if resample is not None:
+            judged = set(store.judged_runs(judge.model, rubric.id, rubric.version, blind))
+            pool = sorted(v[0] for v in views if v[0] in judged)
+            k = min(len(pool), math.ceil(resample * len(pool)))
+            sample = set(random.Random(seed).sample(pool, k))
+            chosen = [v for v in views if v[0] in sample]
+            tag = f"resample:{seed}"
+        for run_id, bundle_hash, bundle, extra in chosen:
+            key_extra = dict(extra)
+            if resample is not None:
+                key_extra["resample_seed"] = seed
+            key = cache_key(bundle_hash=bundle_hash, rubric=rubric.identity, model=judge.model,
+                            params=judge.params, schema=schema, blind=blind, extra=key_extra or None)
+            items.append(WorkItem(
+                run_id=run_id, bundle_hash=bundle_hash, bundle=bundle, judge=judge, key=key,
+                annotation_id=annotation_id(run_id=run_id, model=judge.model, rubric_id=rubric.id,
+                                            rubric_version=rubric.version, blind=blind, replicate_tag=tag),
+                replicate_tag=tag, blind=blind))
+    return items, skipped
+
+
+def _setup(db, rubric, config, config_path):
+    cfg = config if isinstance(config, JudgeConfig) else load_config(config_path, config)
+    rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or cfg.default_rubric)
+    return cfg, rub, JudgeStore(db)
+
+
+def _check_resample(resample: float | None, seed: int | None) -> None:
+    if resample is not None:
+        if not 0.0 < resample <= 1.0:
+            raise ValueError(f"--resample must be in (0, 1], got {resample}")
+        if seed is None:
+            raise ValueError("--resample needs --seed")
+
+
+def judge_cards(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.db",
+                rubric: str | Rubric | None = None, concurrency: int | None = None,
+                api_base: str | None = None, temperature: float | None = None,
+                max_cost: float | None = None, refresh: bool = False, resample: float | None = None,
+                seed: int | None = None, show_mechanical: bool = False,
+                config: JudgeConfig | dict | None = None, config_path: str | None = None,
+                progress: bool | None = False, api_key: str | None = None) -> JudgeResult:
+    """Judge ScoreCards (objects or dicts with run_id, status, bundle_hash, judge_bundle)."""
+    _check_resample(resample, seed)
+    cfg, rub, store = _setup(db, rubric, config, config_path)
+    try:
+        judges = _judges(models, cfg, api_base, temperature, api_key)
+        items, skipped = build_items(cards, judges, rub, store, show_mechanical=show_mechanical,
+                                     resample=resample, seed=seed)
+        summary = Summary(skipped=skipped)
+        annotations, summary = run_sync(run_items(
+            items, rub, store, concurrency=concurrency or cfg.concurrency, max_cost=max_cost,
+            refresh=refresh, progress=progress, summary=summary))
+    finally:
+        store.close()
+    return JudgeResult(annotations=annotations, summary=summary, rubric=rub)
+
+
+def stored_cards(db: str) -> list[Any]:
+    """The ScoreCards already in the database (evalkit.storage; imported lazily)."""
+    from evalkit.storage import Store
+
+    store = Store(db)
+    try:
+        return list(store.iter_scorecards())
+    finally:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+
+
+def score_paths(paths: Iterable[str], db: str) -> tuple[list[Any], list[str]]:
+    """Score trajectory files into the database first (same rules as `evalkit score`)."""
+    from evalkit.api import iter_scorecards
+    from evalkit.storage import Store
+
+    store = Store(db)
+    cards, errors = [], []
+    try:
+        for card in iter_scorecards(list(paths)):
+            if isinstance(card, Exception):
+                errors.append(str(card))
+                continue
+            store.save(card)
+            cards.append(card)
+    finally:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+    return cards, errors
+
+
+def judge_db(db: str, models: Iterable[str], **options: Any) -> JudgeResult:
+    return judge_cards(stored_cards(db), models, db=db, **options)
+
+
+def judge_paths(paths: Iterable[str], models: Iterable[str], *, db: str = "evalkit.db",
+                **options: Any) -> JudgeResult:
+    cards, errors = score_paths(paths, db)
+    result = judge_cards(cards, models, db=db, **options)
+    result.input_errors = errors
+    return result
+
+
+def dry_run(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.db",
+            rubric: str | Rubric | None = None, api_base: str | None = None,
+            temperature: float | None = None, refresh: bool = False, resample: float | None = None,
+            seed: int | None = None, show_mechanical: bool = False,
+            config: JudgeConfig | dict | None = None, config_path: str | None = None,
+            **_ignored: Any) -> DryRun:
+    """What a run would send, without sending anything (cache hits are looked up, not written)."""
+    _check_resample(resample, seed)
+    cfg, rub, store = _setup(db, rubric, config, config_path)
+    try:
+        judges = _judges(models, cfg, api_base, temperature, None)
+        items, skipped = build_items(cards, judges, rub, store, show_mechanical=show_mechanical,
+                                     resample=resample, seed=seed)
+        hits = 0 if refresh else sum(1 for item in items if store.get_ok(item.key) is not None)
+        to_send = [item for item in items if refresh or store.get_ok(item.key) is None]
+    finally:
+        store.close()
+    first = render_messages(to_send[0].bundle, rub) if to_send else None
+    tokens = sum(estimate_tokens(render_messages(item.bundle, rub)) for item in to_send)
+    return DryRun(items=len(items), cache_hits=hits, to_send=len(to_send), estimated_prompt_tokens=tokens,
+                  first_prompt=first, skipped=skipped, models=[j.model for j in judges])
+
+
+__all__ = ["JudgeResult", "DryRun", "judge_cards", "judge_db", "judge_paths", "dry_run", "build_items",
+           "stored_cards", "score_paths", "mechanical_view", "serve_from_cache"]

@@ -1,0 +1,107 @@
+"""The judge protocol and the plugin registry.
+
+A judge is any object with
+
+- `model: str` — the resolved model identity (stored as `judge_model`, part of the cache key),
+- `params: dict` — the sampling parameters that change answers (part of the cache key),
+- `async annotate(bundle: dict, rubric: Rubric) -> Annotation`.
+
+`annotate` returns an `Annotation` whose `status` is "ok" (with `values` validated against the
+rubric's reply model) or "judge_error" (with the error and the raw reply, never a made-up score).
+It raises `JudgeFatalError` for errors no retry can fix (bad credentials, a bad request), which
+stops the whole run.
+
+Plugins register a factory under the entry-point group `evalkit.judges`; the entry-point name is
+the prefix chosen in `--model` (`myjudge:some-model` calls `factory("some-model", **options)`).
+A model string whose prefix is not a registered plugin goes to the built-in litellm judge, so
+litellm strings with colons (`ollama/llama3:8b`) keep working; `litellm:` forces the built-in.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from judges.rubrics import Rubric
+
+ENTRY_POINT_GROUP = "evalkit.judges"
+
+
+@dataclass
+class Annotation:
+    status: str                        # "ok" | "judge_error"
+    values: dict | None = None         # validated reply (one key per rubric field) when ok
+    raw_response: str | None = None    # the last raw reply text, kept for failures too
+    error: str | None = None
+    request: dict = field(default_factory=dict)  # what was sent, JSON-able, never a secret
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    latency_ms: float | None = None
+    attempts: int = 0                  # HTTP requests made (retries and re-asks included)
+    retries: int = 0                   # of which transport retries (429, 5xx, timeouts)
+
+
+class JudgeFatalError(RuntimeError):
+    """An error that retrying cannot fix (401/403/400/404): the run stops with this message."""
+
+    def __init__(self, message: str, annotation: Annotation | None = None):
+        super().__init__(message)
+        self.annotation = annotation
+
+
+class UnknownJudgeError(ValueError):
+    pass
+
+
+@runtime_checkable
+class Judge(Protocol):
+    model: str
+    params: dict
+
+    async def annotate(self, bundle: dict, rubric: Rubric) -> Annotation: ...
+
+
+JudgeFactory = Callable[..., Judge]
+_REGISTERED: dict[str, JudgeFactory] = {}
+
+
+def register_judge(prefix: str, factory: JudgeFactory) -> None:
+    """Register a judge factory in-process (entry points do the same for installed packages)."""
+    _REGISTERED[prefix] = factory
+
+
+def plugin_names() -> list[str]:
+    names = set(_REGISTERED)
+    names.update(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
+    return sorted(names)
+
+
+def _plugin(prefix: str) -> JudgeFactory | None:
+    if prefix in _REGISTERED:
+        return _REGISTERED[prefix]
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == prefix:
+            return ep.load()
+    return None
+
+
+def make_judge(model: str, **options: Any) -> Judge:
+    """Build the judge for a `--model` string (see the module docstring for the prefix rule)."""
+    prefix, sep, rest = model.partition(":")
+    if sep and "/" not in prefix:
+        if prefix == "litellm":
+            model = rest
+        else:
+            factory = _plugin(prefix)
+            if factory is not None:
+                judge = factory(rest, **options)
+                if not isinstance(judge, Judge):
+                    raise UnknownJudgeError(f"judge plugin {prefix!r} returned {type(judge).__name__}, "
+                                            "which lacks model/params/annotate")
+                return judge
+    if not model:
+        raise UnknownJudgeError("empty --model")
+    from judges.litellm_judge import LiteLLMJudge  # the only place litellm gets imported
+
+    return LiteLLMJudge(model, **options)

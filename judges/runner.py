@@ -1,0 +1,235 @@
+"""Run judge calls concurrently, with the cache in front and the store behind.
+
+Concurrency is a fixed pool of `concurrency` asyncio workers pulling from one queue, so at most
+that many requests are in flight. `max_cost` is checked before each new call is taken: once the
+cost of this run's calls reaches it, no new call starts (calls already in flight finish and are
+stored), and the summary says so. A `JudgeFatalError` (bad key, bad request) stops scheduling the
+same way and is reported as the reason.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from judges.protocol import Annotation, Judge, JudgeFatalError
+from judges.rubrics import Rubric, annotation_model
+from judges.store import JudgeStore, now_utc
+
+
+@dataclass
+class WorkItem:
+    run_id: str
+    bundle_hash: str
+    bundle: dict
+    judge: Judge
+    key: str
+    annotation_id: str
+    replicate_tag: str  # "0" for the primary answer, "resample:<seed>" for a drift replicate
+    blind: bool
+
+
+@dataclass
+class Summary:
+    items: int = 0
+    calls: int = 0            # judge calls made by this run (one per item not served from cache)
+    ok: int = 0               # of which produced a valid annotation
+    cache_hits: int = 0
+    requests: int = 0         # HTTP requests, retries and re-asks included
+    retries: int = 0
+    failures: int = 0
+    not_run: int = 0          # not started because of --max-cost or a fatal error
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_unknown: int = 0     # calls whose price is unknown (no litellm price, no override)
+    skipped: dict = field(default_factory=dict)  # runs not judged, by reason
+    stopped: str | None = None
+    fatal: str | None = None
+    latencies_ms: list = field(default_factory=list)  # in call start order
+
+    def latency(self) -> dict:
+        lat = self.latencies_ms
+        return {
+            "median_ms": statistics.median(lat) if lat else None,
+            # seed 004: the first call is cold (imports, connection, cache); a mean that keeps it
+            # tells little, so the mean printed beside the median leaves it out.
+            "mean_excl_first_ms": statistics.fmean(lat[1:]) if len(lat) > 1 else None,
+        }
+
+    def as_dict(self) -> dict:
+        out = {k: v for k, v in self.__dict__.items() if k != "latencies_ms"}
+        out["cost_usd"] = round(self.cost_usd, 8)
+        out["latency"] = self.latency()
+        return out
+
+
+class Progress:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal (or forced)."""
+
+    def __init__(self, total: int, enabled: bool | None = None, stream=None):
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.total = total
+        self.done = 0
+        self._last = 0.0
+
+    def update(self, summary: Summary, force: bool = False) -> None:
+        self.done += 0 if force else 1
+        if not self.enabled or not self.total:
+            return
+        now = time.monotonic()
+        if not force and now - self._last < 0.1 and self.done < self.total:
+            return
+        self._last = now
+        width = 30
+        filled = int(width * self.done / self.total)
+        self.stream.write(f"\rjudging [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                          f"hits {summary.cache_hits} failures {summary.failures} ${summary.cost_usd:.4f}")
+        if self.done >= self.total or force:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _call_row(item: WorkItem, rubric: Rubric, ann: Annotation, started: str) -> dict:
+    return {
+        "cache_key": item.key, "run_id": item.run_id, "bundle_hash": item.bundle_hash,
+        "judge_model": item.judge.model, "rubric_id": rubric.id, "rubric_version": rubric.version,
+        "rubric_hash": rubric.text_hash, "params": json.dumps(item.judge.params, sort_keys=True),
+        "request": json.dumps(ann.request, sort_keys=True, ensure_ascii=False),
+        "raw_response": ann.raw_response, "status": ann.status, "error": ann.error,
+        "prompt_tokens": ann.prompt_tokens, "completion_tokens": ann.completion_tokens,
+        "cost_usd": ann.cost_usd, "latency_ms": ann.latency_ms, "attempts": ann.attempts,
+        "started_at": started, "finished_at": now_utc(),
+    }
+
+
+def _ann_row(item: WorkItem, rubric: Rubric, status: str, values: dict | None, *, cost, latency,
+             prompt_tokens, completion_tokens) -> dict:
+    return {
+        "annotation_id": item.annotation_id, "run_id": item.run_id, "bundle_hash": item.bundle_hash,
+        "judge_model": item.judge.model, "rubric_id": rubric.id, "rubric_version": rubric.version,
+        "rubric_hash": rubric.text_hash, "blind": int(item.blind), "status": status,
+        "annotation": json.dumps(values, sort_keys=True, ensure_ascii=False) if values is not None else None,
+        "rationale": (values or {}).get("rationale"), "cost_usd": cost, "latency_ms": latency,
+        "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "cache_key": item.key,
+        "created_at": now_utc(),
+    }
+
+
+def _result(item: WorkItem, source: str, row: dict | None, error: str | None = None) -> dict:
+    values = json.loads(row["annotation"]) if row and row.get("annotation") else None
+    return {"run_id": item.run_id, "judge_model": item.judge.model,
+            "replicate": row["replicate"] if row else None, "blind": item.blind,
+            "status": row["status"] if row else "not_run", "source": source, "values": values,
+            "error": error}
+
+
+def serve_from_cache(item: WorkItem, rubric: Rubric, store: JudgeStore) -> dict | None:
+    """Write the annotation for a cache hit; None when the key has no usable stored answer."""
+    cached = store.get_ok(item.key)
+    if cached is None:
+        return None
+    try:
+        values = annotation_model(rubric).model_validate_json(cached["raw_response"] or "").model_dump(mode="json")
+    except ValueError:  # a stored reply that no longer validates is not served
+        return None
+    row = store.record({}, _ann_row(item, rubric, "ok", values, cost=cached["cost_usd"],
+                                    latency=cached["latency_ms"], prompt_tokens=cached["prompt_tokens"],
+                                    completion_tokens=cached["completion_tokens"]),
+                       values, values.get("confidence"), item.replicate_tag, write_call=False)
+    return row
+
+
+async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *, concurrency: int,
+                    max_cost: float | None = None, refresh: bool = False,
+                    progress: bool | None = None, summary: Summary | None = None) -> tuple[list[dict], Summary]:
+    summary = summary or Summary()
+    summary.items += len(items)
+    results: dict[int, dict] = {}
+    bar = Progress(len(items), progress)
+    pending: list[tuple[int, WorkItem]] = []
+    for index, item in enumerate(items):
+        row = None if refresh else serve_from_cache(item, rubric, store)
+        if row is not None:
+            summary.cache_hits += 1
+            results[index] = _result(item, "cache", row)
+            bar.update(summary)
+        else:
+            pending.append((index, item))
+
+    queue: asyncio.Queue = asyncio.Queue()
+    for entry in pending:
+        queue.put_nowait(entry)
+    started_seq: list[int] = [0]
+    timings: list[tuple[int, float]] = []
+
+    async def worker() -> None:
+        while True:
+            if summary.fatal or (max_cost is not None and summary.cost_usd >= max_cost):
+                if summary.fatal is None and summary.stopped is None:
+                    summary.stopped = (f"--max-cost ${max_cost:.4f} reached (spent ${summary.cost_usd:.4f}); "
+                                       "no new calls were started")
+                return
+            try:
+                index, item = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            seq = started_seq[0]
+            started_seq[0] += 1
+            started = now_utc()
+            try:
+                ann = await item.judge.annotate(item.bundle, rubric)
+            except JudgeFatalError as exc:
+                summary.fatal = summary.fatal or str(exc)
+                summary.failures += 1
+                if exc.annotation is not None:
+                    summary.requests += exc.annotation.attempts
+                    store.record_call(_call_row(item, rubric, exc.annotation, started))
+                results[index] = _result(item, "call", None, str(exc))
+                bar.update(summary)
+                return
+            summary.calls += 1
+            summary.requests += ann.attempts
+            summary.retries += ann.retries
+            summary.prompt_tokens += ann.prompt_tokens or 0
+            summary.completion_tokens += ann.completion_tokens or 0
+            if ann.cost_usd is None:
+                summary.cost_unknown += 1
+            else:
+                summary.cost_usd += ann.cost_usd
+            if ann.latency_ms is not None:
+                timings.append((seq, ann.latency_ms))
+            values = ann.values if ann.status == "ok" else None
+            row = store.record(
+                _call_row(item, rubric, ann, started),
+                _ann_row(item, rubric, ann.status, values, cost=ann.cost_usd, latency=ann.latency_ms,
+                         prompt_tokens=ann.prompt_tokens, completion_tokens=ann.completion_tokens),
+                values, (values or {}).get("confidence"), item.replicate_tag)
+            if ann.status == "ok":
+                summary.ok += 1
+            else:
+                summary.failures += 1
+            results[index] = _result(item, "call", row if ann.status == "ok" else None, ann.error)
+            if ann.status != "ok":
+                results[index].update(status="judge_error", replicate=row["replicate"])
+            bar.update(summary)
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(pending) or 1)))]
+    await asyncio.gather(*workers)
+    for index, item in pending:
+        if index not in results:
+            summary.not_run += 1
+            results[index] = _result(item, "not_run", None, summary.fatal or summary.stopped)
+    summary.latencies_ms.extend(lat for _, lat in sorted(timings))
+    if bar.enabled and bar.total:
+        bar.update(summary, force=True)
+    return [results[i] for i in sorted(results)], summary
+
+
+def run_sync(coro: Any):
+    return asyncio.run(coro)
