@@ -141,16 +141,17 @@ def import_files(
         try:
             runs = imp.convert(path, **given)
             _check_runs(path, runs, seen)
-            result.written[path] = write_runs(runs, out_dir)
+            try:
+                written = write_runs(runs, out_dir)
+            except (ValueError, TypeError) as exc:  # NaN or a non-JSON value in a run
+                raise ImportFormatError(path, None, f"cannot write a run as JSON: {exc}") from None
         except InputError as exc:
             result.errors.append(exc)
-            continue
-        except (ValueError, TypeError) as exc:  # e.g. NaN or a non-JSON value from a plugin
-            result.errors.append(ImportFormatError(path, None, f"cannot write a run as JSON: {exc}"))
             continue
         except OSError as exc:
             result.errors.append(ImportFormatError(path, None, f"cannot read or write: {exc.strerror or exc}"))
             continue
+        result.written[path] = written
         for run in runs:
             seen[run[0]["run_id"]] = path
     return result

@@ -1,0 +1,64 @@
+"""Read a JSON list file element by element, remembering the line where each element starts,
+so an importer can say ``path:LINE: record N: ...`` about a file that is one big JSON value."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from evalkit.importers import ImportFormatError
+
+_WS = " \t\n\r"
+
+
+def _skip(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i] in _WS:
+        i += 1
+    return i
+
+
+def read_text(path: str) -> str:
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ImportFormatError(path, line, f"not UTF-8 text (byte {exc.start})") from None
+
+
+def iter_json_list(path: str, text: str, what: str) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line, element)`` for each element of the top-level JSON list in ``text``."""
+    decoder = json.JSONDecoder()
+    line, upto = 1, 0
+
+    def line_at(pos: int) -> int:
+        nonlocal line, upto
+        line += text.count("\n", upto, pos)
+        upto = pos
+        return line
+
+    i = _skip(text, 0)
+    if i >= len(text):
+        raise ImportFormatError(path, None, f"empty file; expected {what}")
+    if text[i] != "[":
+        raise ImportFormatError(path, line_at(i), f"expected {what}")
+    i = _skip(text, i + 1)
+    if i < len(text) and text[i] == "]":
+        return
+    while True:
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as exc:
+            raise ImportFormatError(path, exc.lineno, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+        yield line_at(i), value
+        i = _skip(text, end)
+        if i < len(text) and text[i] == ",":
+            i = _skip(text, i + 1)
+            continue
+        if i < len(text) and text[i] == "]":
+            if _skip(text, i + 1) != len(text):
+                raise ImportFormatError(path, line_at(_skip(text, i + 1)), "unexpected data after the JSON list")
+            return
+        raise ImportFormatError(path, line_at(min(i, len(text))), "not valid JSON: expected ',' or ']' in the list")

@@ -1,0 +1,169 @@
+"""OpenAI-style chat messages → trajectory events, shared by the tau-bench and generic importers.
+
+Mapping (the choices the issue leaves open):
+
+* ``assistant`` message → an ``assistant`` record; its ``tool_calls`` (and a legacy
+  ``function_call``) → ``tool_call`` records in the order given, ``call_index`` = position in the
+  message. ``step`` counts assistant messages from 1.
+* ``tool`` (or legacy ``function``) message → the ``result`` of the call it answers, matched by
+  ``tool_call_id``, else the oldest unanswered call of the same name, else the oldest unanswered call.
+* ``user`` message → a ``nudge`` record (the only record type that carries text to the agent), with
+  the step of the assistant message it follows (0 before the first one).
+* ``system`` / ``developer`` messages are not events; their text is returned for the caller.
+* These sources have no simulator clock: ``sim_time`` counts agent turns (assistant messages), so a
+  tool call of step s runs from s − 1 to s; ``wall_ms`` is null.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+SNIPPET = 60
+
+
+class MessageError(Exception):
+    """A message that cannot be converted; the importer adds file, line and record context."""
+
+
+@dataclass
+class Transcript:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    system: list[str] = field(default_factory=list)
+    steps: int = 0
+    tool_calls: int = 0
+    last_role: str | None = None
+    last_text: str | None = None
+
+
+def text_of(content: Any) -> str | None:
+    """Message content as text: strings as-is, content-part lists joined, anything else JSON."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, str):
+                parts.append(part)
+        return "".join(parts)
+    return json.dumps(content, sort_keys=True, ensure_ascii=False)
+
+
+def parse_arguments(raw: Any, what: str) -> dict[str, Any]:
+    """Tool-call arguments as a dict. A JSON string must decode to an object; an empty string or null
+    means no arguments (some providers send ``""`` for argument-less tools)."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str):
+        raise MessageError(f"{what}: arguments must be a JSON string or an object, not {type(raw).__name__}")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        snippet = raw if len(raw) <= SNIPPET else raw[:SNIPPET] + "..."
+        raise MessageError(
+            f"{what}: arguments are not valid JSON ({exc.msg} at char {exc.pos}): {snippet!r}"
+        ) from None
+    if not isinstance(value, dict):
+        raise MessageError(f"{what}: arguments must decode to a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _calls_of(message: dict[str, Any], mi: int) -> list[tuple[str | None, str, dict[str, Any]]]:
+    calls: list[tuple[str | None, str, dict[str, Any]]] = []
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise MessageError(f"message {mi}: tool_calls must be a list")
+    for ci, call in enumerate(raw_calls):
+        what = f"message {mi}, tool call {ci}"
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise MessageError(f"{what}: needs function.name")
+        what += f" ({fn['name']})"
+        call_id = call.get("id")
+        calls.append((None if call_id is None else str(call_id), fn["name"], parse_arguments(fn.get("arguments"), what)))
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
+        what = f"message {mi}, function_call ({legacy['name']})"
+        calls.append((None, legacy["name"], parse_arguments(legacy.get("arguments"), what)))
+    return calls
+
+
+def convert_messages(
+    messages: Any,
+    is_error: Callable[[dict[str, Any], Any], bool],
+    missing_result_is_error: bool,
+) -> Transcript:
+    """Convert a message list. ``is_error(tool_message, result)`` decides whether a tool result is an
+    error; a call that no tool message answers is an error (never executed) when
+    ``missing_result_is_error``, otherwise a success with a null result."""
+    if not isinstance(messages, list):
+        raise MessageError("messages must be a list")
+    out = Transcript()
+    pending: list[dict[str, Any]] = []  # unanswered tool_call records, oldest first
+    ids: dict[str, dict[str, Any]] = {}
+    for mi, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            raise MessageError(f"message {mi} is not an object")
+        role = msg.get("role")
+        text = text_of(msg.get("content"))
+        if role in ("system", "developer"):
+            out.system.append(text or "")
+            continue
+        if role == "user":
+            out.events.append({"type": "nudge", "step": out.steps, "text": text})
+        elif role == "assistant":
+            out.steps += 1
+            calls = _calls_of(msg, mi)
+            stop = msg.get("finish_reason") or msg.get("stop_reason") or ("tool_use" if calls else "end_turn")
+            out.events.append(
+                {"type": "assistant", "step": out.steps, "text": text, "stop_reason": stop, "provider_raw": msg}
+            )
+            for ci, (call_id, name, args) in enumerate(calls):
+                record = {
+                    "type": "tool_call",
+                    "step": out.steps,
+                    "call_index": ci,
+                    "name": name,
+                    "args": args,
+                    "result": None,
+                    "is_error": missing_result_is_error,
+                    "sim_time_before": out.steps - 1,
+                    "sim_time_after": out.steps,
+                    "wall_ms": None,
+                }
+                out.events.append(record)
+                out.tool_calls += 1
+                pending.append(record)
+                if call_id is not None:
+                    ids[call_id] = record
+        elif role in ("tool", "function"):
+            record = _answered(msg, pending, ids)
+            if record is None:
+                raise MessageError(f"message {mi}: tool result answers no pending tool call")
+            pending.remove(record)
+            result = msg.get("content")
+            record["result"] = result
+            record["is_error"] = bool(is_error(msg, result))
+        else:
+            raise MessageError(f"message {mi}: unknown role {role!r}")
+        out.last_role = role
+        out.last_text = text
+    return out
+
+
+def _answered(msg: dict[str, Any], pending: list[dict[str, Any]], ids: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    call_id = msg.get("tool_call_id")
+    if call_id is not None:
+        record = ids.pop(str(call_id), None)
+        if record is not None and record in pending:
+            return record
+    name = msg.get("name")
+    for record in pending:
+        if record["name"] == name:
+            return record
+    return pending[0] if pending and call_id is None else None
