@@ -185,6 +185,7 @@ class AuditConfig:
     epsilon: float = 0.2
     q: float = 0.05
     min_humans: int = 3
+    alt_min_items: int = 30
     moved_by: float = 2
     max_moved: int = 1
     dimensions: dict[str, DimensionSpec] = field(default_factory=dict)
@@ -296,6 +297,7 @@ def _build(doc: dict[str, Any], path: str) -> AuditConfig:
         epsilon=number("alt_test", "epsilon", 0.2, 0.0, 1.0),
         q=number("alt_test", "q", 0.05, 1e-9, 1.0),
         min_humans=number("alt_test", "min_humans", 3, 3, 10**6, integer=True),
+        alt_min_items=number("alt_test", "min_items", 30, 2, 10**9, integer=True),
         moved_by=number("drift", "moved_by", 2, 0, 1e9),
         max_moved=number("drift", "max_moved", 1, 0, 10**6, integer=True),
         dimensions=dims,

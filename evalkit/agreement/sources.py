@@ -180,6 +180,8 @@ def iter_call_costs(conn: sqlite3.Connection, judge: str | None = None, rubric: 
             CallCost(r["judge_model"], r["cost_usd"], r["latency_ms"], (str(r["ts"] or ""), str(r["k"])))
             for r in conn.execute(sql, args)
         ]
+        if not rows:
+            continue  # an empty cache (e.g. after `evalkit cache clear`): fall back to annotations
         rows.sort(key=lambda c: (c.judge_model, c.order_key))
         return table, rows
     return "", []

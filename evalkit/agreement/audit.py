@@ -1,0 +1,148 @@
+"""The judge audit: one read-only pass over a database, returned as a plain dict.
+
+``build_audit(...)`` is the API behind ``evalkit audit``; its JSON (``--format json``) is a stable
+contract described in docs/audit.md. The audit never writes: the database is opened read-only.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from evalkit.agreement import drift as drift_mod
+from evalkit.agreement import paired, raters
+from evalkit.agreement.pairings import AuditConfig, describe, load_config
+from evalkit.agreement.ratings import collect_ratings
+from evalkit.agreement.sources import iter_call_costs, iter_cards, iter_judge_values, iter_stored_ratings, open_readonly
+
+SCHEMA = "evalkit.audit/1"
+SLICE_KINDS = paired.SLICE_KINDS
+EXCLUSION_KEYS = ("non_blind", "no_scorecard", "excluded_status", "unmapped_judge", "unmapped_mechanical")
+
+
+def build_audit(
+    db_path: str | Path,
+    judge: str | None = None,
+    rubric: str | None = None,
+    by: str | None = None,
+    config: AuditConfig | str | Path | None = None,
+    seed: int = 0,
+    n_resamples: int = 1000,
+) -> dict[str, Any]:
+    """Audit the judge annotations in ``db_path`` against the mechanical scores and other raters.
+
+    ``judge``/``rubric`` restrict the judge annotations read (imported ratings are kept);
+    ``by`` names the one slice kind to break pairings down by (scenario, model, judge, rubric;
+    None = all four); ``config`` is an AuditConfig, a path to a config file, or None for the
+    documented lookup; ``seed``/``n_resamples`` drive the bootstrap intervals.
+    """
+    return run_audit(db_path, judge, rubric, by, config, seed, n_resamples)[0]
+
+
+def run_audit(
+    db_path: str | Path,
+    judge: str | None = None,
+    rubric: str | None = None,
+    by: str | None = None,
+    config: AuditConfig | str | Path | None = None,
+    seed: int = 0,
+    n_resamples: int = 1000,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``build_audit`` plus the compared pairs (the rows of ``--pairs-out``)."""
+    if by is not None and by not in SLICE_KINDS:
+        raise ValueError(f"by must be one of {', '.join(SLICE_KINDS)}, got {by!r}")
+    if n_resamples < 0:
+        raise ValueError("n_resamples must be >= 0")
+    cfg = config if isinstance(config, AuditConfig) else load_config(config)
+    kinds = SLICE_KINDS if by is None else (by,)
+    conn = open_readonly(db_path)
+    try:
+        cards = list(iter_cards(conn))
+        values = list(iter_judge_values(conn, judge=judge, rubric=rubric))
+        stored = list(iter_stored_ratings(conn))
+        cost_source, calls = iter_call_costs(conn, judge=judge, rubric=rubric)
+    finally:
+        conn.close()
+
+    active = cfg.pairings_for(rubric)
+    sub = dataclasses.replace(cfg, pairings=active)
+    sets = paired.build_pairs(cards, values, sub)
+    bootstrap = {"n_resamples": n_resamples, "seed": seed} if n_resamples > 0 else None
+
+    pairing_entries = []
+    for ps in sets:
+        p = ps.pairing
+        entry: dict[str, Any] = {
+            "pairing": p.name,
+            "rubric": p.rubric,
+            "judge_dimension": p.judge_dimension,
+            "level": p.level,
+            "scale": list(p.scale),
+            "lenient_rank": p.lenient_rank,
+            "mapping": describe(p),
+            "excluded": {k: ps.counts.get(k, 0) for k in EXCLUSION_KEYS},
+        }
+        entry |= paired.pairing_stats(p, ps.pairs, sub, bootstrap=bootstrap)
+        entry["slices"] = paired.slice_stats(p, ps.pairs, sub, kinds)
+        pairing_entries.append(entry)
+
+    rater_entries, skipped = raters.analyse(collect_ratings(stored, values), sub)
+    report: dict[str, Any] = {
+        "schema": SCHEMA,
+        "filters": {"judge": judge, "rubric": rubric, "by": by},
+        "config": {
+            "path": cfg.path,
+            "escalation_threshold": cfg.escalation_threshold,
+            "ece_bins": cfg.ece_bins,
+            "epsilon": cfg.epsilon,
+            "q": cfg.q,
+            "min_humans": cfg.min_humans,
+        },
+        "bootstrap": {"n_resamples": n_resamples, "seed": seed, "ci": cfg.ci},
+        "counts": {
+            "scorecards": len(cards),
+            "scorecard_statuses": status_counts(cards),
+            "annotations": len({v.annotation_id for v in values}),
+            "non_blind_annotations": len({v.annotation_id for v in values if not v.blind}),
+            "replicate_annotations": len({v.annotation_id for v in values if v.blind and v.replicate != 0}),
+            "imported_ratings": len(stored),
+        },
+        "pairings": pairing_entries,
+        "disagreements": paired.disagreements(sets),
+        "raters": rater_entries,
+        "raters_skipped": skipped,
+        "drift": drift_mod.analyse(values, sub),
+        "judge_costs": judge_costs(calls, cost_source),
+    }
+    return report, paired.pair_rows(sets)
+
+
+def judge_costs(calls: list[Any], source: str) -> list[dict[str, Any]]:
+    """Per judge model: median cost and latency per call, and the mean excluding the first call
+    (seed 004: a mean over a batch is dominated by the cold first call). ``source`` names the
+    table read (``judge_calls`` when present: every call, failed ones too; else ``annotations``)."""
+    by_model: dict[str, list[Any]] = {}
+    for c in calls:
+        by_model.setdefault(c.judge_model, []).append(c)
+    models = []
+    for model in sorted(by_model):
+        rows = by_model[model]  # in call order
+        entry: dict[str, Any] = {"judge_model": model, "source": source, "n_calls": len(rows)}
+        for field, name, unit in (("cost_usd", "cost", "usd"), ("latency_ms", "latency", "ms")):
+            vals = [getattr(c, field) for c in rows]
+            known = [float(v) for v in vals if v is not None]
+            after_first = [float(v) for v in vals[1:] if v is not None]
+            entry[f"n_with_{name}"] = len(known)
+            entry[f"{name}_median_{unit}"] = statistics.median(known) if known else None
+            entry[f"{name}_mean_excluding_first_{unit}"] = statistics.fmean(after_first) if after_first else None
+            if field == "cost_usd":
+                entry["cost_total_usd"] = math.fsum(known) if known else None
+        models.append(entry)
+    return models
+
+
+def status_counts(cards: list[Any]) -> dict[str, int]:
+    return dict(sorted(Counter(c.status for c in cards).items()))

@@ -1,0 +1,269 @@
+"""Judge ↔ mechanical pairs: build them from the database and compute each pairing's statistics.
+
+Choices the issue leaves open (documented in docs/audit.md):
+
+- Only blind (``blind = 1``), primary (``replicate = 0``), ``ok`` annotations are paired; when a
+  run was judged twice by the same model and rubric (a new rubric version), the latest answer wins.
+- Runs whose status is ``provider_error`` or ``invalid_scenario`` are not paired (their signals
+  describe infrastructure, not the agent).
+- The confusion matrix has the judge's label in rows and the mechanical label in columns.
+- Confidence: the judge's ``confidence`` is the probability of the label it gave; the rest of the
+  mass is spread evenly over the other labels of the pairing's scale. The "top probability" of
+  the reliability bands, the ECE and the escalation count is that confidence.
+- Bootstrap intervals resample pairs (with one judge model per slice, a pair is a run).
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from evalkit.agreement.pairings import AuditConfig, Pairing
+from evalkit.agreement.sources import EXCLUDED_STATUSES, Card, JudgeValue
+
+SLICE_KINDS = ("scenario", "model", "judge", "rubric")
+RATIONALE_CHARS = 240
+# Reasons starting with this mark a statistic that does not apply to the pairing (as opposed to one
+# that is undefined for these data); renderers show them quietly.
+NOT_APPLICABLE = "not applicable: "
+
+
+def _stats():
+    from evalkit.agreement import stats  # numpy: only on the audit path
+
+    return stats
+
+
+def na(reason: str) -> dict[str, Any]:
+    return {"value": None, "reason": reason}
+
+
+@dataclass(frozen=True)
+class Pair:
+    pairing: str
+    run_id: str
+    judge_model: str
+    rubric: str
+    scenario_id: str
+    model: str
+    path: str
+    judge_raw: Any
+    judge_value: Any
+    mechanical_value: Any
+    confidence: float | None
+    rationale: str
+
+    def slice_key(self, kind: str) -> str:
+        return {"scenario": self.scenario_id, "model": self.model, "judge": self.judge_model, "rubric": self.rubric}[kind]
+
+
+@dataclass
+class PairSet:
+    pairing: Pairing
+    pairs: list[Pair]
+    counts: Counter  # why candidate pairs were left out
+
+
+def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], config: AuditConfig) -> list[PairSet]:
+    by_run = {c.run_id: c for c in cards}
+    wanted: dict[tuple[str, str], list[Pairing]] = defaultdict(list)
+    for p in config.pairings:
+        wanted[(p.rubric, p.judge_dimension)].append(p)
+    sets = {p.name: PairSet(p, [], Counter()) for p in config.pairings}
+    latest: dict[tuple[str, str, str, str], JudgeValue] = {}
+    for v in judge_values:  # oldest first
+        pairings = wanted.get((v.rubric_id, v.dimension))
+        if not pairings:
+            continue
+        if not v.blind:
+            for p in pairings:
+                sets[p.name].counts["non_blind"] += 1
+            continue
+        if v.replicate != 0:
+            continue
+        latest[(v.run_id, v.judge_model, v.rubric_id, v.dimension)] = v
+    for key in sorted(latest):
+        v = latest[key]
+        card = by_run.get(v.run_id)
+        for p in wanted[(v.rubric_id, v.dimension)]:
+            ps = sets[p.name]
+            if card is None:
+                ps.counts["no_scorecard"] += 1
+                continue
+            if card.status in EXCLUDED_STATUSES:
+                ps.counts["excluded_status"] += 1
+                continue
+            j = p.judge_label(v.value)
+            m = p.mechanical_label(card.card)
+            if j is None:
+                ps.counts["unmapped_judge"] += 1
+            if m is None:
+                ps.counts["unmapped_mechanical"] += 1
+            if j is None or m is None:
+                continue
+            ps.pairs.append(
+                Pair(
+                    pairing=p.name,
+                    run_id=v.run_id,
+                    judge_model=v.judge_model,
+                    rubric=v.rubric_id,
+                    scenario_id=card.scenario_id,
+                    model=card.model,
+                    path=card.path,
+                    judge_raw=v.value,
+                    judge_value=j,
+                    mechanical_value=m,
+                    confidence=v.confidence if p.confidence else None,
+                    rationale=v.rationale,
+                )
+            )
+    return [sets[p.name] for p in config.pairings]
+
+
+def pairing_stats(p: Pairing, pairs: list[Pair], config: AuditConfig, bootstrap: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every statistic of one pairing over ``pairs``; undefined ones are null with a reason."""
+    st = _stats()
+    labels = list(p.scale)
+    judge = [x.judge_value for x in pairs]
+    mech = [x.mechanical_value for x in pairs]
+    ordinal = p.level == "ordinal"
+    out: dict[str, Any] = {"n": len(pairs)}
+    out["percent_agreement"] = st.percent_agreement(judge, mech)
+    out["cohen_kappa"] = st.cohen_kappa(judge, mech, labels)
+    out["weighted_kappa"] = (
+        st.cohen_kappa(judge, mech, labels, weighted=True) if ordinal else na(NOT_APPLICABLE + "weighted kappa needs an ordinal pairing")
+    )
+    out["krippendorff_alpha"] = st.krippendorff_alpha([judge, mech], p.level, labels)
+    out["gwet_ac1"] = st.gwet_ac1(judge, mech, labels)
+    out["spearman"] = st.spearman(judge, mech, labels) if ordinal else na(NOT_APPLICABLE + "Spearman needs an ordinal pairing")
+    out["confusion_matrix"] = {
+        "labels": labels,
+        "row_axis": "judge",
+        "column_axis": "mechanical",
+        "matrix": st.confusion_matrix(judge, mech, labels),
+    }
+    directions = Counter(st.direction(j, m, labels) for j, m in zip(judge, mech))
+    out["lenient"] = directions.get("lenient", 0)
+    out["strict"] = directions.get("strict", 0)
+    out.update(_calibration(p, pairs, config))
+    if bootstrap is not None:
+        for name, interval in _intervals(p, judge, mech, labels, config, **bootstrap).items():
+            out[name] = dict(out[name], ci_low=interval["low"], ci_high=interval["high"], bootstrap=interval)
+    return out
+
+
+def _calibration(p: Pairing, pairs: list[Pair], config: AuditConfig) -> dict[str, Any]:
+    st = _stats()
+    empty = {
+        "n_with_confidence": 0,
+        "brier": None,
+        "ece": None,
+        "reliability_bands": None,
+        "escalation": None,
+    }
+    if not p.confidence:
+        reason = NOT_APPLICABLE + "the pairing does not use the judge's confidence"
+        return empty | {"brier": na(reason), "ece": na(reason), "reliability_bands": na(reason), "escalation": na(reason)}
+    with_conf = [x for x in pairs if x.confidence is not None]
+    if not with_conf:
+        reason = "no judge confidence recorded"
+        return empty | {"brier": na(reason), "ece": na(reason), "reliability_bands": na(reason), "escalation": na(reason)}
+    k = len(p.scale)
+    probs, truth, top, correct = [], [], [], []
+    for x in with_conf:
+        c = float(x.confidence)
+        own = p.index(x.judge_value)
+        rest = (1.0 - c) / (k - 1)
+        probs.append([c if i == own else rest for i in range(k)])
+        truth.append(p.index(x.mechanical_value))
+        top.append(c)
+        correct.append(x.judge_value == x.mechanical_value)
+    return {
+        "n_with_confidence": len(with_conf),
+        "brier": st.brier_multiclass(probs, truth),
+        "ece": st.expected_calibration_error(top, correct, n_bins=config.ece_bins),
+        "reliability_bands": st.reliability_bands(top, correct),
+        "escalation": st.escalation(top, correct, config.escalation_threshold),
+    }
+
+
+def _intervals(p: Pairing, judge: list, mech: list, labels: list, config: AuditConfig, n_resamples: int, seed: int) -> dict[str, Any]:
+    st = _stats()
+    names = ["percent_agreement", "cohen_kappa", "gwet_ac1"] + (["weighted_kappa"] if p.level == "ordinal" else [])
+    return {
+        name: st.bootstrap_confusion(judge, mech, labels, stat=name, n_resamples=n_resamples, seed=seed, ci=config.ci)
+        for name in names
+    }
+
+
+def slice_stats(p: Pairing, pairs: list[Pair], config: AuditConfig, kinds: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for kind in kinds:
+        groups: dict[str, list[Pair]] = defaultdict(list)
+        for x in pairs:
+            groups[x.slice_key(kind)].append(x)
+        out[kind] = [{"key": key} | pairing_stats(p, groups[key], config) for key in sorted(groups)]
+    return out
+
+
+def disagreements(sets: list[PairSet]) -> list[dict[str, Any]]:
+    """Every disagreement, ranked: lenient on pairings with a lenient_rank (safety 0, outcome 1)
+    first, then by the size of the gap as a share of the scale, then pairing order, run, judge."""
+    st = _stats()
+    rows = []
+    for order, ps in enumerate(sets):
+        p = ps.pairing
+        labels = list(p.scale)
+        for x in ps.pairs:
+            direction = st.direction(x.judge_value, x.mechanical_value, labels)
+            if direction is None:
+                continue
+            steps = abs(p.index(x.judge_value) - p.index(x.mechanical_value))
+            gap = steps / (len(labels) - 1)
+            rank = p.lenient_rank if (direction == "lenient" and p.lenient_rank is not None) else None
+            key = (0 if rank is not None else 1, rank or 0, -gap, order, x.run_id, x.judge_model)
+            rows.append(
+                (
+                    key,
+                    {
+                        "pairing": p.name,
+                        "run_id": x.run_id,
+                        "path": x.path,
+                        "scenario_id": x.scenario_id,
+                        "model": x.model,
+                        "judge_model": x.judge_model,
+                        "rubric": x.rubric,
+                        "judge_value": x.judge_value,
+                        "judge_raw": x.judge_raw,
+                        "mechanical_value": x.mechanical_value,
+                        "direction": direction,
+                        "gap": steps,
+                        "gap_share": gap,
+                        "rationale": excerpt(x.rationale),
+                    },
+                )
+            )
+    rows.sort(key=lambda r: r[0])
+    return [r[1] for r in rows]
+
+
+def excerpt(text: str, limit: int = RATIONALE_CHARS) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+
+
+def pair_rows(sets: list[PairSet]) -> list[dict[str, Any]]:
+    """The --pairs-out rows: every compared pair, in pairing order then item and judge."""
+    rows = []
+    for ps in sets:
+        for x in sorted(ps.pairs, key=lambda x: (x.run_id, x.judge_model, x.rubric)):
+            rows.append(
+                {
+                    "pairing": x.pairing,
+                    "item_id": x.run_id,
+                    "judge_model": x.judge_model,
+                    "judge_value": x.judge_value,
+                    "mechanical_value": x.mechanical_value,
+                }
+            )
+    return rows

@@ -1,0 +1,172 @@
+"""Multi-rater agreement per dimension (judge ↔ judge, judge ↔ human, human ↔ human) and the
+Alternative Annotator Test.
+
+Choices the issue leaves open (documented in docs/audit.md):
+
+- Level of measurement per dimension: the ``[dimensions.NAME]`` entry of the audit config, else
+  nominal when any label is a string or a boolean, ordinal when every label is an integer,
+  interval for other numbers.
+- Labels: the configured ``scale``, else for integers every integer from the smallest to the
+  largest label seen (the full scale in between, so a class nobody used still counts), else the
+  sorted labels seen. A value that is not on an ordinal/interval scale (``"n/a"``) or not on a
+  configured scale is left out and counted in ``n_excluded``.
+- An item rated by fewer than two raters does not count (``n_items_dropped``); a rater with no
+  rating left after that is not listed.
+- The Alt-Test runs for every judge rater of a dimension that has at least ``min_humans`` human
+  raters on items that judge also rated; ``accuracy`` for nominal labels, ``neg_abs_error`` for
+  numbers.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+from evalkit.agreement.paired import NOT_APPLICABLE
+from evalkit.agreement.pairings import AuditConfig, DimensionSpec
+from evalkit.agreement.ratings import Rating
+
+
+def _stats():
+    from evalkit.agreement import stats
+
+    return stats
+
+
+def _alt():
+    from evalkit.agreement import alt_test
+
+    return alt_test
+
+
+def na(reason: str) -> dict[str, Any]:
+    return {"value": None, "reason": reason}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _sort_key(v: Any) -> tuple:
+    if _is_num(v):
+        return (0, v, "")
+    return (1, 0, str(v)) if not isinstance(v, bool) else (2, int(v), "")
+
+
+def level_and_labels(values: list[Any], spec: DimensionSpec | None) -> tuple[str, list[Any]]:
+    """The level of measurement and the label set of a dimension (see module docstring)."""
+    spec = spec or DimensionSpec()
+    level = spec.level
+    if level is None:
+        if any(not _is_num(v) for v in values):
+            level = "nominal"
+        elif all(_is_int(v) for v in values):
+            level = "ordinal"
+        else:
+            level = "interval"
+    if spec.scale is not None:
+        return level, list(spec.scale)
+    if level == "nominal":
+        return level, sorted(set(values), key=_sort_key)
+    nums = [v for v in values if _is_num(v)]
+    if nums and all(_is_int(v) for v in nums):
+        return level, list(range(min(nums), max(nums) + 1))
+    return level, sorted(set(nums))
+
+
+def on_scale(v: Any, labels: list[Any]) -> bool:
+    return any(v == lab and isinstance(v, bool) == isinstance(lab, bool) for lab in labels)
+
+
+def analyse_dimension(dimension: str, ratings: list[Rating], config: AuditConfig) -> dict[str, Any] | None:
+    """The raters entry of one dimension, or None when fewer than two raters remain."""
+    st = _stats()
+    spec = config.dimensions.get(dimension)
+    level, labels = level_and_labels([r.value for r in ratings], spec)
+    kept = [r for r in ratings if on_scale(r.value, labels)]
+    n_excluded = len(ratings) - len(kept)
+    by_item: dict[str, dict[str, Any]] = defaultdict(dict)
+    kinds: dict[str, str] = {}
+    for r in kept:
+        by_item[r.item_id][r.rater] = r.value
+        kinds[r.rater] = r.rater_kind
+    items = sorted(i for i, rs in by_item.items() if len(rs) >= 2)
+    dropped = len(by_item) - len(items)
+    raters = sorted({name for i in items for name in by_item[i]})
+    if len(raters) < 2:
+        return None
+    matrix = [[by_item[i].get(name) for i in items] for name in raters]
+    ordinal = level == "ordinal"
+    entry: dict[str, Any] = {
+        "dimension": dimension,
+        "raters": raters,
+        "rater_kinds": {name: kinds[name] for name in raters},
+        "level": level,
+        "labels": labels,
+        "n": len(items),
+        "n_items": len(items),
+        "n_items_dropped": dropped,
+        "n_ratings": sum(len(by_item[i]) for i in items),
+        "n_excluded": n_excluded,
+    }
+    entry["percent_agreement"] = st.pooled_pairwise_agreement(matrix)
+    if len(raters) == 2:
+        x, y = _paired(matrix[0], matrix[1])
+        entry["cohen_kappa"] = st.cohen_kappa(x, y, labels)
+        entry["weighted_kappa"] = st.cohen_kappa(x, y, labels, weighted=True) if ordinal else na(NOT_APPLICABLE + "nominal dimension")
+    else:
+        entry["cohen_kappa"] = na(NOT_APPLICABLE + "more than two raters, see pairwise_cohen_kappa")
+        entry["weighted_kappa"] = na(NOT_APPLICABLE + "more than two raters, see pairwise_weighted_kappa")
+    entry["pairwise_cohen_kappa"] = st.pairwise_cohen_matrix(matrix, raters, labels)
+    entry["pairwise_weighted_kappa"] = (
+        st.pairwise_cohen_matrix(matrix, raters, labels, weighted=True) if ordinal else na(NOT_APPLICABLE + "nominal dimension")
+    )
+    entry["fleiss_kappa"] = st.fleiss_kappa(matrix, labels)
+    entry["krippendorff_alpha"] = st.krippendorff_alpha(matrix, level, labels)
+    entry["gwet_ac1"] = st.gwet_ac1_multi(matrix, labels)
+    entry["alt_test"] = alt_tests(raters, kinds, matrix, level, config)
+    return entry
+
+
+def _paired(a: list[Any], b: list[Any]) -> tuple[list[Any], list[Any]]:
+    both = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+    return [x for x, _ in both], [y for _, y in both]
+
+
+def alt_tests(raters: list[str], kinds: dict[str, str], matrix: list[list[Any]], level: str, config: AuditConfig) -> list[dict[str, Any]]:
+    """One Alt-Test per judge rater with enough humans on its items (empty list otherwise)."""
+    humans = [i for i, name in enumerate(raters) if kinds[name] == "human"]
+    judges = [i for i, name in enumerate(raters) if kinds[name] == "judge"]
+    metric = "accuracy" if level == "nominal" else "neg_abs_error"
+    out = []
+    for j in judges:
+        cols = [c for c, v in enumerate(matrix[j]) if v is not None]
+        active = [h for h in humans if any(matrix[h][c] is not None for c in cols)]
+        if len(active) < config.min_humans:
+            continue
+        judge_vals = {c: matrix[j][c] for c in cols}
+        human_vals = {raters[h]: {c: matrix[h][c] for c in cols if matrix[h][c] is not None} for h in active}
+        result = _alt().alt_test(
+            judge_vals, human_vals, epsilon=config.epsilon, metric=metric, q=config.q, min_items=config.alt_min_items
+        )
+        out.append({"judge": raters[j], "humans": [raters[h] for h in active], "n_items": len(cols)} | dict(result))
+    return out
+
+
+def analyse(ratings: Iterable[Rating], config: AuditConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(entries for dimensions with two or more raters, skipped dimensions with the reason)."""
+    by_dim: dict[str, list[Rating]] = defaultdict(list)
+    for r in ratings:
+        by_dim[r.dimension].append(r)
+    entries, skipped = [], []
+    for dim in sorted(by_dim):
+        entry = analyse_dimension(dim, by_dim[dim], config)
+        if entry is None:
+            names = sorted({r.rater for r in by_dim[dim]})
+            skipped.append({"dimension": dim, "raters": names, "reason": "fewer than two raters on a shared item"})
+        else:
+            entries.append(entry)
+    return entries, skipped
