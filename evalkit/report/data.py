@@ -283,7 +283,11 @@ def _agreement_section(db_path: str, con: sqlite3.Connection, tables: set[str]) 
         from evalkit.agreement.audit import build_audit
     except ImportError as exc:
         return {"available": False, "reason": f"the audit module is not installed ({exc.name})"}
-    audit = build_audit(db_path)
+    try:
+        audit = build_audit(db_path)
+    except (ValueError, OSError) as exc:  # a broken pairings config must not cost the whole report
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return {"available": False, "reason": f"the audit failed: {first}", "warning": True}
     return {"available": True, "audit": json.loads(json.dumps(audit, sort_keys=True, default=str))}
 
 
@@ -413,4 +417,5 @@ def build_report(
         "agreement": agreement,
         "provenance": provenance,
         "contamination": contamination,
+        "warnings": [agreement["reason"]] if agreement.get("warning") else [],
     }

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from evalkit.report import fmt
-from evalkit.report.agreement_view import agreement_blocks
+from evalkit.report.agreement_view import agreement_blocks, judge_cost_blocks
 from evalkit.report.svg import bar_chart, esc, heat_map, reliability_diagram
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
@@ -36,6 +36,7 @@ h3{font-size:15px;margin:18px 0 6px}
 nav a{margin-right:14px;color:var(--accent);text-decoration:none}
 section{border-top:1px solid var(--line);margin-top:18px}
 table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}
+.table-wrap{max-width:100%;overflow-x:auto}
 th,td{border:1px solid var(--line);padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f3f5f8;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -76,7 +77,7 @@ def _table(headers: list[str], rows: list[list[str]], *, cls: str = "", numeric:
         )
         body.append(f"<tr>{cells}</tr>")
     attr = f' class="{cls}"' if cls else ""
-    return f"<table{attr}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f'<div class="table-wrap"><table{attr}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
 def _absent(text: str) -> str:
@@ -309,6 +310,8 @@ def _judge(report: dict) -> str:
             rows, cls="judge-cost", numeric=set(range(2, 11)),
         )
     )
+    if report["agreement"].get("available"):
+        out.append(_blocks(judge_cost_blocks(report["agreement"]["audit"])))
     out.append("<h3>Distribution of each dimension (primary answers)</h3>")
     for m in judge["models"]:
         if not m["dimensions"]:
@@ -330,13 +333,10 @@ def _judge(report: dict) -> str:
     return "".join(out) + "</section>"
 
 
-def _agreement(report: dict) -> str:
-    agreement = report["agreement"]
-    out = ['<section id="agreement"><h2>Agreement audit: judge against scores, judges and humans</h2>']
-    if not agreement.get("available"):
-        out.append(_absent(f"No audit: {agreement.get('reason', 'no data')}."))
-        return "".join(out) + "</section>"
-    for block in agreement_blocks(agreement["audit"], run_ids={r["run_id"] for r in report["runs"]}):
+def _blocks(blocks: list[dict]) -> str:
+    """Render agreement_view blocks (tables and charts) as HTML."""
+    out = []
+    for block in blocks:
         kind = block["kind"]
         if kind == "heading":
             out.append(f"<h3>{esc(block['text'])}</h3>")
@@ -345,11 +345,12 @@ def _agreement(report: dict) -> str:
         elif kind == "absent":
             out.append(_absent(block["text"]))
         elif kind == "table":
+            linkable = set(block.get("linkable", ()))
             rows = []
             for row in block["rows"]:
                 cells = []
                 for i, cell in enumerate(row):
-                    if block.get("run_column") == i and cell in block.get("linkable", ()):
+                    if block.get("run_column") == i and cell in linkable:
                         cells.append(f'<a href="#{run_anchor(cell)}">{esc(cell)}</a>')
                     elif block.get("quote_column") == i and cell:
                         cells.append(f"<blockquote>{esc(cell)}</blockquote>")
@@ -357,6 +358,8 @@ def _agreement(report: dict) -> str:
                         cells.append(esc(cell))
                 rows.append(cells)
             out.append(_table(block["headers"], rows, cls=block.get("cls", ""), numeric=set(block.get("numeric", ()))))
+            if block.get("notes"):
+                out.append('<p class="note">' + "<br>".join(esc(n) for n in block["notes"]) + "</p>")
         elif kind == "charts":
             charts = []
             for chart in block["charts"]:
@@ -367,6 +370,16 @@ def _agreement(report: dict) -> str:
                     svg = reliability_diagram(chart["bands"], title=chart["title"])
                 charts.append(_figure(svg, chart["caption"]))
             out.append(f'<div class="charts">{"".join(charts)}</div>')
+    return "".join(out)
+
+
+def _agreement(report: dict) -> str:
+    agreement = report["agreement"]
+    out = ['<section id="agreement"><h2>Agreement audit: judge against scores, judges and humans</h2>']
+    if not agreement.get("available"):
+        out.append(_absent(f"No audit: {agreement.get('reason', 'no data')}."))
+        return "".join(out) + "</section>"
+    out.append(_blocks(agreement_blocks(agreement["audit"], run_ids={r["run_id"] for r in report["runs"]})))
     return "".join(out) + "</section>"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from evalkit.report import fmt
-from evalkit.report.agreement_view import agreement_blocks
+from evalkit.report.agreement_view import agreement_blocks, judge_cost_blocks
 
 # Characters that start emphasis, code, links/images, tables, headings or strikethrough. `<`, `>`
 # and `&` are turned into entities first, so no raw HTML and no blockquote can come through.
@@ -160,9 +160,10 @@ def _judge(report: dict) -> list[str]:
              for m in judge["models"]],
         ),
         "",
-        "### Distribution of each dimension (primary answers)",
-        "",
     ]
+    if report["agreement"].get("available"):
+        out += _blocks(judge_cost_blocks(report["agreement"]["audit"]))
+    out += ["### Distribution of each dimension (primary answers)", ""]
     for m in judge["models"]:
         if not m["dimensions"]:
             continue
@@ -179,12 +180,10 @@ def _judge(report: dict) -> list[str]:
     return out
 
 
-def _agreement(report: dict) -> list[str]:
-    agreement = report["agreement"]
-    out = ["## Agreement audit: judge against scores, judges and humans", ""]
-    if not agreement.get("available"):
-        return out + [f"_No audit: {md(agreement.get('reason', 'no data'))}._", ""]
-    for block in agreement_blocks(agreement["audit"], run_ids={r["run_id"] for r in report["runs"]}):
+def _blocks(blocks: list[dict]) -> list[str]:
+    """agreement_view blocks as markdown; charts become tables."""
+    out: list[str] = []
+    for block in blocks:
         kind = block["kind"]
         if kind == "heading":
             out += [f"### {md(block['text'])}", ""]
@@ -193,7 +192,14 @@ def _agreement(report: dict) -> list[str]:
         elif kind == "absent":
             out += [f"_{md(block['text'])}_", ""]
         elif kind == "table":
-            out += [_table(block["headers"], [[md(c) for c in row] for row in block["rows"]]), ""]
+            rows = block["rows"]
+            limit = block.get("markdown_limit")
+            shown = rows if limit is None else rows[:limit]
+            out += [_table(block["headers"], [[md(c) for c in row] for row in shown]), ""]
+            if block.get("notes"):
+                out += [md(n) + "  " for n in block["notes"]] + [""]
+            if len(shown) < len(rows):
+                out += [f"_{len(rows) - len(shown)} more in the HTML report._", ""]
         elif kind == "charts":
             for chart in block["charts"]:
                 out += [f"**{md(chart['caption'])}**", ""]
@@ -202,10 +208,18 @@ def _agreement(report: dict) -> list[str]:
                             for i, r in enumerate(chart["rows"])]
                     out += [_table(["judge \\ mechanical"] + [str(c) for c in chart["cols"]], rows), ""]
                 else:
-                    rows = [[md(f"{b['lo']}-{b['hi']}"), str(b["n"]), fmt.num(b["confidence"]), fmt.num(b["accuracy"])]
-                            for b in chart["bands"]]
+                    rows = [[md(f"{fmt.num(b['lo'])}-{fmt.num(b['hi'])}"), str(b["n"]), fmt.num(b["confidence"]),
+                             fmt.num(b["accuracy"])] for b in chart["bands"] if b["n"]]
                     out += [_table(["band", "n", "mean confidence", "accuracy"], rows), ""]
     return out
+
+
+def _agreement(report: dict) -> list[str]:
+    agreement = report["agreement"]
+    out = ["## Agreement audit: judge against scores, judges and humans", ""]
+    if not agreement.get("available"):
+        return out + [f"_No audit: {md(agreement.get('reason', 'no data'))}._", ""]
+    return out + _blocks(agreement_blocks(agreement["audit"], run_ids={r["run_id"] for r in report["runs"]}))
 
 
 def _provenance(report: dict) -> list[str]:

@@ -126,8 +126,9 @@ def heat_map(
     """A confusion matrix as a heat map: rows × columns of counts, each cell shaded by its share
     of the largest cell and labelled with the count. Diagonal cells get a darker outline."""
     rows, cols = [str(x) for x in row_labels], [str(x) for x in col_labels]
-    cell = 44.0
-    left = max((len(r) for r in rows), default=1) * 7 + 30
+    widest = max((len(x) for x in rows + cols), default=1)
+    cell = max(44.0, min(widest, 14) * 7.0 + 10)
+    left = min(max((len(r) for r in rows), default=1), 14) * 7 + 30
     top = 46.0
     width = left + cell * max(len(cols), 1) + 20
     height = top + cell * max(len(rows), 1) + 20
@@ -146,12 +147,12 @@ def heat_map(
     for j, label in enumerate(cols):
         out.append(
             f'<text x="{_n(left + cell * j + cell / 2)}" y="{_n(top - 8)}" text-anchor="middle">'
-            f"{esc(_clip(label, 8))}</text>"
+            f"{esc(_clip(label, 14))}</text>"
         )
     for i, label in enumerate(rows):
         out.append(
             f'<text x="{_n(left - 6)}" y="{_n(top + cell * i + cell / 2 + 4)}" text-anchor="end">'
-            f"{esc(_clip(label, 12))}</text>"
+            f"{esc(_clip(label, 14))}</text>"
         )
         for j in range(len(cols)):
             value = matrix[i][j]
@@ -174,7 +175,7 @@ def reliability_diagram(bands: Sequence[dict], *, title: str) -> str:
     calibration. ``bands`` are dicts with ``lo``, ``hi``, ``n``, ``confidence`` (mean stated
     confidence in the band) and ``accuracy``; empty bands (n == 0) are skipped. Point area grows
     with n so a band of two runs does not look as solid as one of two hundred."""
-    size, pad = 240.0, 40.0
+    size, pad = 240.0, 52.0
     width = height = size + pad * 2
     out = _open(width, height, "reliability", title)
 
@@ -199,8 +200,8 @@ def reliability_diagram(bands: Sequence[dict], *, title: str) -> str:
         f'<text x="{_n(pad + size / 2)}" y="{_n(height - 6)}" text-anchor="middle">stated confidence</text>'
     )
     out.append(
-        f'<text x="12" y="{_n(pad + size / 2)}" text-anchor="middle" '
-        f'transform="rotate(-90 12 {_n(pad + size / 2)})">observed accuracy</text>'
+        f'<text x="14" y="{_n(pad + size / 2)}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {_n(pad + size / 2)})">observed accuracy</text>'
     )
     total = sum(int(b.get("n") or 0) for b in bands) or 1
     points = []

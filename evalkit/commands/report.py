@@ -1,0 +1,91 @@
+"""`evalkit report` (HTML page and markdown summary) and `evalkit schema` (JSON Schemas).
+
+Only click and the standard library at module level: the report pulls in pydantic models and the
+schema command may load a rubric, both inside the command functions.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE = 0, 1, 2
+DEFAULT_HTML = "evalkit-report.html"
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def register(group: click.Group) -> None:
+    @group.command("report")
+    @click.option("--db", "db_path", default="evalkit.db", show_default=True, help="SQLite database to read (never written).")
+    @click.option("--html", "html_path", help=f"Write the self-contained HTML page here ('-' for stdout). Default when neither --html nor --markdown: {DEFAULT_HTML}.")
+    @click.option("--markdown", "md_path", help="Write the markdown summary here ('-' for stdout), e.g. for a pull request.")
+    @click.option("--title", default=None, help="Page title (default: 'evalkit report').")
+    @click.option("--contamination", "contamination_path", default=None,
+                  help="Contamination declaration (TOML) to print; default: configs/contamination.toml.")
+    def report(db_path, html_path, md_path, title, contamination_path):
+        """Make the report: headline pass rates and pass^k, the score vector, safety, every run's
+        commands, the judge's qualitative annotations, the agreement audit, provenance and the
+        contamination declaration.
+
+        Sections without data (no judge run yet, no audit) say so. Exit codes: 0 written; 1 the
+        database or the contamination file cannot be read, or an output cannot be written; 2 usage
+        error (missing database or file).
+        """
+        from evalkit.report import ReportError, build_report, render_html, render_markdown, write_text_atomic
+
+        if not Path(db_path).is_file():
+            _fail(f"{db_path}: no such database (score runs first: evalkit score PATH --db {db_path})", EXIT_USAGE)
+        if contamination_path is not None and not Path(contamination_path).is_file():
+            _fail(f"{contamination_path}: no such contamination file", EXIT_USAGE)
+        if html_path is None and md_path is None:
+            html_path = DEFAULT_HTML
+        if html_path == "-" and md_path == "-":
+            _fail("--html - and --markdown - cannot both go to stdout", EXIT_USAGE)
+        try:
+            data = build_report(db_path, title=title, contamination_path=contamination_path)
+        except ReportError as exc:
+            _fail(str(exc), EXIT_BAD_INPUT)
+        for warning in data["warnings"]:
+            click.echo(f"warning: {warning}", err=True)
+        for path, render in ((html_path, render_html), (md_path, render_markdown)):
+            if path is None:
+                continue
+            text = render(data)
+            if path == "-":
+                click.echo(text, nl=False)
+                continue
+            try:
+                write_text_atomic(path, text)
+            except OSError as exc:
+                _fail(f"{path}: cannot write ({exc.strerror or exc})", EXIT_BAD_INPUT)
+            counts = data["counts"]
+            click.echo(
+                f"wrote {path}: {counts['runs']} runs, {counts['scenarios']} scenarios, {counts['models']} models; "
+                f"judge {'yes' if data['judge']['available'] else 'no'}, "
+                f"audit {'yes' if data['agreement']['available'] else 'no'}",
+                err=True,
+            )
+
+    @group.command("schema")
+    @click.argument("name", type=click.Choice(["trajectory", "scorecard", "annotation", "ratings"]))
+    @click.option("--rubric", default=None, help="Rubric of the annotation schema (name in prompts/ or a .toml path; default procedure_v1).")
+    def schema(name, rubric):
+        """Print the JSON Schema of a format, generated from its pydantic model.
+
+        trajectory: one line of a trajectory JSONL file; scorecard: a ScoreCard; annotation: a
+        judge's reply under a rubric; ratings: one imported rating row. Published copies live in
+        docs/schemas/.
+        """
+        from evalkit.report.schemas import SchemaError, schema_text
+
+        if rubric is not None and name != "annotation":
+            _fail("--rubric applies to the annotation schema only", EXIT_USAGE)
+        try:
+            click.echo(schema_text(name, rubric), nl=False)
+        except SchemaError as exc:
+            _fail(str(exc), EXIT_USAGE)
