@@ -46,6 +46,8 @@ def iter_json_list(path: str, text: str, what: str) -> Iterator[tuple[int, Any]]
         raise ImportFormatError(path, line_at(i), f"expected {what}")
     i = _skip(text, i + 1)
     if i < len(text) and text[i] == "]":
+        if _skip(text, i + 1) != len(text):
+            raise ImportFormatError(path, line_at(_skip(text, i + 1)), "unexpected data after the JSON list")
         return
     while True:
         try:

@@ -109,6 +109,8 @@ class TauBenchImporter:
             raise ImportFormatError(path, None, f"--domain must be a plain name like airline or retail, not {domain!r}")
         text = read_text(path)
         items = list(iter_json_list(path, text, "a JSON list of tau-bench results {task_id, trial, reward, info, traj}"))
+        if not items:
+            raise ImportFormatError(path, None, "no results in file (an empty list)")
         parsed = [_Record.parse(path, line, index, item) for index, (line, item) in enumerate(items)]
         tasks: dict[str, dict[str, Any]] = {}
         for rec in parsed:

@@ -53,12 +53,16 @@ def write_runs(runs: Sequence[Sequence[dict[str, Any]]], out_dir: str | Path) ->
         texts = [(out / file_name(run[0]["run_id"]), dumps_run(run)) for run in runs]
         for final, text in texts:
             tmp = final.with_name(final.name + TMP_SUFFIX)
-            staged.append((tmp, final))
-            with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            fh = open(tmp, "w", encoding="utf-8", newline="\n")
+            staged.append((tmp, final))  # ours from here on: removed if anything fails
+            with fh:
                 fh.write(text)
     except BaseException:
         for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
         raise
     for tmp, final in staged:
         os.replace(tmp, final)

@@ -1,0 +1,140 @@
+"""Generic OpenAI-messages importer: round trip into trajectories and scores, and its edge cases."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalkit.api import aggregate, read_trajectory, score_file
+from evalkit.importers import ImportFormatError, import_files
+from evalkit.importers.openai_messages import IMPORTER
+
+SRC = Path(__file__).parent / "fixtures" / "openai_messages" / "transcripts.jsonl"
+
+
+def _by_run(out: Path) -> dict[str, Path]:
+    return {read_trajectory(p).meta.run_id: p for p in sorted(out.glob("*.jsonl"))}
+
+
+def test_openai_messages_round_trip(tmp_path):
+    out = tmp_path / "out"
+    result = import_files("openai-messages", [SRC], out, model="fallback-model")
+    assert not result.errors
+    runs = _by_run(out)
+    assert sorted(runs) == ["greeting-1:fallback-model", "refund-1:acme/agent-1:trial0", "refund-2:acme/agent-1"]
+
+    # every message comes back: user turns as nudges, assistant text, tool calls with args and results
+    lines = [json.loads(line) for line in SRC.read_text().splitlines()]
+    for line in lines:
+        run_id = next(r for r in runs if r.startswith(f"{line['id']}:"))
+        traj = read_trajectory(runs[run_id])
+        src_msgs = [m for m in line["messages"] if m["role"] != "system"]
+        calls = [
+            (c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for m in src_msgs if m["role"] == "assistant" for c in (m.get("tool_calls") or [])
+        ]
+        results = [m["content"] for m in src_msgs if m["role"] == "tool"]
+        events = traj.events
+        tool_calls = [e for e in events if e.type == "tool_call"]
+        assert [(e.name, e.args) for e in tool_calls] == calls
+        assert [e.result for e in tool_calls] == results
+        assert [e.text for e in events if e.type == "nudge"] == [m["content"] for m in src_msgs if m["role"] == "user"]
+        assert [e.text for e in events if e.type == "assistant"] == [m["content"] for m in src_msgs if m["role"] == "assistant"]
+        scenario = traj.meta.scenario
+        expected = [(a["tool"], a["args"]) for a in line["expected_actions"]]
+        assert [(a.tool, a.args) for _, _, a in scenario.required()] == expected
+        if expected:
+            (block,) = scenario.ground_truth.procedure
+            assert block.ordered is bool(line.get("ordered", False))
+
+    # and the scores follow from them
+    refund = score_file(runs["refund-1:acme/agent-1:trial0"])
+    assert refund.scenario_id == "refund" and refund.status == "scored"
+    assert [(c.tool, c.class_) for c in refund.commands] == [("refund_order", "matched_required")]
+    assert refund.informative.reads == 1  # get_order is a read: the line lists its command_tools
+    assert refund.vector.coverage == 1.0 and refund.vector.all_passed is True and refund.scalar == 1.0
+
+    both = score_file(runs["refund-2:acme/agent-1"])
+    # errored cancel (is_error) is not a command; the later one matches but comes after the refund
+    assert both.informative.errored_commands == 1
+    assert [(c.tool, c.class_) for c in both.commands] == [
+        ("refund_order", "matched_required"),
+        ("cancel_subscription", "matched_required"),
+    ]
+    assert both.vector.coverage == 1.0 and both.vector.order == 0.0
+    assert both.vector.all_passed is False and both.vector.end_state == 0.0
+
+
+def test_tool_calls_become_commands_by_default(tmp_path):
+    line = json.loads(SRC.read_text().splitlines()[0])
+    del line["command_tools"]
+    src = tmp_path / "t.jsonl"
+    src.write_text(json.dumps(line) + "\n")
+    out = tmp_path / "out"
+    import_files("openai-messages", [src], out)
+    (path,) = out.glob("*.jsonl")
+    card = score_file(path)
+    assert [(c.tool, c.class_, c.subtype) for c in card.commands] == [
+        ("get_order", "extraneous", "uncatalogued_in_gt"),
+        ("refund_order", "matched_required", None),
+    ]
+
+
+def test_missing_success_means_no_end_state(tmp_path):
+    out = tmp_path / "out"
+    import_files("openai-messages", [SRC], out, model="fallback-model")
+    card = score_file(_by_run(out)["greeting-1:fallback-model"])
+    assert card.status == "incomplete" and card.vector.end_state is None and card.scalar is None
+    (group,) = [g for g in aggregate([card])["groups"]]
+    assert group["n"] == 1 and group["n_scored"] == 0 and group["incomplete_rate"] == 1.0
+
+
+def test_model_comes_from_the_line_else_the_flag(tmp_path):
+    runs = IMPORTER.convert(str(SRC), model="fallback-model")
+    assert [r[0]["adapter"]["model"] for r in runs] == ["acme/agent-1", "acme/agent-1", "fallback-model"]
+    with pytest.raises(ImportFormatError, match=r":3: transcript greeting-1: no model"):
+        IMPORTER.convert(str(SRC))
+
+
+def test_invalid_json_arguments_name_the_line(tmp_path):
+    line = json.loads(SRC.read_text().splitlines()[1])
+    line["messages"][1]["tool_calls"][0]["function"]["arguments"] = "{'subscription_id': 'S8'}"
+    src = tmp_path / "t.jsonl"
+    src.write_text(SRC.read_text().splitlines()[0] + "\n" + json.dumps(line) + "\n")
+    out = tmp_path / "out"
+    result = import_files("openai-messages", [src], out)
+    (error,) = result.errors
+    assert str(error).startswith(f"{src}:2: transcript refund-2: message 1, tool call 0 (cancel_subscription)")
+    assert "not valid JSON" in str(error)
+    assert not out.exists()  # the good first line was not written either: all-or-nothing per file
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("not json\n", r":1: not valid JSON"),
+        ('{"messages": []}\n', r":1: id must be"),
+        ('{"id": "a", "model": "m", "messages": {}}\n', r":1: transcript a: messages must be a list"),
+        ('{"id": "a", "model": "m", "messages": [], "expected_actions": [{"args": {}}]}\n', r"expected_actions\[0\] needs a tool"),
+        ('{"id": "a", "model": "m", "messages": [], "success": "yes"}\n', r"success must be a boolean"),
+        ('{"id": "a", "model": "m", "messages": [{"role": "tool", "content": "x"}]}\n', r"answers no pending tool call"),
+        ('{"id": "a", "model": "m", "messages": []}\n{"id": "a", "model": "m", "messages": []}\n', r":2: .*already produced by line 1"),
+        ("\n\n", r"no transcripts"),
+    ],
+)
+def test_bad_lines_name_file_and_line(tmp_path, text, message):
+    src = tmp_path / "t.jsonl"
+    src.write_text(text)
+    with pytest.raises(ImportFormatError, match=message) as info:
+        IMPORTER.convert(str(src))
+    assert str(info.value).startswith(str(src))
+
+
+def test_reimport_is_byte_identical(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    import_files("openai-messages", [SRC], a, model="m")
+    import_files("openai-messages", [SRC], b, model="m")
+    names = sorted(p.name for p in a.iterdir())
+    assert names == sorted(p.name for p in b.iterdir()) and len(names) == 3
+    assert all((a / n).read_bytes() == (b / n).read_bytes() for n in names)
