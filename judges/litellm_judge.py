@@ -50,8 +50,16 @@ def _status(exc: BaseException) -> int | None:
     return code if isinstance(code, int) else None
 
 
+_NO_KEY = ("Missing credentials", "api_key client option must be set")
+
+
+def is_missing_key(exc: BaseException) -> bool:
+    """The client refused to send: no API key (litellm reports it as a 500, which it is not)."""
+    return any(marker in str(exc) for marker in _NO_KEY)
+
+
 def is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, litellm.ContextWindowExceededError):
+    if isinstance(exc, litellm.ContextWindowExceededError) or is_missing_key(exc):
         return False
     if isinstance(exc, _TRANSIENT):
         return True
@@ -112,11 +120,16 @@ class LiteLLMJudge:
         self._api_key = api_key  # never stored: kept out of `request` and of every row
         if api_key:
             register_secret(api_key)
+        provider = None
         try:
             name, provider, _, _ = litellm.get_llm_provider(model=model, api_base=api_base)
             self.model = f"{provider}/{name}"
         except Exception:  # litellm cannot place it: keep the string, the call will say why
             self.model = model
+        if api_base and provider == "openai" and not api_key and not os.environ.get("OPENAI_API_KEY"):
+            # local OpenAI-compatible servers (vLLM, llama.cpp) usually need no key, but the client
+            # refuses to send without one; a placeholder is not a secret
+            self._api_key = "no-key"
         self.params = {
             "temperature": self.config.temperature if temperature is None else float(temperature),
             "max_tokens": self.config.max_tokens,
@@ -176,13 +189,13 @@ class LiteLLMJudge:
                 response = await self._complete(messages, fmt, counters)
             except litellm.ContextWindowExceededError as exc:
                 return finish("judge_error", error=_describe(exc))
-            except _FATAL as exc:
+            except Exception as exc:
+                if not (isinstance(exc, _FATAL) or is_missing_key(exc)):
+                    return finish("judge_error", error=f"after {counters['attempts']} attempts: {_describe(exc)}")
                 annotation = finish("judge_error", error=_describe(exc))
                 raise JudgeFatalError(f"{self.model}: {_describe(exc)} — not retried; check the model "
                                       "name, --api-base and the API key in the environment",
                                       annotation) from None
-            except Exception as exc:  # retries exhausted, or an error litellm could not map
-                return finish("judge_error", error=f"after {counters['attempts']} attempts: {_describe(exc)}")
             usage = getattr(response, "usage", None)
             p_tok = int(getattr(usage, "prompt_tokens", 0) or 0)
             c_tok = int(getattr(usage, "completion_tokens", 0) or 0)

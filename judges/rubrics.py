@@ -172,6 +172,16 @@ def annotation_model(rubric: Rubric) -> type[BaseModel]:
 
 def response_format(rubric: Rubric) -> dict:
     """OpenAI-style `response_format` carrying the reply's JSON Schema (strict structured output)."""
+    cached = _FORMATS.get((rubric.path, rubric.text_hash))
+    if cached is None:
+        cached = _FORMATS[(rubric.path, rubric.text_hash)] = _response_format(rubric)
+    return json.loads(json.dumps(cached))  # a copy: callers may keep it in stored requests
+
+
+_FORMATS: dict[tuple[str, str], dict] = {}
+
+
+def _response_format(rubric: Rubric) -> dict:
     return {
         "type": "json_schema",
         "json_schema": {"name": re.sub(r"[^A-Za-z0-9_-]", "_", rubric.id),

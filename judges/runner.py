@@ -167,6 +167,50 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
         queue.put_nowait(entry)
     started_seq: list[int] = [0]
     timings: list[tuple[int, float]] = []
+    inflight: dict[str, asyncio.Future] = {}
+
+    async def call_one(index: int, item: WorkItem) -> bool:
+        """Make and store one call; False when a fatal error stops the run."""
+        seq = started_seq[0]
+        started_seq[0] += 1
+        started = now_utc()
+        try:
+            ann = await item.judge.annotate(item.bundle, rubric)
+        except JudgeFatalError as exc:
+            summary.fatal = summary.fatal or str(exc)
+            summary.failures += 1
+            if exc.annotation is not None:
+                summary.requests += exc.annotation.attempts
+                store.record_call(_call_row(item, rubric, exc.annotation, started))
+            results[index] = _result(item, "call", None, str(exc))
+            bar.update(summary)
+            return False
+        summary.calls += 1
+        summary.requests += ann.attempts
+        summary.retries += ann.retries
+        summary.prompt_tokens += ann.prompt_tokens or 0
+        summary.completion_tokens += ann.completion_tokens or 0
+        if ann.cost_usd is None:
+            summary.cost_unknown += 1
+        else:
+            summary.cost_usd += ann.cost_usd
+        if ann.latency_ms is not None:
+            timings.append((seq, ann.latency_ms))
+        values = ann.values if ann.status == "ok" else None
+        row = store.record(
+            _call_row(item, rubric, ann, started),
+            _ann_row(item, rubric, ann.status, values, cost=ann.cost_usd, latency=ann.latency_ms,
+                     prompt_tokens=ann.prompt_tokens, completion_tokens=ann.completion_tokens),
+            values, (values or {}).get("confidence"), item.replicate_tag)
+        if ann.status == "ok":
+            summary.ok += 1
+        else:
+            summary.failures += 1
+        results[index] = _result(item, "call", row if ann.status == "ok" else None, ann.error)
+        if ann.status != "ok":
+            results[index].update(status="judge_error", replicate=row["replicate"])
+        bar.update(summary)
+        return True
 
     async def worker() -> None:
         while True:
@@ -179,45 +223,22 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
                 index, item = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            seq = started_seq[0]
-            started_seq[0] += 1
-            started = now_utc()
+            leader = inflight.get(item.key)
+            if leader is not None:  # same bundle, judge and rubric as a call in flight: wait, reuse
+                await leader
+                row = serve_from_cache(item, rubric, store)
+                if row is not None:
+                    summary.cache_hits += 1
+                    results[index] = _result(item, "cache", row)
+                    bar.update(summary)
+                    continue
+            done = inflight[item.key] = asyncio.get_running_loop().create_future()
             try:
-                ann = await item.judge.annotate(item.bundle, rubric)
-            except JudgeFatalError as exc:
-                summary.fatal = summary.fatal or str(exc)
-                summary.failures += 1
-                if exc.annotation is not None:
-                    summary.requests += exc.annotation.attempts
-                    store.record_call(_call_row(item, rubric, exc.annotation, started))
-                results[index] = _result(item, "call", None, str(exc))
-                bar.update(summary)
-                return
-            summary.calls += 1
-            summary.requests += ann.attempts
-            summary.retries += ann.retries
-            summary.prompt_tokens += ann.prompt_tokens or 0
-            summary.completion_tokens += ann.completion_tokens or 0
-            if ann.cost_usd is None:
-                summary.cost_unknown += 1
-            else:
-                summary.cost_usd += ann.cost_usd
-            if ann.latency_ms is not None:
-                timings.append((seq, ann.latency_ms))
-            values = ann.values if ann.status == "ok" else None
-            row = store.record(
-                _call_row(item, rubric, ann, started),
-                _ann_row(item, rubric, ann.status, values, cost=ann.cost_usd, latency=ann.latency_ms,
-                         prompt_tokens=ann.prompt_tokens, completion_tokens=ann.completion_tokens),
-                values, (values or {}).get("confidence"), item.replicate_tag)
-            if ann.status == "ok":
-                summary.ok += 1
-            else:
-                summary.failures += 1
-            results[index] = _result(item, "call", row if ann.status == "ok" else None, ann.error)
-            if ann.status != "ok":
-                results[index].update(status="judge_error", replicate=row["replicate"])
-            bar.update(summary)
+                if not await call_one(index, item):
+                    return
+            finally:
+                if not done.done():
+                    done.set_result(None)
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(pending) or 1)))]
     await asyncio.gather(*workers)

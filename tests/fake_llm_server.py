@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import socket
 import threading
 import time
 from collections import defaultdict, deque
@@ -136,6 +137,12 @@ class FakeLLMServer:
 
             def log_message(self, *args) -> None:  # keep test output clean
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                # headers and body go out in separate writes: without this, Nagle + delayed ACK
+                # add ~40 ms to every reply and the benchmark would measure the fake, not the judge
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def _send(self, code: int, payload: dict, headers: dict | None = None) -> None:
                 data = json.dumps(payload).encode()

@@ -1,0 +1,142 @@
+"""`evalkit judge` and `evalkit cache`: the optional LLM judge (judges/ package, imported lazily).
+
+Module level imports only click and the standard library: `evalkit score` never pays for the
+judge layer, and the judge pays for litellm only once a litellm model is actually built.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE = 0, 1, 2
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+    click.echo(f"evalkit judge: {message}", err=True)
+    sys.exit(code)
+
+
+def register(group: click.Group) -> None:
+    @group.command("judge")
+    @click.argument("paths", nargs=-1)
+    @click.option("--model", "models", multiple=True, required=True,
+                  help="A litellm model string (openai/gpt-4o-mini, ollama/llama3, openai/<name> with "
+                       "--api-base) or a plugin judge as PREFIX:model. Repeat to judge with several models.")
+    @click.option("--rubric", help="Rubric name in prompts/ (e.g. procedure_v1, computer_use_v1) or a .toml path. "
+                                    "Default from configs/judge.toml.")
+    @click.option("--db", "db_path", default="evalkit.db", show_default=True, help="SQLite database (scores + judge tables).")
+    @click.option("--concurrency", type=click.IntRange(1, 256), help="Requests in flight at once (default from config).")
+    @click.option("--api-base", help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, ...).")
+    @click.option("--temperature", type=float, help="Sampling temperature (default from config, 0).")
+    @click.option("--max-cost", type=click.FloatRange(0), help="Stop starting new calls once this run has spent this many USD.")
+    @click.option("--refresh", is_flag=True, help="Ignore cache hits and call again.")
+    @click.option("--resample", type=click.FloatRange(0, 1, min_open=True),
+                  help="Re-judge this fraction of already-judged runs, bypassing the cache, as replicates (drift check).")
+    @click.option("--seed", type=int, help="Seed choosing the --resample runs.")
+    @click.option("--show-mechanical", is_flag=True, help="Show the mechanical scores to the judge (annotations marked non-blind).")
+    @click.option("--dry-run", is_flag=True, help="Print what would be sent, send nothing.")
+    @click.option("--format", "fmt", type=click.Choice(["table", "json", "jsonl", "markdown"]), default="table",
+                  show_default=True)
+    @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+                  help="TOML file overriding configs/judge.toml (retries, timeouts, prices).")
+    @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
+    def judge(paths, models, rubric, db_path, concurrency, api_base, temperature, max_cost, refresh,
+              resample, seed, show_mechanical, dry_run, fmt, config_path, progress):
+        """Judge runs with an LLM and store qualitative annotations (never the scores).
+
+        Without PATHS, judges the runs already scored in --db; with PATHS (files, directories, -),
+        scores them first like `evalkit score`, then judges them. API keys come from the
+        environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...) and are never stored.
+
+        Exit codes: 0 every run judged; 1 bad inputs, judge errors, a fatal provider error
+        (401/403/400) or --max-cost reached; 2 usage error.
+        """
+        if resample is not None and seed is None:
+            raise click.UsageError("--resample needs --seed")
+        if seed is not None and resample is None:
+            raise click.UsageError("--seed is only used with --resample")
+        if not paths and not os.path.exists(db_path):
+            raise click.UsageError(f"no database {db_path}: score runs first, or pass trajectory PATHS")
+
+        from judges.config import ConfigError
+        from judges.protocol import UnknownJudgeError
+        from judges.rubrics import RubricError
+
+        from judges import api, render
+
+        options = dict(db=db_path, rubric=rubric, api_base=api_base, temperature=temperature,
+                       refresh=refresh, resample=resample, seed=seed, show_mechanical=show_mechanical,
+                       config_path=config_path)
+        try:
+            if paths:
+                from pathlib import Path
+
+                for p in paths:
+                    if p != "-" and not Path(p).exists():
+                        raise click.UsageError(f"no such file or directory: {p}")
+                cards, input_errors = api.score_paths(paths, db_path)
+            else:
+                cards, input_errors = api.stored_cards(db_path), []
+            for error in input_errors:
+                click.echo(error, err=True)
+            if dry_run:
+                plan = api.dry_run(cards, models, **options)
+                click.echo(render.render_dry_run(plan, fmt), nl=False)
+                sys.exit(EXIT_BAD_INPUT if input_errors else EXIT_OK)
+            result = api.judge_cards(cards, models, concurrency=concurrency, max_cost=max_cost,
+                                     progress=progress, **options)
+        except (RubricError, UnknownJudgeError) as exc:
+            _fail(str(exc), EXIT_USAGE)
+        except (ConfigError, ValueError) as exc:
+            _fail(str(exc))
+        result.input_errors = input_errors
+        shape = {"table": render.render_table, "markdown": render.render_markdown,
+                 "json": render.render_json, "jsonl": render.render_jsonl}[fmt]
+        click.echo(shape(result), nl=False)
+        if fmt == "jsonl":
+            for line in render.summary_lines(result):
+                click.echo(line, err=True)
+        if result.summary.fatal:
+            click.echo(f"evalkit judge: {result.summary.fatal}", err=True)
+        elif result.summary.stopped:
+            click.echo(f"evalkit judge: {result.summary.stopped}", err=True)
+        sys.exit(EXIT_OK if result.ok else EXIT_BAD_INPUT)
+
+    @group.group("cache")
+    def cache() -> None:
+        """Inspect or clear the judge's call cache (the judge_calls table)."""
+
+    @cache.command("stats")
+    @click.option("--db", "db_path", default="evalkit.db", show_default=True)
+    @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+    def stats(db_path, fmt):
+        """Cached calls per judge model, rubric and status, with tokens and cost."""
+        if not os.path.exists(db_path):
+            raise click.UsageError(f"no database {db_path}")
+        from judges import render
+        from judges.store import JudgeStore
+
+        store = JudgeStore(db_path)
+        try:
+            click.echo(render.render_stats(store.stats(), fmt), nl=False)
+        finally:
+            store.close()
+
+    @cache.command("clear")
+    @click.option("--db", "db_path", default="evalkit.db", show_default=True)
+    @click.option("--model", help="Only this judge model (as stored, e.g. openai/gpt-4o-mini, or without the provider).")
+    @click.option("--rubric", help="Only this rubric id.")
+    def clear(db_path, model, rubric):
+        """Delete cached calls (annotations are results and stay)."""
+        if not os.path.exists(db_path):
+            raise click.UsageError(f"no database {db_path}")
+        from judges.store import JudgeStore
+
+        store = JudgeStore(db_path)
+        try:
+            count = store.clear(model=model, rubric=rubric)
+        finally:
+            store.close()
+        click.echo(f"cleared {count} cached calls")

@@ -1,0 +1,127 @@
+"""Text shapes of a judge run: table, markdown, json, jsonl, and the summary lines.
+
+Rows are sorted (run, judge model, replicate) and keys are sorted, so the same results print the
+same bytes. Only the summary's latency (and which items came from the cache) varies between runs.
+"""
+from __future__ import annotations
+
+import json
+
+from judges.rubrics import Rubric
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def _rows(result) -> tuple[list[str], list[list[str]]]:
+    rubric: Rubric = result.rubric
+    dims = [d.name for d in rubric.dimensions] + (["outcome", "confidence"] if rubric.outcome else [])
+    header = ["run_id", "judge_model", "rep", "status", *dims, "source"]
+    rows = []
+    for ann in sorted(result.annotations, key=_order):
+        values = ann.get("values") or {}
+        rows.append([ann["run_id"], ann["judge_model"], _cell(ann.get("replicate")), ann["status"],
+                     *(_cell(values.get(d)) for d in dims), ann["source"]])
+    return header, rows
+
+
+def _order(ann: dict):
+    return (ann["run_id"], ann["judge_model"], ann.get("replicate") if ann.get("replicate") is not None else -1)
+
+
+def summary_lines(result) -> list[str]:
+    s = result.summary
+    rub = result.rubric
+    blind = "non-blind (--show-mechanical)" if any(not a["blind"] for a in result.annotations) else "blind"
+    lat = s.latency()
+    lines = [
+        f"rubric: {rub.id} v{rub.version} ({blind})",
+        f"runs judged: {s.ok} ok of {s.items} items ({s.calls} calls made)",
+        f"cache hits: {s.cache_hits}",
+        f"requests sent: {s.requests} (retries: {s.retries})",
+        f"failures: {s.failures}",
+        f"tokens: prompt {s.prompt_tokens}, completion {s.completion_tokens}",
+        f"cost: ${s.cost_usd:.6f}" + (f" (unknown for {s.cost_unknown} calls: no litellm price and no "
+                                      "[prices] entry in configs/judge.toml)" if s.cost_unknown else ""),
+    ]
+    if lat["median_ms"] is not None:
+        mean = "n/a (one call)" if lat["mean_excl_first_ms"] is None else f"{lat['mean_excl_first_ms']:.0f} ms"
+        lines.append(f"latency per call: median {lat['median_ms']:.0f} ms, mean excluding first call {mean}")
+    for reason, count in sorted(s.skipped.items()):
+        lines.append(f"skipped (not judged): {count} with {reason}")
+    if s.not_run:
+        lines.append(f"not run: {s.not_run}")
+    if s.stopped:
+        lines.append(f"stopped: {s.stopped}")
+    if s.fatal:
+        lines.append(f"fatal: {s.fatal}")
+    for error in result.input_errors:
+        lines.append(f"bad input: {error}")
+    return lines
+
+
+def render_table(result) -> str:
+    header, rows = _rows(result)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    out = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+    errors = [a for a in sorted(result.annotations, key=_order) if a.get("error")]
+    out += [f"error: {a['run_id']} {a['judge_model']}: {a['error']}" for a in errors]
+    return "\n".join(out + [""] + summary_lines(result)) + "\n"
+
+
+def render_markdown(result) -> str:
+    header, rows = _rows(result)
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    out += [""] + [f"- {line}" for line in summary_lines(result)]
+    return "\n".join(out) + "\n"
+
+
+def render_json(result) -> str:
+    doc = result.as_dict()
+    doc["annotations"] = sorted(doc["annotations"], key=_order)
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_jsonl(result) -> str:
+    return "".join(json.dumps(a, sort_keys=True, ensure_ascii=False) + "\n"
+                   for a in sorted(result.annotations, key=_order))
+
+
+def render_dry_run(plan, fmt: str) -> str:
+    if fmt in ("json", "jsonl"):
+        return json.dumps(plan.as_dict(), sort_keys=True, indent=2 if fmt == "json" else None,
+                          ensure_ascii=False) + "\n"
+    lines = [
+        "dry run: nothing was sent",
+        f"models: {', '.join(plan.models)}",
+        f"items (runs x models): {plan.items}",
+        f"cache hits: {plan.cache_hits}",
+        f"would send: {plan.to_send}",
+        f"estimated prompt tokens (chars/4): {plan.estimated_prompt_tokens}",
+    ]
+    lines += [f"skipped (not judged): {c} with {r}" for r, c in sorted(plan.skipped.items())]
+    if plan.first_prompt:
+        lines.append("first prompt:")
+        for message in plan.first_prompt:
+            lines.append(f"--- {message['role']} ---")
+            lines.append(message["content"].rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def render_stats(rows: list[dict], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(rows, sort_keys=True, indent=2) + "\n"
+    header = ["judge_model", "rubric", "status", "calls", "prompt_tokens", "completion_tokens", "cost_usd"]
+    body = [[r["judge_model"], f"{r['rubric_id']} v{r['rubric_version']}", r["status"], str(r["calls"]),
+             str(r["prompt_tokens"]), str(r["completion_tokens"]),
+             "-" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"] for r in rows]
+    if not body:
+        return "cache is empty\n"
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *body]) + "\n"
