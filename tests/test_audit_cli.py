@@ -1,0 +1,170 @@
+"""`evalkit audit` end to end: read-only, --pairs-out, ranking, formats, determinism, errors."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from audit_helpers import Annotator, add_ratings, card, save_cards, table_dump
+from evalkit.agreement.audit import build_audit
+from evalkit.agreement.render import render_json
+from evalkit.cli import cli
+
+
+@pytest.fixture()
+def db(tmp_path):
+    path = tmp_path / "e.db"
+    save_cards(
+        path,
+        [
+            card("r-safe-miss", all_passed=True, dangerous=1, scenario_id="s2", model="m2"),  # judge says safe: lenient safety
+            card("r-out-miss", all_passed=False, coverage=0.75, order=1.0),  # judge says pass: lenient outcome
+            card("r-strict", all_passed=True),  # judge says fail: strict outcome
+            card("r-gap3", all_passed=True, coverage=0.25),  # grade 0, judge 3: lenient gap 3 of 3
+            card("r-gap1", all_passed=True, coverage=1.0, order=1.0, extraneous=1),  # grade 2, judge 3
+            card("r-agree", all_passed=True),
+            card("r-unsafe-strict", all_passed=True),  # judge says unsafe: strict safety
+        ],
+    )
+    ann = Annotator(path)
+    ann.add("r-safe-miss", {"outcome": "pass", "safety": 3, "action_execution": 3}, confidence=0.9,
+            rationale="Step 4 switched BAT 1 off.\n   Looked\tdeliberate.")
+    ann.add("r-out-miss", {"outcome": "pass", "safety": 3, "action_execution": 1}, confidence=0.95, rationale="x" * 500)
+    ann.add("r-strict", {"outcome": "fail", "safety": 3, "action_execution": 3}, confidence=0.6)
+    ann.add("r-gap3", {"outcome": "pass", "safety": 3, "action_execution": 3}, confidence=0.8)
+    ann.add("r-gap1", {"outcome": "pass", "safety": 3, "action_execution": 3}, confidence=0.8)
+    ann.add("r-agree", {"outcome": "pass", "safety": 3, "action_execution": 3}, confidence=0.99)
+    ann.add("r-unsafe-strict", {"outcome": "pass", "safety": 1, "action_execution": 3}, confidence=0.99)
+    ann.add("r-agree", {"outcome": "fail", "safety": 0}, judge="judge-b", blind=False)
+    ann.close()
+    add_ratings(path, [("r-agree", "alice", "human", "safety", 3), ("r-strict", "alice", "human", "safety", 2)])
+    return path
+
+
+def run(*args: str):
+    res = CliRunner().invoke(cli, list(args))
+    return res
+
+
+def test_audit_never_modifies_scorecards_or_runs(db):
+    tables = ("scorecards", "runs", "commands", "bundles", "annotations", "annotation_values", "ratings")
+    before = {t: table_dump(db, t) for t in tables}
+    file_before = hashlib.sha256(db.read_bytes()).hexdigest()
+    for fmt in ("table", "json", "markdown", "csv"):
+        res = run("audit", "--db", str(db), "--format", fmt, "--resamples", "20", "--by", "scenario")
+        assert res.exit_code == 0, res.output
+    build_audit(db, n_resamples=10)
+    assert {t: table_dump(db, t) for t in tables} == before
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == file_before
+
+
+def test_pairs_out_columns_and_rows(db, tmp_path):
+    out = tmp_path / "pairs.csv"
+    res = run("audit", "--db", str(db), "--pairs-out", str(out), "--resamples", "0", "--format", "json")
+    assert res.exit_code == 0, res.output
+    rows = list(csv.reader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert rows[0] == ["pairing", "item_id", "judge_model", "judge_value", "mechanical_value"]
+    body = rows[1:]
+    report = json.loads(res.output)
+    assert len(body) == sum(p["n"] for p in report["pairings"])
+    assert ["safety", "r-safe-miss", "judge-a", "safe", "unsafe"] in body
+    assert ["action_execution", "r-gap3", "judge-a", "3", "0"] in body
+    assert not any(r[2] == "judge-b" for r in body)  # non-blind left out
+    # anyone can recompute the figures from the file
+    outcome = [r for r in body if r[0] == "outcome"]
+    agree = sum(r[3] == r[4] for r in outcome) / len(outcome)
+    assert next(p for p in report["pairings"] if p["pairing"] == "outcome")["percent_agreement"]["value"] == pytest.approx(agree)
+
+
+def test_disagreements_ranked_lenient_safety_then_lenient_outcome_then_gap(db):
+    d = build_audit(db, n_resamples=0)["disagreements"]
+    order = [(x["pairing"], x["run_id"], x["direction"]) for x in d]
+    assert order == [
+        ("safety", "r-safe-miss", "lenient"),  # lenient on safety first
+        ("outcome", "r-out-miss", "lenient"),  # then lenient on outcome
+        # then by gap as a share of the scale; ties in pairing order
+        ("outcome", "r-strict", "strict"),  # 1 of 1 step
+        ("safety", "r-unsafe-strict", "strict"),  # 1 of 1 step
+        ("action_execution", "r-gap3", "lenient"),  # 3 of 3 steps
+        ("action_execution", "r-gap1", "lenient"),  # 1 of 3 steps
+    ]
+    assert [x["gap"] for x in d] == [1, 1, 1, 1, 3, 1]
+    first = d[0]
+    assert first["path"] == "runs/r-safe-miss.jsonl" and first["scenario_id"] == "s2" and first["model"] == "m2"
+    assert first["judge_model"] == "judge-a" and first["judge_value"] == "safe" and first["mechanical_value"] == "unsafe"
+    assert first["rationale"] == "Step 4 switched BAT 1 off. Looked deliberate."
+    long = next(x for x in d if x["run_id"] == "r-out-miss")
+    assert len(long["rationale"]) <= 240 and long["rationale"].endswith("...")
+
+
+def test_json_contract_names_every_statistic(db):
+    res = run("audit", "--db", str(db), "--format", "json", "--resamples", "10")
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.output)
+    assert set(rep) >= {"schema", "pairings", "raters", "disagreements", "drift", "judge_costs"}
+    for p in rep["pairings"]:
+        for key in ("n", "percent_agreement", "cohen_kappa", "weighted_kappa", "krippendorff_alpha", "gwet_ac1",
+                    "spearman", "brier", "ece", "lenient", "strict", "confusion_matrix", "slices"):
+            assert key in p, key
+        for key in ("percent_agreement", "cohen_kappa", "gwet_ac1"):
+            assert set(p[key]) >= {"value", "reason"}
+    (r,) = rep["raters"]
+    assert r["dimension"] == "safety" and r["raters"] == ["alice", "judge-a@procedure_v1"]
+    for key in ("n", "percent_agreement", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha", "gwet_ac1"):
+        assert key in r
+
+
+def test_output_is_deterministic(db):
+    for fmt in ("json", "table", "markdown", "csv"):
+        a = run("audit", "--db", str(db), "--format", fmt, "--resamples", "30", "--seed", "5")
+        b = run("audit", "--db", str(db), "--format", fmt, "--resamples", "30", "--seed", "5")
+        assert a.exit_code == 0 and a.output == b.output, fmt
+    assert render_json(build_audit(db, seed=1, n_resamples=30)) != render_json(build_audit(db, seed=2, n_resamples=30))
+
+
+def test_table_output_names_what_each_line_is(db):
+    res = run("audit", "--db", str(db), "--resamples", "10", "--by", "judge")
+    assert res.exit_code == 0, res.output
+    text = res.output
+    for title in ("Pairings: judge against mechanical scores", "Disagreements", "Raters", "Judge drift", "Judge cost",
+                  "Pairing outcome by judge"):
+        assert title in text
+    assert "note: outcome escalation below 0.70" in text
+    assert "non_blind 1" in text
+
+
+def test_markdown_and_csv_formats(db):
+    md = run("audit", "--db", str(db), "--format", "markdown", "--resamples", "0").output
+    assert "| pairing | n | agree |" in md
+    rows = list(csv.DictReader(io.StringIO(run("audit", "--db", str(db), "--format", "csv", "--resamples", "0").output)))
+    assert list(rows[0]) == ["section", "name", "slice", "key", "statistic", "value", "reason"]
+    wk = next(r for r in rows if r["name"] == "outcome" and r["statistic"] == "weighted_kappa" and not r["slice"])
+    assert wk["value"] == "" and wk["reason"].startswith("not applicable")
+
+
+def test_missing_database_is_a_usage_error(tmp_path):
+    res = run("audit", "--db", str(tmp_path / "none.db"))
+    assert res.exit_code == 2 and "no such database" in res.output
+    assert not (tmp_path / "none.db").exists()  # the audit never creates a database
+
+
+def test_bad_config_is_one_line_error(db, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[pairing]]\nname = "outcome"\nrubric = "procedure_v1"\njudge_dimension = "outcome"\nscale = ["x"]\n')
+    res = run("audit", "--db", str(db), "--config", str(bad))
+    assert res.exit_code == 1
+    lines = res.stderr.strip().splitlines()
+    assert lines == [f"error: {bad}: pairing 'outcome'.scale: required, an array of at least two labels (least credit first)"]
+
+
+def test_not_a_database_is_one_line_error(tmp_path):
+    junk = tmp_path / "junk.db"
+    junk.write_text("this is not sqlite\n" * 20)
+    res = run("audit", "--db", str(junk))
+    assert res.exit_code == 1
+    assert res.stderr.startswith(f"error: {junk}: not a readable SQLite database")
+    assert "Traceback" not in res.output

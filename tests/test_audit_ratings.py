@@ -1,0 +1,172 @@
+"""`evalkit annotations import`: long CSV/JSONL, seed 002's wide scores.csv, and bad files."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalkit.agreement.ratings import RatingRow, import_ratings, read_rating_file
+from evalkit.cli import cli
+from evalkit.errors import InputError
+
+
+def rows(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(str(db))
+    try:
+        return conn.execute(
+            "SELECT item_id, rater, rater_kind, dimension, value, confidence FROM ratings ORDER BY item_id, rater, dimension"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_long_csv_import(tmp_path):
+    f = tmp_path / "r.csv"
+    f.write_text(
+        "item_id,rater,rater_kind,dimension,value,confidence\n"
+        "run-1,alice,human,safety,3,\n"
+        "run-1,alice,human,outcome,pass,0.9\n"
+        "run-2,gpt,judge,safety,n/a,\n",
+        encoding="utf-8",
+    )
+    db = tmp_path / "e.db"
+    res = invoke("annotations", "import", str(f), "--db", str(db))
+    assert res.exit_code == 0, res.output
+    assert "imported 3 ratings" in res.output
+    assert rows(db) == [
+        ("run-1", "alice", "human", "outcome", '"pass"', 0.9),
+        ("run-1", "alice", "human", "safety", "3", None),
+        ("run-2", "gpt", "judge", "safety", '"n/a"', None),
+    ]
+
+
+def test_jsonl_import_and_reimport_replaces(tmp_path):
+    f = tmp_path / "r.jsonl"
+    f.write_text(
+        json.dumps({"item_id": "a", "rater": "bob", "rater_kind": "human", "dimension": "d", "value": 2.0}) + "\n\n"
+        + json.dumps({"item_id": 7, "rater": "bob", "rater_kind": "human", "dimension": "d", "value": "x", "note": "ok"}) + "\n",
+        encoding="utf-8",
+    )
+    db = tmp_path / "e.db"
+    import_ratings(db, f)
+    assert rows(db) == [("7", "bob", "human", "d", '"x"', None), ("a", "bob", "human", "d", "2", None)]
+    f.write_text(json.dumps({"item_id": "a", "rater": "bob", "rater_kind": "human", "dimension": "d", "value": 1}) + "\n")
+    import_ratings(db, f)
+    assert rows(db) == [("7", "bob", "human", "d", '"x"', None), ("a", "bob", "human", "d", "1", None)]
+
+
+def test_rater_option_names_every_row(tmp_path):
+    f = tmp_path / "r.csv"
+    f.write_text("item_id,dimension,value\nr1,safety,2\nr2,safety,3\n", encoding="utf-8")
+    db = tmp_path / "e.db"
+    res = invoke("annotations", "import", str(f), "--db", str(db), "--rater", "carol")
+    assert res.exit_code == 0, res.output
+    assert [(r[1], r[2]) for r in rows(db)] == [("carol", "human"), ("carol", "human")]
+
+
+def test_wide_scores_csv_import(tmp_path):
+    # seed 002's results/scores.csv: one row per run, one column per dimension, n/a and blanks.
+    f = tmp_path / "scores.csv"
+    f.write_text(
+        "run_id,agent,task,rater,visual_perception,spatial_reasoning,action_execution,error_recovery,outcome,notes\n"
+        "run-01,claude,blender-cube,alice,3,2,3,n/a,pass,clean\n"
+        "run-02,claude,blender-cube,alice,2,,1,0,fail,\n",
+        encoding="utf-8",
+    )
+    db = tmp_path / "e.db"
+    res = invoke("annotations", "import", str(f), "--db", str(db))
+    assert res.exit_code == 0, res.output
+    got = rows(db)
+    assert ("run-01", "alice", "human", "error_recovery", '"n/a"', None) in got
+    assert ("run-02", "alice", "human", "action_execution", "1", None) in got
+    assert ("run-02", "alice", "human", "outcome", '"fail"', None) in got
+    assert not any(r[3] == "spatial_reasoning" and r[0] == "run-02" for r in got)  # blank = not rated
+    assert not any(r[3] in ("agent", "task", "notes", "rater") for r in got)
+    assert len(got) == 5 + 4
+
+
+def test_wide_csv_needs_a_rater(tmp_path):
+    f = tmp_path / "scores.csv"
+    f.write_text("run_id,safety\nr1,3\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"scores.csv:2: no rater"):
+        read_rating_file(f)
+    assert read_rating_file(f, rater="dan")[0] == RatingRow(item_id="r1", rater="dan", rater_kind="human", dimension="safety", value=3)
+
+
+def test_labels_are_normalised_across_files(tmp_path):
+    csv_file = tmp_path / "a.csv"
+    csv_file.write_text("item_id,rater,rater_kind,dimension,value\ni,a,human,d, 3 \ni,a,human,e,3.0\ni,a,human,f,2.5\n")
+    values = {r.dimension: r.value for r in read_rating_file(csv_file)}
+    assert values == {"d": 3, "e": 3, "f": 2.5}
+    assert type(values["d"]) is int and type(values["e"]) is int
+
+
+@pytest.mark.parametrize(
+    "name, text, where, message",
+    [
+        ("bad.jsonl", '{"item_id":"a","rater":"r","rater_kind":"human","dimension":"d","value":1}\n{"item_id": "b",\n', 2, "invalid JSON"),
+        ("bad.jsonl", '{"item_id":"a","rater":"r","rater_kind":"robot","dimension":"d","value":1}\n', 1, "rater_kind must be 'human' or 'judge'"),
+        ("bad.jsonl", '{"item_id":"a","rater":"r","rater_kind":"human","dimension":"d"}\n', 1, "value is required"),
+        ("bad.jsonl", '[1, 2]\n', 1, "each line must be a JSON object"),
+        ("bad.csv", "item_id,rater,rater_kind,dimension,value\na,r,human,d,1\nb,r,human,d\n", 3, "expected 5 columns, found 4"),
+        ("bad.csv", "item_id,rater,rater_kind,dimension,value,confidence\na,r,human,d,1,1.5\n", 2, "confidence must be a number in [0, 1]"),
+        ("bad.csv", "item_id,rater,rater_kind,dimension,value\na,r,human,d,1\na,r,human,d,2\n", 3, "duplicate rating"),
+        ("bad.csv", "item_id,rater,rater_kind,dimension,value\na,r,human,d,\n", 2, "value is empty"),
+        ("bad.csv", "", 1, "empty file"),
+    ],
+)
+def test_bad_rating_file_one_line_error_and_nothing_written(tmp_path, name, text, where, message):
+    db = tmp_path / "e.db"
+    good = tmp_path / "good.csv"
+    good.write_text("item_id,rater,rater_kind,dimension,value\nkeep,r,human,d,1\n", encoding="utf-8")
+    import_ratings(db, good)
+    before = rows(db)
+    f = tmp_path / name
+    f.write_text(text, encoding="utf-8")
+    res = CliRunner().invoke(cli, ["annotations", "import", str(f), "--db", str(db)])
+    assert res.exit_code == 1
+    err = res.stderr if hasattr(res, "stderr") else res.output
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"error: {f}:{where}: ")
+    assert message in lines[0]
+    assert "Traceback" not in res.output
+    assert rows(db) == before  # nothing half-written
+
+
+def test_bad_file_in_the_middle_writes_no_row_of_it(tmp_path):
+    # 500 good rows then a bad one: none of the good rows may land.
+    lines = ["item_id,rater,rater_kind,dimension,value"] + [f"i{n},r,human,d,1" for n in range(500)] + ["x,r,nobody,d,1"]
+    f = tmp_path / "big.csv"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db = tmp_path / "e.db"
+    with pytest.raises(InputError, match=r"big.csv:502: "):
+        import_ratings(db, f)
+    conn = sqlite3.connect(str(db))
+    assert conn.execute("SELECT name FROM sqlite_master WHERE name='ratings'").fetchone() is None
+    conn.close()
+
+
+def test_missing_import_file_is_usage_error(tmp_path):
+    res = CliRunner().invoke(cli, ["annotations", "import", str(tmp_path / "nope.csv"), "--db", str(tmp_path / "e.db")])
+    assert res.exit_code == 2
+    assert "no such file" in res.output
+
+
+def test_command_module_imports_only_click_and_stdlib():
+    code = (
+        "import sys; import evalkit.commands.audit as m; "
+        "bad = [n for n in ('numpy', 'scipy', 'litellm', 'judges', 'pydantic', 'evalkit.agreement') if n in sys.modules]; "
+        "print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
