@@ -325,3 +325,12 @@ def test_not_a_result_file(tmp_path, content, message):
     src.write_text(content)
     with pytest.raises(ImportFormatError, match=message):
         IMPORTER.convert(str(src), model=MODEL)
+
+
+def test_example_file_reproduces_its_documented_pass_k(tmp_path):
+    example = Path(__file__).parent.parent / "examples" / "taubench" / "tool-calling-example-model-retail.json"
+    out = tmp_path / "out"
+    result = import_files("taubench", [example], out, model="example/model")
+    assert not result.errors and result.runs == 4
+    (model,) = aggregate(_cards(out).values())["models"]
+    assert model["pass_hat_k"] == pytest.approx([0.75, 0.5])  # as examples/taubench/README.md says
