@@ -1,0 +1,139 @@
+"""`evalkit report`: files written atomically, stdout, exit codes, one-line errors."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+import report_fixtures as rf
+from evalkit.cli import cli
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    return rf.build_db(tmp_path_factory.mktemp("cli"))
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def test_report_writes_html_and_markdown(db, tmp_path):
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    result = run("report", "--db", str(db), "--html", str(html), "--markdown", str(md), "--title", "Nightly <run>")
+    assert result.exit_code == 0, result.output
+    assert "<title>Nightly &lt;run&gt;</title>" in html.read_text(encoding="utf-8")
+    assert md.read_text(encoding="utf-8").startswith("# Nightly &lt;run&gt;\n")
+    assert "wrote" in result.stderr and "judge yes, audit yes" in result.stderr
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_report_default_output_is_html_file(db, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("report", "--db", str(db))
+    assert result.exit_code == 0
+    assert (tmp_path / "evalkit-report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_report_markdown_to_stdout(db):
+    result = run("report", "--db", str(db), "--markdown", "-")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("# evalkit report\n")
+
+
+def test_source_date_epoch_makes_the_cli_output_byte_identical(db, tmp_path):
+    env = {"SOURCE_DATE_EPOCH": "1767225600"}
+    a, b = tmp_path / "a.html", tmp_path / "b.html"
+    assert run("report", "--db", str(db), "--html", str(a), env=env).exit_code == 0
+    assert run("report", "--db", str(db), "--html", str(b), env=env).exit_code == 0
+    assert a.read_bytes() == b.read_bytes()
+    assert "2026-01-01T00:00:00Z" in a.read_text(encoding="utf-8")
+
+
+def test_missing_database_exits_2_with_one_line(tmp_path):
+    missing = tmp_path / "missing.db"
+    result = run("report", "--db", str(missing), "--html", str(tmp_path / "x.html"))
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and f"{missing}: no such database" in result.stderr
+    assert not missing.exists() and not (tmp_path / "x.html").exists()
+
+
+def test_unreadable_database_exits_1_with_one_line(tmp_path):
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"\x00garbage" * 200)
+    result = run("report", "--db", str(junk), "--html", str(tmp_path / "x.html"))
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and "junk.db" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_unwritable_output_exits_1_and_keeps_previous_report(db, tmp_path):
+    out = tmp_path / "no-such-dir" / "r.html"
+    result = run("report", "--db", str(db), "--html", str(out))
+    assert result.exit_code == 1 and "cannot write" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_failed_write_leaves_the_old_report(db, tmp_path, monkeypatch):
+    import evalkit.report as report_pkg
+
+    target = tmp_path / "r.html"
+    target.write_text("old report", encoding="utf-8")
+
+    def boom(*_a, **_k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report_pkg.os, "replace", boom)
+    result = run("report", "--db", str(db), "--html", str(target))
+    assert result.exit_code == 1 and "No space left on device" in result.stderr
+    assert target.read_text(encoding="utf-8") == "old report"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.html"]
+
+
+def test_custom_contamination_file(db, tmp_path):
+    c = tmp_path / "c.toml"
+    c.write_text('[contamination]\ndeclared = true\nstatement = "Scenarios are private; <b>none</b> public."\n',
+                 encoding="utf-8")
+    result = run("report", "--db", str(db), "--markdown", "-", "--contamination", str(c))
+    assert result.exit_code == 0
+    assert "Scenarios are private; &lt;b&gt;none&lt;/b&gt; public." in result.stdout
+    assert "Not declared yet" not in result.stdout
+
+
+def test_missing_contamination_file_exits_2(db, tmp_path):
+    result = run("report", "--db", str(db), "--markdown", "-", "--contamination", str(tmp_path / "none.toml"))
+    assert result.exit_code == 2 and "none.toml: no such contamination file" in result.stderr
+
+
+def test_bad_contamination_file_exits_1(db, tmp_path):
+    c = tmp_path / "bad.toml"
+    c.write_text("[contamination]\ndeclared = 1\n", encoding="utf-8")
+    result = run("report", "--db", str(db), "--markdown", "-", "--contamination", str(c))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"error: {c}: contamination.declared must be true or false"
+
+
+def test_both_outputs_to_stdout_is_a_usage_error(db):
+    result = run("report", "--db", str(db), "--html", "-", "--markdown", "-")
+    assert result.exit_code == 2
+
+
+def test_command_module_imports_only_click_and_stdlib():
+    code = (
+        "import sys; import evalkit.commands.report; "
+        "bad = [m for m in ('pydantic', 'sqlite_utils', 'numpy', 'scipy', 'litellm', 'judges', 'evalkit.report') "
+        "if m in sys.modules]; print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_report_never_imports_litellm(db, tmp_path):
+    code = (
+        "import sys; from evalkit.cli import cli; "
+        f"cli(['report', '--db', {str(db)!r}, '--html', {str(tmp_path / 'l.html')!r}], standalone_mode=False); "
+        "print('litellm' in sys.modules, 'judges.litellm_judge' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False False"
