@@ -245,6 +245,8 @@ def _pair_reason(cm: np.ndarray, k: int, *, need_variation: bool) -> str | None:
     if k < 2:
         return "the scale has fewer than two labels"
     if need_variation:
+        if n == 1:
+            return "only one item has both ratings"
         if (cm.sum(axis=1) > 0).sum() < 2:
             return "the first rater gave the same label to every item (chance agreement is total)"
         if (cm.sum(axis=0) > 0).sum() < 2:
