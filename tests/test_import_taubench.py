@@ -334,3 +334,37 @@ def test_example_file_reproduces_its_documented_pass_k(tmp_path):
     assert not result.errors and result.runs == 4
     (model,) = aggregate(_cards(out).values())["models"]
     assert model["pass_hat_k"] == pytest.approx([0.75, 0.5])  # as examples/taubench/README.md says
+
+
+def test_react_and_act_transcripts_are_scored_like_tool_calls(tmp_path):
+    """tau-bench's act/react agents write `Action: {json}` and get `API output: ...` back as a user turn."""
+    rec = json.loads(AIRLINE.read_text())[1]
+    assert rec["task_id"] == 0 and rec["reward"] == 1.0
+    action = 'Thought:\nI should look it up.\nAction:\n{"name": "get_reservation_details", "arguments": {"reservation_id": "QX7R2P"}}'
+    rec["traj"] = [
+        {"role": "system", "content": "policy"},
+        {"role": "user", "content": "Cancel QX7R2P please."},
+        {"role": "assistant", "content": action},
+        {"role": "user", "content": 'API output: {"reservation_id": "QX7R2P"}'},
+        {"role": "assistant", "content": 'Action:\n{"name": "cancel_reservation", "arguments": {"reservation_id": "QX7R2P"}}'},
+        {"role": "user", "content": "API output: Error: reservation is not cancellable"},
+        {"role": "assistant", "content": 'Action:\n{"name": "cancel_reservation", "arguments": {"reservation_id": "QX7R2P"}}'},
+        {"role": "user", "content": 'API output: {"status": "cancelled"}'},
+        {"role": "assistant", "content": 'Action:\n{"name": "respond", "arguments": {"content": "Cancelled."}}'},
+        {"role": "user", "content": "###STOP###"},
+    ]
+    src = tmp_path / "react.json"
+    src.write_text(json.dumps([rec]))
+    out = _import(tmp_path, src)
+    (path,) = out.glob("*.jsonl")
+    traj = read_trajectory(path)
+    calls = [(e.name, e.args, e.result, e.is_error) for e in traj.events if e.type == "tool_call"]
+    assert calls == [
+        ("get_reservation_details", {"reservation_id": "QX7R2P"}, '{"reservation_id": "QX7R2P"}', False),
+        ("cancel_reservation", {"reservation_id": "QX7R2P"}, "Error: reservation is not cancellable", True),
+        ("cancel_reservation", {"reservation_id": "QX7R2P"}, '{"status": "cancelled"}', False),
+    ]
+    assert [e.text for e in traj.events if e.type == "nudge"] == ["Cancel QX7R2P please.", "###STOP###"]
+    card = score_file(path)
+    assert card.vector.coverage == 1.0 and card.informative.errored_commands == 1 and card.informative.reads == 1
+    assert card.vector.all_passed is True

@@ -18,10 +18,12 @@ for the full mapping; the choices in short:
   ``budget_tool_calls``, every check not passed. A record of a crashed episode (``info.error``,
   empty ``traj``) is also a failed, scored run (tau-bench counts it as reward 0), final reason
   ``harness_error``; its task definition is taken from another trial of the same task in the file.
+* Transcripts of the ``act``/``react`` strategies (actions as JSON text) are rewritten into tool calls.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 from collections.abc import Iterable
@@ -189,7 +191,7 @@ class _Record:
         if reward_info is not None and not isinstance(reward_info, dict):
             raise rec.error("info.reward_info must be an object or null")
         try:
-            rec.transcript = convert_messages(traj, _tool_error, missing_result_is_error=True)
+            rec.transcript = convert_messages(react_to_tool_calls(traj), _tool_error, missing_result_is_error=True)
         except MessageError as exc:
             raise rec.error(f"traj {exc}") from None
         return rec
@@ -301,6 +303,54 @@ class _Record:
         if last is not None and last["type"] == "nudge" and "###STOP###" in (last["text"] or ""):
             return "user_stop"
         return "unknown"
+
+
+REACT_OUTPUT = "API output: "
+
+
+def _react_action(message: Any) -> dict[str, Any] | None:
+    """The tool action of a ReAct/Act assistant message (``...Action:\n{"name", "arguments"}``), parsed
+    the way tau-bench's ChatReActAgent does; None for a reply (``respond``) or unparsable text."""
+    if not isinstance(message, dict) or message.get("role") != "assistant" or message.get("tool_calls"):
+        return None
+    content = message.get("content")
+    if not isinstance(content, str) or "Action:" not in content:
+        return None
+    try:
+        action = json.loads(content.split("Action:")[-1].strip())
+    except json.JSONDecodeError:
+        return None  # tau-bench sends such text to the user as a reply
+    if not isinstance(action, dict) or not isinstance(action.get("name"), str) or action["name"] == RESPOND:
+        return None
+    return action if isinstance(action.get("arguments"), dict) else None
+
+
+def react_to_tool_calls(traj: list[Any]) -> list[Any]:
+    """Rewrite the ``act``/``react`` strategies' transcripts into tool-calling form.
+
+    Those agents write their action as JSON after ``Action:`` in the text and get the tool's output
+    back as a user message ``API output: ...``. Each such action becomes a tool call (id
+    ``react-<message index>``) and its ``API output`` the tool message answering it, so their tool
+    use is scored like the tool-calling agent's. Tool-calling transcripts pass through unchanged.
+    """
+    out: list[Any] = []
+    waiting: tuple[str, str] | None = None
+    for mi, message in enumerate(traj):
+        content = message.get("content") if isinstance(message, dict) else None
+        if waiting and isinstance(message, dict) and message.get("role") == "user" and isinstance(content, str) and content.startswith(REACT_OUTPUT):
+            out.append({"role": "tool", "tool_call_id": waiting[0], "name": waiting[1], "content": content[len(REACT_OUTPUT):]})
+            waiting = None
+            continue
+        waiting = None
+        action = _react_action(message)
+        if action is None:
+            out.append(message)
+            continue
+        call_id = f"react-{mi}"
+        call = {"id": call_id, "type": "function", "function": {"name": action["name"], "arguments": action["arguments"]}}
+        out.append(dict(message, tool_calls=[call]))
+        waiting = (call_id, action["name"])
+    return out
 
 
 def _tool_error(message: dict[str, Any], result: Any) -> bool:
