@@ -4,16 +4,21 @@ It carries the scenario (task prompt, ground-truth procedure with rationales, op
 actions, success criteria, budget), the transcript (assistant text, nudges, tool calls with args,
 is_error and results, errors) and the final record (reason, done_payload, success_eval). It carries
 **no** mechanical score and not the agent's model name, so a judge grades blind and agreement means
-something. Tool results longer than ``RESULT_MAX_CHARS`` characters of JSON are cut, with a marker
-saying how much was cut. Snapshots are left out (they are simulator state, not behaviour).
-``bundle_hash`` is the sha256 of the bundle's canonical JSON (sorted keys, compact separators, UTF-8).
+something. A tool result is kept whole when its record's line in the file is at most
+``RESULT_MAX_CHARS`` characters (so short results are never re-serialised); otherwise its canonical
+JSON is cut at ``RESULT_MAX_CHARS`` characters, with a marker saying how much was cut. Snapshots are left out (they are simulator state, not behaviour).
+Canonical JSON here means: compact (no whitespace), UTF-8, evalkit's own keys in a fixed order and
+recorded values (args, results, payloads) in the order they were recorded, serialised by
+pydantic-core (five times faster than ``json.dumps(sort_keys=True)``, which matters on the score
+path). The same file always gives the same bytes; ``bundle_hash`` is their sha256, and storage keeps
+exactly those bytes, so ``sha256(bundles.bundle) == bundle_hash``.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from evalkit.records import Assistant, HarnessError, Nudge, ProviderError, ToolCall, Trajectory
-from evalkit.values import canonical_json, sha256_hex
+from evalkit.values import canonical_json, compact_json, sha256_hex
 
 BUNDLE_VERSION = 1
 RESULT_MAX_CHARS = 2000
@@ -27,7 +32,7 @@ def truncate(value: Any, limit: int = RESULT_MAX_CHARS) -> Any:
     return f"{text[:limit]}...[truncated {len(text) - limit} chars]"
 
 
-def _event(event: Any) -> dict[str, Any]:
+def _event(event: Any, long_line: bool) -> dict[str, Any]:
     if isinstance(event, ToolCall):
         return {
             "kind": "tool_call",
@@ -36,7 +41,7 @@ def _event(event: Any) -> dict[str, Any]:
             "tool": event.name,
             "args": event.args,
             "is_error": event.is_error,
-            "result": truncate(event.result),
+            "result": truncate(event.result) if long_line else event.result,
         }
     if isinstance(event, Assistant):
         return {"kind": "assistant", "step": event.step, "text": event.text, "stop_reason": event.stop_reason}
@@ -72,7 +77,7 @@ def build_bundle(traj: Trajectory) -> dict[str, Any]:
         "success_criteria": scenario.success.model_dump(mode="json") if scenario.success else None,
         "budget": scenario.budget.model_dump(mode="json", exclude_none=True) if scenario.budget else None,
         "tool_surface": traj.meta.tool_surface,
-        "transcript": [_event(e) for e in traj.events],
+        "transcript": [_event(e, i in traj.long_lines) for i, e in enumerate(traj.events)],
         "final": None
         if final is None
         else {
@@ -83,5 +88,9 @@ def build_bundle(traj: Trajectory) -> dict[str, Any]:
     }
 
 
+def bundle_json(bundle: dict[str, Any]) -> str:
+    return compact_json(bundle)
+
+
 def bundle_hash(bundle: dict[str, Any]) -> str:
-    return sha256_hex(canonical_json(bundle))
+    return sha256_hex(bundle_json(bundle))

@@ -145,6 +145,9 @@ class Trajectory(BaseModel):
     unknown_records: int = 0
     extra_fields: int = 0
     dropped_last_line: bool = False
+    # Indices (into events) of tool calls whose line in the file is long: only their results can
+    # need cutting in the judge bundle, so short ones are never re-serialised.
+    long_lines: frozenset[int] = frozenset()
 
 
 def trajectory_json_schema() -> dict[str, Any]:

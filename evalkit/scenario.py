@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalkit.values import match_key
+from evalkit.values import control_key, match_key
 
-SET_CONTROL = "set_control"
+from evalkit.values import SET_CONTROL
 TASK_PROMPT_FIELDS = ("task_prompt", "prompt", "task", "instruction", "instructions", "briefing", "description")
 
 
@@ -41,10 +41,10 @@ class Action(_Open):
         return self.tool if self.tool is not None else SET_CONTROL
 
     @property
-    def key(self) -> str:
+    def key(self) -> tuple:
         if self.tool is not None:
             return match_key(self.tool, self.args or {})
-        return match_key(SET_CONTROL, {"control": self.control, "value": self.value})
+        return control_key(self.control, self.value)
 
     def label(self) -> str:
         if self.tool is not None:

@@ -38,9 +38,7 @@ TIDINESS_CAP = 5
 EFFICIENCY_BANDS = ((1.5, 3), (2.5, 2), (4.0, 1))
 
 
-def call_key(call: ToolCall) -> str:
-    if call.name == SET_CONTROL:
-        return match_key(SET_CONTROL, {"control": call.args.get("control"), "value": call.args.get("value")})
+def call_key(call: ToolCall) -> tuple:
     return match_key(call.name, call.args)
 
 

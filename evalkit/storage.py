@@ -14,7 +14,8 @@ from pathlib import Path
 import sqlite_utils
 
 from evalkit.scorecard import ScoreCard
-from evalkit.values import canonical_json
+from evalkit.bundle import bundle_json
+from evalkit.values import compact_json
 
 DEFAULT_DB = "evalkit.db"
 
@@ -93,15 +94,15 @@ class Store:
                 "order_score": v.order, "end_state": v.end_state,
                 "all_passed": None if v.all_passed is None else int(v.all_passed),
                 "safety_dangerous": v.safety_dangerous, "safety_anti_procedure": v.safety_anti_procedure,
-                "extraneous": v.extraneous, "bundle_hash": card.bundle_hash, "card": canonical_json(data),
+                "extraneous": v.extraneous, "bundle_hash": card.bundle_hash, "card": compact_json(data),
             })
-            bundles.append({"bundle_hash": card.bundle_hash, "bundle": canonical_json(bundle)})
+            bundles.append({"bundle_hash": card.bundle_hash, "bundle": bundle_json(bundle)})
             for row in data["commands"]:
                 commands.append({
                     "run_id": card.run_id, "idx": row["index"], "step": row["step"],
                     "call_index": row["call_index"], "tool": row["tool"], "control": row["control"],
-                    "value": None if row["value"] is None else canonical_json(row["value"]),
-                    "args": canonical_json(row["args"]), "class": row["class"],
+                    "value": None if row["value"] is None else compact_json(row["value"]),
+                    "args": compact_json(row["args"]), "class": row["class"],
                     "subtype": row["subtype"], "severity": row["severity"],
                 })
         conn = self.db.conn

@@ -9,31 +9,49 @@ import hashlib
 import json
 from typing import Any
 
+from pydantic_core import to_json
 
-def canonical_value(value: Any) -> Any:
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, float):
-        if value.is_integer():
-            return int(value)
-        return value
-    if isinstance(value, int):
-        return value
-    if isinstance(value, dict):
-        return {str(k): canonical_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [canonical_value(v) for v in value]
-    return value
+
+def compact_json(value: Any) -> str:
+    """Compact JSON in the value's own key order (pydantic-core: fast; used for storage and bundles)."""
+    return to_json(value).decode("utf-8")
 
 
 def canonical_json(value: Any) -> str:
-    """Compact JSON with sorted keys: the byte form every hash in evalkit is taken over."""
+    """Compact JSON with sorted keys: for hashes of things evalkit does not build itself (cache keys)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def match_key(tool: str, args: Any) -> str:
+def freeze(value: Any) -> Any:
+    """A hashable canonical form: equal for 1 and 1.0, different for True and 1, key order ignored."""
+    if isinstance(value, str) or value is None:
+        return value
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, dict):
+        return ("dict", frozenset((str(k), freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ("list", tuple(freeze(v) for v in value))
+    return ("other", repr(value))
+
+
+SET_CONTROL = "set_control"
+
+
+def control_key(control: Any, value: Any) -> tuple:
+    """The identity of a cockpit command: only its (control, value) count."""
+    return (SET_CONTROL, control, freeze(value))
+
+
+def match_key(tool: str, args: Any) -> tuple:
     """The identity of a call for matching: tool name plus canonical arguments."""
-    return canonical_json([tool, canonical_value(args)])
+    if tool == SET_CONTROL and isinstance(args, dict):
+        return control_key(args.get("control"), args.get("value"))
+    return (tool, freeze(args))
 
 
 def sha256_hex(text: str) -> str:
