@@ -15,7 +15,7 @@ Behaviour per request: the next entry of the script queued for the request's mod
 - ``slow``: sleeps ``server.slow_s`` before an ``ok`` reply (drives client timeouts).
 - ``malformed``: 200 whose content is not JSON.
 - ``schema_violation``: 200 with JSON that misses a required field and has an out-of-range value.
-- ``401``: authentication error.
+- ``401``: authentication error whose message echoes the key it got (as some providers do).
 
 Every request is recorded (path, headers, parsed body) and counted; ``server.latency`` adds a fixed
 delay to every request (the benchmark's L).
@@ -183,8 +183,9 @@ class FakeLLMServer:
                                        {"Retry-After": str(server.retry_after)})
                 if behaviour == "500":
                     return self._error(500, "internal error (fake)", "server_error")
-                if behaviour == "401":
-                    return self._error(401, "invalid api key (fake)", "invalid_request_error")
+                if behaviour == "401":  # echoes the key, as some providers do, to test redaction
+                    token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                    return self._error(401, f"Incorrect API key provided: {token}", "invalid_request_error")
                 if behaviour == "slow":
                     time.sleep(server.slow_s)
                 messages = body.get("messages") or [{}]

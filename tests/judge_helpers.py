@@ -1,0 +1,80 @@
+"""Shared pieces of the judge tests: the fake server fixture, a tiny-backoff config, scored databases.
+
+Everything LLM-related goes through the real litellm client to tests/fake_llm_server.py on
+127.0.0.1 (model `openai/<name>`, api_base = the fake server). Backoff is made tiny through the
+config override, and litellm's own retries are off in the judge, so every request is counted.
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from fake_llm_server import FakeLLMServer
+
+FAST = {"retry": {"attempts": 3, "initial_wait_s": 0.001, "max_wait_s": 0.005, "jitter_s": 0.001,
+                  "max_retry_after_s": 5.0},
+        "request": {"timeout_s": 5.0, "reask": 1}}
+FAKE_KEY = "sk-test-DO-NOT-STORE-4f9c2a7b1e"
+
+
+@pytest.fixture(scope="session")
+def _server():
+    with FakeLLMServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def server(_server, monkeypatch):
+    _server.reset()
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    yield _server
+    _server.reset()
+
+
+def write_runs(directory: Path, n: int, start: int = 0) -> Path:
+    """n distinct A320 trajectories (different transcripts, so different bundle hashes)."""
+    from evalkit.testing import a320_scenario, cmd, read, say, trajectory, write_jsonl
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for i in range(start, start + n):
+        calls = [say(f"Run {i}: reading the ECAM first."), read("get_ecam"), cmd("apu_gen", 0), cmd("apu_gen", 1)]
+        if i % 2:
+            calls.append(cmd("ext_pwr", 1))
+        write_jsonl(directory / f"run-{i:03d}.jsonl",
+                    trajectory(a320_scenario(), calls, run_id=f"run-{i:03d}", passed=bool(i % 2)))
+    return directory
+
+
+def scored_db(tmp_path: Path, n: int, extra: list[dict] | None = None) -> str:
+    """A database holding n scored runs (the lead's scorer and Store), returned as its path."""
+    from evalkit.api import iter_scorecards
+    from evalkit.storage import Store
+
+    runs = write_runs(tmp_path / "runs", n)
+    db = str(tmp_path / "evalkit.db")
+    store = Store(db)
+    for card in iter_scorecards([runs]):
+        assert not isinstance(card, Exception), card
+        store.save(card)
+    store.close()
+    return db
+
+
+def cards_of(db: str) -> list:
+    from judges.api import stored_cards
+
+    return stored_cards(db)
+
+
+def rows(db: str, sql: str, *args) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def count(db: str, table: str) -> int:
+    return rows(db, f"SELECT COUNT(*) FROM {table}")[0][0]
