@@ -121,6 +121,11 @@ def test_invalid_json_arguments_name_the_line(tmp_path):
         ('{"id": "a", "model": "m", "messages": [{"role": "tool", "content": "x"}]}\n', r"answers no pending tool call"),
         ('{"id": "a", "model": "m", "messages": []}\n{"id": "a", "model": "m", "messages": []}\n', r":2: .*already produced by line 1"),
         ("\n\n", r"no transcripts"),
+        (
+            '{"id": "a", "model": "m", "messages": [], "scenario_id": "s"}\n'
+            '{"id": "b", "model": "m", "messages": [], "scenario_id": "s", "expected_actions": [{"tool": "t"}]}\n',
+            r":2: scenario 's': expected_actions/ordered differ from line 1",
+        ),
     ],
 )
 def test_bad_lines_name_file_and_line(tmp_path, text, message):

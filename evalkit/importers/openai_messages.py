@@ -7,7 +7,7 @@ OpenAI tool specs; default: every tool called or expected), ``command_tools`` (d
 called or expected — the issue's "tool calls become commands"), ``ts_utc``.
 
 * The expected actions are one block of required ``{tool, args}`` actions, ordered when
-  ``ordered`` is true.
+  ``ordered`` is true. Lines sharing a ``scenario_id`` must agree on them.
 * ``success`` becomes the single end-state check ``success == true`` and ``all_passed``. Without
   ``success`` nothing says whether the run reached its goal, so the run has no end state
   (``success_eval: null``): it is reported as ``incomplete`` — its coverage and order are still in
@@ -39,6 +39,7 @@ class OpenAIMessagesImporter:
         text = read_text(path)
         runs: list[list[dict[str, Any]]] = []
         seen: dict[str, int] = {}
+        truths: dict[str, tuple[int, Any]] = {}
         for lineno, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
@@ -51,6 +52,12 @@ class OpenAIMessagesImporter:
             if run_id in seen:
                 raise ImportFormatError(path, lineno, f"run_id {run_id!r} already produced by line {seen[run_id]}")
             seen[run_id] = lineno
+            scenario = run[0]["scenario"]
+            first = truths.setdefault(scenario["id"], (lineno, scenario["ground_truth"]))
+            if first[1] != scenario["ground_truth"]:
+                raise ImportFormatError(
+                    path, lineno, f"scenario {scenario['id']!r}: expected_actions/ordered differ from line {first[0]}"
+                )
             runs.append(run)
         if not runs:
             raise ImportFormatError(path, None, "no transcripts in file")
