@@ -218,6 +218,22 @@ def _runs_section(cards: list[Any], info: dict[str, dict], commands: dict[str, l
     return runs
 
 
+def _scales(values: dict[tuple[str, str, str], Counter]) -> dict[tuple[str, str], list[str]]:
+    """The labels to show for each (rubric, dimension): every label any judge used, so two judges'
+    charts line up; for 0-based integer scales the unused grades in between too (a judge that
+    never says 0 should show an empty 0 bar, not a shorter scale)."""
+    seen: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for (_, rubric, dim), counter in values.items():
+        seen[(rubric, dim)].update(counter)
+    scales = {}
+    for key, labels in seen.items():
+        ints = [int(x) for x in labels if x.isdigit()]
+        if ints and max(ints) <= 10:
+            labels = labels | {str(i) for i in range(max(ints) + 1)}
+        scales[key] = sorted(labels, key=_value_sort_key)
+    return scales
+
+
 def _judge_section(con: sqlite3.Connection, tables: set[str]) -> dict | None:
     if "annotations" not in tables:
         return None
@@ -234,6 +250,7 @@ def _judge_section(con: sqlite3.Connection, tables: set[str]) -> dict | None:
         ):
             label = value_label(_decode(row["value"]))
             values[(row["judge_model"], row["rubric_id"], row["dimension"])][label] += 1
+    scales = _scales(values)
     groups: dict[tuple[str, str], list[sqlite3.Row]] = defaultdict(list)
     for row in rows:
         groups[(row["judge_model"], row["rubric_id"])].append(row)
@@ -246,8 +263,8 @@ def _judge_section(con: sqlite3.Connection, tables: set[str]) -> dict | None:
         for (jm, rid, dim), counter in sorted(values.items()):
             if (jm, rid) != (judge_model, rubric_id):
                 continue
-            ordered = sorted(counter.items(), key=lambda kv: _value_sort_key(kv[0]))
-            dims.append({"dimension": dim, "n": sum(counter.values()), "counts": [[k, v] for k, v in ordered]})
+            dims.append({"dimension": dim, "n": sum(counter.values()),
+                         "counts": [[label, counter.get(label, 0)] for label in scales[(rid, dim)]]})
         models.append(
             {
                 "judge_model": judge_model,

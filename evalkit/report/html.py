@@ -120,8 +120,9 @@ def _headline(report: dict) -> str:
     out.append(_table(["model", "score (mean)", "pass rate", "pass^k"], rows, cls="models", numeric={1, 2}))
     charts = [
         _figure(
-            bar_chart([(str(m.get("model")), m.get("pass_rate")) for m in models], title="Pass rate per model"),
-            "Pass rate per model (scenarios weighted equally)",
+            bar_chart([(str(m.get("model")), m.get("pass_rate")) for m in models], title="Pass rate per model",
+                      value_format=".0%", flagged=[fmt.small_n(m) for m in models]),
+            "Pass rate per model (scenarios weighted equally); red bars include a scenario with fewer than 3 scored runs",
         )
     ]
     groups = report["groups"]
@@ -142,7 +143,7 @@ def _headline(report: dict) -> str:
         _figure(
             bar_chart(
                 [(_group_label(g), g.get("pass_rate")) for g in groups],
-                title="Pass rate per scenario and model",
+                title="Pass rate per scenario and model", value_format=".0%",
                 flagged=[bool(fmt.small_n(g)) for g in groups],
             ),
             "Pass rate per scenario and model; red bars have fewer than 3 scored runs",
@@ -302,7 +303,7 @@ def _judge(report: dict) -> str:
         ]
         for m in judge["models"]
     ]
-    out.append("<h3>Cost and latency per judge model</h3>")
+    out.append("<h3>Annotations, cost and latency per judge model (per stored annotation)</h3>")
     out.append(
         _table(
             ["judge model", "rubric", "runs", "annotations", "judge errors", "replicates", "non-blind",

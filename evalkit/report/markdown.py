@@ -148,7 +148,7 @@ def _judge(report: dict) -> list[str]:
     if not judge.get("available"):
         return out + [f"_{md(judge.get('reason', 'No judge annotations.'))}_", ""]
     out += [
-        "### Cost and latency per judge model",
+        "### Annotations, cost and latency per judge model (per stored annotation)",
         "",
         _table(
             ["judge model", "rubric", "runs", "annotations", "judge errors", "replicates", "non-blind", "cost",

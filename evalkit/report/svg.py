@@ -62,10 +62,11 @@ def bar_chart(
     """Horizontal bars, one per ``(label, value)``; ``None`` draws an empty grey slot marked n/a.
 
     ``max_value`` fixes the axis (1.0 for rates and scores, so charts compare across reports);
-    ``None`` scales to the largest value (for counts). ``flagged`` colours a bar as a warning
+    ``None`` scales to the largest value (for counts). ``value_format`` is a format spec for the
+    value printed after each bar (``".0%"`` for rates). ``flagged`` colours a bar as a warning
     (for example a group with fewer than three scored runs).
     """
-    label_w = min(label_chars, max((len(lbl) for lbl, _ in items), default=4)) * 6.6 + 12
+    label_w = min(label_chars, max((len(lbl) for lbl, _ in items), default=4)) * 7.2 + 12
     bar_w, row_h, top = 320.0, 20.0, 8.0
     width = label_w + bar_w + 70
     height = top * 2 + row_h * max(len(items), 1)
