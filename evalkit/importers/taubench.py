@@ -174,7 +174,11 @@ class _Record:
             raise rec.error("trial must be an integer")
         rec.trial = trial
         reward = item.get("reward")
-        if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
+        try:
+            finite = not isinstance(reward, bool) and isinstance(reward, (int, float)) and math.isfinite(float(reward))
+        except OverflowError:
+            finite = False
+        if not finite:
             raise rec.error("reward must be a finite number")
         rec.reward = float(reward)
         info = item.get("info") or {}
