@@ -154,6 +154,7 @@ def test_cli_bad_input_is_one_line_and_exit_1(tmp_path):
         (["import", "nope", str(AIRLINE), "-o", "x"], "unknown import format 'nope'"),
         (["import", "openai-messages", str(MESSAGES), "-o", "x", "--domain", "airline"], "--domain is not used by format openai-messages"),
         (["import", "taubench", str(AIRLINE)], "missing -o/--out"),
+        (["import", "taubench", str(AIRLINE), "-o", "x"], "format taubench needs --model"),
         (["import", "taubench", "-o", "x"], "missing FILE"),
         (["import", "taubench", "does-not-exist.json", "-o", "x"], "does not exist"),
     ],

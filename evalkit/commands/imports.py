@@ -59,6 +59,9 @@ def import_command(
         for name, value in options.items():
             if value is not None and name not in accepted:
                 raise click.UsageError(f"--{name} is not used by format {format_name}")
+    for name in getattr(importer, "required", ()):
+        if options.get(name) is None:
+            raise click.UsageError(f"format {format_name} needs --{name}")
     result = importers.import_files(importer, files, out_dir, **options)
     for path, written in result.written.items():
         click.echo(f"{path}: {len(written)} run{'s' if len(written) != 1 else ''} -> {out_dir}")

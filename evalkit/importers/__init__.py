@@ -3,7 +3,8 @@
 An importer converts one input file into a list of runs, each run being the list of trajectory
 records (dicts: ``meta``, ``setup``, events, ``final``) that ``evalkit score`` reads natively. It is
 either an object with ``name``, ``summary``, ``options`` (the keyword options it understands, e.g.
-``("model", "domain")``) and ``convert(path, **options)``, or a plain function
+``("model", "domain")``), optionally ``required`` (options the CLI must be given) and
+``convert(path, **options)``, or a plain function
 ``convert(path, **options)``. Bad input raises :class:`ImportFormatError` naming the file and the
 record; an importer never writes files itself — :func:`import_files` does, all-or-nothing per input.
 

@@ -103,6 +103,7 @@ class TauBenchImporter:
     name = "taubench"
     summary = "tau-bench result files (JSON list of {task_id, trial, reward, info, traj})"
     options = ("model", "domain")
+    required = ("model",)  # the result file does not name the model
 
     def convert(self, path: str, model: str | None = None, domain: str | None = None) -> list[list[dict[str, Any]]]:
         if not model:
