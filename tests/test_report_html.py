@@ -238,3 +238,43 @@ def test_contamination_paragraph(report, html, markdown):
 def test_provenance_lists_rubric_hash_and_judges(html, markdown):
     assert "procedure_v1 v1 (abc123def456)" in html
     assert "openai/judge-small" in markdown
+
+
+@pytest.fixture(scope="module")
+def with_humans(tmp_path_factory):
+    db = rf.build_db(tmp_path_factory.mktemp("humans"), humans=True)
+    report = build_report(db, made_at="2026-01-01T00:00:00Z")
+    return report, render_html(report), render_markdown(report)
+
+
+def test_human_raters_appear_in_raters_table_and_provenance(with_humans):
+    report, html, md = with_humans
+    assert report["provenance"]["human_raters"] == list(rf.HUMANS)
+    outcome = next(e for e in report["agreement"]["audit"]["raters"] if e["dimension"] == "outcome")
+    assert set(rf.HUMANS) <= set(outcome["raters"])
+    section = html[html.index('<section id="agreement"'):]
+    assert "alice, bob, carol" in section or all(h in section for h in rf.HUMANS)
+    assert "Alternative Annotator Test" in section and "Alternative Annotator Test" in md
+
+
+def test_drift_replicates_are_shown(with_humans):
+    report, html, md = with_humans
+    drift = report["agreement"]["audit"]["drift"]
+    assert drift and drift[0]["n_replicates"] == 2 and drift[0]["n_flagged"] == 1
+    assert "Judge drift" in html and 'class="drift"' in html
+    row = next(line for line in md.splitlines() if line.startswith(f"| {rf.JUDGES[0]} | procedure\\_v1 |"))
+    assert "| 2 | 1 | 50% |" in row
+
+
+def test_replicates_and_non_blind_are_counted_in_the_judge_section(with_humans):
+    report, _, _ = with_humans
+    small = next(m for m in report["judge"]["models"] if m["judge_model"] == rf.JUDGES[0])
+    large = next(m for m in report["judge"]["models"] if m["judge_model"] == rf.JUDGES[1])
+    assert small["replicates"] == 2 and small["non_blind"] == 0
+    assert large["non_blind"] == 1 and large["judge_errors"] == 1
+
+
+def test_audit_cost_table_reads_judge_calls(with_humans):
+    _, html, _ = with_humans
+    section = html[html.index('<section id="judge"'):]
+    assert 'class="judge-calls"' in section and "<td>judge_calls</td>" in section
