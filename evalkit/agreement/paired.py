@@ -52,9 +52,14 @@ class Pair:
     mechanical_value: Any
     confidence: float | None
     rationale: str
+    judge_index: int  # positions on the pairing's scale (least credit first)
+    mechanical_index: int
 
     def slice_key(self, kind: str) -> str:
-        return {"scenario": self.scenario_id, "model": self.model, "judge": self.judge_model, "rubric": self.rubric}[kind]
+        return getattr(self, _SLICE_FIELDS[kind])
+
+
+_SLICE_FIELDS = {"scenario": "scenario_id", "model": "model", "judge": "judge_model", "rubric": "rubric"}
 
 
 @dataclass
@@ -115,6 +120,8 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
                     mechanical_value=m,
                     confidence=v.confidence if p.confidence else None,
                     rationale=v.rationale,
+                    judge_index=p.index(j),
+                    mechanical_index=p.index(m),
                 )
             )
     return [sets[p.name] for p in config.pairings]
@@ -122,32 +129,42 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
 
 def pairing_stats(p: Pairing, pairs: list[Pair], config: AuditConfig, bootstrap: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every statistic of one pairing over ``pairs``; undefined ones are null with a reason."""
+    import numpy as np
+
     st = _stats()
     labels = list(p.scale)
-    judge = [x.judge_value for x in pairs]
-    mech = [x.mechanical_value for x in pairs]
+    # Statistics run on positions on the scale (0..k-1): the same numbers as on the labels
+    # (every function takes the scale in order), without re-encoding labels for each statistic.
+    k = len(labels)
+    codes = list(range(k))
+    judge = np.fromiter((x.judge_index for x in pairs), dtype=np.int64, count=len(pairs))
+    mech = np.fromiter((x.mechanical_index for x in pairs), dtype=np.int64, count=len(pairs))
     ordinal = p.level == "ordinal"
     out: dict[str, Any] = {"n": len(pairs)}
     out["percent_agreement"] = st.percent_agreement(judge, mech)
-    out["cohen_kappa"] = st.cohen_kappa(judge, mech, labels)
+    out["cohen_kappa"] = st.cohen_kappa(judge, mech, codes)
     out["weighted_kappa"] = (
-        st.cohen_kappa(judge, mech, labels, weighted=True) if ordinal else na(NOT_APPLICABLE + "weighted kappa needs an ordinal pairing")
+        st.cohen_kappa(judge, mech, codes, weighted=True) if ordinal else na(NOT_APPLICABLE + "weighted kappa needs an ordinal pairing")
     )
-    out["krippendorff_alpha"] = st.krippendorff_alpha([judge, mech], p.level, labels)
-    out["gwet_ac1"] = st.gwet_ac1(judge, mech, labels)
-    out["spearman"] = st.spearman(judge, mech, labels) if ordinal else na(NOT_APPLICABLE + "Spearman needs an ordinal pairing")
+    if p.level == "interval":  # distances between the labels themselves matter
+        scale = np.asarray(labels, dtype=float)
+        out["krippendorff_alpha"] = st.krippendorff_alpha([scale[judge].tolist(), scale[mech].tolist()], p.level, labels)
+    else:
+        out["krippendorff_alpha"] = st.krippendorff_alpha(np.vstack([judge, mech]), p.level, codes)
+    out["gwet_ac1"] = st.gwet_ac1(judge, mech, codes)
+    out["spearman"] = st.spearman(judge, mech, codes) if ordinal else na(NOT_APPLICABLE + "Spearman needs an ordinal pairing")
     out["confusion_matrix"] = {
         "labels": labels,
         "row_axis": "judge",
         "column_axis": "mechanical",
-        "matrix": st.confusion_matrix(judge, mech, labels),
+        "matrix": st.confusion_matrix(judge, mech, codes),
     }
-    directions = Counter(st.direction(j, m, labels) for j, m in zip(judge, mech))
-    out["lenient"] = directions.get("lenient", 0)
-    out["strict"] = directions.get("strict", 0)
+    directions = st.direction_counts(judge, mech, codes)
+    out["lenient"] = directions["lenient"]
+    out["strict"] = directions["strict"]
     out.update(_calibration(p, pairs, config))
     if bootstrap is not None:
-        for name, interval in _intervals(p, judge, mech, labels, config, **bootstrap).items():
+        for name, interval in _intervals(p, judge, mech, codes, config, **bootstrap).items():
             out[name] = dict(out[name], ci_low=interval["low"], ci_high=interval["high"], bootstrap=interval)
     return out
 
@@ -172,10 +189,10 @@ def _calibration(p: Pairing, pairs: list[Pair], config: AuditConfig) -> dict[str
     probs, truth, top, correct = [], [], [], []
     for x in with_conf:
         c = float(x.confidence)
-        own = p.index(x.judge_value)
+        own = x.judge_index
         rest = (1.0 - c) / (k - 1)
         probs.append([c if i == own else rest for i in range(k)])
-        truth.append(p.index(x.mechanical_value))
+        truth.append(x.mechanical_index)
         top.append(c)
         correct.append(x.judge_value == x.mechanical_value)
     return {
@@ -215,10 +232,10 @@ def disagreements(sets: list[PairSet]) -> list[dict[str, Any]]:
         p = ps.pairing
         labels = list(p.scale)
         for x in ps.pairs:
-            direction = st.direction(x.judge_value, x.mechanical_value, labels)
-            if direction is None:
+            if x.judge_index == x.mechanical_index:
                 continue
-            steps = abs(p.index(x.judge_value) - p.index(x.mechanical_value))
+            direction = st.direction(x.judge_value, x.mechanical_value, labels)
+            steps = abs(x.judge_index - x.mechanical_index)
             gap = steps / (len(labels) - 1)
             rank = p.lenient_rank if (direction == "lenient" and p.lenient_rank is not None) else None
             key = (0 if rank is not None else 1, rank or 0, -gap, order, x.run_id, x.judge_model)

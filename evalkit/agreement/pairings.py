@@ -100,10 +100,10 @@ def _literal(text: str) -> Any:
         return text  # a bare word such as n/a or pass
 
 
-def lookup(doc: Any, dotted: str) -> Any:
+def lookup(doc: Any, dotted: str | tuple[str, ...]) -> Any:
     """Follow a dotted path into nested dicts; a missing key gives None (treated like null)."""
     cur = doc
-    for key in dotted.split("."):
+    for key in dotted.split(".") if isinstance(dotted, str) else dotted:
         if not isinstance(cur, dict) or key not in cur:
             return None
         cur = cur[key]
@@ -116,7 +116,20 @@ class Case:
     when: tuple[tuple[str, tuple[Condition, ...]], ...]
 
     def matches(self, doc: Any) -> bool:
-        return all(any(c.holds(lookup(doc, sig)) for c in alts) for sig, alts in self.when)
+        for sig, alts in self.when:
+            value = lookup(doc, _split(sig))
+            if not any(c.holds(value) for c in alts):
+                return False
+        return True
+
+
+_SPLIT: dict[str, tuple[str, ...]] = {}
+
+
+def _split(path: str) -> tuple[str, ...]:
+    if path not in _SPLIT:
+        _SPLIT[path] = tuple(path.split("."))
+    return _SPLIT[path]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,12 +148,20 @@ class Pairing:
     lenient_rank: int | None = None
     confidence: bool = False
     description: str = ""
+    _judge_memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def judge_label(self, value: Any) -> Any:
         """The judge's value on the pairing scale, or None when it maps to nothing."""
+        key = (type(value), value) if isinstance(value, (str, int, float, bool, type(None))) else None
+        if key is not None and key in self._judge_memo:
+            return self._judge_memo[key]
         if not self.judge_cases:
-            return value if _in_scale(value, self.scale) else None
-        return _first(self.judge_cases, {"value": value})
+            label = value if _in_scale(value, self.scale) else None
+        else:
+            label = _first(self.judge_cases, {"value": value})
+        if key is not None:
+            self._judge_memo[key] = label  # a judge uses few distinct values: map each once
+        return label
 
     def mechanical_label(self, card: dict[str, Any]) -> Any:
         """The mechanical label of a ScoreCard JSON dict, or None when no case matches."""
@@ -151,11 +172,6 @@ class Pairing:
             if _same(s, label):
                 return i
         raise ValueError(f"{label!r} not on the scale of pairing {self.name}")
-
-    def direction(self, judge: Any, mechanical: Any) -> str | None:
-        """'lenient' when the judge grants more credit, 'strict' when less, None when equal."""
-        gap = self.index(judge) - self.index(mechanical)
-        return None if gap == 0 else ("lenient" if gap > 0 else "strict")
 
 
 def _first(cases: tuple[Case, ...], doc: Any) -> Any:

@@ -109,42 +109,67 @@ def iter_judge_values(conn: sqlite3.Connection, judge: str | None = None, rubric
     annotation = "a.annotation" if "annotation" in acols else "NULL"
     where, args = ["(a.status IS NULL OR a.status = 'ok')"], []
     if judge is not None:
-        where.append("v.judge_model = ?")
+        where.append("a.judge_model = ?")
         args.append(judge)
     if rubric is not None:
-        where.append("v.rubric_id = ?")
+        where.append("a.rubric_id = ?")
         args.append(rubric)
-    sql = f"""
-        SELECT v.annotation_id, v.run_id, v.judge_model, v.rubric_id, v.dimension, v.value, v.confidence,
-               COALESCE(v.blind, a.blind) AS blind, COALESCE(v.replicate, a.replicate, 0) AS replicate,
-               {rationale} AS rationale, {annotation} AS annotation, {created} AS created_at
-        FROM annotation_values v JOIN annotations a ON a.annotation_id = v.annotation_id
-        WHERE {' AND '.join(where)}
-        ORDER BY created_at, v.annotation_id, v.dimension
-    """
-    for row in conn.execute(sql, args):
-        text = row["rationale"]
-        confidence = row["confidence"]
-        if text is None or confidence is None:
-            doc = decode_value(row["annotation"])
-            if isinstance(doc, dict):
-                if text is None and isinstance(doc.get("rationale"), str):
-                    text = doc["rationale"]
-                # the rubric's single `confidence` belongs to `outcome` (procedure_v1)
-                if confidence is None and row["dimension"] == "outcome" and isinstance(doc.get("confidence"), (int, float)):
-                    confidence = float(doc["confidence"])
+    # One row per annotation first (rationale, JSON), then its values: the annotation JSON is
+    # decoded at most once per annotation, and only when a column it backs up is empty.
+    heads = {}
+    for row in conn.execute(
+        f"SELECT a.annotation_id, {rationale} AS rationale, {annotation} AS annotation, {created} AS created_at, "
+        f"a.blind, a.replicate FROM annotations a WHERE {' AND '.join(where)}",
+        args,
+    ):
+        heads[row[0]] = row
+    docs: dict[Any, Any] = {}
+
+    def doc_of(aid: Any) -> Any:
+        if aid not in docs:
+            docs[aid] = decode_value(heads[aid]["annotation"])
+        return docs[aid]
+
+    decoded: dict[Any, Any] = {}
+    rows = conn.execute(
+        "SELECT annotation_id, run_id, judge_model, rubric_id, dimension, value, confidence, blind, replicate "
+        "FROM annotation_values"
+    ).fetchall()
+    keyed = []
+    for row in rows:
+        head = heads.get(row[0])
+        if head is not None:
+            keyed.append((str(head["created_at"] or ""), str(row[0]), row[4], row, head))
+    keyed.sort(key=lambda k: k[:3])
+    for created_at, aid, dimension, row, head in keyed:
+        text = head["rationale"]
+        if text is None:
+            doc = doc_of(row[0])
+            text = doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
+        confidence = row[6]
+        if confidence is None and dimension == "outcome":
+            # the rubric's single `confidence` belongs to `outcome` (procedure_v1)
+            doc = doc_of(row[0])
+            c = doc.get("confidence") if isinstance(doc, dict) else None
+            if isinstance(c, (int, float)) and not isinstance(c, bool):
+                confidence = float(c)
+        raw = row[5]
+        if raw not in decoded:
+            decoded[raw] = decode_value(raw)
+        blind = row[7] if row[7] is not None else head["blind"]
+        replicate = row[8] if row[8] is not None else head["replicate"]
         yield JudgeValue(
-            annotation_id=str(row["annotation_id"]),
-            run_id=str(row["run_id"]),
-            judge_model=row["judge_model"],
-            rubric_id=row["rubric_id"],
-            dimension=row["dimension"],
-            value=decode_value(row["value"]),
+            annotation_id=aid,
+            run_id=str(row[1]),
+            judge_model=row[2],
+            rubric_id=row[3],
+            dimension=dimension,
+            value=decoded[raw],
             confidence=confidence,
-            blind=bool(row["blind"]),
-            replicate=int(row["replicate"] or 0),
+            blind=bool(blind),
+            replicate=int(replicate or 0),
             rationale=text or "",
-            created_at=str(row["created_at"] or ""),
+            created_at=created_at,
         )
 
 
