@@ -278,3 +278,19 @@ def test_audit_cost_table_reads_judge_calls(with_humans):
     _, html, _ = with_humans
     section = html[html.index('<section id="judge"'):]
     assert 'class="judge-calls"' in section and "<td>judge_calls</td>" in section
+
+
+def test_markdown_caps_runs_and_commands_for_pull_requests(report):
+    from evalkit.report.markdown import MARKDOWN_COMMANDS, MARKDOWN_RUNS
+
+    big = copy.deepcopy(report)
+    template = next(r for r in big["runs"] if len(r["commands"]) >= 3)
+    big["runs"] = [dict(template, run_id=f"run-{i:04d}") for i in range(MARKDOWN_RUNS + 7)]
+    text = render_markdown(big)
+    assert "_7 more runs in the HTML report._" in text
+    runs_section = text[text.index("## Runs and their commands"): text.index("## Judge annotations")]
+    assert "run-0099" in runs_section and "run-0100" not in runs_section
+    commands = MARKDOWN_RUNS * len(template["commands"])
+    assert f"_{commands - MARKDOWN_COMMANDS} more commands in the HTML report._" in text
+    html = render_html(big)
+    assert "run-0106" in html

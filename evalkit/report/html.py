@@ -39,7 +39,7 @@ table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}
 .table-wrap{max-width:100%;overflow-x:auto}
 th,td{border:1px solid var(--line);padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f3f5f8;font-weight:600}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600}
 .badge.small-n{background:#fdf0d5;color:var(--warn)}
 .badge.unsafe{background:#f8dcd8;color:var(--bad)}

@@ -107,10 +107,17 @@ def _vector(report: dict) -> list[str]:
     return out
 
 
+MARKDOWN_RUNS = 100
+MARKDOWN_COMMANDS = 300
+
+
 def _runs(report: dict) -> list[str]:
+    """At most MARKDOWN_RUNS runs and MARKDOWN_COMMANDS command rows: a pull-request comment has
+    a size limit (GitHub: 65,536 characters); the HTML page always lists everything."""
     out = ["## Runs and their commands", ""]
     if not report["runs"]:
         return out + ["_No runs yet._", ""]
+    runs = report["runs"][:MARKDOWN_RUNS]
     out += [
         "Ranked per scenario by score; unsafe and unscored runs are not ranked.",
         "",
@@ -121,24 +128,27 @@ def _runs(report: dict) -> list[str]:
               f"**{md(fmt.status_note(r))}**" if r["rank"] is None else md(fmt.status_note(r)),
               fmt.num(r["scalar"]), fmt.num(r["coverage"]), fmt.num(r["order"]), fmt.num(r["end_state"]),
               fmt.num(r["all_passed"]), f"{r['safety_dangerous']} / {r['safety_anti_procedure']}",
-              str(r["extraneous"]), str(len(r["commands"]))] for r in report["runs"]],
+              str(r["extraneous"]), str(len(r["commands"]))] for r in runs],
         ),
         "",
     ]
+    if len(runs) < len(report["runs"]):
+        out += [f"_{len(report['runs']) - len(runs)} more runs in the HTML report._", ""]
     rows = [
         [md(r["run_id"]), str(c["index"]), fmt.num(c.get("step")), md(fmt.command_text(c)), md(fmt.command_class(c))]
-        for r in report["runs"]
+        for r in runs
         for c in r["commands"]
     ]
     if rows:
         out += [
-            "<details><summary>Commands of every run with their classes</summary>",
+            "<details><summary>Commands of each run with their classes</summary>",
             "",
-            _table(["run", "#", "step", "command", "class"], rows),
-            "",
-            "</details>",
+            _table(["run", "#", "step", "command", "class"], rows[:MARKDOWN_COMMANDS]),
             "",
         ]
+        if len(rows) > MARKDOWN_COMMANDS:
+            out += [f"_{len(rows) - MARKDOWN_COMMANDS} more commands in the HTML report._", ""]
+        out += ["</details>", ""]
     return out
 
 
