@@ -137,3 +137,13 @@ def test_report_never_imports_litellm(db, tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False False"
+
+
+def test_written_report_has_ordinary_file_permissions(db, tmp_path):
+    import os
+
+    out = tmp_path / "perm.html"
+    assert run("report", "--db", str(db), "--html", str(out)).exit_code == 0
+    mask = os.umask(0)
+    os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~mask
