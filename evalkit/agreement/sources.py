@@ -54,6 +54,18 @@ def decode_value(raw: Any) -> Any:
         return raw
 
 
+def label_value(raw: Any) -> Any:
+    """A stored rating as a label: decoded, integral floats as integers (3.0 == 3, as the importer
+    normalises), and a structured value (object/array) as its canonical JSON text so that it is
+    still a hashable label rather than a crash."""
+    v = decode_value(raw)
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, sort_keys=True, separators=(",", ":"))
+    return v
+
+
 @dataclass(frozen=True)
 class Card:
     run_id: str
@@ -155,7 +167,7 @@ def iter_judge_values(conn: sqlite3.Connection, judge: str | None = None, rubric
                 confidence = float(c)
         raw = row[5]
         if raw not in decoded:
-            decoded[raw] = decode_value(raw)
+            decoded[raw] = label_value(raw)
         blind = row[7] if row[7] is not None else head["blind"]
         replicate = row[8] if row[8] is not None else head["replicate"]
         yield JudgeValue(
@@ -228,4 +240,4 @@ def iter_stored_ratings(conn: sqlite3.Connection) -> Iterator[StoredRating]:
     for r in conn.execute(
         "SELECT item_id, rater, rater_kind, dimension, value, confidence FROM ratings ORDER BY item_id, rater, dimension"
     ):
-        yield StoredRating(str(r["item_id"]), r["rater"], r["rater_kind"], r["dimension"], decode_value(r["value"]), r["confidence"])
+        yield StoredRating(str(r["item_id"]), r["rater"], r["rater_kind"], r["dimension"], label_value(r["value"]), r["confidence"])
