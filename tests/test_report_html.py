@@ -236,7 +236,7 @@ def test_contamination_paragraph(report, html, markdown):
 
 
 def test_provenance_lists_rubric_hash_and_judges(html, markdown):
-    assert "procedure_v1 v1 (abc123def456)" in html
+    assert "procedure_v1 v1 (sha256 abc123def4567890)" in html
     assert "openai/judge-small" in markdown
 
 

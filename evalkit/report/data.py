@@ -327,7 +327,6 @@ def _provenance(con: sqlite3.Connection, tables: set[str], runs: list[dict], mad
         "judge_models": sorted(judge_models),
         "rubrics": [{"id": i, "version": v, "hash": h} for i, v, h in sorted(rubrics)],
         "human_raters": sorted(human_raters),
-        "bundle_hashes": len({r.get("bundle_hash") for r in runs if r.get("bundle_hash")}),
     }
 
 

@@ -386,7 +386,7 @@ def _agreement(report: dict) -> str:
 
 def _provenance(report: dict) -> str:
     p = report["provenance"]
-    rubrics = ", ".join(f"{r['id']} v{r['version']} ({r['hash'][:12]})" for r in p["rubrics"]) or "none"
+    rubrics = ", ".join(f"{r['id']} v{r['version']} (sha256 {r['hash']})" for r in p["rubrics"]) or "none"
     items = [
         ("evalkit version", p["evalkit_version"]),
         ("scenarios", ", ".join(p["scenarios"]) or "none"),
