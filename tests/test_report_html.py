@@ -141,8 +141,12 @@ def test_small_n_groups_are_flagged(report, html, markdown):
     small = [g for g in report["groups"] if g["small_n"]]
     large = [g for g in report["groups"] if not g["small_n"]]
     assert small and large
-    assert html.count('class="badge small-n"') == 2 * len(small)  # headline table and vector table
-    assert markdown.count("**n<3** |") == 2 * len(small)
+    small_models = [m for m in report["models"] if m["small_n"]]
+    assert small_models and len(small_models) < len(report["models"])
+    # per-model table, per-group headline table and vector table
+    expected = len(small_models) + 2 * len(small)
+    assert html.count('class="badge small-n"') == expected
+    assert markdown.count("**n<3** |") == expected
 
 
 def test_headline_shows_pass_rate_and_pass_hat_k(report, html, markdown):

@@ -114,10 +114,12 @@ def _headline(report: dict) -> str:
     models = report["models"]
     out.append("<h3>Per model</h3>")
     rows = [
-        [esc(m.get("model")), fmt.num(m.get("score_mean")), fmt.pct(m.get("pass_rate")), esc(fmt.pass_hat_k(m.get("pass_hat_k")))]
+        [esc(m.get("model")), fmt.num(m.get("scenarios")), f"{fmt.num(m.get('n_scored'))}{_small_n(fmt.small_n(m))}",
+         fmt.num(m.get("score_mean")), fmt.pct(m.get("pass_rate")), esc(fmt.pass_hat_k(m.get("pass_hat_k")))]
         for m in models
     ]
-    out.append(_table(["model", "score (mean)", "pass rate", "pass^k"], rows, cls="models", numeric={1, 2}))
+    out.append(_table(["model", "scenarios", "n scored", "score (mean)", "pass rate", "pass^k"], rows, cls="models",
+                      numeric={1, 2, 3, 4}))
     charts = [
         _figure(
             bar_chart([(str(m.get("model")), m.get("pass_rate")) for m in models], title="Pass rate per model",

@@ -45,8 +45,10 @@ def _headline(report: dict) -> list[str]:
         "### Per model",
         "",
         _table(
-            ["model", "score (mean)", "pass rate", "pass^k"],
-            [[md(m.get("model")), fmt.num(m.get("score_mean")), fmt.pct(m.get("pass_rate")),
+            ["model", "scenarios", "n scored", "score (mean)", "pass rate", "pass^k"],
+            [[md(m.get("model")), fmt.num(m.get("scenarios")),
+              f"{fmt.num(m.get('n_scored'))}{' **n<3**' if fmt.small_n(m) else ''}",
+              fmt.num(m.get("score_mean")), fmt.pct(m.get("pass_rate")),
               md(fmt.pass_hat_k(m.get("pass_hat_k")))] for m in report["models"]],
         ),
         "",
