@@ -227,3 +227,58 @@ def test_judge_costs_median_and_mean_excluding_first_call(tmp_path):
     assert c["cost_median_usd"] == pytest.approx(0.02)
     assert c["cost_mean_excluding_first_usd"] == pytest.approx(0.015)
     assert c["cost_total_usd"] == pytest.approx(0.53)
+
+
+def test_weighted_kappa_is_over_the_full_scale_when_a_class_is_never_used(tmp_path):
+    db = tmp_path / "e.db"
+    # grade 2 is never used, neither by the mechanical side nor by the judge
+    specs = [(1.0, 0, 3), (1.0, 0, 0), (0.6, 0, 1), (0.6, 0, 0), (0.2, 0, 0), (1.0, 0, 3)]
+    save_cards(db, [card(f"r{i}", coverage=c, extraneous=e) for i, (c, e, _) in enumerate(specs)])
+    ann = Annotator(db)
+    for i, (_, _, j) in enumerate(specs):
+        ann.add(f"r{i}", {"action_execution": j})
+    ann.close()
+    ae = entry(build_audit(db, n_resamples=0), "action_execution")
+    j = [s[2] for s in specs]
+    m = [3, 3, 1, 1, 0, 3]
+    full = cohen_kappa_score(j, m, labels=[0, 1, 2, 3], weights="quadratic")
+    assert ae["weighted_kappa"]["value"] == pytest.approx(full, abs=1e-9)
+    assert ae["weighted_kappa"]["value"] != pytest.approx(cohen_kappa_score(j, m, weights="quadratic"), abs=1e-6)
+    assert ae["confusion_matrix"]["labels"] == [0, 1, 2, 3]
+    assert [row[1] for row in ae["confusion_matrix"]["matrix"]] == [1, 1, 0, 0]  # the mechanical-1 column
+    assert ae["confusion_matrix"]["matrix"][2] == [0, 0, 0, 0]  # the unused class keeps its row
+
+
+def test_confidence_outside_unit_interval_is_not_a_forecast(tmp_path):
+    db = tmp_path / "e.db"
+    save_cards(db, [card("r1"), card("r2", all_passed=False), card("r3")])
+    ann = Annotator(db)
+    ann.add("r1", {"outcome": "pass"}, confidence=0.9)
+    ann.add("r2", {"outcome": "pass"}, confidence=1.7)
+    ann.add("r3", {"outcome": "pass"})
+    ann.close()
+    out = entry(build_audit(db, n_resamples=0), "outcome")
+    assert (out["n"], out["n_with_confidence"], out["n_invalid_confidence"]) == (3, 1, 1)
+    assert out["brier"]["value"] == pytest.approx((0.9 - 1) ** 2 + 0.1**2)
+
+
+def test_interval_pairing_from_config_gets_ordered_statistics(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        'replace_defaults = true\n[[pairing]]\nname = "cov"\nrubric = "procedure_v1"\njudge_dimension = "procedure"\n'
+        'level = "interval"\nscale = [0, 1, 2, 3]\n'
+        '[[pairing.mechanical]]\nlabel = 3\nwhen = { "vector.coverage" = ">= 1" }\n'
+        '[[pairing.mechanical]]\nlabel = 0\nwhen = { "vector.coverage" = "< 1" }\n',
+        encoding="utf-8",
+    )
+    db = tmp_path / "e.db"
+    save_cards(db, [card("r1", coverage=1.0), card("r2", coverage=0.5), card("r3", coverage=1.0)])
+    ann = Annotator(db)
+    for rid, v in (("r1", 3), ("r2", 1), ("r3", 2)):
+        ann.add(rid, {"procedure": v})
+    ann.close()
+    (p,) = build_audit(db, config=cfg, n_resamples=0)["pairings"]
+    assert p["level"] == "interval"
+    assert p["spearman"]["value"] == pytest.approx(spearmanr([3, 1, 2], [3, 0, 3]).statistic, abs=1e-9)
+    ref = krippendorff.alpha(reliability_data=np.array([[3, 1, 2], [3, 0, 3]], dtype=float), level_of_measurement="interval")
+    assert p["krippendorff_alpha"]["value"] == pytest.approx(ref, abs=1e-9)

@@ -57,7 +57,18 @@ def test_judge_against_human_ratings_matches_sklearn(tmp_path):
     assert e["percent_agreement"]["value"] == pytest.approx(np.mean(np.array(h) == np.array(judge_vals)))
 
 
-def test_missing_ratings_and_items_rated_by_fewer_than_two_raters(tmp_path):
+def test_item_rated_by_fewer_than_two_raters_is_not_counted(tmp_path):
+    db = tmp_path / "e.db"
+    add_ratings(db, [("i1", "a", "human", "d", "x"), ("i1", "b", "human", "d", "x"),
+                     ("i2", "a", "human", "d", "y"), ("i2", "b", "human", "d", "z"),
+                     ("i3", "a", "human", "d", "z")])  # i3: one rater only
+    e = raters_entry(build_audit(db, n_resamples=0), "d")
+    assert (e["n_items"], e["n_items_dropped"], e["n_ratings"]) == (2, 1, 4)
+    assert e["percent_agreement"]["value"] == pytest.approx(0.5)  # i3's rating would not change it anyway
+    assert e["cohen_kappa"]["value"] == pytest.approx(cohen_kappa_score(["x", "y"], ["x", "z"], labels=e["labels"]), abs=1e-9)
+
+
+def test_missing_ratings_match_krippendorff_reference(tmp_path):
     db = tmp_path / "e.db"
     grid = {  # item -> {rater: value}; None = not rated
         "i1": {"a": 1, "b": 1, "c": 2},

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-from evalkit.agreement.paired import NOT_APPLICABLE
+from evalkit.agreement.paired import NOT_APPLICABLE, ORDERED
 from evalkit.agreement.pairings import AuditConfig
 from evalkit.agreement.raters import level_and_labels, on_scale
 from evalkit.agreement.sources import JudgeValue
@@ -83,7 +83,7 @@ def analyse(values: Iterable[JudgeValue], config: AuditConfig) -> list[dict[str,
                     "percent_agreement": stats.percent_agreement(x, y),
                     "cohen_kappa": stats.cohen_kappa(xs, ys, labels),
                     "weighted_kappa": stats.cohen_kappa(xs, ys, labels, weighted=True)
-                    if level == "ordinal"
+                    if level in ORDERED
                     else {"value": None, "reason": NOT_APPLICABLE + "nominal dimension"},
                     "n_moved": moves.get(dim, 0),
                 }

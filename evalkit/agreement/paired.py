@@ -26,6 +26,7 @@ RATIONALE_CHARS = 240
 # Reasons starting with this mark a statistic that does not apply to the pairing (as opposed to one
 # that is undefined for these data); renderers show them quietly.
 NOT_APPLICABLE = "not applicable: "
+ORDERED = ("ordinal", "interval")
 
 
 def _stats():
@@ -139,12 +140,12 @@ def pairing_stats(p: Pairing, pairs: list[Pair], config: AuditConfig, bootstrap:
     codes = list(range(k))
     judge = np.fromiter((x.judge_index for x in pairs), dtype=np.int64, count=len(pairs))
     mech = np.fromiter((x.mechanical_index for x in pairs), dtype=np.int64, count=len(pairs))
-    ordinal = p.level == "ordinal"
+    ordinal = p.level in ORDERED  # weighted kappa and Spearman need an order
     out: dict[str, Any] = {"n": len(pairs)}
     out["percent_agreement"] = st.percent_agreement(judge, mech)
     out["cohen_kappa"] = st.cohen_kappa(judge, mech, codes)
     out["weighted_kappa"] = (
-        st.cohen_kappa(judge, mech, codes, weighted=True) if ordinal else na(NOT_APPLICABLE + "weighted kappa needs an ordinal pairing")
+        st.cohen_kappa(judge, mech, codes, weighted=True) if ordinal else na(NOT_APPLICABLE + "weighted kappa needs an ordinal or interval pairing")
     )
     if p.level == "interval":  # distances between the labels themselves matter
         scale = np.asarray(labels, dtype=float)
@@ -152,7 +153,7 @@ def pairing_stats(p: Pairing, pairs: list[Pair], config: AuditConfig, bootstrap:
     else:
         out["krippendorff_alpha"] = st.krippendorff_alpha(np.vstack([judge, mech]), p.level, codes)
     out["gwet_ac1"] = st.gwet_ac1(judge, mech, codes)
-    out["spearman"] = st.spearman(judge, mech, codes) if ordinal else na(NOT_APPLICABLE + "Spearman needs an ordinal pairing")
+    out["spearman"] = st.spearman(judge, mech, codes) if ordinal else na(NOT_APPLICABLE + "Spearman needs an ordinal or interval pairing")
     out["confusion_matrix"] = {
         "labels": labels,
         "row_axis": "judge",
@@ -173,6 +174,7 @@ def _calibration(p: Pairing, pairs: list[Pair], config: AuditConfig) -> dict[str
     st = _stats()
     empty = {
         "n_with_confidence": 0,
+        "n_invalid_confidence": 0,
         "brier": None,
         "ece": None,
         "reliability_bands": None,
@@ -181,10 +183,13 @@ def _calibration(p: Pairing, pairs: list[Pair], config: AuditConfig) -> dict[str
     if not p.confidence:
         reason = NOT_APPLICABLE + "the pairing does not use the judge's confidence"
         return empty | {"brier": na(reason), "ece": na(reason), "reliability_bands": na(reason), "escalation": na(reason)}
-    with_conf = [x for x in pairs if x.confidence is not None]
+    # a confidence outside [0, 1] (or NaN) is not a probability: left out, and counted
+    with_conf = [x for x in pairs if x.confidence is not None and 0.0 <= x.confidence <= 1.0]
+    invalid = sum(1 for x in pairs if x.confidence is not None) - len(with_conf)
     if not with_conf:
-        reason = "no judge confidence recorded"
-        return empty | {"brier": na(reason), "ece": na(reason), "reliability_bands": na(reason), "escalation": na(reason)}
+        reason = "no judge confidence recorded" if not invalid else "no judge confidence within [0, 1]"
+        return empty | {"n_invalid_confidence": invalid, "brier": na(reason), "ece": na(reason),
+                        "reliability_bands": na(reason), "escalation": na(reason)}
     k = len(p.scale)
     probs, truth, top, correct = [], [], [], []
     for x in with_conf:
@@ -197,6 +202,7 @@ def _calibration(p: Pairing, pairs: list[Pair], config: AuditConfig) -> dict[str
         correct.append(x.judge_value == x.mechanical_value)
     return {
         "n_with_confidence": len(with_conf),
+        "n_invalid_confidence": invalid,
         "brier": st.brier_multiclass(probs, truth),
         "ece": st.expected_calibration_error(top, correct, n_bins=config.ece_bins),
         "reliability_bands": st.reliability_bands(top, correct),
@@ -206,7 +212,7 @@ def _calibration(p: Pairing, pairs: list[Pair], config: AuditConfig) -> dict[str
 
 def _intervals(p: Pairing, judge: list, mech: list, labels: list, config: AuditConfig, n_resamples: int, seed: int) -> dict[str, Any]:
     st = _stats()
-    names = ["percent_agreement", "cohen_kappa", "gwet_ac1"] + (["weighted_kappa"] if p.level == "ordinal" else [])
+    names = ["percent_agreement", "cohen_kappa", "gwet_ac1"] + (["weighted_kappa"] if p.level in ORDERED else [])
     return {
         name: st.bootstrap_confusion(judge, mech, labels, stat=name, n_resamples=n_resamples, seed=seed, ci=config.ci)
         for name in names

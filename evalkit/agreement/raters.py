@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-from evalkit.agreement.paired import NOT_APPLICABLE
+from evalkit.agreement.paired import NOT_APPLICABLE, ORDERED
 from evalkit.agreement.pairings import AuditConfig, DimensionSpec
 from evalkit.agreement.ratings import Rating
 
@@ -99,7 +99,7 @@ def analyse_dimension(dimension: str, ratings: list[Rating], config: AuditConfig
     if len(raters) < 2:
         return None
     matrix = [[by_item[i].get(name) for i in items] for name in raters]
-    ordinal = level == "ordinal"
+    ordinal = level in ORDERED
     entry: dict[str, Any] = {
         "dimension": dimension,
         "raters": raters,

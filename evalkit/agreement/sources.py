@@ -159,11 +159,13 @@ def iter_judge_values(conn: sqlite3.Connection, judge: str | None = None, rubric
             doc = doc_of(row[0])
             text = doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
         confidence = row[6]
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or confidence != confidence:
+            confidence = None  # not a number (or NaN): no forecast
         if confidence is None and dimension == "outcome":
             # the rubric's single `confidence` belongs to `outcome` (procedure_v1)
             doc = doc_of(row[0])
             c = doc.get("confidence") if isinstance(doc, dict) else None
-            if isinstance(c, (int, float)) and not isinstance(c, bool):
+            if isinstance(c, (int, float)) and not isinstance(c, bool) and c == c:
                 confidence = float(c)
         raw = row[5]
         if raw not in decoded:
