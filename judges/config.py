@@ -39,7 +39,9 @@ def _read(path: Path) -> dict:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        from judges.rubrics import toml_error
+
+        raise ConfigError(toml_error(str(path), exc)) from None
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,13 @@ import logging
 import os
 import random
 import time
+import warnings
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import litellm  # noqa: E402  (after the environment default above, deliberately)
+with warnings.catch_warnings():  # litellm's import trips pydantic warnings about its own types
+    warnings.simplefilter("ignore")
+    import litellm  # noqa: E402  (after the environment default above, deliberately)
 from pydantic import ValidationError  # noqa: E402
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt  # noqa: E402
 
@@ -30,6 +33,9 @@ from judges.protocol import Annotation, JudgeFatalError  # noqa: E402
 from judges.rubrics import Rubric, annotation_model, response_format  # noqa: E402
 from judges.redaction import redact, register_secret  # noqa: E402
 
+# litellm imports provider modules lazily, on the first call; their pydantic types warn about
+# themselves, which says nothing to an evalkit user
+warnings.filterwarnings("ignore", message=r".*`ReadOnly` qualifier", category=UserWarning)
 litellm.suppress_debug_info = True
 litellm.drop_params = False
 logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)

@@ -29,6 +29,15 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _RESERVED = {"outcome", "confidence", "rationale"}
 
 
+def toml_error(path: str, exc: Exception) -> str:
+    """`path:line: message` for a TOML error (tomllib puts the position in the message)."""
+    text = str(exc)
+    where = re.search(r" \(at line (\d+), column \d+\)$", text)
+    if where:
+        return f"{path}:{where.group(1)}: {text[: where.start()]}"
+    return f"{path}: {text}"
+
+
 class RubricError(ValueError):
     """A rubric cannot be found or is malformed; the message names the file and the field."""
 
@@ -94,7 +103,7 @@ def _load(path: str) -> Rubric:
     try:
         raw = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise RubricError(f"{path}: {exc}") from None
+        raise RubricError(toml_error(path, exc)) from None
 
     def need(table: dict, key: str, kind: type, where: str) -> Any:
         if key not in table:

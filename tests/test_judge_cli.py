@@ -1,0 +1,121 @@
+"""`evalkit judge` and `evalkit cache` through click, in-process, against the fake server."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+import evalkit.cli
+from judge_helpers import FAST, _server, count, rows, scored_db, server, write_runs  # noqa: F401
+
+
+def invoke(*args):
+    return CliRunner().invoke(evalkit.cli.cli, list(args), catch_exceptions=False)
+
+
+def judge(db, srv, *args):
+    return invoke("judge", "--db", db, "--model", "openai/judge-a", "--api-base", srv.api_base, *args)
+
+
+def fast_config(tmp_path):
+    path = tmp_path / "fast.toml"
+    path.write_text("[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
+    return str(path)
+
+
+def test_cli_judges_stored_runs_and_prints_summary(tmp_path, server):
+    db = scored_db(tmp_path, 3)
+    res = judge(db, server, "--config", fast_config(tmp_path))
+    assert res.exit_code == 0, res.stderr
+    out = res.stdout
+    assert out.splitlines()[0].split()[:4] == ["run_id", "judge_model", "rep", "status"]
+    for line in ("runs judged: 3 ok of 3 items (3 calls made)", "cache hits: 0", "requests sent: 3 (retries: 0)",
+                 "failures: 0", "rubric: procedure_v1 v1 (blind)"):
+        assert line in out
+    assert "latency per call: median" in out and "mean excluding first call" in out
+    res = judge(db, server)
+    assert "cache hits: 3" in res.stdout and server.count == 3
+
+
+def test_cli_with_paths_scores_first_and_reports_bad_files(tmp_path, server):
+    runs = write_runs(tmp_path / "runs", 2)
+    (runs / "broken.jsonl").write_text('{"type": "meta"\n')
+    db = str(tmp_path / "new.db")
+    res = judge(db, server, str(runs), "--config", fast_config(tmp_path))
+    assert res.exit_code == 1
+    bad = [line for line in res.stderr.splitlines() if "broken.jsonl" in line]
+    assert bad and bad[0].startswith(str(runs / "broken.jsonl") + ":1:") and "Traceback" not in res.stderr
+    assert count(db, "scorecards") == 2 and count(db, "annotations") == 2 and server.count == 2
+
+
+def test_cli_json_jsonl_markdown_are_deterministic(tmp_path, server):
+    db = scored_db(tmp_path, 2)
+    judge(db, server)
+    first = judge(db, server, "--format", "json").stdout
+    assert first == judge(db, server, "--format", "json").stdout  # cached reruns print the same bytes
+    doc = json.loads(first)
+    assert [a["run_id"] for a in doc["annotations"]] == ["run-000", "run-001"]
+    assert doc["summary"]["cache_hits"] == 2 and doc["rubric"] == {"id": "procedure_v1", "version": 1}
+    jsonl = judge(db, server, "--format", "jsonl")
+    lines = [json.loads(line) for line in jsonl.stdout.splitlines()]
+    assert len(lines) == 2 and lines[0]["values"]["outcome"] in ("pass", "fail")
+    assert "cache hits: 2" in jsonl.stderr
+    md = judge(db, server, "--format", "markdown").stdout
+    assert md.startswith("| run_id | judge_model |") and "- cache hits: 2" in md
+
+
+def test_cli_401_exits_1_with_one_line_message(tmp_path, server):
+    db = scored_db(tmp_path, 2)
+    server.default = "401"
+    res = judge(db, server, "--concurrency", "1")
+    assert res.exit_code == 1 and server.count == 1
+    message = [line for line in res.stderr.splitlines() if line.startswith("evalkit judge:")]
+    assert message and "AuthenticationError (401)" in message[0] and "API key" in message[0]
+    assert "Traceback" not in res.stderr
+
+
+def test_cli_max_cost_says_it_stopped(tmp_path, server):
+    db = scored_db(tmp_path, 4)
+    cfg = tmp_path / "priced.toml"
+    cfg.write_text('[prices."openai/judge-a"]\ninput_per_mtok = 1000000.0\noutput_per_mtok = 0.0\n')
+    res = judge(db, server, "--config", str(cfg), "--max-cost", "0.5", "--concurrency", "1")
+    assert res.exit_code == 1 and server.count == 1
+    assert "--max-cost $0.5000 reached" in res.stderr and "stopped: --max-cost" in res.stdout
+
+
+def test_cli_dry_run_sends_nothing(tmp_path, server):
+    db = scored_db(tmp_path, 2)
+    res = judge(db, server, "--dry-run")
+    assert res.exit_code == 0 and server.count == 0
+    assert "dry run: nothing was sent" in res.stdout and "would send: 2" in res.stdout
+    assert "--- system ---" in res.stdout and "<<<BEGIN UNTRUSTED RUN DATA" in res.stdout
+    assert count(db, "judge_calls") == 0
+
+
+def test_cli_usage_errors_exit_2(tmp_path, server):
+    db = scored_db(tmp_path, 1)
+    assert judge(db, server, "--rubric", "nope").exit_code == 2
+    assert judge(db, server, "--resample", "0.1").exit_code == 2
+    assert judge(db, server, "--seed", "3").exit_code == 2
+    assert judge(str(tmp_path / "missing.db"), server).exit_code == 2
+    assert judge(db, server, str(tmp_path / "no-such-dir")).exit_code == 2
+    assert invoke("judge", "--db", db).exit_code == 2  # --model is required
+    assert server.count == 0
+
+
+def test_cache_stats_and_clear(tmp_path, server):
+    db = scored_db(tmp_path, 2)
+    judge(db, server)
+    invoke("judge", "--db", db, "--model", "openai/judge-b", "--api-base", server.api_base)
+    stats = invoke("cache", "stats", "--db", db)
+    assert stats.exit_code == 0
+    assert [line.split()[:5] for line in stats.stdout.splitlines()[1:]] == [
+        ["openai/judge-a", "procedure_v1", "v1", "ok", "2"], ["openai/judge-b", "procedure_v1", "v1", "ok", "2"]]
+    assert json.loads(invoke("cache", "stats", "--db", db, "--format", "json").stdout)[0]["calls"] == 2
+    assert invoke("cache", "clear", "--db", db, "--model", "judge-a").stdout.strip() == "cleared 2 cached calls"
+    assert rows(db, "SELECT DISTINCT judge_model FROM judge_calls") == [("openai/judge-b",)]
+    assert count(db, "annotations") == 4  # annotations are results, not cache
+    assert invoke("cache", "clear", "--db", db, "--rubric", "computer_use_v1").stdout.strip() == "cleared 0 cached calls"
+    assert invoke("cache", "clear", "--db", db).stdout.strip() == "cleared 2 cached calls"
+    judge(db, server)
+    assert server.count == 6  # cleared entries are asked again
