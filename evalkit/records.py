@@ -20,6 +20,7 @@ FINAL_REASONS = (
     "budget_sim_time",
     "provider_error",
     "invalid_scenario",
+    "harness_error",  # importers: a crashed episode of another harness (scored as a failure)
 )
 
 
