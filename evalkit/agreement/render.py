@@ -68,6 +68,11 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def usd(value: float | None) -> str:
+    """Per-call costs are often fractions of a cent: six decimals, not three."""
+    return "n/a" if value is None else f"{value:.6f}"
+
+
 def fmt_ci(stat: Any) -> str:
     if isinstance(stat, dict) and stat.get("ci_low") is not None and stat.get("ci_high") is not None:
         return f"[{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
@@ -211,8 +216,8 @@ def sections(report: dict[str, Any]) -> list[Section]:
 
     # costs
     crows = [
-        [c["judge_model"], c["source"], str(c["n_calls"]), fmt(c["cost_median_usd"]), fmt(c["cost_mean_excluding_first_usd"]),
-         fmt(c["cost_total_usd"]), fmt(c["latency_median_ms"]), fmt(c["latency_mean_excluding_first_ms"])]
+        [c["judge_model"], c["source"], str(c["n_calls"]), usd(c["cost_median_usd"]), usd(c["cost_mean_excluding_first_usd"]),
+         usd(c["cost_total_usd"]), fmt(c["latency_median_ms"]), fmt(c["latency_mean_excluding_first_ms"])]
         for c in report.get("judge_costs", [])
     ]
     out.append(
