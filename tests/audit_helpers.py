@@ -10,25 +10,7 @@ from typing import Any
 
 from evalkit.scorecard import ScoreCard
 from evalkit.storage import Store
-
-ANNOTATION_DDL = """
-CREATE TABLE IF NOT EXISTS judge_calls (
-    cache_key TEXT PRIMARY KEY, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT,
-    rubric_version INTEGER, rubric_hash TEXT, params TEXT, request TEXT, raw_response TEXT,
-    status TEXT NOT NULL, error TEXT, prompt_tokens INTEGER, completion_tokens INTEGER,
-    cost_usd REAL, latency_ms REAL, attempts INTEGER, started_at TEXT, finished_at TEXT
-);
-CREATE TABLE IF NOT EXISTS annotations (
-    annotation_id TEXT PRIMARY KEY, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT,
-    rubric_version INTEGER, rubric_hash TEXT, blind INTEGER, replicate INTEGER, status TEXT NOT NULL,
-    annotation TEXT, rationale TEXT, cost_usd REAL, latency_ms REAL, prompt_tokens INTEGER,
-    completion_tokens INTEGER, cache_key TEXT, created_at TEXT
-);
-CREATE TABLE IF NOT EXISTS annotation_values (
-    annotation_id TEXT, run_id TEXT, judge_model TEXT, rubric_id TEXT, dimension TEXT, value TEXT,
-    confidence REAL, blind INTEGER, replicate INTEGER, PRIMARY KEY (annotation_id, dimension)
-);
-"""
+from judges.store import JudgeStore
 
 
 def card(
@@ -86,8 +68,8 @@ class Annotator:
     """Insert judge annotations the way docs/architecture.md lays them out."""
 
     def __init__(self, db: Path):
+        JudgeStore(db).close()  # the judge layer's own schema
         self.conn = sqlite3.connect(str(db))
-        self.conn.executescript(ANNOTATION_DDL)
         self.clock = 0
 
     def add(

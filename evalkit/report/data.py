@@ -330,6 +330,20 @@ def _provenance(con: sqlite3.Connection, tables: set[str], runs: list[dict], mad
     }
 
 
+def provenance_items(p: dict) -> list[tuple[str, str]]:
+    """The provenance lines both renderers print (the "made at" line apart: it is the only one
+    that changes between two reports of the same database)."""
+    rubrics = ", ".join(f"{r['id']} v{r['version']} (sha256 {r['hash']})" for r in p["rubrics"]) or "none"
+    return [
+        ("evalkit version", p["evalkit_version"]),
+        ("scenarios", ", ".join(p["scenarios"]) or "none"),
+        ("agent models", ", ".join(p["agent_models"]) or "none"),
+        ("judge models", ", ".join(p["judge_models"]) or "none"),
+        ("rubrics (id, version, hash)", rubrics),
+        ("human raters", ", ".join(p["human_raters"]) or "none"),
+    ]
+
+
 def load_contamination(path: str | os.PathLike[str] | None = None) -> dict:
     """Read the contamination declaration (configs/contamination.toml unless ``path``)."""
     if path is None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from evalkit.report import fmt
 from evalkit.report.agreement_view import agreement_blocks, judge_cost_blocks
+from evalkit.report.data import provenance_items
 from evalkit.report.svg import bar_chart, esc, heat_map, reliability_diagram
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
@@ -388,15 +389,7 @@ def _agreement(report: dict) -> str:
 
 def _provenance(report: dict) -> str:
     p = report["provenance"]
-    rubrics = ", ".join(f"{r['id']} v{r['version']} (sha256 {r['hash']})" for r in p["rubrics"]) or "none"
-    items = [
-        ("evalkit version", p["evalkit_version"]),
-        ("scenarios", ", ".join(p["scenarios"]) or "none"),
-        ("agent models", ", ".join(p["agent_models"]) or "none"),
-        ("judge models", ", ".join(p["judge_models"]) or "none"),
-        ("rubrics (id, version, hash)", rubrics),
-        ("human raters", ", ".join(p["human_raters"]) or "none"),
-    ]
+    items = provenance_items(p)
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in items)
     made = f'<tr class="made-at"><th>made at</th><td>{esc(p["made_at"])}</td></tr>'
     return f'<section id="provenance"><h2>Provenance</h2><table class="provenance">{rows}\n{made}\n</table></section>'

@@ -12,6 +12,7 @@ import re
 
 from evalkit.report import fmt
 from evalkit.report.agreement_view import agreement_blocks, judge_cost_blocks
+from evalkit.report.data import provenance_items
 
 # Characters that start emphasis, code, links/images, tables, headings or strikethrough. `<`, `>`
 # and `&` are turned into entities first, so no raw HTML and no blockquote can come through.
@@ -236,16 +237,7 @@ def _agreement(report: dict) -> list[str]:
 
 def _provenance(report: dict) -> list[str]:
     p = report["provenance"]
-    rubrics = ", ".join(f"{r['id']} v{r['version']} (sha256 {r['hash']})" for r in p["rubrics"]) or "none"
-    items = [
-        ("evalkit version", p["evalkit_version"]),
-        ("scenarios", ", ".join(p["scenarios"]) or "none"),
-        ("agent models", ", ".join(p["agent_models"]) or "none"),
-        ("judge models", ", ".join(p["judge_models"]) or "none"),
-        ("rubrics (id, version, hash)", rubrics),
-        ("human raters", ", ".join(p["human_raters"]) or "none"),
-        ("made at", p["made_at"]),
-    ]
+    items = provenance_items(p) + [("made at", p["made_at"])]
     return ["## Provenance", ""] + [f"- **{k}**: {md(v)}" for k, v in items] + [""]
 
 
