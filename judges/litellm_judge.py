@@ -136,6 +136,7 @@ class LiteLLMJudge:
             # local OpenAI-compatible servers (vLLM, llama.cpp) usually need no key, but the client
             # refuses to send without one; a placeholder is not a secret
             self._api_key = "no-key"
+        self._unpriced = False
         self.params = {
             "temperature": self.config.temperature if temperature is None else float(temperature),
             "max_tokens": self.config.max_tokens,
@@ -163,12 +164,20 @@ class LiteLLMJudge:
                 return await litellm.acompletion(**kwargs)
 
     def _cost(self, response, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """USD for one response: the configured price if any, else litellm's own figure (computed
+        during the call from its price map), else None — unknown, never silently zero."""
         price = self.config.price_for(self.requested_model, self.model)
         if price is not None:
             return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6
+        hidden = getattr(response, "_hidden_params", None) or {}
+        if hidden.get("response_cost") is not None:
+            return float(hidden["response_cost"])
+        if self._unpriced:
+            return None
         try:
             return float(litellm.completion_cost(completion_response=response, model=self.requested_model))
-        except Exception:  # not in litellm's price map and no override: unknown, not zero
+        except Exception:  # not in litellm's price map and no override: remember, don't ask again
+            self._unpriced = True
             return None
 
     async def annotate(self, bundle: dict, rubric: Rubric) -> Annotation:

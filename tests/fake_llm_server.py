@@ -17,8 +17,9 @@ Behaviour per request: the next entry of the script queued for the request's mod
 - ``schema_violation``: 200 with JSON that misses a required field and has an out-of-range value.
 - ``401``: authentication error whose message echoes the key it got (as some providers do).
 
-Every request is recorded (path, headers, parsed body) and counted; ``server.latency`` adds a fixed
-delay to every request (the benchmark's L).
+Every request is recorded (path, headers, parsed body) and counted (``GET /_stats`` returns the
+count, for a server run as a separate process); ``server.latency`` adds a fixed delay to every
+request (the benchmark's L).
 
 Run standalone: ``python tests/fake_llm_server.py --port 8765 --latency 0.2``.
 """
@@ -78,6 +79,8 @@ class FakeLLMServer:
         self.requests: list[dict] = []
         self._scripts: dict[str, deque] = defaultdict(deque)
         self._lock = threading.Lock()
+        # the default listen backlog (5) drops simultaneous connects, which then wait a 1 s SYN retry
+        ThreadingHTTPServer.request_queue_size = 256
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -160,6 +163,11 @@ class FakeLLMServer:
             def _error(self, code: int, message: str, kind: str, headers=None) -> None:
                 self._send(code, {"error": {"message": message, "type": kind, "code": code}}, headers)
 
+            def do_GET(self) -> None:  # noqa: N802 — request count, for a server run as a subprocess
+                if self.path.rstrip("/") == "/_stats":
+                    return self._send(200, {"count": server.count})
+                return self._error(404, f"no route {self.path}", "not_found")
+
             def do_POST(self) -> None:  # noqa: N802 (http.server naming)
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
@@ -215,7 +223,7 @@ class FakeLLMServer:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=8765, help="0 picks a free port (printed)")
     parser.add_argument("--latency", type=float, default=0.0)
     args = parser.parse_args()
     server = FakeLLMServer(latency=args.latency, port=args.port)
