@@ -103,7 +103,7 @@ def build_items(cards: Iterable[Any], judges: list[Judge], rubric: Rubric, store
                 seed: int | None = None) -> tuple[list[WorkItem], dict]:
     """One work item per (judged run, judge), in run order then judge order."""
     skipped: dict[str, int] = {}
-    views: list[tuple[str, str, dict]] = []
+    views: list[tuple[str, str, dict, dict]] = []
     for card in cards:
         status = _get(card, "status")
         bundle = _plain(_get(card, "judge_bundle"))
@@ -197,15 +197,16 @@ def stored_cards(db: str) -> list[Any]:
             close()
 
 
-def score_paths(paths: Iterable[str], db: str) -> tuple[list[Any], list[str]]:
-    """Score trajectory files into the database first (same rules as `evalkit score`)."""
+def score_paths(paths: Iterable[str], db: str, warn: Any = None) -> tuple[list[Any], list[str]]:
+    """Score trajectory files into the database first (same rules as `evalkit score`); `warn`
+    receives the reader's warnings (e.g. a dropped half-written last line)."""
     from evalkit.api import iter_scorecards
     from evalkit.storage import Store
 
     store = Store(db)
     cards, errors = [], []
     try:
-        for card in iter_scorecards(list(paths)):
+        for card in iter_scorecards(list(paths), warn):
             if isinstance(card, Exception):
                 errors.append(str(card))
                 continue

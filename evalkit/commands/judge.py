@@ -76,7 +76,7 @@ def register(group: click.Group) -> None:
                 for p in paths:
                     if p != "-" and not Path(p).exists():
                         raise click.UsageError(f"no such file or directory: {p}")
-                cards, input_errors = api.score_paths(paths, db_path)
+                cards, input_errors = api.score_paths(paths, db_path, warn=lambda m: click.echo(m, err=True))
             else:
                 cards, input_errors = api.stored_cards(db_path), []
             for error in input_errors:
