@@ -161,27 +161,36 @@ def _check_resample(resample: float | None, seed: int | None) -> None:
             raise ValueError("--resample needs --seed")
 
 
-def judge_cards(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.db",
-                rubric: str | Rubric | None = None, concurrency: int | None = None,
-                api_base: str | None = None, temperature: float | None = None,
-                max_cost: float | None = None, refresh: bool = False, resample: float | None = None,
-                seed: int | None = None, show_mechanical: bool = False,
-                config: JudgeConfig | dict | None = None, config_path: str | None = None,
-                progress: bool | None = False, api_key: str | None = None) -> JudgeResult:
-    """Judge ScoreCards (objects or dicts with run_id, status, bundle_hash, judge_bundle)."""
+async def ajudge_cards(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.db",
+                       rubric: str | Rubric | None = None, concurrency: int | None = None,
+                       api_base: str | None = None, temperature: float | None = None,
+                       max_cost: float | None = None, refresh: bool = False, resample: float | None = None,
+                       seed: int | None = None, show_mechanical: bool = False,
+                       config: JudgeConfig | dict | None = None, config_path: str | None = None,
+                       progress: bool | None = False, api_key: str | None = None) -> JudgeResult:
+    """`judge_cards` for callers that already run an event loop (e.g. a notebook)."""
     _check_resample(resample, seed)
     cfg, rub, store = _setup(db, rubric, config, config_path)
     try:
         judges = _judges(models, cfg, api_base, temperature, api_key)
         items, skipped = build_items(cards, judges, rub, store, show_mechanical=show_mechanical,
                                      resample=resample, seed=seed)
-        summary = Summary(skipped=skipped)
-        annotations, summary = run_sync(run_items(
+        annotations, summary = await run_items(
             items, rub, store, concurrency=concurrency or cfg.concurrency, max_cost=max_cost,
-            refresh=refresh, progress=progress, summary=summary))
+            refresh=refresh, progress=progress, summary=Summary(skipped=skipped))
     finally:
         store.close()
     return JudgeResult(annotations=annotations, summary=summary, rubric=rub)
+
+
+def judge_cards(cards: Iterable[Any], models: Iterable[str], **options: Any) -> JudgeResult:
+    """Judge ScoreCards (objects or dicts with run_id, status, bundle_hash, judge_bundle).
+
+    Options (all keyword): db, rubric, concurrency, api_base, temperature, max_cost, refresh,
+    resample, seed, show_mechanical, config (dict of overrides or a JudgeConfig), config_path,
+    progress, api_key (prefer the environment; never stored). See `ajudge_cards`.
+    """
+    return run_sync(ajudge_cards(cards, models, **options))
 
 
 def stored_cards(db: str) -> list[Any]:
@@ -254,5 +263,5 @@ def dry_run(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.d
                   first_prompt=first, skipped=skipped, models=[j.model for j in judges])
 
 
-__all__ = ["JudgeResult", "DryRun", "judge_cards", "judge_db", "judge_paths", "dry_run", "build_items",
+__all__ = ["JudgeResult", "DryRun", "ajudge_cards", "judge_cards", "judge_db", "judge_paths", "dry_run", "build_items",
            "stored_cards", "score_paths", "mechanical_view", "serve_from_cache"]

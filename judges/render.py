@@ -58,6 +58,8 @@ def summary_lines(result) -> list[str]:
         lines.append(f"not run: {s.not_run}")
     if s.stopped:
         lines.append(f"stopped: {s.stopped}")
+    if s.cost_unknown and s.max_cost is not None:
+        lines.append(f"note: --max-cost counted the {s.cost_unknown} calls of unknown cost as $0")
     if s.fatal:
         lines.append(f"fatal: {s.fatal}")
     for error in result.input_errors:

@@ -49,6 +49,7 @@ class Summary:
     cost_unknown: int = 0     # calls whose price is unknown (no litellm price, no override)
     skipped: dict = field(default_factory=dict)  # runs not judged, by reason
     stopped: str | None = None
+    max_cost: float | None = None
     fatal: str | None = None
     latencies_ms: list = field(default_factory=list)  # in call start order
 
@@ -150,6 +151,7 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
                     progress: bool | None = None, summary: Summary | None = None) -> tuple[list[dict], Summary]:
     summary = summary or Summary()
     summary.items += len(items)
+    summary.max_cost = max_cost
     results: dict[int, dict] = {}
     bar = Progress(len(items), progress)
     pending: list[tuple[int, WorkItem]] = []

@@ -87,6 +87,8 @@ def register(group: click.Group) -> None:
                 sys.exit(EXIT_BAD_INPUT if input_errors else EXIT_OK)
             result = api.judge_cards(cards, models, concurrency=concurrency, max_cost=max_cost,
                                      progress=progress, **options)
+        except KeyboardInterrupt:
+            _fail("interrupted; finished calls are stored, run the same command again to resume", 130)
         except (RubricError, UnknownJudgeError) as exc:
             _fail(str(exc), EXIT_USAGE)
         except (ConfigError, ValueError) as exc:
