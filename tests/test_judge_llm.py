@@ -309,3 +309,33 @@ def test_identical_bundles_in_one_run_are_called_once(tmp_path, server):
     res = judge_cards([card, twin], ["openai/judge-a"], db=db, api_base=server.api_base, config=FAST, concurrency=2)
     assert server.count == 1 and res.summary.cache_hits == 1 and res.ok
     assert count(db, "annotations") == 2
+
+
+def test_cost_from_litellm_price_map_for_a_known_model(tmp_path, server):
+    import litellm
+
+    db = scored_db(tmp_path, 1)
+    run(db, server, models=("openai/gpt-4o-mini",))
+    ptok, ctok, cost = rows(db, "SELECT prompt_tokens, completion_tokens, cost_usd FROM judge_calls")[0]
+    p_cost, c_cost = litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=ptok, completion_tokens=ctok)
+    assert cost == pytest.approx(p_cost + c_cost) and cost > 0
+
+
+def test_progress_bar_on_stderr_and_latency_summary(tmp_path, server, capsys):
+    db = scored_db(tmp_path, 3)
+    res = run(db, server, progress=True, concurrency=1)
+    err = capsys.readouterr().err
+    assert "judging [" in err and "3/3" in err
+    lat = res.summary.latency()
+    ms = res.summary.latencies_ms
+    assert len(ms) == 3 and lat["median_ms"] == sorted(ms)[1]
+    assert lat["mean_excl_first_ms"] == pytest.approx((ms[1] + ms[2]) / 2)  # the cold first call left out
+
+
+def test_redaction_of_secret_environment_values(monkeypatch):
+    from judges.redaction import redact
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-abcdef123456")
+    assert redact("bad key sk-ant-abcdef123456 given") == "bad key [REDACTED] given"
+    assert redact("Authorization: Bearer abcdefghijklmnop") == "Authorization: Bearer [REDACTED]"
+    assert redact(None) is None
