@@ -103,3 +103,14 @@ def test_python_dash_m_and_console_script_agree():
     a = subprocess.run([exe, "score", str(EXAMPLES / "support"), "--format", "jsonl", "--no-db"], capture_output=True, text=True)
     b = run("score", str(EXAMPLES / "support"), "--format", "jsonl", "--no-db")
     assert a.returncode == 0 and a.stdout == b.stdout
+
+
+def test_duplicate_run_id_is_warned(tmp_path):
+    from evalkit.testing import a320_scenario, cmd, trajectory, write_jsonl
+
+    for name in ("a", "b"):
+        write_jsonl(tmp_path / f"{name}.jsonl", trajectory(a320_scenario(), [cmd("ext_pwr", 1)], run_id="same"))
+    proc = run("score", str(tmp_path), "--db", str(tmp_path / "x.db"), "--format", "jsonl")
+    assert proc.returncode == 0
+    assert f"{tmp_path / 'b.jsonl'}: warning: run_id 'same' was already read from {tmp_path / 'a.jsonl'}" in proc.stderr
+    assert sqlite_utils.Database(tmp_path / "x.db")["scorecards"].count == 1

@@ -63,12 +63,17 @@ def register(group: click.Group) -> None:
         agg = Aggregator(include_errors)
         bad = 0
         batch = []
+        seen: dict[str, str] = {}  # run_id -> path: a second file with the same run_id replaces the first
         try:
             for item in iter_scorecards(paths, warn):
                 if isinstance(item, InputError):
                     bad += 1
                     click.echo(f"error: {item}", err=True)
                     continue
+                if item.run_id in seen:
+                    click.echo(f"{item.path}: warning: run_id {item.run_id!r} was already read from "
+                               f"{seen[item.run_id]}; the database keeps this one", err=True)
+                seen[item.run_id] = item.path
                 writer.card(item)
                 agg.add(item)
                 if store is not None:
