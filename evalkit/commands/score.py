@@ -71,8 +71,9 @@ def register(group: click.Group) -> None:
                     click.echo(f"error: {item}", err=True)
                     continue
                 if item.run_id in seen:
+                    keeps = "" if store is None else "; the database keeps this one"
                     click.echo(f"{item.path}: warning: run_id {item.run_id!r} was already read from "
-                               f"{seen[item.run_id]}; the database keeps this one", err=True)
+                               f"{seen[item.run_id]}{keeps}", err=True)
                 seen[item.run_id] = item.path
                 writer.card(item)
                 agg.add(item)
