@@ -55,27 +55,10 @@ def _event(event: Any, long_line: bool) -> dict[str, Any]:
 
 
 def build_bundle(traj: Trajectory) -> dict[str, Any]:
-    scenario = traj.meta.scenario
-    gt = scenario.ground_truth
     final = traj.final
-
-    def actions(items: list[Any]) -> list[dict[str, Any]]:
-        return [a.model_dump(mode="json", exclude_none=True) for a in items]
-
     return {
         "bundle_version": BUNDLE_VERSION,
-        "scenario_id": scenario.id,
-        "title": scenario.title,
-        "task_prompt": scenario.task_prompt(),
-        "ground_truth": {
-            "procedure": [
-                {"block": b.block, "ordered": b.ordered, "actions": actions(b.actions)} for b in gt.procedure
-            ],
-            "optional_actions": actions(gt.optional_actions),
-            "forbidden_actions": actions(gt.forbidden_actions),
-        },
-        "success_criteria": scenario.success.model_dump(mode="json") if scenario.success else None,
-        "budget": scenario.budget.model_dump(mode="json", exclude_none=True) if scenario.budget else None,
+        **traj.meta.scenario.bundle_part,
         "tool_surface": traj.meta.tool_surface,
         "transcript": [_event(e, i in traj.long_lines) for i, e in enumerate(traj.events)],
         "final": None

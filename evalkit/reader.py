@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import from_json
+from pydantic_core import from_json, to_json
 
 from evalkit.errors import InputError
 from evalkit.bundle import RESULT_MAX_CHARS
 from evalkit.records import RECORD_TYPES, Final, HarnessError, Meta, Setup, Trajectory
+from evalkit.scenario import Scenario
 
 STDIN = "-"
 # The validators themselves: calling them directly skips model_validate's Python wrapper, a third
@@ -83,6 +84,8 @@ def parse_trajectory(path: str, data: bytes, warn: Warn | None = None) -> Trajec
             raise InputError(path, lineno, "record has no string 'type' field")
         if meta is None and rtype != "meta":
             raise InputError(path, lineno, f"the first record must be 'meta', got {rtype!r}")
+        if rtype == "meta":
+            _share_scenario(obj)
         validate = _VALIDATE.get(rtype)
         if validate is None:
             unknown += 1
@@ -123,6 +126,29 @@ def parse_trajectory(path: str, data: bytes, warn: Warn | None = None) -> Trajec
         dropped_last_line=dropped,
         long_lines=frozenset(long_lines),
     )
+
+
+_SCENARIOS: dict[bytes, Scenario] = {}
+_SCENARIO_CACHE_SIZE = 64
+
+
+def _share_scenario(meta: dict[str, Any]) -> None:
+    """Runs of one scenario embed the same scenario: validate it once and share the object (its
+    derived index and bundle part are then computed once too). Keyed by the scenario's exact JSON."""
+    raw = meta.get("scenario")
+    if not isinstance(raw, dict):
+        return
+    key = to_json(raw)
+    scenario = _SCENARIOS.get(key)
+    if scenario is None:
+        try:
+            scenario = Scenario.model_validate(raw)
+        except ValidationError:
+            return  # validating the meta record reports it, with the field's path
+        if len(_SCENARIOS) >= _SCENARIO_CACHE_SIZE:
+            _SCENARIOS.pop(next(iter(_SCENARIOS)))
+        _SCENARIOS[key] = scenario
+    meta["scenario"] = scenario
 
 
 def read_trajectory(path: str | Path, warn: Warn | None = None) -> Trajectory:

@@ -6,6 +6,8 @@ whose arguments equal ``args``). Numbers compare by value; extra fields are kept
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -40,7 +42,7 @@ class Action(_Open):
     def tool_name(self) -> str:
         return self.tool if self.tool is not None else SET_CONTROL
 
-    @property
+    @cached_property
     def key(self) -> tuple:
         if self.tool is not None:
             return match_key(self.tool, self.args or {})
@@ -106,6 +108,55 @@ class Scenario(_Open):
         """Required actions in ground-truth order as (block index, action index, action)."""
         return [(bi, ai, a) for bi, b in enumerate(self.ground_truth.procedure) for ai, a in enumerate(b.actions)]
 
+    @cached_property
+    def index(self) -> "ScenarioIndex":
+        """What the scorer derives from the ground truth, computed once per scenario object (the
+        reader shares one object among runs of the same scenario)."""
+        gt = self.ground_truth
+        required = self.required()
+        forbidden: dict[tuple, str] = {}
+        for action in gt.forbidden_actions:
+            forbidden.setdefault(action.key, action.severity or "dangerous")
+        ordered = [b.ordered for b in gt.procedure]
+        constraints = tuple(
+            (i, j)
+            for i, (bi, _, _) in enumerate(required)
+            for j in range(i + 1, len(required))
+            if bi < required[j][0] or ordered[bi]
+        )
+        return ScenarioIndex(
+            required=required,
+            required_keys=frozenset(a.key for _, _, a in required),
+            optional_keys=frozenset(a.key for a in gt.optional_actions),
+            forbidden=forbidden,
+            command_tools=self.commands(),
+            constraints=constraints,
+            block_names=tuple(b.block for b in gt.procedure),
+        )
+
+    @cached_property
+    def bundle_part(self) -> dict[str, Any]:
+        """The scenario's share of every judge bundle of its runs (built once per scenario object)."""
+        gt = self.ground_truth
+
+        def actions(items: list[Action]) -> list[dict[str, Any]]:
+            return [a.model_dump(mode="json", exclude_none=True) for a in items]
+
+        return {
+            "scenario_id": self.id,
+            "title": self.title,
+            "task_prompt": self.task_prompt(),
+            "ground_truth": {
+                "procedure": [
+                    {"block": b.block, "ordered": b.ordered, "actions": actions(b.actions)} for b in gt.procedure
+                ],
+                "optional_actions": actions(gt.optional_actions),
+                "forbidden_actions": actions(gt.forbidden_actions),
+            },
+            "success_criteria": self.success.model_dump(mode="json") if self.success else None,
+            "budget": self.budget.model_dump(mode="json", exclude_none=True) if self.budget else None,
+        }
+
     def task_prompt(self) -> str | None:
         extra = self.model_extra or {}
         for name in TASK_PROMPT_FIELDS:
@@ -113,3 +164,14 @@ class Scenario(_Open):
             if isinstance(value, str) and value:
                 return value
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioIndex:
+    required: list[tuple[int, int, Action]]
+    required_keys: frozenset[tuple]
+    optional_keys: frozenset[tuple]
+    forbidden: dict[tuple, str]
+    command_tools: frozenset[str]
+    constraints: tuple[tuple[int, int], ...]  # (i, j): required[i] must come before required[j]
+    block_names: tuple[str, ...]
