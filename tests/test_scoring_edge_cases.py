@@ -214,3 +214,18 @@ def test_bundle_truncates_long_results():
     card = _score([big] + RESET + RESTORE)
     result = card.judge_bundle["transcript"][1]["result"]
     assert isinstance(result, str) and "truncated" in result and len(result) < RESULT_MAX_CHARS + 40
+
+
+def test_shared_scenario_cache_keys_on_exact_content():
+    from evalkit import reader
+
+    changed = a320_scenario()
+    changed["ground_truth"]["procedure"][1]["actions"][1]["value"] = 2  # ext_pwr 2 required instead of 1
+    same = score_records(trajectory(SC, RESET + RESTORE, run_id="a"))
+    other = score_records(trajectory(changed, RESET + RESTORE, run_id="b"))
+    again = score_records(trajectory(SC, RESET + RESTORE, run_id="c"))
+    assert same.vector.coverage == 1.0 and again.vector.coverage == 1.0
+    assert other.vector.coverage == 0.75
+    for i in range(reader._SCENARIO_CACHE_SIZE + 5):
+        score_records(trajectory(a320_scenario(id=f"s{i}"), [], run_id=f"r{i}", passed=False))
+    assert len(reader._SCENARIOS) <= reader._SCENARIO_CACHE_SIZE
