@@ -95,7 +95,7 @@ def _status(traj: Trajectory) -> str:
     return "scored"
 
 
-def _match(required: list[tuple[int, int, Action]], keys: list[str]) -> list[int | None]:
+def _match(required: list[tuple[int, int, Action]], keys: list[tuple]) -> list[int | None]:
     """Position of the command each required action took, or None."""
     free: dict[str, deque[int]] = {}
     for pos, key in enumerate(keys):

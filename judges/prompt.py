@@ -12,11 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+from evalkit.values import canonical_json
 from judges.rubrics import Rubric
-
-
-def canonical_json(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def bundle_digest(bundle: dict) -> str:
