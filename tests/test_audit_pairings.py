@@ -186,3 +186,17 @@ def test_config_semantic_errors_name_file_and_field(tmp_path, body, field):
         load_config(bad)
     assert str(err.value).startswith(f"{bad}: {field}")
     assert "\n" not in str(err.value)
+
+
+def test_shipped_rubric_dimensions_are_ordinal_on_their_full_scale():
+    """Every 0-3 dimension of every shipped rubric is declared ordinal [0..3] in the default config,
+    so a judge's "n/a" is excluded from rater agreement instead of making the dimension nominal."""
+    from evalkit.agreement.pairings import load_config
+    from judges.rubrics import available_rubrics, load_rubric
+
+    config = load_config(None)
+    for name in available_rubrics():
+        for dim in load_rubric(name).dimensions:
+            spec = config.dimensions.get(dim.name)
+            assert spec is not None, f"{name}.{dim.name} has no [dimensions] entry"
+            assert spec.level == "ordinal" and list(spec.scale) == [0, 1, 2, 3]
