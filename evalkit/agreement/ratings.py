@@ -354,12 +354,12 @@ def judge_rater_name(judge_model: str, rubric_id: str) -> str:
     return f"{judge_model}@{rubric_id}"
 
 
-def collect_ratings(stored: Iterable[Any], judge_values: Iterable[Any]) -> list[Rating]:
+def collect_ratings(stored: Iterable[Rating], judge_values: Iterable[Any]) -> list[Rating]:
     """Imported ratings plus blind, primary (replicate 0) judge annotations, one value per
     (item, rater, dimension): the latest annotation wins when a rubric was re-run."""
     out: dict[tuple[str, str, str], Rating] = {}
     for s in stored:
-        out[(s.item_id, s.rater, s.dimension)] = Rating(s.item_id, s.rater, s.rater_kind, s.dimension, s.value, s.confidence, "ratings")
+        out[(s.item_id, s.rater, s.dimension)] = s
     for v in judge_values:  # ordered oldest first, so later answers overwrite
         if not v.blind or v.replicate != 0:
             continue

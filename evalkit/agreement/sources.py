@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from evalkit.agreement.ratings import Rating
 from evalkit.errors import InputError
 
 # Runs whose status says the agent never really ran are not compared with a judge: their
@@ -226,20 +227,10 @@ def iter_call_costs(conn: sqlite3.Connection, judge: str | None = None, rubric: 
     return "", []
 
 
-@dataclass(frozen=True)
-class StoredRating:
-    item_id: str
-    rater: str
-    rater_kind: str
-    dimension: str
-    value: Any
-    confidence: float | None
-
-
-def iter_stored_ratings(conn: sqlite3.Connection) -> Iterator[StoredRating]:
+def iter_stored_ratings(conn: sqlite3.Connection) -> Iterator[Rating]:
     if not has_table(conn, "ratings"):
         return
     for r in conn.execute(
         "SELECT item_id, rater, rater_kind, dimension, value, confidence FROM ratings ORDER BY item_id, rater, dimension"
     ):
-        yield StoredRating(str(r["item_id"]), r["rater"], r["rater_kind"], r["dimension"], label_value(r["value"]), r["confidence"])
+        yield Rating(str(r["item_id"]), r["rater"], r["rater_kind"], r["dimension"], label_value(r["value"]), r["confidence"], "ratings")
