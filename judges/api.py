@@ -253,8 +253,8 @@ def dry_run(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.d
         judges = _judges(models, cfg, api_base, temperature, None)
         items, skipped = build_items(cards, judges, rub, store, show_mechanical=show_mechanical,
                                      resample=resample, seed=seed)
-        hits = 0 if refresh else sum(1 for item in items if store.get_ok(item.key) is not None)
         to_send = [item for item in items if refresh or store.get_ok(item.key) is None]
+        hits = 0 if refresh else len(items) - len(to_send)
     finally:
         store.close()
     first = render_messages(to_send[0].bundle, rub) if to_send else None
