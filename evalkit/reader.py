@@ -16,7 +16,7 @@ from pydantic_core import from_json, to_json
 
 from evalkit.errors import InputError
 from evalkit.bundle import RESULT_MAX_CHARS
-from evalkit.records import RECORD_TYPES, Final, HarnessError, Meta, Setup, Trajectory
+from evalkit.records import RECORD_TYPES, Final, Meta, Setup, Trajectory
 from evalkit.scenario import Scenario
 
 STDIN = "-"
@@ -178,6 +178,3 @@ def expand_paths(paths: Iterable[str | Path]) -> Iterator[str]:
         else:
             yield name
 
-
-def has_harness_error(traj: Trajectory) -> bool:
-    return any(isinstance(e, HarnessError) for e in traj.events)

@@ -38,20 +38,11 @@ class Action(_Open):
             raise ValueError(f"action on control {self.control!r} has no 'value'")
         return self
 
-    @property
-    def tool_name(self) -> str:
-        return self.tool if self.tool is not None else SET_CONTROL
-
     @cached_property
     def key(self) -> tuple:
         if self.tool is not None:
             return match_key(self.tool, self.args or {})
         return control_key(self.control, self.value)
-
-    def label(self) -> str:
-        if self.tool is not None:
-            return f"{self.tool}({self.args or {}})"
-        return f"{self.control}={self.value}"
 
 
 class Block(_Open):
