@@ -94,7 +94,5 @@ class ScoreCard(BaseModel):
     judge_bundle: dict[str, Any]
 
     def to_json_dict(self, with_bundle: bool = True) -> dict[str, Any]:
-        data = self.model_dump(mode="json", by_alias=True)
-        if not with_bundle:
-            data.pop("judge_bundle")
-        return data
+        exclude = None if with_bundle else {"judge_bundle"}
+        return self.model_dump(mode="json", by_alias=True, exclude=exclude)
