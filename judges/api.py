@@ -147,10 +147,10 @@ def build_items(cards: Iterable[Any], judges: list[Judge], rubric: Rubric, store
     return items, skipped
 
 
-def _setup(db, rubric, config, config_path):
+def _setup(db, rubric, config, config_path, readonly=False):
     cfg = config if isinstance(config, JudgeConfig) else load_config(config_path, config)
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or cfg.default_rubric)
-    return cfg, rub, JudgeStore(db)
+    return cfg, rub, JudgeStore(db, readonly=readonly)
 
 
 def _check_resample(resample: float | None, seed: int | None) -> None:
@@ -194,37 +194,22 @@ def judge_cards(cards: Iterable[Any], models: Iterable[str], **options: Any) -> 
 
 
 def stored_cards(db: str) -> list[Any]:
-    """The ScoreCards already in the database (evalkit.storage; imported lazily)."""
-    from evalkit.storage import Store
+    """The ScoreCards already in the database, read-only (evalkit.db; imported lazily)."""
+    from evalkit.db import open_readonly, read_scorecards
 
-    store = Store(db)
-    try:
-        return list(store.iter_scorecards())
-    finally:
-        close = getattr(store, "close", None)
-        if callable(close):
-            close()
+    with open_readonly(db) as database:
+        return list(read_scorecards(database))
 
 
 def score_paths(paths: Iterable[str], db: str, warn: Any = None) -> tuple[list[Any], list[str]]:
-    """Score trajectory files into the database first (same rules as `evalkit score`); `warn`
-    receives the reader's warnings (e.g. a dropped half-written last line)."""
-    from evalkit.api import iter_scorecards
-    from evalkit.storage import Store
+    """Score trajectory files into the database first, exactly as `evalkit score` does
+    (`evalkit.api.score_into`: batches, the duplicate run_id warning); `warn` receives the
+    reader's warnings. Returns the good cards and one line per bad file."""
+    from evalkit.api import Store, score_into
 
-    store = Store(db)
-    cards, errors = [], []
-    try:
-        for card in iter_scorecards(list(paths), warn):
-            if isinstance(card, Exception):
-                errors.append(str(card))
-                continue
-            store.save(card)
-            cards.append(card)
-    finally:
-        close = getattr(store, "close", None)
-        if callable(close):
-            close()
+    errors: list[str] = []
+    with Store(db) as store:
+        cards = list(score_into(list(paths), store, lambda exc: errors.append(str(exc)), warn))
     return cards, errors
 
 
@@ -246,9 +231,9 @@ def dry_run(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.d
             seed: int | None = None, show_mechanical: bool = False,
             config: JudgeConfig | dict | None = None, config_path: str | None = None,
             **_ignored: Any) -> DryRun:
-    """What a run would send, without sending anything (cache hits are looked up, not written)."""
+    """What a run would send, without sending anything (the database is opened read-only)."""
     _check_resample(resample, seed)
-    cfg, rub, store = _setup(db, rubric, config, config_path)
+    cfg, rub, store = _setup(db, rubric, config, config_path, readonly=True)
     try:
         judges = _judges(models, cfg, api_base, temperature, None)
         items, skipped = build_items(cards, judges, rub, store, show_mechanical=show_mechanical,

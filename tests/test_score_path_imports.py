@@ -1,6 +1,5 @@
-"""The score path never imports litellm (nor judges, openai, tenacity or scipy): checked in a fresh interpreter.
-
-numpy is not on the list: sqlite-utils imports it when it is installed (to map numpy types).
+"""The score path never imports litellm (nor judges, openai, tenacity, scipy, numpy or sqlite-utils,
+which imports numpy): checked in a fresh interpreter, writing a database as `evalkit score` does.
 """
 import json
 import subprocess
@@ -18,13 +17,17 @@ cards = [c for c in iter_scorecards([sys.argv[1]]) if not isinstance(c, Exceptio
 aggregate(cards)
 result = CliRunner().invoke(evalkit.cli.cli, ["score", sys.argv[1], "--no-db", "--format", "jsonl"])
 assert result.exit_code == 0, result.output
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in {"litellm", "judges", "scipy", "openai", "tenacity"})
+result = CliRunner().invoke(evalkit.cli.cli, ["score", sys.argv[1], "--db", sys.argv[2], "--format", "jsonl"])
+assert result.exit_code == 0, result.output
+heavy = sorted(m for m in sys.modules
+               if m.split(".")[0] in {"litellm", "judges", "scipy", "openai", "tenacity", "numpy", "sqlite_utils"})
 print(json.dumps({"heavy": heavy, "cards": len(cards)}))
 """
 
 
-def test_scoring_never_imports_litellm():
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(EXAMPLES)], capture_output=True, text=True)
+def test_scoring_never_imports_litellm(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(EXAMPLES), str(tmp_path / "e.db")],
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["cards"] == 12

@@ -16,7 +16,7 @@ from evalkit.agreement import drift as drift_mod
 from evalkit.agreement import paired, raters
 from evalkit.agreement.pairings import AuditConfig, describe, load_config
 from evalkit.agreement.ratings import collect_ratings
-from evalkit.agreement.sources import iter_call_costs, iter_cards, iter_judge_values, iter_stored_ratings, open_readonly
+from evalkit.db import open_readonly, read_annotations, read_call_costs, read_cards, read_ratings
 
 SCHEMA = "evalkit.audit/1"
 SLICE_KINDS = paired.SLICE_KINDS
@@ -58,14 +58,11 @@ def run_audit(
         raise ValueError("n_resamples must be >= 0")
     cfg = config if isinstance(config, AuditConfig) else load_config(config)
     kinds = SLICE_KINDS if by is None else (by,)
-    conn = open_readonly(db_path)
-    try:
-        cards = list(iter_cards(conn))
-        values = list(iter_judge_values(conn, judge=judge, rubric=rubric))
-        stored = list(iter_stored_ratings(conn))
-        cost_source, calls = iter_call_costs(conn, judge=judge, rubric=rubric)
-    finally:
-        conn.close()
+    with open_readonly(db_path) as db:
+        cards = list(read_cards(db))
+        values = list(read_annotations(db, judge=judge, rubric=rubric))
+        stored = read_ratings(db)
+        cost_source, calls = read_call_costs(db, judge=judge, rubric=rubric)
 
     active = cfg.pairings_for(rubric)
     sub = dataclasses.replace(cfg, pairings=active)

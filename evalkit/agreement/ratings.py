@@ -23,13 +23,14 @@ import io
 import json
 import math
 import re
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from evalkit.db import Rating, write_ratings
+from evalkit.db.schema import TABLES
 from evalkit.errors import InputError
 
 Value = int | float | str | bool
@@ -41,18 +42,7 @@ WIDE_METADATA = frozenset(
         "notes", "note", "comment", "comments", "protocol", "protocol_version", "path", "confidence",
     }
 )
-RATINGS_DDL = """
-CREATE TABLE IF NOT EXISTS ratings (
-    item_id TEXT NOT NULL,
-    rater TEXT NOT NULL,
-    rater_kind TEXT NOT NULL,
-    dimension TEXT NOT NULL,
-    value TEXT NOT NULL,
-    confidence REAL,
-    source TEXT,
-    PRIMARY KEY (item_id, rater, dimension)
-)
-"""
+RATINGS_DDL = TABLES["ratings"].ddl().replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1)
 
 
 class RatingRow(BaseModel):
@@ -303,28 +293,7 @@ def import_ratings(db_path: str | Path, file: str | Path, rater: str | None = No
     """Validate ``file`` completely, then upsert its ratings into ``ratings`` in one transaction."""
     rows = read_rating_file(file, rater=rater, kind=kind)
     source = str(file)
-    conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute(RATINGS_DDL)
-            conn.executemany(
-                """INSERT INTO ratings (item_id, rater, rater_kind, dimension, value, confidence, source)
-                   VALUES (?, ?, ?, ?, ?, ?, ?)
-                   ON CONFLICT (item_id, rater, dimension) DO UPDATE SET
-                     rater_kind = excluded.rater_kind, value = excluded.value,
-                     confidence = excluded.confidence, source = excluded.source""",
-                [(r.item_id, r.rater, r.rater_kind, r.dimension, json.dumps(r.value), r.confidence, source) for r in rows],
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-    except sqlite3.DatabaseError as exc:
-        raise InputError(str(db_path), None, f"cannot write ratings: {exc}") from None
-    finally:
-        conn.close()
+    write_ratings(db_path, rows, source)
     return ImportSummary(
         source=source,
         rows=len(rows),
@@ -336,17 +305,6 @@ def import_ratings(db_path: str | Path, file: str | Path, rater: str | None = No
 
 # ---------------------------------------------------------------------------------------------
 # the combined rater view
-
-
-@dataclass(frozen=True)
-class Rating:
-    item_id: str
-    rater: str
-    rater_kind: str
-    dimension: str
-    value: Any
-    confidence: float | None
-    source: str  # "ratings" (imported) or "annotations" (evalkit judge)
 
 
 def judge_rater_name(judge_model: str, rubric_id: str) -> str:

@@ -64,6 +64,7 @@ def register(group: click.Group) -> None:
         from judges.protocol import UnknownJudgeError
         from judges.rubrics import RubricError
 
+        from evalkit.errors import InputError
         from judges import api, render
 
         options = dict(db=db_path, rubric=rubric, api_base=api_base, temperature=temperature,
@@ -91,7 +92,7 @@ def register(group: click.Group) -> None:
             _fail("interrupted; finished calls are stored, run the same command again to resume", 130)
         except (RubricError, UnknownJudgeError) as exc:
             _fail(str(exc), EXIT_USAGE)
-        except (ConfigError, ValueError) as exc:
+        except (ConfigError, ValueError, InputError) as exc:
             _fail(str(exc))
         result.input_errors = input_errors
         shape = {"table": render.render_table, "markdown": render.render_markdown,
@@ -117,28 +118,38 @@ def register(group: click.Group) -> None:
         """Cached calls per judge model, rubric and status, with tokens and cost."""
         if not os.path.exists(db_path):
             raise click.UsageError(f"no database {db_path}")
+        from evalkit.errors import InputError
         from judges import render
         from judges.store import JudgeStore
 
-        store = JudgeStore(db_path)
         try:
-            click.echo(render.render_stats(store.stats(), fmt), nl=False)
-        finally:
-            store.close()
+            store = JudgeStore(db_path, readonly=True)
+            try:
+                rows = store.stats()
+            finally:
+                store.close()
+        except InputError as exc:
+            _fail(str(exc))
+        click.echo(render.render_stats(rows, fmt), nl=False)
 
     @cache.command("clear")
     @click.option("--db", "db_path", default="evalkit.db", show_default=True)
-    @click.option("--model", help="Only this judge model (as stored, e.g. openai/gpt-4o-mini, or without the provider).")
+    @click.option("--model", help="Only this judge model: the full name (openai/gpt-4o-mini) or the part after "
+                                  "the provider prefix (gpt-4o-mini); an unknown name lists the judges present.")
     @click.option("--rubric", help="Only this rubric id.")
     def clear(db_path, model, rubric):
         """Delete cached calls (annotations are results and stay)."""
         if not os.path.exists(db_path):
             raise click.UsageError(f"no database {db_path}")
+        from evalkit.errors import InputError
         from judges.store import JudgeStore
 
-        store = JudgeStore(db_path)
         try:
-            count = store.clear(model=model, rubric=rubric)
-        finally:
-            store.close()
+            store = JudgeStore(db_path)
+            try:
+                count = store.clear(model=model, rubric=rubric)
+            finally:
+                store.close()
+        except InputError as exc:
+            _fail(str(exc))
         click.echo(f"cleared {count} cached calls")

@@ -6,7 +6,6 @@ import sys
 import click
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_GATE = 0, 1, 2, 3
-BATCH = 200
 
 
 def _check_gates(result: dict, fail_under: float | None, min_pass_rate: float | None) -> str | None:
@@ -44,7 +43,8 @@ def register(group: click.Group) -> None:
         """
         from pathlib import Path
 
-        from evalkit.api import Aggregator, Store, expand_paths, iter_scorecards
+        from evalkit.api import Aggregator, Store, expand_paths, score_into
+        from evalkit.db import DbError
         from evalkit.errors import InputError
         from evalkit.render import ScoreWriter
 
@@ -57,35 +57,29 @@ def register(group: click.Group) -> None:
         def warn(message: str) -> None:
             click.echo(message, err=True)
 
+        def on_error(exc: InputError) -> None:
+            nonlocal bad
+            bad += 1
+            click.echo(f"error: {exc}", err=True)
+
+        bad = 0
+        try:
+            store = None if no_db else Store(db_path)
+        except InputError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
         out = open(out_path, "w", encoding="utf-8", newline="") if out_path else sys.stdout
-        store = None if no_db else Store(db_path)
         writer = ScoreWriter(out, fmt_name, aggregate_only=aggregate)
         agg = Aggregator(include_errors)
-        bad = 0
-        batch = []
-        seen: dict[str, str] = {}  # run_id -> path: a second file with the same run_id replaces the first
         try:
-            for item in iter_scorecards(paths, warn):
-                if isinstance(item, InputError):
-                    bad += 1
-                    click.echo(f"error: {item}", err=True)
-                    continue
-                if item.run_id in seen:
-                    keeps = "" if store is None else "; the database keeps this one"
-                    click.echo(f"{item.path}: warning: run_id {item.run_id!r} was already read from "
-                               f"{seen[item.run_id]}{keeps}", err=True)
-                seen[item.run_id] = item.path
-                writer.card(item)
-                agg.add(item)
-                if store is not None:
-                    batch.append(item)
-                    if len(batch) >= BATCH:
-                        store.save_many(batch)
-                        batch = []
-            if store is not None and batch:
-                store.save_many(batch)
+            for card in score_into(paths, store, on_error, warn):
+                writer.card(card)
+                agg.add(card)
             result = agg.result()
             writer.finish(result)
+        except DbError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
         finally:
             if out_path:
                 out.close()

@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import sqlite3
 import statistics
 import tomllib
 from collections import Counter, defaultdict
@@ -32,6 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from evalkit import __version__
+from evalkit.db import (
+    Database, open_readonly, read_annotation_rows, read_commands, read_primary_values, read_ratings, read_runs,
+    read_scorecards,
+)
+from evalkit.errors import InputError
 
 
 class ReportError(Exception):
@@ -50,40 +54,6 @@ def made_at_now() -> str:
     else:
         moment = _dt.datetime.now(tz=_dt.timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _connect(db_path: str | os.PathLike[str]) -> sqlite3.Connection:
-    path = Path(db_path)
-    if not path.is_file():
-        raise ReportError(f"{db_path}: no such database (run `evalkit score ... --db {db_path}` first)")
-    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    con.row_factory = sqlite3.Row
-    try:
-        con.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
-    except sqlite3.DatabaseError as exc:
-        con.close()
-        raise ReportError(f"{db_path}: not an evalkit database ({exc})") from None
-    return con
-
-
-def _tables(con: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
-
-
-def _columns(con: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
-
-
-def _decode(value: Any) -> Any:
-    """Values in annotation_values / ratings / commands are JSON-encoded; tolerate plain text."""
-    if isinstance(value, (bytes, bytearray)):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 def value_label(value: Any) -> str:
@@ -116,57 +86,6 @@ def _latency(values: list[float]) -> dict[str, float | None]:
 
 # --------------------------------------------------------------------------------------------
 # sections
-
-
-def _load_cards(con: sqlite3.Connection, tables: set[str]) -> list[Any]:
-    if "scorecards" not in tables:
-        return []
-    from evalkit.scorecard import ScoreCard
-
-    cards = []
-    for row in con.execute("SELECT run_id, card FROM scorecards ORDER BY run_id"):
-        try:
-            data = json.loads(row["card"])
-            # the stored card omits the judge bundle (it lives in `bundles`); the report needs none
-            data.setdefault("judge_bundle", {})
-            cards.append(ScoreCard.model_validate(data))
-        except (ValueError, TypeError) as exc:
-            first = str(exc).splitlines()[0]
-            raise ReportError(f"scorecards row {row['run_id']!r}: stored card is not a ScoreCard ({first})") from None
-    return cards
-
-
-def _run_info(con: sqlite3.Connection, tables: set[str]) -> dict[str, dict]:
-    if "runs" not in tables:
-        return {}
-    cols = _columns(con, "runs")
-    wanted = [c for c in ("path", "scenario_title", "provider", "ts_utc", "final_reason") if c in cols]
-    out = {}
-    for row in con.execute(f"SELECT {', '.join(['run_id'] + wanted)} FROM runs"):
-        out[row["run_id"]] = {c: row[c] for c in wanted}
-    return out
-
-
-def _commands(con: sqlite3.Connection, tables: set[str]) -> dict[str, list[dict]]:
-    if "commands" not in tables:
-        return {}
-    out: dict[str, list[dict]] = defaultdict(list)
-    for row in con.execute("SELECT * FROM commands ORDER BY run_id, idx"):
-        keys = row.keys()
-        out[row["run_id"]].append(
-            {
-                "index": row["idx"],
-                "step": row["step"] if "step" in keys else None,
-                "tool": row["tool"] if "tool" in keys else None,
-                "control": row["control"] if "control" in keys else None,
-                "value": _decode(row["value"]) if "value" in keys else None,
-                "args": _decode(row["args"]) if "args" in keys else None,
-                "class": row["class"],
-                "subtype": row["subtype"] if "subtype" in keys else None,
-                "severity": row["severity"] if "severity" in keys else None,
-            }
-        )
-    return out
 
 
 def _rank(runs: list[dict]) -> None:
@@ -234,24 +153,14 @@ def _scales(values: dict[tuple[str, str, str], Counter]) -> dict[tuple[str, str]
     return scales
 
 
-def _judge_section(con: sqlite3.Connection, tables: set[str]) -> dict | None:
-    if "annotations" not in tables:
-        return None
-    rows = con.execute(
-        "SELECT * FROM annotations ORDER BY judge_model, rubric_id, created_at, annotation_id"
-    ).fetchall()
+def _judge_section(db: Database, rows: list[dict]) -> dict | None:
     if not rows:
         return None
     values: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
-    if "annotation_values" in tables:
-        for row in con.execute(
-            "SELECT v.judge_model, v.rubric_id, v.dimension, v.value FROM annotation_values v "
-            "WHERE v.replicate = 0"
-        ):
-            label = value_label(_decode(row["value"]))
-            values[(row["judge_model"], row["rubric_id"], row["dimension"])][label] += 1
+    for judge_model, rubric_id, dimension, value in read_primary_values(db):
+        values[(judge_model, rubric_id, dimension)][value_label(value)] += 1
     scales = _scales(values)
-    groups: dict[tuple[str, str], list[sqlite3.Row]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
         groups[(row["judge_model"], row["rubric_id"])].append(row)
     models = []
@@ -288,13 +197,9 @@ def _judge_section(con: sqlite3.Connection, tables: set[str]) -> dict | None:
     return {"models": models, "annotations": len(rows)}
 
 
-def _has_rows(con: sqlite3.Connection, tables: set[str], table: str) -> bool:
-    return table in tables and con.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchone() is not None
-
-
-def _agreement_section(db_path: str, con: sqlite3.Connection, tables: set[str]) -> dict:
+def _agreement_section(db_path: str, has_judge: bool, has_ratings: bool) -> dict:
     """The audit's own dict (evalkit.agreement.audit.build_audit), or why there is none."""
-    if not (_has_rows(con, tables, "annotations") or _has_rows(con, tables, "ratings")):
+    if not (has_judge or has_ratings):
         return {"available": False, "reason": "no judge annotations or imported ratings in this database yet"}
     try:
         from evalkit.agreement.audit import build_audit
@@ -308,17 +213,9 @@ def _agreement_section(db_path: str, con: sqlite3.Connection, tables: set[str]) 
     return {"available": True, "audit": json.loads(json.dumps(audit, sort_keys=True, default=str))}
 
 
-def _provenance(con: sqlite3.Connection, tables: set[str], runs: list[dict], made_at: str) -> dict:
-    rubrics: set[tuple[str, str, str]] = set()
-    judge_models: set[str] = set()
-    if "annotations" in tables:
-        for row in con.execute("SELECT DISTINCT judge_model, rubric_id, rubric_version, rubric_hash FROM annotations"):
-            judge_models.add(str(row["judge_model"]))
-            rubrics.add((str(row["rubric_id"]), str(row["rubric_version"]), str(row["rubric_hash"])))
-    human_raters: set[str] = set()
-    if "ratings" in tables and "rater_kind" in _columns(con, "ratings"):
-        for row in con.execute("SELECT DISTINCT rater FROM ratings WHERE rater_kind = 'human'"):
-            human_raters.add(str(row["rater"]))
+def _provenance(annotations: list[dict], human_raters: set[str], runs: list[dict], made_at: str) -> dict:
+    judge_models = {str(row["judge_model"]) for row in annotations}
+    rubrics = {(str(row["rubric_id"]), str(row["rubric_version"]), str(row["rubric_hash"])) for row in annotations}
     return {
         "evalkit_version": __version__,
         "made_at": made_at,
@@ -409,21 +306,21 @@ def build_report(
     from evalkit.api import aggregate
 
     contamination = load_contamination(contamination_path)
-    con = _connect(db_path)
     try:
-        tables = _tables(con)
-        cards = _load_cards(con, tables)
-        runs = _runs_section(cards, _run_info(con, tables), _commands(con, tables))
-        agg = aggregate(cards) if cards else {"groups": [], "models": []}
-        agg = json.loads(json.dumps(agg, sort_keys=True, default=str))
-        judge = _judge_section(con, tables)
-        agreement = _agreement_section(str(db_path), con, tables)
-        made_at = made_at or made_at_now()
-        provenance = _provenance(con, tables, runs, made_at)
-    except sqlite3.DatabaseError as exc:
-        raise ReportError(f"{db_path}: cannot read the database ({exc})") from None
-    finally:
-        con.close()
+        with open_readonly(db_path) as db:
+            # the stored card omits the judge bundle (it lives in `bundles`); the report needs none
+            cards = list(read_scorecards(db, with_bundle=False))
+            runs = _runs_section(cards, read_runs(db), read_commands(db))
+            agg = aggregate(cards) if cards else {"groups": [], "models": []}
+            agg = json.loads(json.dumps(agg, sort_keys=True, default=str))
+            annotations = read_annotation_rows(db)
+            judge = _judge_section(db, annotations)
+            ratings = read_ratings(db)
+            made_at = made_at or made_at_now()
+            provenance = _provenance(annotations, {r.rater for r in ratings if r.rater_kind == "human"}, runs, made_at)
+        agreement = _agreement_section(str(db_path), bool(annotations), bool(ratings))
+    except InputError as exc:
+        raise ReportError(str(exc)) from None
     titles = {r["scenario_id"]: r["scenario_title"] for r in runs if r.get("scenario_title")}
     for group in agg.get("groups", []):
         group.setdefault("scenario_title", titles.get(group.get("scenario_id")))

@@ -1,0 +1,229 @@
+"""The only two ways evalkit opens its SQLite file: :func:`open_write` and :func:`open_readonly`.
+
+Writers (``score``, ``judge``, ``annotations import``, ``cache clear``): the busy timeout is the
+first statement, then WAL mode and the schema (created or migrated in one ``BEGIN IMMEDIATE``
+transaction); both are retried while another process holds the lock, so any number of processes
+may create the same new file at once.
+
+Readers (``audit``, ``report``, ``cache stats``, ``judge`` without PATHS): ``mode=ro``, plus
+``immutable=1`` when the file's directory is not writable (SQLite could not create the WAL
+index there; an immutable reader does not see a WAL file, which only exists while a writer has
+the file open). An older file is shown at the current schema through TEMP tables/views, never
+migrated; then the connection is ``query_only``.
+
+Every failure is a :class:`DbError`: one line naming the file, never a sqlite3 traceback.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from evalkit.db import schema
+from evalkit.errors import InputError
+
+BUSY_TIMEOUT_MS = 60_000
+LOCK_RETRY_S = 120.0  # how long schema creation keeps retrying a lock it could not wait for
+
+T = TypeVar("T")
+
+
+class DbError(InputError):
+    """The database file cannot be used; ``str()`` is ``path: reason``."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(path, None, message)
+
+
+def describe(exc: sqlite3.Error) -> str:
+    """A sqlite3 error as the reason part of a one-line message."""
+    text = str(exc)
+    if "file is not a database" in text:
+        return "not a readable SQLite database (corrupt, truncated, or another kind of file)"
+    if "malformed" in text:
+        return f"the database file is corrupt ({text})"
+    if "unable to open database file" in text:
+        return "cannot open the database file"
+    if "readonly database" in text:
+        return f"cannot write: the file or its directory is read-only ({text})"
+    if "locked" in text or "busy" in text:
+        return f"the database is locked by another process ({text})"
+    return f"cannot use the database ({text})"
+
+
+def _header_problem(path: Path) -> str | None:
+    """Cheap checks on the 100-byte header, before SQLite sees the file (an empty file is a
+    valid new database)."""
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return None
+        with path.open("rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        return f"cannot read the database file ({exc.strerror or exc})"
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        return "not a readable SQLite database (corrupt, truncated, or another kind of file)"
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    header_size_valid = head[92:96] == head[24:28]
+    if header_size_valid and pages and size < pages * page_size:
+        return f"the database file is truncated ({size} bytes, its header says {pages * page_size})"
+    return None
+
+
+def _check_path(name: str, *, must_exist: bool) -> Path:
+    path = Path(name)
+    if path.is_dir():
+        raise DbError(name, "is a directory, not a database file")
+    if not path.exists():
+        if must_exist:
+            raise DbError(name, "no such database file")
+        if not path.parent.is_dir():
+            raise DbError(name, f"cannot create the database: no such directory {str(path.parent)!r}")
+        return path
+    if not path.is_file():
+        raise DbError(name, "not a regular file")
+    problem = _header_problem(path)
+    if problem:
+        raise DbError(name, problem)
+    return path
+
+
+def _locked(exc: sqlite3.Error) -> bool:
+    text = str(exc)
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def retry_locked(fn: Callable[[], T], budget_s: float = LOCK_RETRY_S) -> T:
+    """Run ``fn`` again while SQLite reports the lock busy without waiting (it does so when
+    waiting could deadlock, e.g. switching to WAL while another process starts a transaction)."""
+    deadline = time.monotonic() + budget_s
+    delay = 0.005
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay * (1 + random.random()))
+        delay = min(delay * 2, 0.25)
+
+
+class Database:
+    """An open evalkit database: the connection plus the file name its errors carry."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str, readonly: bool):
+        self.conn = conn
+        self.path = path
+        self.readonly = readonly
+
+    # -- reads --------------------------------------------------------------------------------
+    def rows(self, sql: str, args: Any = ()) -> Iterator[sqlite3.Row]:
+        """Rows of a query (``sqlite3.Row``); a sqlite3 error becomes a DbError."""
+        try:
+            cursor = self.conn.execute(sql, args)
+            cursor.row_factory = sqlite3.Row
+            yield from cursor
+        except sqlite3.Error as exc:
+            raise DbError(self.path, describe(exc)) from None
+
+    def one(self, sql: str, args: Any = ()) -> sqlite3.Row | None:
+        return next(iter(self.rows(sql, args)), None)
+
+    # -- writes -------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``: all of the block or none of it."""
+        if self.readonly:
+            raise DbError(self.path, "opened read-only")
+        conn = self.conn
+        try:
+            retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
+        except sqlite3.Error as exc:
+            raise DbError(self.path, describe(exc)) from None
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise DbError(self.path, describe(exc)) from None
+            raise
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Database":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _prepare_write(conn: sqlite3.Connection, memory: bool) -> None:
+    if not memory and conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+    if schema.needs_migration(conn, schema.check(conn)):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            schema.migrate(conn)  # re-checks inside the lock: another process may have done it
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+
+def open_write(path: str | os.PathLike[str], *, synchronous: str | None = None) -> Database:
+    """Open (creating if needed) the database for writing, at the current schema."""
+    name = str(path)
+    memory = name == ":memory:"
+    if not memory:
+        _check_path(name, must_exist=False)
+    conn = None
+    try:
+        conn = sqlite3.connect(name, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        retry_locked(lambda: _prepare_write(conn, memory))
+        if synchronous:
+            conn.execute(f"PRAGMA synchronous = {synchronous}")
+    except schema.SchemaProblem as exc:
+        conn.close()
+        raise DbError(name, str(exc)) from None
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        raise DbError(name, describe(exc)) from None
+    return Database(conn, name, readonly=False)
+
+
+def open_readonly(path: str | os.PathLike[str]) -> Database:
+    """Open an existing database for reading only; it is never created, migrated or written."""
+    name = str(path)
+    p = _check_path(name, must_exist=True)
+    uri = p.resolve().as_uri() + "?mode=ro"
+    if not os.access(p.resolve().parent, os.W_OK):
+        uri += "&immutable=1"
+    conn = None
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        present = schema.check(conn)
+        schema.overlay(conn, present)
+        conn.execute("PRAGMA query_only = 1")
+    except schema.SchemaProblem as exc:
+        conn.close()
+        raise DbError(name, str(exc)) from None
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        raise DbError(name, describe(exc)) from None
+    return Database(conn, name, readonly=True)

@@ -1,0 +1,314 @@
+"""The judge's tables: the call cache (``judge_calls``), ``annotations`` and ``annotation_values``.
+
+:class:`JudgeTables` is the judge layer's writer (``judges.store.JudgeStore`` is this class).
+Every finished call is written in one short ``BEGIN IMMEDIATE`` transaction (call row +
+annotation + values), so a killed process leaves either all of a call or none of it, and two
+processes can share the file. Writes are upserts on deterministic keys: re-running never
+duplicates rows.
+
+Rules kept here:
+- a failure never overwrites a stored success (neither the cached call nor the annotation);
+- only ``status = 'ok'`` calls are cache hits (:meth:`JudgeTables.get_ok`); failures are retried;
+- scorecard tables are never touched.
+
+The readers below (:func:`read_annotations`, :func:`read_call_costs`, …) take a read-only
+:class:`~evalkit.db.connect.Database` and are what the audit and the report use.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from evalkit.db.connect import Database, open_readonly, open_write
+from evalkit.db.names import resolve_judge
+from evalkit.db.schema import TABLES
+
+CALL_COLUMNS = TABLES["judge_calls"].column_names
+ANNOTATION_COLUMNS = TABLES["annotations"].column_names
+
+
+def _upsert(table: str, columns: tuple[str, ...], key: str, where: str = "") -> str:
+    cols = ", ".join(columns)
+    marks = ", ".join("?" for _ in columns)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
+    return (f"INSERT INTO {table} ({cols}) VALUES ({marks}) ON CONFLICT({key}) DO UPDATE SET {updates}"
+            + (f" WHERE {where}" if where else ""))
+
+
+class JudgeTables:
+    """The judge tables of one database file, open for writing (or read-only for statistics)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False):
+        self.path = str(path)
+        self.database = open_readonly(self.path) if readonly else open_write(self.path, synchronous="NORMAL")
+
+    @property
+    def conn(self):
+        return self.database.conn
+
+    def close(self) -> None:
+        self.database.close()
+
+    # -- reads ------------------------------------------------------------------------------
+    def get_ok(self, key: str) -> dict | None:
+        row = self.database.one("SELECT * FROM judge_calls WHERE cache_key = ? AND status = 'ok'", (key,))
+        return {c: row[c] for c in CALL_COLUMNS} if row else None
+
+    def get_annotation(self, ann_id: str) -> dict | None:
+        row = self.database.one("SELECT * FROM annotations WHERE annotation_id = ?", (ann_id,))
+        return {c: row[c] for c in ANNOTATION_COLUMNS} if row else None
+
+    def judged_runs(self, model: str, rubric_id: str, rubric_version: int, blind: bool) -> list[str]:
+        """Runs with an ok primary (replicate 0) annotation, sorted."""
+        return [r[0] for r in self.database.rows(
+            "SELECT DISTINCT run_id FROM annotations WHERE judge_model = ? AND rubric_id = ? "
+            "AND rubric_version = ? AND blind = ? AND replicate = 0 AND status = 'ok' ORDER BY run_id",
+            (model, rubric_id, rubric_version, int(bool(blind))))]
+
+    def iter_annotations(self) -> Iterator[dict]:
+        for row in self.database.rows("SELECT * FROM annotations ORDER BY run_id, judge_model, rubric_id, "
+                                      "blind, replicate, annotation_id"):
+            yield {c: row[c] for c in ANNOTATION_COLUMNS}
+
+    # -- the one write path -----------------------------------------------------------------
+    def record(self, call: dict, ann: dict, values: dict | None, confidence: float | None,
+               replicate_tag: str, write_call: bool = True) -> dict:
+        """Store one finished call and its annotation atomically; returns the annotation row.
+
+        `call` holds judge_calls columns; `ann` holds annotations columns except the replicate
+        number, which is assigned here (0 for the primary answer, else reused for the same
+        replicate tag or the next free number) inside the same transaction.
+        """
+        with self.database.transaction() as conn:
+            if write_call:
+                conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key",
+                                     "judge_calls.status != 'ok' OR excluded.status = 'ok'"),
+                             [call.get(c) for c in CALL_COLUMNS])
+            existing = conn.execute("SELECT replicate, status, cache_key FROM annotations "
+                                    "WHERE annotation_id = ?", (ann["annotation_id"],)).fetchone()
+            if replicate_tag == "0":
+                replicate = 0
+            elif existing is not None:
+                replicate = existing[0]
+            else:
+                replicate = conn.execute(
+                    "SELECT COALESCE(MAX(replicate), 0) + 1 FROM annotations WHERE run_id = ? AND "
+                    "judge_model = ? AND rubric_id = ? AND rubric_version = ? AND blind = ?",
+                    (ann["run_id"], ann["judge_model"], ann["rubric_id"], ann["rubric_version"],
+                     ann["blind"])).fetchone()[0]
+            row = dict(ann, replicate=replicate)
+            keep_old = existing is not None and (
+                (existing[1] == "ok" and row["status"] != "ok")               # never lose a success
+                or (existing[1] == "ok" and existing[2] == row["cache_key"]))  # same answer already there
+            if not keep_old:
+                conn.execute(_upsert("annotations", ANNOTATION_COLUMNS, "annotation_id"),
+                             [row.get(c) for c in ANNOTATION_COLUMNS])
+                conn.execute("DELETE FROM annotation_values WHERE annotation_id = ?", (row["annotation_id"],))
+                if row["status"] == "ok" and values:
+                    for dim, value in values.items():
+                        if dim in ("confidence", "rationale"):
+                            continue
+                        conn.execute(
+                            "INSERT INTO annotation_values (annotation_id, run_id, judge_model, rubric_id, "
+                            "dimension, value, confidence, blind, replicate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (row["annotation_id"], row["run_id"], row["judge_model"], row["rubric_id"], dim,
+                             json.dumps(value), confidence if dim == "outcome" else None, row["blind"],
+                             replicate))
+            else:
+                stored = conn.execute("SELECT * FROM annotations WHERE annotation_id = ?",
+                                      (ann["annotation_id"],)).fetchone()
+                row = dict(zip(ANNOTATION_COLUMNS, stored))
+        return row
+
+    def record_call(self, call: dict) -> None:
+        """Store a call that produced no annotation (a fatal error); never replaces a success."""
+        with self.database.transaction() as conn:
+            conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key", "judge_calls.status != 'ok'"),
+                         [call.get(c) for c in CALL_COLUMNS])
+
+    # -- cache maintenance ------------------------------------------------------------------
+    def stats(self) -> list[dict]:
+        keys = ("judge_model", "rubric_id", "rubric_version", "status", "calls", "prompt_tokens",
+                "completion_tokens", "cost_usd")
+        rows = self.database.rows(
+            "SELECT judge_model, rubric_id, rubric_version, status, COUNT(*), COALESCE(SUM(prompt_tokens), 0), "
+            "COALESCE(SUM(completion_tokens), 0), SUM(cost_usd) FROM judge_calls "
+            "GROUP BY judge_model, rubric_id, rubric_version, status "
+            "ORDER BY judge_model, rubric_id, rubric_version, status")
+        return [dict(zip(keys, tuple(r))) for r in rows]
+
+    def judge_models(self) -> list[str]:
+        """The judges this file knows: every model in the cache or the annotations, sorted."""
+        return judge_models(self.database)
+
+    def clear(self, model: str | None = None, rubric: str | None = None) -> int:
+        """Delete cached calls (annotations stay: they are results, not cache). ``model`` is
+        resolved like every judge name (:func:`evalkit.db.names.resolve_judge`): an unknown or
+        ambiguous name raises ``UnknownJudge``."""
+        where, args = [], []
+        if model:
+            where.append("judge_model = ?")
+            args.append(resolve_judge(model, self.judge_models(), self.path))
+        if rubric:
+            where.append("rubric_id = ?")
+            args.append(rubric)
+        sql = "DELETE FROM judge_calls" + (" WHERE " + " AND ".join(where) if where else "")
+        with self.database.transaction() as conn:
+            return conn.execute(sql, args).rowcount
+
+
+# ---------------------------------------------------------------------------------------------
+# readers
+
+
+def judge_models(db: Database) -> list[str]:
+    return [r[0] for r in db.rows(
+        "SELECT judge_model FROM judge_calls WHERE judge_model IS NOT NULL UNION "
+        "SELECT judge_model FROM annotations WHERE judge_model IS NOT NULL ORDER BY 1")]
+
+
+def label_value(raw: Any) -> Any:
+    """A stored value (JSON text) as a label: decoded, a non-JSON string taken literally,
+    integral floats as integers (3.0 == 3, as the importer normalises), and a structured value
+    (object/array) as its canonical JSON text so that it is still a hashable label."""
+    v = raw
+    if isinstance(raw, str):
+        try:
+            v = json.loads(raw)
+        except json.JSONDecodeError:
+            v = raw
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, sort_keys=True, separators=(",", ":"))
+    return v
+
+
+@dataclass(frozen=True)
+class JudgeValue:
+    """One dimension of one ok annotation."""
+
+    annotation_id: str
+    run_id: str
+    judge_model: str
+    rubric_id: str
+    dimension: str
+    value: Any
+    confidence: float | None
+    blind: bool
+    replicate: int
+    rationale: str
+    created_at: str
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x:
+        return None  # not a number (or NaN): no forecast
+    return float(x) if isinstance(x, float) else x
+
+
+def read_annotations(db: Database, judge: str | None = None, rubric: str | None = None) -> Iterator[JudgeValue]:
+    """Values of ``ok`` annotations, ordered so that later answers come last (created_at, id,
+    dimension). ``judge`` is resolved by :func:`~evalkit.db.names.resolve_judge` (full model
+    string or the part after the provider prefix); an unknown name raises ``UnknownJudge``."""
+    where, args = ["(a.status IS NULL OR a.status = 'ok')"], []
+    if judge is not None:
+        where.append("a.judge_model = ?")
+        args.append(resolve_judge(judge, judge_models(db), db.path))
+    if rubric is not None:
+        where.append("a.rubric_id = ?")
+        args.append(rubric)
+    # One row per annotation first (rationale, JSON), then its values: the annotation JSON is
+    # decoded at most once per annotation, and only when a column it backs up is empty.
+    heads = {row[0]: row for row in db.rows(
+        "SELECT a.annotation_id, a.rationale, a.annotation, a.created_at, a.blind, a.replicate "
+        f"FROM annotations a WHERE {' AND '.join(where)}", args)}
+    docs: dict[Any, Any] = {}
+
+    def doc_of(aid: Any) -> Any:
+        if aid not in docs:
+            raw = heads[aid]["annotation"]
+            try:
+                docs[aid] = json.loads(raw) if isinstance(raw, str) else raw
+            except json.JSONDecodeError:
+                docs[aid] = raw
+        return docs[aid]
+
+    keyed = []
+    for row in db.rows("SELECT annotation_id, run_id, judge_model, rubric_id, dimension, value, confidence, "
+                       "blind, replicate FROM annotation_values"):
+        head = heads.get(row[0])
+        if head is not None:
+            keyed.append((str(head["created_at"] or ""), str(row[0]), row[4], tuple(row), head))
+    keyed.sort(key=lambda k: k[:3])
+    decoded: dict[Any, Any] = {}
+    for created_at, aid, dimension, row, head in keyed:
+        text = head["rationale"]
+        if text is None:
+            doc = doc_of(row[0])
+            text = doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
+        confidence = _number(row[6])
+        if confidence is None and dimension == "outcome":
+            # the rubric's single `confidence` belongs to `outcome` (procedure_v1)
+            doc = doc_of(row[0])
+            c = _number(doc.get("confidence")) if isinstance(doc, dict) else None
+            confidence = None if c is None else float(c)
+        raw = row[5]
+        if raw not in decoded:
+            decoded[raw] = label_value(raw)
+        blind = row[7] if row[7] is not None else head["blind"]
+        replicate = row[8] if row[8] is not None else head["replicate"]
+        yield JudgeValue(
+            annotation_id=aid, run_id=str(row[1]), judge_model=row[2], rubric_id=row[3], dimension=dimension,
+            value=decoded[raw], confidence=confidence, blind=bool(blind), replicate=int(replicate or 0),
+            rationale=text or "", created_at=created_at,
+        )
+
+
+@dataclass(frozen=True)
+class CallCost:
+    judge_model: str
+    cost_usd: float | None
+    latency_ms: float | None
+    order_key: tuple[str, str]
+
+
+def read_call_costs(db: Database, judge: str | None = None, rubric: str | None = None) -> tuple[str, list[CallCost]]:
+    """Per-call cost/latency: from the judge cache (every call, failed ones too) when it has
+    rows, else from the annotations. Returns (source table, calls in call order)."""
+    model = resolve_judge(judge, judge_models(db), db.path) if judge is not None else None
+    for table, ts, key in (("judge_calls", "started_at", "cache_key"), ("annotations", "created_at", "annotation_id")):
+        where, args = [], []
+        if model is not None:
+            where.append("judge_model = ?")
+            args.append(model)
+        if rubric is not None:
+            where.append("rubric_id = ?")
+            args.append(rubric)
+        sql = f"SELECT judge_model, cost_usd, latency_ms, {ts} AS ts, {key} AS k FROM {table}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        rows = [CallCost(r["judge_model"], r["cost_usd"], r["latency_ms"], (str(r["ts"] or ""), str(r["k"])))
+                for r in db.rows(sql, args)]
+        if not rows:
+            continue  # an empty cache (e.g. after `evalkit cache clear`): fall back to annotations
+        rows.sort(key=lambda c: (c.judge_model, c.order_key))
+        return table, rows
+    return "", []
+
+
+def read_annotation_rows(db: Database) -> list[dict[str, Any]]:
+    """Every annotation (ok or not), ordered by judge model, rubric, created_at, id."""
+    return [{c: row[c] for c in ANNOTATION_COLUMNS} for row in db.rows(
+        "SELECT * FROM annotations ORDER BY judge_model, rubric_id, created_at, annotation_id")]
+
+
+def read_primary_values(db: Database) -> Iterator[tuple[str, str, str, Any]]:
+    """(judge_model, rubric_id, dimension, decoded value) of every primary (replicate 0) value."""
+    from evalkit.db.scores import decode_json
+
+    for row in db.rows("SELECT judge_model, rubric_id, dimension, value FROM annotation_values WHERE replicate = 0"):
+        yield row[0], row[1], row[2], decode_json(row[3])

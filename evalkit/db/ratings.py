@@ -1,0 +1,58 @@
+"""Imported ratings (``evalkit annotations import``): the writer and the typed reader.
+
+``value`` is stored as JSON text. Re-importing replaces the ratings with the same
+``(item_id, rater, dimension)``; one file is one transaction.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from evalkit.db.connect import Database, open_write
+from evalkit.db.judge import label_value
+
+
+@dataclass(frozen=True)
+class Rating:
+    item_id: str
+    rater: str
+    rater_kind: str
+    dimension: str
+    value: Any
+    confidence: float | None
+    source: str  # "ratings" (imported) or "annotations" (evalkit judge)
+
+
+def write_ratings(path: str | os.PathLike[str], rows: Iterable[Any], source: str) -> None:
+    """Upsert rows (objects with item_id, rater, rater_kind, dimension, value, confidence) in one
+    transaction: all of them or none."""
+    values = [(r.item_id, r.rater, r.rater_kind, r.dimension, json.dumps(r.value), r.confidence, source)
+              for r in rows]
+    db = open_write(path)
+    try:
+        with db.transaction() as conn:
+            conn.executemany(
+                """INSERT INTO ratings (item_id, rater, rater_kind, dimension, value, confidence, source)
+                   VALUES (?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (item_id, rater, dimension) DO UPDATE SET
+                     rater_kind = excluded.rater_kind, value = excluded.value,
+                     confidence = excluded.confidence, source = excluded.source""",
+                values,
+            )
+    finally:
+        db.close()
+
+
+def read_ratings(db: Database, kind: str | None = None) -> list[Rating]:
+    """Imported ratings ordered by (item, rater, dimension); ``kind`` keeps one rater kind."""
+    sql = "SELECT item_id, rater, rater_kind, dimension, value, confidence FROM ratings"
+    args: tuple = ()
+    if kind is not None:
+        sql += " WHERE rater_kind = ?"
+        args = (kind,)
+    return [Rating(str(r["item_id"]), r["rater"], r["rater_kind"], r["dimension"], label_value(r["value"]),
+                   r["confidence"], "ratings")
+            for r in db.rows(sql + " ORDER BY item_id, rater, dimension", args)]

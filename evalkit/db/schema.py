@@ -1,0 +1,169 @@
+"""Every table evalkit keeps in its SQLite file, declared once, and the migrations between versions.
+
+The schema version lives in ``PRAGMA user_version``. Version 0 is a file made before versioning
+(evalkit ≤ 0.x wrote the same tables without setting it) or a brand-new file; version 1 is the
+layout below. Migrating is additive and idempotent: a missing table is created, a missing
+column is added (nullable), missing indexes are created, then the version-specific data steps
+in :data:`STEPS` run and ``user_version`` is set, all in one transaction.
+
+To change the schema: edit :data:`TABLES`, bump :data:`SCHEMA_VERSION`, and add a step to
+:data:`STEPS` only when existing rows must change. An older evalkit refuses a file whose
+version is higher than it knows (it might misread it), with a one-line error.
+
+The column types are the ones sqlite-utils gave the score tables (TEXT, REAL, INTEGER), so a
+file made by an older evalkit and one made today are the same.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[tuple[str, str], ...]  # (column, declared type with constraints)
+    pk: tuple[str, ...]
+    indexes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c for c, _ in self.columns)
+
+    def ddl(self, temp: bool = False) -> str:
+        cols = [f'"{c}" {t}' + (" PRIMARY KEY" if self.pk == (c,) else "") for c, t in self.columns]
+        if len(self.pk) > 1:
+            cols.append("PRIMARY KEY (" + ", ".join(f'"{c}"' for c in self.pk) + ")")
+        return f'CREATE {"TEMP " if temp else ""}TABLE "{self.name}" (\n   ' + ",\n   ".join(cols) + "\n)"
+
+
+def _cols(spec: str) -> tuple[tuple[str, str], ...]:
+    """``"a TEXT, b REAL NOT NULL"`` → (("a", "TEXT"), ("b", "REAL NOT NULL"))."""
+    out = []
+    for part in spec.split(","):
+        name, _, kind = part.strip().partition(" ")
+        out.append((name, kind.strip()))
+    return tuple(out)
+
+
+TABLES: dict[str, Table] = {t.name: t for t in (
+    # -- scores (evalkit score): upserted by run_id -------------------------------------------
+    Table("runs", _cols(
+        "run_id TEXT, path TEXT, scenario_id TEXT, scenario_title TEXT, model TEXT, provider TEXT, "
+        "ts_utc TEXT, final_reason TEXT, status TEXT, bundle_hash TEXT"), ("run_id",)),
+    Table("scorecards", _cols(
+        "run_id TEXT, scenario_id TEXT, model TEXT, status TEXT, scalar REAL, coverage REAL, "
+        "order_score REAL, end_state REAL, all_passed INTEGER, safety_dangerous INTEGER, "
+        "safety_anti_procedure INTEGER, extraneous INTEGER, bundle_hash TEXT, card TEXT"), ("run_id",)),
+    Table("commands", _cols(
+        "run_id TEXT, idx INTEGER, step INTEGER, call_index INTEGER, tool TEXT, control TEXT, "
+        "value TEXT, args TEXT, class TEXT, subtype TEXT, severity TEXT"), ("run_id", "idx"),
+        (("idx_commands_run_id", ("run_id",)),)),
+    Table("bundles", _cols("bundle_hash TEXT, bundle TEXT"), ("bundle_hash",)),
+    # -- the judge (evalkit judge): the call cache, annotations and their values ----------------
+    Table("judge_calls", _cols(
+        "cache_key TEXT, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, "
+        "rubric_version INTEGER, rubric_hash TEXT, params TEXT, request TEXT, raw_response TEXT, "
+        "status TEXT NOT NULL, error TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, "
+        "cost_usd REAL, latency_ms REAL, attempts INTEGER, started_at TEXT, finished_at TEXT"), ("cache_key",),
+        (("idx_judge_calls_model", ("judge_model", "rubric_id")),)),
+    Table("annotations", _cols(
+        "annotation_id TEXT, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, "
+        "rubric_version INTEGER, rubric_hash TEXT, blind INTEGER, replicate INTEGER, status TEXT NOT NULL, "
+        "annotation TEXT, rationale TEXT, cost_usd REAL, latency_ms REAL, prompt_tokens INTEGER, "
+        "completion_tokens INTEGER, cache_key TEXT, created_at TEXT"), ("annotation_id",),
+        (("idx_annotations_run", ("run_id", "judge_model", "rubric_id")),)),
+    Table("annotation_values", _cols(
+        "annotation_id TEXT, run_id TEXT, judge_model TEXT, rubric_id TEXT, dimension TEXT, value TEXT, "
+        "confidence REAL, blind INTEGER, replicate INTEGER"), ("annotation_id", "dimension")),
+    # -- imported ratings (evalkit annotations import) ------------------------------------------
+    Table("ratings", _cols(
+        "item_id TEXT NOT NULL, rater TEXT NOT NULL, rater_kind TEXT NOT NULL, dimension TEXT NOT NULL, "
+        "value TEXT NOT NULL, confidence REAL, source TEXT"), ("item_id", "rater", "dimension")),
+)}
+
+# Data steps per target version (run after the tables/columns of that version exist). None yet:
+# version 1 only declares what evalkit already wrote.
+STEPS: dict[int, tuple[str, ...]] = {}
+
+
+class SchemaProblem(Exception):
+    """The file's schema is not one this evalkit can use; ``str()`` says why (no path)."""
+
+
+def user_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _present(conn: sqlite3.Connection, schema: str = "main") -> dict[str, dict[str, tuple]]:
+    """{table: {column: table_info row}} for the evalkit tables present in ``schema``."""
+    names = {r[0] for r in conn.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")}
+    return {name: {r[1]: tuple(r) for r in conn.execute(f'PRAGMA {schema}.table_info("{name}")')}
+            for name in TABLES if name in names}
+
+
+def check(conn: sqlite3.Connection) -> dict[str, dict[str, tuple]]:
+    """Refuse what this evalkit cannot use; return the evalkit tables present.
+
+    Refused: a version newer than :data:`SCHEMA_VERSION`; a table of ours with a required
+    (NOT NULL, no default) column we do not know, because every insert would fail; a table of
+    ours that is a view or lacks a primary-key column (a different program's table).
+    """
+    version = user_version(conn)
+    if version > SCHEMA_VERSION:
+        raise SchemaProblem(f"made by a newer evalkit (schema version {version}; this evalkit knows "
+                            f"up to {SCHEMA_VERSION}): upgrade evalkit to use it")
+    present = _present(conn)
+    for name, cols in present.items():
+        table = TABLES[name]
+        for col, info in cols.items():
+            notnull, default = info[3], info[4]
+            if col not in table.column_names and notnull and default is None:
+                raise SchemaProblem(f"table {name} has a required column {col!r} that evalkit does not "
+                                    "write (not a database this evalkit made)")
+        missing_pk = [c for c in table.pk if c not in cols]
+        if missing_pk:
+            raise SchemaProblem(f"table {name} has no column {missing_pk[0]!r} (not a database this evalkit made)")
+    return present
+
+
+def needs_migration(conn: sqlite3.Connection, present: dict[str, dict[str, tuple]]) -> bool:
+    if user_version(conn) != SCHEMA_VERSION:
+        return True
+    return any(name not in present or set(t.column_names) - set(present[name]) for name, t in TABLES.items())
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Bring the file to :data:`SCHEMA_VERSION`. The caller holds a write transaction."""
+    present = check(conn)
+    start = user_version(conn)
+    for name, table in TABLES.items():
+        if name not in present:
+            conn.execute(table.ddl())
+        else:
+            for col, kind in table.columns:
+                if col not in present[name]:
+                    conn.execute(f'ALTER TABLE "{name}" ADD COLUMN "{col}" {kind.replace("NOT NULL", "").strip()}')
+        for index, cols in table.indexes:
+            conn.execute(f'CREATE INDEX IF NOT EXISTS "{index}" ON "{name}" ('
+                         + ", ".join(f'"{c}"' for c in cols) + ")")
+    for version in range(start + 1, SCHEMA_VERSION + 1):
+        for sql in STEPS.get(version, ()):
+            conn.execute(sql)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def overlay(conn: sqlite3.Connection, present: dict[str, dict[str, tuple]]) -> None:
+    """On a read-only connection, make an older file look current without writing it: a missing
+    table becomes an empty TEMP table, a table missing columns is shadowed by a TEMP view that
+    reads NULL for them (TEMP names are looked up before the file's own)."""
+    for name, table in TABLES.items():
+        if name not in present:
+            conn.execute(table.ddl(temp=True))
+            continue
+        missing = [c for c in table.column_names if c not in present[name]]
+        if missing:
+            cols = ", ".join(f'"{c}"' if c in present[name] else f'NULL AS "{c}"' for c in table.column_names)
+            conn.execute(f'CREATE TEMP VIEW "{name}" AS SELECT {cols} FROM main."{name}"')
