@@ -1,4 +1,5 @@
-"""Shared pieces of the judge tests: the fake server fixture, a tiny-backoff config, scored databases.
+"""Shared pieces of the judge tests: a tiny-backoff config, scored databases (the fake server
+fixtures `server` / `_server` are in conftest.py).
 
 Everything LLM-related goes through the real litellm client to tests/fake_llm_server.py on
 127.0.0.1 (model `openai/<name>`, api_base = the fake server). Backoff is made tiny through the
@@ -9,28 +10,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pytest
-
-from fake_llm_server import FakeLLMServer
-
 FAST = {"retry": {"attempts": 3, "initial_wait_s": 0.001, "max_wait_s": 0.005, "jitter_s": 0.001,
                   "max_retry_after_s": 5.0},
         "request": {"timeout_s": 5.0, "reask": 1}}
 FAKE_KEY = "sk-test-DO-NOT-STORE-4f9c2a7b1e"
-
-
-@pytest.fixture(scope="session")
-def _server():
-    with FakeLLMServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def server(_server, monkeypatch):
-    _server.reset()
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    yield _server
-    _server.reset()
 
 
 def write_runs(directory: Path, n: int, start: int = 0) -> Path:

@@ -43,30 +43,6 @@ def find_chromium() -> str | None:
     return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
 
 
-def install_chromium() -> tuple[str | None, str]:
-    """Install Debian's chromium when missing (root + apt-get only). Returns (path, why-not)."""
-    found = find_chromium()
-    if found:
-        return found, ""
-    if not shutil.which("apt-get"):
-        return None, "chromium is not installed and apt-get is not available"
-    if os.geteuid() != 0:
-        return None, "chromium is not installed and installing it needs root (apt-get install -y chromium)"
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    log = []
-    for cmd in (["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
-                ["apt-get", "update"],
-                ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):
-        try:
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return None, f"{' '.join(cmd)} failed: {exc}"
-        log.append(done.stderr.strip().splitlines()[-1:] if done.stderr.strip() else [])
-        if cmd[1] == "install" and done.returncode == 0 and find_chromium():
-            return find_chromium(), ""
-    return None, f"apt-get install chromium failed: {log}"
-
-
 @dataclass
 class PageResult:
     events: list[dict] = field(default_factory=list)

@@ -6,7 +6,7 @@ import json
 from click.testing import CliRunner
 
 import evalkit.cli
-from judge_helpers import FAST, _server, count, rows, scored_db, server, write_runs  # noqa: F401
+from judge_helpers import FAST, count, rows, scored_db, write_runs
 
 
 def invoke(*args):

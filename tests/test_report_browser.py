@@ -1,22 +1,26 @@
-"""The HTML report in a real headless browser (Debian's chromium, installed when missing).
+"""The HTML report in a real headless browser (Debian's chromium; CI installs it in .ci/run).
 
 Checks what only a browser can: the page loads with no console error, no network request beyond
 the file itself, no script or dialog from hostile trajectory text, every section and chart is
-laid out with a size; and it saves a full-page screenshot in test-output/ for a human to look at.
+laid out with a size; and it saves a full-page screenshot next to the page in the test's tmp
+directory (set EVALKIT_BROWSER_OUT=DIR to keep a copy of both for a human to look at).
+
+Without chromium the tests skip and say why, unless EVALKIT_REQUIRE_BROWSER=1 (set by .ci/run),
+where a missing browser is a failure: CI must not pass by skipping them.
 """
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 import report_fixtures as rf
 from evalkit.report import build_report, render_html
-from report_browser import Browser, install_chromium
+from report_browser import Browser, find_chromium
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "test-output"
 SECTIONS = ["headline", "vector", "safety", "runs", "judge", "agreement", "provenance", "contamination"]
 
 PROBES = {
@@ -35,9 +39,12 @@ PROBES = {
 
 @pytest.fixture(scope="session")
 def chromium():
-    path, why = install_chromium()
+    path = find_chromium()
     if path is None:
-        pytest.skip(f"no headless browser: {why}")
+        why = "chromium is not installed (apt-get install chromium; .ci/run installs it)"
+        if os.environ.get("EVALKIT_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"EVALKIT_REQUIRE_BROWSER=1 but {why}")
+        pytest.skip(why)
     return path
 
 
@@ -50,12 +57,17 @@ def browser(chromium):
 
 @pytest.fixture(scope="module")
 def page(browser, tmp_path_factory):
-    db = rf.build_db(tmp_path_factory.mktemp("browser"))
-    OUT.mkdir(exist_ok=True)
-    html_path = OUT / "report.html"
+    out = tmp_path_factory.mktemp("browser")
+    db = rf.build_db(out)
+    html_path = out / "report.html"
     html_path.write_text(render_html(build_report(db, title="evalkit report (browser test)")), encoding="utf-8")
     result = browser.load(html_path.resolve().as_uri(), PROBES)
-    (OUT / "report.png").write_bytes(result.screenshot)
+    (out / "report.png").write_bytes(result.screenshot)
+    keep = os.environ.get("EVALKIT_BROWSER_OUT")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        for name in ("report.html", "report.png"):
+            shutil.copy(out / name, Path(keep) / name)
     return html_path, result
 
 
@@ -98,8 +110,8 @@ def test_judge_section_is_visibly_set_apart(page):
 
 
 def test_screenshot_saved(page):
-    _, result = page
-    png = (OUT / "report.png").read_bytes()
+    html_path, result = page
+    png = (html_path.parent / "report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
     assert png == result.screenshot
 

@@ -1,0 +1,27 @@
+"""Fixtures shared by several test modules (pytest finds them here; nothing imports them by name).
+
+Plain helper functions live in the ``*_helpers.py`` / ``*_fixtures.py`` modules next to this file
+and are imported normally.
+"""
+from __future__ import annotations
+
+import pytest
+
+from fake_llm_server import FakeLLMServer
+from judge_helpers import FAKE_KEY
+
+
+@pytest.fixture(scope="session")
+def _server():
+    """One fake OpenAI-compatible server on 127.0.0.1 for the whole session."""
+    with FakeLLMServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def server(_server, monkeypatch):
+    """The session's fake server, reset before and after the test, with a fake API key set."""
+    _server.reset()
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    yield _server
+    _server.reset()
