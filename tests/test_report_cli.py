@@ -111,7 +111,7 @@ def test_bad_contamination_file_exits_1(db, tmp_path):
     c.write_text("[contamination]\ndeclared = 1\n", encoding="utf-8")
     result = run("report", "--db", str(db), "--markdown", "-", "--contamination", str(c))
     assert result.exit_code == 1
-    assert result.stderr.strip() == f"error: {c}: contamination.declared must be true or false"
+    assert result.stderr.strip() == f"error: {c}: contamination.declared: input should be a valid boolean, got 1"
 
 
 def test_both_outputs_to_stdout_is_a_usage_error(db):

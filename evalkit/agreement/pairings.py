@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import AfterValidator
+
+from evalkit.configfile import ConfigModel, load_toml, validate
 from evalkit.errors import InputError
 from evalkit.resources import data_dir
 
@@ -89,7 +91,10 @@ def parse_condition(raw: Any, where: str, path: str) -> tuple[Condition, ...]:
             raise InputError(
                 path, None, f"{where}: cannot read condition {text!r} (want null, not null or '<op> <value>' with op in == != >= <= > <)"
             )
-        alts.append(Condition(m.group(1), _literal(m.group(2).strip())))
+        literal = _literal(m.group(2).strip())
+        if m.group(1) not in ("==", "!=") and not _is_number(literal):
+            raise InputError(path, None, f"{where}: cannot read condition {text!r} ({m.group(1)} compares numbers, got {literal!r})")
+        alts.append(Condition(m.group(1), literal))
     return tuple(alts)
 
 
@@ -214,18 +219,93 @@ class AuditConfig:
 # loading
 
 
+def _scalar(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"must be a string or a number, got {value!r}")
+    return value
+
+
+def _condition_value(value: Any) -> Any:
+    if not isinstance(value, (str, int, float, bool)):
+        raise ValueError(f"a condition is a string, number or boolean, got {value!r}")
+    return value
+
+
+Label = Annotated[Any, AfterValidator(_scalar)]
+ConditionValue = Annotated[Any, AfterValidator(_condition_value)]
+Level = Literal["nominal", "ordinal", "interval"]
+
+
+class CaseSpec(ConfigModel):
+    """One ``[[pairing.judge]]`` / ``[[pairing.mechanical]]`` case as written in the file."""
+
+    label: Label
+    when: dict[str, ConditionValue] = {}
+
+
+class PairingSpec(ConfigModel):
+    """One ``[[pairing]]`` as written. Keys are optional here because a user file may only switch
+    a default pairing off (``name`` + ``enabled = false``); what a pairing needs is checked after
+    merging (:func:`_build_pairing`)."""
+
+    name: str | None = None
+    rubric: str | None = None
+    judge_dimension: str | None = None
+    level: str = "nominal"  # checked, with the pairing's name, in _build_pairing
+    scale: list[Label] | None = None
+    lenient_rank: int | None = None
+    confidence: bool = False
+    description: str = ""
+    enabled: bool = True
+    judge: list[CaseSpec] = []
+    mechanical: list[CaseSpec] | None = None
+
+
+class CalibrationSpec(ConfigModel):
+    escalation_threshold: float = 0.7
+    ece_bins: int = 10
+
+
+class BootstrapSpec(ConfigModel):
+    ci: float = 0.95
+
+
+class AltTestSpec(ConfigModel):
+    epsilon: float = 0.2
+    q: float = 0.05
+    min_humans: int = 3
+    min_items: int = 30
+
+
+class DriftSpec(ConfigModel):
+    moved_by: float = 2
+    max_moved: int = 1
+
+
+class DimensionSpecModel(ConfigModel):
+    level: Level | None = None
+    scale: list[Label] | None = None
+
+
+class PairingsFile(ConfigModel):
+    """The layout of configs/pairings.toml (and of a user's pairings file)."""
+
+    replace_defaults: bool = False
+    calibration: CalibrationSpec = CalibrationSpec()
+    bootstrap: BootstrapSpec = BootstrapSpec()
+    alt_test: AltTestSpec = AltTestSpec()
+    drift: DriftSpec = DriftSpec()
+    dimensions: dict[str, DimensionSpecModel] = {}
+    pairing: list[PairingSpec] = []
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(path), None, f"cannot read config: {exc.strerror or exc}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        msg = str(exc)
-        m = re.search(r"\(at line (\d+), column \d+\)", msg)
-        line = int(m.group(1)) if m else None
-        raise InputError(str(path), line, f"invalid TOML: {re.sub(r' ?[(]at line .*[)]', '', msg)}") from None
+    """The file's TOML, checked against :class:`PairingsFile` (unknown keys and wrong types are
+    errors naming the key path); the raw dict is returned so a user file merges onto the defaults
+    key by key."""
+    raw = load_toml(path, "config")
+    validate(PairingsFile, raw, path)
+    return raw
 
 
 def resolve_config_path(config: str | Path | None) -> Path | None:

@@ -16,7 +16,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from evalkit.report.data import ReportError, build_report, load_contamination, made_at_now
+from evalkit.report.contamination import load_contamination
+from evalkit.report.data import ReportError, build_report, made_at_now
 from evalkit.report.html import render_html
 from evalkit.report.markdown import render_markdown
 

@@ -25,17 +25,18 @@ import datetime as _dt
 import json
 import os
 import statistics
-import tomllib
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 from evalkit import __version__
+from evalkit.configfile import ConfigError
 from evalkit.db import (
     Database, open_readonly, read_annotation_rows, read_commands, read_primary_values, read_ratings, read_runs,
     read_scorecards,
 )
 from evalkit.errors import InputError
+from evalkit.report.contamination import load_contamination
 
 
 class ReportError(Exception):
@@ -241,52 +242,6 @@ def provenance_items(p: dict) -> list[tuple[str, str]]:
     ]
 
 
-def load_contamination(path: str | os.PathLike[str] | None = None) -> dict:
-    """Read the contamination declaration (configs/contamination.toml unless ``path``)."""
-    if path is None:
-        from evalkit.resources import data_dir
-
-        path = data_dir("configs") / "contamination.toml"
-        if not Path(path).is_file():
-            return {"declared": False, "statement": "", "evidence": [], "public_sources": [],
-                    "declared_by": "", "reviewed": "", "source": None}
-    try:
-        with open(path, "rb") as fh:
-            raw = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such contamination file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ReportError(f"{path}: {exc}") from None
-    section = raw.get("contamination")
-    if not isinstance(section, dict):
-        raise ReportError(f"{path}: missing [contamination] table")
-
-    def text(key: str) -> str:
-        value = section.get(key, "")
-        if not isinstance(value, str):
-            raise ReportError(f"{path}: contamination.{key} must be a string")
-        return value.strip()
-
-    def lines(key: str) -> list[str]:
-        value = section.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ReportError(f"{path}: contamination.{key} must be a list of strings")
-        return [v.strip() for v in value if v.strip()]
-
-    declared = section.get("declared", False)
-    if not isinstance(declared, bool):
-        raise ReportError(f"{path}: contamination.declared must be true or false")
-    return {
-        "declared": declared,
-        "declared_by": text("declared_by"),
-        "reviewed": text("reviewed"),
-        "statement": text("statement"),
-        "evidence": lines("evidence"),
-        "public_sources": lines("public_sources"),
-        "source": Path(path).name,
-    }
-
-
 # --------------------------------------------------------------------------------------------
 
 
@@ -305,7 +260,10 @@ def build_report(
     """
     from evalkit.api import aggregate
 
-    contamination = load_contamination(contamination_path)
+    try:
+        contamination = load_contamination(contamination_path)
+    except ConfigError as exc:
+        raise ReportError(str(exc)) from None
     try:
         with open_readonly(db_path) as db:
             # the stored card omits the judge bundle (it lives in `bundles`); the report needs none
