@@ -103,10 +103,37 @@ def test_paired_t_test_equivalence_with_scipy():
     assert _one_sided_t_less((w_h - w_j).astype(float), 0.2) == pytest.approx(one, abs=TOL)
 
 
+def _by_by_hand(p):
+    """Benjamini & Yekutieli (2001), step-up: p_(i) * m * c(m) / i, monotone from the top, capped at 1."""
+    m = len(p)
+    c_m = sum(1.0 / i for i in range(1, m + 1))
+    order = sorted(range(m), key=lambda i: p[i])
+    adjusted, running = [0.0] * m, 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, p[i] * m * c_m / rank)
+        adjusted[i] = min(running, 1.0)
+    return adjusted
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_benjamini_yekutieli_matches_scipy(seed):
+def test_benjamini_yekutieli_matches_the_formula(seed):
     p = np.random.default_rng(seed).random(9) ** 3
+    assert benjamini_yekutieli(p) == pytest.approx(_by_by_hand(p.tolist()), abs=TOL)
     assert benjamini_yekutieli(p) == pytest.approx(false_discovery_control(p, method="by"), abs=TOL)
+    assert benjamini_yekutieli([]).size == 0
+
+
+def test_one_sided_t_matches_the_formula():
+    from scipy.stats import t as student_t
+
+    from evalkit.agreement.alt_test import _one_sided_t_less
+
+    d = np.random.default_rng(4).integers(-1, 2, 40).astype(float)
+    t_stat = (d.mean() - 0.2) / (d.std(ddof=1) / math.sqrt(d.size))
+    assert _one_sided_t_less(d, 0.2) == pytest.approx(student_t.cdf(t_stat, df=d.size - 1), abs=TOL)
+    assert _one_sided_t_less(np.full(5, 0.0), 0.2) == 0.0 and _one_sided_t_less(np.full(5, 1.0), 0.2) == 1.0
+    assert _one_sided_t_less(np.full(5, 0.2), 0.2) is None and _one_sided_t_less(np.array([0.0]), 0.2) is None
 
 
 def test_alt_test_needs_three_humans():

@@ -35,36 +35,30 @@ METRICS = ("accuracy", "neg_abs_error", "neg_rmse")
 
 
 def benjamini_yekutieli(p_values: Any) -> np.ndarray:
-    """BY-adjusted p-values (``scipy.stats.false_discovery_control(p, method="by")``)."""
+    """BY-adjusted p-values: ``scipy.stats.false_discovery_control(p, method="by")``."""
+    from scipy.stats import false_discovery_control
+
     p = np.asarray(p_values, dtype=float)
-    m = p.size
-    if m == 0:
-        return p
-    order = np.argsort(p, kind="stable")
-    ranks = np.arange(1, m + 1)
-    c_m = (1.0 / ranks).sum()
-    scaled = p[order] * m * c_m / ranks
-    adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
-    out = np.empty(m)
-    out[order] = np.minimum(adjusted, 1.0)
-    return out
+    return p if p.size == 0 else false_discovery_control(p, method="by")
 
 
 def _one_sided_t_less(d: np.ndarray, mu: float) -> float | None:
-    """p-value of ``H1: mean(d) < mu`` (``scipy.stats.ttest_1samp(d, mu, alternative="less")``)."""
-    from scipy.stats import t as student_t
+    """p-value of ``H1: mean(d) < mu``: ``scipy.stats.ttest_1samp(d, mu, alternative="less")``.
+
+    Undefined (None) with fewer than two values, or when every value equals ``mu``; when every
+    value is equal but not ``mu`` the t statistic is infinite and p is 0 or 1 (scipy's limit, taken
+    here without its divide-by-zero warning)."""
+    from scipy.stats import ttest_1samp
 
     n = d.size
     if n < 2:
         return None
     mean = float(d.mean())
-    sd = float(d.std(ddof=1))
-    if sd == 0.0:
+    if float(d.std(ddof=1)) == 0.0:
         if mean == mu:
             return None
         return 0.0 if mean < mu else 1.0
-    t_stat = (mean - mu) / (sd / math.sqrt(n))
-    return float(student_t.cdf(t_stat, df=n - 1))
+    return float(ttest_1samp(d, mu, alternative="less").pvalue)
 
 
 def _encode(judge: Mapping[Any, Any], humans: Mapping[str, Mapping[Any, Any]], metric: str):

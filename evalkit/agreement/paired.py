@@ -130,48 +130,61 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
 
 def pairing_stats(p: Pairing, pairs: list[Pair], config: AuditConfig, bootstrap: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every statistic of one pairing over ``pairs``; undefined ones are null with a reason."""
-    import numpy as np
+    return _pairing_result(p, _compare(p, pairs, config, bootstrap=bootstrap), pairs)
 
-    st = _stats()
-    labels = list(p.scale)
-    # Statistics run on positions on the scale (0..k-1): the same numbers as on the labels
-    # (every function takes the scale in order), without re-encoding labels for each statistic.
-    k = len(labels)
-    codes = list(range(k))
-    judge = np.fromiter((x.judge_index for x in pairs), dtype=np.int64, count=len(pairs))
-    mech = np.fromiter((x.mechanical_index for x in pairs), dtype=np.int64, count=len(pairs))
-    ordinal = p.level in ORDERED  # weighted kappa and Spearman need an order
-    out: dict[str, Any] = {"n": len(pairs)}
-    out["percent_agreement"] = st.percent_agreement(judge, mech)
-    out["cohen_kappa"] = st.cohen_kappa(judge, mech, codes)
-    out["weighted_kappa"] = (
-        st.cohen_kappa(judge, mech, codes, weighted=True) if ordinal else na(NOT_APPLICABLE + "weighted kappa needs an ordinal or interval pairing")
+
+def _compare(p: Pairing, pairs: list[Pair], config: AuditConfig, *, bootstrap: dict[str, Any] | None = None,
+             slices: list[str] | None = None):
+    """The judge's labels (predictions) against the mechanical ones (references) on the pairing's
+    scale, through the comparison engine; the judge's confidence feeds calibration when the
+    pairing says so (see the module docstring for how a confidence becomes a forecast)."""
+    from evalkit.agreement.compare import compare
+
+    k = len(p.scale)
+    probabilities = confidences = None
+    if p.confidence:
+        # a confidence outside [0, 1] (or NaN) is not a probability: left out, and counted
+        probabilities, confidences = [], []
+        for x in pairs:
+            c = x.confidence
+            usable = c is not None and 0.0 <= c <= 1.0
+            rest = (1.0 - c) / (k - 1) if usable else 0.0
+            probabilities.append([c if i == x.judge_index else rest for i in range(k)] if usable else None)
+            confidences.append(float(c) if usable else None)
+    return compare(
+        [x.judge_index for x in pairs], [x.mechanical_index for x in pairs], list(p.scale), level=p.level,
+        probabilities=probabilities, confidences=confidences, threshold=config.escalation_threshold,
+        ece_bins=config.ece_bins, bootstrap=None if bootstrap is None else dict(bootstrap, ci=config.ci),
+        slices=slices,
     )
-    if p.level == "interval":  # distances between the labels themselves matter
-        scale = np.asarray(labels, dtype=float)
-        out["krippendorff_alpha"] = st.krippendorff_alpha([scale[judge].tolist(), scale[mech].tolist()], p.level, labels)
-    else:
-        out["krippendorff_alpha"] = st.krippendorff_alpha(np.vstack([judge, mech]), p.level, codes)
-    out["gwet_ac1"] = st.gwet_ac1(judge, mech, codes)
-    out["spearman"] = st.spearman(judge, mech, codes) if ordinal else na(NOT_APPLICABLE + "Spearman needs an ordinal or interval pairing")
+
+
+def _pairing_result(p: Pairing, cmp, pairs: list[Pair]) -> dict[str, Any]:
+    """The audit's JSON layout of one comparison."""
+    out: dict[str, Any] = {"n": cmp.n}
+    out["percent_agreement"] = cmp.percent_agreement
+    out["cohen_kappa"] = cmp.cohen_kappa
+    out["weighted_kappa"] = (
+        cmp.weighted_kappa if cmp.weighted_kappa is not None else na(NOT_APPLICABLE + "weighted kappa needs an ordinal or interval pairing")
+    )
+    out["krippendorff_alpha"] = cmp.krippendorff_alpha
+    out["gwet_ac1"] = cmp.gwet_ac1
+    out["spearman"] = cmp.spearman if cmp.spearman is not None else na(NOT_APPLICABLE + "Spearman needs an ordinal or interval pairing")
     out["confusion_matrix"] = {
-        "labels": labels,
+        "labels": cmp.labels,
         "row_axis": "judge",
         "column_axis": "mechanical",
-        "matrix": st.confusion_matrix(judge, mech, codes),
+        "matrix": cmp.confusion,
     }
-    directions = st.direction_counts(judge, mech, codes)
-    out["lenient"] = directions["lenient"]
-    out["strict"] = directions["strict"]
-    out.update(_calibration(p, pairs, config))
-    if bootstrap is not None:
-        for name, interval in _intervals(p, judge, mech, codes, config, **bootstrap).items():
-            out[name] = dict(out[name], ci_low=interval["low"], ci_high=interval["high"], bootstrap=interval)
+    out["lenient"] = cmp.more_credit
+    out["strict"] = cmp.less_credit
+    out.update(_calibration(p, cmp, pairs))
+    for name, interval in cmp.intervals.items():
+        out[name] = dict(out[name], ci_low=interval["low"], ci_high=interval["high"], bootstrap=interval)
     return out
 
 
-def _calibration(p: Pairing, pairs: list[Pair], config: AuditConfig) -> dict[str, Any]:
-    st = _stats()
+def _calibration(p: Pairing, cmp, pairs: list[Pair]) -> dict[str, Any]:
     empty = {
         "n_with_confidence": 0,
         "n_invalid_confidence": 0,
@@ -183,49 +196,29 @@ def _calibration(p: Pairing, pairs: list[Pair], config: AuditConfig) -> dict[str
     if not p.confidence:
         reason = NOT_APPLICABLE + "the pairing does not use the judge's confidence"
         return empty | {"brier": na(reason), "ece": na(reason), "reliability_bands": na(reason), "escalation": na(reason)}
-    # a confidence outside [0, 1] (or NaN) is not a probability: left out, and counted
-    with_conf = [x for x in pairs if x.confidence is not None and 0.0 <= x.confidence <= 1.0]
-    invalid = sum(1 for x in pairs if x.confidence is not None) - len(with_conf)
-    if not with_conf:
+    cal = cmp.calibration
+    invalid = sum(1 for x in pairs if x.confidence is not None) - len(cal.rows)
+    if not cal.rows:
         reason = "no judge confidence recorded" if not invalid else "no judge confidence within [0, 1]"
         return empty | {"n_invalid_confidence": invalid, "brier": na(reason), "ece": na(reason),
                         "reliability_bands": na(reason), "escalation": na(reason)}
-    k = len(p.scale)
-    probs, truth, top, correct = [], [], [], []
-    for x in with_conf:
-        c = float(x.confidence)
-        own = x.judge_index
-        rest = (1.0 - c) / (k - 1)
-        probs.append([c if i == own else rest for i in range(k)])
-        truth.append(x.mechanical_index)
-        top.append(c)
-        correct.append(x.judge_value == x.mechanical_value)
     return {
-        "n_with_confidence": len(with_conf),
+        "n_with_confidence": len(cal.rows),
         "n_invalid_confidence": invalid,
-        "brier": st.brier_multiclass(probs, truth),
-        "ece": st.expected_calibration_error(top, correct, n_bins=config.ece_bins),
-        "reliability_bands": st.reliability_bands(top, correct),
-        "escalation": st.escalation(top, correct, config.escalation_threshold),
-    }
-
-
-def _intervals(p: Pairing, judge: list, mech: list, labels: list, config: AuditConfig, n_resamples: int, seed: int) -> dict[str, Any]:
-    st = _stats()
-    names = ["percent_agreement", "cohen_kappa", "gwet_ac1"] + (["weighted_kappa"] if p.level in ORDERED else [])
-    return {
-        name: st.bootstrap_confusion(judge, mech, labels, stat=name, n_resamples=n_resamples, seed=seed, ci=config.ci)
-        for name in names
+        "brier": cal.brier,
+        "ece": cal.ece,
+        "reliability_bands": cal.bands,
+        "escalation": cal.escalation,
     }
 
 
 def slice_stats(p: Pairing, pairs: list[Pair], config: AuditConfig, kinds: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in kinds:
-        groups: dict[str, list[Pair]] = defaultdict(list)
-        for x in pairs:
-            groups[x.slice_key(kind)].append(x)
-        out[kind] = [{"key": key} | pairing_stats(p, groups[key], config) for key in sorted(groups)]
+        keys = [x.slice_key(kind) for x in pairs]
+        cmp = _compare(p, pairs, config, slices=keys)
+        out[kind] = [{"key": key} | _pairing_result(p, sub, [x for x, k in zip(pairs, keys) if k == key])
+                     for key, sub in cmp.slices.items()]
     return out
 
 

@@ -1,0 +1,185 @@
+"""The comparison engine: predictions against references on one label scale → a :class:`Comparison`.
+
+Both things evalkit compares go through it: an audit pairing (the judge's label against the
+mechanical label of each run, :mod:`evalkit.agreement.paired`) and a classifier's verdict file (its
+predicted permission against the true one, :mod:`evalkit.verdicts`). What differs between them —
+where the rows come from, which rows are usable, how the result is laid out — stays with them.
+
+Inputs are positions on ``labels`` (``0 .. k-1``). A reference is always on the scale; a
+prediction may not be (a reply outside the labels, an error): give it as a negative position. Such
+a row counts as a disagreement in ``agree`` / ``n``, has no direction, and is left out of every
+chance-corrected statistic (which need two labels).
+
+Direction: ``more_credit="higher"`` when ``labels`` run from least to most credit (the audit's
+scales), ``"lower"`` when they run from most to least (a verdict file's ``allow > confirm > deny``).
+A prediction granting more credit than its reference is an error of *more credit* (the audit calls
+it "lenient", verdict files "grants more"), less credit is *less credit* ("strict", "grants less").
+
+Calibration is computed when ``probabilities`` are given (one row per item, ``None`` for an item
+without a usable forecast): the Brier score against the reference, and, with the top probability
+as the confidence (or ``confidences`` when the caller defines confidence otherwise), the expected
+calibration error, reliability bands and escalation of decisions below ``threshold``.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from evalkit.agreement import stats as st
+from evalkit.agreement.stats import DEFAULT_BAND_EDGES, Stat
+
+ORDERED_LEVELS = ("ordinal", "interval")
+BOOTSTRAPPED = ("percent_agreement", "cohen_kappa", "gwet_ac1", "weighted_kappa")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Calibration of the rows that carry a forecast (``rows``: their positions in the input)."""
+
+    rows: list[int]
+    top: np.ndarray        # the confidence of each forecast row
+    correct: np.ndarray    # prediction == reference, per forecast row
+    brier: Stat
+    ece: Stat
+    bands: list[dict[str, Any]]
+    escalation: dict[str, Any]
+    uncaught_more_credit: int  # wrong, not escalated, and granting more credit than the reference
+
+
+@dataclass(frozen=True)
+class Comparison:
+    labels: list[Any]
+    level: str
+    n: int                 # rows compared
+    n_valid: int           # rows whose prediction is on the scale
+    agree: int             # rows with prediction == reference
+    percent_agreement: Stat  # over valid rows
+    cohen_kappa: Stat
+    weighted_kappa: Stat | None  # None: the level has no order
+    krippendorff_alpha: Stat
+    gwet_ac1: Stat
+    spearman: Stat | None        # None: the level has no order
+    confusion: list[list[int]]   # prediction rows x reference columns, in ``labels`` order
+    more_credit: int
+    less_credit: int
+    correct: np.ndarray
+    more_credit_rows: np.ndarray  # bool per row: a valid prediction granting more credit
+    calibration: Calibration | None = None
+    intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    slices: dict[str, "Comparison"] = field(default_factory=dict)
+
+    @property
+    def invalid(self) -> int:
+        """Rows whose prediction is not on the scale."""
+        return self.n - self.n_valid
+
+
+def compare(
+    predictions: Sequence[int] | np.ndarray,
+    references: Sequence[int] | np.ndarray,
+    labels: Sequence[Any],
+    *,
+    level: str = "nominal",
+    more_credit: Literal["higher", "lower"] = "higher",
+    probabilities: Sequence[Sequence[float] | None] | None = None,
+    confidences: Sequence[float | None] | None = None,
+    threshold: float = 0.8,
+    ece_bins: int = 10,
+    band_edges: Sequence[float] = DEFAULT_BAND_EDGES,
+    bootstrap: dict[str, Any] | None = None,
+    slices: Sequence[str] | None = None,
+) -> Comparison:
+    """Compare ``predictions`` with ``references`` (positions on ``labels``; see the module doc).
+
+    ``bootstrap`` (``{"n_resamples", "seed", "ci"}``) adds percentile intervals of percent
+    agreement, kappa, AC1 (and weighted kappa on ordered levels). ``slices`` (one key per row)
+    adds the same comparison for each key's rows, keys sorted; intervals are not sliced."""
+    pred = np.asarray(predictions, dtype=np.int64).reshape(-1)
+    ref = np.asarray(references, dtype=np.int64).reshape(-1)
+    if pred.shape != ref.shape:
+        raise ValueError(f"predictions and references differ in length ({pred.size} and {ref.size})")
+    labels = list(labels)
+    k = len(labels)
+    if ((ref < 0) | (ref >= k)).any() or (pred >= k).any():
+        raise ValueError("positions must lie in 0 .. len(labels) - 1 (predictions may be negative: off the scale)")
+    valid = pred >= 0
+    pv, rv = pred[valid], ref[valid]
+    codes = list(range(k))
+    ordered = level in ORDERED_LEVELS
+    if level == "interval":  # distances between the labels themselves matter
+        scale = np.asarray(labels, dtype=float)
+        alpha = st.krippendorff_alpha([scale[pv].tolist(), scale[rv].tolist()], level, labels)
+    else:
+        alpha = st.krippendorff_alpha(np.vstack([pv, rv]), level, codes)
+    higher = more_credit == "higher"
+    more_rows = valid & ((pred > ref) if higher else (pred < ref))
+    less_rows = valid & ((pred < ref) if higher else (pred > ref))
+    correct = pred == ref
+    result = Comparison(
+        labels=labels,
+        level=level,
+        n=int(pred.size),
+        n_valid=int(valid.sum()),
+        agree=int(correct.sum()),
+        percent_agreement=st.percent_agreement(pv, rv),
+        cohen_kappa=st.cohen_kappa(pv, rv, codes),
+        weighted_kappa=st.cohen_kappa(pv, rv, codes, weighted=True) if ordered else None,
+        krippendorff_alpha=alpha,
+        gwet_ac1=st.gwet_ac1(pv, rv, codes),
+        spearman=st.spearman(pv, rv, codes) if ordered else None,
+        confusion=st.confusion_matrix(pv, rv, codes),
+        more_credit=int(more_rows.sum()),
+        less_credit=int(less_rows.sum()),
+        correct=correct,
+        more_credit_rows=more_rows,
+        calibration=None if probabilities is None else _calibration(
+            ref, correct, more_rows, k, probabilities, confidences, threshold, ece_bins, band_edges),
+        intervals=_intervals(pv, rv, codes, ordered, **bootstrap) if bootstrap is not None else {},
+    )
+    if slices is not None:
+        keys = list(slices)
+        if len(keys) != pred.size:
+            raise ValueError(f"slices has {len(keys)} keys for {pred.size} rows")
+        for key in sorted(set(keys)):
+            idx = [i for i, s in enumerate(keys) if s == key]
+            result.slices[key] = compare(
+                pred[idx], ref[idx], labels, level=level, more_credit=more_credit,
+                probabilities=None if probabilities is None else [probabilities[i] for i in idx],
+                confidences=None if confidences is None else [confidences[i] for i in idx],
+                threshold=threshold, ece_bins=ece_bins, band_edges=band_edges,
+            )
+    return result
+
+
+def _calibration(ref: np.ndarray, correct: np.ndarray, more_rows: np.ndarray, k: int,
+                 probabilities: Sequence[Sequence[float] | None], confidences: Sequence[float | None] | None,
+                 threshold: float, ece_bins: int, band_edges: Sequence[float]) -> Calibration:
+    if len(probabilities) != ref.size:
+        raise ValueError(f"probabilities has {len(probabilities)} rows for {ref.size} items")
+    rows = [i for i, p in enumerate(probabilities) if p is not None]
+    probs = np.array([probabilities[i] for i in rows], dtype=float).reshape(len(rows), k)
+    if confidences is not None:
+        top = np.array([confidences[i] for i in rows], dtype=float)
+    else:
+        top = probs.max(axis=1) if rows else np.zeros(0)
+    ok = correct[rows] if rows else np.zeros(0, dtype=bool)
+    return Calibration(
+        rows=rows,
+        top=top,
+        correct=ok,
+        brier=st.brier_multiclass(probs, ref[rows].astype(np.intp)),
+        ece=st.expected_calibration_error(top, ok, n_bins=ece_bins),
+        bands=st.reliability_bands(top, ok, band_edges),
+        escalation=st.escalation(top, ok, threshold),
+        uncaught_more_credit=int(((top >= threshold) & ~ok & more_rows[rows]).sum()) if rows else 0,
+    )
+
+
+def _intervals(pv: np.ndarray, rv: np.ndarray, codes: list[int], ordered: bool, n_resamples: int, seed: int,
+               ci: float) -> dict[str, dict[str, Any]]:
+    names = [n for n in BOOTSTRAPPED if n != "weighted_kappa" or ordered]
+    return {name: st.bootstrap_confusion(pv, rv, codes, stat=name, n_resamples=n_resamples, seed=seed, ci=ci)
+            for name in names}

@@ -1,0 +1,99 @@
+"""Percentile bootstrap intervals: of any statistic (resampling items), and exact-and-fast for the
+statistics of a confusion matrix (one multinomial draw per resample).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from evalkit.agreement.stats.confusion import CONFUSION_STATS, _confusion
+from evalkit.agreement.stats.encoding import Stat, _pair_codes, _undefined
+from evalkit.agreement.stats.pairwise import cohen_kappa, gwet_ac1, percent_agreement, spearman
+
+
+def _interval(values: np.ndarray, ci: float) -> tuple[float | None, float | None]:
+    good = values[np.isfinite(values)]
+    if good.size == 0:
+        return None, None
+    lo, hi = np.quantile(good, [(1.0 - ci) / 2.0, 1.0 - (1.0 - ci) / 2.0])
+    return float(lo), float(hi)
+
+
+def _check_boot(n_resamples: int, ci: float) -> None:
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be at least 1")
+    if not 0.0 < ci < 1.0:
+        raise ValueError("ci must lie strictly between 0 and 1")
+
+
+def _ci_result(estimate: Stat, values: np.ndarray, n_resamples: int, seed: int, ci: float) -> dict[str, Any]:
+    low, high = _interval(values, ci)
+    n_undef = int((~np.isfinite(values)).sum())
+    reason = None
+    if estimate["value"] is None:
+        reason = estimate["reason"]
+    elif low is None:
+        reason = "the statistic was undefined in every resample"
+    return {"estimate": estimate["value"], "low": low, "high": high, "ci": ci,
+            "n_resamples": n_resamples, "n_undefined": n_undef, "seed": seed, "reason": reason}
+
+
+def bootstrap_ci(statistic: Callable[..., Stat], *data: Any, n_resamples: int = 1000, seed: int = 0,
+                 ci: float = 0.95) -> dict[str, Any]:
+    """Percentile bootstrap CI of any statistic, resampling items with replacement.
+
+    ``data`` are array-likes sharing their last axis (the items): 1-D rating vectors, or a
+    (raters x items) matrix. ``statistic(*resampled)`` must return a :class:`Stat`. Resamples where
+    it is undefined are counted in ``n_undefined`` and left out of the quantiles.
+    Returns ``{estimate, low, high, ci, n_resamples, n_undefined, seed, reason}``."""
+    _check_boot(n_resamples, ci)
+    arrays = [np.asarray(d, dtype=object) if not isinstance(d, np.ndarray) else d for d in data]
+    if not arrays:
+        raise ValueError("bootstrap_ci needs at least one data array")
+    n = arrays[0].shape[-1]
+    if any(a.shape[-1] != n for a in arrays):
+        raise ValueError("all data must have the same number of items (last axis)")
+    estimate = statistic(*arrays)
+    if n == 0:
+        return _ci_result(_undefined("no items"), np.full(n_resamples, np.nan), n_resamples, seed, ci)
+    rng = np.random.default_rng(seed)
+    values = np.empty(n_resamples)
+    for b in range(n_resamples):
+        idx = rng.integers(0, n, size=n)
+        v = statistic(*[a[..., idx] for a in arrays])["value"]
+        values[b] = np.nan if v is None else v
+    return _ci_result(estimate, values, n_resamples, seed, ci)
+
+
+def bootstrap_confusion(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any], stat: str = "cohen_kappa",
+                        n_resamples: int = 1000, seed: int = 0, ci: float = 0.95) -> dict[str, Any]:
+    """Bootstrap CI for a statistic of the confusion matrix, exact and fast.
+
+    Resampling n pairs with replacement only changes how many pairs fall in each cell, and those
+    counts are ``Multinomial(n, cells / n)``; so each resample is one multinomial draw and the
+    statistic is evaluated on all resampled matrices at once. ``stat`` is one of
+    ``percent_agreement``, ``cohen_kappa``, ``weighted_kappa``, ``gwet_ac1``, ``spearman``
+    (``labels`` ordered least to most for the last two).
+    Returns ``{estimate, low, high, ci, n_resamples, n_undefined, seed, reason}``."""
+    if stat not in CONFUSION_STATS:
+        raise ValueError(f"stat must be one of {sorted(CONFUSION_STATS)}, got {stat!r}")
+    _check_boot(n_resamples, ci)
+    xc, yc = _pair_codes(x, y, labels)
+    k = len(labels)
+    cm = _confusion(xc, yc, k)
+    n = int(cm.sum())
+    point = {
+        "percent_agreement": lambda: percent_agreement(xc, yc),
+        "cohen_kappa": lambda: cohen_kappa(xc, yc, range(k)),
+        "weighted_kappa": lambda: cohen_kappa(xc, yc, range(k), weighted=True),
+        "gwet_ac1": lambda: gwet_ac1(xc, yc, range(k)),
+        "spearman": lambda: spearman(xc, yc),
+    }[stat]()
+    if n == 0:
+        return _ci_result(point, np.full(n_resamples, np.nan), n_resamples, seed, ci)
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, cm.ravel() / n, size=n_resamples).reshape(n_resamples, k, k)
+    values = CONFUSION_STATS[stat](draws)
+    return _ci_result(point, values, n_resamples, seed, ci)

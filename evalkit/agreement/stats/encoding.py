@@ -1,0 +1,86 @@
+"""The result type of every statistic, and ratings encoded as positions on a scale.
+
+A *rating* is any hashable value; ``None`` and float NaN mean "missing". ``labels`` is the scale,
+and a value outside it is a caller error (ValueError naming the value).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, TypedDict
+
+import numpy as np
+
+
+class Stat(TypedDict):
+    value: float | None
+    reason: str | None
+
+
+def _ok(value: float) -> Stat:
+    value = float(value)
+    if not math.isfinite(value):
+        return _undefined("the statistic is not finite for these data")
+    return {"value": value, "reason": None}
+
+
+def _undefined(reason: str) -> Stat:
+    return {"value": None, "reason": reason}
+
+
+# ---------------------------------------------------------------------------------------------
+# encoding ratings
+
+
+def _is_missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def _as_1d(values: Any, name: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected a one-dimensional sequence, got shape {arr.shape}")
+    return arr
+
+
+def _missing_mask(arr: np.ndarray) -> np.ndarray:
+    if arr.dtype.kind == "f":
+        return np.isnan(arr)
+    if arr.dtype.kind == "O":
+        return np.frompyfunc(_is_missing, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
+    return np.zeros(arr.shape, dtype=bool)
+
+
+def _label_lookup(labels: Sequence[Any]) -> dict[Any, int]:
+    lookup = {lab: i for i, lab in enumerate(labels)}
+    if len(lookup) != len(labels):
+        raise ValueError(f"labels contain duplicates: {list(labels)!r}")
+    return lookup
+
+
+def _codes(values: np.ndarray, labels: Sequence[Any]) -> np.ndarray:
+    """Positions of (non-missing) ``values`` on the scale ``labels``."""
+    lookup = _label_lookup(labels)
+    if values.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    # Factorise first so the dictionary lookup runs once per distinct value, not once per item.
+    if values.dtype.kind in "iufUSb":
+        uniq, inverse = np.unique(values, return_inverse=True)
+        uniq = [u.item() for u in uniq]
+    else:
+        first: dict[Any, int] = {}
+        inverse = np.fromiter((first.setdefault(v, len(first)) for v in values), np.intp, values.size)
+        uniq = list(first)
+    try:
+        mapped = np.array([lookup[u] for u in uniq], dtype=np.intp)
+    except KeyError as exc:
+        raise ValueError(f"value {exc.args[0]!r} is not on the scale {list(labels)!r}") from None
+    return mapped[inverse]
+
+
+def _pair_codes(x: Any, y: Any, labels: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    xa, ya = _as_1d(x, "x"), _as_1d(y, "y")
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y differ in length ({xa.size} and {ya.size})")
+    keep = ~(_missing_mask(xa) | _missing_mask(ya))
+    return _codes(xa[keep], labels), _codes(ya[keep], labels)

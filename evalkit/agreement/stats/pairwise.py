@@ -1,0 +1,108 @@
+"""Two raters: percent agreement, Cohen's kappa (plain and quadratic-weighted), Gwet's AC1, Spearman.
+
+Two-rater functions take two equally long sequences; a pair with a missing side is dropped.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from evalkit.agreement.stats.confusion import _confusion, _one
+from evalkit.agreement.stats.encoding import (
+    Stat, _as_1d, _codes, _missing_mask, _ok, _pair_codes, _undefined,
+)
+
+
+def percent_agreement(x: Sequence[Any], y: Sequence[Any]) -> Stat:
+    """Share of pairs with ``x == y`` (pairs with a missing side dropped). Undefined with no pairs."""
+    xa, ya = _as_1d(x, "x"), _as_1d(y, "y")
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y differ in length ({xa.size} and {ya.size})")
+    keep = ~(_missing_mask(xa) | _missing_mask(ya))
+    xa, ya = xa[keep], ya[keep]
+    if xa.size == 0:
+        return _undefined("no item has both ratings")
+    same = np.asarray(xa == ya, dtype=bool) if xa.dtype == ya.dtype else np.asarray(
+        xa.astype(object) == ya.astype(object), dtype=bool)
+    return _ok(same.mean())
+
+
+def _pair_reason(cm: np.ndarray, k: int, *, need_variation: bool) -> str | None:
+    n = int(cm.sum())
+    if n == 0:
+        return "no item has both ratings"
+    if k < 2:
+        return "the scale has fewer than two labels"
+    if need_variation:
+        if n == 1:
+            return "only one item has both ratings"
+        if (cm.sum(axis=1) > 0).sum() < 2:
+            return "the first rater gave the same label to every item (chance agreement is total)"
+        if (cm.sum(axis=0) > 0).sum() < 2:
+            return "the second rater gave the same label to every item (chance agreement is total)"
+    return None
+
+
+def cohen_kappa(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any], weighted: bool = False) -> Stat:
+    """Cohen's kappa; ``weighted=True`` uses quadratic weights over the full ordered ``labels``.
+
+    Equals ``sklearn.metrics.cohen_kappa_score(x, y, labels=labels, weights=None|"quadratic")``
+    except when a rater is constant: scikit-learn then returns 0 (or NaN); here the value is None
+    with a reason, because kappa carries no information about such a rater.
+    """
+    xc, yc = _pair_codes(x, y, labels)
+    k = len(labels)
+    cm = _confusion(xc, yc, k)
+    reason = _pair_reason(cm, k, need_variation=True)
+    if reason:
+        return _undefined(reason)
+    return _ok(_one(cm, "weighted_kappa" if weighted else "cohen_kappa"))
+
+
+def gwet_ac1(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any]) -> Stat:
+    """Gwet's AC1 for two raters: ``(pa - pe) / (1 - pe)`` with
+    ``pe = sum_k pi_k (1 - pi_k) / (K - 1)``, ``pi_k`` the mean of the two raters' marginal shares,
+    ``K = len(labels)`` (the full scale, as in Gwet's handbook when categories are given).
+    Defined for constant raters (that is its point); undefined with no pairs or K < 2."""
+    xc, yc = _pair_codes(x, y, labels)
+    k = len(labels)
+    cm = _confusion(xc, yc, k)
+    reason = _pair_reason(cm, k, need_variation=False)
+    if reason:
+        return _undefined(reason)
+    return _ok(_one(cm, "gwet_ac1"))
+
+
+def spearman(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any] | None = None) -> Stat:
+    """Spearman's rho (Pearson correlation of average ranks), as ``scipy.stats.spearmanr``.
+
+    Without ``labels`` the values must be numbers; with ``labels`` (ordered least to most) values
+    are ranked by their position on that scale. Undefined for fewer than two pairs or a constant
+    rater (scipy returns NaN there)."""
+    xa, ya = _as_1d(x, "x"), _as_1d(y, "y")
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y differ in length ({xa.size} and {ya.size})")
+    keep = ~(_missing_mask(xa) | _missing_mask(ya))
+    if labels is not None:
+        xv = _codes(xa[keep], labels).astype(float)
+        yv = _codes(ya[keep], labels).astype(float)
+    else:
+        try:
+            xv, yv = xa[keep].astype(float), ya[keep].astype(float)
+        except (TypeError, ValueError):
+            raise ValueError("spearman: non-numeric values need an ordered labels= scale") from None
+    if xv.size < 2:
+        return _undefined(f"Spearman needs at least two pairs (got {xv.size})")
+    if np.all(xv == xv[0]):
+        return _undefined("the first rater gave the same value to every item")
+    if np.all(yv == yv[0]):
+        return _undefined("the second rater gave the same value to every item")
+    from scipy.stats import rankdata  # average ranks, ties sharing the mean rank
+
+    rx, ry = rankdata(xv), rankdata(yv)
+    rx -= rx.mean()
+    ry -= ry.mean()
+    return _ok(np.clip((rx * ry).sum() / math.sqrt((rx**2).sum() * (ry**2).sum()), -1.0, 1.0))
