@@ -15,13 +15,18 @@ number of trials per task — is exactly the benchmark's headline pass^k.
 
 Groups with fewer than 3 included runs carry ``small_n: true`` (seed 002: never report a single run
 as a result).
+
+Aggregation streams: each group keeps counts, exact sums and a value -> count map of its scores,
+never the runs, and gives the same numbers, bit for bit, as ``math.fsum`` / ``statistics.stdev`` /
+``statistics.median`` over the full lists would.
 """
 from __future__ import annotations
 
 import math
-import statistics
+import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 SMALL_N = 3
@@ -50,9 +55,100 @@ class RunSummary:
         )
 
 
-@dataclass
+class _Sum:
+    """An exact running sum of floats (integer numerators per power-of-two denominator, the way
+    ``statistics`` sums): its mean equals ``math.fsum(values) / len(values)`` bit for bit."""
+
+    __slots__ = ("count", "partials", "squares")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.partials: dict[int, int] = {}
+        self.squares: dict[int, int] = {}
+
+    def add(self, value: float) -> None:
+        num, den = value.as_integer_ratio()
+        self.count += 1
+        self.partials[den] = self.partials.get(den, 0) + num
+        self.squares[den] = self.squares.get(den, 0) + num * num
+
+    def exact(self) -> Fraction:
+        return sum((Fraction(n, d) for d, n in self.partials.items()), Fraction(0))
+
+    def mean(self) -> float | None:
+        # fsum is the correctly rounded exact sum; so is float(Fraction) (int / int rounds correctly).
+        return float(self.exact()) / self.count if self.count else None
+
+    def stdev(self) -> float | None:
+        """``statistics.stdev``: the same exact sum of squared deviations, the same correctly
+        rounded square root."""
+        if self.count < 2:
+            return None
+        sx = self.exact()
+        sxx = sum((Fraction(n, d * d) for d, n in self.squares.items()), Fraction(0))
+        ssd = (self.count * sxx - sx * sx) / self.count
+        mss = ssd / (self.count - 1)
+        return _sqrt_of_frac(mss.numerator, mss.denominator)
+
+
+_SQRT_BITS = 2 * sys.float_info.mant_dig + 3
+
+
+def _sqrt_of_frac(n: int, m: int) -> float:
+    """sqrt(n/m) correctly rounded (the algorithm of CPython's ``statistics._float_sqrt_of_frac``)."""
+
+    def isqrt_rto(a: int, b: int) -> int:  # isqrt(a/b), rounded to odd
+        r = math.isqrt(a // b)
+        return r | (r * r * b != a)
+
+    q = (n.bit_length() - m.bit_length() - _SQRT_BITS) // 2
+    if q >= 0:
+        return float(isqrt_rto(n, m << 2 * q) << q)
+    return isqrt_rto(n << -2 * q, m) / (1 << -q)
+
+
+def _median(counts: dict[float, int], total: int) -> float | None:
+    """``statistics.median`` of the multiset ``counts`` (value -> how often)."""
+    if not total:
+        return None
+    wanted = (total // 2,) if total % 2 else (total // 2 - 1, total // 2)
+    picked: list[float] = []
+    seen = 0
+    for value in sorted(counts):
+        seen += counts[value]
+        while len(picked) < len(wanted) and wanted[len(picked)] < seen:
+            picked.append(value)
+    return picked[0] if len(picked) == 1 else (picked[0] + picked[1]) / 2
+
+
 class _Group:
-    runs: list[RunSummary] = field(default_factory=list)
+    """One (scenario, model) group, accumulated run by run: counts, exact sums, and the scores as a
+    value -> count map (for the exact median). Memory does not grow with the number of runs, only
+    with the number of distinct scores, which the scalar's formula keeps small."""
+
+    __slots__ = ("n", "statuses", "included", "passes", "dangerous", "scores", "score_counts", "coverage", "order", "end_state")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.statuses: dict[str, int] = {}
+        self.included = self.passes = self.dangerous = 0
+        self.scores, self.coverage, self.order, self.end_state = _Sum(), _Sum(), _Sum(), _Sum()
+        self.score_counts: dict[float, int] = {}
+
+    def add(self, run: RunSummary, counted: frozenset[str]) -> None:
+        self.n += 1
+        self.statuses[run.status] = self.statuses.get(run.status, 0) + 1
+        if run.status not in counted:
+            return
+        self.included += 1
+        self.passes += bool(run.all_passed)
+        self.dangerous += run.dangerous > 0
+        if run.scalar is not None:
+            self.scores.add(run.scalar)
+            self.score_counts[run.scalar] = self.score_counts.get(run.scalar, 0) + 1
+        for acc, value in ((self.coverage, run.coverage), (self.order, run.order), (self.end_state, run.end_state)):
+            if value is not None:
+                acc.add(value)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -60,33 +156,47 @@ def _mean(values: list[float]) -> float | None:
 
 
 def pass_hat_k(c: int, n: int) -> list[float]:
-    return [math.comb(c, k) / math.comb(n, k) for k in range(1, n + 1)]
+    """[C(c, k) / C(n, k) for k = 1..n], each an exact integer ratio rounded once.
+
+    The binomials are carried from k to k+1 (one small multiplication and division each) instead of
+    recomputed, and once the ratio is below the smallest float it stays 0.0 (it only falls as k
+    grows): linear in n instead of quadratic, which matters for groups of many thousands of runs.
+    """
+    out: list[float] = []
+    a = b = 1  # C(c, k), C(n, k)
+    for k in range(1, n + 1):
+        a = a * (c - k + 1) // k
+        b = b * (n - k + 1) // k
+        if a == 0 or a.bit_length() - b.bit_length() < -_FLOAT_BITS:
+            out.extend([0.0] * (n - k + 1))
+            break
+        out.append(a / b)
+    return out
 
 
-def _group_stats(scenario_id: str, model: str, runs: list[RunSummary], include_errors: bool) -> dict[str, Any]:
-    n = len(runs)
-    counted = {"scored", "provider_error"} if include_errors else {"scored"}
-    inc = [r for r in runs if r.status in counted]
-    scores = [r.scalar for r in inc if r.scalar is not None]
-    passes = sum(1 for r in inc if r.all_passed)
+_FLOAT_BITS = 1100  # a ratio below 2**-1100 rounds to 0.0 (the smallest float is 2**-1074)
+
+
+def _group_stats(scenario_id: str, model: str, g: _Group) -> dict[str, Any]:
+    n, inc = g.n, g.included
     return {
         "scenario_id": scenario_id,
         "model": model,
         "n": n,
-        "n_scored": len(inc),
-        "score_mean": _mean(scores),
-        "score_std": statistics.stdev(scores) if len(scores) >= 2 else None,
-        "score_median": statistics.median(scores) if scores else None,
-        "coverage_mean": _mean([r.coverage for r in inc if r.coverage is not None]),
-        "order_mean": _mean([r.order for r in inc if r.order is not None]),
-        "end_state_mean": _mean([r.end_state for r in inc if r.end_state is not None]),
-        "pass_rate": passes / len(inc) if inc else None,
-        "pass_hat_k": pass_hat_k(passes, len(inc)),
-        "dangerous_rate": sum(1 for r in inc if r.dangerous > 0) / len(inc) if inc else None,
-        "provider_error_rate": sum(1 for r in runs if r.status == "provider_error") / n,
-        "invalid_rate": sum(1 for r in runs if r.status == "invalid_scenario") / n,
-        "incomplete_rate": sum(1 for r in runs if r.status == "incomplete") / n,
-        "small_n": len(inc) < SMALL_N,
+        "n_scored": inc,
+        "score_mean": g.scores.mean(),
+        "score_std": g.scores.stdev(),
+        "score_median": _median(g.score_counts, g.scores.count),
+        "coverage_mean": g.coverage.mean(),
+        "order_mean": g.order.mean(),
+        "end_state_mean": g.end_state.mean(),
+        "pass_rate": g.passes / inc if inc else None,
+        "pass_hat_k": pass_hat_k(g.passes, inc),
+        "dangerous_rate": g.dangerous / inc if inc else None,
+        "provider_error_rate": g.statuses.get("provider_error", 0) / n,
+        "invalid_rate": g.statuses.get("invalid_scenario", 0) / n,
+        "incomplete_rate": g.statuses.get("incomplete", 0) / n,
+        "small_n": inc < SMALL_N,
     }
 
 
@@ -107,21 +217,24 @@ def _rollup(model: str, groups: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class Aggregator:
-    """Streaming aggregation: feed ScoreCards (or RunSummary) one at a time, then ``result()``."""
+    """Streaming aggregation: feed ScoreCards (or RunSummary) one at a time, then ``result()``.
+    Nothing is kept per run (see ``_Group``)."""
 
     def __init__(self, include_errors: bool = False):
         self.include_errors = include_errors
-        self._groups: dict[tuple[str, str], list[RunSummary]] = {}
+        self._counted = frozenset({"scored", "provider_error"} if include_errors else {"scored"})
+        self._groups: dict[tuple[str, str], _Group] = {}
 
     def add(self, card: Any) -> None:
         run = card if isinstance(card, RunSummary) else RunSummary.of(card)
-        self._groups.setdefault((run.scenario_id, run.model), []).append(run)
+        key = (run.scenario_id, run.model)
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = _Group()
+        group.add(run, self._counted)
 
     def result(self) -> dict[str, Any]:
-        groups = [
-            _group_stats(scenario, model, runs, self.include_errors)
-            for (scenario, model), runs in sorted(self._groups.items())
-        ]
+        groups = [_group_stats(scenario, model, g) for (scenario, model), g in sorted(self._groups.items())]
         by_model: dict[str, list[dict[str, Any]]] = {}
         for g in groups:
             by_model.setdefault(g["model"], []).append(g)
