@@ -9,6 +9,7 @@ Nothing here imports litellm, numpy or scipy.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from evalkit.aggregate import Aggregator, RunSummary, aggregate, pass_hat_k
@@ -16,12 +17,13 @@ from evalkit.errors import InputError
 from evalkit.reader import Warn, expand_paths, parse_trajectory, read_trajectory
 from evalkit.scorecard import ScoreCard
 from evalkit.scoring import derive_scalar, score_trajectory
-from evalkit.db.scores import DEFAULT_DB, Store
+from evalkit.db.scores import DEFAULT_DB, CardRows, Store
+from evalkit.engines import ScoreJob, Scored, score_files
 
 __all__ = [
     "Aggregator", "DEFAULT_DB", "InputError", "RunSummary", "ScoreCard", "Store", "aggregate",
     "derive_scalar", "expand_paths", "iter_scorecards", "parse_trajectory", "pass_hat_k",
-    "read_trajectory", "score_file", "score_into", "score_trajectory",
+    "read_trajectory", "ScoreJob", "Scored", "score_file", "score_into", "score_stream", "score_trajectory",
 ]
 
 BATCH = 200  # ScoreCards per database transaction
@@ -41,32 +43,56 @@ def iter_scorecards(paths: Iterable[str | Path], warn: Warn | None = None) -> It
             yield exc
 
 
-def score_into(paths: Iterable[str | Path], store: Store | None, on_error: Callable[[InputError], None],
-               warn: Warn | None = None, batch: int = BATCH) -> Iterator[ScoreCard]:
-    """Score files and store the cards in ``store`` (None: score only), yielding each good card.
+def score_stream(
+    paths: Iterable[str | Path],
+    store: Store | None,
+    on_error: Callable[[InputError], None],
+    warn: Warn | None = None,
+    *,
+    job: ScoreJob | None = None,
+    engine: str = "local",
+    workers: int = 1,
+    ray_address: str | None = None,
+    batch: int = BATCH,
+) -> Iterator[Scored]:
+    """Score files with an engine (``evalkit.engines``) and store them in ``store`` (None: score
+    only), yielding each good file's ``Scored`` (what ``job`` asked for), in input order.
 
-    Cards are written ``batch`` at a time, one transaction each; what was yielded is stored
-    once the generator is exhausted or closed. A bad file goes to ``on_error`` and the others
-    are still scored. A run_id read twice is reported through ``warn``: the database keeps the
-    later card (upsert by run_id). A database failure raises ``evalkit.db.DbError``.
+    Cards are written ``batch`` at a time, one transaction each, by this process only; what was
+    yielded is stored once the generator is exhausted or closed. A bad file goes to ``on_error``
+    and the others are still scored. Reader warnings and a run_id read twice are reported through
+    ``warn``: the database keeps the later card (upsert by run_id). A database failure raises
+    ``evalkit.db.DbError``. Output is the same whatever the engine and number of workers.
     """
-    pending: list[ScoreCard] = []
+    job = replace(job or ScoreJob(), db_rows=store is not None)
+    pending: list[CardRows] = []
     seen: dict[str, str] = {}  # run_id -> path
     try:
-        for item in iter_scorecards(paths, warn):
-            if isinstance(item, InputError):
-                on_error(item)
+        for item in score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address):
+            if warn is not None:
+                for message in item.warnings:
+                    warn(message)
+            if item.error is not None:
+                on_error(item.error)
                 continue
             if item.run_id in seen and warn is not None:
                 keeps = "" if store is None else "; the database keeps this one"
                 warn(f"{item.path}: warning: run_id {item.run_id!r} was already read from {seen[item.run_id]}{keeps}")
             seen[item.run_id] = item.path
             if store is not None:
-                pending.append(item)
+                pending.append(item.rows)
                 if len(pending) >= batch:
-                    store.save_many(pending)
+                    store.save_rows(pending)
                     pending = []
             yield item
     finally:
         if store is not None and pending:
-            store.save_many(pending)
+            store.save_rows(pending)
+
+
+def score_into(paths: Iterable[str | Path], store: Store | None, on_error: Callable[[InputError], None],
+               warn: Warn | None = None, batch: int = BATCH) -> Iterator[ScoreCard]:
+    """Score files (in this process) and store the cards in ``store`` (None: score only), yielding
+    each good card; see :func:`score_stream` for the rules."""
+    for item in score_stream(paths, store, on_error, warn, job=ScoreJob(card=True), batch=batch):
+        yield item.card

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "evalkit.commands.verdicts",
     "evalkit.commands.imports",
     "evalkit.commands.report",
+    "evalkit.commands.export",
 )
 
 

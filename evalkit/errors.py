@@ -11,6 +11,15 @@ class InputError(Exception):
         self.line = line
         self.message = message
 
+    def __reduce__(self):  # a worker process sends it to the parent; subclasses' __init__ may differ
+        return (_rebuild, (type(self), self.path, self.line, self.message))
+
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.message}"
+
+
+def _rebuild(cls: type[InputError], path: str, line: int | None, message: str) -> InputError:
+    exc = cls.__new__(cls)
+    InputError.__init__(exc, path, line, message)
+    return exc

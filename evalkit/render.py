@@ -7,6 +7,7 @@ unrounded and null for missing values.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from typing import Any, TextIO
 
@@ -73,6 +74,21 @@ def _md(headers: tuple[str, ...], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def card_text(card: ScoreCard, fmt_name: str) -> str:
+    """One card's part of the output in a format (a pure function, so it can run in a worker)."""
+    if fmt_name == "jsonl":
+        return json.dumps(card.to_json_dict(), ensure_ascii=False) + "\n"
+    if fmt_name == "json":
+        return json.dumps(card.to_json_dict(), ensure_ascii=False)
+    if fmt_name == "csv":
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow([_csv_value(v) for v in run_row(card)])
+        return buf.getvalue()
+    if fmt_name == "markdown":
+        return "| " + " | ".join(fmt(v).replace("|", "\\|") for v in run_row(card)) + " |\n"
+    return _fixed([fmt(v) for v in run_row(card)], RUN_WIDTHS) + "\n"
+
+
 class ScoreWriter:
     """Writes cards as they come (unless ``aggregate_only``) and the aggregates at the end."""
 
@@ -89,30 +105,30 @@ class ScoreWriter:
         self.out.write(text + "\n")
 
     def card(self, card: ScoreCard) -> None:
+        if not self.aggregate_only:
+            self.write_text(card_text(card, self.format))
+
+    def write_text(self, text: str) -> None:
+        """Write one card already rendered by ``card_text`` (a worker process renders, the parent writes)."""
         if self.aggregate_only:
             return
         first = self._count == 0
         self._count += 1
-        if self.format == "jsonl":
-            self._line(json.dumps(card.to_json_dict(), ensure_ascii=False))
-        elif self.format == "json":
-            self.out.write(("[\n" if first else ",\n") + json.dumps(card.to_json_dict(), ensure_ascii=False))
-        elif self.format == "csv":
-            if first:
+        if self.format == "json":
+            self.out.write(("[\n" if first else ",\n") + text)
+            return
+        if first:
+            if self.format == "csv":
                 self._csv.writerow(RUN_COLUMNS)
-            self._csv.writerow([_csv_value(v) for v in run_row(card)])
-        elif self.format == "markdown":
-            if first:
+            elif self.format == "markdown":
                 self._line("## Runs\n")
                 self._line("| " + " | ".join(RUN_COLUMNS) + " |")
                 self._line("|" + "|".join("---" for _ in RUN_COLUMNS) + "|")
-            self._line("| " + " | ".join(fmt(v).replace("|", "\\|") for v in run_row(card)) + " |")
-        else:
-            if first:
+            elif self.format == "table":
                 self._line("Runs")
                 self._line(_fixed(list(RUN_COLUMNS), RUN_WIDTHS))
                 self._line("  ".join("-" * w for w in RUN_WIDTHS))
-            self._line(_fixed([fmt(v) for v in run_row(card)], RUN_WIDTHS))
+        self.out.write(text)
 
     def finish(self, result: dict[str, Any]) -> None:
         groups, models = result["groups"], result["models"]

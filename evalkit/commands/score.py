@@ -34,25 +34,52 @@ def register(group: click.Group) -> None:
     @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write output here instead of stdout.")
     @click.option("--fail-under", type=float, help="Exit 3 when a model's score_mean is below this.")
     @click.option("--min-pass-rate", type=click.FloatRange(0, 1), help="Exit 3 when a model's pass_rate is below this.")
-    def score(paths, fmt_name, aggregate, include_errors, db_path, no_db, out_path, fail_under, min_pass_rate):
+    @click.option("--workers", type=click.IntRange(min=1), help="Worker processes (default: the number of cores).")
+    @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                  help="local: this machine's cores; ray: tasks on a Ray cluster (the ray extra).")
+    @click.option("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a new local one).")
+    @click.option("--parquet", "parquet_dir", type=click.Path(file_okay=False),
+                  help="Also write the scorecards as Parquet into this new directory (the parquet extra).")
+    def score(paths, fmt_name, aggregate, include_errors, db_path, no_db, out_path, fail_under, min_pass_rate,
+              workers, engine, ray_address, parquet_dir):
         """Score trajectory files (JSONL) offline and deterministically.
 
-        PATHS are files, directories (searched recursively for *.jsonl) or - for stdin.
+        PATHS are files, directories (searched recursively for *.jsonl) or - for stdin; URLs
+        (s3://, gs://, file://) are read through fsspec when it is installed. Output is the same,
+        byte for byte, whatever --workers and --engine.
         Exit codes: 0 all files scored; 1 some inputs were bad (each reported as path:line: reason,
         the others still scored); 2 usage error; 3 a --fail-under / --min-pass-rate gate failed.
         """
         from pathlib import Path
 
-        from evalkit.api import Aggregator, Store, expand_paths, score_into
+        from evalkit.api import Aggregator, ScoreJob, Store, score_stream
         from evalkit.db import DbError
+        from evalkit.engines import default_workers
+        from evalkit.engines.sources import expand, is_url, url_exists
         from evalkit.errors import InputError
         from evalkit.render import ScoreWriter
 
-        for p in paths:
-            if p != "-" and not Path(p).exists():
-                raise click.UsageError(f"no such file or directory: {p}")
-        if not any(True for _ in expand_paths(paths)):
-            raise click.UsageError("no trajectory files (*.jsonl) found in: " + " ".join(paths))
+        try:
+            for p in paths:
+                if p != "-" and not (url_exists(p) if is_url(p) else Path(p).exists()):
+                    raise click.UsageError(f"no such file or directory: {p}")
+            if not any(True for _ in expand(paths)):
+                raise click.UsageError("no trajectory files (*.jsonl) found in: " + " ".join(paths))
+        except InputError as exc:
+            raise click.UsageError(str(exc)) from None
+        if engine == "local" and ray_address:
+            raise click.UsageError("--ray-address needs --engine ray")
+        if engine == "ray":
+            from evalkit.engines.ray_engine import ray_problem
+
+            if problem := ray_problem():
+                raise click.UsageError(problem)
+        parquet = None
+        if parquet_dir:
+            from evalkit.parquet import ParquetWriter, parquet_problem, pyarrow_problem
+
+            if problem := parquet_problem(parquet_dir) or pyarrow_problem():
+                raise click.UsageError(problem)
 
         def warn(message: str) -> None:
             click.echo(message, err=True)
@@ -71,10 +98,19 @@ def register(group: click.Group) -> None:
         out = open(out_path, "w", encoding="utf-8", newline="") if out_path else sys.stdout
         writer = ScoreWriter(out, fmt_name, aggregate_only=aggregate)
         agg = Aggregator(include_errors)
+        job = ScoreJob(output_format=None if aggregate else fmt_name, parquet_rows=parquet_dir is not None)
         try:
-            for card in score_into(paths, store, on_error, warn):
-                writer.card(card)
-                agg.add(card)
+            if parquet_dir:
+                parquet = ParquetWriter(parquet_dir)
+            for item in score_stream(paths, store, on_error, warn, job=job, engine=engine,
+                                     workers=workers or default_workers(), ray_address=ray_address):
+                if item.text is not None:
+                    writer.write_text(item.text)
+                agg.add(item.summary)
+                if parquet is not None:
+                    parquet.add(item.parquet)
+            if parquet is not None:
+                parquet.close()
             result = agg.result()
             writer.finish(result)
         except DbError as exc:

@@ -36,8 +36,14 @@ _UPSERT = {
 }
 
 
-def _rows(card: ScoreCard) -> dict[str, list[tuple]]:
-    data = card.to_json_dict(with_bundle=False)
+CardRows = dict[str, list[tuple]]  # table -> rows of one card
+
+
+def card_rows(card: ScoreCard, data: dict[str, Any] | None = None) -> CardRows:
+    """The rows one card is stored as: plain tuples, cheap to send from a worker process.
+    ``data`` is ``card.to_json_dict(with_bundle=False)`` when the caller already has it."""
+    if data is None:
+        data = card.to_json_dict(with_bundle=False)
     bundle = card.judge_bundle
     v = card.vector
     out: dict[str, list[tuple]] = {
@@ -87,11 +93,15 @@ class Store:
 
     def save_many(self, cards: Iterable[ScoreCard]) -> None:
         """Write cards; the batch is one transaction, so nothing is ever half-written."""
+        self.save_rows([card_rows(card) for card in cards])
+
+    def save_rows(self, prepared: Iterable[CardRows]) -> None:
+        """Write cards already turned into rows by :func:`card_rows`; one transaction."""
         batch: dict[str, list[tuple]] = {t: [] for t in _COLUMNS}
         run_ids = []
-        for card in cards:
-            run_ids.append((card.run_id,))
-            for table, rows in _rows(card).items():
+        for rows_of_card in prepared:
+            run_ids.append((rows_of_card["runs"][0][0],))
+            for table, rows in rows_of_card.items():
                 batch[table].extend(rows)
         if not run_ids:
             return

@@ -1,0 +1,90 @@
+"""What a worker does with a batch of files: read, score, and turn each card into exactly what the
+parent needs — its output text, its database rows, its Parquet rows and its aggregation summary.
+
+The parent then only writes strings and rows (cheap), which is what lets N workers approach N times
+one: a ScoreCard itself costs more to send between processes than to compute. The same function runs
+in-process for one worker, in a process pool, or as a Ray task, so every engine gives the same bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalkit.aggregate import RunSummary
+from evalkit.errors import InputError
+
+# A file to score: a path or URL, or (name, bytes) for data the parent already read (stdin).
+Source = str | tuple[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreJob:
+    """Which parts of each scored card the parent wants back."""
+
+    output_format: str | None = None  # a render.FORMATS name; None: no per-run output
+    db_rows: bool = False
+    parquet_rows: bool = False
+    card: bool = False  # the ScoreCard itself (for in-process callers: it is slow to send)
+
+
+@dataclass(slots=True)
+class Scored:
+    """One file's outcome. ``error`` is set for bad input; otherwise the card's prepared parts."""
+
+    path: str
+    warnings: list[str] = field(default_factory=list)
+    error: InputError | None = None
+    run_id: str | None = None
+    summary: RunSummary | None = None
+    text: str | None = None
+    rows: Any = None  # evalkit.db.scores.CardRows
+    parquet: Any = None  # evalkit.parquet.ParquetRows
+    card: Any = None  # ScoreCard, when the job asks for it
+
+
+def _read(source: Source, warn) -> Any:
+    from evalkit.engines.sources import is_url, read_url
+    from evalkit.reader import parse_trajectory, read_trajectory
+
+    if isinstance(source, tuple):
+        return parse_trajectory(source[0], source[1], warn)
+    if is_url(source):
+        return parse_trajectory(source, read_url(source), warn)
+    return read_trajectory(source, warn)
+
+
+def score_one(job: ScoreJob, source: Source) -> Scored:
+    from evalkit.scoring import score_trajectory
+
+    name = source[0] if isinstance(source, tuple) else source
+    out = Scored(name)
+    try:
+        card = score_trajectory(_read(source, out.warnings.append))
+    except InputError as exc:
+        out.error = exc
+        return out
+    out.run_id = card.run_id
+    out.summary = RunSummary.of(card)
+    if job.card:
+        out.card = card
+    if job.output_format is not None:
+        from evalkit.render import card_text
+
+        out.text = card_text(card, job.output_format)
+    if job.db_rows or job.parquet_rows:
+        data = card.to_json_dict(with_bundle=False)
+        if job.db_rows:
+            from evalkit.db.scores import card_rows
+
+            out.rows = card_rows(card, data)
+        if job.parquet_rows:
+            from evalkit.bundle import bundle_json
+            from evalkit.parquet import parquet_rows
+
+            text = out.rows["bundles"][0][1] if out.rows is not None else bundle_json(card.judge_bundle)
+            out.parquet = parquet_rows(data, text)
+    return out
+
+
+def score_batch(job: ScoreJob, sources: list[Source]) -> list[Scored]:
+    return [score_one(job, s) for s in sources]

@@ -1,0 +1,63 @@
+"""The Ray engine: batches of files scored as Ray tasks, results streamed back in input order.
+
+``address`` (``--ray-address``) names the cluster to join; without it Ray reads ``RAY_ADDRESS``,
+and without that it starts a local cluster for this run (and stops it at the end). If this process
+already called ``ray.init``, that connection is used and left open. Every worker scores with the
+same ``score_batch`` as the local engine, so the output is byte-identical.
+
+Inputs must be readable where the tasks run: URLs (``s3://``, ``gs://``; fsspec and its driver
+installed on the workers), or paths every node sees (a shared file system). Relative paths are
+resolved in the driver's working directory when the worker has it. Standard input is read by the
+driver and sent with the task. At most ``IN_FLIGHT_PER_CPU`` batches per cluster CPU are pending,
+so the driver's memory stays bounded.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator
+
+from evalkit.engines.job import ScoreJob, Scored, Source, score_batch
+from evalkit.engines.local import BATCH_FILES, batches
+
+IN_FLIGHT_PER_CPU = 4
+
+
+def ray_problem() -> str | None:
+    """Why the Ray engine cannot run here, or None."""
+    if importlib.util.find_spec("ray") is None:
+        return "--engine ray needs Ray: pip install 'evalkit[ray]'"
+    return None
+
+
+def _batch_in(cwd: str, job: ScoreJob, sources: list[Source]) -> list[Scored]:
+    if os.path.isdir(cwd) and os.getcwd() != cwd:
+        os.chdir(cwd)  # a worker process serves one task at a time; relative paths mean the driver's
+    return score_batch(job, sources)
+
+
+def score_ray(job: ScoreJob, sources: Iterable[Source], address: str | None = None,
+              batch_files: int = BATCH_FILES) -> Iterator[Scored]:
+    import ray
+
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        started = True
+    try:
+        task = ray.remote(_batch_in)
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        limit = cpus * IN_FLIGHT_PER_CPU
+        cwd = os.getcwd()
+        job_ref = ray.put(job)
+        pending: deque = deque()
+        for chunk in batches(sources, batch_files):
+            pending.append(task.remote(cwd, job_ref, chunk))
+            if len(pending) >= limit:
+                yield from ray.get(pending.popleft())
+        while pending:
+            yield from ray.get(pending.popleft())
+    finally:
+        if started:
+            ray.shutdown()

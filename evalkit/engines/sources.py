@@ -1,0 +1,72 @@
+"""Where trajectory files come from: local paths, standard input, or URLs read through fsspec.
+
+A URL is anything with a scheme (``s3://``, ``gs://``, ``file://``, ...). fsspec is imported only
+when a URL is given; without it (or without the scheme's driver, e.g. s3fs) the error says so. A URL
+naming a directory is searched recursively for ``*.jsonl``, in sorted order, like a local directory.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from evalkit.errors import InputError
+
+STDIN = "-"
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_url(name: str) -> bool:
+    return bool(_URL.match(name))
+
+
+def _fsspec(url: str):
+    try:
+        import fsspec
+    except ImportError:
+        raise InputError(url, None, "reading URLs needs fsspec (pip install fsspec, plus s3fs or gcsfs for s3:// or gs://)") from None
+    try:
+        return fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        raise InputError(url, None, f"cannot open this URL: {exc}") from None
+
+
+def expand_url(url: str) -> list[str]:
+    """The files a URL names: itself, or the ``*.jsonl`` under it when it is a directory."""
+    fs, root = _fsspec(url)
+    try:
+        if not fs.isdir(root):
+            return [url]
+        found = sorted(p for p in fs.glob(root.rstrip("/") + "/**/*.jsonl") if fs.isfile(p))
+    except OSError as exc:
+        raise InputError(url, None, f"cannot list: {exc}") from None
+    return [fs.unstrip_protocol(p) for p in found]
+
+
+def url_exists(url: str) -> bool:
+    fs, root = _fsspec(url)
+    try:
+        return fs.exists(root)
+    except OSError:
+        return False
+
+
+def read_url(url: str) -> bytes:
+    fs, root = _fsspec(url)
+    try:
+        with fs.open(root, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise InputError(url, None, f"cannot read: {exc.strerror or exc}") from None
+
+
+def expand(paths: Iterable[str | Path]) -> Iterator[str]:
+    """Files as given; directories (local or URL) searched recursively for ``*.jsonl``, sorted."""
+    from evalkit.reader import expand_paths
+
+    for path in paths:
+        name = str(path)
+        if is_url(name):
+            yield from expand_url(name)
+        else:
+            yield from expand_paths([name])
