@@ -1,0 +1,58 @@
+"""The architecture's import contracts (pyproject.toml, [tool.importlinter]), checked statically
+with import-linter: the scoring core stays pure, only one module imports litellm, and the judge
+layer reaches only the parts of evalkit it is allowed to."""
+from __future__ import annotations
+
+import os
+import pkgutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# the intended rule: the data layer, values, ScoreCard and resources; plus the config loader and
+# the error type it raises (judge.toml is validated by evalkit.configfile)
+JUDGE_MAY_IMPORT = {"evalkit.db", "evalkit.values", "evalkit.scorecard", "evalkit.resources",
+                    "evalkit.configfile", "evalkit.errors"}
+
+
+def _config() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+
+
+def test_import_contracts_hold(monkeypatch, capsys):
+    from importlinter.cli import lint_imports
+
+    monkeypatch.chdir(ROOT)
+    code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "3 kept, 0 broken" in out
+
+
+def test_judge_contract_names_every_other_evalkit_module():
+    """A new evalkit module must be placed: allowed for the judge layer, or forbidden to it."""
+    import evalkit
+
+    contract = next(c for c in _config()["contracts"] if c["source_modules"] == ["judges"])
+    modules = {f"evalkit.{m.name}" for m in pkgutil.iter_modules(evalkit.__path__)}
+    placed = set(contract["forbidden_modules"]) | JUDGE_MAY_IMPORT
+    assert modules - placed == set(), "add the new module to the judge-layer contract in pyproject.toml"
+
+
+def test_a_broken_contract_is_reported(tmp_path):
+    """The contracts can fail: a scoring module importing the audit, even lazily, is caught."""
+    pkg = tmp_path / "evalkit"
+    (pkg / "agreement").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "agreement" / "__init__.py").write_text("")
+    (pkg / "scoring.py").write_text("def f():\n    from evalkit.agreement import stats\n")
+    (tmp_path / "setup.cfg").write_text(
+        "[importlinter]\nroot_package = evalkit\n\n[importlinter:contract:core]\nname = core\n"
+        "type = forbidden\nsource_modules = evalkit.scoring\nforbidden_modules = evalkit.agreement\n")
+    lint = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run([str(lint), "--config", "setup.cfg", "--no-cache"], cwd=tmp_path, capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "evalkit.scoring -> evalkit.agreement" in done.stdout
