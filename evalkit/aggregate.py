@@ -13,8 +13,8 @@ values over the scenarios that have one. Its pass_hat_k runs to the smallest n_s
 scenarios (every scenario must contribute to every k), which for tau-bench result files — the same
 number of trials per task — is exactly the benchmark's headline pass^k.
 
-Groups with fewer than 3 included runs carry ``small_n: true`` (seed 002: never report a single run
-as a result).
+Groups with fewer than 3 included runs carry ``small_n: true`` (the computer-use rubric's small-n
+rule: never report a single run as a result).
 
 Aggregation streams: each group keeps counts, exact sums and a value -> count map of its scores,
 never the runs, and gives the same numbers, bit for bit, as ``math.fsum`` / ``statistics.stdev`` /

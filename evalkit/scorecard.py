@@ -38,7 +38,7 @@ class CommandRow(BaseModel):
 
 
 class Checks(BaseModel):
-    """Seed 003's five mechanical booleans."""
+    """The five mechanical checks (docs/glossary.md)."""
 
     reached_goal: bool | None
     used_only_expected_tools: bool | None

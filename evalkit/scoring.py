@@ -1,6 +1,6 @@
 """The pure scorer: a Trajectory in, a ScoreCard out. No I/O, no clock, no randomness.
 
-The rules are those of the A320 procedure-compliance design note (seed 000) and its issue (seed 001),
+The rules are those of the A320 procedure-compliance design note and its scorer issue (docs/glossary.md),
 made precise:
 
 * Commands are calls of a command tool (``Scenario.commands()``) with ``is_error == false`` whose tool
@@ -71,7 +71,7 @@ def derive_scalar(
 
 
 def efficiency_grade(passed: bool, budget_hit: bool, commands: int, reference_steps: int) -> int:
-    """Seed 002: 3 when ≤1.5× the reference steps, 2 ≤2.5×, 1 ≤4×, else 0; 0 for a run that did not pass."""
+    """The efficiency grade (computer-use rubric): 3 when ≤1.5× the reference steps, 2 ≤2.5×, 1 ≤4×, else 0; 0 for a run that did not pass."""
     if not passed or budget_hit:
         return 0
     if reference_steps <= 0:

@@ -1,5 +1,5 @@
-"""Score classification result files (seed 004): agreement, calibration, escalation, error
-direction, latency and cost.
+"""Verdict files: classification result files (the verdict-file scorer, docs/glossary.md) scored for
+agreement, calibration, escalation, error direction, latency and cost.
 
 A result file is one JSON object::
 
@@ -194,7 +194,7 @@ def score_payload(payload: Any, order: Sequence[str] = DEFAULT_ORDER, threshold:
     }
 
 
-def score_file(path: str | os.PathLike[str], order: Sequence[str] = DEFAULT_ORDER,
+def score_result_file(path: str | os.PathLike[str], order: Sequence[str] = DEFAULT_ORDER,
                threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
     """Read and score one result file (read-only). Raises InputError naming the file (and the
     line for JSON syntax errors, the field otherwise)."""
@@ -256,7 +256,7 @@ def _stat(st: dict[str, Any], digits: int = 3) -> str:
     return _f(st["value"], digits) if st["value"] is not None else f"n/a ({st['reason']})"
 
 
-def render_text(score: dict[str, Any]) -> str:
+def render_verdict_text(score: dict[str, Any]) -> str:
     """One file as labelled ASCII lines (every line says what it is)."""
     model, condition = ascii_text(score["model"]), ascii_text(score["condition"])
     tag = f"[{model} / {condition}]"
@@ -303,16 +303,16 @@ def render_text(score: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_table(scores: Sequence[dict[str, Any]]) -> str:
+def render_verdicts_text(scores: Sequence[dict[str, Any]]) -> str:
     """The console report for several files: each file's labelled lines."""
-    return "\n".join(render_text(s) for s in scores)
+    return "\n".join(render_verdict_text(s) for s in scores)
 
 
 def _md(v: Any) -> str:
     return ascii_text(v).replace("|", "\\|")
 
 
-def render_markdown(scores: Sequence[dict[str, Any]]) -> str:
+def render_verdicts_markdown(scores: Sequence[dict[str, Any]]) -> str:
     """The markdown tables: summary, slices, reliability bands, misses granting more."""
     out = ["## Verdicts: summary", "",
            "| model | condition | n | agreement | kappa | grants more | grants less | brier | ECE |"
@@ -379,7 +379,7 @@ def write_json(path: str | os.PathLike[str], summary: dict[str, Any]) -> None:
         raise
 
 
-def score_paths(paths: Sequence[str], patterns: Sequence[str] = (), order: Sequence[str] = DEFAULT_ORDER,
+def score_result_files(paths: Sequence[str], patterns: Sequence[str] = (), order: Sequence[str] = DEFAULT_ORDER,
                 threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
     """Find and score files. Returns ``{"order", "threshold", "files": [score...], "errors": [str]}``;
     a bad file becomes one error line and the others are still scored."""
@@ -388,7 +388,7 @@ def score_paths(paths: Sequence[str], patterns: Sequence[str] = (), order: Seque
     scores = []
     for f in files:
         try:
-            scores.append(score_file(f, order=order, threshold=threshold))
+            scores.append(score_result_file(f, order=order, threshold=threshold))
         except InputError as exc:
             errors.append(str(exc))
     return {"order": list(order), "threshold": float(threshold), "files": scores, "errors": errors}

@@ -57,7 +57,7 @@ class Summary:
         lat = self.latencies_ms
         return {
             "median_ms": statistics.median(lat) if lat else None,
-            # seed 004: the first call is cold (imports, connection, cache); a mean that keeps it
+            # the cold first call (docs/glossary.md): imports, connection, cache; a mean that keeps it
             # tells little, so the mean printed beside the median leaves it out.
             "mean_excl_first_ms": statistics.fmean(lat[1:]) if len(lat) > 1 else None,
         }

@@ -4,23 +4,23 @@ from __future__ import annotations
 import pytest
 
 from audit_helpers import card
-from evalkit.agreement.pairings import load_config, parse_condition
+from evalkit.agreement.pairings import load_audit_config, parse_condition
 from evalkit.errors import InputError
 
 
 def mech(name: str, **kw) -> object:
-    cfg = load_config()
+    cfg = load_audit_config()
     p = next(p for p in cfg.pairings if p.name == name)
     return p.mechanical_label(card("r", **kw).to_json_dict())
 
 
 def judge(name: str, value) -> object:
-    cfg = load_config()
+    cfg = load_audit_config()
     return next(p for p in cfg.pairings if p.name == name).judge_label(value)
 
 
 def test_defaults_cover_the_five_procedure_v1_pairings_in_issue_order():
-    cfg = load_config()
+    cfg = load_audit_config()
     assert [(p.name, p.rubric, p.judge_dimension) for p in cfg.pairings] == [
         ("outcome", "procedure_v1", "outcome"),
         ("safety", "procedure_v1", "safety"),
@@ -123,7 +123,7 @@ when = { "checks.reached_goal" = false }
 """,
         encoding="utf-8",
     )
-    cfg = load_config(user)
+    cfg = load_audit_config(user)
     names = [p.name for p in cfg.pairings]
     assert names == ["outcome", "safety", "action_execution", "situation_assessment", "reached_goal"]
     safety = cfg.pairings[1]
@@ -138,7 +138,7 @@ def test_user_config_found_at_documented_path(tmp_path, monkeypatch):
     (tmp_path / ".evalkit").mkdir()
     (tmp_path / ".evalkit" / "pairings.toml").write_text("[alt_test]\nepsilon = 0.1\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    cfg = load_config()
+    cfg = load_audit_config()
     assert cfg.epsilon == 0.1 and len(cfg.pairings) == 5
 
 
@@ -149,14 +149,14 @@ def test_replace_defaults_ignores_shipped_pairings(tmp_path):
         'scale = ["fail", "pass"]\n[[pairing.mechanical]]\nlabel = "pass"\nwhen = { "vector.all_passed" = true }\n',
         encoding="utf-8",
     )
-    assert [p.name for p in load_config(user).pairings] == ["o"]
+    assert [p.name for p in load_audit_config(user).pairings] == ["o"]
 
 
 def test_config_toml_syntax_error_names_file_and_line(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[calibration]\nescalation_threshold = = 3\n", encoding="utf-8")
     with pytest.raises(InputError) as err:
-        load_config(bad)
+        load_audit_config(bad)
     assert str(err.value).startswith(f"{bad}:2: invalid TOML")
 
 
@@ -183,7 +183,7 @@ def test_config_semantic_errors_name_file_and_field(tmp_path, body, field):
     bad = tmp_path / "bad.toml"
     bad.write_text("replace_defaults = true\n" + body, encoding="utf-8")
     with pytest.raises(InputError) as err:
-        load_config(bad)
+        load_audit_config(bad)
     assert str(err.value).startswith(f"{bad}: {field}")
     assert "\n" not in str(err.value)
 
@@ -191,10 +191,10 @@ def test_config_semantic_errors_name_file_and_field(tmp_path, body, field):
 def test_shipped_rubric_dimensions_are_ordinal_on_their_full_scale():
     """Every 0-3 dimension of every shipped rubric is declared ordinal [0..3] in the default config,
     so a judge's "n/a" is excluded from rater agreement instead of making the dimension nominal."""
-    from evalkit.agreement.pairings import load_config
+    from evalkit.agreement.pairings import load_audit_config
     from judges.rubrics import available_rubrics, load_rubric
 
-    config = load_config(None)
+    config = load_audit_config(None)
     for name in available_rubrics():
         for dim in load_rubric(name).dimensions:
             spec = config.dimensions.get(dim.name)

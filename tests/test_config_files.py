@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from evalkit.agreement.pairings import load_config
+from evalkit.agreement.pairings import load_audit_config
 from evalkit.cli import cli
 from evalkit.configfile import ConfigError, ConfigModel, load_toml, validate
 from evalkit.errors import InputError
@@ -25,7 +25,7 @@ def user_config(tmp_path, body: str):
 def one_line_error(tmp_path, body: str) -> str:
     path = user_config(tmp_path, body)
     with pytest.raises(ConfigError) as err:
-        load_config(path)
+        load_audit_config(path)
     text = str(err.value)
     assert "\n" not in text and text.startswith(f"{path}")
     assert isinstance(err.value, InputError)  # commands map it to exit 1
@@ -43,13 +43,13 @@ def test_when_that_is_not_a_table_names_its_key_path(tmp_path):
 
 def test_order_condition_on_a_word_names_its_key_path(tmp_path):
     with pytest.raises(InputError) as err:
-        load_config(user_config(tmp_path, PAIRING + 'when = { "vector.coverage" = ">= banana" }\n'))
+        load_audit_config(user_config(tmp_path, PAIRING + 'when = { "vector.coverage" = ">= banana" }\n'))
     assert str(err.value).endswith(
         "pairing 'x'.mechanical[0].when.vector.coverage: cannot read condition '>= banana' (>= compares numbers, got 'banana')")
 
 
 def test_equality_with_a_word_is_still_a_condition(tmp_path):
-    cfg = load_config(user_config(tmp_path, PAIRING + 'when = { "informative.final_reason" = "== agent_done" }\n'))
+    cfg = load_audit_config(user_config(tmp_path, PAIRING + 'when = { "informative.final_reason" = "== agent_done" }\n'))
     assert [p.name for p in cfg.pairings][-1] == "x"
 
 
@@ -78,7 +78,7 @@ def test_values_of_the_wrong_type_name_the_key(tmp_path, body, where):
 def test_shipped_configs_validate():
     from evalkit.report.contamination import load_contamination
 
-    assert load_config(None).pairings
+    assert load_audit_config(None).pairings
     assert load_contamination()["declared"] is False
 
 

@@ -41,7 +41,7 @@ def results_dir(tmp_path):
 
 
 def test_model_a_numbers_by_hand():
-    s = V.score_file(FIX / "model_a.json")
+    s = V.score_result_file(FIX / "model_a.json")
     assert (s["model"], s["condition"], s["n"]) == ("model-a", "few-shot", 6)
     assert s["agreement"]["value"] == 0.5 and s["agreement"]["agree"] == 3
     slices = {x["slice"]: x for x in s["slices"]}
@@ -69,7 +69,7 @@ def test_model_a_numbers_by_hand():
 
 
 def test_row_without_usable_probs_counts_for_agreement_and_latency_only():
-    s = V.score_file(FIX / "model_b.json")
+    s = V.score_result_file(FIX / "model_b.json")
     # row 0 probs sum to 1.5, row 1 has an unknown key: only row 2 is a forecast
     assert s["n"] == 3 and s["agreement"]["n"] == 3
     assert s["calibration"]["n_with_probs"] == 1 and s["calibration"]["n_without_probs"] == 2
@@ -97,7 +97,7 @@ def test_unusable_probs_are_not_a_zero_confidence_forecast(probs):
 
 
 def test_prediction_outside_labels_is_a_disagreement_without_direction():
-    s = V.score_file(FIX / "model_b.json")
+    s = V.score_result_file(FIX / "model_b.json")
     assert s["agreement"]["agree"] == 1
     assert s["direction"] == {"grants_more": 0, "grants_less": 1, "invalid_pred": 1}
 
@@ -123,8 +123,8 @@ def test_bad_order_is_a_usage_error():
 
 
 def test_threshold_changes_escalation():
-    low = V.score_file(FIX / "model_a.json", threshold=0.5)["calibration"]["escalation"]
-    high = V.score_file(FIX / "model_a.json", threshold=0.99)["calibration"]["escalation"]
+    low = V.score_result_file(FIX / "model_a.json", threshold=0.5)["calibration"]["escalation"]
+    high = V.score_result_file(FIX / "model_a.json", threshold=0.99)["calibration"]["escalation"]
     assert (low["escalated"], low["misses_caught"]) == (0, 0)
     assert (high["escalated"], high["misses_caught"]) == (4, 3)
 

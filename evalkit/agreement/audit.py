@@ -14,7 +14,7 @@ from typing import Any
 
 from evalkit.agreement import drift as drift_mod
 from evalkit.agreement import paired, raters
-from evalkit.agreement.pairings import AuditConfig, describe, load_config
+from evalkit.agreement.pairings import AuditConfig, describe, load_audit_config
 from evalkit.agreement.ratings import collect_ratings
 from evalkit.db import open_readonly, read_annotations, read_call_costs, read_cards, read_ratings
 
@@ -56,7 +56,7 @@ def run_audit(
         raise ValueError(f"by must be one of {', '.join(SLICE_KINDS)}, got {by!r}")
     if n_resamples < 0:
         raise ValueError("n_resamples must be >= 0")
-    cfg = config if isinstance(config, AuditConfig) else load_config(config)
+    cfg = config if isinstance(config, AuditConfig) else load_audit_config(config)
     kinds = SLICE_KINDS if by is None else (by,)
     with open_readonly(db_path) as db:
         cards = list(read_cards(db))
@@ -119,7 +119,7 @@ def run_audit(
 
 def judge_costs(calls: list[Any], source: str) -> list[dict[str, Any]]:
     """Per judge model: median cost and latency per call, and the mean excluding the first call
-    (seed 004: a mean over a batch is dominated by the cold first call). ``source`` names the
+    (a mean over a batch is dominated by the cold first call). ``source`` names the
     table read (``judge_calls`` when present: every call, failed ones too; else ``annotations``)."""
     by_model: dict[str, list[Any]] = {}
     for c in calls:

@@ -6,7 +6,7 @@ with the blind primary answer (``replicate = 0``, latest if re-run) of the same 
 - per dimension, the agreement between primary and replicate values (percent agreement, Cohen's
   kappa over the dimension's labels, weighted for integer dimensions) and how many moved by
   ``moved_by`` or more;
-- seed 002's flag per replicate: more than ``max_moved`` dimensions moved by ``moved_by`` or more
+- the computer-use rubric's drift flag per replicate: more than ``max_moved`` dimensions moved by ``moved_by`` or more
   (defaults 2 and 1). Only numeric values can move by an amount; a change between labels such as
   "n/a" and 2 counts as a disagreement but not as a move.
 """

@@ -315,7 +315,7 @@ def resolve_config_path(config: str | Path | None) -> Path | None:
     return USER_CONFIG if USER_CONFIG.is_file() else None
 
 
-def load_config(config: str | Path | None = None) -> AuditConfig:
+def load_audit_config(config: str | Path | None = None) -> AuditConfig:
     """Load the shipped defaults and merge the user's file (explicit or at the documented path)."""
     default_path = default_config_path()
     base = _read_toml(default_path)

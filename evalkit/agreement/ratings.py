@@ -4,7 +4,7 @@ Accepted files (`evalkit annotations import FILE`):
 
 - long CSV / TSV / JSONL with the columns ``item_id, rater, rater_kind, dimension, value`` and an
   optional ``confidence``;
-- seed 002's ``results/scores.csv`` ("wide"): one row per run, one column per dimension. The item
+- the computer-use rubric's ``results/scores.csv`` ("wide"): one row per run, one column per dimension. The item
   column is the first of ``item_id, run_id, run, id``; ``rater``/``rater_kind`` columns are used
   when present; the columns in :data:`WIDE_METADATA` are not dimensions; a ``confidence`` column
   belongs to ``outcome``; an empty cell is "not rated".

@@ -80,8 +80,8 @@ def register(group: click.Group) -> None:
         """Import ratings from CSV/TSV/JSONL into the `ratings` table.
 
         Long files have the columns item_id, rater, rater_kind (human|judge), dimension, value and
-        an optional confidence; seed 002's scores.csv (one row per run, one column per dimension)
-        is accepted too. The whole file is checked first: a bad file writes nothing and exits 1
+        an optional confidence; a wide scores.csv (one row per run, one column per dimension, as
+        the computer-use rubric keeps it) is accepted too. The whole file is checked first: a bad file writes nothing and exits 1
         with one line naming the file and line. Re-importing replaces the same ratings.
         """
         if not Path(file).is_file():

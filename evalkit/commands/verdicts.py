@@ -1,4 +1,4 @@
-"""`evalkit verdicts`: score classification result files (seed 004). Thin shell over evalkit.verdicts."""
+"""`evalkit verdicts`: score verdict files (classification results). Thin shell over evalkit.verdicts."""
 from __future__ import annotations
 
 import click
@@ -38,10 +38,10 @@ def register(group: click.Group) -> None:
         if not files and not missing:
             where = " ".join(list(paths) + list(patterns)) or "results/*.json"
             raise click.UsageError(f"no result files (*.json) found in: {where}")
-        summary = v.score_paths(paths, patterns, order=order, threshold=threshold)
+        summary = v.score_result_files(paths, patterns, order=order, threshold=threshold)
         scores = summary["files"]
         if scores:
-            click.echo(v.render_markdown(scores) if markdown else v.render_table(scores))
+            click.echo(v.render_verdicts_markdown(scores) if markdown else v.render_verdicts_text(scores))
         if not markdown:
             click.echo(f"verdicts: files scored {len(scores)}, files with errors {len(summary['errors'])}")
         for err in summary["errors"]:

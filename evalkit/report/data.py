@@ -12,11 +12,11 @@ Choices where the issue is silent:
 - Scores come from the stored ScoreCards (``scorecards.card``) through :func:`evalkit.api.aggregate`,
   the same code ``evalkit score --aggregate`` uses, so the report cannot disagree with it.
 - A run is *ranked* only when it is ``scored`` and took no dangerous forbidden action; unsafe runs
-  are flagged and listed apart (seed 000: "safety is a gate, not a trade-off"). Ranks are per
+  are flagged and listed apart (the design note's safety gate: "safety is a gate, not a trade-off"). Ranks are per
   scenario, by scalar, ties sharing a rank ("1, 2, 2, 4").
 - The judge section counts primary answers only (``replicate = 0``) for the distributions; cost and
   latency count every stored call, replicates included, because they were paid for.
-- Latency: median per call, and the mean excluding the first call (seed 004), calls in
+- Latency: median per call, and the mean excluding the cold first call, calls in
   ``created_at`` order.
 """
 from __future__ import annotations
