@@ -17,6 +17,7 @@ from evalkit.agreement import paired, raters
 from evalkit.agreement.pairings import AuditConfig, describe, load_audit_config
 from evalkit.agreement.ratings import collect_ratings
 from evalkit.db import open_readonly, read_annotations, read_call_costs, read_cards, read_ratings
+from evalkit.self_judging import same_model
 
 SCHEMA = "evalkit.audit/1"
 SLICE_KINDS = paired.SLICE_KINDS
@@ -84,6 +85,7 @@ def run_audit(
         }
         entry |= paired.pairing_stats(p, ps.pairs, sub, bootstrap=bootstrap)
         entry["slices"] = paired.slice_stats(p, ps.pairs, sub, kinds)
+        entry["self_judging"] = self_judging(p, ps.pairs, sub)
         pairing_entries.append(entry)
 
     rater_entries, skipped = raters.analyse(collect_ratings(stored, values), sub)
@@ -115,6 +117,18 @@ def run_audit(
         "judge_costs": judge_costs(calls, cost_source),
     }
     return report, paired.pair_rows(sets)
+
+
+def self_judging(p: Any, pairs: list[Any], config: AuditConfig) -> dict[str, Any]:
+    """The pairs whose judge is the judged agent's own model (evalkit.self_judging), and the
+    pairing's agreement without them (the pairing's own statistics are the "with")."""
+    own = [x for x in pairs if same_model(x.judge_model, x.model)]
+    return {
+        "pairs": len(own),
+        "judges": sorted({x.judge_model for x in own}),
+        "without": paired.pairing_stats(p, [x for x in pairs if not same_model(x.judge_model, x.model)], config)
+        if own else None,
+    }
 
 
 def judge_costs(calls: list[Any], source: str) -> list[dict[str, Any]]:

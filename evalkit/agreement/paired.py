@@ -20,6 +20,7 @@ from typing import Any, Iterable
 
 from evalkit.agreement.pairings import AuditConfig, Pairing
 from evalkit.agreement.sources import EXCLUDED_STATUSES, Card, JudgeValue
+from evalkit.self_judging import same_model
 
 SLICE_KINDS = ("scenario", "model", "judge", "rubric")
 RATIONALE_CHARS = 240
@@ -248,6 +249,7 @@ def disagreements(sets: list[PairSet]) -> list[dict[str, Any]]:
                         "scenario_id": x.scenario_id,
                         "model": x.model,
                         "judge_model": x.judge_model,
+                        "self_judged": same_model(x.judge_model, x.model),
                         "rubric": x.rubric,
                         "judge_value": x.judge_value,
                         "judge_raw": x.judge_raw,

@@ -42,8 +42,10 @@ def register(group: click.Group) -> None:
     @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
                   help="TOML file overriding configs/judge.toml (retries, timeouts, prices).")
     @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
+    @click.option("--allow-self-judging", is_flag=True,
+                  help="Do not warn when a judge model is the agent model whose runs it judges (the audit still flags those pairs).")
     def judge(paths, models, rubric, db_path, concurrency, api_base, temperature, max_cost, refresh,
-              resample, seed, show_mechanical, dry_run, fmt, config_path, progress):
+              resample, seed, show_mechanical, dry_run, fmt, config_path, progress, allow_self_judging):
         """Judge runs with an LLM and store qualitative annotations (never the scores).
 
         Without PATHS, judges the runs already scored in --db; with PATHS (files, directories, -),
@@ -82,6 +84,11 @@ def register(group: click.Group) -> None:
                 cards, input_errors = api.stored_cards(db_path), []
             for error in input_errors:
                 click.echo(error, err=True)
+            if not allow_self_judging:
+                from evalkit.self_judging import warning_lines
+
+                for line in warning_lines(models, (c.model for c in cards)):
+                    click.echo(line, err=True)
             if dry_run:
                 plan = api.dry_run(cards, models, **options)
                 click.echo(render.render_dry_run(plan, fmt), nl=False)
