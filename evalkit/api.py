@@ -19,9 +19,11 @@ from evalkit.scorecard import ScoreCard
 from evalkit.scoring import derive_scalar, score_trajectory
 from evalkit.db.scores import DEFAULT_DB, CardRows, Store
 from evalkit.engines import ScoreJob, Scored, score_files
+from evalkit.uncertainty.standard_errors import DEFAULT_LEVEL
 
 __all__ = [
     "Aggregator", "DEFAULT_DB", "InputError", "RunSummary", "ScoreCard", "Store", "aggregate",
+    "aggregate_db", "compare", "plan",
     "derive_scalar", "expand_paths", "iter_scorecards", "parse_trajectory", "pass_hat_k",
     "read_trajectory", "ScoreJob", "Scored", "score_file", "score_into", "score_stream", "score_trajectory",
 ]
@@ -96,3 +98,38 @@ def score_into(paths: Iterable[str | Path], store: Store | None, on_error: Calla
     each good card; see :func:`score_stream` for the rules."""
     for item in score_stream(paths, store, on_error, warn, job=ScoreJob(card=True), batch=batch):
         yield item.card
+
+
+def aggregate_db(db_path: str | Path, include_errors: bool = False, level: float = DEFAULT_LEVEL) -> dict:
+    """The aggregate (with its error bars) of every ScoreCard stored in ``db_path``, opened read-only.
+
+    Raises ``evalkit.db.DbError`` (one line naming the file) when the database cannot be read.
+    """
+    from evalkit.db import open_readonly, read_scorecards
+
+    with open_readonly(db_path) as db:
+        agg = Aggregator(include_errors, level)
+        for card in read_scorecards(db, with_bundle=False):
+            agg.add(card)
+        return agg.result()
+
+
+def compare(db_path: str | Path, baseline: str | None = None, correction: str = "holm",
+            level: float = DEFAULT_LEVEL, include_errors: bool = False) -> dict:
+    """Paired comparison of the models stored in ``db_path`` (``evalkit compare``); see
+    :func:`evalkit.uncertainty.paired.compare_models`. ValueError for an unknown baseline."""
+    from evalkit.uncertainty.paired import compare_models
+
+    return compare_models(aggregate_db(db_path, include_errors, level), baseline, correction, level)
+
+
+def plan(delta: float, db_path: str | Path | None = None, level: float = DEFAULT_LEVEL, power: float = 0.8,
+         sd_within: float | None = None, sd_between: float | None = None) -> dict:
+    """Scenarios × runs needed to detect ``delta`` (``evalkit plan``), from the variances measured
+    in ``db_path`` or stated; see :func:`evalkit.uncertainty.power.plan`."""
+    from evalkit.uncertainty.power import plan as make_plan
+
+    measured = aggregate_db(db_path, level=level) if db_path is not None else None
+    result = make_plan(delta, measured, level, power, sd_within=sd_within, sd_between=sd_between)
+    result["db"] = None if db_path is None else str(db_path)
+    return result
