@@ -16,6 +16,11 @@ number of trials per task — is exactly the benchmark's headline pass^k.
 Groups with fewer than 3 included runs carry ``small_n: true`` (the computer-use rubric's small-n
 rule: never report a single run as a result).
 
+Every mean and rate in :data:`evalkit.uncertainty.intervals.METRICS` carries ``<metric>_se`` and
+``<metric>_ci`` beside it (per group: over runs, from the exact running sums; per model: clustered
+by scenario), the per-model pass_hat_k a bootstrap interval over scenarios; see
+:mod:`evalkit.uncertainty` and docs/uncertainty.md.
+
 Aggregation streams: each group keeps counts, exact sums and a value -> count map of its scores,
 never the runs, and gives the same numbers, bit for bit, as ``math.fsum`` / ``statistics.stdev`` /
 ``statistics.median`` over the full lists would.
@@ -28,6 +33,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
+
+from evalkit.uncertainty import intervals
+from evalkit.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+from evalkit.uncertainty.standard_errors import DEFAULT_LEVEL, check_level
 
 SMALL_N = 3
 
@@ -177,9 +186,21 @@ def pass_hat_k(c: int, n: int) -> list[float]:
 _FLOAT_BITS = 1100  # a ratio below 2**-1100 rounds to 0.0 (the smallest float is 2**-1074)
 
 
-def _group_stats(scenario_id: str, model: str, g: _Group) -> dict[str, Any]:
+def _pass_sd(passes: int, n: int) -> float | None:
+    """The sample standard deviation of n 0/1 outcomes with ``passes`` ones: Σ(x − p)² = c(n − c)/n."""
+    return math.sqrt(passes * (n - passes) / n / (n - 1)) if n >= 2 else None
+
+
+def _group_stats(scenario_id: str, model: str, g: _Group, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
     n, inc = g.n, g.included
-    return {
+    spread = {  # metric -> (sample std, runs it is over)
+        "score_mean": (g.scores.stdev(), g.scores.count),
+        "coverage_mean": (g.coverage.stdev(), g.coverage.count),
+        "order_mean": (g.order.stdev(), g.order.count),
+        "end_state_mean": (g.end_state.stdev(), g.end_state.count),
+        "pass_rate": (_pass_sd(g.passes, inc), inc),
+    }
+    row = {
         "scenario_id": scenario_id,
         "model": model,
         "n": n,
@@ -198,30 +219,48 @@ def _group_stats(scenario_id: str, model: str, g: _Group) -> dict[str, Any]:
         "incomplete_rate": g.statuses.get("incomplete", 0) / n,
         "small_n": inc < SMALL_N,
     }
+    return intervals.beside(row, intervals.group_fields(row, spread, level))
 
 
-def _rollup(model: str, groups: list[dict[str, Any]]) -> dict[str, Any]:
+def _scenario_mean(groups: list[dict[str, Any]], metric: str) -> float | None:
+    return _mean([g[metric] for g in groups if g[metric] is not None])
+
+
+def _rollup(model: str, groups: list[dict[str, Any]], level: float = DEFAULT_LEVEL,
+            n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> dict[str, Any]:
     with_runs = [g for g in groups if g["n_scored"] > 0]
     k_max = min((g["n_scored"] for g in with_runs), default=0)
-    return {
+    row = {
         "model": model,
         "scenarios": len(groups),
         "n": sum(g["n"] for g in groups),
         "n_scored": sum(g["n_scored"] for g in groups),
-        "score_mean": _mean([g["score_mean"] for g in groups if g["score_mean"] is not None]),
+        "score_mean": _scenario_mean(groups, "score_mean"),
+        "coverage_mean": _scenario_mean(groups, "coverage_mean"),
+        "order_mean": _scenario_mean(groups, "order_mean"),
+        "end_state_mean": _scenario_mean(groups, "end_state_mean"),
         "pass_rate": _mean([g["pass_rate"] for g in with_runs]),
         "pass_hat_k": [math.fsum(g["pass_hat_k"][k] for g in with_runs) / len(with_runs) for k in range(k_max)],
         "dangerous_rate": _mean([g["dangerous_rate"] for g in with_runs]),
         "small_n": any(g["small_n"] for g in groups),
     }
+    return intervals.beside(row, intervals.model_fields(row, groups, level, n_resamples, seed))
 
 
 class Aggregator:
     """Streaming aggregation: feed ScoreCards (or RunSummary) one at a time, then ``result()``.
-    Nothing is kept per run (see ``_Group``)."""
+    Nothing is kept per run (see ``_Group``).
 
-    def __init__(self, include_errors: bool = False):
+    ``level`` is the confidence level of every interval; ``n_resamples`` and ``seed`` drive the
+    pass^k bootstrap (same seed, same output).
+    """
+
+    def __init__(self, include_errors: bool = False, level: float = DEFAULT_LEVEL,
+                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED):
         self.include_errors = include_errors
+        self.level = check_level(level)
+        self.n_resamples = n_resamples
+        self.seed = seed
         self._counted = frozenset({"scored", "provider_error"} if include_errors else {"scored"})
         self._groups: dict[tuple[str, str], _Group] = {}
 
@@ -234,19 +273,26 @@ class Aggregator:
         group.add(run, self._counted)
 
     def result(self) -> dict[str, Any]:
-        groups = [_group_stats(scenario, model, g) for (scenario, model), g in sorted(self._groups.items())]
+        groups = [_group_stats(scenario, model, g, self.level) for (scenario, model), g in sorted(self._groups.items())]
         by_model: dict[str, list[dict[str, Any]]] = {}
         for g in groups:
             by_model.setdefault(g["model"], []).append(g)
         return {
             "include_errors": self.include_errors,
+            "uncertainty": {
+                "level": self.level,
+                "group_se": intervals.GROUP_SE_METHOD,
+                "model_se": intervals.MODEL_SE_METHOD,
+                "pass_hat_k": f"percentile bootstrap over scenarios, {self.n_resamples} resamples, seed {self.seed}",
+            },
             "groups": groups,
-            "models": [_rollup(model, gs) for model, gs in sorted(by_model.items())],
+            "models": [_rollup(model, gs, self.level, self.n_resamples, self.seed) for model, gs in sorted(by_model.items())],
         }
 
 
-def aggregate(cards: Iterable[Any], include_errors: bool = False) -> dict[str, Any]:
-    agg = Aggregator(include_errors)
+def aggregate(cards: Iterable[Any], include_errors: bool = False, level: float = DEFAULT_LEVEL,
+              n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    agg = Aggregator(include_errors, level, n_resamples, seed)
     for card in cards:
         agg.add(card)
     return agg.result()

@@ -43,7 +43,7 @@ def test_two_runs_give_byte_identical_json(tmp_path):
     assert len(cards) == 12 and list(cards[0])[:5] == ["run_id", "scenario_id", "model", "path", "status"]
     agg_a = run("score", str(EXAMPLES), "--format", "json", "--aggregate", "--no-db")
     agg_b = run("score", str(EXAMPLES), "--format", "json", "--aggregate", "--no-db")
-    assert agg_a.stdout == agg_b.stdout and set(json.loads(agg_a.stdout)) == {"include_errors", "groups", "models"}
+    assert agg_a.stdout == agg_b.stdout and set(json.loads(agg_a.stdout)) == {"include_errors", "uncertainty", "groups", "models"}
 
 
 def test_jsonl_one_card_per_line_and_contract_fields():

@@ -1,0 +1,85 @@
+"""Uncertainty fields for the aggregate: ``<metric>_se`` and ``<metric>_ci`` beside each metric.
+
+Per (scenario, model) group, over the group's included runs: ``mean_se`` and a t interval with
+n − 1 degrees of freedom. Per model, over the group means of the scenarios that have one: the
+scenario-clustered standard error of the scenario-weighted mean (see
+:mod:`evalkit.uncertainty.standard_errors`) and a t interval with C − 1 degrees of freedom; pass^k
+gets a percentile bootstrap over scenarios (:mod:`evalkit.uncertainty.bootstrap`).
+
+An undefined standard error is null, and ``se_reasons`` says why, per metric.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evalkit.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_curve
+from evalkit.uncertainty.standard_errors import DEFAULT_LEVEL, interval, scenario_weighted_se, se_of_mean
+
+# the metrics that carry an interval, in the order they appear in a group and a model row
+METRICS = ("score_mean", "coverage_mean", "order_mean", "end_state_mean", "pass_rate")
+
+MODEL_SE_METHOD = "clustered by scenario (equal scenario weights, C/(C-1)); t interval, C-1 df"
+GROUP_SE_METHOD = "sample std / sqrt(n); t interval, n-1 df"
+
+
+def group_fields(row: Mapping[str, Any], spread: Mapping[str, tuple[float | None, int]],
+                 level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+    """``{metric}_se``, ``{metric}_ci`` and ``se_reasons`` for one group, from each metric's mean (in
+    ``row``) and its sample standard deviation and number of runs (``spread``)."""
+    out: dict[str, Any] = {}
+    reasons: dict[str, str] = {}
+    for metric in METRICS:
+        sd, n = spread.get(metric, (None, 0))
+        se, reason = se_of_mean(sd, n)
+        out[f"{metric}_se"] = se
+        out[f"{metric}_ci"] = interval(row.get(metric), se, n - 1, level)
+        if reason:
+            reasons[metric] = reason
+    out["se_reasons"] = reasons
+    return out
+
+
+def model_fields(
+    model: Mapping[str, Any],
+    groups: Sequence[Mapping[str, Any]],
+    level: float = DEFAULT_LEVEL,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, Any]:
+    """The per-model fields, from the model row (its means) and its group rows (their means)."""
+    out: dict[str, Any] = {"se_method": MODEL_SE_METHOD}
+    reasons: dict[str, str] = {}
+    for metric in METRICS:
+        means = [g[metric] for g in groups if g.get(metric) is not None]
+        se, reason = scenario_weighted_se(means)
+        out[f"{metric}_se"] = se
+        out[f"{metric}_ci"] = interval(model.get(metric), se, len(means) - 1, level)
+        if reason:
+            reasons[metric] = reason
+    k_max = len(model.get("pass_hat_k") or ())
+    curves = [g["pass_hat_k"][:k_max] for g in groups if g.get("n_scored")]
+    se, ci, reason = bootstrap_curve(curves, level, n_resamples, seed)
+    out["pass_hat_k_se"], out["pass_hat_k_ci"] = se, ci
+    if reason:
+        reasons["pass_hat_k"] = reason
+    out["se_reasons"] = reasons
+    return out
+
+
+def beside(row: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``row`` with each ``<metric>_se`` / ``<metric>_ci`` placed right after ``<metric>``; the rest
+    of ``fields`` (the reasons, the method) at the end."""
+    out: dict[str, Any] = {}
+    placed = set()
+    for key, value in row.items():
+        out[key] = value
+        for suffix in ("_se", "_ci"):
+            name = key + suffix
+            if name in fields:
+                out[name] = fields[name]
+                placed.add(name)
+    for key, value in fields.items():
+        if key not in placed:
+            out[key] = value
+    return out

@@ -1,0 +1,149 @@
+"""Paired comparison of models on the scenarios both ran (Miller 2024, §4: paired differences).
+
+For a baseline model A and a candidate B, and a metric (``score_mean`` or ``pass_rate``), the unit
+is the scenario: d_c = m_B,c − m_A,c, the difference of the two group means on each scenario c both
+models have a value for. The reported delta is mean(d), its standard error sd(d)/√n, and the test
+is the paired t-test with n − 1 degrees of freedom — exactly ``scipy.stats.ttest_rel(B, A)`` on the
+per-scenario means. (The normal approximation, ``method="z"``, is available for comparison; evalkit
+uses t because a suite has tens of scenarios, not thousands, and z would be too eager there.)
+Pairing removes the scenario-difficulty variance both models share, so it detects differences an
+unpaired comparison of the two per-model intervals would miss.
+
+Across the family of tests in one comparison (every model pair × metric) the p-values are adjusted
+by Holm (default) or Benjamini–Hochberg (:mod:`evalkit.uncertainty.multitest`). A row is
+significant when its *adjusted* p-value is below 1 − level; the interval is the unadjusted one, so a
+row whose interval spans 0 is never significant, and one whose interval excludes 0 may still not be
+after the correction (its ``reason`` says so).
+
+Undefined is not zero: with no shared scenario, or only one, a row has ``verdict`` "not comparable"
+and a ``reason``. When every scenario shows the same difference (sd 0) the t statistic is infinite
+and p is 0, as in scipy; when that difference is 0 as well, p is 1.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evalkit.uncertainty.distributions import normal_quantile, normal_two_sided_p, t_quantile, t_two_sided_p
+from evalkit.uncertainty.multitest import adjust
+from evalkit.uncertainty.standard_errors import DEFAULT_LEVEL, check_level
+
+COMPARED = ("score_mean", "pass_rate")
+BETTER, WORSE, NO_DIFFERENCE, NOT_COMPARABLE = "better", "worse", "no detectable difference", "not comparable"
+
+
+def paired_difference(candidate: Sequence[float], baseline: Sequence[float], level: float = DEFAULT_LEVEL,
+                      method: str = "t") -> dict[str, Any]:
+    """Mean difference candidate − baseline of paired values, its SE, interval, statistic and p-value.
+
+    Returns the fields with None and a ``reason`` when fewer than two pairs exist.
+    """
+    if len(candidate) != len(baseline):
+        raise ValueError("paired values must be equally many")
+    n = len(candidate)
+    out: dict[str, Any] = {"n": n, "delta": None, "delta_se": None, "delta_ci": None, "df": None,
+                           "statistic": None, "p_value": None, "reason": None}
+    if n == 0:
+        out["reason"] = "no scenario in common"
+        return out
+    diffs = [c - b for c, b in zip(candidate, baseline)]
+    delta = math.fsum(diffs) / n
+    out["delta"] = delta
+    if n < 2:
+        out["reason"] = "1 scenario in common: a paired standard error needs at least 2"
+        return out
+    se = math.sqrt(math.fsum((d - delta) ** 2 for d in diffs) / (n - 1) / n)
+    df = n - 1
+    tail = 1.0 - (1.0 - level) / 2.0
+    crit = t_quantile(tail, df) if method == "t" else normal_quantile(tail)
+    if se == 0.0:
+        stat = 0.0 if delta == 0.0 else math.copysign(math.inf, delta)
+    else:
+        stat = delta / se
+    if stat == 0.0:
+        p = 1.0
+    else:
+        p = t_two_sided_p(stat, df) if method == "t" else normal_two_sided_p(stat)
+    out.update(delta_se=se, delta_ci=[delta - crit * se, delta + crit * se], df=df, statistic=stat, p_value=p)
+    return out
+
+
+def _means(groups: Sequence[Mapping[str, Any]], model: str, metric: str) -> dict[str, float]:
+    return {g["scenario_id"]: g[metric] for g in groups if g["model"] == model and g.get(metric) is not None}
+
+
+def compare_models(
+    aggregate_result: Mapping[str, Any],
+    baseline: str | None = None,
+    correction: str = "holm",
+    level: float = DEFAULT_LEVEL,
+    metrics: Sequence[str] = COMPARED,
+) -> dict[str, Any]:
+    """Every paired comparison in an aggregate (``evalkit.aggregate.aggregate``'s result).
+
+    With ``baseline``, each other model is compared with it; without, every pair (the
+    alphabetically first model is the baseline of its pair). Raises ValueError for an unknown
+    baseline or correction.
+    """
+    check_level(level)
+    groups = aggregate_result["groups"]
+    models = sorted({g["model"] for g in groups})
+    if baseline is not None and baseline not in models:
+        raise ValueError(f"unknown baseline model {baseline!r} (models: {', '.join(models) or 'none'})")
+    if baseline is None:
+        pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1:]]
+    else:
+        pairs = [(baseline, m) for m in models if m != baseline]
+    rows = []
+    for base, cand in pairs:
+        for metric in metrics:
+            a, b = _means(groups, base, metric), _means(groups, cand, metric)
+            shared = sorted(a.keys() & b.keys())
+            diff = paired_difference([b[s] for s in shared], [a[s] for s in shared], level)
+            rows.append({
+                "baseline": base, "candidate": cand, "metric": metric, "scenarios": diff.pop("n"),
+                "baseline_mean": math.fsum(a[s] for s in shared) / len(shared) if shared else None,
+                "candidate_mean": math.fsum(b[s] for s in shared) / len(shared) if shared else None,
+                **diff,
+            })
+    adjusted = adjust([r["p_value"] for r in rows], correction)
+    alpha = 1.0 - level
+    for row, p_adj in zip(rows, adjusted):
+        row["p_adjusted"] = p_adj
+        _verdict(row, alpha, correction)
+    return {
+        "level": level,
+        "correction": correction,
+        "test": "paired t-test on per-scenario means (scenarios both models ran)",
+        "family": len([r for r in rows if r["p_value"] is not None]),
+        "models": models,
+        "baseline": baseline,
+        "rows": rows,
+    }
+
+
+def _verdict(row: dict[str, Any], alpha: float, correction: str) -> None:
+    if row["p_adjusted"] is None:
+        row["significant"], row["verdict"] = None, NOT_COMPARABLE
+        return
+    row["significant"] = row["p_adjusted"] < alpha
+    if row["significant"]:
+        row["verdict"] = BETTER if row["delta"] > 0 else WORSE
+        return
+    row["verdict"] = NO_DIFFERENCE
+    if row["p_value"] < alpha:
+        row["reason"] = f"the interval excludes 0 but the difference is not significant after the {correction} correction"
+
+
+def significantly_worse(comparison: Mapping[str, Any], candidate: str) -> list[dict[str, Any]]:
+    """The rows where ``candidate`` is significantly worse than its baseline."""
+    return [r for r in comparison["rows"] if r["candidate"] == candidate and r["verdict"] == WORSE]
+
+
+def best_model(aggregate_result: Mapping[str, Any], metric: str = "score_mean") -> str | None:
+    """The model with the highest per-model ``metric`` (ties: alphabetical), or None."""
+    ranked = [m for m in aggregate_result["models"] if m.get(metric) is not None]
+    if not ranked:
+        return None
+    return min(ranked, key=lambda m: (-m[metric], m["model"]))["model"]
