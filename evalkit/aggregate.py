@@ -35,7 +35,7 @@ from fractions import Fraction
 from typing import Any
 
 from evalkit.uncertainty import intervals
-from evalkit.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+from evalkit.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, check_resamples
 from evalkit.uncertainty.standard_errors import DEFAULT_LEVEL, check_level
 
 SMALL_N = 3
@@ -259,7 +259,7 @@ class Aggregator:
                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED):
         self.include_errors = include_errors
         self.level = check_level(level)
-        self.n_resamples = n_resamples
+        self.n_resamples = check_resamples(n_resamples)
         self.seed = seed
         self._counted = frozenset({"scored", "provider_error"} if include_errors else {"scored"})
         self._groups: dict[tuple[str, str], _Group] = {}

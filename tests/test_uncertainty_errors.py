@@ -192,3 +192,10 @@ def test_percentile_equals_numpy_quantile():
 
 def test_scenario_weighted_se_reason_names_scenarios():
     assert scenario_weighted_se([0.5]) == (None, "1 scenario: a standard error needs at least 2")
+
+
+def test_bootstrap_can_be_turned_off_but_not_set_to_one_resample():
+    m = aggregate(balanced_runs(), n_resamples=0)["models"][0]
+    assert m["pass_hat_k_ci"] is None and m["se_reasons"]["pass_hat_k"] == "bootstrap turned off (0 resamples)"
+    with pytest.raises(ValueError, match="resamples"):
+        aggregate(balanced_runs(), n_resamples=1)

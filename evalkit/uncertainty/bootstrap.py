@@ -20,6 +20,12 @@ DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
 
 
+def check_resamples(n_resamples: int) -> int:
+    if n_resamples != 0 and n_resamples < 2:
+        raise ValueError(f"bootstrap resamples must be 0 (off) or at least 2, got {n_resamples}")
+    return n_resamples
+
+
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """The ``q`` quantile (0..1) of already sorted values, linear interpolation (numpy's default)."""
     h = (len(sorted_values) - 1) * q
@@ -37,9 +43,11 @@ def bootstrap_curve(
     """Bootstrap the mean of per-scenario curves (one pass^k list per scenario, equally long).
 
     Returns ``(se per k, [low, high] per k, None)``, or ``(None, None, reason)`` with fewer than two
-    scenarios or an empty curve.
+    scenarios, an empty curve, or ``n_resamples`` 0 (turned off).
     """
     c = len(curves)
+    if n_resamples == 0:
+        return None, None, "bootstrap turned off (0 resamples)"
     if c < 2:
         return None, None, f"{c} scenario{'' if c == 1 else 's'}: a bootstrap over scenarios needs at least 2"
     k_max = len(curves[0])
@@ -47,11 +55,13 @@ def bootstrap_curve(
         return None, None, "no scored runs"
     rng = random.Random(seed)
     population = range(c)
+    by_k = [[curve[k] for curve in curves] for k in range(k_max)]
     columns: list[list[float]] = [[] for _ in range(k_max)]
     for _ in range(n_resamples):
         picks = rng.choices(population, k=c)
-        for k in range(k_max):
-            columns[k].append(math.fsum(curves[i][k] for i in picks) / c)
+        for values, column in zip(by_k, columns):
+            # plain sum: a resample's mean need not be correctly rounded, and this is the hot loop
+            column.append(sum(map(values.__getitem__, picks)) / c)
     tail = (1.0 - level) / 2.0
     se, ci = [], []
     for column in columns:
