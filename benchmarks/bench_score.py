@@ -1,15 +1,21 @@
-"""Benchmark `evalkit score`: time ÷ the time to only json-decode the same files, and peak RSS at N and 10·N.
+"""Benchmark `evalkit score`: one core against json.loads, two workers against one, Ray against one,
+and peak memory at N and 10·N files.
 
-    python benchmarks/bench_score.py [--n 500]
+    python benchmarks/bench_score.py [--n 300] [--no-ray]
 
-Generates N realistic trajectories (tens of records each, snapshots of a few KB) in a temporary
-directory, then measures in one run, best of 3 for each timing (CPU time of this process, which other load on the
-machine disturbs less than wall time):
-  decode   read every file and json.loads every line (the floor any scorer pays)
-  score    evalkit.api.iter_scorecards + aggregation (what `evalkit score --no-db` does)
-  score+db the same plus upserting into a fresh SQLite database (the default `evalkit score`)
-Peak RSS is measured in a fresh subprocess running `evalkit score --format jsonl` over N and over
-10·N files. Targets: score/decode ≤ 1.3; RSS flat (ratio close to 1).
+Generates N and 10·N realistic trajectories (tens of records each, snapshots of a few KB) in a
+temporary directory, then measures in one run (best of 3 for each timing):
+  decode      read every file and json.loads every line (the floor any scorer pays)    CPU time
+  one core    what `evalkit score --format jsonl --no-db` does in one process          CPU time
+  1 worker    the same, wall time, output written to /dev/null                         wall time
+  2 workers   `--workers 2` (process pool; the parent writes)                           wall time
+              and its CPU split (parent, workers): the wall time two idle cores would allow
+  ray         `--engine ray` on a local Ray cluster of 2 CPUs started here; its start-up
+              is reported on its own line and not counted                               wall time
+Timings use the 10·N corpus (3,000 files by default, the corpus of issue #13). Peak RSS is
+measured in a fresh `evalkit score --format jsonl` (database written, default workers) over N and
+over 10·N files: the parent's and the largest worker's. Targets: one core ≤ 1.3× decode; 2 workers
+≤ 0.6× one worker; Ray output identical; RSS flat (ratio close to 1).
 """
 from __future__ import annotations
 
@@ -25,8 +31,7 @@ from pathlib import Path
 from evalkit.testing import a320_scenario, cmd, read, say, trajectory, write_jsonl
 
 RSS_PROBE = """
-import resource, subprocess, sys
-from click.testing import CliRunner
+import resource, sys
 import evalkit.cli
 with open("/dev/null", "w") as devnull:
     sys.stdout = devnull
@@ -34,7 +39,7 @@ with open("/dev/null", "w") as devnull:
         evalkit.cli.cli.main(["score", sys.argv[1], "--format", "jsonl", "--db", sys.argv[2]], standalone_mode=False)
     finally:
         sys.stdout = sys.__stdout__
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 
 
@@ -46,18 +51,31 @@ def make_runs(directory: Path, n: int) -> None:
         [read(), read("get_state"), cmd("ext_pwr", 1), cmd("nav_lights", 1), read(), cmd("bat_1", 0)],
     ]
     for i in range(n):
-        calls = plans[i % 3] * 3  # tens of records per run
+        calls = [say(f"Run {i}: reading the ECAM first.")] + plans[i % 3] * 3  # tens of records; every bundle distinct
         recs = trajectory(sc, calls, run_id=f"bench-{i:06d}", model=f"model-{i % 4}", passed=i % 5 != 0, snapshot_bytes=3000)
         write_jsonl(directory / f"run-{i:06d}.jsonl", recs)
 
 
-def best_of(fn, repeat: int = 3) -> float:
+def best_of(fn, repeat: int = 3, clock=time.process_time) -> float:
     times = []
     for _ in range(repeat):
-        t0 = time.process_time()
+        t0 = clock()
         fn()
-        times.append(time.process_time() - t0)
+        times.append(clock() - t0)
     return min(times)
+
+
+def cpu_split(fn) -> tuple[float, float]:
+    """CPU seconds of this process and of its (finished) worker processes while ``fn`` runs."""
+    import resource
+
+    def children() -> float:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    p0, c0 = time.process_time(), children()
+    fn()
+    return time.process_time() - p0, children() - c0
 
 
 def decode_only(files: list[Path]) -> None:
@@ -67,61 +85,114 @@ def decode_only(files: list[Path]) -> None:
                 json.loads(line)
 
 
-def score_only(directory: Path) -> None:
-    from evalkit.api import Aggregator, iter_scorecards
+def score_jsonl(directory: Path, engine: str = "local", workers: int = 1) -> None:
+    """`evalkit score DIR --format jsonl --no-db` through the API, output to /dev/null."""
+    from evalkit.api import Aggregator, ScoreJob, score_stream
+    from evalkit.render import ScoreWriter
 
-    agg = Aggregator()
-    for card in iter_scorecards([directory]):
-        agg.add(card)
-    agg.result()
-
-
-def score_db(directory: Path, db_path: Path) -> None:
-    from evalkit.api import Aggregator, Store, iter_scorecards
-
-    db_path.unlink(missing_ok=True)
-    store = Store(db_path)
-    agg = Aggregator()
-    batch = []
-    for card in iter_scorecards([directory]):
-        agg.add(card)
-        batch.append(card)
-        if len(batch) >= 200:
-            store.save_many(batch)
-            batch = []
-    store.save_many(batch)
-    store.close()
-    agg.result()
+    with open(os.devnull, "w", encoding="utf-8") as out:
+        writer = ScoreWriter(out, "jsonl")
+        agg = Aggregator()
+        for item in score_stream([directory], None, lambda e: None, job=ScoreJob(output_format="jsonl"),
+                                 engine=engine, workers=workers):
+            writer.write_text(item.text)
+            agg.add(item.summary)
+        writer.finish(agg.result())
 
 
-def peak_rss_kb(directory: Path, db_path: Path) -> int:
+def storage(directory: Path, tmp: Path, workers: int, sink: str) -> dict[str, float]:
+    """Score into SQLite or Parquet (2 workers): bytes on disk per run, the parent's CPU per run
+    (receiving and writing: the part that does not scale with workers), wall time."""
+    import shutil
+
+    from evalkit.api import ScoreJob, Store, score_stream
+    from evalkit.parquet import ParquetWriter
+
+    db_path, pq_dir = tmp / "store.db", tmp / "parquet"
+    for f in tmp.glob("store.db*"):
+        f.unlink()
+    shutil.rmtree(pq_dir, ignore_errors=True)
+    stats = {"runs": 0, "bundles": set(), "bundle_chars": 0}
+
+    def run() -> None:
+        store = Store(db_path) if sink == "sqlite" else None
+        parquet = ParquetWriter(pq_dir) if sink == "parquet" else None
+        for item in score_stream([directory], store, lambda e: None, job=ScoreJob(parquet_rows=parquet is not None),
+                                 workers=workers):
+            stats["runs"] += 1
+            if parquet is not None:
+                parquet.add(item.parquet)
+                stats["bundles"].add(item.parquet.bundle_hash)
+                stats["bundle_chars"] += len(item.parquet.bundle)
+        if parquet is not None:
+            parquet.close()
+        if store is not None:
+            store.close()
+
+    t0 = time.perf_counter()
+    parent, _ = cpu_split(run)
+    wall = time.perf_counter() - t0
+    runs = stats["runs"]
+    size = sum(f.stat().st_size for f in tmp.glob("store.db*")) if sink == "sqlite" else \
+        sum(f.stat().st_size for f in pq_dir.rglob("*.parquet"))
+    return {"runs": runs, "wall": wall, "bytes": size / runs, "parent_us": parent / runs * 1e6,
+            "distinct_bundles": len(stats["bundles"]) / runs, "bundle_chars": stats["bundle_chars"] / runs}
+
+
+def peak_rss_kb(directory: Path, db_path: Path) -> tuple[int, int]:
     db_path.unlink(missing_ok=True)
     out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(directory), str(db_path)], capture_output=True, text=True, check=True)
-    return int(out.stdout.strip().splitlines()[-1])
+    parent, child = out.stdout.strip().splitlines()[-1].split()
+    return int(parent), int(child)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=500)
+    parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--no-ray", action="store_true", help="skip the Ray measurement")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         small, large = Path(tmp, "n"), Path(tmp, "n10")
         make_runs(small, args.n)
         make_runs(large, args.n * 10)
-        files = sorted(small.glob("*.jsonl"))
+        files = sorted(large.glob("*.jsonl"))
         size = sum(f.stat().st_size for f in files)
         records = sum(1 for f in files for line in f.read_text().splitlines() if line.strip())
-        print(f"corpus: {args.n} trajectories, {records / args.n:.0f} records and {size / args.n / 1024:.1f} KiB per file")
+        print(f"corpus: {len(files)} trajectories ({size / 2**20:.0f} MiB), {records / len(files):.0f} records "
+              f"and {size / len(files) / 1024:.1f} KiB per file; {os.cpu_count()} cores")
         t_decode = best_of(lambda: decode_only(files))
-        t_score = best_of(lambda: score_only(small))
-        t_db = best_of(lambda: score_db(small, Path(tmp, "bench.db")))
-        print(f"json-decode only : {t_decode:.3f} s")
-        print(f"score (no db)    : {t_score:.3f} s   ratio score/decode = {t_score / t_decode:.2f}  (target <= 1.3)")
-        print(f"score + sqlite   : {t_db:.3f} s   ratio (score+db)/decode = {t_db / t_decode:.2f}")
+        t_one = best_of(lambda: score_jsonl(large))
+        print(f"json-decode only      : {t_decode:.3f} s CPU")
+        print(f"one core, jsonl no db : {t_one:.3f} s CPU   ratio one-core/decode = {t_one / t_decode:.2f}  (target <= 1.3)")
+        w1 = best_of(lambda: score_jsonl(large, workers=1), clock=time.perf_counter)
+        w2 = best_of(lambda: score_jsonl(large, workers=2), clock=time.perf_counter)
+        parent, workers = cpu_split(lambda: score_jsonl(large, workers=2))
+        bound = max(parent, (parent + workers) / 2)
+        print(f"1 worker              : {w1:.3f} s wall")
+        print(f"2 workers             : {w2:.3f} s wall   ratio 2-workers/1-worker = {w2 / w1:.2f}  (target <= 0.6)")
+        print(f"2 workers, CPU        : parent {parent:.3f} s + workers {workers:.3f} s; on 2 idle cores the wall "
+              f"time is at least max(parent, total/2) = {bound:.3f} s = {bound / t_one:.2f} x one core's CPU time")
         rss_n = peak_rss_kb(small, Path(tmp, "rss.db"))
         rss_10n = peak_rss_kb(large, Path(tmp, "rss.db"))
-        print(f"peak RSS, `evalkit score` over N={args.n}   : {rss_n / 1024:.1f} MiB")
-        print(f"peak RSS, `evalkit score` over 10N={args.n * 10}: {rss_10n / 1024:.1f} MiB   ratio = {rss_10n / rss_n:.2f}  (target: flat)")
+        print(f"peak RSS, `evalkit score` over N={args.n}    : parent {rss_n[0] / 1024:.1f} MiB, largest worker {rss_n[1] / 1024:.1f} MiB")
+        print(f"peak RSS, `evalkit score` over 10N={args.n * 10}: parent {rss_10n[0] / 1024:.1f} MiB, largest worker "
+              f"{rss_10n[1] / 1024:.1f} MiB   ratio parent = {rss_10n[0] / rss_n[0]:.2f}  (target: flat)")
+        for sink in ("sqlite", "parquet"):
+            st = storage(large, Path(tmp), workers=2, sink=sink)
+            print(f"score into {sink:7s}, 2 workers: {st['wall']:.3f} s wall; {st['bytes']:.0f} bytes per run on disk; "
+                  f"parent CPU {st['parent_us']:.0f} us per run (the part that does not scale with workers)")
+        print(f"judge bundles: {st['bundle_chars']:.0f} characters per run on average; distinct: {st['distinct_bundles']:.0%} of runs")
+        if not args.no_ray:  # last: a Ray session leaves its environment behind in this process
+            import ray
+
+            t0 = time.perf_counter()
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            startup = time.perf_counter() - t0
+            score_jsonl(small, engine="ray")  # warm the worker processes (imports)
+            wr = best_of(lambda: score_jsonl(large, engine="ray"), clock=time.perf_counter)
+            ray.shutdown()
+            print(f"ray start-up (local)  : {startup:.3f} s wall (not counted below)")
+            print(f"ray, 2 CPUs           : {wr:.3f} s wall   ratio ray/1-worker = {wr / w1:.2f}")
 
 
 if __name__ == "__main__":

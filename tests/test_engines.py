@@ -18,6 +18,12 @@ def corpus(tmp_path_factory):
     return make_corpus(tmp_path_factory.mktemp("corpus"))
 
 
+@pytest.fixture(autouse=True)
+def small_batches(monkeypatch):
+    """Batches of 4 files: the 63-file corpus becomes 16 tasks, so order across tasks is tested."""
+    monkeypatch.setattr(local_engine, "BATCH_FILES", 4)
+
+
 def score(args, stdin=None):
     result = CliRunner().invoke(cli, ["score", *args], input=stdin)
     return result.exit_code, result.stdout, result.stderr
@@ -73,7 +79,7 @@ def test_in_flight_files_are_bounded(corpus, monkeypatch):
     monkeypatch.setattr(local_engine, "IN_FLIGHT_PER_WORKER", 2)
     stream = local_engine.score_local(ScoreJob(), sources(), workers=2, batch_files=4)
     next(stream)
-    assert len(pulled) <= 2 * 2 * 4 + 4  # four batches in flight, plus the one being filled
+    assert len(pulled) <= 2 * 2 * 4 + 5  # four batches in flight, plus the first look-ahead
     assert sum(1 for _ in stream) == 399
 
 

@@ -18,7 +18,7 @@ from itertools import chain, islice
 
 from evalkit.engines.job import ScoreJob, Scored, Source, score_batch
 
-BATCH_FILES = 8
+BATCH_FILES = 32  # per task: fewer, larger messages cost the parent less
 IN_FLIGHT_PER_WORKER = 4
 
 
@@ -43,12 +43,13 @@ def _context():
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
-def score_local(job: ScoreJob, sources: Iterable[Source], workers: int, batch_files: int = BATCH_FILES) -> Iterator[Scored]:
-    """Score every source, in order. One worker, or fewer files than fill one batch per worker,
-    scores in this process (a pool would cost more than it saves)."""
+def score_local(job: ScoreJob, sources: Iterable[Source], workers: int, batch_files: int | None = None) -> Iterator[Scored]:
+    """Score every source, in order. One worker, or no more files than one batch, scores in this
+    process (a pool would cost more than it saves)."""
+    batch_files = batch_files or BATCH_FILES
     it = iter(sources)
-    head = list(islice(it, workers * batch_files)) if workers > 1 else []
-    if workers <= 1 or len(head) < workers * batch_files:
+    head = list(islice(it, batch_files + 1)) if workers > 1 else []
+    if workers <= 1 or len(head) <= batch_files:
         for source in chain(head, it):
             yield from score_batch(job, [source])
         return
