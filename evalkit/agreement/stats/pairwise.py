@@ -53,13 +53,7 @@ def cohen_kappa(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any], weigh
     except when a rater is constant: scikit-learn then returns 0 (or NaN); here the value is None
     with a reason, because kappa carries no information about such a rater.
     """
-    xc, yc = _pair_codes(x, y, labels)
-    k = len(labels)
-    cm = _confusion(xc, yc, k)
-    reason = _pair_reason(cm, k, need_variation=True)
-    if reason:
-        return _undefined(reason)
-    return _ok(_one(cm, "weighted_kappa" if weighted else "cohen_kappa"))
+    return _confusion_stat(x, y, labels, "weighted_kappa" if weighted else "cohen_kappa", need_variation=True)
 
 
 def gwet_ac1(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any]) -> Stat:
@@ -67,13 +61,19 @@ def gwet_ac1(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any]) -> Stat:
     ``pe = sum_k pi_k (1 - pi_k) / (K - 1)``, ``pi_k`` the mean of the two raters' marginal shares,
     ``K = len(labels)`` (the full scale, as in Gwet's handbook when categories are given).
     Defined for constant raters (that is its point); undefined with no pairs or K < 2."""
+    return _confusion_stat(x, y, labels, "gwet_ac1", need_variation=False)
+
+
+def _confusion_stat(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any], stat: str, *,
+                    need_variation: bool) -> Stat:
+    """A statistic of the (x, y) confusion matrix, or the reason it is undefined."""
     xc, yc = _pair_codes(x, y, labels)
     k = len(labels)
     cm = _confusion(xc, yc, k)
-    reason = _pair_reason(cm, k, need_variation=False)
+    reason = _pair_reason(cm, k, need_variation=need_variation)
     if reason:
         return _undefined(reason)
-    return _ok(_one(cm, "gwet_ac1"))
+    return _ok(_one(cm, stat))
 
 
 def spearman(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any] | None = None) -> Stat:
