@@ -6,11 +6,10 @@ unrounded and null for missing values.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 from typing import Any, TextIO
 
+from evalkit.present import CsvRows, MarkdownRows, Table, TextRows, csv_line
 from evalkit.scorecard import ScoreCard
 
 FORMATS = ("table", "json", "jsonl", "csv", "markdown")
@@ -52,26 +51,11 @@ def _csv_value(value: Any) -> Any:
         return ";".join(repr(v) for v in value)
     if isinstance(value, bool):
         return "true" if value else "false"
-    return "" if value is None else value
+    return value
 
 
-def _fixed(cells: list[str], widths: tuple[int, ...]) -> str:
-    return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-
-
-def _aligned(headers: tuple[str, ...], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    return lines
-
-
-def _md(headers: tuple[str, ...], rows: list[list[str]]) -> list[str]:
-    esc = lambda s: s.replace("|", "\\|")  # noqa: E731
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
-    return lines
+RUNS_TEXT = TextRows(RUN_COLUMNS, RUN_WIDTHS)
+RUNS_MARKDOWN = MarkdownRows(RUN_COLUMNS)
 
 
 def card_text(card: ScoreCard, fmt_name: str) -> str:
@@ -81,12 +65,10 @@ def card_text(card: ScoreCard, fmt_name: str) -> str:
     if fmt_name == "json":
         return json.dumps(card.to_json_dict(), ensure_ascii=False)
     if fmt_name == "csv":
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerow([_csv_value(v) for v in run_row(card)])
-        return buf.getvalue()
+        return csv_line([_csv_value(v) for v in run_row(card)])
     if fmt_name == "markdown":
-        return "| " + " | ".join(fmt(v).replace("|", "\\|") for v in run_row(card)) + " |\n"
-    return _fixed([fmt(v) for v in run_row(card)], RUN_WIDTHS) + "\n"
+        return RUNS_MARKDOWN.row([fmt(v) for v in run_row(card)]) + "\n"
+    return RUNS_TEXT.row([fmt(v) for v in run_row(card)]) + "\n"
 
 
 class ScoreWriter:
@@ -99,7 +81,7 @@ class ScoreWriter:
         self.format = fmt_name
         self.aggregate_only = aggregate_only
         self._count = 0
-        self._csv = csv.writer(out, lineterminator="\n") if fmt_name == "csv" else None
+        self._csv = CsvRows(out) if fmt_name == "csv" else None
 
     def _line(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -119,15 +101,15 @@ class ScoreWriter:
             return
         if first:
             if self.format == "csv":
-                self._csv.writerow(RUN_COLUMNS)
+                self._csv.row(RUN_COLUMNS)
             elif self.format == "markdown":
                 self._line("## Runs\n")
-                self._line("| " + " | ".join(RUN_COLUMNS) + " |")
-                self._line("|" + "|".join("---" for _ in RUN_COLUMNS) + "|")
+                for line in RUNS_MARKDOWN.head():
+                    self._line(line)
             elif self.format == "table":
                 self._line("Runs")
-                self._line(_fixed(list(RUN_COLUMNS), RUN_WIDTHS))
-                self._line("  ".join("-" * w for w in RUN_WIDTHS))
+                for line in RUNS_TEXT.head():
+                    self._line(line)
         self.out.write(text)
 
     def finish(self, result: dict[str, Any]) -> None:
@@ -148,31 +130,31 @@ class ScoreWriter:
             return
         if self.format == "csv":
             if self.aggregate_only:
-                self._csv.writerow(GROUP_COLUMNS)
+                self._csv.row(GROUP_COLUMNS)
                 for g in groups:
-                    self._csv.writerow([_csv_value(g[c]) for c in GROUP_COLUMNS])
+                    self._csv.row([_csv_value(g[c]) for c in GROUP_COLUMNS])
             return
-        group_rows = [[fmt(g[c]) for c in GROUP_COLUMNS] for g in groups]
-        model_rows = [[fmt(m[c]) for c in MODEL_COLUMNS] for m in models]
+        group_table = Table(GROUP_COLUMNS, [[g[c] for c in GROUP_COLUMNS] for g in groups], display=fmt)
+        model_table = Table(MODEL_COLUMNS, [[m[c] for c in MODEL_COLUMNS] for m in models], display=fmt)
         note = "provider_error runs included in means" if result["include_errors"] else "provider_error runs excluded from means"
         if self.format == "markdown":
             self._line("" if self._count else "")
             self._line("## By scenario and model\n")
-            for line in _md(GROUP_COLUMNS, group_rows):
+            for line in group_table.markdown_lines():
                 self._line(line)
             self._line("\n## By model (each scenario weighted equally)\n")
-            for line in _md(MODEL_COLUMNS, model_rows):
+            for line in model_table.markdown_lines():
                 self._line(line)
             self._line(f"\n_{note}; small_n = fewer than 3 scored runs._")
             return
         if self._count:
             self._line("")
         self._line("By scenario and model")
-        for line in _aligned(GROUP_COLUMNS, group_rows):
+        for line in group_table.text_lines():
             self._line(line)
         self._line("")
         self._line("By model (each scenario weighted equally)")
-        for line in _aligned(MODEL_COLUMNS, model_rows):
+        for line in model_table.text_lines():
             self._line(line)
         self._line("")
         self._line(f"note: {note}; small_n = fewer than 3 scored runs (never report a single run as a result)")

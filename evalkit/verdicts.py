@@ -29,12 +29,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import statistics
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evalkit.per_call import median_and_mean_after_first
 from evalkit.errors import InputError
 
 DEFAULT_ORDER = ("allow", "confirm", "deny")
@@ -151,11 +150,8 @@ def score_payload(payload: Any, order: Sequence[str] = DEFAULT_ORDER, threshold:
               for name, sub in cmp.slices.items()]
 
     ms = [r["ms"] for r in rows if r["ms"] is not None]
-    latency = {
-        "n": len(ms),
-        "median_ms": statistics.median(ms) if ms else None,
-        "mean_ms_excluding_first": statistics.fmean(ms[1:]) if len(ms) > 1 else None,
-    }
+    median_ms, mean_after_first = median_and_mean_after_first(ms)
+    latency = {"n": len(ms), "median_ms": median_ms, "mean_ms_excluding_first": mean_after_first}
 
     top_by_row = dict(zip(cal.rows, cal.top.tolist()))
     misses_more = [
@@ -366,17 +362,9 @@ def render_misses(scores: Sequence[dict[str, Any]]) -> list[str]:
 
 def write_json(path: str | os.PathLike[str], summary: dict[str, Any]) -> None:
     """Write the summary atomically (temp file + rename): never a half-written file."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=".verdicts-", suffix=".json", dir=target.parent if str(target.parent) else ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(summary, fh, indent=2, sort_keys=True, ensure_ascii=True)
-            fh.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from evalkit.atomic import write_text_atomic
+
+    write_text_atomic(path, json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
 
 
 def score_result_files(paths: Sequence[str], patterns: Sequence[str] = (), order: Sequence[str] = DEFAULT_ORDER,

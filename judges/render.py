@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from evalkit.present import Table, sanitize
 from judges.rubrics import Rubric
 
 
@@ -68,19 +69,14 @@ def summary_lines(result) -> list[str]:
 
 
 def render_table(result) -> str:
-    header, rows = _rows(result)
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    out = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+    out = Table(*_rows(result)).text_lines()
     errors = [a for a in sorted(result.annotations, key=_order) if a.get("error")]
-    out += [f"error: {a['run_id']} {a['judge_model']}: {a['error']}" for a in errors]
-    return "\n".join(out + [""] + summary_lines(result)) + "\n"
+    out += [sanitize(f"error: {a['run_id']} {a['judge_model']}: {a['error']}") for a in errors]
+    return "\n".join(out + [""] + [sanitize(line) for line in summary_lines(result)]) + "\n"
 
 
 def render_markdown(result) -> str:
-    header, rows = _rows(result)
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    out += [""] + [f"- {line}" for line in summary_lines(result)]
+    out = Table(*_rows(result), notes=summary_lines(result)).markdown_lines()
     return "\n".join(out) + "\n"
 
 
@@ -112,8 +108,8 @@ def render_dry_run(plan, fmt: str) -> str:
         lines.append("first prompt:")
         for message in plan.first_prompt:
             lines.append(f"--- {message['role']} ---")
-            lines.append(message["content"].rstrip("\n"))
-    return "\n".join(lines) + "\n"
+            lines += message["content"].rstrip("\n").split("\n")
+    return "\n".join(sanitize(line) for line in lines) + "\n"
 
 
 def render_stats(rows: list[dict], fmt: str) -> str:
@@ -125,5 +121,4 @@ def render_stats(rows: list[dict], fmt: str) -> str:
              "-" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"] for r in rows]
     if not body:
         return "cache is empty\n"
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *body]) + "\n"
+    return "\n".join(Table(header, body).text_lines()) + "\n"

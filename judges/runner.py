@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.per_call import median_and_mean_after_first
 from judges.protocol import Annotation, Judge, JudgeFatalError
 from judges.rubrics import Rubric, annotation_model
 from judges.store import JudgeStore, now_utc
@@ -54,13 +54,8 @@ class Summary:
     latencies_ms: list = field(default_factory=list)  # in call start order
 
     def latency(self) -> dict:
-        lat = self.latencies_ms
-        return {
-            "median_ms": statistics.median(lat) if lat else None,
-            # the cold first call (docs/glossary.md): imports, connection, cache; a mean that keeps it
-            # tells little, so the mean printed beside the median leaves it out.
-            "mean_excl_first_ms": statistics.fmean(lat[1:]) if len(lat) > 1 else None,
-        }
+        median, mean_after_first = median_and_mean_after_first(self.latencies_ms)
+        return {"median_ms": median, "mean_excl_first_ms": mean_after_first}
 
     def as_dict(self) -> dict:
         out = {k: v for k, v in self.__dict__.items() if k != "latencies_ms"}

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from evalkit.per_call import median_and_mean_after_first
 from evalkit.agreement import drift as drift_mod
 from evalkit.agreement import paired, raters
 from evalkit.agreement.pairings import AuditConfig, describe, load_audit_config
@@ -143,12 +143,10 @@ def judge_costs(calls: list[Any], source: str) -> list[dict[str, Any]]:
         rows = by_model[model]  # in call order
         entry: dict[str, Any] = {"judge_model": model, "source": source, "n_calls": len(rows)}
         for field, name, unit in (("cost_usd", "cost", "usd"), ("latency_ms", "latency", "ms")):
-            vals = [getattr(c, field) for c in rows]
-            known = [float(v) for v in vals if v is not None]
-            after_first = [float(v) for v in vals[1:] if v is not None]
+            vals = [None if v is None else float(v) for v in (getattr(c, field) for c in rows)]
+            known = [v for v in vals if v is not None]
             entry[f"n_with_{name}"] = len(known)
-            entry[f"{name}_median_{unit}"] = statistics.median(known) if known else None
-            entry[f"{name}_mean_excluding_first_{unit}"] = statistics.fmean(after_first) if after_first else None
+            entry[f"{name}_median_{unit}"], entry[f"{name}_mean_excluding_first_{unit}"] = median_and_mean_after_first(vals)
             if field == "cost_usd":
                 entry["cost_total_usd"] = math.fsum(known) if known else None
         models.append(entry)

@@ -9,13 +9,11 @@ apply (e.g. weighted kappa on a nominal pairing).
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.agreement.paired import NOT_APPLICABLE
+from evalkit.present import CsvRows, Table, md_text, sanitize
 
 PAIRING_COLUMNS = (
     ("n", "n"),
@@ -43,13 +41,9 @@ CSV_COLUMNS = ("section", "name", "slice", "key", "statistic", "value", "reason"
 RATIONALE_IN_TABLE = 80
 
 
-@dataclass
-class Section:
-    title: str
-    headers: list[str]
-    rows: list[list[str]]
-    notes: list[str] = field(default_factory=list)
-    empty: str = ""
+def Section(title: str, headers: list[str], rows: list[list[str]], notes: list[str] | None = None,
+            empty: str = "") -> Table:
+    return Table(headers, rows, notes=notes or [], empty=empty, title=title)
 
 
 def fmt(value: Any) -> str:
@@ -233,12 +227,6 @@ def sections(report: dict[str, Any]) -> list[Section]:
     return out
 
 
-def _fixed(headers: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
-
-
 def _header(report: dict[str, Any]) -> list[str]:
     c = report.get("counts", {})
     f = report.get("filters", {})
@@ -251,31 +239,16 @@ def _header(report: dict[str, Any]) -> list[str]:
 
 
 def render_table(report: dict[str, Any]) -> str:
-    out = _header(report)
+    out = [sanitize(line) for line in _header(report)]
     for s in sections(report):
-        out += ["", f"== {s.title} =="]
-        out += _fixed(s.headers, s.rows) if s.rows else [f"({s.empty})"]
-        out += [f"note: {n}" for n in s.notes]
+        out += ["", f"== {s.title} =="] + s.text_lines()
     return "\n".join(out) + "\n"
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render_markdown(report: dict[str, Any]) -> str:
-    out = ["# evalkit audit", "", _header(report)[0]]
+    out = ["# evalkit audit", "", md_text(_header(report)[0])]
     for s in sections(report):
-        out += ["", f"## {s.title}", ""]
-        if s.rows:
-            out.append("| " + " | ".join(_md_cell(h) for h in s.headers) + " |")
-            out.append("|" + "|".join("---" for _ in s.headers) + "|")
-            out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in s.rows]
-        else:
-            out.append(f"_{s.empty}_")
-        if s.notes:
-            out.append("")
-            out += [f"- {_md_cell(n)}" for n in s.notes]
+        out += ["", f"## {md_text(s.title)}", ""] + s.markdown_lines()
     return "\n".join(out) + "\n"
 
 
@@ -319,11 +292,9 @@ def render_csv(report: dict[str, Any]) -> str:
     for c in report.get("judge_costs", []):
         for k in ("n_calls", "cost_median_usd", "cost_mean_excluding_first_usd", "cost_total_usd", "latency_median_ms", "latency_mean_excluding_first_ms"):
             rows.append(["judge_costs", c["judge_model"], "", "", k, "" if c[k] is None else c[k], ""])
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-    w.writerows([[repr(v) if isinstance(v, float) else v for v in r] for r in rows])
-    return buf.getvalue()
+    # Numbers stay numbers (csv writes a float as its repr); text cells are sanitized and
+    # neutralised against formula injection by the kit.
+    return Table(CSV_COLUMNS, rows).to_csv()
 
 
 def render_json(report: dict[str, Any]) -> str:
@@ -335,10 +306,10 @@ def write_pairs_csv(path: str, rows: list[dict[str, Any]]) -> None:
     pairing's scale; enough to recompute every pairing statistic)."""
     cols = ("pairing", "item_id", "judge_model", "judge_value", "mechanical_value")
     with open(path, "w", encoding="utf-8", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(cols)
+        w = CsvRows(fh)
+        w.row(cols)
         for r in rows:
-            w.writerow([r[c] for c in cols])
+            w.row([r[c] for c in cols])
 
 
 RENDERERS = {"table": render_table, "markdown": render_markdown, "csv": render_csv, "json": render_json}

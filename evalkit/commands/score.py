@@ -5,7 +5,7 @@ import sys
 
 import click
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_GATE = 0, 1, 2, 3
+from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_GATE, db_option, fail, format_option, warn
 
 
 def _check_gates(result: dict, fail_under: float | None, min_pass_rate: float | None) -> str | None:
@@ -25,11 +25,10 @@ def _check_gates(result: dict, fail_under: float | None, min_pass_rate: float | 
 def register(group: click.Group) -> None:
     @group.command("score")
     @click.argument("paths", nargs=-1, required=True)
-    @click.option("--format", "fmt_name", type=click.Choice(["table", "json", "jsonl", "csv", "markdown"]),
-                  default="table", show_default=True, help="Output shape.")
+    @format_option(["table", "json", "jsonl", "csv", "markdown"])
     @click.option("--aggregate", is_flag=True, help="Print only the aggregates (groups and per-model rollup).")
     @click.option("--include-errors", is_flag=True, help="Fold provider_error runs into the means.")
-    @click.option("--db", "db_path", default="evalkit.db", show_default=True, help="SQLite database to upsert into.")
+    @db_option(help="SQLite database to upsert into.")
     @click.option("--no-db", is_flag=True, help="Do not write a database.")
     @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write output here instead of stdout.")
     @click.option("--fail-under", type=float, help="Exit 3 when a model's score_mean is below this.")
@@ -81,20 +80,16 @@ def register(group: click.Group) -> None:
             if problem := parquet_problem(parquet_dir) or pyarrow_problem():
                 raise click.UsageError(problem)
 
-        def warn(message: str) -> None:
-            click.echo(message, err=True)
-
         def on_error(exc: InputError) -> None:
             nonlocal bad
             bad += 1
-            click.echo(f"error: {exc}", err=True)
+            warn(f"error: {exc}")
 
         bad = 0
         try:
             store = None if no_db else Store(db_path)
         except InputError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
+            fail(str(exc))
         out = open(out_path, "w", encoding="utf-8", newline="") if out_path else sys.stdout
         writer = ScoreWriter(out, fmt_name, aggregate_only=aggregate)
         agg = Aggregator(include_errors)
@@ -114,8 +109,7 @@ def register(group: click.Group) -> None:
             result = agg.result()
             writer.finish(result)
         except DbError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
+            fail(str(exc))
         finally:
             if out_path:
                 out.close()
@@ -123,8 +117,8 @@ def register(group: click.Group) -> None:
                 store.close()
         reason = _check_gates(result, fail_under, min_pass_rate)
         if reason:
-            click.echo(reason, err=True)
+            warn(reason)
             sys.exit(EXIT_GATE)
         if bad:
-            click.echo(f"{bad} file(s) could not be scored", err=True)
+            warn(f"{bad} file(s) could not be scored")
             sys.exit(EXIT_BAD_INPUT)

@@ -13,9 +13,8 @@ See docs/report.md for the sections and their sources.
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 
+from evalkit.atomic import write_text_atomic
 from evalkit.report.contamination import load_contamination
 from evalkit.report.data import ReportError, build_report, made_at_now
 from evalkit.report.html import render_html
@@ -31,27 +30,6 @@ __all__ = [
     "write_text_atomic",
     "write_report",
 ]
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write UTF-8 text through a temporary file and a rename: a reader never sees half a report,
-    and a failure leaves any previous report untouched."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report is an ordinary file
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_report(

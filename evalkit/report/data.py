@@ -37,6 +37,7 @@ from evalkit.db import (
 )
 from evalkit.errors import InputError
 from evalkit.report.contamination import load_contamination
+from evalkit.per_call import median_and_mean_after_first
 
 
 class ReportError(Exception):
@@ -79,10 +80,8 @@ def _value_sort_key(label: str) -> tuple:
 
 
 def _latency(values: list[float]) -> dict[str, float | None]:
-    return {
-        "latency_median_ms": statistics.median(values) if values else None,
-        "latency_mean_excl_first_ms": statistics.fmean(values[1:]) if len(values) > 1 else None,
-    }
+    median, mean_after_first = median_and_mean_after_first(values)
+    return {"latency_median_ms": median, "latency_mean_excl_first_ms": mean_after_first}
 
 
 # --------------------------------------------------------------------------------------------

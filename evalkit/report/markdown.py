@@ -8,22 +8,14 @@ backslash-escaped, so a trajectory cannot inject links, images, HTML or break a 
 """
 from __future__ import annotations
 
-import re
-
+from evalkit.present import md_text
 from evalkit.report import fmt
 from evalkit.report.agreement_view import agreement_blocks, judge_cost_blocks
 from evalkit.report.data import provenance_items
 
-# Characters that start emphasis, code, links/images, tables, headings or strikethrough. `<`, `>`
-# and `&` are turned into entities first, so no raw HTML and no blockquote can come through.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~!#])")
-
-
-def md(text: object) -> str:
-    """Escape any value for a markdown table cell or paragraph (one line)."""
-    s = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    s = _MD_SPECIAL.sub(r"\\\1", s)
-    return " ".join(s.split())
+# One escaping rule for every markdown evalkit writes: evalkit.present.safe.md_text (controls and
+# bidi shown escaped, `< > &` as entities, markdown punctuation backslash-escaped).
+md = md_text
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:

@@ -1,0 +1,48 @@
+"""The CLI kit: options shared by many commands (declared once), ``fail()`` and the exit codes.
+
+Like sqlite-utils' ``output_options``: one decorator per shared option, stacked on each command,
+so the help text and the default are written once. Only click and the standard library here.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+import click
+
+from evalkit.exitcodes import EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from evalkit.present.safe import sanitize
+
+__all__ = [
+    "DEFAULT_DB", "EXIT_BAD_INPUT", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE",
+    "db_option", "fail", "format_option", "warn",
+]
+
+DEFAULT_DB = "evalkit.db"
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """Print ``error: message`` (sanitized: it may quote input) on stderr and exit ``code``."""
+    click.echo(f"error: {sanitize(message)}", err=True)
+    sys.exit(code)
+
+
+def warn(message: str) -> None:
+    """One line on stderr, sanitized (messages quote run ids and paths from the input)."""
+    click.echo(sanitize(message), err=True)
+
+
+def db_option(*, existing: bool = False, help: str = "SQLite database.") -> Callable:
+    """``--db FILE`` (default evalkit.db). ``existing=True`` for commands that only read: a missing
+    file is a usage error (exit 2) naming it, checked by click before the command runs."""
+    path_type = click.Path(dir_okay=False, exists=existing)
+    return click.option("--db", "db_path", type=path_type, default=DEFAULT_DB, show_default=True, help=help)
+
+
+def format_option(choices: Sequence[str], default: str | None = None, *, help: str = "Output shape.") -> Callable:
+    """``--format`` with the command's own choices; the first one is the default."""
+    return click.option("--format", "fmt_name", type=click.Choice(list(choices)), default=default or choices[0],
+                        show_default=True, help=help)
+
+

@@ -1,0 +1,85 @@
+"""Text from a trajectory, a database or a judge, made safe for a terminal, markdown and CSV.
+
+Every string that evalkit did not write itself (run ids, model names, scenario ids, assistant
+text, a judge's rationale) may hold escape sequences: ``ESC [2J`` clears a terminal, an OSC
+sequence sets its title or a hyperlink, CR returns the cursor and overwrites what was printed,
+U+202E reverses the text that follows. So every table cell and every line built from such text
+goes through :func:`sanitize` before it is printed:
+
+- C0 controls (U+0000-U+001F, tab, LF and CR included), DEL and C1 controls (U+0080-U+009F) are
+  shown as ``\\t``, ``\\n``, ``\\r`` or ``\\xNN``;
+- bidirectional controls (U+200E, U+200F, U+061C, U+202A-U+202E, U+2066-U+2069), the line and
+  paragraph separators (U+2028, U+2029) and lone surrogates (which cannot even be encoded to
+  UTF-8) are shown as ``\\uNNNN``.
+
+A backslash already in the text is left alone: the escape is for the eye, not a reversible
+encoding (the JSON outputs carry the exact text).
+
+Markdown cells (:func:`md_text`) fold line breaks and tabs into one space first (a table row is
+one line; this is what a reader of a rationale wants), then sanitize, then turn ``& < >`` into
+entities (GitHub renders inline HTML) and backslash-escape markdown punctuation, so a value can
+neither break the table (``|``) nor inject a link, an image or HTML. ``_`` is escaped only where
+it could start or end emphasis (not inside a word: ``end_state`` stays readable).
+
+CSV cells (:func:`csv_cell`): text beginning with ``= + - @``, tab or CR is prefixed with ``'``
+(OWASP's advice against formula injection), after sanitizing. Numbers (``int``/``float``) are
+written as numbers and never prefixed: ``-0.5`` is a numeric cell that a spreadsheet reads as a
+number, not a formula. A *string* that looks like a negative number (a model called ``-1``) is
+text and is prefixed.
+"""
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _escape_table() -> dict[int, str]:
+    named = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+    table = {cp: named.get(cp, f"\\x{cp:02x}") for cp in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
+    for ch in BIDI_CONTROLS + "\u2028\u2029":
+        table[ord(ch)] = f"\\u{ord(ch):04x}"
+    for cp in range(0xD800, 0xE000):
+        table[cp] = f"\\u{cp:04x}"
+    return table
+
+
+_ESCAPES = _escape_table()
+
+
+def sanitize(value: Any) -> str:
+    """``str(value)`` with every control, bidi control and lone surrogate shown escaped."""
+    text = value if isinstance(value, str) else str(value)
+    # Every escaped character is non-printable, so printable text (nearly all of it) is returned as is.
+    return text if text.isprintable() else text.translate(_ESCAPES)
+
+
+_FOLD = re.compile(r"(?:\r\n|[ \t\n])+")
+_MD_SPECIAL = re.compile(r"([\\`*\[\]|~!#]|(?<![^\W_])_|_(?![^\W_]))")
+
+
+def md_text(value: Any) -> str:
+    """Any value as one line of markdown (a table cell or a paragraph), inert."""
+    text = sanitize(_FOLD.sub(" ", value if isinstance(value, str) else str(value)).strip(" "))
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def csv_cell(value: Any) -> Any:
+    """A value for :mod:`csv`: None as an empty cell, numbers (and bools) unchanged, text sanitized
+    and neutralised when a spreadsheet would read it as a formula."""
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)):
+        return value
+    text = value if isinstance(value, str) else str(value)
+    safe = sanitize(text)
+    return "'" + safe if text.startswith(CSV_FORMULA_START) else safe
+
+
+def html_text(value: Any) -> str:
+    """Escape any value for HTML text and attribute positions (the report's page)."""
+    return html.escape(str(value), quote=True)
