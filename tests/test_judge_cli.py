@@ -109,7 +109,7 @@ def test_cache_stats_and_clear(tmp_path, server):
     invoke("judge", "--db", db, "--model", "openai/judge-b", "--api-base", server.api_base)
     stats = invoke("cache", "stats", "--db", db)
     assert stats.exit_code == 0
-    assert [line.split()[:5] for line in stats.stdout.splitlines()[1:]] == [
+    assert [line.split()[:5] for line in stats.stdout.splitlines()[2:]] == [
         ["openai/judge-a", "procedure_v1", "v1", "ok", "2"], ["openai/judge-b", "procedure_v1", "v1", "ok", "2"]]
     assert json.loads(invoke("cache", "stats", "--db", db, "--format", "json").stdout)[0]["calls"] == 2
     assert invoke("cache", "clear", "--db", db, "--model", "judge-a").stdout.strip() == "cleared 2 cached calls"
