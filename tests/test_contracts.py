@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # the intended rule: the data layer, values, ScoreCard and resources; plus the config loader and
 # the error type it raises (judge.toml is validated by evalkit.configfile)
 JUDGE_MAY_IMPORT = {"evalkit.db", "evalkit.values", "evalkit.scorecard", "evalkit.resources",
-                    "evalkit.configfile", "evalkit.errors"}
+                    "evalkit.configfile", "evalkit.errors", "evalkit.present", "evalkit.per_call"}
 
 
 def _config() -> dict:
