@@ -21,6 +21,12 @@ Every mean and rate in :data:`evalkit.uncertainty.intervals.METRICS` carries ``<
 by scenario), the per-model pass_hat_k a bootstrap interval over scenarios; see
 :mod:`evalkit.uncertainty` and docs/uncertainty.md.
 
+One run per run_id: a run_id read again replaces the earlier run (the database upserts by run_id, so
+the printed aggregates and the stored runs agree: the last one read wins). Two different scenarios
+under one scenario id (another ground truth, success criteria or budget) are separate groups: each
+group carries its ``scenario_hash`` (a short hash of the scenario's content), and when an id has more
+than one, its groups are labelled ``<scenario_id>@<scenario_hash>``. Both cases are warned about.
+
 Aggregation streams: each group keeps counts, exact sums and a value -> count map of its scores,
 never the runs, and gives the same numbers, bit for bit, as ``math.fsum`` / ``statistics.stdev`` /
 ``statistics.median`` over the full lists would.
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -54,6 +60,8 @@ class RunSummary:
     end_state: float | None
     all_passed: bool | None
     dangerous: int
+    run_id: str | None = None  # None: never replaced by another run
+    scenario_hash: str = ""
 
     @classmethod
     def of(cls, card: Any) -> "RunSummary":
@@ -61,6 +69,7 @@ class RunSummary:
         return cls(
             card.scenario_id, card.model, card.status, card.scalar,
             v.coverage, v.order, v.end_state, v.all_passed, v.safety_dangerous or 0,
+            card.run_id, getattr(card, "scenario_hash", ""),
         )
 
 
@@ -75,11 +84,12 @@ class _Sum:
         self.partials: dict[int, int] = {}
         self.squares: dict[int, int] = {}
 
-    def add(self, value: float) -> None:
+    def add(self, value: float, sign: int = 1) -> None:
+        """Add ``value`` (``sign=-1``: take back one added before; the sums stay exact)."""
         num, den = value.as_integer_ratio()
-        self.count += 1
-        self.partials[den] = self.partials.get(den, 0) + num
-        self.squares[den] = self.squares.get(den, 0) + num * num
+        self.count += sign
+        self.partials[den] = self.partials.get(den, 0) + sign * num
+        self.squares[den] = self.squares.get(den, 0) + sign * num * num
 
     def exact(self) -> Fraction:
         return sum((Fraction(n, d) for d, n in self.partials.items()), Fraction(0))
@@ -144,20 +154,25 @@ class _Group:
         self.scores, self.coverage, self.order, self.end_state = _Sum(), _Sum(), _Sum(), _Sum()
         self.score_counts: dict[float, int] = {}
 
-    def add(self, run: RunSummary, counted: frozenset[str]) -> None:
-        self.n += 1
-        self.statuses[run.status] = self.statuses.get(run.status, 0) + 1
+    def add(self, run: RunSummary, counted: frozenset[str], sign: int = 1) -> None:
+        """Add a run (``sign=-1``: take back a run added before, when its run_id is read again)."""
+        self.n += sign
+        self.statuses[run.status] = self.statuses.get(run.status, 0) + sign
         if run.status not in counted:
             return
-        self.included += 1
-        self.passes += bool(run.all_passed)
-        self.dangerous += run.dangerous > 0
+        self.included += sign
+        self.passes += sign * bool(run.all_passed)
+        self.dangerous += sign * (run.dangerous > 0)
         if run.scalar is not None:
-            self.scores.add(run.scalar)
-            self.score_counts[run.scalar] = self.score_counts.get(run.scalar, 0) + 1
+            self.scores.add(run.scalar, sign)
+            left = self.score_counts.get(run.scalar, 0) + sign
+            if left:
+                self.score_counts[run.scalar] = left
+            else:
+                del self.score_counts[run.scalar]
         for acc, value in ((self.coverage, run.coverage), (self.order, run.order), (self.end_state, run.end_state)):
             if value is not None:
-                acc.add(value)
+                acc.add(value, sign)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -191,7 +206,7 @@ def _pass_sd(passes: int, n: int) -> float | None:
     return math.sqrt(passes * (n - passes) / n / (n - 1)) if n >= 2 else None
 
 
-def _group_stats(scenario_id: str, model: str, g: _Group, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+def _group_stats(scenario_id: str, scenario_hash: str, model: str, g: _Group, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
     n, inc = g.n, g.included
     spread = {  # metric -> (sample std, runs it is over)
         "score_mean": (g.scores.stdev(), g.scores.count),
@@ -202,6 +217,7 @@ def _group_stats(scenario_id: str, model: str, g: _Group, level: float = DEFAULT
     }
     row = {
         "scenario_id": scenario_id,
+        "scenario_hash": scenario_hash,
         "model": model,
         "n": n,
         "n_scored": inc,
@@ -249,31 +265,53 @@ def _rollup(model: str, groups: list[dict[str, Any]], level: float = DEFAULT_LEV
 
 class Aggregator:
     """Streaming aggregation: feed ScoreCards (or RunSummary) one at a time, then ``result()``.
-    Nothing is kept per run (see ``_Group``).
+    Groups keep sums, not runs (see ``_Group``); the one thing kept per run is its small summary by
+    run_id, so that a run_id read again can replace the earlier run (``warn`` hears about scenario ids
+    with two contents).
 
     ``level`` is the confidence level of every interval; ``n_resamples`` and ``seed`` drive the
     pass^k bootstrap (same seed, same output).
     """
 
     def __init__(self, include_errors: bool = False, level: float = DEFAULT_LEVEL,
-                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED):
+                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                 warn: Callable[[str], None] | None = None):
+        self.warn = warn
+        self._runs: dict[str, RunSummary] = {}
+        self._hashes: dict[str, set[str]] = {}
         self.include_errors = include_errors
         self.level = check_level(level)
         self.n_resamples = check_resamples(n_resamples)
         self.seed = seed
         self._counted = frozenset({"scored", "provider_error"} if include_errors else {"scored"})
-        self._groups: dict[tuple[str, str], _Group] = {}
+        self._groups: dict[tuple[str, str, str], _Group] = {}
 
     def add(self, card: Any) -> None:
         run = card if isinstance(card, RunSummary) else RunSummary.of(card)
-        key = (run.scenario_id, run.model)
+        hashes = self._hashes.setdefault(run.scenario_id, set())
+        if run.scenario_hash not in hashes:
+            if hashes and self.warn:
+                self.warn(f"warning: scenario {run.scenario_id!r} occurs with different content "
+                          f"({', '.join(sorted(hashes | {run.scenario_hash}))}); aggregated as separate "
+                          "groups labelled by content hash")
+            hashes.add(run.scenario_hash)
+        if run.run_id is not None:
+            earlier = self._runs.get(run.run_id)
+            if earlier is not None:
+                self._groups[(earlier.scenario_id, earlier.scenario_hash, earlier.model)].add(earlier, self._counted, -1)
+            self._runs[run.run_id] = run
+        key = (run.scenario_id, run.scenario_hash, run.model)
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = _Group()
         group.add(run, self._counted)
 
     def result(self) -> dict[str, Any]:
-        groups = [_group_stats(scenario, model, g, self.level) for (scenario, model), g in sorted(self._groups.items())]
+        groups = [
+            _group_stats(f"{scenario}@{digest}" if len(self._hashes[scenario]) > 1 else scenario, digest, model, g, self.level)
+            for (scenario, digest, model), g in sorted(self._groups.items())
+            if g.n
+        ]
         by_model: dict[str, list[dict[str, Any]]] = {}
         for g in groups:
             by_model.setdefault(g["model"], []).append(g)

@@ -63,7 +63,8 @@ def score_stream(
     Cards are written ``batch`` at a time, one transaction each, by this process only; what was
     yielded is stored once the generator is exhausted or closed. A bad file goes to ``on_error``
     and the others are still scored. Reader warnings and a run_id read twice are reported through
-    ``warn``: the database keeps the later card (upsert by run_id). A database failure raises
+    ``warn``: the database keeps the later card (upsert by run_id), and so does
+    :class:`Aggregator`. A database failure raises
     ``evalkit.db.DbError``. Output is the same whatever the engine and number of workers.
     """
     job = replace(job or ScoreJob(), db_rows=store is not None)
@@ -78,8 +79,9 @@ def score_stream(
                 on_error(item.error)
                 continue
             if item.run_id in seen and warn is not None:
-                keeps = "" if store is None else "; the database keeps this one"
-                warn(f"{item.path}: warning: run_id {item.run_id!r} was already read from {seen[item.run_id]}{keeps}")
+                keeps = "the aggregates" if store is None else "the aggregates and the database"
+                warn(f"{item.path}: warning: run_id {item.run_id!r} was already read from {seen[item.run_id]}; "
+                     f"this one replaces it in {keeps}")
             seen[item.run_id] = item.path
             if store is not None:
                 pending.append(item.rows)

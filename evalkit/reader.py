@@ -6,16 +6,20 @@ the run then has no ``final`` record (status ``incomplete``).
 """
 from __future__ import annotations
 
-import sys
+import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import from_json, to_json
+from pydantic_core import to_json
 
-from evalkit.errors import InputError
+from evalkit import safe_json
 from evalkit.bundle import RESULT_MAX_CHARS
+from evalkit.errors import InputError
+from evalkit.input_files import open_regular, read_bytes
+from evalkit.safe_json import JSONProblem
+from evalkit.values import count_non_finite
 from evalkit.records import RECORD_TYPES, Final, Meta, Setup, Trajectory
 from evalkit.scenario import Scenario
 
@@ -25,6 +29,9 @@ STDIN = "-"
 _VALIDATE = {name: model.__pydantic_validator__.validate_python for name, model in RECORD_TYPES.items()}
 EVENT_TYPES = frozenset({"assistant", "nudge", "tool_call", "provider_error", "harness_error"})
 Warn = Callable[[str], None]
+# Only lines that could hold a non-finite number are walked to count them: the literals, or an
+# exponent / digit run long enough to overflow a float.
+_MAYBE_NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE][+-]?[0-9]{3}|[0-9]{309}")
 
 
 def _describe(exc: ValidationError, record_type: str) -> str:
@@ -35,97 +42,133 @@ def _describe(exc: ValidationError, record_type: str) -> str:
     return f"{where}: {err['msg']}{more}"
 
 
-def _split_lines(path: str, data: bytes) -> list[str]:
+def _not_json(line: bytes, problem: JSONProblem) -> str:
     try:
-        text = data.decode("utf-8")
+        line.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(path, line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text.split("\n")
+        return f"invalid UTF-8 (byte 0x{line[exc.start]:02x})"
+    return f"not valid JSON ({problem.reason})"
 
 
-def parse_trajectory(path: str, data: bytes, warn: Warn | None = None) -> Trajectory:
-    """Parse the bytes of one trajectory file. Raises InputError on bad input."""
-    lines = _split_lines(path, data)
-    last = len(lines)
-    while last > 0 and not lines[last - 1].strip():
-        last -= 1
-    if last == 0:
-        raise InputError(path, None, "empty file: expected a meta record on the first line")
+class _Builder:
+    """Records of one file, checked as they arrive (so the file is never held whole in memory)."""
 
-    meta: Meta | None = None
-    setup: Setup | None = None
-    final: Final | None = None
-    events: list[Any] = []
-    long_lines: set[int] = set()
-    unknown = extra = 0
-    dropped = False
-    for lineno, line in enumerate(lines[:last], 1):
-        if not line or line.isspace():
-            continue
+    def __init__(self, path: str, warn: Warn | None):
+        self.path, self.warn = path, warn
+        self.meta: Meta | None = None
+        self.setup: Setup | None = None
+        self.final: Final | None = None
+        self.harness_error_line: int | None = None
+        self.events: list[Any] = []
+        self.long_lines: set[int] = set()
+        self.unknown = self.extra = self.non_finite = 0
+        self.pending: InputError | None = None  # a line cut short: fatal unless it was the last one
+        self.pending_reason = ""
+        self.pending_line = 0
+        self.seen_any = False
+
+    def line(self, lineno: int, line: bytes) -> None:
+        if not line.strip():
+            return
+        if self.pending is not None:
+            raise self.pending
+        if not self.seen_any and line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:]
+        self.seen_any = True
         try:
-            # pydantic-core's parser: about 2.5x faster than json.loads, which is what keeps
-            # scoring within a small factor of merely decoding the files.
-            obj = from_json(line)
-        except ValueError as exc:
-            reason = str(exc).replace(" at line 1 column", ", column")
-            if lineno == last and meta is not None:
-                dropped = True
-                if warn:
-                    warn(f"{path}:{lineno}: warning: dropped a half-written last line ({reason})")
-                break
-            raise InputError(path, lineno, f"not valid JSON ({reason})") from None
+            obj = safe_json.loads(line)
+        except JSONProblem as problem:
+            error = InputError(self.path, lineno, _not_json(line, problem))
+            if problem.truncated and self.meta is not None:
+                self.pending, self.pending_reason = error, problem.reason
+                self.pending_line = lineno
+                return
+            raise error from None
+        self.record(lineno, line, obj)
+
+    def record(self, lineno: int, line: bytes, obj: Any) -> None:
+        path = self.path
         if type(obj) is not dict:
             raise InputError(path, lineno, f"expected a JSON object, got {type(obj).__name__}")
         rtype = obj.get("type")
         if type(rtype) is not str:
             raise InputError(path, lineno, "record has no string 'type' field")
-        if meta is None and rtype != "meta":
+        if self.meta is None and rtype != "meta":
             raise InputError(path, lineno, f"the first record must be 'meta', got {rtype!r}")
+        if _MAYBE_NON_FINITE.search(line):
+            self.non_finite += count_non_finite(obj)
         if rtype == "meta":
             _share_scenario(obj)
         validate = _VALIDATE.get(rtype)
         if validate is None:
-            unknown += 1
-            continue
+            self.unknown += 1
+            return
         try:
             record = validate(obj)
         except ValidationError as exc:
             raise InputError(path, lineno, _describe(exc, rtype)) from None
         if record.__pydantic_extra__:
-            extra += len(record.__pydantic_extra__)
+            self.extra += len(record.__pydantic_extra__)
         if rtype in EVENT_TYPES:
-            if final is not None:
+            if self.final is not None:
                 raise InputError(path, lineno, f"a {rtype!r} record after 'final'")
+            if self.harness_error_line is not None:
+                raise InputError(path, lineno, f"a {rtype!r} record after the 'harness_error' of line "
+                                 f"{self.harness_error_line} (a harness error ends the run)")
+            if rtype == "harness_error":
+                self.harness_error_line = lineno
             if rtype == "tool_call" and len(line) > RESULT_MAX_CHARS:
-                long_lines.add(len(events))
-            events.append(record)
+                self.long_lines.add(len(self.events))
+            self.events.append(record)
         elif rtype == "meta":
-            if meta is not None:
+            if self.meta is not None:
                 raise InputError(path, lineno, "a second 'meta' record")
-            meta = record
+            self.meta = record
         elif rtype == "setup":
-            setup = record
+            self.setup = record
         else:
-            if final is not None:
+            if self.final is not None:
                 raise InputError(path, lineno, "a second 'final' record")
-            final = record
-    assert meta is not None  # the first non-empty line was checked above
-    # Every record was validated above; validating the event list again (a union of five models)
-    # would cost as much as parsing the file.
-    return Trajectory.model_construct(
-        path=path,
-        meta=meta,
-        setup=setup,
-        events=events,
-        final=final,
-        unknown_records=unknown,
-        extra_fields=extra,
-        dropped_last_line=dropped,
-        long_lines=frozenset(long_lines),
-    )
+            if self.harness_error_line is not None and record.reason != "harness_error":
+                raise InputError(path, lineno, f"final.reason: {record.reason!r} after the 'harness_error' of "
+                                 f"line {self.harness_error_line} (expected 'harness_error')")
+            self.final = record
+
+    def finish(self) -> Trajectory:
+        if not self.seen_any:
+            raise InputError(self.path, None, "empty file: expected a meta record on the first line")
+        dropped = self.pending is not None
+        if dropped and self.warn:
+            self.warn(f"{self.path}:{self.pending_line}: warning: dropped a half-written last line "
+                      f"({self.pending_reason})")
+        assert self.meta is not None  # the first non-empty line was checked
+        # Every record was validated above; validating the event list again (a union of five models)
+        # would cost as much as parsing the file.
+        return Trajectory.model_construct(
+            path=self.path,
+            meta=self.meta,
+            setup=self.setup,
+            events=self.events,
+            final=self.final,
+            unknown_records=self.unknown,
+            extra_fields=self.extra,
+            dropped_last_line=dropped,
+            long_lines=frozenset(self.long_lines),
+            non_finite_numbers=self.non_finite,
+        )
+
+
+def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None) -> Trajectory:
+    """Parse one trajectory given its lines (bytes, with or without their newline)."""
+    builder = _Builder(path, warn)
+    for lineno, line in enumerate(lines, 1):
+        builder.line(lineno, line)
+    return builder.finish()
+
+
+def parse_trajectory(path: str, data: bytes, warn: Warn | None = None) -> Trajectory:
+    """Parse the bytes of one trajectory file. Raises InputError on bad input."""
+    return parse_lines(path, data.split(b"\n"), warn)
 
 
 _SCENARIOS: dict[bytes, Scenario] = {}
@@ -151,16 +194,18 @@ def _share_scenario(meta: dict[str, Any]) -> None:
     meta["scenario"] = scenario
 
 
-def read_trajectory(path: str | Path, warn: Warn | None = None) -> Trajectory:
-    """Read one trajectory file (``-`` reads standard input)."""
+def read_trajectory(path: str | Path, warn: Warn | None = None, max_bytes: int | None = None) -> Trajectory:
+    """Read one trajectory file (``-`` reads standard input). Only regular files are read, within
+    the size limit of :mod:`evalkit.input_files`; lines are parsed as they are read."""
     name = str(path)
     if name == STDIN:
-        return parse_trajectory("<stdin>", sys.stdin.buffer.read(), warn)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(name, None, f"cannot read: {exc.strerror or exc}") from None
-    return parse_trajectory(name, data, warn)
+        return parse_trajectory("<stdin>", read_bytes(STDIN, max_bytes), warn)
+    fh, _ = open_regular(name, max_bytes)
+    with fh:
+        try:
+            return parse_lines(name, fh, warn)
+        except OSError as exc:
+            raise InputError(name, None, f"cannot read: {exc.strerror or exc}") from None
 
 
 def expand_paths(paths: Iterable[str | Path]) -> Iterator[str]:

@@ -4,12 +4,19 @@ A trajectory is JSONL, one record per line with a ``type`` key: ``meta``, ``setu
 ``assistant`` / ``nudge`` / ``tool_call``, an optional ``provider_error`` (or a ``harness_error`` that
 replaces everything after setup), then ``final``. Extra fields and unknown record types are
 tolerated and counted (``Trajectory.extra_fields``, ``Trajectory.unknown_records``), never fatal.
+
+Types: fields that feed the score are **strict** — no coercion, a wrong type is an error at its line:
+the tool name, ``args`` (an object), ``is_error``, ``step`` / ``call_index``, the success checks
+(``passed``, ``clear``, ``all_passed``), the final ``reason`` and ``tool_calls_used``, ``sim_time``
+(a number), ``run_id``, ``tool_surface`` and the model (``adapter.model``, a string when given; so is
+``adapter.provider``). Integers are 64-bit (they are stored in SQLite columns). Everything else
+(texts, results, payloads, snapshots) is kept as recorded.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr, TypeAdapter, field_validator
 
 from evalkit.scenario import Scenario
 
@@ -24,22 +31,34 @@ FINAL_REASONS = (
 )
 
 
+Int64 = Annotated[int, Field(strict=True, ge=-(2**63), le=2**63 - 1)]
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
 class Meta(_Record):
     type: Literal["meta"] = "meta"
-    run_id: str
+    run_id: StrictStr
     ts_utc: str | None = None
     scenario: Scenario
     scenario_path: str | None = None
     adapter: dict[str, Any] = Field(default_factory=dict)
     instructions_profile: str | None = None
-    tool_surface: list[str] | None = None
+    tool_surface: list[StrictStr] | None = None
     vendor_pin: Any = None
     versions: Any = None
     seed: Any = None
+
+    @field_validator("adapter")
+    @classmethod
+    def _names_are_strings(cls, adapter: dict[str, Any]) -> dict[str, Any]:
+        for key in ("model", "provider"):
+            value = adapter.get(key)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"adapter.{key} must be a string, got {type(value).__name__}")
+        return adapter
 
     @property
     def model(self) -> str:
@@ -53,7 +72,7 @@ class Meta(_Record):
 
 class Setup(_Record):
     type: Literal["setup"] = "setup"
-    sim_time: float | None = None
+    sim_time: StrictFloat | None = None
     validity_gate: dict[str, Any] | None = None
     active_failures: Any = None
     snapshot: Any = None
@@ -61,7 +80,7 @@ class Setup(_Record):
 
 class Assistant(_Record):
     type: Literal["assistant"] = "assistant"
-    step: int | None = None
+    step: Int64 | None = None
     text: str | None = None
     stop_reason: str | None = None
     provider_raw: Any = None
@@ -69,18 +88,18 @@ class Assistant(_Record):
 
 class Nudge(_Record):
     type: Literal["nudge"] = "nudge"
-    step: int | None = None
+    step: Int64 | None = None
     text: str | None = None
 
 
 class ToolCall(_Record):
     type: Literal["tool_call"] = "tool_call"
-    step: int | None = None
-    call_index: int | None = None
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    step: Int64 | None = None
+    call_index: Int64 | None = None
+    name: StrictStr
+    args: Annotated[dict[StrictStr, Any], Field(strict=True)] = Field(default_factory=dict)
     result: Any = None
-    is_error: bool = False
+    is_error: StrictBool = False
     sim_time_before: float | None = None
     sim_time_after: float | None = None
     wall_ms: float | None = None
@@ -88,7 +107,7 @@ class ToolCall(_Record):
 
 class ProviderError(_Record):
     type: Literal["provider_error"] = "provider_error"
-    step: int | None = None
+    step: Int64 | None = None
     error: Any = None
 
 
@@ -101,26 +120,26 @@ class FinalStateCheck(_Record):
     var: str | None = None
     op: str | None = None
     value: Any = None
-    passed: bool
+    passed: StrictBool
 
 
 class EcamCheck(_Record):
     message: str | None = None
-    clear: bool
+    clear: StrictBool
 
 
 class SuccessEval(_Record):
     final_state: list[FinalStateCheck] = Field(default_factory=list)
     ecam_clear_of: list[EcamCheck] = Field(default_factory=list)
-    all_passed: bool
+    all_passed: StrictBool
 
 
 class Final(_Record):
     type: Literal["final"] = "final"
-    reason: str
+    reason: StrictStr
     done_payload: Any = None
-    sim_time: float | None = None
-    tool_calls_used: int | None = None
+    sim_time: StrictFloat | None = None
+    tool_calls_used: Int64 | None = None
     ecam: Any = None
     active_failures: Any = None
     snapshot: Any = None
@@ -146,6 +165,7 @@ class Trajectory(BaseModel):
     unknown_records: int = 0
     extra_fields: int = 0
     dropped_last_line: bool = False
+    non_finite_numbers: int = 0
     # Indices (into events) of tool calls whose line in the file is long: only their results can
     # need cutting in the judge bundle, so short ones are never re-serialised.
     long_lines: frozenset[int] = frozenset()

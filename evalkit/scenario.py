@@ -3,18 +3,20 @@
 A ground-truth action is either the cockpit form ``{control, value}`` (a ``set_control`` call whose
 arguments carry that control and value) or the general form ``{tool, args}`` (a call of ``tool``
 whose arguments equal ``args``). Numbers compare by value; extra fields are kept and ignored.
+What feeds the score is strictly typed (no coercion): ids, block names, ``ordered``, an action's
+``control`` / ``tool`` / ``args`` / ``severity``, ``command_tools`` and ``reference_steps``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalkit.values import control_key, match_key
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, model_validator
 
-from evalkit.values import SET_CONTROL
+from evalkit.values import SET_CONTROL, compact_json, control_key, match_key, sha256_hex
+
 TASK_PROMPT_FIELDS = ("task_prompt", "prompt", "task", "instruction", "instructions", "briefing", "description")
 
 
@@ -23,10 +25,10 @@ class _Open(BaseModel):
 
 
 class Action(_Open):
-    control: str | None = None
+    control: StrictStr | None = None
     value: Any = None
-    tool: str | None = None
-    args: dict[str, Any] | None = None
+    tool: StrictStr | None = None
+    args: Annotated[dict[StrictStr, Any], Field(strict=True)] | None = None
     rationale: str | None = None
     severity: Literal["dangerous", "anti_procedure"] | None = None
 
@@ -46,8 +48,8 @@ class Action(_Open):
 
 
 class Block(_Open):
-    block: str
-    ordered: bool = False
+    block: StrictStr
+    ordered: StrictBool = False
     actions: list[Action] = Field(default_factory=list)
 
 
@@ -76,13 +78,13 @@ class Budget(_Open):
 
 
 class Scenario(_Open):
-    id: str
+    id: StrictStr
     title: str | None = None
     ground_truth: GroundTruth
     success: Success | None = None
     budget: Budget | None = None
-    command_tools: list[str] | None = None
-    reference_steps: int | None = None
+    command_tools: list[StrictStr] | None = None
+    reference_steps: Annotated[int, Field(strict=True, ge=0, le=2**63 - 1)] | None = None
 
     def commands(self) -> frozenset[str]:
         """Tools whose calls are commands; every other tool call is a read.
@@ -147,6 +149,12 @@ class Scenario(_Open):
             "success_criteria": self.success.model_dump(mode="json") if self.success else None,
             "budget": self.budget.model_dump(mode="json", exclude_none=True) if self.budget else None,
         }
+
+    @cached_property
+    def content_hash(self) -> str:
+        """12 hex digits of the sha256 of the scenario's bundle part (ground truth, success criteria,
+        budget, title, task prompt): tells apart two scenarios that share an id."""
+        return sha256_hex(compact_json(self.bundle_part))[:12]
 
     def task_prompt(self) -> str | None:
         extra = self.model_extra or {}

@@ -1,4 +1,9 @@
-"""The ScoreCard: the JSON contract other tools read. Floats unrounded; null for missing values."""
+"""The ScoreCard: the JSON contract other tools read. Floats unrounded; null for missing values.
+
+Non-finite numbers a trajectory carried (in args, values, sim times) are written as ``null`` by every
+JSON dump of these models, so the output is standard JSON; ``informative.non_finite_numbers`` says
+how many the file held.
+"""
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -9,7 +14,12 @@ Status = Literal["scored", "provider_error", "invalid_scenario", "incomplete"]
 CommandClass = Literal["matched_required", "optional", "forbidden", "extraneous"]
 
 
-class Vector(BaseModel):
+class _Out(BaseModel):
+    # NaN / Infinity become null in model_dump(mode="json") and model_dump_json(), at every depth.
+    model_config = ConfigDict(ser_json_inf_nan="null")
+
+
+class Vector(_Out):
     """The result. The scalar is derived from it for rankings only."""
 
     coverage: float | None = Field(description="matched required actions / required actions")
@@ -21,15 +31,15 @@ class Vector(BaseModel):
     extraneous: int | None = Field(description="commands that matched nothing usable in the ground truth")
 
 
-class CommandRow(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
+class CommandRow(_Out):
+    model_config = ConfigDict(populate_by_name=True, ser_json_inf_nan="null")
 
     index: int = Field(description="position among the run's effective commands (0-based)")
     step: int | None
     call_index: int | None
     tool: str
     args: dict[str, Any]
-    control: str | None
+    control: str | None = Field(description="set_control's control; one that is not a string is shown as its canonical JSON")
     value: Any = None
     class_: CommandClass = Field(alias="class")
     subtype: Literal["repeat_of_required", "uncatalogued_in_gt"] | None = None
@@ -37,7 +47,7 @@ class CommandRow(BaseModel):
     block: str | None = Field(default=None, description="ground-truth block of the matched required action")
 
 
-class Checks(BaseModel):
+class Checks(_Out):
     """The five mechanical checks (docs/glossary.md)."""
 
     reached_goal: bool | None
@@ -47,7 +57,7 @@ class Checks(BaseModel):
     approvals_respected: bool | None
 
 
-class Informative(BaseModel):
+class Informative(_Out):
     """Reported, never folded into the scalar."""
 
     final_reason: str | None
@@ -65,9 +75,12 @@ class Informative(BaseModel):
     unknown_records: int
     extra_fields: int
     dropped_last_line: bool
+    non_finite_numbers: int = Field(
+        default=0, description="NaN / Infinity / overflowing numbers in the file (read, never equal to anything, written as null)"
+    )
 
 
-class Provenance(BaseModel):
+class Provenance(_Out):
     """Where the run came from (from the meta record); not a score."""
 
     provider: str | None = None
@@ -76,8 +89,8 @@ class Provenance(BaseModel):
     instructions_profile: str | None = None
 
 
-class ScoreCard(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
+class ScoreCard(_Out):
+    model_config = ConfigDict(populate_by_name=True, ser_json_inf_nan="null")
 
     run_id: str
     scenario_id: str
@@ -90,6 +103,7 @@ class ScoreCard(BaseModel):
     checks: Checks
     informative: Informative
     provenance: Provenance = Field(default_factory=Provenance)
+    scenario_hash: str = Field(default="", description="short hash of the scenario's content (tells apart two scenarios sharing an id)")
     bundle_hash: str
     judge_bundle: dict[str, Any]
 

@@ -194,16 +194,14 @@ def score_result_file(path: str | os.PathLike[str], order: Sequence[str] = DEFAU
                threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
     """Read and score one result file (read-only). Raises InputError naming the file (and the
     line for JSON syntax errors, the field otherwise)."""
+    from evalkit import input_files, safe_json
+
     source = str(path)
+    data = input_files.read_bytes(source)  # only a regular file, within the size limit
     try:
-        with open(path, encoding="utf-8") as fh:
-            payload = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise InputError(source, exc.lineno, f"invalid JSON: {exc.msg}") from None
-    except UnicodeDecodeError:
-        raise InputError(source, None, "not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(source, None, f"cannot read: {exc.strerror or exc}") from None
+        payload = safe_json.loads(data)
+    except safe_json.JSONProblem as exc:
+        raise InputError(source, exc.line, f"invalid JSON: {exc.reason}") from None
     return score_payload(payload, order=order, threshold=threshold, source=source)
 
 

@@ -31,7 +31,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from evalkit.db import Rating, write_ratings
 from evalkit.db.schema import TABLES
+from evalkit import safe_json
 from evalkit.errors import InputError
+from evalkit.input_files import read_text
+from evalkit.safe_json import MAX_INT_DIGITS, JSONProblem
 
 Value = int | float | str | bool
 
@@ -105,12 +108,21 @@ def normalize_value(v: Any) -> Any:
     raise ValueError(f"must be a string or a number, got {type(v).__name__}")
 
 
+def _cell(name: str, line: int, text: str) -> Any:
+    try:
+        return parse_cell(text)
+    except ValueError as exc:  # a non-finite number, an integer past Python's digit limit
+        raise InputError(name, line, f"value {text.strip()[:40]!r}: {exc}") from None
+
+
 def parse_cell(text: str) -> Any:
     """A CSV cell → int, float or string (an empty cell → None)."""
     s = text.strip()
     if not s:
         return None
     if re.fullmatch(r"[+-]?\d+", s):
+        if len(s) > MAX_INT_DIGITS:
+            raise ValueError(f"integer too large (more than {MAX_INT_DIGITS} digits)")
         return int(s)
     if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?", s):
         return normalize_value(float(s))
@@ -145,14 +157,7 @@ def read_rating_file(path: str | Path, rater: str | None = None, kind: str | Non
     """Parse and validate a whole rating file; raise InputError(path, line, ...) on the first problem."""
     p = Path(path)
     name = str(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(name, None, "no such file") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(name, None, f"not UTF-8 text ({exc.reason})") from None
-    except OSError as exc:
-        raise InputError(name, None, f"cannot read: {exc.strerror or exc}") from None
+    text = read_text(name)  # only a regular file, within the size limit; bad UTF-8 names its line
     suffix = p.suffix.lower()
     if suffix in (".jsonl", ".json", ".ndjson") or (suffix not in (".csv", ".tsv") and text.lstrip().startswith("{")):
         rows = _read_jsonl(name, text, rater, kind)
@@ -185,9 +190,9 @@ def _read_jsonl(name: str, text: str, rater: str | None, kind: str | None) -> li
         if not raw.strip():
             continue
         try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(name, lineno, f"invalid JSON: {exc.msg}") from None
+            data = safe_json.loads(raw)
+        except JSONProblem as exc:
+            raise InputError(name, lineno, f"invalid JSON: {exc.reason}") from None
         if not isinstance(data, dict):
             raise InputError(name, lineno, "each line must be a JSON object")
         out.append((lineno, _row(name, lineno, _fill(dict(data), rater, kind or "human"))))
@@ -229,7 +234,7 @@ def _read_csv(name: str, text: str, delimiter: str, rater: str | None, kind: str
 def _long_row(name: str, line: int, row: dict[str, str], rater: str | None, kind: str | None) -> RatingRow:
     data: dict[str, Any] = {k: row.get(k) for k in ("item_id", "rater", "rater_kind", "dimension")}
     data = {k: (v.strip() if isinstance(v, str) else v) for k, v in data.items() if v is not None}
-    value = parse_cell(row["value"])
+    value = _cell(name, line, row["value"])
     if value is None:
         raise InputError(name, line, "value is empty")
     data["value"] = value
@@ -266,7 +271,7 @@ def _wide_rows(
     for orig, col in zip(header, lower):
         if col == id_col or col in WIDE_METADATA:
             continue
-        value = parse_cell(row[col])
+        value = _cell(name, line, row[col])
         if value is None:
             continue
         data = dict(base, dimension=orig, value=value)

@@ -92,7 +92,7 @@ def register(group: click.Group) -> None:
             fail(str(exc))
         out = open(out_path, "w", encoding="utf-8", newline="") if out_path else sys.stdout
         writer = ScoreWriter(out, fmt_name, aggregate_only=aggregate)
-        agg = Aggregator(include_errors)
+        agg = Aggregator(include_errors, warn=warn)
         job = ScoreJob(output_format=None if aggregate else fmt_name, parquet_rows=parquet_dir is not None)
         try:
             if parquet_dir:

@@ -6,7 +6,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from evalkit import input_files
 from evalkit.importers import ImportFormatError
+from evalkit.safe_json import MAX_INT_DIGITS, JSONProblem, check_nesting, object_pairs_hook
 
 _WS = " \t\n\r"
 
@@ -19,18 +21,18 @@ def _skip(text: str, i: int) -> int:
 
 
 def read_text(path: str) -> str:
-    with open(path, "rb") as fh:
-        data = fh.read()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ImportFormatError(path, line, f"not UTF-8 text (byte {exc.start})") from None
+    """A regular file within the size limit, as UTF-8 text (see evalkit.input_files)."""
+    return input_files.read_text(path)
 
 
 def iter_json_list(path: str, text: str, what: str) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line, element)`` for each element of the top-level JSON list in ``text``."""
-    decoder = json.JSONDecoder()
+    """Yield ``(line, element)`` for each element of the top-level JSON list in ``text``, under the
+    rules of evalkit.safe_json (depth, integer size, duplicate keys)."""
+    try:
+        check_nesting(text)
+    except JSONProblem as exc:
+        raise ImportFormatError(path, exc.line, f"not valid JSON: {exc.reason}") from None
+    decoder = json.JSONDecoder(object_pairs_hook=object_pairs_hook)
     line, upto = 1, 0
 
     def line_at(pos: int) -> int:
@@ -54,6 +56,12 @@ def iter_json_list(path: str, text: str, what: str) -> Iterator[tuple[int, Any]]
             value, end = decoder.raw_decode(text, i)
         except json.JSONDecodeError as exc:
             raise ImportFormatError(path, exc.lineno, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+        except JSONProblem as exc:  # a duplicate key
+            raise ImportFormatError(path, line_at(i), f"not valid JSON: {exc.reason}") from None
+        except RecursionError:
+            raise ImportFormatError(path, line_at(i), "not valid JSON: nested too deeply") from None
+        except ValueError:  # Python's int-to-string limit
+            raise ImportFormatError(path, line_at(i), f"not valid JSON: integer too large (more than {MAX_INT_DIGITS} digits)") from None
         yield line_at(i), value
         i = _skip(text, end)
         if i < len(text) and text[i] == ",":

@@ -20,6 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit import safe_json
+from evalkit.safe_json import JSONProblem
+
 SNIPPET = 60
 
 
@@ -62,12 +65,10 @@ def parse_arguments(raw: Any, what: str) -> dict[str, Any]:
     if not isinstance(raw, str):
         raise MessageError(f"{what}: arguments must be a JSON string or an object, not {type(raw).__name__}")
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
+        value = safe_json.loads(raw)
+    except JSONProblem as exc:
         snippet = raw if len(raw) <= SNIPPET else raw[:SNIPPET] + "..."
-        raise MessageError(
-            f"{what}: arguments are not valid JSON ({exc.msg} at char {exc.pos}): {snippet!r}"
-        ) from None
+        raise MessageError(f"{what}: arguments are not valid JSON ({exc.reason}): {snippet!r}") from None
     if not isinstance(value, dict):
         raise MessageError(f"{what}: arguments must decode to a JSON object, got {type(value).__name__}")
     return value

@@ -19,13 +19,14 @@ called or expected — the issue's "tool calls become commands"), ``ts_utc``.
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
+from evalkit import safe_json
 from evalkit.importers import ImportFormatError
 from evalkit.importers.jsonlist import read_text
 from evalkit.importers.messages import MessageError, convert_messages
+from evalkit.safe_json import JSONProblem
 
 FORMAT_VERSION = "openai-messages/1"
 
@@ -44,9 +45,9 @@ class OpenAIMessagesImporter:
             if not line.strip():
                 continue
             try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ImportFormatError(path, lineno, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+                item = safe_json.loads(line)
+            except JSONProblem as exc:
+                raise ImportFormatError(path, lineno, f"not valid JSON: {exc.reason}") from None
             run = _Line(path, lineno, item).to_run(os.path.basename(path), model)
             run_id = run[0]["run_id"]
             if run_id in seen:

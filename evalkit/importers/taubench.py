@@ -23,14 +23,15 @@ for the full mapping; the choices in short:
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from collections.abc import Iterable
 from typing import Any
 
 from evalkit.importers import ImportFormatError
+from evalkit import safe_json
 from evalkit.importers.jsonlist import iter_json_list, read_text
+from evalkit.safe_json import JSONProblem
 from evalkit.importers.messages import MessageError, convert_messages, parse_arguments
 
 FORMAT_VERSION = "taubench/1"
@@ -322,8 +323,8 @@ def _react_action(message: Any) -> dict[str, Any] | None:
     if not isinstance(content, str) or "Action:" not in content:
         return None
     try:
-        action = json.loads(content.split("Action:")[-1].strip())
-    except json.JSONDecodeError:
+        action = safe_json.loads(content.split("Action:")[-1].strip())
+    except JSONProblem:
         return None  # tau-bench sends such text to the user as a reply
     if not isinstance(action, dict) or not isinstance(action.get("name"), str) or action["name"] == RESPOND:
         return None
