@@ -4,6 +4,7 @@ public names the issue found doubled mean one thing each."""
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -61,6 +62,7 @@ def test_glossary_maps_every_origin_document():
         assert re.search(rf"\|\s*{number}\s*\|", glossary), number
 
 
+@functools.cache
 def _public_functions() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for m in sorted(_modules()):
