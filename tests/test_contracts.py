@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # the intended rule: the data layer, values, ScoreCard and resources; plus the config loader and
 # the error type it raises (judge.toml is validated by evalkit.configfile)
 JUDGE_MAY_IMPORT = {"evalkit.db", "evalkit.values", "evalkit.scorecard", "evalkit.resources",
-                    "evalkit.configfile", "evalkit.errors", "evalkit.present", "evalkit.per_call"}
+                    "evalkit.configfile", "evalkit.errors", "evalkit.present", "evalkit.per_call",
+                    # the one JSON parser and file opener every reader uses
+                    "evalkit.safe_json", "evalkit.input_files"}
 
 
 def _config() -> dict:
