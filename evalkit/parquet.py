@@ -77,7 +77,7 @@ class ParquetRows:
     """One card as a scorecard row (plus its scenario id, the partition) and its bundle row."""
 
     scenario_id: str
-    scorecard: dict[str, Any]
+    scorecard: tuple[Any, ...]  # values in COLUMNS order, then the card's JSON
     bundle_hash: str
     bundle: str
 
@@ -93,8 +93,7 @@ def parquet_rows(card: dict[str, Any], bundle_json: str) -> ParquetRows:
     ``card`` column of the database) and its bundle's canonical JSON."""
     from evalkit.values import compact_json
 
-    row = {name: _get(card, path) for name, path, _ in COLUMNS}
-    row["card"] = compact_json(card)
+    row = tuple(_get(card, path) for _, path, _ in COLUMNS) + (compact_json(card),)
     return ParquetRows(card["scenario_id"], row, card["bundle_hash"], bundle_json)
 
 
@@ -149,7 +148,7 @@ class ParquetWriter:
         if not self._rows and self._part:
             return
         name = f"part-{self._part:06d}.parquet"
-        by_scenario: dict[str, list[dict[str, Any]]] = {}
+        by_scenario: dict[str, list[tuple[Any, ...]]] = {}
         bundles: dict[str, str] = {}
         for r in self._rows:
             by_scenario.setdefault(r.scenario_id, []).append(r.scorecard)
@@ -157,7 +156,8 @@ class ParquetWriter:
         for scenario_id, rows in sorted(by_scenario.items()):
             folder = self.root / "scorecards" / f"scenario_id={quote(scenario_id, safe='')}"
             folder.mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.Table.from_pylist(rows, schema=self._schema), folder / name)
+            columns = [pa.array(values, type=field.type) for values, field in zip(zip(*rows), self._schema)]
+            pq.write_table(pa.Table.from_arrays(columns, schema=self._schema), folder / name)
         (self.root / "bundles").mkdir(parents=True, exist_ok=True)
         if bundles or not self._part:
             table = pa.table({"bundle_hash": list(bundles), "bundle": list(bundles.values())},
