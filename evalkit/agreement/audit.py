@@ -16,7 +16,9 @@ from evalkit.agreement import drift as drift_mod
 from evalkit.agreement import paired, raters
 from evalkit.agreement.pairings import AuditConfig, describe, load_audit_config
 from evalkit.agreement.ratings import collect_ratings
-from evalkit.db import open_readonly, read_annotations, read_call_costs, read_cards, read_ratings
+from evalkit.db import (
+    judge_models, open_readonly, read_annotations, read_call_costs, read_cards, read_ratings, resolve_judge,
+)
 from evalkit.self_judging import same_model
 
 SCHEMA = "evalkit.audit/1"
@@ -36,6 +38,8 @@ def build_audit(
     """Audit the judge annotations in ``db_path`` against the mechanical scores and other raters.
 
     ``judge``/``rubric`` restrict the judge annotations read (imported ratings are kept);
+    ``judge`` is the full model string or the part after the provider prefix, and an unknown
+    name raises ``evalkit.db.UnknownJudge`` (listing the judges present);
     ``by`` names the one slice kind to break pairings down by (scenario, model, judge, rubric;
     None = all four); ``config`` is an AuditConfig, a path to a config file, or None for the
     documented lookup; ``seed``/``n_resamples`` drive the bootstrap intervals.
@@ -60,6 +64,8 @@ def run_audit(
     cfg = config if isinstance(config, AuditConfig) else load_audit_config(config)
     kinds = SLICE_KINDS if by is None else (by,)
     with open_readonly(db_path) as db:
+        if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
+            judge = resolve_judge(judge, judge_models(db), db.path)
         cards = list(read_cards(db))
         values = list(read_annotations(db, judge=judge, rubric=rubric))
         stored = read_ratings(db)

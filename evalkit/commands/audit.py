@@ -41,7 +41,7 @@ def register(group: click.Group) -> None:
         (--show-mechanical) are left out. Exit codes: 0 done; 1 unreadable database or config;
         2 usage error (bad flags, missing database or config file).
         """
-        if not Path(db_path).is_file():
+        if not Path(db_path).exists():  # a directory or a non-database is the opener's one-line error
             raise click.UsageError(f"no such database: {db_path}")
         if config_path is not None and not Path(config_path).is_file():
             raise click.UsageError(f"no such config file: {config_path}")

@@ -25,9 +25,11 @@ def register(group: click.Group) -> None:
     @click.option("--html", "html_path", help=f"Write the self-contained HTML page here ('-' for stdout). Default when neither --html nor --markdown: {DEFAULT_HTML}.")
     @click.option("--markdown", "md_path", help="Write the markdown summary here ('-' for stdout), e.g. for a pull request.")
     @click.option("--title", default=None, help="Page title (default: 'evalkit report').")
+    @click.option("--judge", "judge", metavar="MODEL", default=None,
+                  help="Only this judge's annotations (full model string or the part after the provider prefix).")
     @click.option("--contamination", "contamination_path", default=None,
                   help="Contamination declaration (TOML) to print; default: configs/contamination.toml.")
-    def report(db_path, html_path, md_path, title, contamination_path):
+    def report(db_path, html_path, md_path, title, judge, contamination_path):
         """Make the report: headline pass rates and pass^k, the score vector, safety, every run's
         commands, the judge's qualitative annotations, the agreement audit, provenance and the
         contamination declaration.
@@ -38,7 +40,7 @@ def register(group: click.Group) -> None:
         """
         from evalkit.report import ReportError, build_report, render_html, render_markdown, write_text_atomic
 
-        if not Path(db_path).is_file():
+        if not Path(db_path).exists():  # a directory or a non-database is the opener's one-line error
             _fail(f"{db_path}: no such database (score runs first: evalkit score PATH --db {db_path})", EXIT_USAGE)
         if contamination_path is not None and not Path(contamination_path).is_file():
             _fail(f"{contamination_path}: no such contamination file", EXIT_USAGE)
@@ -47,7 +49,7 @@ def register(group: click.Group) -> None:
         if html_path == "-" and md_path == "-":
             _fail("--html - and --markdown - cannot both go to stdout", EXIT_USAGE)
         try:
-            data = build_report(db_path, title=title, contamination_path=contamination_path)
+            data = build_report(db_path, title=title, judge=judge, contamination_path=contamination_path)
         except ReportError as exc:
             _fail(str(exc), EXIT_BAD_INPUT)
         for warning in data["warnings"]:

@@ -300,15 +300,26 @@ def read_call_costs(db: Database, judge: str | None = None, rubric: str | None =
     return "", []
 
 
-def read_annotation_rows(db: Database) -> list[dict[str, Any]]:
-    """Every annotation (ok or not), ordered by judge model, rubric, created_at, id."""
+def _judge_filter(db: Database, judge: str | None) -> tuple[str, tuple]:
+    if judge is None:
+        return "", ()
+    return " WHERE judge_model = ?", (resolve_judge(judge, judge_models(db), db.path),)
+
+
+def read_annotation_rows(db: Database, judge: str | None = None) -> list[dict[str, Any]]:
+    """Every annotation (ok or not), ordered by judge model, rubric, created_at, id; ``judge``
+    keeps one judge (resolved by :func:`~evalkit.db.names.resolve_judge`)."""
+    where, args = _judge_filter(db, judge)
     return [{c: row[c] for c in ANNOTATION_COLUMNS} for row in db.rows(
-        "SELECT * FROM annotations ORDER BY judge_model, rubric_id, created_at, annotation_id")]
+        f"SELECT * FROM annotations{where} ORDER BY judge_model, rubric_id, created_at, annotation_id", args)]
 
 
-def read_primary_values(db: Database) -> Iterator[tuple[str, str, str, Any]]:
+def read_primary_values(db: Database, judge: str | None = None) -> Iterator[tuple[str, str, str, Any]]:
     """(judge_model, rubric_id, dimension, decoded value) of every primary (replicate 0) value."""
     from evalkit.db.scores import decode_json
 
-    for row in db.rows("SELECT judge_model, rubric_id, dimension, value FROM annotation_values WHERE replicate = 0"):
+    where, args = _judge_filter(db, judge)
+    sql = "SELECT judge_model, rubric_id, dimension, value FROM annotation_values" + (
+        f"{where} AND replicate = 0" if where else " WHERE replicate = 0")
+    for row in db.rows(sql, args):
         yield row[0], row[1], row[2], decode_json(row[3])

@@ -32,8 +32,8 @@ from typing import Any
 from evalkit import __version__
 from evalkit.configfile import ConfigError
 from evalkit.db import (
-    Database, open_readonly, read_annotation_rows, read_commands, read_primary_values, read_ratings, read_runs,
-    read_scorecards,
+    Database, judge_models, open_readonly, read_annotation_rows, read_commands, read_primary_values, read_ratings, read_runs,
+    read_scorecards, resolve_judge,
 )
 from evalkit.errors import InputError
 from evalkit.report.contamination import load_contamination
@@ -153,11 +153,11 @@ def _scales(values: dict[tuple[str, str, str], Counter]) -> dict[tuple[str, str]
     return scales
 
 
-def _judge_section(db: Database, rows: list[dict]) -> dict | None:
+def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | None:
     if not rows:
         return None
     values: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
-    for judge_model, rubric_id, dimension, value in read_primary_values(db):
+    for judge_model, rubric_id, dimension, value in read_primary_values(db, judge):
         values[(judge_model, rubric_id, dimension)][value_label(value)] += 1
     scales = _scales(values)
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
@@ -197,7 +197,7 @@ def _judge_section(db: Database, rows: list[dict]) -> dict | None:
     return {"models": models, "annotations": len(rows)}
 
 
-def _agreement_section(db_path: str, has_judge: bool, has_ratings: bool) -> dict:
+def _agreement_section(db_path: str, has_judge: bool, has_ratings: bool, judge: str | None) -> dict:
     """The audit's own dict (evalkit.agreement.audit.build_audit), or why there is none."""
     if not (has_judge or has_ratings):
         return {"available": False, "reason": "no judge annotations or imported ratings in this database yet"}
@@ -206,7 +206,7 @@ def _agreement_section(db_path: str, has_judge: bool, has_ratings: bool) -> dict
     except ImportError as exc:
         return {"available": False, "reason": f"the audit module is not installed ({exc.name})"}
     try:
-        audit = build_audit(db_path)
+        audit = build_audit(db_path, judge=judge)
     except (ValueError, OSError) as exc:  # a broken pairings config must not cost the whole report
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return {"available": False, "reason": f"the audit failed: {first}", "warning": True}
@@ -248,12 +248,15 @@ def build_report(
     db_path: str | os.PathLike[str],
     *,
     title: str | None = None,
+    judge: str | None = None,
     made_at: str | None = None,
     contamination_path: str | os.PathLike[str] | None = None,
 ) -> dict:
     """Read ``db_path`` and return the report dict both renderers consume.
 
-    Raises :class:`ReportError` (one-line message) for a missing or unreadable database or a bad
+    ``judge`` keeps one judge's annotations in the judge and agreement sections (the full model
+    string or the part after the provider prefix). Raises :class:`ReportError` (one-line
+    message) for a missing or unreadable database, an unknown judge name or a bad
     contamination file. Sections with no data (no scored runs, no judge run, no audit) are present
     with ``available: False`` and a reason, so renderers say so instead of failing.
     """
@@ -270,12 +273,14 @@ def build_report(
             runs = _runs_section(cards, read_runs(db), read_commands(db))
             agg = aggregate(cards) if cards else {"groups": [], "models": []}
             agg = json.loads(json.dumps(agg, sort_keys=True, default=str))
-            annotations = read_annotation_rows(db)
-            judge = _judge_section(db, annotations)
+            if judge is not None:  # the full model string or the part after the provider prefix
+                judge = resolve_judge(judge, judge_models(db), db.path)
+            annotations = read_annotation_rows(db, judge)
+            judge_section = _judge_section(db, annotations, judge)
             ratings = read_ratings(db)
             made_at = made_at or made_at_now()
             provenance = _provenance(annotations, {r.rater for r in ratings if r.rater_kind == "human"}, runs, made_at)
-        agreement = _agreement_section(str(db_path), bool(annotations), bool(ratings))
+        agreement = _agreement_section(str(db_path), bool(annotations), bool(ratings), judge)
     except InputError as exc:
         raise ReportError(str(exc)) from None
     titles = {r["scenario_id"]: r["scenario_title"] for r in runs if r.get("scenario_title")}
@@ -297,7 +302,8 @@ def build_report(
         "models": agg.get("models", []),
         "runs": runs,
         "unsafe_runs": [r["run_id"] for r in unsafe],
-        "judge": {"available": judge is not None, **(judge or {"reason": "no judge has run on this database yet (`evalkit judge`)"})},
+        "judge": {"available": judge_section is not None,
+                  **(judge_section or {"reason": "no judge has run on this database yet (`evalkit judge`)"})},
         "agreement": agreement,
         "provenance": provenance,
         "contamination": contamination,

@@ -1,0 +1,114 @@
+"""Issue #9: the commands that only read work on a read-only database — file 0444, directory not
+writable, WAL mode — and give the same output as on a writable copy; nothing is written.
+
+File permissions do not bind root, so when the tests run as root the commands run as `nobody`
+through util-linux `setpriv` (a real unprivileged process, not a simulation)."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalkit.cli import cli
+from report_fixtures import build_db
+
+# `judge --dry-run` opens the database the same way (evalkit.db.open_readonly) but imports litellm
+# (seconds per process), so it is checked in-process in test_db_hostile.py, not here.
+READERS = {
+    "audit": ["audit", "--format", "json", "--resamples", "50"],
+    "report": ["report", "--markdown", "-"],
+    "cache stats": ["cache", "stats", "--format", "json"],
+}
+ENV = {**os.environ, "SOURCE_DATE_EPOCH": "1764547200"}
+
+
+AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+pytestmark = pytest.mark.skipif(os.geteuid() == 0 and shutil.which("setpriv") is None,
+                                reason="running as root, where file modes do not apply, and no setpriv to drop privileges")
+
+
+def _reference(args: list[str], monkeypatch) -> str:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", ENV["SOURCE_DATE_EPOCH"])
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def _run(args: list[str], cwd: Path, unprivileged: bool) -> subprocess.CompletedProcess:
+    prefix = AS_NOBODY if unprivileged and os.geteuid() == 0 else []
+    return subprocess.run([*prefix, sys.executable, "-m", "evalkit", *args], cwd=cwd, env=ENV,
+                          capture_output=True, text=True)
+
+
+@pytest.fixture()
+def shared_dir():
+    """A directory `nobody` can reach (pytest's tmp_path sits under a 0700 directory)."""
+    path = Path(tempfile.mkdtemp(prefix="evalkit-ro-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        for p in [path, *path.rglob("*")]:
+            if p.is_dir():
+                p.chmod(0o755)
+        shutil.rmtree(path)
+
+
+def _digest(directory: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+def _make(shared_dir: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """(a writable reference database, a read-only copy in a read-only directory), both WAL."""
+    reference = build_db(tmp_path, humans=True)
+    conn = sqlite3.connect(reference)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    ro_dir = shared_dir / "ro"
+    ro_dir.mkdir()
+    shutil.copy(reference, ro_dir / "evalkit.db")
+    (ro_dir / "evalkit.db").chmod(0o444)
+    ro_dir.chmod(0o555)
+    return reference, ro_dir / "evalkit.db"
+
+
+def test_readers_work_on_readonly_file_in_readonly_directory(shared_dir, tmp_path, monkeypatch):
+    reference, ro_db = _make(shared_dir, tmp_path)
+    before = _digest(ro_db.parent)
+    for name, args in READERS.items():
+        got = _run([*args, "--db", str(ro_db)], shared_dir, unprivileged=True)
+        assert got.returncode == 0, (name, got.stderr)
+        assert "readonly" not in got.stderr and "Traceback" not in got.stderr, (name, got.stderr)
+        assert got.stdout == _reference([*args, "--db", str(reference)], monkeypatch), name
+        assert got.stdout.strip(), name
+    assert _digest(ro_db.parent) == before  # no -wal / -shm made, nothing changed
+
+
+def test_readers_work_on_readonly_file_in_writable_directory(shared_dir, tmp_path, monkeypatch):
+    reference, ro_db = _make(shared_dir, tmp_path)
+    ro_db.parent.chmod(0o777)  # nobody may create the WAL index beside the 0444 file
+    args = READERS["audit"]
+    got = _run([*args, "--db", str(ro_db)], shared_dir, unprivileged=True)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == _reference([*args, "--db", str(reference)], monkeypatch)
+    assert stat.S_IMODE(ro_db.stat().st_mode) == 0o444
+
+
+def test_writers_on_readonly_database_fail_with_one_line(shared_dir, tmp_path):
+    """`score` into a read-only file is a one-line error naming it, not a traceback."""
+    _, ro_db = _make(shared_dir, tmp_path)
+    examples = Path(__file__).resolve().parent.parent / "examples" / "a320"
+    got = _run(["score", str(examples), "--format", "csv", "--db", str(ro_db)], shared_dir, unprivileged=True)
+    assert got.returncode == 1, got.stderr
+    errors = [line for line in got.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and str(ro_db) in errors[0], got.stderr
+    assert "Traceback" not in got.stderr
