@@ -36,7 +36,8 @@ def warn(message: str) -> None:
 def db_option(*, existing: bool = False, help: str = "SQLite database.") -> Callable:
     """``--db FILE`` (default evalkit.db). ``existing=True`` for commands that only read: a missing
     file is a usage error (exit 2) naming it, checked by click before the command runs."""
-    path_type = click.Path(dir_okay=False, exists=existing)
+    # a directory is let through: the opener (evalkit.db) says "is a directory" in one line, exit 1
+    path_type = click.Path(exists=existing)
     return click.option("--db", "db_path", type=path_type, default=DEFAULT_DB, show_default=True, help=help)
 
 
