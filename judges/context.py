@@ -22,7 +22,7 @@ MARKER_KIND = "elided"
 @dataclass(frozen=True)
 class Fitted:
     bundle: dict
-    tokens: int
+    tokens: int | None
     elided_events: int  # 0 when the bundle was sent whole
 
 
@@ -52,9 +52,12 @@ def shrink(bundle: dict, keep: int) -> tuple[dict, int]:
 
 def fit(bundle: dict, render: Callable[[dict], list[dict]], count: Callable[[list[dict]], int],
         limit: int | None) -> Fitted:
-    """The bundle as it will be sent under `limit` prompt tokens (None: no known limit)."""
+    """The bundle as it will be sent under `limit` prompt tokens (None: no known limit, nothing
+    is counted and `tokens` is None)."""
+    if limit is None:
+        return Fitted(bundle, None, 0)
     tokens = count(render(bundle))
-    if limit is None or tokens <= limit:
+    if tokens <= limit:
         return Fitted(bundle, tokens, 0)
     events = len(bundle.get("transcript") or [])
     smallest = min(2, events)

@@ -39,8 +39,12 @@ def scorecards(db: str) -> list[tuple]:
     return rows(db, "SELECT * FROM scorecards ORDER BY run_id")
 
 
+# a generous timeout: a timed-out request would be retried, and retries are not what is tested here
+PATIENT = dict(FAST, request=dict(FAST["request"], timeout_s=120.0))
+
+
 def judge(db, srv, **options):
-    return judge_db(db, ["openai/smollm2"], api_base=srv.api_base, config=FAST, **options)
+    return judge_db(db, ["openai/smollm2"], api_base=srv.api_base, config=PATIENT, **options)
 
 
 EXPECTED_MODE = {

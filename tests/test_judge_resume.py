@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from judge_helpers import FAKE_KEY, cards_of, count, rows, scored_db
 from judges.api import judge_db
 
@@ -43,6 +45,7 @@ def ok_calls(db) -> int:
     return rows(db, "SELECT COUNT(*) FROM judge_calls WHERE status = 'ok'")[0][0]
 
 
+@pytest.mark.timeout(600)  # two judge processes import litellm: slow on a busy machine, not a hang
 def test_kill_and_resume_no_duplicates_no_repeated_call(tmp_path, server):
     """Deterministic: the fake answers exactly 3 requests and holds the next ones, so the process
     is killed with exactly 3 calls stored and 2 in flight, however slow the machine is."""
@@ -75,6 +78,7 @@ def test_kill_and_resume_no_duplicates_no_repeated_call(tmp_path, server):
     assert rows(db, "PRAGMA integrity_check") == [("ok",)]
 
 
+@pytest.mark.timeout(600)
 def test_two_judge_processes_share_one_database(tmp_path, server):
     db = scored_db(tmp_path, 6)
     config = tmp_path / "fast.toml"
