@@ -148,3 +148,53 @@ def test_mode_is_part_of_the_cache_key(tmp_path, server):
     assert server.count == sent + CALLS and res.summary.cache_hits == 0
     assert rows(db, "SELECT COUNT(*) FROM judge_calls") == [(2 * CALLS,)]
     assert {r[0] for r in rows(db, "SELECT output_mode FROM judge_calls")} == {"json_schema", "tool"}
+
+
+def test_tiny_context_without_a_limit_is_a_judge_error_naming_the_option(tmp_path, server):
+    """The server refuses the long prompts: a per-run judge_error, not retried, not fatal."""
+    server.dialect = "tiny-context"
+    server.context_limit = 2000
+    db = scored_examples(tmp_path)
+    res = judge(db, server)
+    errors = [a["error"] for a in res.annotations if a["status"] == "judge_error"]
+    assert errors and res.summary.retries == 0 and res.summary.fatal is None
+    assert all("maximum context length" in e and "--max-input-tokens" in e for e in errors)
+    assert server.count == res.summary.requests  # one request per refused run, none repeated
+
+
+def test_a_bundle_that_cannot_fit_is_never_sent(tmp_path, server):
+    db = scored_examples(tmp_path)
+    res = judge(db, server, max_input_tokens=500)
+    assert server.count == 0 and res.summary.requests == 0 and res.summary.failures == JUDGEABLE
+    for ann in res.annotations:
+        if ann["status"] == "judge_error":
+            assert "even with the transcript's middle left out" in ann["error"]
+            assert "input limit is 500 tokens" in ann["error"]
+
+
+def test_shrunk_bundles_record_elided_events_and_keep_both_ends(tmp_path, server):
+    server.dialect = "tiny-context"
+    server.context_limit = 2400
+    db = scored_examples(tmp_path)
+    res = judge(db, server, max_input_tokens=2400)
+    assert res.ok and res.summary.elided > 0
+    elided = dict(rows(db, "SELECT run_id, elided_events FROM annotations"))
+    assert elided["a320-opus-4-8-full-with-extra"] > 0 and elided["a320-gemini-2.5-flash-only-ext-pwr"] == 0
+    sent = [r["body"]["messages"][1]["content"] for r in server.requests]
+    marked = [s for s in sent if '"kind": "elided"' in s]
+    assert marked and all("transcript events left out here" in s for s in marked)
+    assert "context: " in "\n".join(__import__("judges.render", fromlist=["x"]).summary_lines(res))
+
+
+def test_litellm_capability_data_picks_the_first_mode_for_a_known_model():
+    from judges.litellm_judge import LiteLLMJudge
+
+    known = LiteLLMJudge("openai/gpt-4o-mini")
+    assert known.output_mode == "json_schema" and known._settled and known.max_input_tokens == 128000
+    local = LiteLLMJudge("openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1")
+    assert local.output_mode == "json_schema" and not local._settled and local.max_input_tokens is None
+    local.start_from("tool")
+    assert local.output_mode == "tool" and local._settled
+    fixed = LiteLLMJudge("openai/gpt-4o-mini", output_mode="prompt")
+    fixed.start_from("tool")  # a remembered mode never overrides an explicit one
+    assert fixed.output_mode == "prompt"
