@@ -20,7 +20,7 @@ LLAMA_VENV="${LLAMA_VENV:-$ROOT/.bench/llama-venv}"
 PYTHON="${PYTHON:-python}"
 PORT="${PORT:-8177}"
 N_CTX="${N_CTX:-8192}"
-MAX_TOKENS="${MAX_TOKENS:-384}"          # an annotation is ~150 tokens; caps a small model that rambles
+MAX_TOKENS="${MAX_TOKENS:-256}"          # an annotation is ~150 tokens; caps a small model that rambles
 MAX_INPUT=$((N_CTX - MAX_TOKENS - 256))  # room for the reply, and for tokenizer differences
 WORK="$(mktemp -d)"
 DB="$WORK/a320.db"
@@ -62,10 +62,12 @@ BEFORE="$(dump)"
 
 # llama-cpp-python serves one request at a time and keeps generating after a client gives up, so a
 # client timeout followed by a retry only queues behind the abandoned generation: one generous
-# timeout, no transport retries.
+# timeout, no transport retries. No re-ask either (REASK=1 to allow one): on 2 shared cores a
+# call takes minutes, and the figure of interest is requests per run.
 cat >"$WORK/judge.toml" <<TOML
 [request]
 max_tokens = $MAX_TOKENS
+reask = ${REASK:-0}
 timeout_s = 1800
 [retry]
 attempts = 1

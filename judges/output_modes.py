@@ -81,17 +81,21 @@ def reply_text(mode: str, message) -> str:
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text, strict=False)
+        return True
+    except ValueError:
+        return False
+
+
 def first_json_object(text: str) -> str | None:
     """The JSON object in a prose reply: a fenced block first, else the first balanced `{...}`
     that parses. Located, never repaired: the caller still validates what comes back."""
     for block in _FENCE.findall(text):
         candidate = block.strip()
-        if candidate.startswith("{"):
-            try:
-                json.loads(candidate)
-                return candidate
-            except ValueError:
-                pass
+        if candidate.startswith("{") and _parses(candidate):
+            return candidate
     start = text.find("{")
     while start != -1:
         depth, in_str, escape = 0, False, False
@@ -112,33 +116,40 @@ def first_json_object(text: str) -> str | None:
                 depth -= 1
                 if depth == 0:
                     candidate = text[start:i + 1]
-                    try:
-                        json.loads(candidate)
+                    if _parses(candidate):
                         return candidate
-                    except ValueError:
-                        break
+                    break
         start = text.find("{", start + 1)
     return None
 
 
 def extract_json(mode: str, text: str) -> str:
-    """What the pydantic model validates: the reply as is, or (prompt mode) the object in it."""
+    """What the pydantic model validates: the reply as is, or (prompt mode) the object in it.
+
+    Raw control characters inside strings (a newline in the rationale: llama.cpp's older JSON
+    grammars allow them, strict JSON does not) are read as the characters they are: the text is
+    re-encoded with them escaped, every value unchanged. Anything else that is not JSON is left
+    as it is, for the validator to reject."""
     if mode == "prompt":
         found = first_json_object(text)
-        return found if found is not None else text
-    return text
+        text = found if found is not None else text
+    try:
+        json.loads(text)
+        return text
+    except ValueError:
+        pass
+    try:
+        return json.dumps(json.loads(text, strict=False), ensure_ascii=False)
+    except ValueError:
+        return text
 
 
 def ignored_format(mode: str, text: str) -> bool:
     """A structured-mode reply that is prose around a JSON object: the server ignored the
     structured-output request (a constrained decoder never writes prose), so prompt mode fits."""
-    if mode == "prompt":
+    if mode == "prompt" or _parses(text):
         return False
-    try:
-        json.loads(text)
-        return False
-    except ValueError:
-        return first_json_object(text) is not None
+    return first_json_object(text) is not None
 
 
 # -- reading a refusal ----------------------------------------------------------------------------

@@ -143,3 +143,19 @@ def test_judge_toml_output_mode_and_input_limit_are_read(tmp_path):
     cfg = load_config(path)
     assert cfg.output_mode == "tool" and cfg.max_input_tokens == 4000
     assert load_config().output_mode == "auto" and load_config().max_input_tokens is None
+
+
+def test_raw_control_characters_inside_strings_are_read_not_rejected():
+    """llama.cpp's older JSON grammars let a model write a raw newline inside a string."""
+    from judges.output_modes import extract_json
+    from judges.rubrics import annotation_model
+
+    model = annotation_model(load_rubric("procedure_v1"))
+    reply = ('{"situation_assessment": 2, "procedure": 1, "action_execution": 2, "error_recovery": "n/a", '
+             '"safety": 3, "outcome": "fail", "confidence": 0.25, "rationale": "Step 1 read the page.\n'
+             'Step 2\tskipped the reset."}')
+    parsed = model.model_validate_json(extract_json("json_object_schema", reply))
+    assert parsed.rationale == "Step 1 read the page.\nStep 2\tskipped the reset." and parsed.procedure == 1
+    assert extract_json("json_schema", '{"a": 1}') == '{"a": 1}'  # valid JSON passes through untouched
+    for broken in ('{"a": 1,\n', '{"confidence": 4', "no json"):
+        assert extract_json("json_object", broken) == broken  # left for the validator to reject
