@@ -28,7 +28,7 @@ from judges.prompt import estimate_tokens, render_messages
 from judges.protocol import Judge, make_judge
 from judges.rubrics import Rubric, load_rubric, schema_hash
 from judges.runner import Summary, WorkItem, run_items, run_sync, serve_from_cache
-from judges.store import JudgeStore, annotation_id, cache_key
+from judges.store import JudgeStore, annotation_id
 
 JUDGED_STATUSES = ("scored",)
 
@@ -88,14 +88,32 @@ def _sha(value: Any) -> str:
 
 
 def _judges(models: Iterable[str], config: JudgeConfig, api_base: str | None, temperature: float | None,
-            api_key: str | None) -> list[Judge]:
+            api_key: str | None, store: JudgeStore, output_mode: str | None = None,
+            max_input_tokens: int | None = None) -> list[Judge]:
+    """The judges, each starting at the output mode remembered for its (model, api_base)."""
     models = list(dict.fromkeys(models))
     if not models:
         raise ValueError("at least one --model is required")
     options: dict[str, Any] = {"config": config, "api_base": api_base, "temperature": temperature}
     if api_key:
         options["api_key"] = api_key
-    return [make_judge(m, **options) for m in models]
+    if output_mode:
+        options["output_mode"] = output_mode
+    if max_input_tokens:
+        options["max_input_tokens"] = max_input_tokens
+    judges = [make_judge(m, **options) for m in models]
+    for judge in judges:
+        start_from = getattr(judge, "start_from", None)
+        if callable(start_from):
+            start_from(store.remembered_mode(judge.model, getattr(judge, "api_base", None)))
+    return judges
+
+
+def _preflight(judges: list[Judge]) -> None:
+    for judge in judges:
+        check = getattr(judge, "preflight", None)
+        if callable(check):
+            check()
 
 
 def build_items(cards: Iterable[Any], judges: list[Judge], rubric: Rubric, store: JudgeStore, *,
@@ -137,10 +155,10 @@ def build_items(cards: Iterable[Any], judges: list[Judge], rubric: Rubric, store
             key_extra = dict(extra)
             if resample is not None:
                 key_extra["resample_seed"] = seed
-            key = cache_key(bundle_hash=bundle_hash, rubric=rubric.identity, model=judge.model,
+            material = dict(bundle_hash=bundle_hash, rubric=rubric.identity, model=judge.model,
                             params=judge.params, schema=schema, blind=blind, extra=key_extra or None)
             items.append(WorkItem(
-                run_id=run_id, bundle_hash=bundle_hash, bundle=bundle, judge=judge, key=key,
+                run_id=run_id, bundle_hash=bundle_hash, bundle=bundle, judge=judge, key_material=material,
                 annotation_id=annotation_id(run_id=run_id, model=judge.model, rubric_id=rubric.id,
                                             rubric_version=rubric.version, blind=blind, replicate_tag=tag),
                 replicate_tag=tag, blind=blind))
@@ -167,12 +185,14 @@ async def ajudge_cards(cards: Iterable[Any], models: Iterable[str], *, db: str =
                        max_cost: float | None = None, refresh: bool = False, resample: float | None = None,
                        seed: int | None = None, show_mechanical: bool = False,
                        config: JudgeConfig | dict | None = None, config_path: str | None = None,
-                       progress: bool | None = False, api_key: str | None = None) -> JudgeResult:
+                       progress: bool | None = False, api_key: str | None = None,
+                       output_mode: str | None = None, max_input_tokens: int | None = None) -> JudgeResult:
     """`judge_cards` for callers that already run an event loop (e.g. a notebook)."""
     _check_resample(resample, seed)
     cfg, rub, store = _setup(db, rubric, config, config_path)
     try:
-        judges = _judges(models, cfg, api_base, temperature, api_key)
+        judges = _judges(models, cfg, api_base, temperature, api_key, store, output_mode, max_input_tokens)
+        _preflight(judges)
         items, skipped = build_items(cards, judges, rub, store, show_mechanical=show_mechanical,
                                      resample=resample, seed=seed)
         annotations, summary = await run_items(
@@ -188,7 +208,8 @@ def judge_cards(cards: Iterable[Any], models: Iterable[str], **options: Any) -> 
 
     Options (all keyword): db, rubric, concurrency, api_base, temperature, max_cost, refresh,
     resample, seed, show_mechanical, config (dict of overrides or a JudgeConfig), config_path,
-    progress, api_key (prefer the environment; never stored). See `ajudge_cards`.
+    progress, api_key (prefer the environment; never stored), output_mode (auto or a mode of
+    judges.output_modes), max_input_tokens. See `ajudge_cards`.
     """
     return run_sync(ajudge_cards(cards, models, **options))
 
@@ -230,12 +251,13 @@ def dry_run(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.d
             temperature: float | None = None, refresh: bool = False, resample: float | None = None,
             seed: int | None = None, show_mechanical: bool = False,
             config: JudgeConfig | dict | None = None, config_path: str | None = None,
+            output_mode: str | None = None, max_input_tokens: int | None = None,
             **_ignored: Any) -> DryRun:
     """What a run would send, without sending anything (the database is opened read-only)."""
     _check_resample(resample, seed)
     cfg, rub, store = _setup(db, rubric, config, config_path, readonly=True)
     try:
-        judges = _judges(models, cfg, api_base, temperature, None)
+        judges = _judges(models, cfg, api_base, temperature, None, store, output_mode, max_input_tokens)
         items, skipped = build_items(cards, judges, rub, store, show_mechanical=show_mechanical,
                                      resample=resample, seed=seed)
         to_send = [item for item in items if refresh or store.get_ok(item.key) is None]

@@ -1,47 +1,60 @@
-"""Judge configuration: configs/judge.toml merged with overrides.
+"""Judge configuration: configs/judge.toml merged with overrides, validated by pydantic models.
 
 Precedence (later wins, tables merge key by key): the shipped configs/judge.toml, the file named by
 the EVALKIT_JUDGE_CONFIG environment variable, an explicit config file, then a dict of overrides
 (the Python API's `config=`; tests use it to make backoff tiny).
+
+Files are read and validated by evalkit's one config loader (`evalkit.configfile`): every table is
+a pydantic model that forbids unknown keys, so a misspelt key (`request.max_tokns`) is a one-line
+`ConfigError` naming the file and the key path, never a silently ignored setting.
 """
 from __future__ import annotations
 
 import fnmatch
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field
+
+from evalkit.configfile import ConfigError, ConfigModel, load_toml, validate
 from evalkit.resources import data_dir
 
+__all__ = ["ConfigError", "JudgeConfig", "JudgeFile", "load_config", "ENV_VAR"]
+
 ENV_VAR = "EVALKIT_JUDGE_CONFIG"
+OutputMode = Literal["auto", "json_schema", "json_object_schema", "json_object", "tool", "prompt"]
 
 
-class ConfigError(ValueError):
-    """A judge configuration file or value is wrong; the message names the file and key."""
+class RequestTable(ConfigModel):
+    temperature: float = 0.0
+    max_tokens: int = Field(1024, ge=1)
+    timeout_s: float = Field(120.0, gt=0)
+    concurrency: int = Field(4, ge=1)
+    reask: int = Field(1, ge=0)
+    output_mode: OutputMode = "auto"
+    max_input_tokens: int | None = Field(None, ge=1)
 
 
-def _merge(base: dict, extra: dict) -> dict:
-    out = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
+class RetryTable(ConfigModel):
+    attempts: int = Field(5, ge=1)
+    initial_wait_s: float = Field(1.0, ge=0)
+    max_wait_s: float = Field(60.0, ge=0)
+    jitter_s: float = Field(1.0, ge=0)
+    max_retry_after_s: float = Field(120.0, ge=0)
 
 
-def _read(path: Path) -> dict:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        from judges.rubrics import toml_error
+class PriceEntry(ConfigModel):
+    input_per_mtok: float = Field(0.0, ge=0)
+    output_per_mtok: float = Field(0.0, ge=0)
 
-        raise ConfigError(toml_error(str(path), exc)) from None
+
+class JudgeFile(ConfigModel):
+    default_rubric: str = "procedure_v1"
+    request: RequestTable = RequestTable()
+    retry: RetryTable = RetryTable()
+    prices: dict[str, PriceEntry] = {}
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,8 @@ class JudgeConfig:
     timeout_s: float = 120.0
     concurrency: int = 4
     reask: int = 1
+    output_mode: str = "auto"
+    max_input_tokens: int | None = None
     attempts: int = 5
     initial_wait_s: float = 1.0
     max_wait_s: float = 60.0
@@ -75,40 +90,32 @@ class JudgeConfig:
         return None
 
 
-_TYPES = {
-    ("request", "temperature"): float, ("request", "max_tokens"): int, ("request", "timeout_s"): float,
-    ("request", "concurrency"): int, ("request", "reask"): int, ("retry", "attempts"): int,
-    ("retry", "initial_wait_s"): float, ("retry", "max_wait_s"): float, ("retry", "jitter_s"): float,
-    ("retry", "max_retry_after_s"): float,
-}
+def _merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def load_config(path: str | os.PathLike | None = None, overrides: dict | None = None) -> JudgeConfig:
     shipped = data_dir("configs") / "judge.toml"
-    raw: dict[str, Any] = _read(shipped) if shipped.is_file() else {}
+    raw: dict[str, Any] = load_toml(shipped, "judge config") if shipped.is_file() else {}
     source = str(shipped)
     for extra in (os.environ.get(ENV_VAR), path):
         if extra:
-            raw = _merge(raw, _read(Path(extra)))
+            raw = _merge(raw, load_toml(Path(extra), "judge config"))
             source = str(extra)
     if overrides:
         raw = _merge(raw, overrides)
-    values: dict[str, Any] = {}
-    for (table, key), kind in _TYPES.items():
-        if key in raw.get(table, {}):
-            value = raw[table][key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ConfigError(f"{source}: [{table}].{key}: expected a number, got {value!r}")
-            values[key] = kind(value)
-    if values.get("attempts", 1) < 1:
-        raise ConfigError(f"{source}: [retry].attempts: must be at least 1")
-    if values.get("reask", 0) < 0:
-        raise ConfigError(f"{source}: [request].reask: must be 0 or more")
-    if "default_rubric" in raw:
-        values["default_rubric"] = str(raw["default_rubric"])
-    prices = raw.get("prices", {})
-    for name, entry in prices.items():
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{source}: [prices.\"{name}\"]: expected a table")
-    values["prices"] = prices
-    return JudgeConfig(**values)
+    parsed = validate(JudgeFile, raw, source)
+    req, retry = parsed.request, parsed.retry
+    return JudgeConfig(
+        default_rubric=parsed.default_rubric, temperature=float(req.temperature), max_tokens=req.max_tokens,
+        timeout_s=float(req.timeout_s), concurrency=req.concurrency, reask=req.reask,
+        output_mode=req.output_mode, max_input_tokens=req.max_input_tokens, attempts=retry.attempts,
+        initial_wait_s=float(retry.initial_wait_s), max_wait_s=float(retry.max_wait_s),
+        jitter_s=float(retry.jitter_s), max_retry_after_s=float(retry.max_retry_after_s),
+        prices={name: entry.model_dump() for name, entry in parsed.prices.items()})

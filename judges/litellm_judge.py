@@ -2,9 +2,20 @@
 
 Retry policy (tenacity is the only retrier; litellm's and the OpenAI SDK's own retries are off):
 429 (waiting the server's Retry-After / retry-after-ms when given, capped), 5xx, timeouts and
-connection errors are retried with exponential backoff plus jitter, up to `[retry].attempts`
-tries. 401/403/400/404 raise `JudgeFatalError` at once (no retry can fix a bad key or a bad
-request); a context-window overflow is a per-run `judge_error` instead, since it depends on the run.
+dropped connections are retried with exponential backoff plus jitter, up to `[retry].attempts`
+tries. Not retried, because no retry can help: a refused connection (nothing listening), a
+request whose shape the server rejected (400/422, or a 5xx whose body is a request-validation
+error naming response_format / json_schema / tools: the output mode steps down instead, see
+judges/output_modes.py), 401/403/400/404 (`JudgeFatalError`, one actionable line), and a
+context-window overflow (a per-run `judge_error`, since it depends on the run).
+
+Output mode `auto`: the mode remembered for (model, api_base) in the database, else litellm's
+capability data when it knows the model (and no --api-base points elsewhere), else json_schema.
+Until a mode is known to work, calls go one at a time (a probe), so a server that refuses the
+first shape costs one extra request, not one per call in flight.
+
+Context: the prompt is counted with litellm's token counter before sending and the bundle is
+shrunk to the input limit (judges/context.py); a bundle that cannot fit is never sent.
 
 An invalid reply (not JSON, or not matching the rubric's schema) is re-asked up to
 `[request].reask` times with the validation error; after that the run gets a `judge_error` that
@@ -12,11 +23,16 @@ keeps the raw reply. Nothing is ever defaulted or repaired into a score.
 """
 from __future__ import annotations
 
+import asyncio
 import email.utils
+import json
 import logging
 import os
 import random
+import socket
 import time
+import urllib.parse
+import urllib.request
 import warnings
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -27,9 +43,11 @@ with warnings.catch_warnings():  # litellm's import trips pydantic warnings abou
 from pydantic import ValidationError  # noqa: E402
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt  # noqa: E402
 
+from judges import output_modes as modes  # noqa: E402
 from judges.config import JudgeConfig, load_config  # noqa: E402
+from judges.context import DoesNotFit, fit  # noqa: E402
 from judges.prompt import reask_message, render_messages  # noqa: E402
-from judges.protocol import Annotation, JudgeFatalError  # noqa: E402
+from judges.protocol import Annotation, JudgeFatalError, JudgeSetupError  # noqa: E402
 from judges.rubrics import Rubric, annotation_model, response_format  # noqa: E402
 from judges.redaction import redact, register_secret  # noqa: E402
 
@@ -64,8 +82,35 @@ def is_missing_key(exc: BaseException) -> bool:
     return any(marker in str(exc) for marker in _NO_KEY)
 
 
+def connection_refused(exc: BaseException) -> bool:
+    """Nothing listens at the address (litellm reports this as a 500 "Connection error")."""
+    seen = 0
+    while exc is not None and seen < 12:
+        if isinstance(exc, ConnectionRefusedError):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+def error_text(exc: BaseException) -> str:
+    """The server's error body as text (what a shape rejection is read from)."""
+    body = getattr(exc, "body", None)
+    message = getattr(exc, "message", None) or str(exc)
+    return f"{message} {json.dumps(body) if isinstance(body, (dict, list)) else body or ''}"
+
+
+def rejected_parameter(exc: BaseException) -> str | None:
+    if isinstance(exc, litellm.ContextWindowExceededError) or connection_refused(exc):
+        return None
+    if isinstance(exc, litellm.UnsupportedParamsError):  # refused by litellm itself, before sending
+        return modes.rejected_parameter(400, error_text(exc))
+    return modes.rejected_parameter(_status(exc), error_text(exc))
+
+
 def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, litellm.ContextWindowExceededError) or is_missing_key(exc):
+        return False
+    if connection_refused(exc) or rejected_parameter(exc) is not None:
         return False
     if isinstance(exc, _TRANSIENT):
         return True
@@ -117,22 +162,52 @@ def _describe(exc: BaseException) -> str:
     return redact(f"{type(exc).__name__}{f' ({code})' if code else ''}: {text}")
 
 
+def _server_says(exc: BaseException, limit: int = 160) -> str:
+    """The server's own message, one line, short (litellm prefixes its class names)."""
+    text = " ".join(str(getattr(exc, "message", None) or exc).split())
+    for prefix in ("litellm.", "OpenAIException - ", "Error code: "):
+        if prefix in text:
+            text = text.split(prefix)[-1]
+    return redact(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _key_like(name: str) -> bool:
+    return any(part in name for part in ("KEY", "TOKEN", "SECRET", "CREDENTIAL"))
+
+
+def model_ids(api_base: str, timeout: float = 5.0) -> list[str] | None:
+    """The ids an OpenAI-compatible server lists at GET {api_base}/models; None if it cannot say."""
+    url = api_base.rstrip("/") + "/models"
+    key = os.environ.get("OPENAI_API_KEY") or "no-key"
+    try:
+        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (the user's own URL)
+            data = json.loads(resp.read().decode("utf-8", "replace"))
+        entries = data.get("data") if isinstance(data, dict) else None
+        if entries is None and isinstance(data, dict):
+            entries = data.get("models")  # Ollama's /api/tags shape, served by some proxies
+        return sorted({str(e.get("id") or e.get("name")) for e in entries or [] if isinstance(e, dict)})
+    except Exception:
+        return None
+
+
 class LiteLLMJudge:
     def __init__(self, model: str, *, config: JudgeConfig | None = None, api_base: str | None = None,
-                 temperature: float | None = None, api_key: str | None = None):
+                 temperature: float | None = None, api_key: str | None = None,
+                 output_mode: str | None = None, max_input_tokens: int | None = None):
         self.config = config or load_config()
         self.requested_model = model
         self.api_base = api_base
         self._api_key = api_key  # never stored: kept out of `request` and of every row
         if api_key:
             register_secret(api_key)
-        provider = None
+        self.provider = None
         try:
-            name, provider, _, _ = litellm.get_llm_provider(model=model, api_base=api_base)
-            self.model = f"{provider}/{name}"
+            name, self.provider, _, _ = litellm.get_llm_provider(model=model, api_base=api_base)
+            self.model = f"{self.provider}/{name}"
         except Exception:  # litellm cannot place it: keep the string, the call will say why
             self.model = model
-        if api_base and provider == "openai" and not api_key and not os.environ.get("OPENAI_API_KEY"):
+        if api_base and self.provider == "openai" and not api_key and not os.environ.get("OPENAI_API_KEY"):
             # local OpenAI-compatible servers (vLLM, llama.cpp) usually need no key, but the client
             # refuses to send without one; a placeholder is not a secret
             self._api_key = "no-key"
@@ -141,11 +216,72 @@ class LiteLLMJudge:
             "temperature": self.config.temperature if temperature is None else float(temperature),
             "max_tokens": self.config.max_tokens,
         }
+        self.mode_setting = modes.check_mode(output_mode or self.config.output_mode)
+        info = self._model_info()
+        if self.mode_setting != modes.AUTO:
+            self.output_mode, self._settled = self.mode_setting, True
+        else:
+            known = self._capability_mode(info)
+            self.output_mode, self._settled = known or modes.MODES[0], known is not None
+        limit = max_input_tokens or self.config.max_input_tokens
+        self.max_input_tokens: int | None = limit or (info or {}).get("max_input_tokens")
+        self.notes: list[str] = []  # output-mode step-downs, for the summary
+        self._probe = asyncio.Lock()
+
+    # -- what is known before the first request ------------------------------------------------
+    def _model_info(self) -> dict | None:
+        """litellm's data for the model, only when the request goes to that provider's own API."""
+        if self.api_base:
+            return None
+        try:
+            return dict(litellm.get_model_info(self.requested_model))
+        except Exception:
+            return None
+
+    @staticmethod
+    def _capability_mode(info: dict | None) -> str | None:
+        if not info:
+            return None
+        if info.get("supports_response_schema"):
+            return "json_schema"
+        if info.get("supports_function_calling"):
+            return "tool"
+        return None  # litellm does not say: negotiate
+
+    def start_from(self, remembered: str | None) -> None:
+        """Start at the mode that worked last time for (model, api_base) (auto only)."""
+        if self.mode_setting == modes.AUTO and remembered in modes.MODES:
+            self.output_mode, self._settled = remembered, True
+
+    def preflight(self) -> None:
+        """Errors no request can fix, found before sending: no API key, nothing listening."""
+        if self.api_base:
+            parts = urllib.parse.urlsplit(self.api_base)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            try:
+                with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=5.0):
+                    pass
+            except ConnectionRefusedError:
+                raise JudgeSetupError(f"nothing listening at {self.api_base} (connection refused): start the "
+                                      "server or fix --api-base") from None
+            except OSError:
+                pass  # DNS, a firewall, a timeout: let the request say what it is
+        if self._api_key:
+            return
+        try:
+            missing = litellm.validate_environment(model=self.requested_model,
+                                                   api_base=self.api_base).get("missing_keys") or []
+        except Exception:
+            return
+        keys = [name for name in missing if _key_like(name)]
+        if keys:
+            raise JudgeSetupError(f"no API key for {self.model}: set {' or '.join(keys)} in the environment "
+                                  f"(litellm reads it for provider {self.provider or 'unknown'})")
 
     # -- one HTTP request with transport retries --------------------------------------------
-    async def _complete(self, messages: list[dict], fmt: dict, counters: dict):
-        kwargs = dict(model=self.requested_model, messages=messages, response_format=fmt,
-                      timeout=self.config.timeout_s, num_retries=0, max_retries=0, **self.params)
+    async def _complete(self, messages: list[dict], shape: dict, counters: dict):
+        kwargs = dict(model=self.requested_model, messages=messages, timeout=self.config.timeout_s,
+                      num_retries=0, max_retries=0, **shape, **self.params)
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self._api_key:
@@ -180,37 +316,115 @@ class LiteLLMJudge:
             self._unpriced = True
             return None
 
-    async def annotate(self, bundle: dict, rubric: Rubric) -> Annotation:
-        model_cls = annotation_model(rubric)
-        fmt = response_format(rubric)
+    # -- building the prompt for a mode ---------------------------------------------------------
+    def _messages(self, bundle: dict, rubric: Rubric, mode: str) -> list[dict]:
         messages = render_messages(bundle, rubric)
-        request = {"model": self.model, "messages": messages, "response_format": fmt,
-                   "params": dict(self.params)}
+        if modes.schema_in_prompt(mode):
+            messages.append(modes.schema_instruction(response_format(rubric)["json_schema"]["schema"]))
+        return messages
+
+    def count_tokens(self, messages: list[dict], shape: dict) -> int:
+        extra = [{"role": "system", "content": json.dumps(shape["tools"])}] if "tools" in shape else []
+        return int(litellm.token_counter(model=self.requested_model, messages=messages + extra))
+
+    def _fit(self, bundle: dict, rubric: Rubric, mode: str, shape: dict):
+        return fit(bundle, lambda b: self._messages(b, rubric, mode),
+                   lambda msgs: self.count_tokens(msgs, shape), self.max_input_tokens)
+
+    # -- errors a person can act on ---------------------------------------------------------------
+    def _fatal_message(self, exc: BaseException) -> str:
+        where = self.api_base or self.model
+        if connection_refused(exc):
+            return f"nothing listening at {where} (connection refused): start the server or fix --api-base"
+        if is_missing_key(exc) or isinstance(exc, litellm.AuthenticationError):
+            try:
+                missing = [k for k in litellm.validate_environment(model=self.requested_model).get(
+                    "missing_keys") or [] if _key_like(k)]
+            except Exception:
+                missing = []
+            hint = f"set {' or '.join(missing)}" if missing and is_missing_key(exc) else \
+                "check the API key in the environment"
+            return f"{self.model}: {_describe(exc)} — not retried; {hint}"
+        if isinstance(exc, litellm.NotFoundError) and self.api_base:
+            ids = model_ids(self.api_base)
+            name = self.requested_model.split("/", 1)[-1]
+            if ids:
+                return (f"{self.api_base} has no model {name!r}; it offers: {', '.join(ids)} "
+                        f"(use --model openai/<id>)")
+            return f"{self.api_base} has no model {name!r} (404: {_server_says(exc)})"
+        return f"{self.model}: {_describe(exc)} — not retried; check the model name, --api-base and the API key"
+
+    async def annotate(self, bundle: dict, rubric: Rubric) -> Annotation:
+        if not self._settled:
+            async with self._probe:  # one call at a time until a mode is known to be accepted
+                if not self._settled:
+                    return await self._annotate(bundle, rubric)
+        return await self._annotate(bundle, rubric)
+
+    async def _annotate(self, bundle: dict, rubric: Rubric) -> Annotation:
+        model_cls = annotation_model(rubric)
+        base_format = response_format(rubric)
         counters = {"attempts": 0, "retries": 0}
         tokens = [0, 0]
         cost: float | None = 0.0
         raw: str | None = None
         start = time.perf_counter()
+        mode = self.output_mode
+        request: dict = {}
+        elided = [0]
 
         def finish(status: str, **extra) -> Annotation:
             return Annotation(
                 status=status, raw_response=redact(raw) if raw is not None else None, request=request,
                 prompt_tokens=tokens[0], completion_tokens=tokens[1], cost_usd=cost,
-                latency_ms=(time.perf_counter() - start) * 1000.0,
-                attempts=counters["attempts"], retries=counters["retries"], **extra)
+                latency_ms=(time.perf_counter() - start) * 1000.0, attempts=counters["attempts"],
+                retries=counters["retries"], output_mode=mode, elided_events=elided[0], **extra)
 
-        for ask in range(self.config.reask + 1):
+        def step_down(to: str, note: str) -> None:
+            if self.output_mode == mode:  # another call may have stepped already
+                self.output_mode = to
+                self.notes.append(note)
+
+        ask = 0
+        messages: list[dict] = []
+        fresh = True  # build the prompt for `mode` (again) before the next request
+        for _ in range(len(modes.MODES) + self.config.reask + 1):
+            shape = modes.request_shape(mode, base_format)
+            if fresh:
+                try:
+                    fitted = self._fit(bundle, rubric, mode, shape)
+                except DoesNotFit as exc:
+                    request = {"model": self.model, "output_mode": mode, "params": dict(self.params)}
+                    return finish("judge_error", error=str(exc))
+                elided[0] = fitted.elided_events
+                messages = self._messages(fitted.bundle, rubric, mode)
+                fresh = False
+            request = {"model": self.model, "messages": messages, "output_mode": mode, **shape,
+                       "params": dict(self.params)}
             try:
-                response = await self._complete(messages, fmt, counters)
+                response = await self._complete(messages, shape, counters)
             except litellm.ContextWindowExceededError as exc:
-                return finish("judge_error", error=_describe(exc))
+                return finish("judge_error", error=f"{_describe(exc)} (set --max-input-tokens below the "
+                                                   "server's context size)")
             except Exception as exc:
-                if not (isinstance(exc, _FATAL) or is_missing_key(exc)):
+                refused = rejected_parameter(exc)
+                if refused is not None:
+                    said = _server_says(exc)
+                    after = modes.next_mode(mode, refused, error_text(exc)) \
+                        if self.mode_setting == modes.AUTO else None
+                    head = f"{self.api_base or self.model} refused {refused} in {mode} mode ({said})"
+                    if after is None:
+                        hint = "no output mode is left to try" if self.mode_setting == modes.AUTO else \
+                            f"try --output-mode {modes.next_mode(mode, refused, error_text(exc)) or 'prompt'} " \
+                            "or --output-mode auto"
+                        raise JudgeFatalError(f"{head}; {hint}", finish("judge_error", error=head)) from None
+                    step_down(after, f"{head}; trying {after} mode next")
+                    mode, fresh = (self.output_mode if self.output_mode != mode else after), True
+                    continue
+                if not (isinstance(exc, _FATAL) or is_missing_key(exc) or connection_refused(exc)):
                     return finish("judge_error", error=f"after {counters['attempts']} attempts: {_describe(exc)}")
-                annotation = finish("judge_error", error=_describe(exc))
-                raise JudgeFatalError(f"{self.model}: {_describe(exc)} — not retried; check the model "
-                                      "name, --api-base and the API key in the environment",
-                                      annotation) from None
+                raise JudgeFatalError(self._fatal_message(exc), finish("judge_error", error=_describe(exc))) from None
+            self._settled = True
             usage = getattr(response, "usage", None)
             p_tok = int(getattr(usage, "prompt_tokens", 0) or 0)
             c_tok = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -218,16 +432,24 @@ class LiteLLMJudge:
             tokens[1] += c_tok
             call_cost = self._cost(response, p_tok, c_tok)
             cost = None if cost is None or call_cost is None else cost + call_cost
-            raw = response.choices[0].message.content or ""
+            raw = modes.reply_text(mode, response.choices[0].message)
             try:
-                parsed = model_cls.model_validate_json(raw)
+                parsed = model_cls.model_validate_json(modes.extract_json(mode, raw))
             except ValidationError as exc:
                 problem = "; ".join(
                     f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:8])
+                if modes.ignored_format(mode, raw):
+                    if self.mode_setting == modes.AUTO:
+                        step_down("prompt", f"{self.api_base or self.model} ignored {mode} mode (a prose reply "
+                                            "around JSON); trying prompt mode next")
+                        mode, fresh = "prompt", True
+                        continue
+                    problem += f" (the reply is prose around JSON: the server seems to ignore {mode} mode; " \
+                               "try --output-mode prompt)"
                 if ask < self.config.reask:
+                    ask += 1
                     messages = messages + [{"role": "assistant", "content": raw}, reask_message(problem)]
-                    request["messages"] = messages
                     continue
                 return finish("judge_error", error=f"invalid reply after {ask + 1} asks: {problem}")
             return finish("ok", values=parsed.model_dump(mode="json"))
-        raise AssertionError("unreachable")
+        return finish("judge_error", error="no output mode produced a reply")

@@ -11,6 +11,11 @@ rubric's reply model) or "judge_error" (with the error and the raw reply, never 
 It raises `JudgeFatalError` for errors no retry can fix (bad credentials, a bad request), which
 stops the whole run.
 
+Optional, used when present (the litellm judge has them): `output_mode` (the mode requests are
+made in now; part of the cache key), `start_from(mode)` (the mode remembered for this model and
+api_base), `api_base`, `notes` (step-downs to report) and `preflight()` (raises
+`JudgeSetupError` before any request).
+
 Plugins register a factory under the entry-point group `evalkit.judges`; the entry-point name is
 the prefix chosen in `--model` (`myjudge:some-model` calls `factory("some-model", **options)`).
 A model string whose prefix is not a registered plugin goes to the built-in litellm judge, so
@@ -25,6 +30,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 from judges.rubrics import Rubric
 
 ENTRY_POINT_GROUP = "evalkit.judges"
+LITELLM_ONLY = ("output_mode", "max_input_tokens")  # options a plugin factory is not given
 
 
 @dataclass
@@ -40,6 +46,8 @@ class Annotation:
     latency_ms: float | None = None
     attempts: int = 0                  # HTTP requests made (retries and re-asks included)
     retries: int = 0                   # of which transport retries (429, 5xx, timeouts)
+    output_mode: str | None = None     # how structured output was asked for (judges/output_modes.py)
+    elided_events: int = 0             # transcript events left out to fit the context window
 
 
 class JudgeFatalError(RuntimeError):
@@ -48,6 +56,10 @@ class JudgeFatalError(RuntimeError):
     def __init__(self, message: str, annotation: Annotation | None = None):
         super().__init__(message)
         self.annotation = annotation
+
+
+class JudgeSetupError(ValueError):
+    """Found before any request: no API key in the environment, nothing listening at --api-base."""
 
 
 class UnknownJudgeError(ValueError):
@@ -95,7 +107,8 @@ def make_judge(model: str, **options: Any) -> Judge:
         else:
             factory = _plugin(prefix)
             if factory is not None:
-                judge = factory(rest, **options)
+                plugin_options = {k: v for k, v in options.items() if k not in LITELLM_ONLY}
+                judge = factory(rest, **plugin_options)
                 if not isinstance(judge, Judge):
                     raise UnknownJudgeError(f"judge plugin {prefix!r} returned {type(judge).__name__}, "
                                             "which lacks model/params/annotate")

@@ -35,6 +35,16 @@ def _order(ann: dict):
     return (ann["run_id"], ann["judge_model"], ann.get("replicate") if ann.get("replicate") is not None else -1)
 
 
+def _calls_line(s) -> str:
+    """Calls against runs, honest about runs that shared one call (identical blind bundles)."""
+    runs = s.items - s.cache_hits
+    line = f"calls made: {s.calls} for {runs} run{'s' if runs != 1 else ''}"
+    if s.shared:
+        line += (f" ({s.shared} run{' shares' if s.shared == 1 else 's share'} an identical bundle "
+                 "with another)")
+    return line
+
+
 def summary_lines(result) -> list[str]:
     s = result.summary
     rub = result.rubric
@@ -42,7 +52,8 @@ def summary_lines(result) -> list[str]:
     lat = s.latency()
     lines = [
         f"rubric: {rub.id} v{rub.version} ({blind})",
-        f"runs judged: {s.ok} ok of {s.items} items ({s.calls} calls made)",
+        f"runs annotated: {s.ok + s.cache_hits + s.shared} of {s.items}",
+        _calls_line(s),
         f"cache hits: {s.cache_hits}",
         f"requests sent: {s.requests} (retries: {s.retries})",
         f"failures: {s.failures}",
@@ -53,6 +64,12 @@ def summary_lines(result) -> list[str]:
     if lat["median_ms"] is not None:
         mean = "n/a (one call)" if lat["mean_excl_first_ms"] is None else f"{lat['mean_excl_first_ms']:.0f} ms"
         lines.append(f"latency per call: median {lat['median_ms']:.0f} ms, mean excluding first call {mean}")
+    for model, mode in sorted(s.output_modes.items()):
+        lines.append(f"output mode: {model}: {mode}")
+    lines += [f"note: {note}" for note in s.notes]
+    if s.elided:
+        lines.append(f"context: {s.elided} calls had the middle of the transcript left out to fit the "
+                     "model's input limit (elided_events on the annotation)")
     for reason, count in sorted(s.skipped.items()):
         lines.append(f"skipped (not judged): {count} with {reason}")
     if s.not_run:
@@ -112,13 +129,19 @@ def render_dry_run(plan, fmt: str) -> str:
     return "\n".join(sanitize(line) for line in lines) + "\n"
 
 
-def render_stats(rows: list[dict], fmt: str) -> str:
+def render_stats(rows: list[dict], fmt: str, modes: list[dict] | None = None) -> str:
+    modes = modes or []
     if fmt == "json":
-        return json.dumps(rows, sort_keys=True, indent=2) + "\n"
+        return json.dumps({"calls": rows, "output_modes": [
+            {k: m[k] for k in ("judge_model", "api_base", "output_mode")} for m in modes]},
+            sort_keys=True, indent=2) + "\n"
     header = ["judge_model", "rubric", "status", "calls", "prompt_tokens", "completion_tokens", "cost_usd"]
     body = [[r["judge_model"], f"{r['rubric_id']} v{r['rubric_version']}", r["status"], str(r["calls"]),
              str(r["prompt_tokens"]), str(r["completion_tokens"]),
              "-" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"] for r in rows]
-    if not body:
-        return "cache is empty\n"
-    return "\n".join(Table(header, body).text_lines()) + "\n"
+    out = "\n".join(Table(header, body).text_lines()) + "\n" if body else "cache is empty\n"
+    if modes:
+        out += "\noutput modes (remembered per model and api base):\n" + "\n".join(Table(
+            ["judge_model", "api_base", "output_mode"],
+            [[m["judge_model"], m["api_base"] or "-", m["output_mode"]] for m in modes]).text_lines()) + "\n"
+    return out

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.per_call import median_and_mean_after_first
+from judges.output_modes import extract_json
 from judges.protocol import Annotation, Judge, JudgeFatalError
 from judges.rubrics import Rubric, annotation_model
-from judges.store import JudgeStore, now_utc
+from judges.store import JudgeStore, cache_key, now_utc
 
 
 @dataclass
@@ -27,10 +28,18 @@ class WorkItem:
     bundle_hash: str
     bundle: dict
     judge: Judge
-    key: str
+    key_material: dict  # cache_key's arguments except the output mode
     annotation_id: str
     replicate_tag: str  # "0" for the primary answer, "resample:<seed>" for a drift replicate
     blind: bool
+
+    def key_for(self, output_mode: str | None) -> str:
+        return cache_key(**self.key_material, output_mode=output_mode)
+
+    @property
+    def key(self) -> str:
+        """The cache key for the mode the judge asks in now (it may step down during a run)."""
+        return self.key_for(getattr(self.judge, "output_mode", None))
 
 
 @dataclass
@@ -38,7 +47,8 @@ class Summary:
     items: int = 0
     calls: int = 0            # judge calls made by this run (one per item not served from cache)
     ok: int = 0               # of which produced a valid annotation
-    cache_hits: int = 0
+    cache_hits: int = 0       # answers stored by an earlier run
+    shared: int = 0           # runs whose blind bundle is identical to one called in this run
     requests: int = 0         # HTTP requests, retries and re-asks included
     retries: int = 0
     failures: int = 0
@@ -52,6 +62,9 @@ class Summary:
     max_cost: float | None = None
     fatal: str | None = None
     latencies_ms: list = field(default_factory=list)  # in call start order
+    output_modes: dict = field(default_factory=dict)  # judge model -> mode of its last call
+    notes: list = field(default_factory=list)         # output-mode step-downs, in order
+    elided: int = 0           # calls whose transcript was shortened to fit the context window
 
     def latency(self) -> dict:
         median, mean_after_first = median_and_mean_after_first(self.latencies_ms)
@@ -93,27 +106,29 @@ class Progress:
 
 def _call_row(item: WorkItem, rubric: Rubric, ann: Annotation, started: str) -> dict:
     return {
-        "cache_key": item.key, "run_id": item.run_id, "bundle_hash": item.bundle_hash,
+        "cache_key": item.key_for(ann.output_mode), "run_id": item.run_id, "bundle_hash": item.bundle_hash,
         "judge_model": item.judge.model, "rubric_id": rubric.id, "rubric_version": rubric.version,
         "rubric_hash": rubric.text_hash, "params": json.dumps(item.judge.params, sort_keys=True),
         "request": json.dumps(ann.request, sort_keys=True, ensure_ascii=False),
         "raw_response": ann.raw_response, "status": ann.status, "error": ann.error,
         "prompt_tokens": ann.prompt_tokens, "completion_tokens": ann.completion_tokens,
         "cost_usd": ann.cost_usd, "latency_ms": ann.latency_ms, "attempts": ann.attempts,
-        "started_at": started, "finished_at": now_utc(),
+        "started_at": started, "finished_at": now_utc(), "output_mode": ann.output_mode,
+        "elided_events": ann.elided_events,
     }
 
 
 def _ann_row(item: WorkItem, rubric: Rubric, status: str, values: dict | None, *, cost, latency,
-             prompt_tokens, completion_tokens) -> dict:
+             prompt_tokens, completion_tokens, output_mode, elided_events) -> dict:
     return {
         "annotation_id": item.annotation_id, "run_id": item.run_id, "bundle_hash": item.bundle_hash,
         "judge_model": item.judge.model, "rubric_id": rubric.id, "rubric_version": rubric.version,
         "rubric_hash": rubric.text_hash, "blind": int(item.blind), "status": status,
         "annotation": json.dumps(values, sort_keys=True, ensure_ascii=False) if values is not None else None,
         "rationale": (values or {}).get("rationale"), "cost_usd": cost, "latency_ms": latency,
-        "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "cache_key": item.key,
-        "created_at": now_utc(),
+        "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+        "cache_key": item.key_for(output_mode), "created_at": now_utc(), "output_mode": output_mode,
+        "elided_events": elided_events,
     }
 
 
@@ -130,13 +145,16 @@ def serve_from_cache(item: WorkItem, rubric: Rubric, store: JudgeStore) -> dict 
     cached = store.get_ok(item.key)
     if cached is None:
         return None
+    mode = cached.get("output_mode") or "json_schema"
     try:
-        values = annotation_model(rubric).model_validate_json(cached["raw_response"] or "").model_dump(mode="json")
+        values = annotation_model(rubric).model_validate_json(
+            extract_json(mode, cached["raw_response"] or "")).model_dump(mode="json")
     except ValueError:  # a stored reply that no longer validates is not served
         return None
     row = store.record({}, _ann_row(item, rubric, "ok", values, cost=cached["cost_usd"],
                                     latency=cached["latency_ms"], prompt_tokens=cached["prompt_tokens"],
-                                    completion_tokens=cached["completion_tokens"]),
+                                    completion_tokens=cached["completion_tokens"],
+                                    output_mode=cached.get("output_mode"), elided_events=cached.get("elided_events") or 0),
                        values, values.get("confidence"), item.replicate_tag, write_call=False)
     return row
 
@@ -165,6 +183,16 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
     started_seq: list[int] = [0]
     timings: list[tuple[int, float]] = []
     inflight: dict[str, asyncio.Future] = {}
+    remembered: dict[int, str | None] = {}
+
+    def remember(judge: Judge, mode: str | None) -> None:
+        """Store the mode that worked for (model, api_base) once it changes, for the next run."""
+        if not mode or not hasattr(judge, "start_from") or remembered.get(id(judge)) == mode:
+            return
+        api_base = getattr(judge, "api_base", None)
+        if store.remembered_mode(judge.model, api_base) != mode:
+            store.remember_mode(judge.model, api_base, mode)
+        remembered[id(judge)] = mode
 
     async def call_one(index: int, item: WorkItem) -> bool:
         """Make and store one call; False when a fatal error stops the run."""
@@ -197,9 +225,15 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
         row = store.record(
             _call_row(item, rubric, ann, started),
             _ann_row(item, rubric, ann.status, values, cost=ann.cost_usd, latency=ann.latency_ms,
-                     prompt_tokens=ann.prompt_tokens, completion_tokens=ann.completion_tokens),
+                     prompt_tokens=ann.prompt_tokens, completion_tokens=ann.completion_tokens,
+                     output_mode=ann.output_mode, elided_events=ann.elided_events),
             values, (values or {}).get("confidence"), item.replicate_tag)
+        if ann.elided_events:
+            summary.elided += 1
+        if ann.output_mode:
+            summary.output_modes[item.judge.model] = ann.output_mode
         if ann.status == "ok":
+            remember(item.judge, ann.output_mode)
             summary.ok += 1
         else:
             summary.failures += 1
@@ -220,16 +254,17 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
                 index, item = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            leader = inflight.get(item.key)
-            if leader is not None:  # same bundle, judge and rubric as a call in flight: wait, reuse
+            shared_key = json.dumps(item.key_material, sort_keys=True)
+            leader = inflight.get(shared_key)
+            if leader is not None:  # same bundle, judge and rubric as a call in this run: reuse it
                 await leader
                 row = serve_from_cache(item, rubric, store)
                 if row is not None:
-                    summary.cache_hits += 1
-                    results[index] = _result(item, "cache", row)
+                    summary.shared += 1
+                    results[index] = _result(item, "shared", row)
                     bar.update(summary)
                     continue
-            done = inflight[item.key] = asyncio.get_running_loop().create_future()
+            done = inflight[shared_key] = asyncio.get_running_loop().create_future()
             try:
                 if not await call_one(index, item):
                     return
@@ -244,6 +279,8 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
             summary.not_run += 1
             results[index] = _result(item, "not_run", None, summary.fatal or summary.stopped)
     summary.latencies_ms.extend(lat for _, lat in sorted(timings))
+    for judge in dict.fromkeys(item.judge for _, item in pending):
+        summary.notes.extend(getattr(judge, "notes", None) or [])
     if bar.enabled and bar.total:
         bar.update(summary, force=True)
     return [results[i] for i in sorted(results)], summary

@@ -21,10 +21,13 @@ def _sha(text: str) -> str:
 
 
 def cache_key(*, bundle_hash: str, rubric: dict, model: str, params: dict, schema: str,
-              blind: bool, extra: dict | None = None) -> str:
-    """sha256 over everything that can change the answer (see docs/judge.md)."""
+              blind: bool, extra: dict | None = None, output_mode: str | None = None) -> str:
+    """sha256 over everything that can change the answer (see docs/judge.md). The output mode is
+    part of it (the request differs); a judge without modes (a plugin) passes None."""
     material = {"bundle_hash": bundle_hash, "rubric": rubric, "model": model, "params": params,
                 "schema": schema, "blind": bool(blind)}
+    if output_mode not in (None, "json_schema"):  # json_schema is the request sent before modes
+        material["output_mode"] = output_mode      # existed: its keys stay those already stored
     if extra:
         material["extra"] = extra
     return _sha(json.dumps(material, sort_keys=True, separators=(",", ":")))

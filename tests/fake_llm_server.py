@@ -21,13 +21,35 @@ Every request is recorded (path, headers, parsed body) and counted (``GET /_stat
 count, for a server run as a separate process); ``server.latency`` adds a fixed delay to every
 request (the benchmark's L).
 
-Run standalone: ``python tests/fake_llm_server.py --port 8765 --latency 0.2``.
+**Dialects** (``server.dialect``): what an ``ok`` answer looks like depends on which real server
+is imitated, rudeness included:
+
+- ``openai``: honours ``json_schema``, ``json_object`` (with or without a ``schema``) and a forced
+  tool call;
+- ``llamacpp``: llama-cpp-python's server. A ``json_schema`` response_format is answered ``500``
+  with pydantic's request-validation body (``response_format.type: Input should be 'text' or
+  'json_object'``); ``json_object`` + ``schema`` is honoured (grammar-constrained decoding);
+- ``json-object-only``: ``json_schema`` is a ``400``; ``json_object`` is honoured, a ``schema`` key
+  in it silently ignored (the model follows the schema stated in the prompt); tools are a ``400``;
+- ``json-object-strict``: as json-object-only, but a ``schema`` key is a ``422`` "extra inputs";
+- ``tools-only``: any response_format is a ``400``; a forced tool call is honoured;
+- ``plain``: ignores response_format and tools; answers prose around a fenced JSON block;
+- ``tiny-context``: as openai, but a prompt over ``server.context_limit`` tokens (characters / 4)
+  is a ``400`` "maximum context length" error.
+
+A model "follows" a schema it can see: the request's (json_schema, json_object+schema, tools),
+else one stated in the prompt (judges.output_modes.schema_instruction). ``server.models`` (a list)
+makes unknown model names a ``404`` and is what ``GET /v1/models`` lists. ``server.hold_after(n)``
+holds every chat request after the n-th until ``server.release()`` (deterministic kill tests).
+
+Run standalone: ``python tests/fake_llm_server.py --port 8765 --latency 0.2 --dialect llamacpp``.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
+import re
 import socket
 import threading
 import time
@@ -69,9 +91,76 @@ def instance_from_schema(schema: dict, seed: str, root: dict | None = None) -> A
     return "Steps 1 and 2 show the agent reading the state before acting (fake judge)."
 
 
+DIALECTS = ("openai", "llamacpp", "json-object-only", "json-object-strict", "tools-only", "plain",
+            "tiny-context")
+LLAMACPP_REJECTION = ("[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                      "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+                      "'ctx': {'expected': \"'text' or 'json_object'\"}}] "
+                      "response_format.type: Input should be 'text' or 'json_object'")
+_PROMPT_SCHEMA = re.compile(r"JSON Schema \(no other text\):\n(\{.*\})\s*$", re.DOTALL)
+
+
+def visible_schema(body: dict, dialect: str) -> dict | None:
+    """The schema this dialect's model follows: one it enforces, else one stated in the prompt."""
+    fmt = body.get("response_format") or {}
+    if dialect != "plain":
+        if fmt.get("type") == "json_schema":
+            return (fmt.get("json_schema") or {}).get("schema")
+        if fmt.get("type") == "json_object" and fmt.get("schema") and dialect not in (
+                "json-object-only", "json-object-strict"):
+            return fmt["schema"]
+        for tool in body.get("tools") or []:
+            if dialect != "json-object-only":
+                return tool.get("function", {}).get("parameters")
+    for message in reversed(body.get("messages") or []):
+        found = _PROMPT_SCHEMA.search(str(message.get("content") or ""))
+        if found:
+            return json.loads(found.group(1))
+    if dialect == "plain" and fmt.get("type") == "json_schema":  # a chatty model guesses the keys
+        return (fmt.get("json_schema") or {}).get("schema")
+    return None
+
+
+def rejection(body: dict, dialect: str, context_limit: int) -> tuple[int, str, str] | None:
+    """(status, message, type) when this dialect refuses the request's shape or size."""
+    fmt = body.get("response_format")
+    kind = (fmt or {}).get("type")
+    if dialect == "llamacpp" and kind == "json_schema":
+        return 500, LLAMACPP_REJECTION, "internal_server_error"
+    if dialect in ("json-object-only", "json-object-strict"):
+        if kind == "json_schema":
+            return 400, ("Invalid parameter: response_format.type 'json_schema' is not supported by this "
+                         "model; supported values are 'text' and 'json_object'"), "invalid_request_error"
+        if dialect == "json-object-strict" and fmt and "schema" in fmt:
+            return 422, "response_format.schema: Extra inputs are not permitted", "invalid_request_error"
+        if body.get("tools"):
+            return 400, "tools are not supported by this model", "invalid_request_error"
+    if dialect == "tools-only" and fmt:
+        return 400, "response_format is not supported by this server", "invalid_request_error"
+    if dialect == "tiny-context":
+        size = prompt_tokens(body)
+        if size > context_limit:
+            return 400, (f"This model's maximum context length is {context_limit} tokens. However, your "
+                         f"messages resulted in {size} tokens. Please reduce the length of the messages."), \
+                "invalid_request_error"
+    return None
+
+
+def prompt_tokens(body: dict) -> int:
+    text = "".join(str(m.get("content") or "") for m in body.get("messages") or [])
+    return len(text + json.dumps(body.get("tools") or "")) // 4
+
+
 class FakeLLMServer:
-    def __init__(self, latency: float = 0.0, port: int = 0):
+    def __init__(self, latency: float = 0.0, port: int = 0, dialect: str = "openai"):
         self.latency = latency
+        self.dialect = dialect
+        self.context_limit = 1500
+        self.models: list[str] | None = None
+        self._hold_after: int | None = None
+        self._released = threading.Event()
+        self.held = 0
+        self.answered = 0
         self.default = "ok"
         self.retry_after = 0.05
         self.slow_s = 2.0
@@ -103,13 +192,28 @@ class FakeLLMServer:
         with self._lock:
             self._scripts[model].extend(behaviours)
 
+    def hold_after(self, n: int) -> None:
+        """Answer the first n chat requests; hold each later one until `release()`."""
+        self._released.clear()
+        self._hold_after = n
+
+    def release(self) -> None:
+        self._hold_after = None
+        self._released.set()
+
     def reset(self) -> None:
+        self.release()
         with self._lock:
             self.requests.clear()
             self._scripts.clear()
+            self.held = 0
+            self.answered = 0
         self.default = "ok"
         self.content = None
         self.latency = 0.0
+        self.dialect = "openai"
+        self.context_limit = 1500
+        self.models = None
 
     def start(self) -> "FakeLLMServer":
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -165,7 +269,12 @@ class FakeLLMServer:
 
             def do_GET(self) -> None:  # noqa: N802 — request count, for a server run as a subprocess
                 if self.path.rstrip("/") == "/_stats":
-                    return self._send(200, {"count": server.count})
+                    return self._send(200, {"count": server.count, "answered": server.answered,
+                                            "held": server.held})
+                if self.path.rstrip("/").endswith("/models"):
+                    ids = server.models if server.models is not None else ["fake-model"]
+                    return self._send(200, {"object": "list", "data": [
+                        {"id": i, "object": "model", "owned_by": "fake"} for i in ids]})
                 return self._error(404, f"no route {self.path}", "not_found")
 
             def do_POST(self) -> None:  # noqa: N802 (http.server naming)
@@ -182,10 +291,27 @@ class FakeLLMServer:
                         {"path": self.path, "headers": dict(self.headers.items()), "body": body,
                          "behaviour": behaviour, "raw": raw.decode("utf-8", "replace")}
                     )
+                    hold = server._hold_after is not None and len(server.requests) > server._hold_after
+                    if hold:
+                        server.held += 1
+                if hold:
+                    server._released.wait()
                 if server.latency:
                     time.sleep(server.latency)
+                try:
+                    self._answer(body, model, behaviour)
+                finally:
+                    with server._lock:
+                        server.answered += 1
+
+            def _answer(self, body: dict, model: str, behaviour: str) -> None:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     return self._error(404, f"no route {self.path}", "not_found")
+                if server.models is not None and model not in server.models:
+                    return self._error(404, f"The model `{model}` does not exist.", "NotFoundError")
+                refused = rejection(body, server.dialect, server.context_limit)
+                if refused is not None and behaviour == "ok":
+                    return self._error(*refused)
                 if behaviour == "429":
                     return self._error(429, "rate limited (fake)", "rate_limit_exceeded",
                                        {"Retry-After": str(server.retry_after)})
@@ -197,7 +323,9 @@ class FakeLLMServer:
                 if behaviour == "slow":
                     time.sleep(server.slow_s)
                 messages = body.get("messages") or [{}]
-                seed = json.dumps(messages[-1].get("content", ""), sort_keys=True)
+                users = [m for m in messages if m.get("role") == "user"] or messages
+                seed = json.dumps(users[0].get("content", "") if len(users) > 1 and "JSON Schema" in str(
+                    users[-1].get("content")) else messages[-1].get("content", ""), sort_keys=True)
                 if behaviour == "malformed":
                     content = "Sure! Here is my grading: {situation_assessment: 3,"
                 elif behaviour == "schema_violation":
@@ -205,16 +333,28 @@ class FakeLLMServer:
                 elif server.content is not None:
                     content = server.content
                 else:
-                    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
+                    schema = visible_schema(body, server.dialect)
                     value = instance_from_schema(schema, seed) if schema else {"text": "ok"}
                     content = json.dumps(value)
+                    if server.dialect == "plain":  # chatty: prose, a stray brace, a fence, more prose
+                        content = ("Sure. I read the run {step by step} and here is my grading:\n\n```json\n"
+                                   + json.dumps(value, indent=2) + "\n```\n\nLet me know if you need more.")
+                message: dict = {"role": "assistant", "content": content}
+                finish = "stop"
+                tools = body.get("tools") or []
+                if tools and server.dialect not in ("plain", "json-object-only") and behaviour == "ok" \
+                        and server.content is None:
+                    name = tools[0].get("function", {}).get("name", "tool")
+                    message = {"role": "assistant", "content": None, "tool_calls": [
+                        {"id": "call_fake_0", "type": "function",
+                         "function": {"name": name, "arguments": content}}]}
+                    finish = "tool_calls"
                 prompt_chars = sum(len(json.dumps(m.get("content", ""))) for m in messages)
                 usage = {"prompt_tokens": max(1, prompt_chars // 4), "completion_tokens": max(1, len(content) // 4)}
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
                 self._send(200, {
                     "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": content}}],
+                    "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                     "usage": usage,
                 })
 
@@ -225,8 +365,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8765, help="0 picks a free port (printed)")
     parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--dialect", choices=DIALECTS, default="openai")
     args = parser.parse_args()
-    server = FakeLLMServer(latency=args.latency, port=args.port)
+    server = FakeLLMServer(latency=args.latency, port=args.port, dialect=args.dialect)
     print(f"fake LLM server on {server.api_base}", flush=True)
     try:
         server._httpd.serve_forever()

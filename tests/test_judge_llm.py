@@ -309,8 +309,13 @@ def test_identical_bundles_in_one_run_are_called_once(tmp_path, server):
     card = cards_of(db)[0]
     twin = card.model_copy(update={"run_id": "run-twin"})
     res = judge_cards([card, twin], ["openai/judge-a"], db=db, api_base=server.api_base, config=FAST, concurrency=2)
-    assert server.count == 1 and res.summary.cache_hits == 1 and res.ok
+    assert server.count == 1 and res.summary.shared == 1 and res.summary.cache_hits == 0 and res.ok
     assert count(db, "annotations") == 2
+    from judges.render import summary_lines
+
+    lines = summary_lines(res)
+    assert "runs annotated: 2 of 2" in lines
+    assert "calls made: 1 for 2 runs (1 run shares an identical bundle with another)" in lines
 
 
 def test_cost_from_litellm_price_map_for_a_known_model(tmp_path, server):

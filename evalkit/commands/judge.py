@@ -30,6 +30,13 @@ def register(group: click.Group) -> None:
     @click.option("--concurrency", type=click.IntRange(1, 256), help="Requests in flight at once (default from config).")
     @click.option("--api-base", help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, ...).")
     @click.option("--temperature", type=float, help="Sampling temperature (default from config, 0).")
+    @click.option("--output-mode", type=click.Choice(["auto", "json_schema", "json_object_schema", "json_object",
+                                                      "tool", "prompt"]),
+                  help="How structured output is requested (default from config: auto = the mode remembered "
+                       "for this model and --api-base, else litellm's data, else step down from json_schema).")
+    @click.option("--max-input-tokens", type=click.IntRange(1),
+                  help="Prompt token limit (for local models litellm knows nothing about); longer bundles "
+                       "lose the middle of their transcript.")
     @click.option("--max-cost", type=click.FloatRange(0), help="Stop starting new calls once this run has spent this many USD.")
     @click.option("--refresh", is_flag=True, help="Ignore cache hits and call again.")
     @click.option("--resample", type=click.FloatRange(0, 1, min_open=True),
@@ -44,8 +51,9 @@ def register(group: click.Group) -> None:
     @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
     @click.option("--allow-self-judging", is_flag=True,
                   help="Do not warn when a judge model is the agent model whose runs it judges (the audit still flags those pairs).")
-    def judge(paths, models, rubric, db_path, concurrency, api_base, temperature, max_cost, refresh,
-              resample, seed, show_mechanical, dry_run, fmt, config_path, progress, allow_self_judging):
+    def judge(paths, models, rubric, db_path, concurrency, api_base, temperature, output_mode, max_input_tokens,
+              max_cost, refresh, resample, seed, show_mechanical, dry_run, fmt, config_path, progress,
+              allow_self_judging):
         """Judge runs with an LLM and store qualitative annotations (never the scores).
 
         Without PATHS, judges the runs already scored in --db; with PATHS (files, directories, -),
@@ -53,7 +61,8 @@ def register(group: click.Group) -> None:
         environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...) and are never stored.
 
         Exit codes: 0 every run judged; 1 bad inputs, judge errors, a fatal provider error
-        (401/403/400) or --max-cost reached; 2 usage error.
+        (401/403/400/404, no API key, nothing listening at --api-base, every output mode refused)
+        or --max-cost reached; 2 usage error.
         """
         if resample is not None and seed is None:
             raise click.UsageError("--resample needs --seed")
@@ -71,7 +80,7 @@ def register(group: click.Group) -> None:
 
         options = dict(db=db_path, rubric=rubric, api_base=api_base, temperature=temperature,
                        refresh=refresh, resample=resample, seed=seed, show_mechanical=show_mechanical,
-                       config_path=config_path)
+                       config_path=config_path, output_mode=output_mode, max_input_tokens=max_input_tokens)
         try:
             if paths:
                 from pathlib import Path
@@ -122,7 +131,8 @@ def register(group: click.Group) -> None:
     @click.option("--db", "db_path", default="evalkit.db", show_default=True)
     @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
     def stats(db_path, fmt):
-        """Cached calls per judge model, rubric and status, with tokens and cost."""
+        """Cached calls per judge model, rubric and status, with tokens and cost; then the output mode
+        remembered per (judge model, api base)."""
         if not os.path.exists(db_path):
             raise click.UsageError(f"no database {db_path}")
         from evalkit.errors import InputError
@@ -132,12 +142,12 @@ def register(group: click.Group) -> None:
         try:
             store = JudgeStore(db_path, readonly=True)
             try:
-                rows = store.stats()
+                rows, modes = store.stats(), store.output_modes()
             finally:
                 store.close()
         except InputError as exc:
             _fail(str(exc))
-        click.echo(render.render_stats(rows, fmt), nl=False)
+        click.echo(render.render_stats(rows, fmt, modes), nl=False)
 
     @cache.command("clear")
     @click.option("--db", "db_path", default="evalkit.db", show_default=True)

@@ -129,6 +129,28 @@ class JudgeTables:
             conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key", "judge_calls.status != 'ok'"),
                          [call.get(c) for c in CALL_COLUMNS])
 
+    # -- the output mode that worked, per (judge model, api base) ------------------------------
+    def remembered_mode(self, model: str, api_base: str | None) -> str | None:
+        row = self.database.one("SELECT output_mode FROM judge_output_modes WHERE judge_model = ? AND api_base = ?",
+                                (model, api_base or ""))
+        return row[0] if row else None
+
+    def remember_mode(self, model: str, api_base: str | None, mode: str) -> None:
+        from datetime import datetime, timezone
+
+        now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        with self.database.transaction() as conn:
+            conn.execute(
+                "INSERT INTO judge_output_modes (judge_model, api_base, output_mode, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(judge_model, api_base) DO UPDATE SET output_mode = excluded.output_mode, "
+                "updated_at = excluded.updated_at", (model, api_base or "", mode, now))
+
+    def output_modes(self) -> list[dict]:
+        keys = ("judge_model", "api_base", "output_mode", "updated_at")
+        return [dict(zip(keys, tuple(r))) for r in self.database.rows(
+            "SELECT judge_model, api_base, output_mode, updated_at FROM judge_output_modes "
+            "ORDER BY judge_model, api_base")]
+
     # -- cache maintenance ------------------------------------------------------------------
     def stats(self) -> list[dict]:
         keys = ("judge_model", "rubric_id", "rubric_version", "status", "calls", "prompt_tokens",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -67,17 +67,23 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "cache_key TEXT, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, "
         "rubric_version INTEGER, rubric_hash TEXT, params TEXT, request TEXT, raw_response TEXT, "
         "status TEXT NOT NULL, error TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, "
-        "cost_usd REAL, latency_ms REAL, attempts INTEGER, started_at TEXT, finished_at TEXT"), ("cache_key",),
+        "cost_usd REAL, latency_ms REAL, attempts INTEGER, started_at TEXT, finished_at TEXT, "
+        "output_mode TEXT, elided_events INTEGER"), ("cache_key",),
         (("idx_judge_calls_model", ("judge_model", "rubric_id")),)),
     Table("annotations", _cols(
         "annotation_id TEXT, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, "
         "rubric_version INTEGER, rubric_hash TEXT, blind INTEGER, replicate INTEGER, status TEXT NOT NULL, "
         "annotation TEXT, rationale TEXT, cost_usd REAL, latency_ms REAL, prompt_tokens INTEGER, "
-        "completion_tokens INTEGER, cache_key TEXT, created_at TEXT"), ("annotation_id",),
+        "completion_tokens INTEGER, cache_key TEXT, created_at TEXT, output_mode TEXT, elided_events INTEGER"),
+        ("annotation_id",),
         (("idx_annotations_run", ("run_id", "judge_model", "rubric_id")),)),
     Table("annotation_values", _cols(
         "annotation_id TEXT, run_id TEXT, judge_model TEXT, rubric_id TEXT, dimension TEXT, value TEXT, "
         "confidence REAL, blind INTEGER, replicate INTEGER"), ("annotation_id", "dimension")),
+    # the output mode that last worked per (judge model, api base; '' = the provider's own API)
+    Table("judge_output_modes", _cols(
+        "judge_model TEXT NOT NULL, api_base TEXT NOT NULL, output_mode TEXT NOT NULL, updated_at TEXT"),
+        ("judge_model", "api_base")),
     # -- imported ratings (evalkit annotations import) ------------------------------------------
     Table("ratings", _cols(
         "item_id TEXT NOT NULL, rater TEXT NOT NULL, rater_kind TEXT NOT NULL, dimension TEXT NOT NULL, "
@@ -85,7 +91,9 @@ TABLES: dict[str, Table] = {t.name: t for t in (
 )}
 
 # Data steps per target version (run after the tables/columns of that version exist). None yet:
-# version 1 only declares what evalkit already wrote.
+# version 1 only declares what evalkit already wrote; version 2 adds judge_calls/annotations
+# output_mode and elided_events (NULL on older rows: unknown, json_schema was the only mode then)
+# and the judge_output_modes table.
 STEPS: dict[int, tuple[str, ...]] = {}
 
 

@@ -1,0 +1,94 @@
+"""Issue 10 item 4: errors a person can act on, one line each, exit 1, no retry that cannot help."""
+from __future__ import annotations
+
+import asyncio
+import socket
+
+from click.testing import CliRunner
+
+import evalkit.cli
+from judge_helpers import cards_of, scored_db
+
+
+def invoke(*args):
+    return CliRunner().invoke(evalkit.cli.cli, list(args), catch_exceptions=False)
+
+
+def fast_config(tmp_path) -> str:
+    path = tmp_path / "fast.toml"
+    path.write_text("[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
+    return str(path)
+
+
+def error_lines(res) -> list[str]:
+    return [line for line in res.stderr.splitlines() if line.startswith("evalkit judge:")]
+
+
+def free_port() -> int:
+    """A port nothing listens on (bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_no_api_key_names_the_environment_variable(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    db = scored_db(tmp_path, 1)
+    res = invoke("judge", "--db", db, "--model", "anthropic/claude-3-5-sonnet-20240620")
+    assert res.exit_code == 1
+    lines = error_lines(res)
+    assert len(lines) == 1 and "set ANTHROPIC_API_KEY in the environment" in lines[0]
+    assert "no API key for anthropic/claude-3-5-sonnet-20240620" in lines[0]
+
+
+def test_request_shape_refused_names_parameter_and_the_mode_to_try(tmp_path, server):
+    server.dialect = "llamacpp"
+    db = scored_db(tmp_path, 2)
+    res = invoke("judge", "--db", db, "--model", "openai/smollm2", "--api-base", server.api_base,
+                 "--output-mode", "json_schema", "--concurrency", "1", "--config", fast_config(tmp_path))
+    assert res.exit_code == 1 and server.count == 1  # refused once: no retry, no further call
+    lines = error_lines(res)
+    assert len(lines) == 1
+    assert f"{server.api_base} refused response_format.type in json_schema mode" in lines[0]
+    assert "Input should be 'text' or 'json_object'" in lines[0]
+    assert "try --output-mode json_object_schema" in lines[0]
+
+
+def test_unknown_model_lists_the_models_the_server_offers(tmp_path, server):
+    server.models = ["smollm2-135m-instruct", "qwen2.5-0.5b"]
+    db = scored_db(tmp_path, 2)
+    res = invoke("judge", "--db", db, "--model", "openai/smollm", "--api-base", server.api_base,
+                 "--concurrency", "1", "--config", fast_config(tmp_path))
+    assert res.exit_code == 1 and server.count == 1
+    lines = error_lines(res)
+    assert lines == [f"evalkit judge: {server.api_base} has no model 'smollm'; it offers: qwen2.5-0.5b, "
+                     "smollm2-135m-instruct (use --model openai/<id>)"]
+
+
+def test_connection_refused_says_nothing_listening(tmp_path):
+    db = scored_db(tmp_path, 1)
+    base = f"http://127.0.0.1:{free_port()}/v1"
+    res = invoke("judge", "--db", db, "--model", "openai/smollm2", "--api-base", base)
+    assert res.exit_code == 1
+    assert error_lines(res) == [f"evalkit judge: nothing listening at {base} (connection refused): start the "
+                                "server or fix --api-base"]
+
+
+def test_connection_refused_mid_run_is_not_retried(tmp_path):
+    """After the preflight (the server went away): one request, then the same one-line message."""
+    from judges.litellm_judge import LiteLLMJudge
+    from judges.protocol import JudgeFatalError
+    from judges.rubrics import load_rubric
+
+    db = scored_db(tmp_path, 1)
+    base = f"http://127.0.0.1:{free_port()}/v1"
+    judge = LiteLLMJudge("openai/smollm2", api_base=base, config=None)
+    bundle = cards_of(db)[0].judge_bundle
+    bundle = bundle.model_dump(mode="json") if hasattr(bundle, "model_dump") else bundle
+    try:
+        asyncio.run(judge.annotate(bundle, load_rubric("procedure_v1")))
+    except JudgeFatalError as exc:
+        assert str(exc).startswith(f"nothing listening at {base}")
+        assert exc.annotation.attempts == 1 and exc.annotation.retries == 0
+    else:
+        raise AssertionError("a refused connection must stop the run")
