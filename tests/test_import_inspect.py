@@ -331,3 +331,26 @@ def test_listing_formats_does_not_import_inspect_ai():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_evalkit_judge_works_on_imported_runs_and_is_audited_with_the_scorers(logs, tmp_path, server):
+    db = tmp_path / "e.db"
+    out = tmp_path / "runs"
+    assert run("import", "inspect", logs["json"], "-o", out, "--db", db).exit_code == 0
+    assert run("score", out, "--db", db, "--format", "json").exit_code == 0
+    fast = tmp_path / "fast.toml"
+    fast.write_text("[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
+    res = run("judge", "--db", db, "--model", "openai/judge-a", "--api-base", server.api_base, "--config", fast)
+    assert res.exit_code == 0, res.output
+    assert 0 < server.count <= 12  # runs with the same bundle (identical epochs) share one call
+    prompts = [r["raw"] for r in server.requests]
+    assert any("Paris" in p and "What is the capital of France?" in p for p in prompts)  # prompt and target
+    assert not any("model_graded_qa" in p for p in prompts)  # the other scorers' values stay out
+    report = json.loads(run("audit", "--db", db, "--format", "json", "--resamples", "0").stdout)
+    [outcome] = [e for e in report["raters"] if e["dimension"] == "outcome"]
+    assert outcome["rater_kinds"] == {
+        "openai/judge-a@procedure_v1": "judge", "match": "mechanical", "model_graded_qa": "judge"}
+    assert sorted((c["judge"], c["mechanical"]) for c in outcome["judge_vs_mechanical"]) == [
+        ("model_graded_qa", "match"), ("openai/judge-a@procedure_v1", "match")]
+    [pairing] = [p for p in report["pairings"] if p["pairing"] == "outcome"]
+    assert pairing["n"] == 10  # the evalkit judge against all_passed, on the 10 scored runs
