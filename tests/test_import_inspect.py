@@ -66,7 +66,7 @@ def test_one_run_per_sample_and_epoch_as_inspect_reads_them(logs, imported, fmt)
     _, result = imported
     samples = samples_of(logs[fmt])
     header = inspect_log.read_eval_log(str(logs[fmt]), header_only=True)
-    assert len(samples) == len(header.eval.dataset.sample_ids) * header.eval.config.epochs == 12
+    assert len(samples) == len(header.eval.dataset.sample_ids) * header.eval.config.epochs == 14
     runs = runs_by_key(result, logs[fmt])
     assert set(runs) == {(s.id, s.epoch) for s in samples}
     assert {e for _, e in runs} == {1, 2}
@@ -101,7 +101,7 @@ def test_every_score_value_becomes_a_rating(logs, imported, fmt):
             assert row["value"] == score.value
             assert row["rater_kind"] == ("judge" if name == "model_graded_qa" else "mechanical")
     log_items = {runs[k][1].meta.run_id for k in runs}
-    assert expected == sum(1 for (item, _) in got if item in log_items) == 20  # 10 scored samples x 2 scorers
+    assert expected == sum(1 for (item, _) in got if item in log_items) == 24  # 12 scored samples x 2 scorers
 
 
 def test_outcome_dimension_follows_the_threshold(imported):
@@ -156,6 +156,18 @@ def test_errored_sample_is_a_harness_error_without_end_state(logs, imported):
         assert traj.final.reason == "harness_error"
         assert traj.final.done_payload["inspect"]["error"] == s.error.message[:500]
         assert score_file(f).status == "incomplete"
+
+
+def test_sample_that_hit_a_limit_is_a_budget_reason_and_still_scored(logs, imported):
+    _, result = imported
+    for fmt in ("eval", "json"):
+        [s] = [s for s in samples_of(logs[fmt]) if s.id == "loop" and s.epoch == 1]
+        assert s.limit is not None and s.limit.type == "message" and s.scores
+        f, traj = runs_by_key(result, logs[fmt])[("loop", 1)]
+        assert traj.final.reason == "budget_messages"
+        assert traj.final.done_payload["inspect"]["limit"] == {"type": "message", "limit": s.limit.limit}
+        card = score_file(f)
+        assert card.status == "scored" and card.vector.all_passed is (s.scores["match"].value == "C")
 
 
 def test_scenario_prompt_target_and_bundle(logs, imported):
@@ -233,8 +245,8 @@ def test_corrupt_log_is_an_error_naming_it_while_others_import(logs, tmp_path):
     assert any(str(corrupt_eval.name) in l and "not a readable inspect_ai log" in l for l in lines)
     assert any(str(garbage_json.name) in l and "not a readable inspect_ai log" in l for l in lines)
     assert "Traceback" not in res.output
-    assert "12 runs" in res.stdout
-    assert len([p for p in (tmp_path / "out").iterdir() if p.name != "ratings.jsonl"]) == 12
+    assert "14 runs" in res.stdout
+    assert len([p for p in (tmp_path / "out").iterdir() if p.name != "ratings.jsonl"]) == 14
 
 
 def test_a_sample_that_cannot_be_converted_is_an_error_the_others_go_on(logs, tmp_path):
@@ -246,7 +258,7 @@ def test_a_sample_that_cannot_be_converted_is_an_error_the_others_go_on(logs, tm
     res = import_files("inspect", [edited], tmp_path / "out")
     [err] = res.errors
     assert str(err).startswith(f"{edited}: sample 'capital' epoch 1: outcome scorer 'match' gave")
-    assert len(res.written[str(edited)]) == 11
+    assert len(res.written[str(edited)]) == 13
 
 
 def test_cli_end_to_end_import_score_audit(logs, tmp_path):
@@ -254,12 +266,12 @@ def test_cli_end_to_end_import_score_audit(logs, tmp_path):
     out = tmp_path / "runs"
     res = run("import", "inspect", logs["eval"].parent, "-o", out, "--db", db)
     assert res.exit_code == 0, res.output
-    assert "80 ratings" in res.stdout
+    assert "96 ratings" in res.stdout
     assert run("score", out, "--db", db, "--format", "json").exit_code == 0
     audit = run("audit", "--db", db, "--format", "json", "--resamples", "0")
     assert audit.exit_code == 0, audit.output
     report = json.loads(audit.stdout)
-    assert report["counts"]["scorecards"] == 24 and report["counts"]["imported_ratings"] == 80
+    assert report["counts"]["scorecards"] == 28 and report["counts"]["imported_ratings"] == 96
     [value] = [e for e in report["raters"] if e["dimension"] == "value"]
     assert value["rater_kinds"] == {"match": "mechanical", "model_graded_qa": "judge"}
     # counts straight from inspect_ai's reader
@@ -269,7 +281,7 @@ def test_cli_end_to_end_import_score_audit(logs, tmp_path):
     ]
     [cross] = value["judge_vs_mechanical"]
     assert (cross["judge"], cross["mechanical"], cross["n"]) == ("model_graded_qa", "match", len(pairs)) == (
-        "model_graded_qa", "match", 20)
+        "model_graded_qa", "match", 24)
     assert cross["agree"] == sum(j == m for j, m in pairs)
     assert cross["lenient"] == sum(credit(j) > credit(m) for j, m in pairs) == 4  # "forty-two" x 4
     assert cross["strict"] == sum(credit(j) < credit(m) for j, m in pairs)
@@ -277,7 +289,7 @@ def test_cli_end_to_end_import_score_audit(logs, tmp_path):
     assert cross["confusion_matrix"]["matrix"] == [[sum(1 for p in pairs if p == (a, b)) for b in labels] for a in labels]
     assert value["alt_test"] == []  # no human raters
     table = run("audit", "--db", db, "--resamples", "0")
-    assert "value judge model_graded_qa vs mechanical match: n 20" in table.stdout
+    assert "value judge model_graded_qa vs mechanical match: n 24" in table.stdout
 
 
 def test_alt_test_uses_human_raters_not_mechanical_ones(logs, tmp_path):
@@ -299,7 +311,7 @@ def test_ratings_file_merges_and_score_skips_it(logs, tmp_path):
     import_files("inspect", [logs["eval"]], tmp_path)
     n_eval = len(ratings_of(tmp_path))
     import_files("inspect", [logs["json"]], tmp_path)
-    assert len(ratings_of(tmp_path)) == 2 * n_eval == 80
+    assert len(ratings_of(tmp_path)) == 2 * n_eval == 96
     res = run("score", tmp_path, "--format", "json")
     assert res.exit_code == 0, res.output
     assert "ratings.jsonl" not in res.output
@@ -342,7 +354,7 @@ def test_evalkit_judge_works_on_imported_runs_and_is_audited_with_the_scorers(lo
     fast.write_text("[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
     res = run("judge", "--db", db, "--model", "openai/judge-a", "--api-base", server.api_base, "--config", fast)
     assert res.exit_code == 0, res.output
-    assert 0 < server.count <= 12  # runs with the same bundle (identical epochs) share one call
+    assert 0 < server.count <= 14  # runs with the same bundle (identical epochs) share one call
     prompts = [r["raw"] for r in server.requests]
     assert any("Paris" in p and "What is the capital of France?" in p for p in prompts)  # prompt and target
     assert not any("model_graded_qa" in p for p in prompts)  # the other scorers' values stay out
@@ -353,4 +365,16 @@ def test_evalkit_judge_works_on_imported_runs_and_is_audited_with_the_scorers(lo
     assert sorted((c["judge"], c["mechanical"]) for c in outcome["judge_vs_mechanical"]) == [
         ("model_graded_qa", "match"), ("openai/judge-a@procedure_v1", "match")]
     [pairing] = [p for p in report["pairings"] if p["pairing"] == "outcome"]
-    assert pairing["n"] == 10  # the evalkit judge against all_passed, on the 10 scored runs
+    assert pairing["n"] == 12  # the evalkit judge against all_passed, on the 12 scored runs
+
+
+def test_without_inspect_ai_the_format_is_a_usage_error(tmp_path):
+    code = (
+        "import sys\nsys.modules['inspect_ai'] = None\nsys.modules['inspect_ai.log'] = None\n"
+        "from click.testing import CliRunner\nfrom evalkit.cli import cli\n"
+        f"r = CliRunner().invoke(cli, ['import', 'inspect', {str(tmp_path)!r}, '-o', {str(tmp_path / 'o')!r}])\n"
+        "print(r.exit_code)\nprint(r.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    code, message = out.stdout.split("\n", 1)
+    assert code == "2" and "format inspect needs inspect_ai: pip install 'evalkit[inspect]'" in message

@@ -34,6 +34,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -121,23 +122,21 @@ class InspectImporter:
         try:
             if path.endswith(".eval"):
                 header = log.read_eval_log(path, header_only=True)
-                samples: Any = self._eval_samples(log, path, header)
+                samples = self._eval_samples(log, path, header)
             else:
                 header = log.read_eval_log(path, resolve_attachments=True)
-                samples = header.samples or []
+                samples = iter(header.samples or [])
         except Exception as exc:  # inspect_ai raises many types for a corrupt file
             raise ImportFormatError(path, None, f"not a readable inspect_ai log: {_first_line(exc)}") from None
         ctx = _LogContext(path, header, outcome_scorer, _names(judge_scorers), threshold)
         out = Converted([])
         while True:
             try:
-                sample = next(samples) if not isinstance(samples, list) else (samples.pop(0) if samples else None)
+                sample = next(samples)
             except StopIteration:
                 break
-            except Exception as exc:
+            except Exception as exc:  # a damaged sample entry: the log cannot be trusted as a whole
                 raise ImportFormatError(path, None, f"cannot read a sample: {_first_line(exc)}") from None
-            if sample is None:
-                break
             try:
                 run, ratings = ctx.sample_run(sample)
             except _SampleError as exc:
@@ -155,10 +154,10 @@ class InspectImporter:
         return out
 
     @staticmethod
-    def _eval_samples(log: Any, path: str, header: Any) -> Any:
+    def _eval_samples(log: Any, path: str, header: Any) -> Iterator[Any]:
         if header.eval.dataset.sample_ids is None:  # an old log without the sample list: read it whole
             return iter(log.read_eval_log(path, resolve_attachments=True).samples or [])
-        return log.read_eval_log_samples(path, all_samples_required=False, resolve_attachments=True)
+        return iter(log.read_eval_log_samples(path, all_samples_required=False, resolve_attachments=True))
 
 
 IMPORTER = InspectImporter()

@@ -8,13 +8,14 @@ walk-through (docs/importers.md) and the importer's tests.
     evalkit audit --db e.db
 
 The agent and the grader are inspect_ai's ``mockllm/model`` with scripted replies (no network, no
-API key), so the logs are inspect_ai's own files, written by its own eval loop. Five samples, two
+API key), so the logs are inspect_ai's own files, written by its own eval loop. Seven samples, two
 epochs, two scorers: ``match`` (deterministic) and ``model_graded_qa`` (model-graded):
 
 * ``add`` calls the ``add`` tool and answers from its result;
 * ``divide`` calls the ``divide`` tool, which fails (a tool error), and answers from the error;
 * ``capital`` answers directly; ``multiply`` answers "forty-two" for 42 — ``match`` says I, the
   grader C (a lenient grader); ``colour`` is right in one epoch and unsure in the other;
+* ``loop`` calls ``add`` again and again until the task's message limit stops it;
 * ``boom`` crashes in its solver: an errored sample inspect_ai does not score.
 
 The logs' ids and timestamps are inspect_ai's own (new ones every time you run this script).
@@ -33,9 +34,11 @@ SAMPLES = [
     ("capital", "What is the capital of France?", "Paris"),
     ("multiply", "What is 7 times 6?", "42"),
     ("colour", "What colour is a clear daytime sky?", "blue"),
+    ("loop", "Keep adding 1 and 1 with the add tool, forever.", "infinity"),
     ("boom", "This sample's solver crashes.", "nothing"),
 ]
 EPOCHS = 2
+MESSAGE_LIMIT = 8  # only `loop` reaches it
 NUMBER_WORDS = {"forty-two": "42"}
 
 
@@ -43,7 +46,7 @@ def _agent_reply(prompt: str, asked: Counter) -> Any:
     from inspect_ai.model import ModelOutput
 
     asked[prompt] += 1
-    if prompt.startswith("Use the add tool"):
+    if prompt.startswith("Use the add tool") or prompt.startswith("Keep adding"):
         return ModelOutput.for_tool_call("mockllm/model", "add", {"x": 2, "y": 2})
     if prompt.startswith("Use the divide tool"):
         return ModelOutput.for_tool_call("mockllm/model", "divide", {"x": 1, "y": 0})
@@ -75,7 +78,10 @@ def scripted_model() -> Any:
 
     def reply(messages: list, tools: list, tool_choice: Any, config: Any) -> ModelOutput:
         last = messages[-1]
-        if last.role == "tool":
+        first = next((m.text for m in messages if m.role == "user"), "")
+        if last.role == "tool" and first.startswith("Keep adding"):
+            output = ModelOutput.for_tool_call("mockllm/model", "add", {"x": 1, "y": 1})
+        elif last.role == "tool":
             answer = f"The tool said: {last.text or (last.error.message if last.error else '')}".strip()
             if "division" in answer.lower() or "zero" in answer.lower():
                 answer = "Dividing by zero is undefined."
@@ -143,6 +149,7 @@ def tiny_task() -> Any:
         solver=[crash_on_boom(), use_tools(add(), divide()), generate()],
         scorer=[match(location="any"), model_graded_qa()],
         epochs=EPOCHS,
+        message_limit=MESSAGE_LIMIT,
     )
 
 
