@@ -378,3 +378,16 @@ def test_without_inspect_ai_the_format_is_a_usage_error(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     code, message = out.stdout.split("\n", 1)
     assert code == "2" and "format inspect needs inspect_ai: pip install 'evalkit[inspect]'" in message
+
+
+def test_hostile_sample_id_in_an_error_line_is_sanitized(logs, tmp_path):
+    log = inspect_log.read_eval_log(str(logs["json"]))
+    [bad] = [s for s in log.samples if s.id == "capital" and s.epoch == 1]
+    bad.id = "capital\x1b[2J\rX"
+    bad.scores["match"].value = {"not": "a grade"}
+    edited = tmp_path / logs["json"].name
+    inspect_log.write_eval_log(log, str(edited))
+    res = run("import", "inspect", edited, "-o", tmp_path / "out")
+    assert res.exit_code == 1
+    [line] = res.stderr.strip().splitlines()
+    assert "outcome scorer 'match' gave" in line and "\x1b" not in line and "\r" not in line

@@ -50,6 +50,8 @@ def import_command(
     converted. Exit 0 when every input converted, 1 when some were bad, 2 on usage errors.
     """
     from evalkit import importers
+    from evalkit.commands.kit import EXIT_BAD_INPUT, warn
+    from evalkit.present.safe import sanitize
 
     if list_formats:
         for name, origin in importers.available().items():
@@ -89,11 +91,11 @@ def import_command(
                 raise click.UsageError(f"{path} is a directory; format {format_name} reads files")
     result = importers.import_files(importer, files, out_dir, db=db_path, **options)
     for path, written in result.written.items():
-        click.echo(f"{path}: {len(written)} run{'s' if len(written) != 1 else ''} -> {out_dir}")
+        click.echo(sanitize(f"{path}: {len(written)} run{'s' if len(written) != 1 else ''} -> {out_dir}"))
     if result.ratings_file:
         where = f" and {db_path}" if db_path else ""
-        click.echo(f"{result.ratings} ratings -> {result.ratings_file}{where}")
+        click.echo(sanitize(f"{result.ratings} ratings -> {result.ratings_file}{where}"))
     for error in result.errors:
-        click.echo(str(error), err=True)
+        warn(str(error))  # errors quote sample ids and paths from the input
     if result.errors:
-        sys.exit(1)
+        sys.exit(EXIT_BAD_INPUT)
