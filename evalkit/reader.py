@@ -208,8 +208,13 @@ def read_trajectory(path: str | Path, warn: Warn | None = None, max_bytes: int |
             raise InputError(name, None, f"cannot read: {exc.strerror or exc}") from None
 
 
+# Imported ratings written next to imported runs (evalkit.importers.ratings_file): not a trajectory.
+RATINGS_FILE = "ratings.jsonl"
+
+
 def expand_paths(paths: Iterable[str | Path]) -> Iterator[str]:
-    """Files as given; directories searched recursively for ``*.jsonl`` in sorted order."""
+    """Files as given; directories searched recursively for ``*.jsonl`` in sorted order, except the
+    ``ratings.jsonl`` an importer writes beside its runs (named explicitly, it is read as given)."""
     for path in paths:
         name = str(path)
         if name == STDIN:
@@ -218,7 +223,7 @@ def expand_paths(paths: Iterable[str | Path]) -> Iterator[str]:
         p = Path(name)
         if p.is_dir():
             for child in sorted(p.rglob("*.jsonl")):
-                if child.is_file():
+                if child.is_file() and child.name != RATINGS_FILE:
                     yield str(child)
         else:
             yield name

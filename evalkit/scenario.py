@@ -135,17 +135,21 @@ class Scenario(_Open):
         def actions(items: list[Action]) -> list[dict[str, Any]]:
             return [a.model_dump(mode="json", exclude_none=True) for a in items]
 
+        truth: dict[str, Any] = {
+            "procedure": [
+                {"block": b.block, "ordered": b.ordered, "actions": actions(b.actions)} for b in gt.procedure
+            ],
+            "optional_actions": actions(gt.optional_actions),
+            "forbidden_actions": actions(gt.forbidden_actions),
+        }
+        target = (gt.model_extra or {}).get("target")
+        if target is not None:  # a reference answer (imported inspect_ai samples); absent otherwise
+            truth["target"] = target
         return {
             "scenario_id": self.id,
             "title": self.title,
             "task_prompt": self.task_prompt(),
-            "ground_truth": {
-                "procedure": [
-                    {"block": b.block, "ordered": b.ordered, "actions": actions(b.actions)} for b in gt.procedure
-                ],
-                "optional_actions": actions(gt.optional_actions),
-                "forbidden_actions": actions(gt.forbidden_actions),
-            },
+            "ground_truth": truth,
             "success_criteria": self.success.model_dump(mode="json") if self.success else None,
             "budget": self.budget.model_dump(mode="json", exclude_none=True) if self.budget else None,
         }

@@ -114,7 +114,7 @@ def test_labels_are_normalised_across_files(tmp_path):
     "name, text, where, message",
     [
         ("bad.jsonl", '{"item_id":"a","rater":"r","rater_kind":"human","dimension":"d","value":1}\n{"item_id": "b",\n', 2, "invalid JSON"),
-        ("bad.jsonl", '{"item_id":"a","rater":"r","rater_kind":"robot","dimension":"d","value":1}\n', 1, "rater_kind must be 'human' or 'judge'"),
+        ("bad.jsonl", '{"item_id":"a","rater":"r","rater_kind":"robot","dimension":"d","value":1}\n', 1, "rater_kind must be 'human', 'judge' or 'mechanical'"),
         ("bad.jsonl", '{"item_id":"a","rater":"r","rater_kind":"human","dimension":"d"}\n', 1, "value is required"),
         ("bad.jsonl", '[1, 2]\n', 1, "each line must be a JSON object"),
         ("bad.csv", "item_id,rater,rater_kind,dimension,value\na,r,human,d,1\nb,r,human,d\n", 3, "expected 5 columns, found 4"),

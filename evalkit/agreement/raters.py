@@ -14,13 +14,19 @@ Choices the issue leaves open (documented in docs/audit.md):
   rating left after that is not listed.
 - The Alt-Test runs for every judge rater of a dimension that has at least ``min_humans`` human
   raters on items that judge also rated; ``accuracy`` for nominal labels, ``neg_abs_error`` for
-  numbers.
+  numbers. ``mechanical`` raters (external deterministic scorers) are neither judges nor humans there.
+- Every (judge, mechanical) rater pair of a dimension also gets what a pairing gets: the confusion
+  matrix (rows judge), Cohen's kappa, and the error direction — ``lenient`` when the judge's label
+  grants more credit than the mechanical one. Credit: the configured scale's order (least credit
+  first, as for pairings), else :func:`label_credit` (numbers, inspect_ai's C/P/I/N, pass/fail);
+  without a credit for every label the direction is undefined.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any, Iterable
 
+from evalkit.agreement.credit import credit
 from evalkit.agreement.paired import NOT_APPLICABLE, ORDERED
 from evalkit.agreement.pairings import AuditConfig, DimensionSpec
 from evalkit.agreement.ratings import Rating
@@ -128,7 +134,64 @@ def analyse_dimension(dimension: str, ratings: list[Rating], config: AuditConfig
     entry["krippendorff_alpha"] = st.krippendorff_alpha(matrix, level, labels)
     entry["gwet_ac1"] = st.gwet_ac1_multi(matrix, labels)
     entry["alt_test"] = alt_tests(raters, kinds, matrix, level, config)
+    entry["judge_vs_mechanical"] = judge_vs_mechanical(raters, kinds, matrix, labels, spec)
     return entry
+
+
+OUTCOME_CREDIT = {"pass": 1.0, "fail": 0.0}
+
+
+def label_credit(v: Any) -> float | None:
+    """A label's credit: inspect_ai's value semantics (evalkit.agreement.credit), plus evalkit's own
+    outcome labels ``pass`` (1) and ``fail`` (0)."""
+    if isinstance(v, str) and v in OUTCOME_CREDIT:
+        return OUTCOME_CREDIT[v]
+    return credit(v)
+
+
+def _scale_credit(labels: list[Any]) -> Any:
+    def by_position(v: Any) -> float | None:
+        return next((float(i) for i, lab in enumerate(labels) if on_scale(v, [lab])), None)
+
+    return by_position
+
+
+def judge_vs_mechanical(
+    raters: list[str], kinds: dict[str, str], matrix: list[list[Any]], labels: list[Any], spec: DimensionSpec | None
+) -> list[dict[str, Any]]:
+    """One entry per (judge, mechanical) rater pair with a shared item (see module docstring)."""
+    st = _stats()
+    order = _scale_credit(labels) if spec is not None and spec.scale is not None else label_credit
+    out = []
+    for j, judge in enumerate(raters):
+        if kinds[judge] != "judge":
+            continue
+        for m, mech in enumerate(raters):
+            if kinds[mech] != "mechanical":
+                continue
+            x, y = _paired(matrix[j], matrix[m])
+            if not x:
+                continue
+            entry: dict[str, Any] = {
+                "judge": judge,
+                "mechanical": mech,
+                "n": len(x),
+                "agree": sum(1 for a, b in zip(x, y) if a == b and isinstance(a, bool) == isinstance(b, bool)),
+                "cohen_kappa": st.cohen_kappa(x, y, labels),
+                "confusion_matrix": {
+                    "labels": labels, "row_axis": "judge", "column_axis": "mechanical",
+                    "matrix": st.confusion_matrix(x, y, labels),
+                },
+            }
+            cx, cy = [order(v) for v in x], [order(v) for v in y]
+            if any(c is None for c in cx + cy):
+                reason = "a label has no credit order (configure the dimension's scale, least credit first)"
+                entry["lenient"] = entry["strict"] = na(reason)
+            else:
+                entry["lenient"] = sum(1 for a, b in zip(cx, cy) if a > b)
+                entry["strict"] = sum(1 for a, b in zip(cx, cy) if a < b)
+            out.append(entry)
+    return out
 
 
 def _paired(a: list[Any], b: list[Any]) -> tuple[list[Any], list[Any]]:

@@ -3,7 +3,8 @@
 Accepted files (`evalkit annotations import FILE`):
 
 - long CSV / TSV / JSONL with the columns ``item_id, rater, rater_kind, dimension, value`` and an
-  optional ``confidence``;
+  optional ``confidence``; ``rater_kind`` is ``human``, ``judge`` (a model grading) or ``mechanical``
+  (an external deterministic scorer);
 - the computer-use rubric's ``results/scores.csv`` ("wide"): one row per run, one column per dimension. The item
   column is the first of ``item_id, run_id, run, id``; ``rater``/``rater_kind`` columns are used
   when present; the columns in :data:`WIDE_METADATA` are not dimensions; a ``confidence`` column
@@ -55,7 +56,8 @@ class RatingRow(BaseModel):
 
     item_id: str
     rater: str
-    rater_kind: Literal["human", "judge"]
+    # mechanical: an external deterministic scorer (e.g. an inspect_ai `match` scorer) rating items
+    rater_kind: Literal["human", "judge", "mechanical"]
     dimension: str
     value: Value
     confidence: float | None = None
@@ -137,7 +139,7 @@ def _error_text(exc: ValidationError) -> str:
         if err["type"] == "missing":
             msg = "is required"
         elif err["type"] == "literal_error":
-            msg = "must be 'human' or 'judge'"
+            msg = "must be 'human', 'judge' or 'mechanical'"
         parts.append(f"{loc} {msg}")
     return "; ".join(parts)
 

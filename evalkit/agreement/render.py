@@ -172,6 +172,15 @@ def sections(report: dict[str, Any]) -> list[Section]:
                     f"advantage probability {t['advantage_prob']:.3f}, passed {fmt(t['passed'])} "
                     f"(epsilon {t['epsilon']}, metric {t['metric']}, q {t['q']})"
                 )
+        for c in e.get("judge_vs_mechanical") or []:
+            direction = (
+                f"lenient {c['lenient']}, strict {c['strict']}" if isinstance(c["lenient"], int)
+                else f"direction n/a ({c['lenient']['reason']})"
+            )
+            rnotes.append(
+                f"{e['dimension']} judge {c['judge']} vs mechanical {c['mechanical']}: n {c['n']}, agree {c['agree']}, "
+                f"kappa {fmt(c['cohen_kappa'])}, {direction}"
+            )
     for s in report.get("raters_skipped", []):
         rnotes.append(f"{s['dimension']} skipped: {s['reason']} ({', '.join(s['raters'])})")
     out.append(
@@ -283,6 +292,9 @@ def render_csv(report: dict[str, Any]) -> str:
         for t in e.get("alt_test") or []:
             for k in ("winning_rate", "advantage_prob"):
                 rows.append(["raters", e["dimension"], "alt_test", t["judge"], k, "" if t[k] is None else t[k], t.get("reason") or ""])
+        for c in e.get("judge_vs_mechanical") or []:
+            pair = f"{c['judge']} vs {c['mechanical']}"
+            _csv_stats(rows, "raters", e["dimension"], "judge_vs_mechanical", pair, c, ["n", "agree", "cohen_kappa", "lenient", "strict"])
     for j in report.get("drift", []):
         name = f"{j['judge_model']}@{j['rubric']}"
         rows.append(["drift", name, "", "", "n_replicates", j["n_replicates"], ""])

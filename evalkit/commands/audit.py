@@ -74,13 +74,13 @@ def register(group: click.Group) -> None:
     @click.argument("file", type=click.Path(dir_okay=False))
     @click.option("--db", "db_path", default="evalkit.db", show_default=True, help="SQLite database to write the ratings into.")
     @click.option("--rater", metavar="NAME", help="Rater name for every row (overrides a rater column).")
-    @click.option("--kind", type=click.Choice(["human", "judge"]),
+    @click.option("--kind", type=click.Choice(["human", "judge", "mechanical"]),
                   help="Rater kind where the file has no rater_kind (default human).")
     def import_(file, db_path, rater, kind):
         """Import ratings from CSV/TSV/JSONL into the `ratings` table.
 
         Long files have the columns item_id, rater, rater_kind (human|judge), dimension, value and
-        an optional confidence; a wide scores.csv (one row per run, one column per dimension, as
+        an optional confidence (rater_kind mechanical: a deterministic scorer); a wide scores.csv (one row per run, one column per dimension, as
         the computer-use rubric keeps it) is accepted too. The whole file is checked first: a bad file writes nothing and exits 1
         with one line naming the file and line. Re-importing replaces the same ratings.
         """

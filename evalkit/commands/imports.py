@@ -5,6 +5,7 @@ Only click and the standard library are imported here; the importers load inside
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -15,13 +16,18 @@ def register(group: click.Group) -> None:
 
 @click.command("import")
 @click.argument("format_name", metavar="FORMAT", required=False)
-@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.argument("files", nargs=-1, type=click.Path(exists=True))
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), help="Directory for the trajectories.")
 @click.option("--model", help="Model name for the runs (tau-bench files do not record it).")
 @click.option(
     "--domain",
     help="tau-bench domain (airline, retail); inferred from the tool names when omitted.",
 )
+@click.option("--outcome-scorer", metavar="NAME", help="inspect: the scorer whose value is the end state (default: the first deterministic one).")
+@click.option("--judge-scorers", metavar="NAMES", help="inspect: comma-separated scorers that are model-graded (besides the known built-ins).")
+@click.option("--outcome-threshold", type=float, metavar="X", help="inspect: credit a value needs to pass (default 1.0; C=1, P=0.5, I=0).")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also import the ratings the format provides (inspect: its scorers) into this database.")
 @click.option("--list", "list_formats", is_flag=True, help="List the available formats and exit.")
 def import_command(
     format_name: str | None,
@@ -29,15 +35,23 @@ def import_command(
     out_dir: str | None,
     model: str | None,
     domain: str | None,
+    outcome_scorer: str | None,
+    judge_scorers: str | None,
+    outcome_threshold: float | None,
+    db_path: str | None,
     list_formats: bool,
 ) -> None:
-    """Convert FILEs recorded by another harness (FORMAT: taubench, openai-messages, or a plugin's
-    name) into evalkit trajectories, one <run_id>.jsonl per run in DIR, ready for `evalkit score`.
+    """Convert FILEs recorded by another harness (FORMAT: taubench, openai-messages, inspect, or a
+    plugin's name) into evalkit trajectories, one <run_id>.jsonl per run in DIR, ready for
+    `evalkit score`. Formats that record ratings (inspect: its scorers) also write DIR/ratings.jsonl
+    and, with --db, import those ratings into the database for `evalkit audit`.
 
     Each input is all-or-nothing: a bad input leaves no files behind and the others are still
     converted. Exit 0 when every input converted, 1 when some were bad, 2 on usage errors.
     """
     from evalkit import importers
+    from evalkit.commands.kit import EXIT_BAD_INPUT, warn
+    from evalkit.present.safe import sanitize
 
     if list_formats:
         for name, origin in importers.available().items():
@@ -53,19 +67,35 @@ def import_command(
         importer = importers.get_importer(format_name)
     except KeyError as exc:
         raise click.UsageError(str(exc.args[0])) from None
-    options = {"model": model, "domain": domain}
+    require = getattr(importer, "require", None)
+    if require is not None:
+        try:
+            require()
+        except Exception as exc:  # the format's optional dependency is missing
+            raise click.UsageError(str(exc)) from None
+    options = {"model": model, "domain": domain, "outcome_scorer": outcome_scorer,
+               "judge_scorers": judge_scorers, "outcome_threshold": outcome_threshold}
     accepted = importers.supported_options(importer)
     if accepted is not None:
         for name, value in options.items():
             if value is not None and name not in accepted:
-                raise click.UsageError(f"--{name} is not used by format {format_name}")
+                raise click.UsageError(f"--{name.replace('_', '-')} is not used by format {format_name}")
     for name in getattr(importer, "required", ()):
         if options.get(name) is None:
-            raise click.UsageError(f"format {format_name} needs --{name}")
-    result = importers.import_files(importer, files, out_dir, **options)
+            raise click.UsageError(f"format {format_name} needs --{name.replace('_', '-')}")
+    if db_path is not None and not getattr(importer, "ratings", False):
+        raise click.UsageError(f"--db is not used by format {format_name} (it records no ratings)")
+    if not getattr(importer, "expand", None):
+        for path in files:
+            if Path(path).is_dir():
+                raise click.UsageError(f"{path} is a directory; format {format_name} reads files")
+    result = importers.import_files(importer, files, out_dir, db=db_path, **options)
     for path, written in result.written.items():
-        click.echo(f"{path}: {len(written)} run{'s' if len(written) != 1 else ''} -> {out_dir}")
+        click.echo(sanitize(f"{path}: {len(written)} run{'s' if len(written) != 1 else ''} -> {out_dir}"))
+    if result.ratings_file:
+        where = f" and {db_path}" if db_path else ""
+        click.echo(sanitize(f"{result.ratings} ratings -> {result.ratings_file}{where}"))
     for error in result.errors:
-        click.echo(str(error), err=True)
+        warn(str(error))  # errors quote sample ids and paths from the input
     if result.errors:
-        sys.exit(1)
+        sys.exit(EXIT_BAD_INPUT)

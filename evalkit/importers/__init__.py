@@ -8,7 +8,12 @@ either an object with ``name``, ``summary``, ``options`` (the keyword options it
 ``convert(path, **options)``. Bad input raises :class:`ImportFormatError` naming the file and the
 record; an importer never writes files itself — :func:`import_files` does, all-or-nothing per input.
 
-Registry: the built-in importers (``taubench``, ``openai-messages``) plus every entry point in the
+An importer may also return :class:`Converted` (runs, plus ratings of those runs and per-run errors:
+one bad sample need not reject a whole log), and may offer ``expand(directory) -> [paths]`` to accept
+directories. Ratings are written to ``DIR/ratings.jsonl`` in the format of ``evalkit annotations
+import`` (see :mod:`evalkit.importers.ratings_file`).
+
+Registry: the built-in importers (``taubench``, ``openai-messages``, ``inspect``) plus every entry point in the
 group ``evalkit.importers``. A plugin cannot shadow a built-in name (the built-in wins), so an
 installed package can never change what ``evalkit import taubench`` means.
 """
@@ -27,6 +32,7 @@ ENTRY_POINT_GROUP = "evalkit.importers"
 
 # name -> "module:attribute"; loaded lazily so listing formats stays cheap.
 BUILTIN = {
+    "inspect": "evalkit.importers.inspect_logs:IMPORTER",
     "openai-messages": "evalkit.importers.openai_messages:IMPORTER",
     "taubench": "evalkit.importers.taubench:IMPORTER",
 }
@@ -40,6 +46,20 @@ class ImportFormatError(InputError):
     ``line`` is the line where the offending record starts when the importer knows it; the message
     itself names the record (index, ids), so the error is useful even without a line.
     """
+
+
+@dataclass
+class Converted:
+    """What an importer returns when it has more than runs to give.
+
+    ``ratings``: rating rows (dicts with ``item_id`` = a run_id of ``runs``, ``rater``, ``rater_kind``,
+    ``dimension``, ``value``, optional ``confidence``); ``errors``: runs that could not be converted
+    (each names the file and the record), while the other runs of the file are still written.
+    """
+
+    runs: list[Records]
+    ratings: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
 
 
 class Importer(Protocol):
@@ -108,6 +128,8 @@ class ImportResult:
 
     written: dict[str, list[str]] = field(default_factory=dict)
     errors: list[InputError] = field(default_factory=list)
+    ratings: int = 0  # rating rows written to ratings_file by this call
+    ratings_file: str | None = None
 
     @property
     def runs(self) -> int:
@@ -118,18 +140,35 @@ def supported_options(importer: Importer) -> tuple[str, ...] | None:
     return getattr(importer, "options", None)
 
 
+def expand_inputs(importer: Importer, paths: Sequence[str | Path]) -> list[str]:
+    """Inputs as given; a directory becomes the files the importer's ``expand`` finds in it (an
+    importer without ``expand`` gets the directory itself and reports it)."""
+    out: list[str] = []
+    for raw in paths:
+        expand = getattr(importer, "expand", None)
+        if expand is not None and Path(raw).is_dir():
+            out.extend(expand(str(raw)))
+        else:
+            out.append(str(raw))
+    return out
+
+
 def import_files(
     importer: Importer | str,
     paths: Sequence[str | Path],
     out_dir: str | Path,
+    *,
+    db: str | Path | None = None,
     **options: Any,
 ) -> ImportResult:
     """Convert every input with ``importer`` and write one ``<run_id>.jsonl`` per run into ``out_dir``.
 
-    Each input is all-or-nothing: a conversion error leaves no file behind for that input and the
-    other inputs are still imported. Two runs with the same run_id within one call are an error for
-    the later input (its runs would silently replace the earlier ones otherwise). Options whose
-    value is None are not passed on.
+    Each input is all-or-nothing, unless the importer reports errors per run (:class:`Converted`):
+    then the runs it could convert are written and the others are errors. The other inputs are
+    imported either way. Two runs with the same run_id within one call are an error for the later
+    input (its runs would silently replace the earlier ones otherwise). Options whose value is None
+    are not passed on. Ratings the importer produced are merged into ``out_dir/ratings.jsonl`` and,
+    with ``db``, imported into that database's ``ratings`` table.
     """
     from evalkit.importers.writer import write_runs
 
@@ -137,10 +176,14 @@ def import_files(
     given = {k: v for k, v in options.items() if v is not None}
     result = ImportResult()
     seen: dict[str, str] = {}
-    for raw in paths:
-        path = str(raw)
+    ratings: list[dict[str, Any]] = []
+    for path in expand_inputs(imp, paths):
         try:
-            runs = imp.convert(path, **given)
+            if Path(path).is_dir():
+                raise ImportFormatError(path, None, f"is a directory (format {imp.name} reads files)")
+            out = imp.convert(path, **given)
+            converted = out if isinstance(out, Converted) else Converted(list(out))
+            runs = converted.runs
             _check_runs(path, runs, seen)
             try:
                 written = write_runs(runs, out_dir)
@@ -153,8 +196,18 @@ def import_files(
             result.errors.append(ImportFormatError(path, None, f"cannot read or write: {exc.strerror or exc}"))
             continue
         result.written[path] = written
+        result.errors.extend(converted.errors)
+        ratings.extend(converted.ratings)
         for run in runs:
             seen[run[0]["run_id"]] = path
+    if ratings:
+        from evalkit.importers.ratings_file import store_ratings
+
+        try:
+            result.ratings_file = store_ratings(ratings, out_dir, db)
+            result.ratings = len(ratings)
+        except InputError as exc:
+            result.errors.append(exc)
     return result
 
 
