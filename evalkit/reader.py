@@ -6,7 +6,6 @@ the run then has no ``final`` record (status ``incomplete``).
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,18 @@ _VALIDATE = {name: model.__pydantic_validator__.validate_python for name, model 
 EVENT_TYPES = frozenset({"assistant", "nudge", "tool_call", "provider_error", "harness_error"})
 Warn = Callable[[str], None]
 # Only lines that could hold a non-finite number are walked to count them: the literals, or an
-# exponent / digit run long enough to overflow a float.
-_MAYBE_NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE][+-]?[0-9]{3}|[0-9]{309}")
+# exponent / digit run long enough to overflow a float (what ``[0-9][eE][+-]?[0-9]{3}|[0-9]{309}``
+# matches). Mapping every digit to 0 and E to e turns those into a few substring tests, four times
+# cheaper than the regular expression (which cost more than parsing the line).
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789E", b"000000000e")
+_LONG_DIGITS = b"0" * 309
+
+
+def _maybe_non_finite(line: bytes) -> bool:
+    if b"NaN" in line or b"Infinity" in line:
+        return True
+    t = line.translate(_DIGITS_TO_ZERO)
+    return b"0e000" in t or b"0e+000" in t or b"0e-000" in t or _LONG_DIGITS in t
 
 
 def _describe(exc: ValidationError, record_type: str) -> str:
@@ -95,7 +104,7 @@ class _Builder:
             raise InputError(path, lineno, "record has no string 'type' field")
         if self.meta is None and rtype != "meta":
             raise InputError(path, lineno, f"the first record must be 'meta', got {rtype!r}")
-        if _MAYBE_NON_FINITE.search(line):
+        if _maybe_non_finite(line):
             self.non_finite += count_non_finite(obj)
         if rtype == "meta":
             _share_scenario(obj)

@@ -58,12 +58,18 @@ RUNS_TEXT = TextRows(RUN_COLUMNS, RUN_WIDTHS)
 RUNS_MARKDOWN = MarkdownRows(RUN_COLUMNS)
 
 
+def card_json(card: ScoreCard) -> str:
+    """The card as compact UTF-8 JSON, serialised by pydantic-core in one pass (a quarter of the
+    score path's time went to dumping the card to dicts and encoding them with the ``json`` module)."""
+    return card.model_dump_json(by_alias=True)
+
+
 def card_text(card: ScoreCard, fmt_name: str) -> str:
     """One card's part of the output in a format (a pure function, so it can run in a worker)."""
     if fmt_name == "jsonl":
-        return json.dumps(card.to_json_dict(), ensure_ascii=False) + "\n"
+        return card_json(card) + "\n"
     if fmt_name == "json":
-        return json.dumps(card.to_json_dict(), ensure_ascii=False)
+        return card_json(card)
     if fmt_name == "csv":
         return csv_line([_csv_value(v) for v in run_row(card)])
     if fmt_name == "markdown":

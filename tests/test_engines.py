@@ -98,3 +98,4 @@ def test_workers_must_be_positive(corpus):
 def test_ray_address_without_ray_engine_is_a_usage_error(corpus):
     code, _, err = score([str(corpus), "--ray-address", "127.0.0.1:6379", "--no-db"])
     assert code == 2 and "--engine ray" in err
+
