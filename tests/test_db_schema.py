@@ -170,8 +170,7 @@ def test_missing_columns_are_added_by_migration_and_overlaid_for_readers(tmp_pat
     conn = sqlite3.connect(db)
     cols = [r[1] for r in conn.execute("PRAGMA table_info(annotations)")]
     conn.close()
-    assert cols[-7:] == ["rationale", "cost_usd", "latency_ms", "prompt_tokens", "completion_tokens", "cache_key",
-                         "created_at"]
+    assert {"rationale", "created_at"} <= set(cols) and set(TABLES["annotations"].column_names) <= set(cols)
 
 
 def test_readonly_open_never_writes(tmp_path, cards):
@@ -210,7 +209,8 @@ def test_score_into_batches_and_warns_on_duplicate_run_id(tmp_path, cards):
     assert [c.run_id for c in stored] == [got[0].run_id]
     assert len(errors) == 1 and "bad.jsonl" in str(errors[0])
     assert [w for w in warnings if "already read from" in w] == [
-        f"{got[1].path}: warning: run_id {got[1].run_id!r} was already read from {got[0].path}; the database keeps this one"]
+        f"{got[1].path}: warning: run_id {got[1].run_id!r} was already read from {got[0].path}; "
+        "this one replaces it in the aggregates and the database"]
 
 
 def test_no_module_outside_evalkit_db_opens_a_connection():
