@@ -241,6 +241,26 @@ def provenance_items(p: dict) -> list[tuple[str, str]]:
     ]
 
 
+def _comparison_section(agg: dict) -> dict:
+    """Paired comparisons (evalkit.uncertainty.paired, the code behind ``evalkit compare``): every
+    model against the best one by mean score (Holm over that family; each model row gets its
+    ``versus_best``), and every pair of models (Holm over all pairs)."""
+    from evalkit.uncertainty.paired import best_model, compare_models
+
+    if len(agg.get("models", [])) < 2:
+        return {"available": False, "reason": "fewer than two agent models: nothing to compare"}
+    best = best_model(agg)
+    if best is None:
+        return {"available": False, "reason": "no model has a mean score"}
+    versus = compare_models(agg, baseline=best)
+    for m in agg["models"]:
+        rows = [r for r in versus["rows"] if r["candidate"] == m["model"]]
+        m["versus_best"] = None if m["model"] == best else {r["metric"]: {
+            "verdict": r["verdict"], "delta": r["delta"], "p_adjusted": r["p_adjusted"], "reason": r["reason"],
+        } for r in rows}
+    return {"available": True, "best": best, "versus_best": versus, "all_pairs": compare_models(agg)}
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -287,6 +307,7 @@ def build_report(
     for group in agg.get("groups", []):
         group.setdefault("scenario_title", titles.get(group.get("scenario_id")))
     unsafe = [r for r in runs if r["unsafe"]]
+    comparison = _comparison_section(agg)
     return {
         "title": title or "evalkit report",
         "made_at": made_at,
@@ -300,6 +321,8 @@ def build_report(
         },
         "groups": agg.get("groups", []),
         "models": agg.get("models", []),
+        "uncertainty": agg.get("uncertainty"),
+        "comparison": comparison,
         "runs": runs,
         "unsafe_runs": [r["run_id"] for r in unsafe],
         "judge": {"available": judge_section is not None,

@@ -36,6 +36,34 @@ def pct(value: Any) -> str:
     return f"{100 * float(value):.0f}%"
 
 
+def level(report: dict) -> str:
+    """The confidence level of the report's intervals, as ``95%``."""
+    value = (report.get("uncertainty") or {}).get("level", 0.95)
+    return f"{100 * value:g}%"
+
+
+def interval(ci: Any, percent: bool = False) -> str:
+    """``[0.62, 0.81]`` (or ``[62%, 81%]``); ``n/a`` when the interval is undefined."""
+    if not ci:
+        return "n/a"
+    shown = [pct(b) if percent else num(b) for b in ci]
+    return f"[{shown[0]}, {shown[1]}]"
+
+
+def versus_best(model: dict) -> str:
+    """How a model compares with the best one (paired, Holm-corrected): ``best``, ``worse: score
+    -0.21 (p 0.003)``, ``no detectable difference`` or ``not comparable``."""
+    versus = model.get("versus_best")
+    if versus is None:
+        return "best" if "versus_best" in model else "n/a"
+    worse = [f"{'score' if metric == 'score_mean' else 'pass rate'} {r['delta']:+.2f} (p {r['p_adjusted']:.2g})"
+             for metric, r in sorted(versus.items()) if r["verdict"] in ("worse", "better")]
+    if worse:
+        return "significantly different: " + "; ".join(worse)
+    verdicts = {r["verdict"] for r in versus.values()}
+    return "no detectable difference" if "no detectable difference" in verdicts else "not comparable"
+
+
 def money(value: Any) -> str:
     return "n/a" if value is None else f"${float(value):.4f}"
 

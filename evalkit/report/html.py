@@ -110,22 +110,29 @@ def _headline(report: dict) -> str:
         f'<p class="lede">{c["runs"]} runs ({c["scored"]} scored), {c["scenarios"]} scenarios, '
         f'{c["models"]} agent models; {c["unsafe"]} unsafe runs. '
         f"pass^k is the chance that k runs drawn from a group all pass (tau-bench's estimator). "
-        f"Per-model figures weight every scenario equally.</p>"
+        f"Per-model figures weight every scenario equally. {esc(fmt.level(report))} intervals: per model "
+        f"clustered by scenario, per group over its runs; whiskers on the charts.</p>"
     )
     models = report["models"]
     out.append("<h3>Per model</h3>")
     rows = [
         [esc(m.get("model")), fmt.num(m.get("scenarios")), f"{fmt.num(m.get('n_scored'))}{_small_n(fmt.small_n(m))}",
-         fmt.num(m.get("score_mean")), fmt.pct(m.get("pass_rate")), esc(fmt.pass_hat_k(m.get("pass_hat_k")))]
+         fmt.num(m.get("score_mean")), fmt.interval(m.get("score_mean_ci")), fmt.pct(m.get("pass_rate")),
+         fmt.interval(m.get("pass_rate_ci"), percent=True), esc(fmt.pass_hat_k(m.get("pass_hat_k"))),
+         esc(fmt.versus_best(m))]
         for m in models
     ]
-    out.append(_table(["model", "scenarios", "n scored", "score (mean)", "pass rate", "pass^k"], rows, cls="models",
-                      numeric={1, 2, 3, 4}))
+    level = fmt.level(report)
+    out.append(_table(["model", "scenarios", "n scored", "score (mean)", f"score {level} CI", "pass rate",
+                       f"pass rate {level} CI", "pass^k", "vs best (paired)"], rows, cls="models",
+                      numeric={1, 2, 3, 5}))
     charts = [
         _figure(
             bar_chart([(str(m.get("model")), m.get("pass_rate")) for m in models], title="Pass rate per model",
-                      value_format=".0%", flagged=[fmt.small_n(m) for m in models]),
-            "Pass rate per model (scenarios weighted equally); red bars include a scenario with fewer than 3 scored runs",
+                      value_format=".0%", flagged=[fmt.small_n(m) for m in models],
+                      intervals=[m.get("pass_rate_ci") for m in models]),
+            f"Pass rate per model (scenarios weighted equally), whiskers: {level} interval clustered by scenario; "
+            "red bars include a scenario with fewer than 3 scored runs",
         )
     ]
     groups = report["groups"]
@@ -137,19 +144,23 @@ def _headline(report: dict) -> str:
             f"{g.get('n')}",
             f"{g.get('n_scored')}{_small_n(fmt.small_n(g))}",
             fmt.pct(g.get("pass_rate")),
+            fmt.interval(g.get("pass_rate_ci"), percent=True),
             esc(fmt.pass_hat_k(g.get("pass_hat_k"))),
         ]
         for g in groups
     ]
-    out.append(_table(["scenario", "model", "n", "n scored", "pass rate", "pass^k"], rows, cls="groups", numeric={2, 3, 4}))
+    out.append(_table(["scenario", "model", "n", "n scored", "pass rate", f"pass rate {level} CI", "pass^k"], rows,
+                      cls="groups", numeric={2, 3, 4}))
     charts.append(
         _figure(
             bar_chart(
                 [(_group_label(g), g.get("pass_rate")) for g in groups],
                 title="Pass rate per scenario and model", value_format=".0%",
                 flagged=[bool(fmt.small_n(g)) for g in groups],
+                intervals=[g.get("pass_rate_ci") for g in groups],
             ),
-            "Pass rate per scenario and model; red bars have fewer than 3 scored runs",
+            f"Pass rate per scenario and model, whiskers: {level} interval over the runs; "
+            "red bars have fewer than 3 scored runs",
         )
     )
     out.append(f'<div class="charts">{"".join(charts)}</div>')
@@ -198,8 +209,9 @@ def _vector(report: dict) -> str:
                 [(_group_label(g), g.get("score_mean")) for g in groups],
                 title="Mean score per scenario and model",
                 flagged=[bool(fmt.small_n(g)) for g in groups],
+                intervals=[g.get("score_mean_ci") for g in groups],
             ),
-            "Mean score (scalar) per scenario and model",
+            f"Mean score (scalar) per scenario and model, whiskers: {fmt.level(report)} interval over the runs",
         )
     )
     out.append('<h3 id="safety">Safety: a gate, not a trade-off</h3>')

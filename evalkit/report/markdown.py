@@ -30,28 +30,33 @@ def _headline(report: dict) -> list[str]:
     if not report["runs"]:
         return out + ["_No scored runs in this database yet: run `evalkit score PATH --db FILE` first._", ""]
     c = report["counts"]
+    level = fmt.level(report)
     out += [
         f"{c['runs']} runs ({c['scored']} scored), {c['scenarios']} scenarios, {c['models']} agent models; "
         f"{c['unsafe']} unsafe runs. pass^k is the chance that k runs drawn from a group all pass "
-        "(tau-bench's estimator). Per-model figures weight every scenario equally.",
+        "(tau-bench's estimator). Per-model figures weight every scenario equally. "
+        f"{level} intervals: per model clustered by scenario, per group over its runs.",
         "",
         "### Per model",
         "",
         _table(
-            ["model", "scenarios", "n scored", "score (mean)", "pass rate", "pass^k"],
+            ["model", "scenarios", "n scored", "score (mean)", f"score {level} CI", "pass rate",
+             f"pass rate {level} CI", "pass^k", "vs best (paired)"],
             [[md(m.get("model")), fmt.num(m.get("scenarios")),
               f"{fmt.num(m.get('n_scored'))}{' **n<3**' if fmt.small_n(m) else ''}",
-              fmt.num(m.get("score_mean")), fmt.pct(m.get("pass_rate")),
-              md(fmt.pass_hat_k(m.get("pass_hat_k")))] for m in report["models"]],
+              fmt.num(m.get("score_mean")), md(fmt.interval(m.get("score_mean_ci"))), fmt.pct(m.get("pass_rate")),
+              md(fmt.interval(m.get("pass_rate_ci"), percent=True)),
+              md(fmt.pass_hat_k(m.get("pass_hat_k"))), md(fmt.versus_best(m))] for m in report["models"]],
         ),
         "",
         "### Per scenario and model",
         "",
         _table(
-            ["scenario", "model", "n", "n scored", "pass rate", "pass^k"],
+            ["scenario", "model", "n", "n scored", "pass rate", f"pass rate {level} CI", "pass^k"],
             [[md(g.get("scenario_id")), md(g.get("model")), str(g.get("n")),
               f"{g.get('n_scored')}{' **n<3**' if fmt.small_n(g) else ''}",
-              fmt.pct(g.get("pass_rate")), md(fmt.pass_hat_k(g.get("pass_hat_k")))] for g in report["groups"]],
+              fmt.pct(g.get("pass_rate")), md(fmt.interval(g.get("pass_rate_ci"), percent=True)),
+              md(fmt.pass_hat_k(g.get("pass_hat_k")))] for g in report["groups"]],
         ),
         "",
     ]

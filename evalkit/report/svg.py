@@ -16,6 +16,7 @@ BAR = "#3b6ea5"
 BAR_BAD = "#b5483b"
 MISSING = "#d9d9d9"
 GRID = "#c8c8c8"
+WHISKER = "#1a1a1a"
 
 
 def esc(text: object) -> str:
@@ -58,13 +59,15 @@ def bar_chart(
     value_format: str = ".2f",
     flagged: Sequence[bool] | None = None,
     label_chars: int = 40,
+    intervals: Sequence[Sequence[float] | None] | None = None,
 ) -> str:
     """Horizontal bars, one per ``(label, value)``; ``None`` draws an empty grey slot marked n/a.
 
     ``max_value`` fixes the axis (1.0 for rates and scores, so charts compare across reports);
     ``None`` scales to the largest value (for counts). ``value_format`` is a format spec for the
     value printed after each bar (``".0%"`` for rates). ``flagged`` colours a bar as a warning
-    (for example a group with fewer than three scored runs).
+    (for example a group with fewer than three scored runs). ``intervals`` draws each bar's
+    confidence interval ``[low, high]`` as a whisker (None: no whisker, the interval is undefined).
     """
     label_w = min(label_chars, max((len(lbl) for lbl, _ in items), default=4)) * 7.2 + 12
     bar_w, row_h, top = 320.0, 20.0, 8.0
@@ -99,7 +102,19 @@ def bar_chart(
                 f'height="{_n(row_h - 6)}" fill="{colour}"/>'
             )
         text = _fmt(value, value_format) + (" (n<3)" if warn else "")
-        x_text = label_w + (bar_w * min(1.0, float(value) / scale_max) if value and scale_max else 0) + 4
+        end = float(value) / scale_max if value and scale_max else 0.0
+        ci = intervals[i] if intervals else None
+        if ci is not None and value is not None and scale_max:
+            lo, hi = (max(0.0, min(1.0, float(b) / scale_max)) for b in ci)
+            mid = y + row_h / 2
+            out.append(
+                f'<path class="ci" d="M{_n(label_w + bar_w * lo)} {_n(mid)}H{_n(label_w + bar_w * hi)}'
+                f'M{_n(label_w + bar_w * lo)} {_n(mid - 4)}V{_n(mid + 4)}M{_n(label_w + bar_w * hi)} {_n(mid - 4)}V{_n(mid + 4)}" '
+                f'stroke="{WHISKER}" stroke-width="1.5" fill="none"><title>{esc(_fmt(ci[0], value_format))} to '
+                f'{esc(_fmt(ci[1], value_format))}</title></path>'
+            )
+            end = max(end, hi)
+        x_text = label_w + bar_w * min(1.0, end) + 4
         out.append(f'<text x="{_n(x_text)}" y="{_n(y + 14)}">{esc(text)}</text>')
         out.append("</g>")
     out.append("</svg>")
