@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "evalkit.commands.imports",
     "evalkit.commands.report",
     "evalkit.commands.export",
+    "evalkit.commands.compare",
 )
 
 

@@ -19,11 +19,21 @@ RUN_COLUMNS = (
 )
 RUN_WIDTHS = (40, 22, 18, 14, 8, 6, 9, 10, 9, 9, 10, 7)
 GROUP_COLUMNS = (
-    "scenario_id", "model", "n", "n_scored", "score_mean", "score_std", "score_median", "coverage_mean",
-    "order_mean", "end_state_mean", "pass_rate", "pass_hat_k", "dangerous_rate", "provider_error_rate",
-    "invalid_rate", "incomplete_rate", "small_n",
+    "scenario_id", "model", "n", "n_scored", "score_mean", "score_mean_ci", "score_std", "score_median",
+    "coverage_mean", "order_mean", "end_state_mean", "pass_rate", "pass_rate_ci", "pass_hat_k", "dangerous_rate",
+    "provider_error_rate", "invalid_rate", "incomplete_rate", "small_n",
 )
-MODEL_COLUMNS = ("model", "scenarios", "n", "n_scored", "score_mean", "pass_rate", "pass_hat_k", "dangerous_rate", "small_n")
+MODEL_COLUMNS = ("model", "scenarios", "n", "n_scored", "score_mean", "score_mean_ci", "pass_rate", "pass_rate_ci",
+                 "pass_hat_k", "dangerous_rate", "small_n")
+
+
+class Interval(tuple):
+    """A ``[low, high]`` confidence interval as a table shows it: ``[0.412, 0.788]``."""
+
+
+def _cell(row: dict[str, Any], column: str) -> Any:
+    value = row[column]
+    return Interval(value) if column.endswith("_ci") and value is not None else value
 
 
 def fmt(value: Any) -> str:
@@ -33,6 +43,8 @@ def fmt(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.3f}"
+    if isinstance(value, Interval):
+        return f"[{fmt(value[0])}, {fmt(value[1])}]"
     if isinstance(value, list):
         return " ".join(fmt(v) for v in value) if value else "-"
     return str(value)
@@ -140,9 +152,12 @@ class ScoreWriter:
                 for g in groups:
                     self._csv.row([_csv_value(g[c]) for c in GROUP_COLUMNS])
             return
-        group_table = Table(GROUP_COLUMNS, [[g[c] for c in GROUP_COLUMNS] for g in groups], display=fmt)
-        model_table = Table(MODEL_COLUMNS, [[m[c] for c in MODEL_COLUMNS] for m in models], display=fmt)
+        group_table = Table(GROUP_COLUMNS, [[_cell(g, c) for c in GROUP_COLUMNS] for g in groups], display=fmt)
+        model_table = Table(MODEL_COLUMNS, [[_cell(m, c) for c in MODEL_COLUMNS] for m in models], display=fmt)
         note = "provider_error runs included in means" if result["include_errors"] else "provider_error runs excluded from means"
+        level = f"{100 * result['uncertainty']['level']:g}%"
+        note += (f"; *_ci = {level} interval (per group over its runs, per model clustered by scenario; "
+                 "- when it needs 2 runs / 2 scenarios)")
         if self.format == "markdown":
             self._line("" if self._count else "")
             self._line("## By scenario and model\n")

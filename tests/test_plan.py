@@ -52,7 +52,7 @@ def test_one_model_assumes_omega_from_the_spread_of_its_scenario_means():
     runs = [rs(s, "a", x) for s, xs in {"s1": [0.2, 0.4], "s2": [0.9, 0.7]}.items() for x in xs]
     v = measured_variances(aggregate(runs), "score_mean")
     assert v["sd_between"] == pytest.approx(statistics.stdev([0.3, 0.8]))
-    assert v["sd_between_source"].startswith("assumed equal to the spread")
+    assert v["sd_between_source"].startswith("assumed: the spread")
 
 
 def test_plan_states_assumptions_and_reports_current_power():
@@ -63,7 +63,7 @@ def test_plan_states_assumptions_and_reports_current_power():
             for _ in range(3)]
     measured = plan(0.1, aggregate(runs), sd_within=0.2)
     m = measured["metrics"][0]
-    assert m["sd_within"] == 0.2 and m["sd_within_source"] == "stated (--sd-within)"
+    assert m["sd_within"] == 0.2 and m["sd_within_source"] == "stated: --sd-within"
     assert m["current"]["scenarios"] == 8 and m["current"]["runs_per_scenario"] == 3
     assert m["current"]["power"] == pytest.approx(power_of(0.1, 0.2, m["sd_between"], 3, 8))
     assert [r["runs_per_scenario"] for r in m["needed"]] == [1, 2, 3, 5, 10]

@@ -28,6 +28,8 @@ def register(group: click.Group) -> None:
     @format_option(["table", "json", "jsonl", "csv", "markdown"])
     @click.option("--aggregate", is_flag=True, help="Print only the aggregates (groups and per-model rollup).")
     @click.option("--include-errors", is_flag=True, help="Fold provider_error runs into the means.")
+    @click.option("--ci-level", "level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+                  show_default=True, help="Confidence level of the aggregate's intervals (docs/uncertainty.md).")
     @db_option(help="SQLite database to upsert into.")
     @click.option("--no-db", is_flag=True, help="Do not write a database.")
     @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write output here instead of stdout.")
@@ -39,7 +41,7 @@ def register(group: click.Group) -> None:
     @click.option("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a new local one).")
     @click.option("--parquet", "parquet_dir", type=click.Path(file_okay=False),
                   help="Also write the scorecards as Parquet into this new directory (the parquet extra).")
-    def score(paths, fmt_name, aggregate, include_errors, db_path, no_db, out_path, fail_under, min_pass_rate,
+    def score(paths, fmt_name, aggregate, include_errors, level, db_path, no_db, out_path, fail_under, min_pass_rate,
               workers, engine, ray_address, parquet_dir):
         """Score trajectory files (JSONL) offline and deterministically.
 
@@ -92,7 +94,7 @@ def register(group: click.Group) -> None:
             fail(str(exc))
         out = open(out_path, "w", encoding="utf-8", newline="") if out_path else sys.stdout
         writer = ScoreWriter(out, fmt_name, aggregate_only=aggregate)
-        agg = Aggregator(include_errors, warn=warn)
+        agg = Aggregator(include_errors, level, warn=warn)
         job = ScoreJob(output_format=None if aggregate else fmt_name, parquet_rows=parquet_dir is not None)
         try:
             if parquet_dir:

@@ -169,6 +169,24 @@ def _headline(report: dict) -> str:
     return "".join(out) + "</section>"
 
 
+def _comparison(report: dict) -> str:
+    out = ['<section id="comparison"><h2>Paired comparison</h2>']
+    comparison = report.get("comparison") or {}
+    if not comparison.get("available"):
+        out.append(_absent(comparison.get("reason", "no comparison")))
+        return "".join(out) + "</section>"
+    from evalkit.present.comparison_view import comparison_table
+
+    out.append(
+        '<p class="lede">Every pair of models on the scenarios both ran: the mean per-scenario difference '
+        "(candidate − baseline), its interval and p-value (paired t-test), Holm-adjusted across the rows. "
+        "The per-model table's “vs best” column is the same test against the best model by mean score "
+        f"({esc(comparison['best'])}), Holm-adjusted over its own rows.</p>"
+    )
+    out.append(comparison_table(comparison["all_pairs"]).to_html(cls="comparison"))
+    return "".join(out) + "</section>"
+
+
 def _vector(report: dict) -> str:
     out = ['<section id="vector"><h2>Score vector per group</h2>']
     groups = report["groups"]
@@ -432,13 +450,14 @@ def render_html(report: dict) -> str:
     title = esc(report["title"])
     nav = "".join(
         f'<a href="#{a}">{esc(t)}</a>'
-        for a, t in (("headline", "Headline"), ("vector", "Vector"), ("safety", "Safety"), ("runs", "Runs"),
+        for a, t in (("headline", "Headline"), ("comparison", "Comparison"), ("vector", "Vector"), ("safety", "Safety"), ("runs", "Runs"),
                      ("judge", "Judge"), ("agreement", "Agreement"), ("provenance", "Provenance"),
                      ("contamination", "Contamination"))
     )
     body = "\n".join(
         [
             _headline(report),
+            _comparison(report),
             _vector(report),
             _runs(report),
             _judge(report),

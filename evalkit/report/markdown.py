@@ -65,6 +65,23 @@ def _headline(report: dict) -> list[str]:
     return out
 
 
+def _comparison(report: dict) -> list[str]:
+    out = ["## Paired comparison", ""]
+    comparison = report.get("comparison") or {}
+    if not comparison.get("available"):
+        return out + [f"_{md(comparison.get('reason', 'no comparison'))}_", ""]
+    from evalkit.present.comparison_view import comparison_table
+
+    out += [
+        "Every pair of models on the scenarios both ran (paired t-test, Holm-adjusted). The per-model "
+        f"\"vs best\" column is the same test against the best model by mean score ({md(comparison['best'])}).",
+        "",
+        *comparison_table(comparison["all_pairs"]).markdown_lines(),
+        "",
+    ]
+    return out
+
+
 def _vector(report: dict) -> list[str]:
     out = ["## Score vector per group", ""]
     groups = report["groups"]
@@ -256,6 +273,6 @@ def _contamination(report: dict) -> list[str]:
 
 def render_markdown(report: dict) -> str:
     lines = [f"# {md(report['title'])}", ""]
-    for part in (_headline, _vector, _runs, _judge, _agreement, _provenance, _contamination):
+    for part in (_headline, _comparison, _vector, _runs, _judge, _agreement, _provenance, _contamination):
         lines += part(report)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -87,7 +87,7 @@ def _between(groups: Sequence[Mapping[str, Any]], metric: str) -> tuple[float | 
         return statistics.fmean(estimates), f"measured on {len(estimates)} model pair(s)"
     spreads = [statistics.variance([g[metric] for g in per.values()]) for per in by_model.values() if len(per) >= 2]
     if spreads:
-        return statistics.fmean(spreads), "assumed equal to the spread of one model's scenario means (no model pair shares 2 scenarios)"
+        return statistics.fmean(spreads), "assumed: the spread of one model's scenario means (no model pair shares 2 scenarios)"
     return None, ""
 
 
@@ -98,10 +98,10 @@ def measured_variances(aggregate_result: Mapping[str, Any], metric: str) -> dict
     between, source = _between(groups, metric)
     return {
         "sd_within": math.sqrt(within) if within is not None else ASSUMED_SD_WITHIN,
-        "sd_within_source": "measured (pooled within-scenario variance)" if within is not None
-        else f"assumed {ASSUMED_SD_WITHIN} (no group with 2 runs)",
+        "sd_within_source": "measured: pooled within-scenario variance" if within is not None
+        else f"assumed {ASSUMED_SD_WITHIN}: no group with 2 runs",
         "sd_between": math.sqrt(between) if between is not None else ASSUMED_SD_BETWEEN,
-        "sd_between_source": source or f"assumed {ASSUMED_SD_BETWEEN} (fewer than 2 scenarios)",
+        "sd_between_source": source or f"assumed {ASSUMED_SD_BETWEEN}: no model with 2 scenarios",
     }
 
 
@@ -137,9 +137,9 @@ def plan(
     for metric in metrics:
         v = measured_variances(aggregate_result or {}, metric)
         if sd_within is not None:
-            v["sd_within"], v["sd_within_source"] = sd_within, "stated (--sd-within)"
+            v["sd_within"], v["sd_within_source"] = sd_within, "stated: --sd-within"
         if sd_between is not None:
-            v["sd_between"], v["sd_between_source"] = sd_between, "stated (--sd-between)"
+            v["sd_between"], v["sd_between_source"] = sd_between, "stated: --sd-between"
         choices = sorted(set(run_choices) | ({design[1]} if design else set()))
         rows = []
         for runs in choices:

@@ -1,0 +1,77 @@
+"""Tables of the uncertainty results: `evalkit compare` (paired comparisons) and `evalkit plan`,
+built once for the CLI (text, markdown, csv) and the report (markdown, html)."""
+from __future__ import annotations
+
+from typing import Any
+
+from evalkit.present.table import Table
+
+METRIC_LABELS = {"score_mean": "score", "pass_rate": "pass rate"}
+
+
+def number(value: Any) -> str:
+    """3 decimals, ``-`` for null; p-values below 0.001 as ``<0.001``."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def p_value(value: float | None) -> str | float | None:
+    if value is None:
+        return None
+    return "<0.001" if value < 0.001 else value
+
+
+def interval(ci: list[float] | None) -> str:
+    """``[low, high]`` with 3 decimals; ``-`` when undefined."""
+    return "-" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def comparison_table(comparison: dict[str, Any]) -> Table:
+    level = f"{comparison['level']:.0%}"
+    correction = comparison["correction"]
+    adjusted = "p adjusted" if correction == "none" else f"p ({correction})"
+    headers = ["baseline", "candidate", "metric", "scenarios", "baseline mean", "candidate mean", "delta",
+               f"{level} CI low", f"{level} CI high", "p", adjusted, "verdict"]
+    rows = []
+    reasons: dict[tuple[str, str, str], list[str]] = {}
+    for r in comparison["rows"]:
+        ci = r["delta_ci"] or [None, None]
+        metric = METRIC_LABELS.get(r["metric"], r["metric"])
+        rows.append([r["baseline"], r["candidate"], metric, r["scenarios"], r["baseline_mean"], r["candidate_mean"],
+                     r["delta"], ci[0], ci[1], p_value(r["p_value"]), p_value(r["p_adjusted"]), r["verdict"]])
+        if r["reason"]:
+            reasons.setdefault((r["candidate"], r["baseline"], r["reason"]), []).append(metric)
+    family = comparison["family"]
+    method = {"holm": "Holm (family-wise error)", "bh": "Benjamini-Hochberg (false discovery rate)",
+              "none": "no correction"}[correction]
+    tested = (f"p-values of {family} test(s) adjusted by {method}; significant when the adjusted p < "
+              f"{1 - comparison['level']:.2g}" if family else "no pair of models shares 2 scenarios: nothing could be tested")
+    notes = [f"{comparison['test']}; delta = candidate - baseline; {level} t intervals; {tested}."]
+    notes += [f"{cand} vs {base} ({', '.join(metrics)}): {reason}" for (cand, base, reason), metrics in reasons.items()]
+    empty = "fewer than two models: nothing to compare" if len(comparison["models"]) < 2 else "no comparison"
+    return Table(headers, rows, notes=notes, title="Paired comparison", empty=empty,
+                 numeric=set(range(3, 11)), display=number)
+
+
+def plan_tables(plan: dict[str, Any]) -> list[Table]:
+    tables = []
+    for m in plan["metrics"]:
+        label = METRIC_LABELS.get(m["metric"], m["metric"])
+        rows = [[r["runs_per_scenario"], r["scenarios"], r["runs_per_model"]] for r in m["needed"]]
+        notes = [
+            f"run-to-run sd within a scenario: {m['sd_within']:.3f} ({m['sd_within_source']})",
+            f"sd across scenarios of the difference between two models: {m['sd_between']:.3f} ({m['sd_between_source']})",
+        ]
+        current = m["current"]
+        if current:
+            notes.append(f"the current data ({current['scenarios']} scenarios x {current['runs_per_scenario']} runs) "
+                         f"detect a difference of {plan['delta']:g} with power {current['power']:.2f}")
+        tables.append(Table(["runs per scenario", "scenarios needed", "runs per model"], rows, notes=notes,
+                            title=f"{label}: to detect a difference of {plan['delta']:g}", numeric={0, 1, 2},
+                            display=number))
+    return tables
