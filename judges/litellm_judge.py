@@ -44,6 +44,7 @@ from pydantic import ValidationError  # noqa: E402
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt  # noqa: E402
 
 from judges import output_modes as modes  # noqa: E402
+from judges.concurrency import request_slot  # noqa: E402
 from judges.config import JudgeConfig, load_config  # noqa: E402
 from judges.context import DoesNotFit, fit  # noqa: E402
 from judges.prompt import reask_message, render_messages  # noqa: E402
@@ -297,7 +298,8 @@ class LiteLLMJudge:
         async for attempt in retrying:
             with attempt:
                 counters["attempts"] += 1
-                return await litellm.acompletion(**kwargs)
+                async with request_slot():  # the run's adaptive in-flight limit (a 429 lowers it)
+                    return await litellm.acompletion(**kwargs)
 
     def _cost(self, response, prompt_tokens: int, completion_tokens: int) -> float | None:
         """USD for one response: the configured price if any, else litellm's own figure (computed

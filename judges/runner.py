@@ -1,7 +1,9 @@
 """Run judge calls concurrently, with the cache in front and the store behind.
 
 Concurrency is a fixed pool of `concurrency` asyncio workers pulling from one queue, so at most
-that many requests are in flight. `max_cost` is checked before each new call is taken: once the
+that many requests are in flight; within that, each judge's requests pass through an adaptive
+limit (judges/concurrency.py: halved on a 429, grown back by one after a window of successes), so
+a large run settles near the provider's rate limit instead of retrying into it. `max_cost` is checked before each new call is taken: once the
 cost of this run's calls reaches it, no new call starts (calls already in flight finish and are
 stored), and the summary says so. A `JudgeFatalError` (bad key, bad request) stops scheduling the
 same way and is reported as the reason.
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.per_call import median_and_mean_after_first
+from judges.concurrency import AdaptiveLimiter, use_limiter
 from judges.output_modes import extract_json
 from judges.protocol import Annotation, Judge, JudgeFatalError
 from judges.rubrics import Rubric, annotation_model
@@ -65,6 +68,8 @@ class Summary:
     output_modes: dict = field(default_factory=dict)  # judge model -> mode of its last call
     notes: list = field(default_factory=list)         # output-mode step-downs, in order
     elided: int = 0           # calls whose transcript was shortened to fit the context window
+    rate_limited: int = 0     # requests answered 429 (each burst halves the in-flight limit)
+    concurrency_lowest: int | None = None  # the lowest in-flight limit 429s brought it to (None: never lowered)
 
     def latency(self) -> dict:
         median, mean_after_first = median_and_mean_after_first(self.latencies_ms)
@@ -194,13 +199,23 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
             store.remember_mode(judge.model, api_base, mode)
         remembered[id(judge)] = mode
 
+    limiters: dict[int, AdaptiveLimiter] = {}
+
+    def limiter_for(judge: Judge) -> AdaptiveLimiter:
+        """One adaptive in-flight limit per judge (each model / endpoint has its own rate limit)."""
+        limiter = limiters.get(id(judge))
+        if limiter is None:
+            limiter = limiters[id(judge)] = AdaptiveLimiter(max(1, concurrency))
+        return limiter
+
     async def call_one(index: int, item: WorkItem) -> bool:
         """Make and store one call; False when a fatal error stops the run."""
         seq = started_seq[0]
         started_seq[0] += 1
         started = now_utc()
         try:
-            ann = await item.judge.annotate(item.bundle, rubric)
+            with use_limiter(limiter_for(item.judge)):  # this task only: the judge's requests take its slots
+                ann = await item.judge.annotate(item.bundle, rubric)
         except JudgeFatalError as exc:
             summary.fatal = summary.fatal or str(exc)
             summary.failures += 1
@@ -279,6 +294,11 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
             summary.not_run += 1
             results[index] = _result(item, "not_run", None, summary.fatal or summary.stopped)
     summary.latencies_ms.extend(lat for _, lat in sorted(timings))
+    for limiter in limiters.values():
+        summary.rate_limited += limiter.rate_limited
+        if limiter.lowest < limiter.maximum:
+            low = summary.concurrency_lowest
+            summary.concurrency_lowest = limiter.lowest if low is None else min(low, limiter.lowest)
     for judge in dict.fromkeys(item.judge for _, item in pending):
         summary.notes.extend(getattr(judge, "notes", None) or [])
     if bar.enabled and bar.total:

@@ -17,6 +17,10 @@ Behaviour per request: the next entry of the script queued for the request's mod
 - ``schema_violation``: 200 with JSON that misses a required field and has an out-of-range value.
 - ``401``: authentication error whose message echoes the key it got (as some providers do).
 
+**Rate-limit mode** (``server.capacity = K``): a chat request that arrives while K requests are
+being answered gets ``429`` (with ``Retry-After``) instead of its behaviour, as a provider's
+concurrency limit does; ``server.rate_limited`` counts them.
+
 Every request is recorded (path, headers, parsed body) and counted (``GET /_stats`` returns the
 count, for a server run as a separate process); ``server.latency`` adds a fixed delay to every
 request (the benchmark's L).
@@ -163,6 +167,9 @@ class FakeLLMServer:
         self.answered = 0
         self.default = "ok"
         self.retry_after = 0.05
+        self.capacity: int | None = None  # rate-limit mode: 429 past this many requests in progress
+        self.active = 0
+        self.rate_limited = 0
         self.slow_s = 2.0
         self.content: str | None = None
         self.requests: list[dict] = []
@@ -208,6 +215,8 @@ class FakeLLMServer:
             self._scripts.clear()
             self.held = 0
             self.answered = 0
+            self.rate_limited = 0
+        self.capacity = None
         self.default = "ok"
         self.content = None
         self.latency = 0.0
@@ -287,6 +296,12 @@ class FakeLLMServer:
                 model = body.get("model", "")
                 behaviour = server._next_behaviour(model)
                 with server._lock:
+                    admitted = server.capacity is None or server.active < server.capacity
+                    if admitted:
+                        server.active += 1
+                    else:
+                        behaviour = "429"
+                        server.rate_limited += 1
                     server.requests.append(
                         {"path": self.path, "headers": dict(self.headers.items()), "body": body,
                          "behaviour": behaviour, "raw": raw.decode("utf-8", "replace")}
@@ -296,13 +311,15 @@ class FakeLLMServer:
                         server.held += 1
                 if hold:
                     server._released.wait()
-                if server.latency:
+                if server.latency and admitted:  # a rate limiter answers at once
                     time.sleep(server.latency)
                 try:
                     self._answer(body, model, behaviour)
                 finally:
                     with server._lock:
                         server.answered += 1
+                        if admitted:
+                            server.active -= 1
 
             def _answer(self, body: dict, model: str, behaviour: str) -> None:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
