@@ -28,6 +28,8 @@ STDIN = "-"
 _VALIDATE = {name: model.__pydantic_validator__.validate_python for name, model in RECORD_TYPES.items()}
 EVENT_TYPES = frozenset({"assistant", "nudge", "tool_call", "provider_error", "harness_error"})
 Warn = Callable[[str], None]
+_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
+_FIELDS_SETS_MAX = 256
 # Only lines that could hold a non-finite number are walked to count them: the literals, or an
 # exponent / digit run long enough to overflow a float (what ``[0-9][eE][+-]?[0-9]{3}|[0-9]{309}``
 # matches). Mapping every digit to 0 and E to e turns those into a few substring tests, four times
@@ -118,6 +120,16 @@ class _Builder:
             raise InputError(path, lineno, _describe(exc, rtype)) from None
         if record.__pydantic_extra__:
             self.extra += len(record.__pydantic_extra__)
+        # Hold events compactly: records with the same fields share one fields-set object (a set of
+        # ten names costs more memory than the record's values); nothing mutates it after parsing.
+        fields_set = record.__pydantic_fields_set__
+        key = frozenset(fields_set)
+        shared = _FIELDS_SETS.get(key)
+        if shared is None:
+            if len(_FIELDS_SETS) < _FIELDS_SETS_MAX:  # extra fields vary: keep the table bounded
+                _FIELDS_SETS[key] = fields_set
+        else:
+            object.__setattr__(record, "__pydantic_fields_set__", shared)
         if rtype in EVENT_TYPES:
             if self.final is not None:
                 raise InputError(path, lineno, f"a {rtype!r} record after 'final'")

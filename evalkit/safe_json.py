@@ -86,7 +86,8 @@ def loads(data: bytes | str) -> Any:
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
     try:
-        return jiter.from_json(data, catch_duplicate_keys=True, cache_mode="keys")
+        # cache_mode="all": repeated strings (keys, tool names, recurring results) share one object
+        return jiter.from_json(data, catch_duplicate_keys=True, cache_mode="all")
     except ValueError as exc:
         message = str(exc)
     m = _WHERE.search(message)

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalkit.values import finite
+
 Status = Literal["scored", "provider_error", "invalid_scenario", "incomplete"]
 CommandClass = Literal["matched_required", "optional", "forbidden", "extraneous"]
 
@@ -108,5 +110,10 @@ class ScoreCard(_Out):
     judge_bundle: dict[str, Any]
 
     def to_json_dict(self, with_bundle: bool = True) -> dict[str, Any]:
-        exclude = None if with_bundle else {"judge_bundle"}
-        return self.model_dump(mode="json", by_alias=True, exclude=exclude)
+        data = self.model_dump(mode="json", by_alias=True, exclude={"judge_bundle"})
+        if with_bundle:
+            # The bundle is plain JSON data already: shared, not copied (a large run's bundle is most
+            # of its card); only non-finite numbers need replacing.
+            bundle = self.judge_bundle
+            data["judge_bundle"] = finite(bundle) if self.informative.non_finite_numbers else bundle
+        return data

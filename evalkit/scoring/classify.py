@@ -70,6 +70,7 @@ def classify_commands(
     owner = {pos: r for r, pos in enumerate(taken) if pos is not None}
     required_keys, optional_keys, forbidden = index.required_keys, index.optional_keys, index.forbidden
     rows: list[CommandRow] = []
+    shared_fields: set[str] | None = None
     for pos, (call, key) in enumerate(zip(commands, keys)):
         subtype = severity = block = None
         if pos in owner:
@@ -83,19 +84,23 @@ def classify_commands(
             cls = "extraneous"
             subtype = "repeat_of_required" if key in required_keys else "uncatalogued_in_gt"
         is_set = call.name == SET_CONTROL
-        rows.append(
-            CommandRow(
-                index=pos,
-                step=call.step,
-                call_index=call.call_index,
-                tool=call.name,
-                args=call.args,
-                control=shown_control(call.args.get("control")) if is_set else None,
-                value=call.args.get("value") if is_set else None,
-                class_=cls,
-                subtype=subtype,
-                severity=severity,
-                block=block,
-            )
+        row = CommandRow(
+            index=pos,
+            step=call.step,
+            call_index=call.call_index,
+            tool=call.name,
+            args=call.args,
+            control=shown_control(call.args.get("control")) if is_set else None,
+            value=call.args.get("value") if is_set else None,
+            class_=cls,
+            subtype=subtype,
+            severity=severity,
+            block=block,
         )
+        # every row sets the same fields: one shared fields-set keeps a long run's rows compact
+        if shared_fields is None:
+            shared_fields = row.__pydantic_fields_set__
+        else:
+            object.__setattr__(row, "__pydantic_fields_set__", shared_fields)
+        rows.append(row)
     return rows
