@@ -64,7 +64,7 @@ def main() -> None:
 
     with FakeServerProcess(args.latency) as server, tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        from judges.api import judge_cards
+        from evalkit.judges.api import judge_cards
 
         warm = judge_cards(make_cards(1), ["openai/bench"], db=os.path.join(tmp, "warmup.db"),
                            api_base=server.api_base)

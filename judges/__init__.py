@@ -1,11 +1,12 @@
-"""The pluggable LLM judge layer of evalkit.
+"""The pluggable LLM judge layer of evalkit, imported as ``evalkit.judges`` (this folder is
+symlinked as evalkit/judges in a checkout and shipped there in the wheel).
 
-Importing this package is cheap: it never imports litellm (only `judges.litellm_judge` does, and
+Importing this package is cheap: it never imports litellm (only `evalkit.judges.litellm_judge` does, and
 only when a litellm-backed judge is built). Public entry points:
 
-- `judges.api.judge_cards` / `judges.api.judge_db` / `judges.api.dry_run` — the Python API behind
+- `evalkit.judges.api.judge_cards` / `evalkit.judges.api.judge_db` / `evalkit.judges.api.dry_run` — the Python API behind
   `evalkit judge` (see docs/judge.md).
-- `judges.protocol` — the `Judge` protocol (`async annotate(bundle, rubric) -> Annotation`) and the
+- `evalkit.judges.protocol` — the `Judge` protocol (`async annotate(bundle, rubric) -> Annotation`) and the
   plugin registry (entry-point group `evalkit.judges`).
-- `judges.rubrics.load_rubric` / `annotation_model` — rubric files in prompts/ and their reply schema.
+- `evalkit.judges.rubrics.load_rubric` / `annotation_model` — rubric files in prompts/ and their reply schema.
 """

@@ -1,6 +1,6 @@
 """The Python API behind `evalkit judge` (the CLI is a thin shell over these functions).
 
-    from judges.api import judge_cards, judge_db, judge_paths, dry_run
+    from evalkit.judges.api import judge_cards, judge_db, judge_paths, dry_run
     result = judge_db("evalkit.db", ["openai/gpt-4o-mini"], rubric="procedure_v1", concurrency=8)
     result.summary.as_dict(); result.annotations  # one dict per (run, judge model, replicate)
 
@@ -23,12 +23,12 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from judges.config import JudgeConfig, load_config
-from judges.prompt import estimate_tokens, render_messages
-from judges.protocol import Judge, make_judge
-from judges.rubrics import Rubric, load_rubric, schema_hash
-from judges.runner import Summary, WorkItem, run_items, run_sync, serve_from_cache
-from judges.store import JudgeStore, annotation_id
+from evalkit.judges.config import JudgeConfig, load_config
+from evalkit.judges.prompt import estimate_tokens, render_messages
+from evalkit.judges.protocol import Judge, make_judge
+from evalkit.judges.rubrics import Rubric, load_rubric, schema_hash
+from evalkit.judges.runner import Summary, WorkItem, run_items, run_sync, serve_from_cache
+from evalkit.judges.store import JudgeStore, annotation_id
 
 JUDGED_STATUSES = ("scored",)
 
@@ -209,7 +209,7 @@ def judge_cards(cards: Iterable[Any], models: Iterable[str], **options: Any) -> 
     Options (all keyword): db, rubric, concurrency, api_base, temperature, max_cost, refresh,
     resample, seed, show_mechanical, config (dict of overrides or a JudgeConfig), config_path,
     progress, api_key (prefer the environment; never stored), output_mode (auto or a mode of
-    judges.output_modes), max_input_tokens. See `ajudge_cards`.
+    evalkit.judges.output_modes), max_input_tokens. See `ajudge_cards`.
     """
     return run_sync(ajudge_cards(cards, models, **options))
 

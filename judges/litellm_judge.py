@@ -43,14 +43,14 @@ with warnings.catch_warnings():  # litellm's import trips pydantic warnings abou
 from pydantic import ValidationError  # noqa: E402
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt  # noqa: E402
 
-from judges import output_modes as modes  # noqa: E402
-from judges.concurrency import request_slot  # noqa: E402
-from judges.config import JudgeConfig, load_config  # noqa: E402
-from judges.context import DoesNotFit, fit  # noqa: E402
-from judges.prompt import reask_message, render_messages  # noqa: E402
-from judges.protocol import Annotation, JudgeFatalError, JudgeSetupError  # noqa: E402
-from judges.rubrics import Rubric, annotation_model, response_format  # noqa: E402
-from judges.redaction import redact, register_secret  # noqa: E402
+from evalkit.judges import output_modes as modes  # noqa: E402
+from evalkit.judges.concurrency import request_slot  # noqa: E402
+from evalkit.judges.config import JudgeConfig, load_config  # noqa: E402
+from evalkit.judges.context import DoesNotFit, fit  # noqa: E402
+from evalkit.judges.prompt import reask_message, render_messages  # noqa: E402
+from evalkit.judges.protocol import Annotation, JudgeFatalError, JudgeSetupError  # noqa: E402
+from evalkit.judges.rubrics import Rubric, annotation_model, response_format  # noqa: E402
+from evalkit.judges.redaction import redact, register_secret  # noqa: E402
 
 # litellm imports provider modules lazily, on the first call; their pydantic types warn about
 # themselves, which says nothing to an evalkit user

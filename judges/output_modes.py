@@ -1,7 +1,7 @@
 """How the judge asks for structured output, and how it reads the answer back.
 
 Five modes, from the most to the least constrained; every reply, whatever the mode, is validated
-by the same pydantic model (`judges.rubrics.annotation_model`), so a mode changes how the JSON
+by the same pydantic model (`evalkit.judges.rubrics.annotation_model`), so a mode changes how the JSON
 is requested and located, never what counts as a valid answer:
 
 - `json_schema`        — `response_format={"type": "json_schema", ...}` (OpenAI strict output);

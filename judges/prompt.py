@@ -13,7 +13,7 @@ import hashlib
 import json
 
 from evalkit.values import canonical_json
-from judges.rubrics import Rubric
+from evalkit.judges.rubrics import Rubric
 
 
 def bundle_digest(bundle: dict) -> str:

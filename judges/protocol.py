@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from judges.rubrics import Rubric
+from evalkit.judges.rubrics import Rubric
 
 ENTRY_POINT_GROUP = "evalkit.judges"
 LITELLM_ONLY = ("output_mode", "max_input_tokens")  # options a plugin factory is not given
@@ -115,6 +115,6 @@ def make_judge(model: str, **options: Any) -> Judge:
                 return judge
     if not model:
         raise UnknownJudgeError("empty --model")
-    from judges.litellm_judge import LiteLLMJudge  # the only place litellm gets imported
+    from evalkit.judges.litellm_judge import LiteLLMJudge  # the only place litellm gets imported
 
     return LiteLLMJudge(model, **options)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from evalkit.present import Table, sanitize
-from judges.rubrics import Rubric
+from evalkit.judges.rubrics import Rubric
 
 
 def _cell(value) -> str:

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.per_call import median_and_mean_after_first
-from judges.concurrency import AdaptiveLimiter, use_limiter
-from judges.output_modes import extract_json
-from judges.protocol import Annotation, Judge, JudgeFatalError
-from judges.rubrics import Rubric, annotation_model
-from judges.store import JudgeStore, cache_key, now_utc
+from evalkit.judges.concurrency import AdaptiveLimiter, use_limiter
+from evalkit.judges.output_modes import extract_json
+from evalkit.judges.protocol import Annotation, Judge, JudgeFatalError
+from evalkit.judges.rubrics import Rubric, annotation_model
+from evalkit.judges.store import JudgeStore, cache_key, now_utc
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Any
 
 from evalkit.scorecard import ScoreCard
 from evalkit.storage import Store
-from judges.store import JudgeStore
+from evalkit.judges.store import JudgeStore
 
 
 def card(

@@ -42,7 +42,7 @@ is imitated, rudeness included:
   is a ``400`` "maximum context length" error.
 
 A model "follows" a schema it can see: the request's (json_schema, json_object+schema, tools),
-else one stated in the prompt (judges.output_modes.schema_instruction). ``server.models`` (a list)
+else one stated in the prompt (evalkit.judges.output_modes.schema_instruction). ``server.models`` (a list)
 makes unknown model names a ``404`` and is what ``GET /v1/models`` lists. ``server.hold_after(n)``
 holds every chat request after the n-th until ``server.release()`` (deterministic kill tests).
 

@@ -46,7 +46,7 @@ def scored_db(tmp_path: Path, n: int, extra: list[dict] | None = None) -> str:
 
 
 def cards_of(db: str) -> list:
-    from judges.api import stored_cards
+    from evalkit.judges.api import stored_cards
 
     return stored_cards(db)
 

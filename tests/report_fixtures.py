@@ -60,9 +60,9 @@ def _judge_values(i: int, judge_i: int, all_passed, dangerous, coverage) -> dict
 
 def add_judge_rows(db_path: Path, *, rationale_extra: str = "") -> list[str]:
     """Annotate every scored run with two judge models through the judge layer's own writer
-    (judges.store.JudgeStore.record, no litellm): one judge_error, two replicates (one moved by
+    (evalkit.judges.store.JudgeStore.record, no litellm): one judge_error, two replicates (one moved by
     2 on two dimensions), one non-blind answer. Returns the annotated run ids."""
-    from judges.store import JudgeStore
+    from evalkit.judges.store import JudgeStore
 
     con = sqlite3.connect(db_path)
     runs = con.execute(

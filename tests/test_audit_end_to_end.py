@@ -1,5 +1,5 @@
 """The audit on real data: the example trajectories scored by the real scorer, annotations written
-by the judge layer's own store (judges.store.JudgeStore.record; no model is called)."""
+by the judge layer's own store (evalkit.judges.store.JudgeStore.record; no model is called)."""
 from __future__ import annotations
 
 import json
@@ -18,7 +18,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "a320"
 def build(tmp_path: Path) -> Path:
     from evalkit.api import Store, iter_scorecards
     from evalkit.errors import InputError
-    from judges.store import JudgeStore
+    from evalkit.judges.store import JudgeStore
 
     db = tmp_path / "e.db"
     store = Store(db)

@@ -192,7 +192,7 @@ def test_shipped_rubric_dimensions_are_ordinal_on_their_full_scale():
     """Every 0-3 dimension of every shipped rubric is declared ordinal [0..3] in the default config,
     so a judge's "n/a" is excluded from rater agreement instead of making the dimension nominal."""
     from evalkit.agreement.pairings import load_audit_config
-    from judges.rubrics import available_rubrics, load_rubric
+    from evalkit.judges.rubrics import available_rubrics, load_rubric
 
     config = load_audit_config(None)
     for name in available_rubrics():

@@ -165,7 +165,7 @@ def test_missing_import_file_is_usage_error(tmp_path):
 def test_command_module_imports_only_click_and_stdlib():
     code = (
         "import sys; import evalkit.commands.audit as m; "
-        "bad = [n for n in ('numpy', 'scipy', 'litellm', 'judges', 'pydantic', 'evalkit.agreement') if n in sys.modules]; "
+        "bad = [n for n in ('numpy', 'scipy', 'litellm', 'evalkit.judges', 'pydantic', 'evalkit.agreement') if n in sys.modules]; "
         "print(bad)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

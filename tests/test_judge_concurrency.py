@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from judges.concurrency import AdaptiveLimiter, request_slot, use_limiter
+from evalkit.judges.concurrency import AdaptiveLimiter, request_slot, use_limiter
 
 
 class RateLimited(Exception):

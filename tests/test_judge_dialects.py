@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from judge_helpers import FAST, count, rows
-from judges.api import judge_db
-from judges.store import JudgeStore
+from evalkit.judges.api import judge_db
+from evalkit.judges.store import JudgeStore
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "a320"
 JUDGEABLE = 7  # 9 example runs: one incomplete (crashed recorder), one provider_error
@@ -183,11 +183,11 @@ def test_shrunk_bundles_record_elided_events_and_keep_both_ends(tmp_path, server
     sent = [r["body"]["messages"][1]["content"] for r in server.requests]
     marked = [s for s in sent if '"kind": "elided"' in s]
     assert marked and all("transcript events left out here" in s for s in marked)
-    assert "context: " in "\n".join(__import__("judges.render", fromlist=["x"]).summary_lines(res))
+    assert "context: " in "\n".join(__import__("evalkit.judges.render", fromlist=["x"]).summary_lines(res))
 
 
 def test_litellm_capability_data_picks_the_first_mode_for_a_known_model():
-    from judges.litellm_judge import LiteLLMJudge
+    from evalkit.judges.litellm_judge import LiteLLMJudge
 
     known = LiteLLMJudge("openai/gpt-4o-mini")
     assert known.output_mode == "json_schema" and known._settled and known.max_input_tokens == 128000

@@ -76,9 +76,9 @@ def test_connection_refused_says_nothing_listening(tmp_path):
 
 def test_connection_refused_mid_run_is_not_retried(tmp_path):
     """After the preflight (the server went away): one request, then the same one-line message."""
-    from judges.litellm_judge import LiteLLMJudge
-    from judges.protocol import JudgeFatalError
-    from judges.rubrics import load_rubric
+    from evalkit.judges.litellm_judge import LiteLLMJudge
+    from evalkit.judges.protocol import JudgeFatalError
+    from evalkit.judges.rubrics import load_rubric
 
     db = scored_db(tmp_path, 1)
     base = f"http://127.0.0.1:{free_port()}/v1"

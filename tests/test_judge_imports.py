@@ -17,15 +17,15 @@ import evalkit.cli
 import evalkit.commands.judge  # registered, but its heavy imports wait inside the command
 result = CliRunner().invoke(evalkit.cli.cli, ["score", sys.argv[1], "--no-db", "--format", "jsonl"])
 assert result.exit_code in (0, 1), result.output
-print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"litellm", "judges", "openai", "tenacity"})))
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"litellm", "openai", "tenacity"} or m.startswith("evalkit.judges"))))
 """
 
 JUDGE_LIGHT_PROBE = """
 import json, sys
 from click.testing import CliRunner
-import judges, judges.api, judges.rubrics, judges.store, judges.runner, judges.render, judges.prompt
+import evalkit.judges, evalkit.judges.api, evalkit.judges.rubrics, evalkit.judges.store, evalkit.judges.runner, evalkit.judges.render, evalkit.judges.prompt
 import evalkit.cli
-judges.rubrics.annotation_model(judges.rubrics.load_rubric("procedure_v1"))
+evalkit.judges.rubrics.annotation_model(evalkit.judges.rubrics.load_rubric("procedure_v1"))
 for args in (["judge", "--help"], ["cache", "stats", "--db", sys.argv[1]]):
     result = CliRunner().invoke(evalkit.cli.cli, args)
     assert result.exit_code == 0, result.output
@@ -34,7 +34,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"litellm",
 
 PLUGIN_MODULE = '''
 import json
-from judges.protocol import Annotation
+from evalkit.judges.protocol import Annotation
 
 class EchoJudge:
     """Gives every dimension a 2; a stand-in for a third-party judge."""
@@ -56,8 +56,8 @@ import json, sys
 sys.path.insert(0, sys.argv[2])
 sys.path.insert(0, sys.argv[3])
 from judge_fixtures import make_cards
-from judges.api import judge_cards
-from judges.protocol import plugin_names
+from evalkit.judges.api import judge_cards
+from evalkit.judges.protocol import plugin_names
 first = judge_cards(make_cards(3), ["echojudge:v1"], db=sys.argv[1])
 second = judge_cards(make_cards(3), ["echojudge:v1"], db=sys.argv[1])
 print(json.dumps({"plugins": plugin_names(), "ok": first.summary.ok, "hits": second.summary.cache_hits,
@@ -78,7 +78,7 @@ def test_score_path_never_imports_litellm():
 
 
 def test_judges_package_and_judge_command_help_do_not_import_litellm(tmp_path):
-    from judges.store import JudgeStore
+    from evalkit.judges.store import JudgeStore
 
     JudgeStore(tmp_path / "empty.db").close()
     assert probe(JUDGE_LIGHT_PROBE, str(tmp_path / "empty.db")) == []
@@ -101,7 +101,7 @@ def test_plugin_judge_from_entry_point_group(tmp_path):
 
 def test_model_strings_with_colons_still_go_to_litellm():
     pytest.importorskip("litellm")
-    from judges.protocol import make_judge
+    from evalkit.judges.protocol import make_judge
 
     judge = make_judge("ollama/llama3:8b")
     assert judge.model == "ollama/llama3:8b" and type(judge).__name__ == "LiteLLMJudge"

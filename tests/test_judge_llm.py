@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from judge_helpers import FAKE_KEY, FAST, cards_of, count, rows, scored_db
-from judges.api import dry_run, judge_cards
-from judges.rubrics import load_rubric
+from evalkit.judges.api import dry_run, judge_cards
+from evalkit.judges.rubrics import load_rubric
 
 
 def run(db, srv, models=("openai/judge-a",), config=None, **kw):
@@ -71,7 +71,7 @@ def test_cache_hit_on_rerun_sends_no_request(tmp_path, server):
 
 
 def test_429_with_retry_after_then_success(tmp_path, server, monkeypatch):
-    from judges import litellm_judge
+    from evalkit.judges import litellm_judge
 
     waits = []
     wait = litellm_judge._Wait.__call__
@@ -311,7 +311,7 @@ def test_identical_bundles_in_one_run_are_called_once(tmp_path, server):
     res = judge_cards([card, twin], ["openai/judge-a"], db=db, api_base=server.api_base, config=FAST, concurrency=2)
     assert server.count == 1 and res.summary.shared == 1 and res.summary.cache_hits == 0 and res.ok
     assert count(db, "annotations") == 2
-    from judges.render import summary_lines
+    from evalkit.judges.render import summary_lines
 
     lines = summary_lines(res)
     assert "runs annotated: 2 of 2" in lines
@@ -340,7 +340,7 @@ def test_progress_bar_on_stderr_and_latency_summary(tmp_path, server, capsys):
 
 
 def test_redaction_of_secret_environment_values(monkeypatch):
-    from judges.redaction import redact
+    from evalkit.judges.redaction import redact
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-abcdef123456")
     assert redact("bad key sk-ant-abcdef123456 given") == "bad key [REDACTED] given"

@@ -6,12 +6,12 @@ import json
 import pytest
 
 from judge_fixtures import make_bundle
-from judges.config import ConfigError, load_config
-from judges.context import DoesNotFit, fit
-from judges.output_modes import (MODES, first_json_object, ignored_format, next_mode, rejected_parameter,
+from evalkit.judges.config import ConfigError, load_config
+from evalkit.judges.context import DoesNotFit, fit
+from evalkit.judges.output_modes import (MODES, first_json_object, ignored_format, next_mode, rejected_parameter,
                                  request_shape)
-from judges.prompt import render_messages
-from judges.rubrics import load_rubric, response_format
+from evalkit.judges.prompt import render_messages
+from evalkit.judges.rubrics import load_rubric, response_format
 
 LLAMACPP = ("[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be "
             "'text' or 'json_object'\", 'input': 'json_schema'}]")
@@ -107,7 +107,7 @@ def test_fit_keeps_task_truth_criteria_and_the_ends_with_a_counted_marker():
     for key in ("task_prompt", "procedure", "success_criteria", "success_eval", "final_reason"):
         assert fitted.bundle[key] == bundle[key]
     # the largest fitting prefix/suffix: one more event would not fit
-    from judges.context import shrink
+    from evalkit.judges.context import shrink
 
     bigger, _ = shrink(bundle, len(kept))
     assert chars(render(bigger)) > limit
@@ -147,8 +147,8 @@ def test_judge_toml_output_mode_and_input_limit_are_read(tmp_path):
 
 def test_raw_control_characters_inside_strings_are_read_not_rejected():
     """llama.cpp's older JSON grammars let a model write a raw newline inside a string."""
-    from judges.output_modes import extract_json
-    from judges.rubrics import annotation_model
+    from evalkit.judges.output_modes import extract_json
+    from evalkit.judges.rubrics import annotation_model
 
     model = annotation_model(load_rubric("procedure_v1"))
     reply = ('{"situation_assessment": 2, "procedure": 1, "action_execution": 2, "error_recovery": "n/a", '

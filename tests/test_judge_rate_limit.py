@@ -7,7 +7,7 @@ import json
 
 from judge_helpers import FAST, cards_of, scored_db
 
-from judges.api import judge_cards
+from evalkit.judges.api import judge_cards
 
 
 def test_adaptive_concurrency_avoids_a_429_storm(tmp_path, server):

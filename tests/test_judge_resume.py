@@ -11,7 +11,7 @@ import time
 import pytest
 
 from judge_helpers import FAKE_KEY, cards_of, count, rows, scored_db
-from judges.api import judge_db
+from evalkit.judges.api import judge_db
 
 FAST_TOML = "[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n"
 

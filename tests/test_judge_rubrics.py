@@ -7,10 +7,10 @@ import pytest
 from pydantic import ValidationError
 
 from judge_fixtures import make_bundle
-from judges.config import ConfigError, load_config
-from judges.prompt import delimiters, render_messages
-from judges.rubrics import RubricError, annotation_model, available_rubrics, load_rubric, response_format
-from judges.store import cache_key
+from evalkit.judges.config import ConfigError, load_config
+from evalkit.judges.prompt import delimiters, render_messages
+from evalkit.judges.rubrics import RubricError, annotation_model, available_rubrics, load_rubric, response_format
+from evalkit.judges.store import cache_key
 
 PROCEDURE_DIMS = ["situation_assessment", "procedure", "action_execution", "error_recovery", "safety"]
 

@@ -1,4 +1,5 @@
-"""The built wheel (not only an editable install) carries configs/ and prompts/ and finds them."""
+"""The built wheel (not only an editable install) carries configs/ and prompts/ and finds them, and
+installs the judge layer as `evalkit.judges`, beside any other distribution's top-level `judges`."""
 import json
 import subprocess
 import sys
@@ -28,8 +29,10 @@ def test_wheel_contains_data_and_both_packages(wheel):
         for f in (ROOT / sub).iterdir():
             if f.is_file():
                 assert f"evalkit/_data/{sub}/{f.name}" in names
-    assert "evalkit/cli.py" in names and "judges/__init__.py" in names
-    assert not any(n.startswith("tests/") for n in names)
+    assert "evalkit/cli.py" in names and "evalkit/judges/__init__.py" in names
+    judges = sorted(p.name for p in (ROOT / "judges").glob("*.py"))
+    assert sorted(n.split("/")[-1] for n in names if n.startswith("evalkit/judges/") and n.endswith(".py")) == judges
+    assert not any(n.startswith(("tests/", "judges/")) for n in names)  # no top-level judges package
 
 
 def test_installed_wheel_finds_its_data(wheel, tmp_path):
@@ -48,3 +51,42 @@ def test_installed_wheel_finds_its_data(wheel, tmp_path):
     for name, path in dirs.items():
         assert Path(path) == target / "evalkit" / "_data" / name
         assert any(Path(path).iterdir())
+
+
+@pytest.fixture(scope="module")
+def dummy_judges_wheel(tmp_path_factory) -> Path:
+    """A stand-in for the PyPI distribution `judges`, which owns a top-level `judges/__init__.py`."""
+    out = tmp_path_factory.mktemp("dummy")
+    src = out / "dummy-src"
+    (src / "judges").mkdir(parents=True)
+    (src / "judges" / "__init__.py").write_text('WHO = "the other judges distribution"\n')
+    (src / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
+        '[project]\nname = "judges"\nversion = "0.0.1"\n[tool.hatch.build.targets.wheel]\npackages = ["judges"]\n')
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q",
+                           "-w", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return next(out.glob("judges-*.whl"))
+
+
+@pytest.mark.parametrize("first", ["evalkit", "judges"])
+def test_wheel_installs_beside_another_judges_distribution(wheel, dummy_judges_wheel, tmp_path, first):
+    """Installed in either order into one site directory, neither overwrites the other's files:
+    `import judges` is the other distribution and `evalkit.judges` is evalkit's judge layer."""
+    dummy = dummy_judges_wheel
+    target = tmp_path / "site"
+    for whl in ([wheel, dummy] if first == "evalkit" else [dummy, wheel]):
+        proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
+                               "--upgrade", str(whl)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    probe = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]);"
+        "import judges, evalkit.judges.rubrics, evalkit.judges.protocol;"
+        "print(json.dumps([judges.WHO, evalkit.judges.rubrics.load_rubric('procedure_v1').id,"
+        " evalkit.judges.__file__]))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(target)], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    who, rubric, where = json.loads(out.stdout)
+    assert who == "the other judges distribution" and rubric == "procedure_v1"
+    assert Path(where) == target / "evalkit" / "judges" / "__init__.py"

@@ -122,7 +122,7 @@ def test_both_outputs_to_stdout_is_a_usage_error(db):
 def test_command_module_imports_only_click_and_stdlib():
     code = (
         "import sys; import evalkit.commands.report; "
-        "bad = [m for m in ('pydantic', 'sqlite_utils', 'numpy', 'scipy', 'litellm', 'judges', 'evalkit.report') "
+        "bad = [m for m in ('pydantic', 'sqlite_utils', 'numpy', 'scipy', 'litellm', 'evalkit.judges', 'evalkit.report') "
         "if m in sys.modules]; print(bad)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -133,7 +133,7 @@ def test_report_never_imports_litellm(db, tmp_path):
     code = (
         "import sys; from evalkit.cli import cli; "
         f"cli(['report', '--db', {str(db)!r}, '--html', {str(tmp_path / 'l.html')!r}], standalone_mode=False); "
-        "print('litellm' in sys.modules, 'judges.litellm_judge' in sys.modules)"
+        "print('litellm' in sys.modules, 'evalkit.judges.litellm_judge' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False False"

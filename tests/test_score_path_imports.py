@@ -21,8 +21,8 @@ assert result.exit_code == 0, result.output
 result = CliRunner().invoke(evalkit.cli.cli, ["score", sys.argv[1], "--db", sys.argv[2], "--format", "jsonl", "--workers", "2"])
 assert result.exit_code == 0, result.output
 heavy = sorted(m for m in sys.modules
-               if m.split(".")[0] in {"litellm", "judges", "scipy", "openai", "tenacity", "numpy", "sqlite_utils",
-                                      "ray", "pyarrow", "fsspec", "duckdb"})
+               if m.split(".")[0] in {"litellm", "scipy", "openai", "tenacity", "numpy", "sqlite_utils",
+                                      "ray", "pyarrow", "fsspec", "duckdb"} or m.startswith("evalkit.judges"))
 print(json.dumps({"heavy": heavy, "cards": len(cards)}))
 """
 

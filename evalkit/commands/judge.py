@@ -71,12 +71,12 @@ def register(group: click.Group) -> None:
         if not paths and not os.path.exists(db_path):
             raise click.UsageError(f"no database {db_path}: score runs first, or pass trajectory PATHS")
 
-        from judges.config import ConfigError
-        from judges.protocol import UnknownJudgeError
-        from judges.rubrics import RubricError
+        from evalkit.judges.config import ConfigError
+        from evalkit.judges.protocol import UnknownJudgeError
+        from evalkit.judges.rubrics import RubricError
 
         from evalkit.errors import InputError
-        from judges import api, render
+        from evalkit.judges import api, render
 
         options = dict(db=db_path, rubric=rubric, api_base=api_base, temperature=temperature,
                        refresh=refresh, resample=resample, seed=seed, show_mechanical=show_mechanical,
@@ -136,8 +136,8 @@ def register(group: click.Group) -> None:
         if not os.path.exists(db_path):
             raise click.UsageError(f"no database {db_path}")
         from evalkit.errors import InputError
-        from judges import render
-        from judges.store import JudgeStore
+        from evalkit.judges import render
+        from evalkit.judges.store import JudgeStore
 
         try:
             store = JudgeStore(db_path, readonly=True)
@@ -159,7 +159,7 @@ def register(group: click.Group) -> None:
         if not os.path.exists(db_path):
             raise click.UsageError(f"no database {db_path}")
         from evalkit.errors import InputError
-        from judges.store import JudgeStore
+        from evalkit.judges.store import JudgeStore
 
         try:
             store = JudgeStore(db_path)

@@ -1,6 +1,6 @@
 """The judge's tables: the call cache (``judge_calls``), ``annotations`` and ``annotation_values``.
 
-:class:`JudgeTables` is the judge layer's writer (``judges.store.JudgeStore`` is this class).
+:class:`JudgeTables` is the judge layer's writer (``evalkit.judges.store.JudgeStore`` is this class).
 Every finished call is written in one short ``BEGIN IMMEDIATE`` transaction (call row +
 annotation + values), so a killed process leaves either all of a call or none of it, and two
 processes can share the file. Writes are upserts on deterministic keys: re-running never

@@ -2,13 +2,13 @@
 
 ``trajectory`` (one JSONL line of a trajectory, :func:`evalkit.records.trajectory_json_schema`),
 ``scorecard`` (:class:`evalkit.scorecard.ScoreCard`), ``annotation`` (a judge's reply under a
-rubric, :func:`judges.rubrics.annotation_model`; ``procedure_v1`` unless another rubric is named)
+rubric, :func:`evalkit.judges.rubrics.annotation_model`; ``procedure_v1`` unless another rubric is named)
 and ``ratings`` (one imported rating, :class:`evalkit.agreement.ratings.RatingRow`).
 
 Text output is canonical (sorted keys, two-space indent, trailing newline), so the copies
 published in docs/schemas/ can be compared byte for byte; regenerate them with
 ``python -m evalkit.report.schemas docs/schemas``. The annotation schema is built from
-``judges.rubrics``, which imports pydantic only (never litellm).
+``evalkit.judges.rubrics``, which imports pydantic only (never litellm).
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def json_schema(name: str, rubric: str | None = None) -> dict[str, Any]:
 
         return RatingRow.model_json_schema()
     if name == "annotation":
-        from judges.rubrics import RubricError, annotation_model, load_rubric
+        from evalkit.judges.rubrics import RubricError, annotation_model, load_rubric
 
         try:
             loaded = load_rubric(rubric or DEFAULT_RUBRIC)
@@ -63,7 +63,7 @@ def schema_text(name: str, rubric: str | None = None) -> str:
 def published() -> dict[str, str]:
     """File name -> text of every schema published in docs/schemas/: the four formats (the
     annotation one for the default rubric) plus one annotation schema per shipped rubric."""
-    from judges.rubrics import available_rubrics
+    from evalkit.judges.rubrics import available_rubrics
 
     files = {f"{name}.json": schema_text(name) for name in SCHEMA_NAMES}
     for rubric in available_rubrics():
