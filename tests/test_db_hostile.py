@@ -145,3 +145,29 @@ def test_empty_file_is_a_new_database(tmp_path):
     result = CliRunner().invoke(cli, [*COMMANDS["score"], "--db", str(db)])
     assert result.exit_code == 0, result.stderr
     assert os.path.getsize(db) > 0
+
+
+def test_annotations_import_into_unusable_database_is_one_line_error(tmp_path):
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("item_id,rater,rater_kind,dimension,value\nr1,alice,human,outcome,pass\n", encoding="utf-8")
+    random_db = tmp_path / "random.db"
+    random_db.write_bytes(bytes(range(256)) * 64)
+    directory = tmp_path / "dir.db"
+    directory.mkdir()
+    for db, expected in ((random_db, "not a readable SQLite database"), (directory, "is a directory"),
+                         (tmp_path / "none" / "e.db", "no such directory")):
+        result = CliRunner().invoke(cli, ["annotations", "import", str(ratings), "--db", str(db)])
+        assert result.exit_code == 1, (db, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: {db}: "), result.stderr
+        assert expected in result.stderr and "Traceback" not in result.stderr
+
+
+def test_judge_dry_run_never_writes_the_database(good_db, tmp_path):
+    """`judge --dry-run` opens the database read-only: the file is byte for byte unchanged."""
+    db = tmp_path / "copy.db"
+    shutil.copy(good_db, db)
+    before = _digest(db)
+    result = CliRunner().invoke(cli, [*COMMANDS["judge --dry-run"], "--db", str(db)])
+    assert result.exit_code == 0, result.stderr
+    assert _digest(db) == before
