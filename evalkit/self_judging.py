@@ -51,3 +51,21 @@ def warning_lines(judge_models: Iterable[str], agent_models: Iterable[str]) -> l
         f"favour their own outputs, so the audit flags these pairs; --allow-self-judging silences this"
         for judge, n in self_judged_runs(judge_models, agent_models).items()
     ]
+
+
+def pairing_note(entry: dict) -> str | None:
+    """One line for an audit pairing with self-judged pairs: how many, by whom, and its agreement
+    without them (the audit's ``self_judging`` block); None when it has none."""
+    flagged = entry.get("self_judging") or {}
+    if not flagged.get("pairs"):
+        return None
+    without = flagged.get("without") or {}
+
+    def value(key: str) -> str:
+        stat = without.get(key)
+        v = stat.get("value") if isinstance(stat, dict) else stat
+        return "n/a" if v is None else f"{v:.2f}"
+
+    return (f"{entry.get('pairing')}: {flagged['pairs']} of {entry.get('n')} pairs self-judged "
+            f"({', '.join(flagged.get('judges', []))} judging its own model's runs); without them: "
+            f"n {without.get('n', 0)}, agreement {value('percent_agreement')}, kappa {value('cohen_kappa')}")

@@ -96,3 +96,30 @@ def test_judge_warns_before_sending_and_the_flag_silences_it(tmp_path):
     # the bundle stays blind either way: the dry-run prompt is the same with and without the flag
     assert silenced.stdout == res.stdout
     assert "model-a" not in res.stdout.split("--- system ---", 1)[1]
+
+
+def test_audit_text_and_report_show_the_self_judged_pairs(db):
+    from evalkit.agreement.render import render_markdown, render_table
+    from evalkit.report import build_report, render_html
+
+    audit = build_audit(db, n_resamples=0)
+    line = "outcome: 4 of 8 pairs self-judged (openai/agent-x judging its own model's runs); without them: n 4, agreement 0.50"
+    assert line in render_table(audit)
+    assert "openai/agent-x (self)" not in render_table(audit)  # the disagreements are all agent-y's
+    assert "4 of 8 pairs self-judged" in render_markdown(audit)
+    import html
+
+    assert html.escape(line, quote=True) in render_html(build_report(db, made_at="2026-01-01T00:00:00Z"))
+
+
+def test_disagreements_mark_self_judged_rows(tmp_path):
+    from evalkit.agreement.render import render_table
+
+    path = tmp_path / "own.db"
+    save_cards(path, [card("x0", model="agent-x", all_passed=False)])
+    ann = Annotator(path)
+    ann.add("x0", {"outcome": "pass", "safety": 3, "action_execution": 3}, judge="openai/agent-x")
+    ann.close()
+    audit = build_audit(path, n_resamples=0)
+    assert [d["self_judged"] for d in audit["disagreements"]] == [True]
+    assert "openai/agent-x (self)" in render_table(audit)

@@ -14,6 +14,7 @@ from typing import Any
 
 from evalkit.agreement.paired import NOT_APPLICABLE
 from evalkit.present import CsvRows, Table, md_text, sanitize
+from evalkit.self_judging import pairing_note
 
 PAIRING_COLUMNS = (
     ("n", "n"),
@@ -102,6 +103,8 @@ def sections(report: dict[str, Any]) -> list[Section]:
             + [fmt(e.get(k)) for k in stat_keys[3:]]
         )
         notes += _notes(e["pairing"], e, stat_keys)
+        if self_note := pairing_note(e):
+            notes.append(self_note)
         ex = e.get("excluded", {})
         left = ", ".join(f"{k} {v}" for k, v in ex.items() if v)
         if left:
@@ -136,7 +139,8 @@ def sections(report: dict[str, Any]) -> list[Section]:
     drows = []
     for i, d in enumerate(report.get("disagreements", []), start=1):
         drows.append(
-            [str(i), d["pairing"], d["direction"], d["run_id"], d["scenario_id"], d["model"], d["judge_model"],
+            [str(i), d["pairing"], d["direction"], d["run_id"], d["scenario_id"], d["model"],
+             d["judge_model"] + (" (self)" if d.get("self_judged") else ""),
              fmt(d["judge_value"]), fmt(d["mechanical_value"]), str(d["gap"]), _excerpt(d.get("rationale") or "", RATIONALE_IN_TABLE)]
         )
     out.append(

@@ -27,6 +27,7 @@ import json
 from typing import Any
 
 from evalkit.report import fmt
+from evalkit.self_judging import pairing_note
 
 MARKDOWN_DISAGREEMENTS = 50
 
@@ -134,8 +135,9 @@ def _pairings(audit: dict) -> list[dict]:
     notes = Notes()
     rows = [[str(e.get("pairing")), str(e.get("level", ""))] + [stat_text(e.get(k), notes) for k, _ in PAIRING_COLUMNS]
             for e in entries]
+    self_judged = [line for e in entries if (line := pairing_note(e))]
     blocks.append({"kind": "table", "headers": headers, "rows": rows, "cls": "pairings",
-                   "numeric": list(range(2, len(headers))), "notes": notes.lines()})
+                   "numeric": list(range(2, len(headers))), "notes": notes.lines() + self_judged})
 
     per_judge = [(e, s) for e in entries for s in _dicts((e.get("slices") or {}).get("judge"))]
     if per_judge:
