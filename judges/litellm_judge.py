@@ -391,7 +391,7 @@ class LiteLLMJudge:
         messages: list[dict] = []
         fresh = True  # build the prompt for `mode` (again) before the next request
         for _ in range(len(modes.MODES) + self.config.reask + 1):
-            shape = modes.request_shape(mode, base_format)
+            shape = modes.request_shape(mode, base_format, self.params.get("max_tokens"))
             if fresh:
                 try:
                     fitted = self._fit(bundle, rubric, mode, shape)

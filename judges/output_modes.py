@@ -44,14 +44,30 @@ def schema_instruction(schema: dict) -> dict:
         + json.dumps(schema, sort_keys=True, ensure_ascii=False) + "\n")}
 
 
-def request_shape(mode: str, json_schema_format: dict) -> dict:
+def bounded_strings(schema: dict, max_chars: int) -> dict:
+    """S with `maxLength` on its free-text strings, for a server that turns S into a decoding
+    grammar: the grammar then closes the string in time, so a model that rambles cannot run past
+    max_tokens and cut its own JSON short. Only the request changes; replies are still validated
+    by the rubric's own model."""
+    out = json.loads(json.dumps(schema))
+    for prop in (out.get("properties") or {}).values():
+        if prop.get("type") == "string" and "enum" not in prop and "maxLength" not in prop:
+            prop["maxLength"] = max_chars
+    return out
+
+
+def request_shape(mode: str, json_schema_format: dict, max_tokens: int | None = None) -> dict:
     """The keyword arguments a mode adds to a chat-completions request.
 
-    `json_schema_format` is the rubric's `{"type": "json_schema", "json_schema": {...}}`."""
+    `json_schema_format` is the rubric's `{"type": "json_schema", "json_schema": {...}}`;
+    `max_tokens` (the reply budget) bounds free text in the json_object_schema grammar at two
+    characters per token, about half the budget."""
     schema = json_schema_format["json_schema"]["schema"]
     if mode == "json_schema":
         return {"response_format": json_schema_format}
     if mode == "json_object_schema":
+        if max_tokens:
+            schema = bounded_strings(schema, 2 * max_tokens)
         return {"response_format": {"type": "json_object", "schema": schema}}
     if mode == "json_object":
         return {"response_format": {"type": "json_object"}}

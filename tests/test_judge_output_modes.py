@@ -49,6 +49,10 @@ def test_request_shapes_carry_the_schema_where_the_mode_says():
     schema = fmt["json_schema"]["schema"]
     assert request_shape("json_schema", fmt) == {"response_format": fmt}
     assert request_shape("json_object_schema", fmt) == {"response_format": {"type": "json_object", "schema": schema}}
+    bounded = request_shape("json_object_schema", fmt, max_tokens=256)["response_format"]["schema"]
+    assert bounded["properties"]["rationale"]["maxLength"] == 512  # the grammar closes it in budget
+    assert "maxLength" not in bounded["properties"]["outcome"]     # an enum needs no bound
+    assert "maxLength" not in schema["properties"]["rationale"]    # the validator's schema is untouched
     assert request_shape("json_object", fmt) == {"response_format": {"type": "json_object"}}
     tool = request_shape("tool", fmt)
     assert tool["tools"][0]["function"]["parameters"] == schema
