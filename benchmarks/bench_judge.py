@@ -75,8 +75,10 @@ def main() -> None:
         cards = make_cards(args.n)
         before = server.count
         t1 = time.perf_counter()
+        # output mode fixed: with `auto` and no remembered mode, the first call would go alone
+        # (a probe, docs/judge.md) and add one L that is negotiation, not throughput
         result = judge_cards(cards, ["openai/bench"], db=db, api_base=server.api_base,
-                             concurrency=args.concurrency)
+                             concurrency=args.concurrency, output_mode="json_schema")
         wall = time.perf_counter() - t1
         sent = server.count - before
         assert result.ok and result.summary.ok == args.n, result.summary.as_dict()
@@ -84,7 +86,7 @@ def main() -> None:
         before = server.count
         t2 = time.perf_counter()
         cached = judge_cards(cards, ["openai/bench"], db=db, api_base=server.api_base,
-                             concurrency=args.concurrency)
+                             concurrency=args.concurrency, output_mode="json_schema")
         cached_wall = time.perf_counter() - t2
         cached_requests = server.count - before
 
