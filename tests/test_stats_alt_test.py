@@ -178,3 +178,85 @@ def test_alt_test_rejects_unknown_metric_and_non_numeric_error_metric():
         alt_test(judge, humans, metric="f1")
     with pytest.raises(ValueError, match="numeric"):
         alt_test({"a": "x"}, {"h1": {"a": "x"}, "h2": {"a": "y"}, "h3": {"a": "x"}}, metric="neg_abs_error")
+
+
+# --- the metric is explicit: hand computations and the audit's choice -----------------------------
+
+def _one_human_scores(metric):
+    """Judge 3, left-out human h1 = 2, remaining humans 0 and 4 on one item."""
+    judge = {f"i{k}": 3 for k in range(2)}
+    humans = {"h1": {f"i{k}": 2 for k in range(2)}, "h2": {f"i{k}": 0 for k in range(2)},
+              "h3": {f"i{k}": 4 for k in range(2)}}
+    res = alt_test(judge, humans, metric=metric, min_items=2)
+    return next(e for e in res["per_human"] if e["human"] == "h1")
+
+
+def test_alt_test_neg_rmse_by_hand():
+    # judge: -sqrt(((3-0)^2 + (3-4)^2) / 2) = -sqrt(5); h1: -sqrt(((2-0)^2 + (2-4)^2) / 2) = -2
+    e = _one_human_scores("neg_rmse")
+    assert e["judge_score"] == pytest.approx(-math.sqrt(5)) and e["human_score"] == pytest.approx(-2.0)
+    assert e["judge_advantage"] == 0.0  # -2.236 < -2: the human aligns better under RMSE
+
+
+def test_alt_test_neg_abs_error_by_hand():
+    # judge: -(3 + 1) / 2 = -2; h1: -(2 + 2) / 2 = -2: a tie, which counts for the judge too
+    e = _one_human_scores("neg_abs_error")
+    assert e["judge_score"] == pytest.approx(-2.0) and e["human_score"] == pytest.approx(-2.0)
+    assert e["judge_advantage"] == 1.0
+
+
+def test_alt_test_accuracy_by_hand():
+    # judge 3 agrees with neither 0 nor 4; h1 = 2 neither: both 0, a tie
+    e = _one_human_scores("accuracy")
+    assert e["judge_score"] == 0.0 and e["human_score"] == 0.0 and e["judge_advantage"] == 1.0
+
+
+def test_audit_alt_metric_auto_is_accuracy_for_labels_and_neg_rmse_for_numbers():
+    from evalkit.agreement.raters import alt_metric
+
+    assert alt_metric("auto", "nominal") == "accuracy"
+    assert alt_metric("auto", "ordinal") == "neg_rmse"
+    assert alt_metric("auto", "interval") == "neg_rmse"
+    assert alt_metric("neg_abs_error", "ordinal") == "neg_abs_error"
+
+
+def _numeric_config(tmp_path, metric=None):
+    from evalkit.agreement.pairings import load_audit_config
+
+    body = "[alt_test]\nmin_items = 2\n" + (f'metric = "{metric}"\n' if metric else "")
+    (tmp_path / "p.toml").write_text(body)
+    return load_audit_config(tmp_path / "p.toml")
+
+
+def _numeric_matrix():
+    # raters: judge, h1, h2, h3 over two items (the hand example above)
+    return ["judge", "h1", "h2", "h3"], {"judge": "judge", "h1": "human", "h2": "human", "h3": "human"}, \
+        [[3, 3], [2, 2], [0, 0], [4, 4]]
+
+
+@pytest.mark.parametrize("metric, expected", [(None, "neg_rmse"), ("neg_abs_error", "neg_abs_error"),
+                                              ("accuracy", "accuracy")])
+def test_audit_alt_test_reports_the_configured_metric(tmp_path, metric, expected):
+    from evalkit.agreement.raters import alt_tests
+
+    raters, kinds, matrix = _numeric_matrix()
+    [res] = alt_tests(raters, kinds, matrix, "ordinal", _numeric_config(tmp_path, metric))
+    assert res["metric"] == expected
+    h1 = next(e for e in res["per_human"] if e["human"] == "h1")
+    assert h1["judge_advantage"] == {"neg_rmse": 0.0, "neg_abs_error": 1.0, "accuracy": 1.0}[expected]
+
+
+def test_audit_alt_test_error_metric_on_labels_is_a_reason_not_a_crash(tmp_path):
+    from evalkit.agreement.raters import alt_tests
+
+    raters, kinds, _ = _numeric_matrix()
+    matrix = [["pass", "fail"], ["pass", "pass"], ["fail", "fail"], ["pass", "fail"]]
+    [res] = alt_tests(raters, kinds, matrix, "nominal", _numeric_config(tmp_path, "neg_rmse"))
+    assert res["passed"] is None and "numeric" in res["reason"]
+
+
+def test_audit_alt_test_unknown_metric_is_a_config_error(tmp_path):
+    from evalkit.errors import InputError
+
+    with pytest.raises(InputError, match="alt_test.metric"):
+        _numeric_config(tmp_path, "rmse")

@@ -207,6 +207,8 @@ class AuditConfig:
     q: float = 0.05
     min_humans: int = 3
     alt_min_items: int = 30
+    # "auto": accuracy for nominal labels, neg_rmse for numbers (the Alt-Test authors' choice).
+    alt_metric: str = "auto"
     moved_by: float = 2
     max_moved: int = 1
     dimensions: dict[str, DimensionSpec] = field(default_factory=dict)
@@ -275,6 +277,7 @@ class AltTestSpec(ConfigModel):
     q: float = 0.05
     min_humans: int = 3
     min_items: int = 30
+    metric: Literal["auto", "accuracy", "neg_rmse", "neg_abs_error"] = "auto"
 
 
 class DriftSpec(ConfigModel):
@@ -394,6 +397,7 @@ def _build(doc: dict[str, Any], path: str) -> AuditConfig:
         q=number("alt_test", "q", 0.05, 1e-9, 1.0),
         min_humans=number("alt_test", "min_humans", 3, 3, 10**6, integer=True),
         alt_min_items=number("alt_test", "min_items", 30, 2, 10**9, integer=True),
+        alt_metric=section("alt_test").get("metric", "auto"),
         moved_by=number("drift", "moved_by", 2, 0, 1e9),
         max_moved=number("drift", "max_moved", 1, 0, 10**6, integer=True),
         dimensions=dims,

@@ -199,11 +199,19 @@ def _paired(a: list[Any], b: list[Any]) -> tuple[list[Any], list[Any]]:
     return [x for x, _ in both], [y for _, y in both]
 
 
+def alt_metric(configured: str, level: str) -> str:
+    """The Alt-Test's alignment metric: ``auto`` is accuracy for nominal labels and ``neg_rmse``
+    for numbers (ordinal or interval), the Alt-Test reference implementation's choice."""
+    if configured != "auto":
+        return configured
+    return "accuracy" if level == "nominal" else "neg_rmse"
+
+
 def alt_tests(raters: list[str], kinds: dict[str, str], matrix: list[list[Any]], level: str, config: AuditConfig) -> list[dict[str, Any]]:
     """One Alt-Test per judge rater with enough humans on its items (empty list otherwise)."""
     humans = [i for i, name in enumerate(raters) if kinds[name] == "human"]
     judges = [i for i, name in enumerate(raters) if kinds[name] == "judge"]
-    metric = "accuracy" if level == "nominal" else "neg_abs_error"
+    metric = alt_metric(config.alt_metric, level)
     out = []
     for j in judges:
         cols = [c for c, v in enumerate(matrix[j]) if v is not None]
@@ -212,9 +220,13 @@ def alt_tests(raters: list[str], kinds: dict[str, str], matrix: list[list[Any]],
             continue
         judge_vals = {c: matrix[j][c] for c in cols}
         human_vals = {raters[h]: {c: matrix[h][c] for c in cols if matrix[h][c] is not None} for h in active}
-        result = _alt().alt_test(
-            judge_vals, human_vals, epsilon=config.epsilon, metric=metric, q=config.q, min_items=config.alt_min_items
-        )
+        try:
+            result = _alt().alt_test(
+                judge_vals, human_vals, epsilon=config.epsilon, metric=metric, q=config.q, min_items=config.alt_min_items
+            )
+        except ValueError as exc:  # an error metric configured for a dimension whose labels are not numbers
+            result = {"metric": metric, "winning_rate": None, "advantage_prob": None, "passed": None,
+                      "per_human": [], "reason": str(exc)}
         out.append({"judge": raters[j], "humans": [raters[h] for h in active], "n_items": len(cols)} | dict(result))
     return out
 
