@@ -140,3 +140,13 @@ def test_score_aggregate_shows_intervals_at_the_chosen_level():
     group = next(g for g in doc["groups"] if g["model"] == "opus-4-8")
     assert group["score_mean_ci"][0] == pytest.approx(0.95 - 1.8856180831641267 * 0.05 / 3 ** 0.5)  # t(0.9, 2 df)
     assert run("score", str(EXAMPLES), "--no-db", "--ci-level", "95").exit_code == 2
+
+
+def test_compare_with_one_model_says_there_is_nothing_to_compare(tmp_path):
+    db = tmp_path / "one.db"
+    src = _tau_file(tmp_path / "one.json", [3, 1, 0], tasks=3)
+    assert run("import", "taubench", str(src), "-o", str(tmp_path / "one"), "--model", "solo").exit_code == 0
+    assert run("score", str(tmp_path / "one"), "--db", str(db), "--format", "jsonl").exit_code == 0
+    res = run("compare", "--db", str(db))
+    assert res.exit_code == 0
+    assert res.stdout.splitlines() == ["Paired comparison", "(fewer than two models: nothing to compare)"]

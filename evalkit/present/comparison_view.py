@@ -53,6 +53,8 @@ def comparison_table(comparison: dict[str, Any]) -> Table:
               f"{1 - comparison['level']:.2g}" if family else "no pair of models shares 2 scenarios: nothing could be tested")
     notes = [f"{comparison['test']}; delta = candidate - baseline; {level} t intervals; {tested}."]
     notes += [f"{cand} vs {base} ({', '.join(metrics)}): {reason}" for (cand, base, reason), metrics in reasons.items()]
+    if len(comparison["models"]) < 2:
+        notes = []  # nothing was compared: the empty text says why
     empty = "fewer than two models: nothing to compare" if len(comparison["models"]) < 2 else "no comparison"
     return Table(headers, rows, notes=notes, title="Paired comparison", empty=empty,
                  numeric=set(range(3, 11)), display=number)
