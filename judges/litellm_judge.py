@@ -227,6 +227,7 @@ class LiteLLMJudge:
         limit = max_input_tokens or self.config.max_input_tokens
         self.max_input_tokens: int | None = limit or (info or {}).get("max_input_tokens")
         self.notes: list[str] = []  # output-mode step-downs, for the summary
+        self.accepted_mode: str | None = None  # the last mode a response came back in
         self._probe = asyncio.Lock()
 
     # -- what is known before the first request ------------------------------------------------
@@ -427,6 +428,7 @@ class LiteLLMJudge:
                     return finish("judge_error", error=f"after {counters['attempts']} attempts: {_describe(exc)}")
                 raise JudgeFatalError(self._fatal_message(exc), finish("judge_error", error=_describe(exc))) from None
             self._settled = True
+            self.accepted_mode = mode  # the server took this request shape, whatever the model answered
             usage = getattr(response, "usage", None)
             p_tok = int(getattr(usage, "prompt_tokens", 0) or 0)
             c_tok = int(getattr(usage, "completion_tokens", 0) or 0)

@@ -247,8 +247,10 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
             summary.elided += 1
         if ann.output_mode:
             summary.output_modes[item.judge.model] = ann.output_mode
+        # the mode is about the server: one that answered (even with an invalid reply) is kept
+        remember(item.judge, getattr(item.judge, "accepted_mode", None)
+                 or (ann.output_mode if ann.status == "ok" else None))
         if ann.status == "ok":
-            remember(item.judge, ann.output_mode)
             summary.ok += 1
         else:
             summary.failures += 1

@@ -198,3 +198,18 @@ def test_litellm_capability_data_picks_the_first_mode_for_a_known_model():
     fixed = LiteLLMJudge("openai/gpt-4o-mini", output_mode="prompt")
     fixed.start_from("tool")  # a remembered mode never overrides an explicit one
     assert fixed.output_mode == "prompt"
+
+
+def test_a_mode_the_server_accepted_is_remembered_even_when_the_model_answers_badly(tmp_path, server):
+    """Real small models fail validation; the next run must not negotiate the shape again."""
+    server.dialect = "llamacpp"
+    server.content = '{"confidence": 4, "rationale": "5.5.6.9.87.1.1'
+    db = scored_examples(tmp_path)
+    first = judge(db, server, concurrency=1)
+    assert first.summary.ok == 0 and first.summary.failures == JUDGEABLE
+    kinds = [(r["body"].get("response_format") or {}).get("type") for r in server.requests]
+    assert kinds.count("json_schema") == 1
+    before = server.count
+    judge(db, server, concurrency=1)  # failures are asked again, in the remembered mode at once
+    kinds = [(r["body"].get("response_format") or {}).get("type") for r in server.requests[before:]]
+    assert kinds and set(kinds) == {"json_object"}
