@@ -4,16 +4,51 @@ Each sub-command lives in its own module under evalkit/commands/ and exposes `re
 Those modules import only click and the standard library at module level, so that `evalkit score`
 never pays for numpy, scipy or litellm.
 
-Exit codes (all commands): 0 success; 1 some inputs were bad; 3 a quality gate failed (see the command's
-help); 2 usage error (bad flags, missing files, unknown names).
+Exit codes (all commands, evalkit/exitcodes.py): 0 success; 1 some inputs were bad; 3 a quality gate
+failed (see the command's help); 2 usage error (bad flags, missing files, unknown names); 130
+interrupted. Every error is one line on stderr, ``error: ...``, usage errors included.
 """
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
 from evalkit import __version__
+from evalkit.exitcodes import EXIT_USAGE
+from evalkit.present.safe import sanitize
+
+
+class EvalkitGroup(click.Group):
+    """A click group whose usage errors are one line, like every other evalkit error:
+    ``error: <what> (see 'evalkit CMD -h')`` and exit 2 (click prints usage, a hint and the error
+    over four lines). Other click exceptions and exit codes are click's own."""
+
+    def main(self, *args, **kwargs):
+        standalone = kwargs.pop("standalone_mode", True)
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as exc:
+            if not standalone:
+                raise
+            where = exc.ctx.command_path if exc.ctx is not None else "evalkit"
+            click.echo(f"error: {sanitize(exc.format_message())} (see '{where} -h')", err=True)
+            sys.exit(EXIT_USAGE)
+        except click.ClickException as exc:
+            if not standalone:
+                raise
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.exceptions.Exit as exc:  # --help, --version
+            if not standalone:
+                raise
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            if not standalone:
+                raise
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
 
 COMMAND_MODULES = (
     "evalkit.commands.score",
@@ -27,7 +62,7 @@ COMMAND_MODULES = (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=EvalkitGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalkit")
 def cli() -> None:
     """evalkit: deterministic scores for agent trajectories, an optional LLM judge, and audits."""

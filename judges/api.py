@@ -171,12 +171,16 @@ def _setup(db, rubric, config, config_path, readonly=False):
     return cfg, rub, JudgeStore(db, readonly=readonly)
 
 
-def _check_resample(resample: float | None, seed: int | None) -> None:
+def check_resample(resample: float | None, seed: int | None) -> None:
+    """The one rule for a drift check (the CLI applies it too): ``resample`` in (0, 1] needs a
+    ``seed`` (a sample nobody can draw again checks nothing), and a seed alone means nothing."""
     if resample is not None:
         if not 0.0 < resample <= 1.0:
             raise ValueError(f"--resample must be in (0, 1], got {resample}")
         if seed is None:
             raise ValueError("--resample needs --seed")
+    elif seed is not None:
+        raise ValueError("--seed is only used with --resample")
 
 
 async def ajudge_cards(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.db",
@@ -188,7 +192,7 @@ async def ajudge_cards(cards: Iterable[Any], models: Iterable[str], *, db: str =
                        progress: bool | None = False, api_key: str | None = None,
                        output_mode: str | None = None, max_input_tokens: int | None = None) -> JudgeResult:
     """`judge_cards` for callers that already run an event loop (e.g. a notebook)."""
-    _check_resample(resample, seed)
+    check_resample(resample, seed)
     cfg, rub, store = _setup(db, rubric, config, config_path)
     try:
         judges = _judges(models, cfg, api_base, temperature, api_key, store, output_mode, max_input_tokens)
@@ -254,7 +258,7 @@ def dry_run(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.d
             output_mode: str | None = None, max_input_tokens: int | None = None,
             **_ignored: Any) -> DryRun:
     """What a run would send, without sending anything (the database is opened read-only)."""
-    _check_resample(resample, seed)
+    check_resample(resample, seed)
     cfg, rub, store = _setup(db, rubric, config, config_path, readonly=True)
     try:
         judges = _judges(models, cfg, api_base, temperature, None, store, output_mode, max_input_tokens)

@@ -69,7 +69,7 @@ def test_cli_401_exits_1_with_one_line_message(tmp_path, server):
     server.default = "401"
     res = judge(db, server, "--concurrency", "1")
     assert res.exit_code == 1 and server.count == 1
-    message = [line for line in res.stderr.splitlines() if line.startswith("evalkit judge:")]
+    message = [line for line in res.stderr.splitlines() if line.startswith("error:")]
     assert message and "AuthenticationError (401)" in message[0] and "API key" in message[0]
     assert "Traceback" not in res.stderr
 

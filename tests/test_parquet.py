@@ -111,4 +111,4 @@ def test_parquet_into_a_non_empty_directory_is_a_usage_error(tmp_path):
     assert result.exit_code == 2 and "not empty" in result.stderr
     assert (tmp_path / "keep.txt").read_text() == "mine"
     result = CliRunner().invoke(cli, ["export", "parquet", "--db", str(tmp_path / "none.db"), str(tmp_path / "new")])
-    assert result.exit_code == 1 and "none.db" in result.stderr
+    assert result.exit_code == 2 and "none.db: no such database" in result.stderr  # a missing file is a usage error

@@ -1,9 +1,9 @@
 """`evalkit export parquet --db FILE DIR`: a scores database as Parquet (the parquet extra)."""
 from __future__ import annotations
 
-import sys
-
 import click
+
+from evalkit.commands.kit import db_option, fail
 
 
 def register(group: click.Group) -> None:
@@ -17,13 +17,13 @@ def export() -> None:
 
 @export.command("parquet")
 @click.argument("directory", type=click.Path(file_okay=False))
-@click.option("--db", "db_path", default="evalkit.db", show_default=True, help="Scores database to read.")
+@db_option(existing=True, help="Scores database to read.")
 def parquet(directory: str, db_path: str) -> None:
     """Write the database's scorecards (partitioned by scenario) and judge bundles as Parquet into
     DIRECTORY, which must be new or empty. See docs/scaling.md for the layout.
 
     Exit codes: 0 written; 1 the database cannot be read; 2 usage error (DIRECTORY not empty,
-    pyarrow not installed).
+    pyarrow not installed, no such database).
     """
     from evalkit.errors import InputError
     from evalkit.parquet import export_database, parquet_problem, pyarrow_problem
@@ -33,6 +33,5 @@ def parquet(directory: str, db_path: str) -> None:
     try:
         n = export_database(db_path, directory)
     except InputError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        fail(str(exc))
     click.echo(f"{n} scorecard{'s' if n != 1 else ''} -> {directory}")

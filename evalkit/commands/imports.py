@@ -9,6 +9,9 @@ from pathlib import Path
 
 import click
 
+from evalkit.commands.kit import EXIT_BAD_INPUT, warn
+from evalkit.present.safe import sanitize
+
 
 def register(group: click.Group) -> None:
     group.add_command(import_command)
@@ -50,8 +53,6 @@ def import_command(
     converted. Exit 0 when every input converted, 1 when some were bad, 2 on usage errors.
     """
     from evalkit import importers
-    from evalkit.commands.kit import EXIT_BAD_INPUT, warn
-    from evalkit.present.safe import sanitize
 
     if list_formats:
         for name, origin in importers.available().items():

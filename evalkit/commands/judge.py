@@ -10,23 +10,20 @@ import sys
 
 import click
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE = 0, 1, 2
-
-
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
-    click.echo(f"evalkit judge: {message}", err=True)
-    sys.exit(code)
+from evalkit.commands.kit import (
+    EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ExistingFile, db_option, fail, format_option, warn,
+)
 
 
 def register(group: click.Group) -> None:
     @group.command("judge")
-    @click.argument("paths", nargs=-1)
+    @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
     @click.option("--model", "models", multiple=True, required=True,
                   help="A litellm model string (openai/gpt-4o-mini, ollama/llama3, openai/<name> with "
                        "--api-base) or a plugin judge as PREFIX:model. Repeat to judge with several models.")
     @click.option("--rubric", help="Rubric name in prompts/ (e.g. procedure_v1, computer_use_v1) or a .toml path. "
                                     "Default from configs/judge.toml.")
-    @click.option("--db", "db_path", default="evalkit.db", show_default=True, help="SQLite database (scores + judge tables).")
+    @db_option(help="SQLite database (scores + judge tables).")
     @click.option("--concurrency", type=click.IntRange(1, 256), help="Requests in flight at once (default from config).")
     @click.option("--api-base", help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, ...).")
     @click.option("--temperature", type=float, help="Sampling temperature (default from config, 0).")
@@ -44,9 +41,8 @@ def register(group: click.Group) -> None:
     @click.option("--seed", type=int, help="Seed choosing the --resample runs.")
     @click.option("--show-mechanical", is_flag=True, help="Show the mechanical scores to the judge (annotations marked non-blind).")
     @click.option("--dry-run", is_flag=True, help="Print what would be sent, send nothing.")
-    @click.option("--format", "fmt", type=click.Choice(["table", "json", "jsonl", "markdown"]), default="table",
-                  show_default=True)
-    @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+    @format_option(["table", "json", "jsonl", "markdown"], dest="fmt")
+    @click.option("--config", "config_path", type=ExistingFile("config file"),
                   help="TOML file overriding configs/judge.toml (retries, timeouts, prices).")
     @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
     @click.option("--allow-self-judging", is_flag=True,
@@ -64,10 +60,12 @@ def register(group: click.Group) -> None:
         (401/403/400/404, no API key, nothing listening at --api-base, every output mode refused)
         or --max-cost reached; 2 usage error.
         """
-        if resample is not None and seed is None:
-            raise click.UsageError("--resample needs --seed")
-        if seed is not None and resample is None:
-            raise click.UsageError("--seed is only used with --resample")
+        from judges.api import check_resample
+
+        try:
+            check_resample(resample, seed)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
         if not paths and not os.path.exists(db_path):
             raise click.UsageError(f"no database {db_path}: score runs first, or pass trajectory PATHS")
 
@@ -83,21 +81,16 @@ def register(group: click.Group) -> None:
                        config_path=config_path, output_mode=output_mode, max_input_tokens=max_input_tokens)
         try:
             if paths:
-                from pathlib import Path
-
-                for p in paths:
-                    if p != "-" and not Path(p).exists():
-                        raise click.UsageError(f"no such file or directory: {p}")
-                cards, input_errors = api.score_paths(paths, db_path, warn=lambda m: click.echo(m, err=True))
+                cards, input_errors = api.score_paths(paths, db_path, warn=warn)
             else:
                 cards, input_errors = api.stored_cards(db_path), []
             for error in input_errors:
-                click.echo(error, err=True)
+                warn(str(error))
             if not allow_self_judging:
                 from evalkit.self_judging import warning_lines
 
                 for line in warning_lines(models, (c.model for c in cards)):
-                    click.echo(line, err=True)
+                    warn(line)
             if dry_run:
                 plan = api.dry_run(cards, models, **options)
                 click.echo(render.render_dry_run(plan, fmt), nl=False)
@@ -105,22 +98,22 @@ def register(group: click.Group) -> None:
             result = api.judge_cards(cards, models, concurrency=concurrency, max_cost=max_cost,
                                      progress=progress, **options)
         except KeyboardInterrupt:
-            _fail("interrupted; finished calls are stored, run the same command again to resume", 130)
+            fail("interrupted; finished calls are stored, run the same command again to resume", EXIT_INTERRUPTED)
         except (RubricError, UnknownJudgeError) as exc:
-            _fail(str(exc), EXIT_USAGE)
+            fail(str(exc), EXIT_USAGE)
         except (ConfigError, ValueError, InputError) as exc:
-            _fail(str(exc))
+            fail(str(exc))
         result.input_errors = input_errors
         shape = {"table": render.render_table, "markdown": render.render_markdown,
                  "json": render.render_json, "jsonl": render.render_jsonl}[fmt]
         click.echo(shape(result), nl=False)
         if fmt == "jsonl":
             for line in render.summary_lines(result):
-                click.echo(line, err=True)
+                warn(line)
         if result.summary.fatal:
-            click.echo(f"evalkit judge: {result.summary.fatal}", err=True)
+            warn(f"error: {result.summary.fatal}")
         elif result.summary.stopped:
-            click.echo(f"evalkit judge: {result.summary.stopped}", err=True)
+            warn(f"error: {result.summary.stopped}")
         sys.exit(EXIT_OK if result.ok else EXIT_BAD_INPUT)
 
     @group.group("cache")
@@ -128,13 +121,11 @@ def register(group: click.Group) -> None:
         """Inspect or clear the judge's call cache (the judge_calls table)."""
 
     @cache.command("stats")
-    @click.option("--db", "db_path", default="evalkit.db", show_default=True)
-    @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+    @db_option(existing=True, help="SQLite database to read.")
+    @format_option(["table", "json"], dest="fmt")
     def stats(db_path, fmt):
         """Cached calls per judge model, rubric and status, with tokens and cost; then the output mode
         remembered per (judge model, api base)."""
-        if not os.path.exists(db_path):
-            raise click.UsageError(f"no database {db_path}")
         from evalkit.errors import InputError
         from evalkit.judges import render
         from evalkit.judges.store import JudgeStore
@@ -146,18 +137,16 @@ def register(group: click.Group) -> None:
             finally:
                 store.close()
         except InputError as exc:
-            _fail(str(exc))
-        click.echo(render.render_stats(rows, fmt, modes), nl=False)
+            fail(str(exc))
+        click.echo(render.render_stats(rows, fmt), nl=False)
 
     @cache.command("clear")
-    @click.option("--db", "db_path", default="evalkit.db", show_default=True)
+    @db_option(existing=True)
     @click.option("--model", help="Only this judge model: the full name (openai/gpt-4o-mini) or the part after "
                                   "the provider prefix (gpt-4o-mini); an unknown name lists the judges present.")
     @click.option("--rubric", help="Only this rubric id.")
     def clear(db_path, model, rubric):
         """Delete cached calls (annotations are results and stay)."""
-        if not os.path.exists(db_path):
-            raise click.UsageError(f"no database {db_path}")
         from evalkit.errors import InputError
         from evalkit.judges.store import JudgeStore
 
@@ -168,5 +157,5 @@ def register(group: click.Group) -> None:
             finally:
                 store.close()
         except InputError as exc:
-            _fail(str(exc))
+            fail(str(exc))
         click.echo(f"cleared {count} cached calls")

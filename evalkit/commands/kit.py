@@ -5,6 +5,7 @@ so the help text and the default are written once. Only click and the standard l
 """
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -16,7 +17,7 @@ from evalkit.present.safe import sanitize
 
 __all__ = [
     "DEFAULT_DB", "EXIT_BAD_INPUT", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE",
-    "db_option", "fail", "format_option", "warn",
+    "ExistingFile", "db_option", "fail", "format_option", "warn",
 ]
 
 DEFAULT_DB = "evalkit.db"
@@ -33,17 +34,33 @@ def warn(message: str) -> None:
     click.echo(sanitize(message), err=True)
 
 
+class ExistingFile(click.Path):
+    """``click.Path(exists=True, dir_okay=False)`` whose missing-file message names what is missing
+    (``x.db: no such database``) and, with ``hint``, what to do about it; ``-`` (stdin) passes."""
+
+    def __init__(self, noun: str = "file", hint: str = "", dir_okay: bool = False):
+        super().__init__(exists=True, dir_okay=dir_okay, allow_dash=True)
+        self.noun, self.hint = noun, hint
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value != "-" and not os.path.lexists(value):
+            self.fail(f"{value}: no such {self.noun}{self.hint.format(value=value)}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def db_option(*, existing: bool = False, help: str = "SQLite database.") -> Callable:
     """``--db FILE`` (default evalkit.db). ``existing=True`` for commands that only read: a missing
     file is a usage error (exit 2) naming it, checked by click before the command runs."""
     # a directory is let through: the opener (evalkit.db) says "is a directory" in one line, exit 1
-    path_type = click.Path(exists=existing)
+    path_type = (ExistingFile("database", " (score runs first: evalkit score PATH --db {value})", dir_okay=True)
+                 if existing else click.Path())
     return click.option("--db", "db_path", type=path_type, default=DEFAULT_DB, show_default=True, help=help)
 
 
-def format_option(choices: Sequence[str], default: str | None = None, *, help: str = "Output shape.") -> Callable:
+def format_option(choices: Sequence[str], default: str | None = None, *, help: str = "Output shape.",
+                  dest: str = "fmt_name") -> Callable:
     """``--format`` with the command's own choices; the first one is the default."""
-    return click.option("--format", "fmt_name", type=click.Choice(list(choices)), default=default or choices[0],
+    return click.option("--format", dest, type=click.Choice(list(choices)), default=default or choices[0],
                         show_default=True, help=help)
 
 

@@ -5,29 +5,22 @@ schema command may load a rubric, both inside the command functions.
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import click
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE = 0, 1, 2
+from evalkit.commands.kit import EXIT_USAGE, ExistingFile, db_option, fail, warn
+
 DEFAULT_HTML = "evalkit-report.html"
-
-
-def _fail(message: str, code: int) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
 
 
 def register(group: click.Group) -> None:
     @group.command("report")
-    @click.option("--db", "db_path", default="evalkit.db", show_default=True, help="SQLite database to read (never written).")
+    @db_option(existing=True, help="SQLite database to read (never written).")
     @click.option("--html", "html_path", help=f"Write the self-contained HTML page here ('-' for stdout). Default when neither --html nor --markdown: {DEFAULT_HTML}.")
     @click.option("--markdown", "md_path", help="Write the markdown summary here ('-' for stdout), e.g. for a pull request.")
     @click.option("--title", default=None, help="Page title (default: 'evalkit report').")
     @click.option("--judge", "judge", metavar="MODEL", default=None,
                   help="Only this judge's annotations (full model string or the part after the provider prefix).")
-    @click.option("--contamination", "contamination_path", default=None,
+    @click.option("--contamination", "contamination_path", default=None, type=ExistingFile("contamination file"),
                   help="Contamination declaration (TOML) to print; default: configs/contamination.toml.")
     def report(db_path, html_path, md_path, title, judge, contamination_path):
         """Make the report: headline pass rates and pass^k, the score vector, safety, every run's
@@ -40,20 +33,16 @@ def register(group: click.Group) -> None:
         """
         from evalkit.report import ReportError, build_report, render_html, render_markdown, write_text_atomic
 
-        if not Path(db_path).exists():  # a directory or a non-database is the opener's one-line error
-            _fail(f"{db_path}: no such database (score runs first: evalkit score PATH --db {db_path})", EXIT_USAGE)
-        if contamination_path is not None and not Path(contamination_path).is_file():
-            _fail(f"{contamination_path}: no such contamination file", EXIT_USAGE)
         if html_path is None and md_path is None:
             html_path = DEFAULT_HTML
         if html_path == "-" and md_path == "-":
-            _fail("--html - and --markdown - cannot both go to stdout", EXIT_USAGE)
+            raise click.UsageError("--html - and --markdown - cannot both go to stdout")
         try:
             data = build_report(db_path, title=title, judge=judge, contamination_path=contamination_path)
         except ReportError as exc:
-            _fail(str(exc), EXIT_BAD_INPUT)
+            fail(str(exc))
         for warning in data["warnings"]:
-            click.echo(f"warning: {warning}", err=True)
+            warn(f"warning: {warning}")
         for path, render in ((html_path, render_html), (md_path, render_markdown)):
             if path is None:
                 continue
@@ -64,13 +53,12 @@ def register(group: click.Group) -> None:
             try:
                 write_text_atomic(path, text)
             except OSError as exc:
-                _fail(f"{path}: cannot write ({exc.strerror or exc})", EXIT_BAD_INPUT)
+                fail(f"{path}: cannot write ({exc.strerror or exc})")
             counts = data["counts"]
-            click.echo(
+            warn(
                 f"wrote {path}: {counts['runs']} runs, {counts['scenarios']} scenarios, {counts['models']} models; "
                 f"judge {'yes' if data['judge']['available'] else 'no'}, "
-                f"audit {'yes' if data['agreement']['available'] else 'no'}",
-                err=True,
+                f"audit {'yes' if data['agreement']['available'] else 'no'}"
             )
 
     @group.command("schema")
@@ -86,8 +74,8 @@ def register(group: click.Group) -> None:
         from evalkit.report.schemas import SchemaError, schema_text
 
         if rubric is not None and name != "annotation":
-            _fail("--rubric applies to the annotation schema only", EXIT_USAGE)
+            raise click.UsageError("--rubric applies to the annotation schema only")
         try:
             click.echo(schema_text(name, rubric), nl=False)
         except SchemaError as exc:
-            _fail(str(exc), EXIT_USAGE)
+            fail(str(exc), EXIT_USAGE)

@@ -1,9 +1,11 @@
 """`evalkit verdicts`: score verdict files (classification results). Thin shell over evalkit.verdicts."""
 from __future__ import annotations
 
+import sys
+
 import click
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE = 0, 1, 2
+from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_OK, fail, warn
 
 
 def register(group: click.Group) -> None:
@@ -45,11 +47,10 @@ def register(group: click.Group) -> None:
         if not markdown:
             click.echo(f"verdicts: files scored {len(scores)}, files with errors {len(summary['errors'])}")
         for err in summary["errors"]:
-            click.echo(v.ascii_text(err), err=True)
+            warn(v.ascii_text(err))
         if json_out:
             try:
                 v.write_json(json_out, summary)
             except OSError as exc:
-                click.echo(f"{json_out}: cannot write: {exc.strerror or exc}", err=True)
-                raise SystemExit(EXIT_BAD_INPUT) from None
-        raise SystemExit(EXIT_BAD_INPUT if summary["errors"] else EXIT_OK)
+                fail(f"{json_out}: cannot write: {exc.strerror or exc}")
+        sys.exit(EXIT_BAD_INPUT if summary["errors"] else EXIT_OK)
