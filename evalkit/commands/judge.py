@@ -138,7 +138,7 @@ def register(group: click.Group) -> None:
                 store.close()
         except InputError as exc:
             fail(str(exc))
-        click.echo(render.render_stats(rows, fmt), nl=False)
+        click.echo(render.render_stats(rows, fmt, modes), nl=False)
 
     @cache.command("clear")
     @db_option(existing=True)
