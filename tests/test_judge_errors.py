@@ -21,7 +21,7 @@ def fast_config(tmp_path) -> str:
 
 
 def error_lines(res) -> list[str]:
-    return [line for line in res.stderr.splitlines() if line.startswith("evalkit judge:")]
+    return [line for line in res.stderr.splitlines() if line.startswith("error:")]
 
 
 def free_port() -> int:
@@ -61,7 +61,7 @@ def test_unknown_model_lists_the_models_the_server_offers(tmp_path, server):
                  "--concurrency", "1", "--config", fast_config(tmp_path))
     assert res.exit_code == 1 and server.count == 1
     lines = error_lines(res)
-    assert lines == [f"evalkit judge: {server.api_base} has no model 'smollm'; it offers: qwen2.5-0.5b, "
+    assert lines == [f"error: {server.api_base} has no model 'smollm'; it offers: qwen2.5-0.5b, "
                      "smollm2-135m-instruct (use --model openai/<id>)"]
 
 
@@ -70,7 +70,7 @@ def test_connection_refused_says_nothing_listening(tmp_path):
     base = f"http://127.0.0.1:{free_port()}/v1"
     res = invoke("judge", "--db", db, "--model", "openai/smollm2", "--api-base", base)
     assert res.exit_code == 1
-    assert error_lines(res) == [f"evalkit judge: nothing listening at {base} (connection refused): start the "
+    assert error_lines(res) == [f"error: nothing listening at {base} (connection refused): start the "
                                 "server or fix --api-base"]
 
 
