@@ -16,6 +16,7 @@ import hashlib
 import json
 from typing import Any
 
+from evalkit.present import Html, Table
 from evalkit.report import fmt
 from evalkit.report.agreement_view import agreement_blocks, judge_cost_blocks
 from evalkit.report.data import provenance_items
@@ -68,17 +69,8 @@ def run_anchor(run_id: str) -> str:
 
 
 def _table(headers: list[str], rows: list[list[str]], *, cls: str = "", numeric: set[int] | None = None) -> str:
-    """``rows`` hold already-escaped HTML cells; ``headers`` are plain text."""
-    numeric = numeric or set()
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = []
-    for row in rows:
-        cells = "".join(
-            f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row)
-        )
-        body.append(f"<tr>{cells}</tr>")
-    attr = f' class="{cls}"' if cls else ""
-    return f'<div class="table-wrap"><table{attr}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    """``rows`` hold already-escaped HTML cells (badges, links); ``headers`` are plain text."""
+    return Table(headers, [[Html(str(c)) for c in row] for row in rows], numeric=numeric or ()).to_html(cls)
 
 
 def _absent(text: str) -> str:

@@ -8,7 +8,7 @@ backslash-escaped, so a trajectory cannot inject links, images, HTML or break a 
 """
 from __future__ import annotations
 
-from evalkit.present import md_text
+from evalkit.present import Markdown, Table, md_text
 from evalkit.report import fmt
 from evalkit.report.agreement_view import agreement_blocks, judge_cost_blocks
 from evalkit.report.data import provenance_items
@@ -19,10 +19,8 @@ md = md_text
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
-    """``rows`` hold already-escaped cells."""
-    lines = ["| " + " | ".join(md(h) for h in headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+    """``rows`` hold already-escaped cells (some carry markup: ``**n<3**``)."""
+    return "\n".join(Table(headers, [[Markdown(c) for c in row] for row in rows]).markdown_lines())
 
 
 def _headline(report: dict) -> list[str]:
