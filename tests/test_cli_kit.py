@@ -123,7 +123,7 @@ def test_resample_needs_seed_and_seed_needs_resample(tmp_path):
 
 
 def test_the_resample_rule_is_the_api_rule():
-    from judges.api import check_resample
+    from evalkit.judges.api import check_resample
 
     check_resample(0.5, 1)
     check_resample(None, None)

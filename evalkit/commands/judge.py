@@ -60,7 +60,7 @@ def register(group: click.Group) -> None:
         (401/403/400/404, no API key, nothing listening at --api-base, every output mode refused)
         or --max-cost reached; 2 usage error.
         """
-        from judges.api import check_resample
+        from evalkit.judges.api import check_resample
 
         try:
             check_resample(resample, seed)
