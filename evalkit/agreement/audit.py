@@ -13,6 +13,7 @@ from typing import Any
 
 from evalkit.per_call import median_and_mean_after_first
 from evalkit.agreement import drift as drift_mod
+from evalkit.agreement import jury as jury_mod
 from evalkit.agreement import paired, raters
 from evalkit.agreement.pairings import AuditConfig, describe, load_audit_config
 from evalkit.agreement.ratings import collect_ratings
@@ -34,6 +35,7 @@ def build_audit(
     config: AuditConfig | str | Path | None = None,
     seed: int = 0,
     n_resamples: int = 1000,
+    jury: bool = False,
 ) -> dict[str, Any]:
     """Audit the judge annotations in ``db_path`` against the mechanical scores and other raters.
 
@@ -42,9 +44,10 @@ def build_audit(
     name raises ``evalkit.db.UnknownJudge`` (listing the judges present);
     ``by`` names the one slice kind to break pairings down by (scenario, model, judge, rubric;
     None = all four); ``config`` is an AuditConfig, a path to a config file, or None for the
-    documented lookup; ``seed``/``n_resamples`` drive the bootstrap intervals.
+    documented lookup; ``seed``/``n_resamples`` drive the bootstrap intervals; ``jury`` adds the
+    derived ``jury@RUBRIC`` rater (:mod:`evalkit.agreement.jury`) to pairings, raters and Alt-Test.
     """
-    return run_audit(db_path, judge, rubric, by, config, seed, n_resamples)[0]
+    return run_audit(db_path, judge, rubric, by, config, seed, n_resamples, jury)[0]
 
 
 def run_audit(
@@ -55,6 +58,7 @@ def run_audit(
     config: AuditConfig | str | Path | None = None,
     seed: int = 0,
     n_resamples: int = 1000,
+    jury: bool = False,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``build_audit`` plus the compared pairs (the rows of ``--pairs-out``)."""
     if by is not None and by not in SLICE_KINDS:
@@ -73,7 +77,9 @@ def run_audit(
 
     active = cfg.pairings_for(rubric)
     sub = dataclasses.replace(cfg, pairings=active)
-    sets = paired.build_pairs(cards, values, sub)
+    # The jury is a rater like any judge, but not an annotation: counts and drift see only judges.
+    rated = values + jury_mod.jury_values(values, sub) if jury else values
+    sets = paired.build_pairs(cards, rated, sub)
     bootstrap = {"n_resamples": n_resamples, "seed": seed} if n_resamples > 0 else None
 
     pairing_entries = []
@@ -94,10 +100,10 @@ def run_audit(
         entry["self_judging"] = self_judging(p, ps.pairs, sub)
         pairing_entries.append(entry)
 
-    rater_entries, skipped = raters.analyse(collect_ratings(stored, values), sub)
+    rater_entries, skipped = raters.analyse(collect_ratings(stored, rated), sub)
     report: dict[str, Any] = {
         "schema": SCHEMA,
-        "filters": {"judge": judge, "rubric": rubric, "by": by},
+        "filters": {"judge": judge, "rubric": rubric, "by": by, "jury": jury},
         "config": {
             "path": cfg.path,
             "escalation_threshold": cfg.escalation_threshold,

@@ -243,7 +243,7 @@ def sections(report: dict[str, Any]) -> list[Section]:
 def _header(report: dict[str, Any]) -> list[str]:
     c = report.get("counts", {})
     f = report.get("filters", {})
-    filt = ", ".join(f"{k} {v}" for k, v in f.items() if v is not None)
+    filt = ", ".join(k if v is True else f"{k} {v}" for k, v in f.items() if v is not None and v is not False)
     return [
         f"evalkit audit: {c.get('scorecards', 0)} scorecards, {c.get('annotations', 0)} judge annotations "
         f"({c.get('non_blind_annotations', 0)} non-blind left out, {c.get('replicate_annotations', 0)} replicates), "

@@ -28,7 +28,8 @@ def register(group: click.Group) -> None:
     @click.option("--resamples", "n_resamples", type=click.IntRange(0), default=1000, show_default=True,
                   help="Bootstrap resamples (0 = no intervals).")
     @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write the output here instead of stdout.")
-    def audit(db_path, judge, rubric, by, fmt_name, pairs_out, config_path, seed, n_resamples, out_path):
+    @click.option("--jury", is_flag=True, help="Add the derived rater jury@RUBRIC (majority / median of the judges, ties to the lower credit).")
+    def audit(db_path, judge, rubric, by, fmt_name, pairs_out, config_path, seed, n_resamples, out_path, jury):
         """Audit the LLM judge: agreement with the mechanical scores, with other judges and humans.
 
         Reads the database only: scores and annotations are never modified. Non-blind annotations
@@ -41,7 +42,7 @@ def register(group: click.Group) -> None:
 
         try:
             report, pairs = run_audit(db_path, judge=judge, rubric=rubric, by=by, config=config_path,
-                                      seed=seed, n_resamples=n_resamples)
+                                      seed=seed, n_resamples=n_resamples, jury=jury)
         except InputError as exc:
             fail(str(exc))
         text = RENDERERS[fmt_name](report)

@@ -22,7 +22,8 @@ def register(group: click.Group) -> None:
                   help="Only this judge's annotations (full model string or the part after the provider prefix).")
     @click.option("--contamination", "contamination_path", default=None, type=ExistingFile("contamination file"),
                   help="Contamination declaration (TOML) to print; default: configs/contamination.toml.")
-    def report(db_path, html_path, md_path, title, judge, contamination_path):
+    @click.option("--jury", is_flag=True, help="Add the derived jury@RUBRIC rater to the agreement audit (see evalkit audit --jury).")
+    def report(db_path, html_path, md_path, title, judge, contamination_path, jury):
         """Make the report: headline pass rates and pass^k, the score vector, safety, every run's
         commands, the judge's qualitative annotations, the agreement audit, provenance and the
         contamination declaration.
@@ -38,7 +39,7 @@ def register(group: click.Group) -> None:
         if html_path == "-" and md_path == "-":
             raise click.UsageError("--html - and --markdown - cannot both go to stdout")
         try:
-            data = build_report(db_path, title=title, judge=judge, contamination_path=contamination_path)
+            data = build_report(db_path, title=title, judge=judge, contamination_path=contamination_path, jury=jury)
         except ReportError as exc:
             fail(str(exc))
         for warning in data["warnings"]:

@@ -197,7 +197,7 @@ def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | 
     return {"models": models, "annotations": len(rows)}
 
 
-def _agreement_section(db_path: str, has_judge: bool, has_ratings: bool, judge: str | None) -> dict:
+def _agreement_section(db_path: str, has_judge: bool, has_ratings: bool, judge: str | None, jury: bool = False) -> dict:
     """The audit's own dict (evalkit.agreement.audit.build_audit), or why there is none."""
     if not (has_judge or has_ratings):
         return {"available": False, "reason": "no judge annotations or imported ratings in this database yet"}
@@ -206,7 +206,7 @@ def _agreement_section(db_path: str, has_judge: bool, has_ratings: bool, judge: 
     except ImportError as exc:
         return {"available": False, "reason": f"the audit module is not installed ({exc.name})"}
     try:
-        audit = build_audit(db_path, judge=judge)
+        audit = build_audit(db_path, judge=judge, jury=jury)
     except (ValueError, OSError) as exc:  # a broken pairings config must not cost the whole report
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return {"available": False, "reason": f"the audit failed: {first}", "warning": True}
@@ -271,8 +271,11 @@ def build_report(
     judge: str | None = None,
     made_at: str | None = None,
     contamination_path: str | os.PathLike[str] | None = None,
+    jury: bool = False,
 ) -> dict:
     """Read ``db_path`` and return the report dict both renderers consume.
+
+    ``jury`` adds the derived ``jury@RUBRIC`` rater to the agreement audit (``evalkit audit --jury``).
 
     ``judge`` keeps one judge's annotations in the judge and agreement sections (the full model
     string or the part after the provider prefix). Raises :class:`ReportError` (one-line
@@ -300,7 +303,7 @@ def build_report(
             ratings = read_ratings(db)
             made_at = made_at or made_at_now()
             provenance = _provenance(annotations, {r.rater for r in ratings if r.rater_kind == "human"}, runs, made_at)
-        agreement = _agreement_section(str(db_path), bool(annotations), bool(ratings), judge)
+        agreement = _agreement_section(str(db_path), bool(annotations), bool(ratings), judge, jury)
     except InputError as exc:
         raise ReportError(str(exc)) from None
     titles = {r["scenario_id"]: r["scenario_title"] for r in runs if r.get("scenario_title")}
