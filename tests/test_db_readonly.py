@@ -67,6 +67,17 @@ def _digest(directory: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir()) if p.is_file()}
 
 
+def _with_config(args: list[str], shared_dir: Path) -> list[str]:
+    """The audit prints its config file's path; name one file both runs read, since the process run
+    as `nobody` may import an installed evalkit whose default config lives elsewhere."""
+    if args[0] != "audit":
+        return args
+    config = shared_dir / "pairings.toml"
+    config.write_text("# defaults only\n", encoding="utf-8")
+    config.chmod(0o644)
+    return [*args, "--config", str(config)]
+
+
 def _make(shared_dir: Path, tmp_path: Path) -> tuple[Path, Path]:
     """(a writable reference database, a read-only copy in a read-only directory), both WAL."""
     reference = build_db(tmp_path, humans=True)
@@ -85,6 +96,7 @@ def test_readers_work_on_readonly_file_in_readonly_directory(shared_dir, tmp_pat
     reference, ro_db = _make(shared_dir, tmp_path)
     before = _digest(ro_db.parent)
     for name, args in READERS.items():
+        args = _with_config(args, shared_dir)
         got = _run([*args, "--db", str(ro_db)], shared_dir, unprivileged=True)
         assert got.returncode == 0, (name, got.stderr)
         assert "readonly" not in got.stderr and "Traceback" not in got.stderr, (name, got.stderr)
@@ -96,7 +108,7 @@ def test_readers_work_on_readonly_file_in_readonly_directory(shared_dir, tmp_pat
 def test_readers_work_on_readonly_file_in_writable_directory(shared_dir, tmp_path, monkeypatch):
     reference, ro_db = _make(shared_dir, tmp_path)
     ro_db.parent.chmod(0o777)  # nobody may create the WAL index beside the 0444 file
-    args = READERS["audit"]
+    args = _with_config(READERS["audit"], shared_dir)
     got = _run([*args, "--db", str(ro_db)], shared_dir, unprivileged=True)
     assert got.returncode == 0, got.stderr
     assert got.stdout == _reference([*args, "--db", str(reference)], monkeypatch)
