@@ -232,3 +232,51 @@ def test_drift_flag_more_than_one_dimension_moved_by_two(tmp_path):
     assert dims["safety"]["n_moved"] == 2 and dims["action_execution"]["n_moved"] == 0
     assert dims["outcome"]["percent_agreement"]["value"] == pytest.approx(2 / 3)
     assert dims["safety"]["n"] == 3
+
+
+def _cross(db, dim, config=None):
+    return raters_entry(build_audit(db, n_resamples=0, config=config), dim)["judge_vs_mechanical"]
+
+
+def test_judge_vs_mechanical_counts_direction_by_credit_and_matches_sklearn(tmp_path):
+    db = tmp_path / "e.db"
+    pairs = [("C", "C"), ("C", "I"), ("P", "I"), ("I", "C"), ("I", "I"), ("N", "I"), ("C", "P")]
+    rows = []
+    for n, (j, m) in enumerate(pairs):
+        rows += [(f"i{n}", "grader", "judge", "value", j), (f"i{n}", "match", "mechanical", "value", m)]
+    rows.append(("i9", "human1", "human", "value", "C"))  # a human on another item: not in the pair
+    add_ratings(db, rows)
+    save_cards(db, [card("r1")])
+    [c] = _cross(db, "value")
+    assert (c["judge"], c["mechanical"], c["n"], c["agree"]) == ("grader", "match", 7, 2)
+    # lenient: C>I, P>I, C>P; strict: I<C; N vs I: equal credit, neither
+    assert (c["lenient"], c["strict"]) == (3, 1)
+    labels = c["confusion_matrix"]["labels"]
+    assert c["confusion_matrix"]["matrix"] == [[sum(1 for p in pairs if p == (a, b)) for b in labels] for a in labels]
+    js, ms = zip(*pairs)
+    assert c["cohen_kappa"]["value"] == pytest.approx(cohen_kappa_score(js, ms, labels=labels))
+
+
+def test_judge_vs_mechanical_direction_undefined_without_credit_order(tmp_path):
+    db = tmp_path / "e.db"
+    rows = []
+    for n, (j, m) in enumerate([("red", "blue"), ("blue", "blue")]):
+        rows += [(f"i{n}", "g", "judge", "colour", j), (f"i{n}", "m", "mechanical", "colour", m)]
+    add_ratings(db, rows)
+    save_cards(db, [card("r1")])
+    [c] = _cross(db, "colour")
+    assert c["n"] == 2 and c["agree"] == 1
+    assert c["lenient"]["value"] is None and "no credit order" in c["lenient"]["reason"]
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[dimensions.colour]\nlevel = "nominal"\nscale = ["blue", "red"]\n', encoding="utf-8")
+    [c] = _cross(db, "colour", cfg)  # the configured scale is the credit order, least first
+    assert (c["lenient"], c["strict"]) == (1, 0)
+
+
+def test_mechanical_raters_are_not_humans_in_the_alt_test(tmp_path):
+    db, rows = _alt_db(tmp_path, 40, lambda t, rnd: t)
+    add_ratings(db, [(i, f"m{k}", "mechanical", "outcome", v) for i, _, _, _, v in rows for k in range(3)])
+    e = raters_entry(build_audit(db, n_resamples=0), "outcome")
+    [t] = e["alt_test"]
+    assert t["humans"] == ["h1", "h2", "h3"]
+    assert {c["mechanical"] for c in e["judge_vs_mechanical"]} == {"m0", "m1", "m2"}

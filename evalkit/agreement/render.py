@@ -189,7 +189,7 @@ def sections(report: dict[str, Any]) -> list[Section]:
         rnotes.append(f"{s['dimension']} skipped: {s['reason']} ({', '.join(s['raters'])})")
     out.append(
         Section(
-            "Raters: agreement per dimension (judges and humans)",
+            "Raters: agreement per dimension (judges, humans, mechanical scorers)",
             ["dimension", "level", "raters"] + [h for _, h in RATER_COLUMNS],
             rrows,
             rnotes,
