@@ -188,21 +188,12 @@ def open_write(path: str | os.PathLike[str], *, synchronous: str | None = None) 
     memory = name == ":memory:"
     if not memory:
         _check_path(name, must_exist=False)
-    conn = None
-    try:
-        conn = sqlite3.connect(name, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    def prepare(conn: sqlite3.Connection) -> None:
         retry_locked(lambda: _prepare_write(conn, memory))
         if synchronous:
             conn.execute(f"PRAGMA synchronous = {synchronous}")
-    except schema.SchemaProblem as exc:
-        conn.close()
-        raise DbError(name, str(exc)) from None
-    except sqlite3.Error as exc:
-        if conn is not None:
-            conn.close()
-        raise DbError(name, describe(exc)) from None
-    return Database(conn, name, readonly=False)
+
+    return _connect(name, name, prepare, readonly=False)
 
 
 def open_readonly(path: str | os.PathLike[str]) -> Database:
@@ -212,18 +203,24 @@ def open_readonly(path: str | os.PathLike[str]) -> Database:
     uri = p.resolve().as_uri() + "?mode=ro"
     if not os.access(p.resolve().parent, os.W_OK):
         uri += "&immutable=1"
+    def prepare(conn: sqlite3.Connection) -> None:
+        schema.overlay(conn, schema.check(conn))
+        conn.execute("PRAGMA query_only = 1")
+
+    return _connect(name, uri, prepare, readonly=True)
+
+
+def _connect(name: str, target: str, prepare: Callable[[sqlite3.Connection], None], *, readonly: bool) -> Database:
+    """Connect to ``target`` (a path or a ``file:`` URI), busy timeout first, then ``prepare``;
+    any sqlite or schema failure closes the connection and becomes one DbError naming ``name``."""
     conn = None
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        # a read-only target is a file: URI; a write target is a plain path, never parsed as a URI
+        conn = sqlite3.connect(target, uri=readonly, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        present = schema.check(conn)
-        schema.overlay(conn, present)
-        conn.execute("PRAGMA query_only = 1")
-    except schema.SchemaProblem as exc:
-        conn.close()
-        raise DbError(name, str(exc)) from None
-    except sqlite3.Error as exc:
+        prepare(conn)
+    except (schema.SchemaProblem, sqlite3.Error) as exc:
         if conn is not None:
             conn.close()
-        raise DbError(name, describe(exc)) from None
-    return Database(conn, name, readonly=True)
+        raise DbError(name, str(exc) if isinstance(exc, schema.SchemaProblem) else describe(exc)) from None
+    return Database(conn, name, readonly=readonly)

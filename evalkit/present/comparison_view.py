@@ -26,11 +26,6 @@ def p_value(value: float | None) -> str | float | None:
     return "<0.001" if value < 0.001 else value
 
 
-def interval(ci: list[float] | None) -> str:
-    """``[low, high]`` with 3 decimals; ``-`` when undefined."""
-    return "-" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
-
-
 def comparison_table(comparison: dict[str, Any]) -> Table:
     level = f"{comparison['level']:.0%}"
     correction = comparison["correction"]
