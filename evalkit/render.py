@@ -10,6 +10,7 @@ import json
 from typing import Any, TextIO
 
 from evalkit.present import CsvRows, MarkdownRows, Table, TextRows, csv_line
+from evalkit.present.table import scalar_text
 from evalkit.scorecard import ScoreCard
 
 FORMATS = ("table", "json", "jsonl", "csv", "markdown")
@@ -37,17 +38,11 @@ def _cell(row: dict[str, Any], column: str) -> Any:
 
 
 def fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.3f}"
     if isinstance(value, Interval):
         return f"[{fmt(value[0])}, {fmt(value[1])}]"
     if isinstance(value, list):
         return " ".join(fmt(v) for v in value) if value else "-"
-    return str(value)
+    return scalar_text(value)
 
 
 def run_row(card: ScoreCard) -> list[Any]:

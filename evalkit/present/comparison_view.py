@@ -4,20 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalkit.present.table import Table
+from evalkit.present.table import Table, scalar_text
 
 METRIC_LABELS = {"score_mean": "score", "pass_rate": "pass rate"}
-
-
-def number(value: Any) -> str:
-    """3 decimals, ``-`` for null; p-values below 0.001 as ``<0.001``."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
 
 
 def p_value(value: float | None) -> str | float | None:
@@ -52,7 +41,7 @@ def comparison_table(comparison: dict[str, Any]) -> Table:
         notes = []  # nothing was compared: the empty text says why
     empty = "fewer than two models: nothing to compare" if len(comparison["models"]) < 2 else "no comparison"
     return Table(headers, rows, notes=notes, title="Paired comparison", empty=empty,
-                 numeric=set(range(3, 11)), display=number)
+                 numeric=set(range(3, 11)), display=scalar_text)
 
 
 def plan_tables(plan: dict[str, Any]) -> list[Table]:
@@ -70,5 +59,5 @@ def plan_tables(plan: dict[str, Any]) -> list[Table]:
                          f"detect a difference of {plan['delta']:g} with power {current['power']:.2f}")
         tables.append(Table(["runs per scenario", "scenarios needed", "runs per model"], rows, notes=notes,
                             title=f"{label}: to detect a difference of {plan['delta']:g}", numeric={0, 1, 2},
-                            display=number))
+                            display=scalar_text))
     return tables

@@ -22,26 +22,38 @@ from typing import Any, TextIO
 from evalkit.present.safe import csv_cell, html_text, md_text, sanitize
 
 
-class Html(str):
+class _Trusted(str):
+    """Markup already made safe, with its ``plain`` text for the other emitters."""
+
+    __slots__ = ("plain",)
+
+    def __new__(cls, markup: str, plain: str = ""):
+        obj = super().__new__(cls, markup)
+        obj.plain = plain
+        return obj
+
+
+class Html(_Trusted):
     """A cell that is already safe HTML (escaped text inside trusted tags)."""
 
-    __slots__ = ("plain",)
-
-    def __new__(cls, markup: str, plain: str = "") -> "Html":
-        obj = super().__new__(cls, markup)
-        obj.plain = plain
-        return obj
+    __slots__ = ()
 
 
-class Markdown(str):
+class Markdown(_Trusted):
     """A cell that is already safe markdown (escaped text inside trusted markup)."""
 
-    __slots__ = ("plain",)
+    __slots__ = ()
 
-    def __new__(cls, markup: str, plain: str = "") -> "Markdown":
-        obj = super().__new__(cls, markup)
-        obj.plain = plain
-        return obj
+
+def scalar_text(value: Any) -> str:
+    """A cell's text: ``-`` for null, ``yes``/``no``, floats to 3 decimals, anything else as str."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
 
 
 def plain_text(value: Any) -> str:
