@@ -5,6 +5,8 @@
   connection is made; every failure is a one-line :class:`DbError` naming the file;
 - :mod:`evalkit.db.scores` — :class:`Store` (the score writer), :func:`read_scorecards`;
 - :mod:`evalkit.db.judge` — :class:`JudgeTables` (the judge's writer), :func:`read_annotations`;
+- :mod:`evalkit.db.probes` — :class:`ProbeTables` (probe answers, apart from annotations),
+  :func:`read_probe_annotations`;
 - :mod:`evalkit.db.ratings` — :func:`write_ratings`, :func:`read_ratings`;
 - :mod:`evalkit.db.names` — :func:`resolve_judge`: what a judge name given by a person means.
 
@@ -17,6 +19,7 @@ from evalkit.db.judge import (
     read_call_costs, read_primary_values,
 )
 from evalkit.db.names import UnknownJudge, resolve_judge, short_name
+from evalkit.db.probes import ProbeAnswer, ProbeTables, read_probe_annotations
 from evalkit.db.ratings import Rating, read_ratings, write_ratings
 from evalkit.db.schema import SCHEMA_VERSION, TABLES
 from evalkit.db.scores import (
@@ -24,9 +27,9 @@ from evalkit.db.scores import (
 )
 
 __all__ = [
-    "CallCost", "Card", "DEFAULT_DB", "Database", "DbError", "JudgeTables", "JudgeValue", "Rating",
+    "CallCost", "Card", "DEFAULT_DB", "Database", "DbError", "JudgeTables", "JudgeValue", "ProbeAnswer", "ProbeTables", "Rating",
     "SCHEMA_VERSION", "Store", "TABLES", "UnknownJudge", "decode_json", "judge_models", "label_value",
     "open_readonly", "open_write", "read_annotation_rows", "read_annotations", "read_call_costs",
-    "read_cards", "read_commands", "read_primary_values", "read_ratings", "read_runs", "read_scorecards",
+    "read_cards", "read_commands", "read_primary_values", "read_probe_annotations", "read_ratings", "read_runs", "read_scorecards",
     "resolve_judge", "short_name", "write_ratings",
 ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,15 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("judge_output_modes", _cols(
         "judge_model TEXT NOT NULL, api_base TEXT NOT NULL, output_mode TEXT NOT NULL, updated_at TEXT"),
         ("judge_model", "api_base")),
+    # -- judge robustness probes (evalkit probe): answers to counterfactual bundles, kept apart from
+    # `annotations` so that no pairing, rater or Alt-Test can ever read them (evalkit/db/probes.py)
+    Table("probe_annotations", _cols(
+        "annotation_id TEXT, probe TEXT NOT NULL, run_id TEXT NOT NULL, bundle_hash TEXT, judge_model TEXT, "
+        "rubric_id TEXT, rubric_version INTEGER, rubric_hash TEXT, blind INTEGER, status TEXT NOT NULL, "
+        "annotation TEXT, rationale TEXT, cost_usd REAL, latency_ms REAL, prompt_tokens INTEGER, "
+        "completion_tokens INTEGER, cache_key TEXT, created_at TEXT, output_mode TEXT, elided_events INTEGER"),
+        ("annotation_id",),
+        (("idx_probe_annotations_probe", ("probe", "judge_model", "rubric_id")),)),
     # -- imported ratings (evalkit annotations import) ------------------------------------------
     Table("ratings", _cols(
         "item_id TEXT NOT NULL, rater TEXT NOT NULL, rater_kind TEXT NOT NULL, dimension TEXT NOT NULL, "
@@ -93,7 +102,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
 # Data steps per target version (run after the tables/columns of that version exist). None yet:
 # version 1 only declares what evalkit already wrote; version 2 adds judge_calls/annotations
 # output_mode and elided_events (NULL on older rows: unknown, json_schema was the only mode then)
-# and the judge_output_modes table.
+# and the judge_output_modes table; version 3 adds the probe_annotations table.
 STEPS: dict[int, tuple[str, ...]] = {}
 
 

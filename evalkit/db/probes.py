@@ -1,0 +1,113 @@
+"""The probe table: the judge's answers to counterfactual bundles (``evalkit probe``).
+
+A probe answer is stored in ``probe_annotations``, tagged with the probe's name and the
+original run's id, and never in ``annotations``/``annotation_values``: every reader of judge
+annotations (:func:`evalkit.db.read_annotations`, the pairings, raters, Alt-Test, drift, the
+report) reads those tables only, so a probe answer cannot reach an agreement figure. Only the
+audit's ``probes`` section reads this table (:func:`read_probe_annotations`).
+
+The call itself goes through the judge's one cache (``judge_calls``): :class:`ProbeTables` is
+the judge's writer with its annotation write redirected here, so a rerun is served from the
+cache like any judge call and sends no request. The rules are the judge's: one short
+transaction per call, a failure never overwrites a stored success, upserts on deterministic ids.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from evalkit.db.connect import Database
+from evalkit.db.judge import CALL_COLUMNS, JudgeTables, _upsert, judge_models
+from evalkit.db.names import resolve_judge
+from evalkit.db.schema import TABLES
+
+PROBE_COLUMNS = TABLES["probe_annotations"].column_names
+
+
+class ProbeTables(JudgeTables):
+    """The judge's writer (cache, output modes) whose annotations go to ``probe_annotations``.
+
+    Before a work item is run, :meth:`expect` tells which probe its annotation id belongs to."""
+
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False):
+        super().__init__(path, readonly=readonly)
+        self._probe_of: dict[str, str] = {}
+
+    def expect(self, annotation_id: str, probe: str) -> None:
+        self._probe_of[annotation_id] = probe
+
+    def get_annotation(self, ann_id: str) -> dict | None:
+        row = self.database.one("SELECT * FROM probe_annotations WHERE annotation_id = ?", (ann_id,))
+        return {c: row[c] for c in PROBE_COLUMNS} if row else None
+
+    def judged_runs(self, model: str, rubric_id: str, rubric_version: int, blind: bool) -> list[str]:
+        return []  # drift replicates are not drawn from probe answers
+
+    def record(self, call: dict, ann: dict, values: dict | None, confidence: float | None,
+               replicate_tag: str, write_call: bool = True) -> dict:
+        """Store one finished probe call (the cache row) and its answer atomically; returns the
+        answer row (with ``replicate`` 0, as the judge's runner expects)."""
+        row = {**ann, "probe": self._probe_of[ann["annotation_id"]]}
+        with self.database.transaction() as conn:
+            if write_call:
+                conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key",
+                                     "judge_calls.status != 'ok' OR excluded.status = 'ok'"),
+                             [call.get(c) for c in CALL_COLUMNS])
+            existing = conn.execute("SELECT status, cache_key FROM probe_annotations WHERE annotation_id = ?",
+                                    (row["annotation_id"],)).fetchone()
+            keep_old = existing is not None and existing[0] == "ok" and (
+                row["status"] != "ok" or existing[1] == row["cache_key"])
+            if keep_old:
+                stored = conn.execute("SELECT * FROM probe_annotations WHERE annotation_id = ?",
+                                      (row["annotation_id"],)).fetchone()
+                row = dict(zip(PROBE_COLUMNS, stored))
+            else:
+                conn.execute(_upsert("probe_annotations", PROBE_COLUMNS, "annotation_id"),
+                             [row.get(c) for c in PROBE_COLUMNS])
+        return {**{c: row.get(c) for c in PROBE_COLUMNS}, "replicate": 0}
+
+    def iter_annotations(self) -> Iterator[dict]:
+        for row in self.database.rows("SELECT * FROM probe_annotations ORDER BY probe, run_id, judge_model, "
+                                      "rubric_id, annotation_id"):
+            yield {c: row[c] for c in PROBE_COLUMNS}
+
+
+@dataclass(frozen=True)
+class ProbeAnswer:
+    """One ok probe annotation: the judge's values for the transformed run."""
+
+    probe: str
+    run_id: str  # the original run
+    judge_model: str
+    rubric_id: str
+    rubric_version: int
+    values: dict[str, Any]
+    created_at: str
+
+
+def read_probe_annotations(db: Database, judge: str | None = None,
+                           rubric: str | None = None) -> list[ProbeAnswer]:
+    """The ok probe answers, ordered by probe, run, judge, rubric, created_at. ``judge`` is
+    resolved like every judge name (:func:`~evalkit.db.names.resolve_judge`)."""
+    where, args = ["status = 'ok'"], []
+    if judge is not None:
+        where.append("judge_model = ?")
+        args.append(resolve_judge(judge, judge_models(db), db.path))
+    if rubric is not None:
+        where.append("rubric_id = ?")
+        args.append(rubric)
+    out = []
+    for row in db.rows("SELECT probe, run_id, judge_model, rubric_id, rubric_version, annotation, created_at "
+                       f"FROM probe_annotations WHERE {' AND '.join(where)} "
+                       "ORDER BY probe, run_id, judge_model, rubric_id, created_at, annotation_id", args):
+        try:
+            values = json.loads(row[5]) if row[5] else {}
+        except json.JSONDecodeError:
+            values = {}
+        if isinstance(values, dict):
+            out.append(ProbeAnswer(str(row[0]), str(row[1]), row[2], row[3], int(row[4] or 0), values,
+                                   str(row[6] or "")))
+    return out
