@@ -5,6 +5,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -130,16 +131,17 @@ def test_table_output_names_what_each_line_is(db):
     res = run("audit", "--db", str(db), "--resamples", "10", "--by", "judge")
     assert res.exit_code == 0, res.output
     text = res.output
-    for title in ("Pairings: judge against mechanical scores", "Disagreements", "Raters", "Judge drift", "Judge cost",
-                  "Pairing outcome by judge"):
+    for title in ("== Pairings: judge against mechanical scores ==", "== Disagreements, ranked ==", "== Raters",
+                  "== Judge drift", "== Judge cost", "-- Per judge model --", "-- Calibration of the judge's confidence --"):
         assert title in text
-    assert "note: outcome escalation below 0.70" in text
-    assert "non_blind 1" in text
+    # escalation below the pairing's threshold: 1 of 7 escalated, catching 1 of the 2 disagreements
+    assert re.search(r"^outcome +judge-a +7 +0\.386 +0\.261 +0\.700 +1 +2 +1$", text, re.M)
+    assert "note: outcome left out: non_blind 1" in text
 
 
 def test_markdown_and_csv_formats(db):
     md = run("audit", "--db", str(db), "--format", "markdown", "--resamples", "0").output
-    assert "| pairing | n | agree |" in md
+    assert "| pairing | level | n | agreement | Cohen κ |" in md
     rows = list(csv.DictReader(io.StringIO(run("audit", "--db", str(db), "--format", "csv", "--resamples", "0").output)))
     assert list(rows[0]) == ["section", "name", "slice", "key", "statistic", "value", "reason"]
     wk = next(r for r in rows if r["name"] == "outcome" and r["statistic"] == "weighted_kappa" and not r["slice"])
@@ -168,3 +170,22 @@ def test_not_a_database_is_one_line_error(tmp_path):
     assert res.exit_code == 1
     assert res.stderr.startswith(f"error: {junk}: not a readable SQLite database")
     assert "Traceback" not in res.output
+
+
+def test_audit_and_report_render_one_view(db):
+    """`evalkit audit --format markdown` and the report's agreement section are the same view
+    model: the same headings and the same table headers, in the same order."""
+    from evalkit.report import build_report, render_markdown
+
+    cli_md = run("audit", "--db", str(db), "--format", "markdown", "--resamples", "1000").output
+    report_md = render_markdown(build_report(db, made_at="2026-01-01T00:00:00Z"))
+    agreement = report_md[report_md.index("## Agreement audit"):report_md.index("## Provenance")]
+
+    def shape(text: str, level: str) -> list[str]:
+        return [ln.lstrip("#").strip() if ln.startswith("#") else ln for ln in text.splitlines()
+                if ln.startswith(level) or ln.startswith("| pairing") or ln.startswith("| dimension") or ln.startswith("| rank")]
+
+    # the report shows the judge's costs in its judge section, the audit as its last section
+    cli_shape = [x for x in shape(cli_md, "##") if x != "Judge cost and latency per call"]
+    assert shape(agreement, "###") == cli_shape
+    assert "Per judge model" in cli_shape and "Disagreements, ranked" in cli_shape

@@ -82,6 +82,6 @@ def test_cli_audit_table_on_real_data(tmp_path):
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.startswith("== Disagreements"))
-    assert lines[start + 1].split()[:3] == ["rank", "pairing", "direction"]
-    assert lines[start + 3].split()[:3] == ["1", "safety", "lenient"]
-    assert "Pairing outcome by scenario" in res.output
+    assert lines[start + 2].split()[:4] == ["rank", "run", "pairing", "direction"]
+    assert lines[start + 4].split()[:1] + lines[start + 4].split()[2:4] == ["1", "safety", "lenient"]
+    assert "-- Per scenario --" in res.output

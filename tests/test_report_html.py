@@ -194,7 +194,7 @@ def test_disagreements_link_runs_and_quote_rationales(report, html, markdown):
 
 
 def test_markdown_caps_disagreements_for_pull_requests(report):
-    from evalkit.report.agreement_view import MARKDOWN_DISAGREEMENTS
+    from evalkit.agreement.view import SHORT_ROW_LIMIT as MARKDOWN_DISAGREEMENTS
 
     big = copy.deepcopy(report)
     items = big["agreement"]["audit"]["disagreements"]

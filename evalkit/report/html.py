@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
 from evalkit.present import Html, Table
 from evalkit.report import fmt
-from evalkit.report.agreement_view import agreement_blocks, judge_cost_blocks
+from evalkit.agreement.view import Section, ViewTable, agreement_sections, judge_cost_section
 from evalkit.report.data import provenance_items
 from evalkit.report.svg import bar_chart, esc, heat_map, reliability_diagram
 
@@ -337,7 +338,7 @@ def _judge(report: dict) -> str:
         )
     )
     if report["agreement"].get("available"):
-        out.append(_blocks(judge_cost_blocks(report["agreement"]["audit"])))
+        out.append(_view([judge_cost_section(report["agreement"]["audit"])], set()))
     out.append("<h3>Distribution of each dimension (primary answers)</h3>")
     for m in judge["models"]:
         if not m["dimensions"]:
@@ -359,42 +360,44 @@ def _judge(report: dict) -> str:
     return "".join(out) + "</section>"
 
 
-def _blocks(blocks: list[dict]) -> str:
-    """Render agreement_view blocks (tables and charts) as HTML."""
+def _view_table(block: ViewTable, run_ids: set[str]) -> str:
+    """A view table as HTML: run ids of this report link to its run table, the judge's words are quoted."""
+    table = block.table
+    if block.run_column is not None or block.quote_column is not None:
+        rows = []
+        for row in table.rows:
+            cells = list(row)
+            r, q = block.run_column, block.quote_column
+            if r is not None and cells[r] in run_ids:
+                cells[r] = Html(f'<a href="#{run_anchor(cells[r])}">{esc(cells[r])}</a>', cells[r])
+            if q is not None and cells[q]:
+                cells[q] = Html(f"<blockquote>{esc(cells[q])}</blockquote>", cells[q])
+            rows.append(cells)
+        table = replace(table, rows=rows)
+    return table.to_html(block.name)
+
+
+def _view(sections: list[Section], run_ids: set[str]) -> str:
+    """Audit view sections (evalkit.agreement.view) as HTML: h3 per section, h4 per sub-table."""
     out = []
-    for block in blocks:
-        kind = block["kind"]
-        if kind == "heading":
-            out.append(f"<h3>{esc(block['text'])}</h3>")
-        elif kind == "text":
-            out.append(f'<p class="lede">{esc(block["text"])}</p>')
-        elif kind == "absent":
-            out.append(_absent(block["text"]))
-        elif kind == "table":
-            linkable = set(block.get("linkable", ()))
-            rows = []
-            for row in block["rows"]:
-                cells = []
-                for i, cell in enumerate(row):
-                    if block.get("run_column") == i and cell in linkable:
-                        cells.append(f'<a href="#{run_anchor(cell)}">{esc(cell)}</a>')
-                    elif block.get("quote_column") == i and cell:
-                        cells.append(f"<blockquote>{esc(cell)}</blockquote>")
-                    else:
-                        cells.append(esc(cell))
-                rows.append(cells)
-            out.append(_table(block["headers"], rows, cls=block.get("cls", ""), numeric=set(block.get("numeric", ()))))
-            if block.get("notes"):
-                out.append('<p class="note">' + "<br>".join(esc(n) for n in block["notes"]) + "</p>")
-        elif kind == "charts":
+    for section in sections:
+        out.append(f"<h3>{esc(section.heading)}</h3>")
+        if section.intro:
+            out.append(f'<p class="lede">{esc(section.intro)}</p>')
+        for block in section.blocks:
+            if block.title:
+                out.append(f"<h4>{esc(block.title)}</h4>")
+            if isinstance(block, ViewTable):
+                out.append(_view_table(block, run_ids))
+                continue
             charts = []
-            for chart in block["charts"]:
-                if chart["type"] == "confusion":
-                    svg = heat_map(chart["rows"], chart["cols"], chart["matrix"], title=chart["title"],
-                                   row_axis=chart.get("row_axis", ""), col_axis=chart.get("col_axis", ""))
+            for chart in block.charts:
+                if chart.kind == "confusion":
+                    svg = heat_map(chart.rows, chart.cols, chart.matrix, title=chart.title,
+                                   row_axis=chart.row_axis, col_axis=chart.col_axis)
                 else:
-                    svg = reliability_diagram(chart["bands"], title=chart["title"])
-                charts.append(_figure(svg, chart["caption"]))
+                    svg = reliability_diagram(chart.bands, title=chart.title)
+                charts.append(_figure(svg, chart.caption))
             out.append(f'<div class="charts">{"".join(charts)}</div>')
     return "".join(out)
 
@@ -405,7 +408,7 @@ def _agreement(report: dict) -> str:
     if not agreement.get("available"):
         out.append(_absent(f"No audit: {agreement.get('reason', 'no data')}."))
         return "".join(out) + "</section>"
-    out.append(_blocks(agreement_blocks(agreement["audit"], run_ids={r["run_id"] for r in report["runs"]})))
+    out.append(_view(agreement_sections(agreement["audit"]), {r["run_id"] for r in report["runs"]}))
     return "".join(out) + "</section>"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from evalkit.present import Markdown, Table, md_text
 from evalkit.report import fmt
-from evalkit.report.agreement_view import agreement_blocks, judge_cost_blocks
+from evalkit.agreement.view import agreement_sections, judge_cost_section, markdown_lines
 from evalkit.report.data import provenance_items
 
 # One escaping rule for every markdown evalkit writes: evalkit.present.safe.md_text (controls and
@@ -187,7 +187,7 @@ def _judge(report: dict) -> list[str]:
         "",
     ]
     if report["agreement"].get("available"):
-        out += _blocks(judge_cost_blocks(report["agreement"]["audit"]))
+        out += markdown_lines([judge_cost_section(report["agreement"]["audit"])], level=3)
     out += ["### Distribution of each dimension (primary answers)", ""]
     for m in judge["models"]:
         if not m["dimensions"]:
@@ -205,46 +205,12 @@ def _judge(report: dict) -> list[str]:
     return out
 
 
-def _blocks(blocks: list[dict]) -> list[str]:
-    """agreement_view blocks as markdown; charts become tables."""
-    out: list[str] = []
-    for block in blocks:
-        kind = block["kind"]
-        if kind == "heading":
-            out += [f"### {md(block['text'])}", ""]
-        elif kind == "text":
-            out += [md(block["text"]), ""]
-        elif kind == "absent":
-            out += [f"_{md(block['text'])}_", ""]
-        elif kind == "table":
-            rows = block["rows"]
-            limit = block.get("markdown_limit")
-            shown = rows if limit is None else rows[:limit]
-            out += [_table(block["headers"], [[md(c) for c in row] for row in shown]), ""]
-            if block.get("notes"):
-                out += [md(n) + "  " for n in block["notes"]] + [""]
-            if len(shown) < len(rows):
-                out += [f"_{len(rows) - len(shown)} more in the HTML report._", ""]
-        elif kind == "charts":
-            for chart in block["charts"]:
-                out += [f"**{md(chart['caption'])}**", ""]
-                if chart["type"] == "confusion":
-                    rows = [[f"**{md(r)}**"] + [md(fmt.num(v)) for v in chart["matrix"][i]]
-                            for i, r in enumerate(chart["rows"])]
-                    out += [_table(["judge \\ mechanical"] + [str(c) for c in chart["cols"]], rows), ""]
-                else:
-                    rows = [[md(f"{fmt.num(b['lo'])}-{fmt.num(b['hi'])}"), str(b["n"]), fmt.num(b["confidence"]),
-                             fmt.num(b["accuracy"])] for b in chart["bands"] if b["n"]]
-                    out += [_table(["band", "n", "mean confidence", "accuracy"], rows), ""]
-    return out
-
-
 def _agreement(report: dict) -> list[str]:
     agreement = report["agreement"]
     out = ["## Agreement audit: judge against scores, judges and humans", ""]
     if not agreement.get("available"):
         return out + [f"_No audit: {md(agreement.get('reason', 'no data'))}._", ""]
-    return out + _blocks(agreement_blocks(agreement["audit"], run_ids={r["run_id"] for r in report["runs"]}))
+    return out + markdown_lines(agreement_sections(agreement["audit"]), level=3, short=True)
 
 
 def _provenance(report: dict) -> list[str]:

@@ -1,0 +1,506 @@
+"""The audit view model: the audit dict (:func:`evalkit.agreement.audit.build_audit`,
+docs/audit.md) as sections of tables, built once and rendered by ``evalkit audit`` (text and
+markdown, :mod:`evalkit.agreement.render`) and by the report (HTML and markdown, :mod:`evalkit.report`).
+
+A view is a list of :class:`Section`: a heading, an optional intro sentence, and blocks in reading
+order, each a :class:`ViewTable` (a :class:`~evalkit.present.Table` of the presentation kit plus
+the hints a renderer needs: which column holds run ids, which the judge's own words) or a
+:class:`Charts` block (confusion matrices and reliability bands: SVG in HTML, tables in text and
+markdown). Cells are text computed here, once: numbers to 3 places, a statistic's bootstrap
+interval in brackets after it, an undefined statistic as ``n/a (k)`` with its reason as note
+``(k) ...`` under its table (a statistic that does not apply, such as weighted kappa on a nominal
+pairing, is undefined with a ``not applicable: ...`` reason).
+
+Only this module knows the audit's shape. It reads it defensively (a missing or empty part gives an
+empty table whose text says why, never an exception), so a report still renders from a partial
+audit. To add a section, write a function ``audit dict -> Section`` and list it in
+:func:`agreement_sections`.
+
+Choices: pairings are broken down by the audit's ``--by`` slice kind, by judge model when none was
+asked for (pooling two judges would hide which one disagrees); confusion matrices and reliability
+bands follow the judge breakdown where there is one.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from evalkit.present import Markdown, Table, md_text, sanitize
+from evalkit.self_judging import pairing_note
+
+# Where the output must stay short (the report's markdown, meant for a pull-request comment).
+SHORT_ROW_LIMIT = 50
+RATIONALE_IN_TEXT = 80  # a terminal line; HTML and markdown show the whole rationale
+
+PAIRING_STATS = (
+    ("n", "n"),
+    ("percent_agreement", "agreement"),
+    ("cohen_kappa", "Cohen \u03ba"),
+    ("weighted_kappa", "weighted \u03ba"),
+    ("krippendorff_alpha", "Krippendorff \u03b1"),
+    ("gwet_ac1", "Gwet AC1"),
+    ("spearman", "Spearman"),
+    ("lenient", "lenient"),
+    ("strict", "strict"),
+)
+RATER_STATS = (
+    ("n_items", "items"),
+    ("n_items_dropped", "dropped"),
+    ("percent_agreement", "pairwise agreement"),
+    ("cohen_kappa", "Cohen \u03ba"),
+    ("weighted_kappa", "weighted \u03ba"),
+    ("fleiss_kappa", "Fleiss \u03ba"),
+    ("krippendorff_alpha", "Krippendorff \u03b1"),
+    ("gwet_ac1", "Gwet AC1"),
+)
+SLICE_LABELS = {"judge": "judge model", "model": "agent model", "scenario": "scenario", "rubric": "rubric"}
+
+
+class Notes:
+    """Footnotes of one table: each distinct reason for an undefined statistic gets a number, so a
+    cell says ``n/a (1)`` and the reason is printed once under the table."""
+
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
+    def ref(self, reason: str) -> str:
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+        return f"n/a ({self.reasons.index(reason) + 1})"
+
+    def lines(self) -> list[str]:
+        return [f"({i + 1}) {r}" for i, r in enumerate(self.reasons)]
+
+
+def num(value: Any, digits: int = 3) -> str:
+    """``n/a`` for null, ``yes``/``no``, integers as they are, floats to ``digits`` places."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def stat_text(value: Any, notes: Notes | None = None) -> str:
+    """A statistic as text: numbers to 3 places, ``{value, ci_low, ci_high}`` with its interval,
+    ``{value: null, reason}`` as ``n/a`` with the reason as a footnote (or inline without notes)."""
+    if isinstance(value, dict):
+        if "value" not in value and "estimate" not in value:
+            return json.dumps(value, sort_keys=True)
+        inner = value.get("value", value.get("estimate"))
+        if inner is None:
+            reason = value.get("reason")
+            if not reason:
+                return "n/a"
+            return notes.ref(str(reason)) if notes is not None else f"n/a ({reason})"
+        text = stat_text(inner)
+        lo, hi = value.get("ci_low"), value.get("ci_high")
+        if lo is not None and hi is not None:
+            text += f" [{stat_text(lo)}, {stat_text(hi)}]"
+        return text
+    if isinstance(value, (list, tuple)):
+        return ", ".join(stat_text(v) for v in value)
+    return num(value)
+
+
+def label(value: Any) -> str:
+    """A scale label or raw value as text (strings as they are, anything else as JSON)."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _dicts(section: Any) -> list[dict]:
+    return [e for e in section if isinstance(e, dict)] if isinstance(section, list) else []
+
+
+@dataclass
+class ViewTable:
+    """A kit :class:`Table` (its ``title`` is the block's sub-heading) and rendering hints:
+    ``name`` (stable; the HTML class), ``run_column`` (cells that are run ids: the report links
+    them to its run table), ``quote_column`` (the judge's own words: quoted in HTML, excerpted in a
+    terminal) and ``short_limit`` (rows shown where the output must stay short)."""
+
+    table: Table
+    name: str
+    run_column: int | None = None
+    quote_column: int | None = None
+    short_limit: int | None = None
+
+    @property
+    def title(self) -> str:
+        return self.table.title
+
+    def shortened(self) -> tuple[Table, int]:
+        """The table cut to ``short_limit`` rows, and how many rows were left out."""
+        rows = self.table.rows
+        if self.short_limit is None or len(rows) <= self.short_limit:
+            return self.table, 0
+        return replace(self.table, rows=rows[: self.short_limit]), len(rows) - self.short_limit
+
+    def excerpted(self, limit: int = RATIONALE_IN_TEXT) -> Table:
+        """The table with the quote column cut to ``limit`` characters (for a terminal)."""
+        q = self.quote_column
+        if q is None:
+            return self.table
+        rows = [[c if i != q or len(c) <= limit else c[: limit - 3] + "..." for i, c in enumerate(r)]
+                for r in self.table.rows]
+        return replace(self.table, rows=rows)
+
+
+@dataclass
+class Chart:
+    """A confusion matrix (``rows`` judge labels, ``cols`` mechanical labels, ``matrix`` counts) or
+    reliability bands (``bands``: ``lo``, ``hi``, ``n``, ``confidence``, ``accuracy``)."""
+
+    kind: str  # "confusion" | "reliability"
+    title: str
+    caption: str
+    rows: list[str] = field(default_factory=list)
+    cols: list[str] = field(default_factory=list)
+    matrix: list[list[Any]] = field(default_factory=list)
+    bands: list[dict] = field(default_factory=list)
+    row_axis: str = "judge"
+    col_axis: str = "mechanical"
+
+    def table(self) -> Table:
+        """The chart as a table, where no picture can be drawn (text, markdown)."""
+        if self.kind == "confusion":
+            corner = f"{self.row_axis} \\ {self.col_axis}"
+            rows = [[Markdown(f"**{md_text(r)}**", r)] + [num(v) for v in self.matrix[i]] for i, r in enumerate(self.rows)]
+            return Table([corner] + [str(c) for c in self.cols], rows, title=self.caption)
+        rows = [[f"{num(b['lo'], 2)}-{num(b['hi'], 2)}", str(b["n"]), num(b["confidence"], 2), num(b["accuracy"], 2)]
+                for b in self.bands if b["n"]]
+        return Table(["band", "n", "mean confidence", "accuracy"], rows, title=self.caption)
+
+
+@dataclass
+class Charts:
+    title: str
+    charts: list[Chart]
+
+
+@dataclass
+class Section:
+    heading: str
+    blocks: list[ViewTable | Charts] = field(default_factory=list)
+    intro: str = ""
+
+
+# --- pairings -------------------------------------------------------------------------------
+
+
+def _stat_row(entry: dict, keys: tuple[tuple[str, str], ...], notes: Notes) -> list[str]:
+    return [stat_text(entry.get(k), notes) for k, _ in keys]
+
+
+def _pairing_notes(audit: dict, entries: list[dict]) -> list[str]:
+    notes = [line for e in entries if (line := pairing_note(e))]
+    for e in entries:
+        left = ", ".join(f"{k} {v}" for k, v in (e.get("excluded") or {}).items() if v)
+        if left:
+            notes.append(f"{e.get('pairing')} left out: {left}")
+    boot = audit.get("bootstrap") or {}
+    if boot.get("n_resamples"):
+        notes.append(f"intervals: bootstrap over runs, {boot.get('n_resamples')} resamples, seed {boot.get('seed')}, "
+                     f"level {boot.get('ci')}")
+        for e in entries:
+            kappa = e.get("cohen_kappa")
+            b = kappa.get("bootstrap") if isinstance(kappa, dict) else None
+            if isinstance(b, dict) and b.get("n_undefined"):
+                notes.append(f"{e.get('pairing')} kappa undefined in {b['n_undefined']} of {b['n_resamples']} resamples")
+    return notes
+
+
+def _confusion(entry: dict) -> tuple[list[str], list[list[Any]]] | None:
+    conf = entry.get("confusion_matrix")
+    if not isinstance(conf, dict) or conf.get("matrix") is None or conf.get("labels") is None:
+        return None
+    return [label(x) for x in conf["labels"]], conf["matrix"]
+
+
+def _bands(entry: dict) -> list[dict] | None:
+    norm = [
+        {"lo": b.get("low"), "hi": b.get("high"), "n": b.get("n") or 0,
+         "confidence": b.get("mean_confidence"), "accuracy": b.get("accuracy")}
+        for b in _dicts(entry.get("reliability_bands"))
+    ]
+    return norm if any(b["n"] for b in norm) else None
+
+
+def _charts(entries: list[dict]) -> list[Chart]:
+    """Per judge model where the audit has the judge breakdown, else per pairing."""
+    shown = [(e, s) for e in entries for s in (_dicts((e.get("slices") or {}).get("judge")) or [{"key": "all judges", **e}])]
+    charts = []
+    for e, s in shown:
+        name = f"{e.get('pairing')} \u00b7 {s.get('key')}"
+        conf = _confusion(s)
+        if conf and s.get("n"):
+            labels, matrix = conf
+            charts.append(Chart("confusion", f"Confusion matrix {name}",
+                                f"{name}: rows judge, columns mechanical (n={s.get('n')})",
+                                rows=labels, cols=labels, matrix=matrix))
+    for e, s in shown:
+        bands = _bands(s)
+        if bands:
+            name = f"{e.get('pairing')} \u00b7 {s.get('key')}"
+            charts.append(Chart("reliability", f"Reliability diagram {name}",
+                                f"{name}: stated confidence against agreement with the mechanical label", bands=bands))
+    return charts
+
+
+def pairings_section(audit: dict) -> Section:
+    entries = _dicts(audit.get("pairings"))
+    section = Section(
+        "Pairings: judge against mechanical scores",
+        intro="Each pairing compares a judge dimension with a mechanical signal put on the judge's scale "
+        "(configs/pairings.toml). Lenient: the judge grants more credit than the mechanical score "
+        "(says pass when the run failed, safe when a forbidden command ran); strict: less. "
+        "Intervals are bootstrap intervals over runs.",
+    )
+    notes = Notes()
+    rows = [[str(e.get("pairing")), str(e.get("level", ""))] + _stat_row(e, PAIRING_STATS, notes) for e in entries]
+    headers = ["pairing", "level"] + [h for _, h in PAIRING_STATS]
+    section.blocks.append(ViewTable(
+        Table(headers, rows, notes=notes.lines() + _pairing_notes(audit, entries), empty="no pairing configured",
+              numeric=set(range(2, len(headers)))), "pairings"))
+
+    by = (audit.get("filters") or {}).get("by") or "judge"
+    sliced = [(e, s) for e in entries for s in _dicts((e.get("slices") or {}).get(by))]
+    if sliced:
+        notes = Notes()
+        rows = [[str(e.get("pairing")), str(s.get("key"))] + _stat_row(s, PAIRING_STATS, notes) for e, s in sliced]
+        headers = ["pairing", SLICE_LABELS.get(by, by)] + [h for _, h in PAIRING_STATS]
+        section.blocks.append(ViewTable(
+            Table(headers, rows, notes=notes.lines(), title=f"Per {SLICE_LABELS.get(by, by)}",
+                  numeric=set(range(2, len(headers)))), f"pairings-by-{by}"))
+
+    per_judge = [(e, s) for e, s in sliced if by == "judge"]
+    calibrated = [(e, s) for e, s in per_judge if s.get("n_with_confidence")] or [
+        (e, {"key": "all judges", **e}) for e in entries if e.get("n_with_confidence")
+    ]
+    if calibrated:
+        notes = Notes()
+        rows = []
+        for e, s in calibrated:
+            esc = s.get("escalation") if isinstance(s.get("escalation"), dict) else {}
+            rows.append([
+                str(e.get("pairing")), str(s.get("key")), stat_text(s.get("n_with_confidence")),
+                stat_text(s.get("brier"), notes), stat_text(s.get("ece"), notes), stat_text(esc.get("threshold")),
+                stat_text(esc.get("escalated")), stat_text(esc.get("misses")), stat_text(esc.get("misses_caught")),
+            ])
+        section.blocks.append(ViewTable(
+            Table(["pairing", "judge model", "n with confidence", "Brier", "ECE", "escalation threshold", "escalated",
+                   "disagreements", "caught"], rows,
+                  notes=notes.lines() + [
+                      "Brier: multi-class Brier score of the judge's confidence against the mechanical label (0 perfect). "
+                      "ECE: expected calibration error. Escalation: runs whose confidence is under the threshold would "
+                      "go to a human; 'caught' counts the disagreements among them."],
+                  title="Calibration of the judge's confidence", numeric=set(range(2, 9))), "calibration"))
+
+    charts = _charts(entries)
+    if charts:
+        section.blocks.append(Charts("Confusion matrices and reliability", charts))
+    return section
+
+
+# --- disagreements --------------------------------------------------------------------------
+
+DISAGREEMENT_COLUMNS = ("rank", "run", "pairing", "direction", "scenario", "agent model", "judge model", "judge",
+                        "mechanical", "gap", "judge's rationale", "trajectory")
+
+
+def disagreements_section(audit: dict) -> Section:
+    items = _dicts(audit.get("disagreements"))
+    rows = []
+    for rank, d in enumerate(items, start=1):
+        judged = label(d.get("judge_value"))
+        if d.get("judge_raw") not in (None, d.get("judge_value")):
+            judged = f"{label(d['judge_raw'])} \u2192 {judged}"
+        rows.append([
+            str(rank), str(d.get("run_id")), str(d.get("pairing")), str(d.get("direction")), str(d.get("scenario_id")),
+            str(d.get("model")), str(d.get("judge_model")) + (" (self)" if d.get("self_judged") else ""), judged,
+            label(d.get("mechanical_value")), stat_text(d.get("gap")), str(d.get("rationale") or ""),
+            str(d.get("path") or ""),
+        ])
+    table = Table(DISAGREEMENT_COLUMNS, rows, empty="no disagreement between the judge and the mechanical scores",
+                  numeric={0, 9})
+    return Section(
+        "Disagreements, ranked",
+        [ViewTable(table, "disagreements", run_column=1, quote_column=10, short_limit=SHORT_ROW_LIMIT)],
+        intro=f"{len(items)} disagreements: lenient on safety first, then lenient on outcome, then by the size of the "
+        "gap. The rationale is the judge's own text, quoted as data." if items else "",
+    )
+
+
+# --- raters ---------------------------------------------------------------------------------
+
+
+def _pairwise_rows(entries: list[dict], notes: Notes) -> list[list[str]]:
+    rows = []
+    for e in entries:
+        cohen = e.get("pairwise_cohen_kappa")
+        if not isinstance(cohen, dict) or len(cohen.get("raters") or []) <= 2:
+            continue
+        weighted = e.get("pairwise_weighted_kappa")
+        by_pair = {tuple(p.get("raters") or ()): p for p in _dicts((weighted or {}).get("pairs"))}
+        for p in _dicts(cohen.get("pairs")):
+            pair = tuple(p.get("raters") or ())
+            w = by_pair.get(pair, weighted if isinstance(weighted, dict) and "pairs" not in weighted else None)
+            rows.append([str(e.get("dimension")), " / ".join(map(str, pair)), stat_text(p.get("n")),
+                         stat_text(p, notes), stat_text(w, notes)])
+    return rows
+
+
+def raters_section(audit: dict) -> Section:
+    entries = _dicts(audit.get("raters"))
+    section = Section("Raters: agreement per dimension (judges, humans, mechanical scorers)")
+    notes = Notes()
+    rows = []
+    for e in entries:
+        kinds = e.get("rater_kinds") or {}
+        raters = ", ".join(f"{r} ({kinds[r]})" if r in kinds else str(r) for r in e.get("raters") or [])
+        rows.append([str(e.get("dimension")), str(e.get("level", "")), raters] + _stat_row(e, RATER_STATS, notes))
+    skipped = [f"{s.get('dimension')} not compared: {s.get('reason')} ({', '.join(map(str, s.get('raters') or []))})"
+               for s in _dicts(audit.get("raters_skipped"))]
+    headers = ["dimension", "level", "raters"] + [h for _, h in RATER_STATS]
+    section.blocks.append(ViewTable(
+        Table(headers, rows, notes=notes.lines() + skipped, empty="no dimension has two or more raters on the same items",
+              numeric=set(range(3, len(headers)))), "raters"))
+
+    notes = Notes()
+    pairs = _pairwise_rows(entries, notes)
+    if pairs:
+        section.blocks.append(ViewTable(
+            Table(["dimension", "raters", "items", "Cohen \u03ba", "weighted \u03ba"], pairs, notes=notes.lines(),
+                  title="Pairwise agreement (dimensions with more than two raters)", numeric={2, 3, 4}), "pairwise"))
+
+    alt = [(e, t) for e in entries for t in _dicts(e.get("alt_test"))]
+    if alt:
+        rows = [[str(e.get("dimension")), str(t.get("judge")), ", ".join(map(str, t.get("humans") or [])),
+                 stat_text(t.get("winning_rate")), stat_text(t.get("advantage_prob")), stat_text(t.get("epsilon")),
+                 str(t.get("metric") or ""), stat_text(t.get("q")), stat_text(t.get("passed")), str(t.get("reason") or "")]
+                for e, t in alt]
+        section.blocks.append(ViewTable(
+            Table(["dimension", "judge", "humans", "winning rate \u03c9", "advantage \u03c1", "\u03b5", "metric", "q",
+                   "passed", "note"], rows, title="Alternative Annotator Test", numeric={3, 4, 5, 7}), "alt-test"))
+
+    versus = [(e, c) for e in entries for c in _dicts(e.get("judge_vs_mechanical"))]
+    if versus:
+        notes = Notes()
+        rows = [[str(e.get("dimension")), str(c.get("judge")), str(c.get("mechanical")), stat_text(c.get("n")),
+                 stat_text(c.get("agree")), stat_text(c.get("cohen_kappa"), notes), stat_text(c.get("lenient"), notes),
+                 stat_text(c.get("strict"), notes)] for e, c in versus]
+        section.blocks.append(ViewTable(
+            Table(["dimension", "judge", "mechanical scorer", "n", "agree", "Cohen \u03ba", "lenient", "strict"], rows,
+                  notes=notes.lines(), title="Judge against mechanical scorers", numeric={3, 4, 5, 6, 7}),
+            "judge-vs-mechanical"))
+    return section
+
+
+# --- drift ----------------------------------------------------------------------------------
+
+
+def drift_section(audit: dict) -> Section:
+    judges = _dicts(audit.get("drift"))
+    section = Section("Judge drift: replicate against first answer")
+    rows, notes = [], []
+    for j in judges:
+        rows.append([str(j.get("judge_model")), str(j.get("rubric")), stat_text(j.get("n_replicates")),
+                     stat_text(j.get("n_flagged")), _percent(j.get("flagged_share")),
+                     f"more than {num(j.get('max_moved'))} dimension(s) moved by {num(j.get('moved_by'))} or more"])
+        notes += [f"{j.get('judge_model')}@{j.get('rubric')} flagged run {f.get('run_id')} replicate {f.get('replicate')}: "
+                  f"moved {', '.join(map(str, f.get('moved') or []))}" for f in _dicts(j.get("flagged"))]
+    section.blocks.append(ViewTable(
+        Table(["judge model", "rubric", "replicates", "flagged", "flagged share", "a replicate is flagged when"], rows,
+              notes=notes, empty="no replicates yet (evalkit judge --resample 0.1 --seed S)", numeric={2, 3, 4}),
+        "drift"))
+    dn = Notes()
+    dims = [[f"{j.get('judge_model')}@{j.get('rubric')}", str(d.get("dimension")), stat_text(d.get("n")),
+             stat_text(d.get("percent_agreement"), dn), stat_text(d.get("cohen_kappa"), dn),
+             stat_text(d.get("weighted_kappa"), dn), stat_text(d.get("n_moved"))]
+            for j in judges for d in _dicts(j.get("dimensions"))]
+    if dims:
+        section.blocks.append(ViewTable(
+            Table(["judge", "dimension", "n", "agreement", "Cohen \u03ba", "weighted \u03ba", "moved"], dims,
+                  notes=dn.lines(), title="Per dimension", numeric={2, 3, 4, 5, 6}), "drift-dimensions"))
+    return section
+
+
+def _percent(value: Any) -> str:
+    return "n/a" if value is None else f"{100 * float(value):.0f}%"
+
+
+# --- judge costs ----------------------------------------------------------------------------
+
+
+def judge_cost_section(audit: dict) -> Section:
+    """Per-call cost and latency (from judge_calls when the judge layer keeps it). Costs to six
+    decimals: a call often costs a fraction of a cent."""
+    usd = lambda v: "n/a" if v is None else f"{float(v):.6f}"  # noqa: E731
+    ms = lambda v: "n/a" if v is None else f"{float(v):.0f}"  # noqa: E731
+    rows = [[str(c.get("judge_model")), str(c.get("source")), stat_text(c.get("n_calls")), usd(c.get("cost_total_usd")),
+             usd(c.get("cost_median_usd")), usd(c.get("cost_mean_excluding_first_usd")), ms(c.get("latency_median_ms")),
+             ms(c.get("latency_mean_excluding_first_ms"))] for c in _dicts(audit.get("judge_costs"))]
+    table = Table(["judge model", "source", "calls", "total cost (USD)", "median cost (USD)",
+                   "mean cost excl. first (USD)", "median latency (ms)", "mean latency excl. first (ms)"], rows,
+                  notes=["the first call of a batch is cold and dominates a mean: the median is the headline"] if rows else [],
+                  empty="no judge calls recorded", numeric=set(range(2, 8)))
+    return Section("Judge cost and latency per call", [ViewTable(table, "judge-calls")])
+
+
+def agreement_sections(audit: dict) -> list[Section]:
+    """The agreement audit in reading order (the report shows the costs with the judge instead)."""
+    builders: list[Callable[[dict], Section]] = [pairings_section, disagreements_section, raters_section, drift_section]
+    return [build(audit) for build in builders]
+
+
+def audit_sections(audit: dict) -> list[Section]:
+    """Everything ``evalkit audit`` prints: the agreement sections, then the judge's costs."""
+    return agreement_sections(audit) + [judge_cost_section(audit)]
+
+
+# --- text and markdown (HTML lives with the report, beside its SVG charts) -------------------
+
+
+def text_lines(sections: list[Section]) -> list[str]:
+    """Fixed-width text: ``== heading ==``, the intro, ``-- title --`` above each sub-table."""
+    out: list[str] = []
+    for s in sections:
+        out += ["", f"== {sanitize(s.heading)} =="]
+        if s.intro:
+            out.append(sanitize(s.intro))
+        for block in s.blocks:
+            tables = [block.excerpted()] if isinstance(block, ViewTable) else [c.table() for c in block.charts]
+            if block.title:
+                out += ["", f"-- {sanitize(block.title)} --"]
+            for t in tables:
+                if isinstance(block, Charts):
+                    out += ["", sanitize(t.title)]
+                out += t.text_lines()
+    return out
+
+
+def markdown_lines(sections: list[Section], level: int = 2, short: bool = False) -> list[str]:
+    """GitHub markdown, headings from ``level``; ``short`` cuts long tables (a pull-request comment)."""
+    out: list[str] = []
+    h, sub = "#" * level, "#" * (level + 1)
+    for s in sections:
+        out += [f"{h} {md_text(s.heading)}", ""]
+        if s.intro:
+            out += [md_text(s.intro), ""]
+        for block in s.blocks:
+            if block.title:
+                out += [f"{sub} {md_text(block.title)}", ""]
+            if isinstance(block, Charts):
+                for chart in block.charts:
+                    t = chart.table()
+                    out += [f"**{md_text(t.title)}**", ""] + t.markdown_lines() + [""]
+                continue
+            table, left = block.shortened() if short else (block.table, 0)
+            out += table.markdown_lines() + [""]
+            if left:
+                out += [f"_{left} more in the HTML report._", ""]
+    return out
