@@ -35,6 +35,7 @@ from typing import Any
 
 from evalkit.per_call import median_and_mean_after_first
 from evalkit.errors import InputError
+from evalkit.present import Markdown, Table, md_code
 
 DEFAULT_ORDER = ("allow", "confirm", "deny")
 DEFAULT_THRESHOLD = 0.8
@@ -302,60 +303,44 @@ def render_verdicts_text(scores: Sequence[dict[str, Any]]) -> str:
     return "\n".join(render_verdict_text(s) for s in scores)
 
 
-def _md(v: Any) -> str:
-    return ascii_text(v).replace("|", "\\|")
+def verdict_tables(scores: Sequence[dict[str, Any]]) -> list[Table]:
+    """The tables of ``--markdown``: summary, agreement by slice, reliability bands, misses granting
+    more. Text from the files is ASCII-escaped (:func:`ascii_text`) like the console report."""
+    t = ascii_text
+    summary, slices, bands, misses = [], [], [], []
+    for s in scores:
+        who = [t(s["model"]), t(s["condition"])]
+        c, e, lat = s["calibration"], s["calibration"]["escalation"], s["latency"]
+        summary.append(who + [
+            s["n"], _f(s["agreement"]["value"]), _f(s["cohen_kappa"]["value"]), s["direction"]["grants_more"],
+            s["direction"]["grants_less"], _f(c["brier"]["value"]), _f(c["ece"]["value"]), f"{e['escalated']}/{e['n']}",
+            f"{e['misses_caught']}/{e['misses']}", _f(lat["median_ms"], 1), _f(lat["mean_ms_excluding_first"], 1),
+            _f(s["cost_usd"], 4)])
+        slices += [who + [t(sl["slice"]), sl["n"], _f(sl["value"]), sl["grants_more"], sl["grants_less"]]
+                   for sl in s["slices"]]
+        bands += [who + [b["band"], b["n"], _f(b["mean_confidence"]), _f(b["accuracy"])] for b in c["bands"]]
+        misses += [who + [m["index"], t(m["slice"]), t(m["truth"]), t(m["pred"]), _f(m["top_prob"], 2), Markdown(md_code(t(m["command"])), t(m["command"]))]
+                   for m in s["misses_granting_more"]]
+    who = ["model", "condition"]
+    return [
+        Table(who + ["n", "agreement", "kappa", "grants more", "grants less", "brier", "ECE", "escalated",
+                     "misses caught", "median ms", "mean ms excl. first", "cost USD"], summary,
+              title="Verdicts: summary", numeric=set(range(2, 14))),
+        Table(who + ["slice", "n", "agreement", "grants more", "grants less"], slices,
+              title="Verdicts: agreement by slice", numeric={3, 4, 5, 6}),
+        Table(who + ["band", "n", "mean confidence", "accuracy"], bands,
+              title="Verdicts: reliability bands (top probability)", numeric={3, 4, 5}),
+        Table(who + ["row", "slice", "truth", "pred", "top prob", "command"], misses,
+              title="Verdicts: errors granting more permission than truth", numeric={2, 6}),
+    ]
 
 
 def render_verdicts_markdown(scores: Sequence[dict[str, Any]]) -> str:
     """The markdown tables: summary, slices, reliability bands, misses granting more."""
-    out = ["## Verdicts: summary", "",
-           "| model | condition | n | agreement | kappa | grants more | grants less | brier | ECE |"
-           " escalated | misses caught | median ms | mean ms excl. first | cost USD |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for s in scores:
-        c, e, lat = s["calibration"], s["calibration"]["escalation"], s["latency"]
-        out.append(
-            f"| {_md(s['model'])} | {_md(s['condition'])} | {s['n']} | {_f(s['agreement']['value'])} |"
-            f" {_f(s['cohen_kappa']['value'])} | {s['direction']['grants_more']} | {s['direction']['grants_less']} |"
-            f" {_f(c['brier']['value'])} | {_f(c['ece']['value'])} | {e['escalated']}/{e['n']} |"
-            f" {e['misses_caught']}/{e['misses']} | {_f(lat['median_ms'], 1)} | {_f(lat['mean_ms_excluding_first'], 1)} |"
-            f" {_f(s['cost_usd'], 4)} |")
-    out += render_markdown_slices(scores)
-    out += render_bands(scores)
-    out += render_misses(scores)
-    return "\n".join(out)
-
-
-def render_markdown_slices(scores: Sequence[dict[str, Any]]) -> list[str]:
-    out = ["", "## Verdicts: agreement by slice", "",
-           "| model | condition | slice | n | agreement | grants more | grants less |",
-           "|---|---|---|---:|---:|---:|---:|"]
-    for s in scores:
-        for sl in s["slices"]:
-            out.append(f"| {_md(s['model'])} | {_md(s['condition'])} | {_md(sl['slice'])} | {sl['n']} |"
-                       f" {_f(sl['value'])} | {sl['grants_more']} | {sl['grants_less']} |")
-    return out
-
-
-def render_bands(scores: Sequence[dict[str, Any]]) -> list[str]:
-    out = ["", "## Verdicts: reliability bands (top probability)", "",
-           "| model | condition | band | n | mean confidence | accuracy |", "|---|---|---|---:|---:|---:|"]
-    for s in scores:
-        for b in s["calibration"]["bands"]:
-            out.append(f"| {_md(s['model'])} | {_md(s['condition'])} | {b['band']} | {b['n']} |"
-                       f" {_f(b['mean_confidence'])} | {_f(b['accuracy'])} |")
-    return out
-
-
-def render_misses(scores: Sequence[dict[str, Any]]) -> list[str]:
-    out = ["", "## Verdicts: errors granting more permission than truth", "",
-           "| model | condition | row | slice | truth | pred | top prob | command |",
-           "|---|---|---:|---|---|---|---:|---|"]
-    for s in scores:
-        for m in s["misses_granting_more"]:
-            out.append(f"| {_md(s['model'])} | {_md(s['condition'])} | {m['index']} | {_md(m['slice'])} |"
-                       f" {_md(m['truth'])} | {_md(m['pred'])} | {_f(m['top_prob'], 2)} | `{_md(m['command'])}` |")
-    return out
+    out: list[str] = []
+    for table in verdict_tables(scores):
+        out += ["", f"## {table.title}", ""] + table.markdown_lines()
+    return "\n".join(out[1:])
 
 
 def write_json(path: str | os.PathLike[str], summary: dict[str, Any]) -> None:

@@ -221,6 +221,19 @@ def test_markdown_tables():
     md.encode("ascii")
 
 
+def test_markdown_command_with_backticks_and_markup_stays_one_inert_code_span(tmp_path):
+    hostile = "echo `id` | tee </tmp/x> **bold** [link](http://x)"
+    row = {"command": hostile, "truth": "deny", "slice": "s", "pred": "allow",
+           "probs": {"allow": 0.9, "confirm": 0.1, "deny": 0.0}, "ms": 5}
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps({"model": "m", "condition": "c", "results": [row]}))
+    md = run(["--markdown", str(f)]).stdout
+    [line] = [ln for ln in md.splitlines() if ln.startswith("| m | c | 0 |")]
+    # one code span fenced by two backticks (the text holds single ones); the pipe cannot split the row
+    assert line.endswith("| ``echo `id` \\| tee </tmp/x> **bold** [link](http://x)`` |")
+    assert line.count(" | ") == 7
+
+
 def test_example_file_scores_cleanly():
     res = run([str(REPO / "examples" / "verdicts")])
     assert res.exit_code == 0, res.output

@@ -21,6 +21,9 @@ entities (GitHub renders inline HTML) and backslash-escape markdown punctuation,
 neither break the table (``|``) nor inject a link, an image or HTML. ``_`` is escaped only where
 it could start or end emphasis (not inside a word: ``end_state`` stays readable).
 
+Code cells (:func:`md_code`, a command in a table) are code spans: sanitized, ``|`` escaped,
+fenced by enough backticks that the text cannot close them.
+
 CSV cells (:func:`csv_cell`): text beginning with ``= + - @``, tab or CR is prefixed with ``'``
 (OWASP's advice against formula injection), after sanitizing. Numbers (``int``/``float``) are
 written as numbers and never prefixed: ``-0.5`` is a numeric cell that a spreadsheet reads as a
@@ -66,6 +69,19 @@ def md_text(value: Any) -> str:
     text = sanitize(_FOLD.sub(" ", value if isinstance(value, str) else str(value)).strip(" "))
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def md_code(value: Any) -> str:
+    """Any value as an inline code span in a markdown table cell (a command), inert: sanitized and
+    folded to one line, ``|`` escaped (GitHub splits cells before it parses code), fenced by one
+    backtick more than the longest run inside and padded when it starts or ends with one. Code
+    spans render no HTML and no markdown, so nothing else needs escaping."""
+    text = sanitize(_FOLD.sub(" ", value if isinstance(value, str) else str(value)).strip(" ")).replace("|", "\\|")
+    if not text:
+        return ""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def csv_cell(value: Any) -> Any:

@@ -86,13 +86,16 @@ class TextRows:
 
 
 class MarkdownRows:
-    """GitHub markdown table rows; every cell escaped with :func:`md_text` unless :class:`Markdown`."""
+    """GitHub markdown table rows; every cell escaped with :func:`md_text` unless :class:`Markdown`.
+    Columns listed in ``numeric`` are right-aligned (``---:``)."""
 
-    def __init__(self, headers: Sequence[str]):
+    def __init__(self, headers: Sequence[str], numeric: Collection[int] = ()):
         self.headers = list(headers)
+        self.numeric = numeric
 
     def head(self) -> list[str]:
-        return [self.row(self.headers), "|" + "---|" * len(self.headers)]
+        rule = "".join("---:|" if i in self.numeric else "---|" for i in range(len(self.headers)))
+        return [self.row(self.headers), "|" + rule]
 
     @staticmethod
     def row(cells: Sequence[Any]) -> str:
@@ -122,7 +125,7 @@ class Table:
 
     ``title`` is for the caller's heading (each output shape styles headings its own way);
     ``empty`` is shown instead of the table when there are no rows; ``numeric`` lists the
-    columns right-aligned in HTML; ``display`` turns a value into text for the text, markdown and
+    columns right-aligned in HTML and markdown; ``display`` turns a value into text for the text, markdown and
     HTML emitters (CSV gets the value itself: numbers stay numbers).
     """
 
@@ -155,7 +158,7 @@ class Table:
         if not self.rows and self.empty:
             out = [f"_{md_text(self.empty)}_"]
         else:
-            emit = MarkdownRows(self.headers)
+            emit = MarkdownRows(self.headers, self.numeric)
             cells = [[c if isinstance(c, Markdown) else self.display(c) for c in row] for row in self.rows]
             out = emit.head() + [emit.row(r) for r in cells]
         if self.notes:
