@@ -189,3 +189,38 @@ def test_audit_and_report_render_one_view(db):
     cli_shape = [x for x in shape(cli_md, "##") if x != "Judge cost and latency per call"]
     assert shape(agreement, "###") == cli_shape
     assert "Per judge model" in cli_shape and "Disagreements, ranked" in cli_shape
+
+
+def test_out_is_the_stdout_bytes_written_atomically(db, tmp_path):
+    out, pairs = tmp_path / "audit.md", tmp_path / "pairs.csv"
+    shown = run("audit", "--db", str(db), "--format", "markdown", "--resamples", "0")
+    res = run("audit", "--db", str(db), "--format", "markdown", "--resamples", "0", "--out", str(out),
+              "--pairs-out", str(pairs))
+    assert res.exit_code == 0 and res.output == ""
+    assert out.read_bytes() == shown.output.encode("utf-8")
+    assert pairs.read_text(encoding="utf-8").startswith("pairing,item_id,judge_model,judge_value,mechanical_value\n")
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("e.db")) == ["audit.md", "pairs.csv"]
+
+
+def test_out_failing_midway_keeps_the_old_file_whole(db, tmp_path, monkeypatch):
+    import evalkit.atomic
+
+    out = tmp_path / "audit.json"
+    out.write_text("previous audit\n", encoding="utf-8")
+
+    def disk_full(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(evalkit.atomic.os, "replace", disk_full)
+    res = run("audit", "--db", str(db), "--format", "json", "--resamples", "0", "--out", str(out))
+    assert res.exit_code == 1
+    assert res.stderr.strip() == f"error: {out}: cannot write: No space left on device"
+    assert out.read_text(encoding="utf-8") == "previous audit\n"
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith("e.db")] == ["audit.json"]  # no temporary left
+
+
+def test_out_into_a_missing_directory_names_the_file(db, tmp_path):
+    out = tmp_path / "no-such-dir" / "audit.txt"
+    res = run("audit", "--db", str(db), "--resamples", "0", "--out", str(out))
+    assert res.exit_code == 1
+    assert res.stderr.strip() == f"error: {out}: cannot write: No such file or directory"

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from evalkit.agreement.view import audit_sections, markdown_lines, text_lines
-from evalkit.present import CsvRows, Table, md_text, sanitize
+from evalkit.present import Table, md_text, sanitize
 
 CSV_COLUMNS = ("section", "name", "slice", "key", "statistic", "value", "reason")
 # The statistics the tidy CSV lists, in its column order (the tables show them through the view model).
@@ -93,15 +93,11 @@ def render_json(report: dict[str, Any]) -> str:
     return json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def write_pairs_csv(path: str, rows: list[dict[str, Any]]) -> None:
+def pairs_csv(rows: list[dict[str, Any]]) -> str:
     """--pairs-out: ``pairing, item_id, judge_model, judge_value, mechanical_value`` (labels on the
     pairing's scale; enough to recompute every pairing statistic)."""
     cols = ("pairing", "item_id", "judge_model", "judge_value", "mechanical_value")
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        w = CsvRows(fh)
-        w.row(cols)
-        for r in rows:
-            w.row([r[c] for c in cols])
+    return Table(cols, [[r[c] for c in cols] for r in rows]).to_csv()
 
 
 RENDERERS = {"table": render_table, "markdown": render_markdown, "csv": render_csv, "json": render_json}

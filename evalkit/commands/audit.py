@@ -4,8 +4,6 @@ Only click and the standard library are imported here; the audit (numpy) loads i
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from evalkit.commands.kit import ExistingFile, db_option, fail, format_option
@@ -37,7 +35,8 @@ def register(group: click.Group) -> None:
         2 usage error (bad flags, missing database or config file).
         """
         from evalkit.agreement.audit import run_audit
-        from evalkit.agreement.render import RENDERERS, write_pairs_csv
+        from evalkit.agreement.render import RENDERERS, pairs_csv
+        from evalkit.atomic import write_text_atomic
         from evalkit.errors import InputError
 
         try:
@@ -46,15 +45,15 @@ def register(group: click.Group) -> None:
         except InputError as exc:
             fail(str(exc))
         text = RENDERERS[fmt_name](report)
-        try:
-            if pairs_out:
-                write_pairs_csv(pairs_out, pairs)
-            if out_path:
-                Path(out_path).write_text(text, encoding="utf-8")
-            else:
-                click.echo(text, nl=False)
-        except OSError as exc:
-            fail(f"{exc.filename}: cannot write: {exc.strerror}")
+        # each file through a temporary file and a rename: an existing file is replaced whole or kept
+        for path, content in ((pairs_out, pairs_csv(pairs) if pairs_out else ""), (out_path, text)):
+            if path:
+                try:
+                    write_text_atomic(path, content)
+                except OSError as exc:
+                    fail(f"{path}: cannot write: {exc.strerror or exc}")
+        if not out_path:
+            click.echo(text, nl=False)
 
     @group.group("annotations")
     def annotations():

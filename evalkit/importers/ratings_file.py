@@ -5,18 +5,18 @@ The file is in the long JSONL format of ``evalkit annotations import`` (one rati
 be imported into any database later. Importing into a directory that already has one merges: a
 rating with the same ``(item_id, rater, dimension)`` is replaced, the others are kept — as the
 database does on re-import. Lines are sorted by that key and written like runs (compact JSON, keys
-sorted, UTF-8), under a temporary name renamed into place: same ratings, same bytes.
+sorted, UTF-8), through :func:`evalkit.atomic.write_text_atomic`: same ratings, same bytes.
 
 ``evalkit score DIR`` skips a file of this name when it searches a directory for trajectories.
 """
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from evalkit.atomic import write_text_atomic
 from evalkit.errors import InputError
 
 RATINGS_FILE = "ratings.jsonl"
@@ -42,17 +42,10 @@ def store_ratings(rows: Iterable[dict[str, Any]], out_dir: str | Path, db: str |
         row = RatingRow.model_validate(data)
         merged[(row.item_id, row.rater, row.dimension)] = row
     text = "".join(_line(merged[k]) + "\n" for k in sorted(merged))
-    tmp = path.with_name(path.name + ".evalkit-import-tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        write_text_atomic(path, text)
     except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
         raise InputError(str(path), None, f"cannot write: {exc.strerror or exc}") from None
     if db is not None:
         import_ratings(db, path)
