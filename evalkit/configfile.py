@@ -1,7 +1,7 @@
 """Configuration files: one TOML reader, one validation step, one error.
 
 Every TOML file evalkit reads (the audit pairings, the contamination declaration, the judge
-configuration) goes through :func:`load_toml`, then through a pydantic model built on
+configuration, the probes, the judge's rubrics) goes through :func:`load_toml`, then through a pydantic model built on
 :class:`ConfigModel` (unknown keys rejected, no silent type coercion). Whatever is wrong becomes a
 :class:`ConfigError`, an :class:`~evalkit.errors.InputError` whose ``str()`` is one line:
 ``path:line: invalid TOML: ...`` for a syntax error, ``path: key.path: reason`` for a value.
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalkit.errors import InputError
 
-__all__ = ["ConfigError", "ConfigModel", "key_path", "load_toml", "validate"]
+__all__ = ["ConfigError", "ConfigModel", "key_path", "load_toml", "read_toml", "validate"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -38,6 +38,12 @@ _AT_LINE = re.compile(r" ?\(at line (\d+), column \d+\)")
 
 def load_toml(path: str | os.PathLike[str], what: str = "config") -> dict[str, Any]:
     """Parse one TOML file. ConfigError naming the file (and the line of a syntax error)."""
+    return read_toml(path, what)[1]
+
+
+def read_toml(path: str | os.PathLike[str], what: str = "config") -> tuple[bytes, dict[str, Any]]:
+    """The file's bytes and its parsed TOML (for a caller that hashes what it read, such as a
+    rubric). ConfigError naming the file (and the line of a syntax error)."""
     source = str(path)
     try:
         with open(path, "rb") as fh:
@@ -49,7 +55,7 @@ def load_toml(path: str | os.PathLike[str], what: str = "config") -> dict[str, A
     except OSError as exc:
         raise ConfigError(source, None, f"cannot read {what}: {exc.strerror or exc}") from None
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        return data, tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(source, None, "not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:

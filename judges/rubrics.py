@@ -1,6 +1,7 @@
 """Rubric files (prompts/*.toml) and the pydantic model of a judge's reply.
 
-A rubric file is TOML (stdlib `tomllib`): `id`, `version`, `title`, `instructions`, a `[scale]`,
+A rubric file is TOML, read and validated by evalkit's one config loader (`evalkit.configfile`,
+model `RubricFile`: unknown keys and wrong types are one-line errors naming the file and key): `id`, `version`, `title`, `instructions`, a `[scale]`,
 `[[dimensions]]` (name, question, `na` = whether "n/a" is allowed, optional `na_when`, anchors
 for 3..0), optional `[outcome]` (pass|fail plus a confidence in [0, 1]), `[rationale]`, and
 optional `[[computed]]` entries — dimensions of the human rubric that the scorer computes
@@ -14,13 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
 
+from evalkit.configfile import ConfigError, ConfigModel, read_toml, validate
 from evalkit.resources import data_dir
 
 # Bump when the reply schema or how a reply is parsed changes: it is part of every cache key.
@@ -29,17 +30,63 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _RESERVED = {"outcome", "confidence", "rationale"}
 
 
-def toml_error(path: str, exc: Exception) -> str:
-    """`path:line: message` for a TOML error (tomllib puts the position in the message)."""
-    text = str(exc)
-    where = re.search(r" \(at line (\d+), column \d+\)$", text)
-    if where:
-        return f"{path}:{where.group(1)}: {text[: where.start()]}"
-    return f"{path}: {text}"
+class RubricError(ConfigError):
+    """A rubric cannot be found or is malformed; ``str()`` is one line naming the file and the field."""
 
 
-class RubricError(ValueError):
-    """A rubric cannot be found or is malformed; the message names the file and the field."""
+Anchors = Annotated[dict[str, str], AfterValidator(lambda a: _anchors(a))]
+
+
+def _anchors(anchors: dict[str, str]) -> dict[str, str]:
+    if sorted(anchors) != ["0", "1", "2", "3"]:
+        raise ValueError("need exactly the keys 0, 1, 2, 3")
+    return anchors
+
+
+class DimensionSpec(ConfigModel):
+    name: str
+    question: str
+    na: bool = False
+    na_when: str | None = None
+    anchors: Anchors
+
+    @field_validator("name")
+    @classmethod
+    def _snake_case(cls, name: str) -> str:
+        if not _NAME.match(name) or name in _RESERVED:
+            raise ValueError(f"{name!r} is not a snake_case name (reserved: {', '.join(sorted(_RESERVED))})")
+        return name
+
+
+class OutcomeSpec(ConfigModel):
+    question: str
+    confidence: str = ""
+
+
+class RationaleSpec(ConfigModel):
+    instruction: str = "Justify the scores; cite step numbers."
+
+
+class RubricFile(ConfigModel):
+    """A rubric file as written (prompts/*.toml). ``computed`` entries are documentation only."""
+
+    id: str
+    version: int
+    title: str | None = None
+    instructions: str = ""
+    scale: dict[str, str] = {}
+    dimensions: list[DimensionSpec] = Field(min_length=1)
+    outcome: OutcomeSpec | None = None
+    rationale: RationaleSpec = RationaleSpec()
+    computed: list[dict[str, Any]] = []
+
+    @field_validator("dimensions")
+    @classmethod
+    def _unique(cls, dims: list[DimensionSpec]) -> list[DimensionSpec]:
+        names = [d.name for d in dims]
+        if len(set(names)) != len(names):
+            raise ValueError(f"dimension names must be unique, got {', '.join(names)}")
+        return dims
 
 
 @dataclass(frozen=True)
@@ -94,56 +141,29 @@ def load_rubric(name_or_path: str | Path) -> Rubric:
         path = rubric_dir() / f"{name_or_path}.toml"
         if not path.is_file():
             known = ", ".join(available_rubrics()) or "none"
-            raise RubricError(f"unknown rubric {str(name_or_path)!r} (available: {known})")
+            raise RubricError(str(rubric_dir()), None, f"unknown rubric {str(name_or_path)!r} (available: {known})")
     return _load(str(path.resolve()))
 
 
 def _load(path: str) -> Rubric:
-    data = Path(path).read_bytes()
     try:
-        raw = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise RubricError(toml_error(path, exc)) from None
-
-    def need(table: dict, key: str, kind: type, where: str) -> Any:
-        if key not in table:
-            raise RubricError(f"{path}: {where}{key}: missing")
-        value = table[key]
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise RubricError(f"{path}: {where}{key}: expected {kind.__name__}, got {value!r}")
-        return value
-
-    rubric_id = need(raw, "id", str, "")
-    version = need(raw, "version", int, "")
-    dims_raw = need(raw, "dimensions", list, "")
-    if not dims_raw:
-        raise RubricError(f"{path}: dimensions: at least one dimension is required")
-    dims: list[Dimension] = []
-    for i, d in enumerate(dims_raw):
-        where = f"dimensions[{i}]."
-        name = need(d, "name", str, where)
-        if not _NAME.match(name) or name in _RESERVED or name in {x.name for x in dims}:
-            raise RubricError(f"{path}: {where}name: {name!r} is not a unique snake_case name "
-                              f"(reserved: {', '.join(sorted(_RESERVED))})")
-        anchors = need(d, "anchors", dict, where)
-        if sorted(anchors) != ["0", "1", "2", "3"]:
-            raise RubricError(f"{path}: {where}anchors: need exactly the keys 0, 1, 2, 3")
-        dims.append(Dimension(
-            name=name, question=need(d, "question", str, where), na=bool(d.get("na", False)),
-            na_when=d.get("na_when"),
-            anchors=tuple((k, str(anchors[k])) for k in ("3", "2", "1", "0")),
-        ))
-    outcome = raw.get("outcome")
-    scale = raw.get("scale", {})
+        data, raw = read_toml(path, "rubric")
+        spec = validate(RubricFile, raw, path)
+    except ConfigError as exc:
+        raise RubricError(exc.path, exc.line, exc.message) from None
     return Rubric(
-        id=rubric_id, version=version, title=str(raw.get("title", rubric_id)),
-        instructions=str(raw.get("instructions", "")).strip(),
-        scale=tuple((k, str(scale[k])) for k in ("3", "2", "1", "0", "n/a") if k in scale),
-        dimensions=tuple(dims),
-        outcome=need(outcome, "question", str, "outcome.") if outcome is not None else None,
-        confidence=str(outcome.get("confidence", "")) if outcome is not None else None,
-        rationale=str(raw.get("rationale", {}).get("instruction", "Justify the scores; cite step numbers.")),
-        computed=tuple(raw.get("computed", [])),
+        id=spec.id, version=spec.version, title=spec.title if spec.title is not None else spec.id,
+        instructions=spec.instructions.strip(),
+        scale=tuple((k, spec.scale[k]) for k in ("3", "2", "1", "0", "n/a") if k in spec.scale),
+        dimensions=tuple(
+            Dimension(name=d.name, question=d.question, na=d.na, na_when=d.na_when,
+                      anchors=tuple((k, d.anchors[k]) for k in ("3", "2", "1", "0")))
+            for d in spec.dimensions
+        ),
+        outcome=spec.outcome.question if spec.outcome is not None else None,
+        confidence=spec.outcome.confidence if spec.outcome is not None else None,
+        rationale=spec.rationale.instruction,
+        computed=tuple(spec.computed),
         text_hash=hashlib.sha256(data).hexdigest(),
         path=path,
     )

@@ -81,12 +81,17 @@ def test_schema_is_strict_and_complete():
 
 
 @pytest.mark.parametrize("text, problem", [
-    ("version = 1\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n", "id: missing"),
-    ("id='x'\nversion='one'\n", "version: expected int"),
+    ("version = 1\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n", "id: required key missing"),
+    ("id='x'\nversion='one'\n", "version: input should be a valid integer, got 'one'"),
     ("id='x'\nversion=1\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1=''}\n", "anchors"),
     ("id='x'\nversion=1\n[[dimensions]]\nname='outcome'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n",
      "dimensions[0].name"),
-    ("id='x'\nversion = = 1\n[[dimensions]]\n", ":2: Invalid value"),
+    ("id='x'\nversion = = 1\n[[dimensions]]\n", ":2: invalid TOML: Invalid value"),
+    # read by the one config loader: an unknown key is an error, not silently ignored
+    ("id='x'\nversion=1\nverison=2\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n",
+     "verison: unknown key"),
+    ("id='x'\nversion=1\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n"
+     "[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n", "dimension names must be unique"),
 ])
 def test_bad_rubric_file_gives_one_line_error_naming_file_and_field(tmp_path, text, problem):
     path = tmp_path / "bad.toml"
