@@ -53,6 +53,7 @@ class EvalkitGroup(click.Group):
 COMMAND_MODULES = (
     "evalkit.commands.score",
     "evalkit.commands.judge",
+    "evalkit.commands.probe",
     "evalkit.commands.audit",
     "evalkit.commands.verdicts",
     "evalkit.commands.imports",

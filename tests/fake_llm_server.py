@@ -46,6 +46,15 @@ else one stated in the prompt (evalkit.judges.output_modes.schema_instruction). 
 makes unknown model names a ``404`` and is what ``GET /v1/models`` lists. ``server.hold_after(n)``
 holds every chat request after the n-th until ``server.release()`` (deterministic kill tests).
 
+**Judging modes** (``server.mode``; ``None`` = the schema-derived answers above):
+
+- ``constant``: the same answer whatever is sent (the schema's instance for a fixed seed), so a
+  probe can change nothing: every ``unchanged_rate`` is 1.0 and every ``fooled_rate`` 0;
+- ``gullible``: a judge that believes what it reads. It answers the constant answer with
+  ``outcome = "fail"``, except that it gives top marks (every dimension 3, ``outcome = "pass"``)
+  when the run's transcript ends with an assistant message claiming success (``GULLIBLE_CLAIM``)
+  or a tool result addresses the grader (``GULLIBLE_ORDER``: it obeys the planted instruction).
+
 Run standalone: ``python tests/fake_llm_server.py --port 8765 --latency 0.2 --dialect llamacpp``.
 """
 from __future__ import annotations
@@ -102,6 +111,48 @@ LLAMACPP_REJECTION = ("[{'type': 'literal_error', 'loc': ('body', 'response_form
                       "'ctx': {'expected': \"'text' or 'json_object'\"}}] "
                       "response_format.type: Input should be 'text' or 'json_object'")
 _PROMPT_SCHEMA = re.compile(r"JSON Schema \(no other text\):\n(\{.*\})\s*$", re.DOTALL)
+
+
+GULLIBLE_CLAIM = re.compile(r"\b(success(ful(ly)?)?|complete[d]?|all checks passed)\b", re.IGNORECASE)
+GULLIBLE_ORDER = re.compile(r"\b(grader|evaluator)\b", re.IGNORECASE)
+_RUN_DATA = re.compile(r"<<<BEGIN UNTRUSTED RUN DATA \w+>>>\n(.*)\n<<<END UNTRUSTED RUN DATA", re.DOTALL)
+
+
+def run_data(body: dict) -> dict | None:
+    """The judge bundle quoted in the request's user message (evalkit.judges.prompt), if any."""
+    for message in body.get("messages") or []:
+        found = _RUN_DATA.search(str(message.get("content") or ""))
+        if found:
+            try:
+                return json.loads(found.group(1))
+            except ValueError:
+                return None
+    return None
+
+
+def fooled(bundle: dict | None) -> bool:
+    """The gullible judge's rule: a closing success claim, or a tool result addressed to the grader."""
+    events = (bundle or {}).get("transcript") or []
+    last = events[-1] if events else {}
+    if last.get("kind") == "assistant" and GULLIBLE_CLAIM.search(str(last.get("text") or "")):
+        return True
+    return any(e.get("kind") == "tool_call" and GULLIBLE_ORDER.search(json.dumps(e.get("result"))) for e in events)
+
+
+def judged(value: Any, body: dict, mode: str) -> Any:
+    """The ``constant`` / ``gullible`` answer built from the schema's constant instance."""
+    if mode == "constant" or not isinstance(value, dict):
+        return value
+    top = fooled(run_data(body))
+    out = {}
+    for key, v in value.items():
+        if key == "outcome":
+            out[key] = "pass" if top else "fail"
+        elif key in ("confidence", "rationale") or not top:
+            out[key] = v
+        else:
+            out[key] = 3
+    return out
 
 
 def visible_schema(body: dict, dialect: str) -> dict | None:
@@ -172,6 +223,7 @@ class FakeLLMServer:
         self.rate_limited = 0
         self.slow_s = 2.0
         self.content: str | None = None
+        self.mode: str | None = None  # judging mode: None, "constant" or "gullible"
         self.requests: list[dict] = []
         self._scripts: dict[str, deque] = defaultdict(deque)
         self._lock = threading.Lock()
@@ -219,6 +271,7 @@ class FakeLLMServer:
         self.capacity = None
         self.default = "ok"
         self.content = None
+        self.mode = None
         self.latency = 0.0
         self.dialect = "openai"
         self.context_limit = 1500
@@ -352,6 +405,8 @@ class FakeLLMServer:
                 else:
                     schema = visible_schema(body, server.dialect)
                     value = instance_from_schema(schema, seed) if schema else {"text": "ok"}
+                    if schema and server.mode in ("constant", "gullible"):
+                        value = judged(instance_from_schema(schema, "constant"), body, server.mode)
                     content = json.dumps(value)
                     if server.dialect == "plain":  # chatty: prose, a stray brace, a fence, more prose
                         content = ("Sure. I read the run {step by step} and here is my grading:\n\n```json\n"

@@ -16,9 +16,11 @@ from evalkit.agreement import drift as drift_mod
 from evalkit.agreement import jury as jury_mod
 from evalkit.agreement import paired, raters
 from evalkit.agreement.pairings import AuditConfig, describe, load_audit_config
+from evalkit.agreement.probes import probe_entries
 from evalkit.agreement.ratings import collect_ratings
 from evalkit.db import (
-    judge_models, open_readonly, read_annotations, read_call_costs, read_cards, read_ratings, resolve_judge,
+    judge_models, open_readonly, read_annotations, read_call_costs, read_cards, read_probe_annotations, read_ratings,
+    resolve_judge,
 )
 from evalkit.self_judging import same_model
 
@@ -74,6 +76,7 @@ def run_audit(
         values = list(read_annotations(db, judge=judge, rubric=rubric))
         stored = read_ratings(db)
         cost_source, calls = read_call_costs(db, judge=judge, rubric=rubric)
+        probe_answers = read_probe_annotations(db, judge=judge, rubric=rubric)
 
     active = cfg.pairings_for(rubric)
     sub = dataclasses.replace(cfg, pairings=active)
@@ -127,6 +130,9 @@ def run_audit(
         "raters_skipped": skipped,
         "drift": drift_mod.analyse(values, sub),
         "judge_costs": judge_costs(calls, cost_source),
+        # answers to counterfactual runs (evalkit probe): read here only, never paired or rated
+        "probes": probe_entries(cards, values, probe_answers,
+                                bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None),
     }
     return report, paired.pair_rows(sets)
 

@@ -11,40 +11,21 @@ import sys
 import click
 
 from evalkit.commands.kit import (
-    EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ExistingFile, db_option, fail, format_option, warn,
+    EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, db_option, fail, format_option, judge_call_options, warn,
 )
 
 
 def register(group: click.Group) -> None:
     @group.command("judge")
     @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
-    @click.option("--model", "models", multiple=True, required=True,
-                  help="A litellm model string (openai/gpt-4o-mini, ollama/llama3, openai/<name> with "
-                       "--api-base) or a plugin judge as PREFIX:model. Repeat to judge with several models.")
-    @click.option("--rubric", help="Rubric name in prompts/ (e.g. procedure_v1, computer_use_v1) or a .toml path. "
-                                    "Default from configs/judge.toml.")
+    @judge_call_options
     @db_option(help="SQLite database (scores + judge tables).")
-    @click.option("--concurrency", type=click.IntRange(1, 256), help="Requests in flight at once (default from config).")
-    @click.option("--api-base", help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, ...).")
-    @click.option("--temperature", type=float, help="Sampling temperature (default from config, 0).")
-    @click.option("--output-mode", type=click.Choice(["auto", "json_schema", "json_object_schema", "json_object",
-                                                      "tool", "prompt"]),
-                  help="How structured output is requested (default from config: auto = the mode remembered "
-                       "for this model and --api-base, else litellm's data, else step down from json_schema).")
-    @click.option("--max-input-tokens", type=click.IntRange(1),
-                  help="Prompt token limit (for local models litellm knows nothing about); longer bundles "
-                       "lose the middle of their transcript.")
-    @click.option("--max-cost", type=click.FloatRange(0), help="Stop starting new calls once this run has spent this many USD.")
-    @click.option("--refresh", is_flag=True, help="Ignore cache hits and call again.")
     @click.option("--resample", type=click.FloatRange(0, 1, min_open=True),
                   help="Re-judge this fraction of already-judged runs, bypassing the cache, as replicates (drift check).")
     @click.option("--seed", type=int, help="Seed choosing the --resample runs.")
     @click.option("--show-mechanical", is_flag=True, help="Show the mechanical scores to the judge (annotations marked non-blind).")
     @click.option("--dry-run", is_flag=True, help="Print what would be sent, send nothing.")
     @format_option(["table", "json", "jsonl", "markdown"], dest="fmt")
-    @click.option("--config", "config_path", type=ExistingFile("config file"),
-                  help="TOML file overriding configs/judge.toml (retries, timeouts, prices).")
-    @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
     @click.option("--allow-self-judging", is_flag=True,
                   help="Do not warn when a judge model is the agent model whose runs it judges (the audit still flags those pairs).")
     def judge(paths, models, rubric, db_path, concurrency, api_base, temperature, output_mode, max_input_tokens,

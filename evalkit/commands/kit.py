@@ -17,7 +17,7 @@ from evalkit.present.safe import sanitize
 
 __all__ = [
     "DEFAULT_DB", "EXIT_BAD_INPUT", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE",
-    "ExistingFile", "db_option", "fail", "format_option", "warn",
+    "ExistingFile", "db_option", "fail", "format_option", "judge_call_options", "warn",
 ]
 
 DEFAULT_DB = "evalkit.db"
@@ -64,3 +64,35 @@ def format_option(choices: Sequence[str], default: str | None = None, *, help: s
                         show_default=True, help=help)
 
 
+
+
+def judge_call_options(command: Callable) -> Callable:
+    """The options of every command that calls judges (`judge`, `probe`), declared once:
+    models, rubric, server, structured-output mode, limits, cache and config."""
+    options = [
+        click.option("--model", "models", multiple=True, required=True,
+                     help="A litellm model string (openai/gpt-4o-mini, ollama/llama3, openai/<name> with "
+                          "--api-base) or a plugin judge as PREFIX:model. Repeat to judge with several models."),
+        click.option("--rubric", help="Rubric name in prompts/ (e.g. procedure_v1, computer_use_v1) or a .toml path. "
+                                      "Default from configs/judge.toml."),
+        click.option("--concurrency", type=click.IntRange(1, 256), help="Requests in flight at once (default from config)."),
+        click.option("--api-base", help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, ...)."),
+        click.option("--temperature", type=float, help="Sampling temperature (default from config, 0)."),
+        click.option("--output-mode", type=click.Choice(["auto", "json_schema", "json_object_schema", "json_object",
+                                                         "tool", "prompt"]),
+                     help="How structured output is requested (default from config: auto = the mode remembered "
+                          "for this model and --api-base, else litellm's data, else step down from json_schema)."),
+        click.option("--max-input-tokens", type=click.IntRange(1),
+                     help="Prompt token limit (for local models litellm knows nothing about); longer bundles "
+                          "lose the middle of their transcript."),
+        click.option("--max-cost", type=click.FloatRange(0),
+                     help="Stop starting new calls once this run has spent this many USD."),
+        click.option("--refresh", is_flag=True, help="Ignore cache hits and call again."),
+        click.option("--config", "config_path", type=ExistingFile("config file"),
+                     help="TOML file overriding configs/judge.toml (retries, timeouts, prices)."),
+        click.option("--progress/--no-progress", default=None,
+                     help="Progress bar on stderr (default: when stderr is a terminal)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command

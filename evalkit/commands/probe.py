@@ -1,0 +1,94 @@
+"""`evalkit probe`: judge robustness probes (evalkit.probes.api.run_probes; docs/probes.md).
+
+Module level imports only click and the standard library; the judge layer (and litellm) load
+inside the command.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from evalkit.commands.kit import (
+    EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ExistingFile, db_option, fail, format_option,
+    judge_call_options, warn,
+)
+
+PROBE_NAMES = ("false_claim", "injection", "verbosity", "distractor_reads", "identity", "shuffle_reads")
+
+
+def register(group: click.Group) -> None:
+    @group.command("probe")
+    @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
+    @judge_call_options
+    @db_option(help="SQLite database (scores + judge tables + probe_annotations).")
+    @click.option("--probes", "probe_list", metavar="LIST",
+                  help=f"Comma-separated probes (default all: {','.join(PROBE_NAMES)}).")
+    @click.option("--sample", type=click.IntRange(1), metavar="N", help="Probe N runs drawn with --seed (default all).")
+    @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample and of the bootstrap.")
+    @click.option("--probes-config", type=ExistingFile("probes config file"), metavar="FILE",
+                  help="TOML file overriding the planted texts of configs/probes.toml.")
+    @click.option("--fail-if", "fail_if", multiple=True, metavar="COND",
+                  help="Exit 3 when PROBE[.DIMENSION].METRIC OP NUMBER holds, e.g. 'false_claim.fooled_rate>0.05' "
+                       "(METRIC: unchanged_rate, lenient_flip_rate, strict_flip_rate, fooled_rate). Repeatable.")
+    @click.option("--resamples", "n_resamples", type=click.IntRange(0), default=1000, show_default=True,
+                  help="Bootstrap resamples (0 = no intervals).")
+    @format_option(["table", "json", "markdown"], dest="fmt")
+    def probe(paths, models, rubric, db_path, concurrency, api_base, temperature, output_mode, max_input_tokens,
+              max_cost, refresh, config_path, progress, probe_list, sample, seed, probes_config, fail_if,
+              n_resamples, fmt):
+        """Probe the LLM judge: judge counterfactual runs whose mechanical score is unchanged.
+
+        Each probe (false_claim, injection, verbosity, distractor_reads, identity, shuffle_reads)
+        rewrites a scored run without changing its mechanical score; the judge grades the
+        original and the counterfactual through the same cache, and the answers to
+        counterfactuals are stored apart (probe_annotations), never in the annotations. Without
+        PATHS, probes the runs in --db (their trajectory files are read again); with PATHS, scores
+        them first. The audit shows the results in its `probes` section.
+
+        Exit codes: 0 done; 1 bad inputs, judge errors or --max-cost reached; 2 usage error;
+        3 a --fail-if condition held (or could not be measured).
+        """
+        from evalkit.probes.api import check_probes, parse_gates
+
+        try:
+            parse_gates(fail_if)
+            probes = check_probes(probe_list.split(",") if probe_list is not None else None)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        if not paths and not os.path.exists(db_path):
+            raise click.UsageError(f"no database {db_path}: score runs first, or pass trajectory PATHS")
+
+        from evalkit.errors import InputError
+        from evalkit.judges.protocol import UnknownJudgeError
+        from evalkit.judges.rubrics import RubricError
+        from evalkit.probes import view
+        from evalkit.probes.api import run_probes
+
+        try:
+            result = run_probes(db_path, models, rubric=rubric, probes=probes, sample=sample, seed=seed,
+                                paths=list(paths) or None, probes_config=probes_config, fail_if=fail_if,
+                                n_resamples=n_resamples, warn=warn, concurrency=concurrency, api_base=api_base,
+                                temperature=temperature, max_cost=max_cost, refresh=refresh, config_path=config_path,
+                                progress=progress, output_mode=output_mode, max_input_tokens=max_input_tokens)
+        except KeyboardInterrupt:
+            fail("interrupted; finished calls are stored, run the same command again to resume", EXIT_INTERRUPTED)
+        except (RubricError, UnknownJudgeError) as exc:
+            fail(str(exc), EXIT_USAGE)
+        except (InputError, ValueError) as exc:
+            fail(str(exc))
+        for error in result.input_errors:
+            warn(error)
+        doc = result.as_dict()
+        click.echo(view.render_json(doc) if fmt == "json" else view.render_text(doc, markdown=fmt == "markdown"),
+                   nl=False)
+        for summary in (result.judging.originals, result.judging.probes):
+            if summary.fatal or summary.stopped:
+                warn(f"error: {summary.fatal or summary.stopped}")
+                break
+        for line in result.gate_failures:
+            warn(line)
+        if result.gate_failures:
+            sys.exit(EXIT_GATE)
+        sys.exit(EXIT_OK if result.ok else EXIT_BAD_INPUT)

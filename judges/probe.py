@@ -1,0 +1,110 @@
+"""Judging probe cases: the same judges, runner and cache as `evalkit judge`, answers stored apart.
+
+A probe case is any object with ``probe``, ``run_id``, ``bundle`` and ``bundle_hash`` (built by
+`evalkit.probes`; this module does not import it). Two passes, in order:
+
+1. the *originals*: the sampled runs are judged exactly as `evalkit judge` would (blind, primary
+   answer, the same cache keys) — a run judged before is a cache hit — so every probe answer has
+   the answer it is compared with;
+2. the *counterfactuals*: one work item per (case, judge), whose cache key is the judge's key for
+   the counterfactual bundle (its own hash) and whose annotation goes to ``probe_annotations``
+   (`evalkit.db.probes.ProbeTables`), keyed by (run, judge, rubric id + version, probe).
+
+`max_cost` bounds both passes together. A rerun sends no request: both passes are served from
+the cache.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from evalkit.db.probes import ProbeTables
+from evalkit.judges.api import _judges, _preflight, _setup, build_items
+from evalkit.judges.config import JudgeConfig
+from evalkit.judges.rubrics import Rubric, schema_hash
+from evalkit.judges.runner import Summary, WorkItem, run_items, run_sync
+from evalkit.judges.store import annotation_id
+
+
+@dataclass
+class ProbeJudging:
+    rubric: Rubric
+    models: list[str]
+    originals: Summary
+    probes: Summary
+    answers: list[dict] = field(default_factory=list)  # one per (case, judge), in case order
+
+    @property
+    def ok(self) -> bool:
+        return not any(s.failures or s.not_run or s.fatal or s.stopped for s in (self.originals, self.probes))
+
+
+def probe_annotation_id(*, run_id: str, probe: str, model: str, rubric: Rubric) -> str:
+    return annotation_id(run_id=run_id, model=model, rubric_id=rubric.id, rubric_version=rubric.version,
+                         blind=True, replicate_tag=f"probe:{probe}")
+
+
+def probe_items(cases: Iterable[Any], judges: list, rubric: Rubric, store: ProbeTables) -> list[WorkItem]:
+    """One work item per (case, judge), judge-major like `build_items`; each annotation id is
+    registered with ``store`` under its probe."""
+    schema = schema_hash(rubric)
+    items = []
+    cases = list(cases)
+    for judge in judges:
+        for case in cases:
+            ann_id = probe_annotation_id(run_id=case.run_id, probe=case.probe, model=judge.model, rubric=rubric)
+            store.expect(ann_id, case.probe)
+            material = dict(bundle_hash=case.bundle_hash, rubric=rubric.identity, model=judge.model,
+                            params=judge.params, schema=schema, blind=True, extra=None)
+            items.append(WorkItem(run_id=case.run_id, bundle_hash=case.bundle_hash, bundle=case.bundle, judge=judge,
+                                  key_material=material, annotation_id=ann_id, replicate_tag="0", blind=True))
+    return items
+
+
+async def aprobe_cases(cards: Iterable[Any], cases: Iterable[Any], models: Iterable[str], *, db: str,
+                       rubric: str | Rubric | None = None, concurrency: int | None = None,
+                       api_base: str | None = None, temperature: float | None = None,
+                       max_cost: float | None = None, refresh: bool = False,
+                       config: JudgeConfig | dict | None = None, config_path: str | None = None,
+                       progress: bool | None = False, api_key: str | None = None,
+                       output_mode: str | None = None, max_input_tokens: int | None = None) -> ProbeJudging:
+    """Judge the original ``cards`` and the probe ``cases`` (see the module docstring)."""
+    cases = list(cases)
+    cfg, rub, store = _setup(db, rubric, config, config_path)
+    try:
+        judges = _judges(models, cfg, api_base, temperature, api_key, store, output_mode, max_input_tokens)
+        _preflight(judges)
+        items, skipped = build_items(cards, judges, rub, store)
+        _, originals = await run_items(items, rub, store, concurrency=concurrency or cfg.concurrency,
+                                       max_cost=max_cost, refresh=refresh, progress=progress,
+                                       summary=Summary(skipped=skipped))
+    finally:
+        store.close()
+    left = None if max_cost is None else max(0.0, max_cost - originals.cost_usd)
+    probe_store = ProbeTables(db)
+    try:
+        for judge in judges:  # the output mode the first pass settled on
+            start_from = getattr(judge, "start_from", None)
+            if callable(start_from):
+                start_from(probe_store.remembered_mode(judge.model, getattr(judge, "api_base", None)))
+        if originals.fatal or originals.stopped:
+            answers, probes = [], Summary(items=len(cases) * len(judges), not_run=len(cases) * len(judges),
+                                          stopped=originals.fatal or originals.stopped)
+        else:
+            items = probe_items(cases, judges, rub, probe_store)
+            results, probes = await run_items(items, rub, probe_store, concurrency=concurrency or cfg.concurrency,
+                                              max_cost=left, refresh=refresh, progress=progress)
+            probe_of = {id(item): case.probe for item, case in zip(items, cases * len(judges))}
+            answers = [{"probe": probe_of[id(item)], **result} for item, result in zip(items, results)]
+    finally:
+        probe_store.close()
+    return ProbeJudging(rubric=rub, models=[j.model for j in judges], originals=originals, probes=probes,
+                        answers=answers)
+
+
+def probe_cases(cards: Iterable[Any], cases: Iterable[Any], models: Iterable[str], **options: Any) -> ProbeJudging:
+    """`aprobe_cases` from synchronous code."""
+    return run_sync(aprobe_cases(cards, cases, models, **options))
+
+
+__all__ = ["ProbeJudging", "aprobe_cases", "probe_annotation_id", "probe_cases", "probe_items"]

@@ -1,0 +1,189 @@
+"""`evalkit probe` end to end: the bundled examples (plus two runs with independent reads, which
+no example has) through click, the real litellm client and the fake server's `constant` and
+`gullible` judges; the audit's `probes` section; the cache; the walls around probe answers."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import evalkit.cli
+from evalkit.db import open_readonly, read_annotations
+from evalkit.probes import PROBES
+from judge_helpers import count, rows
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = [ROOT / "examples" / "a320", ROOT / "examples" / "support"]
+FAST = '[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n'
+RATES = ("unchanged_rate", "lenient_flip_rate", "strict_flip_rate", "fooled_rate")
+
+
+def invoke(*args):
+    return CliRunner().invoke(evalkit.cli.cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """The bundled examples, copied, plus two runs that read twice before acting (one failed)."""
+    from evalkit.testing import a320_scenario, cmd, read, trajectory, write_jsonl
+
+    out = tmp_path / "runs"
+    for src in EXAMPLES:
+        shutil.copytree(src, out / src.name)
+    for i, passed in enumerate((True, False)):
+        calls = [read("get_ecam"), read("get_state", result={"apu_gen": "FAULT"}), cmd("apu_gen", 0), cmd("apu_gen", 1),
+                 cmd("apu_gen", 0), cmd("ext_pwr", 1), read()]
+        write_jsonl(out / "reads" / f"reads-first-{i}.jsonl",
+                    trajectory(a320_scenario(), calls, run_id=f"reads-first-{i}", passed=passed))
+    return out
+
+
+def probe(db, srv, config, *args, paths=()):
+    return invoke("probe", *paths, "--db", db, "--model", "openai/judge-a", "--api-base", srv.api_base,
+                  "--config", config, "--resamples", 50, *args)
+
+
+@pytest.fixture
+def cfg(tmp_path):
+    path = tmp_path / "fast.toml"
+    path.write_text(FAST)
+    return path
+
+
+def audit(db):
+    res = invoke("audit", "--db", db, "--format", "json", "--resamples", 50)
+    assert res.exit_code == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def by_probe(entries, probe, dimension="outcome"):
+    return next(e for e in entries if e["probe"] == probe and e["dimension"] == dimension)
+
+
+def test_constant_judge_all_six_probes_unchanged_cached_and_walled_off(tmp_path, server, runs, cfg):
+    server.mode = "constant"
+    db = tmp_path / "e.db"
+    judged = invoke("judge", runs, "--db", db, "--model", "openai/judge-a", "--api-base", server.api_base,
+                    "--config", cfg)
+    assert judged.exit_code == 0, judged.stderr
+    before = audit(db)
+
+    res = probe(db, server, cfg, "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert set(doc["cases"]) == set(PROBES) and all(doc["cases"][p] > 0 for p in PROBES)
+    assert doc["originals"]["calls"] == 0  # every original was judged by `evalkit judge`: cache hits
+    assert {e["probe"] for e in doc["probes"]} == set(PROBES)
+    for e in doc["probes"]:
+        assert e["unchanged_rate"]["value"] == 1.0 and e["lenient_flip_rate"]["value"] == 0.0
+        assert e["strict_flip_rate"]["value"] == 0.0
+    for name in ("false_claim", "injection"):
+        assert by_probe(doc["probes"], name)["fooled_rate"]["value"] == 0.0
+    calls = server.count
+
+    again = probe(db, server, cfg, "--format", "json")  # rerun: all from the cache
+    assert again.exit_code == 0 and server.count == calls
+    assert json.loads(again.stdout)["probes"] == doc["probes"]
+
+    after = audit(db)
+    assert after["probes"] == doc["probes"]  # same entries, same bootstrap seed and resamples
+    for key in ("pairings", "raters", "disagreements", "drift", "counts"):
+        assert after[key] == before[key], key  # probe answers reach no agreement figure
+    n_cases = sum(doc["cases"].values())
+    assert count(db, "probe_annotations") == n_cases
+    with open_readonly(db) as ro:
+        ids = {v.annotation_id for v in read_annotations(ro)}
+    assert ids == {r[0] for r in rows(db, "SELECT annotation_id FROM annotations")}
+    assert not ids & {r[0] for r in rows(db, "SELECT annotation_id FROM probe_annotations")}
+
+
+def test_gullible_judge_is_fooled_and_the_gate_exits_3(tmp_path, server, runs, cfg):
+    server.mode = "gullible"
+    db = tmp_path / "g.db"
+    res = probe(db, server, cfg, "--format", "json", "--fail-if", "false_claim.fooled_rate>0.05",
+                "--fail-if", "verbosity.unchanged_rate<0.9", paths=[runs])
+    assert res.exit_code == 3, res.stderr
+    doc = json.loads(res.stdout)
+    for name in ("false_claim", "injection"):
+        entry = by_probe(doc["probes"], name)
+        assert entry["fooled_rate"]["value"] == 1.0 and entry["n_failed"] == entry["fooled"] == 3
+        assert entry["fooled_rate"]["ci_low"] == 1.0
+    assert all(e["unchanged_rate"]["value"] == 1.0 for e in doc["probes"] if e["probe"] not in ("false_claim", "injection"))
+    assert by_probe(doc["probes"], "injection", "safety")["lenient_flip_rate"]["value"] == 1.0
+    failed = [line for line in res.stderr.splitlines() if line.startswith("gate failed")]
+    assert failed == ["gate failed: false_claim.fooled_rate>0.05: openai/judge-a procedure_v1 outcome fooled_rate = 1"]
+    assert [g["failures"] != [] for g in doc["gates"]] == [True, False]
+
+
+def test_fail_if_that_holds_exits_0_and_table_names_every_probe(tmp_path, server, runs, cfg):
+    server.mode = "constant"
+    db = tmp_path / "t.db"
+    res = probe(db, server, cfg, "--fail-if", "injection.fooled_rate>0", paths=[runs])
+    assert res.exit_code == 0, res.stderr
+    assert "gate injection.fooled_rate>0: held" in res.stdout
+    for name in PROBES:
+        assert name in res.stdout
+    assert "Traceback" not in res.stderr
+
+
+def test_a_gate_that_cannot_be_measured_fails(tmp_path, server, runs, cfg):
+    server.mode = "constant"
+    res = probe(tmp_path / "u.db", server, cfg, "--probes", "verbosity", "--fail-if", "false_claim.fooled_rate>0.5",
+                paths=[runs])
+    assert res.exit_code == 3
+    assert "gate failed: false_claim.fooled_rate>0.5: not measured (no probe answers for it)" in res.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--fail-if", "false_claim.fooled>0.05"), "METRIC one of"),
+    (("--fail-if", "fooled_rate>>1"), "expected PROBE[.DIMENSION].METRIC OP NUMBER"),
+    (("--probes", "verbosity,typo"), "unknown probe 'typo'"),
+])
+def test_bad_probe_arguments_are_one_line_usage_errors(tmp_path, server, runs, cfg, args, message):
+    res = probe(tmp_path / "x.db", server, cfg, *args, paths=[runs])
+    assert res.exit_code == 2 and message in res.stderr and server.count == 0
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_sample_and_seed_pick_the_same_runs_every_time(tmp_path, server, runs, cfg):
+    server.mode = "constant"
+    db = tmp_path / "s.db"
+    first = json.loads(probe(db, server, cfg, "--format", "json", "--sample", 3, "--seed", 7,
+                             "--probes", "identity", paths=[runs]).stdout)
+    again = json.loads(probe(db, server, cfg, "--format", "json", "--sample", 3, "--seed", 7,
+                             "--probes", "identity").stdout)
+    other = json.loads(probe(db, server, cfg, "--format", "json", "--sample", 3, "--seed", 8,
+                             "--probes", "identity").stdout)
+    assert first["runs"] == again["runs"] and len(first["runs"]) == 3 and other["runs"] != first["runs"]
+    assert first["cases"] == {"identity": 3}
+
+
+def test_a_run_whose_file_moved_or_changed_is_not_probed(tmp_path, server, runs, cfg):
+    server.mode = "constant"
+    db = tmp_path / "m.db"
+    assert invoke("score", runs, "--db", db, "--format", "csv").exit_code in (0, 1)
+    (runs / "reads" / "reads-first-0.jsonl").unlink()
+    changed = runs / "reads" / "reads-first-1.jsonl"
+    changed.write_text(changed.read_text().replace("FAULT", "OK"))
+    res = probe(db, server, cfg, "--format", "json", "--probes", "identity")
+    doc = json.loads(res.stdout)
+    assert doc["skipped"]["identity"] == {"its trajectory file cannot be read": 2}
+    notes = "\n".join(doc["notes"])
+    assert "reads-first-0: not probed" in notes and "not the file that was scored" in notes
+
+
+def test_a_crossed_max_cost_stops_probing_and_exits_1(tmp_path, server, runs, cfg):
+    server.mode = "constant"
+    db = tmp_path / "c.db"
+    res = probe(db, server, cfg, "--max-cost", 0, "--probes", "identity", paths=[runs])
+    assert res.exit_code == 1 and "--max-cost" in res.stderr
+    assert count(db, "probe_annotations") == 0
+
+
+def test_probe_names_in_the_command_help_are_the_probes():
+    from evalkit.commands.probe import PROBE_NAMES
+
+    assert PROBE_NAMES == PROBES
