@@ -141,6 +141,8 @@ def build_items(cards: Iterable[Any], judges: list[Judge], rubric: Rubric, store
     schema = schema_hash(rubric)
     blind = not show_mechanical
     items: list[WorkItem] = []
+    sent = {judge: judge.sent_schema_hashes(rubric) or None
+            for judge in judges if hasattr(judge, "sent_schema_hashes")}
     for judge in judges:
         chosen = views
         tag = "0"
@@ -156,7 +158,8 @@ def build_items(cards: Iterable[Any], judges: list[Judge], rubric: Rubric, store
             if resample is not None:
                 key_extra["resample_seed"] = seed
             material = dict(bundle_hash=bundle_hash, rubric=rubric.identity, model=judge.model,
-                            params=judge.params, schema=schema, blind=blind, extra=key_extra or None)
+                            params=judge.params, schema=schema, blind=blind, extra=key_extra or None,
+                            sent_schemas=sent.get(judge))
             items.append(WorkItem(
                 run_id=run_id, bundle_hash=bundle_hash, bundle=bundle, judge=judge, key_material=material,
                 annotation_id=annotation_id(run_id=run_id, model=judge.model, rubric_id=rubric.id,

@@ -30,6 +30,7 @@ OutputMode = Literal["auto", "json_schema", "json_object_schema", "json_object",
 class RequestTable(ConfigModel):
     temperature: float = 0.0
     max_tokens: int = Field(1024, ge=1)
+    rationale_max_chars: int = Field(800, ge=1)
     timeout_s: float = Field(120.0, gt=0)
     concurrency: int = Field(4, ge=1)
     reask: int = Field(1, ge=0)
@@ -62,6 +63,7 @@ class JudgeConfig:
     default_rubric: str = "procedure_v1"
     temperature: float = 0.0
     max_tokens: int = 1024
+    rationale_max_chars: int = 800
     timeout_s: float = 120.0
     concurrency: int = 4
     reask: int = 1
@@ -114,6 +116,7 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
     req, retry = parsed.request, parsed.retry
     return JudgeConfig(
         default_rubric=parsed.default_rubric, temperature=float(req.temperature), max_tokens=req.max_tokens,
+        rationale_max_chars=req.rationale_max_chars,
         timeout_s=float(req.timeout_s), concurrency=req.concurrency, reask=req.reask,
         output_mode=req.output_mode, max_input_tokens=req.max_input_tokens, attempts=retry.attempts,
         initial_wait_s=float(retry.initial_wait_s), max_wait_s=float(retry.max_wait_s),

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import hashlib
 import json
 import logging
 import os
@@ -320,10 +321,29 @@ class LiteLLMJudge:
             return None
 
     # -- building the prompt for a mode ---------------------------------------------------------
+    def sent_schema(self, rubric: Rubric, mode: str) -> dict | None:
+        """The schema a request in `mode` carries (json_object_schema: the grammar-friendly
+        narrowing, bounded by the reply budget; see output_modes.grammar_schema)."""
+        return modes.sent_schema(mode, response_format(rubric), self.params.get("max_tokens"),
+                                 self.config.rationale_max_chars)
+
+    def sent_schema_hashes(self, rubric: Rubric) -> dict[str, str]:
+        """sha256 of the schema sent in each mode where it is not the rubric's own: part of the
+        cache key (the request differs, and so may the answer)."""
+        own = response_format(rubric)["json_schema"]["schema"]
+        out = {}
+        for mode in modes.MODES:
+            sent = self.sent_schema(rubric, mode)
+            if sent is not None and sent != own:
+                text = json.dumps(sent, separators=(",", ":"), ensure_ascii=False)  # order matters to a grammar
+                out[mode] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return out
+
     def _messages(self, bundle: dict, rubric: Rubric, mode: str) -> list[dict]:
         messages = render_messages(bundle, rubric)
         if modes.schema_in_prompt(mode):
-            messages.append(modes.schema_instruction(response_format(rubric)["json_schema"]["schema"]))
+            stated = self.sent_schema(rubric, mode) or response_format(rubric)["json_schema"]["schema"]
+            messages.append(modes.schema_instruction(stated))
         return messages
 
     def count_tokens(self, messages: list[dict], shape: dict) -> int:
@@ -392,7 +412,8 @@ class LiteLLMJudge:
         messages: list[dict] = []
         fresh = True  # build the prompt for `mode` (again) before the next request
         for _ in range(len(modes.MODES) + self.config.reask + 1):
-            shape = modes.request_shape(mode, base_format, self.params.get("max_tokens"))
+            shape = modes.request_shape(mode, base_format, self.params.get("max_tokens"),
+                                        self.config.rationale_max_chars)
             if fresh:
                 try:
                     fitted = self._fit(bundle, rubric, mode, shape)

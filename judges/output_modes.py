@@ -5,8 +5,9 @@ by the same pydantic model (`evalkit.judges.rubrics.annotation_model`), so a mod
 is requested and located, never what counts as a valid answer:
 
 - `json_schema`        — `response_format={"type": "json_schema", ...}` (OpenAI strict output);
-- `json_object_schema` — `response_format={"type": "json_object", "schema": S}` (llama.cpp's
-                          server and llama-cpp-python constrain decoding with S);
+- `json_object_schema` — `response_format={"type": "json_object", "schema": S'}` (llama.cpp's
+                          server and llama-cpp-python constrain decoding with S'; S' is S
+                          narrowed to what a grammar enforces, see `grammar_schema`);
 - `json_object`        — `response_format={"type": "json_object"}`, S stated in the prompt;
 - `tool`               — one forced function call whose parameters are S;
 - `prompt`             — no response_format, S in the prompt, the JSON taken from the reply
@@ -19,6 +20,7 @@ functions of their arguments: no I/O, no litellm.
 from __future__ import annotations
 
 import json
+import math
 import re
 
 MODES = ("json_schema", "json_object_schema", "json_object", "tool", "prompt")
@@ -44,31 +46,111 @@ def schema_instruction(schema: dict) -> dict:
         + json.dumps(schema, sort_keys=True, ensure_ascii=False) + "\n")}
 
 
-def bounded_strings(schema: dict, max_chars: int) -> dict:
-    """S with `maxLength` on its free-text strings, for a server that turns S into a decoding
-    grammar: the grammar then closes the string in time, so a model that rambles cannot run past
-    max_tokens and cut its own JSON short. Only the request changes; replies are still validated
-    by the rubric's own model."""
+# The default bound on free text in a grammar, in characters (configs/judge.toml: rationale_max_chars)
+TEXT_CHARS = 800
+# A bounded number becomes this many + 1 evenly spaced values (confidence in [0, 1]: 0.0, 0.1, ..., 1.0)
+NUMBER_STEPS = 10
+# Whitespace a grammar lets a model put around each key and value (llama.cpp's `space` rule), in
+# characters: counted against the reply budget with the fixed fields, see `text_budget`
+_SPACE_PER_FIELD = 8
+
+
+def _enum_for_bounds(prop: dict) -> list | None:
+    """The values a grammar can enforce for a bounded number: llama.cpp's json-schema-to-grammar
+    ignores minimum/maximum on numbers, so a model may write 4 for a confidence in [0, 1]."""
+    lo, hi = prop.get("minimum"), prop.get("maximum")
+    if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)) or lo > hi:
+        return None
+    if prop.get("type") == "integer":
+        first, last = math.ceil(lo), math.floor(hi)
+        return list(range(first, last + 1)) if 0 <= last - first <= 100 else None
+    return sorted({round(lo + (hi - lo) * k / NUMBER_STEPS, 6) for k in range(NUMBER_STEPS + 1)})
+
+
+def _free_text(prop: dict) -> bool:
+    return prop.get("type") == "string" and not {"enum", "const", "pattern", "format"} & prop.keys()
+
+
+def grammar_schema(schema: dict, text_chars: int) -> dict:
+    """S narrowed to what a decoding grammar can enforce (the schema a json_object_schema request
+    carries; llama.cpp's server and llama-cpp-python compile it into a grammar).
+
+    - a number with minimum and maximum becomes an `enum` of NUMBER_STEPS + 1 evenly spaced values
+      in its range (an integer: every integer in it), since the grammar ignores number bounds;
+    - free-text strings get `maxLength` = text_chars (never below their `minLength`), so the
+      grammar closes the string in time instead of the reply budget cutting the JSON short;
+    - free-text properties move after the short ones: scores are written before the model can
+      ramble.
+    Strictly narrower: every instance of the result is an instance of S (a test checks this for
+    every rubric), and replies are still validated by the rubric's own model, never by this."""
     out = json.loads(json.dumps(schema))
-    for prop in (out.get("properties") or {}).values():
-        if prop.get("type") == "string" and "enum" not in prop and "maxLength" not in prop:
-            prop["maxLength"] = max_chars
+    props = out.get("properties") or {}
+    for prop in props.values():
+        if "enum" in prop or "const" in prop:
+            continue
+        if prop.get("type") in ("number", "integer"):
+            values = _enum_for_bounds(prop)
+            if values is not None:
+                prop["enum"] = values
+        elif _free_text(prop):
+            floor = int(prop.get("minLength", 0))
+            prop["maxLength"] = max(floor, min(int(prop.get("maxLength", text_chars)), text_chars))
+    if props:
+        out["properties"] = dict(sorted(props.items(), key=lambda kv: _free_text(kv[1])))
     return out
 
 
-def request_shape(mode: str, json_schema_format: dict, max_tokens: int | None = None) -> dict:
+def _widest(prop: dict) -> int:
+    """Characters of the longest value a non-free-text property can take in JSON."""
+    if "enum" in prop:
+        return max(len(json.dumps(v)) for v in prop["enum"])
+    if "const" in prop:
+        return len(json.dumps(prop["const"]))
+    return 24  # a number without bounds: as long as a float's repr
+
+
+def text_budget(schema: dict, max_tokens: int | None, text_chars: int) -> int:
+    """The free-text bound for a grammar: `text_chars`, lowered so that the whole reply fits in
+    `max_tokens` at worst one token per character — the fixed fields (keys, widest values,
+    punctuation, the whitespace the grammar allows) first, the rest shared by the free-text
+    fields. ASCII text never takes more than one token per character; other scripts can, and a
+    reply cut short by the budget is then a judge_error, as before."""
+    if not max_tokens:
+        return text_chars
+    props = (schema.get("properties") or {}).items()
+    texts = [name for name, prop in props if _free_text(prop)]
+    fixed = 2 + sum(len(json.dumps(name)) + 2 + _SPACE_PER_FIELD + (2 if name in texts else _widest(prop))
+                    for name, prop in props)
+    room = (max_tokens - fixed) // max(1, len(texts))
+    return max(1, min(text_chars, room))
+
+
+def sent_schema(mode: str, json_schema_format: dict, max_tokens: int | None = None,
+                text_chars: int | None = None) -> dict | None:
+    """The schema a request in `mode` carries (None: the mode sends none). Only json_object_schema
+    sends something other than the rubric's own schema: its grammar-friendly narrowing."""
+    schema = json_schema_format["json_schema"]["schema"]
+    if mode == "json_object_schema":
+        chars = text_budget(schema, max_tokens, text_chars or TEXT_CHARS)
+        return grammar_schema(schema, chars)
+    if mode in ("json_schema", "tool"):
+        return schema
+    return None
+
+
+def request_shape(mode: str, json_schema_format: dict, max_tokens: int | None = None,
+                  text_chars: int | None = None) -> dict:
     """The keyword arguments a mode adds to a chat-completions request.
 
     `json_schema_format` is the rubric's `{"type": "json_schema", "json_schema": {...}}`;
-    `max_tokens` (the reply budget) bounds free text in the json_object_schema grammar at two
-    characters per token, about half the budget."""
+    `max_tokens` (the reply budget) and `text_chars` bound free text in the json_object_schema
+    grammar (`sent_schema`, `text_budget`)."""
     schema = json_schema_format["json_schema"]["schema"]
     if mode == "json_schema":
         return {"response_format": json_schema_format}
     if mode == "json_object_schema":
-        if max_tokens:
-            schema = bounded_strings(schema, 2 * max_tokens)
-        return {"response_format": {"type": "json_object", "schema": schema}}
+        return {"response_format": {"type": "json_object",
+                                    "schema": sent_schema(mode, json_schema_format, max_tokens, text_chars)}}
     if mode == "json_object":
         return {"response_format": {"type": "json_object"}}
     if mode == "tool":

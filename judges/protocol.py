@@ -13,8 +13,9 @@ stops the whole run.
 
 Optional, used when present (the litellm judge has them): `output_mode` (the mode requests are
 made in now; part of the cache key), `start_from(mode)` (the mode remembered for this model and
-api_base), `api_base`, `notes` (step-downs to report) and `preflight()` (raises
-`JudgeSetupError` before any request).
+api_base), `api_base`, `notes` (step-downs to report), `preflight()` (raises
+`JudgeSetupError` before any request) and `sent_schema_hashes(rubric)` (mode -> hash of the schema
+a request in that mode carries when it is not the rubric's own; part of the cache key).
 
 Plugins register a factory under the entry-point group `evalkit.judges`; the entry-point name is
 the prefix chosen in `--model` (`myjudge:some-model` calls `factory("some-model", **options)`).

@@ -21,13 +21,18 @@ def _sha(text: str) -> str:
 
 
 def cache_key(*, bundle_hash: str, rubric: dict, model: str, params: dict, schema: str,
-              blind: bool, extra: dict | None = None, output_mode: str | None = None) -> str:
+              blind: bool, extra: dict | None = None, output_mode: str | None = None,
+              sent_schemas: dict | None = None) -> str:
     """sha256 over everything that can change the answer (see docs/judge.md). The output mode is
-    part of it (the request differs); a judge without modes (a plugin) passes None."""
+    part of it (the request differs); a judge without modes (a plugin) passes None. So is the
+    schema the request carries when it is not the rubric's own (`sent_schemas`: mode -> its hash;
+    json_object_schema sends a grammar-friendly narrowing whose bounds follow the config)."""
     material = {"bundle_hash": bundle_hash, "rubric": rubric, "model": model, "params": params,
                 "schema": schema, "blind": bool(blind)}
     if output_mode not in (None, "json_schema"):  # json_schema is the request sent before modes
         material["output_mode"] = output_mode      # existed: its keys stay those already stored
+    if sent_schemas and output_mode in sent_schemas:
+        material["sent_schema"] = sent_schemas[output_mode]
     if extra:
         material["extra"] = extra
     return _sha(json.dumps(material, sort_keys=True, separators=(",", ":")))

@@ -16,6 +16,11 @@ Behaviour per request: the next entry of the script queued for the request's mod
 - ``malformed``: 200 whose content is not JSON.
 - ``schema_violation``: 200 with JSON that misses a required field and has an out-of-range value.
 - ``401``: authentication error whose message echoes the key it got (as some providers do).
+- ``grammar_only``: a small model held only by a decoding grammar (what SmolLM2-135M did behind
+  llama-cpp-python): it keeps to every ``enum``, writes 4 for a number without one (grammars
+  ignore minimum/maximum), and writes free text until ``maxLength`` closes it or, without one,
+  until the reply budget (``max_tokens``, one character per token) cuts the JSON inside the
+  string (``finish_reason: "length"``).
 
 **Rate-limit mode** (``server.capacity = K``): a chat request that arrives while K requests are
 being answered gets ``429`` (with ``Retry-After``) instead of its behaviour, as a provider's
@@ -102,6 +107,22 @@ def instance_from_schema(schema: dict, seed: str, root: dict | None = None) -> A
     if kind == "array":
         return []
     return "Steps 1 and 2 show the agent reading the state before acting (fake judge)."
+
+
+def grammar_only_reply(schema: dict, seed: str, max_tokens: int | None) -> tuple[str, str]:
+    """(content, finish_reason) of the ``grammar_only`` behaviour for a flat object schema."""
+    budget = max_tokens or 1024
+    value: dict = {}
+    for name, sub in (schema.get("properties") or {}).items():
+        if "enum" in sub or "const" in sub:
+            value[name] = instance_from_schema(sub, seed + "/" + name)
+        elif sub.get("type") in ("number", "integer"):
+            value[name] = 4
+        else:
+            salad = "5.5.6.9.87.1.1.1." * (4 * budget // 17 + 1)
+            value[name] = salad[: sub["maxLength"]] if "maxLength" in sub else salad
+    content = json.dumps(value)
+    return (content[:budget], "length") if len(content) > budget else (content, "stop")
 
 
 DIALECTS = ("openai", "llamacpp", "json-object-only", "json-object-strict", "tools-only", "plain",
@@ -380,7 +401,7 @@ class FakeLLMServer:
                 if server.models is not None and model not in server.models:
                     return self._error(404, f"The model `{model}` does not exist.", "NotFoundError")
                 refused = rejection(body, server.dialect, server.context_limit)
-                if refused is not None and behaviour == "ok":
+                if refused is not None and behaviour in ("ok", "grammar_only"):
                     return self._error(*refused)
                 if behaviour == "429":
                     return self._error(429, "rate limited (fake)", "rate_limit_exceeded",
@@ -402,6 +423,9 @@ class FakeLLMServer:
                     content = json.dumps({"safety": 7, "rationale": "step 1"})
                 elif server.content is not None:
                     content = server.content
+                elif behaviour == "grammar_only":
+                    content, cut = grammar_only_reply(visible_schema(body, server.dialect) or {}, seed,
+                                                      body.get("max_tokens"))
                 else:
                     schema = visible_schema(body, server.dialect)
                     value = instance_from_schema(schema, seed) if schema else {"text": "ok"}
@@ -412,7 +436,7 @@ class FakeLLMServer:
                         content = ("Sure. I read the run {step by step} and here is my grading:\n\n```json\n"
                                    + json.dumps(value, indent=2) + "\n```\n\nLet me know if you need more.")
                 message: dict = {"role": "assistant", "content": content}
-                finish = "stop"
+                finish = cut if behaviour == "grammar_only" and server.content is None else "stop"
                 tools = body.get("tools") or []
                 if tools and server.dialect not in ("plain", "json-object-only") and behaviour == "ok" \
                         and server.content is None:

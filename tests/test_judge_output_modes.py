@@ -48,9 +48,10 @@ def test_request_shapes_carry_the_schema_where_the_mode_says():
     fmt = response_format(load_rubric("procedure_v1"))
     schema = fmt["json_schema"]["schema"]
     assert request_shape("json_schema", fmt) == {"response_format": fmt}
-    assert request_shape("json_object_schema", fmt) == {"response_format": {"type": "json_object", "schema": schema}}
-    bounded = request_shape("json_object_schema", fmt, max_tokens=256)["response_format"]["schema"]
-    assert bounded["properties"]["rationale"]["maxLength"] == 512  # the grammar closes it in budget
+    sent = request_shape("json_object_schema", fmt)["response_format"]
+    assert sent["type"] == "json_object" and set(sent["schema"]["properties"]) == set(schema["properties"])
+    bounded = request_shape("json_object_schema", fmt, max_tokens=1024)["response_format"]["schema"]
+    assert bounded["properties"]["rationale"]["maxLength"] < 1024  # the grammar closes it in budget
     assert "maxLength" not in bounded["properties"]["outcome"]     # an enum needs no bound
     assert "maxLength" not in schema["properties"]["rationale"]    # the validator's schema is untouched
     assert request_shape("json_object", fmt) == {"response_format": {"type": "json_object"}}

@@ -131,9 +131,13 @@ def test_cache_key_changes_with_every_component():
     variants = [dict(base, bundle_hash="c" * 64), dict(base, rubric={"id": "r", "version": 2, "text_hash": "h"}),
                 dict(base, rubric={"id": "r", "version": 1, "text_hash": "h2"}), dict(base, model="openai/y"),
                 dict(base, params={"temperature": 0.5, "max_tokens": 10}), dict(base, schema="t"),
-                dict(base, blind=False), dict(base, extra={"resample_seed": 1})]
+                dict(base, blind=False), dict(base, extra={"resample_seed": 1}),
+                dict(base, output_mode="json_object_schema"),
+                dict(base, output_mode="json_object_schema", sent_schemas={"json_object_schema": "n"})]
     keys = {cache_key(**v) for v in variants}
     assert len(keys) == len(variants) and key not in keys
+    # a sent schema for another mode does not change this mode's key (json_schema keys stay as stored)
+    assert cache_key(**base, sent_schemas={"json_object_schema": "n"}) == key
 
 
 def test_config_overrides_merge_and_bad_values_name_the_key(tmp_path, monkeypatch):
