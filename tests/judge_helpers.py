@@ -61,3 +61,37 @@ def rows(db: str, sql: str, *args) -> list[tuple]:
 
 def count(db: str, table: str) -> int:
     return rows(db, f"SELECT COUNT(*) FROM {table}")[0][0]
+
+
+# -- examples/a320 judged on the fake server (the dialect and grammar tests) --------------------
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "a320"
+JUDGEABLE = 7  # 9 example runs: one incomplete (crashed recorder), one provider_error
+CALLS = 6      # two of them (the isolation-skipped runs) have identical blind bundles: one call
+
+
+def scored_examples(tmp_path: Path) -> str:
+    from evalkit.api import iter_scorecards
+    from evalkit.storage import Store
+
+    db = str(tmp_path / "a320.db")
+    store = Store(db)
+    for card in iter_scorecards([EXAMPLES], lambda message: None):
+        if not isinstance(card, Exception):
+            store.save(card)
+    store.close()
+    return db
+
+
+def scorecards(db: str) -> list[tuple]:
+    return rows(db, "SELECT * FROM scorecards ORDER BY run_id")
+
+
+# a generous timeout: a timed-out request would be retried, and retries are not what is tested here
+PATIENT = dict(FAST, request=dict(FAST["request"], timeout_s=120.0))
+
+
+def judge_examples(db, srv, **options):
+    """Judge the scored examples with openai/smollm2 on the fake server `srv`."""
+    from evalkit.judges.api import judge_db
+
+    return judge_db(db, ["openai/smollm2"], api_base=srv.api_base, config=PATIENT, **options)

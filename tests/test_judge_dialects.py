@@ -8,44 +8,11 @@ byte-identical before and after judging.
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from judge_helpers import FAST, count, rows
-from evalkit.judges.api import judge_db
+from judge_helpers import CALLS, JUDGEABLE, count, rows, scored_examples, scorecards
+from judge_helpers import judge_examples as judge
 from evalkit.judges.store import JudgeStore
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "a320"
-JUDGEABLE = 7  # 9 example runs: one incomplete (crashed recorder), one provider_error
-CALLS = 6      # two of them (the isolation-skipped runs) have identical blind bundles: one call
-
-
-def scored_examples(tmp_path: Path) -> str:
-    from evalkit.api import iter_scorecards
-    from evalkit.storage import Store
-
-    db = str(tmp_path / "a320.db")
-    store = Store(db)
-    for card in iter_scorecards([EXAMPLES], lambda message: None):
-        if not isinstance(card, Exception):
-            store.save(card)
-    store.close()
-    return db
-
-
-def scorecards(db: str) -> list[tuple]:
-    return rows(db, "SELECT * FROM scorecards ORDER BY run_id")
-
-
-# a generous timeout: a timed-out request would be retried, and retries are not what is tested here
-PATIENT = dict(FAST, request=dict(FAST["request"], timeout_s=120.0))
-
-
-def judge(db, srv, **options):
-    return judge_db(db, ["openai/smollm2"], api_base=srv.api_base, config=PATIENT, **options)
-
 
 EXPECTED_MODE = {
     "openai": "json_schema",

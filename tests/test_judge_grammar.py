@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from fake_llm_server import grammar_only_reply
-from judge_helpers import count, rows
-from test_judge_dialects import CALLS, JUDGEABLE, judge, scored_examples, scorecards
+from judge_helpers import CALLS, JUDGEABLE, PATIENT, count, rows, scored_examples, scorecards
+from judge_helpers import judge_examples as judge
 from evalkit.judges.output_modes import (NUMBER_STEPS, grammar_schema, request_shape, sent_schema,
                                          text_budget)
 from evalkit.judges.rubrics import annotation_model, available_rubrics, load_rubric, response_format
@@ -169,7 +169,6 @@ def test_the_sent_schema_is_part_of_the_cache_key(tmp_path, server):
 
 def judge_db_with(db, srv, **request):
     from evalkit.judges.api import judge_db
-    from test_judge_dialects import PATIENT
 
     config = dict(PATIENT, request=dict(PATIENT["request"], **request))
     return judge_db(db, ["openai/smollm2"], api_base=srv.api_base, config=config,
