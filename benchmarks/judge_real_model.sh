@@ -114,7 +114,7 @@ ok = sum(1 for a in annotations if a["status"] == "ok")
 median = s1["latency"]["median_ms"]
 print(f"annotations ok / judgeable: {ok} / {judgeable}")
 print(f"requests: first run {s1['requests']} for {s1['calls']} calls "
-      f"({s1['requests'] / max(1, s1['calls']):.2f} per call; {s1['shared']} runs shared a call), "
+      f"({s1['requests'] / max(1, s1['calls']):.2f} per call; {s1['shared']} run(s) shared another run's call), "
       f"rerun {s2['requests']} ({s2['cache_hits']} cache hits)")
 print(f"requests the server logged: first run {served_first}, rerun {served_rerun}")
 print(f"wall time: first run {t1 - t0:.1f} s, rerun {t2 - t1:.1f} s (process start and litellm import included)")
@@ -125,7 +125,9 @@ for note in s1["notes"]:
 for a in annotations:
     v = a.get("values") or {}
     short = {k: x for k, x in v.items() if k != "rationale"}
-    said = f"{short} rationale {len(v.get('rationale', ''))} chars" if v else (a.get("error") or "")[:160]
+    why = v.get("rationale", "")
+    said = (f"{short} rationale ({len(why)} chars) {why[:60]!r}{'...' if len(why) > 60 else ''}" if v
+            else (a.get("error") or "")[:160])
     print(f"reply {a['run_id']}: {a['status']}: {said}")
 errors = sorted({a["error"] for a in annotations if a.get("error")})
 for error in errors[:5]:
