@@ -95,7 +95,7 @@ def score_jsonl(directory: Path, engine: str = "local", workers: int = 1) -> Non
         agg = Aggregator()
         for item in score_stream([directory], None, lambda e: None, job=ScoreJob(output_format="jsonl"),
                                  engine=engine, workers=workers):
-            writer.write_text(item.text)
+            writer.write_text(item.parts)
             agg.add(item.summary)
         writer.finish(agg.result())
 

@@ -29,11 +29,12 @@ __all__ = [
 ]
 
 BATCH = 200  # ScoreCards per database transaction
+BATCH_CHARS = 8 << 20  # ... or fewer, once their cards and bundles hold this many characters
 
 
 def score_file(path: str | Path, warn: Warn | None = None) -> ScoreCard:
     """Read and score one trajectory file. Raises InputError on bad input."""
-    return score_trajectory(read_trajectory(path, warn))
+    return score_trajectory(read_trajectory(path, warn, compact=True))
 
 
 def iter_scorecards(paths: Iterable[str | Path], warn: Warn | None = None) -> Iterator[ScoreCard | InputError]:
@@ -69,6 +70,7 @@ def score_stream(
     """
     job = replace(job or ScoreJob(), db_rows=store is not None)
     pending: list[CardRows] = []
+    pending_chars = 0
     seen: dict[str, str] = {}  # run_id -> path
     try:
         for item in score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address):
@@ -84,11 +86,17 @@ def score_stream(
                      f"this one replaces it in {keeps}")
             seen[item.run_id] = item.path
             if store is not None:
-                pending.append(item.rows)
-                if len(pending) >= batch:
-                    store.save_rows(pending)
-                    pending = []
+                rows = item.rows
+                pending.append(rows)
+                pending_chars += len(rows["bundles"][0][1]) + len(rows["scorecards"][0][-1])
+                rows = None
             yield item
+            # stored after the consumer had the item (and could drop its output text): a long run's
+            # card is written while as little else as possible is held (issue #9's memory bound)
+            item = None
+            if store is not None and (len(pending) >= batch or pending_chars >= BATCH_CHARS):
+                store.save_rows(pending)
+                pending, pending_chars = [], 0
     finally:
         if store is not None and pending:
             store.save_rows(pending)

@@ -12,16 +12,35 @@ recorded values (args, results, payloads) in the order they were recorded, seria
 pydantic-core (five times faster than ``json.dumps(sort_keys=True)``, which matters on the score
 path). The same file always gives the same bytes; ``bundle_hash`` is their sha256, and storage keeps
 exactly those bytes, so ``sha256(bundles.bundle) == bundle_hash``.
+
+The bundle is built as JSON text, never as one Python object: :class:`BundleBuilder` serialises the
+transcript a few hundred entries at a time as the reader validates them, so a long run's transcript
+is held once, as its text (issue #9: a 200,000-call run); the ScoreCard keeps that text.
 """
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from typing import Any
 
-from evalkit.records import Assistant, HarnessError, Nudge, ProviderError, ToolCall, Trajectory
+from pydantic_core import to_json
+
+from evalkit.records import Assistant, Final, HarnessError, Meta, Nudge, ProviderError, ToolCall, Trajectory
 from evalkit.values import canonical_json, compact_json, sha256_hex
 
 BUNDLE_VERSION = 1
 RESULT_MAX_CHARS = 2000
+_FLUSH_ENTRIES = 256  # transcript entries serialised together: one pydantic-core call, little memory
+
+
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    """A built bundle: its canonical JSON, the sha256 of that JSON, and the scenario title (stored
+    beside it in the database without parsing the bundle again)."""
+
+    json: str
+    hash: str
+    title: str | None
 
 
 def truncate(value: Any, limit: int = RESULT_MAX_CHARS) -> Any:
@@ -54,24 +73,66 @@ def _event(event: Any, long_line: bool) -> dict[str, Any]:
     raise TypeError(f"unexpected event {type(event).__name__}")
 
 
-def build_bundle(traj: Trajectory) -> dict[str, Any]:
-    final = traj.final
-    return {
-        "bundle_version": BUNDLE_VERSION,
-        **traj.meta.scenario.bundle_part,
-        "tool_surface": traj.meta.tool_surface,
-        "transcript": [_event(e, i in traj.long_lines) for i, e in enumerate(traj.events)],
-        "final": None
-        if final is None
-        else {
+def _json(value: Any) -> bytes:
+    return to_json(value, inf_nan_mode="null")
+
+
+class BundleBuilder:
+    """One run's bundle, written as its events arrive: ``add`` each event in order, then ``finish``.
+
+    The bytes are those of ``compact_json`` of the whole bundle object: the head (version, the
+    scenario's part, tool surface) is written first, the transcript entries are serialised in
+    groups and appended without their brackets, the final record closes it."""
+
+    def __init__(self, meta: Meta):
+        scenario = meta.scenario
+        head = _json({"bundle_version": BUNDLE_VERSION, **scenario.bundle_part, "tool_surface": meta.tool_surface})
+        self._title = scenario.title
+        self._buf = bytearray(head[:-1])
+        self._buf += b',"transcript":['
+        self._empty = True
+        self._pending: list[dict[str, Any]] = []
+
+    def add(self, event: Any, long_line: bool = False) -> None:
+        self._pending.append(_event(event, long_line))
+        if len(self._pending) >= _FLUSH_ENTRIES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        if not self._empty:
+            self._buf += b","
+        self._buf += memoryview(_json(self._pending))[1:-1]
+        self._pending = []
+        self._empty = False
+
+    def finish(self, final: Final | None) -> Bundle:
+        self._flush()
+        buf, self._buf = self._buf, bytearray()
+        buf += b'],"final":'
+        buf += _json(None if final is None else {
             "reason": final.reason,
             "done_payload": final.done_payload,
             "success_eval": final.success_eval.model_dump(mode="json") if final.success_eval else None,
-        },
-    }
+        })
+        buf += b"}"
+        digest = hashlib.sha256(buf).hexdigest()
+        return Bundle(buf.decode("utf-8"), digest, self._title)
+
+
+def build_bundle(traj: Trajectory) -> Bundle:
+    """The bundle of a trajectory: the one the reader built while reading, or built from its events."""
+    if traj.bundle is not None:
+        return traj.bundle
+    builder = BundleBuilder(traj.meta)
+    for i, event in enumerate(traj.events):
+        builder.add(event, i in traj.long_lines)
+    return builder.finish(traj.final)
 
 
 def bundle_json(bundle: dict[str, Any]) -> str:
+    """The canonical JSON of a bundle given as an object (what ``Bundle.json`` holds)."""
     return compact_json(bundle)
 
 

@@ -4,7 +4,7 @@ A FIFO would block a reader forever and ``/dev/zero`` would fill memory, so anyt
 regular file (after following symlinks) is an error naming it. A file larger than the limit is an
 error before any byte is read. The limit is ``DEFAULT_MAX_BYTES`` (1 GiB), overridden by the
 environment variable ``EVALKIT_MAX_FILE_BYTES`` (a number of bytes) or the ``max_bytes`` argument.
-Standard input (``-``) is read up to the same limit.
+Standard input (``-``) and URLs are read up to the same limit.
 """
 from __future__ import annotations
 
@@ -45,6 +45,20 @@ def _too_big(name: str, size: int, limit: int) -> InputError:
     return InputError(name, None, f"file is larger than the {limit}-byte limit ({size} bytes; set {ENV_MAX_BYTES} to raise it)")
 
 
+def _stream_too_big(name: str, limit: int) -> InputError:
+    """A stream read up to one byte past the limit: its full size is not known."""
+    return InputError(name, None, f"larger than the {limit}-byte limit (set {ENV_MAX_BYTES} to raise it)")
+
+
+def read_stream(name: str, fh: BinaryIO, max_bytes: int | None = None) -> bytes:
+    """All of an open stream (standard input, a URL), within the size limit."""
+    limit = max_file_bytes() if max_bytes is None else max_bytes
+    data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise _stream_too_big(name, limit)
+    return data
+
+
 def open_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> tuple[BinaryIO, int]:
     """Open a regular file for binary reading; returns (file, size). Raises InputError otherwise.
 
@@ -75,10 +89,7 @@ def read_bytes(path: str | os.PathLike[str], max_bytes: int | None = None) -> by
     name = str(path)
     limit = max_file_bytes() if max_bytes is None else max_bytes
     if name == STDIN:
-        data = sys.stdin.buffer.read(limit + 1)
-        if len(data) > limit:
-            raise _too_big("<stdin>", len(data), limit)
-        return data
+        return read_stream("<stdin>", sys.stdin.buffer, limit)
     fh, _ = open_regular(name, limit)
     with fh:
         try:

@@ -14,12 +14,12 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 
 from evalkit import safe_json
-from evalkit.bundle import RESULT_MAX_CHARS
+from evalkit.bundle import RESULT_MAX_CHARS, BundleBuilder
 from evalkit.errors import InputError
 from evalkit.input_files import open_regular, read_bytes
 from evalkit.safe_json import JSONProblem
 from evalkit.values import count_non_finite
-from evalkit.records import RECORD_TYPES, Final, Meta, Setup, Trajectory
+from evalkit.records import RECORD_TYPES, Call, Final, Meta, Setup, Trajectory
 from evalkit.scenario import Scenario
 
 STDIN = "-"
@@ -62,10 +62,16 @@ def _not_json(line: bytes, problem: JSONProblem) -> str:
 
 
 class _Builder:
-    """Records of one file, checked as they arrive (so the file is never held whole in memory)."""
+    """Records of one file, checked as they arrive (so the file is never held whole in memory).
+    ``compact``: keep what scoring needs (tool calls as ``Call``) and write each event into the
+    judge bundle's text as it arrives, instead of keeping the event records."""
 
-    def __init__(self, path: str, warn: Warn | None):
-        self.path, self.warn = path, warn
+    def __init__(self, path: str, warn: Warn | None, compact: bool = False):
+        self.path, self.warn, self.compact = path, warn, compact
+        self.bundle: BundleBuilder | None = None
+        self.calls: list[Call] = []
+        self.command_tools: frozenset[str] = frozenset()
+        self.provider_errors = 0
         self.meta: Meta | None = None
         self.setup: Setup | None = None
         self.final: Final | None = None
@@ -138,13 +144,24 @@ class _Builder:
                                  f"{self.harness_error_line} (a harness error ends the run)")
             if rtype == "harness_error":
                 self.harness_error_line = lineno
-            if rtype == "tool_call" and len(line) > RESULT_MAX_CHARS:
+            elif rtype == "provider_error":
+                self.provider_errors += 1
+            long_line = rtype == "tool_call" and len(line) > RESULT_MAX_CHARS
+            if self.bundle is not None:
+                self.bundle.add(record, long_line)
+                if rtype == "tool_call":
+                    self.calls.append(Call.of(record) if record.name in self.command_tools else Call.read(record))
+                return
+            if long_line:
                 self.long_lines.add(len(self.events))
             self.events.append(record)
         elif rtype == "meta":
             if self.meta is not None:
                 raise InputError(path, lineno, "a second 'meta' record")
             self.meta = record
+            if self.compact:
+                self.bundle = BundleBuilder(record)
+                self.command_tools = record.scenario.index.command_tools
         elif rtype == "setup":
             self.setup = record
         else:
@@ -176,20 +193,24 @@ class _Builder:
             dropped_last_line=dropped,
             long_lines=frozenset(self.long_lines),
             non_finite_numbers=self.non_finite,
+            provider_errors=self.provider_errors,
+            calls=self.calls if self.bundle is not None else None,
+            bundle=self.bundle.finish(self.final) if self.bundle is not None else None,
         )
 
 
-def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None) -> Trajectory:
-    """Parse one trajectory given its lines (bytes, with or without their newline)."""
-    builder = _Builder(path, warn)
+def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None, compact: bool = False) -> Trajectory:
+    """Parse one trajectory given its lines (bytes, with or without their newline). ``compact``:
+    read for scoring (see :class:`Trajectory`: no event records kept, the judge bundle built)."""
+    builder = _Builder(path, warn, compact)
     for lineno, line in enumerate(lines, 1):
         builder.line(lineno, line)
     return builder.finish()
 
 
-def parse_trajectory(path: str, data: bytes, warn: Warn | None = None) -> Trajectory:
+def parse_trajectory(path: str, data: bytes, warn: Warn | None = None, compact: bool = False) -> Trajectory:
     """Parse the bytes of one trajectory file. Raises InputError on bad input."""
-    return parse_lines(path, data.split(b"\n"), warn)
+    return parse_lines(path, data.split(b"\n"), warn, compact)
 
 
 _SCENARIOS: dict[bytes, Scenario] = {}
@@ -215,16 +236,17 @@ def _share_scenario(meta: dict[str, Any]) -> None:
     meta["scenario"] = scenario
 
 
-def read_trajectory(path: str | Path, warn: Warn | None = None, max_bytes: int | None = None) -> Trajectory:
+def read_trajectory(path: str | Path, warn: Warn | None = None, max_bytes: int | None = None,
+                    compact: bool = False) -> Trajectory:
     """Read one trajectory file (``-`` reads standard input). Only regular files are read, within
     the size limit of :mod:`evalkit.input_files`; lines are parsed as they are read."""
     name = str(path)
     if name == STDIN:
-        return parse_trajectory("<stdin>", read_bytes(STDIN, max_bytes), warn)
+        return parse_trajectory("<stdin>", read_bytes(STDIN, max_bytes), warn, compact)
     fh, _ = open_regular(name, max_bytes)
     with fh:
         try:
-            return parse_lines(name, fh, warn)
+            return parse_lines(name, fh, warn, compact)
         except OSError as exc:
             raise InputError(name, None, f"cannot read: {exc.strerror or exc}") from None
 

@@ -154,8 +154,41 @@ RECORD_TYPES: dict[str, type[_Record]] = {
 Event = Assistant | Nudge | ToolCall | ProviderError | HarnessError
 
 
+class Call:
+    """What scoring needs of one tool call, held compactly: a long run holds 10^5 of them, and a
+    ToolCall record costs twenty times the memory (its result lives on in the judge bundle's text).
+    A call of a tool that is not a command tool (a read) needs only its name and ``is_error``:
+    :meth:`read` gives one shared object per (name, is_error), without args, step or call index."""
+
+    __slots__ = ("name", "args", "is_error", "step", "call_index")
+
+    def __init__(self, name: str, args: dict[str, Any], is_error: bool, step: int | None, call_index: int | None):
+        self.name, self.args, self.is_error, self.step, self.call_index = name, args, is_error, step, call_index
+
+    @classmethod
+    def of(cls, record: ToolCall) -> "Call":
+        return cls(record.name, record.args, record.is_error, record.step, record.call_index)
+
+    @classmethod
+    def read(cls, record: ToolCall) -> "Call":
+        key = (record.name, record.is_error)
+        call = _READS.get(key)
+        if call is None:
+            call = cls(record.name, {}, record.is_error, None, None)
+            if len(_READS) < 1024:  # tool names come from files: keep the table bounded
+                _READS[key] = call
+        return call
+
+
+_READS: dict[tuple[str, bool], Call] = {}
+
+
 class Trajectory(BaseModel):
-    """One run, as read from a file: meta, setup, the events in order, final (None when truncated)."""
+    """One run, as read from a file: meta, setup, the events in order, final (None when truncated).
+
+    Read for scoring (``compact=True`` in :mod:`evalkit.reader`), ``events`` is left empty: the
+    tool calls are in ``calls`` (as :class:`Call`), the judge bundle is already built (``bundle``,
+    an ``evalkit.bundle.Bundle``) and ``provider_errors`` counts the provider_error events."""
 
     path: str
     meta: Meta
@@ -169,6 +202,16 @@ class Trajectory(BaseModel):
     # Indices (into events) of tool calls whose line in the file is long: only their results can
     # need cutting in the judge bundle, so short ones are never re-serialised.
     long_lines: frozenset[int] = frozenset()
+    calls: list[Any] | None = None
+    bundle: Any = None
+    provider_errors: int = 0
+
+    def tool_calls(self) -> list[Any]:
+        """The tool calls in order: ``Call`` objects when read compactly, else the ToolCall records."""
+        return self.calls if self.calls is not None else [e for e in self.events if isinstance(e, ToolCall)]
+
+    def has_provider_error(self) -> bool:
+        return self.provider_errors > 0 or any(isinstance(e, ProviderError) for e in self.events)
 
 
 def trajectory_json_schema() -> dict[str, Any]:

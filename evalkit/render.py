@@ -65,23 +65,55 @@ RUNS_TEXT = TextRows(RUN_COLUMNS, RUN_WIDTHS)
 RUNS_MARKDOWN = MarkdownRows(RUN_COLUMNS)
 
 
-def card_json(card: ScoreCard) -> str:
-    """The card as compact UTF-8 JSON, serialised by pydantic-core in one pass (a quarter of the
-    score path's time went to dumping the card to dicts and encoding them with the ``json`` module)."""
-    return card.model_dump_json(by_alias=True)
+def card_head_json(card: ScoreCard) -> str:
+    """The card without ``judge_bundle`` as compact UTF-8 JSON (what the database stores as the
+    card), serialised by pydantic-core in one pass."""
+    return card.model_dump_json(by_alias=True, exclude={"judge_bundle"})
 
 
-def card_text(card: ScoreCard, fmt_name: str) -> str:
-    """One card's part of the output in a format (a pure function, so it can run in a worker)."""
+# A piece of output: a text, or (text, stop) for ``text[:stop]`` without copying a long text.
+Part = str | tuple[str, int]
+
+
+def join_parts(parts: tuple[Part, ...]) -> str:
+    return "".join(p if isinstance(p, str) else p[0][:p[1]] for p in parts)
+
+
+def _json_parts(card: ScoreCard, head: str | None, end: str) -> tuple[Part, ...]:
+    if head is None:
+        head = card_head_json(card)
+    # the head without its closing brace, by reference: the database keeps the head itself
+    return ((head, len(head) - 1), ',"judge_bundle":', card.bundle.json, "}" + end)
+
+
+def card_json(card: ScoreCard, head: str | None = None) -> str:
+    """The card as compact UTF-8 JSON: its head (``card_head_json``, given when the caller has it)
+    with the bundle's text spliced in as the last key, as ``model_dump_json`` would write it — the
+    bundle, most of a long run's card, is serialised once, when it is built."""
+    return join_parts(_json_parts(card, head, ""))
+
+
+def card_parts(card: ScoreCard, fmt_name: str, head: str | None = None) -> tuple[Part, ...]:
+    """One card's part of the output in a format, in pieces (a pure function, so it can run in a
+    worker). Joined (:func:`join_parts`) they are :func:`card_text`; kept apart, a long run's
+    head and bundle text are written as they are instead of being copied into one string."""
     if fmt_name == "jsonl":
-        return card_json(card) + "\n"
+        return _json_parts(card, head, "\n")
     if fmt_name == "json":
-        return card_json(card)
+        return _json_parts(card, head, "")
     if fmt_name == "csv":
-        return csv_line([_csv_value(v) for v in run_row(card)])
+        return (csv_line([_csv_value(v) for v in run_row(card)]),)
     if fmt_name == "markdown":
-        return RUNS_MARKDOWN.row([fmt(v) for v in run_row(card)]) + "\n"
-    return RUNS_TEXT.row([fmt(v) for v in run_row(card)]) + "\n"
+        return (RUNS_MARKDOWN.row([fmt(v) for v in run_row(card)]) + "\n",)
+    return (RUNS_TEXT.row([fmt(v) for v in run_row(card)]) + "\n",)
+
+
+def card_text(card: ScoreCard, fmt_name: str, head: str | None = None) -> str:
+    """One card's part of the output in a format."""
+    return join_parts(card_parts(card, fmt_name, head))
+
+
+WRITE_CHUNK = 1 << 20  # characters per write of a long part: the stream encodes each write whole
 
 
 class ScoreWriter:
@@ -101,16 +133,28 @@ class ScoreWriter:
 
     def card(self, card: ScoreCard) -> None:
         if not self.aggregate_only:
-            self.write_text(card_text(card, self.format))
+            self.write_text(card_parts(card, self.format))
 
-    def write_text(self, text: str) -> None:
-        """Write one card already rendered by ``card_text`` (a worker process renders, the parent writes)."""
+    def _write(self, parts: tuple[Part, ...]) -> None:
+        for part in parts:
+            text, stop = (part, len(part)) if isinstance(part, str) else part
+            if stop == len(text) and stop <= WRITE_CHUNK:
+                self.out.write(text)
+            else:
+                for i in range(0, stop, WRITE_CHUNK):
+                    self.out.write(text[i:min(i + WRITE_CHUNK, stop)])
+
+    def write_text(self, text: str | tuple[Part, ...]) -> None:
+        """Write one card already rendered by ``card_text`` or ``card_parts`` (a worker process
+        renders, the parent writes)."""
         if self.aggregate_only:
             return
+        parts = (text,) if isinstance(text, str) else text
         first = self._count == 0
         self._count += 1
         if self.format == "json":
-            self.out.write(("[\n" if first else ",\n") + text)
+            self.out.write("[\n" if first else ",\n")
+            self._write(parts)
             return
         if first:
             if self.format == "csv":
@@ -123,7 +167,7 @@ class ScoreWriter:
                 self._line("Runs")
                 for line in RUNS_TEXT.head():
                     self._line(line)
-        self.out.write(text)
+        self._write(parts)
 
     def finish(self, result: dict[str, Any]) -> None:
         groups, models = result["groups"], result["models"]

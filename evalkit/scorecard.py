@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
+from pydantic_core import from_json
 
-from evalkit.values import finite
+from evalkit.bundle import Bundle
+from evalkit.values import compact_json, sha256_hex
 
 Status = Literal["scored", "provider_error", "invalid_scenario", "incomplete"]
 CommandClass = Literal["matched_required", "optional", "forbidden", "extraneous"]
@@ -91,8 +93,15 @@ class Provenance(_Out):
     instructions_profile: str | None = None
 
 
+def _schema_with_bundle(schema: dict[str, Any]) -> None:
+    """``judge_bundle`` is an input too (see ``ScoreCard._hold_bundle``): the schema says so, as when
+    it was a plain field."""
+    schema["properties"]["judge_bundle"] = {"additionalProperties": True, "title": "Judge Bundle", "type": "object"}
+    schema.setdefault("required", []).append("judge_bundle")
+
+
 class ScoreCard(_Out):
-    model_config = ConfigDict(populate_by_name=True, ser_json_inf_nan="null")
+    model_config = ConfigDict(populate_by_name=True, ser_json_inf_nan="null", json_schema_extra=_schema_with_bundle)
 
     run_id: str
     scenario_id: str
@@ -107,13 +116,40 @@ class ScoreCard(_Out):
     provenance: Provenance = Field(default_factory=Provenance)
     scenario_hash: str = Field(default="", description="short hash of the scenario's content (tells apart two scenarios sharing an id)")
     bundle_hash: str
-    judge_bundle: dict[str, Any]
+    # The judge bundle is held as its canonical JSON text (a long run's bundle is most of its card:
+    # as text it is a third of the memory of the objects, and it is hashed, stored and printed as
+    # is). ``judge_bundle`` (given as an object or an ``evalkit.bundle.Bundle``) parses it on access.
+    _bundle: Bundle = PrivateAttr()
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _hold_bundle(cls, data: Any, handler: Any) -> "ScoreCard":
+        if not isinstance(data, dict):
+            return handler(data)
+        data = dict(data)
+        bundle = data.pop("judge_bundle", None)
+        card = handler(data)
+        if isinstance(bundle, Bundle):
+            card._bundle = bundle
+        elif isinstance(bundle, dict) and all(type(k) is str for k in bundle):
+            text = compact_json(bundle)
+            card._bundle = Bundle(text, sha256_hex(text), bundle.get("title"))
+        else:
+            raise ValueError(f"judge_bundle: expected an object, got {type(bundle).__name__}")
+        return card
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def judge_bundle(self) -> dict[str, Any]:
+        return from_json(self._bundle.json)
+
+    @property
+    def bundle(self) -> Bundle:
+        """The judge bundle as built: its canonical JSON text (what ``bundle_hash`` hashes), and title."""
+        return self._bundle
 
     def to_json_dict(self, with_bundle: bool = True) -> dict[str, Any]:
         data = self.model_dump(mode="json", by_alias=True, exclude={"judge_bundle"})
         if with_bundle:
-            # The bundle is plain JSON data already: shared, not copied (a large run's bundle is most
-            # of its card); only non-finite numbers need replacing.
-            bundle = self.judge_bundle
-            data["judge_bundle"] = finite(bundle) if self.informative.non_finite_numbers else bundle
+            data["judge_bundle"] = self.judge_bundle
         return data

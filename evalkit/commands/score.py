@@ -101,8 +101,9 @@ def register(group: click.Group) -> None:
                 parquet = ParquetWriter(parquet_dir)
             for item in score_stream(paths, store, on_error, warn, job=job, engine=engine,
                                      workers=workers or default_workers(), ray_address=ray_address):
-                if item.text is not None:
-                    writer.write_text(item.text)
+                if item.parts is not None:
+                    writer.write_text(item.parts)
+                    item.parts = None  # written: a long run's text is not held through its database write
                 agg.add(item.summary)
                 if parquet is not None:
                     parquet.add(item.parquet)

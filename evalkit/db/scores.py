@@ -7,12 +7,12 @@ Judge output lives in its own tables; nothing here reads it.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.bundle import bundle_json
 from evalkit.db.connect import Database, DbError, open_write
 from evalkit.scorecard import ScoreCard
 from evalkit.values import compact_json
@@ -39,27 +39,41 @@ _UPSERT = {
 CardRows = dict[str, list[tuple]]  # table -> rows of one card
 
 
-def card_rows(card: ScoreCard, data: dict[str, Any] | None = None) -> CardRows:
+def _value_json(value: Any) -> str | None:
+    """A command's value column: its JSON, or NULL when it has none (a non-finite number is none)."""
+    if value is None or (type(value) is float and not math.isfinite(value)):
+        return None
+    return compact_json(value)
+
+
+def card_rows(card: ScoreCard, head: str | None = None) -> CardRows:
     """The rows one card is stored as: plain tuples, cheap to send from a worker process.
-    ``data`` is ``card.to_json_dict(with_bundle=False)`` when the caller already has it."""
-    if data is None:
-        data = card.to_json_dict(with_bundle=False)
-    bundle = card.judge_bundle
+    ``head`` is ``evalkit.render.card_head_json(card)`` (the stored card) when the caller has it.
+    Built from the card's objects and its bundle's text, never from a dump of the whole card: a long
+    run's rows are then the only copy the writer holds."""
+    if head is None:
+        head = card.model_dump_json(by_alias=True, exclude={"judge_bundle"})
+    bundle = card.bundle
     v = card.vector
+    # a long run repeats the same few commands: one string per distinct args / value JSON
+    texts: dict[str, str] = {}
+
+    def shared(text: str | None) -> str | None:
+        return text if text is None else texts.setdefault(text, text)
+
     out: dict[str, list[tuple]] = {
-        "runs": [(card.run_id, card.path, card.scenario_id, bundle.get("title"), card.model,
+        "runs": [(card.run_id, card.path, card.scenario_id, bundle.title, card.model,
                   card.provenance.provider, card.provenance.ts_utc, card.informative.final_reason,
                   card.status, card.bundle_hash)],
         "scorecards": [(card.run_id, card.scenario_id, card.model, card.status, card.scalar, v.coverage,
                         v.order, v.end_state, None if v.all_passed is None else int(v.all_passed),
                         v.safety_dangerous, v.safety_anti_procedure, v.extraneous, card.bundle_hash,
-                        compact_json(data))],
-        "bundles": [(card.bundle_hash, bundle_json(bundle))],
+                        head)],
+        "bundles": [(card.bundle_hash, bundle.json)],
         "commands": [
-            (card.run_id, row["index"], row["step"], row["call_index"], row["tool"], row["control"],
-             None if row["value"] is None else compact_json(row["value"]), compact_json(row["args"]),
-             row["class"], row["subtype"], row["severity"])
-            for row in data["commands"]
+            (card.run_id, row.index, row.step, row.call_index, row.tool, row.control, shared(_value_json(row.value)),
+             shared(compact_json(row.args)), row.class_, row.subtype, row.severity)
+            for row in card.commands
         ],
     }
     return out
@@ -107,7 +121,9 @@ class Store:
             return
         with self.database.transaction() as conn:
             conn.executemany("DELETE FROM commands WHERE run_id = ?", run_ids)
-            for table in ("runs", "scorecards", "commands", "bundles"):
+            # the largest values first: SQLite copies a bound value twice while inserting it and keeps
+            # the last bound copy until the statement is used again
+            for table in ("bundles", "scorecards", "runs", "commands"):
                 if batch[table]:
                     conn.executemany(_UPSERT[table], batch[table])
 

@@ -2,7 +2,7 @@
 
 >>> from evalkit.engines import ScoreJob, score_files
 >>> for scored in score_files(["runs/"], ScoreJob(output_format="jsonl"), workers=2):
-...     print(scored.text or scored.error, end="")  # doctest: +SKIP
+...     print(scored.text or scored.error, end="")  # doctest: +SKIP  (scored.parts: the same text in pieces)
 
 Every engine yields one ``Scored`` per file, in the order the files were named (directories
 sorted), with the same content: output is byte-identical whatever the engine and worker count.
@@ -10,7 +10,6 @@ sorted), with the same content: output is byte-identical whatever the engine and
 """
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -24,10 +23,19 @@ __all__ = ["ENGINES", "ScoreJob", "Scored", "default_workers", "score_files", "s
 
 
 def sources_of(paths: Iterable[str | Path]) -> Iterator[Source]:
-    """The files to score; standard input is read here, in the parent, and passed on as bytes."""
+    """The files to score; standard input is read here, in the parent, and passed on as bytes, up to
+    the size limit of :mod:`evalkit.input_files` (over it, the error is passed on instead: it is
+    reported as that input's error, and the other files are still scored)."""
+    from evalkit.errors import InputError
+    from evalkit.input_files import read_bytes
+
     for name in expand(paths):
         if name == STDIN:
-            yield ("<stdin>", sys.stdin.buffer.read())
+            try:
+                data: bytes | InputError = read_bytes(STDIN)
+            except InputError as exc:
+                data = exc
+            yield ("<stdin>", data)
         else:
             yield name
 

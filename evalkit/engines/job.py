@@ -13,8 +13,9 @@ from typing import Any
 from evalkit.aggregate import RunSummary
 from evalkit.errors import InputError
 
-# A file to score: a path or URL, or (name, bytes) for data the parent already read (stdin).
-Source = str | tuple[str, bytes]
+# A file to score: a path or URL, or (name, bytes) for data the parent already read (stdin), or
+# (name, error) when reading it failed there.
+Source = str | tuple[str, bytes | InputError]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +37,17 @@ class Scored:
     error: InputError | None = None
     run_id: str | None = None
     summary: RunSummary | None = None
-    text: str | None = None
+    parts: tuple[Any, ...] | None = None  # the output, in pieces (render.card_parts); see ``text``
     rows: Any = None  # evalkit.db.scores.CardRows
     parquet: Any = None  # evalkit.parquet.ParquetRows
     card: Any = None  # ScoreCard, when the job asks for it
+
+    @property
+    def text(self) -> str | None:
+        """The output text of this file (``parts`` joined; the writer writes the parts as they are)."""
+        from evalkit.render import join_parts
+
+        return None if self.parts is None else join_parts(self.parts)
 
 
 def _read(source: Source, warn) -> Any:
@@ -47,10 +55,13 @@ def _read(source: Source, warn) -> Any:
     from evalkit.reader import parse_trajectory, read_trajectory
 
     if isinstance(source, tuple):
-        return parse_trajectory(source[0], source[1], warn)
+        name, data = source
+        if isinstance(data, InputError):
+            raise data
+        return parse_trajectory(name, data, warn, compact=True)
     if is_url(source):
-        return parse_trajectory(source, read_url(source), warn)
-    return read_trajectory(source, warn)
+        return parse_trajectory(source, read_url(source), warn, compact=True)
+    return read_trajectory(source, warn, compact=True)
 
 
 def score_one(job: ScoreJob, source: Source) -> Scored:
@@ -67,22 +78,24 @@ def score_one(job: ScoreJob, source: Source) -> Scored:
     out.summary = RunSummary.of(card)
     if job.card:
         out.card = card
+    # the card's JSON without its bundle: the database's card, and the head of the json/jsonl output
+    head = None
+    if job.db_rows or job.output_format in ("json", "jsonl"):
+        from evalkit.render import card_head_json
+
+        head = card_head_json(card)
     if job.output_format is not None:
-        from evalkit.render import card_text
+        from evalkit.render import card_parts
 
-        out.text = card_text(card, job.output_format)
-    if job.db_rows or job.parquet_rows:
-        data = card.to_json_dict(with_bundle=False)
-        if job.db_rows:
-            from evalkit.db.scores import card_rows
+        out.parts = card_parts(card, job.output_format, head)
+    if job.db_rows:
+        from evalkit.db.scores import card_rows
 
-            out.rows = card_rows(card, data)
-        if job.parquet_rows:
-            from evalkit.bundle import bundle_json
-            from evalkit.parquet import parquet_rows
+        out.rows = card_rows(card, head)
+    if job.parquet_rows:
+        from evalkit.parquet import parquet_rows
 
-            text = out.rows["bundles"][0][1] if out.rows is not None else bundle_json(card.judge_bundle)
-            out.parquet = parquet_rows(data, text)
+        out.parquet = parquet_rows(card.to_json_dict(with_bundle=False), card.bundle.json)
     return out
 
 

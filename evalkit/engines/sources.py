@@ -52,10 +52,13 @@ def url_exists(url: str) -> bool:
 
 
 def read_url(url: str) -> bytes:
+    """The bytes at ``url``, within the size limit of :mod:`evalkit.input_files`."""
+    from evalkit.input_files import read_stream
+
     fs, root = _fsspec(url)
     try:
         with fs.open(root, "rb") as fh:
-            return fh.read()
+            return read_stream(url, fh)
     except OSError as exc:
         raise InputError(url, None, f"cannot read: {exc.strerror or exc}") from None
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.records import Event, ToolCall
+from evalkit.records import Call, ToolCall
 from evalkit.scenario import SET_CONTROL, ScenarioIndex
 from evalkit.scorecard import CommandRow
 from evalkit.values import canonical_json, match_key
 
 
-def call_key(call: ToolCall) -> tuple:
+def call_key(call: ToolCall | Call) -> tuple:
     return match_key(call.name, call.args)
 
 
@@ -26,7 +26,7 @@ def call_key(call: ToolCall) -> tuple:
 class Calls:
     """The run's tool calls, split."""
 
-    commands: list[ToolCall] = field(default_factory=list)  # effective: on surface, not errored
+    commands: list[ToolCall | Call] = field(default_factory=list)  # effective: on surface, not errored
     calls: int = 0
     reads: int = 0
     errored: int = 0
@@ -34,12 +34,11 @@ class Calls:
     observed_before_acting: bool = False  # a successful read before the first effective command
 
 
-def split_calls(events: list[Event], surface: frozenset[str] | None, command_tools: frozenset[str]) -> Calls:
+def split_calls(tool_calls: list[ToolCall | Call], surface: frozenset[str] | None, command_tools: frozenset[str]) -> Calls:
+    """``tool_calls`` in order (records, or the reader's compact ``Call`` objects: the same fields)."""
     out = Calls()
     effective = out.commands
-    for event in events:
-        if not isinstance(event, ToolCall):
-            continue
+    for event in tool_calls:
         out.calls += 1
         if surface is not None and event.name not in surface:
             out.off_surface += 1
@@ -63,14 +62,13 @@ def shown_control(control: Any) -> str | None:
 
 
 def classify_commands(
-    commands: list[ToolCall], keys: list[tuple], taken: list[int | None], index: ScenarioIndex
+    commands: list[ToolCall | Call], keys: list[tuple], taken: list[int | None], index: ScenarioIndex
 ) -> list[CommandRow]:
     """One row per effective command; ``taken`` is the match (see ``match.match_required``)."""
     required = index.required
     owner = {pos: r for r, pos in enumerate(taken) if pos is not None}
     required_keys, optional_keys, forbidden = index.required_keys, index.optional_keys, index.forbidden
     rows: list[CommandRow] = []
-    shared_fields: set[str] | None = None
     for pos, (call, key) in enumerate(zip(commands, keys)):
         subtype = severity = block = None
         if pos in owner:
@@ -84,23 +82,34 @@ def classify_commands(
             cls = "extraneous"
             subtype = "repeat_of_required" if key in required_keys else "uncatalogued_in_gt"
         is_set = call.name == SET_CONTROL
-        row = CommandRow(
-            index=pos,
-            step=call.step,
-            call_index=call.call_index,
-            tool=call.name,
-            args=call.args,
-            control=shown_control(call.args.get("control")) if is_set else None,
-            value=call.args.get("value") if is_set else None,
-            class_=cls,
-            subtype=subtype,
-            severity=severity,
-            block=block,
-        )
-        # every row sets the same fields: one shared fields-set keeps a long run's rows compact
-        if shared_fields is None:
-            shared_fields = row.__pydantic_fields_set__
-        else:
-            object.__setattr__(row, "__pydantic_fields_set__", shared_fields)
-        rows.append(row)
+        args = call.args
+        rows.append(_row(
+            pos, call.step, call.call_index, call.name, args,
+            shown_control(args.get("control")) if is_set else None,
+            args.get("value") if is_set else None,
+            cls, subtype, severity, block,
+        ))
     return rows
+
+
+_ROW_FIELDS = tuple(CommandRow.model_fields)
+_ROW_FIELDS_SET = set(_ROW_FIELDS)  # shared, like the sets validation gives; never mutated
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _row(*values: Any) -> CommandRow:
+    """A CommandRow from values of the right types (a validated record's, or the scenario's), built
+    as ``model_construct`` would but with its fields stored one by one: the instance then keeps
+    them inline (CPython's compact instance values, a quarter of the memory of the dict
+    ``model_construct`` or validation gives it; 100,000 commands of one long run, issue #9), every
+    row shares one fields-set, ``args`` is the record's own dict rather than a validated copy, and
+    no validation is paid twice. ``tests/test_score_fast_paths.py`` checks such a row equals a
+    validated one."""
+    row = _new(CommandRow)
+    for name, value in zip(_ROW_FIELDS, values):
+        _set(row, name, value)
+    _set(row, "__pydantic_fields_set__", _ROW_FIELDS_SET)
+    _set(row, "__pydantic_extra__", None)
+    _set(row, "__pydantic_private__", None)
+    return row

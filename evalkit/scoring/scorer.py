@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evalkit.bundle import build_bundle, bundle_hash
+from evalkit.bundle import build_bundle
 from evalkit.records import Trajectory
 from evalkit.scorecard import Informative, Provenance, ScoreCard, Vector
 from evalkit.scoring.checks import mechanical_checks, no_checks
@@ -31,7 +31,7 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
     index = scenario.index
     surface = None if meta.tool_surface is None else frozenset(meta.tool_surface)
 
-    calls = split_calls(traj.events, surface, index.command_tools)
+    calls = split_calls(traj.tool_calls(), surface, index.command_tools)
     commands = calls.commands
     keys = [call_key(c) for c in commands]
     taken = match_required(index.required, keys)
@@ -91,7 +91,7 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
             scenario_path=meta.scenario_path,
             instructions_profile=meta.instructions_profile,
         ),
-        bundle_hash=bundle_hash(bundle),
+        bundle_hash=bundle.hash,
         judge_bundle=bundle,
     )
     if status == "invalid_scenario":

@@ -3,7 +3,7 @@
 a provider_error event), else ``scored``."""
 from __future__ import annotations
 
-from evalkit.records import ProviderError, Trajectory
+from evalkit.records import Trajectory
 
 
 def run_status(traj: Trajectory) -> str:
@@ -13,6 +13,6 @@ def run_status(traj: Trajectory) -> str:
         return "invalid_scenario"
     if final is None or final.success_eval is None:
         return "incomplete"
-    if final.reason == "provider_error" or any(isinstance(e, ProviderError) for e in traj.events):
+    if final.reason == "provider_error" or traj.has_provider_error():
         return "provider_error"
     return "scored"
