@@ -20,10 +20,10 @@ is held once, as its text (issue #9: a 200,000-call run); the ScoreCard keeps th
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from evalkit.records import Assistant, Final, HarnessError, Meta, Nudge, ProviderError, ToolCall, Trajectory
 from evalkit.values import canonical_json, compact_json, sha256_hex
@@ -36,11 +36,18 @@ _FLUSH_ENTRIES = 256  # transcript entries serialised together: one pydantic-cor
 @dataclass(frozen=True, slots=True)
 class Bundle:
     """A built bundle: its canonical JSON, the sha256 of that JSON, and the scenario title (stored
-    beside it in the database without parsing the bundle again)."""
+    beside it in the database without parsing the bundle again). ``obj()`` is the bundle as an
+    object, parsed on first use and kept (read it, do not change it: the JSON is what counts)."""
 
     json: str
     hash: str
     title: str | None
+    _obj: Any = field(default=None, compare=False, repr=False)
+
+    def obj(self) -> dict[str, Any]:
+        if self._obj is None:
+            object.__setattr__(self, "_obj", from_json(self.json))
+        return self._obj
 
 
 def truncate(value: Any, limit: int = RESULT_MAX_CHARS) -> Any:
@@ -121,7 +128,7 @@ class BundleBuilder:
         return Bundle(buf.decode("utf-8"), digest, self._title)
 
 
-def build_bundle(traj: Trajectory) -> Bundle:
+def bundle_of(traj: Trajectory) -> Bundle:
     """The bundle of a trajectory: the one the reader built while reading, or built from its events."""
     if traj.bundle is not None:
         return traj.bundle
@@ -129,6 +136,11 @@ def build_bundle(traj: Trajectory) -> Bundle:
     for i, event in enumerate(traj.events):
         builder.add(event, i in traj.long_lines)
     return builder.finish(traj.final)
+
+
+def build_bundle(traj: Trajectory) -> dict[str, Any]:
+    """The bundle of a trajectory as an object (non-finite numbers already ``None``)."""
+    return bundle_of(traj).obj()
 
 
 def bundle_json(bundle: dict[str, Any]) -> str:

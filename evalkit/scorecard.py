@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
-from pydantic_core import from_json
 
 from evalkit.bundle import Bundle
 from evalkit.values import compact_json, sha256_hex
@@ -141,7 +140,7 @@ class ScoreCard(_Out):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def judge_bundle(self) -> dict[str, Any]:
-        return from_json(self._bundle.json)
+        return self._bundle.obj()
 
     @property
     def bundle(self) -> Bundle:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evalkit.bundle import build_bundle
+from evalkit.bundle import bundle_of
 from evalkit.records import Trajectory
 from evalkit.scorecard import Informative, Provenance, ScoreCard, Vector
 from evalkit.scoring.checks import mechanical_checks, no_checks
@@ -75,7 +75,7 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
         non_finite_numbers=traj.non_finite_numbers,
     )
 
-    bundle = build_bundle(traj)
+    bundle = bundle_of(traj)
     status = run_status(traj)
     common: dict[str, Any] = dict(
         run_id=meta.run_id,
