@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalkit.present import Markdown, Table, md_text, sanitize
+from evalkit.present.table import scalar_text
 from evalkit.self_judging import pairing_note
 
 # Where the output must stay short (the report's markdown, meant for a pull-request comment).
@@ -75,14 +76,9 @@ class Notes:
 
 
 def num(value: Any, digits: int = 3) -> str:
-    """``n/a`` for null, ``yes``/``no``, integers as they are, floats to ``digits`` places."""
-    if value is None or (isinstance(value, float) and value != value):
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+    """``n/a`` for null (the audit dict holds no NaN: it is strict JSON), ``yes``/``no``, integers
+    as they are, floats to ``digits`` places."""
+    return scalar_text(value, digits, null="n/a")
 
 
 def stat_text(value: Any, notes: Notes | None = None) -> str:

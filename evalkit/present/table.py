@@ -45,14 +45,15 @@ class Markdown(_Trusted):
     __slots__ = ()
 
 
-def scalar_text(value: Any) -> str:
-    """A cell's text: ``-`` for null, ``yes``/``no``, floats to 3 decimals, anything else as str."""
+def scalar_text(value: Any, digits: int = 3, null: str = "-") -> str:
+    """A cell's text: ``null`` for None, ``yes``/``no``, floats to ``digits`` decimals, anything
+    else as str."""
     if value is None:
-        return "-"
+        return null
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:.3f}"
+        return f"{value:.{digits}f}"
     return str(value)
 
 
