@@ -29,27 +29,9 @@ SLICE_KINDS = paired.SLICE_KINDS
 EXCLUSION_KEYS = ("non_blind", "no_scorecard", "excluded_status", "unmapped_judge", "unmapped_mechanical")
 
 
-def build_audit(
-    db_path: str | Path,
-    judge: str | None = None,
-    rubric: str | None = None,
-    by: str | None = None,
-    config: AuditConfig | str | Path | None = None,
-    seed: int = 0,
-    n_resamples: int = 1000,
-    jury: bool = False,
-) -> dict[str, Any]:
-    """Audit the judge annotations in ``db_path`` against the mechanical scores and other raters.
-
-    ``judge``/``rubric`` restrict the judge annotations read (imported ratings are kept);
-    ``judge`` is the full model string or the part after the provider prefix, and an unknown
-    name raises ``evalkit.db.UnknownJudge`` (listing the judges present);
-    ``by`` names the one slice kind to break pairings down by (scenario, model, judge, rubric;
-    None = all four); ``config`` is an AuditConfig, a path to a config file, or None for the
-    documented lookup; ``seed``/``n_resamples`` drive the bootstrap intervals; ``jury`` adds the
-    derived ``jury@RUBRIC`` rater (:mod:`evalkit.agreement.jury`) to pairings, raters and Alt-Test.
-    """
-    return run_audit(db_path, judge, rubric, by, config, seed, n_resamples, jury)[0]
+def build_audit(db_path: str | Path, **options: Any) -> dict[str, Any]:
+    """The audit dict alone; ``options`` as :func:`run_audit`."""
+    return run_audit(db_path, **options)[0]
 
 
 def run_audit(
@@ -62,7 +44,17 @@ def run_audit(
     n_resamples: int = 1000,
     jury: bool = False,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``build_audit`` plus the compared pairs (the rows of ``--pairs-out``)."""
+    """Audit the judge annotations in ``db_path`` against the mechanical scores and other raters:
+    the audit dict (docs/audit.md) and the compared pairs (the rows of ``--pairs-out``).
+
+    ``judge``/``rubric`` restrict the judge annotations read (imported ratings are kept);
+    ``judge`` is the full model string or the part after the provider prefix, and an unknown
+    name raises ``evalkit.db.UnknownJudge`` (listing the judges present);
+    ``by`` names the one slice kind to break pairings down by (scenario, model, judge, rubric;
+    None = all four); ``config`` is an AuditConfig, a path to a config file, or None for the
+    documented lookup; ``seed``/``n_resamples`` drive the bootstrap intervals; ``jury`` adds the
+    derived ``jury@RUBRIC`` rater (:mod:`evalkit.agreement.jury`) to pairings, raters and Alt-Test.
+    """
     if by is not None and by not in SLICE_KINDS:
         raise ValueError(f"by must be one of {', '.join(SLICE_KINDS)}, got {by!r}")
     if n_resamples < 0:
