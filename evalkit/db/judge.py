@@ -170,14 +170,8 @@ class JudgeTables:
         """Delete cached calls (annotations stay: they are results, not cache). ``model`` is
         resolved like every judge name (:func:`evalkit.db.names.resolve_judge`): an unknown or
         ambiguous name raises ``UnknownJudge``."""
-        where, args = [], []
-        if model:
-            where.append("judge_model = ?")
-            args.append(resolve_judge(model, self.judge_models(), self.path))
-        if rubric:
-            where.append("rubric_id = ?")
-            args.append(rubric)
-        sql = "DELETE FROM judge_calls" + (" WHERE " + " AND ".join(where) if where else "")
+        where, args = judge_filter(self.database, model or None, rubric or None)
+        sql = "DELETE FROM judge_calls" + where_sql(where)
         with self.database.transaction() as conn:
             return conn.execute(sql, args).rowcount
 
@@ -236,13 +230,7 @@ def read_annotations(db: Database, judge: str | None = None, rubric: str | None 
     """Values of ``ok`` annotations, ordered so that later answers come last (created_at, id,
     dimension). ``judge`` is resolved by :func:`~evalkit.db.names.resolve_judge` (full model
     string or the part after the provider prefix); an unknown name raises ``UnknownJudge``."""
-    where, args = ["(a.status IS NULL OR a.status = 'ok')"], []
-    if judge is not None:
-        where.append("a.judge_model = ?")
-        args.append(resolve_judge(judge, judge_models(db), db.path))
-    if rubric is not None:
-        where.append("a.rubric_id = ?")
-        args.append(rubric)
+    where, args = judge_filter(db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')"], column="a.")
     # One row per annotation first (rationale, JSON), then its values: the annotation JSON is
     # decoded at most once per annotation, and only when a column it backs up is empty.
     heads = {row[0]: row for row in db.rows(
@@ -301,18 +289,9 @@ class CallCost:
 def read_call_costs(db: Database, judge: str | None = None, rubric: str | None = None) -> tuple[str, list[CallCost]]:
     """Per-call cost/latency: from the judge cache (every call, failed ones too) when it has
     rows, else from the annotations. Returns (source table, calls in call order)."""
-    model = resolve_judge(judge, judge_models(db), db.path) if judge is not None else None
+    where, args = judge_filter(db, judge, rubric)
     for table, ts, key in (("judge_calls", "started_at", "cache_key"), ("annotations", "created_at", "annotation_id")):
-        where, args = [], []
-        if model is not None:
-            where.append("judge_model = ?")
-            args.append(model)
-        if rubric is not None:
-            where.append("rubric_id = ?")
-            args.append(rubric)
-        sql = f"SELECT judge_model, cost_usd, latency_ms, {ts} AS ts, {key} AS k FROM {table}"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        sql = f"SELECT judge_model, cost_usd, latency_ms, {ts} AS ts, {key} AS k FROM {table}{where_sql(where)}"
         rows = [CallCost(r["judge_model"], r["cost_usd"], r["latency_ms"], (str(r["ts"] or ""), str(r["k"])))
                 for r in db.rows(sql, args)]
         if not rows:
@@ -322,26 +301,39 @@ def read_call_costs(db: Database, judge: str | None = None, rubric: str | None =
     return "", []
 
 
-def _judge_filter(db: Database, judge: str | None) -> tuple[str, tuple]:
-    if judge is None:
-        return "", ()
-    return " WHERE judge_model = ?", (resolve_judge(judge, judge_models(db), db.path),)
+def judge_filter(db: Database, judge: str | None = None, rubric: str | None = None, where: list[str] | None = None,
+                 column: str = "") -> tuple[list[str], list[Any]]:
+    """SQL conditions and their arguments: ``where`` plus one judge (resolved by
+    :func:`~evalkit.db.names.resolve_judge`: full model string or the part after the provider
+    prefix; an unknown name raises ``UnknownJudge``) and one rubric. ``column`` prefixes the
+    column names (a table alias such as ``a.``)."""
+    where, args = list(where or []), []
+    if judge is not None:
+        where.append(f"{column}judge_model = ?")
+        args.append(resolve_judge(judge, judge_models(db), db.path))
+    if rubric is not None:
+        where.append(f"{column}rubric_id = ?")
+        args.append(rubric)
+    return where, args
+
+
+def where_sql(conditions: list[str]) -> str:
+    """`` WHERE a AND b`` (or nothing) for :func:`judge_filter`'s conditions."""
+    return " WHERE " + " AND ".join(conditions) if conditions else ""
 
 
 def read_annotation_rows(db: Database, judge: str | None = None) -> list[dict[str, Any]]:
     """Every annotation (ok or not), ordered by judge model, rubric, created_at, id; ``judge``
     keeps one judge (resolved by :func:`~evalkit.db.names.resolve_judge`)."""
-    where, args = _judge_filter(db, judge)
+    where, args = judge_filter(db, judge)
     return [{c: row[c] for c in ANNOTATION_COLUMNS} for row in db.rows(
-        f"SELECT * FROM annotations{where} ORDER BY judge_model, rubric_id, created_at, annotation_id", args)]
+        f"SELECT * FROM annotations{where_sql(where)} ORDER BY judge_model, rubric_id, created_at, annotation_id", args)]
 
 
 def read_primary_values(db: Database, judge: str | None = None) -> Iterator[tuple[str, str, str, Any]]:
     """(judge_model, rubric_id, dimension, decoded value) of every primary (replicate 0) value."""
     from evalkit.db.scores import decode_json
 
-    where, args = _judge_filter(db, judge)
-    sql = "SELECT judge_model, rubric_id, dimension, value FROM annotation_values" + (
-        f"{where} AND replicate = 0" if where else " WHERE replicate = 0")
-    for row in db.rows(sql, args):
+    where, args = judge_filter(db, judge, where=["replicate = 0"])
+    for row in db.rows(f"SELECT judge_model, rubric_id, dimension, value FROM annotation_values{where_sql(where)}", args):
         yield row[0], row[1], row[2], decode_json(row[3])

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.db.connect import Database
-from evalkit.db.judge import CALL_COLUMNS, JudgeTables, _upsert, judge_models
-from evalkit.db.names import resolve_judge
+from evalkit.db.judge import CALL_COLUMNS, JudgeTables, _upsert, judge_filter, where_sql
 from evalkit.db.schema import TABLES
 
 PROBE_COLUMNS = TABLES["probe_annotations"].column_names
@@ -92,16 +91,10 @@ def read_probe_annotations(db: Database, judge: str | None = None,
                            rubric: str | None = None) -> list[ProbeAnswer]:
     """The ok probe answers, ordered by probe, run, judge, rubric, created_at. ``judge`` is
     resolved like every judge name (:func:`~evalkit.db.names.resolve_judge`)."""
-    where, args = ["status = 'ok'"], []
-    if judge is not None:
-        where.append("judge_model = ?")
-        args.append(resolve_judge(judge, judge_models(db), db.path))
-    if rubric is not None:
-        where.append("rubric_id = ?")
-        args.append(rubric)
+    where, args = judge_filter(db, judge, rubric, ["status = 'ok'"])
     out = []
     for row in db.rows("SELECT probe, run_id, judge_model, rubric_id, rubric_version, annotation, created_at "
-                       f"FROM probe_annotations WHERE {' AND '.join(where)} "
+                       f"FROM probe_annotations{where_sql(where)} "
                        "ORDER BY probe, run_id, judge_model, rubric_id, created_at, annotation_id", args):
         try:
             values = json.loads(row[5]) if row[5] else {}
