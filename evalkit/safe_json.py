@@ -23,6 +23,7 @@ deep is scanned (without recursion) to tell a value cut short from one that is c
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jiter
@@ -103,6 +104,20 @@ def loads(data: bytes | str) -> Any:
     if reason.startswith("number out of range"):
         raise JSONProblem(f"integer too large (more than {MAX_INT_DIGITS} digits){column}", line)
     raise JSONProblem(f"{reason}{column}", line)
+
+
+def json_lines(text: str, error: Callable[[int, str], Exception]) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for each non-blank line of a JSON Lines text (split on ``\n`` only:
+    U+2028 and friends are legal inside a JSON string). A line that is not acceptable JSON raises
+    ``error(line number, reason)``, the caller's own one-line error."""
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = loads(line)
+        except JSONProblem as exc:
+            raise error(lineno, exc.reason) from None
+        yield lineno, value
 
 
 def check_nesting(data: bytes | str) -> None:

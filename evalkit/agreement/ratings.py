@@ -188,13 +188,8 @@ def _fill(data: dict[str, Any], rater: str | None, kind: str | None) -> dict[str
 
 def _read_jsonl(name: str, text: str, rater: str | None, kind: str | None) -> list[tuple[int, RatingRow]]:
     out = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            data = safe_json.loads(raw)
-        except JSONProblem as exc:
-            raise InputError(name, lineno, f"invalid JSON: {exc.reason}") from None
+    for lineno, data in safe_json.json_lines(
+            text, lambda n, reason: InputError(name, n, f"invalid JSON: {reason}")):
         if not isinstance(data, dict):
             raise InputError(name, lineno, "each line must be a JSON object")
         out.append((lineno, _row(name, lineno, _fill(dict(data), rater, kind or "human"))))

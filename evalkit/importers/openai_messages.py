@@ -26,7 +26,6 @@ from evalkit import safe_json
 from evalkit.importers import ImportFormatError
 from evalkit.importers.jsonlist import read_text
 from evalkit.importers.messages import MessageError, convert_messages
-from evalkit.safe_json import JSONProblem
 
 FORMAT_VERSION = "openai-messages/1"
 
@@ -41,13 +40,8 @@ class OpenAIMessagesImporter:
         runs: list[list[dict[str, Any]]] = []
         seen: dict[str, int] = {}
         truths: dict[str, tuple[int, Any]] = {}
-        for lineno, line in enumerate(text.split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                item = safe_json.loads(line)
-            except JSONProblem as exc:
-                raise ImportFormatError(path, lineno, f"not valid JSON: {exc.reason}") from None
+        for lineno, item in safe_json.json_lines(
+                text, lambda n, reason: ImportFormatError(path, n, f"not valid JSON: {reason}")):
             run = _Line(path, lineno, item).to_run(os.path.basename(path), model)
             run_id = run[0]["run_id"]
             if run_id in seen:
