@@ -2,13 +2,12 @@
 Holm / Benjamini–Hochberg against statsmodels' multipletests (test-only dependencies)."""
 import math
 import random
-import subprocess
-import sys
 
 import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from import_helpers import among, modules_loaded_by
 from evalkit.aggregate import RunSummary, aggregate
 from evalkit.uncertainty.multitest import adjust, benjamini_hochberg, holm
 from evalkit.uncertainty.paired import (
@@ -148,10 +147,6 @@ def test_unknown_baseline_is_a_value_error():
 
 
 def test_uncertainty_imports_no_numpy_or_scipy():
-    probe = (
-        "import sys, evalkit.aggregate, evalkit.uncertainty.paired, evalkit.uncertainty.power, "
-        "evalkit.uncertainty.multitest\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'numpy', 'scipy', 'litellm'}))"
-    )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    loaded = modules_loaded_by("import evalkit.aggregate, evalkit.uncertainty.paired, evalkit.uncertainty.power, "
+                               "evalkit.uncertainty.multitest")
+    assert among(loaded, ("numpy", "scipy", "litellm")) == []
