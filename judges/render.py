@@ -85,25 +85,25 @@ def summary_lines(result) -> list[str]:
     return lines
 
 
-def render_table(result) -> str:
+def annotations_text(result) -> str:
     out = Table(*_rows(result)).text_lines()
     errors = [a for a in sorted(result.annotations, key=_order) if a.get("error")]
     out += [sanitize(f"error: {a['run_id']} {a['judge_model']}: {a['error']}") for a in errors]
     return "\n".join(out + [""] + [sanitize(line) for line in summary_lines(result)]) + "\n"
 
 
-def render_markdown(result) -> str:
+def annotations_markdown(result) -> str:
     out = Table(*_rows(result), notes=summary_lines(result)).markdown_lines()
     return "\n".join(out) + "\n"
 
 
-def render_json(result) -> str:
+def annotations_json(result) -> str:
     doc = result.as_dict()
     doc["annotations"] = sorted(doc["annotations"], key=_order)
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
-def render_jsonl(result) -> str:
+def annotations_jsonl(result) -> str:
     return "".join(json.dumps(a, sort_keys=True, ensure_ascii=False) + "\n"
                    for a in sorted(result.annotations, key=_order))
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from audit_helpers import Annotator, add_ratings, card, save_cards, table_dump
 from evalkit.agreement.audit import build_audit
-from evalkit.agreement.render import render_json
+from evalkit.agreement.render import audit_json
 from evalkit.cli import cli
 
 
@@ -124,7 +124,7 @@ def test_output_is_deterministic(db):
         a = run("audit", "--db", str(db), "--format", fmt, "--resamples", "30", "--seed", "5")
         b = run("audit", "--db", str(db), "--format", fmt, "--resamples", "30", "--seed", "5")
         assert a.exit_code == 0 and a.output == b.output, fmt
-    assert render_json(build_audit(db, seed=1, n_resamples=30)) != render_json(build_audit(db, seed=2, n_resamples=30))
+    assert audit_json(build_audit(db, seed=1, n_resamples=30)) != audit_json(build_audit(db, seed=2, n_resamples=30))
 
 
 def test_table_output_names_what_each_line_is(db):

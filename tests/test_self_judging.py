@@ -99,21 +99,21 @@ def test_judge_warns_before_sending_and_the_flag_silences_it(tmp_path):
 
 
 def test_audit_text_and_report_show_the_self_judged_pairs(db):
-    from evalkit.agreement.render import render_markdown, render_table
+    from evalkit.agreement.render import audit_markdown, audit_text
     from evalkit.report import build_report, render_html
 
     audit = build_audit(db, n_resamples=0)
     line = "outcome: 4 of 8 pairs self-judged (openai/agent-x judging its own model's runs); without them: n 4, agreement 0.50"
-    assert line in render_table(audit)
-    assert "openai/agent-x (self)" not in render_table(audit)  # the disagreements are all agent-y's
-    assert "4 of 8 pairs self-judged" in render_markdown(audit)
+    assert line in audit_text(audit)
+    assert "openai/agent-x (self)" not in audit_text(audit)  # the disagreements are all agent-y's
+    assert "4 of 8 pairs self-judged" in audit_markdown(audit)
     import html
 
     assert html.escape(line, quote=True) in render_html(build_report(db, made_at="2026-01-01T00:00:00Z"))
 
 
 def test_disagreements_mark_self_judged_rows(tmp_path):
-    from evalkit.agreement.render import render_table
+    from evalkit.agreement.render import audit_text
 
     path = tmp_path / "own.db"
     save_cards(path, [card("x0", model="agent-x", all_passed=False)])
@@ -122,4 +122,4 @@ def test_disagreements_mark_self_judged_rows(tmp_path):
     ann.close()
     audit = build_audit(path, n_resamples=0)
     assert [d["self_judged"] for d in audit["disagreements"]] == [True]
-    assert "openai/agent-x (self)" in render_table(audit)
+    assert "openai/agent-x (self)" in audit_text(audit)

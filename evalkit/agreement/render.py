@@ -2,7 +2,7 @@
 
 ``table`` (fixed-width plain text for a terminal) and ``markdown`` render the audit view model
 (:mod:`evalkit.agreement.view`, the same sections the report shows); ``csv`` is one row per
-statistic (tidy data for a spreadsheet); JSON is the dict itself (see ``render_json``).
+statistic (tidy data for a spreadsheet); JSON is the dict itself (see ``audit_json``).
 """
 from __future__ import annotations
 
@@ -31,12 +31,12 @@ def _header(report: dict[str, Any]) -> list[str]:
     ]
 
 
-def render_table(report: dict[str, Any]) -> str:
+def audit_text(report: dict[str, Any]) -> str:
     out = [sanitize(line) for line in _header(report)] + text_lines(audit_sections(report))
     return "\n".join(out) + "\n"
 
 
-def render_markdown(report: dict[str, Any]) -> str:
+def audit_markdown(report: dict[str, Any]) -> str:
     out = ["# evalkit audit", "", md_text(_header(report)[0]), ""] + markdown_lines(audit_sections(report), level=2)
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -55,7 +55,7 @@ def _csv_stats(rows: list[list[Any]], section: str, name: str, slice_kind: str, 
             rows.append([section, name, slice_kind, key, k, v, ""])
 
 
-def render_csv(report: dict[str, Any]) -> str:
+def audit_csv(report: dict[str, Any]) -> str:
     rows: list[list[Any]] = []
     pkeys = list(CSV_PAIRING_STATS)
     for e in report.get("pairings", []):
@@ -89,7 +89,7 @@ def render_csv(report: dict[str, Any]) -> str:
     return Table(CSV_COLUMNS, rows).to_csv()
 
 
-def render_json(report: dict[str, Any]) -> str:
+def audit_json(report: dict[str, Any]) -> str:
     return json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
@@ -100,4 +100,4 @@ def pairs_csv(rows: list[dict[str, Any]]) -> str:
     return Table(cols, [[r[c] for c in cols] for r in rows]).to_csv()
 
 
-RENDERERS = {"table": render_table, "markdown": render_markdown, "csv": render_csv, "json": render_json}
+RENDERERS = {"table": audit_text, "markdown": audit_markdown, "csv": audit_csv, "json": audit_json}

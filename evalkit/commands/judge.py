@@ -85,8 +85,8 @@ def register(group: click.Group) -> None:
         except (ConfigError, ValueError, InputError) as exc:
             fail(str(exc))
         result.input_errors = input_errors
-        shape = {"table": render.render_table, "markdown": render.render_markdown,
-                 "json": render.render_json, "jsonl": render.render_jsonl}[fmt]
+        shape = {"table": render.annotations_text, "markdown": render.annotations_markdown,
+                 "json": render.annotations_json, "jsonl": render.annotations_jsonl}[fmt]
         click.echo(shape(result), nl=False)
         if fmt == "jsonl":
             for line in render.summary_lines(result):
