@@ -187,3 +187,36 @@ def test_probe_names_in_the_command_help_are_the_probes():
     from evalkit.commands.probe import PROBE_NAMES
 
     assert PROBE_NAMES == PROBES
+
+
+def test_audit_and_report_show_the_probe_section_escaped_and_deterministic(tmp_path, server, runs, cfg):
+    server.mode = "gullible"
+    db = tmp_path / "r.db"
+    hostile = "openai/j<b>\u202e"
+    res = invoke("probe", runs, "--db", db, "--model", hostile, "--api-base", server.api_base, "--config", cfg,
+                 "--probes", "false_claim,verbosity", "--resamples", 50)
+    assert res.exit_code == 0, res.stderr
+    assert "\u202e" not in res.stdout  # the console sanitizer shows it escaped
+    text = invoke("audit", "--db", db, "--resamples", 50).stdout
+    assert "== Judge robustness probes ==" in text and "-- Probe robustness per judge --" in text
+    assert "false_claim fooled" in text and "verbosity unchanged" in text
+    md = invoke("audit", "--db", db, "--format", "markdown", "--resamples", 50).stdout
+    assert "## Judge robustness probes" in md and "j&lt;b&gt;" in md and "j<b>" not in md
+    pages = []
+    for name in ("a.html", "b.html"):
+        assert invoke("report", "--db", db, "--html", tmp_path / name).exit_code == 0
+        page = (tmp_path / name).read_text(encoding="utf-8")
+        pages.append(page[page.index("<h3>Judge robustness probes</h3>"):page.index("</section>", page.index(
+            "<h3>Judge robustness probes</h3>"))])
+    assert pages[0] == pages[1]  # the section is byte-identical from one report to the next
+    assert 'class="chart chart-bar"' in pages[0] and "false_claim fooled" in pages[0]
+    assert "j&lt;b&gt;" in pages[0] and "j<b>" not in pages[0]
+
+
+def test_audit_csv_has_the_probe_rates(tmp_path, server, runs, cfg):
+    server.mode = "constant"
+    db = tmp_path / "v.db"
+    assert probe(db, server, cfg, "--probes", "injection", paths=[runs]).exit_code == 0
+    lines = invoke("audit", "--db", db, "--format", "csv", "--resamples", 0).stdout.splitlines()
+    assert "probes,injection,openai/judge-a,procedure_v1.outcome,fooled_rate,0.0," in lines
+    assert "probes,injection,openai/judge-a,procedure_v1.safety,unchanged_rate,1.0," in lines

@@ -84,6 +84,9 @@ def audit_csv(report: dict[str, Any]) -> str:
     for c in report.get("judge_costs", []):
         for k in ("n_calls", "cost_median_usd", "cost_mean_excluding_first_usd", "cost_total_usd", "latency_median_ms", "latency_mean_excluding_first_ms"):
             rows.append(["judge_costs", c["judge_model"], "", "", k, "" if c[k] is None else c[k], ""])
+    for e in report.get("probes", []):
+        _csv_stats(rows, "probes", e["probe"], e["judge_model"], f"{e['rubric']}.{e['dimension']}", e,
+                   ["n", "unchanged_rate", "lenient_flip_rate", "strict_flip_rate", "fooled_rate"])
     # Numbers stay numbers (csv writes a float as its repr); text cells are sanitized and
     # neutralised against formula injection by the kit.
     return Table(CSV_COLUMNS, rows).to_csv()

@@ -148,16 +148,18 @@ class ViewTable:
 
 @dataclass
 class Chart:
-    """A confusion matrix (``rows`` judge labels, ``cols`` mechanical labels, ``matrix`` counts) or
-    reliability bands (``bands``: ``lo``, ``hi``, ``n``, ``confidence``, ``accuracy``)."""
+    """A confusion matrix (``rows`` judge labels, ``cols`` mechanical labels, ``matrix`` counts),
+    reliability bands (``bands``: ``lo``, ``hi``, ``n``, ``confidence``, ``accuracy``) or rates as
+    bars (``bars``: ``label``, ``value``, ``low``, ``high`` on [0, 1])."""
 
-    kind: str  # "confusion" | "reliability"
+    kind: str  # "confusion" | "reliability" | "bars"
     title: str
     caption: str
     rows: list[str] = field(default_factory=list)
     cols: list[str] = field(default_factory=list)
     matrix: list[list[Any]] = field(default_factory=list)
     bands: list[dict] = field(default_factory=list)
+    bars: list[dict] = field(default_factory=list)
     row_axis: str = "judge"
     col_axis: str = "mechanical"
 
@@ -167,6 +169,10 @@ class Chart:
             corner = f"{self.row_axis} \\ {self.col_axis}"
             rows = [[Markdown(f"**{md_text(r)}**", r)] + [num(v) for v in self.matrix[i]] for i, r in enumerate(self.rows)]
             return Table([corner] + [str(c) for c in self.cols], rows, title=self.caption)
+        if self.kind == "bars":
+            rows = [[str(b["label"]), stat_text({"value": b["value"], "ci_low": b["low"], "ci_high": b["high"]})]
+                    for b in self.bars]
+            return Table(["bar", "rate"], rows, title=self.caption)
         rows = [[f"{num(b['lo'], 2)}-{num(b['hi'], 2)}", str(b["n"]), num(b["confidence"], 2), num(b["accuracy"], 2)]
                 for b in self.bands if b["n"]]
         return Table(["band", "n", "mean confidence", "accuracy"], rows, title=self.caption)
@@ -447,9 +453,70 @@ def judge_cost_section(audit: dict) -> Section:
     return Section("Judge cost and latency per call", [ViewTable(table, "judge-calls")])
 
 
+# --- probes ---------------------------------------------------------------------------------
+
+PROBE_STATS = (("unchanged_rate", "unchanged"), ("lenient_flip_rate", "lenient flips"),
+               ("strict_flip_rate", "strict flips"), ("fooled_rate", "fooled"))
+
+
+def _probe_bars(entries: list[dict]) -> list[Chart]:
+    """Per (judge model, rubric): each probe's unchanged rate on its least robust dimension, and
+    the fooled rates, as bars with their intervals."""
+    charts = []
+    for judge, rubric in dict.fromkeys((str(e.get("judge_model")), str(e.get("rubric"))) for e in entries):
+        mine = [e for e in entries if (str(e.get("judge_model")), str(e.get("rubric"))) == (judge, rubric)]
+        bars = []
+        for probe in dict.fromkeys(str(e.get("probe")) for e in mine):
+            rated = [e for e in mine if e.get("probe") == probe and (e.get("unchanged_rate") or {}).get("value") is not None]
+            if rated:
+                worst = min(rated, key=lambda e: e["unchanged_rate"]["value"])
+                bars.append(_bar(f"{probe} unchanged ({worst.get('dimension')})", worst["unchanged_rate"]))
+            for e in mine:
+                if e.get("probe") == probe and e.get("n_failed") is not None:
+                    bars.append(_bar(f"{probe} fooled", e.get("fooled_rate") or {}))
+        if bars:
+            name = f"{judge} \u00b7 {rubric}"
+            charts.append(Chart("bars", f"Probe robustness {name}",
+                                f"{name}: unchanged rate on the least robust dimension (1 = the probe never moved "
+                                "the judge) and fooled rate (0 = never fooled)", bars=bars))
+    return charts
+
+
+def _bar(text: str, rate: dict) -> dict:
+    return {"label": text, "value": rate.get("value"), "low": rate.get("ci_low"), "high": rate.get("ci_high")}
+
+
+def probes_section(audit: dict) -> Section:
+    """The judge under the probes of ``evalkit probe`` (docs/probes.md): one row per probe, judge,
+    rubric and dimension, and a bar chart per judge."""
+    entries = _dicts(audit.get("probes"))
+    notes = Notes()
+    rows = [[str(e.get("probe")), str(e.get("judge_model")), str(e.get("rubric")), str(e.get("dimension")),
+             stat_text(e.get("n"))] + _stat_row(e, PROBE_STATS, notes) for e in entries]
+    fooling = [f"{e.get('probe')} / {e.get('judge_model')}: fooled on {num(e.get('fooled'))} of {num(e.get('n_failed'))} "
+               f"mechanically failed runs ({num(e.get('n_failed_judged_fail'))} failed by the judge on the original)"
+               for e in entries if e.get("n_failed") is not None]
+    headers = ["probe", "judge model", "rubric", "dimension", "n"] + [h for _, h in PROBE_STATS]
+    section = Section(
+        "Judge robustness probes",
+        [ViewTable(Table(headers, rows, notes=notes.lines() + fooling,
+                         empty="no probe answers (evalkit probe --model X)", numeric=set(range(4, len(headers)))),
+                   "probes")],
+        intro="Counterfactual runs whose mechanical score is unchanged (evalkit probe): the share of runs whose "
+        "label the probe left unchanged, moved to more credit (lenient) or less (strict), and for false_claim and "
+        "injection the share of mechanically failed runs flipped from fail to pass (fooled). Intervals are "
+        "bootstrap intervals over runs." if entries else "",
+    )
+    charts = _probe_bars(entries)
+    if charts:
+        section.blocks.append(Charts("Probe robustness per judge", charts))
+    return section
+
+
 def agreement_sections(audit: dict) -> list[Section]:
     """The agreement audit in reading order (the report shows the costs with the judge instead)."""
-    builders: list[Callable[[dict], Section]] = [pairings_section, disagreements_section, raters_section, drift_section]
+    builders: list[Callable[[dict], Section]] = [pairings_section, disagreements_section, raters_section, drift_section,
+                                                 probes_section]
     return [build(audit) for build in builders]
 
 

@@ -395,6 +395,10 @@ def _view(sections: list[Section], run_ids: set[str]) -> str:
                 if chart.kind == "confusion":
                     svg = heat_map(chart.rows, chart.cols, chart.matrix, title=chart.title,
                                    row_axis=chart.row_axis, col_axis=chart.col_axis)
+                elif chart.kind == "bars":
+                    svg = bar_chart([(b["label"], b["value"]) for b in chart.bars], title=chart.title,
+                                    label_chars=48, intervals=[(b["low"], b["high"]) if b["low"] is not None
+                                                               and b["high"] is not None else None for b in chart.bars])
                 else:
                     svg = reliability_diagram(chart.bands, title=chart.title)
                 charts.append(_figure(svg, chart.caption))
