@@ -81,7 +81,7 @@ def register(group: click.Group) -> None:
         for error in result.input_errors:
             warn(error)
         doc = result.as_dict()
-        click.echo(view.render_json(doc) if fmt == "json" else view.render_text(doc, markdown=fmt == "markdown"),
+        click.echo(view.probe_run_json(doc) if fmt == "json" else view.probe_run_text(doc, markdown=fmt == "markdown"),
                    nl=False)
         for summary in (result.judging.originals, result.judging.probes):
             if summary.fatal or summary.stopped:

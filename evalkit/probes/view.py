@@ -35,7 +35,7 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_text(result: dict[str, Any], markdown: bool = False) -> str:
+def probe_run_text(result: dict[str, Any], markdown: bool = False) -> str:
     """The cases, the probe section (table and per-judge chart as a table), the calls, the gates."""
     sections = [cases_section(result), probes_section(result)]
     if markdown:
@@ -43,5 +43,5 @@ def render_text(result: dict[str, Any], markdown: bool = False) -> str:
     return "\n".join(text_lines(sections)[1:] + [""] + [sanitize(line) for line in summary_lines(result)]) + "\n"
 
 
-def render_json(result: dict[str, Any]) -> str:
+def probe_run_json(result: dict[str, Any]) -> str:
     return json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
