@@ -1,8 +1,9 @@
 """Regenerate the bundled example trajectories: `python examples/generate.py`.
 
-Eight runs of the seed's A320 scenario by two models (the four acceptance cases of seed 000, an
-optional action, a dangerous battery switch, a provider error, a crashed recorder) and three runs of
-a customer-support scenario in the general `{tool, args}` form. Deterministic.
+Eight runs of the design note's A320 scenario by two models (the four acceptance cases of the
+procedure-compliance design note, an optional action, a dangerous battery switch, a provider error,
+a crashed recorder) and three runs of a customer-support scenario in the general `{tool, args}`
+form. Deterministic.
 """
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""`evalkit annotations import`: long CSV/JSONL, seed 002's wide scores.csv, and bad files."""
+"""`evalkit annotations import`: long CSV/JSONL, the computer-use rubric's wide scores.csv, and bad files."""
 from __future__ import annotations
 
 import json
@@ -73,7 +73,7 @@ def test_rater_option_names_every_row(tmp_path):
 
 
 def test_wide_scores_csv_import(tmp_path):
-    # seed 002's results/scores.csv: one row per run, one column per dimension, n/a and blanks.
+    # the computer-use rubric's results/scores.csv: one row per run, one column per dimension, n/a and blanks.
     f = tmp_path / "scores.csv"
     f.write_text(
         "run_id,agent,task,rater,visual_perception,spatial_reasoning,action_execution,error_recovery,outcome,notes\n"

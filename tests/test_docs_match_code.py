@@ -56,6 +56,28 @@ def test_code_names_concepts_not_seed_numbers():
     assert hits == [], "name the concept (see docs/glossary.md) instead of the seed number"
 
 
+def _string_literals(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.lineno, node.value
+
+
+def test_printed_text_tests_examples_and_configs_name_concepts_not_seed_numbers():
+    """What a user reads (every string evalkit prints, the shipped configs' comments) and what a
+    contributor reads (tests, examples) name the concept too. prompts/*.toml keep their wording:
+    a rubric's identity is the sha256 of its file's bytes (judges/rubrics.py), so an edit there
+    would orphan every cached and stored annotation made with it."""
+    bare = re.compile(r"\bseeds? ?0\d\d\b", re.IGNORECASE)
+    hits = [f"{m}:{line}" for m in sorted(_modules()) for line, text in _string_literals(ROOT / m) if bare.search(text)]
+    for path in sorted((ROOT / "tests").glob("*.py")) + sorted((ROOT / "examples").rglob("*.py")):
+        hits += [f"{path.relative_to(ROOT)}:{line}" for line, prose in _docstrings_and_comments(path)
+                 if bare.search(prose) and path.name != "test_docs_match_code.py"]
+    for path in sorted((ROOT / "configs").glob("*.toml")):
+        hits += [f"{path.relative_to(ROOT)}:{n}" for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                 if bare.search(line)]
+    assert hits == [], "name the concept (see docs/glossary.md) instead of the seed number"
+
+
 def test_glossary_maps_every_origin_document():
     glossary = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
     for number in ("000", "001", "002", "003", "004"):

@@ -1,4 +1,4 @@
-"""Seed 001's edge cases and the issue's additions, one named test each."""
+"""The scorer issue's edge cases and the issue's additions, one named test each."""
 import pytest
 
 from evalkit.aggregate import aggregate

@@ -1,4 +1,4 @@
-"""Seed 000's verified ordering, pinned exactly: 1.00 > 0.90 > 0.55 > 0.00."""
+"""The procedure-compliance design note's verified ordering, pinned exactly: 1.00 > 0.90 > 0.55 > 0.00."""
 import pytest
 
 from evalkit.testing import a320_scenario, cmd, read, trajectory

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-SMALL_N_NOTE = "fewer than 3 scored runs: not a result on its own (seed 002)"
+SMALL_N_NOTE = "fewer than 3 scored runs: not a result on its own (the computer-use rubric's rule)"
 QUALITATIVE_NOTE = (
     "Qualitative: these are LLM judge annotations, stored apart from the mechanical scores. "
     "They are outside the score and never change any number in the sections above."
