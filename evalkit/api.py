@@ -4,7 +4,8 @@
 >>> cards = [c for c in iter_scorecards(["examples/"]) if not isinstance(c, InputError)]
 >>> aggregate(cards)["models"]  # doctest: +SKIP
 
-Nothing here imports litellm, numpy or scipy.
+Nothing here imports litellm, numpy or scipy (``judge_paths`` imports the judge layer when it is
+called).
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ __all__ = [
     "Aggregator", "DEFAULT_DB", "InputError", "RunSummary", "ScoreCard", "Store", "aggregate",
     "aggregate_db", "compare", "plan",
     "derive_scalar", "expand_paths", "iter_scorecards", "parse_trajectory", "pass_hat_k",
-    "read_trajectory", "ScoreJob", "Scored", "score_file", "score_into", "score_stream", "score_trajectory",
+    "judge_paths", "read_trajectory", "ScoreJob", "Scored", "score_file", "score_into", "score_stream", "score_to_db",
+    "score_trajectory",
 ]
 
 BATCH = 200  # ScoreCards per database transaction
@@ -108,6 +110,31 @@ def score_into(paths: Iterable[str | Path], store: Store | None, on_error: Calla
     each good card; see :func:`score_stream` for the rules."""
     for item in score_stream(paths, store, on_error, warn, job=ScoreJob(card=True), batch=batch):
         yield item.card
+
+
+def score_to_db(paths: Iterable[str | Path], db: str | Path, warn: Warn | None = None) -> tuple[list[ScoreCard], list[str]]:
+    """Score trajectory files into the database ``db`` as ``evalkit score --db`` does
+    (:func:`score_into`: batches, the duplicate run_id warning); ``warn`` receives the reader's
+    warnings. Returns the good cards and one line per bad file. ``evalkit judge PATHS`` and
+    ``evalkit probe PATHS`` score through it before judging."""
+    errors: list[str] = []
+    with Store(db) as store:
+        cards = list(score_into(list(paths), store, lambda exc: errors.append(str(exc)), warn))
+    return cards, errors
+
+
+def judge_paths(paths: Iterable[str], models: Iterable[str], *, db: str = DEFAULT_DB, **options):
+    """Score trajectory files into ``db`` (:func:`score_to_db`), then judge them:
+    ``evalkit judge PATHS`` as a function, returning the judge layer's ``JudgeResult`` with the bad
+    files in ``input_errors``. ``options`` as :func:`evalkit.judges.api.judge_cards`. The judge layer
+    (and litellm) is imported only when this is called; the judge layer itself never imports
+    this module."""
+    from evalkit.judges.api import judge_cards
+
+    cards, errors = score_to_db(paths, db)
+    result = judge_cards(cards, models, db=db, **options)
+    result.input_errors = errors
+    return result
 
 
 def aggregate_db(db_path: str | Path, include_errors: bool = False, level: float = DEFAULT_LEVEL) -> dict:

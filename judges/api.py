@@ -1,6 +1,6 @@
 """The Python API behind `evalkit judge` (the CLI is a thin shell over these functions).
 
-    from evalkit.judges.api import judge_cards, judge_db, judge_paths, dry_run
+    from evalkit.judges.api import judge_cards, judge_db, dry_run
     result = judge_db("evalkit.db", ["openai/gpt-4o-mini"], rubric="procedure_v1", concurrency=8)
     result.summary.as_dict(); result.annotations  # one dict per (run, judge model, replicate)
 
@@ -229,28 +229,8 @@ def stored_cards(db: str) -> list[Any]:
         return list(read_scorecards(database))
 
 
-def score_paths(paths: Iterable[str], db: str, warn: Any = None) -> tuple[list[Any], list[str]]:
-    """Score trajectory files into the database first, exactly as `evalkit score` does
-    (`evalkit.api.score_into`: batches, the duplicate run_id warning); `warn` receives the
-    reader's warnings. Returns the good cards and one line per bad file."""
-    from evalkit.api import Store, score_into
-
-    errors: list[str] = []
-    with Store(db) as store:
-        cards = list(score_into(list(paths), store, lambda exc: errors.append(str(exc)), warn))
-    return cards, errors
-
-
 def judge_db(db: str, models: Iterable[str], **options: Any) -> JudgeResult:
     return judge_cards(stored_cards(db), models, db=db, **options)
-
-
-def judge_paths(paths: Iterable[str], models: Iterable[str], *, db: str = "evalkit.db",
-                **options: Any) -> JudgeResult:
-    cards, errors = score_paths(paths, db)
-    result = judge_cards(cards, models, db=db, **options)
-    result.input_errors = errors
-    return result
 
 
 def dry_run(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.db",
@@ -277,5 +257,5 @@ def dry_run(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.d
                   first_prompt=first, skipped=skipped, models=[j.model for j in judges])
 
 
-__all__ = ["JudgeResult", "DryRun", "ajudge_cards", "judge_cards", "judge_db", "judge_paths", "dry_run", "build_items",
-           "stored_cards", "score_paths", "mechanical_view", "serve_from_cache"]
+__all__ = ["JudgeResult", "DryRun", "ajudge_cards", "judge_cards", "judge_db", "dry_run", "build_items",
+           "stored_cards", "mechanical_view", "serve_from_cache"]

@@ -95,6 +95,6 @@ def _public_functions() -> dict[str, list[str]]:
     return found
 
 
-@pytest.mark.parametrize("name", ["score_file", "score_paths", "load_config"])
+@pytest.mark.parametrize("name", ["score_file", "score_paths", "load_config", "render_markdown", "render_table", "render_json"])
 def test_doubled_names_mean_one_thing(name):
     assert len(_public_functions().get(name, [])) <= 1, _public_functions()[name]

@@ -62,7 +62,9 @@ def register(group: click.Group) -> None:
                        config_path=config_path, output_mode=output_mode, max_input_tokens=max_input_tokens)
         try:
             if paths:
-                cards, input_errors = api.score_paths(paths, db_path, warn=warn)
+                from evalkit.api import score_to_db
+
+                cards, input_errors = score_to_db(paths, db_path, warn=warn)
             else:
                 cards, input_errors = api.stored_cards(db_path), []
             for error in input_errors:

@@ -129,7 +129,9 @@ def run_probes(db: str, models: Iterable[str], *, rubric: str | None = None, pro
         raise ValueError(f"--sample must be at least 1, got {sample}")
     cfg = probes_config if isinstance(probes_config, ProbesConfig) else load_probes_config(probes_config)
     if paths:
-        cards, input_errors = judge_api.score_paths(paths, db, warn=warn)
+        from evalkit.api import score_to_db
+
+        cards, input_errors = score_to_db(paths, db, warn=warn)
     else:
         cards, input_errors = judge_api.stored_cards(db), []
     judged = [c for c in cards if c.status in judge_api.JUDGED_STATUSES and c.judge_bundle and c.bundle_hash]
