@@ -220,3 +220,41 @@ def test_audit_csv_has_the_probe_rates(tmp_path, server, runs, cfg):
     lines = invoke("audit", "--db", db, "--format", "csv", "--resamples", 0).stdout.splitlines()
     assert "probes,injection,openai/judge-a,procedure_v1.outcome,fooled_rate,0.0," in lines
     assert "probes,injection,openai/judge-a,procedure_v1.safety,unchanged_rate,1.0," in lines
+
+
+def test_two_judges_each_get_their_own_entries_from_one_run(tmp_path, server, runs, cfg):
+    server.mode = "gullible"
+    db = tmp_path / "two.db"
+    res = invoke("probe", runs, "--db", db, "--model", "openai/judge-a", "--model", "openai/judge-b",
+                 "--api-base", server.api_base, "--config", cfg, "--probes", "false_claim,identity",
+                 "--resamples", 0, "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    doc = json.loads(res.stdout)
+    for judge in ("openai/judge-a", "openai/judge-b"):
+        mine = [e for e in doc["probes"] if e["judge_model"] == judge]
+        assert {e["probe"] for e in mine} == {"false_claim", "identity"}
+        assert by_probe(mine, "false_claim")["fooled_rate"]["value"] == 1.0
+        assert by_probe(mine, "identity")["unchanged_rate"]["value"] == 1.0
+    stored = rows(db, "SELECT probe, judge_model, COUNT(*) FROM probe_annotations GROUP BY 1, 2 ORDER BY 1, 2")
+    n = doc["cases"]
+    assert stored == [("false_claim", j, n["false_claim"]) for j in ("openai/judge-a", "openai/judge-b")] + \
+                     [("identity", j, n["identity"]) for j in ("openai/judge-a", "openai/judge-b")]
+
+
+def test_a_bad_probes_config_is_one_line_naming_the_key(tmp_path, server, runs, cfg):
+    bad = tmp_path / "probes.toml"
+    bad.write_text('[injection]\ntexts = "typo"\n')
+    res = probe(tmp_path / "b.db", server, cfg, "--probes-config", bad, paths=[runs])
+    assert res.exit_code == 1 and server.count == 0
+    assert res.stderr.strip().splitlines()[-1] == f"error: {bad}: injection.texts: unknown key"
+
+
+def test_a_fatal_provider_error_stops_before_any_probe_and_keeps_the_key_out(tmp_path, server, runs, cfg):
+    server.default = "401"
+    db = tmp_path / "k.db"
+    res = probe(db, server, cfg, "--probes", "verbosity", paths=[runs])
+    assert res.exit_code == 1 and "error:" in res.stderr and "Traceback" not in res.stderr
+    assert count(db, "probe_annotations") == 0
+    from judge_helpers import FAKE_KEY
+
+    assert FAKE_KEY not in res.stdout + res.stderr

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.errors import InputError
-from evalkit.probes.cases import NotApplicable, ProbeCase, build_case, check_source, sample_runs
+from evalkit.probes.cases import NotApplicable, ProbeCase, ScoreMoved, build_case, check_source, sample_runs
 from evalkit.probes.config import ProbesConfig, load_probes_config
 from evalkit.probes.gates import Gate, crossed, parse_gate
 from evalkit.probes.transforms import PROBES
@@ -102,6 +102,8 @@ def build_cases(cards: Sequence[Any], probes: Sequence[str], cfg: ProbesConfig,
                 cases.append(build_case(probe, traj, card, cfg))
             except NotApplicable as exc:
                 skip(probe, str(exc))
+                if isinstance(exc, ScoreMoved):
+                    notes.append(f"{card.run_id}: {probe}: {exc}")
     return cases, skipped, notes
 
 

@@ -54,7 +54,7 @@ def build_case(probe: str, traj: Trajectory, card: ScoreCard, cfg: ProbesConfig)
         raise NotApplicable("the run passed mechanically (false_claim probes failed runs only)")
     new = score_trajectory(transform(probe, traj, cfg))
     if mechanical(new) != mechanical(card):
-        raise ScoreMoved(f"the {probe} transform changed the mechanical score of {card.run_id}; not probed")
+        raise ScoreMoved("the transform changed the mechanical score: not probed (a bug in the transform)")
     bundle = dress_bundle(probe, new.judge_bundle, cfg)
     return ProbeCase(probe=probe, run_id=card.run_id, bundle=bundle, bundle_hash=bundle_hash(bundle))
 
