@@ -258,3 +258,18 @@ def test_a_fatal_provider_error_stops_before_any_probe_and_keeps_the_key_out(tmp
     from judge_helpers import FAKE_KEY
 
     assert FAKE_KEY not in res.stdout + res.stderr
+
+
+def test_an_older_database_without_the_probe_table_audits_with_no_probes(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    assert invoke("score", EXAMPLES[1], "--db", db, "--format", "csv").exit_code == 0
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TABLE probe_annotations")
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    assert audit(db)["probes"] == []  # read-only: the missing table reads as empty, the file is untouched
+    assert rows(db, "SELECT name FROM sqlite_master WHERE name = 'probe_annotations'") == []
+    assert rows(db, "PRAGMA user_version") == [(2,)]

@@ -501,7 +501,7 @@ def probes_section(audit: dict) -> Section:
         "Judge robustness probes",
         [ViewTable(Table(headers, rows, notes=notes.lines() + fooling,
                          empty="no probe answers (evalkit probe --model X)", numeric=set(range(4, len(headers)))),
-                   "probes")],
+                   "probes", short_limit=SHORT_ROW_LIMIT)],
         intro="Counterfactual runs whose mechanical score is unchanged (evalkit probe): the share of runs whose "
         "label the probe left unchanged, moved to more credit (lenient) or less (strict), and for false_claim and "
         "injection the share of mechanically failed runs flipped from fail to pass (fooled). Intervals are "
