@@ -93,9 +93,13 @@ class BundleBuilder:
 
     def __init__(self, meta: Meta):
         scenario = meta.scenario
-        head = _json({"bundle_version": BUNDLE_VERSION, **scenario.bundle_part, "tool_surface": meta.tool_surface})
         self._title = scenario.title
-        self._buf = bytearray(head[:-1])
+        # the bytes of {"bundle_version": 1, **bundle_part, "tool_surface": ...}; the scenario's
+        # part serialised once per scenario object (runs of one scenario share it)
+        self._buf = bytearray(b'{"bundle_version":%d,' % BUNDLE_VERSION)
+        self._buf += memoryview(scenario.bundle_part_json)[1:-1]
+        self._buf += b',"tool_surface":'
+        self._buf += _json(meta.tool_surface)
         self._buf += b',"transcript":['
         self._empty = True
         self._pending: list[dict[str, Any]] = []

@@ -30,19 +30,34 @@ EVENT_TYPES = frozenset({"assistant", "nudge", "tool_call", "provider_error", "h
 Warn = Callable[[str], None]
 _FIELDS_SETS: dict[frozenset[str], set[str]] = {}
 _FIELDS_SETS_MAX = 256
-# Only lines that could hold a non-finite number are walked to count them: the literals, or an
-# exponent / digit run long enough to overflow a float (what ``[0-9][eE][+-]?[0-9]{3}|[0-9]{309}``
-# matches). Mapping every digit to 0 and E to e turns those into a few substring tests, four times
-# cheaper than the regular expression (which cost more than parsing the line).
+# Only lines that could hold a non-finite number are walked to count them. The literals (NaN,
+# Infinity) are found by the parse itself: a line is parsed first with them refused, and parsed
+# again accepting them only when that fails (rare). A number that overflows to infinity needs an
+# exponent or a digit run long enough (what ``[0-9][eE][+-]?[0-9]{3}|[0-9]{309}`` matches): mapping
+# every digit to 0 and E to e turns that into a few substring tests, four times cheaper than the
+# regular expression (which cost more than parsing the line).
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789E", b"000000000e")
 _LONG_DIGITS = b"0" * 309
 
 
-def _maybe_non_finite(line: bytes) -> bool:
-    if b"NaN" in line or b"Infinity" in line:
-        return True
+def _maybe_overflow(line: bytes) -> bool:
     t = line.translate(_DIGITS_TO_ZERO)
-    return b"0e000" in t or b"0e+000" in t or b"0e-000" in t or _LONG_DIGITS in t
+    if b"0e" in t and (b"0e000" in t or b"0e+000" in t or b"0e-000" in t):
+        return True
+    return len(line) >= len(_LONG_DIGITS) and _LONG_DIGITS in t
+
+
+def _share_fields(record: Any) -> None:
+    """Records with the same fields share one fields-set object (a set of ten names costs more
+    memory than the record's values); nothing mutates it after parsing."""
+    fields_set = record.__pydantic_fields_set__
+    key = frozenset(fields_set)
+    shared = _FIELDS_SETS.get(key)
+    if shared is None:
+        if len(_FIELDS_SETS) < _FIELDS_SETS_MAX:  # extra fields vary: keep the table bounded
+            _FIELDS_SETS[key] = fields_set
+    else:
+        object.__setattr__(record, "__pydantic_fields_set__", shared)
 
 
 def _describe(exc: ValidationError, record_type: str) -> str:
@@ -93,7 +108,7 @@ class _Builder:
             line = line[3:]
         self.seen_any = True
         try:
-            obj = safe_json.loads(line)
+            obj, literals = safe_json.loads_noting_literals(line)
         except JSONProblem as problem:
             error = InputError(self.path, lineno, _not_json(line, problem))
             if problem.truncated and self.meta is not None:
@@ -101,9 +116,10 @@ class _Builder:
                 self.pending_line = lineno
                 return
             raise error from None
-        self.record(lineno, line, obj)
+        self.record(lineno, line, obj, literals)
 
-    def record(self, lineno: int, line: bytes, obj: Any) -> None:
+    def record(self, lineno: int, line: bytes, obj: Any, literals: bool = True) -> None:
+        """One parsed line. ``literals``: the line may hold NaN / Infinity (else only overflows)."""
         path = self.path
         if type(obj) is not dict:
             raise InputError(path, lineno, f"expected a JSON object, got {type(obj).__name__}")
@@ -112,7 +128,7 @@ class _Builder:
             raise InputError(path, lineno, "record has no string 'type' field")
         if self.meta is None and rtype != "meta":
             raise InputError(path, lineno, f"the first record must be 'meta', got {rtype!r}")
-        if _maybe_non_finite(line):
+        if literals or _maybe_overflow(line):
             self.non_finite += count_non_finite(obj)
         if rtype == "meta":
             _share_scenario(obj)
@@ -126,36 +142,30 @@ class _Builder:
             raise InputError(path, lineno, _describe(exc, rtype)) from None
         if record.__pydantic_extra__:
             self.extra += len(record.__pydantic_extra__)
-        # Hold events compactly: records with the same fields share one fields-set object (a set of
-        # ten names costs more memory than the record's values); nothing mutates it after parsing.
-        fields_set = record.__pydantic_fields_set__
-        key = frozenset(fields_set)
-        shared = _FIELDS_SETS.get(key)
-        if shared is None:
-            if len(_FIELDS_SETS) < _FIELDS_SETS_MAX:  # extra fields vary: keep the table bounded
-                _FIELDS_SETS[key] = fields_set
-        else:
-            object.__setattr__(record, "__pydantic_fields_set__", shared)
         if rtype in EVENT_TYPES:
-            if self.final is not None:
-                raise InputError(path, lineno, f"a {rtype!r} record after 'final'")
-            if self.harness_error_line is not None:
+            if self.final is not None or self.harness_error_line is not None:
+                if self.final is not None:
+                    raise InputError(path, lineno, f"a {rtype!r} record after 'final'")
                 raise InputError(path, lineno, f"a {rtype!r} record after the 'harness_error' of line "
                                  f"{self.harness_error_line} (a harness error ends the run)")
             if rtype == "harness_error":
                 self.harness_error_line = lineno
             elif rtype == "provider_error":
                 self.provider_errors += 1
-            long_line = rtype == "tool_call" and len(line) > RESULT_MAX_CHARS
+            is_call = rtype == "tool_call"
+            long_line = is_call and len(line) > RESULT_MAX_CHARS
             if self.bundle is not None:
                 self.bundle.add(record, long_line)
-                if rtype == "tool_call":
+                if is_call:
                     self.calls.append(Call.of(record) if record.name in self.command_tools else Call.read(record))
                 return
             if long_line:
                 self.long_lines.add(len(self.events))
+            _share_fields(record)
             self.events.append(record)
-        elif rtype == "meta":
+            return
+        _share_fields(record)
+        if rtype == "meta":
             if self.meta is not None:
                 raise InputError(path, lineno, "a second 'meta' record")
             self.meta = record
@@ -203,8 +213,9 @@ def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None, com
     """Parse one trajectory given its lines (bytes, with or without their newline). ``compact``:
     read for scoring (see :class:`Trajectory`: no event records kept, the judge bundle built)."""
     builder = _Builder(path, warn, compact)
+    add = builder.line
     for lineno, line in enumerate(lines, 1):
-        builder.line(lineno, line)
+        add(lineno, line)
     return builder.finish()
 
 

@@ -120,6 +120,17 @@ def json_lines(text: str, error: Callable[[int, str], Exception]) -> Iterator[tu
         yield lineno, value
 
 
+def loads_noting_literals(data: bytes) -> tuple[Any, bool]:
+    """:func:`loads`, and whether the text may hold ``NaN`` / ``Infinity`` literals. The text is
+    parsed first with those refused (as fast as ``loads``); only when that fails is it parsed again
+    under the rules above, which accept them or say what is wrong. Numbers that overflow to infinity
+    (``1e400``) are not noted: they parse either way."""
+    try:
+        return jiter.from_json(data, catch_duplicate_keys=True, cache_mode="all", allow_inf_nan=False), False
+    except ValueError:
+        return loads(data), True
+
+
 def check_nesting(data: bytes | str) -> None:
     """Raise :class:`JSONProblem` (with its line) when ``data`` nests deeper than ``MAX_DEPTH``; for
     readers that parse with the standard library and need positions (e.g. a JSON list read element

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, model_validator
+from pydantic_core import to_json
 
 from evalkit.values import SET_CONTROL, compact_json, control_key, match_key, sha256_hex
 
@@ -153,6 +154,11 @@ class Scenario(_Open):
             "success_criteria": self.success.model_dump(mode="json") if self.success else None,
             "budget": self.budget.model_dump(mode="json", exclude_none=True) if self.budget else None,
         }
+
+    @cached_property
+    def bundle_part_json(self) -> bytes:
+        """``bundle_part`` as compact JSON (pydantic-core, non-finite numbers as null)."""
+        return to_json(self.bundle_part, inf_nan_mode="null")
 
     @cached_property
     def content_hash(self) -> str:

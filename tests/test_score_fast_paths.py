@@ -25,15 +25,56 @@ def test_card_json_is_the_json_of_the_card_dict_non_finite_as_null():
 
 
 @pytest.mark.parametrize("line, expected", [
-    (b'{"v": 1e308}', True), (b'{"v": 1E+400}', True), (b'{"v": -2e-999}', True), (b'{"v": NaN}', True),
-    (b'{"v": -Infinity}', True), (b'{"v": ' + b"7" * 309 + b'.5}', True),
-    (b'{"v": 1.5e30}', False), (b'{"v": 12e34}', False), (b'{"t": "e123"}', False), (b'{"v": ' + b"7" * 308 + b"}", False),
+    (b'{"v": 1e308}', True), (b'{"v": 1E+400}', True), (b'{"v": -2e-999}', True), (b'{"v": 3e-400, "h": "3e"}', True),
+    (b'{"v": ' + b"7" * 309 + b'.5}', True),
+    (b'{"v": 1.5e30}', False), (b'{"v": 12e34}', False), (b'{"t": "e123"}', False), (b'{"h": "3eb2"}', False),
+    (b'{"v": ' + b"7" * 308 + b"}", False), (b'{"v": NaN}', False),
 ])
-def test_non_finite_prefilter_matches_the_pattern_it_replaces(line, expected):
-    """A line is walked for non-finite numbers exactly when the old pattern matched it."""
+def test_overflow_prefilter_matches_the_pattern_it_replaces(line, expected):
+    """A line is walked for numbers that overflow exactly when the old pattern matched it."""
     import re
 
-    from evalkit.reader import _maybe_non_finite
+    from evalkit.reader import _maybe_overflow
 
-    pattern = re.compile(rb"NaN|Infinity|[0-9][eE][+-]?[0-9]{3}|[0-9]{309}")
-    assert _maybe_non_finite(line) is expected is (pattern.search(line) is not None)
+    pattern = re.compile(rb"[0-9][eE][+-]?[0-9]{3}|[0-9]{309}")
+    assert _maybe_overflow(line) is expected is (pattern.search(line) is not None)
+
+
+@pytest.mark.parametrize("line, literals", [
+    (b'{"v": NaN}', True), (b'{"v": [1, -Infinity]}', True), (b'{"v": Infinity}', True),
+    (b'{"v": 1e400}', False), (b'{"v": "NaN Infinity"}', False), (b'{"v": 1.5}', False),
+])
+def test_literals_are_noted_by_the_parse(line, literals):
+    from evalkit import safe_json
+
+    from evalkit.values import compact_json
+
+    obj, noted = safe_json.loads_noting_literals(line)
+    assert noted is literals
+    assert compact_json(obj) == compact_json(safe_json.loads(line))  # NaN equals nothing: compared as JSON
+
+
+@pytest.mark.parametrize("line", [b'{"a": 1, "a": 2}', b'{"a": NaN, "a": 2}', b'[' * 300 + b']' * 300,
+                                  b'{"a": ' + b"9" * 5000 + b'}', b'{"a": NaN', b'{"a": 1} x'])
+def test_the_strict_first_parse_gives_the_rules_errors(line):
+    """Whatever the first, strict parse refuses is answered by the rules' own parse: the same error."""
+    from evalkit import safe_json
+
+    with pytest.raises(safe_json.JSONProblem) as first:
+        safe_json.loads_noting_literals(line)
+    with pytest.raises(safe_json.JSONProblem) as rules:
+        safe_json.loads(line)
+    assert (first.value.reason, first.value.line, first.value.truncated) == (rules.value.reason, rules.value.line, rules.value.truncated)
+
+
+def test_constructed_command_rows_set_every_field_of_the_model():
+    """``classify._row`` names each CommandRow field by hand: a field added to the model must be
+    added there too (a row missing it would fail to serialise)."""
+    import inspect
+
+    from evalkit.scorecard import CommandRow
+    from evalkit.scoring.classify import _row
+
+    assert list(inspect.signature(_row).parameters) == list(CommandRow.model_fields)
+    row = _row(*range(len(CommandRow.model_fields)))
+    assert {name: getattr(row, name) for name in CommandRow.model_fields} == dict(zip(CommandRow.model_fields, range(11)))
