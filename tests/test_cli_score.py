@@ -1,19 +1,37 @@
-"""`evalkit score` end to end: formats, database, determinism, exit codes, gates."""
+"""`evalkit score` end to end: formats, database, determinism, exit codes, gates.
+
+The command runs in-process through click's runner (the same entry point, argument parsing, exit
+codes and streams); the two real executables, `python -m evalkit` and the console script, are run
+as processes by test_python_dash_m_and_console_script_agree."""
+import contextlib
 import csv
 import io
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import sqlite_utils
+from click.testing import CliRunner
+
+from evalkit.cli import cli
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def run(*args, stdin=None, cwd=None):
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True, text=True, input=stdin, cwd=cwd)
+    """``evalkit ARGS`` in-process: ``returncode``, ``stdout`` and ``stderr`` like a finished process."""
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        res = CliRunner().invoke(cli, list(args), input=stdin)
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return SimpleNamespace(returncode=res.exit_code, stdout=res.stdout, stderr=res.stderr)
+
+
+def run_process(*args):
+    return subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True, text=True)
 
 
 def test_examples_score_with_table_and_db(tmp_path):
@@ -101,8 +119,9 @@ def test_python_dash_m_and_console_script_agree():
 
     exe = shutil.which("evalkit") or str(Path(sys.executable).with_name("evalkit"))
     a = subprocess.run([exe, "score", str(EXAMPLES / "support"), "--format", "jsonl", "--no-db"], capture_output=True, text=True)
-    b = run("score", str(EXAMPLES / "support"), "--format", "jsonl", "--no-db")
-    assert a.returncode == 0 and a.stdout == b.stdout
+    b = run_process("score", str(EXAMPLES / "support"), "--format", "jsonl", "--no-db")
+    c = run("score", str(EXAMPLES / "support"), "--format", "jsonl", "--no-db")
+    assert a.returncode == 0 and a.stdout == b.stdout == c.stdout
 
 
 def test_duplicate_run_id_is_warned(tmp_path):

@@ -1,10 +1,10 @@
 """Bad inputs: a clear `path:line: reason`, never a traceback; other files still scored."""
 import json
-import subprocess
-import sys
 
 import pytest
+from click.testing import CliRunner
 
+from evalkit.cli import cli
 from evalkit.errors import InputError
 from evalkit.reader import parse_trajectory
 from evalkit.testing import a320_scenario, cmd, dumps_jsonl, trajectory, write_jsonl
@@ -87,12 +87,9 @@ def test_directory_with_good_and_bad_files(tmp_path):
     (tmp_path / "sub").mkdir()
     write_jsonl(tmp_path / "sub" / "c_good.jsonl", trajectory(a320_scenario(), [], run_id="c", passed=False))
     (tmp_path / "notes.txt").write_text("ignored")
-    proc = subprocess.run(
-        [sys.executable, "-m", "evalkit", "score", str(tmp_path), "--format", "jsonl", "--no-db"],
-        capture_output=True, text=True,
-    )
-    assert proc.returncode == 1
-    ids = [json.loads(line)["run_id"] for line in proc.stdout.splitlines()]
+    res = CliRunner().invoke(cli, ["score", str(tmp_path), "--format", "jsonl", "--no-db"])
+    assert res.exit_code == 1
+    ids = [json.loads(line)["run_id"] for line in res.stdout.splitlines()]
     assert ids == ["good", "c"]
-    assert f"{tmp_path / 'b_bad.jsonl'}:1: meta.run_id: Field required" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert f"{tmp_path / 'b_bad.jsonl'}:1: meta.run_id: Field required" in res.stderr
+    assert "Traceback" not in res.stderr and isinstance(res.exception, SystemExit)  # an exit code, not a crash
