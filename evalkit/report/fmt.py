@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from evalkit.present.table import scalar_text
+
 SMALL_N_NOTE = "fewer than 3 scored runs: not a result on its own (the computer-use rubric's rule)"
 QUALITATIVE_NOTE = (
     "Qualitative: these are LLM judge annotations, stored apart from the mechanical scores. "
@@ -17,17 +19,10 @@ def small_n(group: dict) -> bool:
 
 
 def num(value: Any, digits: int = 2) -> str:
-    if value is None:
+    """The kit's cell rule (:func:`evalkit.present.table.scalar_text`) with ``n/a`` for null and NaN."""
+    if isinstance(value, float) and math.isnan(value):
         return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "n/a"
-        return f"{value:.{digits}f}"
-    return str(value)
+    return scalar_text(value, digits, null="n/a")
 
 
 def pct(value: Any) -> str:
