@@ -36,10 +36,17 @@ def test_architecture_lists_no_module_that_is_gone():
     assert sorted(p for p in listed if not (ROOT / p).is_file()) == []
 
 
+@functools.cache
+def _parsed(path: Path) -> tuple[str, ast.Module]:
+    """A module's text and syntax tree, read once for all the tests here."""
+    text = path.read_text(encoding="utf-8")
+    return text, ast.parse(text)
+
+
 def _docstrings_and_comments(path: Path):
     """(line, text) of every docstring and comment of a module: the prose a newcomer reads."""
-    text = path.read_text(encoding="utf-8")
-    for node in ast.walk(ast.parse(text)):
+    text, tree = _parsed(path)
+    for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node, clean=False)
             if doc:
@@ -57,7 +64,7 @@ def test_code_names_concepts_not_seed_numbers():
 
 
 def _string_literals(path: Path):
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_parsed(path)[1]):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             yield node.lineno, node.value
 
@@ -88,7 +95,7 @@ def test_glossary_maps_every_origin_document():
 def _public_functions() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for m in sorted(_modules()):
-        tree = ast.parse((ROOT / m).read_text(encoding="utf-8"))
+        tree = _parsed(ROOT / m)[1]
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
                 found.setdefault(node.name, []).append(m)
