@@ -273,3 +273,13 @@ def test_an_older_database_without_the_probe_table_audits_with_no_probes(tmp_pat
     assert audit(db)["probes"] == []  # read-only: the missing table reads as empty, the file is untouched
     assert rows(db, "SELECT name FROM sqlite_master WHERE name = 'probe_annotations'") == []
     assert rows(db, "PRAGMA user_version") == [(2,)]
+
+
+def test_a_judge_probing_its_own_model_is_warned_unless_allowed(tmp_path, server, runs, cfg):
+    server.mode = "constant"
+    db = tmp_path / "self.db"
+    args = ("probe", runs, "--db", db, "--model", "openai/gemini-2.5-flash", "--api-base", server.api_base,
+            "--config", cfg, "--probes", "identity", "--resamples", 0)
+    warned = invoke(*args)
+    assert warned.exit_code == 0 and "judge openai/gemini-2.5-flash would judge 4 run(s) of its own model" in warned.stderr
+    assert "own model" not in invoke(*args, "--allow-self-judging").stderr

@@ -35,9 +35,11 @@ def register(group: click.Group) -> None:
     @click.option("--resamples", "n_resamples", type=click.IntRange(0), default=1000, show_default=True,
                   help="Bootstrap resamples (0 = no intervals).")
     @format_option(["table", "json", "markdown"], dest="fmt")
+    @click.option("--allow-self-judging", is_flag=True,
+                  help="Do not warn when a judge model is the agent model whose runs it judges.")
     def probe(paths, models, rubric, db_path, concurrency, api_base, temperature, output_mode, max_input_tokens,
               max_cost, refresh, config_path, progress, probe_list, sample, seed, probes_config, fail_if,
-              n_resamples, fmt):
+              n_resamples, fmt, allow_self_judging):
         """Probe the LLM judge: judge counterfactual runs whose mechanical score is unchanged.
 
         Each probe (false_claim, injection, verbosity, distractor_reads, identity, shuffle_reads)
@@ -69,7 +71,8 @@ def register(group: click.Group) -> None:
         try:
             result = run_probes(db_path, models, rubric=rubric, probes=probes, sample=sample, seed=seed,
                                 paths=list(paths) or None, probes_config=probes_config, fail_if=fail_if,
-                                n_resamples=n_resamples, warn=warn, concurrency=concurrency, api_base=api_base,
+                                n_resamples=n_resamples, warn=warn, allow_self_judging=allow_self_judging,
+                                concurrency=concurrency, api_base=api_base,
                                 temperature=temperature, max_cost=max_cost, refresh=refresh, config_path=config_path,
                                 progress=progress, output_mode=output_mode, max_input_tokens=max_input_tokens)
         except KeyboardInterrupt:

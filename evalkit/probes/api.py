@@ -110,13 +110,15 @@ def build_cases(cards: Sequence[Any], probes: Sequence[str], cfg: ProbesConfig,
 def run_probes(db: str, models: Iterable[str], *, rubric: str | None = None, probes: Iterable[str] | None = None,
                sample: int | None = None, seed: int = 0, paths: Sequence[str] | None = None,
                probes_config: ProbesConfig | str | None = None, fail_if: Iterable[str] = (),
-               n_resamples: int = 1000, warn: Any = None, **judge_options: Any) -> ProbeResult:
+               n_resamples: int = 1000, warn: Any = None, allow_self_judging: bool = False,
+               **judge_options: Any) -> ProbeResult:
     """Probe the judge(s) ``models`` (see the module docstring).
 
     ``judge_options`` are `evalkit judge`'s: concurrency, api_base, temperature, max_cost, refresh,
     config, config_path, progress, api_key, output_mode, max_input_tokens. ``fail_if`` holds
     conditions for :mod:`evalkit.probes.gates` (parsed first: a bad one is a ValueError before any
-    work). Raises InputError (bad config, unreadable database), ValueError (bad arguments),
+    work). ``warn`` receives the reader's warnings and, unless ``allow_self_judging``, one line per
+    judge model that would judge runs of its own model (as `evalkit judge` warns). Raises InputError (bad config, unreadable database), ValueError (bad arguments),
     the judge layer's RubricError / UnknownJudgeError.
     """
     from evalkit.agreement.pairings import load_audit_config
@@ -125,6 +127,7 @@ def run_probes(db: str, models: Iterable[str], *, rubric: str | None = None, pro
     from evalkit.judges import api as judge_api
     from evalkit.judges.probe import probe_cases
 
+    models = list(models)
     gates = parse_gates(fail_if)
     chosen = check_probes(probes)
     if sample is not None and sample < 1:
@@ -139,6 +142,11 @@ def run_probes(db: str, models: Iterable[str], *, rubric: str | None = None, pro
     judged = [c for c in cards if c.status in judge_api.JUDGED_STATUSES and c.judge_bundle and c.bundle_hash]
     picked = set(sample_runs([c.run_id for c in judged], sample, seed))
     runs = sorted((c for c in judged if c.run_id in picked), key=lambda c: c.run_id)
+    if warn is not None and not allow_self_judging:
+        from evalkit.self_judging import warning_lines
+
+        for line in warning_lines(models, (c.model for c in runs)):
+            warn(line)
     cases, skipped, notes = build_cases(runs, chosen, cfg)
     judging = probe_cases(runs, cases, models, db=db, rubric=rubric, **judge_options)
 
