@@ -283,3 +283,14 @@ def test_a_judge_probing_its_own_model_is_warned_unless_allowed(tmp_path, server
     warned = invoke(*args)
     assert warned.exit_code == 0 and "judge openai/gemini-2.5-flash would judge 4 run(s) of its own model" in warned.stderr
     assert "own model" not in invoke(*args, "--allow-self-judging").stderr
+
+
+def test_a_failed_refresh_never_overwrites_a_stored_probe_answer(tmp_path, server, runs, cfg):
+    server.mode = "constant"
+    db = tmp_path / "keep.db"
+    assert probe(db, server, cfg, "--probes", "verbosity", paths=[runs]).exit_code == 0
+    stored = rows(db, "SELECT annotation_id, status, annotation FROM probe_annotations ORDER BY 1")
+    server.default = "500"
+    res = probe(db, server, cfg, "--probes", "verbosity", "--refresh")
+    assert res.exit_code == 1 and server.count > 0
+    assert rows(db, "SELECT annotation_id, status, annotation FROM probe_annotations ORDER BY 1") == stored
