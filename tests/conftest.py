@@ -5,10 +5,16 @@ and are imported normally.
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from fake_llm_server import FakeLLMServer
 from judge_helpers import FAKE_KEY
+
+# examples/inspect/tiny_task.py writes real inspect_ai logs for the inspect importer's tests
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "inspect"))
 
 
 @pytest.fixture(scope="session")
@@ -25,3 +31,12 @@ def server(_server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     yield _server
     _server.reset()
+
+
+@pytest.fixture(scope="session")
+def inspect_logs(tmp_path_factory):
+    """One .eval and one .json log of examples/inspect/tiny_task.py, written by inspect_ai itself,
+    once per session: {"eval": path, "json": path}."""
+    import tiny_task
+
+    return tiny_task.write_logs(tmp_path_factory.mktemp("inspect-logs"))

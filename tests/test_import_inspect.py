@@ -27,11 +27,9 @@ import inspect_ai.log as inspect_log  # noqa: E402  (the test extra installs it:
 
 
 @pytest.fixture(scope="session")
-def logs(tmp_path_factory):
-    """One .eval and one .json log of the tiny task, generated once per session."""
-    import tiny_task
-
-    return tiny_task.write_logs(tmp_path_factory.mktemp("inspect-logs"))
+def logs(inspect_logs):
+    """One .eval and one .json log of the tiny task (conftest.py: shared with test_import_workers.py)."""
+    return inspect_logs
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from evalkit.commands.kit import EXIT_BAD_INPUT, warn
+from evalkit.commands.kit import EXIT_BAD_INPUT, warn, workers_option
 from evalkit.present.safe import sanitize
 
 
@@ -31,6 +31,7 @@ def register(group: click.Group) -> None:
 @click.option("--outcome-threshold", type=float, metavar="X", help="inspect: credit a value needs to pass (default 1.0; C=1, P=0.5, I=0).")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also import the ratings the format provides (inspect: its scorers) into this database.")
+@workers_option("Processes converting inputs (default: the number of cores); the files written are the same.")
 @click.option("--list", "list_formats", is_flag=True, help="List the available formats and exit.")
 def import_command(
     format_name: str | None,
@@ -42,6 +43,7 @@ def import_command(
     judge_scorers: str | None,
     outcome_threshold: float | None,
     db_path: str | None,
+    workers: int | None,
     list_formats: bool,
 ) -> None:
     """Convert FILEs recorded by another harness (FORMAT: taubench, openai-messages, inspect, or a
@@ -50,7 +52,8 @@ def import_command(
     and, with --db, import those ratings into the database for `evalkit audit`.
 
     Each input is all-or-nothing: a bad input leaves no files behind and the others are still
-    converted. Exit 0 when every input converted, 1 when some were bad, 2 on usage errors.
+    converted. --workers N converts N inputs at a time in worker processes; only this process writes,
+    in input order, so the files, the database and the messages are the same as with one. Exit 0 when every input converted, 1 when some were bad, 2 on usage errors.
     """
     from evalkit import importers
 
@@ -90,7 +93,9 @@ def import_command(
         for path in files:
             if Path(path).is_dir():
                 raise click.UsageError(f"{path} is a directory; format {format_name} reads files")
-    result = importers.import_files(importer, files, out_dir, db=db_path, **options)
+    from evalkit.engines import default_workers
+
+    result = importers.import_files(importer, files, out_dir, db=db_path, workers=workers or default_workers(), **options)
     for path, written in result.written.items():
         click.echo(sanitize(f"{path}: {len(written)} run{'s' if len(written) != 1 else ''} -> {out_dir}"))
     if result.ratings_file:

@@ -57,6 +57,12 @@ def db_option(*, existing: bool = False, help: str = "SQLite database.") -> Call
     return click.option("--db", "db_path", type=path_type, default=DEFAULT_DB, show_default=True, help=help)
 
 
+def workers_option(help: str = "Worker processes (default: the number of cores).") -> Callable:
+    """``--workers N``: at least 1 (0 or less is a usage error, exit 2); None when not given, for the
+    command to default to evalkit.engines.default_workers()."""
+    return click.option("--workers", type=click.IntRange(min=1), help=help)
+
+
 def format_option(choices: Sequence[str], default: str | None = None, *, help: str = "Output shape.",
                   dest: str = "fmt_name") -> Callable:
     """``--format`` with the command's own choices; the first one is the default."""

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_GATE, db_option, fail, format_option, warn
+from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_GATE, db_option, fail, format_option, warn, workers_option
 
 
 def _check_gates(result: dict, fail_under: float | None, min_pass_rate: float | None) -> str | None:
@@ -35,7 +35,7 @@ def register(group: click.Group) -> None:
     @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write output here instead of stdout.")
     @click.option("--fail-under", type=float, help="Exit 3 when a model's score_mean is below this.")
     @click.option("--min-pass-rate", type=click.FloatRange(0, 1), help="Exit 3 when a model's pass_rate is below this.")
-    @click.option("--workers", type=click.IntRange(min=1), help="Worker processes (default: the number of cores).")
+    @workers_option()
     @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
                   help="local: this machine's cores; ray: tasks on a Ray cluster (the ray extra).")
     @click.option("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a new local one).")

@@ -46,12 +46,18 @@ def file_name(run_id: str) -> str:
 
 def write_runs(runs: Sequence[Sequence[dict[str, Any]]], out_dir: str | Path) -> list[str]:
     """Write each run to its own file in ``out_dir`` (created if needed); return the paths written."""
+    return write_texts([(file_name(run[0]["run_id"]), dumps_run(run)) for run in runs], out_dir)
+
+
+def write_texts(texts: Sequence[tuple[str, str]], out_dir: str | Path) -> list[str]:
+    """Write each ``(file name, text)`` into ``out_dir`` (created if needed), all or nothing; return
+    the paths written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     staged: list[tuple[Path, Path]] = []
     try:
-        texts = [(out / file_name(run[0]["run_id"]), dumps_run(run)) for run in runs]
-        for final, text in texts:
+        for name, text in texts:
+            final = out / name
             tmp = final.with_name(final.name + TMP_SUFFIX)
             fh = open(tmp, "w", encoding="utf-8", newline="\n")
             staged.append((tmp, final))  # ours from here on: removed if anything fails

@@ -168,6 +168,24 @@ def write_logs(log_dir: str | Path, formats: tuple[str, ...] = ("eval", "json"))
     return out
 
 
+def write_copies(log_path: str | Path, out_dir: str | Path, n: int) -> list[Path]:
+    """``n`` copies of a log under new eval ids (``<eval id>-<i>``, so their run_ids differ), written
+    by inspect_ai's own ``write_eval_log`` in the log's format: a many-log corpus for tests and
+    benchmarks without running the task ``n`` times."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(log_path))
+    fmt = "eval" if str(log_path).endswith(".eval") else "json"
+    original = log.eval.eval_id
+    out: list[Path] = []
+    for i in range(n):
+        log.eval.eval_id = f"{original}-{i}"
+        path = Path(out_dir) / f"{Path(log_path).stem}-{i:04d}.{fmt}"
+        write_eval_log(log, str(path), format=fmt)
+        out.append(path)
+    return out
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python examples/inspect/tiny_task.py LOG_DIR")

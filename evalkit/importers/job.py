@@ -1,0 +1,105 @@
+"""What a worker does with one input file of ``evalkit import``: convert it and serialise its runs.
+
+The parent then only checks run_ids across files, writes the texts and stores the ratings, in input
+order — the same split as ``evalkit score`` (evalkit/engines/job.py). The same function runs in this
+process for one worker and in the pool (evalkit.engines.local.map_local) for more, so the files
+written are byte-identical whatever the number of workers.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import InputError
+
+TASK_FILES = 8
+TASK_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class ImportJob:
+    """The importer and the options every file is converted with (sent to each worker once per batch)."""
+
+    importer: Any  # an evalkit.importers.Importer
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ConvertedFile:
+    """One input's outcome. ``error`` is set when the whole input is rejected; otherwise ``runs`` holds
+    ``(run_id, file name, JSONL text)`` per run, and ``errors`` the runs that could not be converted."""
+
+    path: str
+    runs: list[tuple[str, str, str]] = field(default_factory=list)
+    ratings: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    error: InputError | None = None
+
+
+def convert_one(job: ImportJob, path: str) -> ConvertedFile:
+    from evalkit.importers import Converted, ImportFormatError
+    from evalkit.importers.writer import dumps_run, file_name
+
+    imp = job.importer
+    try:
+        if Path(path).is_dir():
+            raise ImportFormatError(path, None, f"is a directory (format {imp.name} reads files)")
+        out = imp.convert(path, **job.options)
+        converted = out if isinstance(out, Converted) else Converted(list(out))
+        run_ids = _check_runs(path, converted.runs)
+        try:
+            texts = [(run_id, file_name(run_id), dumps_run(run)) for run_id, run in zip(run_ids, converted.runs)]
+        except (ValueError, TypeError) as exc:  # NaN or a non-JSON value in a run
+            raise ImportFormatError(path, None, f"cannot write a run as JSON: {exc}") from None
+    except InputError as exc:
+        return ConvertedFile(path, error=exc)
+    except OSError as exc:
+        return ConvertedFile(path, error=ImportFormatError(path, None, f"cannot read or write: {exc.strerror or exc}"))
+    return ConvertedFile(path, texts, converted.ratings, converted.errors)
+
+
+def convert_tasks(job: ImportJob, tasks: list[list[str]]) -> list[ConvertedFile]:
+    """Every input of ``tasks`` (groups of inputs, see :func:`group_inputs`), in order."""
+    return [convert_one(job, p) for paths in tasks for p in paths]
+
+
+def group_inputs(paths: Iterable[str], max_files: int | None = None, max_bytes: int | None = None) -> Iterator[list[str]]:
+    """Inputs in groups of consecutive files, one group per pool task: a group closes once it holds
+    ``max_files`` files or ``max_bytes`` of input, so a large log is a task of its own while many
+    small files share one (a task's fixed cost is a round trip between processes). The bound on
+    the inputs in flight is then in files and in bytes."""
+    max_files = max_files or TASK_FILES
+    max_bytes = max_bytes or TASK_BYTES
+    group: list[str] = []
+    size = 0
+    for path in paths:
+        group.append(path)
+        try:
+            size += os.stat(path).st_size
+        except OSError:  # the worker reports it
+            pass
+        if len(group) >= max_files or size >= max_bytes:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
+
+
+def _check_runs(path: str, runs: list[Any]) -> list[str]:
+    """The run_ids of ``runs``; ImportFormatError for a run an importer built wrongly or twice."""
+    from evalkit.importers import ImportFormatError
+
+    mine: dict[str, None] = {}
+    for i, run in enumerate(runs):
+        if not run or not isinstance(run[0], dict) or run[0].get("type") != "meta":
+            raise ImportFormatError(path, None, f"importer produced run {i} without a leading meta record")
+        run_id = run[0].get("run_id")
+        if not isinstance(run_id, str) or not run_id:
+            raise ImportFormatError(path, None, f"importer produced run {i} without a run_id")
+        if run_id in mine:
+            raise ImportFormatError(path, None, f"run_id {run_id!r} occurs twice in this file")
+        mine[run_id] = None
+    return list(mine)
