@@ -8,15 +8,13 @@ from __future__ import annotations
 import json
 
 from evalkit.present import Table, sanitize
+from evalkit.present.table import scalar_text
 from evalkit.judges.rubrics import Rubric
 
 
 def _cell(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
+    """The kit's cell rule; a judge's values and confidences to 2 places."""
+    return scalar_text(value, 2)
 
 
 def _rows(result) -> tuple[list[str], list[list[str]]]:
