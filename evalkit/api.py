@@ -63,7 +63,8 @@ def score_stream(
     """Score files with an engine (``evalkit.engines``) and store them in ``store`` (None: score
     only), yielding each good file's ``Scored`` (what ``job`` asked for), in input order.
 
-    Cards are written ``batch`` at a time, one transaction each, by this process only; what was
+    Cards are written ``batch`` at a time (or fewer, once they hold ``BATCH_CHARS`` characters of
+    card and bundle JSON), one transaction each, by this process only; what was
     yielded is stored once the generator is exhausted or closed. A bad file goes to ``on_error``
     and the others are still scored. Reader warnings and a run_id read twice are reported through
     ``warn``: the database keeps the later card (upsert by run_id), and so does
@@ -88,10 +89,8 @@ def score_stream(
                      f"this one replaces it in {keeps}")
             seen[item.run_id] = item.path
             if store is not None:
-                rows = item.rows
-                pending.append(rows)
-                pending_chars += len(rows["bundles"][0][1]) + len(rows["scorecards"][0][-1])
-                rows = None
+                pending.append(item.rows)
+                pending_chars += len(item.rows["bundles"][0][1]) + len(item.rows["scorecards"][0][-1])
             yield item
             # stored after the consumer had the item (and could drop its output text): a long run's
             # card is written while as little else as possible is held (issue #9's memory bound)

@@ -231,3 +231,22 @@ def test_url_over_the_size_limit_is_an_error(runs, monkeypatch):
     result = CliRunner().invoke(cli, ["score", url, "--no-db", "--format", "jsonl"])
     assert result.exit_code == 1
     assert f"error: {url}: larger than the 100-byte limit" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_batch_is_written_once_it_holds_enough_text_and_what_was_yielded_is_stored(runs, tmp_path, monkeypatch):
+    """Long runs are written one by one (``BATCH_CHARS``), right after the consumer had them; a
+    consumer that stops early still finds everything it was given stored."""
+    import sqlite3
+
+    from evalkit import api
+
+    monkeypatch.setattr(api, "BATCH_CHARS", 1)
+    db = tmp_path / "s.db"
+    stored = lambda: {r[0] for r in sqlite3.connect(db).execute("SELECT run_id FROM scorecards")}  # noqa: E731
+    with Store(db) as store:
+        stream = api.score_stream(runs[:3], store, lambda e: None)
+        first = next(stream)
+        second = next(stream)
+        assert stored() == {first.run_id}  # written after the consumer had it, before the next file
+        stream.close()
+    assert stored() == {first.run_id, second.run_id}
