@@ -1,6 +1,6 @@
 """Benchmark `evalkit import --workers`: two workers against one on a corpus of many inputs.
 
-    python benchmarks/bench_import.py [--logs 50] [--messages 1000]
+    python benchmarks/bench_import.py [--logs 50] [--messages 2000]
 
 The corpus is the realistic many-file case (issue #13): inspect_ai logs, one per task run — the
 tiny task of examples/inspect run once per log format by inspect_ai itself, then ``--logs`` copies of
@@ -85,15 +85,17 @@ def tree(directory: Path) -> dict[str, bytes]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--logs", type=int, default=50, help="copies of each of the two inspect_ai logs")
-    parser.add_argument("--messages", type=int, default=1000, help="openai-messages files")
+    parser.add_argument("--messages", type=int, default=2000, help="openai-messages files")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        # openai-messages first: its parent has not imported inspect_ai yet, as in `evalkit import openai-messages`
         corpora = {
-            "inspect": (make_logs(Path(tmp, "logs"), args.logs), {}),
-            "openai-messages": (make_messages(Path(tmp, "messages"), args.messages), {"model": "bench/model"}),
+            "openai-messages": (lambda: make_messages(Path(tmp, "messages"), args.messages), {"model": "bench/model"}),
+            "inspect": (lambda: make_logs(Path(tmp, "logs"), args.logs), {}),
         }
         print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}")
-        for fmt, (paths, options) in corpora.items():
+        for fmt, (make, options) in corpora.items():
+            paths = make()
             size = sum(Path(p).stat().st_size for p in paths)
             one, two = Path(tmp, f"{fmt}-1-0"), Path(tmp, f"{fmt}-2-0")
             w1, cpu1, _ = min(timed_import(fmt, paths, Path(tmp, f"{fmt}-1-{i}"), 1, options) for i in range(3))
@@ -106,7 +108,7 @@ def main() -> None:
                   f"2 workers {w2:.3f} s wall   ratio 2-workers/1-worker = {w2 / w1:.2f}  (target <= 0.6); "
                   f"output identical: {same}")
             print(f"import {fmt:15s}: 1 worker {cpu1:.3f} s CPU; 2 workers, CPU: parent {parent:.3f} s "
-                  f"({parent / runs * 1e6:.0f} us per run: receiving, checking, writing) + workers {workers:.3f} s; "
+                  f"({parent / runs * 1e6:.0f} us per run: receiving, checking, renaming into place) + workers {workers:.3f} s; "
                   f"on 2 idle cores the wall time is at least max(parent, total/2) = {bound:.3f} s = "
                   f"{bound / cpu1:.2f} x 1 worker's CPU time")
 

@@ -160,6 +160,34 @@ def test_the_same_run_id_twice_is_an_error_for_the_later_input_whatever_finishes
     (error,) = result.errors
     assert str(error).startswith(f"{copy}: run_id 'refund-1-t40:acme/agent-1:trial0' was already imported from {first}")
     assert list(result.written) == [*others[:2], str(first), *others[2:]]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        Path(f).name for files in result.written.values() for f in files)  # the copy's staged files removed
+
+
+class CrashingImporter:
+    """Converts messages files, and fails like a buggy plugin (not an InputError) on m3.jsonl."""
+
+    name = "crashing"
+    options = ("model",)
+
+    def convert(self, path, model=None):
+        from evalkit.importers.openai_messages import IMPORTER
+
+        if Path(path).name == "m3.jsonl":
+            raise RuntimeError("a bug in the plugin")
+        return IMPORTER.convert(path, model=model)
+
+
+def test_an_abort_leaves_no_staged_file_behind(tmp_path):
+    """A crash (here a plugin's bug; Ctrl-C alike) stops the import: the inputs before it are in
+    place, and no temporary file of the inputs the workers had staged is left in the directory."""
+    paths = [str(messages_file(tmp_path / f"m{i}.jsonl", i)) for i in range(10)]
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="a bug in the plugin"):
+        import_files(CrashingImporter(), paths, out, workers=2, model="m")
+    names = sorted(p.name for p in out.iterdir())
+    assert names and all(n.endswith(".jsonl") for n in names)
+    assert {n.split("-t")[1][:2] for n in names} == {"00", "01", "02"}
 
 
 @pytest.mark.parametrize("value", ["0", "-1"])
@@ -209,7 +237,7 @@ def test_an_importer_that_cannot_be_pickled_converts_in_this_process(tmp_path):
 
 
 def test_in_flight_inputs_are_bounded(tmp_path, monkeypatch):
-    """When the parent writes its first input, at most workers × IN_FLIGHT_PER_WORKER tasks were
+    """When the parent commits its first input's files, at most workers × IN_FLIGHT_PER_WORKER tasks were
     handed to the pool, however fast the other worker is: the first input is slow to convert, and
     without the bound the other worker would convert the whole list meanwhile."""
     from evalkit.importers import writer
@@ -218,14 +246,14 @@ def test_in_flight_inputs_are_bounded(tmp_path, monkeypatch):
     marks.mkdir()
     paths = [str(messages_file(tmp_path / f"m{i:02d}.jsonl", i)) for i in range(40)]
     started_at_first_write = []
-    real_write = writer.write_texts
+    real_commit = writer.commit
 
-    def counting_write(texts, out_dir):
+    def counting_commit(staged):
         if not started_at_first_write:
             started_at_first_write.append(len(list(marks.iterdir())))
-        return real_write(texts, out_dir)
+        return real_commit(staged)
 
-    monkeypatch.setattr(writer, "write_texts", counting_write)
+    monkeypatch.setattr(writer, "commit", counting_commit)
     monkeypatch.setattr(local_engine, "IN_FLIGHT_PER_WORKER", 2)
     result = import_files(MarkingImporter(str(marks)), paths, tmp_path / "out", workers=2, model="m")
     assert not result.errors and result.runs == 120

@@ -173,14 +173,18 @@ def import_files(
     with ``db``, imported into that database's ``ratings`` table.
 
     ``workers`` > 1 converts the inputs in that many processes (evalkit.engines.local.map_local; up
-    to 8 files or 1 MiB of input per task, a bounded number of tasks in flight); this process alone
-    writes the files, the ratings file and the database, in input order, so the result is the same
-    as with one worker, byte for byte. An importer that cannot be sent to another process (a plugin
-    that is a lambda or a closure) converts in this process.
+    to 8 files or 1 MiB of input per task, a bounded number of tasks in flight). A worker converts
+    an input and stages its files (temporary names in ``out_dir``); this process alone checks
+    run_ids across inputs, renames the staged files into place or removes them, and writes the
+    ratings file and the database, in input order: the result is the same as with one worker, byte
+    for byte. An importer that cannot be sent to another process (a plugin that is a lambda or a
+    closure) converts in this process.
     """
+    import secrets
+
     from evalkit.engines.local import map_local
     from evalkit.importers.job import ImportJob, convert_tasks, group_inputs
-    from evalkit.importers.writer import write_texts
+    from evalkit.importers.writer import TMP_SUFFIX
 
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
@@ -188,33 +192,34 @@ def import_files(
     require = getattr(imp, "require", None)
     if require is not None:
         require()  # loads the format's library here once: forked workers share it
-    work = partial(convert_tasks, ImportJob(imp, {k: v for k, v in options.items() if v is not None}))
+    tag = secrets.token_hex(4)  # names this call's staged files, so an abort can remove them all
+    given = {k: v for k, v in options.items() if v is not None}
+    work = partial(convert_tasks, ImportJob(imp, given, str(out_dir), tag))
     if workers > 1 and not _picklable(work):
         workers = 1
     result = ImportResult()
     seen: dict[str, str] = {}
     ratings: list[dict[str, Any]] = []
-    for done in map_local(work, group_inputs(expand_inputs(imp, paths)), workers, 1):
-        path = done.path
-        if done.error is not None:
-            result.errors.append(done.error)
-            continue
-        try:
+    stream = map_local(work, group_inputs(expand_inputs(imp, paths)), workers, 1)
+    try:
+        for done in stream:
+            try:
+                written = _place(done, seen, out_dir)
+            except InputError as exc:
+                result.errors.append(exc)
+                continue
+            except OSError as exc:
+                result.errors.append(ImportFormatError(done.path, None, f"cannot read or write: {exc.strerror or exc}"))
+                continue
+            result.written[done.path] = written
+            result.errors.extend(done.errors)
+            ratings.extend(done.ratings)
             for run_id, _, _ in done.runs:
-                if run_id in seen:
-                    raise ImportFormatError(path, None, f"run_id {run_id!r} was already imported from {seen[run_id]}")
-            written = write_texts([(name, text) for _, name, text in done.runs], out_dir)
-        except InputError as exc:
-            result.errors.append(exc)
-            continue
-        except OSError as exc:
-            result.errors.append(ImportFormatError(path, None, f"cannot read or write: {exc.strerror or exc}"))
-            continue
-        result.written[path] = written
-        result.errors.extend(done.errors)
-        ratings.extend(done.ratings)
-        for run_id, _, _ in done.runs:
-            seen[run_id] = path
+                seen[run_id] = done.path
+    finally:
+        stream.close()  # on an abort: the pool drops queued tasks and waits for the running ones
+        for left in Path(out_dir).glob(f"*.{tag}-*{TMP_SUFFIX}"):  # staged by them, or interrupted
+            left.unlink(missing_ok=True)
     if ratings:
         from evalkit.importers.ratings_file import store_ratings
 
@@ -224,6 +229,27 @@ def import_files(
         except InputError as exc:
             result.errors.append(exc)
     return result
+
+
+def _place(done: Any, seen: dict[str, str], out_dir: str | Path) -> list[str]:
+    """Rename one input's staged files (an evalkit.importers.job.ConvertedFile) into place and return
+    their paths; raise InputError (the input's own error, or a run_id an earlier input produced) or
+    OSError after removing them."""
+    from evalkit.importers.writer import commit, discard
+
+    staged = [(tmp, final) for _, tmp, final in done.runs]
+    try:
+        if done.error is not None:
+            raise done.error
+        for run_id, _, _ in done.runs:
+            if run_id in seen:
+                raise ImportFormatError(done.path, None, f"run_id {run_id!r} was already imported from {seen[run_id]}")
+        if not staged:  # an input whose every run was an error: the directory exists all the same
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+        return commit(staged)
+    except (InputError, OSError):
+        discard(staged)
+        raise
 
 
 def _picklable(obj: Any) -> bool:

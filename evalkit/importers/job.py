@@ -1,12 +1,16 @@
-"""What a worker does with one input file of ``evalkit import``: convert it and serialise its runs.
+"""What a worker does with one input file of ``evalkit import``: convert it, serialise its runs and
+stage their files (written under temporary names in the output directory).
 
-The parent then only checks run_ids across files, writes the texts and stores the ratings, in input
-order — the same split as ``evalkit score`` (evalkit/engines/job.py). The same function runs in this
-process for one worker and in the pool (evalkit.engines.local.map_local) for more, so the files
-written are byte-identical whatever the number of workers.
+The parent then checks run_ids across inputs, renames the staged files into place (or removes them
+when the input is rejected) and stores the ratings, in input order — the split of ``evalkit score``
+(evalkit/engines/job.py), except that the workers also do the writing, which costs as much as the
+converting for small inputs. The same function runs in this process for one worker and in the pool
+(evalkit.engines.local.map_local) for more, so the files are byte-identical whatever the number of
+workers.
 """
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -19,18 +23,24 @@ TASK_FILES = 8
 TASK_BYTES = 1 << 20
 
 
+_staging = itertools.count()
+
+
 @dataclass(frozen=True, slots=True)
 class ImportJob:
-    """The importer and the options every file is converted with (sent to each worker once per batch)."""
+    """The importer, the options every file is converted with, the output directory and the tag of
+    this import's temporary file names (sent to each worker once per task)."""
 
     importer: Any  # an evalkit.importers.Importer
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any]
+    out_dir: str
+    tag: str
 
 
 @dataclass(slots=True)
 class ConvertedFile:
     """One input's outcome. ``error`` is set when the whole input is rejected; otherwise ``runs`` holds
-    ``(run_id, file name, JSONL text)`` per run, and ``errors`` the runs that could not be converted."""
+    ``(run_id, staged path, final path)`` per run, and ``errors`` the runs that could not be converted."""
 
     path: str
     runs: list[tuple[str, str, str]] = field(default_factory=list)
@@ -41,7 +51,7 @@ class ConvertedFile:
 
 def convert_one(job: ImportJob, path: str) -> ConvertedFile:
     from evalkit.importers import Converted, ImportFormatError
-    from evalkit.importers.writer import dumps_run, file_name
+    from evalkit.importers.writer import dumps_run, file_name, stage
 
     imp = job.importer
     try:
@@ -51,14 +61,16 @@ def convert_one(job: ImportJob, path: str) -> ConvertedFile:
         converted = out if isinstance(out, Converted) else Converted(list(out))
         run_ids = _check_runs(path, converted.runs)
         try:
-            texts = [(run_id, file_name(run_id), dumps_run(run)) for run_id, run in zip(run_ids, converted.runs)]
+            texts = [(file_name(run_id), dumps_run(run)) for run_id, run in zip(run_ids, converted.runs)]
         except (ValueError, TypeError) as exc:  # NaN or a non-JSON value in a run
             raise ImportFormatError(path, None, f"cannot write a run as JSON: {exc}") from None
+        staged = stage(texts, job.out_dir, f"{job.tag}-{os.getpid()}-{next(_staging)}")
     except InputError as exc:
         return ConvertedFile(path, error=exc)
     except OSError as exc:
         return ConvertedFile(path, error=ImportFormatError(path, None, f"cannot read or write: {exc.strerror or exc}"))
-    return ConvertedFile(path, texts, converted.ratings, converted.errors)
+    runs = [(run_id, tmp, final) for run_id, (tmp, final) in zip(run_ids, staged)]
+    return ConvertedFile(path, runs, converted.ratings, converted.errors)
 
 
 def convert_tasks(job: ImportJob, tasks: list[list[str]]) -> list[ConvertedFile]:

@@ -4,8 +4,9 @@ Same records in, byte-identical files out: every record is one line of compact J
 first and every other key sorted (at every depth), UTF-8, ``\\n`` line ends, no NaN/Infinity, and
 nothing taken from the clock. A run goes to ``<out_dir>/<file name of its run_id>.jsonl``.
 
-Writes are all-or-nothing per call: every file is first written under a temporary name and only
-renamed into place once all of them were written, so a failure leaves no partial output behind.
+Writes are all-or-nothing per call: every file is first written under a temporary name (staged)
+and only renamed into place once all of them were written, so a failure leaves no partial output
+behind. ``evalkit import --workers`` stages in the worker processes and renames in the parent.
 """
 from __future__ import annotations
 
@@ -52,24 +53,42 @@ def write_runs(runs: Sequence[Sequence[dict[str, Any]]], out_dir: str | Path) ->
 def write_texts(texts: Sequence[tuple[str, str]], out_dir: str | Path) -> list[str]:
     """Write each ``(file name, text)`` into ``out_dir`` (created if needed), all or nothing; return
     the paths written."""
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    return commit(stage(texts, out_dir))
+
+
+def stage(texts: Sequence[tuple[str, str]], out_dir: str | Path, tag: str = "") -> list[tuple[str, str]]:
+    """Write each ``(file name, text)`` under a temporary name in ``out_dir`` (created if needed), all
+    or nothing; return ``(temporary path, final path)`` pairs for :func:`commit` or :func:`discard`.
+    ``tag`` goes into the temporary names, so writers staging at once never share one."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    staged: list[tuple[Path, Path]] = []
+    if texts:
+        out.mkdir(parents=True, exist_ok=True)
+    staged: list[tuple[str, str]] = []
     try:
         for name, text in texts:
             final = out / name
-            tmp = final.with_name(final.name + TMP_SUFFIX)
+            tmp = final.with_name(f"{final.name}{'.' + tag if tag else ''}{TMP_SUFFIX}")
             fh = open(tmp, "w", encoding="utf-8", newline="\n")
-            staged.append((tmp, final))  # ours from here on: removed if anything fails
+            staged.append((str(tmp), str(final)))  # ours from here on: removed if anything fails
             with fh:
                 fh.write(text)
     except BaseException:
-        for tmp, _ in staged:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
+        discard(staged)
         raise
+    return staged
+
+
+def commit(staged: Sequence[tuple[str, str]]) -> list[str]:
+    """Rename staged files into place; return their final paths."""
     for tmp, final in staged:
         os.replace(tmp, final)
-    return [str(final) for _, final in staged]
+    return [final for _, final in staged]
+
+
+def discard(staged: Sequence[tuple[str, str]]) -> None:
+    for tmp, _ in staged:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
