@@ -52,8 +52,10 @@ def import_command(
     and, with --db, import those ratings into the database for `evalkit audit`.
 
     Each input is all-or-nothing: a bad input leaves no files behind and the others are still
-    converted. --workers N converts N inputs at a time in worker processes; only this process writes,
-    in input order, so the files, the database and the messages are the same as with one. Exit 0 when every input converted, 1 when some were bad, 2 on usage errors.
+    converted. --workers N converts inputs in N worker processes; only this process puts files in
+    place and writes the database, in input order, so the files, the database and the messages are
+    the same as with one worker. Exit 0 when every input converted, 1 when some were bad, 2 on usage
+    errors.
     """
     from evalkit import importers
 
