@@ -37,11 +37,20 @@ def _cell(row: dict[str, Any], column: str) -> Any:
     return Interval(value) if column.endswith("_ci") and value is not None else value
 
 
+# A group of 1,000 rollouts has 1,000 pass^k values: a table cell shows the first few (tau-bench
+# reports k up to its trial count, usually <= 8); csv and json keep every value.
+PASS_HAT_K_SHOWN = 8
+
+
 def fmt(value: Any) -> str:
     if isinstance(value, Interval):
         return f"[{fmt(value[0])}, {fmt(value[1])}]"
     if isinstance(value, list):
-        return " ".join(fmt(v) for v in value) if value else "-"
+        if not value:
+            return "-"
+        shown = " ".join(fmt(v) for v in value[:PASS_HAT_K_SHOWN])
+        hidden = len(value) - PASS_HAT_K_SHOWN
+        return shown + (f" +{hidden} more (csv/json)" if hidden > 0 else "")
     return scalar_text(value)
 
 

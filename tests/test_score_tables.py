@@ -1,0 +1,55 @@
+"""How `evalkit score --aggregate` shows long pass^k lists: a table cell stays readable for a group of
+many rollouts, while csv and json keep every value."""
+import csv
+import io
+import json
+
+from click.testing import CliRunner
+
+from evalkit.cli import cli
+from evalkit.render import PASS_HAT_K_SHOWN, fmt
+
+EXAMPLE = "examples/support/support-gpt-x-good.jsonl"
+
+
+def _copies(tmp_path, n):
+    lines = open(EXAMPLE, encoding="utf-8").read().splitlines()
+    for i in range(n):
+        out = []
+        for line in lines:
+            rec = json.loads(line)
+            if rec.get("type") == "meta":
+                rec["run_id"] = f"{rec['run_id']}-{i:03d}"
+            out.append(json.dumps(rec))
+        (tmp_path / f"run{i:03d}.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    return str(tmp_path)
+
+
+def _score(*args):
+    result = CliRunner().invoke(cli, ["score", "--no-db", "--workers", "1", *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_a_short_pass_hat_k_list_is_shown_whole():
+    assert fmt([1.0, 0.5, 0.25]) == "1.000 0.500 0.250"
+    assert fmt([]) == "-"
+
+
+def test_a_long_pass_hat_k_list_shows_the_first_values_and_says_how_many_more():
+    values = [1.0 / (k + 1) for k in range(20)]
+    cell = fmt(values)
+    assert cell.split(" +")[0].split() == [f"{v:.3f}" for v in values[:PASS_HAT_K_SHOWN]]
+    assert cell.endswith(f" +{20 - PASS_HAT_K_SHOWN} more (csv/json)")
+
+
+def test_twenty_rollouts_table_is_cut_csv_and_json_keep_every_value(tmp_path):
+    runs = _copies(tmp_path, 20)
+    table = _score(runs, "--aggregate")
+    assert "+12 more (csv/json)" in table
+    markdown = _score(runs, "--aggregate", "--format", "markdown")
+    assert "+12 more (csv/json)" in markdown
+    rows = list(csv.DictReader(io.StringIO(_score(runs, "--aggregate", "--format", "csv"))))
+    assert len(rows[0]["pass_hat_k"].split(";")) == 20
+    data = json.loads(_score(runs, "--aggregate", "--format", "json"))
+    assert len(data["groups"][0]["pass_hat_k"]) == 20
