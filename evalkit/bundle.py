@@ -109,6 +109,27 @@ class BundleBuilder:
         if len(self._pending) >= _FLUSH_ENTRIES:
             self._flush()
 
+    def add_call(self, event: ToolCall, long_line: bool) -> None:
+        """``add`` for a tool call (the reader's loop knows the type)."""
+        self._pending.append({
+            "kind": "tool_call",
+            "step": event.step,
+            "call_index": event.call_index,
+            "tool": event.name,
+            "args": event.args,
+            "is_error": event.is_error,
+            "result": truncate(event.result) if long_line else event.result,
+        })
+        if len(self._pending) >= _FLUSH_ENTRIES:
+            self._flush()
+
+    def add_assistant(self, event: Assistant) -> None:
+        """``add`` for an assistant record."""
+        self._pending.append({"kind": "assistant", "step": event.step, "text": event.text,
+                              "stop_reason": event.stop_reason})
+        if len(self._pending) >= _FLUSH_ENTRIES:
+            self._flush()
+
     def _flush(self) -> None:
         if not self._pending:
             return

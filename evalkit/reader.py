@@ -6,6 +6,7 @@ the run then has no ``final`` record (status ``incomplete``).
 """
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,9 @@ from evalkit.records import RECORD_TYPES, Call, Final, Meta, Setup, Trajectory
 from evalkit.scenario import Scenario
 
 STDIN = "-"
+# Files up to this size are read whole (then split into lines as the file would be: each keeps its
+# newline); larger ones line by line, so memory never holds a large file's bytes beside its records.
+_WHOLE_FILE_BYTES = 1 << 20
 # The validators themselves: calling them directly skips model_validate's Python wrapper, a third
 # of the validation cost on the score path.
 _VALIDATE = {name: model.__pydantic_validator__.validate_python for name, model in RECORD_TYPES.items()}
@@ -81,8 +85,9 @@ class _Builder:
     ``compact``: keep what scoring needs (tool calls as ``Call``) and write each event into the
     judge bundle's text as it arrives, instead of keeping the event records."""
 
-    def __init__(self, path: str, warn: Warn | None, compact: bool = False):
+    def __init__(self, path: str, warn: Warn | None, compact: bool = False, may_overflow: bool = True):
         self.path, self.warn, self.compact = path, warn, compact
+        self.may_overflow = may_overflow
         self.bundle: BundleBuilder | None = None
         self.calls: list[Call] = []
         self.command_tools: frozenset[str] = frozenset()
@@ -128,7 +133,7 @@ class _Builder:
             raise InputError(path, lineno, "record has no string 'type' field")
         if self.meta is None and rtype != "meta":
             raise InputError(path, lineno, f"the first record must be 'meta', got {rtype!r}")
-        if literals or _maybe_overflow(line):
+        if literals or (self.may_overflow and _maybe_overflow(line)):
             self.non_finite += count_non_finite(obj)
         if rtype == "meta":
             _share_scenario(obj)
@@ -209,19 +214,73 @@ class _Builder:
         )
 
 
-def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None, compact: bool = False) -> Trajectory:
+def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None, compact: bool = False,
+                may_overflow: bool = True) -> Trajectory:
     """Parse one trajectory given its lines (bytes, with or without their newline). ``compact``:
-    read for scoring (see :class:`Trajectory`: no event records kept, the judge bundle built)."""
-    builder = _Builder(path, warn, compact)
-    add = builder.line
+    read for scoring (see :class:`Trajectory`: no event records kept, the judge bundle built).
+    ``may_overflow=False``: the caller found no number in the whole text that could overflow to
+    infinity (see :func:`_maybe_overflow`), so no line is searched for one."""
+    builder = _Builder(path, warn, compact, may_overflow)
+    add, record = builder.line, builder.record
+    if not compact:
+        for lineno, line in enumerate(lines, 1):
+            add(lineno, line)
+        return builder.finish()
+    # Reading for scoring, the lines after meta are nearly all assistant and tool_call records; they
+    # take this loop, which does what ``_Builder.line`` and ``_Builder.record`` do for them (in that
+    # order) without their calls. Anything else (a blank line, a line jiter refuses, a NaN, another
+    # record type, a record out of place) goes through the builder, unchanged.
+    from_json = safe_json.jiter_from_json
+    validate_call, validate_assistant = _VALIDATE["tool_call"], _VALIDATE["assistant"]
+    calls_append = builder.calls.append
+    read_call = Call.read
+    bundle: BundleBuilder | None = None
+    command_tools: frozenset[str] = frozenset()
     for lineno, line in enumerate(lines, 1):
-        add(lineno, line)
+        if bundle is None or builder.pending is not None:
+            add(lineno, line)
+            if builder.bundle is not None and builder.pending is None:
+                bundle, command_tools = builder.bundle, builder.command_tools
+            continue
+        try:
+            obj = from_json(line, catch_duplicate_keys=True, cache_mode="all", allow_inf_nan=False)
+        except ValueError:
+            add(lineno, line)  # parses it again under the full rules: an error, a NaN, or blank
+            if builder.pending is not None:
+                bundle = None
+            continue
+        rtype = obj.get("type") if type(obj) is dict else None
+        if rtype == "tool_call":
+            validate = validate_call
+        elif rtype == "assistant":
+            validate = validate_assistant
+        else:
+            record(lineno, line, obj, False)
+            continue
+        if builder.final is not None or builder.harness_error_line is not None:
+            record(lineno, line, obj, False)  # raises: an event after the end
+            continue
+        if may_overflow and _maybe_overflow(line):
+            builder.non_finite += count_non_finite(obj)
+        try:
+            rec = validate(obj)
+        except ValidationError as exc:
+            raise InputError(path, lineno, _describe(exc, rtype)) from None
+        if rec.__pydantic_extra__:
+            builder.extra += len(rec.__pydantic_extra__)
+        if rtype == "tool_call":
+            bundle.add_call(rec, len(line) > RESULT_MAX_CHARS)
+            name = rec.name
+            calls_append(Call(name, rec.args, rec.is_error, rec.step, rec.call_index)
+                         if name in command_tools else read_call(rec))
+        else:
+            bundle.add_assistant(rec)
     return builder.finish()
 
 
 def parse_trajectory(path: str, data: bytes, warn: Warn | None = None, compact: bool = False) -> Trajectory:
     """Parse the bytes of one trajectory file. Raises InputError on bad input."""
-    return parse_lines(path, data.split(b"\n"), warn, compact)
+    return parse_lines(path, data.split(b"\n"), warn, compact, _maybe_overflow(data))
 
 
 _SCENARIOS: dict[bytes, Scenario] = {}
@@ -254,9 +313,12 @@ def read_trajectory(path: str | Path, warn: Warn | None = None, max_bytes: int |
     name = str(path)
     if name == STDIN:
         return parse_trajectory("<stdin>", read_bytes(STDIN, max_bytes), warn, compact)
-    fh, _ = open_regular(name, max_bytes)
+    fh, size = open_regular(name, max_bytes)
     with fh:
         try:
+            if size <= _WHOLE_FILE_BYTES:  # read at once: one search for an overflow serves every line
+                data = fh.read()
+                return parse_lines(name, io.BytesIO(data), warn, compact, _maybe_overflow(data))
             return parse_lines(name, fh, warn, compact)
         except OSError as exc:
             raise InputError(name, None, f"cannot read: {exc.strerror or exc}") from None
