@@ -197,21 +197,33 @@ class _Builder:
         assert self.meta is not None  # the first non-empty line was checked
         # Every record was validated above; validating the event list again (a union of five models)
         # would cost as much as parsing the file.
-        return Trajectory.model_construct(
-            path=self.path,
-            meta=self.meta,
-            setup=self.setup,
-            events=self.events,
-            final=self.final,
-            unknown_records=self.unknown,
-            extra_fields=self.extra,
-            dropped_last_line=dropped,
-            long_lines=frozenset(self.long_lines),
-            non_finite_numbers=self.non_finite,
-            provider_errors=self.provider_errors,
-            calls=self.calls if self.bundle is not None else None,
-            bundle=self.bundle.finish(self.final) if self.bundle is not None else None,
-        )
+        # As ``model_construct`` builds it (fields in their order, all set), without its per-field
+        # loop: a tenth of the time, paid once per file.
+        traj = _new(Trajectory)
+        _set(traj, "__dict__", {
+            "path": self.path,
+            "meta": self.meta,
+            "setup": self.setup,
+            "events": self.events,
+            "final": self.final,
+            "unknown_records": self.unknown,
+            "extra_fields": self.extra,
+            "dropped_last_line": dropped,
+            "non_finite_numbers": self.non_finite,
+            "long_lines": frozenset(self.long_lines),
+            "calls": self.calls if self.bundle is not None else None,
+            "bundle": self.bundle.finish(self.final) if self.bundle is not None else None,
+            "provider_errors": self.provider_errors,
+        })
+        _set(traj, "__pydantic_fields_set__", set(_TRAJECTORY_FIELDS))
+        _set(traj, "__pydantic_extra__", None)
+        _set(traj, "__pydantic_private__", None)
+        return traj
+
+
+_TRAJECTORY_FIELDS = tuple(Trajectory.model_fields)
+_new = object.__new__
+_set = object.__setattr__
 
 
 def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None, compact: bool = False,
@@ -328,6 +340,10 @@ def read_trajectory(path: str | Path, warn: Warn | None = None, max_bytes: int |
 RATINGS_FILE = "ratings.jsonl"
 
 
+def _parts(path: Path) -> tuple[str, ...]:
+    return path.parts
+
+
 def expand_paths(paths: Iterable[str | Path]) -> Iterator[str]:
     """Files as given; directories searched recursively for ``*.jsonl`` in sorted order, except the
     ``ratings.jsonl`` an importer writes beside its runs (named explicitly, it is read as given)."""
@@ -338,7 +354,8 @@ def expand_paths(paths: Iterable[str | Path]) -> Iterator[str]:
             continue
         p = Path(name)
         if p.is_dir():
-            for child in sorted(p.rglob("*.jsonl")):
+            # sorted as paths compare (part by part), by a key: comparing Path objects costs 10x more
+            for child in sorted(p.rglob("*.jsonl"), key=_parts):
                 if child.is_file() and child.name != RATINGS_FILE:
                     yield str(child)
         else:

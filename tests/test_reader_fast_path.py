@@ -125,3 +125,15 @@ def test_parse_lines_without_the_file_search_still_finds_literals():
     text = _variant("nan_in_an_assistant_line").encode()
     traj = parse_lines("x", text.split(b"\n"), compact=True, may_overflow=False)
     assert traj.non_finite_numbers == 2
+
+
+def test_directories_are_listed_in_path_order_not_string_order(tmp_path):
+    # "a/b" sorts before "a-b" as paths (part "a" < "a-b") but after it as strings ("/" > "-")
+    for d in ("a", "a-b", "a.b", "A", "a/x", "a b"):
+        (tmp_path / d).mkdir(parents=True, exist_ok=True)
+        for f in ("1.jsonl", "a-.jsonl", "a.jsonl", "B.jsonl"):
+            (tmp_path / d / f).write_text("")
+    (tmp_path / "a0.jsonl").write_text("")
+    listed = list(reader.expand_paths([tmp_path]))
+    assert listed == [str(p) for p in sorted(tmp_path.rglob("*.jsonl"))]
+    assert listed.index(str(tmp_path / "a" / "x" / "1.jsonl")) < listed.index(str(tmp_path / "a-b" / "1.jsonl"))
