@@ -150,3 +150,19 @@ def test_compare_with_one_model_says_there_is_nothing_to_compare(tmp_path):
     res = run("compare", "--db", str(db))
     assert res.exit_code == 0
     assert res.stdout.splitlines() == ["Paired comparison", "(fewer than two models: nothing to compare)"]
+
+
+def test_fail_if_worse_gate_line_shows_control_characters_escaped(tmp_path):
+    """The gate line quotes model names from the database: it goes through the CLI kit's sanitizer
+    like every other stderr line (no raw escape sequence reaches the terminal)."""
+    db = tmp_path / "hostile.db"
+    hostile = "agent-\x1b[31mpr"
+    for model, passing in (("agent-main", [3, 3, 3, 2, 3, 3]), (hostile, [0, 1, 0, 0, 1, 0])):
+        out = tmp_path / f"runs-{len(model)}"
+        src = _tau_file(tmp_path / f"{len(model)}.json", passing)
+        assert run("import", "taubench", str(src), "-o", str(out), "--model", model).exit_code == 0
+        assert run("score", str(out), "--db", str(db), "--format", "jsonl").exit_code == 0
+    res = run("compare", "--db", str(db), "--baseline", "agent-main", "--fail-if-worse", hostile)
+    assert res.exit_code == 3, res.output
+    assert "\x1b" not in res.stderr
+    assert "gate failed: agent-\\x1b[31mpr is significantly worse than agent-main" in res.stderr

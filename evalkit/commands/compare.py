@@ -6,10 +6,11 @@ too); the statistics are plain Python (evalkit.uncertainty).
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
-from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_GATE, EXIT_USAGE, db_option, fail, format_option
+from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_GATE, EXIT_USAGE, db_option, fail, format_option, warn
 
 FORMATS = ("table", "json", "markdown", "csv")
 LEVEL = click.FloatRange(0, 1, min_open=True, max_open=True)
@@ -74,8 +75,8 @@ def register(group: click.Group) -> None:
             worse = significantly_worse(result, fail_if_worse)
             if worse:
                 what = ", ".join(f"{r['metric']} {r['delta']:+.3f} (p {r['p_adjusted']:.3g})" for r in worse)
-                click.echo(f"gate failed: {fail_if_worse} is significantly worse than {baseline}: {what}", err=True)
-                raise SystemExit(EXIT_GATE)
+                warn(f"gate failed: {fail_if_worse} is significantly worse than {baseline}: {what}")
+                sys.exit(EXIT_GATE)
 
     @group.command("plan")
     @click.option("--delta", type=click.FloatRange(0, 1, min_open=True), required=True,
