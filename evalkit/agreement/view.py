@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalkit.present import Markdown, Table, md_text, sanitize
-from evalkit.present.table import scalar_text
+from evalkit.present.table import percent_text, scalar_text
 from evalkit.self_judging import pairing_note
 
 # Where the output must stay short (the report's markdown, meant for a pull-request comment).
@@ -411,7 +411,7 @@ def drift_section(audit: dict) -> Section:
     rows, notes = [], []
     for j in judges:
         rows.append([str(j.get("judge_model")), str(j.get("rubric")), stat_text(j.get("n_replicates")),
-                     stat_text(j.get("n_flagged")), _percent(j.get("flagged_share")),
+                     stat_text(j.get("n_flagged")), percent_text(j.get("flagged_share")),
                      f"more than {num(j.get('max_moved'))} dimension(s) moved by {num(j.get('moved_by'))} or more"])
         notes += [f"{j.get('judge_model')}@{j.get('rubric')} flagged run {f.get('run_id')} replicate {f.get('replicate')}: "
                   f"moved {', '.join(map(str, f.get('moved') or []))}" for f in _dicts(j.get("flagged"))]
@@ -429,10 +429,6 @@ def drift_section(audit: dict) -> Section:
             Table(["judge", "dimension", "n", "agreement", "Cohen \u03ba", "weighted \u03ba", "moved"], dims,
                   notes=dn.lines(), title="Per dimension", numeric={2, 3, 4, 5, 6}), "drift-dimensions"))
     return section
-
-
-def _percent(value: Any) -> str:
-    return "n/a" if value is None else f"{100 * float(value):.0f}%"
 
 
 # --- judge costs ----------------------------------------------------------------------------

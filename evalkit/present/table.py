@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -55,6 +56,13 @@ def scalar_text(value: Any, digits: int = 3, null: str = "-") -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def percent_text(value: Any) -> str:
+    """A share on [0, 1] as a whole percent (``62%``); ``n/a`` for null and NaN."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{100 * float(value):.0f}%"
 
 
 def plain_text(value: Any) -> str:

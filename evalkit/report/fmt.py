@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evalkit.present.table import scalar_text
+from evalkit.present.table import percent_text, scalar_text
 
 SMALL_N_NOTE = "fewer than 3 scored runs: not a result on its own (the computer-use rubric's rule)"
 QUALITATIVE_NOTE = (
@@ -25,10 +25,7 @@ def num(value: Any, digits: int = 2) -> str:
     return scalar_text(value, digits, null="n/a")
 
 
-def pct(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{100 * float(value):.0f}%"
+pct = percent_text
 
 
 def level(report: dict) -> str:
