@@ -279,7 +279,7 @@ def pairings_section(audit: dict) -> Section:
             Table(headers, rows, notes=notes.lines(), title=f"Per {SLICE_LABELS.get(by, by)}",
                   numeric=set(range(2, len(headers)))), f"pairings-by-{by}"))
 
-    per_judge = [(e, s) for e, s in sliced if by == "judge"]
+    per_judge = sliced if by == "judge" else []
     calibrated = [(e, s) for e, s in per_judge if s.get("n_with_confidence")] or [
         (e, {"key": "all judges", **e}) for e in entries if e.get("n_with_confidence")
     ]
