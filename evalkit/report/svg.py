@@ -7,9 +7,10 @@ byte-identical markup. All text that reaches the markup (labels, titles) goes th
 """
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
+
+from evalkit.present.safe import html_text
 
 FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:12px"
 BAR = "#3b6ea5"
@@ -19,9 +20,8 @@ GRID = "#c8c8c8"
 WHISKER = "#1a1a1a"
 
 
-def esc(text: object) -> str:
-    """Escape any value for HTML/SVG text and attribute positions."""
-    return html.escape(str(text), quote=True)
+# The kit's one HTML escaping rule (text and attribute positions), under the name the report uses.
+esc = html_text
 
 
 def _n(x: float) -> str:
