@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from typing import Any, Iterable
 
 from evalkit.agreement.pairings import AuditConfig, DimensionSpec
-from evalkit.agreement.raters import label_credit, level_and_labels
+from evalkit.agreement.raters import label_credit, level_and_labels, scale_credit
 from evalkit.db import JudgeValue
 
 JURY_MODEL = "jury"
@@ -35,16 +35,11 @@ MIN_JURORS = 2
 
 def credit_key(spec: DimensionSpec | None):
     """A sort key putting labels in credit order, least first (see module docstring)."""
-    scale = list(spec.scale) if spec is not None and spec.scale is not None else None
+    credit = scale_credit(list(spec.scale)) if spec is not None and spec.scale is not None else label_credit
 
     def key(v: Any) -> tuple:
-        if scale is not None:
-            for i, lab in enumerate(scale):
-                if v == lab and isinstance(v, bool) == isinstance(lab, bool):
-                    return (1, float(i), repr(v))
-            return (0, 0.0, repr(v))  # off the scale: no known credit, least
-        c = label_credit(v)
-        return (0, 0.0, repr(v)) if c is None else (1, c, repr(v))
+        c = credit(v)
+        return (0, 0.0, repr(v)) if c is None else (1, c, repr(v))  # no known credit (off the scale): least
 
     return key
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from evalkit.agreement.raters import label_credit
+from evalkit.agreement.raters import label_credit, same_label
 from evalkit.agreement.stats import bootstrap_ci
 from evalkit.agreement.stats.encoding import Stat, _ok, _undefined
 from evalkit.db.judge import JudgeValue
@@ -39,7 +39,7 @@ NOT_REPLIES = ("confidence", "rationale")  # keys of an answer that are not dime
 
 def direction(before: Any, after: Any) -> float:
     """The move of one label: unchanged, lenient (more credit), strict, or undirected."""
-    if before == after and isinstance(before, bool) == isinstance(after, bool):
+    if same_label(before, after):
         return UNCHANGED
     a, b = label_credit(before), label_credit(after)
     if a is None or b is None:

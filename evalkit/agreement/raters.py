@@ -24,6 +24,7 @@ Choices the issue leaves open (documented in docs/audit.md):
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any, Iterable
 
 from evalkit.agreement.credit import credit
@@ -83,8 +84,13 @@ def level_and_labels(values: list[Any], spec: DimensionSpec | None) -> tuple[str
     return level, sorted(set(nums))
 
 
+def same_label(a: Any, b: Any) -> bool:
+    """Equal labels; a boolean is never the same label as the number 1 or 0."""
+    return a == b and isinstance(a, bool) == isinstance(b, bool)
+
+
 def on_scale(v: Any, labels: list[Any]) -> bool:
-    return any(v == lab and isinstance(v, bool) == isinstance(lab, bool) for lab in labels)
+    return any(same_label(v, lab) for lab in labels)
 
 
 def analyse_dimension(dimension: str, ratings: list[Rating], config: AuditConfig) -> dict[str, Any] | None:
@@ -149,9 +155,10 @@ def label_credit(v: Any) -> float | None:
     return credit(v)
 
 
-def _scale_credit(labels: list[Any]) -> Any:
+def scale_credit(labels: list[Any]) -> Callable[[Any], float | None]:
+    """A label's credit as its position on a configured scale (least credit first); None off the scale."""
     def by_position(v: Any) -> float | None:
-        return next((float(i) for i, lab in enumerate(labels) if on_scale(v, [lab])), None)
+        return next((float(i) for i, lab in enumerate(labels) if same_label(v, lab)), None)
 
     return by_position
 
@@ -161,7 +168,7 @@ def judge_vs_mechanical(
 ) -> list[dict[str, Any]]:
     """One entry per (judge, mechanical) rater pair with a shared item (see module docstring)."""
     st = _stats()
-    order = _scale_credit(labels) if spec is not None and spec.scale is not None else label_credit
+    order = scale_credit(labels) if spec is not None and spec.scale is not None else label_credit
     out = []
     for j, judge in enumerate(raters):
         if kinds[judge] != "judge":
@@ -176,7 +183,7 @@ def judge_vs_mechanical(
                 "judge": judge,
                 "mechanical": mech,
                 "n": len(x),
-                "agree": sum(1 for a, b in zip(x, y) if a == b and isinstance(a, bool) == isinstance(b, bool)),
+                "agree": sum(1 for a, b in zip(x, y) if same_label(a, b)),
                 "cohen_kappa": st.cohen_kappa(x, y, labels),
                 "confusion_matrix": {
                     "labels": labels, "row_axis": "judge", "column_axis": "mechanical",
