@@ -53,6 +53,17 @@ def assert_one_line_error(db: Path, expected: str, code: int = 1) -> None:
         assert _digest(db) == before, name
 
 
+def altered_copy(good_db: Path, db: Path, script: str) -> Path:
+    """``db``: a copy of ``good_db`` with the SQL ``script`` run on it."""
+    shutil.copy(good_db, db)
+    conn = sqlite3.connect(db)
+    try:
+        conn.executescript(script)
+    finally:
+        conn.close()
+    return db
+
+
 def test_truncated_database_is_one_line_error(good_db, tmp_path):
     db = tmp_path / "truncated.db"
     data = good_db.read_bytes()
@@ -103,26 +114,19 @@ def test_missing_parent_directory_is_one_line_error(tmp_path):
 
 
 def test_extra_not_null_column_is_one_line_error(good_db, tmp_path):
-    db = tmp_path / "extra.db"
-    shutil.copy(good_db, db)
-    conn = sqlite3.connect(db)
-    conn.executescript(
+    db = altered_copy(
+        good_db, tmp_path / "extra.db",
         "CREATE TABLE old_runs AS SELECT * FROM runs; DROP TABLE runs;"
         "CREATE TABLE runs (run_id TEXT PRIMARY KEY, path TEXT, scenario_id TEXT, scenario_title TEXT, model TEXT,"
         " provider TEXT, ts_utc TEXT, final_reason TEXT, status TEXT, bundle_hash TEXT, owner TEXT NOT NULL);"
         "INSERT INTO runs SELECT *, 'someone' FROM old_runs; DROP TABLE old_runs;")
-    conn.close()
     assert_one_line_error(db, "table runs has a required column 'owner'")
 
 
 def test_extra_column_with_default_is_accepted(good_db, tmp_path):
     """A column someone added with a default does not stop inserts: evalkit keeps working."""
-    db = tmp_path / "extra-default.db"
-    shutil.copy(good_db, db)
-    conn = sqlite3.connect(db)
-    conn.execute("ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT 'someone'")
-    conn.commit()
-    conn.close()
+    db = altered_copy(good_db, tmp_path / "extra-default.db",
+                      "ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT 'someone'")
     result = CliRunner().invoke(cli, [*COMMANDS["score"], "--db", str(db)])
     assert result.exit_code == 0, result.stderr
     result = CliRunner().invoke(cli, ["audit", "--db", str(db), "--format", "json"])
@@ -130,11 +134,7 @@ def test_extra_column_with_default_is_accepted(good_db, tmp_path):
 
 
 def test_newer_schema_version_is_one_line_error(good_db, tmp_path):
-    db = tmp_path / "newer.db"
-    shutil.copy(good_db, db)
-    conn = sqlite3.connect(db)
-    conn.execute("PRAGMA user_version = 99")
-    conn.close()
+    db = altered_copy(good_db, tmp_path / "newer.db", "PRAGMA user_version = 99")
     assert_one_line_error(db, "made by a newer evalkit (schema version 99")
 
 
