@@ -57,6 +57,13 @@ def runs_by_key(result, log_path):
     return out
 
 
+def sample_runs(result, log_path):
+    """Each sample of the log with the (file, trajectory) it was imported as."""
+    runs = runs_by_key(result, log_path)
+    for s in samples_of(log_path):
+        yield s, *runs[(s.id, s.epoch)]
+
+
 def ratings_of(out_dir):
     return [json.loads(line) for line in (Path(out_dir) / "ratings.jsonl").read_text().splitlines()]
 
@@ -75,9 +82,7 @@ def test_one_run_per_sample_and_epoch_as_inspect_reads_them(logs, imported, fmt)
 @pytest.mark.parametrize("fmt", ["eval", "json"])
 def test_message_counts_equal_the_log(logs, imported, fmt):
     _, result = imported
-    runs = runs_by_key(result, logs[fmt])
-    for s in samples_of(logs[fmt]):
-        _, traj = runs[(s.id, s.epoch)]
+    for s, _, traj in sample_runs(result, logs[fmt]):
         kinds = Counter(type(e).__name__ for e in traj.events)
         roles = Counter(m.role for m in s.messages)
         assert kinds["Nudge"] == roles["user"]
@@ -117,9 +122,7 @@ def test_outcome_dimension_follows_the_threshold(imported):
 @pytest.mark.parametrize("fmt", ["eval", "json"])
 def test_end_state_from_the_first_deterministic_scorer(logs, imported, fmt):
     _, result = imported
-    runs = runs_by_key(result, logs[fmt])
-    for s in samples_of(logs[fmt]):
-        f, traj = runs[(s.id, s.epoch)]
+    for s, f, traj in sample_runs(result, logs[fmt]):
         card = score_file(f)
         if s.scores:
             assert traj.final.success_eval.all_passed is (s.scores["match"].value == "C")
