@@ -27,7 +27,7 @@ from typing import Any
 
 from evalkit.uncertainty.distributions import normal_quantile, normal_two_sided_p, t_quantile, t_two_sided_p
 from evalkit.uncertainty.multitest import adjust
-from evalkit.uncertainty.standard_errors import DEFAULT_LEVEL, check_level
+from evalkit.uncertainty.standard_errors import DEFAULT_LEVEL, check_level, mean_se
 
 COMPARED = ("score_mean", "pass_rate")
 BETTER, WORSE, NO_DIFFERENCE, NOT_COMPARABLE = "better", "worse", "no detectable difference", "not comparable"
@@ -53,7 +53,7 @@ def paired_difference(candidate: Sequence[float], baseline: Sequence[float], lev
     if n < 2:
         out["reason"] = "1 scenario in common: a paired standard error needs at least 2"
         return out
-    se = math.sqrt(math.fsum((d - delta) ** 2 for d in diffs) / (n - 1) / n)
+    se, _ = mean_se(diffs)
     df = n - 1
     tail = 1.0 - (1.0 - level) / 2.0
     crit = t_quantile(tail, df) if method == "t" else normal_quantile(tail)
