@@ -26,27 +26,20 @@ class EvalkitGroup(click.Group):
     over four lines). Other click exceptions and exit codes are click's own."""
 
     def main(self, *args, **kwargs):
-        standalone = kwargs.pop("standalone_mode", True)
+        if not kwargs.pop("standalone_mode", True):
+            return super().main(*args, standalone_mode=False, **kwargs)
+        # not standalone, click returns the code of --help / --version (click.exceptions.Exit)
+        # and raises the rest, which this then reports
         try:
             return super().main(*args, standalone_mode=False, **kwargs)
         except click.UsageError as exc:
-            if not standalone:
-                raise
             where = exc.ctx.command_path if exc.ctx is not None else "evalkit"
             click.echo(f"error: {sanitize(exc.format_message())} (see '{where} -h')", err=True)
             sys.exit(EXIT_USAGE)
         except click.ClickException as exc:
-            if not standalone:
-                raise
             exc.show()
             sys.exit(exc.exit_code)
-        except click.exceptions.Exit as exc:  # --help, --version
-            if not standalone:
-                raise
-            sys.exit(exc.exit_code)
         except click.Abort:
-            if not standalone:
-                raise
             click.echo("Aborted!", err=True)
             sys.exit(1)
 
