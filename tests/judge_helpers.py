@@ -16,6 +16,13 @@ FAST = {"retry": {"attempts": 3, "initial_wait_s": 0.001, "max_wait_s": 0.005, "
 FAKE_KEY = "sk-test-DO-NOT-STORE-4f9c2a7b1e"
 
 
+def fast_config(directory: Path) -> str:
+    """``directory/fast.toml``: the tiny backoff of FAST as a --config file for the CLI; its path."""
+    path = Path(directory) / "fast.toml"
+    path.write_text("[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
+    return str(path)
+
+
 def write_runs(directory: Path, n: int, start: int = 0) -> Path:
     """n distinct A320 trajectories (different transcripts, so different bundle hashes)."""
     from evalkit.testing import a320_scenario, cmd, read, say, trajectory, write_jsonl

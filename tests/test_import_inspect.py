@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from import_helpers import among, modules_loaded_by
+from judge_helpers import fast_config
 from evalkit.agreement.credit import credit
 from evalkit.api import read_trajectory, score_file
 from evalkit.cli import cli
@@ -350,9 +351,7 @@ def test_evalkit_judge_works_on_imported_runs_and_is_audited_with_the_scorers(lo
     out = tmp_path / "runs"
     assert run("import", "inspect", logs["json"], "-o", out, "--db", db).exit_code == 0
     assert run("score", out, "--db", db, "--format", "json").exit_code == 0
-    fast = tmp_path / "fast.toml"
-    fast.write_text("[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
-    res = run("judge", "--db", db, "--model", "openai/judge-a", "--api-base", server.api_base, "--config", fast)
+    res = run("judge", "--db", db, "--model", "openai/judge-a", "--api-base", server.api_base, "--config", fast_config(tmp_path))
     assert res.exit_code == 0, res.output
     assert 0 < server.count <= 14  # runs with the same bundle (identical epochs) share one call
     prompts = [r["raw"] for r in server.requests]

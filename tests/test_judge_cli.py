@@ -6,7 +6,7 @@ import json
 from click.testing import CliRunner
 
 import evalkit.cli
-from judge_helpers import FAST, count, rows, scored_db, write_runs
+from judge_helpers import FAST, count, fast_config, rows, scored_db, write_runs
 
 
 def invoke(*args):
@@ -15,12 +15,6 @@ def invoke(*args):
 
 def judge(db, srv, *args):
     return invoke("judge", "--db", db, "--model", "openai/judge-a", "--api-base", srv.api_base, *args)
-
-
-def fast_config(tmp_path):
-    path = tmp_path / "fast.toml"
-    path.write_text("[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
-    return str(path)
 
 
 def test_cli_judges_stored_runs_and_prints_summary(tmp_path, server):

@@ -7,17 +7,11 @@ import socket
 from click.testing import CliRunner
 
 import evalkit.cli
-from judge_helpers import cards_of, scored_db
+from judge_helpers import cards_of, fast_config, scored_db
 
 
 def invoke(*args):
     return CliRunner().invoke(evalkit.cli.cli, list(args), catch_exceptions=False)
-
-
-def fast_config(tmp_path) -> str:
-    path = tmp_path / "fast.toml"
-    path.write_text("[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
-    return str(path)
 
 
 def error_lines(res) -> list[str]:

@@ -10,10 +10,9 @@ import time
 
 import pytest
 
-from judge_helpers import FAKE_KEY, cards_of, count, rows, scored_db
+from judge_helpers import FAKE_KEY, cards_of, count, fast_config, rows, scored_db
 from evalkit.judges.api import judge_db
 
-FAST_TOML = "[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n"
 
 
 def start_judge(db, srv, config, model="openai/judge-a", concurrency="2"):
@@ -50,10 +49,9 @@ def test_kill_and_resume_no_duplicates_no_repeated_call(tmp_path, server):
     """Deterministic: the fake answers exactly 3 requests and holds the next ones, so the process
     is killed with exactly 3 calls stored and 2 in flight, however slow the machine is."""
     db = scored_db(tmp_path, 8)
-    config = tmp_path / "fast.toml"
-    config.write_text(FAST_TOML)
+    config = fast_config(tmp_path)
     server.hold_after(3)
-    proc = start_judge(db, server, str(config))
+    proc = start_judge(db, server, config)
     try:
         wait_for(lambda: server.held == 2 and ok_calls(db) == 3, "3 stored calls and 2 held requests")
         os.kill(proc.pid, signal.SIGKILL)  # mid-run: two requests are in flight
@@ -81,10 +79,9 @@ def test_kill_and_resume_no_duplicates_no_repeated_call(tmp_path, server):
 @pytest.mark.timeout(600)
 def test_two_judge_processes_share_one_database(tmp_path, server):
     db = scored_db(tmp_path, 6)
-    config = tmp_path / "fast.toml"
-    config.write_text(FAST_TOML)
+    config = fast_config(tmp_path)
     server.latency = 0.02
-    procs = [start_judge(db, server, str(config), model=m) for m in ("openai/judge-a", "openai/judge-b")]
+    procs = [start_judge(db, server, config, model=m) for m in ("openai/judge-a", "openai/judge-b")]
     for proc in procs:
         out, err = proc.communicate(timeout=600)  # a hang guard on a busy machine, not a speed check
         assert proc.returncode == 0, err.decode()

@@ -13,11 +13,10 @@ from click.testing import CliRunner
 import evalkit.cli
 from evalkit.db import open_readonly, read_annotations
 from evalkit.probes import PROBES
-from judge_helpers import count, rows
+from judge_helpers import count, fast_config, rows
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = [ROOT / "examples" / "a320", ROOT / "examples" / "support"]
-FAST = '[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n'
 RATES = ("unchanged_rate", "lenient_flip_rate", "strict_flip_rate", "fooled_rate")
 
 
@@ -48,9 +47,7 @@ def probe(db, srv, config, *args, paths=()):
 
 @pytest.fixture
 def cfg(tmp_path):
-    path = tmp_path / "fast.toml"
-    path.write_text(FAST)
-    return path
+    return fast_config(tmp_path)
 
 
 def audit(db):
