@@ -12,7 +12,7 @@ from import_helpers import among, modules_loaded_by
 import evalkit.importers as importers
 from evalkit.api import read_trajectory, score_file
 from evalkit.cli import cli
-from evalkit.importers.writer import dumps_record, file_name, write_runs
+from evalkit.importers.writer import commit, dumps_record, dumps_run, file_name, stage
 
 FIX = Path(__file__).parent / "fixtures"
 AIRLINE = FIX / "taubench" / "airline_results.json"
@@ -104,14 +104,15 @@ def test_file_names_are_portable_and_distinct():
 
 def test_write_is_all_or_nothing(tmp_path):
     runs = [[{"type": "meta", "run_id": "r1"}], [{"type": "meta", "run_id": "r2"}]]
+    texts = [(file_name(run[0]["run_id"]), dumps_run(run)) for run in runs]
     out = tmp_path / "out"
     out.mkdir()
     (out / ("r2.jsonl" + ".evalkit-import-tmp")).mkdir()  # the second file cannot be written
     with pytest.raises(OSError):
-        write_runs(runs, out)
+        stage(texts, out)
     assert [p.name for p in out.iterdir()] == ["r2.jsonl.evalkit-import-tmp"]
     (out / "r2.jsonl.evalkit-import-tmp").rmdir()
-    assert write_runs(runs, out) == [str(out / "r1.jsonl"), str(out / "r2.jsonl")]
+    assert commit(stage(texts, out)) == [str(out / "r1.jsonl"), str(out / "r2.jsonl")]
     assert (out / "r1.jsonl").read_bytes() == b'{"type":"meta","run_id":"r1"}\n'
 
 

@@ -45,18 +45,6 @@ def file_name(run_id: str) -> str:
     return safe + ".jsonl"
 
 
-def write_runs(runs: Sequence[Sequence[dict[str, Any]]], out_dir: str | Path) -> list[str]:
-    """Write each run to its own file in ``out_dir`` (created if needed); return the paths written."""
-    return write_texts([(file_name(run[0]["run_id"]), dumps_run(run)) for run in runs], out_dir)
-
-
-def write_texts(texts: Sequence[tuple[str, str]], out_dir: str | Path) -> list[str]:
-    """Write each ``(file name, text)`` into ``out_dir`` (created if needed), all or nothing; return
-    the paths written."""
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    return commit(stage(texts, out_dir))
-
-
 def stage(texts: Sequence[tuple[str, str]], out_dir: str | Path, tag: str = "") -> list[tuple[str, str]]:
     """Write each ``(file name, text)`` under a temporary name in ``out_dir`` (created if needed), all
     or nothing; return ``(temporary path, final path)`` pairs for :func:`commit` or :func:`discard`.
