@@ -144,10 +144,7 @@ def aggregate_db(db_path: str | Path, include_errors: bool = False, level: float
     from evalkit.db import open_readonly, read_scorecards
 
     with open_readonly(db_path) as db:
-        agg = Aggregator(include_errors, level)
-        for card in read_scorecards(db, with_bundle=False):
-            agg.add(card)
-        return agg.result()
+        return aggregate(read_scorecards(db, with_bundle=False), include_errors, level)
 
 
 def compare(db_path: str | Path, baseline: str | None = None, correction: str = "holm",
