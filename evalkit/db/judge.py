@@ -38,6 +38,13 @@ def _upsert(table: str, columns: tuple[str, ...], key: str, where: str = "") -> 
             + (f" WHERE {where}" if where else ""))
 
 
+def _write_call(conn, call: dict) -> None:
+    """Upsert one finished call into the cache; a failure never overwrites a stored success."""
+    conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key",
+                         "judge_calls.status != 'ok' OR excluded.status = 'ok'"),
+                 [call.get(c) for c in CALL_COLUMNS])
+
+
 class JudgeTables:
     """The judge tables of one database file, open for writing (or read-only for statistics)."""
 
@@ -84,9 +91,7 @@ class JudgeTables:
         """
         with self.database.transaction() as conn:
             if write_call:
-                conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key",
-                                     "judge_calls.status != 'ok' OR excluded.status = 'ok'"),
-                             [call.get(c) for c in CALL_COLUMNS])
+                _write_call(conn, call)
             existing = conn.execute("SELECT replicate, status, cache_key FROM annotations "
                                     "WHERE annotation_id = ?", (ann["annotation_id"],)).fetchone()
             if replicate_tag == "0":

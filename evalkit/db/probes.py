@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.db.connect import Database
-from evalkit.db.judge import CALL_COLUMNS, JudgeTables, _upsert, judge_filter, where_sql
+from evalkit.db.judge import JudgeTables, _upsert, _write_call, judge_filter, where_sql
 from evalkit.db.schema import TABLES
 
 PROBE_COLUMNS = TABLES["probe_annotations"].column_names
@@ -52,9 +52,7 @@ class ProbeTables(JudgeTables):
         row = {**ann, "probe": self._probe_of[ann["annotation_id"]]}
         with self.database.transaction() as conn:
             if write_call:
-                conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key",
-                                     "judge_calls.status != 'ok' OR excluded.status = 'ok'"),
-                             [call.get(c) for c in CALL_COLUMNS])
+                _write_call(conn, call)
             existing = conn.execute("SELECT status, cache_key FROM probe_annotations WHERE annotation_id = ?",
                                     (row["annotation_id"],)).fetchone()
             keep_old = existing is not None and existing[0] == "ok" and (
