@@ -42,11 +42,15 @@ class AdaptiveLimiter:
         self.grow_after = grow_after
         self.in_flight = 0
         self.epoch = 0           # bumped at every decrease
-        self.decreases = 0
         self.rate_limited = 0    # 429s seen
         self.lowest = maximum
         self._streak = 0
         self._changed: asyncio.Condition | None = None
+
+    @property
+    def decreases(self) -> int:
+        """How many times a 429 halved the limit (each decrease starts a new epoch)."""
+        return self.epoch
 
     def _condition(self) -> asyncio.Condition:
         if self._changed is None:  # created inside the running loop
@@ -74,7 +78,6 @@ class AdaptiveLimiter:
             self.limit = max(1, self.limit // 2)
             self.lowest = min(self.lowest, self.limit)
             self.epoch += 1
-            self.decreases += 1
 
     def on_success(self) -> None:
         self._streak += 1
