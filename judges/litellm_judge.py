@@ -256,6 +256,15 @@ class LiteLLMJudge:
         if self.mode_setting == modes.AUTO and remembered in modes.MODES:
             self.output_mode, self._settled = remembered, True
 
+    def _missing_keys(self, api_base: str | None = None) -> list[str]:
+        """The API-key variables litellm says the provider needs and the environment lacks."""
+        try:
+            missing = litellm.validate_environment(model=self.requested_model,
+                                                   api_base=api_base).get("missing_keys") or []
+        except Exception:
+            return []
+        return [name for name in missing if _key_like(name)]
+
     def preflight(self) -> None:
         """Errors no request can fix, found before sending: no API key, nothing listening."""
         if self.api_base:
@@ -271,12 +280,7 @@ class LiteLLMJudge:
                 pass  # DNS, a firewall, a timeout: let the request say what it is
         if self._api_key:
             return
-        try:
-            missing = litellm.validate_environment(model=self.requested_model,
-                                                   api_base=self.api_base).get("missing_keys") or []
-        except Exception:
-            return
-        keys = [name for name in missing if _key_like(name)]
+        keys = self._missing_keys(self.api_base)
         if keys:
             raise JudgeSetupError(f"no API key for {self.model}: set {' or '.join(keys)} in the environment "
                                   f"(litellm reads it for provider {self.provider or 'unknown'})")
@@ -360,11 +364,7 @@ class LiteLLMJudge:
         if connection_refused(exc):
             return f"nothing listening at {where} (connection refused): start the server or fix --api-base"
         if is_missing_key(exc) or isinstance(exc, litellm.AuthenticationError):
-            try:
-                missing = [k for k in litellm.validate_environment(model=self.requested_model).get(
-                    "missing_keys") or [] if _key_like(k)]
-            except Exception:
-                missing = []
+            missing = self._missing_keys()
             hint = f"set {' or '.join(missing)}" if missing and is_missing_key(exc) else \
                 "check the API key in the environment"
             return f"{self.model}: {_describe(exc)} — not retried; {hint}"

@@ -86,3 +86,15 @@ def test_connection_refused_mid_run_is_not_retried(tmp_path):
         assert exc.annotation.attempts == 1 and exc.annotation.retries == 0
     else:
         raise AssertionError("a refused connection must stop the run")
+
+
+def test_missing_key_at_call_time_names_the_environment_variable(monkeypatch):
+    """A client that refuses to send for want of a key (past the preflight, e.g. the key unset
+    meanwhile) gets the same hint: the variable litellm reads for the provider."""
+    from evalkit.judges.litellm_judge import LiteLLMJudge
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    judge = LiteLLMJudge("anthropic/claude-3-5-sonnet-20240620")
+    message = judge._fatal_message(RuntimeError("Missing credentials: set an API key"))
+    assert message.startswith("anthropic/claude-3-5-sonnet-20240620: RuntimeError: Missing credentials")
+    assert message.endswith("— not retried; set ANTHROPIC_API_KEY")
