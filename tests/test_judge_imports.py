@@ -23,10 +23,10 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"litellm",
 JUDGE_LIGHT_PROBE = """
 import json, sys
 from click.testing import CliRunner
-import evalkit.judges, evalkit.judges.api, evalkit.judges.rubrics, evalkit.judges.store, evalkit.judges.runner, evalkit.judges.render, evalkit.judges.prompt
+import evalkit.judges, evalkit.judges.api, evalkit.judges.rubrics, evalkit.judges.store, evalkit.judges.runner, evalkit.judges.render, evalkit.judges.prompt, evalkit.judges.probe, evalkit.judges.context, evalkit.judges.output_modes, evalkit.judges.concurrency
 import evalkit.cli
 evalkit.judges.rubrics.annotation_model(evalkit.judges.rubrics.load_rubric("procedure_v1"))
-for args in (["judge", "--help"], ["cache", "stats", "--db", sys.argv[1]]):
+for args in (["judge", "--help"], ["probe", "--help"], ["cache", "stats", "--db", sys.argv[1]]):
     result = CliRunner().invoke(evalkit.cli.cli, args)
     assert result.exit_code == 0, result.output
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"litellm", "openai"})))
@@ -77,7 +77,7 @@ def test_score_path_never_imports_litellm():
     assert probe(SCORE_PROBE, str(EXAMPLES)) == []
 
 
-def test_judges_package_and_judge_command_help_do_not_import_litellm(tmp_path):
+def test_judges_package_and_judge_and_probe_command_help_do_not_import_litellm(tmp_path):
     from evalkit.judges.store import JudgeStore
 
     JudgeStore(tmp_path / "empty.db").close()
