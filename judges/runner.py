@@ -17,12 +17,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.db.judge import now_utc
 from evalkit.per_call import median_and_mean_after_first
 from evalkit.judges.concurrency import AdaptiveLimiter, use_limiter
 from evalkit.judges.output_modes import extract_json
 from evalkit.judges.protocol import Annotation, Judge, JudgeFatalError
 from evalkit.judges.rubrics import Rubric, annotation_model
-from evalkit.judges.store import JudgeStore, cache_key, now_utc
+from evalkit.judges.store import JudgeStore, cache_key
 
 
 @dataclass

@@ -7,13 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
 
 from evalkit.db.judge import JudgeTables
-
-
-def now_utc() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _sha(text: str) -> str:

@@ -20,6 +20,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from evalkit.db.connect import Database, open_readonly, open_write
@@ -28,6 +29,11 @@ from evalkit.db.schema import TABLES
 
 CALL_COLUMNS = TABLES["judge_calls"].column_names
 ANNOTATION_COLUMNS = TABLES["annotations"].column_names
+
+
+def now_utc() -> str:
+    """The time a row is written, UTC to the millisecond (``...T12:00:00.000Z``)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _upsert(table: str, columns: tuple[str, ...], key: str, where: str = "") -> str:
@@ -141,9 +147,7 @@ class JudgeTables:
         return row[0] if row else None
 
     def remember_mode(self, model: str, api_base: str | None, mode: str) -> None:
-        from datetime import datetime, timezone
-
-        now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        now = now_utc()
         with self.database.transaction() as conn:
             conn.execute(
                 "INSERT INTO judge_output_modes (judge_model, api_base, output_mode, updated_at) VALUES (?, ?, ?, ?) "
