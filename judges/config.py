@@ -19,12 +19,13 @@ from typing import Any, Literal
 from pydantic import Field
 
 from evalkit.configfile import ConfigError, ConfigModel, load_toml, validate
+from evalkit.judges.output_modes import AUTO, MODES
 from evalkit.resources import data_dir
 
 __all__ = ["ConfigError", "JudgeConfig", "JudgeFile", "load_config", "ENV_VAR"]
 
 ENV_VAR = "EVALKIT_JUDGE_CONFIG"
-OutputMode = Literal["auto", "json_schema", "json_object_schema", "json_object", "tool", "prompt"]
+OutputMode = Literal[(AUTO, *MODES)]  # type: ignore[valid-type]  # the modes, named once
 
 
 class RequestTable(ConfigModel):

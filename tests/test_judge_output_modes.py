@@ -164,3 +164,14 @@ def test_raw_control_characters_inside_strings_are_read_not_rejected():
     assert extract_json("json_schema", '{"a": 1}') == '{"a": 1}'  # valid JSON passes through untouched
     for broken in ('{"a": 1,\n', '{"confidence": 4', "no json"):
         assert extract_json("json_object", broken) == broken  # left for the validator to reject
+
+
+def test_cli_output_mode_choices_are_the_modes():
+    """The CLI declares its --output-mode choices without importing the judge layer (it stays
+    light); they are the modes of evalkit.judges.output_modes, in order, for judge and probe."""
+    import evalkit.cli
+    from evalkit.judges.output_modes import AUTO
+
+    for name in ("judge", "probe"):
+        option = next(p for p in evalkit.cli.cli.commands[name].params if p.name == "output_mode")
+        assert tuple(option.type.choices) == (AUTO, *MODES)
