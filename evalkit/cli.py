@@ -20,6 +20,10 @@ from evalkit.exitcodes import EXIT_USAGE
 from evalkit.present.safe import sanitize
 
 
+# click >= 8.2 raises this (a UsageError) for a bare group; 8.1 prints the help itself
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 class EvalkitGroup(click.Group):
     """A click group whose usage errors are one line, like every other evalkit error:
     ``error: <what> (see 'evalkit CMD -h')`` and exit 2 (click prints usage, a hint and the error
@@ -32,6 +36,9 @@ class EvalkitGroup(click.Group):
         # and raises the rest, which this then reports
         try:
             return super().main(*args, standalone_mode=False, **kwargs)
+        except _NO_ARGS_IS_HELP as exc:
+            exc.show()  # the help, as click prints it, not folded into one error line
+            sys.exit(exc.exit_code)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "evalkit"
             click.echo(f"error: {sanitize(exc.format_message())} (see '{where} -h')", err=True)

@@ -112,6 +112,16 @@ def test_help_and_version_still_exit_0():
     assert res.exit_code == 0 and "--db" in res.stdout and "evalkit.db" in res.stdout
 
 
+def test_bare_evalkit_prints_the_help_over_lines_not_one_error_line():
+    res = invoke()
+    assert res.exit_code == exitcodes.EXIT_USAGE
+    assert "\\n" not in res.stderr and "error:" not in res.stderr
+    lines = res.stderr.splitlines()
+    assert lines[0].startswith("Usage: ") and any(line.strip().startswith("score") for line in lines)
+    group = invoke("cache")
+    assert group.exit_code == exitcodes.EXIT_USAGE and group.stderr.startswith("Usage: ") and " cache " in group.stderr.splitlines()[0]
+
+
 def test_resample_needs_seed_and_seed_needs_resample(tmp_path):
     db = tmp_path / "x.db"
     db.write_bytes(b"")
