@@ -138,11 +138,9 @@ def build_items(cards: Iterable[Any], judges: list[Judge], rubric: Rubric, store
             extra["mechanical"] = _sha(mech)
         views.append((str(_get(card, "run_id")), str(_get(card, "bundle_hash")), bundle, extra))
     views.sort(key=lambda v: v[0])
-    schema = schema_hash(rubric)
     blind = not show_mechanical
     items: list[WorkItem] = []
-    sent = {judge: judge.sent_schema_hashes(rubric) or None
-            for judge in judges if hasattr(judge, "sent_schema_hashes")}
+    material_for = key_material(judges, rubric)
     for judge in judges:
         chosen = views
         tag = "0"
@@ -157,15 +155,28 @@ def build_items(cards: Iterable[Any], judges: list[Judge], rubric: Rubric, store
             key_extra = dict(extra)
             if resample is not None:
                 key_extra["resample_seed"] = seed
-            material = dict(bundle_hash=bundle_hash, rubric=rubric.identity, model=judge.model,
-                            params=judge.params, schema=schema, blind=blind, extra=key_extra or None,
-                            sent_schemas=sent.get(judge))
+            material = material_for(judge, bundle_hash, blind=blind, extra=key_extra)
             items.append(WorkItem(
                 run_id=run_id, bundle_hash=bundle_hash, bundle=bundle, judge=judge, key_material=material,
                 annotation_id=annotation_id(run_id=run_id, model=judge.model, rubric_id=rubric.id,
                                             rubric_version=rubric.version, blind=blind, replicate_tag=tag),
                 replicate_tag=tag, blind=blind))
     return items, skipped
+
+
+def key_material(judges, rubric: Rubric):
+    """What a judge call's cache key is made of, for every work item of these judges and this rubric
+    (judge runs and probes alike): the bundle, the rubric, the model and its parameters, the reply
+    schema, blindness, extras, and the schemas the judge actually sends (its request differs when
+    they do). Returns ``material(judge, bundle_hash, blind=..., extra=...)``."""
+    schema = schema_hash(rubric)
+    sent = {judge: judge.sent_schema_hashes(rubric) or None
+            for judge in judges if hasattr(judge, "sent_schema_hashes")}
+
+    def material(judge, bundle_hash: str, *, blind: bool, extra: dict | None) -> dict:
+        return dict(bundle_hash=bundle_hash, rubric=rubric.identity, model=judge.model, params=judge.params,
+                    schema=schema, blind=blind, extra=extra or None, sent_schemas=sent.get(judge))
+    return material
 
 
 def _setup(db, rubric, config, config_path, readonly=False):

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from evalkit.db.probes import ProbeTables
-from evalkit.judges.api import _judges, _preflight, _setup, build_items
+from evalkit.judges.api import _judges, _preflight, _setup, build_items, key_material
 from evalkit.judges.config import JudgeConfig
-from evalkit.judges.rubrics import Rubric, schema_hash
+from evalkit.judges.rubrics import Rubric
 from evalkit.judges.runner import Summary, WorkItem, run_items, run_sync
 from evalkit.judges.store import annotation_id
 
@@ -47,15 +47,14 @@ def probe_annotation_id(*, run_id: str, probe: str, model: str, rubric: Rubric) 
 def probe_items(cases: Iterable[Any], judges: list, rubric: Rubric, store: ProbeTables) -> list[WorkItem]:
     """One work item per (case, judge), judge-major like `build_items`; each annotation id is
     registered with ``store`` under its probe."""
-    schema = schema_hash(rubric)
+    material_for = key_material(judges, rubric)
     items = []
     cases = list(cases)
     for judge in judges:
         for case in cases:
             ann_id = probe_annotation_id(run_id=case.run_id, probe=case.probe, model=judge.model, rubric=rubric)
             store.expect(ann_id, case.probe)
-            material = dict(bundle_hash=case.bundle_hash, rubric=rubric.identity, model=judge.model,
-                            params=judge.params, schema=schema, blind=True, extra=None)
+            material = material_for(judge, case.bundle_hash, blind=True, extra=None)
             items.append(WorkItem(run_id=case.run_id, bundle_hash=case.bundle_hash, bundle=case.bundle, judge=judge,
                                   key_material=material, annotation_id=ann_id, replicate_tag="0", blind=True))
     return items

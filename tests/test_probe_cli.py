@@ -291,3 +291,19 @@ def test_a_failed_refresh_never_overwrites_a_stored_probe_answer(tmp_path, serve
     res = probe(db, server, cfg, "--probes", "verbosity", "--refresh")
     assert res.exit_code == 1 and server.count > 0
     assert rows(db, "SELECT annotation_id, status, annotation FROM probe_annotations ORDER BY 1") == stored
+
+
+def test_probes_are_asked_again_when_the_schema_sent_changes(tmp_path, server, runs, cfg):
+    """The probe's cache key is the judge's: in json_object_schema mode the narrowed schema sent
+    (bounded by rationale_max_chars) is part of it, so a new bound asks again instead of serving
+    answers given under the old one."""
+    server.dialect = "llamacpp"
+    db = tmp_path / "p.db"
+    args = ("--output-mode", "json_object_schema", "--probes", "verbosity")
+    assert probe(db, server, cfg, *args, paths=[runs]).exit_code == 0
+    first = server.count
+    assert probe(db, server, cfg, *args, paths=[runs]).exit_code == 0 and server.count == first
+    narrower = tmp_path / "narrower.toml"
+    narrower.write_text(Path(cfg).read_text() + "[request]\nrationale_max_chars = 200\n")
+    assert probe(db, server, str(narrower), *args, paths=[runs]).exit_code == 0
+    assert server.count == 2 * first
