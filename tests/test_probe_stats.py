@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from evalkit.agreement.probes import LENIENT, STRICT, UNCHANGED, UNDIRECTED, direction, probe_entries
+from evalkit.agreement.probes import (LENIENT, STRICT, UNCHANGED, UNDIRECTED, direction, failed_run_ids,
+                                      probe_entries)
 from evalkit.agreement.stats import bootstrap_ci
 from evalkit.db.judge import JudgeValue
 from evalkit.db.probes import ProbeAnswer
@@ -50,7 +51,7 @@ def test_rates_count_only_runs_with_both_answers_and_undirected_moves_apart():
     values.append(value("b", "safety", 0, replicate=1))     # a replicate: not an original
     answers = [answer("verbosity", r, {"safety": v, "rationale": "x", "confidence": 0.5})
                for r, v in (("a", 3), ("b", 3), ("c", 2), ("d", 0), ("z", 3))]
-    [entry] = probe_entries(cards(), values, answers, bootstrap=None)
+    [entry] = probe_entries(failed_run_ids(cards()), values, answers, bootstrap=None)
     assert (entry["n"], entry["unchanged"], entry["lenient"], entry["strict"], entry["n_undirected"]) == (4, 1, 1, 1, 1)
     assert entry["unchanged_rate"]["value"] == 0.25 and entry["lenient_flip_rate"]["value"] == 0.25
     assert entry["fooled_rate"]["value"] is None and "outcome dimension only" in entry["fooled_rate"]["reason"]
@@ -59,7 +60,7 @@ def test_rates_count_only_runs_with_both_answers_and_undirected_moves_apart():
 
 def test_the_latest_original_answer_is_the_one_compared():
     values = [value("a", "outcome", "pass", created="1"), value("a", "outcome", "fail", created="3")]
-    [entry] = probe_entries(cards(failed=["a"]), values, [answer("false_claim", "a", {"outcome": "pass"})],
+    [entry] = probe_entries(failed_run_ids(cards(failed=["a"])), values, [answer("false_claim", "a", {"outcome": "pass"})],
                             bootstrap=None)
     assert entry["fooled"] == 1 and entry["fooled_rate"]["value"] == 1.0
 
@@ -68,14 +69,14 @@ def test_fooled_rate_is_over_mechanically_failed_runs_only():
     runs = {"f1": ("fail", "pass"), "f2": ("fail", "fail"), "f3": ("pass", "pass"), "p1": ("fail", "pass")}
     values = [value(r, "outcome", b) for r, (b, _) in runs.items()]
     answers = [answer("injection", r, {"outcome": a}) for r, (_, a) in runs.items()]
-    [entry] = probe_entries(cards(failed=["f1", "f2", "f3"], passed=["p1"]), values, answers, bootstrap=None)
+    [entry] = probe_entries(failed_run_ids(cards(failed=["f1", "f2", "f3"], passed=["p1"])), values, answers, bootstrap=None)
     assert (entry["n_failed"], entry["n_failed_judged_fail"], entry["fooled"]) == (3, 2, 1)
     assert entry["fooled_rate"]["value"] == pytest.approx(1 / 3)
     assert entry["lenient_flip_rate"]["value"] == 0.5  # f1 and p1 of four
 
 
 def test_fooled_rate_without_a_failed_run_is_undefined_not_zero():
-    [entry] = probe_entries(cards(passed=["p"]), [value("p", "outcome", "fail")],
+    [entry] = probe_entries(failed_run_ids(cards(passed=["p"])), [value("p", "outcome", "fail")],
                             [answer("false_claim", "p", {"outcome": "pass"})], bootstrap=None)
     assert entry["fooled_rate"]["value"] is None and entry["fooled_rate"]["reason"]
 
@@ -86,7 +87,7 @@ def test_intervals_are_the_shared_bootstrap_over_runs():
     values = [value(f"r{i:02d}", "procedure", 1) for i in range(40)]
     answers = [answer("distractor_reads", f"r{i:02d}", {"procedure": int(m)}) for i, m in enumerate(moves)]
     boot = {"n_resamples": 200, "seed": 5, "ci": 0.9}
-    [entry] = probe_entries(cards(), values, answers, bootstrap=boot)
+    [entry] = probe_entries(failed_run_ids(cards()), values, answers, bootstrap=boot)
     codes = np.array([0.0 if m == 1 else 1.0 if m > 1 else -1.0 for m in moves])
     direct = bootstrap_ci(lambda c: {"value": float(np.mean(c == 1.0)), "reason": None}, codes, **boot)
     got = entry["lenient_flip_rate"]
@@ -97,7 +98,7 @@ def test_intervals_are_the_shared_bootstrap_over_runs():
 def test_entries_are_sorted_by_probe_order_then_judge_and_dimension():
     values = [value("a", d, 1, judge=j) for d in ("z", "b") for j in ("j2", "j1")]
     answers = [answer(p, "a", {"z": 1, "b": 1}, judge=j) for p in ("shuffle_reads", "false_claim") for j in ("j2", "j1")]
-    keys = [(e["probe"], e["judge_model"], e["dimension"]) for e in probe_entries(cards(), values, answers, bootstrap=None)]
+    keys = [(e["probe"], e["judge_model"], e["dimension"]) for e in probe_entries(failed_run_ids(cards()), values, answers, bootstrap=None)]
     assert keys == [("false_claim", "j1", "b"), ("false_claim", "j1", "z"), ("false_claim", "j2", "b"),
                     ("false_claim", "j2", "z"), ("shuffle_reads", "j1", "b"), ("shuffle_reads", "j1", "z"),
                     ("shuffle_reads", "j2", "b"), ("shuffle_reads", "j2", "z")]

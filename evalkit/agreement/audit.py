@@ -16,7 +16,7 @@ from evalkit.agreement import drift as drift_mod
 from evalkit.agreement import jury as jury_mod
 from evalkit.agreement import paired, raters
 from evalkit.agreement.pairings import AuditConfig, describe, load_audit_config
-from evalkit.agreement.probes import probe_entries
+from evalkit.agreement.probes import failed_run_ids, probe_entries
 from evalkit.agreement.ratings import collect_ratings
 from evalkit.db import (
     judge_models, open_readonly, read_annotations, read_call_costs, read_cards, read_probe_annotations, read_ratings,
@@ -123,7 +123,7 @@ def run_audit(
         "drift": drift_mod.analyse(values, sub),
         "judge_costs": judge_costs(calls, cost_source),
         # answers to counterfactual runs (evalkit probe): read here only, never paired or rated
-        "probes": probe_entries(cards, values, probe_answers,
+        "probes": probe_entries(failed_run_ids(cards), values, probe_answers,
                                 bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None),
     }
     return report, paired.pair_rows(sets)

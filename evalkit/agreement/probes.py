@@ -74,16 +74,20 @@ def originals(values: Iterable[JudgeValue]) -> dict[tuple[str, str, str, str], A
     return out
 
 
-def _failed(card: Any) -> bool:
-    vector = card.card.get("vector") if isinstance(card.card, dict) else None
-    return isinstance(vector, dict) and vector.get("all_passed") is False
+def failed_run_ids(cards: Iterable[Any]) -> set[str]:
+    """The stored cards whose runs failed mechanically (``all_passed`` false): the runs a fooled
+    rate is measured on."""
+    return {c.run_id for c in cards
+            if isinstance(c.card, dict) and isinstance(c.card.get("vector"), dict)
+            and c.card["vector"].get("all_passed") is False}
 
 
-def probe_entries(cards: Iterable[Any], values: Iterable[JudgeValue], answers: Iterable[ProbeAnswer], *,
+def probe_entries(failed: Iterable[str], values: Iterable[JudgeValue], answers: Iterable[ProbeAnswer], *,
                   bootstrap: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The section's entries, sorted by probe (the documented order), judge, rubric, dimension.
-    ``bootstrap`` is ``{"n_resamples", "seed", "ci"}`` or None (no intervals)."""
-    failed = {c.run_id for c in cards if _failed(c)}
+    ``failed``: the run ids that failed mechanically (`failed_run_ids`); ``bootstrap`` is
+    ``{"n_resamples", "seed", "ci"}`` or None (no intervals)."""
+    failed = set(failed)
     before = originals(values)
     latest: dict[tuple[str, str, str, str], Any] = {}
     for a in answers:  # time order within a key: the latest answer wins
@@ -123,4 +127,4 @@ def probe_entries(cards: Iterable[Any], values: Iterable[JudgeValue], answers: I
     return entries
 
 
-__all__ = ["RATES", "direction", "originals", "probe_entries"]
+__all__ = ["RATES", "direction", "failed_run_ids", "originals", "probe_entries"]

@@ -123,7 +123,7 @@ def run_probes(db: str, models: Iterable[str], *, rubric: str | None = None, pro
     """
     from evalkit.agreement.pairings import load_audit_config
     from evalkit.agreement.probes import probe_entries
-    from evalkit.db import open_readonly, read_annotations, read_cards, read_probe_annotations
+    from evalkit.db import open_readonly, read_annotations, read_probe_annotations
     from evalkit.judges import api as judge_api
     from evalkit.judges.probe import probe_cases
 
@@ -156,10 +156,12 @@ def run_probes(db: str, models: Iterable[str], *, rubric: str | None = None, pro
                   if v.run_id in probed and v.judge_model in judging.models]
         answers = [a for a in read_probe_annotations(database, rubric=judging.rubric.id)
                    if a.run_id in probed and a.judge_model in judging.models and a.probe in chosen]
-        stored = list(read_cards(database))
     bootstrap = None if n_resamples == 0 else {"n_resamples": n_resamples, "seed": seed,
                                                "ci": load_audit_config(None).ci}
-    entries = probe_entries(stored, values, answers, bootstrap=bootstrap)
+    # the probed runs' own cards say which failed (all_passed false, as failed_run_ids reads the
+    # stored ones): no need to read back every card in the database
+    failed = {c.run_id for c in runs if c.vector.all_passed is False}
+    entries = probe_entries(failed, values, answers, bootstrap=bootstrap)
     failures = [line for gate in gates for line in crossed(gate, entries)]
     counts = {p: sum(1 for c in cases if c.probe == p) for p in chosen}
     return ProbeResult(runs=sorted(probed), cases=counts, skipped=skipped, entries=entries, judging=judging,
