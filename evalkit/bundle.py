@@ -58,19 +58,8 @@ def truncate(value: Any, limit: int = RESULT_MAX_CHARS) -> Any:
     return f"{text[:limit]}...[truncated {len(text) - limit} chars]"
 
 
-def _event(event: Any, long_line: bool) -> dict[str, Any]:
-    if isinstance(event, ToolCall):
-        return {
-            "kind": "tool_call",
-            "step": event.step,
-            "call_index": event.call_index,
-            "tool": event.name,
-            "args": event.args,
-            "is_error": event.is_error,
-            "result": truncate(event.result) if long_line else event.result,
-        }
-    if isinstance(event, Assistant):
-        return {"kind": "assistant", "step": event.step, "text": event.text, "stop_reason": event.stop_reason}
+def _other_event(event: Any) -> dict[str, Any]:
+    """The entry of an event that is neither a tool call nor an assistant record."""
     if isinstance(event, Nudge):
         return {"kind": "nudge", "step": event.step, "text": event.text}
     if isinstance(event, ProviderError):
@@ -105,12 +94,17 @@ class BundleBuilder:
         self._pending: list[dict[str, Any]] = []
 
     def add(self, event: Any, long_line: bool = False) -> None:
-        self._pending.append(_event(event, long_line))
-        if len(self._pending) >= _FLUSH_ENTRIES:
-            self._flush()
+        if isinstance(event, ToolCall):
+            self.add_call(event, long_line)
+        elif isinstance(event, Assistant):
+            self.add_assistant(event)
+        else:
+            self._pending.append(_other_event(event))
+            if len(self._pending) >= _FLUSH_ENTRIES:
+                self._flush()
 
     def add_call(self, event: ToolCall, long_line: bool) -> None:
-        """``add`` for a tool call (the reader's loop knows the type)."""
+        """``add`` for a tool call (the reader's fast loop knows the type and calls it directly)."""
         self._pending.append({
             "kind": "tool_call",
             "step": event.step,
