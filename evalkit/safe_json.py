@@ -66,7 +66,8 @@ def _nesting(data: bytes) -> tuple[int, int, bool, int]:
     return deepest, depth, open_string, too_deep_at
 
 
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def object_pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """For ``json.JSONDecoder(object_pairs_hook=...)``: duplicate keys raise :class:`JSONProblem`."""
     obj: dict[str, Any] = {}
     for key, value in pairs:
         if key in obj:
@@ -141,8 +142,3 @@ def check_nesting(data: bytes | str) -> None:
     deepest, _, _, at = _nesting(raw)
     if deepest > MAX_DEPTH:
         raise JSONProblem(f"nested deeper than {MAX_DEPTH} levels", raw.count(b"\n", 0, at) + 1)
-
-
-def object_pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """For ``json.JSONDecoder(object_pairs_hook=...)``: duplicate keys raise :class:`JSONProblem`."""
-    return _reject_duplicates(pairs)
