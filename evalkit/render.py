@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from evalkit.present import CsvRows, MarkdownRows, Table, TextRows, csv_line
 from evalkit.present.table import scalar_text
-from evalkit.scorecard import ScoreCard
+from evalkit.scorecard import ScoreCard, card_head_json
 
 FORMATS = ("table", "json", "jsonl", "csv", "markdown")
 RUN_COLUMNS = (
@@ -72,12 +72,6 @@ def _csv_value(value: Any) -> Any:
 
 RUNS_TEXT = TextRows(RUN_COLUMNS, RUN_WIDTHS)
 RUNS_MARKDOWN = MarkdownRows(RUN_COLUMNS)
-
-
-def card_head_json(card: ScoreCard) -> str:
-    """The card without ``judge_bundle`` as compact UTF-8 JSON (what the database stores as the
-    card), serialised by pydantic-core in one pass."""
-    return card.model_dump_json(by_alias=True, exclude={"judge_bundle"})
 
 
 # A piece of output: a text, or (text, stop) for ``text[:stop]`` without copying a long text.

@@ -152,3 +152,9 @@ class ScoreCard(_Out):
         if with_bundle:
             data["judge_bundle"] = self.judge_bundle
         return data
+
+
+def card_head_json(card: ScoreCard) -> str:
+    """The card without ``judge_bundle`` as compact UTF-8 JSON (what the database stores as the
+    card), serialised by pydantic-core in one pass."""
+    return card.model_dump_json(by_alias=True, exclude={"judge_bundle"})

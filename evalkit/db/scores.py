@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.db.connect import Database, DbError, open_write
-from evalkit.scorecard import ScoreCard
+from evalkit.scorecard import ScoreCard, card_head_json
 from evalkit.values import compact_json
 
 DEFAULT_DB = "evalkit.db"
@@ -48,11 +48,11 @@ def _value_json(value: Any) -> str | None:
 
 def card_rows(card: ScoreCard, head: str | None = None) -> CardRows:
     """The rows one card is stored as: plain tuples, cheap to send from a worker process.
-    ``head`` is ``evalkit.render.card_head_json(card)`` (the stored card) when the caller has it.
+    ``head`` is ``card_head_json(card)`` (the stored card) when the caller has it.
     Built from the card's objects and its bundle's text, never from a dump of the whole card: a long
     run's rows are then the only copy the writer holds."""
     if head is None:
-        head = card.model_dump_json(by_alias=True, exclude={"judge_bundle"})
+        head = card_head_json(card)
     bundle = card.bundle
     v = card.vector
     # a long run repeats the same few commands: one string per distinct args / value JSON

@@ -81,7 +81,7 @@ def score_one(job: ScoreJob, source: Source) -> Scored:
     # the card's JSON without its bundle: the database's card, and the head of the json/jsonl output
     head = None
     if job.db_rows or job.output_format in ("json", "jsonl"):
-        from evalkit.render import card_head_json
+        from evalkit.scorecard import card_head_json
 
         head = card_head_json(card)
     if job.output_format is not None:
