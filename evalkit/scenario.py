@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, model_validator
 from pydantic_core import to_json
 
-from evalkit.values import SET_CONTROL, compact_json, control_key, match_key, sha256_hex
+from evalkit.values import SET_CONTROL, control_key, match_key, sha256_hex
 
 TASK_PROMPT_FIELDS = ("task_prompt", "prompt", "task", "instruction", "instructions", "briefing", "description")
 
@@ -164,7 +164,7 @@ class Scenario(_Open):
     def content_hash(self) -> str:
         """12 hex digits of the sha256 of the scenario's bundle part (ground truth, success criteria,
         budget, title, task prompt): tells apart two scenarios that share an id."""
-        return sha256_hex(compact_json(self.bundle_part))[:12]
+        return sha256_hex(self.bundle_part_json.decode("utf-8"))[:12]
 
     def task_prompt(self) -> str | None:
         extra = self.model_extra or {}
