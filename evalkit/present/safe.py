@@ -64,9 +64,14 @@ _FOLD = re.compile(r"(?:\r\n|[ \t\n])+")
 _MD_SPECIAL = re.compile(r"([\\`*\[\]|~!#]|(?<![^\W_])_|_(?![^\W_]))")
 
 
+def _one_line(value: Any) -> str:
+    """Whitespace runs and line breaks folded to one space, outer spaces cut, then sanitized."""
+    return sanitize(_FOLD.sub(" ", value if isinstance(value, str) else str(value)).strip(" "))
+
+
 def md_text(value: Any) -> str:
     """Any value as one line of markdown (a table cell or a paragraph), inert."""
-    text = sanitize(_FOLD.sub(" ", value if isinstance(value, str) else str(value)).strip(" "))
+    text = _one_line(value)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", text)
 
@@ -76,7 +81,7 @@ def md_code(value: Any) -> str:
     folded to one line, ``|`` escaped (GitHub splits cells before it parses code), fenced by one
     backtick more than the longest run inside and padded when it starts or ends with one. Code
     spans render no HTML and no markdown, so nothing else needs escaping."""
-    text = sanitize(_FOLD.sub(" ", value if isinstance(value, str) else str(value)).strip(" ")).replace("|", "\\|")
+    text = _one_line(value).replace("|", "\\|")
     if not text:
         return ""
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
