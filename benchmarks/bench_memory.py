@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalkit.testing import a320_scenario
+from evalkit.trajectory.builders import a320_scenario
 
 TARGET_MB = 250
 

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalkit.testing import a320_scenario, cmd, read, say, trajectory, write_jsonl
+from evalkit.trajectory.builders import a320_scenario, cmd, read, say, trajectory, write_jsonl
 
 RSS_PROBE = """
 import resource, sys
@@ -88,7 +88,7 @@ def decode_only(files: list[Path]) -> None:
 def score_jsonl(directory: Path, engine: str = "local", workers: int = 1) -> None:
     """`evalkit score DIR --format jsonl --no-db` through the API, output to /dev/null."""
     from evalkit.api import Aggregator, ScoreJob, score_stream
-    from evalkit.render import ScoreWriter
+    from evalkit.present.score_view import ScoreWriter
 
     with open(os.devnull, "w", encoding="utf-8") as out:
         writer = ScoreWriter(out, "jsonl")
@@ -106,7 +106,7 @@ def storage(directory: Path, tmp: Path, workers: int, sink: str) -> dict[str, fl
     import shutil
 
     from evalkit.api import ScoreJob, Store, score_stream
-    from evalkit.parquet import ParquetWriter
+    from evalkit.output.parquet import ParquetWriter
 
     db_path, pq_dir = tmp / "store.db", tmp / "parquet"
     for f in tmp.glob("store.db*"):

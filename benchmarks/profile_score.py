@@ -44,10 +44,10 @@ def main() -> None:
     parser.add_argument("--cprofile", action="store_true")
     args = parser.parse_args()
 
-    from evalkit import safe_json
-    from evalkit.aggregate import RunSummary
-    from evalkit.reader import _VALIDATE, _share_scenario, read_trajectory
-    from evalkit.render import card_head_json, card_parts
+    from evalkit.trajectory import safe_json
+    from evalkit.aggregate.groups import RunSummary
+    from evalkit.trajectory.reader import _VALIDATE, _share_scenario, read_trajectory
+    from evalkit.present.score_view import card_head_json, card_parts
     from evalkit.scoring import score_trajectory
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -4,3 +4,7 @@ The public Python API lives in :mod:`evalkit.api`; the command line is a thin sh
 Nothing here imports litellm, numpy or scipy: `evalkit score` stays light.
 """
 __version__ = "0.1.0"
+
+from evalkit import _moved
+
+_moved.install()

@@ -13,14 +13,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from evalkit.aggregate import Aggregator, RunSummary, aggregate, pass_hat_k
+from evalkit.aggregate.groups import Aggregator, RunSummary, aggregate, pass_hat_k
 from evalkit.errors import InputError
-from evalkit.reader import Warn, expand_paths, parse_trajectory, read_trajectory
-from evalkit.scorecard import ScoreCard
+from evalkit.trajectory.reader import Warn, expand_paths, parse_trajectory, read_trajectory
+from evalkit.scoring.scorecard import ScoreCard
 from evalkit.scoring import derive_scalar, score_trajectory
 from evalkit.db.scores import DEFAULT_DB, CardRows, Store
 from evalkit.engines import ScoreJob, Scored, score_files
-from evalkit.uncertainty.standard_errors import DEFAULT_LEVEL
+from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL
 
 __all__ = [
     "Aggregator", "DEFAULT_DB", "InputError", "RunSummary", "ScoreCard", "Store", "aggregate",
@@ -150,8 +150,8 @@ def aggregate_db(db_path: str | Path, include_errors: bool = False, level: float
 def compare(db_path: str | Path, baseline: str | None = None, correction: str = "holm",
             level: float = DEFAULT_LEVEL, include_errors: bool = False) -> dict:
     """Paired comparison of the models stored in ``db_path`` (``evalkit compare``); see
-    :func:`evalkit.uncertainty.paired.compare_models`. ValueError for an unknown baseline."""
-    from evalkit.uncertainty.paired import compare_models
+    :func:`evalkit.aggregate.uncertainty.paired.compare_models`. ValueError for an unknown baseline."""
+    from evalkit.aggregate.uncertainty.paired import compare_models
 
     return compare_models(aggregate_db(db_path, include_errors, level), baseline, correction, level)
 
@@ -159,8 +159,8 @@ def compare(db_path: str | Path, baseline: str | None = None, correction: str = 
 def plan(delta: float, db_path: str | Path | None = None, level: float = DEFAULT_LEVEL, power: float = 0.8,
          sd_within: float | None = None, sd_between: float | None = None) -> dict:
     """Scenarios × runs needed to detect ``delta`` (``evalkit plan``), from the variances measured
-    in ``db_path`` or stated; see :func:`evalkit.uncertainty.power.plan`."""
-    from evalkit.uncertainty.power import plan as make_plan
+    in ``db_path`` or stated; see :func:`evalkit.aggregate.uncertainty.power.plan`."""
+    from evalkit.aggregate.uncertainty.power import plan as make_plan
 
     measured = aggregate_db(db_path, level=level) if db_path is not None else None
     result = make_plan(delta, measured, level, power, sd_within=sd_within, sd_between=sd_between)

@@ -4,7 +4,7 @@ Each sub-command lives in its own module under evalkit/commands/ and exposes `re
 Those modules import only click and the standard library at module level, so that `evalkit score`
 never pays for numpy, scipy or litellm.
 
-Exit codes (all commands, evalkit/exitcodes.py): 0 success; 1 some inputs were bad; 3 a quality gate
+Exit codes (all commands, evalkit/commands/exitcodes.py): 0 success; 1 some inputs were bad; 3 a quality gate
 failed (see the command's help); 2 usage error (bad flags, missing files, unknown names); 130
 interrupted. Every error is one line on stderr, ``error: ...``, usage errors included.
 """
@@ -16,7 +16,7 @@ import sys
 import click
 
 from evalkit import __version__
-from evalkit.exitcodes import EXIT_USAGE
+from evalkit.commands.exitcodes import EXIT_USAGE
 from evalkit.present.safe import sanitize
 
 

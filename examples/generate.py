@@ -7,7 +7,7 @@ form. Deterministic.
 """
 from pathlib import Path
 
-from evalkit.testing import a320_scenario, call, cmd, read, say, trajectory, write_jsonl
+from evalkit.trajectory.builders import a320_scenario, call, cmd, read, say, trajectory, write_jsonl
 
 HERE = Path(__file__).resolve().parent
 

@@ -4,7 +4,7 @@ Precedence (later wins, tables merge key by key): the shipped configs/judge.toml
 the EVALKIT_JUDGE_CONFIG environment variable, an explicit config file, then a dict of overrides
 (the Python API's `config=`; tests use it to make backoff tiny).
 
-Files are read and validated by evalkit's one config loader (`evalkit.configfile`): every table is
+Files are read and validated by evalkit's one config loader (`evalkit.config.files`): every table is
 a pydantic model that forbids unknown keys, so a misspelt key (`request.max_tokns`) is a one-line
 `ConfigError` naming the file and the key path, never a silently ignored setting.
 """
@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from evalkit.configfile import ConfigError, ConfigModel, load_toml, validate
+from evalkit.config.files import ConfigError, ConfigModel, load_toml, validate
 from evalkit.judges.output_modes import AUTO, MODES
-from evalkit.resources import data_dir
+from evalkit.config.resources import data_dir
 
 __all__ = ["ConfigError", "JudgeConfig", "JudgeFile", "load_config", "ENV_VAR"]
 

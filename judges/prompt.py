@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from evalkit.values import canonical_json
+from evalkit.trajectory.values import canonical_json
 from evalkit.judges.rubrics import Rubric
 
 

@@ -1,6 +1,6 @@
 """Rubric files (prompts/*.toml) and the pydantic model of a judge's reply.
 
-A rubric file is TOML, read and validated by evalkit's one config loader (`evalkit.configfile`,
+A rubric file is TOML, read and validated by evalkit's one config loader (`evalkit.config.files`,
 model `RubricFile`: unknown keys and wrong types are one-line errors naming the file and key): `id`, `version`, `title`, `instructions`, a `[scale]`,
 `[[dimensions]]` (name, question, `na` = whether "n/a" is allowed, optional `na_when`, anchors
 for 3..0), optional `[outcome]` (pass|fail plus a confidence in [0, 1]), `[rationale]`, and
@@ -21,8 +21,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
 
-from evalkit.configfile import ConfigError, ConfigModel, read_toml, validate
-from evalkit.resources import data_dir
+from evalkit.config.files import ConfigError, ConfigModel, read_toml, validate
+from evalkit.config.resources import data_dir
 
 # Bump when the reply schema or how a reply is parsed changes: it is part of every cache key.
 SCHEMA_VERSION = 1

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.db.judge import now_utc
-from evalkit.per_call import median_and_mean_after_first
+from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.judges.concurrency import AdaptiveLimiter, use_limiter
 from evalkit.judges.output_modes import extract_json
 from evalkit.judges.protocol import Annotation, Judge, JudgeFatalError

@@ -8,8 +8,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from evalkit.scorecard import ScoreCard
-from evalkit.storage import Store
+from evalkit.scoring.scorecard import ScoreCard
+from evalkit.db import Store
 from evalkit.judges.store import JudgeStore
 
 

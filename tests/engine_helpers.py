@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalkit.testing import a320_scenario, cmd, dumps_jsonl, read, say, trajectory, write_jsonl
+from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, read, say, trajectory, write_jsonl
 
 PLANS = [
     [read(), say("reset"), cmd("apu_gen", 0), cmd("apu_gen", 1), read(), cmd("apu_gen", 0), cmd("ext_pwr", 1)],

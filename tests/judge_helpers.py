@@ -25,7 +25,7 @@ def fast_config(directory: Path) -> str:
 
 def write_runs(directory: Path, n: int, start: int = 0) -> Path:
     """n distinct A320 trajectories (different transcripts, so different bundle hashes)."""
-    from evalkit.testing import a320_scenario, cmd, read, say, trajectory, write_jsonl
+    from evalkit.trajectory.builders import a320_scenario, cmd, read, say, trajectory, write_jsonl
 
     directory.mkdir(parents=True, exist_ok=True)
     for i in range(start, start + n):
@@ -40,7 +40,7 @@ def write_runs(directory: Path, n: int, start: int = 0) -> Path:
 def scored_db(tmp_path: Path, n: int, extra: list[dict] | None = None) -> str:
     """A database holding n scored runs (the lead's scorer and Store), returned as its path."""
     from evalkit.api import iter_scorecards
-    from evalkit.storage import Store
+    from evalkit.db import Store
 
     runs = write_runs(tmp_path / "runs", n)
     db = str(tmp_path / "evalkit.db")
@@ -78,7 +78,7 @@ CALLS = 6      # two of them (the isolation-skipped runs) have identical blind b
 
 def scored_examples(tmp_path: Path) -> str:
     from evalkit.api import iter_scorecards
-    from evalkit.storage import Store
+    from evalkit.db import Store
 
     db = str(tmp_path / "a320.db")
     store = Store(db)

@@ -8,7 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from evalkit.testing import a320_scenario, cmd, read, trajectory, write_jsonl
+from evalkit.trajectory.builders import a320_scenario, cmd, read, trajectory, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

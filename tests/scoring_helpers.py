@@ -1,7 +1,7 @@
 """Shared helpers for the scorer tests: build records, score them in memory."""
-from evalkit.reader import parse_trajectory
+from evalkit.trajectory.reader import parse_trajectory
 from evalkit.scoring import score_trajectory
-from evalkit.testing import dumps_jsonl
+from evalkit.trajectory.builders import dumps_jsonl
 
 
 def score_records(records, path="mem.jsonl"):

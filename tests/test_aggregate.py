@@ -4,7 +4,7 @@ import statistics
 
 import pytest
 
-from evalkit.aggregate import RunSummary, aggregate, pass_hat_k
+from evalkit.aggregate.groups import RunSummary, aggregate, pass_hat_k
 
 
 def rs(scenario, model, scalar, passed, status="scored", dangerous=0, order=1.0):

@@ -6,7 +6,7 @@ import tracemalloc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalkit.aggregate import Aggregator, RunSummary
+from evalkit.aggregate.groups import Aggregator, RunSummary
 
 unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 runs_strategy = st.lists(
@@ -80,14 +80,14 @@ def test_aggregator_memory_does_not_grow_with_runs():
 
 @given(st.integers(min_value=0, max_value=400), st.integers(min_value=0, max_value=400))
 def test_pass_hat_k_equals_the_binomial_ratio_exactly(c, extra):
-    from evalkit.aggregate import pass_hat_k
+    from evalkit.aggregate.groups import pass_hat_k
 
     n = c + extra
     assert pass_hat_k(c, n) == [math.comb(c, k) / math.comb(n, k) for k in range(1, n + 1)]
 
 
 def test_pass_hat_k_of_a_large_group_is_linear_not_quadratic():
-    from evalkit.aggregate import pass_hat_k
+    from evalkit.aggregate.groups import pass_hat_k
 
     # 60,000 runs: recomputing C(n, k) for every k took minutes; the carried form is immediate.
     out = pass_hat_k(59_999, 60_000)

@@ -203,7 +203,7 @@ def test_out_is_the_stdout_bytes_written_atomically(db, tmp_path):
 
 
 def test_out_failing_midway_keeps_the_old_file_whole(db, tmp_path, monkeypatch):
-    import evalkit.atomic
+    import evalkit.output.atomic
 
     out = tmp_path / "audit.json"
     out.write_text("previous audit\n", encoding="utf-8")
@@ -211,7 +211,7 @@ def test_out_failing_midway_keeps_the_old_file_whole(db, tmp_path, monkeypatch):
     def disk_full(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(evalkit.atomic.os, "replace", disk_full)
+    monkeypatch.setattr(evalkit.output.atomic.os, "replace", disk_full)
     res = run("audit", "--db", str(db), "--format", "json", "--resamples", "0", "--out", str(out))
     assert res.exit_code == 1
     assert res.stderr.strip() == f"error: {out}: cannot write: No space left on device"

@@ -125,7 +125,7 @@ def test_python_dash_m_and_console_script_agree():
 
 
 def test_duplicate_run_id_is_warned(tmp_path):
-    from evalkit.testing import a320_scenario, cmd, trajectory, write_jsonl
+    from evalkit.trajectory.builders import a320_scenario, cmd, trajectory, write_jsonl
 
     for name in ("a", "b"):
         write_jsonl(tmp_path / f"{name}.jsonl", trajectory(a320_scenario(), [cmd("ext_pwr", 1)], run_id="same"))

@@ -104,7 +104,7 @@ def test_bad_positions_are_caller_errors(pred, ref, why):
 
 def test_verdict_files_and_audit_pairings_share_the_engine():
     """A verdict file's numbers are the engine's numbers on the same rows."""
-    from evalkit.verdicts import score_payload
+    from evalkit.verdicts.analysis import score_payload
 
     rows = [{"truth": t, "pred": p, "slice": "a", "probs": None, "ms": 1}
             for t, p in [("allow", "allow"), ("deny", "allow"), ("confirm", "deny"), ("deny", "deny"), ("allow", "oops")]]

@@ -8,9 +8,9 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from import_helpers import among, modules_loaded_by
-from evalkit.aggregate import RunSummary, aggregate
-from evalkit.uncertainty.multitest import adjust, benjamini_hochberg, holm
-from evalkit.uncertainty.paired import (
+from evalkit.aggregate.groups import RunSummary, aggregate
+from evalkit.aggregate.uncertainty.multitest import adjust, benjamini_hochberg, holm
+from evalkit.aggregate.uncertainty.paired import (
     NO_DIFFERENCE, NOT_COMPARABLE, WORSE, best_model, compare_models, paired_difference, significantly_worse,
 )
 
@@ -147,6 +147,6 @@ def test_unknown_baseline_is_a_value_error():
 
 
 def test_uncertainty_imports_no_numpy_or_scipy():
-    loaded = modules_loaded_by("import evalkit.aggregate, evalkit.uncertainty.paired, evalkit.uncertainty.power, "
-                               "evalkit.uncertainty.multitest")
+    loaded = modules_loaded_by("import evalkit.aggregate.groups, evalkit.aggregate.uncertainty.paired, evalkit.aggregate.uncertainty.power, "
+                               "evalkit.aggregate.uncertainty.multitest")
     assert among(loaded, ("numpy", "scipy", "litellm")) == []

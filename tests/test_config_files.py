@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from evalkit.agreement.pairings import load_audit_config
 from evalkit.cli import cli
-from evalkit.configfile import ConfigError, ConfigModel, load_toml, validate
+from evalkit.config.files import ConfigError, ConfigModel, load_toml, validate
 from evalkit.errors import InputError
 
 PAIRING = ('[[pairing]]\nname = "x"\nrubric = "r"\njudge_dimension = "d"\nscale = ["a", "b"]\n'

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import evalkit.cli
 from evalkit.present import Html, Markdown, Table, csv_cell, md_text, sanitize
-from evalkit.testing import a320_scenario, cmd, read, say, trajectory, write_jsonl
+from evalkit.trajectory.builders import a320_scenario, cmd, read, say, trajectory, write_jsonl
 
 CLEAR = "\x1b[2J"  # erase the screen
 OSC_TITLE = "\x1b]0;pwned\x07"  # set the window title

@@ -13,12 +13,12 @@ import pytest
 import sqlite_utils
 
 from evalkit.api import Store, iter_scorecards, score_into
-from evalkit.bundle import bundle_json
+from evalkit.trajectory.bundle import bundle_json
 from evalkit.db import (
     SCHEMA_VERSION, TABLES, DbError, open_readonly, open_write, read_annotations, read_cards, read_ratings,
     read_scorecards,
 )
-from evalkit.values import compact_json
+from evalkit.trajectory.values import compact_json
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

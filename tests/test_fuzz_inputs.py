@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from evalkit.db import Store, open_readonly, read_scorecards
 from evalkit.errors import InputError
-from evalkit.reader import parse_trajectory
-from evalkit.render import card_text
+from evalkit.trajectory.reader import parse_trajectory
+from evalkit.present.score_view import card_text
 from evalkit.scoring import score_trajectory
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

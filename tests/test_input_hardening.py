@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.errors import InputError
-from evalkit.reader import parse_trajectory, read_trajectory
+from evalkit.trajectory.reader import parse_trajectory, read_trajectory
 from evalkit.scoring import score_trajectory
-from evalkit.testing import a320_scenario, cmd, dumps_jsonl, trajectory, write_jsonl
+from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, trajectory, write_jsonl
 
 
 def _strict_json(text: str):

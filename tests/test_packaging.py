@@ -42,7 +42,7 @@ def test_installed_wheel_finds_its_data(wheel, tmp_path):
     assert proc.returncode == 0, proc.stderr
     probe = (
         "import json, sys; sys.path.insert(0, sys.argv[1]);"
-        "from evalkit.resources import data_dir;"
+        "from evalkit.config.resources import data_dir;"
         "print(json.dumps({n: str(data_dir(n)) for n in ('configs', 'prompts')}))"
     )
     out = subprocess.run([sys.executable, "-c", probe, str(target)], capture_output=True, text=True, cwd=tmp_path)

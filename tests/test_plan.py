@@ -1,4 +1,4 @@
-"""Sample-size planning (evalkit.uncertainty.power) against statsmodels' NormalIndPower (one-sample,
+"""Sample-size planning (evalkit.aggregate.uncertainty.power) against statsmodels' NormalIndPower (one-sample,
 ratio=0: the paired comparison) and a hand computation of the measured variances."""
 import math
 import statistics
@@ -6,8 +6,8 @@ import statistics
 import pytest
 from statsmodels.stats.power import NormalIndPower
 
-from evalkit.aggregate import RunSummary, aggregate
-from evalkit.uncertainty.power import measured_variances, plan, power_of, scenarios_needed
+from evalkit.aggregate.groups import RunSummary, aggregate
+from evalkit.aggregate.uncertainty.power import measured_variances, plan, power_of, scenarios_needed
 
 
 def rs(scenario, model, value):

@@ -27,7 +27,7 @@ def invoke(*args):
 @pytest.fixture
 def runs(tmp_path):
     """The bundled examples, copied, plus two runs that read twice before acting (one failed)."""
-    from evalkit.testing import a320_scenario, cmd, read, trajectory, write_jsonl
+    from evalkit.trajectory.builders import a320_scenario, cmd, read, trajectory, write_jsonl
 
     out = tmp_path / "runs"
     for src in EXAMPLES:

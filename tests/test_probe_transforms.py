@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 from evalkit.api import read_trajectory, score_file
-from evalkit.bundle import RESULT_MAX_CHARS
-from evalkit.configfile import ConfigError
+from evalkit.trajectory.bundle import RESULT_MAX_CHARS
+from evalkit.config.files import ConfigError
 from evalkit.probes import (
     PROBES, NotApplicable, ScoreMoved, build_case, dress_bundle, load_probes_config, mechanical, sample_runs,
     transform,
 )
 from evalkit.probes import transforms as tr
-from evalkit.records import Assistant, ToolCall
+from evalkit.trajectory.records import Assistant, ToolCall
 from evalkit.scoring import score_trajectory
-from evalkit.testing import a320_scenario, call, cmd, read, say, trajectory, write_jsonl
+from evalkit.trajectory.builders import a320_scenario, call, cmd, read, say, trajectory, write_jsonl
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*/*.jsonl"))
 CFG = load_probes_config()

@@ -6,8 +6,8 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.errors import InputError
-from evalkit.reader import parse_trajectory
-from evalkit.testing import a320_scenario, cmd, dumps_jsonl, trajectory, write_jsonl
+from evalkit.trajectory.reader import parse_trajectory
+from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, trajectory, write_jsonl
 
 GOOD = trajectory(a320_scenario(), [cmd("ext_pwr", 1)], run_id="good")
 

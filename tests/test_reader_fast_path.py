@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import reader
+from evalkit.trajectory import reader
 from evalkit.errors import InputError
-from evalkit.reader import parse_lines, parse_trajectory, read_trajectory
-from evalkit.render import card_head_json
+from evalkit.trajectory.reader import parse_lines, parse_trajectory, read_trajectory
+from evalkit.present.score_view import card_head_json
 from evalkit.scoring import score_trajectory
-from evalkit.testing import a320_scenario, cmd, dumps_jsonl, read, say, trajectory
+from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, read, say, trajectory
 
 SC = a320_scenario()
 

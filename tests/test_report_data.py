@@ -13,7 +13,7 @@ import pytest
 import report_fixtures as rf
 from evalkit.api import Store, aggregate, iter_scorecards
 from evalkit.errors import InputError
-from evalkit.configfile import ConfigError
+from evalkit.config.files import ConfigError
 from evalkit.report import ReportError, build_report, load_contamination
 
 

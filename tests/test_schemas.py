@@ -49,7 +49,7 @@ def test_schema_output_is_canonical(name):
 
 
 def test_scorecard_schema_is_the_pydantic_model():
-    from evalkit.scorecard import ScoreCard
+    from evalkit.scoring.scorecard import ScoreCard
 
     assert json_schema("scorecard") == ScoreCard.model_json_schema()
 

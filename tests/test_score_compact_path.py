@@ -17,13 +17,13 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.db.scores import Store, card_rows
-from evalkit.reader import read_trajectory
-from evalkit.records import Call, ToolCall
-from evalkit.render import FORMATS, ScoreWriter, card_head_json, card_json, card_parts, card_text
-from evalkit.scorecard import CommandRow, ScoreCard
+from evalkit.trajectory.reader import read_trajectory
+from evalkit.trajectory.records import Call, ToolCall
+from evalkit.present.score_view import FORMATS, ScoreWriter, card_head_json, card_json, card_parts, card_text
+from evalkit.scoring.scorecard import CommandRow, ScoreCard
 from evalkit.scoring import score_trajectory
-from evalkit.testing import a320_scenario, call, cmd, dumps_jsonl, read, say, trajectory, write_jsonl
-from evalkit.values import compact_json
+from evalkit.trajectory.builders import a320_scenario, call, cmd, dumps_jsonl, read, say, trajectory, write_jsonl
+from evalkit.trajectory.values import compact_json
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "a320"
 SC = a320_scenario()
@@ -96,7 +96,7 @@ def test_bundle_text_is_the_canonical_json_of_the_bundle_object_and_its_hash(run
 
 
 def test_long_transcripts_are_serialised_in_groups_with_the_same_bytes(tmp_path, monkeypatch):
-    from evalkit import bundle
+    from evalkit.trajectory import bundle
 
     records = trajectory(SC, [read(), cmd("apu_gen", 0), say("hm")] * 300, run_id="long")
     path = write_jsonl(tmp_path / "long.jsonl", records)
@@ -187,7 +187,7 @@ def test_stored_cards_read_back_equal_the_scored_ones(runs, tmp_path):
 def test_writer_writes_long_parts_in_chunks_with_the_same_bytes(runs, fmt, monkeypatch):
     import io
 
-    from evalkit import render
+    from evalkit.present import score_view as render
 
     cards = [score_trajectory(read_trajectory(p, lambda w: None, compact=True)) for p in runs]
 

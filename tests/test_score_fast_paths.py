@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from evalkit.render import card_json
+from evalkit.present.score_view import card_json
 from evalkit.scoring import score_trajectory
-from evalkit.reader import parse_trajectory
-from evalkit.testing import a320_scenario, cmd, dumps_jsonl, read, trajectory
+from evalkit.trajectory.reader import parse_trajectory
+from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, read, trajectory
 
 
 def test_card_json_is_the_json_of_the_card_dict_non_finite_as_null():
@@ -34,7 +34,7 @@ def test_overflow_prefilter_matches_the_pattern_it_replaces(line, expected):
     """A line is walked for numbers that overflow exactly when the old pattern matched it."""
     import re
 
-    from evalkit.reader import _maybe_overflow
+    from evalkit.trajectory.reader import _maybe_overflow
 
     pattern = re.compile(rb"[0-9][eE][+-]?[0-9]{3}|[0-9]{309}")
     assert _maybe_overflow(line) is expected is (pattern.search(line) is not None)
@@ -45,9 +45,9 @@ def test_overflow_prefilter_matches_the_pattern_it_replaces(line, expected):
     (b'{"v": 1e400}', False), (b'{"v": "NaN Infinity"}', False), (b'{"v": 1.5}', False),
 ])
 def test_literals_are_noted_by_the_parse(line, literals):
-    from evalkit import safe_json
+    from evalkit.trajectory import safe_json
 
-    from evalkit.values import compact_json
+    from evalkit.trajectory.values import compact_json
 
     obj, noted = safe_json.loads_noting_literals(line)
     assert noted is literals
@@ -58,7 +58,7 @@ def test_literals_are_noted_by_the_parse(line, literals):
                                   b'{"a": ' + b"9" * 5000 + b'}', b'{"a": NaN', b'{"a": 1} x'])
 def test_the_strict_first_parse_gives_the_rules_errors(line):
     """Whatever the first, strict parse refuses is answered by the rules' own parse: the same error."""
-    from evalkit import safe_json
+    from evalkit.trajectory import safe_json
 
     with pytest.raises(safe_json.JSONProblem) as first:
         safe_json.loads_noting_literals(line)
@@ -72,7 +72,7 @@ def test_constructed_command_rows_set_every_field_of_the_model():
     added there too (a row missing it would fail to serialise)."""
     import inspect
 
-    from evalkit.scorecard import CommandRow
+    from evalkit.scoring.scorecard import CommandRow
     from evalkit.scoring.classify import _row
 
     assert list(inspect.signature(_row).parameters) == list(CommandRow.model_fields)

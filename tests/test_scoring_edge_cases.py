@@ -1,8 +1,8 @@
 """The scorer issue's edge cases and the issue's additions, one named test each."""
 import pytest
 
-from evalkit.aggregate import aggregate
-from evalkit.testing import a320_scenario, call, cmd, read, trajectory
+from evalkit.aggregate.groups import aggregate
+from evalkit.trajectory.builders import a320_scenario, call, cmd, read, trajectory
 from scoring_helpers import classes, score_records
 
 SC = a320_scenario()
@@ -76,9 +76,9 @@ def test_extraneous_cap_floors_tidiness_at_three_quarters():
 
 
 def test_truncated_trajectory_drops_last_line_and_is_incomplete():
-    from evalkit.reader import parse_trajectory
+    from evalkit.trajectory.reader import parse_trajectory
     from evalkit.scoring import score_trajectory
-    from evalkit.testing import dumps_jsonl
+    from evalkit.trajectory.builders import dumps_jsonl
 
     text = dumps_jsonl(trajectory(SC, RESET, run_id="t", final=False)) + '{"type": "tool_call", "na'
     warnings = []
@@ -208,7 +208,7 @@ def test_bundle_is_blind_and_hash_is_stable():
 
 
 def test_bundle_truncates_long_results():
-    from evalkit.bundle import RESULT_MAX_CHARS
+    from evalkit.trajectory.bundle import RESULT_MAX_CHARS
 
     big = call("get_state", {}, result={"blob": "x" * (RESULT_MAX_CHARS * 2)})
     card = _score([big] + RESET + RESTORE)
@@ -217,7 +217,7 @@ def test_bundle_truncates_long_results():
 
 
 def test_shared_scenario_cache_keys_on_exact_content():
-    from evalkit import reader
+    from evalkit.trajectory import reader
 
     changed = a320_scenario()
     changed["ground_truth"]["procedure"][1]["actions"][1]["value"] = 2  # ext_pwr 2 required instead of 1

@@ -1,7 +1,7 @@
 """The procedure-compliance design note's verified ordering, pinned exactly: 1.00 > 0.90 > 0.55 > 0.00."""
 import pytest
 
-from evalkit.testing import a320_scenario, cmd, read, trajectory
+from evalkit.trajectory.builders import a320_scenario, cmd, read, trajectory
 from scoring_helpers import score_records
 
 SC = a320_scenario()

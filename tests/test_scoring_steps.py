@@ -1,9 +1,9 @@
 """Each step of the scorer (evalkit/scoring/), tested on its own, then composed."""
 import pytest
 
-from evalkit.reader import parse_trajectory
-from evalkit.records import Final, ProviderError, SuccessEval, ToolCall
-from evalkit.scenario import Scenario
+from evalkit.trajectory.reader import parse_trajectory
+from evalkit.trajectory.records import Final, ProviderError, SuccessEval, ToolCall
+from evalkit.trajectory.scenario import Scenario
 from evalkit.scoring import derive_scalar, efficiency_grade, score_trajectory
 from evalkit.scoring.checks import mechanical_checks, no_checks
 from evalkit.scoring.classify import call_key, classify_commands, shown_control, split_calls
@@ -12,7 +12,7 @@ from evalkit.scoring.end_state import end_state
 from evalkit.scoring.match import coverage, match_required
 from evalkit.scoring.order import order_score
 from evalkit.scoring.status import run_status
-from evalkit.testing import a320_scenario, cmd, dumps_jsonl, trajectory
+from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, trajectory
 
 
 def _call(name, args=None, is_error=False):

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 import evalkit.cli
 from audit_helpers import Annotator, card, save_cards
 from evalkit.agreement.audit import build_audit
-from evalkit.self_judging import model_key, same_model, self_judged_runs, warning_lines
+from evalkit.agreement.self_judging import model_key, same_model, self_judged_runs, warning_lines
 
 
 @pytest.mark.parametrize("judge, agent", [

@@ -2,7 +2,7 @@
 import pytest
 from scipy import stats
 
-from evalkit.uncertainty.distributions import normal_two_sided_p, t_cdf, t_quantile, t_two_sided_p
+from evalkit.aggregate.uncertainty.distributions import normal_two_sided_p, t_cdf, t_quantile, t_two_sided_p
 
 DFS = [1, 2, 3, 4, 5, 7, 10, 29, 30, 100, 1000, 10000]
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from inspect_ai.scorer import SampleScore, Score, ci, stderr
 
-from evalkit.aggregate import RunSummary, aggregate
-from evalkit.uncertainty.bootstrap import bootstrap_curve, percentile
-from evalkit.uncertainty.standard_errors import clustered_se, mean_se, scenario_weighted_se
+from evalkit.aggregate.groups import RunSummary, aggregate
+from evalkit.aggregate.uncertainty.bootstrap import bootstrap_curve, percentile
+from evalkit.aggregate.uncertainty.standard_errors import clustered_se, mean_se, scenario_weighted_se
 
 
 def rs(scenario, model, scalar, passed=None, status="scored"):

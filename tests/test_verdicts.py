@@ -1,4 +1,4 @@
-"""`evalkit verdicts` and evalkit.verdicts on small hand-written result files (tests/fixtures/verdicts)."""
+"""`evalkit verdicts` and evalkit.verdicts.analysis on small hand-written result files (tests/fixtures/verdicts)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
 from import_helpers import among, modules_loaded_by
-from evalkit import verdicts as V
+from evalkit.verdicts import analysis as V
 from evalkit.cli import cli
 
 FIX = Path(__file__).parent / "fixtures" / "verdicts"
@@ -243,4 +243,4 @@ def test_example_file_scores_cleanly():
 
 def test_command_module_imports_only_click_and_stdlib():
     loaded = modules_loaded_by("import evalkit.commands.verdicts")
-    assert among(loaded, ("numpy", "scipy", "litellm", "evalkit.verdicts")) == []
+    assert among(loaded, ("numpy", "scipy", "litellm", "evalkit.verdicts.analysis")) == []

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from evalkit.per_call import median_and_mean_after_first
+from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.agreement import drift as drift_mod
 from evalkit.agreement import jury as jury_mod
 from evalkit.agreement import paired, raters
@@ -22,7 +22,7 @@ from evalkit.db import (
     judge_models, open_readonly, read_annotations, read_call_costs, read_cards, read_probe_annotations, read_ratings,
     resolve_judge,
 )
-from evalkit.self_judging import same_model
+from evalkit.agreement.self_judging import same_model
 
 SCHEMA = "evalkit.audit/1"
 SLICE_KINDS = paired.SLICE_KINDS
@@ -130,7 +130,7 @@ def run_audit(
 
 
 def self_judging(p: Any, pairs: list[Any], config: AuditConfig) -> dict[str, Any]:
-    """The pairs whose judge is the judged agent's own model (evalkit.self_judging), and the
+    """The pairs whose judge is the judged agent's own model (evalkit.agreement.self_judging), and the
     pairing's agreement without them (the pairing's own statistics are the "with")."""
     own = [x for x in pairs if same_model(x.judge_model, x.model)]
     return {

@@ -2,7 +2,7 @@
 
 Both things evalkit compares go through it: an audit pairing (the judge's label against the
 mechanical label of each run, :mod:`evalkit.agreement.paired`) and a classifier's verdict file (its
-predicted permission against the true one, :mod:`evalkit.verdicts`). What differs between them —
+predicted permission against the true one, :mod:`evalkit.verdicts.analysis`). What differs between them —
 where the rows come from, which rows are usable, how the result is laid out — stays with them.
 
 Inputs are positions on ``labels`` (``0 .. k-1``). A reference is always on the scale; a

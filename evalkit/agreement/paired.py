@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 from evalkit.agreement.pairings import AuditConfig, Pairing
 from evalkit.agreement.sources import EXCLUDED_STATUSES, Card, JudgeValue
-from evalkit.self_judging import same_model
+from evalkit.agreement.self_judging import same_model
 
 SLICE_KINDS = ("scenario", "model", "judge", "rubric")
 RATIONALE_CHARS = 240

@@ -18,9 +18,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator
 
-from evalkit.configfile import ConfigModel, load_toml, validate
+from evalkit.config.files import ConfigModel, load_toml, validate
 from evalkit.errors import InputError
-from evalkit.resources import data_dir
+from evalkit.config.resources import data_dir
 
 USER_CONFIG = Path(".evalkit") / "pairings.toml"
 LEVELS = ("nominal", "ordinal", "interval")

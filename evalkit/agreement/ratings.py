@@ -32,10 +32,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from evalkit.db import Rating, write_ratings
 from evalkit.db.schema import TABLES
-from evalkit import safe_json
+from evalkit.trajectory import safe_json
 from evalkit.errors import InputError
-from evalkit.input_files import read_text
-from evalkit.safe_json import MAX_INT_DIGITS, JSONProblem
+from evalkit.trajectory.input_files import read_text
+from evalkit.trajectory.safe_json import MAX_INT_DIGITS, JSONProblem
 
 Value = int | float | str | bool
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from evalkit.present import Markdown, Table, md_text, sanitize
 from evalkit.present.table import percent_text, scalar_text
-from evalkit.self_judging import pairing_note
+from evalkit.agreement.self_judging import pairing_note
 
 # Where the output must stay short (the report's markdown, meant for a pull-request comment).
 SHORT_ROW_LIMIT = 50

@@ -36,7 +36,7 @@ def register(group: click.Group) -> None:
         """
         from evalkit.agreement.audit import run_audit
         from evalkit.agreement.render import RENDERERS, pairs_csv
-        from evalkit.atomic import write_text_atomic
+        from evalkit.output.atomic import write_text_atomic
         from evalkit.errors import InputError
 
         try:

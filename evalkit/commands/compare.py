@@ -1,7 +1,7 @@
 """`evalkit compare` (paired comparison of models) and `evalkit plan` (scenarios x runs needed).
 
 Only click and the standard library at module level (and the CLI kit, which is standard library
-too); the statistics are plain Python (evalkit.uncertainty).
+too); the statistics are plain Python (evalkit.aggregate.uncertainty).
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def register(group: click.Group) -> None:
         from evalkit.api import compare as run_compare
         from evalkit.errors import InputError
         from evalkit.present.comparison_view import comparison_table
-        from evalkit.uncertainty.paired import significantly_worse
+        from evalkit.aggregate.uncertainty.paired import significantly_worse
 
         if fail_if_worse and not baseline:
             fail("--fail-if-worse needs --baseline (the model it must not be worse than)", EXIT_USAGE)

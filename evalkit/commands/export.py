@@ -26,7 +26,7 @@ def parquet(directory: str, db_path: str) -> None:
     pyarrow not installed, no such database).
     """
     from evalkit.errors import InputError
-    from evalkit.parquet import export_database, parquet_problem, pyarrow_problem
+    from evalkit.output.parquet import export_database, parquet_problem, pyarrow_problem
 
     if problem := parquet_problem(directory) or pyarrow_problem():
         raise click.UsageError(problem)

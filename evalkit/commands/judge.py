@@ -70,7 +70,7 @@ def register(group: click.Group) -> None:
             for error in input_errors:
                 warn(str(error))
             if not allow_self_judging:
-                from evalkit.self_judging import warning_lines
+                from evalkit.agreement.self_judging import warning_lines
 
                 for line in warning_lines(models, (c.model for c in cards)):
                     warn(line)

@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import click
 
-from evalkit.exitcodes import EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from evalkit.commands.exitcodes import EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from evalkit.present.safe import sanitize
 
 __all__ = [

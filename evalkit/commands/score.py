@@ -58,7 +58,7 @@ def register(group: click.Group) -> None:
         from evalkit.engines import default_workers
         from evalkit.engines.sources import expand, is_url, url_exists
         from evalkit.errors import InputError
-        from evalkit.render import ScoreWriter
+        from evalkit.present.score_view import ScoreWriter
 
         try:
             for p in paths:
@@ -77,7 +77,7 @@ def register(group: click.Group) -> None:
                 raise click.UsageError(problem)
         parquet = None
         if parquet_dir:
-            from evalkit.parquet import ParquetWriter, parquet_problem, pyarrow_problem
+            from evalkit.output.parquet import ParquetWriter, parquet_problem, pyarrow_problem
 
             if problem := parquet_problem(parquet_dir) or pyarrow_problem():
                 raise click.UsageError(problem)

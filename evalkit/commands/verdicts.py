@@ -1,4 +1,4 @@
-"""`evalkit verdicts`: score verdict files (classification results). Thin shell over evalkit.verdicts."""
+"""`evalkit verdicts`: score verdict files (classification results). Thin shell over evalkit.verdicts.analysis."""
 from __future__ import annotations
 
 import sys
@@ -30,7 +30,7 @@ def register(group: click.Group) -> None:
         Exit codes: 0 every file scored; 1 some file was bad (each reported as one line naming
         the file; the others are still scored); 2 usage error (bad --order, no files found).
         """
-        from evalkit import verdicts as v
+        from evalkit.verdicts import analysis as v
 
         try:
             order = v.parse_order(order_text)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.db.connect import Database, DbError, open_write
-from evalkit.scorecard import ScoreCard, card_head_json
-from evalkit.values import compact_json
+from evalkit.scoring.scorecard import ScoreCard, card_head_json
+from evalkit.trajectory.values import compact_json
 
 DEFAULT_DB = "evalkit.db"
 

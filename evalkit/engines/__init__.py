@@ -24,10 +24,10 @@ __all__ = ["ENGINES", "ScoreJob", "Scored", "default_workers", "score_files", "s
 
 def sources_of(paths: Iterable[str | Path]) -> Iterator[Source]:
     """The files to score; standard input is read here, in the parent, and passed on as bytes, up to
-    the size limit of :mod:`evalkit.input_files` (over it, the error is passed on instead: it is
+    the size limit of :mod:`evalkit.trajectory.input_files` (over it, the error is passed on instead: it is
     reported as that input's error, and the other files are still scored)."""
     from evalkit.errors import InputError
-    from evalkit.input_files import read_bytes
+    from evalkit.trajectory.input_files import read_bytes
 
     for name in expand(paths):
         if name == STDIN:

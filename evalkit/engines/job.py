@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.aggregate import RunSummary
+from evalkit.aggregate.groups import RunSummary
 from evalkit.errors import InputError
 
 # A file to score: a path or URL, or (name, bytes) for data the parent already read (stdin), or
@@ -39,20 +39,20 @@ class Scored:
     summary: RunSummary | None = None
     parts: tuple[Any, ...] | None = None  # the output, in pieces (render.card_parts); see ``text``
     rows: Any = None  # evalkit.db.scores.CardRows
-    parquet: Any = None  # evalkit.parquet.ParquetRows
+    parquet: Any = None  # evalkit.output.parquet.ParquetRows
     card: Any = None  # ScoreCard, when the job asks for it
 
     @property
     def text(self) -> str | None:
         """The output text of this file (``parts`` joined; the writer writes the parts as they are)."""
-        from evalkit.render import join_parts
+        from evalkit.present.score_view import join_parts
 
         return None if self.parts is None else join_parts(self.parts)
 
 
 def _read(source: Source, warn) -> Any:
     from evalkit.engines.sources import is_url, read_url
-    from evalkit.reader import parse_trajectory, read_trajectory
+    from evalkit.trajectory.reader import parse_trajectory, read_trajectory
 
     if isinstance(source, tuple):
         name, data = source
@@ -81,11 +81,11 @@ def score_one(job: ScoreJob, source: Source) -> Scored:
     # the card's JSON without its bundle: the database's card, and the head of the json/jsonl output
     head = None
     if job.db_rows or job.output_format in ("json", "jsonl"):
-        from evalkit.scorecard import card_head_json
+        from evalkit.scoring.scorecard import card_head_json
 
         head = card_head_json(card)
     if job.output_format is not None:
-        from evalkit.render import card_parts
+        from evalkit.present.score_view import card_parts
 
         out.parts = card_parts(card, job.output_format, head)
     if job.db_rows:
@@ -93,7 +93,7 @@ def score_one(job: ScoreJob, source: Source) -> Scored:
 
         out.rows = card_rows(card, head)
     if job.parquet_rows:
-        from evalkit.parquet import parquet_rows
+        from evalkit.output.parquet import parquet_rows
 
         out.parquet = parquet_rows(card.to_json_dict(with_bundle=False), card.bundle.json)
     return out

@@ -52,8 +52,8 @@ def url_exists(url: str) -> bool:
 
 
 def read_url(url: str) -> bytes:
-    """The bytes at ``url``, within the size limit of :mod:`evalkit.input_files`."""
-    from evalkit.input_files import read_stream
+    """The bytes at ``url``, within the size limit of :mod:`evalkit.trajectory.input_files`."""
+    from evalkit.trajectory.input_files import read_stream
 
     fs, root = _fsspec(url)
     try:
@@ -65,7 +65,7 @@ def read_url(url: str) -> bytes:
 
 def expand(paths: Iterable[str | Path]) -> Iterator[str]:
     """Files as given; directories (local or URL) searched recursively for ``*.jsonl``, sorted."""
-    from evalkit.reader import expand_paths
+    from evalkit.trajectory.reader import expand_paths
 
     for path in paths:
         name = str(path)

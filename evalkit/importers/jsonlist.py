@@ -6,9 +6,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from evalkit import input_files
+from evalkit.trajectory import input_files
 from evalkit.importers import ImportFormatError
-from evalkit.safe_json import MAX_INT_DIGITS, JSONProblem, check_nesting, object_pairs_hook
+from evalkit.trajectory.safe_json import MAX_INT_DIGITS, JSONProblem, check_nesting, object_pairs_hook
 
 _WS = " \t\n\r"
 
@@ -21,13 +21,13 @@ def _skip(text: str, i: int) -> int:
 
 
 def read_text(path: str) -> str:
-    """A regular file within the size limit, as UTF-8 text (see evalkit.input_files)."""
+    """A regular file within the size limit, as UTF-8 text (see evalkit.trajectory.input_files)."""
     return input_files.read_text(path)
 
 
 def iter_json_list(path: str, text: str, what: str) -> Iterator[tuple[int, Any]]:
     """Yield ``(line, element)`` for each element of the top-level JSON list in ``text``, under the
-    rules of evalkit.safe_json (depth, integer size, duplicate keys)."""
+    rules of evalkit.trajectory.safe_json (depth, integer size, duplicate keys)."""
     try:
         check_nesting(text)
     except JSONProblem as exc:

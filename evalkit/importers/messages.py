@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit import safe_json
-from evalkit.safe_json import JSONProblem
+from evalkit.trajectory import safe_json
+from evalkit.trajectory.safe_json import JSONProblem
 
 SNIPPET = 60
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from evalkit import safe_json
+from evalkit.trajectory import safe_json
 from evalkit.importers import ImportFormatError
 from evalkit.importers.jsonlist import read_text
 from evalkit.importers.messages import MessageError, convert_messages

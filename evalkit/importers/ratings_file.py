@@ -5,7 +5,7 @@ The file is in the long JSONL format of ``evalkit annotations import`` (one rati
 be imported into any database later. Importing into a directory that already has one merges: a
 rating with the same ``(item_id, rater, dimension)`` is replaced, the others are kept — as the
 database does on re-import. Lines are sorted by that key and written like runs (compact JSON, keys
-sorted, UTF-8), through :func:`evalkit.atomic.write_text_atomic`: same ratings, same bytes.
+sorted, UTF-8), through :func:`evalkit.output.atomic.write_text_atomic`: same ratings, same bytes.
 
 ``evalkit score DIR`` skips a file of this name when it searches a directory for trajectories.
 """
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from evalkit.atomic import write_text_atomic
+from evalkit.output.atomic import write_text_atomic
 from evalkit.errors import InputError
 
 RATINGS_FILE = "ratings.jsonl"

@@ -29,9 +29,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalkit.importers import ImportFormatError
-from evalkit import safe_json
+from evalkit.trajectory import safe_json
 from evalkit.importers.jsonlist import iter_json_list, read_text
-from evalkit.safe_json import JSONProblem
+from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.importers.messages import MessageError, convert_messages, parse_arguments
 
 FORMAT_VERSION = "taubench/1"

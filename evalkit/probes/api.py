@@ -80,7 +80,7 @@ def build_cases(cards: Sequence[Any], probes: Sequence[str], cfg: ProbesConfig,
     """Counterfactuals of ``cards`` (ScoreCards) under ``probes``: (cases in run then probe order,
     skipped reasons per probe, one note per unreadable file)."""
     if read is None:
-        from evalkit.reader import read_trajectory as read
+        from evalkit.trajectory.reader import read_trajectory as read
     cases: list[ProbeCase] = []
     skipped: dict[str, dict[str, int]] = {p: {} for p in probes}
     notes: list[str] = []
@@ -143,7 +143,7 @@ def run_probes(db: str, models: Iterable[str], *, rubric: str | None = None, pro
     picked = set(sample_runs([c.run_id for c in judged], sample, seed))
     runs = sorted((c for c in judged if c.run_id in picked), key=lambda c: c.run_id)
     if warn is not None and not allow_self_judging:
-        from evalkit.self_judging import warning_lines
+        from evalkit.agreement.self_judging import warning_lines
 
         for line in warning_lines(models, (c.model for c in runs)):
             warn(line)

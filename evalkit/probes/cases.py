@@ -11,11 +11,11 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.bundle import build_bundle, bundle_hash
+from evalkit.trajectory.bundle import build_bundle, bundle_hash
 from evalkit.probes.config import ProbesConfig
 from evalkit.probes.transforms import NotApplicable, dress_bundle, transform
-from evalkit.records import Trajectory
-from evalkit.scorecard import ScoreCard
+from evalkit.trajectory.records import Trajectory
+from evalkit.scoring.scorecard import ScoreCard
 from evalkit.scoring import score_trajectory
 
 

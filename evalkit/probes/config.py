@@ -1,4 +1,4 @@
-"""`configs/probes.toml`: the texts the probes plant, validated like every config (evalkit.configfile).
+"""`configs/probes.toml`: the texts the probes plant, validated like every config (evalkit.config.files).
 
 The shipped file is always read; ``--config FILE`` is merged onto it table by table, key by key
 (a key you set replaces the shipped one). Unknown tables and keys are errors naming the key.
@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import Field
 
-from evalkit.configfile import ConfigModel, load_toml, validate
-from evalkit.resources import data_dir
+from evalkit.config.files import ConfigModel, load_toml, validate
+from evalkit.config.resources import data_dir
 
 
 class FalseClaim(ConfigModel):

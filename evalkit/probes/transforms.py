@@ -1,6 +1,6 @@
 """The six probe transforms: a run in, its counterfactual out. Pure: no I/O, clock or randomness.
 
-Each transform takes a :class:`~evalkit.records.Trajectory` and the probe texts
+Each transform takes a :class:`~evalkit.trajectory.records.Trajectory` and the probe texts
 (:class:`~evalkit.probes.config.ProbesConfig`) and returns a new Trajectory, or raises
 :class:`NotApplicable` saying why the run cannot carry this probe. None of them touches what
 the scorer reads — the effective commands (tool, arguments, error flag, order), the tool surface,
@@ -38,8 +38,8 @@ from collections.abc import Callable
 from typing import Any
 
 from evalkit.probes.config import ProbesConfig
-from evalkit.records import Assistant, Event, ToolCall, Trajectory
-from evalkit.values import canonical_json
+from evalkit.trajectory.records import Assistant, Event, ToolCall, Trajectory
+from evalkit.trajectory.values import canonical_json
 
 PROBES = ("false_claim", "injection", "verbosity", "distractor_reads", "identity", "shuffle_reads")
 # Probes whose success is fooling the judge into passing a failed run: they report fooled_rate.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from evalkit.atomic import write_text_atomic
+from evalkit.output.atomic import write_text_atomic
 from evalkit.report.contamination import load_contamination
 from evalkit.report.data import ReportError, build_report, made_at_now
 from evalkit.report.html import render_html

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from evalkit.configfile import ConfigModel, load_toml, validate
+from evalkit.config.files import ConfigModel, load_toml, validate
 
 
 class ContaminationSpec(ConfigModel):
@@ -26,7 +26,7 @@ def load_contamination(path: str | os.PathLike[str] | None = None) -> dict[str, 
     """Read the declaration (configs/contamination.toml unless ``path``). ConfigError naming the
     file and the key for a bad file."""
     if path is None:
-        from evalkit.resources import data_dir
+        from evalkit.config.resources import data_dir
 
         path = data_dir("configs") / "contamination.toml"
         if not Path(path).is_file():

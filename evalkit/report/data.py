@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from evalkit import __version__
-from evalkit.configfile import ConfigError
+from evalkit.config.files import ConfigError
 from evalkit.db import (
     Database, judge_models, open_readonly, read_annotation_rows, read_commands, read_primary_values, read_ratings, read_runs,
     read_scorecards, resolve_judge,
 )
 from evalkit.errors import InputError
 from evalkit.report.contamination import load_contamination
-from evalkit.per_call import median_and_mean_after_first
+from evalkit.aggregate.per_call import median_and_mean_after_first
 
 
 class ReportError(Exception):
@@ -242,10 +242,10 @@ def provenance_items(p: dict) -> list[tuple[str, str]]:
 
 
 def _comparison_section(agg: dict) -> dict:
-    """Paired comparisons (evalkit.uncertainty.paired, the code behind ``evalkit compare``): every
+    """Paired comparisons (evalkit.aggregate.uncertainty.paired, the code behind ``evalkit compare``): every
     model against the best one by mean score (Holm over that family; each model row gets its
     ``versus_best``), and every pair of models (Holm over all pairs)."""
-    from evalkit.uncertainty.paired import best_model, compare_models
+    from evalkit.aggregate.uncertainty.paired import best_model, compare_models
 
     if len(agg.get("models", [])) < 2:
         return {"available": False, "reason": "fewer than two agent models: nothing to compare"}

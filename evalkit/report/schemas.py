@@ -1,7 +1,7 @@
 """JSON Schemas of evalkit's formats, generated from their pydantic models.
 
-``trajectory`` (one JSONL line of a trajectory, :func:`evalkit.records.trajectory_json_schema`),
-``scorecard`` (:class:`evalkit.scorecard.ScoreCard`), ``annotation`` (a judge's reply under a
+``trajectory`` (one JSONL line of a trajectory, :func:`evalkit.trajectory.records.trajectory_json_schema`),
+``scorecard`` (:class:`evalkit.scoring.scorecard.ScoreCard`), ``annotation`` (a judge's reply under a
 rubric, :func:`evalkit.judges.rubrics.annotation_model`; ``procedure_v1`` unless another rubric is named)
 and ``ratings`` (one imported rating, :class:`evalkit.agreement.ratings.RatingRow`).
 
@@ -28,11 +28,11 @@ class SchemaError(ValueError):
 def json_schema(name: str, rubric: str | None = None) -> dict[str, Any]:
     """The JSON Schema of ``name`` as a dict."""
     if name == "trajectory":
-        from evalkit.records import trajectory_json_schema
+        from evalkit.trajectory.records import trajectory_json_schema
 
         return trajectory_json_schema()
     if name == "scorecard":
-        from evalkit.scorecard import ScoreCard
+        from evalkit.scoring.scorecard import ScoreCard
 
         return ScoreCard.model_json_schema()
     if name == "ratings":

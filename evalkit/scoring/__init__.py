@@ -16,12 +16,22 @@ One module per step, so the folder reads as what a score is made of (``score_tra
 The rules are those of the A320 procedure-compliance design note and its scorer issue
 (docs/glossary.md), stated precisely in each module's docstring.
 """
-from evalkit.scoring.classify import call_key
-from evalkit.scoring.efficiency import EFFICIENCY_BANDS, efficiency_grade
-from evalkit.scoring.scalar import SEVERITY_FACTOR, TIDINESS_CAP, TIDINESS_RENT, W_COVERAGE, W_END_STATE, W_ORDER, derive_scalar
-from evalkit.scoring.scorer import score_trajectory
+from __future__ import annotations
 
-__all__ = [
-    "EFFICIENCY_BANDS", "SEVERITY_FACTOR", "TIDINESS_CAP", "TIDINESS_RENT", "W_COVERAGE", "W_END_STATE",
-    "W_ORDER", "call_key", "derive_scalar", "efficiency_grade", "score_trajectory",
-]
+import importlib
+
+# Looked up lazily, so that importing ``evalkit.scoring.scorecard`` (the judge layer and the data
+# layer do) does not load the scorer.
+_WHERE = {
+    "call_key": "classify", "EFFICIENCY_BANDS": "efficiency", "efficiency_grade": "efficiency",
+    "SEVERITY_FACTOR": "scalar", "TIDINESS_CAP": "scalar", "TIDINESS_RENT": "scalar", "W_COVERAGE": "scalar",
+    "W_END_STATE": "scalar", "W_ORDER": "scalar", "derive_scalar": "scalar", "score_trajectory": "scorer",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evalkit.scoring' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"evalkit.scoring.{module}"), name)

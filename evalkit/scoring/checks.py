@@ -1,7 +1,7 @@
 """The five mechanical checks (docs/glossary.md), read off the vector and the command rows."""
 from __future__ import annotations
 
-from evalkit.scorecard import Checks, CommandRow
+from evalkit.scoring.scorecard import Checks, CommandRow
 
 
 def no_checks() -> Checks:

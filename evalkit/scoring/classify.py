@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.records import Call, ToolCall
-from evalkit.scenario import SET_CONTROL, ScenarioIndex
-from evalkit.scorecard import CommandRow
-from evalkit.values import canonical_json, match_key
+from evalkit.trajectory.records import Call, ToolCall
+from evalkit.trajectory.scenario import SET_CONTROL, ScenarioIndex
+from evalkit.scoring.scorecard import CommandRow
+from evalkit.trajectory.values import canonical_json, match_key
 
 
 def call_key(call: ToolCall | Call) -> tuple:

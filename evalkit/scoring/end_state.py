@@ -2,7 +2,7 @@
 it is 1.0 when all_passed else 0.0. No final record or no success_eval: None (and all_passed None)."""
 from __future__ import annotations
 
-from evalkit.records import Final
+from evalkit.trajectory.records import Final
 
 
 def end_state(final: Final | None) -> tuple[float | None, bool | None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from evalkit.scenario import Action
+from evalkit.trajectory.scenario import Action
 
 
 def match_required(required: list[tuple[int, int, Action]], keys: list[tuple]) -> list[int | None]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evalkit.bundle import bundle_of
-from evalkit.records import Trajectory
-from evalkit.scorecard import Informative, Provenance, ScoreCard, Vector
+from evalkit.trajectory.bundle import bundle_of
+from evalkit.trajectory.records import Trajectory
+from evalkit.scoring.scorecard import Informative, Provenance, ScoreCard, Vector
 from evalkit.scoring.checks import mechanical_checks, no_checks
 from evalkit.scoring.classify import call_key, classify_commands, split_calls
 from evalkit.scoring.efficiency import efficiency_grade, efficiency_ratio

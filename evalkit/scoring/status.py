@@ -3,7 +3,7 @@
 a provider_error event), else ``scored``."""
 from __future__ import annotations
 
-from evalkit.records import Trajectory
+from evalkit.trajectory.records import Trajectory
 
 
 def run_status(traj: Trajectory) -> str:

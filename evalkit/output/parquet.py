@@ -91,7 +91,7 @@ def _get(data: dict[str, Any], path: tuple[str, ...]) -> Any:
 def parquet_rows(card: dict[str, Any], bundle_json: str) -> ParquetRows:
     """Rows for one card, from its JSON (``ScoreCard.to_json_dict(with_bundle=False)``, or the
     ``card`` column of the database) and its bundle's canonical JSON."""
-    from evalkit.values import compact_json
+    from evalkit.trajectory.values import compact_json
 
     row = tuple(_get(card, path) for _, path, _ in COLUMNS) + (compact_json(card),)
     return ParquetRows(card["scenario_id"], row, card["bundle_hash"], bundle_json)

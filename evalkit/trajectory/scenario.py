@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, model_validator
 from pydantic_core import to_json
 
-from evalkit.values import SET_CONTROL, control_key, match_key, sha256_hex
+from evalkit.trajectory.values import SET_CONTROL, control_key, match_key, sha256_hex
 
 TASK_PROMPT_FIELDS = ("task_prompt", "prompt", "task", "instruction", "instructions", "briefing", "description")
 

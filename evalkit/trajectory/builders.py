@@ -1,6 +1,6 @@
 """Builders of synthetic trajectories (schema 1) for tests, examples and benchmarks.
 
->>> from evalkit.testing import a320_scenario, cmd, read, trajectory
+>>> from evalkit.trajectory.builders import a320_scenario, cmd, read, trajectory
 >>> records = trajectory(a320_scenario(), [read("get_ecam"), cmd("ext_pwr", 1)], run_id="r1")
 
 Records are plain dicts in file order; ``write_jsonl`` writes them. Nothing here is random: a

@@ -12,7 +12,7 @@ Rules (the same for trajectories, importers, ratings files and verdict files):
 * **Duplicate keys** in one object are an error naming the key (JSON leaves them undefined; a
   reader that kept the last one would score a record its author never wrote).
 * **Non-finite numbers** ``NaN``, ``Infinity``, ``-Infinity`` are accepted (Python's ``json`` writes
-  them); what a reader does with them is its business (see ``evalkit.values.count_non_finite``).
+  them); what a reader does with them is its business (see ``evalkit.trajectory.values.count_non_finite``).
 * A text that stops **inside** a JSON value (an open string, array or object, a cut-off number or
   literal) raises with ``truncated=True``; a complete value that is invalid (too deep, duplicate key,
   trailing data) never does. Readers use it to tell a half-written last line from a bad one.

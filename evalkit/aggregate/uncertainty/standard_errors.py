@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from evalkit.uncertainty.distributions import t_quantile
+from evalkit.aggregate.uncertainty.distributions import t_quantile
 
 DEFAULT_LEVEL = 0.95
 

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr, TypeAdapter, field_validator
 
-from evalkit.scenario import Scenario
+from evalkit.trajectory.scenario import Scenario
 
 FINAL_REASONS = (
     "agent_done",
@@ -186,9 +186,9 @@ _READS: dict[tuple[str, bool], Call] = {}
 class Trajectory(BaseModel):
     """One run, as read from a file: meta, setup, the events in order, final (None when truncated).
 
-    Read for scoring (``compact=True`` in :mod:`evalkit.reader`), ``events`` is left empty: the
+    Read for scoring (``compact=True`` in :mod:`evalkit.trajectory.reader`), ``events`` is left empty: the
     tool calls are in ``calls`` (as :class:`Call`), the judge bundle is already built (``bundle``,
-    an ``evalkit.bundle.Bundle``) and ``provider_errors`` counts the provider_error events."""
+    an ``evalkit.trajectory.bundle.Bundle``) and ``provider_errors`` counts the provider_error events."""
 
     path: str
     meta: Meta

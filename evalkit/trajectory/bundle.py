@@ -25,8 +25,8 @@ from typing import Any
 
 from pydantic_core import from_json, to_json
 
-from evalkit.records import Assistant, Final, HarnessError, Meta, Nudge, ProviderError, ToolCall, Trajectory
-from evalkit.values import canonical_json, compact_json, sha256_hex
+from evalkit.trajectory.records import Assistant, Final, HarnessError, Meta, Nudge, ProviderError, ToolCall, Trajectory
+from evalkit.trajectory.values import canonical_json, compact_json, sha256_hex
 
 BUNDLE_VERSION = 1
 RESULT_MAX_CHARS = 2000

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from evalkit.present import CsvRows, MarkdownRows, Table, TextRows, csv_line
 from evalkit.present.table import scalar_text
-from evalkit.scorecard import ScoreCard, card_head_json
+from evalkit.scoring.scorecard import ScoreCard, card_head_json
 
 FORMATS = ("table", "json", "jsonl", "csv", "markdown")
 RUN_COLUMNS = (

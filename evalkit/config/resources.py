@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_PKG = Path(__file__).resolve().parent
+_PKG = Path(__file__).resolve().parent.parent  # the evalkit package
 
 
 def data_dir(name: str) -> Path:

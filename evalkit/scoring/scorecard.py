@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
 
-from evalkit.bundle import Bundle
-from evalkit.values import compact_json, sha256_hex
+from evalkit.trajectory.bundle import Bundle
+from evalkit.trajectory.values import compact_json, sha256_hex
 
 Status = Literal["scored", "provider_error", "invalid_scenario", "incomplete"]
 CommandClass = Literal["matched_required", "optional", "forbidden", "extraneous"]
@@ -117,7 +117,7 @@ class ScoreCard(_Out):
     bundle_hash: str
     # The judge bundle is held as its canonical JSON text (a long run's bundle is most of its card:
     # as text it is a third of the memory of the objects, and it is hashed, stored and printed as
-    # is). ``judge_bundle`` (given as an object or an ``evalkit.bundle.Bundle``) parses it on access.
+    # is). ``judge_bundle`` (given as an object or an ``evalkit.trajectory.bundle.Bundle``) parses it on access.
     _bundle: Bundle = PrivateAttr()
 
     @model_validator(mode="wrap")

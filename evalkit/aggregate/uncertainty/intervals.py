@@ -3,8 +3,8 @@
 Per (scenario, model) group, over the group's included runs: ``mean_se`` and a t interval with
 n − 1 degrees of freedom. Per model, over the group means of the scenarios that have one: the
 scenario-clustered standard error of the scenario-weighted mean (see
-:mod:`evalkit.uncertainty.standard_errors`) and a t interval with C − 1 degrees of freedom; pass^k
-gets a percentile bootstrap over scenarios (:mod:`evalkit.uncertainty.bootstrap`).
+:mod:`evalkit.aggregate.uncertainty.standard_errors`) and a t interval with C − 1 degrees of freedom; pass^k
+gets a percentile bootstrap over scenarios (:mod:`evalkit.aggregate.uncertainty.bootstrap`).
 
 An undefined standard error is null, and ``se_reasons`` says why, per metric.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalkit.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_curve
-from evalkit.uncertainty.standard_errors import DEFAULT_LEVEL, interval, scenario_weighted_se, se_of_mean
+from evalkit.aggregate.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_curve
+from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL, interval, scenario_weighted_se, se_of_mean
 
 # the metrics that carry an interval, in the order they appear in a group and a model row
 METRICS = ("score_mean", "coverage_mean", "order_mean", "end_state_mean", "pass_rate")

@@ -16,10 +16,10 @@ number of trials per task — is exactly the benchmark's headline pass^k.
 Groups with fewer than 3 included runs carry ``small_n: true`` (the computer-use rubric's small-n
 rule: never report a single run as a result).
 
-Every mean and rate in :data:`evalkit.uncertainty.intervals.METRICS` carries ``<metric>_se`` and
+Every mean and rate in :data:`evalkit.aggregate.uncertainty.intervals.METRICS` carries ``<metric>_se`` and
 ``<metric>_ci`` beside it (per group: over runs, from the exact running sums; per model: clustered
 by scenario), the per-model pass_hat_k a bootstrap interval over scenarios; see
-:mod:`evalkit.uncertainty` and docs/uncertainty.md.
+:mod:`evalkit.aggregate.uncertainty` and docs/uncertainty.md.
 
 One run per run_id: a run_id read again replaces the earlier run (the database upserts by run_id, so
 the printed aggregates and the stored runs agree: the last one read wins). Two different scenarios
@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from evalkit.uncertainty import intervals
-from evalkit.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, check_resamples
-from evalkit.uncertainty.standard_errors import DEFAULT_LEVEL, check_level
+from evalkit.aggregate.uncertainty import intervals
+from evalkit.aggregate.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, check_resamples
+from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL, check_level
 
 SMALL_N = 3
 

@@ -14,14 +14,14 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from evalkit import safe_json
-from evalkit.bundle import RESULT_MAX_CHARS, BundleBuilder
+from evalkit.trajectory import safe_json
+from evalkit.trajectory.bundle import RESULT_MAX_CHARS, BundleBuilder
 from evalkit.errors import InputError
-from evalkit.input_files import open_regular, read_bytes
-from evalkit.safe_json import JSONProblem
-from evalkit.values import count_non_finite
-from evalkit.records import RECORD_TYPES, Call, Final, Meta, Setup, Trajectory
-from evalkit.scenario import Scenario
+from evalkit.trajectory.input_files import open_regular, read_bytes
+from evalkit.trajectory.safe_json import JSONProblem
+from evalkit.trajectory.values import count_non_finite
+from evalkit.trajectory.records import RECORD_TYPES, Call, Final, Meta, Setup, Trajectory
+from evalkit.trajectory.scenario import Scenario
 
 STDIN = "-"
 # Files up to this size are read whole (then split into lines as the file would be: each keeps its
@@ -321,7 +321,7 @@ def _share_scenario(meta: dict[str, Any]) -> None:
 def read_trajectory(path: str | Path, warn: Warn | None = None, max_bytes: int | None = None,
                     compact: bool = False) -> Trajectory:
     """Read one trajectory file (``-`` reads standard input). Only regular files are read, within
-    the size limit of :mod:`evalkit.input_files`; lines are parsed as they are read."""
+    the size limit of :mod:`evalkit.trajectory.input_files`; lines are parsed as they are read."""
     name = str(path)
     if name == STDIN:
         return parse_trajectory("<stdin>", read_bytes(STDIN, max_bytes), warn, compact)

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evalkit.per_call import median_and_mean_after_first
+from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.errors import InputError
 from evalkit.present import Markdown, Table, md_code
 
@@ -195,7 +195,7 @@ def score_result_file(path: str | os.PathLike[str], order: Sequence[str] = DEFAU
                threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
     """Read and score one result file (read-only). Raises InputError naming the file (and the
     line for JSON syntax errors, the field otherwise)."""
-    from evalkit import input_files, safe_json
+    from evalkit.trajectory import input_files, safe_json
 
     source = str(path)
     data = input_files.read_bytes(source)  # only a regular file, within the size limit
@@ -345,7 +345,7 @@ def render_verdicts_markdown(scores: Sequence[dict[str, Any]]) -> str:
 
 def write_json(path: str | os.PathLike[str], summary: dict[str, Any]) -> None:
     """Write the summary atomically (temp file + rename): never a half-written file."""
-    from evalkit.atomic import write_text_atomic
+    from evalkit.output.atomic import write_text_atomic
 
     write_text_atomic(path, json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
 

@@ -10,7 +10,7 @@ Pairing removes the scenario-difficulty variance both models share, so it detect
 unpaired comparison of the two per-model intervals would miss.
 
 Across the family of tests in one comparison (every model pair × metric) the p-values are adjusted
-by Holm (default) or Benjamini–Hochberg (:mod:`evalkit.uncertainty.multitest`). A row is
+by Holm (default) or Benjamini–Hochberg (:mod:`evalkit.aggregate.uncertainty.multitest`). A row is
 significant when its *adjusted* p-value is below 1 − level; the interval is the unadjusted one, so a
 row whose interval spans 0 is never significant, and one whose interval excludes 0 may still not be
 after the correction (its ``reason`` says so).
@@ -25,9 +25,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalkit.uncertainty.distributions import normal_quantile, normal_two_sided_p, t_quantile, t_two_sided_p
-from evalkit.uncertainty.multitest import adjust
-from evalkit.uncertainty.standard_errors import DEFAULT_LEVEL, check_level, mean_se
+from evalkit.aggregate.uncertainty.distributions import normal_quantile, normal_two_sided_p, t_quantile, t_two_sided_p
+from evalkit.aggregate.uncertainty.multitest import adjust
+from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL, check_level, mean_se
 
 COMPARED = ("score_mean", "pass_rate")
 BETTER, WORSE, NO_DIFFERENCE, NOT_COMPARABLE = "better", "worse", "no detectable difference", "not comparable"
@@ -80,7 +80,7 @@ def compare_models(
     level: float = DEFAULT_LEVEL,
     metrics: Sequence[str] = COMPARED,
 ) -> dict[str, Any]:
-    """Every paired comparison in an aggregate (``evalkit.aggregate.aggregate``'s result).
+    """Every paired comparison in an aggregate (``evalkit.aggregate.groups.aggregate``'s result).
 
     With ``baseline``, each other model is compared with it; without, every pair (the
     alphabetically first model is the baseline of its pair). Raises ValueError for an unknown

@@ -28,8 +28,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalkit.uncertainty.distributions import normal_cdf, normal_quantile
-from evalkit.uncertainty.standard_errors import DEFAULT_LEVEL, check_level
+from evalkit.aggregate.uncertainty.distributions import normal_cdf, normal_quantile
+from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL, check_level
 
 DEFAULT_POWER = 0.8
 ASSUMED_SD_WITHIN = 0.5

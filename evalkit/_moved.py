@@ -1,0 +1,76 @@
+"""Old module paths, kept importable with a DeprecationWarning after the pipeline became folders.
+
+``import evalkit.records`` gives the very module object ``evalkit.trajectory.records`` (one module
+under two names, so ``isinstance`` and monkeypatching agree); only the first import of an old name
+warns. The finder sits at the end of ``sys.meta_path`` and answers only for the names below.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+
+MOVED = {
+    "evalkit.records": "evalkit.trajectory.records",
+    "evalkit.scenario": "evalkit.trajectory.scenario",
+    "evalkit.values": "evalkit.trajectory.values",
+    "evalkit.reader": "evalkit.trajectory.reader",
+    "evalkit.bundle": "evalkit.trajectory.bundle",
+    "evalkit.safe_json": "evalkit.trajectory.safe_json",
+    "evalkit.input_files": "evalkit.trajectory.input_files",
+    "evalkit.testing": "evalkit.trajectory.builders",
+    "evalkit.scorecard": "evalkit.scoring.scorecard",
+    "evalkit.per_call": "evalkit.aggregate.per_call",
+    "evalkit.uncertainty": "evalkit.aggregate.uncertainty",
+    "evalkit.atomic": "evalkit.output.atomic",
+    "evalkit.parquet": "evalkit.output.parquet",
+    "evalkit.render": "evalkit.present.score_view",
+    "evalkit.exitcodes": "evalkit.commands.exitcodes",
+    "evalkit.configfile": "evalkit.config.files",
+    "evalkit.resources": "evalkit.config.resources",
+    "evalkit.self_judging": "evalkit.agreement.self_judging",
+    "evalkit.storage": "evalkit.db",
+}
+# packages whose submodules moved with them
+MOVED_PACKAGES = ("evalkit.uncertainty",)
+
+
+def new_name(old: str) -> str | None:
+    if old in MOVED:
+        return MOVED[old]
+    for package in MOVED_PACKAGES:
+        if old.startswith(package + "."):
+            return MOVED[package] + old[len(package):]
+    return None
+
+
+class _Alias(importlib.abc.Loader):
+    def __init__(self, target: str):
+        self.target = target
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        warnings.warn(
+            f"{module.__name__} moved to {self.target}; the old name will be removed",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        # the import machinery returns whatever sys.modules holds under the old name afterwards
+        sys.modules[module.__name__] = importlib.import_module(self.target)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        target_name = new_name(fullname)
+        if target_name is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _Alias(target_name))
+
+
+def install() -> None:
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.append(_Finder())

@@ -1,0 +1,21 @@
+"""Aggregation: per (scenario, model) groups and per-model rollups (``groups``), their error bars
+(``uncertainty``) and the per-call cost and latency figures (``per_call``).
+
+``from evalkit.aggregate import Aggregator`` (the names of the former ``evalkit/aggregate.py``) keeps
+working: they are looked up lazily in :mod:`evalkit.aggregate.groups`, so importing
+``evalkit.aggregate.per_call`` (as the judge layer does) never loads the aggregator.
+"""
+from __future__ import annotations
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    import importlib
+
+    groups = importlib.import_module("evalkit.aggregate.groups")
+
+    try:
+        return getattr(groups, name)
+    except AttributeError:
+        raise AttributeError(f"module 'evalkit.aggregate' has no attribute {name!r}") from None
