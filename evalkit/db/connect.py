@@ -5,11 +5,23 @@ first statement, then WAL mode and the schema (created or migrated in one ``BEGI
 transaction); both are retried while another process holds the lock, so any number of processes
 may create the same new file at once.
 
-Readers (``audit``, ``report``, ``cache stats``, ``judge`` without PATHS): ``mode=ro``, plus
-``immutable=1`` when the file's directory is not writable (SQLite could not create the WAL
-index there; an immutable reader does not see a WAL file, which only exists while a writer has
-the file open). An older file is shown at the current schema through TEMP tables/views, never
-migrated; then the connection is ``query_only``.
+Readers (``audit``, ``report``, ``cache stats``, ``judge`` without PATHS): ``mode=ro``. When the
+file's directory is not writable, SQLite cannot create the WAL index there, so:
+
+- no ``-wal`` file, or an empty one: ``immutable=1`` (everything committed is in the file);
+- a ``-wal`` file with transactions (a writer was killed before it checkpointed): ``mode=ro``,
+  which reads them through the ``-shm`` file the writer left; without one, the file and its WAL
+  are copied to a temporary directory and the copy is read (it is deleted on close); when even
+  that fails, a :class:`DbError` says how many bytes of the WAL were not read and why. A reader
+  never shows less than was committed without saying so.
+
+An older file is shown at the current schema through TEMP tables/views, never migrated; then the
+connection is ``query_only``.
+
+Whether a file is a database is SQLite's to decide, under its locks and busy timeout: evalkit
+never reads the raw file first (while another process checkpoints, the header on disk counts
+pages that are not written yet). Only once SQLite has refused a file does evalkit read its header,
+to say why in words (not SQLite at all, or truncated).
 
 Every failure is a :class:`DbError`: one line naming the file, never a sqlite3 traceback.
 """
@@ -18,8 +30,11 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import shutil
 import sqlite3
+import tempfile
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -56,13 +71,12 @@ def describe(exc: sqlite3.Error) -> str:
     return f"cannot use the database ({text})"
 
 
-def _header_problem(path: Path) -> str | None:
-    """Cheap checks on the 100-byte header, before SQLite sees the file (an empty file is a
-    valid new database)."""
+def _why_refused(path: Path) -> str | None:
+    """Why SQLite refused ``path``, read from its 100-byte header: not an SQLite file, or shorter
+    than its header says. Only called after SQLite refused the file; None when the header does not
+    explain it."""
     try:
         size = path.stat().st_size
-        if size == 0:
-            return None
         with path.open("rb") as fh:
             head = fh.read(100)
     except OSError as exc:
@@ -78,6 +92,17 @@ def _header_problem(path: Path) -> str | None:
     return None
 
 
+def _refused(exc: sqlite3.Error) -> bool:
+    """SQLite refused the file's content (not a database, or corrupt), not its lock or its path."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
+
+
+def _cannot_open(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) == sqlite3.SQLITE_CANTOPEN
+
+
 def _check_path(name: str, *, must_exist: bool) -> Path:
     path = Path(name)
     if path.is_dir():
@@ -90,9 +115,6 @@ def _check_path(name: str, *, must_exist: bool) -> Path:
         return path
     if not path.is_file():
         raise DbError(name, "not a regular file")
-    problem = _header_problem(path)
-    if problem:
-        raise DbError(name, problem)
     return path
 
 
@@ -123,6 +145,7 @@ class Database:
         self.conn = conn
         self.path = path
         self.readonly = readonly
+        self._cleanup: weakref.finalize | None = None  # a temporary copy to delete (see open_readonly)
 
     # -- reads --------------------------------------------------------------------------------
     def rows(self, sql: str, args: Any = ()) -> Iterator[sqlite3.Row]:
@@ -160,6 +183,8 @@ class Database:
 
     def close(self) -> None:
         self.conn.close()
+        if self._cleanup is not None:
+            self._cleanup()
 
     def __enter__(self) -> "Database":
         return self
@@ -186,41 +211,98 @@ def open_write(path: str | os.PathLike[str], *, synchronous: str | None = None) 
     """Open (creating if needed) the database for writing, at the current schema."""
     name = str(path)
     memory = name == ":memory:"
-    if not memory:
-        _check_path(name, must_exist=False)
+    file = None if memory else _check_path(name, must_exist=False)
+
     def prepare(conn: sqlite3.Connection) -> None:
         retry_locked(lambda: _prepare_write(conn, memory))
         if synchronous:
             conn.execute(f"PRAGMA synchronous = {synchronous}")
 
-    return _connect(name, name, prepare, readonly=False)
+    return _connect(name, name, prepare, readonly=False, file=file)
 
 
 def open_readonly(path: str | os.PathLike[str]) -> Database:
-    """Open an existing database for reading only; it is never created, migrated or written."""
+    """Open an existing database for reading only; it is never created, migrated or written.
+    Everything committed is read, its WAL included (see the module docstring), or a DbError says
+    what could not be read."""
     name = str(path)
-    p = _check_path(name, must_exist=True)
-    uri = p.resolve().as_uri() + "?mode=ro"
-    if not os.access(p.resolve().parent, os.W_OK):
-        uri += "&immutable=1"
+    p = _check_path(name, must_exist=True).resolve()
+    uri = p.as_uri() + "?mode=ro"
+
     def prepare(conn: sqlite3.Connection) -> None:
         schema.overlay(conn, schema.check(conn))
         conn.execute("PRAGMA query_only = 1")
 
-    return _connect(name, uri, prepare, readonly=True)
+    if os.access(p.parent, os.W_OK):
+        return _connect(name, uri, prepare, readonly=True, file=p)
+    wal = p.with_name(p.name + "-wal")
+    wal_bytes = wal.stat().st_size if wal.is_file() else 0
+    if not wal_bytes:  # nothing committed outside the file, and no writer can be running here
+        return _connect(name, uri + "&immutable=1", prepare, readonly=True, file=p)
+    try:
+        # the -shm file a killed writer leaves behind lets SQLite read the WAL without writing
+        return Database(_attempt(uri, prepare, readonly=True), name, readonly=True)
+    except (schema.SchemaProblem, sqlite3.Error) as exc:
+        if not (isinstance(exc, sqlite3.Error) and _cannot_open(exc)):
+            raise _as_db_error(name, exc, p) from None
+    return _open_copy(name, p, wal, wal_bytes, prepare)
 
 
-def _connect(name: str, target: str, prepare: Callable[[sqlite3.Connection], None], *, readonly: bool) -> Database:
+def _open_copy(name: str, p: Path, wal: Path, wal_bytes: int, prepare: Callable[[sqlite3.Connection], None]) -> Database:
+    """Read ``p`` and its WAL from a copy in a temporary directory, where SQLite can make the WAL
+    index the read-only directory refuses; the copy is deleted when the Database is closed (or
+    at exit)."""
+    tmp = Path(tempfile.mkdtemp(prefix="evalkit-readonly-"))
+    copy = tmp / p.name
+    try:
+        # no -shm: no connection has the file open (each one maps it), so both files are at rest
+        shutil.copyfile(wal, tmp / wal.name)
+        shutil.copyfile(p, copy)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise DbError(name, f"{wal.name} holds {wal_bytes} bytes of transactions not yet in the file (a writer "
+                            f"stopped before its checkpoint) that cannot be read: the directory is read-only, "
+                            f"there is no {p.name}-shm, and copying both to {tmp.parent} failed "
+                            f"({exc.strerror or exc}); open it once where its directory is writable") from None
+    try:
+        conn = _attempt(copy.as_uri() + "?mode=ro", prepare, readonly=True)
+    except (schema.SchemaProblem, sqlite3.Error) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _as_db_error(name, exc, p) from None
+    db = Database(conn, name, readonly=True)
+    db._cleanup = weakref.finalize(db, shutil.rmtree, str(tmp), True)
+    return db
+
+
+def _attempt(target: str, prepare: Callable[[sqlite3.Connection], None], *, readonly: bool) -> sqlite3.Connection:
     """Connect to ``target`` (a path or a ``file:`` URI), busy timeout first, then ``prepare``;
-    any sqlite or schema failure closes the connection and becomes one DbError naming ``name``."""
+    on failure the connection is closed and the sqlite or schema error raised."""
     conn = None
     try:
         # a read-only target is a file: URI; a write target is a plain path, never parsed as a URI
         conn = sqlite3.connect(target, uri=readonly, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         prepare(conn)
-    except (schema.SchemaProblem, sqlite3.Error) as exc:
+    except BaseException:
         if conn is not None:
             conn.close()
-        raise DbError(name, str(exc) if isinstance(exc, schema.SchemaProblem) else describe(exc)) from None
+        raise
+    return conn
+
+
+def _as_db_error(name: str, exc: schema.SchemaProblem | sqlite3.Error, file: Path | None) -> DbError:
+    if isinstance(exc, schema.SchemaProblem):
+        return DbError(name, str(exc))
+    reason = _why_refused(file) if file is not None and _refused(exc) else None
+    return DbError(name, reason or describe(exc))
+
+
+def _connect(name: str, target: str, prepare: Callable[[sqlite3.Connection], None], *, readonly: bool,
+             file: Path | None) -> Database:
+    """:func:`_attempt`, any sqlite or schema failure as one DbError naming ``name`` (``file``: the
+    file on disk, whose header explains a refusal; None for ``:memory:``)."""
+    try:
+        conn = _attempt(target, prepare, readonly=readonly)
+    except (schema.SchemaProblem, sqlite3.Error) as exc:
+        raise _as_db_error(name, exc, file) from None
     return Database(conn, name, readonly=readonly)
