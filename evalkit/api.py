@@ -22,9 +22,13 @@ from evalkit.db.scores import DEFAULT_DB, CardRows, Store
 from evalkit.engines import ScoreJob, Scored, score_files
 from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL
 
+# One function per command (score, aggregate, judge, audit, report, import_runs, probe, compare,
+# plan, verdicts), then the building blocks they are made of.
+COMMANDS = ["score", "aggregate", "judge", "audit", "report", "import_runs", "probe", "compare", "plan", "verdicts"]
 __all__ = [
-    "Aggregator", "DEFAULT_DB", "InputError", "RunSummary", "ScoreCard", "Store", "aggregate",
-    "aggregate_db", "compare", "plan",
+    *COMMANDS,
+    "Aggregator", "DEFAULT_DB", "InputError", "RunSummary", "ScoreCard", "Store",
+    "aggregate_db",
     "derive_scalar", "expand_paths", "iter_scorecards", "parse_trajectory", "pass_hat_k",
     "judge_paths", "read_trajectory", "ScoreJob", "Scored", "score_file", "score_into", "score_stream", "score_to_db",
     "score_trajectory",
@@ -166,3 +170,70 @@ def plan(delta: float, db_path: str | Path | None = None, level: float = DEFAULT
     result = make_plan(delta, measured, level, power, sd_within=sd_within, sd_between=sd_between)
     result["db"] = None if db_path is None else str(db_path)
     return result
+
+
+# --- one function per command -------------------------------------------------------------------
+# Each is what the command of the same name does, minus parsing options and printing. Heavy layers
+# (the judge and litellm, the audit's numpy/scipy, the report) are imported only when called.
+
+
+def score(paths: Iterable[str | Path], db: str | Path | None = None, warn: Warn | None = None
+          ) -> tuple[list[ScoreCard], list[str]]:
+    """``evalkit score``: score trajectory files (and directories), storing the cards in ``db``
+    when given. Returns the good cards and one line per bad file (``path:line: reason``)."""
+    if db is not None:
+        return score_to_db(paths, db, warn)
+    errors: list[str] = []
+    cards = list(score_into(list(paths), None, lambda exc: errors.append(str(exc)), warn))
+    return cards, errors
+
+
+def judge(db: str | Path, models: Iterable[str], paths: Iterable[str] | None = None, **options):
+    """``evalkit judge``: judge the runs stored in ``db`` (or, with ``paths``, score those files
+    into ``db`` first) with each of ``models``; returns the judge layer's ``JudgeResult``.
+    ``options`` as :func:`evalkit.judges.api.judge_cards`."""
+    if paths is not None:
+        return judge_paths(list(paths), models, db=str(db), **options)
+    from evalkit.judges.api import judge_db
+
+    return judge_db(str(db), models, **options)
+
+
+def audit(db: str | Path, **options) -> dict:
+    """``evalkit audit``: the agreement audit of ``db`` (docs/audit.md); ``options`` as
+    :func:`evalkit.agreement.audit.run_audit` (judge, rubric, by, config, seed, n_resamples, jury)."""
+    from evalkit.agreement.audit import build_audit
+
+    return build_audit(db, **options)
+
+
+def report(db: str | Path, **options) -> dict:
+    """``evalkit report``: the report's data (what the HTML and markdown emitters render);
+    ``options`` as :func:`evalkit.report.data.build_report`."""
+    from evalkit.report.data import build_report
+
+    return build_report(db, **options)
+
+
+def import_runs(importer: str, paths: Iterable[str | Path], out_dir: str | Path, **options):
+    """``evalkit import FORMAT``: convert other tools' files into trajectories in ``out_dir``;
+    ``options`` as :func:`evalkit.importers.import_files` (db, workers, importer options)."""
+    from evalkit.importers import import_files
+
+    return import_files(importer, list(paths), out_dir, **options)
+
+
+def probe(db: str | Path, models: Iterable[str], **options):
+    """``evalkit probe``: counterfactual probes of the judges ``models`` on the runs in ``db``;
+    ``options`` as :func:`evalkit.probes.api.run_probes`."""
+    from evalkit.probes.api import run_probes
+
+    return run_probes(str(db), models, **options)
+
+
+def verdicts(paths: Iterable[str], patterns: Iterable[str] = (), **options) -> dict:
+    """``evalkit verdicts``: score classification result files; ``options`` as
+    :func:`evalkit.verdicts.analysis.score_result_files` (order, threshold)."""
+    from evalkit.verdicts.analysis import score_result_files
+
+    return score_result_files(list(paths), list(patterns), **options)

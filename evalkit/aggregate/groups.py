@@ -330,6 +330,8 @@ class Aggregator:
 
 def aggregate(cards: Iterable[Any], include_errors: bool = False, level: float = DEFAULT_LEVEL,
               n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """``evalkit score --aggregate``: the per (scenario, model) groups and the per-model rollup of
+    ``cards``, with their error bars (see :class:`Aggregator` for the rules)."""
     agg = Aggregator(include_errors, level, n_resamples, seed)
     for card in cards:
         agg.add(card)
