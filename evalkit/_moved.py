@@ -32,6 +32,8 @@ MOVED = {
     "evalkit.resources": "evalkit.config.resources",
     "evalkit.self_judging": "evalkit.agreement.self_judging",
     "evalkit.storage": "evalkit.db",
+    "evalkit.agreement.probes": "evalkit.probes.stats",
+    "evalkit.judges.probe": "evalkit.judges.probe_runner",
 }
 # packages whose submodules moved with them
 MOVED_PACKAGES = ("evalkit.uncertainty",)

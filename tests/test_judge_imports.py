@@ -23,7 +23,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"litellm",
 JUDGE_LIGHT_PROBE = """
 import json, sys
 from click.testing import CliRunner
-import evalkit.judges, evalkit.judges.api, evalkit.judges.rubrics, evalkit.judges.store, evalkit.judges.runner, evalkit.judges.render, evalkit.judges.prompt, evalkit.judges.probe, evalkit.judges.context, evalkit.judges.output_modes, evalkit.judges.concurrency
+import evalkit.judges, evalkit.judges.api, evalkit.judges.rubrics, evalkit.judges.store, evalkit.judges.runner, evalkit.judges.render, evalkit.judges.prompt, evalkit.judges.probe_runner, evalkit.judges.context, evalkit.judges.output_modes, evalkit.judges.concurrency
 import evalkit.cli
 evalkit.judges.rubrics.annotation_model(evalkit.judges.rubrics.load_rubric("procedure_v1"))
 for args in (["judge", "--help"], ["probe", "--help"], ["cache", "stats", "--db", sys.argv[1]]):

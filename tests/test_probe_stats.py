@@ -1,4 +1,4 @@
-"""The audit's probe statistics (evalkit/agreement/probes.py) and the --fail-if gates, against hand
+"""The audit's probe statistics (evalkit/probes/stats.py) and the --fail-if gates, against hand
 counts and against the shared bootstrap called directly."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from evalkit.agreement.probes import (LENIENT, STRICT, UNCHANGED, UNDIRECTED, direction, failed_run_ids,
+from evalkit.probes.stats import (LENIENT, STRICT, UNCHANGED, UNDIRECTED, direction, failed_run_ids,
                                       probe_entries)
 from evalkit.agreement.stats import bootstrap_ci
 from evalkit.db.judge import JudgeValue

@@ -16,7 +16,7 @@ from evalkit.agreement import drift as drift_mod
 from evalkit.agreement import jury as jury_mod
 from evalkit.agreement import paired, raters
 from evalkit.agreement.pairings import AuditConfig, describe, load_audit_config
-from evalkit.agreement.probes import failed_run_ids, probe_entries
+from evalkit.probes.stats import failed_run_ids, probe_entries
 from evalkit.agreement.ratings import collect_ratings
 from evalkit.db import (
     judge_models, open_readonly, read_annotations, read_call_costs, read_cards, read_probe_annotations, read_ratings,
