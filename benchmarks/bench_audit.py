@@ -84,8 +84,8 @@ def main() -> int:
 
         t0 = time.perf_counter()
         conn = sources.open_readonly(db)
-        cards = list(sources.iter_cards(conn))
-        values = list(sources.iter_judge_values(conn))
+        cards = list(sources.read_cards(conn))
+        values = list(sources.read_annotations(conn))
         conn.close()
         t_read = time.perf_counter() - t0
 

@@ -69,14 +69,9 @@ def cli() -> None:
     """evalkit: deterministic scores for agent trajectories, an optional LLM judge, and audits."""
 
 
+# A command module that fails to import is a bug to see at once, never a command silently missing.
 for _name in COMMAND_MODULES:
-    try:
-        _mod = importlib.import_module(_name)
-    except ModuleNotFoundError as exc:  # a command module not written yet
-        if exc.name != _name:
-            raise
-        continue
-    _mod.register(cli)
+    importlib.import_module(_name).register(cli)
 
 
 def main() -> None:

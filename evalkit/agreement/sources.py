@@ -13,14 +13,7 @@ from evalkit.db import (
 # mechanical signals describe infrastructure, not behaviour.
 EXCLUDED_STATUSES = ("provider_error", "invalid_scenario")
 
-# Older names, still used by benchmarks/bench_audit.py.
-iter_cards = read_cards
-iter_judge_values = read_annotations
-iter_call_costs = read_call_costs
-iter_stored_ratings = read_ratings
-
 __all__ = [
-    "CallCost", "Card", "EXCLUDED_STATUSES", "JudgeValue", "iter_call_costs", "iter_cards", "iter_judge_values",
-    "iter_stored_ratings", "label_value", "open_readonly", "read_annotations", "read_call_costs", "read_cards",
-    "read_ratings",
+    "CallCost", "Card", "EXCLUDED_STATUSES", "JudgeValue", "label_value", "open_readonly", "read_annotations",
+    "read_call_costs", "read_cards", "read_ratings",
 ]
