@@ -34,6 +34,7 @@ MOVED = {
     "evalkit.storage": "evalkit.db",
     "evalkit.agreement.probes": "evalkit.probes.stats",
     "evalkit.judges.probe": "evalkit.judges.probe_runner",
+    "evalkit.probes.api": "evalkit.probes.pipeline",
 }
 # packages whose submodules moved with them
 MOVED_PACKAGES = ("evalkit.uncertainty",)

@@ -225,8 +225,8 @@ def import_runs(importer: str, paths: Iterable[str | Path], out_dir: str | Path,
 
 def probe(db: str | Path, models: Iterable[str], **options):
     """``evalkit probe``: counterfactual probes of the judges ``models`` on the runs in ``db``;
-    ``options`` as :func:`evalkit.probes.api.run_probes`."""
-    from evalkit.probes.api import run_probes
+    ``options`` as :func:`evalkit.probes.pipeline.run_probes`."""
+    from evalkit.probes.pipeline import run_probes
 
     return run_probes(str(db), models, **options)
 

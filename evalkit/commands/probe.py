@@ -1,4 +1,4 @@
-"""`evalkit probe`: judge robustness probes (evalkit.probes.api.run_probes; docs/probes.md).
+"""`evalkit probe`: judge robustness probes (evalkit.probes.pipeline.run_probes; docs/probes.md).
 
 Module level imports only click and the standard library; the judge layer (and litellm) load
 inside the command.
@@ -52,7 +52,7 @@ def register(group: click.Group) -> None:
         Exit codes: 0 done; 1 bad inputs, judge errors or --max-cost reached; 2 usage error;
         3 a --fail-if condition held (or could not be measured).
         """
-        from evalkit.probes.api import check_probes, parse_gates
+        from evalkit.probes.pipeline import check_probes, parse_gates
 
         try:
             parse_gates(fail_if)
@@ -66,7 +66,7 @@ def register(group: click.Group) -> None:
         from evalkit.judges.protocol import UnknownJudgeError
         from evalkit.judges.rubrics import RubricError
         from evalkit.probes import view
-        from evalkit.probes.api import run_probes
+        from evalkit.probes.pipeline import run_probes
 
         try:
             result = run_probes(db_path, models, rubric=rubric, probes=probes, sample=sample, seed=seed,

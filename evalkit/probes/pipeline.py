@@ -1,6 +1,6 @@
 """The Python API behind `evalkit probe` (the CLI is a thin shell over :func:`run_probes`).
 
-    from evalkit.probes.api import run_probes
+    from evalkit.probes.pipeline import run_probes
     result = run_probes("evalkit.db", ["openai/gpt-4o-mini"], probes=["false_claim", "injection"],
                         sample=50, seed=1, fail_if=["false_claim.fooled_rate>0.05"])
     result.entries        # the audit's probe entries for this run's judges, rubric, probes and runs
