@@ -134,7 +134,7 @@ def run_probes(db: str, models: Iterable[str], *, rubric: str | None = None, pro
         raise ValueError(f"--sample must be at least 1, got {sample}")
     cfg = probes_config if isinstance(probes_config, ProbesConfig) else load_probes_config(probes_config)
     if paths:
-        from evalkit.api import score_to_db
+        from evalkit.engines.pipeline import score_to_db
 
         cards, input_errors = score_to_db(paths, db, warn=warn)
     else:

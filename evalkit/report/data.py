@@ -9,7 +9,7 @@ Choices where the issue is silent:
 
 - The database is opened read-only (``mode=ro``): a report never creates, migrates or writes
   anything, and pointing it at a missing file is an error rather than a new empty database.
-- Scores come from the stored ScoreCards (``scorecards.card``) through :func:`evalkit.api.aggregate`,
+- Scores come from the stored ScoreCards (``scorecards.card``) through :func:`evalkit.aggregate.groups.aggregate`,
   the same code ``evalkit score --aggregate`` uses, so the report cannot disagree with it.
 - A run is *ranked* only when it is ``scored`` and took no dangerous forbidden action; unsafe runs
   are flagged and listed apart (the design note's safety gate: "safety is a gate, not a trade-off"). Ranks are per
@@ -283,7 +283,7 @@ def build_report(
     contamination file. Sections with no data (no scored runs, no judge run, no audit) are present
     with ``available: False`` and a reason, so renderers say so instead of failing.
     """
-    from evalkit.api import aggregate
+    from evalkit.aggregate.groups import aggregate
 
     try:
         contamination = load_contamination(contamination_path)
