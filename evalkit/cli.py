@@ -16,7 +16,7 @@ import sys
 import click
 
 from evalkit import __version__
-from evalkit.commands.exitcodes import EXIT_USAGE
+from evalkit.commands.exitcodes import EXIT_INTERRUPTED, EXIT_USAGE
 from evalkit.present.safe import sanitize
 
 
@@ -49,6 +49,24 @@ class EvalkitGroup(click.Group):
         except click.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(1)
+        except _Interrupted:
+            click.echo("error: interrupted; finished work is kept", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+    def invoke(self, ctx):
+        # click would turn Ctrl-C into Abort (exit 1); evalkit exits 130. Raised after the except
+        # clause, so that the interrupted command's frames are freed first and its generators (a
+        # worker pool, a database batch) close now rather than at interpreter exit.
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            pass
+        raise _Interrupted
+
+
+class _Interrupted(Exception):
+    """Ctrl-C during a command, carried past click's own KeyboardInterrupt handling."""
+
 
 COMMAND_MODULES = (
     "evalkit.commands.score",

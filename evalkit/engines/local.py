@@ -5,15 +5,24 @@
 however many files there are and however slow the consumer (the database or file writer) is.
 Processes are forked when the parent has no other thread (fast: nothing to import again), started by
 a fork server otherwise (forking a threaded process can deadlock).
+
+Workers never outlive the parent: on Linux the kernel kills them when the process that made them
+dies (``PR_SET_PDEATHSIG``), elsewhere a thread in each worker exits once its parent is gone. They
+ignore Ctrl-C, which the parent alone handles: when the consumer stops early (Ctrl-C, an error), the
+queued batches are dropped, the running ones get ``STOP_GRACE_S`` to finish, then are terminated.
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from functools import partial
 from itertools import chain, islice
 from typing import TypeVar
@@ -22,6 +31,8 @@ from evalkit.engines.job import ScoreJob, Scored, Source, score_batch
 
 BATCH_FILES = 32  # per task: fewer, larger messages cost the parent less
 IN_FLIGHT_PER_WORKER = 4
+STOP_GRACE_S = 2.0
+WATCH_PARENT_S = 0.25  # how often a worker without a parent-death signal looks for its parent
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -48,6 +59,84 @@ def _context():
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+def _kill_me_with_parent() -> bool:
+    """Ask Linux to SIGKILL this process when its parent thread dies; False where it cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(WATCH_PARENT_S)
+    os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, someone else's
+        return True
+    return True
+
+
+def _init_worker(owner: int, owner_is_parent: bool, death_signal_holds: bool) -> None:
+    """Pool initializer: Ctrl-C is the parent's to handle, and this process dies with the parent.
+
+    ``owner`` is the pid of the process that runs the pool, ``owner_is_parent`` whether it started
+    this process (else a fork server did), ``death_signal_holds`` whether the thread that started this
+    worker lives as long as its process (the kernel's signal follows the thread, not the process):
+    a fork server's, or the main thread that forked it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # discards a Ctrl-C that arrived since the fork too
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    parent = os.getppid()
+    if not (death_signal_holds and _kill_me_with_parent()):
+        threading.Thread(target=_watch_parent, args=(parent,), name="evalkit-watch-parent", daemon=True).start()
+    # the parent may have died before the signal was armed (this process is then someone else's)
+    if (owner_is_parent and os.getppid() != owner) or not _alive(owner):
+        os._exit(1)
+
+
+@contextmanager
+def _sigint_blocked(block: bool):
+    """Ctrl-C held back in this thread while it starts workers: they inherit the mask, so none dies
+    of a KeyboardInterrupt before :func:`_init_worker` ignores it; the signal is delivered after."""
+    if not block or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Drop the queued batches, let the running ones finish for ``STOP_GRACE_S``, terminate the rest.
+
+    Only the pool's own thread cancels futures (``cancel_futures``): a future cancelled here while
+    that thread marks the pool broken is what made it fail with InvalidStateError and hang."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # CPython's; shutdown() drops it
+    pool.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + STOP_GRACE_S
+    for proc in procs:
+        proc.join(max(0.0, deadline - time.monotonic()))
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join()
+
+
 def map_local(work: Callable[[list[T]], list[R]], items: Iterable[T], workers: int, batch_size: int) -> Iterator[R]:
     """``work`` applied to ``items`` in batches of ``batch_size``, results in input order, in a pool of
     ``workers`` processes. ``work`` maps a batch to one result per item and must be picklable (a
@@ -61,18 +150,25 @@ def map_local(work: Callable[[list[T]], list[R]], items: Iterable[T], workers: i
         return
     items = chain(head, it)
     limit = workers * IN_FLIGHT_PER_WORKER
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
-        pending: deque[Future] = deque()
-        try:
-            for chunk in batches(items, batch_size):
+    ctx = _context()
+    method = ctx.get_start_method()
+    holds = method == "forkserver" or (method == "fork" and threading.current_thread() is threading.main_thread())
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                               initargs=(os.getpid(), method != "forkserver", holds))
+    pending: deque[Future] = deque()
+    try:
+        for n, chunk in enumerate(batches(items, batch_size)):
+            with _sigint_blocked(n < workers):  # the pool starts a worker in each of the first submits
                 pending.append(pool.submit(work, chunk))
-                if len(pending) >= limit:
-                    yield from pending.popleft().result()
-            while pending:
+            if len(pending) >= limit:
                 yield from pending.popleft().result()
-        finally:
-            for future in pending:  # the consumer stopped early (an error, Ctrl-C): drop queued work
-                future.cancel()
+        while pending:
+            yield from pending.popleft().result()
+    except BaseException:  # Ctrl-C, an error, or the consumer stopped early (GeneratorExit)
+        pending.clear()
+        _stop(pool)
+        raise
+    pool.shutdown()
 
 
 def score_local(job: ScoreJob, sources: Iterable[Source], workers: int, batch_files: int | None = None) -> Iterator[Scored]:

@@ -1,0 +1,250 @@
+"""Worker pools and the processes around them: `kill -9` of the parent leaves no worker alive, and
+Ctrl-C (SIGINT to the whole process group, as a terminal sends it) stops `evalkit score` and
+`evalkit import` with their workers within seconds, exit 130, one line on stderr, finished work kept.
+
+The commands run as real processes in a session of their own, on corpora big enough to take
+several seconds with two workers. The Ctrl-C trials are repeated at different moments: the failure
+they guard against (a pool that hung, or died with InvalidStateError) came in some trials only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine_helpers import PLANS
+from evalkit.trajectory.builders import a320_scenario, dumps_jsonl, trajectory
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SCORE_FILES = 5000  # about 5 s with two workers on an idle core pair
+INTERRUPT_AFTER_S = (0.0, 0.15, 0.4, 0.8, 1.3)  # after both workers started
+STOP_WITHIN_S = 5.0
+
+
+@pytest.fixture(scope="module")
+def score_corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("score-corpus")
+    text = dumps_jsonl(trajectory(a320_scenario(), PLANS[0] * 6, run_id="RUN-ID", model="m"))
+    for i in range(SCORE_FILES):
+        (root / f"r{i:05d}.jsonl").write_text(text.replace("RUN-ID", f"run-{i:05d}"), encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def import_corpus(tmp_path_factory):
+    """400 openai-messages files of 90 transcripts each (36,000 runs to write)."""
+    root = tmp_path_factory.mktemp("import-corpus")
+    lines = (FIXTURES / "openai_messages" / "transcripts.jsonl").read_text(encoding="utf-8").splitlines()
+    for f in range(400):
+        out = []
+        for k in range(30):
+            for line in lines:
+                item = json.loads(line)
+                item["id"] = f"{item['id']}-{f}-{k}"
+                out.append(json.dumps(item))
+        (root / f"t{f:04d}.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    return root
+
+
+def start(args: list[str], cwd: Path, stdout) -> subprocess.Popen:
+    """`evalkit ARGS` of this working tree, in a new session (its own process group)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "evalkit", *args], cwd=cwd, env=env, stdout=stdout,
+                            stderr=subprocess.PIPE, start_new_session=True)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (children of any of its threads, and theirs: a fork server's)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except FileNotFoundError:
+            continue
+        for tid in tasks:
+            try:
+                kids = Path(f"/proc/{p}/task/{tid}/children").read_text().split()
+            except FileNotFoundError:
+                continue
+            for kid in map(int, kids):
+                if kid not in found:
+                    found.add(kid)
+                    todo.append(kid)
+    return found
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def multiprocessing_helpers(pid: int) -> set[int]:
+    """The fork server and resource tracker ``pid`` started (its workers are the fork server's
+    children, started with the same command line)."""
+    kids = {int(k) for tid in os.listdir(f"/proc/{pid}/task")
+            for k in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()}
+    return {k for k in kids if b"multiprocessing.forkserver" in cmdline(k) or b"resource_tracker" in cmdline(k)}
+
+
+def wait_for_workers(proc: subprocess.Popen, n: int = 2, timeout: float = 20.0) -> set[int]:
+    """The pids of the pool's workers once ``n`` of them are running (the fork server counted out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"exited early: {proc.stderr.read().decode()}"
+        workers = descendants(proc.pid) - multiprocessing_helpers(proc.pid) if running(proc.pid) else set()
+        if len(workers) >= n:
+            return workers
+        time.sleep(0.02)
+    raise AssertionError("the pool's workers never started")
+
+
+def wait_gone(pids: set[int], timeout: float) -> set[int]:
+    deadline = time.monotonic() + timeout
+    while (alive := {p for p in pids if running(p)}) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+def kill_all(pids: set[int]) -> None:
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def interrupt(proc: subprocess.Popen) -> tuple[int | None, float, str]:
+    """SIGINT to the command's process group; its exit code (None: still running after
+    STOP_WITHIN_S, then killed), the seconds it took and its stderr."""
+    t0 = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        code = proc.wait(STOP_WITHIN_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        code = None
+    return code, time.monotonic() - t0, proc.stderr.read().decode("utf-8", "replace")
+
+
+def check_clean_interrupt(code, took, err, workers) -> None:
+    leftover = wait_gone(workers, 2.0)
+    kill_all(leftover)
+    assert code == 130, f"exit {code} after {took:.1f}s; stderr: {err[-2000:]}"
+    assert "Traceback" not in err and "InvalidStateError" not in err, err[-2000:]
+    assert err.strip().splitlines()[-1] == "error: interrupted; finished work is kept"
+    assert not leftover, "workers outlived the interrupted command"
+
+
+def test_kill_9_of_score_leaves_no_worker_alive(score_corpus, tmp_path):
+    proc = start(["score", str(score_corpus), "--workers", "2", "--db", "s.db", "--format", "csv"], tmp_path,
+                 subprocess.DEVNULL)
+    workers = wait_for_workers(proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    leftover = wait_gone(workers, 3.0)
+    kill_all(leftover)
+    assert not leftover, "workers outlived their parent"
+
+
+def test_kill_9_of_import_leaves_no_worker_alive(import_corpus, tmp_path):
+    files = sorted(str(p) for p in import_corpus.iterdir())
+    proc = start(["import", "openai-messages", *files, "-o", "out", "--model", "m", "--workers", "2"], tmp_path,
+                 subprocess.DEVNULL)
+    workers = wait_for_workers(proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    leftover = wait_gone(workers, 3.0)
+    kill_all(leftover)
+    assert not leftover, "workers outlived their parent"
+
+
+@pytest.mark.parametrize("after", INTERRUPT_AFTER_S)
+def test_ctrl_c_during_score_exits_130_and_keeps_what_it_printed(score_corpus, tmp_path, after):
+    """Every run printed before the interrupt is in the database, which still opens whole."""
+    with open(tmp_path / "out.csv", "wb") as out:
+        proc = start(["score", str(score_corpus), "--workers", "2", "--db", "s.db", "--format", "csv"], tmp_path, out)
+        workers = wait_for_workers(proc)
+        time.sleep(after)
+        code, took, err = interrupt(proc)
+    check_clean_interrupt(code, took, err, workers)
+    assert took < STOP_WITHIN_S
+    printed = (tmp_path / "out.csv").read_text(encoding="utf-8").split("\n")[1:-1]  # the last may be cut
+    conn = sqlite3.connect(tmp_path / "s.db")
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        stored = {r for (r,) in conn.execute("SELECT run_id FROM runs")}
+    finally:
+        conn.close()
+    assert {line.split(",", 1)[0] for line in printed} <= stored
+    assert len(stored) < SCORE_FILES, "the command finished before it was interrupted: make the corpus bigger"
+
+
+@pytest.mark.parametrize("after", INTERRUPT_AFTER_S[1::2])
+def test_ctrl_c_during_import_exits_130_and_leaves_no_staged_file(import_corpus, tmp_path, after):
+    """The runs put in place are whole; no temporary file of a staged run is left."""
+    files = sorted(str(p) for p in import_corpus.iterdir())
+    proc = start(["import", "openai-messages", *files, "-o", "out", "--model", "m", "--workers", "2"], tmp_path,
+                 subprocess.DEVNULL)
+    workers = wait_for_workers(proc)
+    time.sleep(after)
+    code, took, err = interrupt(proc)
+    check_clean_interrupt(code, took, err, workers)
+    written = list((tmp_path / "out").iterdir()) if (tmp_path / "out").exists() else []
+    assert not [p.name for p in written if not p.name.endswith(".jsonl")]
+    assert len(written) < 36000, "the command finished before it was interrupted: make the corpus bigger"
+    for path in written[:200]:
+        assert path.read_text(encoding="utf-8").endswith("\n")
+
+
+THREADED_POOL = """
+import threading, time
+from evalkit.engines.local import map_local
+
+def slow(batch):
+    time.sleep(0.2)
+    return batch
+
+if __name__ == "__main__":
+    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()  # the pool then uses a fork server
+    for _ in map_local(slow, range(10_000), 2, 1):
+        pass
+"""
+
+
+def test_kill_9_of_a_threaded_parent_leaves_no_fork_server_worker_alive(tmp_path):
+    """A process with other threads starts its workers through a fork server: they die with it too."""
+    (tmp_path / "pool.py").write_text(THREADED_POOL, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "pool.py"], cwd=tmp_path, env=env, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    workers = wait_for_workers(proc)
+    assert any(b"multiprocessing.forkserver" in cmdline(p) for p in multiprocessing_helpers(proc.pid))
+    everything = workers | multiprocessing_helpers(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    leftover = wait_gone(everything, 3.0)
+    kill_all(leftover)
+    assert not leftover, "the fork server or its workers outlived their parent"
