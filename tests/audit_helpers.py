@@ -95,11 +95,13 @@ class Annotator:
         if confidence is not None:
             doc["confidence"] = confidence
         doc["rationale"] = rationale
+        # the bundle the run has now (an annotation of another bundle is stale: left out of the audit)
+        scored = self.conn.execute("SELECT bundle_hash FROM scorecards WHERE run_id = ?", (run_id,)).fetchone()
         self.conn.execute(
             "INSERT OR REPLACE INTO annotations (annotation_id, run_id, bundle_hash, judge_model, rubric_id, "
             "rubric_version, rubric_hash, blind, replicate, status, annotation, rationale, cost_usd, latency_ms, "
             "prompt_tokens, completion_tokens, cache_key, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (ann_id, run_id, "h", judge, rubric, version, "rh", int(blind), replicate, status, json.dumps(doc),
+            (ann_id, run_id, scored[0] if scored else "h", judge, rubric, version, "rh", int(blind), replicate, status, json.dumps(doc),
              rationale, cost, latency, 10, 5, "ck" + ann_id, created),
         )
         if status == "ok":

@@ -28,7 +28,8 @@ READERS = {
     "report": ["report", "--markdown", "-"],
     "cache stats": ["cache", "stats", "--format", "json"],
 }
-ENV = {**os.environ, "SOURCE_DATE_EPOCH": "1764547200"}
+# the working tree on the path: otherwise a process run elsewhere imports the installed evalkit
+ENV = {**os.environ, "SOURCE_DATE_EPOCH": "1764547200", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
 
 
 AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]

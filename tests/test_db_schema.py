@@ -153,8 +153,9 @@ def test_missing_columns_are_added_by_migration_and_overlaid_for_readers(tmp_pat
         "DROP TABLE annotations; CREATE TABLE annotations (annotation_id TEXT PRIMARY KEY, run_id TEXT,"
         " bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, rubric_version INTEGER, rubric_hash TEXT,"
         " blind INTEGER, replicate INTEGER, status TEXT NOT NULL, annotation TEXT);")
-    conn.execute("INSERT INTO annotations VALUES ('a1', ?, 'h', 'openai/j', 'r', 1, 'rh', 1, 0, 'ok', ?)",
-                 (cards[0].run_id, json.dumps({"outcome": "pass", "confidence": 0.75, "rationale": "from the JSON"})))
+    conn.execute("INSERT INTO annotations VALUES ('a1', ?, ?, 'openai/j', 'r', 1, 'rh', 1, 0, 'ok', ?)",
+                 (cards[0].run_id, cards[0].bundle_hash,
+                  json.dumps({"outcome": "pass", "confidence": 0.75, "rationale": "from the JSON"})))
     conn.execute("INSERT INTO annotation_values VALUES ('a1', ?, 'openai/j', 'r', 'outcome', '\"pass\"', NULL, 1, 0)",
                  (cards[0].run_id,))
     conn.commit()

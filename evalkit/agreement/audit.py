@@ -20,7 +20,7 @@ from evalkit.probes.stats import failed_run_ids, probe_entries
 from evalkit.agreement.ratings import collect_ratings
 from evalkit.db import (
     judge_models, open_readonly, read_annotations, read_call_costs, read_cards, read_probe_annotations, read_ratings,
-    resolve_judge,
+    read_stale_annotations, resolve_judge,
 )
 from evalkit.agreement.self_judging import same_model
 
@@ -65,7 +65,8 @@ def run_audit(
         if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
             judge = resolve_judge(judge, judge_models(db), db.path)
         cards = list(read_cards(db))
-        values = list(read_annotations(db, judge=judge, rubric=rubric))
+        values = list(read_annotations(db, judge=judge, rubric=rubric))  # stale answers are not among them
+        stale = read_stale_annotations(db, judge=judge, rubric=rubric)
         stored = read_ratings(db)
         cost_source, calls = read_call_costs(db, judge=judge, rubric=rubric)
         probe_answers = read_probe_annotations(db, judge=judge, rubric=rubric)
@@ -116,6 +117,8 @@ def run_audit(
             "replicate_annotations": len({v.annotation_id for v in values if v.blind and v.replicate != 0}),
             "imported_ratings": len(stored),
         },
+        # answers to a transcript the run no longer has (re-scored since it was judged): left out
+        "stale": {"annotations": sum(stale.values()), "run_ids": list(stale)},
         "pairings": pairing_entries,
         "disagreements": paired.disagreements(sets),
         "raters": rater_entries,
@@ -127,6 +130,21 @@ def run_audit(
                                 bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None),
     }
     return report, paired.pair_rows(sets)
+
+
+STALE_NAMED = 10  # run ids a stale note lists before "and N more"
+
+
+def stale_note(audit: dict[str, Any]) -> str | None:
+    """One line on the audit's stale annotations (None when there are none): how many, which runs,
+    why they were left out and what refreshes them."""
+    stale = audit.get("stale") or {}
+    n, runs = stale.get("annotations") or 0, list(stale.get("run_ids") or [])
+    if not n:
+        return None
+    named = ", ".join(runs[:STALE_NAMED]) + (f" and {len(runs) - STALE_NAMED} more" if len(runs) > STALE_NAMED else "")
+    return (f"{n} stale annotation{'s' if n != 1 else ''} ({'run' if len(runs) == 1 else 'runs'} {named}) excluded: "
+            "re-scored since judged; run `evalkit judge` to refresh")
 
 
 def self_judging(p: Any, pairs: list[Any], config: AuditConfig) -> dict[str, Any]:

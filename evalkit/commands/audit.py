@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from evalkit.commands.kit import ExistingFile, db_option, fail, format_option
+from evalkit.commands.kit import ExistingFile, db_option, fail, format_option, warn
 from evalkit.present.safe import sanitize
 
 
@@ -34,7 +34,7 @@ def register(group: click.Group) -> None:
         (--show-mechanical) are left out. Exit codes: 0 done; 1 unreadable database or config;
         2 usage error (bad flags, missing database or config file).
         """
-        from evalkit.agreement.audit import run_audit
+        from evalkit.agreement.audit import run_audit, stale_note
         from evalkit.agreement.render import RENDERERS, pairs_csv
         from evalkit.output.atomic import write_text_atomic
         from evalkit.errors import InputError
@@ -44,6 +44,9 @@ def register(group: click.Group) -> None:
                                       seed=seed, n_resamples=n_resamples, jury=jury)
         except InputError as exc:
             fail(str(exc))
+        note = stale_note(report)
+        if note:
+            warn(f"warning: {note}")
         text = RENDERERS[fmt_name](report)
         # each file through a temporary file and a rename: an existing file is replaced whole or kept
         for path, content in ((pairs_out, pairs_csv(pairs) if pairs_out else ""), (out_path, text)):

@@ -4,7 +4,8 @@
 - :mod:`evalkit.db.connect` — :func:`open_write` and :func:`open_readonly`, the only places a
   connection is made; every failure is a one-line :class:`DbError` naming the file;
 - :mod:`evalkit.db.scores` — :class:`Store` (the score writer), :func:`read_scorecards`;
-- :mod:`evalkit.db.judge` — :class:`JudgeTables` (the judge's writer), :func:`read_annotations`;
+- :mod:`evalkit.db.judge` — :class:`JudgeTables` (the judge's writer), :func:`read_annotations`
+  (stale answers of re-scored runs left out), :func:`read_stale_annotations`;
 - :mod:`evalkit.db.probes` — :class:`ProbeTables` (probe answers, apart from annotations),
   :func:`read_probe_annotations`;
 - :mod:`evalkit.db.ratings` — :func:`write_ratings`, :func:`read_ratings`;
@@ -16,7 +17,7 @@ imports this package).
 from evalkit.db.connect import Database, DbError, open_readonly, open_write
 from evalkit.db.judge import (
     CallCost, JudgeTables, JudgeValue, judge_models, label_value, read_annotation_rows, read_annotations,
-    read_call_costs, read_primary_values,
+    read_call_costs, read_primary_values, read_stale_annotations,
 )
 from evalkit.db.names import UnknownJudge, resolve_judge, short_name
 from evalkit.db.probes import ProbeAnswer, ProbeTables, read_probe_annotations
@@ -31,5 +32,6 @@ __all__ = [
     "SCHEMA_VERSION", "Store", "TABLES", "UnknownJudge", "decode_json", "judge_models", "label_value",
     "open_readonly", "open_write", "read_annotation_rows", "read_annotations", "read_call_costs",
     "read_cards", "read_commands", "read_primary_values", "read_probe_annotations", "read_ratings", "read_runs", "read_scorecards",
+    "read_stale_annotations",
     "resolve_judge", "short_name", "write_ratings",
 ]

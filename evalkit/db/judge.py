@@ -13,6 +13,13 @@ Rules kept here:
 
 The readers below (:func:`read_annotations`, :func:`read_call_costs`, …) take a read-only
 :class:`~evalkit.db.connect.Database` and are what the audit and the report use.
+
+A *stale* annotation judged a transcript that is gone: its run was re-scored since (same run id,
+new transcript), so its ``bundle_hash`` is no longer the run's ``scorecards.bundle_hash``. The
+readers of annotations leave stale ones out, so that no pairing, rater, drift check or report
+figure pairs an old answer with a new score; :func:`read_stale_annotations` names them. (The next
+``evalkit judge`` asks again: the bundle is part of the cache key.) Calls and their cost
+(:func:`read_call_costs`) stay: they were made and paid for.
 """
 from __future__ import annotations
 
@@ -29,6 +36,15 @@ from evalkit.db.schema import TABLES
 
 CALL_COLUMNS = TABLES["judge_calls"].column_names
 ANNOTATION_COLUMNS = TABLES["annotations"].column_names
+
+
+def stale(alias: str) -> str:
+    """SQL, true for a stale annotation (its run's current scorecard has another bundle); ``alias``
+    qualifies the annotation's columns (``a.`` or ``annotations.``: unqualified, they would name the
+    scorecard's). An annotation without a scorecard, or with either hash unknown, is not stale
+    (``!=`` with NULL is not true)."""
+    return (f"EXISTS (SELECT 1 FROM scorecards s WHERE s.run_id = {alias}run_id "
+            f"AND s.bundle_hash != {alias}bundle_hash)")
 
 
 def now_utc() -> str:
@@ -75,10 +91,11 @@ class JudgeTables:
         return {c: row[c] for c in ANNOTATION_COLUMNS} if row else None
 
     def judged_runs(self, model: str, rubric_id: str, rubric_version: int, blind: bool) -> list[str]:
-        """Runs with an ok primary (replicate 0) annotation, sorted."""
+        """Runs with an ok primary (replicate 0) annotation of their current bundle, sorted."""
         return [r[0] for r in self.database.rows(
             "SELECT DISTINCT run_id FROM annotations WHERE judge_model = ? AND rubric_id = ? "
-            "AND rubric_version = ? AND blind = ? AND replicate = 0 AND status = 'ok' ORDER BY run_id",
+            f"AND rubric_version = ? AND blind = ? AND replicate = 0 AND status = 'ok' AND NOT {stale('annotations.')} "
+            "ORDER BY run_id",
             (model, rubric_id, rubric_version, int(bool(blind))))]
 
     def iter_annotations(self) -> Iterator[dict]:
@@ -236,10 +253,11 @@ def _number(x: Any) -> float | None:
 
 
 def read_annotations(db: Database, judge: str | None = None, rubric: str | None = None) -> Iterator[JudgeValue]:
-    """Values of ``ok`` annotations, ordered so that later answers come last (created_at, id,
-    dimension). ``judge`` is resolved by :func:`~evalkit.db.names.resolve_judge` (full model
-    string or the part after the provider prefix); an unknown name raises ``UnknownJudge``."""
-    where, args = judge_filter(db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')"], column="a.")
+    """Values of ``ok`` annotations that are not stale, ordered so that later answers come last
+    (created_at, id, dimension). ``judge`` is resolved by :func:`~evalkit.db.names.resolve_judge`
+    (full model string or the part after the provider prefix); an unknown name raises ``UnknownJudge``."""
+    where, args = judge_filter(db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')", f"NOT {stale('a.')}"],
+                               column="a.")
     # One row per annotation first (rationale, JSON), then its values: the annotation JSON is
     # decoded at most once per annotation, and only when a column it backs up is empty.
     heads = {row[0]: row for row in db.rows(
@@ -332,17 +350,27 @@ def where_sql(conditions: list[str]) -> str:
 
 
 def read_annotation_rows(db: Database, judge: str | None = None) -> list[dict[str, Any]]:
-    """Every annotation (ok or not), ordered by judge model, rubric, created_at, id; ``judge``
-    keeps one judge (resolved by :func:`~evalkit.db.names.resolve_judge`)."""
-    where, args = judge_filter(db, judge)
+    """Every annotation (ok or not) that is not stale, ordered by judge model, rubric, created_at,
+    id; ``judge`` keeps one judge (resolved by :func:`~evalkit.db.names.resolve_judge`)."""
+    where, args = judge_filter(db, judge, where=[f"NOT {stale('annotations.')}"])
     return [{c: row[c] for c in ANNOTATION_COLUMNS} for row in db.rows(
         f"SELECT * FROM annotations{where_sql(where)} ORDER BY judge_model, rubric_id, created_at, annotation_id", args)]
 
 
 def read_primary_values(db: Database, judge: str | None = None) -> Iterator[tuple[str, str, str, Any]]:
-    """(judge_model, rubric_id, dimension, decoded value) of every primary (replicate 0) value."""
+    """(judge_model, rubric_id, dimension, decoded value) of every primary (replicate 0) value of
+    an annotation that is not stale."""
     from evalkit.db.scores import decode_json
 
-    where, args = judge_filter(db, judge, where=["replicate = 0"])
+    where, args = judge_filter(db, judge, where=["replicate = 0", "annotation_id NOT IN (SELECT a.annotation_id "
+                                                 f"FROM annotations a WHERE {stale('a.')})"])
     for row in db.rows(f"SELECT judge_model, rubric_id, dimension, value FROM annotation_values{where_sql(where)}", args):
         yield row[0], row[1], row[2], decode_json(row[3])
+
+
+def read_stale_annotations(db: Database, judge: str | None = None, rubric: str | None = None) -> dict[str, int]:
+    """run_id → how many of its ``ok`` annotations are stale (judged a bundle the run no longer
+    has), sorted by run id; ``judge``/``rubric`` filter as in :func:`read_annotations`."""
+    where, args = judge_filter(db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')", stale("a.")], column="a.")
+    return {str(r[0]): r[1] for r in db.rows(
+        f"SELECT a.run_id, COUNT(*) FROM annotations a{where_sql(where)} GROUP BY a.run_id ORDER BY a.run_id", args)}
