@@ -10,7 +10,7 @@ sorted), with the same content: output is byte-identical whatever the engine and
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from evalkit.engines.job import ScoreJob, Scored, Source
@@ -22,14 +22,16 @@ ENGINES = ("local", "ray")
 __all__ = ["ENGINES", "ScoreJob", "Scored", "default_workers", "score_files", "sources_of"]
 
 
-def sources_of(paths: Iterable[str | Path]) -> Iterator[Source]:
+def sources_of(paths: Iterable[str | Path], warn: Callable[[str], None] | None = None) -> Iterator[Source]:
     """The files to score; standard input is read here, in the parent, and passed on as bytes, up to
     the size limit of :mod:`evalkit.trajectory.input_files` (over it, the error is passed on instead: it is
-    reported as that input's error, and the other files are still scored)."""
+    reported as that input's error, and the other files are still scored). Every path is expanded
+    first, so what the directory searches skip is told to ``warn`` before any file's own warnings,
+    whatever the engine and however far ahead it reads."""
     from evalkit.errors import InputError
     from evalkit.trajectory.input_files import read_bytes
 
-    for name in expand(paths):
+    for name in list(expand(paths, warn)):
         if name == STDIN:
             try:
                 data: bytes | InputError = read_bytes(STDIN)
@@ -47,12 +49,14 @@ def score_files(
     engine: str = "local",
     workers: int = 1,
     ray_address: str | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> Iterator[Scored]:
-    """Score the files under ``paths`` with an engine; results in input order."""
+    """Score the files under ``paths`` with an engine; results in input order. ``warn`` receives
+    one line per entry a directory search skipped (each file's own warnings are in its ``Scored``)."""
     if engine == "local":
-        return score_local(job, sources_of(paths), workers)
+        return score_local(job, sources_of(paths, warn), workers)
     if engine == "ray":
         from evalkit.engines.ray_engine import score_ray
 
-        return score_ray(job, sources_of(paths), address=ray_address)
+        return score_ray(job, sources_of(paths, warn), address=ray_address)
     raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")

@@ -24,7 +24,7 @@ def score_file(path: str | Path, warn: Warn | None = None) -> ScoreCard:
 
 def iter_scorecards(paths: Iterable[str | Path], warn: Warn | None = None) -> Iterator[ScoreCard | InputError]:
     """Score files one at a time (directories: ``*.jsonl``, recursive, sorted); bad files yield their error."""
-    for path in expand_paths(paths):
+    for path in expand_paths(paths, warn):
         try:
             yield score_file(path, warn)
         except InputError as exc:
@@ -59,7 +59,7 @@ def score_stream(
     pending_chars = 0
     seen: dict[str, str] = {}  # run_id -> path
     try:
-        for item in score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address):
+        for item in score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address, warn=warn):
             if warn is not None:
                 for message in item.warnings:
                     warn(message)

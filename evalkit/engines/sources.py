@@ -7,7 +7,7 @@ naming a directory is searched recursively for ``*.jsonl``, in sorted order, lik
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from evalkit.errors import InputError
@@ -63,8 +63,9 @@ def read_url(url: str) -> bytes:
         raise InputError(url, None, f"cannot read: {exc.strerror or exc}") from None
 
 
-def expand(paths: Iterable[str | Path]) -> Iterator[str]:
-    """Files as given; directories (local or URL) searched recursively for ``*.jsonl``, sorted."""
+def expand(paths: Iterable[str | Path], warn: Callable[[str], None] | None = None) -> Iterator[str]:
+    """Files as given; directories (local or URL) searched recursively for ``*.jsonl``, sorted;
+    ``warn`` is told what a local search skips (evalkit.trajectory.reader.expand_paths)."""
     from evalkit.trajectory.reader import expand_paths
 
     for path in paths:
@@ -72,4 +73,4 @@ def expand(paths: Iterable[str | Path]) -> Iterator[str]:
         if is_url(name):
             yield from expand_url(name)
         else:
-            yield from expand_paths([name])
+            yield from expand_paths([name], warn)

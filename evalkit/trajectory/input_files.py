@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import BinaryIO
 
 from evalkit.errors import InputError
@@ -110,3 +112,67 @@ def read_text(path: str | os.PathLike[str], max_bytes: int | None = None) -> str
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InputError(name, line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})") from None
+
+
+def find_files(root: str | os.PathLike[str], suffix: str, warn: Callable[[str], None] | None = None,
+               exclude: Collection[str] = ()) -> list[str]:
+    """The regular files named ``*suffix`` under the directory ``root``, recursively, sorted as paths
+    compare (part by part); names in ``exclude`` are left out.
+
+    Symbolic links to files are followed; links to directories are not (a loop cannot make the
+    search endless). Every other entry left out is reported through ``warn``, one line each, in
+    path order: a directory that cannot be listed, a link to a directory, and an entry named
+    ``*suffix`` that is not a regular file (a FIFO, socket or device, a link to nothing)."""
+    found: list[tuple[tuple[str, ...], str, str | None]] = []  # (sort key, path, why it is skipped)
+    todo = [Path(root)]
+    while todo:
+        folder = todo.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            found.append((folder.parts, str(folder), f"cannot list this directory ({exc.strerror or exc})"))
+            continue
+        for entry in entries:
+            path = folder / entry.name
+            what = _entry_kind(entry, path, suffix)
+            if what == _SEARCH:
+                todo.append(path)
+            elif what == _READ and entry.name not in exclude:
+                found.append((path.parts, str(path), None))
+            elif what not in (_READ, _IGNORE):
+                found.append((path.parts, str(path), what))
+    found.sort(key=lambda item: item[0])
+    files = []
+    for _, path, why in found:
+        if why is None:
+            files.append(path)
+        elif warn is not None:
+            warn(f"{path}: warning: skipped: {why}")
+    return files
+
+
+_SEARCH, _READ, _IGNORE = "search", "read", "ignore"
+
+
+def _entry_kind(entry: os.DirEntry, path: Path, suffix: str) -> str:
+    """What :func:`find_files` does with a directory entry: search it, read it, ignore it (another
+    name), or else skip it for the reason returned."""
+    candidate = entry.name.endswith(suffix)
+    try:
+        if entry.is_dir(follow_symlinks=False):
+            return _SEARCH
+        if entry.is_symlink():
+            try:
+                mode = os.stat(path).st_mode
+            except OSError as exc:
+                return f"a symbolic link to nothing ({exc.strerror or exc})" if candidate else _IGNORE
+            if stat.S_ISDIR(mode):
+                return "a symbolic link to a directory (not followed; name it to score it)"
+        elif candidate:
+            mode = entry.stat(follow_symlinks=False).st_mode
+    except OSError as exc:  # it vanished while the directory was listed
+        return f"cannot examine it ({exc.strerror or exc})" if candidate else _IGNORE
+    if not candidate:
+        return _IGNORE
+    return _READ if stat.S_ISREG(mode) else f"{_kind(mode)}, not a regular file"

@@ -17,7 +17,7 @@ from pydantic_core import to_json
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.bundle import RESULT_MAX_CHARS, BundleBuilder
 from evalkit.errors import InputError
-from evalkit.trajectory.input_files import open_regular, read_bytes
+from evalkit.trajectory.input_files import find_files, open_regular, read_bytes
 from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.trajectory.values import count_non_finite
 from evalkit.trajectory.records import RECORD_TYPES, Call, Final, Meta, Setup, Trajectory
@@ -340,13 +340,11 @@ def read_trajectory(path: str | Path, warn: Warn | None = None, max_bytes: int |
 RATINGS_FILE = "ratings.jsonl"
 
 
-def _parts(path: Path) -> tuple[str, ...]:
-    return path.parts
-
-
-def expand_paths(paths: Iterable[str | Path]) -> Iterator[str]:
+def expand_paths(paths: Iterable[str | Path], warn: Warn | None = None) -> Iterator[str]:
     """Files as given; directories searched recursively for ``*.jsonl`` in sorted order, except the
-    ``ratings.jsonl`` an importer writes beside its runs (named explicitly, it is read as given)."""
+    ``ratings.jsonl`` an importer writes beside its runs (named explicitly, it is read as given).
+    What a search skips (a FIFO, a link to nothing, a directory it cannot list, ...) is reported
+    through ``warn`` (see :func:`evalkit.trajectory.input_files.find_files`)."""
     for path in paths:
         name = str(path)
         if name == STDIN:
@@ -354,10 +352,7 @@ def expand_paths(paths: Iterable[str | Path]) -> Iterator[str]:
             continue
         p = Path(name)
         if p.is_dir():
-            # sorted as paths compare (part by part), by a key: comparing Path objects costs 10x more
-            for child in sorted(p.rglob("*.jsonl"), key=_parts):
-                if child.is_file() and child.name != RATINGS_FILE:
-                    yield str(child)
+            yield from find_files(p, ".jsonl", warn, exclude=(RATINGS_FILE,))
         else:
             yield name
 
