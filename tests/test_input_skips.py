@@ -163,3 +163,13 @@ def test_score_prints_each_skip_once_and_scores_the_rest(tmp_path, workers):
         f"{root / 'p1' / 'pipe.jsonl'}: warning: skipped: a FIFO, not a regular file",
     ]
     assert len(result.stdout.splitlines()) == 41
+
+
+def test_a_directory_of_skipped_entries_says_why_nothing_was_found(tmp_path):
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    result = CliRunner().invoke(cli, ["score", str(tmp_path), "--no-db"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"{tmp_path / 'pipe.jsonl'}: warning: skipped: a FIFO, not a regular file",
+        f"error: no trajectory files (*.jsonl) found in: {tmp_path} (see 'cli score -h')",  # CliRunner's program name
+    ]

@@ -64,7 +64,10 @@ def register(group: click.Group) -> None:
             for p in paths:
                 if p != "-" and not (url_exists(p) if is_url(p) else Path(p).exists()):
                     raise click.UsageError(f"no such file or directory: {p}")
-            if not any(True for _ in expand(paths)):
+            skipped: list[str] = []
+            if not any(True for _ in expand(paths, skipped.append)):
+                for line in skipped:  # why nothing was found (when something is, scoring reports them)
+                    warn(line)
                 raise click.UsageError("no trajectory files (*.jsonl) found in: " + " ".join(paths))
         except InputError as exc:
             raise click.UsageError(str(exc)) from None
