@@ -26,7 +26,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -196,10 +196,33 @@ def _read_jsonl(name: str, text: str, rater: str | None, kind: str | None) -> li
     return out
 
 
-def _read_csv(name: str, text: str, delimiter: str, rater: str | None, kind: str | None) -> list[tuple[int, RatingRow]]:
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+# Appended after the text: a quoted field the file leaves open swallows it, else it is a row alone.
+# A noncharacter, so no file's own row is ever exactly this.
+_END = "\ufdd0"
+
+
+def _csv_rows(name: str, text: str, delimiter: str) -> Iterator[tuple[int, list[str]]]:
+    """The rows of a CSV text with the line each ends on; InputError for malformed CSV and for a
+    quoted field still open at the end of the text (Python's csv reads it as ending there)."""
+    ends_a_line = not text or text.endswith(("\n", "\r"))
+    reader = csv.reader(io.StringIO(text + ("" if ends_a_line else "\n") + _END, newline=""), delimiter=delimiter)
+    last = 0  # the line the previous row ended on
     try:
-        header = next(reader)
+        for cells in reader:
+            if cells == [_END]:
+                return
+            if cells and cells[-1].endswith(_END) and next(reader, None) is None:
+                raise InputError(name, last + 1, "a quoted field is never closed (the file ends inside it: cut short?)")
+            last = reader.line_num
+            yield last, cells
+    except csv.Error as exc:
+        raise InputError(name, reader.line_num, f"malformed CSV: {exc}") from None
+
+
+def _read_csv(name: str, text: str, delimiter: str, rater: str | None, kind: str | None) -> list[tuple[int, RatingRow]]:
+    rows = _csv_rows(name, text, delimiter)
+    try:
+        _, header = next(rows)
     except StopIteration:
         raise InputError(name, 1, "empty file: a header row is required") from None
     header = [h.strip() for h in header]
@@ -209,20 +232,16 @@ def _read_csv(name: str, text: str, delimiter: str, rater: str | None, kind: str
         raise InputError(name, 1, f"duplicate column {dup!r}")
     long_form = "dimension" in lower and "value" in lower
     out: list[tuple[int, RatingRow]] = []
-    try:
-        for cells in reader:
-            line = reader.line_num
-            if not any(c.strip() for c in cells):
-                continue
-            if len(cells) != len(header):
-                raise InputError(name, line, f"expected {len(header)} columns, found {len(cells)}")
-            row = dict(zip(lower, cells))
-            if long_form:
-                out.append((line, _long_row(name, line, row, rater, kind)))
-            else:
-                out.extend((line, r) for r in _wide_rows(name, line, header, lower, row, rater, kind))
-    except csv.Error as exc:
-        raise InputError(name, reader.line_num, f"malformed CSV: {exc}") from None
+    for line, cells in rows:
+        if not any(c.strip() for c in cells):
+            continue
+        if len(cells) != len(header):
+            raise InputError(name, line, f"expected {len(header)} columns, found {len(cells)}")
+        row = dict(zip(lower, cells))
+        if long_form:
+            out.append((line, _long_row(name, line, row, rater, kind)))
+        else:
+            out.extend((line, r) for r in _wide_rows(name, line, header, lower, row, rater, kind))
     if not long_form and not out and not any(h in ID_COLUMNS for h in lower):
         raise InputError(name, 1, f"no item column: want one of {', '.join(ID_COLUMNS)} (or the long columns dimension, value)")
     return out
