@@ -248,3 +248,70 @@ def test_kill_9_of_a_threaded_parent_leaves_no_fork_server_worker_alive(tmp_path
     leftover = wait_gone(everything, 3.0)
     kill_all(leftover)
     assert not leftover, "the fork server or its workers outlived their parent"
+
+
+def _double(batch: list[int]) -> list[int]:
+    time.sleep(0.01)
+    return [2 * i for i in batch]
+
+
+def test_a_pool_forked_by_a_thread_that_ends_keeps_its_workers(monkeypatch):
+    """The kernel's parent-death signal follows the thread that forked: workers forked by a thread
+    that then ends must not get it (they watch their parent process instead)."""
+    import multiprocessing
+    import threading
+
+    from evalkit.engines import local as local_engine
+
+    monkeypatch.setattr(local_engine, "_context", lambda: multiprocessing.get_context("fork"))
+    stream = local_engine.map_local(_double, range(400), 2, 4)
+    first: list[int] = []
+    starter = threading.Thread(target=lambda: first.append(next(stream)))
+    starter.start()
+    starter.join()
+    assert [*first, *stream] == [2 * i for i in range(400)]
+
+
+WATCHED_CHILD = """
+import os, sys, time
+from evalkit.engines.local import _init_worker
+
+pid = os.fork()
+if pid == 0:
+    _init_worker(os.getppid(), True, False)  # no parent-death signal: the watching thread alone
+    time.sleep(60)
+    os._exit(0)
+print(pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_without_the_death_signal_a_worker_exits_once_its_parent_is_gone(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", WATCHED_CHILD], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            start_new_session=True)
+    worker = int(proc.stdout.readline())
+    time.sleep(0.2)  # the worker's initializer has run
+    assert running(worker)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    leftover = wait_gone({worker}, 2.0)
+    kill_all(leftover)
+    assert not leftover
+
+
+def test_ctrl_c_in_process_exits_130_with_one_line(score_corpus, tmp_path, monkeypatch):
+    """One worker (no pool): click would print `Aborted!` and exit 1."""
+    from click.testing import CliRunner
+
+    from evalkit.cli import cli
+    from evalkit.engines import pipeline
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+        yield
+
+    monkeypatch.setattr(pipeline, "score_files", interrupted)
+    result = CliRunner().invoke(cli, ["score", str(score_corpus / "r00001.jsonl"), "--db", str(tmp_path / "s.db")])
+    assert result.exit_code == 130
+    assert result.stderr == "error: interrupted; finished work is kept\n"
