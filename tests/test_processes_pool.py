@@ -315,3 +315,37 @@ def test_ctrl_c_in_process_exits_130_with_one_line(score_corpus, tmp_path, monke
     result = CliRunner().invoke(cli, ["score", str(score_corpus / "r00001.jsonl"), "--db", str(tmp_path / "s.db")])
     assert result.exit_code == 130
     assert result.stderr == "error: interrupted; finished work is kept\n"
+
+
+LONG_BATCHES = """
+import sys, time
+from evalkit.engines.local import map_local
+
+def slow(batch):
+    time.sleep(60)
+    return batch
+
+if __name__ == "__main__":
+    try:
+        for _ in map_local(slow, range(100), 2, 1):
+            pass
+    except KeyboardInterrupt:
+        sys.exit(130)
+"""
+
+
+def test_ctrl_c_stops_batches_that_would_run_for_a_minute(tmp_path):
+    """The running batches get STOP_GRACE_S to finish; then their workers are terminated."""
+    from evalkit.engines.local import STOP_GRACE_S
+
+    (tmp_path / "pool.py").write_text(LONG_BATCHES, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "pool.py"], cwd=tmp_path, env=env, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    workers = wait_for_workers(proc)
+    time.sleep(0.2)
+    code, took, err = interrupt(proc)
+    leftover = wait_gone(workers, 1.0)
+    kill_all(leftover)
+    assert code == 130 and not leftover and err == "", err
+    assert STOP_GRACE_S <= took < STOP_GRACE_S + 2
