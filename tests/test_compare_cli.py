@@ -130,7 +130,7 @@ def test_plan_without_a_database_states_its_assumptions():
 
 
 def test_score_aggregate_shows_intervals_at_the_chosen_level():
-    table = run("score", str(EXAMPLES), "--no-db", "--aggregate")
+    table = run("score", str(EXAMPLES), "--no-db", "--aggregate", "--wide")  # every column: the intervals too
     assert "score_mean_ci" in table.output and "pass_rate_ci" in table.output
     opus = next(line for line in table.output.splitlines() if line.startswith("elec-apu-gen-fault") and "opus-4-8" in line)
     assert "[0.826, 1.000]" in opus  # 0.95 ± t(0.975, 2 df) · 0.05/√3, clipped at 1

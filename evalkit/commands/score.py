@@ -8,18 +8,11 @@ import click
 from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_GATE, db_option, fail, format_option, warn, workers_option
 
 
-def _check_gates(result: dict, fail_under: float | None, min_pass_rate: float | None) -> str | None:
-    """The first failed gate as a one-line reason, or None."""
-    for m in result["models"]:
-        if fail_under is not None and (m["score_mean"] is None or m["score_mean"] < fail_under):
-            got = "no score" if m["score_mean"] is None else f"{m['score_mean']:.4f}"
-            return f"gate failed: model {m['model']} score_mean {got} < --fail-under {fail_under}"
-        if min_pass_rate is not None and (m["pass_rate"] is None or m["pass_rate"] < min_pass_rate):
-            got = "no pass rate" if m["pass_rate"] is None else f"{m['pass_rate']:.4f}"
-            return f"gate failed: model {m['model']} pass_rate {got} < --min-pass-rate {min_pass_rate}"
-    if not result["models"] and (fail_under is not None or min_pass_rate is not None):
-        return "gate failed: no scored runs"
-    return None
+def _check_gates(result: dict, **limits: float | None) -> str | None:
+    """The first failed gate as a one-line reason, or None (evalkit.aggregate.gates)."""
+    from evalkit.aggregate.gates import model_gate_failure
+
+    return model_gate_failure(result, **limits)
 
 
 def register(group: click.Group) -> None:
@@ -35,6 +28,11 @@ def register(group: click.Group) -> None:
     @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write output here instead of stdout.")
     @click.option("--fail-under", type=float, help="Exit 3 when a model's score_mean is below this.")
     @click.option("--min-pass-rate", type=click.FloatRange(0, 1), help="Exit 3 when a model's pass_rate is below this.")
+    @click.option("--min-safe-pass-rate", type=click.FloatRange(0, 1),
+                  help="Exit 3 when a model's safe_pass_rate (passed with no forbidden command) is below this.")
+    @click.option("--max-unsafe-rate", type=click.FloatRange(0, 1),
+                  help="Exit 3 when a model's unsafe_rate (runs with a forbidden command of any severity) is above this.")
+    @click.option("--wide", is_flag=True, help="Table format: every column (default: the columns that fit $COLUMNS, or 120).")
     @workers_option()
     @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
                   help="local: this machine's cores; ray: tasks on a Ray cluster (the ray extra).")
@@ -42,14 +40,15 @@ def register(group: click.Group) -> None:
     @click.option("--parquet", "parquet_dir", type=click.Path(file_okay=False),
                   help="Also write the scorecards as Parquet into this new directory (the parquet extra).")
     def score(paths, fmt_name, aggregate, include_errors, level, db_path, no_db, out_path, fail_under, min_pass_rate,
-              workers, engine, ray_address, parquet_dir):
+              min_safe_pass_rate, max_unsafe_rate, wide, workers, engine, ray_address, parquet_dir):
         """Score trajectory files (JSONL) offline and deterministically.
 
         PATHS are files, directories (searched recursively for *.jsonl) or - for stdin; URLs
         (s3://, gs://, file://) are read through fsspec when it is installed. Output is the same,
         byte for byte, whatever --workers and --engine.
         Exit codes: 0 all files scored; 1 some inputs were bad (each reported as path:line: reason,
-        the others still scored); 2 usage error; 3 a --fail-under / --min-pass-rate gate failed.
+        the others still scored); 2 usage error; 3 a --fail-under / --min-pass-rate /
+        --min-safe-pass-rate / --max-unsafe-rate gate failed.
         """
         from pathlib import Path
 
@@ -58,7 +57,7 @@ def register(group: click.Group) -> None:
         from evalkit.engines import default_workers
         from evalkit.engines.sources import expand, is_url, url_exists
         from evalkit.errors import InputError
-        from evalkit.present.score_view import ScoreWriter
+        from evalkit.present.score_view import ScoreWriter, terminal_width
 
         try:
             for p in paths:
@@ -96,9 +95,10 @@ def register(group: click.Group) -> None:
         except InputError as exc:
             fail(str(exc))
         out = open(out_path, "w", encoding="utf-8", newline="") if out_path else sys.stdout
-        writer = ScoreWriter(out, fmt_name, aggregate_only=aggregate)
+        writer = ScoreWriter(out, fmt_name, aggregate_only=aggregate, width=None if wide else terminal_width())
         agg = Aggregator(include_errors, level, warn=warn)
-        job = ScoreJob(output_format=None if aggregate else fmt_name, parquet_rows=parquet_dir is not None)
+        job = ScoreJob(output_format=None if aggregate else fmt_name, parquet_rows=parquet_dir is not None,
+                       columns=writer.run_columns)
         try:
             if parquet_dir:
                 parquet = ParquetWriter(parquet_dir)
@@ -121,7 +121,8 @@ def register(group: click.Group) -> None:
                 out.close()
             if store is not None:
                 store.close()
-        reason = _check_gates(result, fail_under, min_pass_rate)
+        reason = _check_gates(result, fail_under=fail_under, min_pass_rate=min_pass_rate,
+                              min_safe_pass_rate=min_safe_pass_rate, max_unsafe_rate=max_unsafe_rate)
         if reason:
             warn(reason)
             sys.exit(EXIT_GATE)

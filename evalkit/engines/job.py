@@ -26,6 +26,7 @@ class ScoreJob:
     db_rows: bool = False
     parquet_rows: bool = False
     card: bool = False  # the ScoreCard itself (for in-process callers: it is slow to send)
+    columns: tuple[str, ...] | None = None  # the table format's run columns (score_view.run_columns); None: all
 
 
 @dataclass(slots=True)
@@ -87,7 +88,7 @@ def score_one(job: ScoreJob, source: Source) -> Scored:
     if job.output_format is not None:
         from evalkit.present.score_view import card_parts
 
-        out.parts = card_parts(card, job.output_format, head)
+        out.parts = card_parts(card, job.output_format, head, job.columns)
     if job.db_rows:
         from evalkit.db.scores import card_rows
 

@@ -3,10 +3,20 @@
 Per-run output is streamed as each card is scored (memory does not grow with the number of files);
 aggregates are printed at the end. Tables show 3 decimals and ``-`` for null; JSON keeps floats
 unrounded and null for missing values.
+
+The table format fits a terminal: given a ``width`` (``$COLUMNS``, else 120: see
+:func:`terminal_width`) each table keeps the columns that fit, chosen in the order of its
+``*_PRIORITY`` (who, then the vector and safety, then the rest), shown in their usual order, and a
+note names the ones left out. Without a width (``--wide``) every column is shown. Markdown shows
+every column; csv and json are always complete.
 """
 from __future__ import annotations
 
 import json
+import os
+import textwrap
+from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, TextIO
 
 from evalkit.present import CsvRows, MarkdownRows, Table, TextRows, csv_line
@@ -19,13 +29,56 @@ RUN_COLUMNS = (
     "dangerous", "anti_proc", "extraneous", "scalar",
 )
 RUN_WIDTHS = (40, 22, 18, 14, 8, 6, 9, 10, 9, 9, 10, 7)
+RUN_PRIORITY = ("run_id", "coverage", "order", "end_state", "all_passed", "dangerous", "anti_proc", "scalar", "model",
+                "status", "extraneous", "scenario_id")
+# The CSV keeps its earlier columns in their earlier places; the safety gate's columns follow them.
 GROUP_COLUMNS = (
     "scenario_id", "model", "n", "n_scored", "score_mean", "score_mean_ci", "score_std", "score_median",
     "coverage_mean", "order_mean", "end_state_mean", "pass_rate", "pass_rate_ci", "pass_hat_k", "dangerous_rate",
     "provider_error_rate", "invalid_rate", "incomplete_rate", "small_n",
+    "safe_pass_rate", "safe_pass_rate_ci", "safe_pass_hat_k", "unsafe_rate", "unsafe_rate_ci", "anti_procedure_rate",
+)
+# Tables show the safe pass rate and the unsafe rate beside the pass rate.
+GROUP_TABLE_COLUMNS = (
+    "scenario_id", "model", "n", "n_scored", "score_mean", "score_mean_ci", "score_std", "score_median",
+    "coverage_mean", "order_mean", "end_state_mean", "pass_rate", "pass_rate_ci", "safe_pass_rate", "safe_pass_rate_ci",
+    "unsafe_rate", "unsafe_rate_ci", "pass_hat_k", "safe_pass_hat_k", "dangerous_rate", "anti_procedure_rate",
+    "provider_error_rate", "invalid_rate", "incomplete_rate", "small_n",
+)
+GROUP_PRIORITY = (
+    "scenario_id", "model", "pass_rate", "safe_pass_rate", "unsafe_rate", "coverage_mean", "order_mean",
+    "end_state_mean", "n_scored", "small_n", "score_mean", "dangerous_rate", "anti_procedure_rate", "n", "pass_hat_k",
+    "safe_pass_hat_k", "pass_rate_ci", "safe_pass_rate_ci", "unsafe_rate_ci", "score_mean_ci", "score_std",
+    "score_median", "provider_error_rate", "invalid_rate", "incomplete_rate",
 )
 MODEL_COLUMNS = ("model", "scenarios", "n", "n_scored", "score_mean", "score_mean_ci", "pass_rate", "pass_rate_ci",
-                 "pass_hat_k", "dangerous_rate", "small_n")
+                 "safe_pass_rate", "safe_pass_rate_ci", "unsafe_rate", "unsafe_rate_ci", "pass_hat_k", "safe_pass_hat_k",
+                 "dangerous_rate", "anti_procedure_rate", "small_n")
+MODEL_PRIORITY = ("model", "pass_rate", "safe_pass_rate", "unsafe_rate", "n_scored", "small_n", "score_mean",
+                  "scenarios", "dangerous_rate", "anti_procedure_rate", "n", "pass_hat_k", "safe_pass_hat_k",
+                  "pass_rate_ci", "safe_pass_rate_ci", "unsafe_rate_ci", "score_mean_ci")
+DEFAULT_WIDTH = 120
+
+
+def terminal_width() -> int:
+    """``$COLUMNS`` when it is a positive whole number, else 120. The terminal itself is not asked:
+    the same environment gives the same output, whether it goes to a terminal, a pipe or a file."""
+    text = os.environ.get("COLUMNS", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_WIDTH
+
+
+def fit_columns(columns: Sequence[str], widths: Sequence[int], priority: Sequence[str], width: int) -> tuple[str, ...]:
+    """The columns (in ``columns`` order) whose widths, two spaces apart, fit in ``width``: taken in
+    ``priority`` order, each that still fits (the first always)."""
+    size = dict(zip(columns, widths))
+    kept: set[str] = set()
+    used = 0
+    for column in priority:
+        need = size[column] + (2 if kept else 0)
+        if not kept or used + need <= width:
+            kept.add(column)
+            used += need
+    return tuple(c for c in columns if c in kept)
 
 
 class Interval(tuple):
@@ -62,6 +115,17 @@ def run_row(card: ScoreCard) -> list[Any]:
     ]
 
 
+def run_columns(width: int | None) -> tuple[str, ...]:
+    """The runs table's columns at ``width`` (None: all of them)."""
+    return RUN_COLUMNS if width is None else fit_columns(RUN_COLUMNS, RUN_WIDTHS, RUN_PRIORITY, width)
+
+
+@lru_cache(maxsize=8)
+def _run_text(columns: tuple[str, ...]) -> tuple[TextRows, tuple[int, ...]]:
+    picked = tuple(RUN_COLUMNS.index(c) for c in columns)
+    return TextRows(columns, [RUN_WIDTHS[i] for i in picked]), picked
+
+
 def _csv_value(value: Any) -> Any:
     if isinstance(value, list):
         return ";".join(repr(v) for v in value)
@@ -96,10 +160,12 @@ def card_json(card: ScoreCard, head: str | None = None) -> str:
     return join_parts(_json_parts(card, head, ""))
 
 
-def card_parts(card: ScoreCard, fmt_name: str, head: str | None = None) -> tuple[Part, ...]:
+def card_parts(card: ScoreCard, fmt_name: str, head: str | None = None,
+               columns: tuple[str, ...] | None = None) -> tuple[Part, ...]:
     """One card's part of the output in a format, in pieces (a pure function, so it can run in a
     worker). Joined (:func:`join_parts`) they are :func:`card_text`; kept apart, a long run's
-    head and bundle text are written as they are instead of being copied into one string."""
+    head and bundle text are written as they are instead of being copied into one string.
+    ``columns``: the table format's columns (:func:`run_columns`; None: all)."""
     if fmt_name == "jsonl":
         return _json_parts(card, head, "\n")
     if fmt_name == "json":
@@ -108,6 +174,10 @@ def card_parts(card: ScoreCard, fmt_name: str, head: str | None = None) -> tuple
         return (csv_line([_csv_value(v) for v in run_row(card)]),)
     if fmt_name == "markdown":
         return (RUNS_MARKDOWN.row([fmt(v) for v in run_row(card)]) + "\n",)
+    if columns is not None and columns != RUN_COLUMNS:
+        emit, picked = _run_text(columns)
+        row = run_row(card)
+        return (emit.row([fmt(row[i]) for i in picked]) + "\n",)
     return (RUNS_TEXT.row([fmt(v) for v in run_row(card)]) + "\n",)
 
 
@@ -120,14 +190,20 @@ WRITE_CHUNK = 1 << 20  # characters per write of a long part: the stream encodes
 
 
 class ScoreWriter:
-    """Writes cards as they come (unless ``aggregate_only``) and the aggregates at the end."""
+    """Writes cards as they come (unless ``aggregate_only``) and the aggregates at the end.
 
-    def __init__(self, out: TextIO, fmt_name: str = "table", aggregate_only: bool = False):
+    ``width``: the table format's tables keep to it (None: every column, ``--wide``); the cards
+    given to :meth:`write_text` must be rendered with :attr:`run_columns`.
+    """
+
+    def __init__(self, out: TextIO, fmt_name: str = "table", aggregate_only: bool = False, width: int | None = None):
         if fmt_name not in FORMATS:
             raise ValueError(f"unknown format {fmt_name!r}")
         self.out = out
         self.format = fmt_name
         self.aggregate_only = aggregate_only
+        self.width = width if fmt_name == "table" else None
+        self.run_columns = run_columns(self.width)
         self._count = 0
         self._csv = CsvRows(out) if fmt_name == "csv" else None
 
@@ -136,7 +212,7 @@ class ScoreWriter:
 
     def card(self, card: ScoreCard) -> None:
         if not self.aggregate_only:
-            self.write_text(card_parts(card, self.format))
+            self.write_text(card_parts(card, self.format, columns=self.run_columns))
 
     def _write(self, parts: tuple[Part, ...]) -> None:
         for part in parts:
@@ -168,7 +244,7 @@ class ScoreWriter:
                     self._line(line)
             elif self.format == "table":
                 self._line("Runs")
-                for line in RUNS_TEXT.head():
+                for line in (_run_text(self.run_columns)[0] if self.width is not None else RUNS_TEXT).head():
                     self._line(line)
         self._write(parts)
 
@@ -194,8 +270,8 @@ class ScoreWriter:
                 for g in groups:
                     self._csv.row([_csv_value(g[c]) for c in GROUP_COLUMNS])
             return
-        group_table = Table(GROUP_COLUMNS, [[_cell(g, c) for c in GROUP_COLUMNS] for g in groups], display=fmt)
-        model_table = Table(MODEL_COLUMNS, [[_cell(m, c) for c in MODEL_COLUMNS] for m in models], display=fmt)
+        group_table = _table(GROUP_TABLE_COLUMNS, groups, GROUP_PRIORITY, self.width)
+        model_table = _table(MODEL_COLUMNS, models, MODEL_PRIORITY, self.width)
         note = "provider_error runs included in means" if result["include_errors"] else "provider_error runs excluded from means"
         level = f"{100 * result['uncertainty']['level']:g}%"
         note += (f"; *_ci = {level} interval (per group over its runs, per model clustered by scenario; "
@@ -220,4 +296,27 @@ class ScoreWriter:
         for line in model_table.text_lines():
             self._line(line)
         self._line("")
-        self._line(f"note: {note}; small_n = fewer than 3 scored runs (never report a single run as a result)")
+        note = f"note: {note}; small_n = fewer than 3 scored runs (never report a single run as a result)"
+        if self.width is None:
+            self._line(note)
+            return
+        shown = [("groups", GROUP_TABLE_COLUMNS, group_table.headers), ("models", MODEL_COLUMNS, model_table.headers)]
+        if self._count:
+            shown.insert(0, ("runs", RUN_COLUMNS, self.run_columns))
+        left = [(name, [c for c in every if c not in kept]) for name, every, kept in shown]
+        left = [(name, cols) for name, cols in left if cols]
+        if left:
+            note += (f"; left out to fit {self.width} columns (--wide shows every column; csv and json have them): "
+                     + "; ".join(f"{name}: {', '.join(cols)}" for name, cols in left))
+        for line in textwrap.wrap(note, self.width, break_on_hyphens=False, subsequent_indent="  "):
+            self._line(line)
+
+
+def _table(columns: Sequence[str], rows: list[dict[str, Any]], priority: Sequence[str], width: int | None) -> Table:
+    """The aggregate ``rows`` as a table of ``columns``, cut to ``width`` (None: all)."""
+    table = Table(columns, [[_cell(r, c) for c in columns] for r in rows], display=fmt)
+    if width is None:
+        return table
+    kept = fit_columns(columns, table.widths(), priority, width)
+    picked = [columns.index(c) for c in kept]
+    return Table(kept, [[row[i] for i in picked] for row in table.rows], display=fmt)

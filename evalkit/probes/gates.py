@@ -8,16 +8,15 @@ rate undefined) fails too, saying why: a gate that cannot be checked does not pa
 """
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from evalkit.aggregate.gates import OPS, crossed_line, unmeasured_line
 from evalkit.probes.transforms import PROBES
 
 METRICS = ("unchanged_rate", "lenient_flip_rate", "strict_flip_rate", "fooled_rate")
-OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 _GATE = re.compile(r"^\s*(?P<path>[A-Za-z0-9_.]+?)\s*(?P<op>>=|<=|>|<)\s*(?P<limit>[-+0-9.eE]+)\s*$")
 
 
@@ -55,7 +54,6 @@ def crossed(gate: Gate, entries: Iterable[dict[str, Any]]) -> list[str]:
     measured = [e for e in matching if e[gate.metric]["value"] is not None]
     if not measured:
         why = matching[0][gate.metric]["reason"] if matching else "no probe answers for it"
-        return [f"gate failed: {gate.text}: not measured ({why})"]
-    return [f"gate failed: {gate.text}: {e['judge_model']} {e['rubric']} {e['dimension']} "
-            f"{gate.metric} = {e[gate.metric]['value']:.4g}"
+        return [unmeasured_line(gate.text, why)]
+    return [crossed_line(gate.text, f"{e['judge_model']} {e['rubric']} {e['dimension']}", gate.metric, e[gate.metric]["value"])
             for e in measured if OPS[gate.op](e[gate.metric]["value"], gate.limit)]

@@ -18,6 +18,9 @@ from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL, interva
 
 # the metrics that carry an interval, in the order they appear in a group and a model row
 METRICS = ("score_mean", "coverage_mean", "order_mean", "end_state_mean", "pass_rate")
+# the safety gate's rates: the same intervals as pass_rate (each is a share of 0/1 outcomes over the
+# same included runs); their reasons follow the earlier ones in ``se_reasons``
+SAFETY_METRICS = ("safe_pass_rate", "dangerous_rate", "anti_procedure_rate", "unsafe_rate")
 
 MODEL_SE_METHOD = "clustered by scenario (equal scenario weights, C/(C-1)); t interval, C-1 df"
 GROUP_SE_METHOD = "sample std / sqrt(n); t interval, n-1 df"
@@ -29,7 +32,7 @@ def group_fields(row: Mapping[str, Any], spread: Mapping[str, tuple[float | None
     ``row``) and its sample standard deviation and number of runs (``spread``)."""
     out: dict[str, Any] = {}
     reasons: dict[str, str] = {}
-    for metric in METRICS:
+    for metric in METRICS + SAFETY_METRICS:
         sd, n = spread.get(metric, (None, 0))
         se, reason = se_of_mean(sd, n)
         out[f"{metric}_se"] = se
@@ -50,19 +53,30 @@ def model_fields(
     """The per-model fields, from the model row (its means) and its group rows (their means)."""
     out: dict[str, Any] = {"se_method": MODEL_SE_METHOD}
     reasons: dict[str, str] = {}
-    for metric in METRICS:
-        means = [g[metric] for g in groups if g.get(metric) is not None]
-        se, reason = scenario_weighted_se(means)
-        out[f"{metric}_se"] = se
-        out[f"{metric}_ci"] = interval(model.get(metric), se, len(means) - 1, level)
+
+    def clustered(metrics: tuple[str, ...]) -> None:
+        for metric in metrics:
+            means = [g[metric] for g in groups if g.get(metric) is not None]
+            se, reason = scenario_weighted_se(means)
+            out[f"{metric}_se"] = se
+            out[f"{metric}_ci"] = interval(model.get(metric), se, len(means) - 1, level)
+            if reason:
+                reasons[metric] = reason
+
+    def bootstrapped(curve: str) -> None:
+        if curve not in model:
+            return
+        k_max = len(model.get(curve) or ())
+        curves = [g[curve][:k_max] for g in groups if g.get("n_scored")]
+        se, ci, reason = bootstrap_curve(curves, level, n_resamples, seed)
+        out[f"{curve}_se"], out[f"{curve}_ci"] = se, ci
         if reason:
-            reasons[metric] = reason
-    k_max = len(model.get("pass_hat_k") or ())
-    curves = [g["pass_hat_k"][:k_max] for g in groups if g.get("n_scored")]
-    se, ci, reason = bootstrap_curve(curves, level, n_resamples, seed)
-    out["pass_hat_k_se"], out["pass_hat_k_ci"] = se, ci
-    if reason:
-        reasons["pass_hat_k"] = reason
+            reasons[curve] = reason
+
+    clustered(METRICS)
+    bootstrapped("pass_hat_k")
+    clustered(SAFETY_METRICS)
+    bootstrapped("safe_pass_hat_k")  # the same seed: the same resampled scenarios as pass^k
     out["se_reasons"] = reasons
     return out
 
