@@ -123,8 +123,8 @@ def _sigint_blocked(block: bool):
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Drop the queued batches, let the running ones finish for ``STOP_GRACE_S``, terminate the rest.
 
-    Only the pool's own thread cancels futures (``cancel_futures``): a future cancelled here while
-    that thread marks the pool broken is what made it fail with InvalidStateError and hang."""
+    Only the pool's own thread cancels futures (``cancel_futures``): cancelling one here races that
+    thread marking the pool broken, which then dies of InvalidStateError and leaves the pool hung."""
     procs = list((getattr(pool, "_processes", None) or {}).values())  # CPython's; shutdown() drops it
     pool.shutdown(wait=False, cancel_futures=True)
     deadline = time.monotonic() + STOP_GRACE_S
