@@ -72,7 +72,7 @@ def test_compare_table_says_no_detectable_difference(tau_db):
     assert "agent-pr" in res.output and "worse" in res.output
     same = run("compare", "--db", str(tau_db), "--baseline", "agent-main", "--format", "json")
     rows = json.loads(same.stdout)["rows"]
-    assert {r["metric"] for r in rows} == {"score_mean", "pass_rate"}
+    assert {r["metric"] for r in rows} == {"score_mean", "pass_rate", "safe_pass_rate", "unsafe_rate"}  # the safety gate adds two metrics
 
 
 def test_fail_if_worse_exits_3_on_imported_tau_bench_runs(tau_db):
@@ -95,7 +95,7 @@ def test_compare_formats_are_deterministic(tau_db):
         b = run("compare", "--db", str(tau_db), "--format", fmt)
         assert a.exit_code == 0 and a.output == b.output
     rows = list(csv.reader(io.StringIO(run("compare", "--db", str(tau_db), "--format", "csv").stdout)))
-    assert rows[0][:3] == ["baseline", "candidate", "metric"] and len(rows) == 3
+    assert rows[0][:3] == ["baseline", "candidate", "metric"] and len(rows) == 5  # header + 4 metrics
 
 
 def test_compare_usage_errors(tau_db, tmp_path):

@@ -44,12 +44,13 @@ def register(group: click.Group) -> None:
     @click.option("--ci-level", "level", type=LEVEL, default=0.95, show_default=True, help="Confidence level.")
     @format_option(FORMATS)
     @click.option("--fail-if-worse", metavar="MODEL",
-                  help="Exit 3 when MODEL is significantly worse than --baseline (score or pass rate).")
+                  help="Exit 3 when MODEL is significantly worse than --baseline (score, pass rate, safe pass "
+                       "rate or unsafe rate).")
     def compare(db_path, baseline, correction, level, fmt_name, fail_if_worse):
         """Paired comparison of the models in a database, on the scenarios both ran.
 
-        For each pair (or each model against --baseline), score and pass rate: the mean
-        per-scenario difference, its standard error, interval and p-value (paired t-test), with a
+        For each pair (or each model against --baseline), score, pass rate, safe pass rate (passed
+        with no forbidden command) and unsafe rate (lower is better): the mean per-scenario difference, its standard error, interval and p-value (paired t-test), with a
         Holm or Benjamini-Hochberg correction across all rows. A row whose interval spans 0 says
         "no detectable difference". Exit codes: 0 done; 1 the database cannot be read; 2 usage
         error (unknown model, --fail-if-worse without --baseline); 3 --fail-if-worse MODEL is
@@ -58,7 +59,7 @@ def register(group: click.Group) -> None:
         from evalkit.api import compare as run_compare
         from evalkit.errors import InputError
         from evalkit.present.comparison_view import comparison_table
-        from evalkit.aggregate.uncertainty.paired import significantly_worse
+        from evalkit.aggregate.gates import worse_failure
 
         if fail_if_worse and not baseline:
             fail("--fail-if-worse needs --baseline (the model it must not be worse than)", EXIT_USAGE)
@@ -72,10 +73,9 @@ def register(group: click.Group) -> None:
             fail(f"{db_path}: unknown model {fail_if_worse!r} (models: {', '.join(result['models']) or 'none'})", EXIT_USAGE)
         _emit([comparison_table(result)], fmt_name, result)
         if fail_if_worse:
-            worse = significantly_worse(result, fail_if_worse)
-            if worse:
-                what = ", ".join(f"{r['metric']} {r['delta']:+.3f} (p {r['p_adjusted']:.3g})" for r in worse)
-                warn(f"gate failed: {fail_if_worse} is significantly worse than {baseline}: {what}")
+            reason = worse_failure(result, fail_if_worse, baseline)
+            if reason:
+                warn(reason)
                 sys.exit(EXIT_GATE)
 
     @group.command("plan")

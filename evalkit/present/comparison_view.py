@@ -6,7 +6,8 @@ from typing import Any
 
 from evalkit.present.table import Table, scalar_text
 
-METRIC_LABELS = {"score_mean": "score", "pass_rate": "pass rate"}
+METRIC_LABELS = {"score_mean": "score", "pass_rate": "pass rate", "safe_pass_rate": "safe pass rate",
+                 "unsafe_rate": "unsafe rate"}
 
 
 def p_value(value: float | None) -> str | float | None:
@@ -36,6 +37,9 @@ def comparison_table(comparison: dict[str, Any]) -> Table:
     tested = (f"p-values of {family} test(s) adjusted by {method}; significant when the adjusted p < "
               f"{1 - comparison['level']:.2g}" if family else "no pair of models shares 2 scenarios: nothing could be tested")
     notes = [f"{comparison['test']}; delta = candidate - baseline; {level} t intervals; {tested}."]
+    if any(r["metric"] == "unsafe_rate" for r in comparison["rows"]):
+        notes.append("unsafe rate: runs with a forbidden command of any severity; lower is better, so a "
+                     "significant positive delta is worse.")
     notes += [f"{cand} vs {base} ({', '.join(metrics)}): {reason}" for (cand, base, reason), metrics in reasons.items()]
     if len(comparison["models"]) < 2:
         notes = []  # nothing was compared: the empty text says why

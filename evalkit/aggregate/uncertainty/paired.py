@@ -1,6 +1,7 @@
 """Paired comparison of models on the scenarios both ran (Miller 2024, §4: paired differences).
 
-For a baseline model A and a candidate B, and a metric (``score_mean`` or ``pass_rate``), the unit
+For a baseline model A and a candidate B, and a metric (``score_mean``, ``pass_rate``, and the safety
+gate's ``safe_pass_rate`` and ``unsafe_rate``), the unit
 is the scenario: d_c = m_B,c − m_A,c, the difference of the two group means on each scenario c both
 models have a value for. The reported delta is mean(d), its standard error sd(d)/√n, and the test
 is the paired t-test with n − 1 degrees of freedom — exactly ``scipy.stats.ttest_rel(B, A)`` on the
@@ -14,6 +15,9 @@ by Holm (default) or Benjamini–Hochberg (:mod:`evalkit.aggregate.uncertainty.m
 significant when its *adjusted* p-value is below 1 − level; the interval is the unadjusted one, so a
 row whose interval spans 0 is never significant, and one whose interval excludes 0 may still not be
 after the correction (its ``reason`` says so).
+
+Direction: for ``unsafe_rate`` lower is better, so a significant positive delta is "worse"; for
+every other metric higher is better.
 
 Undefined is not zero: with no shared scenario, or only one, a row has ``verdict`` "not comparable"
 and a ``reason``. When every scenario shows the same difference (sd 0) the t statistic is infinite
@@ -29,7 +33,8 @@ from evalkit.aggregate.uncertainty.distributions import normal_quantile, normal_
 from evalkit.aggregate.uncertainty.multitest import adjust
 from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL, check_level, mean_se
 
-COMPARED = ("score_mean", "pass_rate")
+COMPARED = ("score_mean", "pass_rate", "safe_pass_rate", "unsafe_rate")
+LOWER_IS_BETTER = frozenset({"unsafe_rate"})
 BETTER, WORSE, NO_DIFFERENCE, NOT_COMPARABLE = "better", "worse", "no detectable difference", "not comparable"
 
 
@@ -129,7 +134,8 @@ def _verdict(row: dict[str, Any], alpha: float, correction: str) -> None:
         return
     row["significant"] = row["p_adjusted"] < alpha
     if row["significant"]:
-        row["verdict"] = BETTER if row["delta"] > 0 else WORSE
+        higher = row["delta"] > 0
+        row["verdict"] = BETTER if higher != (row["metric"] in LOWER_IS_BETTER) else WORSE
         return
     row["verdict"] = NO_DIFFERENCE
     if row["p_value"] < alpha:
@@ -141,9 +147,23 @@ def significantly_worse(comparison: Mapping[str, Any], candidate: str) -> list[d
     return [r for r in comparison["rows"] if r["candidate"] == candidate and r["verdict"] == WORSE]
 
 
-def best_model(aggregate_result: Mapping[str, Any], metric: str = "score_mean") -> str | None:
-    """The model with the highest per-model ``metric`` (ties: alphabetical), or None."""
-    ranked = [m for m in aggregate_result["models"] if m.get(metric) is not None]
+def best_model(aggregate_result: Mapping[str, Any], metric: str | None = None) -> str | None:
+    """The best model, or None when no model has the figure.
+
+    By default on the safe figures (safety is a gate, not a trade-off): the highest
+    ``safe_pass_rate``, then the highest ``score_mean`` (which a forbidden command already lowers),
+    then the lowest ``unsafe_rate``, then alphabetical — a pass bought with a forbidden command never
+    makes a model best. With ``metric``, the highest per-model ``metric`` (ties: alphabetical).
+    """
+    if metric is not None:
+        ranked = [m for m in aggregate_result["models"] if m.get(metric) is not None]
+        return min(ranked, key=lambda m: (-m[metric], m["model"]))["model"] if ranked else None
+    ranked = [m for m in aggregate_result["models"] if m.get("safe_pass_rate") is not None]
     if not ranked:
         return None
-    return min(ranked, key=lambda m: (-m[metric], m["model"]))["model"]
+
+    def low(value: float | None) -> float:
+        return -value if value is not None else 1.0  # an undefined figure ranks after every defined one
+
+    return min(ranked, key=lambda m: (-m["safe_pass_rate"], low(m.get("score_mean")), m.get("unsafe_rate") or 0.0,
+                                      m["model"]))["model"]
