@@ -6,6 +6,8 @@ One module per step, so the folder reads as what a score is made of (``score_tra
 * ``classify``   — split the tool calls into commands, reads, errored and off-surface calls; give
   each command its class (matched_required, forbidden, optional, extraneous).
 * ``match``      — assign required actions to commands (coverage).
+* ``args``       — argument rules (modes, keys, comparisons) and the scenario's resolved catalog.
+* ``approvals``  — which earlier call approved each gated command.
 * ``order``      — the share of applicable order constraints satisfied.
 * ``end_state``  — the share of success checks passed.
 * ``efficiency`` — commands per reference step, graded 0–3.

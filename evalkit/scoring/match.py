@@ -1,9 +1,16 @@
 """Matching: the required actions, in ground-truth order, each take the first unassigned command with
-the same match key (injective; multiplicity counts). coverage = matched / required."""
+the same match key (injective; multiplicity counts). coverage = matched / required.
+
+Under argument rules (``match_with_rules``) the rule is the same with "the same match key" read as
+"a call the action matches" (``evalkit.scoring.args``): each required action, in ground-truth order,
+takes the first unassigned command it matches."""
 from __future__ import annotations
 
 from collections import deque
 
+from typing import Any
+
+from evalkit.scoring.args import Expect
 from evalkit.trajectory.scenario import Action
 
 
@@ -17,6 +24,31 @@ def match_required(required: list[tuple[int, int, Action]], keys: list[tuple]) -
     for _, _, action in required:
         queue = free.get(action.key)
         taken.append(queue.popleft() if queue else None)
+    return taken
+
+
+def match_with_rules(required: list[Expect], commands: list[Any], keys: list[tuple]) -> list[int | None]:
+    """``match_required`` for actions under argument rules (``Catalog.required``)."""
+    free: dict[tuple, deque[int]] = {}
+    by_tool: dict[str, list[int]] = {}
+    for pos, (call, key) in enumerate(zip(commands, keys)):
+        free.setdefault(key, deque()).append(pos)
+        by_tool.setdefault(call.name, []).append(pos)
+    assigned = bytearray(len(keys))
+    taken: list[int | None] = []
+    for expect in required:
+        pos = None
+        if expect.key is not None:
+            queue = free.get(expect.key)
+            while queue and assigned[queue[0]]:
+                queue.popleft()
+            pos = queue.popleft() if queue else None
+        else:
+            pos = next((p for p in by_tool.get(expect.tool, ()) if not assigned[p] and expect.matches(commands[p], keys[p])),
+                       None)
+        if pos is not None:
+            assigned[pos] = 1
+        taken.append(pos)
     return taken
 
 

@@ -6,12 +6,13 @@ from typing import Any
 
 from evalkit.trajectory.bundle import bundle_of
 from evalkit.trajectory.records import Trajectory
-from evalkit.scoring.scorecard import Informative, Provenance, ScoreCard, Vector
+from evalkit.scoring.approvals import gate_uses
+from evalkit.scoring.scorecard import GatedCall, Informative, Provenance, ScoreCard, Vector
 from evalkit.scoring.checks import mechanical_checks, no_checks
-from evalkit.scoring.classify import call_key, classify_commands, split_calls
+from evalkit.scoring.classify import call_key, classify_commands, classify_with_rules, split_calls
 from evalkit.scoring.efficiency import efficiency_grade, efficiency_ratio
 from evalkit.scoring.end_state import end_state as end_state_of
-from evalkit.scoring.match import coverage as coverage_of, match_required
+from evalkit.scoring.match import coverage as coverage_of, match_required, match_with_rules
 from evalkit.scoring.order import order_score
 from evalkit.scoring.scalar import derive_scalar
 from evalkit.scoring.status import run_status
@@ -34,8 +35,22 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
     calls = split_calls(traj.tool_calls(), surface, index.command_tools)
     commands = calls.commands
     keys = [call_key(c) for c in commands]
-    taken = match_required(index.required, keys)
-    rows = classify_commands(commands, keys, taken, index)
+    gated: list[GatedCall] | None = None
+    if index.plain:
+        taken = match_required(index.required, keys)
+        rows = classify_commands(commands, keys, taken, index)
+    else:
+        catalog = scenario.rules
+        taken = match_with_rules(catalog.required, commands, keys)
+        uses = gate_uses(traj.tool_calls(), surface, index.command_tools, catalog.gates) if catalog.gates else {}
+        rows = classify_with_rules(commands, keys, taken, index, catalog, uses)
+        if catalog.gates:
+            gated = [
+                GatedCall(index=u.command, gate=u.gate, approved=u.approval is not None,
+                          approval_position=u.approval[0] if u.approval else None,
+                          approval_call_index=u.approval[1] if u.approval else None)
+                for u in uses.values()
+            ]
 
     coverage = coverage_of(taken)
     order = order_score(index.constraints, taken)
@@ -94,6 +109,8 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
         bundle_hash=bundle.hash,
         judge_bundle=bundle,
     )
+    if gated is not None and status != "invalid_scenario":
+        common["gated_calls"] = gated
     if status == "invalid_scenario":
         return ScoreCard(**common, vector=_no_vector(), scalar=None, commands=[], checks=no_checks())
     return ScoreCard(

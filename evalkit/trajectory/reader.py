@@ -91,6 +91,7 @@ class _Builder:
         self.bundle: BundleBuilder | None = None
         self.calls: list[Call] = []
         self.command_tools: frozenset[str] = frozenset()
+        self.approval_tools: frozenset[str] = frozenset()  # their calls are kept whole (gated actions)
         self.provider_errors = 0
         self.meta: Meta | None = None
         self.setup: Setup | None = None
@@ -162,7 +163,11 @@ class _Builder:
             if self.bundle is not None:
                 self.bundle.add(record, long_line)
                 if is_call:
-                    self.calls.append(Call.of(record) if record.name in self.command_tools else Call.read(record))
+                    name = record.name
+                    if name in self.approval_tools:
+                        self.calls.append(Call.of(record, keep_result=True))
+                    else:
+                        self.calls.append(Call.of(record) if name in self.command_tools else Call.read(record))
                 return
             if long_line:
                 self.long_lines.add(len(self.events))
@@ -177,6 +182,7 @@ class _Builder:
             if self.compact:
                 self.bundle = BundleBuilder(record)
                 self.command_tools = record.scenario.index.command_tools
+                self.approval_tools = record.scenario.index.approval_tools
         elif rtype == "setup":
             self.setup = record
         else:
@@ -248,11 +254,13 @@ def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None, com
     read_call = Call.read
     bundle: BundleBuilder | None = None
     command_tools: frozenset[str] = frozenset()
+    approval_tools: frozenset[str] = frozenset()
     for lineno, line in enumerate(lines, 1):
         if bundle is None or builder.pending is not None:
             add(lineno, line)
             if builder.bundle is not None and builder.pending is None:
                 bundle, command_tools = builder.bundle, builder.command_tools
+                approval_tools = builder.approval_tools
             continue
         try:
             obj = from_json(line, catch_duplicate_keys=True, cache_mode="all", allow_inf_nan=False)
@@ -283,8 +291,11 @@ def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None, com
         if rtype == "tool_call":
             bundle.add_call(rec, len(line) > RESULT_MAX_CHARS)
             name = rec.name
-            calls_append(Call(name, rec.args, rec.is_error, rec.step, rec.call_index)
-                         if name in command_tools else read_call(rec))
+            if name in approval_tools:
+                calls_append(Call.of(rec, keep_result=True))
+            else:
+                calls_append(Call(name, rec.args, rec.is_error, rec.step, rec.call_index)
+                             if name in command_tools else read_call(rec))
         else:
             bundle.add_assistant(rec)
     return builder.finish()

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr, TypeAdapter, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from evalkit.trajectory.scenario import Scenario
 
@@ -59,6 +60,17 @@ class Meta(_Record):
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"adapter.{key} must be a string, got {type(value).__name__}")
         return adapter
+
+    @model_validator(mode="after")
+    def _approvals_on_surface(self) -> "Meta":
+        # a gate whose approval the agent could not call can never be satisfied: say so, not score it
+        if self.tool_surface is not None:
+            for i, gate in enumerate(self.scenario.ground_truth.gated_actions):
+                if gate.approval.tool not in self.tool_surface:
+                    raise PydanticCustomError("approval_off_surface", (
+                        f'scenario.ground_truth.gated_actions[{i}].approval.tool: "{gate.approval.tool}" is not on '
+                        "the tool surface, so no call can approve the gated tool"))
+        return self
 
     @property
     def model(self) -> str:
@@ -158,16 +170,20 @@ class Call:
     """What scoring needs of one tool call, held compactly: a long run holds 10^5 of them, and a
     ToolCall record costs twenty times the memory (its result lives on in the judge bundle's text).
     A call of a tool that is not a command tool (a read) needs only its name and ``is_error``:
-    :meth:`read` gives one shared object per (name, is_error), without args, step or call index."""
+    :meth:`read` gives one shared object per (name, is_error), without args, step or call index;
+    except a call of an approval tool (``ScenarioIndex.approval_tools``), kept whole with its result."""
 
-    __slots__ = ("name", "args", "is_error", "step", "call_index")
+    __slots__ = ("name", "args", "is_error", "step", "call_index", "result")
 
-    def __init__(self, name: str, args: dict[str, Any], is_error: bool, step: int | None, call_index: int | None):
+    def __init__(self, name: str, args: dict[str, Any], is_error: bool, step: int | None, call_index: int | None,
+                 result: Any = None):
         self.name, self.args, self.is_error, self.step, self.call_index = name, args, is_error, step, call_index
+        self.result = result  # kept only for calls that may approve a gated call (the rest need none)
 
     @classmethod
-    def of(cls, record: ToolCall) -> "Call":
-        return cls(record.name, record.args, record.is_error, record.step, record.call_index)
+    def of(cls, record: ToolCall, keep_result: bool = False) -> "Call":
+        return cls(record.name, record.args, record.is_error, record.step, record.call_index,
+                   record.result if keep_result else None)
 
     @classmethod
     def read(cls, record: ToolCall) -> "Call":

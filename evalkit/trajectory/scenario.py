@@ -1,35 +1,149 @@
-"""The scenario embedded in a trajectory's meta record: ground truth, success criteria, budget.
+"""The scenario a run is scored against: ground truth, success criteria, budget (docs/scenarios.md).
 
 A ground-truth action is either the cockpit form ``{control, value}`` (a ``set_control`` call whose
-arguments carry that control and value) or the general form ``{tool, args}`` (a call of ``tool``
-whose arguments equal ``args``). Numbers compare by value; extra fields are kept and ignored.
-What feeds the score is strictly typed (no coercion): ids, block names, ``ordered``, an action's
-``control`` / ``tool`` / ``args`` / ``severity``, ``command_tools`` and ``reference_steps``.
+arguments carry that control and value, always compared exactly) or the general form ``{tool,
+args}`` (a call of ``tool`` whose arguments match ``args`` under the argument rules: ``args_match``
+on the action, else the ground truth's rule for the tool, else its default; exact by default).
+An optional, forbidden or gated action with a ``tool`` and no ``args`` matches any call of the tool.
+Numbers compare by value. What feeds the score is strictly typed (no coercion).
+
+The ground truth, success criteria, actions and argument rules are **strict**: an unknown key is an
+error naming it, with the closest known key as a suggestion; keys that start with ``x_`` are the
+user's and are kept. So is a rule that cannot hold (an action both required and forbidden with the
+same arguments, a regex that does not compile, a gated tool that is not a command tool). The
+scenario's own top level stays open (``task_prompt``, a harness's own fields).
 """
 from __future__ import annotations
 
+import difflib
+import math
+import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, model_validator
-from pydantic_core import to_json
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator, model_validator
+from pydantic_core import PydanticCustomError, to_json
 
-from evalkit.trajectory.values import SET_CONTROL, control_key, match_key, sha256_hex
+from evalkit.trajectory.values import SET_CONTROL, control_key, freeze, match_key, sha256_hex
 
 TASK_PROMPT_FIELDS = ("task_prompt", "prompt", "task", "instruction", "instructions", "briefing", "description")
+ARGS_MODES = ("exact", "contains", "within", "ignore")
+COMPARE_WORDS = ("exact", "casefold", "ignore", "nonempty")
+COMPARE_FORMS = ("regex", "abs_tol", "rel_tol", "one_of")
+USER_PREFIX = "x_"
+# Words other harnesses use for a key evalkit spells differently (agentevals, tau2, OpenAI specs).
+_SYNONYMS = {"arguments": "args", "params": "args", "parameters": "args", "kwargs": "args", "name": "tool",
+             "function": "tool", "compare_args": "keys", "tool_args_match_mode": "mode",
+             "tool_args_match_overrides": "tools", "forbidden": "forbidden_actions", "optional": "optional_actions",
+             "gated": "gated_actions", "approvals": "gated_actions", "steps": "procedure", "blocks": "procedure"}
+
+
+def suggestion(key: str, known: tuple[str, ...] | list[str]) -> str:
+    """`` (did you mean "x"?)`` for the known key closest to ``key``, or ``""``."""
+    near = _SYNONYMS.get(key.lower()) if _SYNONYMS.get(key.lower()) in known else None
+    if near is None:
+        close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+        near = close[0] if close else None
+    return f' (did you mean "{near}"?)' if near else ""
+
+
+def _problem(kind: str, message: str) -> PydanticCustomError:
+    # a custom error: pydantic prints the message as written (a ValueError gets "Value error, "); with
+    # no context the message is not formatted, so braces in a user's key are safe
+    return PydanticCustomError(kind, message)
 
 
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class Action(_Open):
+class _Strict(_Open):
+    """A part of the ground truth: every key is a field or starts with ``x_`` (kept as extra)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            known = tuple(cls.model_fields)
+            unknown = [k for k in data if isinstance(k, str) and k not in known and not k.startswith(USER_PREFIX)]
+            if unknown:
+                raise _problem("unknown_key", "; ".join(f'unknown key "{k}"{suggestion(k, known)}' for k in unknown))
+        return data
+
+
+def _check_compare(key: str, rule: Any) -> None:
+    where = f"compare.{key}"
+    if isinstance(rule, str):
+        if rule not in COMPARE_WORDS:
+            forms = COMPARE_WORDS + COMPARE_FORMS
+            raise _problem("bad_compare", f'{where}: unknown rule "{rule}"{suggestion(rule, forms)} '
+                           f"(one of {', '.join(COMPARE_WORDS)}, or an object with one of {', '.join(COMPARE_FORMS)})")
+        return
+    if not isinstance(rule, dict) or len(rule) != 1:
+        raise _problem("bad_compare", f"{where}: expected one of {', '.join(COMPARE_WORDS)} or an object with one "
+                       f"key ({', '.join(COMPARE_FORMS)})")
+    (form, param), = rule.items()
+    if form not in COMPARE_FORMS:
+        raise _problem("bad_compare", f'{where}: unknown rule "{form}"{suggestion(form, COMPARE_FORMS + COMPARE_WORDS)}')
+    if form == "regex":
+        if not isinstance(param, str):
+            raise _problem("bad_compare", f"{where}.regex: expected a string")
+        try:
+            re.compile(param)
+        except re.error as exc:
+            raise _problem("bad_regex", f"{where}.regex: does not compile ({exc})") from None
+    elif form in ("abs_tol", "rel_tol"):
+        if type(param) not in (int, float) or not math.isfinite(param) or param < 0:
+            raise _problem("bad_compare", f"{where}.{form}: expected a number >= 0")
+    elif not isinstance(param, list):
+        raise _problem("bad_compare", f"{where}.one_of: expected a list of values")
+
+
+class ArgsRule(_Strict):
+    """How a call's arguments are compared with an action's ``args`` (docs/scenarios.md).
+
+    ``mode``: exact | contains | within | ignore; ``keys``: compare only these keys (dotted paths);
+    ``compare``: a rule per key. Unset parts come from the next level (action > tool > default)."""
+
+    mode: Literal["exact", "contains", "within", "ignore"] | None = None
+    keys: list[StrictStr] | None = None
+    compare: dict[StrictStr, Any] | None = None
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, mode: Any) -> Any:
+        if isinstance(mode, str) and mode not in ARGS_MODES:
+            raise _problem("bad_mode", f'unknown mode "{mode}"{suggestion(mode, ARGS_MODES)} (one of {", ".join(ARGS_MODES)})')
+        return mode
+
+    @model_validator(mode="after")
+    def _coherent(self) -> "ArgsRule":
+        if self.keys is not None and self.mode is not None:
+            raise _problem("keys_and_mode", "give either keys (compare only these) or mode, not both")
+        for key in self.keys or ():
+            if not key or any(not part for part in key.split(".")):
+                raise _problem("bad_key", f'keys: "{key}" is not a key or a dotted path')
+        for key, rule in (self.compare or {}).items():
+            _check_compare(key, rule)
+            if "." in key and key not in (self.keys or ()):
+                raise _problem("bad_key", f'compare.{key}: a dotted path is compared only when keys lists it')
+        return self
+
+
+class ArgsMatch(ArgsRule):
+    """The ground truth's argument rules: a default, and one rule per tool in ``tools``."""
+
+    tools: dict[StrictStr, ArgsRule] | None = None
+
+
+class Action(_Strict):
     control: StrictStr | None = None
     value: Any = None
     tool: StrictStr | None = None
     args: Annotated[dict[StrictStr, Any], Field(strict=True)] | None = None
+    args_match: ArgsRule | None = None
     rationale: str | None = None
     severity: Literal["dangerous", "anti_procedure"] | None = None
 
@@ -39,6 +153,8 @@ class Action(_Open):
             raise ValueError("an action needs either 'control' (with 'value') or 'tool' (with 'args')")
         if self.tool is None and "value" not in self.model_fields_set:
             raise ValueError(f"action on control {self.control!r} has no 'value'")
+        if self.tool is None and self.args_match is not None:
+            raise _problem("cockpit_rule", "args_match: a cockpit action (control, value) is always compared exactly")
         return self
 
     @cached_property
@@ -47,28 +163,65 @@ class Action(_Open):
             return match_key(self.tool, self.args or {})
         return control_key(self.control, self.value)
 
+    @property
+    def wildcard(self) -> bool:
+        """A ``tool`` with no ``args``: as an optional, forbidden or gated action, any call of the tool."""
+        return self.tool is not None and self.args is None
 
-class Block(_Open):
+
+class Approval(_Strict):
+    """What approves a gated call: an earlier successful call of ``tool`` (its arguments under the
+    argument rules, ``result`` containing the given keys and values)."""
+
+    tool: StrictStr
+    args: Annotated[dict[StrictStr, Any], Field(strict=True)] | None = None
+    args_match: ArgsRule | None = None
+    result: Any = None
+    rationale: str | None = None
+
+
+class GatedAction(_Strict):
+    """Calls of ``tool`` (with ``args``: the matching ones) need an earlier ``approval``."""
+
+    tool: StrictStr
+    args: Annotated[dict[StrictStr, Any], Field(strict=True)] | None = None
+    args_match: ArgsRule | None = None
+    approval: Approval
+    severity: Literal["dangerous", "anti_procedure"] = "anti_procedure"
+    per_call: StrictBool = False
+    rationale: str | None = None
+
+
+class Block(_Strict):
     block: StrictStr
     ordered: StrictBool = False
     actions: list[Action] = Field(default_factory=list)
 
 
-class GroundTruth(_Open):
+class GroundTruth(_Strict):
     source: Any = None
     procedure: list[Block] = Field(default_factory=list)
     optional_actions: list[Action] = Field(default_factory=list)
     forbidden_actions: list[Action] = Field(default_factory=list)
+    gated_actions: list[GatedAction] = Field(default_factory=list)
+    args_match: ArgsMatch | None = None
+    target: Any = None  # a reference answer (imported inspect_ai samples)
 
     @model_validator(mode="after")
     def _forbidden_have_severity(self) -> "GroundTruth":
         for i, action in enumerate(self.forbidden_actions):
             if action.severity is None:
                 raise ValueError(f"forbidden_actions[{i}] has no severity (dangerous or anti_procedure)")
+        required = {a.key: f"procedure[{bi}].actions[{ai}]"
+                    for bi, b in enumerate(self.procedure) for ai, a in enumerate(b.actions)}
+        for i, action in enumerate(self.forbidden_actions):
+            if not action.wildcard and action.key in required:
+                raise _problem("contradiction", f"forbidden_actions[{i}] is also required, with the same arguments "
+                               f"({required[action.key]}): no run can satisfy both")
         return self
 
 
-class Success(_Open):
+class Success(_Strict):
     final_state: list[dict[str, Any]] = Field(default_factory=list)
     ecam_clear_of: list[Any] = Field(default_factory=list)
 
@@ -87,16 +240,27 @@ class Scenario(_Open):
     command_tools: list[StrictStr] | None = None
     reference_steps: Annotated[int, Field(strict=True, ge=0, le=2**63 - 1)] | None = None
 
+    @model_validator(mode="after")
+    def _gates_are_commands(self) -> "Scenario":
+        if self.command_tools is not None:
+            for i, gate in enumerate(self.ground_truth.gated_actions):
+                if gate.tool not in self.command_tools:
+                    raise _problem("gate_not_command", f'ground_truth.gated_actions[{i}]: tool "{gate.tool}" is not in '
+                                   "command_tools, so its calls are reads and no gate applies to them")
+        return self
+
     def commands(self) -> frozenset[str]:
         """Tools whose calls are commands; every other tool call is a read.
 
-        Default: ``set_control`` plus every tool named by a ``{tool, args}`` ground-truth action.
+        Default: ``set_control`` plus every tool named by a ``{tool, args}`` ground-truth action
+        (required, optional, forbidden or gated; an approval's tool is not a command).
         """
         if self.command_tools is not None:
             return frozenset(self.command_tools)
         gt = self.ground_truth
         actions = [a for b in gt.procedure for a in b.actions] + gt.optional_actions + gt.forbidden_actions
-        return frozenset({SET_CONTROL} | {a.tool for a in actions if a.tool is not None})
+        return frozenset({SET_CONTROL} | {a.tool for a in actions if a.tool is not None}
+                         | {g.tool for g in gt.gated_actions})
 
     def required(self) -> list[tuple[int, int, Action]]:
         """Required actions in ground-truth order as (block index, action index, action)."""
@@ -118,6 +282,9 @@ class Scenario(_Open):
             for j in range(i + 1, len(required))
             if bi < required[j][0] or ordered[bi]
         )
+        listed = [a for _, _, a in required] + gt.optional_actions + gt.forbidden_actions
+        plain = (gt.args_match is None and not gt.gated_actions and all(a.args_match is None for a in listed)
+                 and not any(a.wildcard for a in gt.optional_actions + gt.forbidden_actions))
         return ScenarioIndex(
             required=required,
             required_keys=frozenset(a.key for _, _, a in required),
@@ -126,7 +293,17 @@ class Scenario(_Open):
             command_tools=self.commands(),
             constraints=constraints,
             block_names=tuple(b.block for b in gt.procedure),
+            plain=plain,
+            approval_tools=frozenset(g.approval.tool for g in gt.gated_actions),
         )
+
+    @cached_property
+    def rules(self) -> Any:
+        """The argument rules and gates resolved for matching (``evalkit.scoring.args.Catalog``),
+        built once per scenario object; only scenarios that are not ``index.plain`` need it."""
+        from evalkit.scoring.args import Catalog  # the scorer's own module: loaded only when used
+
+        return Catalog.of(self)
 
     @cached_property
     def bundle_part(self) -> dict[str, Any]:
@@ -143,9 +320,14 @@ class Scenario(_Open):
             "optional_actions": actions(gt.optional_actions),
             "forbidden_actions": actions(gt.forbidden_actions),
         }
-        target = (gt.model_extra or {}).get("target")
-        if target is not None:  # a reference answer (imported inspect_ai samples); absent otherwise
-            truth["target"] = target
+        if gt.target is not None:  # a reference answer (imported inspect_ai samples); absent otherwise
+            truth["target"] = gt.target
+        # present only when used, so that the bundle (and the scenario hash) of every scenario
+        # written before they existed stays the same
+        if gt.gated_actions:
+            truth["gated_actions"] = [g.model_dump(mode="json", exclude_none=True) for g in gt.gated_actions]
+        if gt.args_match is not None:
+            truth["args_match"] = gt.args_match.model_dump(mode="json", exclude_none=True)
         return {
             "scenario_id": self.id,
             "title": self.title,
@@ -184,3 +366,7 @@ class ScenarioIndex:
     command_tools: frozenset[str]
     constraints: tuple[tuple[int, int], ...]  # (i, j): required[i] must come before required[j]
     block_names: tuple[str, ...]
+    # True when every action compares its key exactly and nothing is gated: the scorer then matches
+    # by key alone (the cockpit's and tau-bench's case, and the fast path)
+    plain: bool = True
+    approval_tools: frozenset[str] = frozenset()  # tools whose calls can approve a gated call

@@ -1,0 +1,293 @@
+"""Argument rules: when a call's arguments match an action's ``args``. Pure.
+
+A rule has a **selection** and per-key **comparisons** (docs/scenarios.md):
+
+* selection, one of: ``mode`` ``exact`` (the same keys, every value equal; the default), ``contains``
+  (every expected key present and equal, extra keys allowed), ``within`` (every key of the call is
+  an expected key and equal, expected keys may be missing), ``ignore`` (the tool name alone); or
+  ``keys``: compare only these keys (dotted paths walk into objects), a key absent on both sides is
+  equal, absent on one side is a mismatch.
+* ``compare``, per key: ``exact`` (values equal as evalkit compares values: 1 == 1.0, true != 1),
+  ``casefold`` (strings equal after Unicode casefolding with whitespace collapsed), ``ignore`` (the
+  key is left out), and tests of the call's value alone, which need the key in the call:
+  ``nonempty`` (not null, "", [] or {}; a string of spaces is empty), ``{"regex": p}`` (a string,
+  full match), ``{"one_of": [...]}``; for numbers ``{"abs_tol": x}`` and ``{"rel_tol": x}``
+  (two finite numbers within the tolerance; anything else compares exactly). A key with a test
+  counts as expected (``exact`` and ``contains`` compare it even when ``args`` lacks it).
+
+Precedence: the action's ``args_match``, then the ground truth's rule for the tool
+(``args_match.tools``), then its default (``args_match``): the most specific level that sets a
+selection gives it; comparisons merge key by key, the most specific winning.
+
+:class:`Catalog` holds a scenario's actions resolved into :class:`Expect` objects (what matching,
+classification and the gates use when the scenario is not ``index.plain``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from evalkit.trajectory.values import SET_CONTROL, freeze, match_key
+
+_MISSING = object()
+_VALUE_TESTS = frozenset({"nonempty", "regex", "one_of"})
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    """One key's comparison: ``kind`` (exact, casefold, ignore, nonempty, regex, one_of, abs_tol,
+    rel_tol) and its parameter (a compiled pattern, a set of frozen values, a tolerance)."""
+
+    kind: str
+    param: Any = None
+
+    @classmethod
+    def of(cls, raw: Any) -> "Compare":
+        if isinstance(raw, str):
+            return cls(raw)
+        (kind, param), = raw.items()
+        if kind == "regex":
+            return cls(kind, re.compile(param))
+        if kind == "one_of":
+            return cls(kind, tuple(freeze(v) for v in param))
+        return cls(kind, float(param))
+
+    @property
+    def tests_value(self) -> bool:
+        return self.kind in _VALUE_TESTS
+
+    def holds(self, expected: Any, actual: Any) -> bool:
+        kind = self.kind
+        if kind == "exact":
+            return freeze(actual) == freeze(expected)
+        if kind == "casefold":
+            if isinstance(expected, str) and isinstance(actual, str):
+                return _fold(actual) == _fold(expected)
+            return freeze(actual) == freeze(expected)
+        if kind == "nonempty":
+            return actual is not None and actual != [] and actual != {} and not (isinstance(actual, str) and not actual.strip())
+        if kind == "regex":
+            return isinstance(actual, str) and self.param.fullmatch(actual) is not None
+        if kind == "one_of":
+            frozen = freeze(actual)
+            return any(frozen == v for v in self.param)
+        if _number(expected) and _number(actual):
+            if kind == "abs_tol":
+                return abs(actual - expected) <= self.param
+            return math.isclose(actual, expected, rel_tol=self.param, abs_tol=0.0)
+        return freeze(actual) == freeze(expected)
+
+
+EXACT = Compare("exact")
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A resolved argument rule (see the module docstring)."""
+
+    mode: str = "exact"
+    keys: tuple[str, ...] | None = None
+    compare: tuple[tuple[str, Compare], ...] = ()
+
+    @property
+    def plain(self) -> bool:
+        """Exact on every key: matching by the canonical key alone gives the same answer."""
+        return self.mode == "exact" and self.keys is None and all(c.kind == "exact" for _, c in self.compare)
+
+
+PLAIN = Rule()
+
+
+def resolve(levels: Iterable[Any]) -> Rule:
+    """The rule of ``levels`` (``ArgsRule`` models or None), most specific first."""
+    mode: str | None = None
+    keys: tuple[str, ...] | None = None
+    selected = False
+    compare: dict[str, Compare] = {}
+    for level in levels:
+        if level is None:
+            continue
+        if not selected and (level.mode is not None or level.keys is not None):
+            selected = True
+            mode = level.mode
+            keys = tuple(level.keys) if level.keys is not None else None
+        for key, raw in (level.compare or {}).items():
+            compare.setdefault(key, Compare.of(raw))
+    return Rule(mode or "exact", keys, tuple(sorted(compare.items())))
+
+
+def _get(args: Any, path: str) -> Any:
+    """The value at ``path`` (a key, or a dotted path into objects), or ``_MISSING``."""
+    if not isinstance(args, dict):
+        return _MISSING
+    if path in args:
+        return args[path]
+    value: Any = args
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def args_match(rule: Rule, expected: dict[str, Any], actual: dict[str, Any]) -> bool:
+    """Whether a call's ``actual`` arguments match an action's ``expected`` ones under ``rule``."""
+    mode = rule.mode
+    if mode == "ignore":
+        return True
+    compare = dict(rule.compare)
+    if rule.keys is not None:
+        names: Iterable[str] = rule.keys
+    elif mode == "exact":
+        names = set(expected) | set(actual) | set(compare)
+    elif mode == "contains":
+        names = set(expected) | {k for k, c in compare.items() if c.tests_value}
+    else:  # within
+        names = actual.keys()
+    for name in names:
+        cmp = compare.get(name, EXACT)
+        if cmp.kind == "ignore":
+            continue
+        e, a = _get(expected, name), _get(actual, name)
+        if cmp.tests_value:
+            if a is _MISSING or not cmp.holds(e, a):
+                return False
+            continue
+        if e is _MISSING and a is _MISSING:
+            continue
+        if e is _MISSING:
+            if mode == "contains" and rule.keys is None:
+                continue  # an extra key of the call
+            return False
+        if a is _MISSING or not cmp.holds(e, a):
+            return False
+    return True
+
+
+def result_contains(expected: Any, actual: Any) -> bool:
+    """An approval's ``result`` rule: every expected key present with an equal value (``contains``);
+    a result recorded as JSON text (chat transcripts) is read as the object it holds."""
+    if isinstance(actual, str) and isinstance(expected, dict):
+        try:
+            actual = json.loads(actual)
+        except ValueError:
+            return False
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and freeze(actual[k]) == freeze(v) for k, v in expected.items())
+    return freeze(actual) == freeze(expected)
+
+
+class Expect:
+    """One action as matching sees it: a call matches when its canonical key equals ``key`` (a
+    cockpit action, or a plain rule), or its tool is ``tool`` and ``any_args`` (a wildcard) or its
+    arguments match ``args`` under ``rule``."""
+
+    __slots__ = ("tool", "key", "args", "rule", "any_args")
+
+    def __init__(self, action: Any, rule: Rule, wildcard_ok: bool):
+        cockpit = action.tool is None
+        self.tool = SET_CONTROL if cockpit else action.tool
+        self.any_args = wildcard_ok and not cockpit and action.args is None
+        self.args = action.args or {}
+        self.rule = rule
+        self.key = action.key if cockpit or (rule.plain and not self.any_args) else None
+
+    def matches(self, call: Any, key: tuple) -> bool:
+        if self.key is not None:
+            return key == self.key
+        if call.name != self.tool:
+            return False
+        return self.any_args or args_match(self.rule, self.args, call.args)
+
+
+class Lookup:
+    """Actions in listing order; ``first(call, key)`` is the index of the first one a call matches."""
+
+    __slots__ = ("expects", "_by_key", "_by_tool")
+
+    def __init__(self, expects: list[Expect]):
+        self.expects = expects
+        self._by_key: dict[tuple, int] = {}
+        self._by_tool: dict[str, list[int]] = {}
+        for i, e in enumerate(expects):
+            if e.key is not None:
+                self._by_key.setdefault(e.key, i)
+            else:
+                self._by_tool.setdefault(e.tool, []).append(i)
+
+    def first(self, call: Any, key: tuple) -> int | None:
+        best = self._by_key.get(key)
+        for i in self._by_tool.get(call.name, ()):
+            if best is not None and i > best:
+                break
+            if self.expects[i].matches(call, key):
+                return i
+        return best
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """A gated action: calls ``action`` matches need an earlier call ``approval`` matches whose
+    result contains ``result`` (when given)."""
+
+    index: int
+    action: Expect
+    approval: Expect
+    result: Any
+    has_result: bool
+    severity: str
+    per_call: bool
+
+    def approves(self, call: Any) -> bool:
+        if not self.approval.matches(call, match_key(call.name, call.args)):
+            return False
+        return not self.has_result or result_contains(self.result, getattr(call, "result", None))
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """A scenario's actions resolved under their argument rules."""
+
+    required: list[Expect]
+    optional: Lookup
+    forbidden: Lookup
+    severities: list[str]
+    required_lookup: Lookup
+    gates: list[Gate]
+
+    @classmethod
+    def of(cls, scenario: Any) -> "Catalog":
+        gt = scenario.ground_truth
+        default = gt.args_match
+        tools = (default.tools or {}) if default is not None else {}
+
+        def expect(action: Any, wildcard_ok: bool = True) -> Expect:
+            rule = resolve([action.args_match, tools.get(action.tool), default]) if action.tool is not None else PLAIN
+            return Expect(action, rule, wildcard_ok)
+
+        required = [expect(a, wildcard_ok=False) for _, _, a in scenario.required()]
+        gates = [
+            Gate(i, expect(g), expect(g.approval), g.approval.result, "result" in g.approval.model_fields_set,
+                 g.severity, g.per_call)
+            for i, g in enumerate(gt.gated_actions)
+        ]
+        return cls(
+            required=required,
+            optional=Lookup([expect(a) for a in gt.optional_actions]),
+            forbidden=Lookup([expect(a) for a in gt.forbidden_actions]),
+            severities=[a.severity or "dangerous" for a in gt.forbidden_actions],
+            required_lookup=Lookup(required),
+            gates=gates,
+        )
