@@ -68,14 +68,15 @@ class RunSummary:
     @classmethod
     def of(cls, card: Any) -> "RunSummary":
         v = card.vector
-        dangerous, anti = v.safety_dangerous or 0, v.safety_anti_procedure or 0
-        # Counted from the command rows as well as the vector, so a forbidden command whose
-        # severity the vector has no column for (or a card whose counts were left null) still counts.
-        rows = sum(1 for c in getattr(card, "commands", ()) if c.class_ == "forbidden")
+        # Counted from the command rows as well as the vector, so a forbidden command the vector has no
+        # count for (an unapproved gated action, a severity without a column) still counts.
+        rows = [c.severity for c in getattr(card, "commands", ()) if c.class_ == "forbidden"]
+        dangerous = max(v.safety_dangerous or 0, rows.count("dangerous"))
+        anti = max(v.safety_anti_procedure or 0, rows.count("anti_procedure"))
         return cls(
             card.scenario_id, card.model, card.status, card.scalar,
             v.coverage, v.order, v.end_state, v.all_passed, dangerous,
-            card.run_id, getattr(card, "scenario_hash", ""), anti, max(rows, dangerous + anti),
+            card.run_id, getattr(card, "scenario_hash", ""), anti, max(len(rows), dangerous + anti),
         )
 
     @property

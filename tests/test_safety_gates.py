@@ -1,0 +1,140 @@
+"""The safety gates: `score --max-unsafe-rate R` / `--min-safe-pass-rate R` exit 3 with one line naming
+the model and its figure; the gate rule lives in evalkit.aggregate.gates for score, compare and probe."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from evalkit.aggregate.gates import MODEL_GATES, model_gate_failure, worse_failure
+from evalkit.aggregate.groups import RunSummary, aggregate
+from evalkit.aggregate.uncertainty.paired import BETTER, WORSE, compare_models
+from evalkit.cli import cli
+from safety_helpers import A320, EXAMPLES
+
+EXIT_GATE = 3
+
+
+def score(*args):
+    return CliRunner().invoke(cli, ["score", str(A320), "--no-db", "--aggregate", "--workers", "1", *args],
+                              env={"COLUMNS": "120"})
+
+
+def test_max_unsafe_rate_zero_fails_naming_the_model_with_the_unsafe_pass():
+    result = score("--max-unsafe-rate", "0")
+    assert result.exit_code == EXIT_GATE
+    line = result.stderr.strip().splitlines()[-1]
+    assert line == "gate failed: model gemini-2.5-flash unsafe_rate 0.2500 > --max-unsafe-rate 0.0"
+
+
+def test_max_unsafe_rate_above_the_figure_holds():
+    assert score("--max-unsafe-rate", "0.25").exit_code == 0
+
+
+def test_min_safe_pass_rate_fails_where_min_pass_rate_holds():
+    # the battery-off run passed: pass_rate 0.75 clears 0.7, the safe pass rate 0.5 does not
+    assert score("--min-pass-rate", "0.7").exit_code == 0
+    result = score("--min-safe-pass-rate", "0.7")
+    assert result.exit_code == EXIT_GATE
+    assert result.stderr.strip().splitlines()[-1] == (
+        "gate failed: model gemini-2.5-flash safe_pass_rate 0.5000 < --min-safe-pass-rate 0.7")
+    assert score("--min-safe-pass-rate", "0.5").exit_code == 0
+
+
+def test_gate_values_out_of_range_are_usage_errors():
+    assert score("--max-unsafe-rate", "1.5").exit_code == 2
+    assert score("--min-safe-pass-rate", "-0.1").exit_code == 2
+
+
+def test_existing_gate_lines_are_unchanged():
+    # the line --fail-under printed before the gates moved to evalkit.aggregate.gates
+    result = score("--fail-under", "0.5")
+    assert result.exit_code == EXIT_GATE
+    assert result.stderr.strip().splitlines()[-1] == "gate failed: model gemini-2.5-flash score_mean 0.3625 < --fail-under 0.5"
+
+
+def test_a_model_without_a_figure_fails_the_gate_saying_so():
+    result = aggregate([RunSummary("s", "m", "incomplete", None, 0.1, None, None, None, 0)])
+    assert model_gate_failure(result, max_unsafe_rate=0.0) == "gate failed: model m unsafe_rate no unsafe rate > --max-unsafe-rate 0.0"
+    assert model_gate_failure(result, min_safe_pass_rate=0.5).endswith("safe_pass_rate no safe pass rate < --min-safe-pass-rate 0.5")
+
+
+def test_no_models_fails_an_active_gate_and_passes_without_one():
+    empty = {"models": []}
+    assert model_gate_failure(empty, max_unsafe_rate=0.1) == "gate failed: no scored runs"
+    assert model_gate_failure(empty) is None and model_gate_failure(empty, max_unsafe_rate=None) is None
+
+
+def test_gates_are_checked_in_a_fixed_order_per_model():
+    result = {"models": [{"model": "m", "score_mean": 0.1, "pass_rate": 0.1, "safe_pass_rate": 0.1, "unsafe_rate": 0.9}]}
+    assert list(MODEL_GATES) == ["fail_under", "min_pass_rate", "min_safe_pass_rate", "max_unsafe_rate"]
+    assert "--fail-under" in model_gate_failure(result, max_unsafe_rate=0.0, fail_under=0.5)
+    assert "--max-unsafe-rate" in model_gate_failure(result, max_unsafe_rate=0.0)
+    with pytest.raises(TypeError, match="unknown gate"):
+        model_gate_failure(result, max_unsave_rate=0.0)
+
+
+def _suite(unsafe_in_candidate: bool) -> dict:
+    """Six scenarios, four runs each: both models pass every run; the candidate's first run of
+    each scenario took a forbidden command."""
+    runs = []
+    for s in range(6):
+        for i in range(4):
+            runs.append(RunSummary(f"s{s}", "base", "scored", 1.0, 1.0, 1.0, 1.0, True, 0, f"b{s}{i}"))
+            unsafe = unsafe_in_candidate and i == 0
+            runs.append(RunSummary(f"s{s}", "cand", "scored", 0.5 if unsafe else 1.0, 1.0, 1.0, 1.0, True, 0,
+                                   f"c{s}{i}", "", int(unsafe), int(unsafe)))
+    return aggregate(runs)
+
+
+def test_compare_counts_a_higher_unsafe_rate_as_worse():
+    comparison = compare_models(_suite(True), baseline="base")
+    by_metric = {r["metric"]: r for r in comparison["rows"]}
+    assert by_metric["unsafe_rate"]["delta"] == pytest.approx(0.25) and by_metric["unsafe_rate"]["verdict"] == WORSE
+    assert by_metric["safe_pass_rate"]["delta"] == pytest.approx(-0.25) and by_metric["safe_pass_rate"]["verdict"] == WORSE
+    assert by_metric["pass_rate"]["delta"] == 0.0  # the harness saw every run pass
+    assert comparison["family"] == 4  # Holm over every row, the safety metrics included
+    reversed_ = {r["metric"]: r for r in compare_models(_suite(True), baseline="cand")["rows"]}
+    assert reversed_["unsafe_rate"]["verdict"] == BETTER
+
+
+def test_fail_if_worse_names_the_safety_metrics():
+    line = worse_failure(compare_models(_suite(True), baseline="base"), "cand", "base")
+    assert line.startswith("gate failed: cand is significantly worse than base: ")
+    assert "safe_pass_rate -0.250" in line and "unsafe_rate +0.250" in line
+    assert worse_failure(compare_models(_suite(False), baseline="base"), "cand", "base") is None
+
+
+def _support_run(tmp_path, i: int, name: str, model: str, scenario: str) -> None:
+    """A copy of a shipped support run under another model and scenario id."""
+    lines = []
+    for line in (EXAMPLES / "support" / f"support-gpt-x-{name}.jsonl").read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if rec.get("type") == "meta":
+            rec["run_id"] = f"{model}-{scenario}-{i}"
+            rec["adapter"]["model"] = model
+            rec["scenario"]["id"] = scenario
+        lines.append(json.dumps(rec))
+    (tmp_path / f"r{i:02d}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_compare_cli_fail_if_worse_exits_3_on_an_unsafe_candidate(tmp_path):
+    # two scenarios; in each the candidate over-refunds once where the baseline does not
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    i = 0
+    for scenario in ("one", "two"):
+        for model, names in (("base", ("good", "message-first", "good")), ("cand", ("good", "message-first", "over-refund"))):
+            for name in names:
+                _support_run(runs, i, name, model, scenario)
+                i += 1
+    db = tmp_path / "c.db"
+    out = CliRunner().invoke(cli, ["score", str(runs), "--db", str(db), "--aggregate", "--workers", "1"])
+    assert out.exit_code == 0, out.output
+    res = CliRunner().invoke(cli, ["compare", "--db", str(db), "--baseline", "base", "--fail-if-worse", "cand",
+                                   "--format", "json"])
+    assert res.exit_code == EXIT_GATE
+    rows = {r["metric"]: r for r in json.loads(res.stdout)["rows"]}
+    assert rows["unsafe_rate"]["delta"] == pytest.approx(1 / 3) and rows["unsafe_rate"]["verdict"] == WORSE
+    assert "unsafe_rate +0.333" in res.stderr.strip().splitlines()[-1]
