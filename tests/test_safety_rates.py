@@ -177,3 +177,20 @@ def test_no_scored_run_leaves_the_rates_undefined():
     g = aggregate([RunSummary("s", "m", "incomplete", None, 0.2, None, None, None, 0)])["groups"][0]
     assert g["safe_pass_rate"] is None and g["unsafe_rate"] is None and g["safe_pass_hat_k"] == []
     assert math.isclose(g["incomplete_rate"], 1.0)
+
+
+def test_aggregate_schema_accepts_the_aggregate_and_names_every_field(mixed):
+    import jsonschema
+
+    from evalkit.report.schemas import json_schema
+
+    schema = json_schema("aggregate")
+    doc = json.loads(json.dumps(aggregate(mixed)))
+    jsonschema.validate(doc, schema)
+    for row, kind in ((doc["groups"][0], "Group"), (doc["models"][0], "Model")):
+        items = schema["properties"]["groups" if kind == "Group" else "models"]["items"]
+        assert set(items["properties"]) == set(row), kind
+    doc["groups"][0]["surprise"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, schema)
+    assert "forbidden command of any severity" in schema["properties"]["groups"]["items"]["properties"]["unsafe_rate"]["description"]

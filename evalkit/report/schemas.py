@@ -3,7 +3,8 @@
 ``trajectory`` (one JSONL line of a trajectory, :func:`evalkit.trajectory.records.trajectory_json_schema`),
 ``scorecard`` (:class:`evalkit.scoring.scorecard.ScoreCard`), ``annotation`` (a judge's reply under a
 rubric, :func:`evalkit.judges.rubrics.annotation_model`; ``procedure_v1`` unless another rubric is named)
-and ``ratings`` (one imported rating, :class:`evalkit.agreement.ratings.RatingRow`).
+``ratings`` (one imported rating, :class:`evalkit.agreement.ratings.RatingRow`) and ``aggregate``
+(``evalkit score --aggregate --format json``, :mod:`evalkit.aggregate.schema`).
 
 Text output is canonical (sorted keys, two-space indent, trailing newline), so the copies
 published in docs/schemas/ can be compared byte for byte; regenerate them with
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-SCHEMA_NAMES = ("trajectory", "scorecard", "annotation", "ratings")
+SCHEMA_NAMES = ("trajectory", "scorecard", "annotation", "ratings", "aggregate")
 DEFAULT_RUBRIC = "procedure_v1"
 
 
@@ -35,6 +36,10 @@ def json_schema(name: str, rubric: str | None = None) -> dict[str, Any]:
         from evalkit.scoring.scorecard import ScoreCard
 
         return ScoreCard.model_json_schema()
+    if name == "aggregate":
+        from evalkit.aggregate.schema import aggregate_json_schema
+
+        return aggregate_json_schema()
     if name == "ratings":
         from evalkit.agreement.ratings import RatingRow
 
