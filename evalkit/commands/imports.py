@@ -29,6 +29,18 @@ def register(group: click.Group) -> None:
 @click.option("--outcome-scorer", metavar="NAME", help="inspect: the scorer whose value is the end state (default: the first deterministic one).")
 @click.option("--judge-scorers", metavar="NAMES", help="inspect: comma-separated scorers that are model-graded (besides the known built-ins).")
 @click.option("--outcome-threshold", type=float, metavar="X", help="inspect: credit a value needs to pass (default 1.0; C=1, P=0.5, I=0).")
+@click.option("--tasks", "tasks", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="tau2: tasks file for simulations whose task the results file does not hold.")
+@click.option("--dialect", type=click.Choice(["openai", "anthropic", "auto"]),
+              help="openai-messages: the transcripts' message format (default auto: sniffed per line).")
+@click.option("--scenarios", "scenarios", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="otel: scenarios (JSON list or JSONL) for the runs, by the id in --scenario-attr.")
+@click.option("--scenario-attr", "scenario_attr", metavar="NAME",
+              help="otel: span or resource attribute naming a run's scenario (default evalkit.scenario_id).")
+@click.option("--results", "results", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="otel: JSONL end states {trace_id | run_id, success} for runs whose spans do not say it.")
+@click.option("--listen", metavar="HOST:PORT",
+              help="otel: receive OTLP/HTTP traces on HOST:PORT and write runs as traces complete (no FILE).")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also import the ratings the format provides (inspect: its scorers) into this database.")
 @workers_option("Processes converting inputs (default: the number of cores); the files written are the same.")
@@ -42,11 +54,17 @@ def import_command(
     outcome_scorer: str | None,
     judge_scorers: str | None,
     outcome_threshold: float | None,
+    tasks: str | None,
+    dialect: str | None,
+    scenarios: str | None,
+    scenario_attr: str | None,
+    results: str | None,
+    listen: str | None,
     db_path: str | None,
     workers: int | None,
     list_formats: bool,
 ) -> None:
-    """Convert FILEs recorded by another harness (FORMAT: taubench, openai-messages, inspect, or a
+    """Convert FILEs recorded by another harness (FORMAT: taubench, tau2, openai-messages, inspect, otel, or a
     plugin's name) into evalkit trajectories, one <run_id>.jsonl per run in DIR, ready for
     `evalkit score`. Formats that record ratings (inspect: its scorers) also write DIR/ratings.jsonl
     and, with --db, import those ratings into the database for `evalkit audit`.
@@ -65,7 +83,7 @@ def import_command(
         return
     if not format_name:
         raise click.UsageError("missing FORMAT (see --list)")
-    if not files:
+    if not files and not listen:
         raise click.UsageError("missing FILE")
     if not out_dir:
         raise click.UsageError("missing -o/--out DIR")
@@ -80,7 +98,8 @@ def import_command(
         except Exception as exc:  # the format's optional dependency is missing
             raise click.UsageError(str(exc)) from None
     options = {"model": model, "domain": domain, "outcome_scorer": outcome_scorer,
-               "judge_scorers": judge_scorers, "outcome_threshold": outcome_threshold}
+               "judge_scorers": judge_scorers, "outcome_threshold": outcome_threshold, "tasks": tasks,
+               "dialect": dialect, "scenarios": scenarios, "scenario_attr": scenario_attr, "results": results}
     accepted = importers.supported_options(importer)
     if accepted is not None:
         for name, value in options.items():
@@ -95,6 +114,11 @@ def import_command(
         for path in files:
             if Path(path).is_dir():
                 raise click.UsageError(f"{path} is a directory; format {format_name} reads files")
+    if listen:
+        if files or not getattr(importer, "listen", None):
+            raise click.UsageError("--listen takes no FILE" if files else f"--listen is not used by format {format_name}")
+        importer.listen(listen, out_dir, echo=lambda line: click.echo(sanitize(line)), **options)
+        return
     from evalkit.engines import default_workers
 
     result = importers.import_files(importer, files, out_dir, db=db_path, workers=workers or default_workers(), **options)

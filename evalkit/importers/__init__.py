@@ -13,7 +13,7 @@ one bad sample need not reject a whole log), and may offer ``expand(directory) -
 directories. Ratings are written to ``DIR/ratings.jsonl`` in the format of ``evalkit annotations
 import`` (see :mod:`evalkit.importers.ratings_file`).
 
-Registry: the built-in importers (``taubench``, ``openai-messages``, ``inspect``) plus every entry point in the
+Registry: the built-in importers (``taubench``, ``tau2``, ``openai-messages``, ``inspect``, ``otel``) plus every entry point in the
 group ``evalkit.importers``. A plugin cannot shadow a built-in name (the built-in wins), so an
 installed package can never change what ``evalkit import taubench`` means.
 """
@@ -36,6 +36,7 @@ BUILTIN = {
     "inspect": "evalkit.importers.inspect_logs:IMPORTER",
     "openai-messages": "evalkit.importers.openai_messages:IMPORTER",
     "taubench": "evalkit.importers.taubench:IMPORTER",
+    "tau2": "evalkit.importers.tau2:IMPORTER",
 }
 
 Records = list[dict[str, Any]]
