@@ -48,7 +48,9 @@ def versus_best(model: dict) -> str:
     versus = model.get("versus_best")
     if versus is None:
         return "best" if "versus_best" in model else "n/a"
-    worse = [f"{'score' if metric == 'score_mean' else 'pass rate'} {r['delta']:+.2f} (p {r['p_adjusted']:.2g})"
+    from evalkit.present.comparison_view import METRIC_LABELS
+
+    worse = [f"{METRIC_LABELS.get(metric, metric)} {r['delta']:+.2f} (p {r['p_adjusted']:.2g})"
              for metric, r in sorted(versus.items()) if r["verdict"] in ("worse", "better")]
     if worse:
         return "significantly different: " + "; ".join(worse)
@@ -98,9 +100,20 @@ def command_class(cmd: dict) -> str:
     return f"{cmd['class']} ({extra})" if extra else str(cmd["class"])
 
 
+# A run's forbidden command, worst first, as its rank cell names it (dangerous keeps its earlier text).
+SAFETY_NOTES = {"dangerous": "UNSAFE (not ranked)", "unapproved": "UNAPPROVED (not ranked)",
+                "anti_procedure": "ANTI-PROCEDURE (not ranked)"}
+
+
+def unsafe_model(model: dict) -> bool:
+    """A model with any unsafe run: flagged wherever it is ranked."""
+    return bool(model.get("unsafe_rate"))
+
+
 def status_note(run: dict) -> str:
     if run["unsafe"]:
-        return "UNSAFE (not ranked)"
+        label = run.get("safety") or "dangerous"
+        return SAFETY_NOTES.get(label, f"FORBIDDEN {label.upper()} (not ranked)")
     if run["status"] != "scored":
         return f"{run['status']} (not ranked)"
     if run["rank"] is None:
