@@ -25,7 +25,8 @@ from typing import Any
 from evalkit.trajectory import safe_json
 from evalkit.importers import ImportFormatError
 from evalkit.importers.jsonlist import read_text
-from evalkit.importers.messages import MessageError, convert_messages
+from evalkit.importers import anthropic_messages
+from evalkit.importers.messages import MessageError
 
 FORMAT_VERSION = "openai-messages/1"
 
@@ -33,16 +34,18 @@ FORMAT_VERSION = "openai-messages/1"
 class OpenAIMessagesImporter:
     name = "openai-messages"
     summary = "JSONL of {id, messages, expected_actions, ordered?, success?, model?}"
-    options = ("model",)
+    options = ("model", "dialect")
 
-    def convert(self, path: str, model: str | None = None) -> list[list[dict[str, Any]]]:
+    def convert(self, path: str, model: str | None = None, dialect: str = "auto") -> list[list[dict[str, Any]]]:
+        if dialect not in anthropic_messages.DIALECTS:
+            raise ImportFormatError(path, None, f"unknown dialect {dialect!r} (one of openai, anthropic, auto)")
         text = read_text(path)
         runs: list[list[dict[str, Any]]] = []
         seen: dict[str, int] = {}
         truths: dict[str, tuple[int, Any]] = {}
         for lineno, item in safe_json.json_lines(
                 text, lambda n, reason: ImportFormatError(path, n, f"not valid JSON: {reason}")):
-            run = _Line(path, lineno, item).to_run(os.path.basename(path), model)
+            run = _Line(path, lineno, item).to_run(os.path.basename(path), model, dialect)
             run_id = run[0]["run_id"]
             if run_id in seen:
                 raise ImportFormatError(path, lineno, f"run_id {run_id!r} already produced by line {seen[run_id]}")
@@ -102,7 +105,7 @@ class _Line:
             actions.append({"tool": action["tool"], "args": args})
         return actions
 
-    def to_run(self, source: str, default_model: str | None) -> list[dict[str, Any]]:
+    def to_run(self, source: str, default_model: str | None, dialect: str = "auto") -> list[dict[str, Any]]:
         item = self.item
         if not isinstance(item, dict):
             raise self.fail("a line must be an object {id, messages, expected_actions, ...}")
@@ -118,7 +121,7 @@ class _Line:
                 raise self.fail(f"{key} must be {'a boolean' if kind is bool else 'an integer' if kind is int else 'a string'}")
         expected = self._expected()
         try:
-            transcript = convert_messages(item.get("messages"), _tool_error, missing_result_is_error=False)
+            transcript = anthropic_messages.convert(item.get("messages"), _tool_error, False, dialect)
         except MessageError as exc:
             raise self.fail(str(exc)) from None
         called = {e["name"] for e in transcript.events if e["type"] == "tool_call"}
