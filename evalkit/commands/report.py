@@ -5,9 +5,11 @@ schema command may load a rubric, both inside the command functions.
 """
 from __future__ import annotations
 
+import sys
+
 import click
 
-from evalkit.commands.kit import EXIT_USAGE, ExistingFile, db_option, fail, warn
+from evalkit.commands.kit import EXIT_GATE, EXIT_USAGE, ExistingFile, db_option, fail, warn
 
 DEFAULT_HTML = "evalkit-report.html"
 
@@ -23,14 +25,19 @@ def register(group: click.Group) -> None:
     @click.option("--contamination", "contamination_path", default=None, type=ExistingFile("contamination file"),
                   help="Contamination declaration (TOML) to print; default: configs/contamination.toml.")
     @click.option("--jury", is_flag=True, help="Add the derived jury@RUBRIC rater to the agreement audit (see evalkit audit --jury).")
-    def report(db_path, html_path, md_path, title, judge, contamination_path, jury):
+    @click.option("--min-safe-pass-rate", type=click.FloatRange(0, 1),
+                  help="After writing, exit 3 when a model's safe pass rate is below this (as evalkit score).")
+    @click.option("--max-unsafe-rate", type=click.FloatRange(0, 1),
+                  help="After writing, exit 3 when a model's unsafe rate is above this (as evalkit score).")
+    def report(db_path, html_path, md_path, title, judge, contamination_path, jury, min_safe_pass_rate, max_unsafe_rate):
         """Make the report: headline pass rates and pass^k, the score vector, safety, every run's
         commands, the judge's qualitative annotations, the agreement audit, provenance and the
         contamination declaration.
 
         Sections without data (no judge run yet, no audit) say so. Exit codes: 0 written; 1 the
         database or the contamination file cannot be read, or an output cannot be written; 2 usage
-        error (missing database or file).
+        error (missing database or file); 3 a --min-safe-pass-rate / --max-unsafe-rate gate failed (the
+        report is written first, so a CI job can publish it).
         """
         from evalkit.report import ReportError, build_report, render_html, render_markdown, write_text_atomic
 
@@ -61,6 +68,12 @@ def register(group: click.Group) -> None:
                 f"judge {'yes' if data['judge']['available'] else 'no'}, "
                 f"audit {'yes' if data['agreement']['available'] else 'no'}"
             )
+        from evalkit.aggregate.gates import model_gate_failure
+
+        reason = model_gate_failure(data, min_safe_pass_rate=min_safe_pass_rate, max_unsafe_rate=max_unsafe_rate)
+        if reason:
+            warn(reason)
+            sys.exit(EXIT_GATE)
 
     @group.command("schema")
     @click.argument("name", type=click.Choice(["trajectory", "scorecard", "annotation", "ratings", "aggregate"]))
