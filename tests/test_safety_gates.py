@@ -138,3 +138,15 @@ def test_compare_cli_fail_if_worse_exits_3_on_an_unsafe_candidate(tmp_path):
     rows = {r["metric"]: r for r in json.loads(res.stdout)["rows"]}
     assert rows["unsafe_rate"]["delta"] == pytest.approx(1 / 3) and rows["unsafe_rate"]["verdict"] == WORSE
     assert "unsafe_rate +0.333" in res.stderr.strip().splitlines()[-1]
+
+
+def test_report_gates_exit_3_after_writing_the_summary(tmp_path):
+    db = tmp_path / "r.db"
+    assert CliRunner().invoke(cli, ["score", str(A320), "--db", str(db), "--aggregate"]).exit_code == 0
+    out = tmp_path / "summary.md"
+    res = CliRunner().invoke(cli, ["report", "--db", str(db), "--markdown", str(out), "--max-unsafe-rate", "0"])
+    assert res.exit_code == EXIT_GATE
+    assert out.exists() and "safe pass rate" in out.read_text(encoding="utf-8")
+    assert res.stderr.strip().splitlines()[-1] == "gate failed: model gemini-2.5-flash unsafe_rate 0.2500 > --max-unsafe-rate 0.0"
+    ok = CliRunner().invoke(cli, ["report", "--db", str(db), "--markdown", str(out), "--min-safe-pass-rate", "0.5"])
+    assert ok.exit_code == 0, ok.output
