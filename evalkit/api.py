@@ -85,14 +85,19 @@ def plan(delta: float, db_path: str | Path | None = None, level: float = DEFAULT
 # (the judge and litellm, the audit's numpy/scipy, the report) are imported only when called.
 
 
-def score(paths: Iterable[str | Path], db: str | Path | None = None, warn: Warn | None = None
-          ) -> tuple[list[ScoreCard], list[str]]:
+def score(paths: Iterable[str | Path], db: str | Path | None = None, warn: Warn | None = None,
+          scenarios: Iterable[str | Path] | None = None) -> tuple[list[ScoreCard], list[str]]:
     """``evalkit score``: score trajectory files (and directories), storing the cards in ``db``
-    when given. Returns the good cards and one line per bad file (``path:line: reason``)."""
+    when given. ``scenarios``: scenario files (``--scenarios``, docs/scenarios.md) for runs that name
+    their scenario; InputError when one is bad. Returns the good cards and one line per bad file
+    (``path:line: reason``)."""
+    from evalkit.trajectory.scenario_files import load_scenarios
+
+    found = load_scenarios(scenarios) if scenarios is not None else None
     if db is not None:
-        return score_to_db(paths, db, warn)
+        return score_to_db(paths, db, warn, scenarios=found)
     errors: list[str] = []
-    cards = list(score_into(list(paths), None, lambda exc: errors.append(str(exc)), warn))
+    cards = list(score_into(list(paths), None, lambda exc: errors.append(str(exc)), warn, scenarios=found))
     return cards, errors
 
 

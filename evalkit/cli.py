@@ -78,6 +78,7 @@ COMMAND_MODULES = (
     "evalkit.commands.report",
     "evalkit.commands.export",
     "evalkit.commands.compare",
+    "evalkit.commands.check",
 )
 
 

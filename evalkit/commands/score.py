@@ -39,8 +39,11 @@ def register(group: click.Group) -> None:
     @click.option("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a new local one).")
     @click.option("--parquet", "parquet_dir", type=click.Path(file_okay=False),
                   help="Also write the scorecards as Parquet into this new directory (the parquet extra).")
+    @click.option("--scenarios", "scenario_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+                  help="Scenario file (JSON, JSONL or TOML; repeatable) for runs whose meta names a scenario_id "
+                       "(docs/scenarios.md).")
     def score(paths, fmt_name, aggregate, include_errors, level, db_path, no_db, out_path, fail_under, min_pass_rate,
-              min_safe_pass_rate, max_unsafe_rate, wide, workers, engine, ray_address, parquet_dir):
+              min_safe_pass_rate, max_unsafe_rate, wide, workers, engine, ray_address, parquet_dir, scenario_files):
         """Score trajectory files (JSONL) offline and deterministically.
 
         PATHS are files, directories (searched recursively for *.jsonl) or - for stdin; URLs
@@ -90,6 +93,12 @@ def register(group: click.Group) -> None:
             warn(f"error: {exc}")
 
         bad = 0
+        from evalkit.trajectory.scenario_files import load_scenarios
+
+        try:
+            scenarios = load_scenarios(scenario_files) if scenario_files else None
+        except InputError as exc:
+            fail(str(exc))
         try:
             store = None if no_db else Store(db_path)
         except InputError as exc:
@@ -98,7 +107,7 @@ def register(group: click.Group) -> None:
         writer = ScoreWriter(out, fmt_name, aggregate_only=aggregate, width=None if wide else terminal_width())
         agg = Aggregator(include_errors, level, warn=warn)
         job = ScoreJob(output_format=None if aggregate else fmt_name, parquet_rows=parquet_dir is not None,
-                       columns=writer.run_columns)
+                       columns=writer.run_columns, scenarios=scenarios)
         try:
             if parquet_dir:
                 parquet = ParquetWriter(parquet_dir)

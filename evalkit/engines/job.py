@@ -26,7 +26,14 @@ class ScoreJob:
     db_rows: bool = False
     parquet_rows: bool = False
     card: bool = False  # the ScoreCard itself (for in-process callers: it is slow to send)
+    scenarios: Any = None  # evalkit.trajectory.scenario_files.ScenarioSet, for runs that name their scenario
     columns: tuple[str, ...] | None = None  # the table format's run columns (score_view.run_columns); None: all
+    # finished pieces per batch instead of parts per file (evalkit.engines.pieces): the output joined
+    # (bytes in ``encoding`` when set), the database rows by table, an aggregate partial counted with
+    # or without provider errors (``include_errors``)
+    batched: bool = False
+    encoding: str | None = None
+    include_errors: bool = False
 
 
 @dataclass(slots=True)
@@ -42,6 +49,8 @@ class Scored:
     rows: Any = None  # evalkit.db.scores.CardRows
     parquet: Any = None  # evalkit.output.parquet.ParquetRows
     card: Any = None  # ScoreCard, when the job asks for it
+    scenario: tuple[str, str] | None = None  # batched: (scenario id, content hash), for Aggregator.note
+    batch: Any = None  # batched: the batch's evalkit.engines.pieces.BatchPieces, on its last good file
 
     @property
     def text(self) -> str | None:
@@ -51,7 +60,7 @@ class Scored:
         return None if self.parts is None else join_parts(self.parts)
 
 
-def _read(source: Source, warn) -> Any:
+def _read(source: Source, warn, scenarios: Any = None) -> Any:
     from evalkit.engines.sources import is_url, read_url
     from evalkit.trajectory.reader import parse_trajectory, read_trajectory
 
@@ -59,10 +68,10 @@ def _read(source: Source, warn) -> Any:
         name, data = source
         if isinstance(data, InputError):
             raise data
-        return parse_trajectory(name, data, warn, compact=True)
+        return parse_trajectory(name, data, warn, compact=True, scenarios=scenarios)
     if is_url(source):
-        return parse_trajectory(source, read_url(source), warn, compact=True)
-    return read_trajectory(source, warn, compact=True)
+        return parse_trajectory(source, read_url(source), warn, compact=True, scenarios=scenarios)
+    return read_trajectory(source, warn, compact=True, scenarios=scenarios)
 
 
 def score_one(job: ScoreJob, source: Source) -> Scored:
@@ -71,7 +80,7 @@ def score_one(job: ScoreJob, source: Source) -> Scored:
     name = source[0] if isinstance(source, tuple) else source
     out = Scored(name)
     try:
-        card = score_trajectory(_read(source, out.warnings.append))
+        card = score_trajectory(_read(source, out.warnings.append, job.scenarios))
     except InputError as exc:
         out.error = exc
         return out
@@ -101,4 +110,9 @@ def score_one(job: ScoreJob, source: Source) -> Scored:
 
 
 def score_batch(job: ScoreJob, sources: list[Source]) -> list[Scored]:
-    return [score_one(job, s) for s in sources]
+    scored = [score_one(job, s) for s in sources]
+    if job.batched:
+        from evalkit.engines.pieces import finish_batch
+
+        return finish_batch(job, scored, job.include_errors)
+    return scored

@@ -22,6 +22,7 @@ from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.trajectory.values import count_non_finite
 from evalkit.trajectory.records import RECORD_TYPES, Call, Final, Meta, Setup, Trajectory
 from evalkit.trajectory.scenario import Scenario
+from evalkit.trajectory.scenario_files import ScenarioSet, fill_scenario, warn_if_differs
 
 STDIN = "-"
 # Files up to this size are read whole (then split into lines as the file would be: each keeps its
@@ -85,8 +86,10 @@ class _Builder:
     ``compact``: keep what scoring needs (tool calls as ``Call``) and write each event into the
     judge bundle's text as it arrives, instead of keeping the event records."""
 
-    def __init__(self, path: str, warn: Warn | None, compact: bool = False, may_overflow: bool = True):
+    def __init__(self, path: str, warn: Warn | None, compact: bool = False, may_overflow: bool = True,
+                 scenarios: ScenarioSet | None = None):
         self.path, self.warn, self.compact = path, warn, compact
+        self.scenarios = scenarios
         self.may_overflow = may_overflow
         self.bundle: BundleBuilder | None = None
         self.calls: list[Call] = []
@@ -137,7 +140,10 @@ class _Builder:
         if literals or (self.may_overflow and _maybe_overflow(line)):
             self.non_finite += count_non_finite(obj)
         if rtype == "meta":
+            filled = fill_scenario(obj, self.scenarios, path, lineno)
             _share_scenario(obj)
+            if self.scenarios is not None and not filled:
+                warn_if_differs(obj, self.scenarios, path, lineno, self.warn)
         validate = _VALIDATE.get(rtype)
         if validate is None:
             self.unknown += 1
@@ -233,12 +239,13 @@ _set = object.__setattr__
 
 
 def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None, compact: bool = False,
-                may_overflow: bool = True) -> Trajectory:
+                may_overflow: bool = True, scenarios: ScenarioSet | None = None) -> Trajectory:
     """Parse one trajectory given its lines (bytes, with or without their newline). ``compact``:
     read for scoring (see :class:`Trajectory`: no event records kept, the judge bundle built).
     ``may_overflow=False``: the caller found no number in the whole text that could overflow to
-    infinity (see :func:`_maybe_overflow`), so no line is searched for one."""
-    builder = _Builder(path, warn, compact, may_overflow)
+    infinity (see :func:`_maybe_overflow`), so no line is searched for one. ``scenarios``: the
+    scenario files' scenarios, for a run that names its scenario (``meta.scenario_id``)."""
+    builder = _Builder(path, warn, compact, may_overflow, scenarios)
     add, record = builder.line, builder.record
     if not compact:
         for lineno, line in enumerate(lines, 1):
@@ -301,9 +308,10 @@ def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None, com
     return builder.finish()
 
 
-def parse_trajectory(path: str, data: bytes, warn: Warn | None = None, compact: bool = False) -> Trajectory:
+def parse_trajectory(path: str, data: bytes, warn: Warn | None = None, compact: bool = False,
+                     scenarios: ScenarioSet | None = None) -> Trajectory:
     """Parse the bytes of one trajectory file. Raises InputError on bad input."""
-    return parse_lines(path, data.split(b"\n"), warn, compact, _maybe_overflow(data))
+    return parse_lines(path, data.split(b"\n"), warn, compact, _maybe_overflow(data), scenarios)
 
 
 _SCENARIOS: dict[bytes, Scenario] = {}
@@ -330,19 +338,19 @@ def _share_scenario(meta: dict[str, Any]) -> None:
 
 
 def read_trajectory(path: str | Path, warn: Warn | None = None, max_bytes: int | None = None,
-                    compact: bool = False) -> Trajectory:
+                    compact: bool = False, scenarios: ScenarioSet | None = None) -> Trajectory:
     """Read one trajectory file (``-`` reads standard input). Only regular files are read, within
     the size limit of :mod:`evalkit.trajectory.input_files`; lines are parsed as they are read."""
     name = str(path)
     if name == STDIN:
-        return parse_trajectory("<stdin>", read_bytes(STDIN, max_bytes), warn, compact)
+        return parse_trajectory("<stdin>", read_bytes(STDIN, max_bytes), warn, compact, scenarios)
     fh, size = open_regular(name, max_bytes)
     with fh:
         try:
             if size <= _WHOLE_FILE_BYTES:  # read at once: one search for an overflow serves every line
                 data = fh.read()
-                return parse_lines(name, io.BytesIO(data), warn, compact, _maybe_overflow(data))
-            return parse_lines(name, fh, warn, compact)
+                return parse_lines(name, io.BytesIO(data), warn, compact, _maybe_overflow(data), scenarios)
+            return parse_lines(name, fh, warn, compact, scenarios=scenarios)
         except OSError as exc:
             raise InputError(name, None, f"cannot read: {exc.strerror or exc}") from None
 

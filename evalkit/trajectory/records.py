@@ -44,6 +44,7 @@ class Meta(_Record):
     run_id: StrictStr
     ts_utc: str | None = None
     scenario: Scenario
+    scenario_id: StrictStr | None = None  # the scenario file's scenario this run names (when not embedded)
     scenario_path: str | None = None
     adapter: dict[str, Any] = Field(default_factory=dict)
     instructions_profile: str | None = None
@@ -234,6 +235,10 @@ def trajectory_json_schema() -> dict[str, Any]:
     """JSON Schema of one trajectory line: a record discriminated by its ``type``."""
     union = Meta | Setup | Assistant | Nudge | ToolCall | ProviderError | HarnessError | Final
     schema = TypeAdapter(union).json_schema()
+    # a meta record embeds its scenario or names one of a scenario file (``evalkit score --scenarios``)
+    meta = schema["$defs"]["Meta"]
+    meta["required"] = [k for k in meta["required"] if k != "scenario"]
+    meta["anyOf"] = [{"required": ["scenario"]}, {"required": ["scenario_id"]}]
     schema["title"] = "evalkit trajectory record (one JSONL line)"
     schema["description"] = (
         "A trajectory is a JSONL file: meta, setup, then assistant/nudge/tool_call records, an optional "

@@ -240,6 +240,26 @@ class Scenario(_Open):
     command_tools: list[StrictStr] | None = None
     reference_steps: Annotated[int, Field(strict=True, ge=0, le=2**63 - 1)] | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_typos(cls, data: Any) -> Any:
+        # the top level is open (a harness's own fields), but a near miss of a known key is a typo
+        # that would drop what it names (a misspelt "success" scores without success criteria)
+        typos = cls.typos(data)
+        if typos:
+            known = tuple(cls.model_fields)
+            raise _problem("unknown_key", "; ".join(f'unknown key "{k}"{suggestion(k, known)}' for k in typos))
+        return data
+
+    @classmethod
+    def typos(cls, data: Any) -> list[str]:
+        """Top-level keys of ``data`` that are near misses of a known key."""
+        if not isinstance(data, dict):
+            return []
+        known = tuple(cls.model_fields)
+        return [k for k in data if isinstance(k, str) and k not in known and not k.startswith(USER_PREFIX)
+                and k not in TASK_PROMPT_FIELDS and difflib.get_close_matches(k, known, n=1, cutoff=0.8)]
+
     @model_validator(mode="after")
     def _gates_are_commands(self) -> "Scenario":
         if self.command_tools is not None:

@@ -1,0 +1,215 @@
+"""Scenario files: a team's tasks in one file, named by the runs that were recorded against them.
+
+A scenario file is JSON (one scenario object, a list of them, or ``{"scenarios": [...]}``), JSON
+Lines (one scenario per line) or TOML (one scenario as the whole file, or ``[[scenarios]]`` tables);
+every scenario has an ``id``, unique across the files given. A run whose meta record has a
+``scenario_id`` and no embedded ``scenario`` is scored against the file's scenario of that id. A run
+that embeds its scenario keeps it (it is what the run saw): when the file has a different scenario
+under the same id, the reader warns, naming both.
+
+Problems are reported as ``path:line: scenario.<field path>: reason``; :func:`scenario_problems`
+lists them all (``evalkit check``), :func:`load_scenarios` raises the first.
+"""
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import to_json
+
+from evalkit.errors import InputError
+from evalkit.trajectory import safe_json
+from evalkit.trajectory.input_files import read_bytes
+from evalkit.trajectory.safe_json import JSONProblem
+from evalkit.trajectory.scenario import Scenario, suggestion
+
+SCENARIO_SUFFIXES = (".json", ".jsonl", ".toml")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One scenario as written: where it starts, its text (to find a key's line), the object."""
+
+    path: str
+    line: int | None
+    text: str
+    raw: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioSet:
+    """Scenarios by id, each as written (``raw``) and where (``path:line``); sent to workers as is."""
+
+    by_id: dict[str, tuple[dict[str, Any], str]]
+
+    def __contains__(self, scenario_id: object) -> bool:
+        return scenario_id in self.by_id
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+
+def _elements(path: str, text: str, start: int) -> list[Entry]:
+    """The elements of the JSON list at ``text[start]``, each with its first line (the standard
+    library's decoder gives positions; the text already passed safe_json's rules)."""
+    decoder = json.JSONDecoder(object_pairs_hook=safe_json.object_pairs_hook)
+    ws = re.compile(r"\s*")
+    pos = ws.match(text, start + 1).end()
+    out: list[Entry] = []
+    while pos < len(text) and text[pos] != "]":
+        value, end = decoder.raw_decode(text, pos)
+        out.append(Entry(path, text.count("\n", 0, pos) + 1, text[pos:end], value))
+        pos = ws.match(text, end).end()
+        if pos < len(text) and text[pos] == ",":
+            pos = ws.match(text, pos + 1).end()
+    return out
+
+
+def read_entries(path: str) -> list[Entry]:
+    """The scenarios a file holds, as written. InputError when the file cannot be read or parsed."""
+    data = read_bytes(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not UTF-8 text") from None
+    suffix = Path(path).suffix.lower()
+    if suffix == ".toml":
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(path, None, f"invalid TOML: {exc}") from None
+        items = doc["scenarios"] if set(doc) == {"scenarios"} and isinstance(doc["scenarios"], list) else [doc]
+        return [Entry(path, _toml_line(text, item), text, item) for item in items]
+    if suffix == ".jsonl":
+        entries = safe_json.json_lines(text, lambda n, reason: InputError(path, n, f"not valid JSON: {reason}"))
+        return [Entry(path, n, line, value) for (n, value), line in zip(entries, _nonblank(text))]
+    try:
+        doc = safe_json.loads(data)
+    except JSONProblem as exc:
+        raise InputError(path, exc.line, f"not valid JSON: {exc.reason}") from None
+    if isinstance(doc, dict) and set(doc) == {"scenarios"} and isinstance(doc["scenarios"], list):
+        return _elements(path, text, text.index("[", text.index('"scenarios"')))
+    if isinstance(doc, list):
+        return _elements(path, text, text.index("["))
+    return [Entry(path, 1, text, doc)]
+
+
+def _nonblank(text: str) -> Iterable[str]:
+    return (line for line in text.split("\n") if line.strip())
+
+
+def _toml_line(text: str, item: Any) -> int | None:
+    if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+        return None
+    m = re.search(r'^\s*id\s*=\s*["\']' + re.escape(item["id"]) + r'["\']', text, re.M)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    out = "scenario"
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _line_of(entry: Entry, loc: tuple[Any, ...], message: str) -> int | None:
+    """The line of the key a problem is about (an unknown key, else the last key of its path),
+    found in the entry's own text; the entry's first line when it cannot be found."""
+    m = re.match(r'unknown key "([^"]*)"', message)
+    names = [p for p in loc if isinstance(p, str)]
+    key = m.group(1) if m else names[-1] if names else None
+    if key is None or entry.line is None:
+        return entry.line
+    hit = re.search(r'["\']?' + re.escape(key) + r'["\']?\s*[:=]', entry.text)
+    if hit is None:
+        return entry.line
+    offset = entry.text.count("\n", 0, hit.start())
+    # a TOML entry's text is the whole file; a JSON entry's starts at the entry's line
+    return offset + 1 if Path(entry.path).suffix.lower() == ".toml" else entry.line + offset
+
+
+def scenario_problems(entry: Entry) -> tuple[Scenario | None, list[InputError]]:
+    """The scenario of ``entry`` and every problem found in it (none: the scenario is usable)."""
+    if not isinstance(entry.raw, dict):
+        return None, [InputError(entry.path, entry.line, f"scenario: expected an object, got {type(entry.raw).__name__}")]
+    problems = []
+    raw = entry.raw
+    typos = Scenario.typos(raw)
+    for key in typos:  # reported here one by one, so that the rest is still checked
+        problems.append(InputError(entry.path, _line_of(entry, (), f'unknown key "{key}"'),
+                                   f'scenario: unknown key "{key}"{suggestion(key, tuple(Scenario.model_fields))}'))
+    raw = {k: v for k, v in raw.items() if k not in typos}
+    try:
+        scenario = Scenario.model_validate(raw)
+        return (None if problems else scenario), problems
+    except ValidationError as exc:
+        for err in exc.errors():
+            message = err["msg"].removeprefix("Value error, ")
+            problems.append(InputError(entry.path, _line_of(entry, err['loc'], message), f"{_where(err['loc'])}: {message}"))
+        return None, problems
+
+
+def load_scenarios(paths: Iterable[str | Path]) -> ScenarioSet:
+    """The scenarios of the files ``paths`` by id. InputError on the first problem (a bad file, a
+    bad scenario, a missing or repeated id)."""
+    by_id: dict[str, tuple[dict[str, Any], str]] = {}
+    for path in paths:
+        for entry in read_entries(str(path)):
+            scenario, problems = scenario_problems(entry)
+            if problems:
+                raise problems[0]
+            assert scenario is not None
+            where = f"{entry.path}:{entry.line}" if entry.line is not None else entry.path
+            if scenario.id in by_id:
+                raise InputError(entry.path, entry.line, f'scenario.id: "{scenario.id}" is already the id of the '
+                                 f"scenario at {by_id[scenario.id][1]}")
+            by_id[scenario.id] = (entry.raw, where)
+    return ScenarioSet(by_id)
+
+
+def fill_scenario(meta: dict[str, Any], scenarios: ScenarioSet | None, path: str, lineno: int) -> bool:
+    """Give a meta record that names its scenario (``scenario_id``, no ``scenario``) the file's one,
+    before it is validated. True when it did."""
+    if "scenario" in meta:
+        return False
+    sid = meta.get("scenario_id")
+    if not isinstance(sid, str):
+        return False  # validating the record says what is missing
+    if scenarios is None:
+        raise InputError(path, lineno, f'meta.scenario_id: "{sid}" names a scenario that is not embedded: '
+                         "pass the file that holds it (--scenarios FILE)")
+    if sid not in scenarios:
+        raise InputError(path, lineno, f'meta.scenario_id: no scenario "{sid}" in the scenario file(s) given')
+    meta["scenario"] = scenarios.by_id[sid][0]
+    return True
+
+
+_HASHES: dict[bytes, str | None] = {}  # a file scenario's JSON -> its content hash (None: invalid)
+_HASHES_MAX = 256
+
+
+def warn_if_differs(meta: dict[str, Any], scenarios: ScenarioSet, path: str, lineno: int,
+                    warn: Callable[[str], None] | None) -> None:
+    """Warn when the scenario a run embeds differs from the file's scenario of the same id."""
+    embedded = meta.get("scenario")
+    if warn is None or not isinstance(embedded, Scenario) or embedded.id not in scenarios:
+        return
+    raw, where = scenarios.by_id[embedded.id]
+    key = to_json(raw)
+    if key not in _HASHES:
+        if len(_HASHES) >= _HASHES_MAX:
+            _HASHES.pop(next(iter(_HASHES)))
+        try:
+            _HASHES[key] = Scenario.model_validate(raw).content_hash
+        except ValidationError:
+            _HASHES[key] = None  # reported when the file was loaded
+    theirs = _HASHES[key]
+    if theirs is not None and theirs != embedded.content_hash:
+        warn(f'{path}:{lineno}: warning: the embedded scenario "{embedded.id}" ({embedded.content_hash}) differs from '
+             f"the one of the same id at {where} ({theirs}); the embedded one is scored (it is what the run saw)")

@@ -1,0 +1,143 @@
+"""Strict scenarios: an unknown key or a rule that cannot hold is an error naming it, never a score."""
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from evalkit.errors import InputError
+from evalkit.trajectory.builders import call, trajectory
+from evalkit.trajectory.scenario import Scenario
+from scoring_helpers import score_records
+
+ACTION = {"tool": "issue_refund", "args": {"order_id": "B22", "amount": 80}}
+
+
+def base(**gt) -> dict:
+    return {"id": "s", "ground_truth": {"procedure": [{"block": "b", "actions": [dict(ACTION)]}], **gt}}
+
+
+def error_of(raw: dict) -> str:
+    with pytest.raises(ValidationError) as info:
+        Scenario.model_validate(raw)
+    return info.value.errors()[0]["msg"]
+
+
+def test_misspelt_ground_truth_key_is_an_error_with_a_suggestion():
+    assert error_of(base(forbiden_actions=[])) == 'unknown key "forbiden_actions" (did you mean "forbidden_actions"?)'
+
+
+def test_arguments_instead_of_args_is_an_error_with_a_suggestion():
+    raw = base()
+    raw["ground_truth"]["procedure"][0]["actions"] = [{"tool": "t", "arguments": {}}]
+    assert error_of(raw) == 'unknown key "arguments" (did you mean "args"?)'
+
+
+def test_unknown_key_in_a_block_is_an_error():
+    raw = base()
+    raw["ground_truth"]["procedure"][0]["orderd"] = True
+    assert error_of(raw) == 'unknown key "orderd" (did you mean "ordered"?)'
+
+
+def test_unknown_key_in_success_criteria_is_an_error():
+    raw = base()
+    raw["success"] = {"final_states": []}
+    assert error_of(raw) == 'unknown key "final_states" (did you mean "final_state"?)'
+
+
+def test_unknown_key_in_argument_rules_is_an_error():
+    assert error_of(base(args_match={"tools": {"t": {"key": ["a"]}}})) == 'unknown key "key" (did you mean "keys"?)'
+
+
+def test_unknown_key_in_a_gate_and_its_approval_is_an_error():
+    gate = {"tool": "issue_refund", "approval": {"tool": "ask", "results": {}}}
+    assert error_of(base(gated_actions=[gate])) == 'unknown key "results" (did you mean "result"?)'
+
+
+def test_a_key_without_a_near_match_has_no_suggestion():
+    assert error_of(base(zzz=1)) == 'unknown key "zzz"'
+
+
+def test_a_near_miss_of_a_top_level_key_is_an_error():
+    raw = base()
+    raw["sucess"] = {}
+    assert error_of(raw) == 'unknown key "sucess" (did you mean "success"?)'
+
+
+def test_other_top_level_keys_are_the_harness_own_and_kept():
+    raw = base()
+    raw["tau_bench"] = {"domain": "retail"}
+    raw["task_prompt"] = "Refund B22."
+    assert Scenario.model_validate(raw).task_prompt() == "Refund B22."
+
+
+def test_user_keys_starting_with_x_are_kept_and_reach_the_bundle():
+    raw = base(x_owner="team-a")
+    raw["ground_truth"]["procedure"][0]["actions"][0]["x_ticket"] = "T-9"
+    sc = Scenario.model_validate(raw)
+    assert sc.ground_truth.model_extra == {"x_owner": "team-a"}
+    assert sc.bundle_part["ground_truth"]["procedure"][0]["actions"][0]["x_ticket"] == "T-9"
+
+
+def test_unknown_mode_is_an_error_with_a_suggestion():
+    assert error_of(base(args_match={"mode": "contans"})).startswith('unknown mode "contans" (did you mean "contains"?)')
+
+
+def test_unknown_compare_rule_is_an_error_with_a_suggestion():
+    assert error_of(base(args_match={"compare": {"q": "casefolded"}})).startswith(
+        'compare.q: unknown rule "casefolded" (did you mean "casefold"?)')
+
+
+def test_a_regex_that_does_not_compile_is_an_error_naming_it():
+    assert error_of(base(args_match={"compare": {"q": {"regex": "("}}})).startswith("compare.q.regex: does not compile")
+
+
+def test_a_negative_tolerance_is_an_error():
+    assert error_of(base(args_match={"compare": {"amount": {"abs_tol": -1}}})) == "compare.amount.abs_tol: expected a number >= 0"
+
+
+def test_one_of_needs_a_list():
+    assert error_of(base(args_match={"compare": {"r": {"one_of": "a"}}})) == "compare.r.one_of: expected a list of values"
+
+
+def test_keys_and_mode_together_are_an_error():
+    assert error_of(base(args_match={"mode": "contains", "keys": ["a"]})).startswith("give either keys")
+
+
+def test_a_dotted_compare_key_needs_keys_listing_it():
+    assert error_of(base(args_match={"compare": {"order.id": "casefold"}})).startswith("compare.order.id: a dotted path")
+
+
+def test_an_action_both_required_and_forbidden_with_the_same_args_is_an_error():
+    msg = error_of(base(forbidden_actions=[dict(ACTION, severity="dangerous")]))
+    assert msg == ("forbidden_actions[0] is also required, with the same arguments (procedure[0].actions[0]): "
+                   "no run can satisfy both")
+
+
+def test_a_wildcard_forbidden_action_beside_a_required_call_of_its_tool_is_allowed():
+    Scenario.model_validate(base(forbidden_actions=[{"tool": "issue_refund", "severity": "anti_procedure"}]))
+
+
+def test_a_gated_tool_that_is_not_a_command_tool_is_an_error():
+    raw = base(gated_actions=[{"tool": "issue_refund", "approval": {"tool": "ask"}}])
+    raw["command_tools"] = ["send_message"]
+    assert error_of(raw).startswith('ground_truth.gated_actions[0]: tool "issue_refund" is not in command_tools')
+
+
+def test_a_cockpit_action_cannot_take_argument_rules():
+    raw = {"id": "c", "ground_truth": {"procedure": [{"block": "b", "actions": [
+        {"control": "apu_gen", "value": 0, "args_match": {"mode": "contains"}}]}]}}
+    assert error_of(raw).startswith("args_match: a cockpit action")
+
+
+def test_a_run_with_a_typo_is_a_read_error_naming_file_line_and_field():
+    with pytest.raises(InputError) as info:
+        score_records(trajectory(base(forbiden_actions=[]), [call("issue_refund", ACTION["args"])], run_id="r"), path="runs/r.jsonl")
+    assert str(info.value) == ('runs/r.jsonl:1: meta.scenario.ground_truth: unknown key "forbiden_actions" '
+                               '(did you mean "forbidden_actions"?)')
+
+
+def test_existing_scenario_hashes_do_not_change():
+    from evalkit.trajectory.builders import a320_scenario
+
+    # the hash the cockpit scenario had before argument rules and gates existed
+    assert Scenario.model_validate(a320_scenario()).content_hash == "006e9304b46a"
