@@ -79,6 +79,7 @@ COMMAND_MODULES = (
     "evalkit.commands.export",
     "evalkit.commands.compare",
     "evalkit.commands.check",
+    "evalkit.commands.view",
 )
 
 

@@ -23,6 +23,8 @@ from evalkit.db import (
     read_stale_annotations, resolve_judge,
 )
 from evalkit.agreement.self_judging import same_model
+from evalkit.agreement.adjudication import adjudication_entries
+from evalkit.db.reviews import read_adjudications, read_review_ratings
 
 SCHEMA = "evalkit.audit/1"
 SLICE_KINDS = paired.SLICE_KINDS
@@ -68,6 +70,9 @@ def run_audit(
         values = list(read_annotations(db, judge=judge, rubric=rubric))  # stale answers are not among them
         stale = read_stale_annotations(db, judge=judge, rubric=rubric)
         stored = read_ratings(db)
+        # human ratings given in evalkit view count like imported ones (blind ones only)
+        reviewed, non_blind_reviewed = read_review_ratings(db)
+        adjudicated = read_adjudications(db)
         cost_source, calls = read_call_costs(db, judge=judge, rubric=rubric)
         probe_answers = read_probe_annotations(db, judge=judge, rubric=rubric)
 
@@ -96,7 +101,8 @@ def run_audit(
         entry["self_judging"] = self_judging(p, ps.pairs, sub)
         pairing_entries.append(entry)
 
-    rater_entries, skipped = raters.analyse(collect_ratings(stored, rated), sub)
+    disagreements = paired.disagreements(sets)
+    rater_entries, skipped = raters.analyse(collect_ratings(stored + reviewed, rated), sub)
     report: dict[str, Any] = {
         "schema": SCHEMA,
         "filters": {"judge": judge, "rubric": rubric, "by": by, "jury": jury},
@@ -116,11 +122,14 @@ def run_audit(
             "non_blind_annotations": len({v.annotation_id for v in values if not v.blind}),
             "replicate_annotations": len({v.annotation_id for v in values if v.blind and v.replicate != 0}),
             "imported_ratings": len(stored),
+            "review_ratings": len(reviewed),
+            "non_blind_review_ratings": non_blind_reviewed,
         },
         # answers to a transcript the run no longer has (re-scored since it was judged): left out
         "stale": {"annotations": sum(stale.values()), "run_ids": list(stale)},
         "pairings": pairing_entries,
-        "disagreements": paired.disagreements(sets),
+        "disagreements": disagreements,
+        "adjudications": adjudication_entries(adjudicated, disagreements, [p.name for p in active]),
         "raters": rater_entries,
         "raters_skipped": skipped,
         "drift": drift_mod.analyse(values, sub),

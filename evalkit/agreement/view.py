@@ -511,9 +511,12 @@ def probes_section(audit: dict) -> Section:
 
 def agreement_sections(audit: dict) -> list[Section]:
     """The agreement audit in reading order (the report shows the costs with the judge instead)."""
-    builders: list[Callable[[dict], Section]] = [pairings_section, disagreements_section, raters_section, drift_section,
-                                                 probes_section]
-    return [build(audit) for build in builders]
+    from evalkit.agreement.adjudication import adjudications_section
+
+    builders: list[Callable[[dict], Section | None]] = [pairings_section, disagreements_section, adjudications_section,
+                                                        raters_section, drift_section, probes_section]
+    # a builder returns None for a section with nothing to say that older audits never showed
+    return [s for s in (build(audit) for build in builders) if s is not None]
 
 
 def audit_sections(audit: dict) -> list[Section]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -97,13 +97,28 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("ratings", _cols(
         "item_id TEXT NOT NULL, rater TEXT NOT NULL, rater_kind TEXT NOT NULL, dimension TEXT NOT NULL, "
         "value TEXT NOT NULL, confidence REAL, source TEXT"), ("item_id", "rater", "dimension")),
+    # -- human reviews (evalkit view): append-only, an edit supersedes (evalkit/db/reviews.py) ---
+    Table("reviews", _cols(
+        "review_id TEXT, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, rubric_id TEXT, blind INTEGER, note TEXT, "
+        "created_at TEXT NOT NULL, revision INTEGER NOT NULL, supersedes TEXT, bundle_hash TEXT"), ("review_id",),
+        (("idx_reviews_run", ("run_id", "reviewer")),)),
+    Table("review_ratings", _cols(
+        "review_id TEXT NOT NULL, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, dimension TEXT NOT NULL, "
+        "value TEXT NOT NULL, blind INTEGER"), ("review_id", "dimension")),
+    Table("adjudications", _cols(
+        "review_id TEXT NOT NULL, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, pairing TEXT NOT NULL, "
+        "verdict TEXT NOT NULL, blind INTEGER, created_at TEXT"), ("review_id", "pairing")),
 )}
 
-# Data steps per target version (run after the tables/columns of that version exist). None yet:
+# Data steps per target version (run after the tables/columns of that version exist):
 # version 1 only declares what evalkit already wrote; version 2 adds judge_calls/annotations
 # output_mode and elided_events (NULL on older rows: unknown, json_schema was the only mode then)
-# and the judge_output_modes table; version 3 adds the probe_annotations table.
-STEPS: dict[int, tuple[str, ...]] = {}
+# and the judge_output_modes table; version 3 adds the probe_annotations table; version 4 adds the
+# review tables, append-only: triggers refuse changing or deleting a review.
+STEPS: dict[int, tuple[str, ...]] = {4: tuple(
+    f"CREATE TRIGGER IF NOT EXISTS {table}_append_only_{op.lower()} BEFORE {op} ON {table} "
+    f"BEGIN SELECT RAISE(ABORT, '{table} are append-only: a new review supersedes an old one'); END"
+    for table in ("reviews", "review_ratings", "adjudications") for op in ("UPDATE", "DELETE"))}
 
 
 class SchemaProblem(Exception):

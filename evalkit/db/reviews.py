@@ -1,0 +1,210 @@
+"""Human reviews (``evalkit view``): the ``reviews``, ``review_ratings`` and ``adjudications`` tables.
+
+A review is one reviewer's answer on one run: ratings on the rubric's dimensions and outcome, a
+verdict on each judge-versus-mechanical disagreement of the run (:data:`VERDICTS`) and a note,
+with who and when. The tables are append-only (triggers refuse UPDATE and DELETE): an edit is a
+new review that names the one it ``supersedes``, so the history is kept. A reviewer's *current*
+review of a run is their latest.
+
+Blindness is kept per rating, because it is what makes a rating count: a rating is blind when it
+was given while the judge's and the mechanical scores were hidden. An edit made after the reveal
+keeps a rating's blindness when its value did not change, and loses it when it did.
+
+What the audit reads (:func:`read_review_ratings`, :func:`read_adjudications`): the current
+reviews of runs whose transcript is still the one reviewed (a run re-scored since, with another
+bundle, makes its reviews *stale*, as it does annotations). Their blind ratings are ``human``
+ratings with the reviewer as rater, exactly like imported ones; their non-blind ratings are left
+out and counted (as non-blind judge annotations are).
+
+:class:`ReviewTables` is the only writer; its connection may write these three tables and no
+other (an SQLite authorizer refuses the rest), so the view that holds it cannot change a score.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalkit.db.connect import Database, open_write
+from evalkit.db.judge import label_value, now_utc
+from evalkit.db.ratings import Rating
+
+VERDICTS = ("judge_right", "mechanical_right", "both_wrong", "ground_truth_wrong", "unclear")
+REVIEW_TABLES = frozenset({"reviews", "review_ratings", "adjudications"})
+SOURCE = "reviews"  # Rating.source of a rating given in a review
+
+# SQL, true for a review whose run now has another transcript than the one reviewed.
+STALE = ("EXISTS (SELECT 1 FROM scorecards s WHERE s.run_id = r.run_id AND r.bundle_hash IS NOT NULL "
+         "AND s.bundle_hash != r.bundle_hash)")
+# SQL, true for each reviewer's latest review of a run: its revision (1, 2, ... per run and
+# reviewer) is the highest.
+CURRENT = ("NOT EXISTS (SELECT 1 FROM reviews n WHERE n.run_id = r.run_id AND n.reviewer = r.reviewer "
+           "AND n.revision > r.revision)")
+
+
+@dataclass(frozen=True)
+class Review:
+    review_id: str
+    run_id: str
+    reviewer: str
+    rubric_id: str | None
+    blind: bool
+    note: str
+    created_at: str
+    revision: int
+    supersedes: str | None
+    bundle_hash: str | None
+    ratings: dict[str, Any] = field(default_factory=dict)
+    blind_ratings: tuple[str, ...] = ()   # the dimensions rated blind
+    verdicts: dict[str, str] = field(default_factory=dict)
+    current: bool = True
+    stale: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "review_id": self.review_id, "run_id": self.run_id, "reviewer": self.reviewer,
+            "rubric": self.rubric_id, "blind": self.blind, "note": self.note, "created_at": self.created_at,
+            "revision": self.revision, "supersedes": self.supersedes, "ratings": dict(self.ratings),
+            "blind_ratings": list(self.blind_ratings), "verdicts": dict(self.verdicts),
+            "current": self.current, "stale": self.stale,
+        }
+
+
+@dataclass(frozen=True)
+class Adjudication:
+    run_id: str
+    reviewer: str
+    pairing: str
+    verdict: str
+    blind: bool
+    created_at: str
+
+
+def _only_review_tables(action: int, arg1: str | None, arg2: str | None, dbname: str | None, source: str | None) -> int:
+    if action in (sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE) and dbname == "main":
+        return sqlite3.SQLITE_OK if arg1 in REVIEW_TABLES else sqlite3.SQLITE_DENY
+    if action in (sqlite3.SQLITE_CREATE_TABLE, sqlite3.SQLITE_DROP_TABLE, sqlite3.SQLITE_ALTER_TABLE,
+                  sqlite3.SQLITE_CREATE_INDEX, sqlite3.SQLITE_DROP_INDEX, sqlite3.SQLITE_CREATE_TRIGGER,
+                  sqlite3.SQLITE_DROP_TRIGGER, sqlite3.SQLITE_CREATE_VIEW, sqlite3.SQLITE_DROP_VIEW):
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+class ReviewTables:
+    """The review tables of one database file, open for appending reviews (and nothing else)."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = str(path)
+        self.database = open_write(self.path)  # migrates an older file: the review tables appear
+        self.database.conn.set_authorizer(_only_review_tables)
+
+    def close(self) -> None:
+        self.database.close()
+
+    def add(self, run_id: str, reviewer: str, *, rubric_id: str | None, ratings: dict[str, Any],
+            verdicts: dict[str, str], note: str, blind: bool, bundle_hash: str | None) -> Review:
+        """Append one review (the caller has validated its fields) in one transaction; it supersedes
+        the reviewer's current review of the run. Returns the stored review."""
+        bad = sorted(set(verdicts.values()) - set(VERDICTS))
+        if bad:
+            raise ValueError(f"unknown verdict {bad[0]!r} (one of {', '.join(VERDICTS)})")
+        review_id = uuid.uuid4().hex
+        with self.database.transaction() as conn:
+            prev = conn.execute(f"SELECT r.review_id, r.revision FROM reviews r WHERE r.run_id = ? AND r.reviewer = ? "
+                                f"AND {CURRENT}", (run_id, reviewer)).fetchone()
+            before = {} if prev is None else {
+                d: (label_value(v), bool(b)) for d, v, b in conn.execute(
+                    "SELECT dimension, value, blind FROM review_ratings WHERE review_id = ?", (prev[0],))}
+            created = now_utc()
+            conn.execute("INSERT INTO reviews (review_id, run_id, reviewer, rubric_id, blind, note, created_at, "
+                         "revision, supersedes, bundle_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (review_id, run_id, reviewer, rubric_id, int(blind), note, created,
+                          1 if prev is None else int(prev[1]) + 1, None if prev is None else prev[0], bundle_hash))
+            for dim, value in ratings.items():
+                old = before.get(dim)
+                rated_blind = blind or (old is not None and old[1] and old[0] == value)
+                conn.execute("INSERT INTO review_ratings (review_id, run_id, reviewer, dimension, value, blind) "
+                             "VALUES (?, ?, ?, ?, ?, ?)", (review_id, run_id, reviewer, dim, json.dumps(value),
+                                                          int(rated_blind)))
+            for pairing, verdict in verdicts.items():
+                conn.execute("INSERT INTO adjudications (review_id, run_id, reviewer, pairing, verdict, blind, "
+                             "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (review_id, run_id, reviewer, pairing, verdict, int(blind), created))
+        reviews = read_reviews(self.database, run_id=run_id)
+        return next(r for r in reviews if r.review_id == review_id)
+
+
+def read_reviews(db: Database, run_id: str | None = None, *, current_only: bool = False) -> list[Review]:
+    """Reviews, newest first (all of them, or one run's), each with its ratings and verdicts."""
+    where = []
+    args: list[Any] = []
+    if run_id is not None:
+        where.append("r.run_id = ?")
+        args.append(run_id)
+    if current_only:
+        where.append(CURRENT)
+    sql = (f"SELECT r.*, {CURRENT} AS is_current, {STALE} AS is_stale FROM reviews r"
+           + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.created_at DESC, r.revision DESC, r.review_id")
+    heads = list(db.rows(sql, args))
+    if not heads:
+        return []
+    ids = [h["review_id"] for h in heads]
+    ratings: dict[str, dict[str, Any]] = {i: {} for i in ids}
+    blind: dict[str, list[str]] = {i: [] for i in ids}
+    verdicts: dict[str, dict[str, str]] = {i: {} for i in ids}
+    wanted = set(ids)
+    rating_sql = "SELECT review_id, dimension, value, blind FROM review_ratings"
+    verdict_sql = "SELECT review_id, pairing, verdict FROM adjudications"
+    if run_id is not None:
+        rating_sql += " WHERE run_id = ?"
+        verdict_sql += " WHERE run_id = ?"
+    for row in db.rows(rating_sql + " ORDER BY review_id, dimension", [run_id] if run_id is not None else []):
+        if row[0] in wanted:
+            ratings[row[0]][row[1]] = label_value(row[2])
+            if row[3]:
+                blind[row[0]].append(row[1])
+    for row in db.rows(verdict_sql + " ORDER BY review_id, pairing", [run_id] if run_id is not None else []):
+        if row[0] in wanted:
+            verdicts[row[0]][row[1]] = row[2]
+    return [Review(review_id=h["review_id"], run_id=h["run_id"], reviewer=h["reviewer"], rubric_id=h["rubric_id"],
+                   blind=bool(h["blind"]), note=h["note"] or "", created_at=h["created_at"] or "",
+                   revision=int(h["revision"] or 0), supersedes=h["supersedes"], bundle_hash=h["bundle_hash"], ratings=ratings[h["review_id"]],
+                   blind_ratings=tuple(blind[h["review_id"]]), verdicts=verdicts[h["review_id"]],
+                   current=bool(h["is_current"]), stale=bool(h["is_stale"]))
+            for h in heads]
+
+
+def read_review_ratings(db: Database) -> tuple[list[Rating], int]:
+    """The blind ratings of current reviews that are not stale, as ``human`` ratings (the reviewer
+    as rater), ordered by (item, rater, dimension); and how many non-blind ones were left out."""
+    rows = list(db.rows(
+        "SELECT v.run_id, v.reviewer, v.dimension, v.value, v.blind FROM review_ratings v "
+        f"JOIN reviews r ON r.review_id = v.review_id WHERE {CURRENT} AND NOT {STALE} "
+        "ORDER BY v.run_id, v.reviewer, v.dimension"))
+    kept = [Rating(str(r[0]), r[1], "human", r[2], label_value(r[3]), None, SOURCE) for r in rows if r[4]]
+    return kept, len(rows) - len(kept)
+
+
+def read_adjudications(db: Database) -> list[Adjudication]:
+    """The verdicts of current reviews that are not stale, ordered by (pairing, run, reviewer)."""
+    return [Adjudication(str(r[0]), r[1], r[2], r[3], bool(r[4]), r[5] or "") for r in db.rows(
+        "SELECT a.run_id, a.reviewer, a.pairing, a.verdict, a.blind, a.created_at FROM adjudications a "
+        f"JOIN reviews r ON r.review_id = a.review_id WHERE {CURRENT} AND NOT {STALE} "
+        "ORDER BY a.pairing, a.run_id, a.reviewer")]
+
+
+def reviewed_run_ids(db: Database, run_ids: Iterable[str] | None = None) -> set[str]:
+    """The runs that have at least one review (of any transcript)."""
+    if run_ids is None:
+        return {str(r[0]) for r in db.rows("SELECT DISTINCT run_id FROM reviews")}
+    ids = list(run_ids)
+    out: set[str] = set()
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        out |= {str(r[0]) for r in db.rows(
+            f"SELECT DISTINCT run_id FROM reviews WHERE run_id IN ({', '.join('?' for _ in chunk)})", chunk)}
+    return out

@@ -1,0 +1,344 @@
+"""The ``evalkit view`` web app (Starlette + Jinja2): pages rendered on the server, no script.
+
+Pages: ``/runs`` (filter, sort, page), ``/runs/{run_id}`` (one run explained, the review form),
+``/disagreements`` (the audit's ranked list as a queue). JSON: ``GET /api/runs``,
+``GET /api/runs/{run_id}``, ``GET /api/disagreements``, ``POST /api/runs/{run_id}/reviews`` and
+``GET /api/session`` (the CSRF token a script sends back in ``X-CSRF-Token``).
+
+A local server is still reachable by every web page the user opens, so (:class:`LocalOnly`):
+
+- a request whose ``Host`` is not the address the server was bound to is refused (421), which is
+  what stops DNS rebinding (an attacker's name resolving to 127.0.0.1);
+- a POST must carry the process's CSRF token (the form's hidden field, or the ``X-CSRF-Token``
+  header), and one whose ``Origin`` is another site is refused; the JSON POST must be
+  ``application/json``, which no cross-site form can send;
+- every response has a strict Content-Security-Policy: nothing loads from anywhere, styles only
+  with the response's nonce, scripts only with it (the pages have none), no framing;
+- text from runs and judges is escaped everywhere: Jinja2 autoescapes, and every value printed
+  passes :func:`shown` first, which shows control and bidi characters escaped as the terminal
+  and the report do (:func:`evalkit.present.safe.sanitize`; line breaks are kept).
+
+The database is opened read-only; the review tables are the only thing written
+(:class:`evalkit.db.reviews.ReviewTables`). Requests are served one at a time on the event loop's
+thread, which owns the SQLite connections.
+"""
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup, escape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from evalkit.db.reviews import VERDICTS
+from evalkit.errors import InputError
+from evalkit.present.safe import sanitize
+from evalkit.view import drilldown
+from evalkit.view.queries import NotFound, ReviewError, ViewData
+
+CSP = ("default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; img-src 'self'; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"), (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+MAX_BODY = 1 << 20
+
+
+def shown(value: Any) -> Any:
+    """What a template prints for a value: None as nothing, text with every control or bidi
+    character shown escaped (line breaks kept), markup (already escaped) as it is."""
+    if value is None:
+        return ""
+    if isinstance(value, Markup):
+        return value
+    if isinstance(value, str):
+        return "\n".join(sanitize(part) for part in value.split("\n"))
+    return value
+
+
+def allowed_hosts(host: str, port: int, extra: tuple[str, ...] = ()) -> frozenset[str]:
+    """The ``Host`` header values accepted: the bound address (and the loopback names when it is
+    a loopback or wildcard address) with the port, plus ``extra`` names."""
+    names = {host.lower(), *(h.lower() for h in extra)}
+    if host in LOOPBACK or host in ("0.0.0.0", "::"):
+        names |= set(LOOPBACK)
+    names -= {"0.0.0.0", "::"}
+    return frozenset(f"[{n}]:{port}" if ":" in n else f"{n}:{port}" for n in names)
+
+
+class LocalOnly:
+    """ASGI middleware: the Host check, the cross-site POST check and the security headers."""
+
+    def __init__(self, app, hosts: frozenset[str]):
+        self.app = app
+        self.hosts = hosts
+        self.origins = frozenset(f"http://{h}" for h in hosts)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get("host", "").lower()
+        if host not in self.hosts:
+            return await _plain(421, "evalkit view: this server answers only to its own address (Host "
+                                     f"{sanitize(host) or 'missing'} refused)")(scope, receive, send)
+        if scope["method"] not in ("GET", "HEAD"):
+            origin = headers.get("origin")
+            if (origin is not None and origin not in self.origins) or headers.get("sec-fetch-site") == "cross-site":
+                return await _plain(403, "evalkit view: cross-site request refused")(scope, receive, send)
+        nonce = secrets.token_urlsafe(18)
+        scope.setdefault("state", {})["nonce"] = nonce
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                message = dict(message)
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS,
+                                      (b"content-security-policy", CSP.format(nonce=nonce).encode())]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _plain(status: int, text: str) -> Response:
+    return PlainTextResponse(text + "\n", status_code=status, headers=dict(
+        (k.decode(), v.decode()) for k, v in SECURITY_HEADERS) | {"content-security-policy": "default-src 'none'"})
+
+
+def _environment() -> Environment:
+    env = Environment(loader=PackageLoader("evalkit.view", "templates"), autoescape=True, finalize=shown,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["runurl"] = lambda run_id: "/runs/" + quote(str(run_id), safe="")
+    env.filters["j"] = lambda v: json.dumps(v, ensure_ascii=False, indent=1, sort_keys=False)
+    env.filters["label"] = lambda v: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    env.filters["num"] = _num
+    env.filters["cite"] = lambda text, steps: Markup(drilldown.link_citations(str(escape(shown(text or ""))), steps))
+    return env
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".") if value == value else "n/a"
+    return str(value)
+
+
+def create_app(data: ViewData, *, host: str = "127.0.0.1", port: int = 8765, reviewer: str | None = None,
+               extra_hosts: tuple[str, ...] = (), csrf_token: str | None = None) -> Any:
+    """The ASGI app over ``data`` (opened on startup, in the serving thread, and closed on
+    shutdown), accepting requests addressed to ``host:port``."""
+    env = _environment()
+    token = csrf_token or secrets.token_urlsafe(32)
+    db_name = Path(data.path).name
+
+    def page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        revealed = context.pop("revealed", False)
+        context.setdefault("title", name.removesuffix(".html"))
+        html = env.get_template(name).render(
+            nonce=request.state.nonce, db_name=db_name, revealed=revealed, reveal_qs="?reveal=1" if revealed else "",
+            qs=lambda **changes: _qs(request, changes), **context)
+        return HTMLResponse(html, status_code=status)
+
+    def error_page(request: Request, status: int, heading: str, message: str) -> HTMLResponse:
+        return page(request, "error.html", status, heading=heading, message=message, title=heading)
+
+    def refreshed() -> None:
+        data.refresh()
+
+    def is_revealed(request: Request) -> bool:
+        return request.query_params.get("reveal") == "1"
+
+    # -- pages ------------------------------------------------------------------------------
+    async def runs_page(request: Request) -> Response:
+        refreshed()
+        try:
+            result = data.list_runs(dict(request.query_params))
+        except ValueError as exc:
+            return error_page(request, 400, "Bad filter", str(exc))
+        return page(request, "runs.html", page=result, facets=data.facets(), title="Runs", revealed=is_revealed(request))
+
+    async def run_page(request: Request) -> Response:
+        refreshed()
+        run_id = request.path_params["run_id"]
+        try:
+            run = data.run(run_id, _start(request))
+        except NotFound:
+            return error_page(request, 404, "No such run", f"no run {run_id!r} in {db_name}")
+        return _run_page(request, run)
+
+    def _run_page(request: Request, run: dict[str, Any], error: str | None = None, status: int = 200) -> HTMLResponse:
+        who = request.query_params.get("reviewer") or reviewer
+        current = next((r for r in run["reviews"] if r["current"] and r["reviewer"] == who), None) if who else None
+        saved = request.query_params.get("saved") == "1"
+        revealed = is_revealed(request) or saved or current is not None
+        pairings = sorted({d["pairing"] for d in run["disagreements"]}, key=run["pairings"].index)
+        return page(request, "run.html", status, run=run, title=run["run_id"], revealed=revealed, saved=saved,
+                    saved_blind=request.query_params.get("blind") == "1", csrf=token, reviewer=who,
+                    current=current, verdicts=VERDICTS, verdict_pairings=pairings, error=error,
+                    steps=drilldown.run_steps(run["transcript"]))
+
+    async def review_form(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        form = await _form(request)
+        if form is None or not hmac.compare_digest(form.get("csrf", ""), token):
+            return error_page(request, 403, "Refused", "the form's CSRF token is missing or wrong: reload the page")
+        body = {
+            "reviewer": form.get("reviewer", ""),
+            "ratings": {k.removeprefix("rating."): v for k, v in form.items() if k.startswith("rating.")},
+            "verdicts": {k.removeprefix("verdict."): v for k, v in form.items() if k.startswith("verdict.")},
+            "note": form.get("note", ""),
+            "blind": form.get("blind") != "0",
+        }
+        try:
+            stored = data.add_review(run_id, body, reviewer)
+        except NotFound:
+            return error_page(request, 404, "No such run", f"no run {run_id!r} in {db_name}")
+        except ReviewError as exc:
+            refreshed()
+            return _run_page(request, data.run(run_id), error=str(exc), status=400)
+        except InputError as exc:
+            return error_page(request, 500, "Cannot save the review", str(exc))
+        target = "/runs/" + quote(run_id, safe="") + "?" + urlencode(
+            {"saved": "1", "blind": "1" if stored["blind"] else "0", "reviewer": stored["reviewer"]})
+        return RedirectResponse(target, status_code=303)
+
+    async def disagreements_page(request: Request) -> Response:
+        refreshed()
+        try:
+            result = data.disagreements(_int_param(request, "page", 1))
+        except ValueError as exc:
+            return error_page(request, 400, "Bad page", str(exc))
+        return page(request, "disagreements.html", page=result, title="Disagreements", revealed=is_revealed(request))
+
+    # -- JSON -------------------------------------------------------------------------------
+    async def api_runs(request: Request) -> Response:
+        refreshed()
+        try:
+            return JSONResponse(data.list_runs(dict(request.query_params)))
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+
+    async def api_run(request: Request) -> Response:
+        refreshed()
+        run_id = request.path_params["run_id"]
+        try:
+            return JSONResponse(data.run(run_id, _start(request)))
+        except NotFound:
+            return JSONResponse({"error": f"no run {run_id!r}"}, status_code=404)
+
+    async def api_disagreements(request: Request) -> Response:
+        refreshed()
+        try:
+            return JSONResponse(data.disagreements(_int_param(request, "page", 1),
+                                                   min(_int_param(request, "per_page", 100), 1000)))
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+
+    async def api_session(request: Request) -> Response:
+        # readable by this origin only: no CORS header, and the Host check stops rebinding
+        return JSONResponse({"csrf_token": token, "reviewer": reviewer})
+
+    async def api_review(request: Request) -> Response:
+        if not hmac.compare_digest(request.headers.get("x-csrf-token", ""), token):
+            return JSONResponse({"error": "missing or wrong X-CSRF-Token (GET /api/session gives it)"}, status_code=403)
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return JSONResponse({"error": "the body must be application/json"}, status_code=415)
+        raw = await request.body()
+        if len(raw) > MAX_BODY:
+            return JSONResponse({"error": "the body is too large"}, status_code=413)
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            return JSONResponse({"error": f"the body is not JSON ({exc})"}, status_code=400)
+        run_id = request.path_params["run_id"]
+        try:
+            return JSONResponse(data.add_review(run_id, body, reviewer), status_code=201)
+        except NotFound:
+            return JSONResponse({"error": f"no run {run_id!r}"}, status_code=404)
+        except ReviewError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except InputError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=500)
+
+    async def home(request: Request) -> Response:
+        return RedirectResponse("/runs", status_code=303)
+
+    async def no_icon(request: Request) -> Response:
+        return Response(status_code=204)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        data.open()
+        try:
+            yield
+        finally:
+            data.close()
+
+    routes = [
+        Route("/", home),
+        Route("/favicon.ico", no_icon),
+        Route("/runs", runs_page),
+        Route("/runs/{run_id:path}/reviews", review_form, methods=["POST"]),
+        Route("/runs/{run_id:path}", run_page),
+        Route("/disagreements", disagreements_page),
+        Route("/api/session", api_session),
+        Route("/api/runs", api_runs),
+        Route("/api/runs/{run_id:path}/reviews", api_review, methods=["POST"]),
+        Route("/api/runs/{run_id:path}", api_run),
+        Route("/api/disagreements", api_disagreements),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    return LocalOnly(app, allowed_hosts(host, port, extra_hosts))
+
+
+async def _form(request: Request) -> dict[str, str] | None:
+    """An ``application/x-www-form-urlencoded`` body (what the review form sends) as a dict of its
+    last values; None for any other body (the form has no file field, so no multipart parser)."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
+        return None
+    raw = await request.body()
+    if len(raw) > MAX_BODY:
+        return None
+    try:
+        return dict(parse_qsl(raw.decode("utf-8"), keep_blank_values=True))
+    except (UnicodeDecodeError, ValueError):
+        return None
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    text = request.query_params.get(name)
+    if text in (None, ""):
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{name} must be a whole number from 1")
+    return int(text)
+
+
+def _start(request: Request) -> int:
+    text = request.query_params.get("t") or "0"
+    return int(text) if text.isdigit() else 0
+
+
+def _qs(request: Request, changes: dict[str, Any]) -> str:
+    params = dict(request.query_params)
+    for key, value in changes.items():
+        if value is None:
+            params.pop(key, None)
+        else:
+            params[key] = str(value)
+    params.pop("saved", None)
+    return "?" + urlencode(params) if params else ""
