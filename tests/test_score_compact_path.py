@@ -238,7 +238,7 @@ def test_a_batch_is_written_once_it_holds_enough_text_and_what_was_yielded_is_st
     consumer that stops early still finds everything it was given stored."""
     import sqlite3
 
-    from evalkit import api
+    from evalkit.engines import pipeline as api
 
     monkeypatch.setattr(api, "BATCH_CHARS", 1)
     db = tmp_path / "s.db"
