@@ -76,15 +76,15 @@ def register(group: click.Group) -> None:
             sys.exit(EXIT_GATE)
 
     @group.command("schema")
-    @click.argument("name", type=click.Choice(["trajectory", "scorecard", "annotation", "ratings", "aggregate"]))
+    @click.argument("name", type=click.Choice(["trajectory", "scorecard", "annotation", "ratings", "aggregate", "scenario"]))
     @click.option("--rubric", default=None, help="Rubric of the annotation schema (name in prompts/ or a .toml path; default procedure_v1).")
     def schema(name, rubric):
         """Print the JSON Schema of a format, generated from its pydantic model.
 
         trajectory: one line of a trajectory JSONL file; scorecard: a ScoreCard; annotation: a
         judge's reply under a rubric; ratings: one imported rating row; aggregate: the output of
-        score --aggregate --format json. Published copies live in
-        docs/schemas/.
+        score --aggregate --format json; scenario: a scenario, embedded or in a scenario file
+        (docs/scenarios.md). Published copies live in docs/schemas/.
         """
         from evalkit.report.schemas import SchemaError, schema_text
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-SCHEMA_NAMES = ("trajectory", "scorecard", "annotation", "ratings", "aggregate")
+SCHEMA_NAMES = ("trajectory", "scorecard", "annotation", "ratings", "aggregate", "scenario")
 DEFAULT_RUBRIC = "procedure_v1"
 
 
@@ -40,6 +40,10 @@ def json_schema(name: str, rubric: str | None = None) -> dict[str, Any]:
         from evalkit.aggregate.schema import aggregate_json_schema
 
         return aggregate_json_schema()
+    if name == "scenario":
+        from evalkit.trajectory.scenario import scenario_json_schema
+
+        return scenario_json_schema()
     if name == "ratings":
         from evalkit.agreement.ratings import RatingRow
 

@@ -59,8 +59,15 @@ class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+def _strict_schema(schema: dict[str, Any]) -> None:
+    schema["additionalProperties"] = False
+    schema["patternProperties"] = {"^x_": {}}
+
+
 class _Strict(_Open):
     """A part of the ground truth: every key is a field or starts with ``x_`` (kept as extra)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra=_strict_schema)
 
     @model_validator(mode="before")
     @classmethod
@@ -390,3 +397,15 @@ class ScenarioIndex:
     # by key alone (the cockpit's and tau-bench's case, and the fast path)
     plain: bool = True
     approval_tools: frozenset[str] = frozenset()  # tools whose calls can approve a gated call
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    """JSON Schema of a scenario (embedded in a meta record, or one entry of a scenario file)."""
+    schema = Scenario.model_json_schema()
+    schema["title"] = "evalkit scenario"
+    schema["description"] = (
+        "What a correct run does (docs/scenarios.md): ground truth (required, optional, forbidden and gated "
+        "actions, argument rules), success criteria, budget. The ground truth, success criteria, actions and "
+        "argument rules allow no unknown key except x_*; the top level is open."
+    )
+    return schema
