@@ -35,6 +35,7 @@ ENTRY_POINT_GROUP = "evalkit.importers"
 BUILTIN = {
     "inspect": "evalkit.importers.inspect_logs:IMPORTER",
     "openai-messages": "evalkit.importers.openai_messages:IMPORTER",
+    "otel": "evalkit.importers.otel:IMPORTER",
     "taubench": "evalkit.importers.taubench:IMPORTER",
     "tau2": "evalkit.importers.tau2:IMPORTER",
 }

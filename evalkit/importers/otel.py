@@ -1,0 +1,528 @@
+"""OpenTelemetry GenAI traces (OTLP JSON) → evalkit trajectories.
+
+Input: OTLP JSON as the OpenTelemetry Collector's file exporter writes it (one
+``ExportTraceServiceRequest`` per line, ids in hex) or one such JSON document. The spans are read
+under the GenAI semantic conventions; see docs/importers.md for the full mapping. In short:
+
+* **Runs.** One run per outermost ``invoke_agent`` span (``gen_ai.operation.name`` or the span name),
+  holding its descendants; a trace without one is one run. run_id ``otel:<trace_id>:<span_id>`` (the
+  run's top span), which ``evalkit export otel`` reads back to attach scores to that span.
+* **Calls.** ``execute_tool`` spans in start order (ties by span id): ``gen_ai.tool.name``,
+  ``gen_ai.tool.call.arguments`` (a JSON object, as text or structured), ``gen_ai.tool.call.result``;
+  an error status (or ``error.type``) is an errored call. A chat span opens a step.
+* **Text and model.** Chat spans (``chat``, ``text_completion``, ``generate_content``): the assistant's
+  text and finish reason from ``gen_ai.output.messages``, or the older forms — ``gen_ai.completion``
+  (text, or OpenLLMetry's ``gen_ai.completion.<i>.content``) and the ``gen_ai.content.completion`` /
+  ``gen_ai.choice`` span events; the task prompt from the first user message of
+  ``gen_ai.input.messages`` (or ``gen_ai.prompt`` / ``gen_ai.prompt.<i>.content`` /
+  ``gen_ai.content.prompt`` / ``gen_ai.user.message``). The model is ``gen_ai.request.model``, else
+  ``gen_ai.response.model``, of the first chat span that names one, else ``--model``.
+* **Scenario.** ``--scenarios FILE`` (a JSON list or JSONL of scenarios) by the value of
+  ``--scenario-attr`` (default ``evalkit.scenario_id``) on the run's spans or its resource. Without
+  ``--scenarios`` the scenario has no ground truth and every tool called is a command.
+* **End state.** ``evalkit.success`` (a boolean attribute) or ``--results FILE`` (JSONL
+  ``{trace_id | run_id, success}``); without one the run has no end state (``incomplete``).
+* What is not mapped — spans of other operations, messages that do not parse — is counted in the
+  run's ``final.done_payload.otel.unmapped``, never guessed.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalkit.importers import Converted, ImportFormatError
+from evalkit.importers.jsonlist import read_text
+from evalkit.importers.messages import MessageError, parse_arguments
+from evalkit.trajectory import safe_json
+from evalkit.trajectory.safe_json import JSONProblem
+
+FORMAT_VERSION = "otel/1"
+DEFAULT_SCENARIO_ATTR = "evalkit.scenario_id"
+SUCCESS_ATTR = "evalkit.success"
+CHAT_OPERATIONS = ("chat", "text_completion", "generate_content")
+STATUS_ERROR = 2
+
+
+@dataclass
+class Span:
+    trace_id: str
+    span_id: str
+    parent: str | None
+    name: str
+    start: int
+    end: int
+    attrs: dict[str, Any]
+    events: list[tuple[str, int, dict[str, Any]]]
+    status: int
+    status_message: str
+    resource: dict[str, Any]
+    children: list["Span"] = field(default_factory=list)
+
+    @property
+    def operation(self) -> str:
+        op = self.attrs.get("gen_ai.operation.name")
+        return op if isinstance(op, str) else self.name.split(" ", 1)[0]
+
+
+# -- OTLP JSON → spans ------------------------------------------------------------------------------
+
+def _field(obj: dict[str, Any], camel: str) -> Any:
+    """A field by its JSON name or its proto name (the protobuf JSON mapping accepts both)."""
+    if camel in obj:
+        return obj[camel]
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in camel)
+    return obj.get(snake)
+
+
+def any_value(value: Any) -> Any:
+    """An OTLP ``AnyValue`` as a Python value (``intValue`` may be a JSON string, as proto3 writes it)."""
+    if not isinstance(value, dict):
+        return None
+    for key in ("stringValue", "string_value"):
+        if key in value:
+            return value[key]
+    for key in ("boolValue", "bool_value"):
+        if key in value:
+            return value[key]
+    raw = _field(value, "intValue")
+    if raw is not None:
+        return int(raw)
+    raw = _field(value, "doubleValue")
+    if raw is not None:
+        return float(raw)
+    raw = _field(value, "arrayValue")
+    if raw is not None:
+        return [any_value(v) for v in (raw.get("values") or [])]
+    raw = _field(value, "kvlistValue")
+    if raw is not None:
+        return attributes(raw.get("values") or [])
+    raw = _field(value, "bytesValue")
+    if raw is not None:
+        return raw
+    return None
+
+
+def attributes(items: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if isinstance(item, dict) and isinstance(item.get("key"), str):
+            out[item["key"]] = any_value(item.get("value"))
+    return out
+
+
+def hex_id(raw: Any, size: int) -> str | None:
+    """A trace (16 bytes) or span (8 bytes) id as lowercase hex: OTLP JSON writes hex; a
+    protobuf-JSON dump writes base64. Empty or all-zero: none."""
+    if not isinstance(raw, str) or not raw:
+        return None
+    text = raw.lower()
+    if len(text) != 2 * size or any(c not in "0123456789abcdef" for c in text):
+        try:
+            decoded = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(f"id {raw!r} is neither hex nor base64") from None
+        if len(decoded) != size:
+            raise ValueError(f"id {raw!r} is not {size} bytes")
+        text = decoded.hex()
+    return None if set(text) == {"0"} else text
+
+
+def spans_of(request: Any) -> Iterator[Span]:
+    """The spans of one ``ExportTraceServiceRequest`` (as JSON). Raises ValueError on a malformed one."""
+    if not isinstance(request, dict):
+        raise ValueError("not an ExportTraceServiceRequest object {resourceSpans: [...]}")
+    resource_spans = _field(request, "resourceSpans")
+    if not isinstance(resource_spans, list):
+        raise ValueError("no resourceSpans list (not OTLP trace JSON)")
+    for ri, rs in enumerate(resource_spans):
+        resource = attributes(((rs or {}).get("resource") or {}).get("attributes"))
+        for si, ss in enumerate(_field(rs, "scopeSpans") or []):
+            for pi, raw in enumerate((ss or {}).get("spans") or []):
+                where = f"resourceSpans[{ri}].scopeSpans[{si}].spans[{pi}]"
+                if not isinstance(raw, dict):
+                    raise ValueError(f"{where} is not an object")
+                try:
+                    trace_id, span_id = hex_id(_field(raw, "traceId"), 16), hex_id(_field(raw, "spanId"), 8)
+                    parent = hex_id(_field(raw, "parentSpanId"), 8)
+                except ValueError as exc:
+                    raise ValueError(f"{where}: {exc}") from None
+                if trace_id is None or span_id is None:
+                    raise ValueError(f"{where}: needs traceId and spanId")
+                status = raw.get("status") or {}
+                code = status.get("code", 0)
+                code = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, code)
+                events = [(str(e.get("name", "")), int(_field(e, "timeUnixNano") or 0), attributes(e.get("attributes")))
+                          for e in raw.get("events") or [] if isinstance(e, dict)]
+                yield Span(trace_id, span_id, parent, str(raw.get("name", "")), int(_field(raw, "startTimeUnixNano") or 0),
+                           int(_field(raw, "endTimeUnixNano") or 0), attributes(raw.get("attributes")), events,
+                           int(code) if isinstance(code, int) else 0, str(status.get("message") or ""), resource)
+
+
+def read_requests(path: str, text: str) -> list[Any]:
+    """The requests of an OTLP JSON file: one document, else one per line (the file exporter's form)."""
+    if not text.strip():
+        raise ImportFormatError(path, None, "empty file; expected OTLP JSON")
+    try:
+        return [safe_json.loads(text)]
+    except JSONProblem:
+        pass  # several lines: each is a request (a bad line is reported with its number)
+    return [item for _, item in safe_json.json_lines(text, lambda n, reason: ImportFormatError(path, n, f"not valid JSON: {reason}"))]
+
+
+# -- spans → runs -----------------------------------------------------------------------------------
+
+def _json_value(value: Any) -> Any:
+    """An attribute that holds JSON as text (the conventions' messages, arguments) decoded; anything
+    else as it is. None when the text is not JSON."""
+    if isinstance(value, str):
+        try:
+            return safe_json.loads(value)
+        except JSONProblem:
+            return None
+    return value
+
+
+def _parts_text(message: Any) -> str | None:
+    if not isinstance(message, dict):
+        return None
+    parts = message.get("parts")
+    if isinstance(parts, list):
+        texts = [p.get("content") for p in parts if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str)]
+        return "".join(texts) if texts else None
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "".join(texts) if texts else None
+    return None
+
+
+def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """OpenLLMetry's flattened messages: ``<prefix>.<i>.role`` / ``.content``."""
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if key.startswith(prefix + "."):
+            index, _, rest = key[len(prefix) + 1:].partition(".")
+            if index.isdigit() and rest in ("role", "content", "finish_reason"):
+                found.setdefault(int(index), {})[rest] = value
+    return [found[i] for i in sorted(found)]
+
+
+def _event_body(attrs: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if key in attrs:
+            return _json_value(attrs[key]) if isinstance(attrs[key], str) and attrs[key][:1] in "[{" else attrs[key]
+    return None
+
+
+def chat_output(span: Span) -> tuple[str | None, str | None, bool]:
+    """(text, finish reason, understood) of a chat span's output, from the current or older forms."""
+    messages = _json_value(span.attrs.get("gen_ai.output.messages"))
+    if isinstance(messages, list) and messages:
+        first = messages[0] if isinstance(messages[0], dict) else {}
+        return _parts_text(first), first.get("finish_reason") if isinstance(first.get("finish_reason"), str) else None, True
+    completion = span.attrs.get("gen_ai.completion")
+    if completion is not None:
+        decoded = _json_value(completion) if isinstance(completion, str) and completion[:1] in "[{" else completion
+        if isinstance(decoded, list) and decoded:
+            return _parts_text(decoded[0]), None, True
+        if isinstance(decoded, str):
+            return decoded, None, True
+    flat = _indexed(span.attrs, "gen_ai.completion")
+    if flat:
+        reason = flat[0].get("finish_reason")
+        return (flat[0].get("content") if isinstance(flat[0].get("content"), str) else None,
+                reason if isinstance(reason, str) else None, True)
+    for name, _, attrs in span.events:
+        if name == "gen_ai.content.completion":
+            body = _event_body(attrs, "gen_ai.completion")
+            if isinstance(body, list) and body:
+                return _parts_text(body[0]), None, True
+            if isinstance(body, str):
+                return body, None, True
+        if name == "gen_ai.choice":
+            message = _event_body(attrs, "message", "gen_ai.event.content")
+            reason = attrs.get("finish_reason")
+            return _parts_text(message) if isinstance(message, dict) else None, reason if isinstance(reason, str) else None, True
+    return None, None, False
+
+
+def chat_prompt(span: Span) -> str | None:
+    """The first user message a chat span sent, from the current or older forms."""
+    candidates: list[Any] = []
+    messages = _json_value(span.attrs.get("gen_ai.input.messages"))
+    if isinstance(messages, list):
+        candidates = messages
+    elif isinstance(span.attrs.get("gen_ai.prompt"), str):
+        decoded = _json_value(span.attrs["gen_ai.prompt"])
+        candidates = decoded if isinstance(decoded, list) else [{"role": "user", "content": span.attrs["gen_ai.prompt"]}]
+    else:
+        candidates = _indexed(span.attrs, "gen_ai.prompt")
+        for name, _, attrs in span.events:
+            if name == "gen_ai.content.prompt":
+                body = _event_body(attrs, "gen_ai.prompt")
+                candidates += body if isinstance(body, list) else []
+            elif name == "gen_ai.user.message":
+                candidates.append({"role": "user", "content": attrs.get("content")})
+    for message in candidates:
+        if isinstance(message, dict) and message.get("role") == "user":
+            return _parts_text(message)
+    return None
+
+
+class RunError(ValueError):
+    """A run that cannot be converted (the others of its input still are)."""
+
+
+@dataclass
+class Options:
+    model: str | None = None
+    scenarios: dict[str, dict[str, Any]] | None = None
+    scenario_attr: str = DEFAULT_SCENARIO_ATTR
+    results: dict[str, bool] | None = None
+
+
+def run_roots(spans: Iterable[Span]) -> list[Span]:
+    """Link spans into trees and return each run's top span: outermost invoke_agent spans, else each
+    trace's root (or its earliest span when the root is missing), ordered by trace then start."""
+    by_id: dict[tuple[str, str], Span] = {}
+    for span in spans:
+        by_id[(span.trace_id, span.span_id)] = span
+    roots: list[Span] = []
+    for span in sorted(by_id.values(), key=lambda s: (s.trace_id, s.start, s.span_id)):
+        parent = by_id.get((span.trace_id, span.parent)) if span.parent else None
+        if parent is not None:
+            parent.children.append(span)
+        else:
+            roots.append(span)
+    runs: list[Span] = []
+    for trace_id in sorted({r.trace_id for r in roots}):
+        tops = [r for r in roots if r.trace_id == trace_id]
+        agents = [s for top in tops for s in _outermost_agents(top)]
+        runs.extend(agents if agents else tops[:1])
+        if not agents and len(tops) > 1:  # spans whose parent never arrived: one run of the trace
+            for extra in tops[1:]:
+                tops[0].children.append(extra)
+    return runs
+
+
+def _outermost_agents(span: Span) -> list[Span]:
+    if span.operation == "invoke_agent":
+        return [span]
+    return [a for child in span.children for a in _outermost_agents(child)]
+
+
+def _walk(span: Span) -> Iterator[Span]:
+    yield span
+    for child in span.children:
+        yield from _walk(child)
+
+
+def _attr(spans: list[Span], name: str) -> Any:
+    for span in spans:
+        if name in span.attrs:
+            return span.attrs[name]
+    for span in spans:
+        if name in span.resource:
+            return span.resource[name]
+    return None
+
+
+def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
+    """The trajectory of the run whose top span is ``top``. Raises RunError."""
+    spans = sorted(_walk(top), key=lambda s: (s.start, s.span_id))
+    run_id = f"otel:{top.trace_id}:{top.span_id}"
+    unmapped = {"spans": 0, "chat_outputs": 0, "tool_arguments": 0}
+    events: list[dict[str, Any]] = []
+    step, call_index, calls = 0, 0, 0
+    prompt, model = None, None
+    for span in spans:
+        op = span.operation
+        if op in CHAT_OPERATIONS:
+            step, call_index = step + 1, 0
+            if model is None:
+                for key in ("gen_ai.request.model", "gen_ai.response.model"):
+                    if isinstance(span.attrs.get(key), str) and span.attrs[key]:
+                        model = span.attrs[key]
+                        break
+            if prompt is None:
+                prompt = chat_prompt(span)
+            text, reason, understood = chat_output(span)
+            unmapped["chat_outputs"] += 0 if understood else 1
+            events.append({"type": "assistant", "step": step, "text": text, "stop_reason": reason,
+                           "provider_raw": {"otel_span_id": span.span_id, "name": span.name}})
+        elif op == "execute_tool":
+            if step == 0:
+                step = 1  # a tool run before any recorded chat: its own step
+            name = span.attrs.get("gen_ai.tool.name")
+            if not isinstance(name, str) or not name:
+                name = span.name.split(" ", 1)[1] if " " in span.name else ""
+            if not name:
+                raise RunError(f"span {span.span_id} (execute_tool) has no gen_ai.tool.name")
+            raw = span.attrs.get("gen_ai.tool.call.arguments")
+            try:
+                args = parse_arguments(raw, f"span {span.span_id} ({name}) gen_ai.tool.call.arguments")
+            except MessageError as exc:
+                raise RunError(str(exc)) from None
+            failed = span.status == STATUS_ERROR or span.attrs.get("error.type") is not None
+            result = span.attrs.get("gen_ai.tool.call.result")
+            if result is None and failed and span.status_message:
+                result = span.status_message
+            events.append({"type": "tool_call", "step": step, "call_index": call_index, "name": name, "args": args,
+                           "result": result, "is_error": failed, "sim_time_before": step - 1, "sim_time_after": step,
+                           "wall_ms": (span.end - span.start) / 1e6 if span.end >= span.start > 0 else None})
+            call_index += 1
+            calls += 1
+        elif op != "invoke_agent" and span is not top:
+            unmapped["spans"] += 1
+    if model is None:
+        model = top.attrs.get("gen_ai.request.model") if isinstance(top.attrs.get("gen_ai.request.model"), str) else options.model
+    if not model:
+        raise RunError("no model: no chat span has gen_ai.request.model or gen_ai.response.model; pass --model NAME")
+    agent = _attr(spans, "gen_ai.agent.name")
+    scenario = _scenario(spans, options, agent, prompt, events)
+    success = _attr(spans, SUCCESS_ATTR)
+    if options.results is not None:
+        success = options.results.get(run_id, options.results.get(top.trace_id, success))
+    if success is not None and not isinstance(success, bool):
+        raise RunError(f"{SUCCESS_ATTR} must be a boolean, not {success!r}")
+    called = {e["name"] for e in events if e["type"] == "tool_call"}
+    if prompt is not None:
+        events.insert(0, {"type": "nudge", "step": 0, "text": prompt})
+    meta = {
+        "type": "meta",
+        "run_id": run_id,
+        "ts_utc": _utc(top.start),
+        "scenario": scenario,
+        "scenario_path": f"{source}#{top.trace_id}",
+        "adapter": {"provider": model.split("/", 1)[0] if "/" in model else _attr(spans, "gen_ai.provider.name") or _attr(spans, "gen_ai.system"),
+                    "model": model, "harness": "otel"},
+        "instructions_profile": None,
+        "tool_surface": sorted(called | {a["tool"] for b in scenario["ground_truth"].get("procedure", []) for a in b.get("actions", [])
+                                         if isinstance(a, dict) and isinstance(a.get("tool"), str)}),
+        "vendor_pin": None,
+        "versions": {"importer": FORMAT_VERSION},
+        "seed": None,
+        "otel": {"trace_id": top.trace_id, "span_id": top.span_id, "agent": agent if isinstance(agent, str) else None,
+                 "service": top.resource.get("service.name")},
+    }
+    setup = {"type": "setup", "sim_time": 0, "validity_gate": {"passed": True}, "active_failures": [], "snapshot": None}
+    final = {
+        "type": "final",
+        "reason": "harness_error" if top.status == STATUS_ERROR else "agent_done",
+        "done_payload": {"otel": {"unmapped": unmapped, "status": top.status_message or None}},
+        "sim_time": step,
+        "tool_calls_used": calls,
+        "ecam": [],
+        "active_failures": [],
+        "snapshot": None,
+        "success_eval": None if success is None else {
+            "final_state": [{"var": SUCCESS_ATTR, "op": "==", "value": True, "passed": success}],
+            "ecam_clear_of": [], "all_passed": success},
+    }
+    return [meta, setup, *events, final]
+
+
+def _utc(unix_nano: int) -> str | None:
+    """The span's recorded start as ISO 8601 UTC (the trace's own clock, never this machine's)."""
+    if unix_nano <= 0:
+        return None
+    from datetime import datetime, timezone
+
+    seconds, nanos = divmod(unix_nano, 10**9)
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos // 1000:06d}Z"
+
+
+def _scenario(spans: list[Span], options: Options, agent: Any, prompt: str | None, events: list[dict[str, Any]]) -> dict[str, Any]:
+    key = _attr(spans, options.scenario_attr)
+    if options.scenarios is not None:
+        if key is None:
+            raise RunError(f"no scenario: attribute {options.scenario_attr} is not set on the run's spans or resource")
+        if str(key) not in options.scenarios:
+            raise RunError(f"scenario {key!r} (attribute {options.scenario_attr}) is not in --scenarios")
+        return options.scenarios[str(key)]
+    sid = str(key) if key is not None else f"otel/{agent}" if isinstance(agent, str) and agent else "otel"
+    return {
+        "id": sid,
+        "title": sid,
+        "task_prompt": prompt,
+        "ground_truth": {"source": "none (OpenTelemetry traces carry no expected actions)", "procedure": [],
+                         "optional_actions": [], "forbidden_actions": []},
+        "success": {"final_state": [{"var": SUCCESS_ATTR, "op": "==", "value": True}], "ecam_clear_of": []},
+        "budget": {"max_tool_calls": None, "max_sim_time_s": None},
+        "command_tools": sorted({e["name"] for e in events if e["type"] == "tool_call"}),
+    }
+
+
+def convert_spans(spans: Iterable[Span], options: Options, source: str, path: str) -> Converted:
+    runs, errors = [], []
+    for top in run_roots(spans):
+        try:
+            runs.append(build_run(top, options, source))
+        except RunError as exc:
+            errors.append(ImportFormatError(path, None, f"trace {top.trace_id} span {top.span_id}: {exc}"))
+    return Converted(runs, [], errors)
+
+
+# -- the importer -----------------------------------------------------------------------------------
+
+def load_scenarios(path: str) -> dict[str, dict[str, Any]]:
+    text = read_text(path)
+    try:
+        items = [safe_json.loads(text)]
+        if isinstance(items[0], list):
+            items = items[0]
+    except JSONProblem:
+        items = [v for _, v in safe_json.json_lines(text, lambda n, r: ImportFormatError(path, n, f"not valid JSON: {r}"))]
+    out: dict[str, dict[str, Any]] = {}
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not isinstance(item.get("ground_truth"), dict):
+            raise ImportFormatError(path, None, f"scenario {i} needs an id (a string) and a ground_truth (an object)")
+        out[item["id"]] = item
+    return out
+
+
+def load_results(path: str) -> dict[str, bool]:
+    out: dict[str, bool] = {}
+    for lineno, item in safe_json.json_lines(read_text(path), lambda n, r: ImportFormatError(path, n, f"not valid JSON: {r}")):
+        key = item.get("run_id", item.get("trace_id")) if isinstance(item, dict) else None
+        if not isinstance(key, str) or not isinstance(item.get("success"), bool):
+            raise ImportFormatError(path, lineno, "a line must be {trace_id | run_id, success: true|false}")
+        out[key.lower() if "trace_id" in item and "run_id" not in item else key] = item["success"]
+    return out
+
+
+class OtelImporter:
+    name = "otel"
+    summary = "OpenTelemetry GenAI traces as OTLP JSON (the Collector file exporter's lines, or one document)"
+    options = ("model", "scenarios", "scenario_attr", "results")
+
+    def options_for(self, model: str | None = None, scenarios: str | None = None, scenario_attr: str | None = None,
+                    results: str | None = None) -> Options:
+        return Options(model, load_scenarios(scenarios) if scenarios else None, scenario_attr or DEFAULT_SCENARIO_ATTR,
+                       load_results(results) if results else None)
+
+    def convert(self, path: str, **given: Any) -> Converted:
+        options = self.options_for(**given)
+        spans: list[Span] = []
+        for index, request in enumerate(read_requests(path, read_text(path))):
+            try:
+                spans.extend(spans_of(request))
+            except (ValueError, TypeError) as exc:
+                raise ImportFormatError(path, None, f"request {index}: {exc}") from None
+        if not spans:
+            raise ImportFormatError(path, None, "no spans in file")
+        return convert_spans(spans, options, os.path.basename(path), path)
+
+    def listen(self, address: str, out_dir: str, echo: Any = print, **given: Any) -> None:
+        from evalkit.importers.otel_receiver import serve
+
+        serve(address, out_dir, self.options_for(**{k: v for k, v in given.items() if k in self.options and v is not None}), echo)
+
+
+IMPORTER = OtelImporter()
