@@ -35,3 +35,39 @@ def parquet(directory: str, db_path: str) -> None:
     except InputError as exc:
         fail(str(exc))
     click.echo(f"{n} scorecard{'s' if n != 1 else ''} -> {directory}")
+
+
+@export.command("otel")
+@click.argument("out", required=False, type=click.Path(dir_okay=False))
+@db_option(existing=True, help="Scores database to read.")
+@click.option("--endpoint", metavar="URL", help="Also send the events over OTLP/HTTP (protobuf) to URL (/v1/logs is added).")
+def otel(out: str | None, db_path: str, endpoint: str | None) -> None:
+    """Write the database's ScoreCards and judge annotations as OpenTelemetry gen_ai.evaluation.result
+    events to OUT (OTLP JSON, one ExportLogsServiceRequest per run per line), attached to the run's
+    original trace and span when it was imported from traces; with --endpoint, send them there.
+
+    Exit codes: 0 written (and sent); 1 the database cannot be read, OUT cannot be written or the
+    endpoint refused; 2 usage error (neither OUT nor --endpoint, opentelemetry-proto missing for
+    --endpoint, no such database).
+    """
+    from evalkit.errors import InputError
+    from evalkit.exporters import otel as exporter
+    from evalkit.output.atomic import OutputError, write_text_atomic
+
+    if not out and not endpoint:
+        raise click.UsageError("give OUT, --endpoint URL, or both")
+    if endpoint:
+        try:
+            import opentelemetry.proto  # noqa: F401 — sending needs the protobuf types
+        except ImportError:
+            raise click.UsageError('--endpoint needs opentelemetry-proto: pip install "evalkit[otel]"') from None
+    try:
+        reqs = exporter.read_database(db_path)
+        if out:
+            write_text_atomic(out, exporter.dumps(reqs))
+        sent = exporter.send(reqs, endpoint) if endpoint else 0
+    except (InputError, OutputError, OSError) as exc:
+        fail(str(exc))
+    events = sum(len(r["resourceLogs"][0]["scopeLogs"][0]["logRecords"]) for r in reqs)
+    where = " and ".join(x for x in (out, endpoint and exporter.logs_url(endpoint)) if x)
+    click.echo(f"{events} evaluation events of {len(reqs)} run{'s' if len(reqs) != 1 else ''} -> {where}")

@@ -1,0 +1,1 @@
+"""Exporters: evalkit's scores in other tools' formats (``evalkit export``)."""
