@@ -59,7 +59,7 @@ def test_builtin_importers_are_registered():
     assert names["openai-messages"] == "builtin" and names["taubench"] == "builtin"
     assert list(names) == sorted(names)
     assert importers.get_importer("taubench").options == ("model", "domain")
-    assert importers.get_importer("openai-messages").options == ("model",)
+    assert importers.get_importer("openai-messages").options == ("model", "dialect")
     with pytest.raises(KeyError, match="unknown import format 'nope'; known: .*taubench"):
         importers.get_importer("nope")
 
