@@ -22,17 +22,21 @@ def parquet(directory: str, db_path: str) -> None:
     """Write the database's scorecards (partitioned by scenario) and judge bundles as Parquet into
     DIRECTORY, which must be new or empty. See docs/scaling.md for the layout.
 
-    Exit codes: 0 written; 1 the database cannot be read; 2 usage error (DIRECTORY not empty,
-    pyarrow not installed, no such database).
+    Exit codes: 0 written; 1 the database cannot be read or DIRECTORY cannot be written (nothing is
+    left half-written); 2 usage error (DIRECTORY not empty or the database, pyarrow not installed,
+    no such database).
     """
     from evalkit.errors import InputError
+    from evalkit.output.atomic import OutputError
     from evalkit.output.parquet import export_database, parquet_problem, pyarrow_problem
+    from evalkit.output.paths import output_clash
 
-    if problem := parquet_problem(directory) or pyarrow_problem():
+    if problem := output_clash([("DIRECTORY", directory)], database=db_path) or parquet_problem(directory) \
+            or pyarrow_problem():
         raise click.UsageError(problem)
     try:
         n = export_database(db_path, directory)
-    except InputError as exc:
+    except (InputError, OutputError) as exc:
         fail(str(exc))
     click.echo(f"{n} scorecard{'s' if n != 1 else ''} -> {directory}")
 

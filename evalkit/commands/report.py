@@ -39,12 +39,20 @@ def register(group: click.Group) -> None:
         error (missing database or file); 3 a --min-safe-pass-rate / --max-unsafe-rate gate failed (the
         report is written first, so a CI job can publish it).
         """
+        from evalkit.output.atomic import output_error
         from evalkit.report import ReportError, build_report, render_html, render_markdown, write_text_atomic
 
         if html_path is None and md_path is None:
             html_path = DEFAULT_HTML
         if html_path == "-" and md_path == "-":
             raise click.UsageError("--html - and --markdown - cannot both go to stdout")
+        from evalkit.output.paths import OutputClash, check_outputs
+
+        try:
+            check_outputs([("--html", html_path), ("--markdown", md_path)], database=db_path,
+                          inputs=[contamination_path] if contamination_path else [])
+        except OutputClash as exc:
+            raise click.UsageError(str(exc)) from None
         try:
             data = build_report(db_path, title=title, judge=judge, contamination_path=contamination_path, jury=jury)
         except ReportError as exc:
@@ -61,7 +69,7 @@ def register(group: click.Group) -> None:
             try:
                 write_text_atomic(path, text)
             except OSError as exc:
-                fail(f"{path}: cannot write ({exc.strerror or exc})")
+                fail(str(output_error(path, exc)))
             counts = data["counts"]
             warn(
                 f"wrote {path}: {counts['runs']} runs, {counts['scenarios']} scenarios, {counts['models']} models; "

@@ -40,6 +40,12 @@ def register(group: click.Group) -> None:
         if not files and not missing:
             where = " ".join(list(paths) + list(patterns)) or "results/*.json"
             raise click.UsageError(f"no result files (*.json) found in: {where}")
+        from evalkit.output.paths import OutputClash, check_outputs
+
+        try:
+            check_outputs([("--json-out", json_out)], inputs=files)
+        except OutputClash as exc:
+            raise click.UsageError(str(exc)) from None
         summary = v.score_result_files(paths, patterns, order=order, threshold=threshold)
         scores = summary["files"]
         if scores:
@@ -52,5 +58,7 @@ def register(group: click.Group) -> None:
             try:
                 v.write_json(json_out, summary)
             except OSError as exc:
-                fail(f"{json_out}: cannot write: {exc.strerror or exc}")
+                from evalkit.output.atomic import output_error
+
+                fail(str(output_error(json_out, exc)))
         sys.exit(EXIT_BAD_INPUT if summary["errors"] else EXIT_OK)

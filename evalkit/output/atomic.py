@@ -1,9 +1,25 @@
-"""Write a file so that a reader never sees half of it and a failure leaves the old one intact."""
+"""Write a file so that a reader never sees half of it and a failure leaves the old one intact.
+
+Every file output goes to a temporary file beside its target (same directory, so the rename
+cannot cross file systems; a dot name ending ``.tmp``, so a directory search for ``*.jsonl`` never
+picks it up), is flushed to the disk and renamed over the target on success; on any failure or
+interrupt the temporary file is removed and an existing target is left as it was. A target that is
+a symbolic link is written through it (the link stays a link), as ``open(path, "w")`` would.
+"""
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from pathlib import Path
+
+
+class OutputError(OSError):
+    """An output file that cannot be written. ``str()`` is ``path: cannot write: reason``; it is an
+    OSError (with ``errno``, ``strerror`` and ``filename``) for callers that catch those."""
+
+    def __str__(self) -> str:
+        return f"{self.filename}: cannot write: {self.strerror}"
 
 
 def _umask() -> int:
@@ -12,16 +28,103 @@ def _umask() -> int:
     return mask
 
 
+def output_error(path: str | os.PathLike[str], exc: OSError) -> OutputError:
+    """``exc`` (met while writing ``path``) as an OutputError naming ``path``."""
+    if isinstance(exc, OutputError):
+        return exc
+    return OutputError(exc.errno, exc.strerror or str(exc), os.fspath(path))
+
+
+class _OutputDescriptor(io.FileIO):
+    """The temporary file under an AtomicFile: its write errors name the output, whether text or
+    bytes (``AtomicFile.buffer``) were written."""
+
+    path = ""
+
+    def write(self, data) -> int:
+        try:
+            return super().write(data)
+        except OSError as exc:
+            raise output_error(self.path, exc) from None
+
+
+class AtomicFile:
+    """A text file written under a temporary name and renamed over ``path`` by :meth:`commit`.
+
+    Used as a context manager it commits when the block ends normally and discards otherwise.
+    Write errors, of text or of bytes written to :attr:`buffer`, are raised as :class:`OutputError`.
+    ``newline`` as :func:`open` (``""``: no translation, for writers that write their own line ends).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, newline: str | None = "\n"):
+        self.path = os.fspath(path)
+        # through a link to its target: the link is kept, as open(path, "w") keeps it
+        target = Path(os.path.realpath(self.path))
+        try:
+            self._mode = os.stat(target).st_mode & 0o7777  # a replaced file keeps its permissions
+        except OSError:
+            self._mode = 0o666 & ~_umask()  # a new one gets the ordinary ones, not mkstemp's 0600
+        self._target = target
+        try:
+            fd, self._tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        except OSError as exc:
+            raise output_error(self.path, exc) from None
+        raw = _OutputDescriptor(fd, "w")
+        raw.path = self.path
+        self._fh = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors="strict", newline=newline)
+        self.buffer = self._fh.buffer  # for writers that write UTF-8 bytes themselves
+        self.encoding, self.errors = "utf-8", "strict"
+        self.done = False
+
+    def write(self, text: str) -> int:
+        return self._fh.write(text)
+
+    def flush(self) -> None:
+        try:
+            self._fh.flush()
+        except OSError as exc:
+            raise output_error(self.path, exc) from None
+
+    def commit(self) -> None:
+        """Flush to the disk and rename over the target (once; later calls do nothing)."""
+        if self.done:
+            return
+        try:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())  # the new content is on disk before the name points at it
+            self._fh.close()
+            os.chmod(self._tmp, self._mode)
+            os.replace(self._tmp, self._target)
+        except BaseException as exc:
+            self.discard()
+            if isinstance(exc, OSError):
+                raise output_error(self.path, exc) from None
+            raise
+        self.done = True
+
+    def discard(self) -> None:
+        """Remove the temporary file; the target is untouched (safe to call more than once)."""
+        if self.done:
+            return
+        self.done = True
+        try:
+            self._fh.close()
+        except OSError:
+            pass  # a buffered write that fails again: the file is going anyway
+        Path(self._tmp).unlink(missing_ok=True)
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.discard()
+
+
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write UTF-8 ``text`` (``\\n`` line ends) through a temporary file in the same directory and
-    a rename. The file gets the ordinary permissions (0666 less the umask), not mkstemp's 0600."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    a rename (:class:`AtomicFile`); a failure raises :class:`OutputError` and leaves ``path`` as it was."""
+    with AtomicFile(path) as fh:
+        fh.write(text)

@@ -2,16 +2,24 @@
 
 Layout of a Parquet directory (readable by DuckDB, Spark, pandas/pyarrow)::
 
-    DIR/scorecards/scenario_id=<id>/part-000000.parquet   one row per run, hive-partitioned by scenario
-    DIR/bundles/part-000000.parquet                        bundle_hash, bundle (the judge bundle's JSON)
+    DIR/scorecards/scenario_id=<name>/part-000000.parquet   one row per run, hive-partitioned by scenario
+    DIR/bundles/part-000000.parquet                          bundle_hash, bundle (the judge bundle's JSON)
 
 A scorecard row holds the ids, status, scalar, the vector (``order`` is ``order_score``, as in the
-SQLite table), the five checks, the informative fields, the provenance, ``bundle_hash`` and ``card``
-(the whole ScoreCard JSON without its bundle, so nothing is lost). The partition value is the
-scenario id, percent-encoded where a path needs it (DuckDB and Spark decode it). Rows are written
-in batches of ``FLUSH_ROWS``, one file per scenario per batch, numbered in order: the same input gives
-the same files. A bundle shared by several runs appears once per batch (``SELECT DISTINCT`` across
-batches). DuckDB::
+SQLite table), the five checks, the informative fields, the provenance, ``bundle_hash``, ``card``
+(the whole ScoreCard JSON without its bundle, so nothing is lost) and ``scenario_id_full``, the
+scenario id whole. The partition name (:func:`partition_name`) is the scenario id, percent-encoded
+(DuckDB and Spark decode it), when that fits in ``PARTITION_NAME_BYTES``; a longer one keeps a
+readable prefix and ends ``~`` and a hash of the whole id, so any file system takes it and two ids
+never share a partition (nor do two that differ only in case, for case-insensitive file systems).
+Readers take a partition's ``scenario_id`` from its name (a hive column wins over a file's own),
+so for such ids ``scenario_id`` is the cut name and ``scenario_id_full`` the id.
+
+Rows are written in batches of ``FLUSH_ROWS``, one file per scenario per batch, numbered in order:
+the same input gives the same files. A bundle shared by several runs appears once per batch
+(``SELECT DISTINCT`` across batches). Everything is written under a temporary directory inside
+DIR and moved into place by ``close()``; a failure leaves DIR as it was (no partial dataset).
+DuckDB::
 
     SELECT model, avg(scalar) FROM read_parquet('DIR/scorecards/**/*.parquet', hive_partitioning=true)
     WHERE status = 'scored' GROUP BY model;
@@ -20,15 +28,25 @@ pyarrow is imported only when a directory is written.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from evalkit.output.atomic import output_error
+
 FLUSH_ROWS = 5000
+# A partition directory's name at most (bytes; percent-encoding keeps it ASCII): far below the
+# 255 of common file systems, leaving room for the path around it.
+PARTITION_NAME_BYTES = 100
+PARTITION_HASH_CHARS = 16
+_PARTITION_KEY = "scenario_id="
 
 # (column, where it is in the card JSON, arrow type name)
 COLUMNS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -97,6 +115,26 @@ def parquet_rows(card: dict[str, Any], bundle_json: str) -> ParquetRows:
     return ParquetRows(card["scenario_id"], row, card["bundle_hash"], bundle_json)
 
 
+def _hashed_partition_name(scenario_id: str) -> str:
+    digest = hashlib.sha256(scenario_id.encode("utf-8")).hexdigest()[:PARTITION_HASH_CHARS]
+    room = PARTITION_NAME_BYTES - len(_PARTITION_KEY) - 1 - PARTITION_HASH_CHARS
+    prefix = ""
+    for ch in scenario_id:  # whole characters: a reader decodes the prefix back to text
+        piece = quote(ch, safe="")
+        if len(prefix) + len(piece) > room:
+            break
+        prefix += piece
+    return f"{_PARTITION_KEY}{prefix}~{digest}"
+
+
+def partition_name(scenario_id: str) -> str:
+    """The partition directory of a scenario: ``scenario_id=`` and the id percent-encoded, or, when
+    that is longer than ``PARTITION_NAME_BYTES``, a readable prefix, ``~`` and 16 hex digits of
+    the id's SHA-256."""
+    name = _PARTITION_KEY + quote(scenario_id, safe="")
+    return name if len(name) <= PARTITION_NAME_BYTES else _hashed_partition_name(scenario_id)
+
+
 def parquet_problem(directory: str | os.PathLike[str]) -> str | None:
     """Why a directory cannot receive a Parquet export (it must be new or empty), or None."""
     path = Path(directory)
@@ -119,18 +157,32 @@ def _schema():
     import pyarrow as pa
 
     fields = [pa.field(name, getattr(pa, kind)()) for name, _, kind in COLUMNS]
-    return pa.schema(fields + [pa.field("card", pa.string())])
+    return pa.schema(fields + [pa.field("card", pa.string()), pa.field("scenario_id_full", pa.string())])
 
 
 class ParquetWriter:
-    """Streams ParquetRows to a directory in batches; ``close()`` writes the last one."""
+    """Streams ParquetRows to a directory in batches; ``close()`` writes the last one and moves the
+    dataset into place, ``discard()`` (or an exception in a ``with`` block) leaves nothing behind.
+    Write failures raise :class:`~evalkit.output.atomic.OutputError` naming the directory."""
 
     def __init__(self, directory: str | os.PathLike[str]):
         self.root = Path(directory)
+        self._created = not self.root.exists()
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            # inside the target: the final moves are renames on one file system, and a reader of
+            # DIR/scorecards/** never sees a half-written batch
+            self._work = Path(tempfile.mkdtemp(prefix=".evalkit-parquet-", dir=self.root))
+        except OSError as exc:
+            raise output_error(self.root, exc) from None
         self._schema = _schema()
         self._rows: list[ParquetRows] = []
         self._part = 0
+        self._names: dict[str, str] = {}  # scenario id -> its partition directory
+        self._taken: dict[str, str] = {}  # a partition name casefolded -> the scenario id it holds
+        self._moved: list[Path] = []
         self.written = 0
+        self.done = False
 
     def add(self, rows: ParquetRows) -> None:
         self._rows.append(rows)
@@ -141,7 +193,23 @@ class ParquetWriter:
         for r in rows:
             self.add(r)
 
+    def _partition(self, scenario_id: str) -> str:
+        name = self._names.get(scenario_id)
+        if name is None:
+            name = partition_name(scenario_id)
+            if self._taken.get(name.casefold(), scenario_id) != scenario_id:
+                name = _hashed_partition_name(scenario_id)  # "Elec" after "elec": one folder on macOS
+            self._names[scenario_id] = name
+            self._taken[name.casefold()] = scenario_id
+        return name
+
     def _flush(self) -> None:
+        try:
+            self._write_batch()
+        except OSError as exc:
+            raise output_error(self.root, exc) from None
+
+    def _write_batch(self) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -154,33 +222,75 @@ class ParquetWriter:
             by_scenario.setdefault(r.scenario_id, []).append(r.scorecard)
             bundles.setdefault(r.bundle_hash, r.bundle)
         for scenario_id, rows in sorted(by_scenario.items()):
-            folder = self.root / "scorecards" / f"scenario_id={quote(scenario_id, safe='')}"
+            folder = self._work / "scorecards" / self._partition(scenario_id)
             folder.mkdir(parents=True, exist_ok=True)
-            columns = [pa.array(values, type=field.type) for values, field in zip(zip(*rows), self._schema)]
+            values = [*zip(*rows), [scenario_id] * len(rows)]
+            columns = [pa.array(v, type=field.type) for v, field in zip(values, self._schema)]
             pq.write_table(pa.Table.from_arrays(columns, schema=self._schema), folder / name)
-        (self.root / "bundles").mkdir(parents=True, exist_ok=True)
+        (self._work / "bundles").mkdir(parents=True, exist_ok=True)
         if bundles or not self._part:
             table = pa.table({"bundle_hash": list(bundles), "bundle": list(bundles.values())},
                              schema=pa.schema([("bundle_hash", pa.string()), ("bundle", pa.string())]))
-            pq.write_table(table, self.root / "bundles" / name)
+            pq.write_table(table, self._work / "bundles" / name)
         self.written += len(self._rows)
         self._rows = []
         self._part += 1
 
     def close(self) -> None:
-        self._flush()
+        """Write the last batch and move the dataset into DIR (bundles first, so that scorecards
+        are never there without their bundles)."""
+        if self.done:
+            return
+        try:
+            self._flush()
+            for part in ("bundles", "scorecards"):
+                if (self._work / part).exists():
+                    os.rename(self._work / part, self.root / part)  # refused if DIR/part exists
+                    self._moved.append(self.root / part)
+            self._work.rmdir()
+        except BaseException as exc:
+            self.discard()
+            if isinstance(exc, OSError):
+                raise output_error(self.root, exc) from None
+            raise
+        self.done = True
+
+    def discard(self) -> None:
+        """Remove what was written; DIR is left as it was found (removed if this writer made it)."""
+        if self.done:
+            return
+        self.done = True
+        shutil.rmtree(self._work, ignore_errors=True)
+        for moved in self._moved:  # by a close() that failed half-way
+            shutil.rmtree(moved, ignore_errors=True)
+        if self._created:
+            try:
+                self.root.rmdir()
+            except OSError:
+                pass
+
+    def __enter__(self) -> ParquetWriter:
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.discard()
 
 
 def export_database(db_path: str | os.PathLike[str], directory: str | os.PathLike[str]) -> int:
     """Write a scores database's scorecards and bundles as Parquet (in run_id order); returns the
-    number of runs. The database is opened read-only; a card whose bundle is missing is skipped."""
+    number of runs. The database is opened read-only; a card whose bundle is missing is skipped.
+    ``directory`` must not be the database or one of its files
+    (:class:`~evalkit.output.paths.OutputClash`); a failure leaves no partial dataset."""
     from evalkit.db import open_readonly
+    from evalkit.output.paths import check_outputs
 
+    check_outputs([("directory", directory)], database=db_path)
     sql = ("SELECT s.card, b.bundle FROM scorecards s JOIN bundles b ON b.bundle_hash = s.bundle_hash "
            "ORDER BY s.run_id")
-    with open_readonly(db_path) as db:
-        writer = ParquetWriter(directory)
+    with open_readonly(db_path) as db, ParquetWriter(directory) as writer:
         for row in db.rows(sql):
             writer.add(parquet_rows(json.loads(row["card"]), row["bundle"]))
-        writer.close()
     return writer.written

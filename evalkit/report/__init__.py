@@ -41,7 +41,12 @@ def write_report(
     contamination: str | os.PathLike[str] | None = None,
     made_at: str | None = None,
 ) -> dict:
-    """Build the report once and write the requested files; returns the report dict."""
+    """Build the report once and write the requested files; returns the report dict. An output
+    that is the database or the contamination file raises evalkit.output.paths.OutputClash first."""
+    from evalkit.output.paths import check_outputs
+
+    check_outputs([("html", html), ("markdown", markdown)], database=db_path,
+                  inputs=[contamination] if contamination else [])
     report = build_report(db_path, title=title, made_at=made_at, contamination_path=contamination)
     if html is not None:
         write_text_atomic(html, render_html(report))

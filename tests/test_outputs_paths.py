@@ -1,0 +1,265 @@
+"""The one output-path rule: an output that is the database (or its -wal/-shm/-journal), another
+output or an input file is a usage error naming both, before anything is opened; every file output
+goes through a temporary file and a rename, so a failure keeps the old file."""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalkit.cli import cli
+from evalkit.output.paths import OutputClash, check_outputs, output_clash
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "a320"
+ONE_RUN = EXAMPLES / "a320-opus-4-8-full-procedure.jsonl"
+
+
+def run(*args, cwd=None):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scored")
+    res = run("score", EXAMPLES, "--db", root / "d.db", "--format", "csv")
+    assert res.exit_code == 0, res.stderr
+    return root / "d.db"
+
+
+@pytest.fixture
+def db(scored, tmp_path):
+    shutil.copy(scored, tmp_path / "d.db")
+    return tmp_path / "d.db"
+
+
+def _state(db: Path) -> tuple[str, int, int]:
+    con = sqlite3.connect(db)
+    try:
+        return (con.execute("PRAGMA integrity_check").fetchone()[0],
+                con.execute("SELECT count(*) FROM scorecards").fetchone()[0],
+                con.execute("SELECT count(*) FROM runs").fetchone()[0])
+    finally:
+        con.close()
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _usage_error(res, *names):
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("error: ")
+    for name in names:
+        assert str(name) in res.stderr
+    return res.stderr
+
+
+def test_score_out_onto_the_database_is_refused_and_the_database_stays_whole(db, tmp_path):
+    before = _state(db)
+    err = _usage_error(run("score", EXAMPLES, "--db", db, "--out", db), db)
+    assert "would overwrite the database" in err
+    assert _state(db) == before == ("ok", 9, 9)
+
+
+def test_report_html_onto_the_database_is_refused(db):
+    digest = _digest(db)
+    _usage_error(run("report", "--db", db, "--html", db), db)
+    assert _digest(db) == digest and _state(db)[0] == "ok"
+
+
+def test_report_markdown_onto_the_wal_is_refused(db):
+    err = _usage_error(run("report", "--db", db, "--markdown", f"{db}-wal"), f"{db}-wal")
+    assert "-wal file" in err
+    assert not Path(f"{db}-wal").exists()
+
+
+def test_audit_out_onto_the_database_is_refused(db):
+    digest = _digest(db)
+    _usage_error(run("audit", "--db", db, "--out", db), db)
+    assert _digest(db) == digest
+
+
+def test_audit_pairs_out_onto_the_database_is_refused(db):
+    digest = _digest(db)
+    _usage_error(run("audit", "--db", db, "--pairs-out", db), db)
+    assert _digest(db) == digest
+
+
+def test_score_out_onto_its_input_leaves_the_input_unchanged(tmp_path):
+    src = tmp_path / "in.jsonl"
+    shutil.copy(ONE_RUN, src)
+    digest = _digest(src)
+    err = _usage_error(run("score", src, "--no-db", "--out", src), src)
+    assert "would overwrite the input" in err
+    assert _digest(src) == digest
+
+
+def test_score_out_onto_a_file_found_in_an_input_directory_is_refused(tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(EXAMPLES, runs)
+    target = runs / ONE_RUN.name
+    digest = _digest(target)
+    _usage_error(run("score", runs, "--no-db", "--out", target), target)
+    assert _digest(target) == digest
+
+
+def test_score_database_onto_its_input_is_refused(tmp_path):
+    src = tmp_path / "in.jsonl"
+    shutil.copy(ONE_RUN, src)
+    digest = _digest(src)
+    _usage_error(run("score", src, "--db", src), src)
+    assert _digest(src) == digest
+
+
+def test_a_symlink_to_the_database_as_out_is_refused(db, tmp_path):
+    link = tmp_path / "link.db"
+    link.symlink_to(db)
+    before = _state(db)
+    err = _usage_error(run("score", EXAMPLES, "--db", db, "--out", link), link, db)
+    assert _state(db) == before and link.is_symlink()
+    assert "would overwrite the database" in err
+
+
+def test_a_hard_link_to_the_database_as_out_is_refused(db, tmp_path):
+    hard = tmp_path / "hard.db"
+    os.link(db, hard)
+    before = _state(db)
+    _usage_error(run("score", EXAMPLES, "--db", db, "--out", hard), hard, db)
+    _usage_error(run("report", "--db", db, "--html", hard), hard, db)
+    assert _state(db) == before
+
+
+def test_a_symlink_to_an_input_as_out_is_refused(tmp_path):
+    src = tmp_path / "in.jsonl"
+    shutil.copy(ONE_RUN, src)
+    (tmp_path / "out.jsonl").symlink_to(src)
+    digest = _digest(src)
+    _usage_error(run("score", src, "--no-db", "--out", tmp_path / "out.jsonl"), src)
+    assert _digest(src) == digest
+
+
+def test_two_outputs_naming_one_file_are_refused(db, tmp_path):
+    out = tmp_path / "r.txt"
+    err = _usage_error(run("report", "--db", db, "--html", out, "--markdown", out), out)
+    assert "are the same file" in err and not out.exists()
+    _usage_error(run("audit", "--db", db, "--out", out, "--pairs-out", out), out)
+
+
+def test_parquet_directory_onto_the_wal_is_refused(db):
+    _usage_error(run("score", EXAMPLES, "--db", db, "--parquet", f"{db}-wal"), f"{db}-wal")
+    assert not Path(f"{db}-wal").exists()
+
+
+def test_verdicts_json_out_onto_a_result_file_is_refused(tmp_path):
+    src = Path(__file__).resolve().parent.parent / "examples" / "verdicts"
+    files = sorted(src.glob("*.json"))
+    assert files, "examples/verdicts has result files"
+    copy = tmp_path / files[0].name
+    shutil.copy(files[0], copy)
+    digest = _digest(copy)
+    _usage_error(run("verdicts", copy, "--json-out", copy), copy)
+    assert _digest(copy) == digest
+
+
+def test_import_database_onto_its_input_is_refused(tmp_path):
+    src = tmp_path / "log.json"
+    src.write_text("{}", encoding="utf-8")
+    _usage_error(run("import", "inspect", src, "-o", tmp_path / "out", "--db", src), src)
+    assert src.read_text(encoding="utf-8") == "{}"
+
+
+def test_the_rule_covers_shm_and_journal_and_api_callers(tmp_path):
+    db = tmp_path / "d.db"
+    db.write_bytes(b"")
+    for suffix in ("-shm", "-journal"):
+        assert "would overwrite the database's" in output_clash([("out", f"{db}{suffix}")], database=db)
+    assert output_clash([("out", "-"), ("other", None)], database=db, inputs=["-"]) is None
+    with pytest.raises(OutputClash):
+        check_outputs([("out", db)], database=db)
+
+
+def test_write_report_refuses_the_database(db):
+    from evalkit.report import write_report
+
+    digest = _digest(db)
+    with pytest.raises(OutputClash):
+        write_report(db, html=db)
+    assert _digest(db) == digest
+
+
+# --- every output through a temporary file and a rename ------------------------------------------
+
+
+def test_score_out_into_a_missing_directory_is_one_line_and_makes_no_database(tmp_path):
+    out = tmp_path / "no-such-dir" / "scores.csv"
+    res = run("score", EXAMPLES, "--db", tmp_path / "new.db", "--out", out)
+    assert res.exit_code == 1
+    assert res.stderr.strip() == f"error: {out}: cannot write: No such file or directory"
+    assert not (tmp_path / "new.db").exists()  # said before anything was made
+
+
+def test_score_out_onto_a_full_disk_is_one_line_and_keeps_the_old_file(tmp_path, monkeypatch):
+    import evalkit.output.atomic as atomic
+
+    out = tmp_path / "scores.jsonl"
+    out.write_text("previous scores\n", encoding="utf-8")
+    real = atomic.AtomicFile.write
+
+    def full(self, text):  # the disk fills during the run
+        if self._fh.tell() > 1000:
+            raise atomic.output_error(self.path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+        return real(self, text)
+
+    monkeypatch.setattr(atomic.AtomicFile, "write", full)
+    res = run("score", EXAMPLES, "--no-db", "--format", "jsonl", "--out", out)
+    assert res.exit_code == 1
+    assert res.stderr.strip().splitlines()[-1] == f"error: {out}: cannot write: No space left on device"
+    assert out.read_text(encoding="utf-8") == "previous scores\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["scores.jsonl"]  # no temporary file left
+
+
+def test_score_out_appears_only_when_complete(tmp_path, monkeypatch):
+    import evalkit.output.atomic as atomic
+
+    out = tmp_path / "scores.csv"
+    seen = []
+    real = atomic.AtomicFile.write
+
+    def spy(self, text):
+        seen.append(out.exists())
+        return real(self, text)
+
+    monkeypatch.setattr(atomic.AtomicFile, "write", spy)
+    res = run("score", EXAMPLES, "--no-db", "--format", "csv", "--out", out)
+    assert res.exit_code == 0 and seen and not any(seen)
+    assert out.read_text(encoding="utf-8") == run("score", EXAMPLES, "--no-db", "--format", "csv").stdout
+
+
+def test_score_out_through_a_symlink_writes_its_target(tmp_path):
+    target = tmp_path / "target.csv"
+    target.write_text("old\n", encoding="utf-8")
+    link = tmp_path / "latest.csv"
+    link.symlink_to(target)
+    assert run("score", ONE_RUN, "--no-db", "--format", "csv", "--out", link).exit_code == 0
+    assert link.is_symlink() and target.read_text(encoding="utf-8").startswith("run_id,")
+
+
+def test_an_interrupted_score_keeps_the_old_out(tmp_path, monkeypatch):
+    from evalkit.present import score_view
+
+    out = tmp_path / "scores.csv"
+    out.write_text("previous\n", encoding="utf-8")
+
+    def interrupted(self, result):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(score_view.ScoreWriter, "finish", interrupted)
+    res = run("score", EXAMPLES, "--no-db", "--format", "csv", "--out", out)
+    assert res.exit_code == 130
+    assert out.read_text(encoding="utf-8") == "previous\n" and [p.name for p in tmp_path.iterdir()] == ["scores.csv"]
