@@ -293,6 +293,42 @@ def _rollup(model: str, groups: list[dict[str, Any]], level: float = DEFAULT_LEV
     return intervals.beside(row, intervals.model_fields(row, groups, level, n_resamples, seed))
 
 
+def _fields(run: RunSummary) -> tuple:
+    return tuple(getattr(run, name) for name in RunSummary.__slots__)
+
+
+def _merge_state(into: Any, other: Any) -> None:
+    """Add ``other``'s accumulated state to ``into`` (of one class), slot by slot, by the kind of
+    value: counts add, value -> count maps add per key, nested accumulators (``_Sum``) merge the same
+    way. Nothing here names a field, so a count or a sum added to ``_Group`` merges as it is; a
+    float would not merge exactly, and is refused."""
+    for name in type(into).__slots__:
+        mine, theirs = getattr(into, name), getattr(other, name)
+        if isinstance(mine, dict):
+            for key, value in theirs.items():
+                total = mine.get(key, 0) + value
+                if total or key in mine:
+                    mine[key] = total
+        elif isinstance(mine, int) and not isinstance(mine, bool):
+            setattr(into, name, mine + theirs)
+        elif hasattr(type(mine), "__slots__"):
+            _merge_state(mine, theirs)
+        else:
+            raise TypeError(f"cannot merge {type(into).__name__}.{name} ({type(mine).__name__}) exactly")
+
+
+@dataclass(slots=True)
+class AggregatePartial:
+    """What :meth:`Aggregator.partial` gives and :meth:`Aggregator.merge` takes: the runs by run_id
+    (as tuples of the RunSummary fields, for a later run_id to replace), the groups' sums, and the
+    (scenario id, content hash) pairs seen."""
+
+    runs: dict[str, tuple]
+    groups: dict[tuple[str, str, str], _Group]
+    scenarios: list[tuple[str, str]]
+    include_errors: bool
+
+
 class Aggregator:
     """Streaming aggregation: feed ScoreCards (or RunSummary) one at a time, then ``result()``.
     Groups keep sums, not runs (see ``_Group``); the one thing kept per run is its small summary by
@@ -307,7 +343,7 @@ class Aggregator:
                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                  warn: Callable[[str], None] | None = None):
         self.warn = warn
-        self._runs: dict[str, RunSummary] = {}
+        self._runs: dict[str, RunSummary | tuple] = {}  # a merged run: its fields
         self._hashes: dict[str, set[str]] = {}
         self.include_errors = include_errors
         self.level = check_level(level)
@@ -316,25 +352,59 @@ class Aggregator:
         self._counted = frozenset({"scored", "provider_error"} if include_errors else {"scored"})
         self._groups: dict[tuple[str, str, str], _Group] = {}
 
+    def note(self, scenario_id: str, scenario_hash: str) -> None:
+        """A run of this scenario content is coming (``add`` and ``merge`` say so themselves): a
+        caller that merges partials calls it per run, in input order, so that the warning about
+        an id with two contents comes where one-by-one adding would give it."""
+        hashes = self._hashes.setdefault(scenario_id, set())
+        if scenario_hash not in hashes:
+            if hashes and self.warn:
+                self.warn(f"warning: scenario {scenario_id!r} occurs with different content "
+                          f"({', '.join(sorted(hashes | {scenario_hash}))}); aggregated as separate "
+                          "groups labelled by content hash")
+            hashes.add(scenario_hash)
+
+    def _replace(self, run_id: str, run: RunSummary | tuple) -> None:
+        earlier = self._runs.get(run_id)
+        if earlier is not None:
+            if not isinstance(earlier, RunSummary):
+                earlier = RunSummary(*earlier)
+            self._groups[(earlier.scenario_id, earlier.scenario_hash, earlier.model)].add(earlier, self._counted, -1)
+        self._runs[run_id] = run
+
     def add(self, card: Any) -> None:
         run = card if isinstance(card, RunSummary) else RunSummary.of(card)
-        hashes = self._hashes.setdefault(run.scenario_id, set())
-        if run.scenario_hash not in hashes:
-            if hashes and self.warn:
-                self.warn(f"warning: scenario {run.scenario_id!r} occurs with different content "
-                          f"({', '.join(sorted(hashes | {run.scenario_hash}))}); aggregated as separate "
-                          "groups labelled by content hash")
-            hashes.add(run.scenario_hash)
+        self.note(run.scenario_id, run.scenario_hash)
         if run.run_id is not None:
-            earlier = self._runs.get(run.run_id)
-            if earlier is not None:
-                self._groups[(earlier.scenario_id, earlier.scenario_hash, earlier.model)].add(earlier, self._counted, -1)
-            self._runs[run.run_id] = run
+            self._replace(run.run_id, run)
         key = (run.scenario_id, run.scenario_hash, run.model)
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = _Group()
         group.add(run, self._counted)
+
+    def partial(self) -> "AggregatePartial":
+        """This aggregator's state, small and cheap to send: a worker aggregates its batch and the
+        parent merges the partials (:meth:`merge`) in input order, with the same result, bit for bit, as
+        adding every run here (the sums are exact)."""
+        runs = {run_id: run if isinstance(run, tuple) else _fields(run) for run_id, run in self._runs.items()}
+        scenarios = [(sid, h) for sid, hashes in self._hashes.items() for h in sorted(hashes)]
+        return AggregatePartial(runs, self._groups, scenarios, self.include_errors)
+
+    def merge(self, partial: "AggregatePartial") -> None:
+        """Add the runs a :meth:`partial` holds, as if they were added here one by one after the
+        runs already added: a run_id seen before replaces the earlier run."""
+        if partial.include_errors != self.include_errors:
+            raise ValueError("cannot merge aggregates counted with and without provider errors")
+        for scenario_id, scenario_hash in partial.scenarios:
+            self.note(scenario_id, scenario_hash)
+        for run_id, run in partial.runs.items():
+            self._replace(run_id, run)
+        for key, group in partial.groups.items():
+            mine = self._groups.get(key)
+            if mine is None:
+                mine = self._groups[key] = _Group()
+            _merge_state(mine, group)
 
     def result(self) -> dict[str, Any]:
         groups = [

@@ -55,7 +55,10 @@ def register(group: click.Group) -> None:
         """
         from pathlib import Path
 
-        from evalkit.api import Aggregator, ScoreJob, Store, score_stream
+        from evalkit.aggregate.groups import Aggregator
+        from evalkit.db.scores import Store
+        from evalkit.engines import ScoreJob
+        from evalkit.engines.pipeline import score_stream
         from evalkit.db import DbError
         from evalkit.engines import default_workers
         from evalkit.engines.sources import expand, is_url, url_exists
@@ -93,10 +96,12 @@ def register(group: click.Group) -> None:
             warn(f"error: {exc}")
 
         bad = 0
-        from evalkit.trajectory.scenario_files import load_scenarios
+        try:  # the scenario model loads only when asked for: with workers, it loads in them
+            scenarios = None
+            if scenario_files:
+                from evalkit.trajectory.scenario_files import load_scenarios
 
-        try:
-            scenarios = load_scenarios(scenario_files) if scenario_files else None
+                scenarios = load_scenarios(scenario_files)
         except InputError as exc:
             fail(str(exc))
         try:
@@ -107,18 +112,23 @@ def register(group: click.Group) -> None:
         writer = ScoreWriter(out, fmt_name, aggregate_only=aggregate, width=None if wide else terminal_width())
         agg = Aggregator(include_errors, level, warn=warn)
         job = ScoreJob(output_format=None if aggregate else fmt_name, parquet_rows=parquet_dir is not None,
-                       columns=writer.run_columns, scenarios=scenarios)
+                       columns=writer.run_columns, scenarios=scenarios, batched=True, encoding=writer.encoding,
+                       include_errors=include_errors)
         try:
             if parquet_dir:
                 parquet = ParquetWriter(parquet_dir)
             for item in score_stream(paths, store, on_error, warn, job=job, engine=engine,
                                      workers=workers or default_workers(), ray_address=ray_address):
-                if item.parts is not None:
-                    writer.write_text(item.parts)
-                    item.parts = None  # written: a long run's text is not held through its database write
-                agg.add(item.summary)
+                agg.note(*item.scenario)  # per file: a warning comes where it would one by one
+                pieces = item.batch  # the workers' finished pieces, with a batch's last good file
+                if pieces is None:
+                    continue
+                if pieces.output is not None:
+                    writer.write_batch(pieces.output, pieces.count)
+                    pieces.output = None  # written: a long run's text is not held through its database write
+                agg.merge(pieces.partial)
                 if parquet is not None:
-                    parquet.add(item.parquet)
+                    parquet.add_many(pieces.parquet)
             if parquet is not None:
                 parquet.close()
             result = agg.result()

@@ -11,11 +11,13 @@ import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.db.connect import Database, DbError, open_write
-from evalkit.scoring.scorecard import ScoreCard, card_head_json
 from evalkit.trajectory.values import compact_json
+
+if TYPE_CHECKING:  # the writer path (save_batches) runs in a parent that never loads the card model
+    from evalkit.scoring.scorecard import ScoreCard
 
 DEFAULT_DB = "evalkit.db"
 
@@ -52,6 +54,8 @@ def card_rows(card: ScoreCard, head: str | None = None) -> CardRows:
     Built from the card's objects and its bundle's text, never from a dump of the whole card: a long
     run's rows are then the only copy the writer holds."""
     if head is None:
+        from evalkit.scoring.scorecard import card_head_json
+
         head = card_head_json(card)
     bundle = card.bundle
     v = card.vector
@@ -77,6 +81,32 @@ def card_rows(card: ScoreCard, head: str | None = None) -> CardRows:
         ],
     }
     return out
+
+
+@dataclass(slots=True)
+class BatchRows:
+    """The rows of several cards, merged by table (what a worker sends for a batch): ``run_ids`` in
+    order, ``tables`` table -> rows, ``chars`` the characters of their cards and bundles."""
+
+    run_ids: list[str]
+    tables: dict[str, list[tuple]]
+    chars: int
+
+
+def batch_rows(cards: Iterable[CardRows]) -> BatchRows:
+    """Merge cards' rows (:func:`card_rows`), in order. A run_id given twice keeps only the later
+    card's commands, as storing the cards one by one would (the database keeps the later card)."""
+    cards = list(cards)
+    last = {rows["runs"][0][0]: i for i, rows in enumerate(cards)}
+    tables: dict[str, list[tuple]] = {t: [] for t in _COLUMNS}
+    chars = 0
+    for i, rows in enumerate(cards):
+        latest = last[rows["runs"][0][0]] == i
+        for table, table_rows in rows.items():
+            if latest or table != "commands":
+                tables[table].extend(table_rows)
+        chars += len(rows["bundles"][0][1]) + len(rows["scorecards"][0][-1])
+    return BatchRows([rows["runs"][0][0] for rows in cards], tables, chars)
 
 
 class Store:
@@ -111,21 +141,25 @@ class Store:
 
     def save_rows(self, prepared: Iterable[CardRows]) -> None:
         """Write cards already turned into rows by :func:`card_rows`; one transaction."""
-        batch: dict[str, list[tuple]] = {t: [] for t in _COLUMNS}
-        run_ids = []
-        for rows_of_card in prepared:
-            run_ids.append((rows_of_card["runs"][0][0],))
-            for table, rows in rows_of_card.items():
-                batch[table].extend(rows)
-        if not run_ids:
+        self.save_batches([batch_rows(prepared)])
+
+    def save_batches(self, batches: Iterable[BatchRows]) -> None:
+        """Write batches of rows (:func:`batch_rows`, made by the workers) in order; one
+        transaction. The result is that of storing every card one by one: consecutive batches are
+        written together while no run_id repeats among them."""
+        batches = [b for b in batches if b.run_ids]
+        if not batches:
             return
         with self.database.transaction() as conn:
-            conn.executemany("DELETE FROM commands WHERE run_id = ?", run_ids)
-            # the largest values first: SQLite copies a bound value twice while inserting it and keeps
-            # the last bound copy until the statement is used again
-            for table in ("bundles", "scorecards", "runs", "commands"):
-                if batch[table]:
-                    conn.executemany(_UPSERT[table], batch[table])
+            group: list[BatchRows] = []
+            ids: set[str] = set()
+            for b in batches:
+                if not ids.isdisjoint(b.run_ids):  # a run_id again: its earlier commands go first
+                    _write_group(conn, group)
+                    group, ids = [], set()
+                group.append(b)
+                ids.update(b.run_ids)
+            _write_group(conn, group)
 
     def iter_scorecards(self) -> Iterator[ScoreCard]:
         """Stored ScoreCards with their judge_bundle, ordered by run_id."""
@@ -141,7 +175,19 @@ class Store:
         self.close()
 
 
+def _write_group(conn: Any, group: list[BatchRows]) -> None:
+    conn.executemany("DELETE FROM commands WHERE run_id = ?", [(r,) for b in group for r in b.run_ids])
+    # the largest values first: SQLite copies a bound value twice while inserting it and keeps the
+    # last bound copy until the statement is used again
+    for table in ("bundles", "scorecards", "runs", "commands"):
+        rows = [row for b in group for row in b.tables[table]] if len(group) > 1 else group[0].tables[table]
+        if rows:
+            conn.executemany(_UPSERT[table], rows)
+
+
 def _card(db: Database, run_id: str, card: str, bundle: str | None) -> ScoreCard:
+    from evalkit.scoring.scorecard import ScoreCard
+
     try:
         data = json.loads(card)
         data["judge_bundle"] = json.loads(bundle) if bundle is not None else {}

@@ -28,6 +28,12 @@ class ScoreJob:
     card: bool = False  # the ScoreCard itself (for in-process callers: it is slow to send)
     scenarios: Any = None  # evalkit.trajectory.scenario_files.ScenarioSet, for runs that name their scenario
     columns: tuple[str, ...] | None = None  # the table format's run columns (score_view.run_columns); None: all
+    # finished pieces per batch instead of parts per file (evalkit.engines.pieces): the output joined
+    # (bytes in ``encoding`` when set), the database rows by table, an aggregate partial counted with
+    # or without provider errors (``include_errors``)
+    batched: bool = False
+    encoding: str | None = None
+    include_errors: bool = False
 
 
 @dataclass(slots=True)
@@ -43,6 +49,13 @@ class Scored:
     rows: Any = None  # evalkit.db.scores.CardRows
     parquet: Any = None  # evalkit.output.parquet.ParquetRows
     card: Any = None  # ScoreCard, when the job asks for it
+    scenario: tuple[str, str] | None = None  # batched: (scenario id, content hash), for Aggregator.note
+    batch: Any = None  # batched: the batch's evalkit.engines.pieces.BatchPieces, on its last good file
+
+    def __reduce__(self):
+        # a plain tuple on the wire: the default for a slotted dataclass costs the parent a call
+        # per field on every file
+        return (Scored, tuple(getattr(self, name) for name in Scored.__slots__))
 
     @property
     def text(self) -> str | None:
@@ -102,4 +115,9 @@ def score_one(job: ScoreJob, source: Source) -> Scored:
 
 
 def score_batch(job: ScoreJob, sources: list[Source]) -> list[Scored]:
-    return [score_one(job, s) for s in sources]
+    scored = [score_one(job, s) for s in sources]
+    if job.batched:
+        from evalkit.engines.pieces import finish_batch
+
+        return finish_batch(job, scored, job.include_errors)
+    return scored

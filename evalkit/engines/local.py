@@ -29,7 +29,7 @@ from typing import TypeVar
 
 from evalkit.engines.job import ScoreJob, Scored, Source, score_batch
 
-BATCH_FILES = 32  # per task: fewer, larger messages cost the parent less
+BATCH_FILES = 64  # per task: fewer, larger messages cost the parent less
 IN_FLIGHT_PER_WORKER = 4
 STOP_GRACE_S = 2.0
 WATCH_PARENT_S = 0.25  # how often a worker without a parent-death signal looks for its parent

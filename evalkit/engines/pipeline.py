@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from evalkit.db.scores import CardRows, Store
+from evalkit.db.scores import BatchRows, Store, batch_rows
 from evalkit.engines import ScoreJob, Scored, score_files
 from evalkit.errors import InputError
-from evalkit.scoring import score_trajectory
-from evalkit.scoring.scorecard import ScoreCard
-from evalkit.trajectory.reader import Warn, expand_paths, read_trajectory
-from evalkit.trajectory.scenario_files import ScenarioSet
+
+if TYPE_CHECKING:  # with workers, this process only writes: the scorer and its models load in them
+    from evalkit.scoring.scorecard import ScoreCard
+    from evalkit.trajectory.reader import Warn
+    from evalkit.trajectory.scenario_files import ScenarioSet
 
 BATCH = 200  # ScoreCards per database transaction
 BATCH_CHARS = 8 << 20  # ... or fewer, once their cards and bundles hold this many characters
@@ -21,11 +23,16 @@ BATCH_CHARS = 8 << 20  # ... or fewer, once their cards and bundles hold this ma
 def score_file(path: str | Path, warn: Warn | None = None, scenarios: ScenarioSet | None = None) -> ScoreCard:
     """Read and score one trajectory file (``scenarios``: for a run that names its scenario).
     Raises InputError on bad input."""
+    from evalkit.scoring import score_trajectory
+    from evalkit.trajectory.reader import read_trajectory
+
     return score_trajectory(read_trajectory(path, warn, compact=True, scenarios=scenarios))
 
 
 def iter_scorecards(paths: Iterable[str | Path], warn: Warn | None = None) -> Iterator[ScoreCard | InputError]:
     """Score files one at a time (directories: ``*.jsonl``, recursive, sorted); bad files yield their error."""
+    from evalkit.trajectory.reader import expand_paths
+
     for path in expand_paths(paths, warn):
         try:
             yield score_file(path, warn)
@@ -49,7 +56,8 @@ def score_stream(
     only), yielding each good file's ``Scored`` (what ``job`` asked for), in input order.
 
     Cards are written ``batch`` at a time (or fewer, once they hold ``BATCH_CHARS`` characters of
-    card and bundle JSON), one transaction each, by this process only; what was
+    card and bundle JSON; a batched job's rows come by the worker's batch), one transaction each,
+    by this process only, with the same result as storing them one by one; what was
     yielded is stored once the generator is exhausted or closed. A bad file goes to ``on_error``
     and the others are still scored. Reader warnings and a run_id read twice are reported through
     ``warn``: the database keeps the later card (upsert by run_id), and so does
@@ -57,8 +65,8 @@ def score_stream(
     ``evalkit.db.DbError``. Output is the same whatever the engine and number of workers.
     """
     job = replace(job or ScoreJob(), db_rows=store is not None)
-    pending: list[CardRows] = []
-    pending_chars = 0
+    pending: list[BatchRows] = []
+    pending_cards = pending_chars = 0
     seen: dict[str, str] = {}  # run_id -> path
     try:
         for item in score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address, warn=warn):
@@ -73,19 +81,25 @@ def score_stream(
                 warn(f"{item.path}: warning: run_id {item.run_id!r} was already read from {seen[item.run_id]}; "
                      f"this one replaces it in {keeps}")
             seen[item.run_id] = item.path
-            if store is not None:
-                pending.append(item.rows)
-                pending_chars += len(item.rows["bundles"][0][1]) + len(item.rows["scorecards"][0][-1])
+            rows = None
+            if store is not None and not job.batched:
+                rows = batch_rows([item.rows])
+            elif store is not None and item.batch is not None:  # with the batch's last good file
+                rows = item.batch.rows
+            if rows is not None:
+                pending.append(rows)
+                pending_cards += len(rows.run_ids)
+                pending_chars += rows.chars
             yield item
             # stored after the consumer had the item (and could drop its output text): a long run's
             # card is written while as little else as possible is held (the memory bound)
-            item = None
-            if store is not None and (len(pending) >= batch or pending_chars >= BATCH_CHARS):
-                store.save_rows(pending)
-                pending, pending_chars = [], 0
+            item = rows = None
+            if pending and (pending_cards >= batch or pending_chars >= BATCH_CHARS):
+                store.save_batches(pending)
+                pending, pending_cards, pending_chars = [], 0, 0
     finally:
         if store is not None and pending:
-            store.save_rows(pending)
+            store.save_batches(pending)
 
 
 def score_into(paths: Iterable[str | Path], store: Store | None, on_error: Callable[[InputError], None],

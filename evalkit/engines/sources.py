@@ -13,6 +13,7 @@ from pathlib import Path
 from evalkit.errors import InputError
 
 STDIN = "-"
+RATINGS_FILE = "ratings.jsonl"  # written beside imported runs (evalkit.importers.ratings_file): not a trajectory
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -65,12 +66,15 @@ def read_url(url: str) -> bytes:
 
 def expand(paths: Iterable[str | Path], warn: Callable[[str], None] | None = None) -> Iterator[str]:
     """Files as given; directories (local or URL) searched recursively for ``*.jsonl``, sorted;
-    ``warn`` is told what a local search skips (evalkit.trajectory.reader.expand_paths)."""
-    from evalkit.trajectory.reader import expand_paths
+    ``warn`` is told what a local search skips (the rule of evalkit.trajectory.reader.expand_paths,
+    here without importing the reader: a parent with workers never loads it)."""
+    from evalkit.trajectory.input_files import find_files
 
     for path in paths:
         name = str(path)
         if is_url(name):
             yield from expand_url(name)
+        elif name != STDIN and Path(name).is_dir():
+            yield from find_files(name, ".jsonl", warn, exclude=(RATINGS_FILE,))
         else:
-            yield from expand_paths([name], warn)
+            yield name

@@ -12,16 +12,19 @@ every column; csv and json are always complete.
 """
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import textwrap
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from evalkit.present import CsvRows, MarkdownRows, Table, TextRows, csv_line
 from evalkit.present.table import scalar_text
-from evalkit.scoring.scorecard import ScoreCard, card_head_json
+
+if TYPE_CHECKING:  # writing what workers rendered needs no card model (the parent never loads it)
+    from evalkit.scoring.scorecard import ScoreCard
 
 FORMATS = ("table", "json", "jsonl", "csv", "markdown")
 RUN_COLUMNS = (
@@ -58,6 +61,15 @@ MODEL_PRIORITY = ("model", "pass_rate", "safe_pass_rate", "unsafe_rate", "n_scor
                   "scenarios", "dangerous_rate", "anti_procedure_rate", "n", "pass_hat_k", "safe_pass_hat_k",
                   "pass_rate_ci", "safe_pass_rate_ci", "unsafe_rate_ci", "score_mean_ci")
 DEFAULT_WIDTH = 120
+
+
+def __getattr__(name: str) -> Any:
+    # card_head_json is still importable from here, loaded when asked for
+    if name == "card_head_json":
+        from evalkit.scoring.scorecard import card_head_json
+
+        return card_head_json
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def terminal_width() -> int:
@@ -148,6 +160,8 @@ def join_parts(parts: tuple[Part, ...]) -> str:
 
 def _json_parts(card: ScoreCard, head: str | None, end: str) -> tuple[Part, ...]:
     if head is None:
+        from evalkit.scoring.scorecard import card_head_json
+
         head = card_head_json(card)
     # the head without its closing brace, by reference: the database keeps the head itself
     return ((head, len(head) - 1), ',"judge_bundle":', card.bundle.json, "}" + end)
@@ -247,6 +261,33 @@ class ScoreWriter:
                 for line in (_run_text(self.run_columns)[0] if self.width is not None else RUNS_TEXT).head():
                     self._line(line)
         self._write(parts)
+
+    @property
+    def encoding(self) -> str | None:
+        """``"utf-8"`` when :meth:`write_batch` may be given UTF-8 bytes: the stream has a binary
+        buffer under it, encodes UTF-8 strictly and leaves line ends alone; else None (text)."""
+        encoding = getattr(self.out, "encoding", None)
+        if (getattr(self.out, "buffer", None) is None or not isinstance(encoding, str) or os.linesep != "\n"
+                or getattr(self.out, "errors", None) != "strict"):
+            return None
+        try:
+            return "utf-8" if codecs.lookup(encoding).name == "utf-8" else None
+        except LookupError:
+            return None
+
+    def write_batch(self, data: bytes | str, count: int) -> None:
+        """Write ``count`` cards rendered by ``card_parts`` and joined by a worker (json: with
+        ``,\n`` between them): bytes in :attr:`encoding`, or text; the same output as giving each
+        card to :meth:`write_text`."""
+        if self.aggregate_only or not count:
+            return
+        self.write_text("")  # what comes before the first card, or between two
+        self._count += count - 1
+        if isinstance(data, str):
+            self._write((data,))
+        else:
+            self.out.flush()
+            self.out.buffer.write(data)
 
     def finish(self, result: dict[str, Any]) -> None:
         groups, models = result["groups"], result["models"]

@@ -1,0 +1,75 @@
+"""A batch's finished pieces: what a worker hands the parent so that the parent only writes.
+
+For a job with ``batched=True`` a worker scores its batch of files and returns, besides one small
+``Scored`` per file (its path, warnings, error, run_id and scenario: what the parent says about that
+file, in input order), one :class:`BatchPieces` on the batch's last good file:
+
+- ``output``: the batch's cards in the output format, joined — UTF-8 bytes when the parent's stream
+  takes them (``ScoreJob.encoding``), else text — for :meth:`ScoreWriter.write_batch`;
+- ``rows``: the database rows, merged by table, ready for ``executemany`` (:class:`BatchRows`);
+- ``parquet``: the Parquet rows;
+- ``partial``: the batch's aggregate (:meth:`Aggregator.partial`), merged by the parent in input order.
+
+The parent decodes nothing and builds no object per card beyond the small ``Scored``; the same
+function runs in this process (one worker: a batch per file), in the pool and on Ray, so every
+engine and worker count writes the same bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(slots=True)
+class BatchPieces:
+    count: int  # cards in ``output``
+    output: bytes | str | None = None
+    rows: Any = None  # evalkit.db.scores.BatchRows
+    parquet: list[Any] | None = None  # evalkit.output.parquet.ParquetRows, in input order
+    partial: Any = None  # evalkit.aggregate.groups.AggregatePartial
+
+
+def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> list[Any]:
+    """Fold the per-file parts of ``scored`` (each built by ``score_one``) into one BatchPieces on
+    the last good file; every file keeps only what the parent reports per file."""
+    from evalkit.aggregate.groups import Aggregator
+    from evalkit.present.score_view import join_parts
+
+    texts: list[str] = []
+    rows: list[Any] = []
+    parquet: list[Any] = []
+    agg = Aggregator(include_errors)
+    last = None
+    for item in scored:
+        if item.error is not None:
+            continue
+        last = item
+        summary = item.summary
+        agg.add(summary)
+        item.scenario = (summary.scenario_id, summary.scenario_hash)
+        if item.parts is not None:
+            texts.append(join_parts(item.parts))
+        if item.rows is not None:
+            rows.append(item.rows)
+        if item.parquet is not None:
+            parquet.append(item.parquet)
+        item.summary = item.parts = item.rows = item.parquet = None
+    if last is None:
+        return scored
+    pieces = BatchPieces(len(texts), partial=agg.partial())
+    if job.output_format is not None:
+        text = (",\n" if job.output_format == "json" else "").join(texts)
+        pieces.output = text
+        if job.encoding is not None:
+            try:
+                pieces.output = text.encode(job.encoding)
+            except UnicodeEncodeError:  # the parent's stream decides what happens to such text
+                pass
+    if job.db_rows:
+        from evalkit.db.scores import batch_rows
+
+        pieces.rows = batch_rows(rows)
+    if job.parquet_rows:
+        pieces.parquet = parquet
+    last.batch = pieces
+    return scored
