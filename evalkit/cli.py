@@ -6,7 +6,8 @@ never pays for numpy, scipy or litellm.
 
 Exit codes (all commands, evalkit/commands/exitcodes.py): 0 success; 1 some inputs were bad; 3 a quality gate
 failed (see the command's help); 2 usage error (bad flags, missing files, unknown names); 130
-interrupted. Every error is one line on stderr, ``error: ...``, usage errors included.
+interrupted; 141 stdout's reader went away (quietly). Every error is one line on stderr,
+``error: ...``, usage errors included (a failed write to stdout too: evalkit/commands/stdio.py).
 """
 from __future__ import annotations
 
@@ -95,4 +96,15 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
-    cli(prog_name="evalkit")
+    """The executable: standard streams guarded (evalkit.commands.stdio), then the command. The
+    last flush of stdout is made here, where its failure is still one line."""
+    from evalkit.commands import stdio
+
+    stdio.install()
+    try:
+        try:
+            cli(prog_name="evalkit")
+        finally:
+            sys.stdout.flush()
+    except stdio.StdoutError as exc:
+        stdio.stdout_failed(exc)

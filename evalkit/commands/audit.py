@@ -36,9 +36,15 @@ def register(group: click.Group) -> None:
         """
         from evalkit.agreement.audit import run_audit, stale_note
         from evalkit.agreement.render import RENDERERS, pairs_csv
-        from evalkit.output.atomic import write_text_atomic
+        from evalkit.output.atomic import output_error, write_text_atomic
         from evalkit.errors import InputError
+        from evalkit.output.paths import OutputClash, check_outputs
 
+        try:
+            check_outputs([("--pairs-out", pairs_out), ("--out", out_path)], database=db_path,
+                          inputs=[config_path] if config_path else [])
+        except OutputClash as exc:
+            raise click.UsageError(str(exc)) from None
         try:
             report, pairs = run_audit(db_path, judge=judge, rubric=rubric, by=by, config=config_path,
                                       seed=seed, n_resamples=n_resamples, jury=jury)
@@ -54,7 +60,7 @@ def register(group: click.Group) -> None:
                 try:
                     write_text_atomic(path, content)
                 except OSError as exc:
-                    fail(f"{path}: cannot write: {exc.strerror or exc}")
+                    fail(str(output_error(path, exc)))
         if not out_path:
             click.echo(text, nl=False)
 

@@ -1,6 +1,8 @@
 """`evalkit score`: score trajectories offline (no network, no judge), store them, print them."""
 from __future__ import annotations
 
+import itertools
+import os
 import sys
 
 import click
@@ -13,6 +15,25 @@ def _check_gates(result: dict, **limits: float | None) -> str | None:
     from evalkit.aggregate.gates import model_gate_failure
 
     return model_gate_failure(result, **limits)
+
+
+def _check_outputs(paths, scenario_files, *, out_path, parquet_dir, db_path) -> None:
+    """The output-path rule (evalkit.output.paths) for score: --out, --parquet and the database
+    against each other and the input files (local ones; stdin and URLs are not files here)."""
+    from evalkit.engines.sources import expand, is_url
+    from evalkit.output.paths import OutputClash, check_outputs
+
+    local = [p for p in paths if p != "-" and not is_url(p)]
+    try:
+        # the files found in directories are listed only when an output exists to be overwritten
+        check_outputs([("--out", out_path), ("--parquet", parquet_dir)], database=db_path,
+                      inputs=itertools.chain(scenario_files, expand(local)))
+        # the database against the files named: SQLite writes into no file that is not a database,
+        # so searching every directory for it (~1 s per 50,000 files, on every run) buys nothing
+        check_outputs([], database=db_path, writes_database=True,
+                      inputs=[*scenario_files, *(p for p in local if not os.path.isdir(p))])
+    except OutputClash as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def register(group: click.Group) -> None:
@@ -67,6 +88,8 @@ def register(group: click.Group) -> None:
 
         try:
             for p in paths:
+                if p == "-" and sys.stdin is None:
+                    raise click.UsageError("-: standard input is closed (nothing to read trajectories from)")
                 if p != "-" and not (url_exists(p) if is_url(p) else Path(p).exists()):
                     raise click.UsageError(f"no such file or directory: {p}")
             skipped: list[str] = []
@@ -74,6 +97,8 @@ def register(group: click.Group) -> None:
                 for line in skipped:  # why nothing was found (when something is, scoring reports them)
                     warn(line)
                 raise click.UsageError("no trajectory files (*.jsonl) found in: " + " ".join(paths))
+            _check_outputs(paths, scenario_files, out_path=out_path, parquet_dir=parquet_dir,
+                           db_path=None if no_db else db_path)
         except InputError as exc:
             raise click.UsageError(str(exc)) from None
         if engine == "local" and ray_address:
@@ -104,12 +129,21 @@ def register(group: click.Group) -> None:
                 scenarios = load_scenarios(scenario_files)
         except InputError as exc:
             fail(str(exc))
+        from evalkit.output.atomic import AtomicFile, OutputError
+
+        # the output first: a missing directory is said before a database is made
+        try:
+            out = AtomicFile(out_path, newline="") if out_path else None
+        except OutputError as exc:
+            fail(str(exc))
         try:
             store = None if no_db else Store(db_path)
         except InputError as exc:
+            if out is not None:
+                out.discard()
             fail(str(exc))
-        out = open(out_path, "w", encoding="utf-8", newline="") if out_path else sys.stdout
-        writer = ScoreWriter(out, fmt_name, aggregate_only=aggregate, width=None if wide else terminal_width())
+        writer = ScoreWriter(out or sys.stdout, fmt_name, aggregate_only=aggregate,
+                             width=None if wide else terminal_width())
         agg = Aggregator(include_errors, level, warn=warn)
         job = ScoreJob(output_format=None if aggregate else fmt_name, parquet_rows=parquet_dir is not None,
                        columns=writer.run_columns, scenarios=scenarios, batched=True, encoding=writer.encoding,
@@ -133,11 +167,16 @@ def register(group: click.Group) -> None:
                 parquet.close()
             result = agg.result()
             writer.finish(result)
-        except DbError as exc:
+            if out is not None:
+                out.commit()
+        except (DbError, OutputError) as exc:
             fail(str(exc))
         finally:
-            if out_path:
-                out.close()
+            # after a failure or an interrupt: no half-written output (an existing one is kept)
+            if out is not None:
+                out.discard()
+            if parquet is not None:
+                parquet.discard()
             if store is not None:
                 store.close()
         reason = _check_gates(result, fail_under=fail_under, min_pass_rate=min_pass_rate,
