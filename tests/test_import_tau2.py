@@ -314,3 +314,18 @@ def test_cli_tasks_option_and_usage_errors(tmp_path):
     assert res.exit_code == 2 and "--domain is not used by format tau2" in res.stderr
     trajectory = read_trajectory(next((tmp_path / "a" / "runs").glob("tau2-airline-0_*trial0-*.jsonl")))
     assert trajectory.meta.run_id == rid("0", 0)
+
+
+def test_an_errored_call_matches_for_tau2_but_not_for_evalkit(tmp_path):
+    """A documented difference: tau2 compares every call, evalkit matches commands, and a call that
+    failed is not a command."""
+    doc = copy.deepcopy(RAW)
+    doc["simulations"][0]["messages"][5]["error"] = True  # cancel_reservation failed
+    (tmp_path / "in").mkdir()
+    src = tmp_path / "in" / "results.json"
+    src.write_text(json.dumps(doc))
+    card = _cards(_import(tmp_path, src))[rid("0", 0)]
+    tau2 = {c["action"]["name"]: c["action_match"] for c in doc["simulations"][0]["reward_info"]["action_checks"]}
+    assert tau2["cancel_reservation"] is True
+    assert "cancel_reservation" not in {c.tool for c in card.commands if c.class_ == "matched_required"}
+    assert card.vector.coverage == 0.5
