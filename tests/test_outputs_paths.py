@@ -156,6 +156,12 @@ def test_parquet_directory_onto_the_wal_is_refused(db):
     assert not Path(f"{db}-wal").exists()
 
 
+def test_export_otel_onto_the_database_is_refused(db):
+    digest = _digest(db)
+    _usage_error(run("export", "otel", db, "--db", db), db)
+    assert _digest(db) == digest
+
+
 def test_verdicts_json_out_onto_a_result_file_is_refused(tmp_path):
     src = Path(__file__).resolve().parent.parent / "examples" / "verdicts"
     files = sorted(src.glob("*.json"))

@@ -60,6 +60,10 @@ def otel(out: str | None, db_path: str, endpoint: str | None) -> None:
 
     if not out and not endpoint:
         raise click.UsageError("give OUT, --endpoint URL, or both")
+    from evalkit.output.paths import output_clash
+
+    if problem := output_clash([("OUT", out)], database=db_path):
+        raise click.UsageError(problem)
     if endpoint:
         try:
             import opentelemetry.proto  # noqa: F401 — sending needs the protobuf types
