@@ -81,6 +81,7 @@ COMMAND_MODULES = (
     "evalkit.commands.compare",
     "evalkit.commands.check",
     "evalkit.commands.view",
+    "evalkit.commands.review",
 )
 
 

@@ -161,8 +161,9 @@ def test_post_without_the_csrf_token_is_refused(app, db):
     # a cross-site form cannot send JSON, and a cross-site Origin is refused even with the token
     assert app.post(f"/api/runs/{RUN}/reviews", content="{}", headers={
         "x-csrf-token": vh.TOKEN, "content-type": "text/plain"}).status_code == 415
-    assert app.post(vh.run_url(RUN) + "/reviews", data=dict(form, csrf=vh.TOKEN),
-                    headers={"origin": "http://evil.example"}).status_code == 403
+    for origin in ("http://evil.example", "null"):
+        assert app.post(vh.run_url(RUN) + "/reviews", data=dict(form, csrf=vh.TOKEN),
+                        headers={"origin": origin}).status_code == 403
     assert vh_reviews(db) == before == 0
 
 

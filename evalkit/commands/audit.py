@@ -53,6 +53,8 @@ def register(group: click.Group) -> None:
         note = stale_note(report)
         if note:
             warn(f"warning: {note}")
+        for odd in report["warnings"]:
+            warn(f"warning: {odd}")
         text = RENDERERS[fmt_name](report)
         # each file through a temporary file and a rename: an existing file is replaced whole or kept
         for path, content in ((pairs_out, pairs_csv(pairs) if pairs_out else ""), (out_path, text)):
@@ -67,6 +69,10 @@ def register(group: click.Group) -> None:
     @group.group("annotations")
     def annotations():
         """Human and judge ratings kept beside the judge's own annotations."""
+
+    from evalkit.commands.annotations import register_list
+
+    register_list(annotations)  # `annotations list`, read-only
 
     @annotations.command("import")
     @click.argument("file", type=ExistingFile())

@@ -10,7 +10,9 @@ A local server is still reachable by every web page the user opens, so (:class:`
 - a request whose ``Host`` is not the address the server was bound to is refused (421), which is
   what stops DNS rebinding (an attacker's name resolving to 127.0.0.1);
 - a POST must carry the process's CSRF token (the form's hidden field, or the ``X-CSRF-Token``
-  header), and one whose ``Origin`` is another site is refused; the JSON POST must be
+  header), and one whose ``Origin`` is another site (or ``null``: a sandboxed frame, a file) is
+  refused (the referrer policy is ``same-origin``: ``no-referrer`` would make the browser send
+  ``Origin: null`` with the page's own form); the JSON POST must be
   ``application/json``, which no cross-site form can send;
 - every response has a strict Content-Security-Policy: nothing loads from anywhere, styles only
   with the response's nonce, scripts only with it (the pages have none), no framing;
@@ -48,7 +50,7 @@ from evalkit.view.queries import NotFound, ReviewError, ViewData
 CSP = ("default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; img-src 'self'; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 SECURITY_HEADERS = [
-    (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"), (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"), (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]

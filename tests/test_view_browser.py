@@ -1,0 +1,133 @@
+"""`evalkit view` in a real browser: Playwright's sync API driving Debian's chromium (nothing is
+downloaded; ``executable_path`` and the report tests' flags), against `evalkit view` started here on
+127.0.0.1 on a free port over the bundled examples judged by the fake LLM server.
+
+The auditor's path: the disagreement queue, one click to a run page showing its transcript, the
+classes, the missing actions; a blind review in one form; the judge's rationale once answered; and
+`evalkit audit` changed by it. Without chromium or Playwright the test skips and says why, unless
+EVALKIT_REQUIRE_BROWSER=1 (CI), where that is a failure.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+import view_helpers as vh
+from report_browser import CHROMIUM_FLAGS, find_chromium
+
+
+def _missing(why: str):
+    if os.environ.get("EVALKIT_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"EVALKIT_REQUIRE_BROWSER=1 but {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    path = find_chromium()
+    if path is None:
+        _missing("chromium is not installed (apt-get install chromium; .ci/run installs it)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("playwright is not installed (pip install 'evalkit[test]')")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=path, headless=True, args=[f for f in CHROMIUM_FLAGS if f != "--headless"])
+        yield b
+        b.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(_server, tmp_path_factory):
+    """`evalkit view` on a copy of the judged examples: (base url, database path)."""
+    directory = tmp_path_factory.mktemp("view-browser")
+    db = vh.copy_db(vh.judged_examples(directory, _server), directory)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "evalkit", "view", "--db", db, "--port", str(port),
+                             "--reviewer", "ann"], env=vh.env_with_checkout(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/runs", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                out, err = proc.communicate()
+                pytest.fail(f"evalkit view did not start (exit {proc.returncode}): {err[-800:]}")
+            time.sleep(0.2)
+    yield base, db
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def audit_json(db: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "evalkit", "audit", "--db", db, "--format", "json", "--resamples", "0"],
+                         env=vh.env_with_checkout(), capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def test_from_the_queue_to_a_blind_review_that_changes_the_audit(served, browser):  # judge before the browser loop
+    base, db = served
+    before = audit_json(db)
+    assert before["counts"]["review_ratings"] == 0
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+
+    page.goto(base + "/disagreements")
+    first = page.locator("#disagreements a.run").first
+    run_id, pairing = first.inner_text(), page.locator("#disagreements tbody tr").first.locator("td").nth(2).inner_text()
+    assert "fake judge" not in page.content()  # the queue is blind too
+    first.click()  # one click: the run page
+    page.wait_for_selector("#transcript")
+    assert page.locator("#run-id").inner_text() == run_id
+    transcript = page.locator("#transcript").inner_text()
+    assert "set_control" in transcript and "assistant" in transcript
+    assert page.locator("#transcript .badge").filter(has_text="matched_required").count() > 0
+    assert page.locator("#checklist .missing").count() > 0  # the required actions no command took
+    assert page.locator("#blind").is_visible() and page.locator("#judge").count() == 0
+
+    # a blind review in one form
+    page.select_option("select[name='rating.outcome']", "fail")
+    page.select_option("select[name='rating.safety']", "0")
+    page.select_option(f"select[name='verdict.{pairing}']", "mechanical_right")
+    page.fill("textarea[name='note']", "battery 1 off </script> is dangerous")
+    page.click("#save-review")
+    page.wait_for_load_state()
+    assert page.locator("#saved").count() == 1, page.content()[:800]
+    assert "(blind)" in page.locator("#saved").inner_text()
+    assert "fake judge" in page.locator("#judge").inner_text()  # answered: the rationale is shown
+    assert "ann" in page.locator("#review-history").inner_text()
+    page.screenshot(path=str(os.path.join(os.path.dirname(db), "run.png")), full_page=True)
+
+    after = audit_json(db)
+    assert after["counts"]["review_ratings"] == 2
+    entry = next(e for e in after["adjudications"] if e["pairing"] == pairing)
+    assert (entry["judge_errors"], entry["reviewers"]) == (1, ["ann"])
+    assert problems == []
+    assert all(u.startswith(base) for u in requests)  # nothing loaded from anywhere else
+    page.close()
