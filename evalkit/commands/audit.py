@@ -53,8 +53,6 @@ def register(group: click.Group) -> None:
         note = stale_note(report)
         if note:
             warn(f"warning: {note}")
-        for odd in report["warnings"]:
-            warn(f"warning: {odd}")
         text = RENDERERS[fmt_name](report)
         # each file through a temporary file and a rename: an existing file is replaced whole or kept
         for path, content in ((pairs_out, pairs_csv(pairs) if pairs_out else ""), (out_path, text)):
