@@ -172,14 +172,18 @@ def test_not_a_database_is_a_one_line_error(tmp_path):
     assert "junk.db" in str(err.value) and "\n" not in str(err.value)
 
 
-def test_corrupt_stored_card_names_the_row(tmp_path):
+def test_corrupt_stored_card_is_left_out_with_a_warning_naming_the_row(tmp_path):
     db = rf.build_db(tmp_path, judge=False, evil=False)
     con = sqlite3.connect(db)
     con.execute("UPDATE scorecards SET card = '{\"run_id\": 1}' WHERE run_id = 'a320-opus-4-8-full-procedure'")
     con.commit()
     con.close()
-    with pytest.raises(ReportError, match="a320-opus-4-8-full-procedure"):
-        build_report(db)
+    report = build_report(db)
+    assert "a320-opus-4-8-full-procedure" not in {r["run_id"] for r in report["runs"]}
+    assert report["runs"]  # the other runs are still reported
+    [warning] = [w for w in report["warnings"] if "a320-opus-4-8-full-procedure" in w]
+    assert warning.startswith("scorecards.card: row run_id='a320-opus-4-8-full-procedure' is not a ScoreCard")
+    assert warning.endswith("the run is left out") and "\n" not in warning
 
 
 def test_report_never_writes_the_database(tmp_path):

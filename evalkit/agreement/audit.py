@@ -18,6 +18,7 @@ from evalkit.agreement import paired, raters
 from evalkit.agreement.pairings import AuditConfig, describe, load_audit_config
 from evalkit.probes.stats import failed_run_ids, probe_entries
 from evalkit.agreement.ratings import collect_ratings
+from evalkit.db.cells import odd_cells
 from evalkit.db import (
     judge_models, open_readonly, read_annotations, read_call_costs, read_cards, read_probe_annotations, read_ratings,
     read_stale_annotations, resolve_judge,
@@ -66,7 +67,8 @@ def run_audit(
     with open_readonly(db_path) as db:
         if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
             judge = resolve_judge(judge, judge_models(db), db.path)
-        cards = list(read_cards(db))
+        warnings = odd_cells(db)  # what the readers below read as missing, and why
+        cards = list(read_cards(db, warnings))
         values = list(read_annotations(db, judge=judge, rubric=rubric))  # stale answers are not among them
         stale = read_stale_annotations(db, judge=judge, rubric=rubric)
         stored = read_ratings(db)
@@ -137,6 +139,7 @@ def run_audit(
         # answers to counterfactual runs (evalkit probe): read here only, never paired or rated
         "probes": probe_entries(failed_run_ids(cards), values, probe_answers,
                                 bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None),
+        "warnings": warnings,
     }
     return report, paired.pair_rows(sets)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from evalkit.commands.kit import ExistingFile, db_option, fail, format_option, warn
+from evalkit.commands.kit import ExistingFile, db_option, fail, format_option, refuse_output_clash, warn
 from evalkit.present.safe import sanitize
 
 
@@ -38,13 +38,8 @@ def register(group: click.Group) -> None:
         from evalkit.agreement.render import RENDERERS, pairs_csv
         from evalkit.output.atomic import output_error, write_text_atomic
         from evalkit.errors import InputError
-        from evalkit.output.paths import OutputClash, check_outputs
-
-        try:
-            check_outputs([("--pairs-out", pairs_out), ("--out", out_path)], database=db_path,
-                          inputs=[config_path] if config_path else [])
-        except OutputClash as exc:
-            raise click.UsageError(str(exc)) from None
+        refuse_output_clash([("--pairs-out", pairs_out), ("--out", out_path)], database=db_path,
+                            inputs=[config_path] if config_path else [])
         try:
             report, pairs = run_audit(db_path, judge=judge, rubric=rubric, by=by, config=config_path,
                                       seed=seed, n_resamples=n_resamples, jury=jury)
@@ -53,6 +48,8 @@ def register(group: click.Group) -> None:
         note = stale_note(report)
         if note:
             warn(f"warning: {note}")
+        for odd in report["warnings"]:
+            warn(f"warning: {odd}")
         text = RENDERERS[fmt_name](report)
         # each file through a temporary file and a rename: an existing file is replaced whole or kept
         for path, content in ((pairs_out, pairs_csv(pairs) if pairs_out else ""), (out_path, text)):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from evalkit.db.cells import loads
 from evalkit.db.connect import Database, open_readonly, open_write
 from evalkit.db.names import resolve_judge
 from evalkit.db.schema import TABLES
@@ -219,8 +220,8 @@ def label_value(raw: Any) -> Any:
     v = raw
     if isinstance(raw, str):
         try:
-            v = json.loads(raw)
-        except json.JSONDecodeError:
+            v = loads(raw)
+        except ValueError:
             v = raw
     if isinstance(v, float) and v.is_integer():
         return int(v)
@@ -269,8 +270,8 @@ def read_annotations(db: Database, judge: str | None = None, rubric: str | None 
         if aid not in docs:
             raw = heads[aid]["annotation"]
             try:
-                docs[aid] = json.loads(raw) if isinstance(raw, str) else raw
-            except json.JSONDecodeError:
+                docs[aid] = loads(raw) if isinstance(raw, str) else raw
+            except ValueError:
                 docs[aid] = raw
         return docs[aid]
 

@@ -13,12 +13,12 @@ transaction per call, a failure never overwrites a stored success, upserts on de
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from evalkit.db.cells import loads
 from evalkit.db.connect import Database
 from evalkit.db.judge import JudgeTables, _upsert, _write_call, judge_filter, where_sql
 from evalkit.db.schema import TABLES
@@ -95,8 +95,8 @@ def read_probe_annotations(db: Database, judge: str | None = None,
                        f"FROM probe_annotations{where_sql(where)} "
                        "ORDER BY probe, run_id, judge_model, rubric_id, created_at, annotation_id", args):
         try:
-            values = json.loads(row[5]) if row[5] else {}
-        except json.JSONDecodeError:
+            values = loads(row[5]) if row[5] else {}
+        except ValueError:
             values = {}
         if isinstance(values, dict):
             out.append(ProbeAnswer(str(row[0]), str(row[1]), row[2], row[3], int(row[4] or 0), values,

@@ -189,13 +189,13 @@ def migrate(conn: sqlite3.Connection) -> None:
 
 def overlay(conn: sqlite3.Connection, present: dict[str, dict[str, tuple]]) -> None:
     """On a read-only connection, make an older file look current without writing it: a missing
-    table becomes an empty TEMP table, a table missing columns is shadowed by a TEMP view that
-    reads NULL for them (TEMP names are looked up before the file's own)."""
+    table becomes an empty TEMP table, every other table is shadowed by a TEMP view that reads
+    NULL for columns it lacks and for odd cells (evalkit.db.cells; TEMP names are looked up
+    before the file's own)."""
+    from evalkit.db.cells import clean_view
+
     for name, table in TABLES.items():
         if name not in present:
             conn.execute(table.ddl(temp=True))
-            continue
-        missing = [c for c in table.column_names if c not in present[name]]
-        if missing:
-            cols = ", ".join(f'"{c}"' if c in present[name] else f'NULL AS "{c}"' for c in table.column_names)
-            conn.execute(f'CREATE TEMP VIEW "{name}" AS SELECT {cols} FROM main."{name}"')
+        else:
+            conn.execute(clean_view(table, present[name]))

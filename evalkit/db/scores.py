@@ -6,13 +6,13 @@ Judge output lives in its own tables; nothing here reads it.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalkit.db.cells import loads
 from evalkit.db.connect import Database, DbError, open_write
 from evalkit.trajectory.values import compact_json
 
@@ -185,28 +185,37 @@ def _write_group(conn: Any, group: list[BatchRows]) -> None:
             conn.executemany(_UPSERT[table], rows)
 
 
-def _card(db: Database, run_id: str, card: str, bundle: str | None) -> ScoreCard:
+def _card(run_id: str, card: str, bundle: str | None) -> ScoreCard | str:
+    """The stored card as a ScoreCard, or why it is not one (one line)."""
     from evalkit.scoring.scorecard import ScoreCard
 
     try:
-        data = json.loads(card)
-        data["judge_bundle"] = json.loads(bundle) if bundle is not None else {}
+        data = loads(card)
+        data["judge_bundle"] = loads(bundle) if bundle is not None else {}
         return ScoreCard.model_validate(data)
     except (ValueError, TypeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise DbError(db.path, f"scorecards row {run_id!r}: stored card is not a ScoreCard ({first})") from None
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def read_scorecards(db: Database, *, with_bundle: bool = True) -> Iterator[ScoreCard]:
+def read_scorecards(db: Database, *, with_bundle: bool = True, skipped: list[str] | None = None) -> Iterator[ScoreCard]:
     """Stored ScoreCards ordered by run_id. ``with_bundle``: joined with their judge bundle (a
-    card whose bundle is missing is skipped); else ``judge_bundle`` is ``{}``."""
+    card whose bundle is missing is skipped); else ``judge_bundle`` is ``{}``. A stored card that
+    is not a ScoreCard raises DbError, or with ``skipped`` is left out and one line saying so is
+    appended there."""
     if with_bundle:
         sql = ("SELECT s.run_id, s.card, b.bundle FROM scorecards s JOIN bundles b ON b.bundle_hash = s.bundle_hash "
                "ORDER BY s.run_id")
     else:
         sql = "SELECT run_id, card, NULL AS bundle FROM scorecards ORDER BY run_id"
     for row in db.rows(sql):
-        yield _card(db, row["run_id"], row["card"], row["bundle"])
+        card = _card(row["run_id"], row["card"], row["bundle"])
+        if not isinstance(card, str):
+            yield card
+        elif skipped is None:
+            raise DbError(db.path, f"scorecards row {row['run_id']!r}: stored card is not a ScoreCard ({card})")
+        else:
+            skipped.append(f"scorecards.card: row run_id={row['run_id']!r} is not a ScoreCard ({card}); "
+                           "the run is left out")
 
 
 @dataclass(frozen=True)
@@ -222,20 +231,29 @@ class Card:
     card: dict[str, Any]
 
 
-def read_cards(db: Database) -> Iterator[Card]:
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def read_cards(db: Database, problems: list[str] | None = None) -> Iterator[Card]:
+    """``problems``, when given, gets one line per stored card that is not a JSON object (its
+    signals then read as missing)."""
     for row in db.rows("SELECT run_id, scenario_id, model, status, card FROM scorecards ORDER BY run_id"):
         try:
-            card = json.loads(row["card"]) if row["card"] else {}
-        except json.JSONDecodeError:
-            card = {}
+            card = loads(row["card"]) if row["card"] else {}
+        except ValueError:
+            card = None
         if not isinstance(card, dict):
+            if problems is not None:
+                problems.append(f"scorecards.card: row run_id={row['run_id']!r} is not a JSON object; "
+                                "its mechanical signals read as missing")
             card = {}
         yield Card(
             run_id=row["run_id"],
-            scenario_id=row["scenario_id"] or card.get("scenario_id") or "",
-            model=row["model"] or card.get("model") or "",
-            path=card.get("path") or "",
-            status=row["status"] or card.get("status") or "",
+            scenario_id=row["scenario_id"] or _text(card.get("scenario_id")),
+            model=row["model"] or _text(card.get("model")),
+            path=_text(card.get("path")),
+            status=row["status"] or _text(card.get("status")),
             card=card,
         )
 
@@ -253,7 +271,7 @@ def decode_json(value: Any) -> Any:
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return loads(value)
         except ValueError:
             return value
     return value

@@ -35,6 +35,7 @@ from evalkit.db import (
     Database, judge_models, open_readonly, read_annotation_rows, read_commands, read_primary_values, read_ratings, read_runs,
     read_scorecards, resolve_judge,
 )
+from evalkit.db.cells import odd_cells
 from evalkit.errors import InputError
 from evalkit.report.contamination import load_contamination
 from evalkit.aggregate.per_call import median_and_mean_after_first
@@ -228,6 +229,14 @@ def _agreement_section(db_path: str, has_judge: bool, has_ratings: bool, judge: 
     return {"available": True, "audit": json.loads(json.dumps(audit, sort_keys=True, default=str))}
 
 
+def _warnings(own: list[str], agreement: dict) -> list[str]:
+    """The report's warnings and the audit's (the same odd cells, named once), in order."""
+    found = own + (agreement.get("audit") or {}).get("warnings", [])
+    if agreement.get("warning"):
+        found.append(agreement["reason"])
+    return list(dict.fromkeys(found))
+
+
 def _provenance(annotations: list[dict], human_raters: set[str], runs: list[dict], made_at: str) -> dict:
     judge_models = {str(row["judge_model"]) for row in annotations}
     rubrics = {(str(row["rubric_id"]), str(row["rubric_version"]), str(row["rubric_hash"])) for row in annotations}
@@ -306,8 +315,9 @@ def build_report(
         raise ReportError(str(exc)) from None
     try:
         with open_readonly(db_path) as db:
+            warnings = odd_cells(db)  # cells the readers below read as missing, and why
             # the stored card omits the judge bundle (it lives in `bundles`); the report needs none
-            cards = list(read_scorecards(db, with_bundle=False))
+            cards = list(read_scorecards(db, with_bundle=False, skipped=warnings))
             runs = _runs_section(cards, read_runs(db), read_commands(db))
             agg = aggregate(cards) if cards else {"groups": [], "models": []}
             agg = json.loads(json.dumps(agg, sort_keys=True, default=str))
@@ -348,5 +358,5 @@ def build_report(
         "agreement": agreement,
         "provenance": provenance,
         "contamination": contamination,
-        "warnings": [agreement["reason"]] if agreement.get("warning") else [],
+        "warnings": _warnings(warnings, agreement),
     }
