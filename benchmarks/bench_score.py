@@ -12,7 +12,11 @@ temporary directory, then measures in one run (best of 3 for each timing):
               and its CPU split (parent, workers): the wall time two idle cores would allow
   ray         `--engine ray` on a local Ray cluster of 2 CPUs started here; its start-up
               is reported on its own line and not counted                               wall time
-Timings use the 10·N corpus (3,000 files by default, the corpus of issue #13). Peak RSS is
+Timings use the 10·N corpus (3,000 files by default).
+  ceiling     first, for --no-db, --db and --parquet: whole `evalkit score` processes (median of 3):
+              the parent's and the workers' CPU with --workers 2, the 2-worker wall ratio, the
+              same per file (10·N minus N: start-up taken out) and Amdahl's projected speed-up over
+              one worker on 8, 16 and 64 cores from those per-file shares Peak RSS is
 measured in a fresh `evalkit score --format jsonl` (database written, default workers) over N and
 over 10·N files: the parent's and the largest worker's. Targets: one core ≤ 1.3× decode; 2 workers
 ≤ 0.6× one worker; Ray output identical; RSS flat (ratio close to 1).
@@ -41,6 +45,66 @@ with open("/dev/null", "w") as devnull:
         sys.stdout = sys.__stdout__
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
+
+
+CPU_PROBE = """
+import resource, sys, time
+t0 = time.perf_counter()
+import evalkit.cli
+try:
+    evalkit.cli.cli.main(sys.argv[1:], standalone_mode=False)
+except SystemExit:
+    pass
+me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime, time.perf_counter() - t0, file=sys.stderr)
+"""
+SINKS = {"--no-db": ["--no-db"], "--db": ["--db", "{tmp}/whole.db"], "--parquet": ["--no-db", "--parquet", "{tmp}/pq"]}
+CORES = (8, 16, 64)
+
+
+def whole_process(directory: Path, tmp: Path, sink: str, workers: int) -> tuple[float, float, float]:
+    """One `evalkit score DIR --format jsonl SINK --workers N` in a fresh process, stdout to
+    /dev/null: (parent CPU s, workers' CPU s, wall s). The whole process: start-up and imports too."""
+    import shutil
+
+    for f in tmp.glob("whole.db*"):
+        f.unlink()
+    shutil.rmtree(tmp / "pq", ignore_errors=True)
+    args = [a.format(tmp=tmp) for a in SINKS[sink]]
+    with open(os.devnull, "w") as devnull:
+        done = subprocess.run([sys.executable, "-c", CPU_PROBE, "score", str(directory), "--format", "jsonl", *args,
+                               "--workers", str(workers)], stdout=devnull, stderr=subprocess.PIPE, text=True, check=True)
+    parent, children, wall = map(float, done.stderr.strip().splitlines()[-1].split())
+    return parent, children, wall
+
+
+def median_of(runs: list[tuple[float, ...]]) -> tuple[float, ...]:
+    import statistics
+
+    return tuple(statistics.median(col) for col in zip(*runs))
+
+
+def ceiling(small: Path, large: Path, tmp: Path, repeat: int = 3) -> None:
+    """For each sink: the parent's and the workers' CPU (whole process, and per file from the
+    difference between the 10·N and N corpora, which takes start-up out), the 2-worker wall ratio,
+    and Amdahl's speed-up over one worker on C cores: t1 / (parent + workers / C), per file."""
+    n_small, n_large = len(list(small.glob("*.jsonl"))), len(list(large.glob("*.jsonl")))
+    for sink in SINKS:
+        one = median_of([whole_process(large, tmp, sink, 1) for _ in range(repeat)])
+        two = median_of([whole_process(large, tmp, sink, 2) for _ in range(repeat)])
+        two_small = median_of([whole_process(small, tmp, sink, 2) for _ in range(repeat)])
+        one_small = median_of([whole_process(small, tmp, sink, 1) for _ in range(repeat)])
+        files = n_large - n_small
+        p_file = (two[0] - two_small[0]) / files
+        w_file = (two[1] - two_small[1]) / files
+        t1_file = (one[0] - one_small[0]) / files
+        share = two[0] / (two[0] + two[1])
+        print(f"ceiling {sink:9s}: 2 workers, whole process: parent {two[0]:.3f} s + workers {two[1]:.3f} s CPU "
+              f"(parent {share:.1%} of the total; target <= {'10' if sink == '--no-db' else '20'}% for --no-db / --db); "
+              f"wall {two[2]:.3f} s vs one worker {one[2]:.3f} s = {two[2] / one[2]:.2f} (target <= 0.55)")
+        print(f"ceiling {sink:9s}: per file: parent {p_file * 1e6:.0f} us, workers {w_file * 1e6:.0f} us, one worker "
+              f"{t1_file * 1e6:.0f} us (parent {p_file / (p_file + w_file):.1%}); Amdahl over one worker: "
+              + ", ".join(f"{c} cores {t1_file / (p_file + w_file / c):.1f}x" for c in CORES))
 
 
 def make_runs(directory: Path, n: int) -> None:
@@ -93,10 +157,12 @@ def score_jsonl(directory: Path, engine: str = "local", workers: int = 1) -> Non
     with open(os.devnull, "w", encoding="utf-8") as out:
         writer = ScoreWriter(out, "jsonl")
         agg = Aggregator()
-        for item in score_stream([directory], None, lambda e: None, job=ScoreJob(output_format="jsonl"),
-                                 engine=engine, workers=workers):
-            writer.write_text(item.parts)
-            agg.add(item.summary)
+        job = ScoreJob(output_format="jsonl", batched=True, encoding=writer.encoding)
+        for item in score_stream([directory], None, lambda e: None, job=job, engine=engine, workers=workers):
+            agg.note(*item.scenario)
+            if item.batch is not None:
+                writer.write_batch(item.batch.output, item.batch.count)
+                agg.merge(item.batch.partial)
         writer.finish(agg.result())
 
 
@@ -117,13 +183,14 @@ def storage(directory: Path, tmp: Path, workers: int, sink: str) -> dict[str, fl
     def run() -> None:
         store = Store(db_path) if sink == "sqlite" else None
         parquet = ParquetWriter(pq_dir) if sink == "parquet" else None
-        for item in score_stream([directory], store, lambda e: None, job=ScoreJob(parquet_rows=parquet is not None),
-                                 workers=workers):
+        job = ScoreJob(parquet_rows=parquet is not None, batched=True)
+        for item in score_stream([directory], store, lambda e: None, job=job, workers=workers):
             stats["runs"] += 1
-            if parquet is not None:
-                parquet.add(item.parquet)
-                stats["bundles"].add(item.parquet.bundle_hash)
-                stats["bundle_chars"] += len(item.parquet.bundle)
+            if parquet is not None and item.batch is not None:
+                parquet.add_many(item.batch.parquet)
+                for rows in item.batch.parquet:
+                    stats["bundles"].add(rows.bundle_hash)
+                    stats["bundle_chars"] += len(rows.bundle)
         if parquet is not None:
             parquet.close()
         if store is not None:
@@ -150,6 +217,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray measurement")
+    parser.add_argument("--ceiling-only", action="store_true", help="only the whole-process CPU split and Amdahl lines")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         small, large = Path(tmp, "n"), Path(tmp, "n10")
@@ -160,6 +228,9 @@ def main() -> None:
         records = sum(1 for f in files for line in f.read_text().splitlines() if line.strip())
         print(f"corpus: {len(files)} trajectories ({size / 2**20:.0f} MiB), {records / len(files):.0f} records "
               f"and {size / len(files) / 1024:.1f} KiB per file; {os.cpu_count()} cores")
+        ceiling(small, large, Path(tmp))
+        if args.ceiling_only:
+            return
         t_decode = best_of(lambda: decode_only(files))
         t_one = best_of(lambda: score_jsonl(large))
         print(f"json-decode only      : {t_decode:.3f} s CPU")
