@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from evalkit.commands.kit import db_option, fail
+from evalkit.commands.kit import db_option, fail, refuse_output_clash
 
 
 def register(group: click.Group) -> None:
@@ -29,10 +29,9 @@ def parquet(directory: str, db_path: str) -> None:
     from evalkit.errors import InputError
     from evalkit.output.atomic import OutputError
     from evalkit.output.parquet import export_database, parquet_problem, pyarrow_problem
-    from evalkit.output.paths import output_clash
 
-    if problem := output_clash([("DIRECTORY", directory)], database=db_path) or parquet_problem(directory) \
-            or pyarrow_problem():
+    refuse_output_clash([("DIRECTORY", directory)], database=db_path)
+    if problem := parquet_problem(directory) or pyarrow_problem():
         raise click.UsageError(problem)
     try:
         n = export_database(db_path, directory)
@@ -60,10 +59,7 @@ def otel(out: str | None, db_path: str, endpoint: str | None) -> None:
 
     if not out and not endpoint:
         raise click.UsageError("give OUT, --endpoint URL, or both")
-    from evalkit.output.paths import output_clash
-
-    if problem := output_clash([("OUT", out)], database=db_path):
-        raise click.UsageError(problem)
+    refuse_output_clash([("OUT", out)], database=db_path)
     if endpoint:
         try:
             import opentelemetry.proto  # noqa: F401 — sending needs the protobuf types

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from evalkit.commands.kit import EXIT_BAD_INPUT, warn, workers_option
+from evalkit.commands.kit import EXIT_BAD_INPUT, refuse_output_clash, warn, workers_option
 from evalkit.present.safe import sanitize
 
 
@@ -87,12 +87,8 @@ def import_command(
         raise click.UsageError("missing FILE")
     if not out_dir:
         raise click.UsageError("missing -o/--out DIR")
-    from evalkit.output.paths import OutputClash, check_outputs
-
-    try:  # the directory and the database against the inputs (the files in DIR are named later)
-        check_outputs([("-o", out_dir), ("--db", db_path)], inputs=[f for f in files if not Path(f).is_dir()])
-    except OutputClash as exc:
-        raise click.UsageError(str(exc)) from None
+    # the directory and the database against the input files (the files in DIR are named later)
+    refuse_output_clash([("-o", out_dir), ("--db", db_path)], inputs=[f for f in files if not Path(f).is_dir()])
     try:
         importer = importers.get_importer(format_name)
     except KeyError as exc:

@@ -17,7 +17,7 @@ from evalkit.present.safe import sanitize
 
 __all__ = [
     "DEFAULT_DB", "EXIT_BAD_INPUT", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE",
-    "ExistingFile", "db_option", "fail", "format_option", "judge_call_options", "warn",
+    "ExistingFile", "db_option", "fail", "format_option", "judge_call_options", "refuse_output_clash", "warn",
 ]
 
 DEFAULT_DB = "evalkit.db"
@@ -46,6 +46,15 @@ class ExistingFile(click.Path):
         if isinstance(value, str) and value != "-" and not os.path.lexists(value):
             self.fail(f"{value}: no such {self.noun}{self.hint.format(value=value)}", param, ctx)
         return super().convert(value, param, ctx)
+
+
+def refuse_output_clash(outputs, *, database=None, inputs=(), writes_database: bool = False) -> None:
+    """The output-path rule (evalkit.output.paths.output_clash) as a usage error (exit 2, one line
+    naming both files), checked before a command opens anything."""
+    from evalkit.output.paths import output_clash
+
+    if problem := output_clash(outputs, database=database, inputs=inputs, writes_database=writes_database):
+        raise click.UsageError(problem)
 
 
 def db_option(*, existing: bool = False, help: str = "SQLite database.") -> Callable:

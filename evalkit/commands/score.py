@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_GATE, db_option, fail, format_option, warn, workers_option
+from evalkit.commands.kit import (EXIT_BAD_INPUT, EXIT_GATE, db_option, fail, format_option, refuse_output_clash, warn,
+                                  workers_option)
 
 
 def _check_gates(result: dict, **limits: float | None) -> str | None:
@@ -21,19 +22,15 @@ def _check_outputs(paths, scenario_files, *, out_path, parquet_dir, db_path) -> 
     """The output-path rule (evalkit.output.paths) for score: --out, --parquet and the database
     against each other and the input files (local ones; stdin and URLs are not files here)."""
     from evalkit.engines.sources import expand, is_url
-    from evalkit.output.paths import OutputClash, check_outputs
 
     local = [p for p in paths if p != "-" and not is_url(p)]
-    try:
-        # the files found in directories are listed only when an output exists to be overwritten
-        check_outputs([("--out", out_path), ("--parquet", parquet_dir)], database=db_path,
-                      inputs=itertools.chain(scenario_files, expand(local)))
-        # the database against the files named: SQLite writes into no file that is not a database,
-        # so searching every directory for it (~1 s per 50,000 files, on every run) buys nothing
-        check_outputs([], database=db_path, writes_database=True,
-                      inputs=[*scenario_files, *(p for p in local if not os.path.isdir(p))])
-    except OutputClash as exc:
-        raise click.UsageError(str(exc)) from None
+    # the files found in directories are listed only when an output exists to be overwritten
+    refuse_output_clash([("--out", out_path), ("--parquet", parquet_dir)], database=db_path,
+                        inputs=itertools.chain(scenario_files, expand(local)))
+    # the database against the files named: SQLite writes into no file that is not a database,
+    # so searching every directory for it (~1 s per 50,000 files, on every run) buys nothing
+    refuse_output_clash([], database=db_path, writes_database=True,
+                        inputs=[*scenario_files, *(p for p in local if not os.path.isdir(p))])
 
 
 def register(group: click.Group) -> None:

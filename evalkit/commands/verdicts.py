@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_OK, fail, warn
+from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_OK, fail, refuse_output_clash, warn
 
 
 def register(group: click.Group) -> None:
@@ -40,12 +40,7 @@ def register(group: click.Group) -> None:
         if not files and not missing:
             where = " ".join(list(paths) + list(patterns)) or "results/*.json"
             raise click.UsageError(f"no result files (*.json) found in: {where}")
-        from evalkit.output.paths import OutputClash, check_outputs
-
-        try:
-            check_outputs([("--json-out", json_out)], inputs=files)
-        except OutputClash as exc:
-            raise click.UsageError(str(exc)) from None
+        refuse_output_clash([("--json-out", json_out)], inputs=files)
         summary = v.score_result_files(paths, patterns, order=order, threshold=threshold)
         scores = summary["files"]
         if scores:
