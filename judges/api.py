@@ -208,6 +208,7 @@ async def ajudge_cards(cards: Iterable[Any], models: Iterable[str], *, db: str =
     """`judge_cards` for callers that already run an event loop (e.g. a notebook)."""
     check_resample(resample, seed)
     cfg, rub, store = _setup(db, rubric, config, config_path)
+    judges: list[Judge] = []
     try:
         judges = _judges(models, cfg, api_base, temperature, api_key, store, output_mode, max_input_tokens)
         _preflight(judges)
@@ -218,6 +219,10 @@ async def ajudge_cards(cards: Iterable[Any], models: Iterable[str], *, db: str =
             refresh=refresh, progress=progress, summary=Summary(skipped=skipped))
     finally:
         store.close()
+        for judge in judges:
+            close = getattr(judge, "aclose", None)
+            if callable(close):
+                await close()
     return JudgeResult(annotations=annotations, summary=summary, rubric=rub)
 
 

@@ -33,6 +33,8 @@ class RequestTable(ConfigModel):
     max_tokens: int = Field(1024, ge=1)
     rationale_max_chars: int = Field(800, ge=1)
     timeout_s: float = Field(120.0, gt=0)
+    reply_max_bytes: int = Field(4 * 2**20, ge=1)
+    rationale_limit_chars: int = Field(20_000, ge=1)
     concurrency: int = Field(4, ge=1)
     reask: int = Field(1, ge=0)
     output_mode: OutputMode = "auto"
@@ -65,7 +67,9 @@ class JudgeConfig:
     temperature: float = 0.0
     max_tokens: int = 1024
     rationale_max_chars: int = 800
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0             # one attempt, whole: connect, headers and body
+    reply_max_bytes: int = 4 * 2**20     # a longer reply is not read further (a judge_error)
+    rationale_limit_chars: int = 20_000  # a longer rationale makes the reply invalid
     concurrency: int = 4
     reask: int = 1
     output_mode: str = "auto"
@@ -118,7 +122,8 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
     return JudgeConfig(
         default_rubric=parsed.default_rubric, temperature=float(req.temperature), max_tokens=req.max_tokens,
         rationale_max_chars=req.rationale_max_chars,
-        timeout_s=float(req.timeout_s), concurrency=req.concurrency, reask=req.reask,
+        timeout_s=float(req.timeout_s), reply_max_bytes=req.reply_max_bytes,
+        rationale_limit_chars=req.rationale_limit_chars, concurrency=req.concurrency, reask=req.reask,
         output_mode=req.output_mode, max_input_tokens=req.max_input_tokens, attempts=retry.attempts,
         initial_wait_s=float(retry.initial_wait_s), max_wait_s=float(retry.max_wait_s),
         jitter_s=float(retry.jitter_s), max_retry_after_s=float(retry.max_retry_after_s),

@@ -1,8 +1,16 @@
 """The built-in judge: any litellm model, structured output, fail-closed validation, retries, cost.
 
+Bounds: each attempt, whole (connect, headers and body), ends within `[request].timeout_s`; a
+read that never stalls long enough for a per-read timeout (a body trickled a byte at a time, a
+chunked body or headers that never end) is cut there too. Requests to OpenAI-compatible servers
+(the `openai` provider: OpenAI itself and every --api-base server) go through evalkit's own httpx
+client (judges/transport.py): a reply over `[request].reply_max_bytes` is refused while it is
+read, and a redirect is an error naming both URLs, never followed (the request carries the key
+and the transcript). Other providers use litellm's own client, under the same deadline.
+
 Retry policy (tenacity is the only retrier; litellm's and the OpenAI SDK's own retries are off):
-429 (waiting the server's Retry-After / retry-after-ms when given, capped), 5xx, timeouts and
-dropped connections are retried with exponential backoff plus jitter, up to `[retry].attempts`
+429 (waiting the server's Retry-After / retry-after-ms when given, capped), 5xx, timeouts (the
+deadline included) and dropped connections are retried with exponential backoff plus jitter, up to `[retry].attempts`
 tries. Not retried, because no retry can help: a refused connection (nothing listening), a
 request whose shape the server rejected (400/422, or a 5xx whose body is a request-validation
 error naming response_format / json_schema / tools: the output mode steps down instead, see
@@ -17,9 +25,16 @@ first shape costs one extra request, not one per call in flight.
 Context: the prompt is counted with litellm's token counter before sending and the bundle is
 shrunk to the input limit (judges/context.py); a bundle that cannot fit is never sent.
 
-An invalid reply (not JSON, or not matching the rubric's schema) is re-asked up to
-`[request].reask` times with the validation error; after that the run gets a `judge_error` that
-keeps the raw reply. Nothing is ever defaulted or repaired into a score.
+An invalid reply (not JSON, not matching the rubric's schema, or a rationale over
+`[request].rationale_limit_chars`) is re-asked up to `[request].reask` times with the validation
+error and the first 2,000 characters of the reply; after that the run gets a `judge_error` that
+keeps the raw reply. A reply the server got wrong (no choices, content that is not text, a body
+the client cannot read, a reply too large) is a `judge_error` at once, with a one-line reason;
+usage figures that are not plausible counts are stored as unknown. Nothing is ever defaulted or
+repaired into a score.
+
+Every reply is redacted (judges/redaction.py) before anything reads it, so what is parsed,
+stored and cached is one and the same text.
 """
 from __future__ import annotations
 
@@ -33,7 +48,6 @@ import random
 import socket
 import time
 import urllib.parse
-import urllib.request
 import warnings
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -48,14 +62,17 @@ from evalkit.judges import output_modes as modes  # noqa: E402
 from evalkit.judges.concurrency import request_slot  # noqa: E402
 from evalkit.judges.config import JudgeConfig, load_config  # noqa: E402
 from evalkit.judges.context import DoesNotFit, fit  # noqa: E402
-from evalkit.judges.prompt import reask_message, render_messages  # noqa: E402
+from evalkit.judges.prompt import reask_message, render_messages, reply_excerpt  # noqa: E402
 from evalkit.judges.protocol import Annotation, JudgeFatalError, JudgeSetupError  # noqa: E402
 from evalkit.judges.rubrics import Rubric, annotation_model, response_format  # noqa: E402
-from evalkit.judges.redaction import redact, register_secret  # noqa: E402
+from evalkit.judges.redaction import redact, redact_value, register_secret  # noqa: E402
+from evalkit.judges import transport  # noqa: E402
 
 # litellm imports provider modules lazily, on the first call; their pydantic types warn about
 # themselves, which says nothing to an evalkit user
 warnings.filterwarnings("ignore", message=r".*`ReadOnly` qualifier", category=UserWarning)
+# litellm re-serialises a reply whose content is not text; evalkit says so itself, in one line
+warnings.filterwarnings("ignore", message=r"Pydantic serializer warnings", category=UserWarning)
 litellm.suppress_debug_info = True
 litellm.drop_params = False
 logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)
@@ -109,7 +126,30 @@ def rejected_parameter(exc: BaseException) -> str | None:
     return modes.rejected_parameter(_status(exc), error_text(exc))
 
 
+class AttemptTimedOut(Exception):
+    """No complete reply within the attempt's deadline (retried, as a timeout is)."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"no complete reply within {seconds:g} s (connect, headers and body; "
+                         "[request].timeout_s)")
+
+
+class UnreadableReply(Exception):
+    """The server sent a whole 200 reply that is not a chat completion evalkit can read."""
+
+
+def _one_line(exc: BaseException, limit: int = 160) -> str:
+    """An exception's message without the traceback some libraries paste into it, on one line."""
+    text = str(getattr(exc, "message", None) or exc).split("Traceback (most recent call last)")[0]
+    text = " ".join(text.split()) or type(exc).__name__
+    return redact(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
 def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, AttemptTimedOut):
+        return True
+    if isinstance(exc, (transport.Redirected, transport.ReplyRefused, UnreadableReply)):
+        return False  # the same request would get the same answer
     if isinstance(exc, litellm.ContextWindowExceededError) or is_missing_key(exc):
         return False
     if connection_refused(exc) or rejected_parameter(exc) is not None:
@@ -177,22 +217,6 @@ def _key_like(name: str) -> bool:
     return any(part in name for part in ("KEY", "TOKEN", "SECRET", "CREDENTIAL"))
 
 
-def model_ids(api_base: str, timeout: float = 5.0) -> list[str] | None:
-    """The ids an OpenAI-compatible server lists at GET {api_base}/models; None if it cannot say."""
-    url = api_base.rstrip("/") + "/models"
-    key = os.environ.get("OPENAI_API_KEY") or "no-key"
-    try:
-        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (the user's own URL)
-            data = json.loads(resp.read().decode("utf-8", "replace"))
-        entries = data.get("data") if isinstance(data, dict) else None
-        if entries is None and isinstance(data, dict):
-            entries = data.get("models")  # Ollama's /api/tags shape, served by some proxies
-        return sorted({str(e.get("id") or e.get("name")) for e in entries or [] if isinstance(e, dict)})
-    except Exception:
-        return None
-
-
 class LiteLLMJudge:
     def __init__(self, model: str, *, config: JudgeConfig | None = None, api_base: str | None = None,
                  temperature: float | None = None, api_key: str | None = None,
@@ -230,6 +254,7 @@ class LiteLLMJudge:
         self.notes: list[str] = []  # output-mode step-downs, for the summary
         self.accepted_mode: str | None = None  # the last mode a response came back in
         self._probe = asyncio.Lock()
+        self._http: tuple | None = None  # (event loop, httpx client, OpenAI client): clients are per loop
 
     # -- what is known before the first request ------------------------------------------------
     def _model_info(self) -> dict | None:
@@ -285,6 +310,50 @@ class LiteLLMJudge:
             raise JudgeSetupError(f"no API key for {self.model}: set {' or '.join(keys)} in the environment "
                                   f"(litellm reads it for provider {self.provider or 'unknown'})")
 
+    # -- the HTTP client --------------------------------------------------------------------------
+    def _key(self) -> str | None:
+        return self._api_key or os.environ.get("OPENAI_API_KEY")
+
+    def _clients(self):
+        """(httpx client, OpenAI client) over evalkit's bounded transport, for the running event
+        loop; None when litellm builds its own: another provider, or no key (litellm then says
+        which is missing)."""
+        if self.provider != "openai" or not self._key():
+            return None
+        loop = asyncio.get_running_loop()
+        if self._http is None or self._http[0] is not loop:
+            import openai
+
+            http = transport.http_client(self.config.reply_max_bytes, self.config.timeout_s)
+            base = self.api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") \
+                or "https://api.openai.com/v1"
+            self._http = (loop, http, openai.AsyncOpenAI(api_key=self._key(), base_url=base, max_retries=0,
+                                                          timeout=self.config.timeout_s, http_client=http))
+        return self._http[1:]
+
+    async def aclose(self) -> None:
+        """Close the HTTP client of the running loop (the API calls this when a run ends)."""
+        if self._http is not None and self._http[0] is asyncio.get_running_loop():
+            await self._http[1].aclose()
+        self._http = None
+
+    async def _attempt(self, kwargs: dict):
+        """One request, bounded as a whole by the deadline; what went wrong named in evalkit's terms."""
+        with transport.watch() as seen:
+            timer = asyncio.timeout(self.config.timeout_s)
+            try:
+                async with timer:
+                    return await litellm.acompletion(**kwargs)
+            except Exception as exc:
+                if timer.expired():
+                    raise AttemptTimedOut(self.config.timeout_s) from None
+                if seen.refused is not None:
+                    raise seen.refused from None
+                if seen.status == 200 and seen.body is not None:  # sent whole, then not understood
+                    raise UnreadableReply(modes.body_problem(seen.body) or
+                                          f"the server's reply could not be read: {_one_line(exc)}") from None
+                raise
+
     # -- one HTTP request with transport retries --------------------------------------------
     async def _complete(self, messages: list[dict], shape: dict, counters: dict):
         kwargs = dict(model=self.requested_model, messages=messages, timeout=self.config.timeout_s,
@@ -293,6 +362,9 @@ class LiteLLMJudge:
             kwargs["api_base"] = self.api_base
         if self._api_key:
             kwargs["api_key"] = self._api_key
+        clients = self._clients()
+        if clients is not None:
+            kwargs["client"] = clients[1]
 
         def before_sleep(state) -> None:
             counters["retries"] += 1
@@ -305,7 +377,7 @@ class LiteLLMJudge:
             with attempt:
                 counters["attempts"] += 1
                 async with request_slot():  # the run's adaptive in-flight limit (a 429 lowers it)
-                    return await litellm.acompletion(**kwargs)
+                    return await self._attempt(kwargs)
 
     def _cost(self, response, prompt_tokens: int, completion_tokens: int) -> float | None:
         """USD for one response: the configured price if any, else litellm's own figure (computed
@@ -359,7 +431,7 @@ class LiteLLMJudge:
                    lambda msgs: self.count_tokens(msgs, shape), self.max_input_tokens)
 
     # -- errors a person can act on ---------------------------------------------------------------
-    def _fatal_message(self, exc: BaseException) -> str:
+    async def _fatal_message(self, exc: BaseException) -> str:
         where = self.api_base or self.model
         if connection_refused(exc):
             return f"nothing listening at {where} (connection refused): start the server or fix --api-base"
@@ -369,13 +441,23 @@ class LiteLLMJudge:
                 "check the API key in the environment"
             return f"{self.model}: {_describe(exc)} — not retried; {hint}"
         if isinstance(exc, litellm.NotFoundError) and self.api_base:
-            ids = model_ids(self.api_base)
+            clients = self._clients()
+            ids = await transport.model_ids(clients[0], self.api_base, self._key() or "no-key") \
+                if clients else None
             name = self.requested_model.split("/", 1)[-1]
             if ids:
                 return (f"{self.api_base} has no model {name!r}; it offers: {', '.join(ids)} "
                         f"(use --model openai/<id>)")
             return f"{self.api_base} has no model {name!r} (404: {_server_says(exc)})"
         return f"{self.model}: {_describe(exc)} — not retried; check the model name, --api-base and the API key"
+
+    def _over_limit(self, values: dict) -> str | None:
+        """The reason a valid reply is still refused: a rationale too long to store."""
+        rationale = values.get("rationale")
+        limit = self.config.rationale_limit_chars
+        if isinstance(rationale, str) and len(rationale) > limit:
+            return f"rationale: {len(rationale)} characters, over the limit of {limit} ([request].rationale_limit_chars)"
+        return None
 
     async def annotate(self, bundle: dict, rubric: Rubric) -> Annotation:
         if not self._settled:
@@ -388,7 +470,7 @@ class LiteLLMJudge:
         model_cls = annotation_model(rubric)
         base_format = response_format(rubric)
         counters = {"attempts": 0, "retries": 0}
-        tokens = [0, 0]
+        tokens: list[int | None] = [0, 0]
         cost: float | None = 0.0
         raw: str | None = None
         start = time.perf_counter()
@@ -397,8 +479,10 @@ class LiteLLMJudge:
         elided = [0]
 
         def finish(status: str, **extra) -> Annotation:
+            if extra.get("error") is not None:
+                extra["error"] = redact(extra["error"])
             return Annotation(
-                status=status, raw_response=redact(raw) if raw is not None else None, request=request,
+                status=status, raw_response=raw, request=redact_value(request),
                 prompt_tokens=tokens[0], completion_tokens=tokens[1], cost_usd=cost,
                 latency_ms=(time.perf_counter() - start) * 1000.0, attempts=counters["attempts"],
                 retries=counters["retries"], output_mode=mode, elided_events=elided[0], **extra)
@@ -430,6 +514,12 @@ class LiteLLMJudge:
             except litellm.ContextWindowExceededError as exc:
                 return finish("judge_error", error=f"{_describe(exc)} (set --max-input-tokens below the "
                                                    "server's context size)")
+            except AttemptTimedOut as exc:
+                return finish("judge_error", error=f"after {counters['attempts']} attempts: {exc}")
+            except (transport.ReplyRefused, UnreadableReply) as exc:
+                return finish("judge_error", error=str(exc))
+            except transport.Redirected as exc:
+                raise JudgeFatalError(str(exc), finish("judge_error", error=str(exc))) from None
             except Exception as exc:
                 refused = rejected_parameter(exc)
                 if refused is not None:
@@ -447,19 +537,31 @@ class LiteLLMJudge:
                     continue
                 if not (isinstance(exc, _FATAL) or is_missing_key(exc) or connection_refused(exc)):
                     return finish("judge_error", error=f"after {counters['attempts']} attempts: {_describe(exc)}")
-                raise JudgeFatalError(self._fatal_message(exc), finish("judge_error", error=_describe(exc))) from None
+                raise JudgeFatalError(await self._fatal_message(exc),
+                                      finish("judge_error", error=_describe(exc))) from None
             self._settled = True
             self.accepted_mode = mode  # the server took this request shape, whatever the model answered
             usage = getattr(response, "usage", None)
-            p_tok = int(getattr(usage, "prompt_tokens", 0) or 0)
-            c_tok = int(getattr(usage, "completion_tokens", 0) or 0)
-            tokens[0] += p_tok
-            tokens[1] += c_tok
-            call_cost = self._cost(response, p_tok, c_tok)
+            p_tok = modes.token_count(getattr(usage, "prompt_tokens", 0) or 0)
+            c_tok = modes.token_count(getattr(usage, "completion_tokens", 0) or 0)
+            tokens = [None if t is None or n is None else t + n for t, n in zip(tokens, (p_tok, c_tok))]
+            call_cost = self._cost(response, p_tok, c_tok) if p_tok is not None and c_tok is not None else None
             cost = None if cost is None or call_cost is None else cost + call_cost
-            raw = modes.reply_text(mode, response.choices[0].message)
+            choices = getattr(response, "choices", None) or []
+            if not choices:
+                return finish("judge_error", error="the reply has no choices")
+            message = getattr(choices[0], "message", None)
+            shape_fault = modes.content_problem(getattr(message, "content", None))
+            if shape_fault is not None:
+                return finish("judge_error", error=shape_fault)
+            raw = redact(modes.reply_text(mode, message))  # the one place a reply enters evalkit
             try:
                 parsed = model_cls.model_validate_json(modes.extract_json(mode, raw))
+                values = parsed.model_dump(mode="json")
+                cleaned = redact_value(values)
+                if cleaned != values:  # a key written with JSON escapes: store what was parsed
+                    values, raw = cleaned, json.dumps(cleaned, ensure_ascii=False)
+                problem = self._over_limit(values)
             except ValidationError as exc:
                 problem = "; ".join(
                     f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:8])
@@ -471,10 +573,12 @@ class LiteLLMJudge:
                         continue
                     problem += f" (the reply is prose around JSON: the server seems to ignore {mode} mode; " \
                                "try --output-mode prompt)"
+            if problem is not None:
                 if ask < self.config.reask:
                     ask += 1
-                    messages = messages + [{"role": "assistant", "content": raw}, reask_message(problem)]
+                    messages = messages + [{"role": "assistant", "content": reply_excerpt(raw)},
+                                           reask_message(problem)]
                     continue
                 return finish("judge_error", error=f"invalid reply after {ask + 1} asks: {problem}")
-            return finish("ok", values=parsed.model_dump(mode="json"))
+            return finish("ok", values=values)
         return finish("judge_error", error="no output mode produced a reply")

@@ -163,6 +163,50 @@ def request_shape(mode: str, json_schema_format: dict, max_tokens: int | None = 
     raise ValueError(f"unknown output mode {mode!r}")
 
 
+_JSON_TYPE = {"int": "number", "float": "number", "bool": "boolean", "list": "array", "dict": "object"}
+
+
+def content_problem(content) -> str | None:
+    """Why a reply message's content is not text a judge answer can be read from (None: it is)."""
+    if content is None or isinstance(content, str):
+        return None
+    kind = _JSON_TYPE.get(type(content).__name__, type(content).__name__)
+    return f"the reply's message content is a{'n' if kind[0] in 'aeiou' else ''} {kind}, not text"
+
+
+def body_problem(body: bytes | None) -> str | None:
+    """Why a 200 reply body is not a chat completion evalkit can read, in one line (None: no
+    fault found in its shape). Used when the client library failed on a reply the server sent
+    whole, so the reason names the reply, not the library."""
+    if body is None:
+        return None
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return "the reply body is not JSON"
+    if not isinstance(payload, dict):
+        return "the reply body is not a JSON object"
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return "the reply has no choices"
+    message = choices[0].get("message") if isinstance(choices[0], dict) else None
+    if not isinstance(message, dict):
+        return "the reply's first choice has no message"
+    return content_problem(message.get("content"))
+
+
+# A count a server reports that is above this is not believed (SQLite's integers stop at 2**63)
+MAX_TOKENS_REPORTED = 10**12
+
+
+def token_count(value) -> int | None:
+    """A usage figure as reported, or None when it is not a plausible count (not an integer,
+    negative, or beyond MAX_TOKENS_REPORTED): unknown, never a made-up number."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS_REPORTED:
+        return None
+    return value
+
+
 def reply_text(mode: str, message) -> str:
     """The text to validate from a response message (litellm's Message or a dict)."""
     get = message.get if isinstance(message, dict) else (lambda k, d=None: getattr(message, k, d))
@@ -183,7 +227,7 @@ def _parses(text: str) -> bool:
     try:
         json.loads(text, strict=False)
         return True
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser's stack: not an answer
         return False
 
 
@@ -194,9 +238,12 @@ def first_json_object(text: str) -> str | None:
         candidate = block.strip()
         if candidate.startswith("{") and _parses(candidate):
             return candidate
+    # every start rescans what follows it: bound the total, or a reply of a million `{` takes hours
+    budget = 4 * len(text) + 100_000
     start = text.find("{")
     while start != -1:
         depth, in_str, escape = 0, False, False
+        end = len(text)
         for i in range(start, len(text)):
             ch = text[i]
             if in_str:
@@ -216,7 +263,11 @@ def first_json_object(text: str) -> str | None:
                     candidate = text[start:i + 1]
                     if _parses(candidate):
                         return candidate
+                    end = i
                     break
+        budget -= end - start + 1
+        if budget < 0:
+            return None
         start = text.find("{", start + 1)
     return None
 
@@ -234,11 +285,11 @@ def extract_json(mode: str, text: str) -> str:
     try:
         json.loads(text)
         return text
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     try:
         return json.dumps(json.loads(text, strict=False), ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # the validator says why (its parser stops at a depth)
         return text
 
 

@@ -70,6 +70,17 @@ def render_messages(bundle: dict, rubric: Rubric) -> list[dict]:
             {"role": "user", "content": user_prompt(bundle)}]
 
 
+REASK_EXCERPT_CHARS = 2000
+
+
+def reply_excerpt(reply: str, limit: int = REASK_EXCERPT_CHARS) -> str:
+    """The bad reply as a re-ask repeats it: the first `limit` characters and a note saying how
+    long it was. Enough for the model to see its mistake; never a megabyte sent back."""
+    if len(reply) <= limit:
+        return reply
+    return f"{reply[:limit]}\n[... the reply went on: {len(reply)} characters; the first {limit} are shown]"
+
+
 def reask_message(error: str) -> dict:
     return {"role": "user", "content": (
         "Your reply was not a valid answer: " + error + "\n"

@@ -1,8 +1,13 @@
 """Keep API keys out of everything the judge stores or prints.
 
 Keys are read by litellm from the environment; evalkit never stores them. As a second line of
-defence, any text about to be stored (error messages, raw replies) has the values of secret-looking
-environment variables replaced, since some providers echo the key back in an error message.
+defence, the values of secret-looking environment variables (and keys passed explicitly) are
+replaced in everything a judge call yields, since a provider may echo the key in an error and a
+model may repeat it in its answer. The litellm judge redacts a reply once, where it enters
+evalkit, before it is parsed: the parsed values, the stored annotation, its rationale and the
+cached raw reply are then all read from one redacted text, and a cache hit re-reads that same
+text, so it yields the same annotation. The request (the prompt quotes the run, which may
+contain a key the agent printed) and error texts are redacted before they are stored.
 """
 from __future__ import annotations
 
@@ -33,3 +38,15 @@ def redact(text: str | None) -> str | None:
     for value in secret_values():
         text = text.replace(value, "[REDACTED]")
     return _BEARER.sub(r"\1[REDACTED]", text)
+
+
+def redact_value(value):
+    """`redact` applied to every string inside a JSON-like value (dict keys included), the rest
+    unchanged: for what is stored as JSON (the request, parsed values)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact_value(k): redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v) for v in value]
+    return value

@@ -22,6 +22,20 @@ Behaviour per request: the next entry of the script queued for the request's mod
   until the reply budget (``max_tokens``, one character per token) cuts the JSON inside the
   string (``finish_reason: "length"``).
 
+**Rude behaviours** (the hostile-server tests): ``trickle`` (a valid reply whose body comes one
+byte every ``server.trickle_s``), ``endless_chunked`` (a chunked body that never ends, a small
+chunk every ``server.trickle_s``), ``endless_headers`` (a header line every ``server.trickle_s``,
+never a blank line), ``huge`` (a 200 of ``server.huge_bytes`` bytes: one long content string,
+with a Content-Length; ``huge_chunked`` the same without one), ``redirect_302`` / ``redirect_307``
+(``Location: server.redirect_to`` + the request path), ``no_choices`` (``"choices": []``),
+``huge_usage`` (``usage.prompt_tokens = 10**30``), ``content_int`` (``content: 123``), ``nested``
+(content of ``server.nested_depth`` ``[``), ``echo_key`` (a valid answer whose rationale quotes the
+Authorization header it got) and ``long_rationale`` (a valid answer whose rationale has
+``server.rationale_chars`` characters). ``server.models_redirect`` makes ``GET /models`` a ``302``
+to that URL; ``server.listings`` records each ``GET /models``. Endless behaviours stop when the
+client goes away, on ``reset()``, or after 60 s.
+``RecordingListener`` (on 127.0.0.2 by default) answers anything ``200 {}`` and records what it got.
+
 **Rate-limit mode** (``server.capacity = K``): a chat request that arrives while K requests are
 being answered gets ``429`` (with ``Retry-After``) instead of its behaviour, as a provider's
 concurrency limit does; ``server.rate_limited`` counts them.
@@ -245,6 +259,7 @@ class FakeLLMServer:
         self.slow_s = 2.0
         self.content: str | None = None
         self.mode: str | None = None  # judging mode: None, "constant" or "gullible"
+        self._rude_defaults()
         self.requests: list[dict] = []
         self._scripts: dict[str, deque] = defaultdict(deque)
         self._lock = threading.Lock()
@@ -297,6 +312,18 @@ class FakeLLMServer:
         self.dialect = "openai"
         self.context_limit = 1500
         self.models = None
+        self._rude_defaults()
+
+    def _rude_defaults(self) -> None:
+        self.trickle_s = 2.0
+        self.huge_bytes = 100 * 2**20
+        self.redirect_to = "http://127.0.0.2:9/v1"
+        self.models_redirect: str | None = None
+        self.listings: list[dict] = []  # GET /models requests (path, headers)
+        self.nested_depth = 10**5
+        self.rationale_chars = 20 * 2**20
+        # endless behaviours end when this changes (reset), so a test cannot leave one running
+        self.generation = getattr(self, "generation", 0) + 1
 
     def start(self) -> "FakeLLMServer":
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -347,6 +374,78 @@ class FakeLLMServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
+            def _redirect(self, code: int, location: str) -> None:
+                self.send_response(code)
+                self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def _rude(self, behaviour: str, reply: dict) -> bool:
+                """Answer a rude behaviour; False when `behaviour` is not one."""
+                generation, until = server.generation, time.monotonic() + 60.0
+
+                def going() -> bool:
+                    return server.generation == generation and time.monotonic() < until
+
+                try:
+                    if behaviour in ("redirect_302", "redirect_307"):
+                        self._redirect(int(behaviour[-3:]), server.redirect_to.rstrip("/") + self.path.removeprefix("/v1"))
+                    elif behaviour == "trickle":
+                        data = json.dumps(reply).encode()
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        for byte in data:
+                            if not going():
+                                break
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(server.trickle_s)
+                    elif behaviour == "endless_chunked":
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Transfer-Encoding", "chunked")
+                        self.end_headers()
+                        while going():
+                            self.wfile.write(b"10\r\n" + b" " * 16 + b"\r\n")
+                            self.wfile.flush()
+                            time.sleep(server.trickle_s)
+                    elif behaviour == "endless_headers":
+                        self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                        n = 0
+                        while going():
+                            self.wfile.write(f"X-Never-Ending-{n}: yes\r\n".encode())
+                            self.wfile.flush()
+                            n += 1
+                            time.sleep(server.trickle_s)
+                    elif behaviour in ("huge", "huge_chunked"):
+                        head, tail = json.dumps(reply).encode().split(b'"@@CONTENT@@"')
+                        filler = max(0, server.huge_bytes - len(head) - len(tail) - 2)
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        chunked = behaviour == "huge_chunked"
+                        if chunked:
+                            self.send_header("Transfer-Encoding", "chunked")
+                        else:
+                            self.send_header("Content-Length", str(len(head) + filler + 2 + len(tail)))
+                        self.end_headers()
+                        block = b"x" * 2**16
+                        pieces = [head + b'"'] + [block] * (filler // len(block)) + \
+                            [b"x" * (filler % len(block)), b'"' + tail]
+                        for piece in pieces:
+                            if not going():
+                                break
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+                        if chunked:
+                            self.wfile.write(b"0\r\n\r\n")
+                    else:
+                        return False
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
+                return True
+
             def _error(self, code: int, message: str, kind: str, headers=None) -> None:
                 self._send(code, {"error": {"message": message, "type": kind, "code": code}}, headers)
 
@@ -354,6 +453,11 @@ class FakeLLMServer:
                 if self.path.rstrip("/") == "/_stats":
                     return self._send(200, {"count": server.count, "answered": server.answered,
                                             "held": server.held})
+                if self.path.rstrip("/").endswith("/models"):
+                    with server._lock:
+                        server.listings.append({"path": self.path, "headers": dict(self.headers.items())})
+                if self.path.rstrip("/").endswith("/models") and server.models_redirect:
+                    return self._redirect(302, server.models_redirect)
                 if self.path.rstrip("/").endswith("/models"):
                     ids = server.models if server.models is not None else ["fake-model"]
                     return self._send(200, {"object": "list", "data": [
@@ -419,6 +523,12 @@ class FakeLLMServer:
                     users[-1].get("content")) else messages[-1].get("content", ""), sort_keys=True)
                 if behaviour == "malformed":
                     content = "Sure! Here is my grading: {situation_assessment: 3,"
+                elif behaviour == "nested":
+                    content = "[" * server.nested_depth
+                elif behaviour == "content_int":
+                    content = 123
+                elif behaviour in ("huge", "huge_chunked"):
+                    content = "@@CONTENT@@"
                 elif behaviour == "schema_violation":
                     content = json.dumps({"safety": 7, "rationale": "step 1"})
                 elif server.content is not None:
@@ -431,6 +541,11 @@ class FakeLLMServer:
                     value = instance_from_schema(schema, seed) if schema else {"text": "ok"}
                     if schema and server.mode in ("constant", "gullible"):
                         value = judged(instance_from_schema(schema, "constant"), body, server.mode)
+                    if isinstance(value, dict) and behaviour == "echo_key":
+                        token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                        value["rationale"] = f"Step 1 is fine. By the way, your key is {token}."
+                    if isinstance(value, dict) and behaviour == "long_rationale":
+                        value["rationale"] = "r" * server.rationale_chars
                     content = json.dumps(value)
                     if server.dialect == "plain":  # chatty: prose, a stray brace, a fence, more prose
                         content = ("Sure. I read the run {step by step} and here is my grading:\n\n```json\n"
@@ -446,15 +561,66 @@ class FakeLLMServer:
                          "function": {"name": name, "arguments": content}}]}
                     finish = "tool_calls"
                 prompt_chars = sum(len(json.dumps(m.get("content", ""))) for m in messages)
-                usage = {"prompt_tokens": max(1, prompt_chars // 4), "completion_tokens": max(1, len(content) // 4)}
+                usage = {"prompt_tokens": max(1, prompt_chars // 4),
+                         "completion_tokens": max(1, len(str(content)) // 4)}
+                if behaviour == "huge_usage":
+                    usage["prompt_tokens"] = 10**30
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-                self._send(200, {
+                reply = {
                     "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
-                    "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+                    "choices": [] if behaviour == "no_choices" else
+                    [{"index": 0, "finish_reason": finish, "message": message}],
                     "usage": usage,
-                })
+                }
+                if not self._rude(behaviour, reply):
+                    self._send(200, reply)
 
         return Handler
+
+
+class RecordingListener:
+    """A server that answers every request ``200 {}`` and records it (method, path, headers): the
+    other host a redirect points at, to show what it received."""
+
+    def __init__(self, host: str = "127.0.0.2", port: int = 0):
+        self.requests: list[dict] = []
+        listener = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def _record(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+                listener.requests.append({"method": self.command, "path": self.path,
+                                          "headers": dict(self.headers.items()), "body": body})
+                data = b"{}"
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _record  # noqa: N815 (http.server naming)
+
+        self._httpd = ThreadingHTTPServer((host, port), Handler)
+        self._httpd.daemon_threads = True
+        self.host = host
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self._httpd.server_address[1]}"
+
+    def __enter__(self) -> "RecordingListener":
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
 
 
 def main() -> None:
@@ -462,8 +628,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8765, help="0 picks a free port (printed)")
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--dialect", choices=DIALECTS, default="openai")
+    parser.add_argument("--default", default="ok", help="the behaviour of every request (e.g. huge)")
     args = parser.parse_args()
     server = FakeLLMServer(latency=args.latency, port=args.port, dialect=args.dialect)
+    server.default = args.default
     print(f"fake LLM server on {server.api_base}", flush=True)
     try:
         server._httpd.serve_forever()

@@ -1,0 +1,187 @@
+"""A judge server that never finishes, answers too much, or points elsewhere: each attempt is
+bounded in time (connect + headers + body) and in size while it is read, and a redirect is an
+error naming both URLs that sends nothing (no transcript, no key) to the other host.
+
+Everything goes through the real litellm client to tests/fake_llm_server.py on 127.0.0.1; the
+other host is a RecordingListener on 127.0.0.2.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import evalkit.cli
+from fake_llm_server import RecordingListener
+from judge_helpers import FAKE_KEY, scored_db
+
+MODEL = "openai/judge-a"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def invoke(*args):
+    return CliRunner().invoke(evalkit.cli.cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def config(tmp_path: Path, timeout_s: float = 1.0, attempts: int = 2, extra: str = "") -> Path:
+    path = tmp_path / "judge.toml"
+    path.write_text(f"[request]\ntimeout_s = {timeout_s}\nreask = 1\n{extra}\n[retry]\nattempts = {attempts}\n"
+                    "initial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
+    return path
+
+
+def judge(tmp_path, server, *, timeout_s=1.0, attempts=2, extra="", runs=1):
+    db = scored_db(tmp_path, runs)
+    start = time.monotonic()
+    res = invoke("judge", "--db", db, "--model", MODEL, "--api-base", server.api_base, "--concurrency", 1,
+                 "--output-mode", "json_schema", "--format", "json",
+                 "--config", config(tmp_path, timeout_s, attempts, extra))
+    return res, time.monotonic() - start
+
+
+def errors(res) -> list[str]:
+    return [a["error"] for a in json.loads(res.stdout)["annotations"]]
+
+
+def one_line_judge_error(res) -> str:
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output
+    (error,) = errors(res)
+    assert error and "\n" not in error
+    return error
+
+
+# -- a total deadline per attempt -----------------------------------------------------------------
+
+def test_trickled_body_is_cut_at_the_deadline(tmp_path, server):
+    server.default, server.trickle_s = "trickle", 2.0  # a byte every 2 s: each read is within 2.5 s
+    res, took = judge(tmp_path, server, timeout_s=2.5, attempts=1)
+    error = one_line_judge_error(res)
+    assert "after 1 attempt" in error and "no complete reply within 2.5 s" in error
+    assert server.count == 1 and took < 6
+
+
+def test_endless_chunked_body_is_cut_at_the_deadline(tmp_path, server):
+    server.default, server.trickle_s = "endless_chunked", 0.05
+    res, took = judge(tmp_path, server, timeout_s=1.0, attempts=2)
+    error = one_line_judge_error(res)
+    assert "no complete reply within 1 s" in error
+    assert server.count == 2 and took < 6
+
+
+def test_endless_headers_are_cut_at_the_deadline(tmp_path, server):
+    server.default, server.trickle_s = "endless_headers", 0.05
+    res, took = judge(tmp_path, server, timeout_s=1.0, attempts=2)
+    error = one_line_judge_error(res)
+    assert "no complete reply within 1 s" in error
+    assert server.count == 2 and took < 6
+
+
+def test_a_slow_but_complete_reply_within_the_deadline_is_read(tmp_path, server):
+    server.default, server.slow_s = "slow", 0.3
+    res, _ = judge(tmp_path, server, timeout_s=2.0, attempts=1)
+    assert res.exit_code == 0, res.output
+
+
+# -- a reply size limit -----------------------------------------------------------------------------
+
+def test_huge_reply_is_refused_quickly_with_bounded_memory(tmp_path):
+    """100 MB announced by Content-Length: refused before the body is read, in a separate process
+    whose peak RSS is measured (an unbounded read took 1.56 GB and 116 s)."""
+    db = scored_db(tmp_path, 1)
+    fake = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_llm_server.py"), "--port", "0",
+                             "--default", "huge"], stdout=subprocess.PIPE, text=True)
+    try:
+        api_base = fake.stdout.readline().split(" on ")[-1].strip()
+        start = time.monotonic()
+        env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
+        done = subprocess.run([sys.executable, "-m", "evalkit", "judge", "--db", db, "--model", MODEL,
+                               "--api-base", api_base, "--output-mode", "json_schema", "--format", "json",
+                               "--config", str(config(tmp_path, 30.0, 2))],
+                              capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
+        took = time.monotonic() - start
+    finally:
+        fake.terminate()
+        fake.wait()
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    (error,) = [a["error"] for a in json.loads(done.stdout)["annotations"]]
+    assert "larger than 4 MiB" in error and "reply_max_bytes" in error
+    assert took < 15 and peak_mb < 400, (took, peak_mb)
+
+
+def test_huge_chunked_reply_is_cut_while_reading(tmp_path, server):
+    server.default, server.huge_bytes = "huge_chunked", 100 * 2**20  # no length to refuse up front
+    res, took = judge(tmp_path, server, timeout_s=30.0, attempts=2)
+    error = one_line_judge_error(res)
+    assert "larger than 4 MiB" in error
+    assert server.count == 1 and took < 8  # not retried: the same request gets the same answer
+
+
+def test_reply_size_limit_is_configurable(tmp_path, server):
+    server.default = "ok"
+    res, _ = judge(tmp_path, server, extra="reply_max_bytes = 200")
+    error = one_line_judge_error(res)
+    assert "larger than 200 bytes" in error and "[request].reply_max_bytes" in error
+
+
+def test_reply_size_limit_rejects_nonsense(tmp_path):
+    from evalkit.judges.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="reply_max_bytes"):
+        load_config(overrides={"request": {"reply_max_bytes": 0}})
+    assert load_config().reply_max_bytes == 4 * 2**20
+
+
+# -- redirects ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("code", ["302", "307"])
+def test_redirect_of_a_judge_request_is_an_error_naming_both_urls(tmp_path, server, code):
+    with RecordingListener("127.0.0.2") as other:
+        server.default, server.redirect_to = f"redirect_{code}", other.url + "/v1"
+        res, _ = judge(tmp_path, server)
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert other.requests == []  # neither the transcript nor the key went to the other host
+    lines = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "nothing listening" not in lines[0]
+    assert f"{server.api_base}/chat/completions" in lines[0] and f"{other.url}/v1/chat/completions" in lines[0]
+    assert f"redirected ({code})" in lines[0]
+    assert server.count == 1  # a redirect is not retried
+
+
+def test_model_listing_sends_no_credentials_to_another_host(tmp_path, server):
+    """A 404 from chat lists the server's models; a redirect of that listing is not followed."""
+    with RecordingListener("127.0.0.2") as other:
+        server.models = ["smollm2-135m-instruct"]
+        server.models_redirect = other.url + "/v1/models"
+        res, _ = judge(tmp_path, server)
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert other.requests == []
+    (listing,) = server.listings
+    assert listing["headers"].get("Authorization") == f"Bearer {FAKE_KEY}"  # its own host gets the key
+    lines = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert lines == [f"error: {server.api_base} has no model 'judge-a' (404: The model `judge-a` does not "
+                     "exist.)"]
+
+
+def test_model_listing_goes_through_httpx_with_the_key(tmp_path, server, monkeypatch):
+    """The listing uses the judge's own HTTP client (httpx), not urllib."""
+    import urllib.request
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("urllib used for the model listing")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    server.models = ["smollm2-135m-instruct", "qwen2.5-0.5b"]
+    res, _ = judge(tmp_path, server)
+    lines = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert lines == [f"error: {server.api_base} has no model 'judge-a'; it offers: qwen2.5-0.5b, "
+                     "smollm2-135m-instruct (use --model openai/<id>)"]
