@@ -12,7 +12,7 @@ from evalkit.cli import cli
 from evalkit.output.parquet import PARTITION_NAME_BYTES, partition_name
 from evalkit.trajectory.builders import a320_scenario, cmd, read, trajectory, write_jsonl
 
-LONG = "Ωμέγα-" + "ü" * 54  # 60 characters; percent-encoded, 516 bytes
+LONG = "Ωμέγα-" + "ü" * 54  # 60 characters; its percent-encoded partition name was 367 bytes
 SHORT = "elec-apu-gen-fault"
 # the same first 60 characters: they differ only far past any cut
 TWIN_A, TWIN_B = "ä" * 60 + "-a", "ä" * 60 + "-b"
