@@ -25,11 +25,13 @@ def register(group: click.Group) -> None:
     @click.option("--contamination", "contamination_path", default=None, type=ExistingFile("contamination file"),
                   help="Contamination declaration (TOML) to print; default: configs/contamination.toml.")
     @click.option("--jury", is_flag=True, help="Add the derived jury@RUBRIC rater to the agreement audit (see evalkit audit --jury).")
+    @click.option("--all-runs", is_flag=True, help="A drill-down for every run (default: every run up to 200, "
+                                                   "else only the failed, unsafe and disagreed-on ones).")
     @click.option("--min-safe-pass-rate", type=click.FloatRange(0, 1),
                   help="After writing, exit 3 when a model's safe pass rate is below this (as evalkit score).")
     @click.option("--max-unsafe-rate", type=click.FloatRange(0, 1),
                   help="After writing, exit 3 when a model's unsafe rate is above this (as evalkit score).")
-    def report(db_path, html_path, md_path, title, judge, contamination_path, jury, min_safe_pass_rate, max_unsafe_rate):
+    def report(db_path, html_path, md_path, title, judge, contamination_path, jury, all_runs, min_safe_pass_rate, max_unsafe_rate):
         """Make the report: headline pass rates and pass^k, the score vector, safety, every run's
         commands, the judge's qualitative annotations, the agreement audit, provenance and the
         contamination declaration.
@@ -49,7 +51,8 @@ def register(group: click.Group) -> None:
         refuse_output_clash([("--html", html_path), ("--markdown", md_path)], database=db_path,
                             inputs=[contamination_path] if contamination_path else [])
         try:
-            data = build_report(db_path, title=title, judge=judge, contamination_path=contamination_path, jury=jury)
+            data = build_report(db_path, title=title, judge=judge, contamination_path=contamination_path, jury=jury,
+                                all_runs=all_runs)
         except ReportError as exc:
             fail(str(exc))
         for warning in data["warnings"]:

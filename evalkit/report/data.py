@@ -38,6 +38,7 @@ from evalkit.db import (
 from evalkit.db.cells import odd_cells
 from evalkit.errors import InputError
 from evalkit.report.contamination import load_contamination
+from evalkit.report.drilldowns import drilldown_data
 from evalkit.aggregate.per_call import median_and_mean_after_first
 
 
@@ -296,8 +297,12 @@ def build_report(
     made_at: str | None = None,
     contamination_path: str | os.PathLike[str] | None = None,
     jury: bool = False,
+    all_runs: bool = False,
 ) -> dict:
     """Read ``db_path`` and return the report dict both renderers consume.
+
+    ``all_runs`` gives every run a drill-down (:mod:`evalkit.report.drilldowns`; by default every
+    run of a small database, else the failed, unsafe and disagreed-on ones).
 
     ``jury`` adds the derived ``jury@RUBRIC`` rater to the agreement audit (``evalkit audit --jury``).
 
@@ -356,6 +361,7 @@ def build_report(
         "judge": {"available": judge_section is not None,
                   **(judge_section or {"reason": "no judge has run on this database yet (`evalkit judge`)"})},
         "agreement": agreement,
+        "drilldowns": drilldown_data(str(db_path), runs, agreement, all_runs),
         "provenance": provenance,
         "contamination": contamination,
         "warnings": _warnings(warnings, agreement),

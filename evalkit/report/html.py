@@ -21,6 +21,7 @@ from evalkit.present import Html, Table
 from evalkit.report import fmt
 from evalkit.agreement.view import Section, ViewTable, agreement_sections, judge_cost_section
 from evalkit.report.data import provenance_items
+from evalkit.report.drilldowns import CSS as DRILLDOWN_CSS, drilldown_ids, render_drilldowns
 from evalkit.report.svg import bar_chart, esc, heat_map, reliability_diagram
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
@@ -278,6 +279,7 @@ def _runs(report: dict) -> str:
         "Open a run's commands to see how each was classified.</p>"
     )
     rows = []
+    drilled = drilldown_ids(report)  # their anchor is on the drill-down: a link here opens it
     for run in report["runs"]:
         rank = fmt.status_note(run)
         if run["unsafe"]:
@@ -288,7 +290,8 @@ def _runs(report: dict) -> str:
             rank_html = esc(rank)
         rows.append(
             [
-                f'<span id="{run_anchor(run["run_id"])}">{esc(run["run_id"])}</span>'
+                (f'<a href="#{run_anchor(run["run_id"])}">{esc(run["run_id"])}</a>' if run["run_id"] in drilled
+                 else f'<span id="{run_anchor(run["run_id"])}">{esc(run["run_id"])}</span>')
                 + (f'<br><span class="note">{esc(run["path"])}</span>' if run.get("path") else ""),
                 esc(run["scenario_id"]),
                 esc(run["model"]),
@@ -458,7 +461,7 @@ def render_html(report: dict) -> str:
     title = esc(report["title"])
     nav = "".join(
         f'<a href="#{a}">{esc(t)}</a>'
-        for a, t in (("headline", "Headline"), ("comparison", "Comparison"), ("vector", "Vector"), ("safety", "Safety"), ("runs", "Runs"),
+        for a, t in (("headline", "Headline"), ("comparison", "Comparison"), ("vector", "Vector"), ("safety", "Safety"), ("runs", "Runs"), ("drilldowns", "Run details"),
                      ("judge", "Judge"), ("agreement", "Agreement"), ("provenance", "Provenance"),
                      ("contamination", "Contamination"))
     )
@@ -468,6 +471,7 @@ def render_html(report: dict) -> str:
             _comparison(report),
             _vector(report),
             _runs(report),
+            render_drilldowns(report),
             _judge(report),
             _agreement(report),
             _provenance(report),
@@ -480,7 +484,7 @@ def render_html(report: dict) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="generator" content="evalkit ' + esc(report["provenance"]["evalkit_version"]) + '">\n'
-        f"<title>{title}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        f"<title>{title}</title>\n<style>{CSS}{DRILLDOWN_CSS}</style>\n</head>\n<body>\n"
         f'<header><h1>{title}</h1><nav>{nav}</nav></header>\n<main>\n{body}\n</main>\n'
         '<footer>Made with evalkit. Scores are deterministic; judge annotations are qualitative and '
         "outside the score.</footer>\n</body>\n</html>\n"

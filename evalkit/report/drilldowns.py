@@ -1,0 +1,215 @@
+"""The report's run drill-downs: for a run, its transcript with each command's class, the ground
+truth as a checklist with the missing actions, why its status is what it is, and the judge's
+annotations with their rationale, collapsed under the run's anchor (what ``evalkit view`` shows on a
+run page, :mod:`evalkit.view.drilldown`, for a CI artefact where no server runs).
+
+Which runs: every run when the database holds at most :data:`ALL_RUNS_UP_TO` of them or
+``all_runs`` is asked for (``evalkit report --all-runs``); otherwise only the runs worth opening,
+the failed (not scored, or not every success check passed), the unsafe and those the judge
+disagrees on, and the rest are counted by status. A transcript longer than
+:data:`TRANSCRIPT_ENTRIES` entries shows its first ones and says how many more there are.
+
+HTML here escapes every value (and shows control and bidi characters escaped, as the view does);
+the page's CSP forbids scripts, so the drill-downs add none: ``<details>`` opens and closes them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from typing import Any
+
+from evalkit.present.safe import html_text, sanitize
+from evalkit.view import drilldown
+
+ALL_RUNS_UP_TO = 200
+TRANSCRIPT_ENTRIES = 300
+
+CSS = """
+.drill{border:1px solid var(--line);margin:6px 0;padding:2px 10px}
+.drill[open]{padding-bottom:10px}
+.drill .cols{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:16px}
+.drill .entry{border-left:3px solid var(--line);padding:2px 8px;margin:4px 0}
+.drill .entry.call{border-left-color:var(--accent)}
+.drill .entry.forbidden,.drill .entry.unapproved{border-left-color:var(--bad)}
+.drill .entry pre{margin:2px 0;white-space:pre-wrap;overflow-wrap:anywhere;font:12px ui-monospace,Menlo,monospace}
+.drill .missing{color:var(--bad);font-weight:700}
+.drill .text{white-space:pre-wrap;overflow-wrap:anywhere}
+.drill .quote{margin:6px 0;padding:4px 10px;border-left:3px solid var(--line);white-space:pre-wrap}
+table.disagreements blockquote{min-width:26em}
+"""
+
+
+def _anchor(run_id: str) -> str:
+    # the report's run anchor (evalkit.report.html.run_anchor), so every link to a run lands here
+    return "run-" + hashlib.sha1(run_id.encode("utf-8")).hexdigest()[:12]
+
+
+def t(value: Any) -> str:
+    """Any value as escaped HTML text, control and bidi characters shown escaped, lines kept."""
+    text = "" if value is None else value if isinstance(value, str) else str(value)
+    return html_text("\n".join(sanitize(part) for part in text.split("\n")))
+
+
+def _failed(run: dict) -> bool:
+    return run.get("status") != "scored" or run.get("all_passed") is not True
+
+
+def drilldown_data(db_path: str, runs: list[dict], agreement: dict, all_runs: bool = False) -> dict[str, Any]:
+    """``{"runs": [drill-down per chosen run, in the runs' order], "summarised": {status: n},
+    "all": bool}``; reads the cards, bundles and annotations of the chosen runs only."""
+    audit = agreement.get("audit") or {}
+    disagreeing = Counter(d.get("run_id") for d in audit.get("disagreements") or [])
+    everything = all_runs or len(runs) <= ALL_RUNS_UP_TO
+    chosen = [r for r in runs if everything or _failed(r) or r.get("unsafe") or disagreeing[r["run_id"]]]
+    ids = {r["run_id"] for r in chosen}
+    summarised = dict(sorted(Counter(r["status"] for r in runs if r["run_id"] not in ids).items()))
+    from evalkit.errors import InputError
+
+    try:
+        return _read(db_path, chosen, disagreeing, summarised, everything)
+    except InputError as exc:  # the rest of the report was read: say so here rather than lose it
+        return {"runs": [], "summarised": summarised, "all": everything, "error": str(exc)}
+
+
+def _read(db_path: str, chosen: list[dict], disagreeing: Counter, summarised: dict, everything: bool) -> dict[str, Any]:
+    from evalkit.db import label_value, open_readonly
+
+    out = []
+    with open_readonly(db_path) as db:
+        for run in chosen:
+            row = db.one("SELECT s.card, b.bundle FROM scorecards s LEFT JOIN bundles b ON b.bundle_hash = s.bundle_hash "
+                         "WHERE s.run_id = ?", (run["run_id"],))
+            card = _obj(row["card"] if row else None)
+            bundle = _obj(row["bundle"] if row else None)
+            entries = drilldown.transcript(card, bundle)
+            out.append({
+                "run_id": run["run_id"], "anchor": _anchor(run["run_id"]),
+                "status_reason": drilldown.status_reason(card, bundle),
+                "checklist": drilldown.checklist(card, bundle),
+                "transcript": entries[:TRANSCRIPT_ENTRIES], "transcript_total": len(entries),
+                "steps": sorted(drilldown.run_steps(entries)),
+                "disagreements": disagreeing[run["run_id"]],
+                "annotations": [],
+            })
+        by_run = {d["run_id"]: d for d in out}
+        heads: dict[str, dict] = {}
+        values: dict[str, dict[str, Any]] = defaultdict(dict)
+        for a in db.rows("SELECT annotation_id, run_id, judge_model, rubric_id, blind, replicate, status, rationale, "
+                         "annotation FROM annotations a WHERE NOT EXISTS (SELECT 1 FROM scorecards s WHERE "
+                         "s.run_id = a.run_id AND s.bundle_hash != a.bundle_hash) "
+                         "ORDER BY judge_model, rubric_id, replicate, created_at, annotation_id"):
+            if a["run_id"] in by_run:
+                heads[a["annotation_id"]] = dict(a)
+        if heads:
+            for v in db.rows("SELECT annotation_id, dimension, value FROM annotation_values ORDER BY annotation_id, dimension"):
+                if v[0] in heads:
+                    values[v[0]][v[1]] = label_value(v[2])
+        for aid, a in heads.items():
+            rationale = a["rationale"] if isinstance(a["rationale"], str) else _obj(a["annotation"]).get("rationale")
+            by_run[a["run_id"]]["annotations"].append({
+                "judge_model": a["judge_model"], "rubric": a["rubric_id"], "blind": bool(a["blind"]),
+                "replicate": a["replicate"], "status": a["status"], "scores": values.get(aid, {}),
+                "rationale": rationale if isinstance(rationale, str) else ""})
+    return {"runs": out, "summarised": summarised, "all": everything}
+
+
+def _obj(text: Any) -> dict:
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def drilldown_ids(report: dict) -> set[str]:
+    return {d["run_id"] for d in (report.get("drilldowns") or {}).get("runs", [])}
+
+
+def _entry(e: dict) -> str:
+    kind = e.get("kind")
+    step = f"step {t(e.get('step'))} · " if e.get("step") is not None else ""
+    if kind == "tool_call":
+        label = str(e.get("label") or "")
+        cls = label.split(" ")[0]
+        body = f"<pre>{t(json.dumps(e.get('args'), ensure_ascii=False))}</pre>"
+        if e.get("result") is not None:
+            body += f"<pre>{t(json.dumps(e.get('result'), ensure_ascii=False))}</pre>"
+        return (f'<div class="entry call {t(cls)}"><span class="note">{step}<strong>{t(e.get("tool"))}</strong> '
+                f'<span class="cls-{t(cls)}">{t(label)}</span>{" · error" if e.get("is_error") else ""}</span>{body}</div>')
+    if kind in ("assistant", "nudge"):
+        return f'<div class="entry"><span class="note">{step}{t(kind)}</span><div class="text">{t(e.get("text"))}</div></div>'
+    other = {k: v for k, v in e.items() if k not in ("position", "label", "command")}
+    return f'<div class="entry"><span class="note">{step}{t(kind)}</span><pre>{t(json.dumps(other, ensure_ascii=False))}</pre></div>'
+
+
+def _checklist(cl: dict) -> str:
+    rows = []
+    for b in cl["blocks"]:
+        for a in b["actions"]:
+            done = ('<span class="missing">missing</span>' if a["missing"]
+                    else t(f"command {a['matched_by']['index']}, step {a['matched_by']['step']}"))
+            rows.append(f"<tr><td>{t(b['block'])}</td><td>{t(a['action'])}</td><td>{done}</td></tr>")
+    for a in cl["forbidden"]:
+        hit = ", ".join(f"command {h['index']}" for h in a["hit_by"])
+        done = f'<span class="missing">hit by {t(hit)}</span>' if hit else "not done"
+        rows.append(f"<tr><td>forbidden ({t(a['severity'])})</td><td>{t(a['action'])}</td><td>{done}</td></tr>")
+    for a in cl["optional"]:
+        done = ", ".join(f"command {h['index']}" for h in a["done_by"]) or "not done"
+        rows.append(f"<tr><td>optional</td><td>{t(a['action'])}</td><td>{t(done)}</td></tr>")
+    for c in cl["end_state"]["checks"]:
+        state = {True: "passed", False: '<span class="missing">failed</span>', None: "not evaluated"}[c["passed"]]
+        rows.append(f"<tr><td>end state</td><td>{t(c['check'])}</td><td>{state}</td></tr>")
+    if not cl["end_state"]["evaluated"]:
+        rows.append(f'<tr><td>end state</td><td colspan="2" class="missing">{t(cl["end_state"]["why"])}</td></tr>')
+    head = (f'<p>{"<span class=missing>" + str(cl["missing"]) + " required action(s) missing</span>" if cl["missing"] else "every required action done"}</p>')
+    return head + '<table class="checklist"><thead><tr><th>ground truth</th><th>action / check</th><th>done by</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
+
+
+def _annotations(d: dict) -> str:
+    if not d["annotations"]:
+        return '<p class="absent">no judge annotation</p>'
+    steps = set(d["steps"])
+    out = []
+    for a in d["annotations"]:
+        scores = ", ".join(f"{t(k)} {t(v if isinstance(v, str) else json.dumps(v))}" for k, v in a["scores"].items())
+        rationale = drilldown.link_citations(t(a["rationale"]), steps, href=f"#{d['anchor']}-step-{{n}}")
+        out.append(f'<p><strong>{t(a["judge_model"])}</strong> · {t(a["rubric"])} · {"blind" if a["blind"] else "not blind"}'
+                   f'{" · replicate " + t(a["replicate"]) if a["replicate"] else ""} · {t(a["status"])}<br>{scores}</p>'
+                   f'<div class="quote">{rationale}</div>')
+    return "".join(out)
+
+
+def render_drilldowns(report: dict) -> str:
+    data = report.get("drilldowns") or {}
+    runs = data.get("runs") or []
+    out = ['<section id="drilldowns"><h2>Run details</h2>']
+    if not runs:
+        out.append(f'<p class="absent">{t(data.get("error") or "No run to show.")}</p>')
+        return "".join(out) + "</section>"
+    lede = ("Every run" if data.get("all") else "The failed, unsafe and disagreed-on runs") + \
+        ": its transcript with each command's class, the ground truth with the missing actions, the judge's annotations."
+    if data.get("summarised"):
+        rest = ", ".join(f"{n} {t(s)}" for s, n in data["summarised"].items())
+        lede += f" Not shown: {rest} (evalkit report --all-runs shows every run; evalkit view browses them)."
+    out.append(f'<p class="lede">{lede}</p>')
+    for d in runs:
+        first_of_step, entries = set(), []
+        for e in d["transcript"]:
+            step = e.get("step")
+            anchor = ""
+            if isinstance(step, int) and step not in first_of_step:
+                first_of_step.add(step)
+                anchor = f'<span id="{d["anchor"]}-step-{step}"></span>'
+            entries.append(anchor + _entry(e))
+        if d["transcript_total"] > len(d["transcript"]):
+            entries.append(f'<p class="note">{d["transcript_total"] - len(d["transcript"])} more entries: open the run in evalkit view.</p>')
+        summary = (f'{t(d["run_id"])} · {t(d["status_reason"][0].split(":")[0])}'
+                   + (f' · <span class="missing">{d["checklist"]["missing"]} missing</span>' if d["checklist"]["missing"] else "")
+                   + (f' · {d["disagreements"]} disagreement{"s" if d["disagreements"] != 1 else ""}' if d["disagreements"] else ""))
+        reasons = "".join(f"<li>{t(r)}</li>" for r in d["status_reason"])
+        out.append(
+            f'<details class="drill"><summary id="{d["anchor"]}">{summary}</summary><ul>{reasons}</ul>'
+            f'<div class="cols"><div><h4>Transcript</h4>{"".join(entries) or "<p class=absent>no transcript</p>"}</div>'
+            f"<div><h4>Ground truth</h4>{_checklist(d['checklist'])}<h4>Judge</h4>{_annotations(d)}</div></div></details>")
+    return "".join(out) + "</section>"
