@@ -102,7 +102,8 @@ def test_csv_cell_neutralises_formulas_but_keeps_numbers_numeric():
 def test_md_text_escapes_pipes_html_and_markdown_but_keeps_words_readable():
     assert md_text("a|b") == "a\\|b"
     assert md_text("<img src=x>") == "&lt;img src=x&gt;"
-    assert md_text("[x](http://e) ![i](u)") == "\\[x\\](http://e) \\!\\[i\\](u)"
+    assert md_text("[x](e) ![i](u)") == "\\[x\\](e) \\!\\[i\\](u)"
+    assert md_text("[x](http://e) ![i](u)") == "`[x](http://e)` \\!\\[i\\](u)"  # a linkable word is code
     assert md_text("end_state") == "end_state"  # intraword _ never starts emphasis
     assert md_text("_x_") == "\\_x\\_"
     assert md_text("line one\nline two\tthree") == "line one line two three"
@@ -120,7 +121,8 @@ def test_table_emitters_share_one_model():
     rows = list(csv.reader(io.StringIO(t.to_csv())))
     assert rows == [["name", "value"], ["a|b", "-0.5"], ["x\\x1b[2J", ""]]
     html = t.to_html(cls="t")
-    assert '<td class="num">-0.5</td>' in html and "<td>a|b</td>" in html and "\\u202e" not in html
+    assert '<td class="num">-0.5</td>' in html and "<td>a|b</td>" in html
+    assert RLO not in html and CLEAR not in html and "note \\u202e" in html  # escaped in the source too
     marked = Table(["c"], [[Html("<b>x</b>", "x")], [Markdown("**y**", "y")]])
     assert "<b>x</b>" in marked.to_html() and "&lt;b&gt;" not in marked.to_html()
     assert "| **y** |" in marked.markdown_lines() and "x" in marked.text_lines()[2]

@@ -21,8 +21,20 @@ entities (GitHub renders inline HTML) and backslash-escape markdown punctuation,
 neither break the table (``|``) nor inject a link, an image or HTML. ``_`` is escaped only where
 it could start or end emphasis (not inside a word: ``end_state`` stays readable).
 
+Markdown text must not link or mention either: GitHub turns a bare ``https://x``, ``www.x`` or
+``a@b.c`` into a link and ``@team`` into a mention (a notification). Backslash escapes and
+character references do not stop it: GitHub finds mentions, e-mail addresses and, outside
+comments, URLs again in the rendered text, after escapes are resolved (GFM spec, "Autolinks
+(extension)"; micromark-extension-gfm-autolink-literal documents the two passes). Nothing is
+linked inside a code span, in either pass. So :func:`md_text` shows every word (a run of
+non-space characters) holding ``://``, ``www.`` or ``@`` (any case) as a code span, exactly as
+:func:`md_code` would: the characters are kept (a run id can still be copied), only inert.
+
 Code cells (:func:`md_code`, a command in a table) are code spans: sanitized, ``|`` escaped,
 fenced by enough backticks that the text cannot close them.
+
+HTML (:func:`html_text`): ``& < > " '`` as entities, and the controls :func:`sanitize` escapes
+shown the same way, tab and line feed kept (the page lays text out with them), CR read as LF.
 
 CSV cells (:func:`csv_cell`): text beginning with ``= + - @``, tab or CR is prefixed with ``'``
 (OWASP's advice against formula injection), after sanitizing. Numbers (``int``/``float``) are
@@ -69,11 +81,21 @@ def _one_line(value: Any) -> str:
     return sanitize(_FOLD.sub(" ", value if isinstance(value, str) else str(value)).strip(" "))
 
 
-def md_text(value: Any) -> str:
-    """Any value as one line of markdown (a table cell or a paragraph), inert."""
-    text = _one_line(value)
+_LINKABLE = re.compile(r"://|www\.|@", re.IGNORECASE)
+
+
+def _md_words(text: str) -> str:
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def md_text(value: Any) -> str:
+    """Any value as one line of markdown (a table cell or a paragraph), inert: no HTML, no
+    markup, no link and no mention (a word GitHub would link is a code span)."""
+    text = _one_line(value)
+    if not _LINKABLE.search(text):
+        return _md_words(text)
+    return " ".join(_code_span(w) if _LINKABLE.search(w) else _md_words(w) for w in text.split(" "))
 
 
 def md_code(value: Any) -> str:
@@ -81,7 +103,12 @@ def md_code(value: Any) -> str:
     folded to one line, ``|`` escaped (GitHub splits cells before it parses code), fenced by one
     backtick more than the longest run inside and padded when it starts or ends with one. Code
     spans render no HTML and no markdown, so nothing else needs escaping."""
-    text = _one_line(value).replace("|", "\\|")
+    return _code_span(_one_line(value))
+
+
+def _code_span(text: str) -> str:
+    """Already one-line, sanitized text as a code span (see :func:`md_code`)."""
+    text = text.replace("|", "\\|")
     if not text:
         return ""
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
@@ -101,6 +128,18 @@ def csv_cell(value: Any) -> Any:
     return "'" + safe if text.startswith(CSV_FORMULA_START) else safe
 
 
+_HTML_ESCAPES = {cp: text for cp, text in _ESCAPES.items() if cp not in (0x09, 0x0A)}
+_NEWLINES = re.compile(r"\r\n?")
+
+
 def html_text(value: Any) -> str:
-    """Escape any value for HTML text and attribute positions (the report's page)."""
-    return html.escape(str(value), quote=True)
+    """Escape any value for HTML text and attribute positions (the report's page): ``& < > " '``
+    as entities, and every control, bidi control and lone surrogate shown escaped as
+    :func:`sanitize` does, so none is raw in the page's source either (a character reference
+    would still reach the browser, which would reverse text after U+202E). Tab and line feed
+    stay (the page lays rationales out with them); CR and CRLF become LF, as an HTML parser
+    reads them anyway."""
+    text = value if isinstance(value, str) else str(value)
+    if not text.isprintable():
+        text = _NEWLINES.sub("\n", text).translate(_HTML_ESCAPES)
+    return html.escape(text, quote=True)
