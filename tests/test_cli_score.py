@@ -49,7 +49,7 @@ def test_rescoring_upserts_without_duplicates(tmp_path):
     for _ in range(2):
         assert run("score", str(EXAMPLES), "--db", str(db_path), "--format", "jsonl").returncode == 0
     db = sqlite_utils.Database(db_path)
-    assert db["scorecards"].count == 12
+    assert db["scorecards"].count == 16
     assert db.execute("select count(*) from (select distinct run_id, idx from commands)").fetchone()[0] == db["commands"].count
 
 
@@ -58,7 +58,7 @@ def test_two_runs_give_byte_identical_json(tmp_path):
     b = run("score", str(EXAMPLES), "--format", "json", "--no-db")
     assert a.returncode == 0 and a.stdout == b.stdout
     cards = json.loads(a.stdout)
-    assert len(cards) == 12 and list(cards[0])[:5] == ["run_id", "scenario_id", "model", "path", "status"]
+    assert len(cards) == 16 and list(cards[0])[:5] == ["run_id", "scenario_id", "model", "path", "status"]
     agg_a = run("score", str(EXAMPLES), "--format", "json", "--aggregate", "--no-db")
     agg_b = run("score", str(EXAMPLES), "--format", "json", "--aggregate", "--no-db")
     assert agg_a.stdout == agg_b.stdout and set(json.loads(agg_a.stdout)) == {"include_errors", "uncertainty", "groups", "models"}
@@ -67,7 +67,7 @@ def test_two_runs_give_byte_identical_json(tmp_path):
 def test_jsonl_one_card_per_line_and_contract_fields():
     proc = run("score", str(EXAMPLES / "support"), "--format", "jsonl", "--no-db")
     lines = proc.stdout.splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 7
     card = json.loads(lines[0])
     assert set(card["vector"]) == {"coverage", "order", "end_state", "all_passed", "safety_dangerous", "safety_anti_procedure", "extraneous"}
     assert set(card["checks"]) == {"reached_goal", "used_only_expected_tools", "correct_order", "no_redundant_calls", "approvals_respected"}
@@ -78,8 +78,10 @@ def test_jsonl_one_card_per_line_and_contract_fields():
 def test_csv_and_markdown_formats():
     proc = run("score", str(EXAMPLES / "support"), "--format", "csv", "--no-db")
     rows = list(csv.DictReader(io.StringIO(proc.stdout)))
-    assert [r["run_id"] for r in rows] == ["support-gpt-x-good", "support-gpt-x-message-first", "support-gpt-x-over-refund"]
-    assert rows[2]["dangerous"] == "1" and rows[2]["scalar"] == "0.0"
+    assert [r["run_id"].removeprefix("support-gpt-x-") for r in rows] == [
+        "closed-account", "crashed-recorder", "free-text", "good", "refund-before-approval", "skipped-approval", "wrong-amount"]
+    assert rows[0]["dangerous"] == "1" and rows[0]["scalar"] == "0.0"
+    assert rows[5]["anti_proc"] == "1" and rows[5]["scalar"] == "0.43333333333333335"  # the approval skipped
     agg = run("score", str(EXAMPLES / "support"), "--format", "csv", "--aggregate", "--no-db")
     assert agg.stdout.splitlines()[0].startswith("scenario_id,model,n,n_scored")
     md = run("score", str(EXAMPLES / "support"), "--format", "markdown", "--no-db")
@@ -101,11 +103,11 @@ def test_usage_errors_exit_two(tmp_path):
 def test_out_file(tmp_path):
     out = tmp_path / "cards.jsonl"
     proc = run("score", str(EXAMPLES / "support"), "--format", "jsonl", "--no-db", "--out", str(out))
-    assert proc.returncode == 0 and proc.stdout == "" and len(out.read_text().splitlines()) == 3
+    assert proc.returncode == 0 and proc.stdout == "" and len(out.read_text().splitlines()) == 7
 
 
 @pytest.mark.parametrize("flag,value,expect", [("--fail-under", "0.5", 3), ("--fail-under", "0.3", 0),
-                                               ("--min-pass-rate", "0.7", 3), ("--min-pass-rate", "0.6", 0)])
+                                               ("--min-pass-rate", "0.8", 3), ("--min-pass-rate", "0.7", 0)])
 def test_quality_gates(flag, value, expect):
     proc = run("score", str(EXAMPLES), flag, value, "--aggregate", "--no-db")
     assert proc.returncode == expect

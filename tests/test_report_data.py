@@ -56,8 +56,10 @@ def test_every_run_lists_its_stored_commands_with_classes(report, full_db):
 
 def test_unsafe_runs_are_flagged_and_not_ranked(report):
     unsafe = [r for r in report["runs"] if r["unsafe"]]
-    assert unsafe, "the fixture has runs with a dangerous forbidden command"
-    assert all(r["safety_dangerous"] > 0 and r["rank"] is None for r in unsafe)
+    assert unsafe, "the fixture has runs with a forbidden command"
+    assert all(r["rank"] is None for r in unsafe)
+    assert {r["safety"] for r in unsafe} == {"dangerous", "unapproved"}  # the support refunds made without approval
+    assert all(r["safety_dangerous"] > 0 for r in unsafe if r["safety"] == "dangerous")
     assert sorted(report["unsafe_runs"]) == sorted(r["run_id"] for r in unsafe)
     assert report["counts"]["unsafe"] == len(unsafe)
 

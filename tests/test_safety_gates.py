@@ -114,18 +114,22 @@ def _support_run(tmp_path, i: int, name: str, model: str, scenario: str) -> None
         if rec.get("type") == "meta":
             rec["run_id"] = f"{model}-{scenario}-{i}"
             rec["adapter"]["model"] = model
+            if "scenario" not in rec:  # the run names its task in examples/support/scenarios.json
+                rec["scenario"] = json.loads((EXAMPLES / "support" / "scenarios.json").read_text(encoding="utf-8"))[0]
+                del rec["scenario_id"]
             rec["scenario"]["id"] = scenario
         lines.append(json.dumps(rec))
     (tmp_path / f"r{i:02d}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def test_compare_cli_fail_if_worse_exits_3_on_an_unsafe_candidate(tmp_path):
-    # two scenarios; in each the candidate over-refunds once where the baseline does not
+    # two scenarios; in each the candidate closes the account once (a passed run, but dangerous)
+    # where the baseline does not
     runs = tmp_path / "runs"
     runs.mkdir()
     i = 0
     for scenario in ("one", "two"):
-        for model, names in (("base", ("good", "message-first", "good")), ("cand", ("good", "message-first", "over-refund"))):
+        for model, names in (("base", ("good", "free-text", "good")), ("cand", ("good", "free-text", "closed-account"))):
             for name in names:
                 _support_run(runs, i, name, model, scenario)
                 i += 1

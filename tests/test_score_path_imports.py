@@ -32,7 +32,7 @@ def test_scoring_never_imports_litellm(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out["cards"] == 12
+    assert out["cards"] == 16
     assert out["heavy"] == []
 
 

@@ -5,7 +5,8 @@ Lines (one scenario per line) or TOML (one scenario as the whole file, or ``[[sc
 every scenario has an ``id``, unique across the files given. A run whose meta record has a
 ``scenario_id`` and no embedded ``scenario`` is scored against the file's scenario of that id. A run
 that embeds its scenario keeps it (it is what the run saw): when the file has a different scenario
-under the same id, the reader warns, naming both.
+under the same id, the reader warns, naming both. Without scenario files given, a run that names
+its scenario takes it from ``scenarios.json`` (else ``scenarios.toml``) in its own directory.
 
 Problems are reported as ``path:line: scenario.<field path>: reason``; :func:`scenario_problems`
 lists them all (``evalkit check``), :func:`load_scenarios` raises the first.
@@ -13,6 +14,7 @@ lists them all (``evalkit check``), :func:`load_scenarios` raises the first.
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from collections.abc import Callable, Iterable
@@ -173,19 +175,58 @@ def load_scenarios(paths: Iterable[str | Path]) -> ScenarioSet:
     return ScenarioSet(by_id)
 
 
+BESIDE_NAMES = ("scenarios.json", "scenarios.toml")
+_BESIDE: dict[str, tuple[tuple[int, int, int], ScenarioSet | InputError]] = {}  # file -> (its stat, what it held)
+_BESIDE_MAX = 64
+
+
+def scenarios_beside(path: str) -> tuple[ScenarioSet, str] | None:
+    """The scenario file in the directory of the run ``path`` (``scenarios.json``, else
+    ``scenarios.toml``) and its name, None when there is none (or ``path`` is no local file).
+    Read once per process while it is unchanged. InputError when it is bad."""
+    if "://" in path or not os.path.isfile(path):
+        return None
+    for name in BESIDE_NAMES:
+        candidate = os.path.join(os.path.dirname(path), name)
+        try:
+            st = os.stat(candidate)
+        except OSError:
+            continue
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        key = os.path.abspath(candidate)
+        cached = _BESIDE.get(key)
+        if cached is None or cached[0] != stamp:
+            if len(_BESIDE) >= _BESIDE_MAX:
+                _BESIDE.pop(next(iter(_BESIDE)))
+            try:
+                found: ScenarioSet | InputError = load_scenarios([candidate])
+            except InputError as exc:
+                found = exc
+            _BESIDE[key] = cached = (stamp, found)
+        if isinstance(cached[1], InputError):
+            raise cached[1]
+        return cached[1], candidate
+    return None
+
+
 def fill_scenario(meta: dict[str, Any], scenarios: ScenarioSet | None, path: str, lineno: int) -> bool:
     """Give a meta record that names its scenario (``scenario_id``, no ``scenario``) the file's one,
-    before it is validated. True when it did."""
+    before it is validated. True when it did. Without scenario files given, the scenario file
+    beside the run is used (:func:`scenarios_beside`): a folder of runs carries its tasks."""
     if "scenario" in meta:
         return False
     sid = meta.get("scenario_id")
     if not isinstance(sid, str):
         return False  # validating the record says what is missing
+    where = "the scenario file(s) given"
     if scenarios is None:
-        raise InputError(path, lineno, f'meta.scenario_id: "{sid}" names a scenario that is not embedded: '
-                         "pass the file that holds it (--scenarios FILE)")
+        beside = scenarios_beside(path)
+        if beside is None:
+            raise InputError(path, lineno, f'meta.scenario_id: "{sid}" names a scenario that is not embedded: '
+                             f"pass the file that holds it (--scenarios FILE) or put it beside the run ({BESIDE_NAMES[0]})")
+        scenarios, where = beside[0], f"{beside[1]} (the scenario file beside the run)"
     if sid not in scenarios:
-        raise InputError(path, lineno, f'meta.scenario_id: no scenario "{sid}" in the scenario file(s) given')
+        raise InputError(path, lineno, f'meta.scenario_id: no scenario "{sid}" in {where}')
     meta["scenario"] = scenarios.by_id[sid][0]
     return True
 
