@@ -64,15 +64,17 @@ def read_url(url: str) -> bytes:
         raise InputError(url, None, f"cannot read: {exc.strerror or exc}") from None
 
 
-def expand(paths: Iterable[str | Path], warn: Callable[[str], None] | None = None) -> Iterator[str]:
-    """Files as given; directories (local or URL) searched recursively for ``*.jsonl``, sorted;
-    ``warn`` is told what a local search skips (the rule of evalkit.trajectory.reader.expand_paths,
-    here without importing the reader: a parent with workers never loads it)."""
+def expand(paths: Iterable[str | Path], warn: Callable[[str], None] | None = None, *,
+           urls: bool = True) -> Iterator[str]:
+    """Files as given; directories (local, or URL unless ``urls`` is False) searched recursively for
+    ``*.jsonl``, sorted, except the ``RATINGS_FILE`` an importer writes beside its runs (named
+    explicitly, it is read as given); ``warn`` is told what a local search skips. The one copy of
+    the rule: evalkit.trajectory.reader.expand_paths calls it too."""
     from evalkit.trajectory.input_files import find_files
 
     for path in paths:
         name = str(path)
-        if is_url(name):
+        if urls and is_url(name):
             yield from expand_url(name)
         elif name != STDIN and Path(name).is_dir():
             yield from find_files(name, ".jsonl", warn, exclude=(RATINGS_FILE,))

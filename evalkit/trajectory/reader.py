@@ -17,7 +17,7 @@ from pydantic_core import to_json
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.bundle import RESULT_MAX_CHARS, BundleBuilder
 from evalkit.errors import InputError
-from evalkit.trajectory.input_files import find_files, open_regular, read_bytes
+from evalkit.trajectory.input_files import open_regular, read_bytes
 from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.trajectory.values import count_non_finite
 from evalkit.trajectory.records import RECORD_TYPES, Call, Final, Meta, Setup, Trajectory
@@ -355,23 +355,23 @@ def read_trajectory(path: str | Path, warn: Warn | None = None, max_bytes: int |
             raise InputError(name, None, f"cannot read: {exc.strerror or exc}") from None
 
 
-# Imported ratings written next to imported runs (evalkit.importers.ratings_file): not a trajectory.
-RATINGS_FILE = "ratings.jsonl"
+def __getattr__(name: str) -> Any:
+    # RATINGS_FILE, the name a directory search skips, lives with the search (evalkit.engines.sources),
+    # read from there on first use: importing the engines here would slow every reader's start
+    if name == "RATINGS_FILE":
+        from evalkit.engines.sources import RATINGS_FILE
+
+        return RATINGS_FILE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def expand_paths(paths: Iterable[str | Path], warn: Warn | None = None) -> Iterator[str]:
     """Files as given; directories searched recursively for ``*.jsonl`` in sorted order, except the
     ``ratings.jsonl`` an importer writes beside its runs (named explicitly, it is read as given).
     What a search skips (a FIFO, a link to nothing, a directory it cannot list, ...) is reported
-    through ``warn`` (see :func:`evalkit.trajectory.input_files.find_files`)."""
-    for path in paths:
-        name = str(path)
-        if name == STDIN:
-            yield STDIN
-            continue
-        p = Path(name)
-        if p.is_dir():
-            yield from find_files(p, ".jsonl", warn, exclude=(RATINGS_FILE,))
-        else:
-            yield name
+    through ``warn`` (see :func:`evalkit.trajectory.input_files.find_files`). The engines' search
+    (:func:`evalkit.engines.sources.expand`), URLs left as given."""
+    from evalkit.engines.sources import expand
+
+    return expand(paths, warn, urls=False)
 
