@@ -130,7 +130,7 @@ class AttemptTimedOut(Exception):
     """No complete reply within the attempt's deadline (retried, as a timeout is)."""
 
     def __init__(self, seconds: float):
-        super().__init__(f"no complete reply within {seconds:g} s (connect, headers and body; "
+        super().__init__(f"Timeout: no complete reply within {seconds:g} s (connect, headers and body; "
                          "[request].timeout_s)")
 
 
@@ -431,7 +431,13 @@ class LiteLLMJudge:
                    lambda msgs: self.count_tokens(msgs, shape), self.max_input_tokens)
 
     # -- errors a person can act on ---------------------------------------------------------------
-    async def _fatal_message(self, exc: BaseException) -> str:
+    async def _offered_models(self, exc: BaseException) -> list[str] | None:
+        """What the server lists, when a 404 says the model is unknown there (the same client as
+        the calls: no redirect is followed, so the key goes nowhere else)."""
+        clients = self._clients() if isinstance(exc, litellm.NotFoundError) and self.api_base else None
+        return await transport.model_ids(clients[0], self.api_base, self._key() or "no-key") if clients else None
+
+    def _fatal_message(self, exc: BaseException, offered: list[str] | None = None) -> str:
         where = self.api_base or self.model
         if connection_refused(exc):
             return f"nothing listening at {where} (connection refused): start the server or fix --api-base"
@@ -441,9 +447,7 @@ class LiteLLMJudge:
                 "check the API key in the environment"
             return f"{self.model}: {_describe(exc)} — not retried; {hint}"
         if isinstance(exc, litellm.NotFoundError) and self.api_base:
-            clients = self._clients()
-            ids = await transport.model_ids(clients[0], self.api_base, self._key() or "no-key") \
-                if clients else None
+            ids = offered
             name = self.requested_model.split("/", 1)[-1]
             if ids:
                 return (f"{self.api_base} has no model {name!r}; it offers: {', '.join(ids)} "
@@ -478,11 +482,9 @@ class LiteLLMJudge:
         request: dict = {}
         elided = [0]
 
-        def finish(status: str, **extra) -> Annotation:
-            if extra.get("error") is not None:
-                extra["error"] = redact(extra["error"])
+        def finish(status: str, **extra) -> Annotation:  # the Annotation redacts the request and error
             return Annotation(
-                status=status, raw_response=raw, request=redact_value(request),
+                status=status, raw_response=raw, request=request,
                 prompt_tokens=tokens[0], completion_tokens=tokens[1], cost_usd=cost,
                 latency_ms=(time.perf_counter() - start) * 1000.0, attempts=counters["attempts"],
                 retries=counters["retries"], output_mode=mode, elided_events=elided[0], **extra)
@@ -537,7 +539,7 @@ class LiteLLMJudge:
                     continue
                 if not (isinstance(exc, _FATAL) or is_missing_key(exc) or connection_refused(exc)):
                     return finish("judge_error", error=f"after {counters['attempts']} attempts: {_describe(exc)}")
-                raise JudgeFatalError(await self._fatal_message(exc),
+                raise JudgeFatalError(self._fatal_message(exc, await self._offered_models(exc)),
                                       finish("judge_error", error=_describe(exc))) from None
             self._settled = True
             self.accepted_mode = mode  # the server took this request shape, whatever the model answered

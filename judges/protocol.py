@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Callable, Protocol, runtime_checkable
 
+from evalkit.judges.redaction import redact, redact_value
 from evalkit.judges.rubrics import Rubric
 
 ENTRY_POINT_GROUP = "evalkit.judges"
@@ -49,6 +50,15 @@ class Annotation:
     retries: int = 0                   # of which transport retries (429, 5xx, timeouts)
     output_mode: str | None = None     # how structured output was asked for (judges/output_modes.py)
     elided_events: int = 0             # transcript events left out to fit the context window
+
+    def __post_init__(self) -> None:
+        # whatever judge made it (a plugin too), nothing it carries reaches the database unredacted;
+        # the litellm judge has redacted already (before parsing), so this changes nothing there
+        self.raw_response = redact(self.raw_response)
+        self.error = redact(self.error)
+        self.request = redact_value(self.request)
+        if self.values is not None:
+            self.values = redact_value(self.values)
 
 
 class JudgeFatalError(RuntimeError):

@@ -26,7 +26,8 @@ Behaviour per request: the next entry of the script queued for the request's mod
 byte every ``server.trickle_s``), ``endless_chunked`` (a chunked body that never ends, a small
 chunk every ``server.trickle_s``), ``endless_headers`` (a header line every ``server.trickle_s``,
 never a blank line), ``huge`` (a 200 of ``server.huge_bytes`` bytes: one long content string,
-with a Content-Length; ``huge_chunked`` the same without one), ``redirect_302`` / ``redirect_307``
+with a Content-Length; ``huge_chunked`` the same without one; ``gzip_bomb`` a gzip body that
+decodes to that many bytes), ``redirect_302`` / ``redirect_307``
 (``Location: server.redirect_to`` + the request path), ``no_choices`` (``"choices": []``),
 ``huge_usage`` (``usage.prompt_tokens = 10**30``), ``content_int`` (``content: 123``), ``nested``
 (content of ``server.nested_depth`` ``[``), ``echo_key`` (a valid answer whose rationale quotes the
@@ -419,6 +420,14 @@ class FakeLLMServer:
                             self.wfile.flush()
                             n += 1
                             time.sleep(server.trickle_s)
+                    elif behaviour == "gzip_bomb":
+                        data = gzip_bomb(server.huge_bytes)
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Encoding", "gzip")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
                     elif behaviour in ("huge", "huge_chunked"):
                         head, tail = json.dumps(reply).encode().split(b'"@@CONTENT@@"')
                         filler = max(0, server.huge_bytes - len(head) - len(tail) - 2)
@@ -576,6 +585,21 @@ class FakeLLMServer:
                     self._send(200, reply)
 
         return Handler
+
+
+_BOMBS: dict[int, bytes] = {}
+
+
+def gzip_bomb(size: int) -> bytes:
+    """A gzip body that decodes to `size` spaces (about a thousandth of that on the wire)."""
+    if size not in _BOMBS:
+        import zlib
+
+        packer = zlib.compressobj(1, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+        block = b" " * 2**20
+        parts = [packer.compress(block) for _ in range(size // len(block))]
+        _BOMBS[size] = b"".join(parts) + packer.compress(b" " * (size % len(block))) + packer.flush()
+    return _BOMBS[size]
 
 
 class RecordingListener:

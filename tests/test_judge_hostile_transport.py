@@ -19,11 +19,17 @@ import pytest
 from click.testing import CliRunner
 
 import evalkit.cli
-from fake_llm_server import RecordingListener
+from fake_llm_server import RecordingListener, gzip_bomb
 from judge_helpers import FAKE_KEY, scored_db
 
 MODEL = "openai/judge-a"
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _litellm_loaded():
+    """Import litellm before any clock starts: the timings below are of the calls, not the import."""
+    import evalkit.judges.litellm_judge  # noqa: F401
 
 
 def invoke(*args):
@@ -124,6 +130,15 @@ def test_huge_chunked_reply_is_cut_while_reading(tmp_path, server):
     error = one_line_judge_error(res)
     assert "larger than 4 MiB" in error
     assert server.count == 1 and took < 8  # not retried: the same request gets the same answer
+
+
+def test_a_compressed_reply_is_bounded_after_decoding(tmp_path, server):
+    """64 MiB of spaces in a gzip body of a few hundred KB: counted as decoded, refused at the limit."""
+    server.default, server.huge_bytes = "gzip_bomb", 64 * 2**20
+    assert len(gzip_bomb(server.huge_bytes)) < 2**20  # made before the clock starts
+    res, took = judge(tmp_path, server, timeout_s=30.0)
+    assert "larger than 4 MiB" in one_line_judge_error(res)
+    assert server.count == 1 and took < 8
 
 
 def test_reply_size_limit_is_configurable(tmp_path, server):
