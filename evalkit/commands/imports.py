@@ -17,30 +17,37 @@ def register(group: click.Group) -> None:
     group.add_command(import_command)
 
 
-@click.command("import")
+class ImportCommand(click.Command):
+    """``evalkit import``, whose format flags come from the importers' own declarations
+    (``cli_options``, :mod:`evalkit.importers.options`): added the first time the command parses
+    or shows its help, so ``evalkit --help`` loads no importer."""
+
+    _format_params: list[click.Parameter] | None = None
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        if self._format_params is None:
+            from evalkit import importers
+            from evalkit.importers.options import merge
+
+            self._format_params = [_click_option(m) for m in merge(importers.loaded())]
+            # before --db, --workers, --list and --help: the formats' flags read first in the help
+            self.params[3:3] = self._format_params
+        return super().get_params(ctx)
+
+
+def _click_option(merged) -> click.Option:
+    option = merged.option
+    kind = {"float": float, "file": click.Path(exists=True, dir_okay=False),
+            "choice": click.Choice(list(option.choices)), "text": None}[option.kind]
+    return click.Option([option.flag, option.name], type=kind, metavar=option.metavar, help=merged.help)
+
+
+@click.command("import", cls=ImportCommand)
 @click.argument("format_name", metavar="FORMAT", required=False)
 @click.argument("files", nargs=-1, type=click.Path(exists=True))
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), help="Directory for the trajectories.")
-@click.option("--model", help="Model name for the runs (tau-bench files do not record it).")
-@click.option(
-    "--domain",
-    help="tau-bench domain (airline, retail); inferred from the tool names when omitted.",
-)
-@click.option("--outcome-scorer", metavar="NAME", help="inspect: the scorer whose value is the end state (default: the first deterministic one).")
-@click.option("--judge-scorers", metavar="NAMES", help="inspect: comma-separated scorers that are model-graded (besides the known built-ins).")
-@click.option("--outcome-threshold", type=float, metavar="X", help="inspect: credit a value needs to pass (default 1.0; C=1, P=0.5, I=0).")
-@click.option("--tasks", "tasks", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-              help="tau2: tasks file for simulations whose task the results file does not hold.")
-@click.option("--dialect", type=click.Choice(["openai", "anthropic", "auto"]),
-              help="openai-messages: the transcripts' message format (default auto: sniffed per line).")
-@click.option("--scenarios", "scenarios", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-              help="otel: scenarios (JSON list or JSONL) for the runs, by the id in --scenario-attr.")
-@click.option("--scenario-attr", "scenario_attr", metavar="NAME",
-              help="otel: span or resource attribute naming a run's scenario (default evalkit.scenario_id).")
-@click.option("--results", "results", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-              help="otel: JSONL end states {trace_id | run_id, success} for runs whose spans do not say it.")
 @click.option("--listen", metavar="HOST:PORT",
-              help="otel: receive OTLP/HTTP traces on HOST:PORT and write runs as traces complete (no FILE).")
+              help="Formats that receive runs live (otel): listen on HOST:PORT and write runs as they complete (no FILE).")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also import the ratings the format provides (inspect: its scorers) into this database.")
 @workers_option("Processes converting inputs (default: the number of cores); the files written are the same.")
@@ -49,20 +56,11 @@ def import_command(
     format_name: str | None,
     files: tuple[str, ...],
     out_dir: str | None,
-    model: str | None,
-    domain: str | None,
-    outcome_scorer: str | None,
-    judge_scorers: str | None,
-    outcome_threshold: float | None,
-    tasks: str | None,
-    dialect: str | None,
-    scenarios: str | None,
-    scenario_attr: str | None,
-    results: str | None,
     listen: str | None,
     db_path: str | None,
     workers: int | None,
     list_formats: bool,
+    **format_options: object,
 ) -> None:
     """Convert FILEs recorded by another harness (FORMAT: taubench, tau2, openai-messages, inspect, otel, or a
     plugin's name) into evalkit trajectories, one <run_id>.jsonl per run in DIR, ready for
@@ -99,9 +97,7 @@ def import_command(
             require()
         except Exception as exc:  # the format's optional dependency is missing
             raise click.UsageError(str(exc)) from None
-    options = {"model": model, "domain": domain, "outcome_scorer": outcome_scorer,
-               "judge_scorers": judge_scorers, "outcome_threshold": outcome_threshold, "tasks": tasks,
-               "dialect": dialect, "scenarios": scenarios, "scenario_attr": scenario_attr, "results": results}
+    options = format_options
     accepted = importers.supported_options(importer)
     if accepted is not None:
         for name, value in options.items():

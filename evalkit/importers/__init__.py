@@ -2,8 +2,9 @@
 
 An importer converts one input file into a list of runs, each run being the list of trajectory
 records (dicts: ``meta``, ``setup``, events, ``final``) that ``evalkit score`` reads natively. It is
-either an object with ``name``, ``summary``, ``options`` (the keyword options it understands, e.g.
-``("model", "domain")``), optionally ``required`` (options the CLI must be given) and
+either an object with ``name``, ``summary``, ``cli_options`` (the flags it understands, each an
+:class:`~evalkit.importers.options.ImportOption`: ``evalkit import`` generates its flags from them),
+optionally ``required`` (options the CLI must be given) and
 ``convert(path, **options)``, or a plain function
 ``convert(path, **options)``. Bad input raises :class:`ImportFormatError` naming the file and the
 record; an importer never writes files itself — :func:`import_files` does, all-or-nothing per input.
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evalkit.errors import InputError
+from evalkit.importers.options import ImportOption, accepted_names
 
 ENTRY_POINT_GROUP = "evalkit.importers"
 
@@ -68,7 +70,7 @@ class Converted:
 class Importer(Protocol):
     name: str
     summary: str
-    options: tuple[str, ...]
+    cli_options: tuple[ImportOption, ...]  # the flags it understands (evalkit.importers.options)
 
     def convert(self, path: str, **options: Any) -> list[Records]: ...
 
@@ -140,7 +142,13 @@ class ImportResult:
 
 
 def supported_options(importer: Importer) -> tuple[str, ...] | None:
-    return getattr(importer, "options", None)
+    """The keyword options ``importer`` accepts: its ``cli_options``' names (None: any)."""
+    return accepted_names(importer)
+
+
+def loaded() -> list[tuple[str, Importer]]:
+    """Every available importer, loaded (``evalkit import`` builds its flags from their options)."""
+    return [(name, get_importer(name)) for name in available()]
 
 
 def expand_inputs(importer: Importer, paths: Sequence[str | Path]) -> list[str]:

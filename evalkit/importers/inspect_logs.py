@@ -41,6 +41,7 @@ from urllib.parse import unquote, urlparse
 
 from evalkit.agreement.credit import credit
 from evalkit.importers import Converted, ImportFormatError
+from evalkit.importers.options import ImportOption
 
 FORMAT_VERSION = "inspect/1"
 KNOWN_JUDGE_SCORERS = frozenset({"model_graded_qa", "model_graded_fact"})
@@ -95,7 +96,14 @@ def _names(value: Any) -> frozenset[str]:
 class InspectImporter:
     name = "inspect"
     summary = "inspect_ai logs (.eval, .json, or directories of them); scorers become ratings"
-    options = ("outcome_scorer", "judge_scorers", "outcome_threshold")
+    cli_options = (
+        ImportOption("outcome_scorer", "the scorer whose value is the end state (default: the first deterministic one)",
+                     metavar="NAME"),
+        ImportOption("judge_scorers", "comma-separated scorers that are model-graded (besides the known built-ins)",
+                     metavar="NAMES"),
+        ImportOption("outcome_threshold", "credit a value needs to pass (default 1.0; C=1, P=0.5, I=0)", "float",
+                     metavar="X"),
+    )
     ratings = True
 
     def require(self) -> None:

@@ -27,6 +27,7 @@ from evalkit.importers import ImportFormatError
 from evalkit.importers.jsonlist import read_text
 from evalkit.importers import anthropic_messages
 from evalkit.importers.messages import MessageError
+from evalkit.importers.options import ImportOption
 
 FORMAT_VERSION = "openai-messages/1"
 
@@ -34,7 +35,11 @@ FORMAT_VERSION = "openai-messages/1"
 class OpenAIMessagesImporter:
     name = "openai-messages"
     summary = "JSONL of {id, messages, expected_actions, ordered?, success?, model?}"
-    options = ("model", "dialect")
+    cli_options = (
+        ImportOption("model", "model name for the runs where the input does not record it"),
+        ImportOption("dialect", "the transcripts' message format (default auto: sniffed per line)", "choice",
+                     choices=("openai", "anthropic", "auto")),
+    )
 
     def convert(self, path: str, model: str | None = None, dialect: str = "auto") -> list[list[dict[str, Any]]]:
         if dialect not in anthropic_messages.DIALECTS:

@@ -39,6 +39,7 @@ from evalkit.importers.jsonlist import read_text
 from evalkit.importers.messages import MessageError, parse_arguments
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.safe_json import JSONProblem
+from evalkit.importers.options import ImportOption
 
 FORMAT_VERSION = "otel/1"
 DEFAULT_SCENARIO_ATTR = "evalkit.scenario_id"
@@ -500,7 +501,16 @@ def load_results(path: str) -> dict[str, bool]:
 class OtelImporter:
     name = "otel"
     summary = "OpenTelemetry GenAI traces as OTLP JSON (the Collector file exporter's lines, or one document)"
-    options = ("model", "scenarios", "scenario_attr", "results")
+    cli_options = (
+        ImportOption("model", "model name for the runs where the input does not record it"),
+        ImportOption("scenarios", "scenarios (JSON list or JSONL) for the runs, by the id in --scenario-attr", "file",
+                     metavar="FILE"),
+        ImportOption("scenario_attr", "span or resource attribute naming a run's scenario (default evalkit.scenario_id)",
+                     metavar="NAME"),
+        ImportOption("results", "JSONL end states {trace_id | run_id, success} for runs whose spans do not say it",
+                     "file", metavar="FILE"),
+    )
+    # --listen HOST:PORT is the command's own flag: it replaces FILEs for an importer with listen()
 
     def options_for(self, model: str | None = None, scenarios: str | None = None, scenario_attr: str | None = None,
                     results: str | None = None) -> Options:

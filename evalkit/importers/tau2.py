@@ -31,6 +31,7 @@ from evalkit.importers.jsonlist import read_text
 from evalkit.importers.messages import MessageError, convert_messages, parse_arguments
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.safe_json import JSONProblem
+from evalkit.importers.options import ImportOption
 
 FORMAT_VERSION = "tau2/1"
 SUCCESS_TOLERANCE = 1e-6
@@ -69,7 +70,11 @@ def _slug(text: str) -> str:
 class Tau2Importer:
     name = "tau2"
     summary = "tau2-bench results files ({timestamp, info, tasks, simulations})"
-    options = ("model", "tasks")
+    cli_options = (
+        ImportOption("model", "model name for the runs where the input does not record it"),
+        ImportOption("tasks", "tasks file for simulations whose task the results file does not hold", "file",
+                     metavar="FILE"),
+    )
     ratings = True
 
     def convert(self, path: str, model: str | None = None, tasks: str | None = None) -> Converted:

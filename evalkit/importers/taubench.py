@@ -33,6 +33,7 @@ from evalkit.trajectory import safe_json
 from evalkit.importers.jsonlist import iter_json_list, read_text
 from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.importers.messages import MessageError, convert_messages, parse_arguments
+from evalkit.importers.options import ImportOption
 
 FORMAT_VERSION = "taubench/1"
 SUCCESS_TOLERANCE = 1e-6
@@ -103,7 +104,10 @@ def _slug(text: str) -> str:
 class TauBenchImporter:
     name = "taubench"
     summary = "tau-bench result files (JSON list of {task_id, trial, reward, info, traj})"
-    options = ("model", "domain")
+    cli_options = (
+        ImportOption("model", "model name for the runs where the input does not record it"),
+        ImportOption("domain", "tau-bench domain (airline, retail); inferred from the tool names when omitted"),
+    )
     required = ("model",)  # the result file does not name the model
 
     def convert(self, path: str, model: str | None = None, domain: str | None = None) -> list[list[dict[str, Any]]]:
