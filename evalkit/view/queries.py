@@ -197,11 +197,15 @@ class ViewData:
                 where.append(sql if value == "yes" else f"NOT ({sql})" if key != "unsafe" else "unsafe IS NOT 1")
         q = (params.get("q") or "").strip()
         if q:
-            # the transcript part of the bundle only: every run of a scenario shares its ground truth
-            where.append("(run_id LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM bundles b WHERE "
-                         "b.bundle_hash = view_runs.bundle_hash AND "
-                         "substr(b.bundle, instr(b.bundle, '\"transcript\":')) LIKE ? ESCAPE '\\'))")
-            args += [_like(q), _like(json.dumps(q, ensure_ascii=False)[1:-1])]
+            # The transcript part of the bundle only (every run of a scenario shares its ground
+            # truth), tested only where the whole bundle matches: cutting it out costs a copy.
+            # main.bundles, not the read-only connection's cleaning view: LIKE reads any cell.
+            text = _like(json.dumps(q, ensure_ascii=False)[1:-1])
+            where.append("(run_id LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM main.bundles b WHERE "
+                         "b.bundle_hash = view_runs.bundle_hash AND b.bundle LIKE ? ESCAPE '\\' AND "
+                         "substr(b.bundle, instr(b.bundle, '\"transcript\":')) LIKE ? ESCAPE '\\'))"
+                         if self._has("bundles") else "run_id LIKE ? ESCAPE '\\'")
+            args += [_like(q), text, text] if self._has("bundles") else [_like(q)]
         sort = params.get("sort") or "run"
         if sort not in SORTS:
             raise ValueError(f"sort must be one of {', '.join(SORTS)}")
