@@ -235,10 +235,12 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def read_cards(db: Database, problems: list[str] | None = None) -> Iterator[Card]:
+def read_cards(db: Database, problems: list[str] | None = None, *, judged_only: bool = False) -> Iterator[Card]:
     """``problems``, when given, gets one line per stored card that is not a JSON object (its
-    signals then read as missing)."""
-    for row in db.rows("SELECT run_id, scenario_id, model, status, card FROM scorecards ORDER BY run_id"):
+    signals then read as missing). ``judged_only`` keeps the runs with an annotation (all that
+    judge-mechanical pairs need: ``evalkit view`` reads a large database's disagreements so)."""
+    where = " WHERE run_id IN (SELECT run_id FROM annotations)" if judged_only else ""
+    for row in db.rows(f"SELECT run_id, scenario_id, model, status, card FROM scorecards{where} ORDER BY run_id"):
         try:
             card = loads(row["card"]) if row["card"] else {}
         except ValueError:

@@ -163,7 +163,7 @@ class ViewData:
         if not values:
             return []
         sub = dataclasses.replace(self.config, pairings=self.pairings)
-        return paired.disagreements(paired.build_pairs(list(read_cards(self.db)), values, sub))
+        return paired.disagreements(paired.build_pairs(list(read_cards(self.db, judged_only=True)), values, sub))
 
     # -- the Runs table -----------------------------------------------------------------------
     def facets(self) -> dict[str, list[str]]:
