@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalkit.cli import cli
-from evalkit.db import UnknownJudge, resolve_judge
+from evalkit.db import JudgeNotStored, resolve_judge
 from report_fixtures import JUDGES, build_db
 
 PRESENT = ", ".join(sorted(JUDGES))  # openai/judge-large, openai/judge-small
@@ -36,19 +36,19 @@ def test_resolve_judge_full_and_short_names():
 
 
 def test_resolve_judge_other_provider_is_not_a_match():
-    with pytest.raises(UnknownJudge) as err:
+    with pytest.raises(JudgeNotStored) as err:
         resolve_judge("azure/gpt-x", ["openai/gpt-x"], "e.db")
     assert str(err.value) == "e.db: no judge 'azure/gpt-x' in this database; judges present: openai/gpt-x"
 
 
 def test_resolve_judge_ambiguous_short_name_is_an_error():
-    with pytest.raises(UnknownJudge) as err:
+    with pytest.raises(JudgeNotStored) as err:
         resolve_judge("gpt-x", ["openai/gpt-x", "azure/gpt-x"], "e.db")
     assert "ambiguous" in str(err.value) and "azure/gpt-x, openai/gpt-x" in str(err.value)
 
 
 def test_resolve_judge_with_no_judges_says_so():
-    with pytest.raises(UnknownJudge) as err:
+    with pytest.raises(JudgeNotStored) as err:
         resolve_judge("gpt-x", [], "e.db")
     assert "judges present: none" in str(err.value)
 

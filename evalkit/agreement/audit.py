@@ -52,7 +52,7 @@ def run_audit(
 
     ``judge``/``rubric`` restrict the judge annotations read (imported ratings are kept);
     ``judge`` is the full model string or the part after the provider prefix, and an unknown
-    name raises ``evalkit.db.UnknownJudge`` (listing the judges present);
+    name raises ``evalkit.db.JudgeNotStored`` (listing the judges present);
     ``by`` names the one slice kind to break pairings down by (scenario, model, judge, rubric;
     None = all four); ``config`` is an AuditConfig, a path to a config file, or None for the
     documented lookup; ``seed``/``n_resamples`` drive the bootstrap intervals; ``jury`` adds the

@@ -25,14 +25,14 @@ def list_(db_path, judge, rubric, run_id, fmt_name):
     confidence and rationale. Reads the database only; needs no judge server. Annotations of a
     run re-scored since it was judged (stale) are left out. Exit codes: 0 listed (none is not an
     error); 1 unreadable database; 2 usage error (no such database, unknown judge)."""
-    from evalkit.db import UnknownJudge, open_readonly
+    from evalkit.db import JudgeNotStored, open_readonly
     from evalkit.errors import InputError
     from evalkit.present.annotations_view import annotation_listing, render
 
     try:
         with open_readonly(db_path) as db:
             items = annotation_listing(db, judge=judge, rubric=rubric, run=run_id)
-    except UnknownJudge as exc:
+    except JudgeNotStored as exc:
         raise click.UsageError(str(exc)) from None
     except InputError as exc:
         fail(str(exc))

@@ -19,7 +19,7 @@ from evalkit.db.judge import (
     CallCost, JudgeTables, JudgeValue, judge_models, label_value, read_annotation_rows, read_annotations,
     read_call_costs, read_primary_values, read_stale_annotations,
 )
-from evalkit.db.names import UnknownJudge, resolve_judge, short_name
+from evalkit.db.names import JudgeNotStored, resolve_judge, short_name
 from evalkit.db.probes import ProbeAnswer, ProbeTables, read_probe_annotations
 from evalkit.db.ratings import Rating, read_ratings, write_ratings
 from evalkit.db.schema import SCHEMA_VERSION, TABLES
@@ -29,9 +29,18 @@ from evalkit.db.scores import (
 
 __all__ = [
     "CallCost", "Card", "DEFAULT_DB", "Database", "DbError", "JudgeTables", "JudgeValue", "ProbeAnswer", "ProbeTables", "Rating",
-    "SCHEMA_VERSION", "Store", "TABLES", "UnknownJudge", "decode_json", "judge_models", "label_value",
+    "SCHEMA_VERSION", "Store", "TABLES", "JudgeNotStored", "decode_json", "judge_models", "label_value",
     "open_readonly", "open_write", "read_annotation_rows", "read_annotations", "read_call_costs",
     "read_cards", "read_commands", "read_primary_values", "read_probe_annotations", "read_ratings", "read_runs", "read_scorecards",
     "read_stale_annotations",
     "resolve_judge", "short_name", "write_ratings",
 ]
+
+
+def __getattr__(name: str):
+    if name == "UnknownJudge":  # its name until it was told apart from judges' UnknownJudgeError
+        import warnings
+
+        warnings.warn("evalkit.db.UnknownJudge is evalkit.db.JudgeNotStored", DeprecationWarning, stacklevel=2)
+        return JudgeNotStored
+    raise AttributeError(f"module 'evalkit.db' has no attribute {name!r}")

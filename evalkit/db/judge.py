@@ -196,7 +196,7 @@ class JudgeTables:
     def clear(self, model: str | None = None, rubric: str | None = None) -> int:
         """Delete cached calls (annotations stay: they are results, not cache). ``model`` is
         resolved like every judge name (:func:`evalkit.db.names.resolve_judge`): an unknown or
-        ambiguous name raises ``UnknownJudge``."""
+        ambiguous name raises ``JudgeNotStored``."""
         where, args = judge_filter(self.database, model or None, rubric or None)
         sql = "DELETE FROM judge_calls" + where_sql(where)
         with self.database.transaction() as conn:
@@ -256,7 +256,7 @@ def _number(x: Any) -> float | None:
 def read_annotations(db: Database, judge: str | None = None, rubric: str | None = None) -> Iterator[JudgeValue]:
     """Values of ``ok`` annotations that are not stale, ordered so that later answers come last
     (created_at, id, dimension). ``judge`` is resolved by :func:`~evalkit.db.names.resolve_judge`
-    (full model string or the part after the provider prefix); an unknown name raises ``UnknownJudge``."""
+    (full model string or the part after the provider prefix); an unknown name raises ``JudgeNotStored``."""
     where, args = judge_filter(db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')", f"NOT {stale('a.')}"],
                                column="a.")
     # One row per annotation first (rationale, JSON), then its values: the annotation JSON is
@@ -333,7 +333,7 @@ def judge_filter(db: Database, judge: str | None = None, rubric: str | None = No
                  column: str = "") -> tuple[list[str], list[Any]]:
     """SQL conditions and their arguments: ``where`` plus one judge (resolved by
     :func:`~evalkit.db.names.resolve_judge`: full model string or the part after the provider
-    prefix; an unknown name raises ``UnknownJudge``) and one rubric. ``column`` prefixes the
+    prefix; an unknown name raises ``JudgeNotStored``) and one rubric. ``column`` prefixes the
     column names (a table alias such as ``a.``)."""
     where, args = list(where or []), []
     if judge is not None:

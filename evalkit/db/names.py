@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from evalkit.errors import InputError
 
 
-class UnknownJudge(InputError):
+class JudgeNotStored(InputError):
     """A judge name that does not name exactly one stored judge; ``str()`` lists the judges present."""
 
     def __init__(self, path: str, name: str, present: list[str], matches: list[str] | None = None):
@@ -34,7 +34,7 @@ def short_name(model: str) -> str:
 
 
 def resolve_judge(name: str, present: Iterable[str], path: str = "") -> str:
-    """The stored judge ``name`` means (see the module docstring), or raise :class:`UnknownJudge`."""
+    """The stored judge ``name`` means (see the module docstring), or raise :class:`JudgeNotStored`."""
     judges = sorted(set(present))
     wanted = name.strip()
     if wanted in judges:
@@ -42,4 +42,4 @@ def resolve_judge(name: str, present: Iterable[str], path: str = "") -> str:
     matches = [j for j in judges if short_name(j) == wanted or j == short_name(wanted)]
     if len(matches) == 1:
         return matches[0]
-    raise UnknownJudge(path, name, judges, matches if len(matches) > 1 else None)
+    raise JudgeNotStored(path, name, judges, matches if len(matches) > 1 else None)

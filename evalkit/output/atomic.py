@@ -13,8 +13,10 @@ import os
 import tempfile
 from pathlib import Path
 
+from evalkit.errors import EvalkitError
 
-class OutputError(OSError):
+
+class OutputError(EvalkitError, OSError):
     """An output file that cannot be written. ``str()`` is ``path: cannot write: reason``; it is an
     OSError (with ``errno``, ``strerror`` and ``filename``) for callers that catch those."""
 

@@ -25,7 +25,7 @@ COLUMNS = ("judge_model", "rubric", "run_id", "status", "blind", "replicate", "c
 def annotation_listing(db: Any, judge: str | None = None, rubric: str | None = None,
                        run: str | None = None) -> list[dict[str, Any]]:
     """The annotations of an open read-only :class:`evalkit.db.Database`, as plain dicts;
-    ``judge`` is resolved as everywhere (an unknown name raises ``UnknownJudge``)."""
+    ``judge`` is resolved as everywhere (an unknown name raises ``JudgeNotStored``)."""
     from evalkit.db import label_value, read_annotation_rows
 
     heads = [a for a in read_annotation_rows(db, judge=judge)

@@ -36,13 +36,13 @@ from evalkit.db import (
     read_scorecards, resolve_judge,
 )
 from evalkit.db.cells import odd_cells
-from evalkit.errors import InputError
+from evalkit.errors import EvalkitError, InputError
 from evalkit.report.contamination import load_contamination
 from evalkit.report.drilldowns import drilldown_data
 from evalkit.aggregate.per_call import median_and_mean_after_first
 
 
-class ReportError(Exception):
+class ReportError(EvalkitError):
     """A report cannot be made from this input; ``str()`` is one line naming the file."""
 
 

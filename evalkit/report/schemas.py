@@ -18,11 +18,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evalkit.errors import EvalkitError
+
 SCHEMA_NAMES = ("trajectory", "scorecard", "annotation", "ratings", "aggregate", "scenario")
 DEFAULT_RUBRIC = "procedure_v1"
 
 
-class SchemaError(ValueError):
+class SchemaError(EvalkitError, ValueError):
     """An unknown schema or rubric name; the message lists the known ones."""
 
 
