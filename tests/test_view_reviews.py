@@ -175,3 +175,14 @@ def test_three_reviewers_give_the_alt_test_its_humans(db):
     outcome = next(e for e in audit(db)["raters"] if e["dimension"] == "outcome")
     assert {"ann", "bo", "cy"} <= set(outcome["raters"])
     assert [t["judge"] for t in outcome["alt_test"]] == ["openai/smollm2@procedure_v1"]
+
+
+def test_adjudications_in_the_audit_csv_only_with_verdicts(db):
+    from evalkit.agreement.render import audit_csv
+
+    assert ",adjudications," not in audit_csv(audit(db)) and "adjudications," not in audit_csv(audit(db))
+    with vh.client(db) as app:
+        assert post_json(app, RUN, {"verdicts": {"safety": "both_wrong"}}).status_code == 201
+    text = audit_csv(audit(db))
+    assert "adjudications,safety,,,both_wrong,1," in text
+    assert "adjudications,safety,,,judge_error_rate,1.0," in text and "adjudications,safety,,,mechanical_error_rate,1.0," in text

@@ -75,6 +75,13 @@ def audit_csv(report: dict[str, Any]) -> str:
         for c in e.get("judge_vs_mechanical") or []:
             pair = f"{c['judge']} vs {c['mechanical']}"
             _csv_stats(rows, "raters", e["dimension"], "judge_vs_mechanical", pair, c, ["n", "agree", "cohen_kappa", "lenient", "strict"])
+    adjudications = report.get("adjudications") or []
+    if any(e.get("verdicts") or e.get("not_disagreeing") for e in adjudications):  # as its section: only with verdicts
+        for e in adjudications:
+            for k in ("disagreements", "adjudicated", "verdicts", "not_disagreeing", "judge_errors", "scorer_errors",
+                      "ground_truth_errors", "both_wrong", "unclear"):
+                rows.append(["adjudications", e["pairing"], "", "", k, e[k], ""])
+            _csv_stats(rows, "adjudications", e["pairing"], "", "", e, ["judge_error_rate", "mechanical_error_rate"])
     for j in report.get("drift", []):
         name = f"{j['judge_model']}@{j['rubric']}"
         rows.append(["drift", name, "", "", "n_replicates", j["n_replicates"], ""])
