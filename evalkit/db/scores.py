@@ -109,6 +109,102 @@ def batch_rows(cards: Iterable[CardRows]) -> BatchRows:
     return BatchRows([rows["runs"][0][0] for rows in cards], tables, chars)
 
 
+@dataclass(slots=True)
+class StagedRows:
+    """A batch's rows already inserted into SQLite: ``data`` is a serialised database holding the
+    score tables (the scores' column types, no keys), in order; ``run_ids`` and ``chars`` as in
+    :class:`BatchRows`. A worker sends it for a batch of several files, so that the parent copies
+    the rows with INSERT ... SELECT instead of decoding and binding every value."""
+
+    run_ids: list[str]
+    data: bytes
+    chars: int
+
+
+STAGE = "evalkit_stage"  # the schema name a staging database is attached under
+
+
+def _stage_ddl(table: str) -> str:
+    from evalkit.db.schema import TABLES
+
+    kinds = dict(TABLES[table].columns)
+    # the same declared types as the real table: a value is converted as it would be there, once
+    return f'CREATE TABLE "{table}" ({", ".join(f"[{c}] {kinds[c]}" for c in _COLUMNS[table])})'
+
+
+def stage_rows(rows: BatchRows) -> StagedRows:
+    """``rows`` as a staging database (:class:`StagedRows`); in memory, nothing touches a disk."""
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        for table in _COLUMNS:  # every table before any row: the same root pages in every batch
+            conn.execute(_stage_ddl(table))
+        for table, cols in _COLUMNS.items():
+            if rows.tables[table]:
+                conn.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" for _ in cols)})', rows.tables[table])
+        conn.execute("COMMIT")
+        data = conn.serialize()
+    finally:
+        conn.close()
+    return StagedRows(rows.run_ids, data, rows.chars)
+
+
+_LAYOUT: list[tuple[str, int, str]] = []
+
+
+def _stage_layout() -> list[tuple[str, int, str]]:
+    """(name, root page, sql) of each table of a staging database, as :func:`stage_rows` makes it."""
+    if not _LAYOUT:
+        import sqlite3
+
+        conn = sqlite3.connect(":memory:")
+        for table in _COLUMNS:
+            conn.execute(_stage_ddl(table))
+        _LAYOUT.extend(conn.execute("SELECT name, rootpage, sql FROM sqlite_schema ORDER BY rowid").fetchall())
+        conn.close()
+    return _LAYOUT
+
+
+def can_stage() -> bool:
+    """Whether this Python's sqlite3 can serialise a database (3.11+, SQLite built with it)."""
+    import sqlite3
+
+    return hasattr(sqlite3.Connection, "serialize")
+
+
+def _can_deserialize(conn: Any) -> bool:
+    return hasattr(conn, "deserialize")
+
+
+def _unstage(db_path: str, staged: StagedRows) -> BatchRows:
+    """The rows of a staging database read back (through a temporary file), exactly as stored."""
+    import sqlite3
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="evalkit-stage-") as tmp:
+        path = os.path.join(tmp, "stage.db")
+        with open(path, "wb") as fh:
+            fh.write(staged.data)
+        conn = sqlite3.connect(path)
+        try:
+            tables = {t: conn.execute(f'SELECT {", ".join(f"[{c}]" for c in cols)} FROM "{t}" ORDER BY rowid').fetchall()
+                      for t, cols in _COLUMNS.items()}
+        except sqlite3.Error as exc:
+            raise DbError(db_path, f"a batch's staging database cannot be read: {exc}") from None
+        finally:
+            conn.close()
+    return BatchRows(staged.run_ids, tables, staged.chars)
+
+
+_COPY = {
+    table: f'INSERT OR REPLACE INTO main."{table}" ({", ".join(f"[{c}]" for c in cols)}) '
+           f'SELECT {", ".join(f"[{c}]" for c in cols)} FROM {STAGE}."{table}" ORDER BY rowid'
+    for table, cols in _COLUMNS.items()
+}
+
+
 class Store:
     """The scores database, open for writing. ``Store(":memory:")`` works for tests.
 
@@ -120,6 +216,7 @@ class Store:
     def __init__(self, path: str | os.PathLike[str] = DEFAULT_DB):
         self.path = str(path)
         self.database = open_write(self.path)
+        self._stage = False  # whether the staging schema is attached
 
     @property
     def conn(self):
@@ -150,16 +247,48 @@ class Store:
         batches = [b for b in batches if b.run_ids]
         if not batches:
             return
+        if not self._stage and any(isinstance(b, StagedRows) for b in batches) and _can_deserialize(self.conn):
+            self._attach_stage()
         with self.database.transaction() as conn:
             group: list[BatchRows] = []
             ids: set[str] = set()
             for b in batches:
+                if isinstance(b, StagedRows):  # on its own: the group before it is written first
+                    _write_group(conn, group)
+                    group, ids = [], set()
+                    self._copy_staged(conn, b)
+                    continue
                 if not ids.isdisjoint(b.run_ids):  # a run_id again: its earlier commands go first
                     _write_group(conn, group)
                     group, ids = [], set()
                 group.append(b)
                 ids.update(b.run_ids)
             _write_group(conn, group)
+
+    def _attach_stage(self) -> None:
+        """Attach the in-memory schema staging databases are loaded into (outside a transaction:
+        SQLite attaches nothing inside one)."""
+        import sqlite3
+
+        try:
+            self.conn.execute(f"ATTACH ':memory:' AS {STAGE}")
+        except sqlite3.Error as exc:
+            raise DbError(self.path, f"cannot attach a staging database: {exc}") from None
+        self._stage = True
+
+    def _copy_staged(self, conn: Any, staged: StagedRows) -> None:
+        if not _can_deserialize(conn):  # a sqlite3 without it (a Ray node's may differ): rows again
+            _write_group(conn, [_unstage(self.path, staged)])
+            return
+        conn.deserialize(staged.data, name=STAGE)
+        # SQLite keeps the schema it read from the previous staging database while its version
+        # number is the same, so every staging database must be laid out alike: checked here
+        found = conn.execute(f"SELECT name, rootpage, sql FROM {STAGE}.sqlite_schema ORDER BY rowid").fetchall()
+        if found != _stage_layout():
+            raise DbError(self.path, "a batch's staging database is not laid out as evalkit lays it out")
+        conn.execute(f'DELETE FROM main.commands WHERE run_id IN (SELECT run_id FROM {STAGE}."runs")')
+        for table in ("bundles", "scorecards", "runs", "commands"):
+            conn.execute(_COPY[table])
 
     def iter_scorecards(self) -> Iterator[ScoreCard]:
         """Stored ScoreCards with their judge_bundle, ordered by run_id."""
@@ -176,6 +305,8 @@ class Store:
 
 
 def _write_group(conn: Any, group: list[BatchRows]) -> None:
+    if not group:
+        return
     conn.executemany("DELETE FROM commands WHERE run_id = ?", [(r,) for b in group for r in b.run_ids])
     # the largest values first: SQLite copies a bound value twice while inserting it and keeps the
     # last bound copy until the statement is used again

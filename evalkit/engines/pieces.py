@@ -6,7 +6,9 @@ file, in input order), one :class:`BatchPieces` on the batch's last good file:
 
 - ``output``: the batch's cards in the output format, joined — UTF-8 bytes when the parent's stream
   takes them (``ScoreJob.encoding``), else text — for :meth:`ScoreWriter.write_batch`;
-- ``rows``: the database rows, merged by table, ready for ``executemany`` (:class:`BatchRows`);
+- ``rows``: the database rows, merged by table: for a batch of several files already inserted into a
+  staging database the parent copies from (:class:`StagedRows`), else ready for ``executemany``
+  (:class:`BatchRows`);
 - ``parquet``: the Parquet rows;
 - ``partial``: the batch's aggregate (:meth:`Aggregator.partial`), merged by the parent in input order.
 
@@ -24,7 +26,7 @@ from typing import Any
 class BatchPieces:
     count: int  # cards in ``output``
     output: bytes | str | None = None
-    rows: Any = None  # evalkit.db.scores.BatchRows
+    rows: Any = None  # evalkit.db.scores.BatchRows or StagedRows
     parquet: list[Any] | None = None  # evalkit.output.parquet.ParquetRows, in input order
     partial: Any = None  # evalkit.aggregate.groups.AggregatePartial
 
@@ -66,9 +68,13 @@ def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> l
             except UnicodeEncodeError:  # the parent's stream decides what happens to such text
                 pass
     if job.db_rows:
-        from evalkit.db.scores import batch_rows
+        from evalkit.db.scores import batch_rows, can_stage, stage_rows
 
         pieces.rows = batch_rows(rows)
+        # several files: a batch that goes to another process, where inserting them row by row would
+        # be the parent's work; one file a batch is this process's own loop
+        if len(rows) > 1 and can_stage():
+            pieces.rows = stage_rows(pieces.rows)
     if job.parquet_rows:
         pieces.parquet = parquet
     last.batch = pieces
