@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 import evalkit.cli
 from fake_llm_server import RecordingListener, gzip_bomb
-from judge_helpers import FAKE_KEY, scored_db
+from judge_helpers import FAKE_KEY, rows, scored_db
 
 MODEL = "openai/judge-a"
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,7 +121,9 @@ def test_huge_reply_is_refused_quickly_with_bounded_memory(tmp_path):
     assert "Traceback" not in done.stderr
     (error,) = [a["error"] for a in json.loads(done.stdout)["annotations"]]
     assert "larger than 4 MiB" in error and "reply_max_bytes" in error
-    assert took < 15 and peak_mb < 400, (took, peak_mb)
+    (latency_ms,) = rows(db, "SELECT latency_ms FROM judge_calls")[0]
+    # the call itself, not the process start (litellm's import alone takes seconds on a busy machine)
+    assert latency_ms < 3000 and took < 40 and peak_mb < 400, (latency_ms, took, peak_mb)
 
 
 def test_huge_chunked_reply_is_cut_while_reading(tmp_path, server):
