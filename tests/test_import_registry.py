@@ -59,7 +59,7 @@ def test_builtin_importers_are_registered():
     assert names["openai-messages"] == "builtin" and names["taubench"] == "builtin"
     assert list(names) == sorted(names)
     assert importers.supported_options(importers.get_importer("taubench")) == ("model", "domain")
-    assert importers.supported_options(importers.get_importer("openai-messages")) == ("model", "dialect")
+    assert importers.supported_options(importers.get_importer("openai-messages")) == ("model", "dialect", "scenarios")
     with pytest.raises(KeyError, match="unknown import format 'nope'; known: .*taubench"):
         importers.get_importer("nope")
 

@@ -119,7 +119,9 @@ def test_a_bad_file_among_good_ones_with_two_workers(corpora, tmp_path):
     code, out, err = run_import(tmp_path / "w2", [*inputs, *extra], workers=2)
     bad = inputs[1 + 5]
     assert code == 1
-    (line,) = err.splitlines()
+    # the importer's one note (its transcripts give no command_tools), then the bad file
+    note, line = err.splitlines()
+    assert note.startswith("note: ") and "11 files" in note
     assert line.startswith(f"{bad}:2: not valid JSON")
     written = [line.split(":")[0] for line in out.splitlines()]
     assert written == [p for p in inputs[1:] if p != bad]  # the eleven others, in input order

@@ -125,6 +125,8 @@ def import_command(
     if result.ratings_file:
         where = f" and {db_path}" if db_path else ""
         click.echo(sanitize(f"{result.ratings} ratings -> {result.ratings_file}{where}"))
+    for note in result.notes:
+        warn(note)
     for error in result.errors:
         warn(str(error))  # errors quote sample ids and paths from the input
     if result.errors:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evalkit.errors import InputError
+from evalkit.importers.notes import Note, merge as merge_notes
 from evalkit.importers.options import ImportOption, accepted_names
 
 ENTRY_POINT_GROUP = "evalkit.importers"
@@ -65,6 +66,16 @@ class Converted:
     runs: list[Records]
     ratings: list[dict[str, Any]] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # said once per import (evalkit.importers.notes)
+
+
+class RunList(list):
+    """Runs, as an importer returns them, with ``notes`` (evalkit.importers.notes: a default the
+    importer chose, said once per import). A plain list to every other caller."""
+
+    def __init__(self, runs: Sequence[Records] = (), notes: Sequence[Note] = ()):
+        super().__init__(runs)
+        self.notes = list(notes)
 
 
 class Importer(Protocol):
@@ -135,6 +146,7 @@ class ImportResult:
     errors: list[InputError] = field(default_factory=list)
     ratings: int = 0  # rating rows written to ratings_file by this call
     ratings_file: str | None = None
+    notes: list[str] = field(default_factory=list)  # the importer's notes on the inputs written, one line per kind
 
     @property
     def runs(self) -> int:
@@ -210,6 +222,7 @@ def import_files(
     result = ImportResult()
     seen: dict[str, str] = {}
     ratings: list[dict[str, Any]] = []
+    notes: list[Note] = []
     stream = map_local(work, group_inputs(expand_inputs(imp, paths)), workers, 1)
     try:
         for done in stream:
@@ -223,6 +236,7 @@ def import_files(
                 continue
             result.written[done.path] = written
             result.errors.extend(done.errors)
+            notes.extend(done.notes)
             ratings.extend(done.ratings)
             for run_id, _, _ in done.runs:
                 seen[run_id] = done.path
@@ -230,6 +244,7 @@ def import_files(
         stream.close()  # on an abort: the pool drops queued tasks and waits for the running ones
         for left in Path(out_dir).glob(f"*.{tag}-*{TMP_SUFFIX}"):  # staged by them, or interrupted
             left.unlink(missing_ok=True)
+    result.notes = [note.render() for note in merge_notes(notes)]
     if ratings:
         from evalkit.importers.ratings_file import store_ratings
 

@@ -47,6 +47,7 @@ class ConvertedFile:
     ratings: list[dict[str, Any]] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
     error: InputError | None = None
+    notes: list[Any] = field(default_factory=list)  # evalkit.importers.notes.Note
 
 
 def convert_one(job: ImportJob, path: str) -> ConvertedFile:
@@ -70,7 +71,8 @@ def convert_one(job: ImportJob, path: str) -> ConvertedFile:
     except OSError as exc:
         return ConvertedFile(path, error=ImportFormatError(path, None, f"cannot read or write: {exc.strerror or exc}"))
     runs = [(run_id, tmp, final) for run_id, (tmp, final) in zip(run_ids, staged)]
-    return ConvertedFile(path, runs, converted.ratings, converted.errors)
+    notes = converted.notes or list(getattr(out, "notes", ()))
+    return ConvertedFile(path, runs, converted.ratings, converted.errors, notes=notes)
 
 
 def convert_tasks(job: ImportJob, tasks: list[list[str]]) -> list[ConvertedFile]:
