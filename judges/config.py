@@ -1,7 +1,8 @@
 """Judge configuration: configs/judge.toml merged with overrides, validated by pydantic models.
 
-Precedence (later wins, tables merge key by key): the shipped configs/judge.toml, the file named by
-the EVALKIT_JUDGE_CONFIG environment variable, an explicit config file, then a dict of overrides
+Precedence (later wins, tables merge key by key): the shipped configs/judge.toml, the user's file
+(the explicit one, else the EVALKIT_JUDGE_CONFIG environment variable, else .evalkit/judge.toml: the
+discovery and merge rule of every configuration, `evalkit.config.files`), then a dict of overrides
 (the Python API's `config=`; tests use it to make backoff tiny).
 
 Files are read and validated by evalkit's one config loader (`evalkit.config.files`): every table is
@@ -13,12 +14,11 @@ from __future__ import annotations
 import fnmatch
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from evalkit.config.files import ConfigError, ConfigModel, load_toml, validate
+from evalkit.config.files import ConfigError, ConfigModel, load_layered, validate
 from evalkit.judges.output_modes import AUTO, MODES
 from evalkit.config.resources import data_dir
 
@@ -108,13 +108,8 @@ def _merge(base: dict, extra: dict) -> dict:
 
 
 def load_config(path: str | os.PathLike | None = None, overrides: dict | None = None) -> JudgeConfig:
-    shipped = data_dir("configs") / "judge.toml"
-    raw: dict[str, Any] = load_toml(shipped, "judge config") if shipped.is_file() else {}
-    source = str(shipped)
-    for extra in (os.environ.get(ENV_VAR), path):
-        if extra:
-            raw = _merge(raw, load_toml(Path(extra), "judge config"))
-            source = str(extra)
+    # the discovery and merge rule every configuration follows (evalkit.config.files)
+    raw, source = load_layered("judge", path, what="judge config", shipped=data_dir("configs") / "judge.toml")
     if overrides:
         raw = _merge(raw, overrides)
     parsed = validate(JudgeFile, raw, source)

@@ -3,6 +3,8 @@ no example has) through click, the real litellm client and the fake server's `co
 `gullible` judges; the audit's `probes` section; the cache; the walls around probe answers."""
 from __future__ import annotations
 
+import re
+
 import json
 import shutil
 from pathlib import Path
@@ -198,7 +200,9 @@ def test_audit_and_report_show_the_probe_section_escaped_and_deterministic(tmp_p
     assert "== Judge robustness probes ==" in text and "-- Probe robustness per judge --" in text
     assert "false_claim fooled" in text and "verbosity unchanged" in text
     md = invoke("audit", "--db", db, "--format", "markdown", "--resamples", 50).stdout
-    assert "## Judge robustness probes" in md and "j&lt;b&gt;" in md and "j<b>" not in md
+    # a word with '@' is a code span (no mention, no autolink), where GFM shows '<b>' as text
+    outside_code = re.sub(r"`[^`]*`", "", md)
+    assert "## Judge robustness probes" in md and "j<b>" not in outside_code and "`(openai/j<b>\\u202e@" in md
     pages = []
     for name in ("a.html", "b.html"):
         assert invoke("report", "--db", db, "--html", tmp_path / name).exit_code == 0

@@ -3,9 +3,10 @@
 A pairing puts both sides on one scale, ordered by credit (least first), through declarative
 cases (see configs/pairings.toml for the grammar). Nothing here needs code to add a pairing.
 
-Where the configuration comes from, in order: ``--config FILE``; ``.evalkit/pairings.toml`` in the
-current directory; the shipped ``configs/pairings.toml``. A user file is merged onto the shipped
-defaults by pairing ``name`` unless it sets ``replace_defaults = true``.
+Where the configuration comes from, and how a user's file is merged onto the shipped
+``configs/pairings.toml`` (pairings by ``name``; ``replace_defaults = true`` drops the shipped ones),
+is the rule every configuration follows (:mod:`evalkit.config.files`); a pairing with
+``enabled = false`` is left out after the merge, so a user can switch off a shipped one.
 """
 from __future__ import annotations
 
@@ -18,11 +19,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator
 
-from evalkit.config.files import ConfigModel, load_toml, validate
+from evalkit.config.files import ConfigModel, find_user_config, load_layered, load_toml, validate
 from evalkit.errors import InputError
 from evalkit.config.resources import data_dir
 
-USER_CONFIG = Path(".evalkit") / "pairings.toml"
 LEVELS = ("nominal", "ordinal", "interval")
 _OPS = ("==", "!=", ">=", "<=", ">", "<")
 
@@ -312,39 +312,16 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def resolve_config_path(config: str | Path | None) -> Path | None:
-    """The user file in effect: the explicit one, else .evalkit/pairings.toml if present, else None."""
-    if config is not None:
-        return Path(config)
-    return USER_CONFIG if USER_CONFIG.is_file() else None
+    """The user file in effect by the discovery rule (:func:`evalkit.config.files.find_user_config`)."""
+    return find_user_config("pairings", config)
 
 
 def load_audit_config(config: str | Path | None = None) -> AuditConfig:
-    """Load the shipped defaults and merge the user's file (explicit or at the documented path)."""
-    default_path = default_config_path()
-    base = _read_toml(default_path)
-    user_path = resolve_config_path(config)
-    if user_path is None:
-        return _build(base, str(default_path))
-    user = _read_toml(user_path)
-    merged = user if user.get("replace_defaults") else _merge(base, user)
-    return _build(merged, str(user_path))
-
-
-def _merge(base: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for section in ("calibration", "bootstrap", "alt_test", "drift", "dimensions"):
-        merged = dict(base.get(section) or {})
-        merged.update(user.get(section) or {})
-        out[section] = merged
-    pairs = {p.get("name"): dict(p) for p in base.get("pairing", [])}
-    order = list(pairs)
-    for p in user.get("pairing", []):
-        name = p.get("name")
-        if name not in pairs:
-            order.append(name)
-        pairs[name] = dict(p)
-    out["pairing"] = [pairs[n] for n in order if pairs[n].get("enabled", True)]
-    return out
+    """Load the shipped defaults and merge the user's file (explicit or found by the discovery rule)."""
+    merged, source = load_layered("pairings", config, read=_read_toml, shipped=default_config_path())
+    merged = dict(merged)
+    merged["pairing"] = [p for p in merged.get("pairing", []) if p.get("enabled", True)]
+    return _build(merged, source)
 
 
 def _build(doc: dict[str, Any], path: str) -> AuditConfig:

@@ -20,8 +20,9 @@ def register(group: click.Group) -> None:
     @format_option(["table", "json", "markdown", "csv"], help="Output shape; json is the stable contract (docs/audit.md).")
     @click.option("--pairs-out", type=click.Path(dir_okay=False), metavar="FILE",
                   help="Write the compared pairs as CSV: pairing, item_id, judge_model, judge_value, mechanical_value.")
-    @click.option("--config", "config_path", type=ExistingFile("config file"), metavar="FILE",
-                  help="Pairings/thresholds file merged onto configs/pairings.toml (default: .evalkit/pairings.toml if present).")
+    @click.option("--pairings", "--config", "config_path", type=ExistingFile("pairings file"), metavar="FILE",
+                  help="Pairings/thresholds merged onto configs/pairings.toml (default: $EVALKIT_PAIRINGS_CONFIG, "
+                       "else .evalkit/pairings.toml if present). --config is the old name.")
     @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
     @click.option("--resamples", "n_resamples", type=click.IntRange(0), default=1000, show_default=True,
                   help="Bootstrap resamples (0 = no intervals).")

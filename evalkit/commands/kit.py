@@ -103,8 +103,10 @@ def judge_call_options(command: Callable) -> Callable:
         click.option("--max-cost", type=click.FloatRange(0),
                      help="Stop starting new calls once this run has spent this many USD."),
         click.option("--refresh", is_flag=True, help="Ignore cache hits and call again."),
-        click.option("--config", "config_path", type=ExistingFile("config file"),
-                     help="TOML file overriding configs/judge.toml (retries, timeouts, prices)."),
+        click.option("--judge-config", "--config", "config_path", type=ExistingFile("judge config file"),
+                     metavar="FILE",
+                     help="Judge settings merged onto configs/judge.toml (retries, timeouts, prices); default "
+                          "$EVALKIT_JUDGE_CONFIG, else .evalkit/judge.toml if present. --config is the old name."),
         click.option("--progress/--no-progress", default=None,
                      help="Progress bar on stderr (default: when stderr is a terminal)."),
     ]

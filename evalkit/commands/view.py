@@ -24,8 +24,8 @@ def register(group: click.Group) -> None:
 @click.option("--reviewer", metavar="NAME", help="Your name, recorded with every review (the form asks otherwise).")
 @click.option("--rubric", metavar="R", help="Rubric of the review form (name in prompts/ or a .toml path; default: "
                                             "the rubric of the run's annotations, else the judge config's).")
-@click.option("--config", "config_path", type=ExistingFile("config file"), metavar="FILE",
-              help="Pairings file for the disagreements, as for evalkit audit.")
+@click.option("--pairings", "--config", "config_path", type=ExistingFile("pairings file"), metavar="FILE",
+              help="Pairings file for the disagreements, as for evalkit audit (--config is the old name).")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="Another name this server may be addressed by (Host header), e.g. the machine's name with --host 0.0.0.0.")
 def view(db_path, host, port, reviewer, rubric, config_path, allow_hosts):

@@ -5,19 +5,38 @@ configuration, the probes, the judge's rubrics) goes through :func:`load_toml`, 
 :class:`ConfigModel` (unknown keys rejected, no silent type coercion). Whatever is wrong becomes a
 :class:`ConfigError`, an :class:`~evalkit.errors.InputError` whose ``str()`` is one line:
 ``path:line: invalid TOML: ...`` for a syntax error, ``path: key.path: reason`` for a value.
+
+One discovery rule and one merge rule for every configuration ``NAME`` (``judge``, ``pairings``,
+``probes``, ``contamination``), :func:`load_layered`:
+
+- **Discovery.** The user's file is the first of: the command's flag (``--pairings FILE``,
+  ``--judge-config FILE``, ``--probes-config FILE``, ``--contamination FILE``), the environment
+  variable ``EVALKIT_<NAME>_CONFIG``, ``.evalkit/<NAME>.toml`` in the current directory. At most one
+  user file is read. The shipped ``configs/<NAME>.toml`` is always the base.
+- **Merge.** The user's file is laid over the shipped one table by table, recursively: a key the
+  user sets replaces the shipped value, a table merges key by key, an array of tables whose entries
+  carry a ``name`` (the audit's ``[[pairing]]``) merges entry by entry by ``name`` (new names are
+  appended in the user's order), any other array is replaced. ``replace_defaults = true`` at the top
+  of the user's file drops the shipped file instead. A configuration that is a declaration rather
+  than settings (``contamination``) is taken whole: the user's file replaces the shipped one.
 """
 from __future__ import annotations
 
 import os
 import re
 import tomllib
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalkit.errors import InputError
 
-__all__ = ["ConfigError", "ConfigModel", "key_path", "load_toml", "read_toml", "validate"]
+__all__ = ["ConfigError", "ConfigModel", "find_user_config", "key_path", "load_layered", "load_toml", "merge_config",
+           "read_toml", "validate"]
+
+USER_DIR = Path(".evalkit")
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -99,3 +118,58 @@ def validate(model: type[M], data: Any, path: str | os.PathLike[str]) -> M:
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ConfigError(str(path), None, f"{key_path(first['loc'])}: {_reason(first)}{more}") from None
+
+
+def find_user_config(name: str, explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """The user's file for configuration ``name`` by the discovery rule (module docstring), or None."""
+    if explicit is not None:
+        return Path(explicit)
+    from_env = os.environ.get(f"EVALKIT_{name.upper()}_CONFIG")
+    if from_env:
+        return Path(from_env)
+    local = USER_DIR / f"{name}.toml"
+    return local if local.is_file() else None
+
+
+def merge_config(base: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    """``user`` laid over ``base`` by the merge rule (module docstring); neither is changed."""
+    out = dict(base)
+    for key, value in user.items():
+        old = out.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            out[key] = merge_config(old, value)
+        elif _named_tables(value) and _named_tables(old):
+            merged = {entry["name"]: dict(entry) for entry in old}
+            for entry in value:
+                merged[entry["name"]] = dict(entry)  # insertion order: shipped names first, new ones after
+            out[key] = list(merged.values())
+        else:
+            out[key] = value
+    return out
+
+
+def _named_tables(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(e, dict) and "name" in e for e in value)
+
+
+def load_layered(name: str, explicit: str | os.PathLike[str] | None = None, *, what: str | None = None,
+                 read: Callable[[Path], dict[str, Any]] | None = None, whole: bool = False,
+                 shipped: Path | None = None) -> tuple[dict[str, Any], str]:
+    """The configuration ``name``: the shipped file with the user's file (found by the discovery
+    rule) laid over it. Returns the merged document and the path to name in errors (the user's file
+    when there is one). ``read`` parses (and may validate) one file; ``whole``: the user's file
+    replaces the shipped one (a declaration, not settings)."""
+    what = what or f"{name} config"
+    read = read or (lambda path: load_toml(path, what))
+    if shipped is None:
+        from evalkit.config.resources import data_dir
+
+        shipped = data_dir("configs") / f"{name}.toml"
+    base = read(shipped) if shipped.is_file() else {}
+    user_path = find_user_config(name, explicit)
+    if user_path is None:
+        return base, str(shipped)
+    user = dict(read(user_path))
+    if whole or user.pop("replace_defaults", False):
+        return user, str(user_path)
+    return merge_config(base, user), str(user_path)

@@ -6,11 +6,12 @@ The shipped file is always read; ``--config FILE`` is merged onto it table by ta
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
-from evalkit.config.files import ConfigModel, load_toml, validate
+from evalkit.config.files import ConfigModel, load_layered, validate
 from evalkit.config.resources import data_dir
 
 
@@ -50,15 +51,7 @@ def shipped_path() -> str:
 
 
 def load_probes_config(path: str | os.PathLike[str] | None = None) -> ProbesConfig:
-    """The shipped probe texts, with ``path``'s tables merged over them key by key."""
-    data = load_toml(shipped_path(), "probes config")
-    source = shipped_path()
-    if path is not None:
-        source = str(path)
-        override = load_toml(path, "probes config")
-        for table, value in override.items():
-            if isinstance(value, dict) and isinstance(data.get(table), dict):
-                data[table] = {**data[table], **value}
-            else:
-                data[table] = value
+    """The shipped probe texts with the user's file (``path``, else by the discovery rule of
+    :mod:`evalkit.config.files`) merged over them key by key."""
+    data, source = load_layered("probes", path, shipped=Path(shipped_path()))
     return validate(ProbesConfig, data, source)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from evalkit.config.files import ConfigModel, load_toml, validate
+from evalkit.config.files import ConfigModel, load_layered, validate
 
 
 class ContaminationSpec(ConfigModel):
@@ -23,16 +23,15 @@ class ContaminationFile(ConfigModel):
 
 
 def load_contamination(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """Read the declaration (configs/contamination.toml unless ``path``). ConfigError naming the
-    file and the key for a bad file."""
-    if path is None:
-        from evalkit.config.resources import data_dir
-
-        path = data_dir("configs") / "contamination.toml"
-        if not Path(path).is_file():
-            return {"declared": False, "statement": "", "evidence": [], "public_sources": [],
-                    "declared_by": "", "reviewed": "", "source": None}
-    spec = validate(ContaminationFile, load_toml(path, "contamination"), path).contamination
+    """Read the declaration: ``path``, else ``$EVALKIT_CONTAMINATION_CONFIG``, else
+    ``.evalkit/contamination.toml``, else the shipped configs/contamination.toml. ConfigError naming
+    the file and the key for a bad file."""
+    # a declaration is taken whole (the discovery rule of evalkit.config.files, no merge)
+    raw, path = load_layered("contamination", path, what="contamination", whole=True)
+    if not raw:
+        return {"declared": False, "statement": "", "evidence": [], "public_sources": [],
+                "declared_by": "", "reviewed": "", "source": None}
+    spec = validate(ContaminationFile, raw, path).contamination
     return {
         "declared": spec.declared,
         "declared_by": spec.declared_by.strip(),
