@@ -9,7 +9,8 @@ file, in input order), one :class:`BatchPieces` on the batch's last good file:
 - ``rows``: the database rows, merged by table: for a batch of several files already inserted into a
   staging database the parent copies from (:class:`StagedRows`), else ready for ``executemany``
   (:class:`BatchRows`);
-- ``parquet``: the Parquet rows;
+- ``parquet``: the Parquet rows, for a batch of several files as one Arrow table (:class:`ArrowRows`,
+  Arrow IPC bytes) the parent only slices and writes;
 - ``partial``: the batch's aggregate (:meth:`Aggregator.partial`), merged by the parent in input order.
 
 The parent decodes nothing and builds no object per card beyond the small ``Scored``; the same
@@ -27,7 +28,7 @@ class BatchPieces:
     count: int  # cards in ``output``
     output: bytes | str | None = None
     rows: Any = None  # evalkit.db.scores.BatchRows or StagedRows
-    parquet: list[Any] | None = None  # evalkit.output.parquet.ParquetRows, in input order
+    parquet: Any = None  # evalkit.output.parquet.ParquetRows in input order, or ArrowRows
     partial: Any = None  # evalkit.aggregate.groups.AggregatePartial
 
 
@@ -77,5 +78,9 @@ def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> l
             pieces.rows = stage_rows(pieces.rows)
     if job.parquet_rows:
         pieces.parquet = parquet
+        if len(parquet) > 1:  # as the rows above: converted to Arrow here, not in the parent
+            from evalkit.output.parquet import arrow_rows
+
+            pieces.parquet = arrow_rows(parquet)
     last.batch = pieces
     return scored

@@ -100,6 +100,42 @@ class ParquetRows:
     bundle: str
 
 
+@dataclass(slots=True)
+class ArrowRows:
+    """Several cards' rows as one Arrow table in input order (the scorecard columns, then
+    ``bundle``), serialised as an Arrow IPC stream: what a worker sends for a batch, so that the
+    parent converts no value; it only slices, groups by scenario and writes."""
+
+    count: int
+    ipc: bytes
+
+    def table(self):
+        import pyarrow as pa
+
+        return pa.ipc.open_stream(self.ipc).read_all()
+
+
+def arrow_rows(rows: list[ParquetRows]) -> ArrowRows:
+    import pyarrow as pa
+
+    table = _rows_table(rows)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as stream:
+        stream.write_table(table)
+    return ArrowRows(len(rows), sink.getvalue().to_pybytes())
+
+
+def _rows_table(rows: list[ParquetRows]):
+    """ParquetRows as a table of the shipped schema (:func:`_shipped_schema`), in order."""
+    import pyarrow as pa
+
+    schema = _shipped_schema()
+    values = [*zip(*(r.scorecard for r in rows)), [r.scenario_id for r in rows], [r.bundle for r in rows]]
+    if not rows:
+        values = [[] for _ in schema]
+    return pa.Table.from_arrays([pa.array(v, type=f.type) for v, f in zip(values, schema)], schema=schema)
+
+
 def _get(data: dict[str, Any], path: tuple[str, ...]) -> Any:
     for key in path:
         data = data.get(key) if isinstance(data, dict) else None
@@ -160,6 +196,12 @@ def _schema():
     return pa.schema(fields + [pa.field("card", pa.string()), pa.field("scenario_id_full", pa.string())])
 
 
+def _shipped_schema():
+    import pyarrow as pa
+
+    return _schema().append(pa.field("bundle", pa.string()))
+
+
 class ParquetWriter:
     """Streams ParquetRows to a directory in batches; ``close()`` writes the last one and moves the
     dataset into place, ``discard()`` (or an exception in a ``with`` block) leaves nothing behind.
@@ -176,7 +218,10 @@ class ParquetWriter:
         except OSError as exc:
             raise output_error(self.root, exc) from None
         self._schema = _schema()
-        self._rows: list[ParquetRows] = []
+        # the rows of the next part, in order: lists of ParquetRows (made here) and Arrow tables
+        # (slices of the workers' ArrowRows)
+        self._segments: list[Any] = []
+        self._count = 0
         self._part = 0
         self._names: dict[str, str] = {}  # scenario id -> its partition directory
         self._taken: dict[str, str] = {}  # a partition name casefolded -> the scenario id it holds
@@ -185,13 +230,28 @@ class ParquetWriter:
         self.done = False
 
     def add(self, rows: ParquetRows) -> None:
-        self._rows.append(rows)
-        if len(self._rows) >= FLUSH_ROWS:
+        if not self._segments or not isinstance(self._segments[-1], list):
+            self._segments.append([])
+        self._segments[-1].append(rows)
+        self._count += 1
+        if self._count >= FLUSH_ROWS:
             self._flush()
 
-    def add_many(self, rows: Iterable[ParquetRows]) -> None:
-        for r in rows:
-            self.add(r)
+    def add_many(self, rows: Iterable[ParquetRows] | ArrowRows) -> None:
+        """Rows in order: ParquetRows, or a worker's ArrowRows (the same files either way)."""
+        if not isinstance(rows, ArrowRows):
+            for r in rows:
+                self.add(r)
+            return
+        table = rows.table()
+        start = 0
+        while start < table.num_rows:  # a part ends after FLUSH_ROWS rows, wherever a batch does
+            take = min(FLUSH_ROWS - self._count, table.num_rows - start)
+            self._segments.append(table.slice(start, take))
+            self._count += take
+            start += take
+            if self._count >= FLUSH_ROWS:
+                self._flush()
 
     def _partition(self, scenario_id: str) -> str:
         name = self._names.get(scenario_id)
@@ -211,29 +271,31 @@ class ParquetWriter:
 
     def _write_batch(self) -> None:
         import pyarrow as pa
+        import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        if not self._rows and self._part:
+        if not self._count and self._part:
             return
         name = f"part-{self._part:06d}.parquet"
-        by_scenario: dict[str, list[tuple[Any, ...]]] = {}
-        bundles: dict[str, str] = {}
-        for r in self._rows:
-            by_scenario.setdefault(r.scenario_id, []).append(r.scorecard)
-            bundles.setdefault(r.bundle_hash, r.bundle)
-        for scenario_id, rows in sorted(by_scenario.items()):
+        tables = [_rows_table(seg) if isinstance(seg, list) else seg for seg in self._segments]
+        rows = pa.concat_tables(tables) if tables else _rows_table([])
+        scenarios = rows.column("scenario_id_full")
+        ids = sorted(pc.unique(scenarios).to_pylist())
+        names = self._schema.names
+        for scenario_id in ids:
             folder = self._work / "scorecards" / self._partition(scenario_id)
             folder.mkdir(parents=True, exist_ok=True)
-            values = [*zip(*rows), [scenario_id] * len(rows)]
-            columns = [pa.array(v, type=field.type) for v, field in zip(values, self._schema)]
-            pq.write_table(pa.Table.from_arrays(columns, schema=self._schema), folder / name)
+            part = rows if len(ids) == 1 else rows.filter(pc.equal(scenarios, scenario_id))
+            # one chunk, as a table made in one piece: the file does not depend on where batches ended
+            pq.write_table(part.select(names).combine_chunks(), folder / name)
         (self._work / "bundles").mkdir(parents=True, exist_ok=True)
-        if bundles or not self._part:
-            table = pa.table({"bundle_hash": list(bundles), "bundle": list(bundles.values())},
-                             schema=pa.schema([("bundle_hash", pa.string()), ("bundle", pa.string())]))
-            pq.write_table(table, self._work / "bundles" / name)
-        self.written += len(self._rows)
-        self._rows = []
+        if rows.num_rows or not self._part:
+            seen: set[str] = set()
+            first = [h not in seen and not seen.add(h) for h in rows.column("bundle_hash").to_pylist()]
+            bundles = rows.select(["bundle_hash", "bundle"]).filter(pa.array(first, type=pa.bool_()))
+            pq.write_table(bundles.combine_chunks(), self._work / "bundles" / name)
+        self.written += self._count
+        self._segments, self._count = [], 0
         self._part += 1
 
     def close(self) -> None:
