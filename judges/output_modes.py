@@ -1,6 +1,6 @@
 """How the judge asks for structured output, and how it reads the answer back.
 
-Five modes, from the most to the least constrained; every reply, whatever the mode, is validated
+Five modes (one record each in `TABLE`), from the most to the least constrained; every reply, whatever the mode, is validated
 by the same pydantic model (`evalkit.judges.rubrics.annotation_model`), so a mode changes how the JSON
 is requested and located, never what counts as a valid answer:
 
@@ -23,9 +23,62 @@ import json
 import math
 import re
 
-MODES = ("json_schema", "json_object_schema", "json_object", "tool", "prompt")
+from dataclasses import dataclass
+from typing import Callable, Literal
+
 AUTO = "auto"
 TOOL_NAME = "submit_annotation"
+
+
+@dataclass(frozen=True)
+class OutputMode:
+    """One way of asking for structured output. A new mode is one record in :data:`TABLE` (its
+    place there is its rank: ``auto`` steps down the table in order); its name reaches the judge
+    config's ``output_mode``, the CLI's ``--output-mode`` and the step-down logic from there.
+
+    ``request(json_schema_format, sent_schema)`` gives the keyword arguments it adds to a chat
+    request; ``sends``: which schema the request carries (``rubric``: the rubric's own S,
+    ``grammar``: S narrowed for a decoding grammar, None: none); ``schema_in_prompt``: the schema is
+    also stated in a user message, since the server may not enforce it; ``reads``: where the answer
+    is (``content``, or ``tool_call`` arguments); ``finds_object``: the JSON is located in prose;
+    ``uses``: the request parameters it needs (a server refusing one of them rules the mode out)."""
+
+    name: str
+    request: Callable[[dict, dict | None], dict]
+    sends: Literal["rubric", "grammar"] | None
+    schema_in_prompt: bool
+    reads: Literal["content", "tool_call"] = "content"
+    finds_object: bool = False
+    uses: frozenset[str] = frozenset()
+
+
+def _tool_request(_format: dict, schema: dict | None) -> dict:
+    return {"tools": [{"type": "function", "function": {
+                "name": TOOL_NAME, "description": "Submit the graded annotation of the run.",
+                "parameters": schema}}],
+            "tool_choice": {"type": "function", "function": {"name": TOOL_NAME}}}
+
+
+_RESPONSE_FORMAT = frozenset({"response_format", "response_format.type"})
+TABLE: tuple[OutputMode, ...] = (
+    OutputMode("json_schema", lambda fmt, _schema: {"response_format": fmt}, "rubric", False,
+               uses=_RESPONSE_FORMAT),
+    OutputMode("json_object_schema", lambda _fmt, schema: {"response_format": {"type": "json_object", "schema": schema}},
+               "grammar", True, uses=_RESPONSE_FORMAT | {"response_format.schema"}),
+    OutputMode("json_object", lambda _fmt, _schema: {"response_format": {"type": "json_object"}}, None, True,
+               uses=_RESPONSE_FORMAT),
+    OutputMode("tool", _tool_request, "rubric", False, reads="tool_call", uses=frozenset({"tools", "tool_choice"})),
+    OutputMode("prompt", lambda _fmt, _schema: {}, None, True, finds_object=True),
+)
+BY_NAME = {m.name: m for m in TABLE}
+MODES = tuple(BY_NAME)
+
+
+def mode_record(mode: str) -> OutputMode:
+    try:
+        return BY_NAME[mode]
+    except KeyError:
+        raise ValueError(f"unknown output mode {mode!r}") from None
 
 
 def check_mode(mode: str) -> str:
@@ -36,7 +89,7 @@ def check_mode(mode: str) -> str:
 
 def schema_in_prompt(mode: str) -> bool:
     """Modes whose request does not carry the schema in a form the server enforces."""
-    return mode in ("json_object_schema", "json_object", "prompt")
+    return mode_record(mode).schema_in_prompt
 
 
 def schema_instruction(schema: dict) -> dict:
@@ -130,12 +183,11 @@ def sent_schema(mode: str, json_schema_format: dict, max_tokens: int | None = No
     """The schema a request in `mode` carries (None: the mode sends none). Only json_object_schema
     sends something other than the rubric's own schema: its grammar-friendly narrowing."""
     schema = json_schema_format["json_schema"]["schema"]
-    if mode == "json_object_schema":
+    sends = mode_record(mode).sends
+    if sends == "grammar":
         chars = text_budget(schema, max_tokens, text_chars or TEXT_CHARS)
         return grammar_schema(schema, chars)
-    if mode in ("json_schema", "tool"):
-        return schema
-    return None
+    return schema if sends == "rubric" else None
 
 
 def request_shape(mode: str, json_schema_format: dict, max_tokens: int | None = None,
@@ -145,22 +197,8 @@ def request_shape(mode: str, json_schema_format: dict, max_tokens: int | None = 
     `json_schema_format` is the rubric's `{"type": "json_schema", "json_schema": {...}}`;
     `max_tokens` (the reply budget) and `text_chars` bound free text in the json_object_schema
     grammar (`sent_schema`, `text_budget`)."""
-    schema = json_schema_format["json_schema"]["schema"]
-    if mode == "json_schema":
-        return {"response_format": json_schema_format}
-    if mode == "json_object_schema":
-        return {"response_format": {"type": "json_object",
-                                    "schema": sent_schema(mode, json_schema_format, max_tokens, text_chars)}}
-    if mode == "json_object":
-        return {"response_format": {"type": "json_object"}}
-    if mode == "tool":
-        return {"tools": [{"type": "function", "function": {
-                    "name": TOOL_NAME, "description": "Submit the graded annotation of the run.",
-                    "parameters": schema}}],
-                "tool_choice": {"type": "function", "function": {"name": TOOL_NAME}}}
-    if mode == "prompt":
-        return {}
-    raise ValueError(f"unknown output mode {mode!r}")
+    record = mode_record(mode)
+    return record.request(json_schema_format, sent_schema(mode, json_schema_format, max_tokens, text_chars))
 
 
 _JSON_TYPE = {"int": "number", "float": "number", "bool": "boolean", "list": "array", "dict": "object"}
@@ -210,7 +248,7 @@ def token_count(value) -> int | None:
 def reply_text(mode: str, message) -> str:
     """The text to validate from a response message (litellm's Message or a dict)."""
     get = message.get if isinstance(message, dict) else (lambda k, d=None: getattr(message, k, d))
-    if mode == "tool":
+    if mode_record(mode).reads == "tool_call":
         for call in get("tool_calls") or []:
             fn = call.get("function") if isinstance(call, dict) else getattr(call, "function", None)
             args = fn.get("arguments") if isinstance(fn, dict) else getattr(fn, "arguments", None)
@@ -279,7 +317,7 @@ def extract_json(mode: str, text: str) -> str:
     grammars allow them, strict JSON does not) are read as the characters they are: the text is
     re-encoded with them escaped, every value unchanged. Anything else that is not JSON is left
     as it is, for the validator to reject."""
-    if mode == "prompt":
+    if mode_record(mode).finds_object:
         found = first_json_object(text)
         text = found if found is not None else text
     try:
@@ -296,7 +334,7 @@ def extract_json(mode: str, text: str) -> str:
 def ignored_format(mode: str, text: str) -> bool:
     """A structured-mode reply that is prose around a JSON object: the server ignored the
     structured-output request (a constrained decoder never writes prose), so prompt mode fits."""
-    if mode == "prompt" or _parses(text):
+    if mode_record(mode).finds_object or _parses(text):
         return False
     return first_json_object(text) is not None
 
@@ -341,17 +379,20 @@ def next_mode(mode: str, parameter: str, text: str = "") -> str | None:
     response_format; one that refuses response_format itself skips to tools; one that refuses
     tools (or the tool_choice) skips to the prompt."""
     order = list(MODES)
-    later = order[order.index(mode) + 1:] if mode in order else []
+    later = [BY_NAME[m] for m in order[order.index(mode) + 1:]] if mode in order else []
     allows_object = "json_object" in text
+
+    def without(*params: str) -> list[OutputMode]:
+        return [m for m in later if not m.uses & set(params)]
+
     if parameter == "response_format.schema":
-        candidates = [m for m in later if m in ("json_object", "tool", "prompt")]
+        candidates = without("response_format.schema")
     elif parameter == "response_format.type":
-        candidates = later if (allows_object or mode == "json_schema") else \
-            [m for m in later if m in ("tool", "prompt")]
+        candidates = later if (allows_object or mode == "json_schema") else without("response_format")
     elif parameter == "response_format":
-        candidates = later if allows_object else [m for m in later if m in ("tool", "prompt")]
+        candidates = later if allows_object else without("response_format")
     elif parameter in ("tools", "tool_choice"):
-        candidates = [m for m in later if m == "prompt"]
+        candidates = without("tools", "tool_choice")
     else:
         candidates = later
-    return candidates[0] if candidates else None
+    return candidates[0].name if candidates else None

@@ -89,7 +89,7 @@ def test_a_directory_as_database_is_one_line_naming_it(tmp_path):
 def test_missing_config_and_rating_files_are_named(tmp_path):
     db = tmp_path / "x.db"
     db.write_bytes(b"")
-    assert "none.toml: no such config file" in one_error_line(
+    assert "none.toml: no such pairings file" in one_error_line(
         invoke("audit", "--db", str(db), "--config", str(tmp_path / "none.toml")), 2)
     assert "ratings.csv: no such file" in one_error_line(
         invoke("annotations", "import", str(tmp_path / "ratings.csv"), "--db", str(db)), 2)

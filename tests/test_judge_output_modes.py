@@ -167,11 +167,30 @@ def test_raw_control_characters_inside_strings_are_read_not_rejected():
 
 
 def test_cli_output_mode_choices_are_the_modes():
-    """The CLI declares its --output-mode choices without importing the judge layer (it stays
-    light); they are the modes of evalkit.judges.output_modes, in order, for judge and probe."""
+    """The CLI's --output-mode choices are read from the mode table (a new mode is one record
+    there), in order, for judge and probe; reading them loads no litellm."""
     import evalkit.cli
     from evalkit.judges.output_modes import AUTO
 
     for name in ("judge", "probe"):
         option = next(p for p in evalkit.cli.cli.commands[name].params if p.name == "output_mode")
         assert tuple(option.type.choices) == (AUTO, *MODES)
+
+
+def test_a_new_mode_is_one_record_in_the_table():
+    from evalkit.judges import output_modes as om
+
+    assert om.MODES == tuple(m.name for m in om.TABLE)
+    for record in om.TABLE:
+        shape = om.request_shape(record.name, {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+            "type": "object", "properties": {}}}})
+        assert isinstance(shape, dict)
+        assert om.schema_in_prompt(record.name) is record.schema_in_prompt
+
+
+def test_listing_the_cli_loads_no_litellm():
+    import subprocess
+    import sys
+
+    code = "import sys, evalkit.cli\nprint('litellm' in sys.modules)\n"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

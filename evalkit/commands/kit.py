@@ -23,6 +23,25 @@ __all__ = [
 DEFAULT_DB = "evalkit.db"
 
 
+
+class OutputModeChoice(click.Choice):
+    """``auto`` and the names of the judge's output-mode table (evalkit.judges.output_modes), read
+    when first needed: evalkit never imports the judge layer at module level, and a new mode is one
+    record in that table."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    @property
+    def choices(self):  # type: ignore[override]
+        from evalkit.judges.output_modes import AUTO, MODES
+
+        return (AUTO, *MODES)
+
+    @choices.setter
+    def choices(self, _value) -> None:  # click's __init__ assigns it; the table is the source
+        pass
+
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """Print ``error: message`` (sanitized: it may quote input) on stderr and exit ``code``."""
     click.echo(f"error: {sanitize(message)}", err=True)
@@ -93,8 +112,7 @@ def judge_call_options(command: Callable) -> Callable:
         click.option("--concurrency", type=click.IntRange(1, 256), help="Requests in flight at once (default from config)."),
         click.option("--api-base", help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, ...)."),
         click.option("--temperature", type=float, help="Sampling temperature (default from config, 0)."),
-        click.option("--output-mode", type=click.Choice(["auto", "json_schema", "json_object_schema", "json_object",
-                                                         "tool", "prompt"]),
+        click.option("--output-mode", type=OutputModeChoice(),
                      help="How structured output is requested (default from config: auto = the mode remembered "
                           "for this model and --api-base, else litellm's data, else step down from json_schema)."),
         click.option("--max-input-tokens", type=click.IntRange(1),
