@@ -28,3 +28,24 @@ def test_expand_paths_and_the_engines_list_the_same_files(tmp_path):
 def test_expand_paths_leaves_a_url_as_given(monkeypatch):
     monkeypatch.setattr(sources, "expand_url", lambda url: (_ for _ in ()).throw(AssertionError(url)))
     assert list(reader.expand_paths(["s3://bucket/runs/"])) == ["s3://bucket/runs/"]
+
+
+def test_score_lists_a_directory_once_and_still_says_what_it_skipped_first(tmp_path, monkeypatch):
+    import os
+
+    from click.testing import CliRunner
+
+    from evalkit.cli import cli
+    from evalkit.trajectory import input_files
+
+    for name in ("a.jsonl", "b.jsonl"):
+        write_jsonl(tmp_path / name, trajectory(a320_scenario(), [], run_id=name))
+    (tmp_path / "c.jsonl").write_text('{"type": "meta"\n')  # a bad file: its error comes after the skip
+    os.symlink(tmp_path / "nowhere", tmp_path / "gone.jsonl")
+    calls = []
+    real = input_files.find_files
+    monkeypatch.setattr(input_files, "find_files", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    result = CliRunner().invoke(cli, ["score", str(tmp_path), "--no-db", "--format", "jsonl", "--workers", "1"])
+    assert result.exit_code == 1 and result.stdout.count("\n") == 2
+    lines = result.stderr.splitlines()
+    assert "gone.jsonl: warning: skipped" in lines[0] and "c.jsonl" in lines[1] and len(calls) == 1

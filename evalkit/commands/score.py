@@ -79,7 +79,7 @@ def register(group: click.Group) -> None:
         from evalkit.engines.pipeline import score_stream
         from evalkit.db import DbError
         from evalkit.engines import default_workers
-        from evalkit.engines.sources import expand, is_url, url_exists
+        from evalkit.engines.sources import Listed, expand, is_url, url_exists
         from evalkit.errors import InputError
         from evalkit.present.score_view import ScoreWriter, terminal_width
 
@@ -90,7 +90,8 @@ def register(group: click.Group) -> None:
                 if p != "-" and not (url_exists(p) if is_url(p) else Path(p).exists()):
                     raise click.UsageError(f"no such file or directory: {p}")
             skipped: list[str] = []
-            if not any(True for _ in expand(paths, skipped.append)):
+            found = Listed(expand(paths, skipped.append))  # listed once: scoring takes this list
+            if not found:
                 for line in skipped:  # why nothing was found (when something is, scoring reports them)
                     warn(line)
                 raise click.UsageError("no trajectory files (*.jsonl) found in: " + " ".join(paths))
@@ -148,7 +149,9 @@ def register(group: click.Group) -> None:
         try:
             if parquet_dir:
                 parquet = ParquetWriter(parquet_dir)
-            for item in score_stream(paths, store, on_error, warn, job=job, engine=engine,
+            for line in skipped:  # where scoring would have said them, listing the directories again
+                warn(line)
+            for item in score_stream(found, store, on_error, warn, job=job, engine=engine,
                                      workers=workers or default_workers(), ray_address=ray_address):
                 agg.note(*item.scenario)  # per file: a warning comes where it would one by one
                 pieces = item.batch  # the workers' finished pieces, with a batch's last good file

@@ -64,6 +64,12 @@ def read_url(url: str) -> bytes:
         raise InputError(url, None, f"cannot read: {exc.strerror or exc}") from None
 
 
+class Listed(list):
+    """Inputs :func:`expand` already listed (and told its ``warn`` what it skipped): expanding them
+    again gives them as they are, so a command that looked for files first does not list the
+    directories twice."""
+
+
 def expand(paths: Iterable[str | Path], warn: Callable[[str], None] | None = None, *,
            urls: bool = True) -> Iterator[str]:
     """Files as given; directories (local, or URL unless ``urls`` is False) searched recursively for
@@ -72,6 +78,9 @@ def expand(paths: Iterable[str | Path], warn: Callable[[str], None] | None = Non
     the rule: evalkit.trajectory.reader.expand_paths calls it too."""
     from evalkit.trajectory.input_files import find_files
 
+    if isinstance(paths, Listed):
+        yield from paths
+        return
     for path in paths:
         name = str(path)
         if urls and is_url(name):
