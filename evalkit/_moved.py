@@ -35,6 +35,14 @@ MOVED = {
     "evalkit.agreement.probes": "evalkit.probes.stats",
     "evalkit.judges.probe": "evalkit.judges.probe_runner",
     "evalkit.probes.api": "evalkit.probes.pipeline",
+    "evalkit.importers.anthropic_messages": "evalkit.importers.formats.anthropic_messages",
+    "evalkit.importers.inspect_logs": "evalkit.importers.formats.inspect_logs",
+    "evalkit.importers.messages": "evalkit.importers.formats.messages",
+    "evalkit.importers.openai_messages": "evalkit.importers.formats.openai_messages",
+    "evalkit.importers.otel": "evalkit.importers.formats.otel",
+    "evalkit.importers.otel_receiver": "evalkit.importers.formats.otel_receiver",
+    "evalkit.importers.tau2": "evalkit.importers.formats.tau2",
+    "evalkit.importers.taubench": "evalkit.importers.formats.taubench",
 }
 # packages whose submodules moved with them
 MOVED_PACKAGES = ("evalkit.uncertainty",)

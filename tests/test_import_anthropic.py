@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.importers import ImportFormatError
-from evalkit.importers.anthropic_messages import sniff
-from evalkit.importers.openai_messages import IMPORTER
+from evalkit.importers.formats.anthropic_messages import sniff
+from evalkit.importers.formats.openai_messages import IMPORTER
 
 # What Anthropic's Messages API returns and is sent back: an assistant turn with text and two
 # tool_use blocks, the user turn with both tool_results (one an error, one with block content).

@@ -8,7 +8,7 @@ import pytest
 
 from evalkit.api import aggregate, read_trajectory, score_file
 from evalkit.importers import ImportFormatError, import_files
-from evalkit.importers.openai_messages import IMPORTER
+from evalkit.importers.formats.openai_messages import IMPORTER
 
 SRC = Path(__file__).parent / "fixtures" / "openai_messages" / "transcripts.jsonl"
 

@@ -20,7 +20,7 @@ from evalkit.api import iter_scorecards  # noqa: E402
 from evalkit.cli import cli  # noqa: E402
 from evalkit.errors import InputError  # noqa: E402
 from evalkit.importers import ImportFormatError, import_files  # noqa: E402
-from evalkit.importers.otel import IMPORTER  # noqa: E402
+from evalkit.importers.formats.otel import IMPORTER  # noqa: E402
 
 SCENARIO = {"id": "refund", "title": "refund order A1", "task_prompt": "Refund order A1.",
             "ground_truth": {"procedure": [{"block": "refund", "ordered": True, "actions": [

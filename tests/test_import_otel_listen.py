@@ -17,8 +17,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 
 import otel_helpers as oh  # noqa: E402
 from evalkit.cli import cli  # noqa: E402
-from evalkit.importers.otel import IMPORTER, Options  # noqa: E402
-from evalkit.importers.otel_receiver import Receiver, parse_address  # noqa: E402
+from evalkit.importers.formats.otel import IMPORTER, Options  # noqa: E402
+from evalkit.importers.formats.otel_receiver import Receiver, parse_address  # noqa: E402
 from evalkit.trajectory.reader import read_trajectory  # noqa: E402
 
 RUNS = [{"plan": ["lookup_order", "refund_order"], "success": False}, {"plan": ["lookup_order"], "success": True}]

@@ -82,7 +82,7 @@ def test_entry_point_plugin_is_loaded_and_used(plugin, tmp_path):
 
 def test_plugin_cannot_shadow_a_builtin(plugin):
     assert importers.available()["taubench"] == "builtin"
-    from evalkit.importers.taubench import IMPORTER
+    from evalkit.importers.formats.taubench import IMPORTER
 
     assert importers.get_importer("taubench") is IMPORTER
 

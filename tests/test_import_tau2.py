@@ -21,7 +21,7 @@ from evalkit.api import aggregate, iter_scorecards, read_trajectory
 from evalkit.cli import cli
 from evalkit.errors import InputError
 from evalkit.importers import ImportFormatError, import_files
-from evalkit.importers.tau2 import IMPORTER, args_rule
+from evalkit.importers.formats.tau2 import IMPORTER, args_rule
 
 FIX = Path(__file__).parent / "fixtures" / "tau2"
 RESULTS = FIX / "airline_results.json"

@@ -11,7 +11,7 @@ import pytest
 from evalkit.api import aggregate, iter_scorecards, read_trajectory, score_file
 from evalkit.errors import InputError
 from evalkit.importers import ImportFormatError, import_files
-from evalkit.importers.taubench import IMPORTER, infer_domain
+from evalkit.importers.formats.taubench import IMPORTER, infer_domain
 
 FIX = Path(__file__).parent / "fixtures" / "taubench"
 AIRLINE = FIX / "airline_results.json"

@@ -173,7 +173,7 @@ class CrashingImporter:
     options = ("model",)
 
     def convert(self, path, model=None):
-        from evalkit.importers.openai_messages import IMPORTER
+        from evalkit.importers.formats.openai_messages import IMPORTER
 
         if Path(path).name == "m3.jsonl":
             raise RuntimeError("a bug in the plugin")
@@ -209,7 +209,7 @@ class PidImporter:
     options = ("model",)
 
     def convert(self, path, model=None):
-        from evalkit.importers.openai_messages import IMPORTER
+        from evalkit.importers.formats.openai_messages import IMPORTER
 
         runs = IMPORTER.convert(path, model=model)
         for run in runs:
@@ -274,7 +274,7 @@ class MarkingImporter:
         self.marks = marks
 
     def convert(self, path, model=None):
-        from evalkit.importers.openai_messages import IMPORTER
+        from evalkit.importers.formats.openai_messages import IMPORTER
 
         Path(self.marks, Path(path).name).touch()
         if Path(path).name == "m00.jsonl":

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from evalkit.api import read_trajectory, score_file
 from evalkit.cli import cli
 from evalkit.importers import ImportFormatError, import_files
-from evalkit.importers.openai_messages import IMPORTER
+from evalkit.importers.formats.openai_messages import IMPORTER
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "examples" / "support" / "scenarios.json"
 REQUIRED = [{"tool": "request_approval", "args": {"order_id": "B22", "reason": "damaged"}},

@@ -14,7 +14,7 @@ conventions' attributes ``gen_ai.evaluation.name``, ``gen_ai.evaluation.score.va
 
 A value that is undefined (null) has no ``score.value`` and the label ``undefined``; a boolean is
 the value 1 or 0 and the label ``pass`` or ``fail``. A run imported from traces (run_id
-``otel:<trace_id>:<span_id>``, see evalkit.importers.otel) carries that trace and span id, so the
+``otel:<trace_id>:<span_id>``, see evalkit.importers.formats.otel) carries that trace and span id, so the
 event sits on the span it evaluates; its time is the run's recorded start (``ts_utc``), else 0.
 Nothing comes from the clock: the same database gives the same bytes.
 

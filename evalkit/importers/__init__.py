@@ -36,11 +36,11 @@ ENTRY_POINT_GROUP = "evalkit.importers"
 
 # name -> "module:attribute"; loaded lazily so listing formats stays cheap.
 BUILTIN = {
-    "inspect": "evalkit.importers.inspect_logs:IMPORTER",
-    "openai-messages": "evalkit.importers.openai_messages:IMPORTER",
-    "otel": "evalkit.importers.otel:IMPORTER",
-    "taubench": "evalkit.importers.taubench:IMPORTER",
-    "tau2": "evalkit.importers.tau2:IMPORTER",
+    "inspect": "evalkit.importers.formats.inspect_logs:IMPORTER",
+    "openai-messages": "evalkit.importers.formats.openai_messages:IMPORTER",
+    "otel": "evalkit.importers.formats.otel:IMPORTER",
+    "taubench": "evalkit.importers.formats.taubench:IMPORTER",
+    "tau2": "evalkit.importers.formats.tau2:IMPORTER",
 }
 
 Records = list[dict[str, Any]]

@@ -6,7 +6,7 @@ It accepts ``POST /v1/traces`` with an ``ExportTraceServiceRequest`` as protobuf
 in the same encoding. Spans are kept per trace; a run is written (``DIR/<run_id>.jsonl``, through a
 temporary file) once its top span has arrived — an ``invoke_agent`` span or a trace's root ends after
 every span inside it, so an exporter has sent them by then — and written again, with the same
-mapping as a file import (:mod:`evalkit.importers.otel`), if more of its spans arrive later.
+mapping as a file import (:mod:`evalkit.importers.formats.otel`), if more of its spans arrive later.
 A request that cannot be read is answered 400 and changes nothing.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from evalkit.importers import otel
+from evalkit.importers.formats import otel
 from evalkit.importers.writer import commit, dumps_run, file_name, stage
 
 MAX_BODY = 64 << 20

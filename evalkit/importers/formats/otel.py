@@ -36,7 +36,7 @@ from typing import Any
 
 from evalkit.importers import Converted, ImportFormatError
 from evalkit.importers.jsonlist import read_text
-from evalkit.importers.messages import MessageError, parse_arguments
+from evalkit.importers.formats.messages import MessageError, parse_arguments
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.importers.options import ImportOption
@@ -530,7 +530,7 @@ class OtelImporter:
         return convert_spans(spans, options, os.path.basename(path), path)
 
     def listen(self, address: str, out_dir: str, echo: Any = print, **given: Any) -> None:
-        from evalkit.importers.otel_receiver import serve
+        from evalkit.importers.formats.otel_receiver import serve
 
         serve(address, out_dir, self.options_for(**{k: v for k, v in given.items() if k in self.options and v is not None}), echo)
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from evalkit.importers import Converted, ImportFormatError
 from evalkit.importers.jsonlist import read_text
-from evalkit.importers.messages import MessageError, convert_messages, parse_arguments
+from evalkit.importers.formats.messages import MessageError, convert_messages, parse_arguments
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.importers.options import ImportOption
@@ -275,7 +275,7 @@ class _Simulation:
         return ImportFormatError(self.path, None, f"simulations[{self.index}]{ids}: {message}")
 
     def _agent_messages(self, messages: Any) -> list[Any]:
-        """tau2's messages in the OpenAI form evalkit.importers.messages reads: the agent's tool calls
+        """tau2's messages in the OpenAI form evalkit.importers.formats.messages reads: the agent's tool calls
         as ``function`` calls, tool results answering them by id, the user's own tool use left out."""
         if not isinstance(messages, list):
             raise self.error("messages must be a list")

@@ -32,7 +32,7 @@ from evalkit.importers import ImportFormatError
 from evalkit.trajectory import safe_json
 from evalkit.importers.jsonlist import iter_json_list, read_text
 from evalkit.trajectory.safe_json import JSONProblem
-from evalkit.importers.messages import MessageError, convert_messages, parse_arguments
+from evalkit.importers.formats.messages import MessageError, convert_messages, parse_arguments
 from evalkit.importers.options import ImportOption
 
 FORMAT_VERSION = "taubench/1"

@@ -37,8 +37,8 @@ from evalkit.trajectory import safe_json
 from evalkit.importers import ImportFormatError, RunList
 from evalkit.importers.notes import Note
 from evalkit.importers.jsonlist import read_text
-from evalkit.importers import anthropic_messages
-from evalkit.importers.messages import MessageError
+from evalkit.importers.formats import anthropic_messages
+from evalkit.importers.formats.messages import MessageError
 from evalkit.importers.options import ImportOption
 
 FORMAT_VERSION = "openai-messages/1"

@@ -4,7 +4,7 @@ Anthropic's form carries tool use as content blocks: an assistant message's ``to
 ``{id, name, input}`` are its tool calls (several per message, in block order), a user message's
 ``tool_result`` blocks ``{tool_use_id, content, is_error}`` answer them, and its ``text`` blocks are
 what the user said. Each message is restated in the OpenAI form that
-:func:`evalkit.importers.messages.convert_messages` reads, so both dialects map to the same records;
+:func:`evalkit.importers.formats.messages.convert_messages` reads, so both dialects map to the same records;
 the assistant record's ``provider_raw`` is the original Anthropic message. Errors name the message
 and the content block as they are in the input.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from evalkit.importers.messages import MessageError, Transcript, convert_messages, parse_arguments, text_of
+from evalkit.importers.formats.messages import MessageError, Transcript, convert_messages, parse_arguments, text_of
 
 DIALECTS = ("openai", "anthropic", "auto")
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
