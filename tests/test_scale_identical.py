@@ -193,7 +193,7 @@ def test_the_parent_loads_no_card_model_with_workers(corpus):
              "    evalkit.cli.cli.main(sys.argv[1:], standalone_mode=False)\n"
              "except SystemExit:\n"
              "    pass\n"
-             "print(sorted(m for m in ('evalkit.scoring.scorecard', 'evalkit.trajectory.records', 'pydantic') "
+             "print(sorted(m for m in ('evalkit.scoring.scorecard', 'evalkit.trajectory.records', 'pydantic', 'pydantic_core') "
              "if m in sys.modules), file=sys.stderr)\n")
     args = [sys.executable, "-c", probe, "score", str(corpus), "--format", "jsonl", "--workers", "2"]
     done = subprocess.run([*args, "--no-db"], capture_output=True, text=True, cwd=ROOT, timeout=60)

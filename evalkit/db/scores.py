@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.db.cells import loads
 from evalkit.db.connect import Database, DbError, open_write
-from evalkit.trajectory.values import compact_json
 
 if TYPE_CHECKING:  # the writer path (save_batches) runs in a parent that never loads the card model
     from evalkit.scoring.scorecard import ScoreCard
@@ -41,7 +40,7 @@ _UPSERT = {
 CardRows = dict[str, list[tuple]]  # table -> rows of one card
 
 
-def _value_json(value: Any) -> str | None:
+def _value_json(value: Any, compact_json: Any) -> str | None:
     """A command's value column: its JSON, or NULL when it has none (a non-finite number is none)."""
     if value is None or (type(value) is float and not math.isfinite(value)):
         return None
@@ -53,6 +52,9 @@ def card_rows(card: ScoreCard, head: str | None = None) -> CardRows:
     ``head`` is ``card_head_json(card)`` (the stored card) when the caller has it.
     Built from the card's objects and its bundle's text, never from a dump of the whole card: a long
     run's rows are then the only copy the writer holds."""
+    # the JSON encoder (pydantic_core) loads where cards are made: a parent that only writes never needs it
+    from evalkit.trajectory.values import compact_json
+
     if head is None:
         from evalkit.scoring.scorecard import card_head_json
 
@@ -75,7 +77,7 @@ def card_rows(card: ScoreCard, head: str | None = None) -> CardRows:
                         head)],
         "bundles": [(card.bundle_hash, bundle.json)],
         "commands": [
-            (card.run_id, row.index, row.step, row.call_index, row.tool, row.control, shared(_value_json(row.value)),
+            (card.run_id, row.index, row.step, row.call_index, row.tool, row.control, shared(_value_json(row.value, compact_json)),
              shared(compact_json(row.args)), row.class_, row.subtype, row.severity)
             for row in card.commands
         ],
