@@ -29,10 +29,9 @@ from typing import Any, Literal
 import numpy as np
 
 from evalkit.agreement import stats as st
-from evalkit.agreement.stats import DEFAULT_BAND_EDGES, Stat
+from evalkit.agreement.stats import DEFAULT_BAND_EDGES, Stat, registry
 
-ORDERED_LEVELS = ("ordinal", "interval")
-BOOTSTRAPPED = ("percent_agreement", "cohen_kappa", "gwet_ac1", "weighted_kappa")
+ORDERED_LEVELS = registry.ORDERED
 
 
 @dataclass(frozen=True)
@@ -56,12 +55,8 @@ class Comparison:
     n: int                 # rows compared
     n_valid: int           # rows whose prediction is on the scale
     agree: int             # rows with prediction == reference
-    percent_agreement: Stat  # over valid rows
-    cohen_kappa: Stat
-    weighted_kappa: Stat | None  # None: the level has no order
-    krippendorff_alpha: Stat
-    gwet_ac1: Stat
-    spearman: Stat | None        # None: the level has no order
+    # every registered statistic over the valid rows (evalkit.agreement.stats.registry), by name
+    stats: dict[str, Stat]
     confusion: list[list[int]]   # prediction rows x reference columns, in ``labels`` order
     more_credit: int
     less_credit: int
@@ -75,6 +70,15 @@ class Comparison:
     def invalid(self) -> int:
         """Rows whose prediction is not on the scale."""
         return self.n - self.n_valid
+
+    def __getattr__(self, name: str) -> Stat | None:
+        """A statistic by name (``comparison.cohen_kappa``); None where it does not apply (weighted
+        kappa on a nominal scale)."""
+        stats = self.__dict__.get("stats")
+        if name.startswith("_") or stats is None or name not in stats:
+            raise AttributeError(name)
+        stat = stats[name]
+        return stat if registry.applies(stat) else None
 
 
 def compare(
@@ -94,9 +98,10 @@ def compare(
 ) -> Comparison:
     """Compare ``predictions`` with ``references`` (positions on ``labels``; see the module doc).
 
-    ``bootstrap`` (``{"n_resamples", "seed", "ci"}``) adds percentile intervals of percent
-    agreement, kappa, AC1 (and weighted kappa on ordered levels). ``slices`` (one key per row)
-    adds the same comparison for each key's rows, keys sorted; intervals are not sliced."""
+    ``bootstrap`` (``{"n_resamples", "seed", "ci"}``) adds percentile intervals of the bootstrapped
+    statistics that apply to the level (percent agreement, kappa, AC1, weighted kappa on ordered
+    levels). ``slices`` (one key per row) adds the same comparison for each key's rows, keys
+    sorted; intervals are not sliced."""
     pred = np.asarray(predictions, dtype=np.int64).reshape(-1)
     ref = np.asarray(references, dtype=np.int64).reshape(-1)
     if pred.shape != ref.shape:
@@ -108,12 +113,8 @@ def compare(
     valid = pred >= 0
     pv, rv = pred[valid], ref[valid]
     codes = list(range(k))
-    ordered = level in ORDERED_LEVELS
-    if level == "interval":  # distances between the labels themselves matter
-        scale = np.asarray(labels, dtype=float)
-        alpha = st.krippendorff_alpha([scale[pv].tolist(), scale[rv].tolist()], level, labels)
-    else:
-        alpha = st.krippendorff_alpha(np.vstack([pv, rv]), level, codes)
+    pairs = registry.Pairs(pv, rv, labels, level)
+    stats = registry.pair_stats(pairs)
     higher = more_credit == "higher"
     more_rows = valid & ((pred > ref) if higher else (pred < ref))
     less_rows = valid & ((pred < ref) if higher else (pred > ref))
@@ -124,12 +125,7 @@ def compare(
         n=int(pred.size),
         n_valid=int(valid.sum()),
         agree=int(correct.sum()),
-        percent_agreement=st.percent_agreement(pv, rv),
-        cohen_kappa=st.cohen_kappa(pv, rv, codes),
-        weighted_kappa=st.cohen_kappa(pv, rv, codes, weighted=True) if ordered else None,
-        krippendorff_alpha=alpha,
-        gwet_ac1=st.gwet_ac1(pv, rv, codes),
-        spearman=st.spearman(pv, rv, codes) if ordered else None,
+        stats=stats,
         confusion=st.confusion_matrix(pv, rv, codes),
         more_credit=int(more_rows.sum()),
         less_credit=int(less_rows.sum()),
@@ -137,7 +133,7 @@ def compare(
         more_credit_rows=more_rows,
         calibration=None if probabilities is None else _calibration(
             ref, correct, more_rows, k, probabilities, confidences, threshold, ece_bins, band_edges),
-        intervals=_intervals(pv, rv, codes, ordered, **bootstrap) if bootstrap is not None else {},
+        intervals=registry.pair_intervals(pairs, stats, **bootstrap) if bootstrap is not None else {},
     )
     if slices is not None:
         keys = list(slices)
@@ -177,9 +173,3 @@ def _calibration(ref: np.ndarray, correct: np.ndarray, more_rows: np.ndarray, k:
         uncaught_more_credit=int(((top >= threshold) & ~ok & more_rows[rows]).sum()) if rows else 0,
     )
 
-
-def _intervals(pv: np.ndarray, rv: np.ndarray, codes: list[int], ordered: bool, n_resamples: int, seed: int,
-               ci: float) -> dict[str, dict[str, Any]]:
-    names = [n for n in BOOTSTRAPPED if n != "weighted_kappa" or ordered]
-    return {name: st.bootstrap_confusion(pv, rv, codes, stat=name, n_resamples=n_resamples, seed=seed, ci=ci)
-            for name in names}

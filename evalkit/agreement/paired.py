@@ -21,13 +21,11 @@ from typing import Any, Iterable
 from evalkit.agreement.pairings import AuditConfig, Pairing
 from evalkit.agreement.sources import EXCLUDED_STATUSES, Card, JudgeValue
 from evalkit.agreement.self_judging import same_model
+# NOT_APPLICABLE starts the reason of a statistic that does not apply (renderers show it quietly)
+from evalkit.agreement.stats.registry import NOT_APPLICABLE, ORDERED  # noqa: F401 (drift, raters)
 
 SLICE_KINDS = ("scenario", "model", "judge", "rubric")
 RATIONALE_CHARS = 240
-# Reasons starting with this mark a statistic that does not apply to the pairing (as opposed to one
-# that is undefined for these data); renderers show them quietly.
-NOT_APPLICABLE = "not applicable: "
-ORDERED = ("ordinal", "interval")
 
 
 def _stats():
@@ -163,14 +161,7 @@ def _compare(p: Pairing, pairs: list[Pair], config: AuditConfig, *, bootstrap: d
 def _pairing_result(p: Pairing, cmp, pairs: list[Pair]) -> dict[str, Any]:
     """The audit's JSON layout of one comparison."""
     out: dict[str, Any] = {"n": cmp.n}
-    out["percent_agreement"] = cmp.percent_agreement
-    out["cohen_kappa"] = cmp.cohen_kappa
-    out["weighted_kappa"] = (
-        cmp.weighted_kappa if cmp.weighted_kappa is not None else na(NOT_APPLICABLE + "weighted kappa needs an ordinal or interval pairing")
-    )
-    out["krippendorff_alpha"] = cmp.krippendorff_alpha
-    out["gwet_ac1"] = cmp.gwet_ac1
-    out["spearman"] = cmp.spearman if cmp.spearman is not None else na(NOT_APPLICABLE + "Spearman needs an ordinal or interval pairing")
+    out.update(cmp.stats)  # every registered statistic, in the registry's order
     out["confusion_matrix"] = {
         "labels": cmp.labels,
         "row_axis": "judge",

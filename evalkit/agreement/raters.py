@@ -28,7 +28,6 @@ from collections.abc import Callable
 from typing import Any, Iterable
 
 from evalkit.agreement.credit import credit
-from evalkit.agreement.paired import NOT_APPLICABLE, ORDERED
 from evalkit.agreement.pairings import AuditConfig, DimensionSpec
 from evalkit.agreement.ratings import Rating
 
@@ -95,7 +94,8 @@ def on_scale(v: Any, labels: list[Any]) -> bool:
 
 def analyse_dimension(dimension: str, ratings: list[Rating], config: AuditConfig) -> dict[str, Any] | None:
     """The raters entry of one dimension, or None when fewer than two raters remain."""
-    st = _stats()
+    from evalkit.agreement.stats import registry  # numpy: only on the audit path
+
     spec = config.dimensions.get(dimension)
     level, labels = level_and_labels([r.value for r in ratings], spec)
     kept = [r for r in ratings if on_scale(r.value, labels)]
@@ -111,7 +111,6 @@ def analyse_dimension(dimension: str, ratings: list[Rating], config: AuditConfig
     if len(raters) < 2:
         return None
     matrix = [[by_item[i].get(name) for i in items] for name in raters]
-    ordinal = level in ORDERED
     entry: dict[str, Any] = {
         "dimension": dimension,
         "raters": raters,
@@ -124,21 +123,8 @@ def analyse_dimension(dimension: str, ratings: list[Rating], config: AuditConfig
         "n_ratings": sum(len(by_item[i]) for i in items),
         "n_excluded": n_excluded,
     }
-    entry["percent_agreement"] = st.pooled_pairwise_agreement(matrix)
-    if len(raters) == 2:
-        x, y = _paired(matrix[0], matrix[1])
-        entry["cohen_kappa"] = st.cohen_kappa(x, y, labels)
-        entry["weighted_kappa"] = st.cohen_kappa(x, y, labels, weighted=True) if ordinal else na(NOT_APPLICABLE + "nominal dimension")
-    else:
-        entry["cohen_kappa"] = na(NOT_APPLICABLE + "more than two raters, see pairwise_cohen_kappa")
-        entry["weighted_kappa"] = na(NOT_APPLICABLE + "more than two raters, see pairwise_weighted_kappa")
-    entry["pairwise_cohen_kappa"] = st.pairwise_cohen_matrix(matrix, raters, labels)
-    entry["pairwise_weighted_kappa"] = (
-        st.pairwise_cohen_matrix(matrix, raters, labels, weighted=True) if ordinal else na(NOT_APPLICABLE + "nominal dimension")
-    )
-    entry["fleiss_kappa"] = st.fleiss_kappa(matrix, labels)
-    entry["krippendorff_alpha"] = st.krippendorff_alpha(matrix, level, labels)
-    entry["gwet_ac1"] = st.gwet_ac1_multi(matrix, labels)
+    rated = registry.Raters(matrix, raters, labels, level)
+    entry.update((s.name, s.raters(rated)) for s in registry.for_raters())
     entry["alt_test"] = alt_tests(raters, kinds, matrix, level, config)
     entry["judge_vs_mechanical"] = judge_vs_mechanical(raters, kinds, matrix, labels, spec)
     return entry

@@ -13,12 +13,18 @@ from evalkit.agreement.view import audit_sections, markdown_lines, text_lines
 from evalkit.present import Table, md_text, sanitize
 
 CSV_COLUMNS = ("section", "name", "slice", "key", "statistic", "value", "reason")
-# The statistics the tidy CSV lists, in its column order (the tables show them through the view model).
-CSV_PAIRING_STATS = ("n", "percent_agreement", "cohen_kappa", "weighted_kappa", "krippendorff_alpha", "gwet_ac1",
-                     "spearman", "lenient", "strict", "brier", "ece", "n_with_confidence")
-CSV_RATER_STATS = ("n_items", "n_items_dropped", "percent_agreement", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha",
-                   "gwet_ac1", "weighted_kappa", "n_excluded")
+# The tidy CSV lists, per pairing and per dimension, these fields around the registered statistics
+# (evalkit.agreement.stats.registry, in its csv order); the tables show them through the view model.
+CSV_PAIRING_COUNTS = (("n",), ("lenient", "strict", "brier", "ece", "n_with_confidence"))
+CSV_RATER_COUNTS = (("n_items", "n_items_dropped"), ("n_excluded",))
 
+
+def csv_stats(kind: str) -> list[str]:
+    """The keys the csv lists for a pairing (``"pairs"``) or a dimension's raters (``"raters"``)."""
+    from evalkit.agreement.stats import registry
+
+    before, after = CSV_PAIRING_COUNTS if kind == "pairs" else CSV_RATER_COUNTS
+    return [*before, *registry.csv_names(kind), *after]
 
 def _header(report: dict[str, Any]) -> list[str]:
     c = report.get("counts", {})
@@ -57,7 +63,7 @@ def _csv_stats(rows: list[list[Any]], section: str, name: str, slice_kind: str, 
 
 def audit_csv(report: dict[str, Any]) -> str:
     rows: list[list[Any]] = []
-    pkeys = list(CSV_PAIRING_STATS)
+    pkeys = csv_stats("pairs")
     for e in report.get("pairings", []):
         _csv_stats(rows, "pairings", e["pairing"], "", "", e, pkeys)
         esc = e.get("escalation")
@@ -68,7 +74,7 @@ def audit_csv(report: dict[str, Any]) -> str:
             for s in entries:
                 _csv_stats(rows, "pairings", e["pairing"], kind, s["key"], s, pkeys)
     for e in report.get("raters", []):
-        _csv_stats(rows, "raters", e["dimension"], "", "", e, list(CSV_RATER_STATS))
+        _csv_stats(rows, "raters", e["dimension"], "", "", e, csv_stats("raters"))
         for t in e.get("alt_test") or []:
             for k in ("winning_rate", "advantage_prob"):
                 rows.append(["raters", e["dimension"], "alt_test", t["judge"], k, "" if t[k] is None else t[k], t.get("reason") or ""])

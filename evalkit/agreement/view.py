@@ -35,27 +35,22 @@ from evalkit.agreement.self_judging import pairing_note
 SHORT_ROW_LIMIT = 50
 RATIONALE_IN_TEXT = 80  # a terminal line; HTML and markdown show the whole rationale
 
-PAIRING_STATS = (
-    ("n", "n"),
-    ("percent_agreement", "agreement"),
-    ("cohen_kappa", "Cohen \u03ba"),
-    ("weighted_kappa", "weighted \u03ba"),
-    ("krippendorff_alpha", "Krippendorff \u03b1"),
-    ("gwet_ac1", "Gwet AC1"),
-    ("spearman", "Spearman"),
-    ("lenient", "lenient"),
-    ("strict", "strict"),
-)
-RATER_STATS = (
-    ("n_items", "items"),
-    ("n_items_dropped", "dropped"),
-    ("percent_agreement", "pairwise agreement"),
-    ("cohen_kappa", "Cohen \u03ba"),
-    ("weighted_kappa", "weighted \u03ba"),
-    ("fleiss_kappa", "Fleiss \u03ba"),
-    ("krippendorff_alpha", "Krippendorff \u03b1"),
-    ("gwet_ac1", "Gwet AC1"),
-)
+
+
+def pairing_columns() -> tuple[tuple[str, str], ...]:
+    """(key, label) of the pairing tables: n, the registered statistics, the error directions."""
+    from evalkit.agreement.stats import registry
+
+    return (("n", "n"), *registry.columns("pairs"), ("lenient", "lenient"), ("strict", "strict"))
+
+
+def rater_columns() -> tuple[tuple[str, str], ...]:
+    """(key, label) of the raters table: the item counts, then the registered statistics."""
+    from evalkit.agreement.stats import registry
+
+    return (("n_items", "items"), ("n_items_dropped", "dropped"), *registry.columns("raters"))
+
+
 SLICE_LABELS = {"judge": "judge model", "model": "agent model", "scenario": "scenario", "rubric": "rubric"}
 
 
@@ -262,9 +257,10 @@ def pairings_section(audit: dict) -> Section:
         "(says pass when the run failed, safe when a forbidden command ran); strict: less. "
         "Intervals are bootstrap intervals over runs.",
     )
+    stats = pairing_columns()
     notes = Notes()
-    rows = [[str(e.get("pairing")), str(e.get("level", ""))] + _stat_row(e, PAIRING_STATS, notes) for e in entries]
-    headers = ["pairing", "level"] + [h for _, h in PAIRING_STATS]
+    rows = [[str(e.get("pairing")), str(e.get("level", ""))] + _stat_row(e, stats, notes) for e in entries]
+    headers = ["pairing", "level"] + [h for _, h in stats]
     section.blocks.append(ViewTable(
         Table(headers, rows, notes=notes.lines() + _pairing_notes(audit, entries), empty="no pairing configured",
               numeric=set(range(2, len(headers)))), "pairings"))
@@ -273,8 +269,8 @@ def pairings_section(audit: dict) -> Section:
     sliced = [(e, s) for e in entries for s in _dicts((e.get("slices") or {}).get(by))]
     if sliced:
         notes = Notes()
-        rows = [[str(e.get("pairing")), str(s.get("key"))] + _stat_row(s, PAIRING_STATS, notes) for e, s in sliced]
-        headers = ["pairing", SLICE_LABELS.get(by, by)] + [h for _, h in PAIRING_STATS]
+        rows = [[str(e.get("pairing")), str(s.get("key"))] + _stat_row(s, stats, notes) for e, s in sliced]
+        headers = ["pairing", SLICE_LABELS.get(by, by)] + [h for _, h in stats]
         section.blocks.append(ViewTable(
             Table(headers, rows, notes=notes.lines(), title=f"Per {SLICE_LABELS.get(by, by)}",
                   numeric=set(range(2, len(headers)))), f"pairings-by-{by}"))
@@ -359,15 +355,16 @@ def _pairwise_rows(entries: list[dict], notes: Notes) -> list[list[str]]:
 def raters_section(audit: dict) -> Section:
     entries = _dicts(audit.get("raters"))
     section = Section("Raters: agreement per dimension (judges, humans, mechanical scorers)")
+    stats = rater_columns()
     notes = Notes()
     rows = []
     for e in entries:
         kinds = e.get("rater_kinds") or {}
         raters = ", ".join(f"{r} ({kinds[r]})" if r in kinds else str(r) for r in e.get("raters") or [])
-        rows.append([str(e.get("dimension")), str(e.get("level", "")), raters] + _stat_row(e, RATER_STATS, notes))
+        rows.append([str(e.get("dimension")), str(e.get("level", "")), raters] + _stat_row(e, stats, notes))
     skipped = [f"{s.get('dimension')} not compared: {s.get('reason')} ({', '.join(map(str, s.get('raters') or []))})"
                for s in _dicts(audit.get("raters_skipped"))]
-    headers = ["dimension", "level", "raters"] + [h for _, h in RATER_STATS]
+    headers = ["dimension", "level", "raters"] + [h for _, h in stats]
     section.blocks.append(ViewTable(
         Table(headers, rows, notes=notes.lines() + skipped, empty="no dimension has two or more raters on the same items",
               numeric=set(range(3, len(headers)))), "raters"))

@@ -1,0 +1,195 @@
+"""Every agreement statistic the audit reports, declared once.
+
+A :class:`Statistic` names its key (in the audit JSON and the csv's ``statistic`` column), its
+table label, how it is computed on judge ↔ mechanical pairs (``pairs``), on a dimension's raters
+(``raters``) or both, whether pairings get a bootstrap interval of it, and where the tidy csv lists
+it. The comparison engine (:mod:`evalkit.agreement.compare`), the pairing and rater entries of the
+audit, its tables (:mod:`evalkit.agreement.view`) and its csv (:mod:`evalkit.agreement.render`) all
+read :data:`STATISTICS` when they run; none lists a statistic of its own.
+
+To add one: write its function in a topic module of :mod:`evalkit.agreement.stats` (it returns a
+:class:`~evalkit.agreement.stats.Stat`), then add one line to :data:`STATISTICS`. Its place in that
+tuple is its place in the JSON and in the tables.
+
+A statistic that does not apply to some data (weighted kappa on a nominal scale) returns
+:func:`not_applicable`: a null value whose reason starts with :data:`NOT_APPLICABLE`, which the
+renderers show quietly, and which is never bootstrapped.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evalkit.agreement.stats.confusion import CONFUSION_STATS
+from evalkit.agreement.stats.encoding import Stat
+from evalkit.agreement.stats.multirater import (
+    fleiss_kappa, gwet_ac1_multi, krippendorff_alpha, pairwise_cohen_matrix, pooled_pairwise_agreement,
+)
+from evalkit.agreement.stats.pairwise import cohen_kappa, gwet_ac1, percent_agreement, spearman
+
+NOT_APPLICABLE = "not applicable: "
+ORDERED = ("ordinal", "interval")
+
+
+def not_applicable(reason: str) -> Stat:
+    return {"value": None, "reason": NOT_APPLICABLE + reason}
+
+
+def applies(stat: Any) -> bool:
+    """False for a :func:`not_applicable` result."""
+    return not (isinstance(stat, dict) and str(stat.get("reason") or "").startswith(NOT_APPLICABLE))
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Judge ↔ mechanical labels (or any predictions against references) as positions on ``labels``,
+    valid rows only."""
+
+    x: np.ndarray  # predictions (the judge)
+    y: np.ndarray  # references (the mechanical label)
+    labels: list[Any]
+    level: str
+
+    @property
+    def codes(self) -> list[int]:
+        return list(range(len(self.labels)))
+
+    @property
+    def ordered(self) -> bool:
+        return self.level in ORDERED
+
+
+@dataclass(frozen=True)
+class Raters:
+    """A dimension's ratings: one row per rater (``raters``), one column per item, None where the
+    rater did not rate the item; values on ``labels``."""
+
+    matrix: list[list[Any]]
+    raters: list[str]
+    labels: list[Any]
+    level: str
+
+    @property
+    def ordered(self) -> bool:
+        return self.level in ORDERED
+
+    def two(self) -> tuple[list[Any], list[Any]] | None:
+        """The items both raters rated, when there are exactly two raters."""
+        if len(self.raters) != 2:
+            return None
+        both = [(a, b) for a, b in zip(*self.matrix) if a is not None and b is not None]
+        return [a for a, _ in both], [b for _, b in both]
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """One statistic: ``name`` (JSON key, csv statistic), ``label`` (table column; ``raters_label``
+    where the raters table says it otherwise), ``pairs`` / ``raters`` (how it is computed there;
+    None: it is not reported there), ``bootstrapped`` (pairings get a percentile interval: exact
+    multinomial resampling for a confusion-matrix statistic, resampled pairs otherwise),
+    ``csv_order`` (its place among the statistics of the tidy csv, ``raters_csv_order`` where the
+    raters' rows place it otherwise; None: not in the csv) and ``table`` (a column of the tables)."""
+
+    name: str
+    label: str
+    pairs: Callable[[Pairs], Stat] | None = None
+    raters: Callable[[Raters], Any] | None = None
+    bootstrapped: bool = False
+    csv_order: int | None = None
+    raters_csv_order: int | None = None
+    raters_label: str | None = None
+    table: bool = True
+
+
+def _krippendorff_pairs(p: Pairs) -> Stat:
+    if p.level == "interval":  # distances between the labels themselves matter
+        scale = np.asarray(p.labels, dtype=float)
+        return krippendorff_alpha([scale[p.x].tolist(), scale[p.y].tolist()], p.level, p.labels)
+    return krippendorff_alpha(np.vstack([p.x, p.y]), p.level, p.codes)
+
+
+def _cohen_raters(r: Raters, weighted: bool) -> Stat:
+    pair = r.two()
+    if pair is None:
+        return not_applicable(f"more than two raters, see pairwise_{'weighted' if weighted else 'cohen'}_kappa")
+    if weighted and not r.ordered:
+        return not_applicable("nominal dimension")
+    return cohen_kappa(*pair, r.labels, weighted=weighted)
+
+
+def _ordered_pairs(p: Pairs, name: str, stat: Callable[[Pairs], Stat]) -> Stat:
+    return stat(p) if p.ordered else not_applicable(f"{name} needs an ordinal or interval pairing")
+
+
+STATISTICS: tuple[Statistic, ...] = (
+    Statistic("percent_agreement", "agreement", raters_label="pairwise agreement", bootstrapped=True, csv_order=10,
+              pairs=lambda p: percent_agreement(p.x, p.y), raters=lambda r: pooled_pairwise_agreement(r.matrix)),
+    Statistic("cohen_kappa", "Cohen \u03ba", bootstrapped=True, csv_order=20,
+              pairs=lambda p: cohen_kappa(p.x, p.y, p.codes), raters=lambda r: _cohen_raters(r, weighted=False)),
+    Statistic("weighted_kappa", "weighted \u03ba", bootstrapped=True, csv_order=30, raters_csv_order=70,
+              pairs=lambda p: _ordered_pairs(p, "weighted kappa", lambda p: cohen_kappa(p.x, p.y, p.codes, weighted=True)),
+              raters=lambda r: _cohen_raters(r, weighted=True)),
+    Statistic("pairwise_cohen_kappa", "pairwise Cohen \u03ba", table=False,
+              raters=lambda r: pairwise_cohen_matrix(r.matrix, r.raters, r.labels)),
+    Statistic("pairwise_weighted_kappa", "pairwise weighted \u03ba", table=False,
+              raters=lambda r: pairwise_cohen_matrix(r.matrix, r.raters, r.labels, weighted=True) if r.ordered
+              else not_applicable("nominal dimension")),
+    Statistic("fleiss_kappa", "Fleiss \u03ba", csv_order=35, raters=lambda r: fleiss_kappa(r.matrix, r.labels)),
+    Statistic("krippendorff_alpha", "Krippendorff \u03b1", csv_order=40,
+              pairs=_krippendorff_pairs, raters=lambda r: krippendorff_alpha(r.matrix, r.level, r.labels)),
+    Statistic("gwet_ac1", "Gwet AC1", bootstrapped=True, csv_order=50,
+              pairs=lambda p: gwet_ac1(p.x, p.y, p.codes), raters=lambda r: gwet_ac1_multi(r.matrix, r.labels)),
+    Statistic("spearman", "Spearman", csv_order=60,
+              pairs=lambda p: _ordered_pairs(p, "Spearman", lambda p: spearman(p.x, p.y, p.codes))),
+)
+
+
+def for_pairs() -> list[Statistic]:
+    """The statistics of a judge ↔ mechanical pairing, in report order."""
+    return [s for s in STATISTICS if s.pairs is not None]
+
+
+def for_raters() -> list[Statistic]:
+    """The statistics of a dimension's raters, in report order."""
+    return [s for s in STATISTICS if s.raters is not None]
+
+
+def columns(kind: str) -> list[tuple[str, str]]:
+    """(key, label) of the table columns of ``kind`` (``"pairs"`` or ``"raters"``), in report order."""
+    if kind == "pairs":
+        return [(s.name, s.label) for s in for_pairs() if s.table]
+    return [(s.name, s.raters_label or s.label) for s in for_raters() if s.table]
+
+
+def csv_names(kind: str) -> list[str]:
+    """The keys the tidy csv lists for ``kind`` (``"pairs"`` or ``"raters"``), in its order."""
+    if kind == "pairs":
+        ranked = [(s.csv_order, s.name) for s in for_pairs() if s.csv_order is not None]
+    else:
+        ranked = [(s.raters_csv_order if s.raters_csv_order is not None else s.csv_order, s.name)
+                  for s in for_raters() if s.csv_order is not None]
+    return [name for _, name in sorted(ranked, key=lambda r: r[0])]
+
+
+def pair_stats(p: Pairs) -> dict[str, Stat]:
+    return {s.name: s.pairs(p) for s in for_pairs()}
+
+
+def pair_intervals(p: Pairs, stats: dict[str, Stat], n_resamples: int, seed: int, ci: float) -> dict[str, dict[str, Any]]:
+    """Bootstrap intervals of the bootstrapped statistics that apply to ``p``."""
+    from evalkit.agreement.stats.bootstrap import bootstrap_ci, bootstrap_confusion
+
+    out = {}
+    for s in for_pairs():
+        if not s.bootstrapped or not applies(stats[s.name]):
+            continue
+        if s.name in CONFUSION_STATS:
+            out[s.name] = bootstrap_confusion(p.x, p.y, p.codes, stat=s.name, n_resamples=n_resamples, seed=seed, ci=ci)
+        else:
+            fn = s.pairs
+            out[s.name] = bootstrap_ci(lambda x, y: fn(Pairs(x.astype(np.int64), y.astype(np.int64), p.labels, p.level)),
+                                       p.x, p.y, n_resamples=n_resamples, seed=seed, ci=ci)
+    return out
