@@ -44,7 +44,7 @@ class ConvertedFile:
 
     path: str
     runs: list[tuple[str, str, str]] = field(default_factory=list)
-    ratings: list[dict[str, Any]] = field(default_factory=list)
+    ratings: list[Any] = field(default_factory=list)  # ratings_file.encode_rating's, or a row it refused
     errors: list[InputError] = field(default_factory=list)
     error: InputError | None = None
     notes: list[Any] = field(default_factory=list)  # evalkit.importers.notes.Note
@@ -72,7 +72,22 @@ def convert_one(job: ImportJob, path: str) -> ConvertedFile:
         return ConvertedFile(path, error=ImportFormatError(path, None, f"cannot read or write: {exc.strerror or exc}"))
     runs = [(run_id, tmp, final) for run_id, (tmp, final) in zip(run_ids, staged)]
     notes = converted.notes or list(getattr(out, "notes", ()))
-    return ConvertedFile(path, runs, converted.ratings, converted.errors, notes=notes)
+    return ConvertedFile(path, runs, _encode_ratings(converted.ratings), converted.errors, notes=notes)
+
+
+def _encode_ratings(ratings: list[dict[str, Any]]) -> list[Any]:
+    """The ratings checked and serialised here, in the worker (ratings_file.encode_rating), so that
+    the parent only merges lines; a row that does not pass stays as it is, for the parent to refuse
+    as it always has."""
+    from evalkit.importers.ratings_file import encode_rating
+
+    out: list[Any] = []
+    for data in ratings:
+        try:
+            out.append(encode_rating(data))
+        except ValueError:
+            out.append(data)
+    return out
 
 
 def convert_tasks(job: ImportJob, tasks: list[list[str]]) -> list[ConvertedFile]:

@@ -29,12 +29,16 @@ class Note:
 def merge(notes: Iterable[Note]) -> list[Note]:
     """One note per kind, in the order kinds first appear."""
     out: dict[str, Note] = {}
+    known: dict[str, set[str]] = {}  # a kind's paths as a set: one lookup per path, however many inputs
     for note in notes:
         seen = out.get(note.kind)
         if seen is None:
             out[note.kind] = Note(note.kind, note.text, set(note.items), note.lines, list(note.paths))
+            known[note.kind] = set(note.paths)
         else:
             seen.items |= note.items
             seen.lines += note.lines
-            seen.paths += [p for p in note.paths if p not in seen.paths]
+            new = [p for p in note.paths if p not in known[note.kind]]
+            seen.paths += new
+            known[note.kind].update(new)
     return list(out.values())

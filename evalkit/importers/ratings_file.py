@@ -27,10 +27,20 @@ def _line(row: Any) -> str:
     return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def store_ratings(rows: Iterable[dict[str, Any]], out_dir: str | Path, db: str | Path | None = None) -> str:
-    """Merge ``rows`` into ``out_dir/ratings.jsonl`` and, with ``db``, import that file into the
-    database's ``ratings`` table. Returns the file's path. Raises InputError (naming the file) when
-    an existing ratings file or the database cannot be used; nothing is half-written."""
+def encode_rating(data: dict[str, Any]) -> tuple[tuple[str, str, str], str]:
+    """A rating row checked and turned into its key and line (what ``store_ratings`` takes in
+    place of the row: the work done where the row was made). Raises ValueError as the row would."""
+    from evalkit.agreement.ratings import RatingRow
+
+    row = RatingRow.model_validate(data)
+    return (row.item_id, row.rater, row.dimension), _line(row)
+
+
+def store_ratings(rows: Iterable[dict[str, Any] | tuple], out_dir: str | Path, db: str | Path | None = None) -> str:
+    """Merge ``rows`` (dicts, or their :func:`encode_rating`) into ``out_dir/ratings.jsonl`` and,
+    with ``db``, import that file into the database's ``ratings`` table. Returns the file's path.
+    Raises InputError (naming the file) when an existing ratings file or the database cannot be
+    used; nothing is half-written."""
     from evalkit.agreement.ratings import RatingRow, import_ratings, read_rating_file
 
     path = Path(out_dir) / RATINGS_FILE
@@ -39,9 +49,12 @@ def store_ratings(rows: Iterable[dict[str, Any]], out_dir: str | Path, db: str |
         for old in read_rating_file(path):
             merged[(old.item_id, old.rater, old.dimension)] = old
     for data in rows:
+        if isinstance(data, tuple):
+            merged[data[0]] = data[1]
+            continue
         row = RatingRow.model_validate(data)
         merged[(row.item_id, row.rater, row.dimension)] = row
-    text = "".join(_line(merged[k]) + "\n" for k in sorted(merged))
+    text = "".join((v if isinstance(v := merged[k], str) else _line(v)) + "\n" for k in sorted(merged))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(path, text)
