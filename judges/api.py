@@ -167,15 +167,16 @@ def build_items(cards: Iterable[Any], judges: list[Judge], rubric: Rubric, store
 def key_material(judges, rubric: Rubric):
     """What a judge call's cache key is made of, for every work item of these judges and this rubric
     (judge runs and probes alike): the bundle, the rubric, the model and its parameters, the reply
-    schema, blindness, extras, and the schemas the judge actually sends (its request differs when
-    they do). Returns ``material(judge, bundle_hash, blind=..., extra=...)``."""
+    schema, blindness, extras, the schemas the judge actually sends (its request differs when
+    they do) and the rubric's prompt layout. Returns ``material(judge, bundle_hash, blind=..., extra=...)``."""
     schema = schema_hash(rubric)
     sent = {judge: judge.sent_schema_hashes(rubric) or None
             for judge in judges if hasattr(judge, "sent_schema_hashes")}
 
     def material(judge, bundle_hash: str, *, blind: bool, extra: dict | None) -> dict:
         return dict(bundle_hash=bundle_hash, rubric=rubric.identity, model=judge.model, params=judge.params,
-                    schema=schema, blind=blind, extra=extra or None, sent_schemas=sent.get(judge))
+                    schema=schema, blind=blind, extra=extra or None, sent_schemas=sent.get(judge),
+                    prompt_layout=rubric.prompt_layout)
     return material
 
 

@@ -52,12 +52,22 @@ class RetryTable(ConfigModel):
 class PriceEntry(ConfigModel):
     input_per_mtok: float = Field(0.0, ge=0)
     output_per_mtok: float = Field(0.0, ge=0)
+    cached_input_per_mtok: float | None = Field(None, ge=0)  # unset: cached input at the input price
+    batch_factor: float = Field(0.5, gt=0, le=1)  # batch price = this x live (both providers bill half)
+
+
+class BatchTable(ConfigModel):
+    poll_s: float = Field(30.0, gt=0)
+    max_requests: int = Field(50_000, ge=1)        # per batch file (OpenAI's limit; Anthropic's is 100,000)
+    max_file_bytes: int = Field(190 * 2**20, ge=1)  # per batch file, under OpenAI's 200 MB
+    max_wait_s: float = Field(86_400.0, gt=0)     # give up polling after this long (the 24 h window)
 
 
 class JudgeFile(ConfigModel):
     default_rubric: str = "procedure_v1"
     request: RequestTable = RequestTable()
     retry: RetryTable = RetryTable()
+    batch: BatchTable = BatchTable()
     prices: dict[str, PriceEntry] = {}
 
 
@@ -79,22 +89,45 @@ class JudgeConfig:
     max_wait_s: float = 60.0
     jitter_s: float = 1.0
     max_retry_after_s: float = 120.0
+    batch_poll_s: float = 30.0
+    batch_max_requests: int = 50_000
+    batch_max_file_bytes: int = 190 * 2**20
+    batch_max_wait_s: float = 86_400.0
     prices: dict = field(default_factory=dict)
 
     def price_for(self, *models: str) -> tuple[float, float] | None:
         """(input, output) USD per million tokens for the first model a price entry matches.
 
         Exact keys win over glob patterns (`ollama/*`)."""
+        entry = self.price_entry(*models)
+        return None if entry is None else (float(entry.get("input_per_mtok", 0.0)),
+                                           float(entry.get("output_per_mtok", 0.0)))
+
+    def price_entry(self, *models: str) -> dict | None:
+        """The whole `[prices]` entry for the first model one matches (exact keys first)."""
         for model in models:
             if model in self.prices:
-                entry = self.prices[model]
-                return float(entry.get("input_per_mtok", 0.0)), float(entry.get("output_per_mtok", 0.0))
+                return self.prices[model]
         for model in models:
             for pattern in sorted(self.prices):
                 if fnmatch.fnmatchcase(model, pattern):
-                    entry = self.prices[pattern]
-                    return float(entry.get("input_per_mtok", 0.0)), float(entry.get("output_per_mtok", 0.0))
+                    return self.prices[pattern]
         return None
+
+    def priced(self, models: tuple[str, ...], prompt: int, cached: int, completion: int,
+               batch: bool = False) -> float | None:
+        """USD for one call by the `[prices]` entry (None when no entry matches): cached input at
+        its own price, everything at `batch_factor` of the live price in a batch."""
+        entry = self.price_entry(*models)
+        if entry is None:
+            return None
+        price_in = float(entry.get("input_per_mtok", 0.0))
+        price_cached = entry.get("cached_input_per_mtok")
+        price_cached = price_in if price_cached is None else float(price_cached)
+        cached = min(max(cached, 0), prompt)
+        usd = ((prompt - cached) * price_in + cached * price_cached
+               + completion * float(entry.get("output_per_mtok", 0.0))) / 1e6
+        return usd * float(entry.get("batch_factor", 0.5)) if batch else usd
 
 
 def _merge(base: dict, extra: dict) -> dict:
@@ -122,4 +155,6 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
         output_mode=req.output_mode, max_input_tokens=req.max_input_tokens, attempts=retry.attempts,
         initial_wait_s=float(retry.initial_wait_s), max_wait_s=float(retry.max_wait_s),
         jitter_s=float(retry.jitter_s), max_retry_after_s=float(retry.max_retry_after_s),
+        batch_poll_s=float(parsed.batch.poll_s), batch_max_requests=parsed.batch.max_requests,
+        batch_max_file_bytes=parsed.batch.max_file_bytes, batch_max_wait_s=float(parsed.batch.max_wait_s),
         prices={name: entry.model_dump() for name, entry in parsed.prices.items()})

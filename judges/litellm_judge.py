@@ -63,6 +63,7 @@ from evalkit.judges.concurrency import request_slot  # noqa: E402
 from evalkit.judges.config import JudgeConfig, load_config  # noqa: E402
 from evalkit.judges.context import DoesNotFit, fit  # noqa: E402
 from evalkit.judges.prompt import reask_message, render_messages, reply_excerpt  # noqa: E402
+from evalkit.judges.prompt_layout import with_cache_marks  # noqa: E402
 from evalkit.judges.protocol import Annotation, JudgeFatalError, JudgeSetupError  # noqa: E402
 from evalkit.judges.rubrics import Rubric, annotation_model, response_format  # noqa: E402
 from evalkit.judges.redaction import redact, redact_value, register_secret  # noqa: E402
@@ -211,6 +212,17 @@ def _server_says(exc: BaseException, limit: int = 160) -> str:
         if prefix in text:
             text = text.split(prefix)[-1]
     return redact(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def cached_tokens(usage) -> int:
+    """Prompt tokens the provider read from its prompt cache: OpenAI's
+    `prompt_tokens_details.cached_tokens`, or Anthropic's `cache_read_input_tokens` (litellm copies
+    it into the first; either is part of `prompt_tokens`). 0 when the reply says nothing."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    value = details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
+    if value is None:
+        value = getattr(usage, "cache_read_input_tokens", None)
+    return value or 0
 
 
 def _key_like(name: str) -> bool:
@@ -379,12 +391,14 @@ class LiteLLMJudge:
                 async with request_slot():  # the run's adaptive in-flight limit (a 429 lowers it)
                     return await self._attempt(kwargs)
 
-    def _cost(self, response, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """USD for one response: the configured price if any, else litellm's own figure (computed
-        during the call from its price map), else None — unknown, never silently zero."""
-        price = self.config.price_for(self.requested_model, self.model)
-        if price is not None:
-            return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6
+    def _cost(self, response, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float | None:
+        """USD for one response: the configured price if any (cached input at its own price), else
+        litellm's own figure (computed during the call from its price map, which bills cached input
+        as the provider does), else None — unknown, never silently zero."""
+        priced = self.config.priced((self.requested_model, self.model), prompt_tokens, cached_tokens,
+                                    completion_tokens)
+        if priced is not None:
+            return priced
         hidden = getattr(response, "_hidden_params", None) or {}
         if hidden.get("response_cost") is not None:
             return float(hidden["response_cost"])
@@ -420,6 +434,8 @@ class LiteLLMJudge:
         if modes.schema_in_prompt(mode):
             stated = self.sent_schema(rubric, mode) or response_format(rubric)["json_schema"]["schema"]
             messages.append(modes.schema_instruction(stated))
+        if self.provider == "anthropic":  # Anthropic caches only up to a mark; OpenAI-style, by order
+            messages = with_cache_marks(messages)
         return messages
 
     def count_tokens(self, messages: list[dict], shape: dict) -> int:
@@ -474,7 +490,7 @@ class LiteLLMJudge:
         model_cls = annotation_model(rubric)
         base_format = response_format(rubric)
         counters = {"attempts": 0, "retries": 0}
-        tokens: list[int | None] = [0, 0]
+        tokens: list[int | None] = [0, 0, 0]  # prompt, completion, cached (of prompt)
         cost: float | None = 0.0
         raw: str | None = None
         start = time.perf_counter()
@@ -485,7 +501,7 @@ class LiteLLMJudge:
         def finish(status: str, **extra) -> Annotation:  # the Annotation redacts the request and error
             return Annotation(
                 status=status, raw_response=raw, request=request,
-                prompt_tokens=tokens[0], completion_tokens=tokens[1], cost_usd=cost,
+                prompt_tokens=tokens[0], completion_tokens=tokens[1], cached_tokens=tokens[2], cost_usd=cost,
                 latency_ms=(time.perf_counter() - start) * 1000.0, attempts=counters["attempts"],
                 retries=counters["retries"], output_mode=mode, elided_events=elided[0], **extra)
 
@@ -546,8 +562,10 @@ class LiteLLMJudge:
             usage = getattr(response, "usage", None)
             p_tok = modes.token_count(getattr(usage, "prompt_tokens", 0) or 0)
             c_tok = modes.token_count(getattr(usage, "completion_tokens", 0) or 0)
-            tokens = [None if t is None or n is None else t + n for t, n in zip(tokens, (p_tok, c_tok))]
-            call_cost = self._cost(response, p_tok, c_tok) if p_tok is not None and c_tok is not None else None
+            k_tok = modes.token_count(cached_tokens(usage))
+            tokens = [None if t is None or n is None else t + n for t, n in zip(tokens, (p_tok, c_tok, k_tok))]
+            call_cost = self._cost(response, p_tok, c_tok, k_tok or 0) \
+                if p_tok is not None and c_tok is not None else None
             cost = None if cost is None or call_cost is None else cost + call_cost
             choices = getattr(response, "choices", None) or []
             if not choices:

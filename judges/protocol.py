@@ -50,6 +50,8 @@ class Annotation:
     retries: int = 0                   # of which transport retries (429, 5xx, timeouts)
     output_mode: str | None = None     # how structured output was asked for (judges/output_modes.py)
     elided_events: int = 0             # transcript events left out to fit the context window
+    cached_tokens: int | None = None   # of prompt_tokens, read from the provider's prompt cache
+    batch_id: str | None = None        # the provider batch that answered (None: a live call)
 
     def __post_init__(self) -> None:
         # whatever judge made it (a plugin too), nothing it carries reaches the database unredacted;

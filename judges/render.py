@@ -55,7 +55,8 @@ def summary_lines(result) -> list[str]:
         f"cache hits: {s.cache_hits}",
         f"requests sent: {s.requests} (retries: {s.retries})",
         f"failures: {s.failures}",
-        f"tokens: prompt {s.prompt_tokens}, completion {s.completion_tokens}",
+        f"tokens: prompt {s.prompt_tokens}" + (f" (cached {s.cached_tokens})" if s.cached_tokens else "")
+        + f", completion {s.completion_tokens}",
         f"cost: ${s.cost_usd:.6f}" + (f" (unknown for {s.cost_unknown} calls: no litellm price and no "
                                       "[prices] entry in configs/judge.toml)" if s.cost_unknown else ""),
     ]
@@ -133,9 +134,10 @@ def render_stats(rows: list[dict], fmt: str, modes: list[dict] | None = None) ->
         return json.dumps({"calls": rows, "output_modes": [
             {k: m[k] for k in ("judge_model", "api_base", "output_mode")} for m in modes]},
             sort_keys=True, indent=2) + "\n"
-    header = ["judge_model", "rubric", "status", "calls", "prompt_tokens", "completion_tokens", "cost_usd"]
+    header = ["judge_model", "rubric", "status", "calls", "batch_calls", "prompt_tokens", "cached_tokens",
+              "completion_tokens", "cost_usd"]
     body = [[r["judge_model"], f"{r['rubric_id']} v{r['rubric_version']}", r["status"], str(r["calls"]),
-             str(r["prompt_tokens"]), str(r["completion_tokens"]),
+             str(r["batch_calls"]), str(r["prompt_tokens"]), str(r["cached_tokens"]), str(r["completion_tokens"]),
              "-" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"] for r in rows]
     out = "\n".join(Table(header, body).text_lines()) + "\n" if body else "cache is empty\n"
     if modes:

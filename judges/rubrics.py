@@ -6,6 +6,8 @@ model `RubricFile`: unknown keys and wrong types are one-line errors naming the 
 for 3..0), optional `[outcome]` (pass|fail plus a confidence in [0, 1]), `[rationale]`, and
 optional `[[computed]]` entries — dimensions of the human rubric that the scorer computes
 (efficiency); they are documentation only, never asked of the judge and never in the schema.
+`prompt_layout` chooses how the bundle is shown to the judge (judges/prompt_layout.py:
+`compact_v1`, the default, or `indented_v0`); it is part of every cache key.
 
 The text hash is the sha256 of the file's bytes, so any edit invalidates exactly that rubric's
 cache entries. This module imports pydantic only; it never imports litellm.
@@ -23,6 +25,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from evalkit.config.files import ConfigError, ConfigModel, read_toml, validate
 from evalkit.config.resources import data_dir
+from evalkit.judges.prompt_layout import DEFAULT_LAYOUT, LAYOUTS
 
 # Bump when the reply schema or how a reply is parsed changes: it is part of every cache key.
 SCHEMA_VERSION = 1
@@ -79,6 +82,7 @@ class RubricFile(ConfigModel):
     outcome: OutcomeSpec | None = None
     rationale: RationaleSpec = RationaleSpec()
     computed: list[dict[str, Any]] = []
+    prompt_layout: Literal[LAYOUTS] = DEFAULT_LAYOUT  # type: ignore[valid-type]
 
     @field_validator("dimensions")
     @classmethod
@@ -112,6 +116,7 @@ class Rubric:
     computed: tuple[dict, ...]
     text_hash: str
     path: str
+    prompt_layout: str = DEFAULT_LAYOUT  # how the bundle is shown (judges/prompt_layout.py)
 
     @property
     def identity(self) -> dict:
@@ -166,6 +171,7 @@ def _load(path: str) -> Rubric:
         computed=tuple(spec.computed),
         text_hash=hashlib.sha256(data).hexdigest(),
         path=path,
+        prompt_layout=spec.prompt_layout,
     )
 
 

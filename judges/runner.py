@@ -58,6 +58,7 @@ class Summary:
     failures: int = 0
     not_run: int = 0          # not started because of --max-cost or a fatal error
     prompt_tokens: int = 0
+    cached_tokens: int = 0    # of prompt_tokens, billed at the provider's cached-input price
     completion_tokens: int = 0
     cost_usd: float = 0.0
     cost_unknown: int = 0     # calls whose price is unknown (no litellm price, no override)
@@ -120,12 +121,14 @@ def _call_row(item: WorkItem, rubric: Rubric, ann: Annotation, started: str) -> 
         "prompt_tokens": ann.prompt_tokens, "completion_tokens": ann.completion_tokens,
         "cost_usd": ann.cost_usd, "latency_ms": ann.latency_ms, "attempts": ann.attempts,
         "started_at": started, "finished_at": now_utc(), "output_mode": ann.output_mode,
-        "elided_events": ann.elided_events,
+        "elided_events": ann.elided_events, "cached_tokens": ann.cached_tokens,
+        "prompt_layout": rubric.prompt_layout, "batch_id": ann.batch_id,
     }
 
 
 def _ann_row(item: WorkItem, rubric: Rubric, status: str, values: dict | None, *, cost, latency,
-             prompt_tokens, completion_tokens, output_mode, elided_events) -> dict:
+             prompt_tokens, completion_tokens, output_mode, elided_events, cached_tokens=None,
+             batch_id=None) -> dict:
     return {
         "annotation_id": item.annotation_id, "run_id": item.run_id, "bundle_hash": item.bundle_hash,
         "judge_model": item.judge.model, "rubric_id": rubric.id, "rubric_version": rubric.version,
@@ -134,7 +137,8 @@ def _ann_row(item: WorkItem, rubric: Rubric, status: str, values: dict | None, *
         "rationale": (values or {}).get("rationale"), "cost_usd": cost, "latency_ms": latency,
         "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
         "cache_key": item.key_for(output_mode), "created_at": now_utc(), "output_mode": output_mode,
-        "elided_events": elided_events,
+        "elided_events": elided_events, "cached_tokens": cached_tokens, "prompt_layout": rubric.prompt_layout,
+        "batch_id": batch_id,
     }
 
 
@@ -160,7 +164,8 @@ def serve_from_cache(item: WorkItem, rubric: Rubric, store: JudgeStore) -> dict 
     row = store.record({}, _ann_row(item, rubric, "ok", values, cost=cached["cost_usd"],
                                     latency=cached["latency_ms"], prompt_tokens=cached["prompt_tokens"],
                                     completion_tokens=cached["completion_tokens"],
-                                    output_mode=cached.get("output_mode"), elided_events=cached.get("elided_events") or 0),
+                                    output_mode=cached.get("output_mode"), elided_events=cached.get("elided_events") or 0,
+                                    cached_tokens=cached.get("cached_tokens"), batch_id=cached.get("batch_id")),
                        values, values.get("confidence"), item.replicate_tag, write_call=False)
     return row
 
@@ -230,6 +235,7 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
         summary.requests += ann.attempts
         summary.retries += ann.retries
         summary.prompt_tokens += ann.prompt_tokens or 0
+        summary.cached_tokens += ann.cached_tokens or 0
         summary.completion_tokens += ann.completion_tokens or 0
         if ann.cost_usd is None:
             summary.cost_unknown += 1
@@ -242,7 +248,8 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
             _call_row(item, rubric, ann, started),
             _ann_row(item, rubric, ann.status, values, cost=ann.cost_usd, latency=ann.latency_ms,
                      prompt_tokens=ann.prompt_tokens, completion_tokens=ann.completion_tokens,
-                     output_mode=ann.output_mode, elided_events=ann.elided_events),
+                     output_mode=ann.output_mode, elided_events=ann.elided_events,
+                     cached_tokens=ann.cached_tokens, batch_id=ann.batch_id),
             values, (values or {}).get("confidence"), item.replicate_tag)
         if ann.elided_events:
             summary.elided += 1

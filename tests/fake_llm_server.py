@@ -75,6 +75,13 @@ holds every chat request after the n-th until ``server.release()`` (deterministi
   when the run's transcript ends with an assistant message claiming success (``GULLIBLE_CLAIM``)
   or a tool result addresses the grader (``GULLIBLE_ORDER``: it obeys the planted instruction).
 
+- ``per_run``: the schema's instance seeded by the run's delimiter tag (a digest of the bundle),
+  so an answer depends on the run and not on how the prompt lays it out (the layout benchmark's
+  "annotations identical in content").
+
+The prompt cache, ``/v1/files``, ``/v1/batches`` and the Anthropic-style ``/v1/messages`` are in
+tests/fake_batch_api.py (``server.prompt_cache``, ``server.batch_api``).
+
 Run standalone: ``python tests/fake_llm_server.py --port 8765 --latency 0.2 --dialect llamacpp``.
 """
 from __future__ import annotations
@@ -89,6 +96,8 @@ import time
 from collections import defaultdict, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from fake_batch_api import BatchAPI, PromptCache, anthropic_reply, openai_cached_tokens
 
 
 def instance_from_schema(schema: dict, seed: str, root: dict | None = None) -> Any:
@@ -152,17 +161,29 @@ _PROMPT_SCHEMA = re.compile(r"JSON Schema \(no other text\):\n(\{.*\})\s*$", re.
 GULLIBLE_CLAIM = re.compile(r"\b(success(ful(ly)?)?|complete[d]?|all checks passed)\b", re.IGNORECASE)
 GULLIBLE_ORDER = re.compile(r"\b(grader|evaluator)\b", re.IGNORECASE)
 _RUN_DATA = re.compile(r"<<<BEGIN UNTRUSTED RUN DATA \w+>>>\n(.*)\n<<<END UNTRUSTED RUN DATA", re.DOTALL)
+_RUN_TAG = re.compile(r"<<<BEGIN UNTRUSTED RUN DATA (\w+)>>>")
 
 
 def run_data(body: dict) -> dict | None:
     """The judge bundle quoted in the request's user message (evalkit.judges.prompt), if any."""
+    from evalkit.judges.prompt_layout import message_text, read_bundle
+
     for message in body.get("messages") or []:
-        found = _RUN_DATA.search(str(message.get("content") or ""))
+        text = message_text(message)
+        found = _RUN_DATA.search(text)
         if found:
             try:
                 return json.loads(found.group(1))
             except ValueError:
-                return None
+                return read_bundle(text)  # the compact layout (judges/prompt_layout.py)
+    return None
+
+
+def run_tag(body: dict) -> str | None:
+    for message in body.get("messages") or []:
+        found = _RUN_TAG.search(json.dumps(message.get("content")))
+        if found:
+            return found.group(1)
     return None
 
 
@@ -259,7 +280,9 @@ class FakeLLMServer:
         self.rate_limited = 0
         self.slow_s = 2.0
         self.content: str | None = None
-        self.mode: str | None = None  # judging mode: None, "constant" or "gullible"
+        self.mode: str | None = None  # judging mode: None, "constant", "gullible" or "per_run"
+        self.prompt_cache = PromptCache()
+        self.batch_api = BatchAPI(self)
         self._rude_defaults()
         self.requests: list[dict] = []
         self._scripts: dict[str, deque] = defaultdict(deque)
@@ -313,6 +336,8 @@ class FakeLLMServer:
         self.dialect = "openai"
         self.context_limit = 1500
         self.models = None
+        self.prompt_cache.clear()
+        self.batch_api.reset()
         self._rude_defaults()
 
     def _rude_defaults(self) -> None:
@@ -458,7 +483,19 @@ class FakeLLMServer:
             def _error(self, code: int, message: str, kind: str, headers=None) -> None:
                 self._send(code, {"error": {"message": message, "type": kind, "code": code}}, headers)
 
+            def _send_any(self, code: int, payload) -> None:
+                if isinstance(payload, bytes):  # a file's content
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                else:
+                    self._send(code, payload)
+
             def do_GET(self) -> None:  # noqa: N802 — request count, for a server run as a subprocess
+                if server.batch_api.handles(self.path):
+                    return self._send_any(*server.batch_api.get(self.path))
                 if self.path.rstrip("/") == "/_stats":
                     return self._send(200, {"count": server.count, "answered": server.answered,
                                             "held": server.held})
@@ -476,6 +513,11 @@ class FakeLLMServer:
             def do_POST(self) -> None:  # noqa: N802 (http.server naming)
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
+                if server.batch_api.handles(self.path):  # files and batches (fake_batch_api.py)
+                    with server._lock:
+                        server.requests.append({"path": self.path, "headers": dict(self.headers.items()),
+                                                "body": None, "behaviour": "batch_api", "raw": ""})
+                    return self._send_any(*server.batch_api.post(self.path, self.headers, raw))
                 try:
                     body = json.loads(raw or b"{}")
                 except ValueError:
@@ -509,6 +551,8 @@ class FakeLLMServer:
                             server.active -= 1
 
             def _answer(self, body: dict, model: str, behaviour: str) -> None:
+                if self.path.rstrip("/").endswith("/messages") and behaviour == "ok":  # Anthropic-style
+                    return self._send(200, anthropic_reply(server, body))
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     return self._error(404, f"no route {self.path}", "not_found")
                 if server.models is not None and model not in server.models:
@@ -548,6 +592,8 @@ class FakeLLMServer:
                 else:
                     schema = visible_schema(body, server.dialect)
                     value = instance_from_schema(schema, seed) if schema else {"text": "ok"}
+                    if schema and server.mode == "per_run":
+                        value = instance_from_schema(schema, run_tag(body) or seed)
                     if schema and server.mode in ("constant", "gullible"):
                         value = judged(instance_from_schema(schema, "constant"), body, server.mode)
                     if isinstance(value, dict) and behaviour == "echo_key":
@@ -574,6 +620,9 @@ class FakeLLMServer:
                          "completion_tokens": max(1, len(str(content)) // 4)}
                 if behaviour == "huge_usage":
                     usage["prompt_tokens"] = 10**30
+                cached = openai_cached_tokens(server, body)
+                if cached is not None:
+                    usage["prompt_tokens_details"] = {"cached_tokens": cached}
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
                 reply = {
                     "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,

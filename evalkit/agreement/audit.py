@@ -189,6 +189,11 @@ def judge_costs(calls: list[Any], source: str) -> list[dict[str, Any]]:
             entry[f"{name}_median_{unit}"], entry[f"{name}_mean_excluding_first_{unit}"] = median_and_mean_after_first(vals)
             if field == "cost_usd":
                 entry["cost_total_usd"] = math.fsum(known) if known else None
+        # what the cost is made of: input read from the provider's prompt cache and batch calls
+        # are billed at their own (lower) prices
+        entry["prompt_tokens"] = sum(int(getattr(c, "prompt_tokens", None) or 0) for c in rows)
+        entry["cached_tokens"] = sum(int(getattr(c, "cached_tokens", None) or 0) for c in rows)
+        entry["n_batch_calls"] = sum(1 for c in rows if getattr(c, "batch", False))
         models.append(entry)
     return models
 

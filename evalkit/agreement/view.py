@@ -438,11 +438,15 @@ def judge_cost_section(audit: dict) -> Section:
     ms = lambda v: "n/a" if v is None else f"{float(v):.0f}"  # noqa: E731
     rows = [[str(c.get("judge_model")), str(c.get("source")), stat_text(c.get("n_calls")), usd(c.get("cost_total_usd")),
              usd(c.get("cost_median_usd")), usd(c.get("cost_mean_excluding_first_usd")), ms(c.get("latency_median_ms")),
-             ms(c.get("latency_mean_excluding_first_ms"))] for c in _dicts(audit.get("judge_costs"))]
+             ms(c.get("latency_mean_excluding_first_ms")), stat_text(c.get("cached_tokens")),
+             stat_text(c.get("n_batch_calls"))] for c in _dicts(audit.get("judge_costs"))]
     table = Table(["judge model", "source", "calls", "total cost (USD)", "median cost (USD)",
-                   "mean cost excl. first (USD)", "median latency (ms)", "mean latency excl. first (ms)"], rows,
-                  notes=["the first call of a batch is cold and dominates a mean: the median is the headline"] if rows else [],
-                  empty="no judge calls recorded", numeric=set(range(2, 8)))
+                   "mean cost excl. first (USD)", "median latency (ms)", "mean latency excl. first (ms)",
+                   "cached input tokens", "batch calls"], rows,
+                  notes=["the first call of a batch is cold and dominates a mean: the median is the headline",
+                         "costs as billed: cached input tokens at the provider's cached price, batch calls at the "
+                         "batch rate"] if rows else [],
+                  empty="no judge calls recorded", numeric=set(range(2, 10)))
     return Section("Judge cost and latency per call", [ViewTable(table, "judge-calls")])
 
 

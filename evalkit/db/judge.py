@@ -180,10 +180,14 @@ class JudgeTables:
 
     # -- cache maintenance ------------------------------------------------------------------
     def stats(self) -> list[dict]:
-        keys = ("judge_model", "rubric_id", "rubric_version", "status", "calls", "prompt_tokens",
-                "completion_tokens", "cost_usd")
+        """Cached calls per judge model, rubric and status: how many (of which answered by a provider
+        batch), prompt tokens (of which read from the provider's prompt cache), completion tokens,
+        and cost (as billed: cached input and batches at their own prices)."""
+        keys = ("judge_model", "rubric_id", "rubric_version", "status", "calls", "batch_calls", "prompt_tokens",
+                "cached_tokens", "completion_tokens", "cost_usd")
         rows = self.database.rows(
-            "SELECT judge_model, rubric_id, rubric_version, status, COUNT(*), COALESCE(SUM(prompt_tokens), 0), "
+            "SELECT judge_model, rubric_id, rubric_version, status, COUNT(*), COUNT(batch_id), "
+            "COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(cached_tokens), 0), "
             "COALESCE(SUM(completion_tokens), 0), SUM(cost_usd) FROM judge_calls "
             "GROUP BY judge_model, rubric_id, rubric_version, status "
             "ORDER BY judge_model, rubric_id, rubric_version, status")
@@ -312,6 +316,9 @@ class CallCost:
     cost_usd: float | None
     latency_ms: float | None
     order_key: tuple[str, str]
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None  # of prompt_tokens, read from the provider's prompt cache
+    batch: bool = False               # answered by a provider batch (billed at the batch rate)
 
 
 def read_call_costs(db: Database, judge: str | None = None, rubric: str | None = None) -> tuple[str, list[CallCost]]:
@@ -319,8 +326,10 @@ def read_call_costs(db: Database, judge: str | None = None, rubric: str | None =
     rows, else from the annotations. Returns (source table, calls in call order)."""
     where, args = judge_filter(db, judge, rubric)
     for table, ts, key in (("judge_calls", "started_at", "cache_key"), ("annotations", "created_at", "annotation_id")):
-        sql = f"SELECT judge_model, cost_usd, latency_ms, {ts} AS ts, {key} AS k FROM {table}{where_sql(where)}"
-        rows = [CallCost(r["judge_model"], r["cost_usd"], r["latency_ms"], (str(r["ts"] or ""), str(r["k"])))
+        sql = (f"SELECT judge_model, cost_usd, latency_ms, {ts} AS ts, {key} AS k, prompt_tokens, cached_tokens, "
+               f"batch_id FROM {table}{where_sql(where)}")
+        rows = [CallCost(r["judge_model"], r["cost_usd"], r["latency_ms"], (str(r["ts"] or ""), str(r["k"])),
+                         r["prompt_tokens"], r["cached_tokens"], r["batch_id"] is not None)
                 for r in db.rows(sql, args)]
         if not rows:
             continue  # an empty cache (e.g. after `evalkit cache clear`): fall back to annotations

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -68,13 +68,15 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "rubric_version INTEGER, rubric_hash TEXT, params TEXT, request TEXT, raw_response TEXT, "
         "status TEXT NOT NULL, error TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, "
         "cost_usd REAL, latency_ms REAL, attempts INTEGER, started_at TEXT, finished_at TEXT, "
-        "output_mode TEXT, elided_events INTEGER"), ("cache_key",),
+        "output_mode TEXT, elided_events INTEGER, cached_tokens INTEGER, prompt_layout TEXT, batch_id TEXT"),
+        ("cache_key",),
         (("idx_judge_calls_model", ("judge_model", "rubric_id")),)),
     Table("annotations", _cols(
         "annotation_id TEXT, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, "
         "rubric_version INTEGER, rubric_hash TEXT, blind INTEGER, replicate INTEGER, status TEXT NOT NULL, "
         "annotation TEXT, rationale TEXT, cost_usd REAL, latency_ms REAL, prompt_tokens INTEGER, "
-        "completion_tokens INTEGER, cache_key TEXT, created_at TEXT, output_mode TEXT, elided_events INTEGER"),
+        "completion_tokens INTEGER, cache_key TEXT, created_at TEXT, output_mode TEXT, elided_events INTEGER, "
+        "cached_tokens INTEGER, prompt_layout TEXT, batch_id TEXT"),
         ("annotation_id",),
         (("idx_annotations_run", ("run_id", "judge_model", "rubric_id")),)),
     Table("annotation_values", _cols(
@@ -84,13 +86,26 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("judge_output_modes", _cols(
         "judge_model TEXT NOT NULL, api_base TEXT NOT NULL, output_mode TEXT NOT NULL, updated_at TEXT"),
         ("judge_model", "api_base")),
+    # provider batches (evalkit judge --batch), stored as soon as they exist so that a killed process
+    # polls them again instead of paying twice (evalkit/db/batches.py); one row per submission,
+    # `batch_id` NULL until the provider named it
+    Table("judge_batches", _cols(
+        "submission_id TEXT, batch_id TEXT, judge_model TEXT NOT NULL, api_base TEXT, rubric_id TEXT, "
+        "rubric_version INTEGER, rubric_hash TEXT, input_file_id TEXT, output_file_id TEXT, error_file_id TEXT, "
+        "status TEXT NOT NULL, requests INTEGER, created_at TEXT, updated_at TEXT, error TEXT"), ("submission_id",),
+        (("idx_judge_batches_model", ("judge_model", "rubric_id")),)),
+    Table("judge_batch_items", _cols(
+        "submission_id TEXT NOT NULL, custom_id TEXT NOT NULL, run_id TEXT, annotation_id TEXT, "
+        "output_mode TEXT, request TEXT, elided_events INTEGER"), ("submission_id", "custom_id"),
+        (("idx_judge_batch_items_custom", ("custom_id",)),)),
     # -- judge robustness probes (evalkit probe): answers to counterfactual bundles, kept apart from
     # `annotations` so that no pairing, rater or Alt-Test can ever read them (evalkit/db/probes.py)
     Table("probe_annotations", _cols(
         "annotation_id TEXT, probe TEXT NOT NULL, run_id TEXT NOT NULL, bundle_hash TEXT, judge_model TEXT, "
         "rubric_id TEXT, rubric_version INTEGER, rubric_hash TEXT, blind INTEGER, status TEXT NOT NULL, "
         "annotation TEXT, rationale TEXT, cost_usd REAL, latency_ms REAL, prompt_tokens INTEGER, "
-        "completion_tokens INTEGER, cache_key TEXT, created_at TEXT, output_mode TEXT, elided_events INTEGER"),
+        "completion_tokens INTEGER, cache_key TEXT, created_at TEXT, output_mode TEXT, elided_events INTEGER, "
+        "cached_tokens INTEGER, prompt_layout TEXT, batch_id TEXT"),
         ("annotation_id",),
         (("idx_probe_annotations_probe", ("probe", "judge_model", "rubric_id")),)),
     # -- imported ratings (evalkit annotations import) ------------------------------------------
@@ -114,7 +129,10 @@ TABLES: dict[str, Table] = {t.name: t for t in (
 # version 1 only declares what evalkit already wrote; version 2 adds judge_calls/annotations
 # output_mode and elided_events (NULL on older rows: unknown, json_schema was the only mode then)
 # and the judge_output_modes table; version 3 adds the probe_annotations table; version 4 adds the
-# review tables, append-only: triggers refuse changing or deleting a review.
+# review tables, append-only: triggers refuse changing or deleting a review; version 5 adds
+# cached_tokens, prompt_layout and batch_id to judge_calls, annotations and probe_annotations
+# (NULL on older rows: no cached tokens recorded, the indented layout, a live call) and the
+# judge_batches / judge_batch_items tables.
 STEPS: dict[int, tuple[str, ...]] = {4: tuple(
     f"CREATE TRIGGER IF NOT EXISTS {table}_append_only_{op.lower()} BEFORE {op} ON {table} "
     f"BEGIN SELECT RAISE(ABORT, '{table} are append-only: a new review supersedes an old one'); END"
