@@ -76,8 +76,7 @@ IMPORTER = CsvLogImporter()
     from evalkit.commands import imports
 
     monkeypatch.setitem(importers.BUILTIN, "csvlog", "myplugins.csvlog:IMPORTER")
-    monkeypatch.setattr(imports.ImportCommand, "_format_params", None)
-    monkeypatch.setattr(imports.import_command, "params", list(imports.import_command.params))
+    monkeypatch.setattr(imports.import_command, "_format_params", None)  # rebuilt with the new format
     source = tmp_path / "in.csv"
     source.write_text("x\n")
     out = tmp_path / "runs"

@@ -39,7 +39,6 @@ def test_a_plugin_declaring_an_option_gets_its_flag(monkeypatch):
     monkeypatch.setattr(importers, "loaded", lambda: [*real_loaded(), ("mine", plugin)])
     from evalkit.commands import imports
 
-    monkeypatch.setattr(imports.ImportCommand, "_format_params", None)
     command = imports.ImportCommand("import", params=list(imports.import_command.params),
                                     callback=imports.import_command.callback)
     with command.make_context("import", ["--help"], resilient_parsing=True) as ctx:

@@ -30,9 +30,10 @@ class ImportCommand(click.Command):
             from evalkit.importers.options import merge
 
             self._format_params = [_click_option(m) for m in merge(importers.loaded())]
-            # before --db, --workers, --list and --help: the formats' flags read first in the help
-            self.params[3:3] = self._format_params
-        return super().get_params(ctx)
+        # after FORMAT, FILES and -o, before --listen, --db, --workers, --list: the formats' flags first
+        params = [*self.params[:3], *self._format_params, *self.params[3:]]
+        help_option = self.get_help_option(ctx)
+        return [*params, help_option] if help_option is not None else params
 
 
 def _click_option(merged) -> click.Option:
