@@ -269,3 +269,18 @@ def test_an_interrupted_score_keeps_the_old_out(tmp_path, monkeypatch):
     res = run("score", EXAMPLES, "--no-db", "--format", "csv", "--out", out)
     assert res.exit_code == 130
     assert out.read_text(encoding="utf-8") == "previous\n" and [p.name for p in tmp_path.iterdir()] == ["scores.csv"]
+
+
+def test_review_export_out_onto_the_database_is_a_usage_error(tmp_path):
+    from click.testing import CliRunner
+
+    from evalkit.cli import cli
+
+    db = tmp_path / "d.db"
+    from evalkit.db import Store
+
+    Store(db).close()
+    before = db.read_bytes()
+    res = CliRunner().invoke(cli, ["review", "export", "--db", str(db), "--out", str(db)])
+    assert res.exit_code == 2 and "d.db" in res.output
+    assert db.read_bytes() == before

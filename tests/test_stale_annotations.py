@@ -126,3 +126,12 @@ def test_resample_draws_only_from_runs_judged_on_their_current_bundle(tmp_path, 
     result = judge_db(str(db), [JUDGE], api_base=server.api_base, config=FAST, resample=1.0, seed=3)
     assert sorted(a["run_id"] for a in result.annotations) == \
         [f"run-{i:03d}" for i in range(RUNS) if f"run-{i:03d}" not in RESCORED]
+
+
+def test_the_report_says_how_many_annotations_are_stale(tmp_path, server):
+    from evalkit.report.data import build_report
+
+    db = _judged_then_rescored(tmp_path, server)
+    warnings = build_report(db)["warnings"]
+    stale = [w for w in warnings if "stale annotation" in w]
+    assert len(stale) == 1 and f"{len(RESCORED)} stale annotations" in stale[0], warnings

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from evalkit.commands.kit import db_option, fail
+from evalkit.commands.kit import db_option, fail, refuse_output_clash
 
 
 def register(group: click.Group) -> None:
@@ -38,6 +38,7 @@ def export(db_path, out_path):
     from evalkit.output.atomic import write_text_atomic
     from evalkit.present import Table
 
+    refuse_output_clash([("--out", out_path)], database=db_path)
     try:
         with open_readonly(db_path) as db:
             ratings, _ = read_review_ratings(db)

@@ -232,7 +232,12 @@ def _agreement_section(db_path: str, has_judge: bool, has_ratings: bool, judge: 
 
 def _warnings(own: list[str], agreement: dict) -> list[str]:
     """The report's warnings and the audit's (the same odd cells, named once), in order."""
-    found = own + (agreement.get("audit") or {}).get("warnings", [])
+    audit = agreement.get("audit") or {}
+    found = own + audit.get("warnings", [])
+    from evalkit.agreement.audit import stale_note
+
+    if note := stale_note(audit):  # annotations of runs re-scored since: left out of every judge figure
+        found.append(note)
     if agreement.get("warning"):
         found.append(agreement["reason"])
     return list(dict.fromkeys(found))
