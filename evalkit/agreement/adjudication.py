@@ -70,7 +70,7 @@ def adjudication_entries(adjudications: Iterable[Any], disagreements: list[dict[
 def adjudications_section(audit: dict[str, Any]):
     """The audit view's section (:mod:`evalkit.agreement.view`), or None when no verdict was
     recorded (an audit without reviews reads as it always did)."""
-    from evalkit.agreement.view import Notes, Section, ViewTable, stat_text
+    from evalkit.present.document import Notes, Section, ViewTable, stat_text
     from evalkit.present import Table
 
     entries = [e for e in audit.get("adjudications") or [] if isinstance(e, dict)]

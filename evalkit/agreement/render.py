@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evalkit.agreement.view import audit_sections, markdown_lines, text_lines
+from evalkit.agreement.view import audit_sections
+from evalkit.present.document import markdown_lines, text_lines
 from evalkit.present import Table, md_text, sanitize
 
 CSV_COLUMNS = ("section", "name", "slice", "key", "statistic", "value", "reason")

@@ -1,15 +1,8 @@
-"""The audit view model: the audit dict (:func:`evalkit.agreement.audit.build_audit`,
-docs/audit.md) as sections of tables, built once and rendered by ``evalkit audit`` (text and
-markdown, :mod:`evalkit.agreement.render`) and by the report (HTML and markdown, :mod:`evalkit.report`).
-
-A view is a list of :class:`Section`: a heading, an optional intro sentence, and blocks in reading
-order, each a :class:`ViewTable` (a :class:`~evalkit.present.Table` of the presentation kit plus
-the hints a renderer needs: which column holds run ids, which the judge's own words) or a
-:class:`Charts` block (confusion matrices and reliability bands: SVG in HTML, tables in text and
-markdown). Cells are text computed here, once: numbers to 3 places, a statistic's bootstrap
-interval in brackets after it, an undefined statistic as ``n/a (k)`` with its reason as note
-``(k) ...`` under its table (a statistic that does not apply, such as weighted kappa on a nominal
-pairing, is undefined with a ``not applicable: ...`` reason).
+"""The audit's view: the audit dict (:func:`evalkit.agreement.audit.build_audit`, docs/audit.md) as
+sections of the document model (:mod:`evalkit.present.document`), built once and rendered by
+``evalkit audit`` (text and markdown, :mod:`evalkit.agreement.render`) and by the report (HTML and
+markdown, :mod:`evalkit.report`). A statistic that does not apply, such as weighted kappa on a
+nominal pairing, is undefined with a ``not applicable: ...`` reason and shows as ``n/a (k)``.
 
 Only this module knows the audit's shape. It reads it defensively (a missing or empty part gives an
 empty table whose text says why, never an exception), so a report still renders from a partial
@@ -24,17 +17,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evalkit.present import Markdown, Table, md_text, sanitize
-from evalkit.present.table import percent_text, scalar_text
+from evalkit.present import Table
+from evalkit.present.document import Chart, Charts, Notes, Section, ViewTable, num, stat_text
+from evalkit.present.table import percent_text
 from evalkit.agreement.self_judging import pairing_note
 
 # Where the output must stay short (the report's markdown, meant for a pull-request comment).
 SHORT_ROW_LIMIT = 50
-RATIONALE_IN_TEXT = 80  # a terminal line; HTML and markdown show the whole rationale
-
 
 
 def pairing_columns() -> tuple[tuple[str, str], ...]:
@@ -54,50 +45,6 @@ def rater_columns() -> tuple[tuple[str, str], ...]:
 SLICE_LABELS = {"judge": "judge model", "model": "agent model", "scenario": "scenario", "rubric": "rubric"}
 
 
-class Notes:
-    """Footnotes of one table: each distinct reason for an undefined statistic gets a number, so a
-    cell says ``n/a (1)`` and the reason is printed once under the table."""
-
-    def __init__(self) -> None:
-        self.reasons: list[str] = []
-
-    def ref(self, reason: str) -> str:
-        if reason not in self.reasons:
-            self.reasons.append(reason)
-        return f"n/a ({self.reasons.index(reason) + 1})"
-
-    def lines(self) -> list[str]:
-        return [f"({i + 1}) {r}" for i, r in enumerate(self.reasons)]
-
-
-def num(value: Any, digits: int = 3) -> str:
-    """``n/a`` for null (the audit dict holds no NaN: it is strict JSON), ``yes``/``no``, integers
-    as they are, floats to ``digits`` places."""
-    return scalar_text(value, digits, null="n/a")
-
-
-def stat_text(value: Any, notes: Notes | None = None) -> str:
-    """A statistic as text: numbers to 3 places, ``{value, ci_low, ci_high}`` with its interval,
-    ``{value: null, reason}`` as ``n/a`` with the reason as a footnote (or inline without notes)."""
-    if isinstance(value, dict):
-        if "value" not in value and "estimate" not in value:
-            return json.dumps(value, sort_keys=True)
-        inner = value.get("value", value.get("estimate"))
-        if inner is None:
-            reason = value.get("reason")
-            if not reason:
-                return "n/a"
-            return notes.ref(str(reason)) if notes is not None else f"n/a ({reason})"
-        text = stat_text(inner)
-        lo, hi = value.get("ci_low"), value.get("ci_high")
-        if lo is not None and hi is not None:
-            text += f" [{stat_text(lo)}, {stat_text(hi)}]"
-        return text
-    if isinstance(value, (list, tuple)):
-        return ", ".join(stat_text(v) for v in value)
-    return num(value)
-
-
 def label(value: Any) -> str:
     """A scale label or raw value as text (strings as they are, anything else as JSON)."""
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
@@ -105,85 +52,6 @@ def label(value: Any) -> str:
 
 def _dicts(section: Any) -> list[dict]:
     return [e for e in section if isinstance(e, dict)] if isinstance(section, list) else []
-
-
-@dataclass
-class ViewTable:
-    """A kit :class:`Table` (its ``title`` is the block's sub-heading) and rendering hints:
-    ``name`` (stable; the HTML class), ``run_column`` (cells that are run ids: the report links
-    them to its run table), ``quote_column`` (the judge's own words: quoted in HTML, excerpted in a
-    terminal) and ``short_limit`` (rows shown where the output must stay short)."""
-
-    table: Table
-    name: str
-    run_column: int | None = None
-    quote_column: int | None = None
-    short_limit: int | None = None
-
-    @property
-    def title(self) -> str:
-        return self.table.title
-
-    def shortened(self) -> tuple[Table, int]:
-        """The table cut to ``short_limit`` rows, and how many rows were left out."""
-        rows = self.table.rows
-        if self.short_limit is None or len(rows) <= self.short_limit:
-            return self.table, 0
-        return replace(self.table, rows=rows[: self.short_limit]), len(rows) - self.short_limit
-
-    def excerpted(self, limit: int = RATIONALE_IN_TEXT) -> Table:
-        """The table with the quote column cut to ``limit`` characters (for a terminal)."""
-        q = self.quote_column
-        if q is None:
-            return self.table
-        rows = [[c if i != q or len(c) <= limit else c[: limit - 3] + "..." for i, c in enumerate(r)]
-                for r in self.table.rows]
-        return replace(self.table, rows=rows)
-
-
-@dataclass
-class Chart:
-    """A confusion matrix (``rows`` judge labels, ``cols`` mechanical labels, ``matrix`` counts),
-    reliability bands (``bands``: ``lo``, ``hi``, ``n``, ``confidence``, ``accuracy``) or rates as
-    bars (``bars``: ``label``, ``value``, ``low``, ``high`` on [0, 1])."""
-
-    kind: str  # "confusion" | "reliability" | "bars"
-    title: str
-    caption: str
-    rows: list[str] = field(default_factory=list)
-    cols: list[str] = field(default_factory=list)
-    matrix: list[list[Any]] = field(default_factory=list)
-    bands: list[dict] = field(default_factory=list)
-    bars: list[dict] = field(default_factory=list)
-    row_axis: str = "judge"
-    col_axis: str = "mechanical"
-
-    def table(self) -> Table:
-        """The chart as a table, where no picture can be drawn (text, markdown)."""
-        if self.kind == "confusion":
-            corner = f"{self.row_axis} \\ {self.col_axis}"
-            rows = [[Markdown(f"**{md_text(r)}**", r)] + [num(v) for v in self.matrix[i]] for i, r in enumerate(self.rows)]
-            return Table([corner] + [str(c) for c in self.cols], rows, title=self.caption)
-        if self.kind == "bars":
-            rows = [[str(b["label"]), stat_text({"value": b["value"], "ci_low": b["low"], "ci_high": b["high"]})]
-                    for b in self.bars]
-            return Table(["bar", "rate"], rows, title=self.caption)
-        rows = [[f"{num(b['lo'], 2)}-{num(b['hi'], 2)}", str(b["n"]), num(b["confidence"], 2), num(b["accuracy"], 2)]
-                for b in self.bands if b["n"]]
-        return Table(["band", "n", "mean confidence", "accuracy"], rows, title=self.caption)
-
-
-@dataclass
-class Charts:
-    title: str
-    charts: list[Chart]
-
-
-@dataclass
-class Section:
-    heading: str
-    blocks: list[ViewTable | Charts] = field(default_factory=list)
-    intro: str = ""
 
 
 # --- pairings -------------------------------------------------------------------------------
@@ -523,47 +391,3 @@ def agreement_sections(audit: dict) -> list[Section]:
 def audit_sections(audit: dict) -> list[Section]:
     """Everything ``evalkit audit`` prints: the agreement sections, then the judge's costs."""
     return agreement_sections(audit) + [judge_cost_section(audit)]
-
-
-# --- text and markdown (HTML lives with the report, beside its SVG charts) -------------------
-
-
-def text_lines(sections: list[Section]) -> list[str]:
-    """Fixed-width text: ``== heading ==``, the intro, ``-- title --`` above each sub-table."""
-    out: list[str] = []
-    for s in sections:
-        out += ["", f"== {sanitize(s.heading)} =="]
-        if s.intro:
-            out.append(sanitize(s.intro))
-        for block in s.blocks:
-            tables = [block.excerpted()] if isinstance(block, ViewTable) else [c.table() for c in block.charts]
-            if block.title:
-                out += ["", f"-- {sanitize(block.title)} --"]
-            for t in tables:
-                if isinstance(block, Charts):
-                    out += ["", sanitize(t.title)]
-                out += t.text_lines()
-    return out
-
-
-def markdown_lines(sections: list[Section], level: int = 2, short: bool = False) -> list[str]:
-    """GitHub markdown, headings from ``level``; ``short`` cuts long tables (a pull-request comment)."""
-    out: list[str] = []
-    h, sub = "#" * level, "#" * (level + 1)
-    for s in sections:
-        out += [f"{h} {md_text(s.heading)}", ""]
-        if s.intro:
-            out += [md_text(s.intro), ""]
-        for block in s.blocks:
-            if block.title:
-                out += [f"{sub} {md_text(block.title)}", ""]
-            if isinstance(block, Charts):
-                for chart in block.charts:
-                    t = chart.table()
-                    out += [f"**{md_text(t.title)}**", ""] + t.markdown_lines() + [""]
-                continue
-            table, left = block.shortened() if short else (block.table, 0)
-            out += table.markdown_lines() + [""]
-            if left:
-                out += [f"_{left} more in the HTML report._", ""]
-    return out

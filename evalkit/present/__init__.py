@@ -2,12 +2,14 @@
 
 - :mod:`evalkit.present.safe`: the one console sanitizer (control and bidi characters shown
   escaped), the markdown-cell rule and the CSV-cell rule (formula injection neutralised).
+- :mod:`evalkit.present.document`: the document model of every view (sections of tables and
+  charts, :class:`~evalkit.present.document.ViewTable`) and its text and markdown emitters.
 - :mod:`evalkit.present.table`: :class:`Table` (headers, rows, notes) with text, markdown, csv and
   html emitters; the row-at-a-time emitters serve streamed output (``evalkit score``).
 
 Standard library only, so a command may import it without slowing ``evalkit --help``.
 """
-from evalkit.present.safe import csv_cell, html_text, md_code, md_text, sanitize
+from evalkit.present.safe import ascii_text, csv_cell, html_text, md_code, md_text, sanitize
 from evalkit.present.table import CsvRows, Html, Markdown, MarkdownRows, Table, TextRows, csv_line
 
-__all__ = ["CsvRows", "Html", "Markdown", "MarkdownRows", "Table", "TextRows", "csv_cell", "csv_line", "html_text", "md_code", "md_text", "sanitize"]
+__all__ = ["ascii_text", "CsvRows", "Html", "Markdown", "MarkdownRows", "Table", "TextRows", "csv_cell", "csv_line", "html_text", "md_code", "md_text", "sanitize"]

@@ -36,6 +36,10 @@ fenced by enough backticks that the text cannot close them.
 HTML (:func:`html_text`): ``& < > " '`` as entities, and the controls :func:`sanitize` escapes
 shown the same way, tab and line feed kept (the page lays text out with them), CR read as LF.
 
+ASCII text (:func:`ascii_text`, the verdicts console report, which promises pure ASCII): every
+character outside printable ASCII escaped as Python's ``unicode_escape`` writes it (``\\xe9``,
+``\\u202e``, ``\\n``), and a backslash doubled, so the line reads back unambiguously.
+
 CSV cells (:func:`csv_cell`): text beginning with ``= + - @``, tab or CR is prefixed with ``'``
 (OWASP's advice against formula injection), after sanitizing. Numbers (``int``/``float``) are
 written as numbers and never prefixed: ``-0.5`` is a numeric cell that a spreadsheet reads as a
@@ -114,6 +118,12 @@ def _code_span(text: str) -> str:
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def ascii_text(value: Any) -> str:
+    """``str(value)`` as one line of ASCII: non-ASCII characters and controls escaped, backslashes
+    doubled (``unicode_escape``)."""
+    return str(value).encode("unicode_escape").decode("ascii")
 
 
 def csv_cell(value: Any) -> Any:

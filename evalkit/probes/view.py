@@ -1,12 +1,14 @@
 """`evalkit probe` as text, markdown or JSON. The rates are the audit's own probe section
 (:func:`evalkit.agreement.view.probes_section`: one view for the audit, the report and this
-command); this module adds what only a probe run has — its cases and its calls."""
+command); this module adds what only a probe run has — its cases and its calls — as sections of
+the document model (:mod:`evalkit.present.document`)."""
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from evalkit.agreement.view import Section, ViewTable, markdown_lines, probes_section, text_lines
+from evalkit.agreement.view import probes_section
+from evalkit.present.document import Section, ViewTable, markdown_lines, text_lines
 from evalkit.present import Table, md_text, sanitize
 
 

@@ -19,7 +19,8 @@ from typing import Any
 
 from evalkit.present import Html, Table
 from evalkit.report import fmt
-from evalkit.agreement.view import Section, ViewTable, agreement_sections, judge_cost_section
+from evalkit.agreement.view import agreement_sections, judge_cost_section
+from evalkit.present.document import Section, ViewTable
 from evalkit.report.data import provenance_items
 from evalkit.report.drilldowns import CSS as DRILLDOWN_CSS, drilldown_ids, render_drilldowns
 from evalkit.report.svg import bar_chart, esc, heat_map, reliability_diagram

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from evalkit.present import Markdown, Table, md_text
 from evalkit.report import fmt
-from evalkit.agreement.view import agreement_sections, judge_cost_section, markdown_lines
+from evalkit.agreement.view import agreement_sections, judge_cost_section
+from evalkit.present.document import markdown_lines
 from evalkit.report.data import provenance_items
 
 # One escaping rule for every markdown evalkit writes: evalkit.present.safe.md_text (controls and

@@ -36,6 +36,7 @@ from typing import Any
 from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.errors import InputError
 from evalkit.present import Markdown, Table, md_code
+from evalkit.present.safe import ascii_text  # the console report is ASCII only
 
 DEFAULT_ORDER = ("allow", "confirm", "deny")
 DEFAULT_THRESHOLD = 0.8
@@ -49,11 +50,6 @@ def parse_order(text: str) -> tuple[str, ...]:
     if len(labels) < 2 or any(not lab for lab in labels) or len(set(labels)) != len(labels):
         raise ValueError(f"order must list two or more distinct labels separated by '>', got {text!r}")
     return labels
-
-
-def ascii_text(value: Any) -> str:
-    """ASCII-only, one-line rendering (non-ASCII and control characters escaped)."""
-    return str(value).encode("unicode_escape").decode("ascii")
 
 
 # ---------------------------------------------------------------------------------------------
