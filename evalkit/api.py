@@ -114,7 +114,7 @@ def judge(db: str | Path, models: Iterable[str], paths: Iterable[str] | None = N
 
 def audit(db: str | Path, **options) -> dict:
     """``evalkit audit``: the agreement audit of ``db`` (docs/audit.md); ``options`` as
-    :func:`evalkit.agreement.audit.run_audit` (judge, rubric, by, config, seed, n_resamples, jury)."""
+    :func:`evalkit.agreement.audit.build_audit_with_pairs` (judge, rubric, by, config, seed, n_resamples, jury)."""
     from evalkit.agreement.audit import build_audit
 
     return build_audit(db, **options)

@@ -11,7 +11,7 @@ import pytest
 
 from audit_helpers import Annotator, add_ratings, card, save_cards
 from evalkit.agreement.audit import build_audit
-from evalkit.agreement.render import audit_csv, audit_markdown, audit_text, csv_stats
+from evalkit.agreement.audit_output import audit_csv, audit_markdown, audit_text, csv_stats
 from evalkit.agreement.stats import registry
 from evalkit.agreement.view import pairing_columns, rater_columns
 
@@ -118,7 +118,7 @@ def test_the_shipped_declarations_keep_the_audit_layout():
 
 
 def test_a_statistic_that_does_not_apply_is_never_bootstrapped():
-    from evalkit.agreement.compare import compare
+    from evalkit.agreement.label_comparison import compare
 
     nominal = compare([0, 1, 1, 0, 1], [0, 1, 0, 0, 1], ["a", "b"], bootstrap={"n_resamples": 10, "seed": 0, "ci": 0.9})
     assert "weighted_kappa" not in nominal.intervals and nominal.weighted_kappa is None

@@ -26,7 +26,7 @@ def test_the_document_model_is_defined_in_present_document_only():
 
 
 def test_the_audit_probe_and_report_views_share_the_model():
-    import evalkit.agreement.render as audit_output
+    import evalkit.agreement.audit_output as audit_output
     import evalkit.probes.view as probe_view
     import evalkit.report.html as html
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from audit_helpers import Annotator, add_ratings, card, save_cards, table_dump
 from evalkit.agreement.audit import build_audit
-from evalkit.agreement.render import audit_json
+from evalkit.agreement.audit_output import audit_json
 from evalkit.cli import cli
 
 

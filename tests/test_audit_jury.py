@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from audit_helpers import Annotator, add_ratings, card, save_cards
 from evalkit.agreement.audit import run_audit
 from evalkit.agreement.jury import credit_key, jury_values, verdict
-from evalkit.agreement.pairings import DimensionSpec, load_audit_config
+from evalkit.agreement.pairings_config import DimensionSpec, load_audit_config
 from evalkit.cli import cli
 from evalkit.db import JudgeValue
 

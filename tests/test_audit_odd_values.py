@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import report_fixtures as rf
 from evalkit.agreement.audit import build_audit
-from evalkit.agreement.render import RENDERERS
+from evalkit.agreement.audit_output import RENDERERS
 from evalkit.cli import cli
 from evalkit.db.cells import AMOUNT_COLUMNS, keys_of
 from evalkit.db.schema import TABLES

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from audit_helpers import card
-from evalkit.agreement.pairings import load_audit_config, parse_condition
+from evalkit.agreement.pairings_config import load_audit_config, parse_condition
 from evalkit.errors import InputError
 
 
@@ -191,7 +191,7 @@ def test_config_semantic_errors_name_file_and_field(tmp_path, body, field):
 def test_shipped_rubric_dimensions_are_ordinal_on_their_full_scale():
     """Every 0-3 dimension of every shipped rubric is declared ordinal [0..3] in the default config,
     so a judge's "n/a" is excluded from rater agreement instead of making the dimension nominal."""
-    from evalkit.agreement.pairings import load_audit_config
+    from evalkit.agreement.pairings_config import load_audit_config
     from evalkit.judges.rubrics import available_rubrics, load_rubric
 
     config = load_audit_config(None)

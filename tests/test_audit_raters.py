@@ -11,7 +11,7 @@ from sklearn.metrics import cohen_kappa_score
 from audit_helpers import Annotator, add_ratings, card, save_cards
 from evalkit.agreement import alt_test as alt
 from evalkit.agreement.audit import build_audit
-from evalkit.agreement.pairings import DimensionSpec
+from evalkit.agreement.pairings_config import DimensionSpec
 from evalkit.agreement.raters import level_and_labels
 
 

@@ -1,4 +1,4 @@
-"""The comparison engine (evalkit.agreement.compare): predictions against references on a scale.
+"""The comparison engine (evalkit.agreement.label_comparison): predictions against references on a scale.
 Checked against scikit-learn and against both of its users (audit pairings, verdict files)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import brier_score_loss, cohen_kappa_score, confusion_matrix
 
-from evalkit.agreement.compare import compare
+from evalkit.agreement.label_comparison import compare
 
 LABELS = ["deny", "confirm", "allow"]  # least credit first
 

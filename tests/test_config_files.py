@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from evalkit.agreement.pairings import load_audit_config
+from evalkit.agreement.pairings_config import load_audit_config
 from evalkit.cli import cli
 from evalkit.config.files import ConfigError, ConfigModel, load_toml, validate
 from evalkit.errors import InputError

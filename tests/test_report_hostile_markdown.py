@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 
 import report_fixtures as rf
 from evalkit.agreement.audit import build_audit
-from evalkit.agreement.render import audit_markdown
+from evalkit.agreement.audit_output import audit_markdown
 from evalkit.present import md_text
 from evalkit.report import build_report, render_markdown
 from evalkit.trajectory.builders import a320_scenario, cmd, read, trajectory, write_jsonl

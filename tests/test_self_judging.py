@@ -99,7 +99,7 @@ def test_judge_warns_before_sending_and_the_flag_silences_it(tmp_path):
 
 
 def test_audit_text_and_report_show_the_self_judged_pairs(db):
-    from evalkit.agreement.render import audit_markdown, audit_text
+    from evalkit.agreement.audit_output import audit_markdown, audit_text
     from evalkit.report import build_report, render_html
 
     audit = build_audit(db, n_resamples=0)
@@ -113,7 +113,7 @@ def test_audit_text_and_report_show_the_self_judged_pairs(db):
 
 
 def test_disagreements_mark_self_judged_rows(tmp_path):
-    from evalkit.agreement.render import audit_text
+    from evalkit.agreement.audit_output import audit_text
 
     path = tmp_path / "own.db"
     save_cards(path, [card("x0", model="agent-x", all_passed=False)])

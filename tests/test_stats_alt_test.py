@@ -221,7 +221,7 @@ def test_audit_alt_metric_auto_is_accuracy_for_labels_and_neg_rmse_for_numbers()
 
 
 def _numeric_config(tmp_path, metric=None):
-    from evalkit.agreement.pairings import load_audit_config
+    from evalkit.agreement.pairings_config import load_audit_config
 
     body = "[alt_test]\nmin_items = 2\n" + (f'metric = "{metric}"\n' if metric else "")
     (tmp_path / "p.toml").write_text(body)

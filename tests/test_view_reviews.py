@@ -60,7 +60,7 @@ def test_blind_review_counts_in_the_audit_as_human_ratings_and_verdicts(db):
 
 
 def test_adjudication_section_in_the_audit_text_only_with_verdicts(db):
-    from evalkit.agreement.render import audit_markdown, audit_text
+    from evalkit.agreement.audit_output import audit_markdown, audit_text
 
     assert "Adjudications" not in audit_text(audit(db))
     with vh.client(db) as app:
@@ -178,7 +178,7 @@ def test_three_reviewers_give_the_alt_test_its_humans(db):
 
 
 def test_adjudications_in_the_audit_csv_only_with_verdicts(db):
-    from evalkit.agreement.render import audit_csv
+    from evalkit.agreement.audit_output import audit_csv
 
     assert ",adjudications," not in audit_csv(audit(db)) and "adjudications," not in audit_csv(audit(db))
     with vh.client(db) as app:

@@ -1,7 +1,9 @@
 """The judge audit: one read-only pass over a database, returned as a plain dict.
 
 ``build_audit(...)`` is the API behind ``evalkit audit``; its JSON (``--format json``) is a stable
-contract described in docs/audit.md. The audit never writes: the database is opened read-only.
+contract described in docs/audit.md; :func:`build_audit_with_pairs` returns the compared pairs too
+(``--pairs-out``; ``run_audit`` is its older name). The audit never writes: the database is opened
+read-only.
 """
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ from typing import Any
 from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.agreement import drift as drift_mod
 from evalkit.agreement import jury as jury_mod
-from evalkit.agreement import paired, raters
-from evalkit.agreement.pairings import AuditConfig, describe, load_audit_config
+from evalkit.agreement import judge_vs_mechanical, raters
+from evalkit.agreement.pairings_config import AuditConfig, describe, load_audit_config
 from evalkit.probes.stats import failed_run_ids, probe_entries
 from evalkit.agreement.ratings import collect_ratings
 from evalkit.db.cells import odd_cells
@@ -28,16 +30,16 @@ from evalkit.agreement.adjudication import adjudication_entries
 from evalkit.db.reviews import read_adjudications, read_review_ratings
 
 SCHEMA = "evalkit.audit/1"
-SLICE_KINDS = paired.SLICE_KINDS
+SLICE_KINDS = judge_vs_mechanical.SLICE_KINDS
 EXCLUSION_KEYS = ("non_blind", "no_scorecard", "excluded_status", "unmapped_judge", "unmapped_mechanical")
 
 
 def build_audit(db_path: str | Path, **options: Any) -> dict[str, Any]:
-    """The audit dict alone; ``options`` as :func:`run_audit`."""
-    return run_audit(db_path, **options)[0]
+    """The audit dict alone; ``options`` as :func:`build_audit_with_pairs`."""
+    return build_audit_with_pairs(db_path, **options)[0]
 
 
-def run_audit(
+def build_audit_with_pairs(
     db_path: str | Path,
     judge: str | None = None,
     rubric: str | None = None,
@@ -82,7 +84,7 @@ def run_audit(
     sub = dataclasses.replace(cfg, pairings=active)
     # The jury is a rater like any judge, but not an annotation: counts and drift see only judges.
     rated = values + jury_mod.jury_values(values, sub) if jury else values
-    sets = paired.build_pairs(cards, rated, sub)
+    sets = judge_vs_mechanical.build_pairs(cards, rated, sub)
     bootstrap = {"n_resamples": n_resamples, "seed": seed} if n_resamples > 0 else None
 
     pairing_entries = []
@@ -98,12 +100,12 @@ def run_audit(
             "mapping": describe(p),
             "excluded": {k: ps.counts.get(k, 0) for k in EXCLUSION_KEYS},
         }
-        entry |= paired.pairing_stats(p, ps.pairs, sub, bootstrap=bootstrap)
-        entry["slices"] = paired.slice_stats(p, ps.pairs, sub, kinds)
+        entry |= judge_vs_mechanical.pairing_stats(p, ps.pairs, sub, bootstrap=bootstrap)
+        entry["slices"] = judge_vs_mechanical.slice_stats(p, ps.pairs, sub, kinds)
         entry["self_judging"] = self_judging(p, ps.pairs, sub)
         pairing_entries.append(entry)
 
-    disagreements = paired.disagreements(sets)
+    disagreements = judge_vs_mechanical.disagreements(sets)
     rater_entries, skipped = raters.analyse(collect_ratings(stored + reviewed, rated), sub)
     report: dict[str, Any] = {
         "schema": SCHEMA,
@@ -141,7 +143,10 @@ def run_audit(
                                 bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None),
         "warnings": warnings,
     }
-    return report, paired.pair_rows(sets)
+    return report, judge_vs_mechanical.pair_rows(sets)
+
+
+run_audit = build_audit_with_pairs  # the older name, kept for callers
 
 
 STALE_NAMED = 10  # run ids a stale note lists before "and N more"
@@ -166,7 +171,8 @@ def self_judging(p: Any, pairs: list[Any], config: AuditConfig) -> dict[str, Any
     return {
         "pairs": len(own),
         "judges": sorted({x.judge_model for x in own}),
-        "without": paired.pairing_stats(p, [x for x in pairs if not same_model(x.judge_model, x.model)], config)
+        "without": judge_vs_mechanical.pairing_stats(
+            p, [x for x in pairs if not same_model(x.judge_model, x.model)], config)
         if own else None,
     }
 

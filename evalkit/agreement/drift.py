@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-from evalkit.agreement.paired import NOT_APPLICABLE, ORDERED
-from evalkit.agreement.pairings import AuditConfig
+from evalkit.agreement.judge_vs_mechanical import NOT_APPLICABLE, ORDERED
+from evalkit.agreement.pairings_config import AuditConfig
 from evalkit.agreement.raters import level_and_labels, on_scale
 from evalkit.agreement.sources import JudgeValue
 

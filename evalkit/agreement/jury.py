@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any, Iterable
 
-from evalkit.agreement.pairings import AuditConfig, DimensionSpec
+from evalkit.agreement.pairings_config import AuditConfig, DimensionSpec
 from evalkit.agreement.raters import label_credit, level_and_labels, scale_credit
 from evalkit.db import JudgeValue
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any, Iterable
 
 from evalkit.agreement.credit import credit
-from evalkit.agreement.pairings import AuditConfig, DimensionSpec
+from evalkit.agreement.pairings_config import AuditConfig, DimensionSpec
 from evalkit.agreement.ratings import Rating
 
 

@@ -1,6 +1,6 @@
 """The audit's view: the audit dict (:func:`evalkit.agreement.audit.build_audit`, docs/audit.md) as
 sections of the document model (:mod:`evalkit.present.document`), built once and rendered by
-``evalkit audit`` (text and markdown, :mod:`evalkit.agreement.render`) and by the report (HTML and
+``evalkit audit`` (text and markdown, :mod:`evalkit.agreement.audit_output`) and by the report (HTML and
 markdown, :mod:`evalkit.report`). A statistic that does not apply, such as weighted kappa on a
 nominal pairing, is undefined with a ``not applicable: ...`` reason and shows as ``n/a (k)``.
 

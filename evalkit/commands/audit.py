@@ -35,15 +35,15 @@ def register(group: click.Group) -> None:
         (--show-mechanical) are left out. Exit codes: 0 done; 1 unreadable database or config;
         2 usage error (bad flags, missing database or config file).
         """
-        from evalkit.agreement.audit import run_audit, stale_note
-        from evalkit.agreement.render import RENDERERS, pairs_csv
+        from evalkit.agreement.audit import build_audit_with_pairs, stale_note
+        from evalkit.agreement.audit_output import RENDERERS, pairs_csv
         from evalkit.output.atomic import output_error, write_text_atomic
         from evalkit.errors import InputError
         refuse_output_clash([("--pairs-out", pairs_out), ("--out", out_path)], database=db_path,
                             inputs=[config_path] if config_path else [])
         try:
-            report, pairs = run_audit(db_path, judge=judge, rubric=rubric, by=by, config=config_path,
-                                      seed=seed, n_resamples=n_resamples, jury=jury)
+            report, pairs = build_audit_with_pairs(db_path, judge=judge, rubric=rubric, by=by, config=config_path,
+                                                   seed=seed, n_resamples=n_resamples, jury=jury)
         except InputError as exc:
             fail(str(exc))
         note = stale_note(report)

@@ -121,7 +121,7 @@ def run_probes(db: str, models: Iterable[str], *, rubric: str | None = None, pro
     judge model that would judge runs of its own model (as `evalkit judge` warns). Raises InputError (bad config, unreadable database), ValueError (bad arguments),
     the judge layer's RubricError / UnknownJudgeError.
     """
-    from evalkit.agreement.pairings import load_audit_config
+    from evalkit.agreement.pairings_config import load_audit_config
     from evalkit.probes.stats import probe_entries
     from evalkit.db import open_readonly, read_annotations, read_probe_annotations
     from evalkit.judges import api as judge_api

@@ -26,7 +26,7 @@ import numpy as np
 
 from evalkit.agreement.raters import label_credit, same_label
 from evalkit.agreement.stats import bootstrap_ci
-from evalkit.agreement.stats.encoding import Stat, _ok, _undefined
+from evalkit.agreement.stats.stat import Stat, _ok, _undefined
 from evalkit.db.judge import JudgeValue
 from evalkit.db.probes import ProbeAnswer
 from evalkit.probes.transforms import FOOLING_PROBES, PROBES

@@ -126,9 +126,9 @@ def score_payload(payload: Any, order: Sequence[str] = DEFAULT_ORDER, threshold:
     latency, cost_usd, cost_per_decision_usd, misses_granting_more``.
 
     The rows are read here; the statistics come from the comparison engine
-    (:func:`evalkit.agreement.compare.compare`): predictions against the true labels on the
+    (:func:`evalkit.agreement.label_comparison.compare`): predictions against the true labels on the
     order, more credit = more permission."""
-    from evalkit.agreement.compare import compare
+    from evalkit.agreement.label_comparison import compare
 
     labels = list(order)
     rows, cost = _rows(payload, labels, source)

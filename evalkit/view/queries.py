@@ -90,7 +90,7 @@ class ViewData:
 
     # -- connections ------------------------------------------------------------------------
     def open(self) -> "ViewData":
-        from evalkit.agreement.pairings import load_audit_config
+        from evalkit.agreement.pairings_config import load_audit_config
 
         self.config = load_audit_config(self.config_path)
         self.pairings = self.config.pairings_for(None)
@@ -157,7 +157,7 @@ class ViewData:
 
     def _disagreements(self) -> list[dict[str, Any]]:
         """The audit's ranked disagreement list (no judge or rubric filter, no jury)."""
-        from evalkit.agreement import paired
+        from evalkit.agreement import judge_vs_mechanical as paired
 
         values = list(read_annotations(self.db))
         if not values:

@@ -23,7 +23,7 @@ bootstrap interval is always about exactly the statistic reported.
 One module per topic; everything public is re-exported here (import from
 ``evalkit.agreement.stats``; the modules are free to move):
 
-- ``encoding``: the :class:`Stat` result, ratings as positions on a scale
+- ``stat``: the :class:`Stat` result, ratings as positions on a scale
 - ``confusion``: confusion matrices and the statistics computed on stacks of them
 - ``pairwise``: two raters (percent agreement, Cohen's kappa, Gwet's AC1, Spearman)
 - ``multirater``: several raters (Krippendorff's alpha, Fleiss' kappa, Gwet's AC1, ...)
@@ -39,7 +39,7 @@ from evalkit.agreement.stats.calibration import (
 )
 from evalkit.agreement.stats.confusion import CONFUSION_STATS, confusion_matrix
 from evalkit.agreement.stats.direction import direction, direction_counts
-from evalkit.agreement.stats.encoding import Stat
+from evalkit.agreement.stats.stat import Stat
 from evalkit.agreement.stats.multirater import (
     fleiss_kappa, gwet_ac1_multi, item_label_counts, krippendorff_alpha, pairwise_cohen_matrix,
     pooled_pairwise_agreement,

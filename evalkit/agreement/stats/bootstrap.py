@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from evalkit.agreement.stats.confusion import CONFUSION_STATS, _confusion
-from evalkit.agreement.stats.encoding import Stat, _pair_codes, _undefined
+from evalkit.agreement.stats.stat import Stat, _pair_codes, _undefined
 from evalkit.agreement.stats.pairwise import cohen_kappa, gwet_ac1, percent_agreement, spearman
 
 

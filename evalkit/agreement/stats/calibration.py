@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from evalkit.agreement.stats.encoding import Stat, _ok, _undefined
+from evalkit.agreement.stats.stat import Stat, _ok, _undefined
 
 
 DEFAULT_BAND_EDGES = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)

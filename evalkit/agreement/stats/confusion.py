@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from evalkit.agreement.stats.encoding import _pair_codes
+from evalkit.agreement.stats.stat import _pair_codes
 
 
 def _confusion(xc: np.ndarray, yc: np.ndarray, k: int) -> np.ndarray:

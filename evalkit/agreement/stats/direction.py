@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evalkit.agreement.stats.encoding import _label_lookup, _pair_codes
+from evalkit.agreement.stats.stat import _label_lookup, _pair_codes
 
 
 def direction(judge_value: Any, mech_value: Any, order: Sequence[Any]) -> str | None:

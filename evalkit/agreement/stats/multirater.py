@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from evalkit.agreement.stats.encoding import Stat, _codes, _missing_mask, _ok, _undefined
+from evalkit.agreement.stats.stat import Stat, _codes, _missing_mask, _ok, _undefined
 from evalkit.agreement.stats.pairwise import cohen_kappa
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from evalkit.agreement.stats.confusion import _confusion, _one
-from evalkit.agreement.stats.encoding import (
+from evalkit.agreement.stats.stat import (
     Stat, _as_1d, _codes, _missing_mask, _ok, _pair_codes, _undefined,
 )
 

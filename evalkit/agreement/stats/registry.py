@@ -3,8 +3,8 @@
 A :class:`Statistic` names its key (in the audit JSON and the csv's ``statistic`` column), its
 table label, how it is computed on judge ↔ mechanical pairs (``pairs``), on a dimension's raters
 (``raters``) or both, whether pairings get a bootstrap interval of it, and where the tidy csv lists
-it. The comparison engine (:mod:`evalkit.agreement.compare`), the pairing and rater entries of the
-audit, its tables (:mod:`evalkit.agreement.view`) and its csv (:mod:`evalkit.agreement.render`) all
+it. The comparison engine (:mod:`evalkit.agreement.label_comparison`), the pairing and rater entries of the
+audit, its tables (:mod:`evalkit.agreement.view`) and its csv (:mod:`evalkit.agreement.audit_output`) all
 read :data:`STATISTICS` when they run; none lists a statistic of its own.
 
 To add one: write its function in a topic module of :mod:`evalkit.agreement.stats` (it returns a
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from evalkit.agreement.stats.confusion import CONFUSION_STATS
-from evalkit.agreement.stats.encoding import Stat
+from evalkit.agreement.stats.stat import Stat
 from evalkit.agreement.stats.multirater import (
     fleiss_kappa, gwet_ac1_multi, krippendorff_alpha, pairwise_cohen_matrix, pooled_pairwise_agreement,
 )

@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from evalkit.agreement.pairings import AuditConfig, Pairing
+from evalkit.agreement.pairings_config import AuditConfig, Pairing
 from evalkit.agreement.sources import EXCLUDED_STATUSES, Card, JudgeValue
 from evalkit.agreement.self_judging import same_model
 # NOT_APPLICABLE starts the reason of a statistic that does not apply (renderers show it quietly)
@@ -137,7 +137,7 @@ def _compare(p: Pairing, pairs: list[Pair], config: AuditConfig, *, bootstrap: d
     """The judge's labels (predictions) against the mechanical ones (references) on the pairing's
     scale, through the comparison engine; the judge's confidence feeds calibration when the
     pairing says so (see the module docstring for how a confidence becomes a forecast)."""
-    from evalkit.agreement.compare import compare
+    from evalkit.agreement.label_comparison import compare
 
     k = len(p.scale)
     probabilities = confidences = None

@@ -1,7 +1,7 @@
 """The comparison engine: predictions against references on one label scale → a :class:`Comparison`.
 
 Both things evalkit compares go through it: an audit pairing (the judge's label against the
-mechanical label of each run, :mod:`evalkit.agreement.paired`) and a classifier's verdict file (its
+mechanical label of each run, :mod:`evalkit.agreement.judge_vs_mechanical`) and a classifier's verdict file (its
 predicted permission against the true one, :mod:`evalkit.verdicts.analysis`). What differs between them —
 where the rows come from, which rows are usable, how the result is laid out — stays with them.
 
