@@ -60,9 +60,13 @@ class DryRun:
     first_prompt: list[dict] | None
     skipped: dict
     models: list[str]
+    batch: dict | None = None  # with --batch: the batch plan and the input cost, live and batch
 
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if self.batch is None:
+            del out["batch"]
+        return out
 
 
 def _plain(value: Any) -> Any:
@@ -205,8 +209,11 @@ async def ajudge_cards(cards: Iterable[Any], models: Iterable[str], *, db: str =
                        seed: int | None = None, show_mechanical: bool = False,
                        config: JudgeConfig | dict | None = None, config_path: str | None = None,
                        progress: bool | None = False, api_key: str | None = None,
-                       output_mode: str | None = None, max_input_tokens: int | None = None) -> JudgeResult:
-    """`judge_cards` for callers that already run an event loop (e.g. a notebook)."""
+                       output_mode: str | None = None, max_input_tokens: int | None = None,
+                       batch: bool = False, batch_status: bool = False) -> JudgeResult:
+    """`judge_cards` for callers that already run an event loop (e.g. a notebook). ``batch``
+    sends the calls through the provider's batch API (judges/batch.py); ``batch_status`` polls
+    the stored batches once and collects the finished ones, submitting nothing."""
     check_resample(resample, seed)
     cfg, rub, store = _setup(db, rubric, config, config_path)
     judges: list[Judge] = []
@@ -215,9 +222,17 @@ async def ajudge_cards(cards: Iterable[Any], models: Iterable[str], *, db: str =
         _preflight(judges)
         items, skipped = build_items(cards, judges, rub, store, show_mechanical=show_mechanical,
                                      resample=resample, seed=seed)
-        annotations, summary = await run_items(
-            items, rub, store, concurrency=concurrency or cfg.concurrency, max_cost=max_cost,
-            refresh=refresh, progress=progress, summary=Summary(skipped=skipped))
+        if batch or batch_status:
+            from evalkit.judges.batch import run_batch
+
+            annotations, summary = await run_batch(
+                items, rub, store, concurrency=concurrency or cfg.concurrency, max_cost=max_cost,
+                refresh=refresh, progress=progress, summary=Summary(skipped=skipped),
+                submit=not batch_status, wait=not batch_status)
+        else:
+            annotations, summary = await run_items(
+                items, rub, store, concurrency=concurrency or cfg.concurrency, max_cost=max_cost,
+                refresh=refresh, progress=progress, summary=Summary(skipped=skipped))
     finally:
         store.close()
         for judge in judges:
@@ -233,7 +248,7 @@ def judge_cards(cards: Iterable[Any], models: Iterable[str], **options: Any) -> 
     Options (all keyword): db, rubric, concurrency, api_base, temperature, max_cost, refresh,
     resample, seed, show_mechanical, config (dict of overrides or a JudgeConfig), config_path,
     progress, api_key (prefer the environment; never stored), output_mode (auto or a mode of
-    evalkit.judges.output_modes), max_input_tokens. See `ajudge_cards`.
+    evalkit.judges.output_modes), max_input_tokens, batch, batch_status. See `ajudge_cards`.
     """
     return run_sync(ajudge_cards(cards, models, **options))
 
@@ -246,6 +261,24 @@ def stored_cards(db: str) -> list[Any]:
         return list(read_scorecards(database))
 
 
+def stored_batches(db: str, models: Iterable[str] | None = None, rubric: str | Rubric | None = None,
+                   config_path: str | None = None) -> list[dict]:
+    """The provider batches stored in the database (of these judge models and this rubric, when
+    given), oldest first, without their request lists (read-only)."""
+    from evalkit.db import batches
+
+    cfg, rub, store = _setup(db, rubric, None, config_path, readonly=True)
+    try:
+        names = None
+        if models is not None:
+            names = {judge.model for judge in _judges(models, cfg, None, None, None, store)}
+        rows = batches.submissions(store.database, rubric=rub.identity)
+    finally:
+        store.close()
+    return [{k: v for k, v in sub.items() if k != "items"} for sub in rows
+            if names is None or sub["judge_model"] in names]
+
+
 def judge_db(db: str, models: Iterable[str], **options: Any) -> JudgeResult:
     return judge_cards(stored_cards(db), models, db=db, **options)
 
@@ -255,7 +288,7 @@ def dry_run(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.d
             temperature: float | None = None, refresh: bool = False, resample: float | None = None,
             seed: int | None = None, show_mechanical: bool = False,
             config: JudgeConfig | dict | None = None, config_path: str | None = None,
-            output_mode: str | None = None, max_input_tokens: int | None = None,
+            output_mode: str | None = None, max_input_tokens: int | None = None, batch: bool = False,
             **_ignored: Any) -> DryRun:
     """What a run would send, without sending anything (the database is opened read-only)."""
     check_resample(resample, seed)
@@ -271,7 +304,36 @@ def dry_run(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.d
     first = render_messages(to_send[0].bundle, rub) if to_send else None
     tokens = sum(estimate_tokens(render_messages(item.bundle, rub)) for item in to_send)
     return DryRun(items=len(items), cache_hits=hits, to_send=len(to_send), estimated_prompt_tokens=tokens,
-                  first_prompt=first, skipped=skipped, models=[j.model for j in judges])
+                  first_prompt=first, skipped=skipped, models=[j.model for j in judges],
+                  batch=batch_plan(to_send, rub, cfg) if batch else None)
+
+
+def batch_plan(to_send: list[WorkItem], rubric: Rubric, cfg: JudgeConfig) -> dict:
+    """What --batch would submit: one request per distinct cache key, the files the limits make,
+    and the input cost (estimated prompt tokens, uncached) live and at the batch rate."""
+    from evalkit.judges.batch import chunks
+
+    plan: dict = {"requests": 0, "files": 0, "estimated_input_cost_live_usd": 0.0,
+                  "estimated_input_cost_batch_usd": 0.0, "unpriced_models": []}
+    for judge in dict.fromkeys(item.judge for item in to_send):
+        mine = list({item.key: item for item in to_send if item.judge is judge}.values())
+        lines = []
+        for item in mine:
+            text = json.dumps(render_messages(item.bundle, rubric), ensure_ascii=False)
+            lines.append((item.key, text.encode("utf-8")))
+        plan["requests"] += len(mine)
+        plan["files"] += len(chunks(lines, cfg.batch_max_requests, cfg.batch_max_file_bytes))
+        price = getattr(judge, "input_price", None)
+        live, cheap = (price(False), price(True)) if callable(price) else (None, None)
+        tokens = sum(estimate_tokens(render_messages(item.bundle, rubric)) for item in mine)
+        if live is None or cheap is None:
+            plan["unpriced_models"].append(judge.model)
+        else:
+            plan["estimated_input_cost_live_usd"] += tokens * live
+            plan["estimated_input_cost_batch_usd"] += tokens * cheap
+    for key in ("estimated_input_cost_live_usd", "estimated_input_cost_batch_usd"):
+        plan[key] = round(plan[key], 8)
+    return plan
 
 
 __all__ = ["JudgeResult", "DryRun", "ajudge_cards", "judge_cards", "judge_db", "dry_run", "build_items",

@@ -72,6 +72,8 @@ from evalkit.judges import transport  # noqa: E402
 # litellm imports provider modules lazily, on the first call; their pydantic types warn about
 # themselves, which says nothing to an evalkit user
 warnings.filterwarnings("ignore", message=r".*`ReadOnly` qualifier", category=UserWarning)
+# litellm's file download makes a coroutine it never awaits (its sync path); the content arrives
+warnings.filterwarnings("ignore", message=r"coroutine '.*afile_content' was never awaited", category=RuntimeWarning)
 # litellm re-serialises a reply whose content is not text; evalkit says so itself, in one line
 warnings.filterwarnings("ignore", message=r"Pydantic serializer warnings", category=UserWarning)
 litellm.suppress_debug_info = True
@@ -223,6 +225,13 @@ def cached_tokens(usage) -> int:
     if value is None:
         value = getattr(usage, "cache_read_input_tokens", None)
     return value or 0
+
+
+def _as_dict(value) -> dict:
+    if isinstance(value, dict):
+        return value
+    dump = getattr(value, "model_dump", None)
+    return dump() if callable(dump) else dict(getattr(value, "__dict__", {}))
 
 
 def _key_like(name: str) -> bool:
@@ -479,6 +488,123 @@ class LiteLLMJudge:
             return f"rationale: {len(rationale)} characters, over the limit of {limit} ([request].rationale_limit_chars)"
         return None
 
+    def check_reply(self, model_cls, mode: str, text: str) -> tuple[dict | None, str, str | None]:
+        """(values, raw, problem) of a reply's text, live or from a batch: the text is redacted
+        here, the one place a reply enters evalkit; values is None when it does not validate."""
+        raw = redact(text)
+        try:
+            values = model_cls.model_validate_json(modes.extract_json(mode, raw)).model_dump(mode="json")
+        except ValidationError as exc:
+            return None, raw, "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:8])
+        cleaned = redact_value(values)
+        if cleaned != values:  # a key written with JSON escapes: store what was parsed
+            values, raw = cleaned, json.dumps(cleaned, ensure_ascii=False)
+        return values, raw, self._over_limit(values)
+
+    @property
+    def settled(self) -> bool:
+        """Whether the output mode is known to be accepted (else the next call probes it)."""
+        return self._settled
+
+    # -- provider batches (the logic is judges/batch.py; these are its calls to the provider) ------
+    def batch_unsupported(self) -> str | None:
+        """Why this judge cannot use a provider batch, or None when it can."""
+        if self.provider == "openai":
+            return None
+        if self.provider == "anthropic":
+            return (f"{self.model}: litellm cannot create Anthropic message batches yet (its create_batch "
+                    "transformation is not implemented); judge without --batch (prompt caching still applies)")
+        return (f"{self.model}: --batch needs the OpenAI Batch API (openai/<model>, or an OpenAI-compatible "
+                f"--api-base server); provider {self.provider or 'unknown'} has none in litellm")
+
+    def _batch_kwargs(self) -> dict:
+        kwargs: dict = {"custom_llm_provider": "openai", "timeout": self.config.timeout_s, "max_retries": 0}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self._key():
+            kwargs["api_key"] = self._key()
+        return kwargs
+
+    async def batch_upload(self, data: bytes, name: str) -> str:
+        made = await litellm.acreate_file(file=(name, data, "application/jsonl"), purpose="batch",
+                                          **self._batch_kwargs())
+        return str(made.id)
+
+    async def batch_create(self, file_id: str) -> dict:
+        made = await litellm.acreate_batch(completion_window="24h", endpoint="/v1/chat/completions",
+                                           input_file_id=file_id, **self._batch_kwargs())
+        return _as_dict(made)
+
+    async def batch_retrieve(self, batch_id: str) -> dict:
+        return _as_dict(await litellm.aretrieve_batch(batch_id=batch_id, **self._batch_kwargs()))
+
+    async def batch_find(self, file_id: str) -> dict | None:
+        """The batch made from this input file, if the provider has one (a process killed between
+        creating a batch and storing its id)."""
+        listed = await litellm.alist_batches(limit=100, **self._batch_kwargs())
+        for batch in getattr(listed, "data", None) or []:
+            found = _as_dict(batch)
+            if found.get("input_file_id") == file_id:
+                return found
+        return None
+
+    async def batch_file(self, file_id: str) -> bytes:
+        content = await litellm.afile_content(file_id=file_id, **self._batch_kwargs())
+        return bytes(getattr(content, "content", b"") or b"")
+
+    def batch_line(self, bundle: dict, rubric: Rubric) -> tuple[dict, dict, int] | Annotation:
+        """(request body, request record, elided events) for a batch file in the current mode,
+        built exactly as a live request would be; an Annotation when the bundle cannot fit."""
+        mode = self.output_mode
+        shape = modes.request_shape(mode, response_format(rubric), self.params.get("max_tokens"),
+                                    self.config.rationale_max_chars)
+        try:
+            fitted = self._fit(bundle, rubric, mode, shape)
+        except DoesNotFit as exc:
+            return Annotation(status="judge_error", error=str(exc), output_mode=mode,
+                              request={"model": self.model, "output_mode": mode, "params": dict(self.params)})
+        messages = self._messages(fitted.bundle, rubric, mode)
+        body = {"model": self.model.split("/", 1)[-1], "messages": messages, **shape, **self.params}
+        record = {"model": self.model, "messages": messages, "output_mode": mode, **shape, "params": dict(self.params)}
+        return body, record, fitted.elided_events
+
+    def batch_cost(self, usage: dict, prompt: int, completion: int, cached: int) -> float | None:
+        """USD for one batch answer at the batch rate: the `[prices]` entry x its batch_factor,
+        else litellm's batch prices (`input_cost_per_token_batches`, ...), else unknown."""
+        priced = self.config.priced((self.requested_model, self.model), prompt, cached, completion, batch=True)
+        if priced is not None:
+            return priced
+        try:
+            info = litellm.get_model_info(self.requested_model)
+            if not (info.get("input_cost_per_token_batches") or info.get("input_cost_per_token")):
+                return None
+            costs = litellm.batch_cost_calculator(usage=litellm.Usage(**usage), model=self.requested_model)
+            return float(sum(costs))
+        except Exception:
+            return None
+
+    def input_price(self, batch: bool = False) -> float | None:
+        """USD per uncached input token, live or in a batch (for estimates), or None if unknown."""
+        priced = self.config.priced((self.requested_model, self.model), 1_000_000, 0, 0, batch=batch)
+        if priced is not None:
+            return priced / 1e6
+        try:
+            info = litellm.get_model_info(self.requested_model)
+        except Exception:
+            return None
+        live = info.get("input_cost_per_token")
+        if not batch:
+            return live
+        return info.get("input_cost_per_token_batches") or (None if live is None else live / 2)
+
+    def estimate_batch_cost(self, body: dict) -> float | None:
+        """The input cost of one batch request before it is sent (its prompt tokens, uncached)."""
+        shape = {k: v for k, v in body.items() if k == "tools"}
+        tokens = self.count_tokens(body["messages"], shape)
+        return self.batch_cost({"prompt_tokens": tokens, "completion_tokens": 0, "total_tokens": tokens},
+                               tokens, 0, 0)
+
     async def annotate(self, bundle: dict, rubric: Rubric) -> Annotation:
         if not self._settled:
             async with self._probe:  # one call at a time until a mode is known to be accepted
@@ -574,17 +700,8 @@ class LiteLLMJudge:
             shape_fault = modes.content_problem(getattr(message, "content", None))
             if shape_fault is not None:
                 return finish("judge_error", error=shape_fault)
-            raw = redact(modes.reply_text(mode, message))  # the one place a reply enters evalkit
-            try:
-                parsed = model_cls.model_validate_json(modes.extract_json(mode, raw))
-                values = parsed.model_dump(mode="json")
-                cleaned = redact_value(values)
-                if cleaned != values:  # a key written with JSON escapes: store what was parsed
-                    values, raw = cleaned, json.dumps(cleaned, ensure_ascii=False)
-                problem = self._over_limit(values)
-            except ValidationError as exc:
-                problem = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:8])
+            values, raw, problem = self.check_reply(model_cls, mode, modes.reply_text(mode, message))
+            if values is None:
                 if modes.ignored_format(mode, raw):
                     if self.mode_setting == modes.AUTO:
                         step_down("prompt", f"{self.api_base or self.model} ignored {mode} mode (a prose reply "

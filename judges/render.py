@@ -120,12 +120,31 @@ def render_dry_run(plan, fmt: str) -> str:
         f"estimated prompt tokens (chars/4): {plan.estimated_prompt_tokens}",
     ]
     lines += [f"skipped (not judged): {c} with {r}" for r, c in sorted(plan.skipped.items())]
+    if plan.batch is not None:
+        b = plan.batch
+        lines.append(f"batch plan: {b['requests']} requests in {b['files']} file(s) (one per distinct cache key; "
+                     "[batch].max_requests and max_file_bytes per file)")
+        lines.append(f"estimated input cost (prompt tokens, uncached): live ${b['estimated_input_cost_live_usd']:.6f}, "
+                     f"batch ${b['estimated_input_cost_batch_usd']:.6f}"
+                     + (f" (no price known for {', '.join(b['unpriced_models'])})" if b["unpriced_models"] else ""))
     if plan.first_prompt:
         lines.append("first prompt:")
         for message in plan.first_prompt:
             lines.append(f"--- {message['role']} ---")
             lines += message["content"].rstrip("\n").split("\n")
     return "\n".join(sanitize(line) for line in lines) + "\n"
+
+
+def render_batches(subs: list[dict], fmt: str) -> str:
+    """The stored provider batches (`evalkit judge --batch-status`)."""
+    keys = ("submission_id", "batch_id", "judge_model", "status", "requests", "created_at", "updated_at")
+    if fmt in ("json", "jsonl"):
+        return json.dumps({"batches": [{k: s.get(k) for k in keys} for s in subs]}, sort_keys=True,
+                          indent=2 if fmt == "json" else None) + "\n"
+    if not subs:
+        return "no batches stored\n"
+    body = [[str(s.get(k) if s.get(k) is not None else "-") for k in keys] for s in subs]
+    return "\n".join(["batches:"] + Table(list(keys), body).text_lines()) + "\n"
 
 
 def render_stats(rows: list[dict], fmt: str, modes: list[dict] | None = None) -> str:

@@ -150,6 +150,41 @@ def _result(item: WorkItem, source: str, row: dict | None, error: str | None = N
             "error": error}
 
 
+def record_answer(item: WorkItem, rubric: Rubric, store: JudgeStore, ann: Annotation, started: str,
+                  summary: Summary, source: str = "call") -> dict:
+    """Store one finished call (a live one or a batch's answer) and count it; its result entry."""
+    summary.calls += 1
+    summary.requests += ann.attempts
+    summary.retries += ann.retries
+    summary.prompt_tokens += ann.prompt_tokens or 0
+    summary.cached_tokens += ann.cached_tokens or 0
+    summary.completion_tokens += ann.completion_tokens or 0
+    if ann.cost_usd is None:
+        summary.cost_unknown += 1
+    else:
+        summary.cost_usd += ann.cost_usd
+    values = ann.values if ann.status == "ok" else None
+    row = store.record(
+        _call_row(item, rubric, ann, started),
+        _ann_row(item, rubric, ann.status, values, cost=ann.cost_usd, latency=ann.latency_ms,
+                 prompt_tokens=ann.prompt_tokens, completion_tokens=ann.completion_tokens,
+                 output_mode=ann.output_mode, elided_events=ann.elided_events,
+                 cached_tokens=ann.cached_tokens, batch_id=ann.batch_id),
+        values, (values or {}).get("confidence"), item.replicate_tag)
+    if ann.elided_events:
+        summary.elided += 1
+    if ann.output_mode:
+        summary.output_modes[item.judge.model] = ann.output_mode
+    if ann.status == "ok":
+        summary.ok += 1
+    else:
+        summary.failures += 1
+    result = _result(item, source, row if ann.status == "ok" else None, ann.error)
+    if ann.status != "ok":
+        result.update(status="judge_error", replicate=row["replicate"])
+    return result
+
+
 def serve_from_cache(item: WorkItem, rubric: Rubric, store: JudgeStore) -> dict | None:
     """Write the annotation for a cache hit; None when the key has no usable stored answer."""
     cached = store.get_ok(item.key)
@@ -231,40 +266,12 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
             results[index] = _result(item, "call", None, str(exc))
             bar.update(summary)
             return False
-        summary.calls += 1
-        summary.requests += ann.attempts
-        summary.retries += ann.retries
-        summary.prompt_tokens += ann.prompt_tokens or 0
-        summary.cached_tokens += ann.cached_tokens or 0
-        summary.completion_tokens += ann.completion_tokens or 0
-        if ann.cost_usd is None:
-            summary.cost_unknown += 1
-        else:
-            summary.cost_usd += ann.cost_usd
         if ann.latency_ms is not None:
             timings.append((seq, ann.latency_ms))
-        values = ann.values if ann.status == "ok" else None
-        row = store.record(
-            _call_row(item, rubric, ann, started),
-            _ann_row(item, rubric, ann.status, values, cost=ann.cost_usd, latency=ann.latency_ms,
-                     prompt_tokens=ann.prompt_tokens, completion_tokens=ann.completion_tokens,
-                     output_mode=ann.output_mode, elided_events=ann.elided_events,
-                     cached_tokens=ann.cached_tokens, batch_id=ann.batch_id),
-            values, (values or {}).get("confidence"), item.replicate_tag)
-        if ann.elided_events:
-            summary.elided += 1
-        if ann.output_mode:
-            summary.output_modes[item.judge.model] = ann.output_mode
+        results[index] = record_answer(item, rubric, store, ann, started, summary)
         # the mode is about the server: one that answered (even with an invalid reply) is kept
         remember(item.judge, getattr(item.judge, "accepted_mode", None)
                  or (ann.output_mode if ann.status == "ok" else None))
-        if ann.status == "ok":
-            summary.ok += 1
-        else:
-            summary.failures += 1
-        results[index] = _result(item, "call", row if ann.status == "ok" else None, ann.error)
-        if ann.status != "ok":
-            results[index].update(status="judge_error", replicate=row["replicate"])
         bar.update(summary)
         return True
 

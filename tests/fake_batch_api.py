@@ -111,11 +111,11 @@ def _multipart_file(headers, raw: bytes) -> tuple[bytes, str]:
 class BatchAPI:
     def __init__(self, server) -> None:
         self.server = server
-        self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self.reset()
 
     def reset(self) -> None:
+        self._ids = itertools.count(1)
         self.files: dict[str, dict] = {}
         self.batches: dict[str, dict] = {}
         self.in_progress_polls = 1

@@ -25,12 +25,17 @@ def register(group: click.Group) -> None:
     @click.option("--seed", type=int, help="Seed choosing the --resample runs.")
     @click.option("--show-mechanical", is_flag=True, help="Show the mechanical scores to the judge (annotations marked non-blind).")
     @click.option("--dry-run", is_flag=True, help="Print what would be sent, send nothing.")
+    @click.option("--batch", is_flag=True,
+                  help="Send the calls through the provider's batch API (half price, answers later; OpenAI-compatible). "
+                       "The batch ids are stored at once: run the same command again to resume a killed one.")
+    @click.option("--batch-status", is_flag=True,
+                  help="Poll the stored batches once, collect the finished ones, list them; submit nothing.")
     @format_option(["table", "json", "jsonl", "markdown"], dest="fmt")
     @click.option("--allow-self-judging", is_flag=True,
                   help="Do not warn when a judge model is the agent model whose runs it judges (the audit still flags those pairs).")
     def judge(paths, models, rubric, db_path, concurrency, api_base, temperature, output_mode, max_input_tokens,
-              max_cost, refresh, resample, seed, show_mechanical, dry_run, fmt, config_path, progress,
-              allow_self_judging):
+              max_cost, refresh, resample, seed, show_mechanical, dry_run, batch, batch_status, fmt, config_path,
+              progress, allow_self_judging):
         """Judge runs with an LLM and store qualitative annotations (never the scores).
 
         Without PATHS, judges the runs already scored in --db; with PATHS (files, directories, -),
@@ -51,7 +56,7 @@ def register(group: click.Group) -> None:
             raise click.UsageError(f"no database {db_path}: score runs first, or pass trajectory PATHS")
 
         from evalkit.judges.config import ConfigError
-        from evalkit.judges.protocol import UnknownJudgeError
+        from evalkit.judges.protocol import JudgeSetupError, UnknownJudgeError
         from evalkit.judges.rubrics import RubricError
 
         from evalkit.errors import InputError
@@ -75,15 +80,19 @@ def register(group: click.Group) -> None:
                 for line in warning_lines(models, (c.model for c in cards)):
                     warn(line)
             if dry_run:
-                plan = api.dry_run(cards, models, **options)
+                plan = api.dry_run(cards, models, batch=batch, **options)
                 click.echo(render.render_dry_run(plan, fmt), nl=False)
                 sys.exit(EXIT_BAD_INPUT if input_errors else EXIT_OK)
             result = api.judge_cards(cards, models, concurrency=concurrency, max_cost=max_cost,
-                                     progress=progress, **options)
+                                     progress=progress, batch=batch, batch_status=batch_status, **options)
+            if batch_status:
+                click.echo(render.render_batches(api.stored_batches(db_path, models, rubric, config_path), fmt), nl=False)
         except KeyboardInterrupt:
             fail("interrupted; finished calls are stored, run the same command again to resume", EXIT_INTERRUPTED)
         except (RubricError, UnknownJudgeError) as exc:
             fail(str(exc), EXIT_USAGE)
+        except JudgeSetupError as exc:
+            fail(str(exc))
         except (ConfigError, ValueError, InputError) as exc:
             fail(str(exc))
         result.input_errors = input_errors

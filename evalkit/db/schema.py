@@ -95,8 +95,9 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "status TEXT NOT NULL, requests INTEGER, created_at TEXT, updated_at TEXT, error TEXT"), ("submission_id",),
         (("idx_judge_batches_model", ("judge_model", "rubric_id")),)),
     Table("judge_batch_items", _cols(
-        "submission_id TEXT NOT NULL, custom_id TEXT NOT NULL, run_id TEXT, annotation_id TEXT, "
-        "output_mode TEXT, request TEXT, elided_events INTEGER"), ("submission_id", "custom_id"),
+        "submission_id TEXT NOT NULL, custom_id TEXT NOT NULL, run_id TEXT, bundle_hash TEXT, annotation_id TEXT, "
+        "replicate_tag TEXT, blind INTEGER, output_mode TEXT, request TEXT, elided_events INTEGER"),
+        ("submission_id", "custom_id"),
         (("idx_judge_batch_items_custom", ("custom_id",)),)),
     # -- judge robustness probes (evalkit probe): answers to counterfactual bundles, kept apart from
     # `annotations` so that no pairing, rater or Alt-Test can ever read them (evalkit/db/probes.py)

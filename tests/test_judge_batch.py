@@ -1,0 +1,207 @@
+"""`evalkit judge --batch`: the OpenAI-compatible Batch API through litellm's file and batch
+functions against the fake server (tests/fake_batch_api.py): batch pricing, the same cache and
+tables, fail-closed validation with bounded live re-asks, partial failures, an expired or failed
+batch, resuming a killed judge without resubmitting, --batch-status and the dry-run plan."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from evalkit.judges.api import dry_run, judge_db
+from evalkit.judges.batch import chunks
+from evalkit.judges.protocol import JudgeSetupError
+from judge_helpers import FAST, cards_of, rows, scored_db
+
+PRICE = {"input_per_mtok": 1.0, "cached_input_per_mtok": 0.1, "output_per_mtok": 4.0}
+CONFIG = {**FAST, "batch": {"poll_s": 0.01}, "prices": {"openai/judge-b": PRICE}}
+
+
+def judge(db, server, **options):
+    options.setdefault("config", CONFIG)
+    options.setdefault("output_mode", "json_schema")
+    return judge_db(db, ["openai/judge-b"], api_base=server.api_base, batch=True, **options)
+
+
+def live_chat(server) -> list[dict]:
+    return [r for r in server.requests if r["path"].endswith("/chat/completions") and "X-Fake-Batch" not in r["headers"]]
+
+
+def test_batch_answers_land_in_the_cache_at_the_batch_price(tmp_path, server):
+    server.batch_api.in_progress_polls = 2
+    db = scored_db(tmp_path, 4)
+    res = judge(db, server)
+    assert res.ok and res.summary.calls == 4 and not live_chat(server)
+    assert {a["source"] for a in res.annotations} == {"batch"}
+    assert server.batch_api.created == 1
+    calls = rows(db, "SELECT batch_id, prompt_tokens, cached_tokens, completion_tokens, cost_usd FROM judge_calls")
+    assert len(calls) == 4 and all(c[0] == "batch-fake-0002" for c in calls)
+    for _, p, k, c, cost in calls:
+        assert cost == pytest.approx(0.5 * ((p - k) * 1.0 + k * 0.1 + c * 4.0) / 1e6)
+    assert rows(db, "SELECT COUNT(*) FROM annotations WHERE batch_id IS NOT NULL AND status = 'ok'") == [(4,)]
+    assert rows(db, "SELECT status FROM judge_batches") == [("collected",)]
+    before = len(server.requests)
+    again = judge(db, server)
+    assert again.summary.cache_hits == 4 and len(server.requests) == before  # a cached rerun sends nothing
+
+
+def test_batch_and_live_annotations_are_identical(tmp_path, server):
+    server.mode = "per_run"
+    live_db, batch_db = scored_db(tmp_path / "live", 3), scored_db(tmp_path / "batch", 3)
+    live = judge_db(live_db, ["openai/judge-b"], api_base=server.api_base, config=CONFIG, output_mode="json_schema")
+    batched = judge(batch_db, server)
+    values = lambda r: sorted((a["run_id"], json.dumps(a["values"], sort_keys=True)) for a in r.annotations)  # noqa: E731
+    assert live.ok and batched.ok and values(live) == values(batched)
+
+
+def test_invalid_batch_answer_is_asked_again_live_and_keeps_its_cost(tmp_path, server):
+    db = scored_db(tmp_path, 3)
+    server.script("judge-b", ["malformed"])  # the first batch line's answer is not JSON
+    res = judge(db, server)
+    assert res.ok and len(live_chat(server)) == 1
+    sources = sorted(a["source"] for a in res.annotations)
+    assert sources == ["batch", "batch", "call"]
+    (live_row,) = rows(db, "SELECT batch_id, attempts, cost_usd, prompt_tokens FROM judge_calls WHERE batch_id IS NULL")
+    assert live_row[1] == 2  # the batch answer and the live call
+    one = rows(db, "SELECT prompt_tokens FROM judge_calls WHERE batch_id IS NOT NULL")[0][0]
+    assert live_row[3] > one  # the batch answer's tokens are added to the live call's
+
+
+def test_live_re_ask_of_a_batch_answer_is_bounded(tmp_path, server):
+    db = scored_db(tmp_path, 1)
+    server.script("judge-b", ["malformed"] * 5)
+    res = judge(db, server)
+    assert not res.ok and res.summary.failures == 1
+    assert len(live_chat(server)) == 2  # one live call + its one re-ask ([request].reask = 1), then judge_error
+    assert rows(db, "SELECT status FROM judge_calls") == [("judge_error",)]
+
+
+def test_partial_failure_goes_live_for_the_failed_lines_only(tmp_path, server):
+    db = scored_db(tmp_path, 3)
+    server.script("judge-b", ["ok", "500"])  # the batch's second line fails
+    res = judge(db, server)
+    assert res.ok and len(live_chat(server)) == 1
+    assert sorted(a["source"] for a in res.annotations) == ["batch", "batch", "call"]
+
+
+def test_expired_batch_keeps_what_it_answered_and_asks_the_rest_live(tmp_path, server):
+    server.batch_api.expire_after = 2
+    db = scored_db(tmp_path, 4)
+    res = judge(db, server)
+    assert res.ok and len(live_chat(server)) == 2
+    assert sorted(a["source"] for a in res.annotations) == ["batch", "batch", "call", "call"]
+    assert rows(db, "SELECT COUNT(*) FROM judge_calls WHERE batch_id IS NOT NULL") == [(2,)]
+
+
+def test_failed_batch_is_judged_live(tmp_path, server):
+    server.batch_api.fail_batch = True
+    db = scored_db(tmp_path, 2)
+    res = judge(db, server)
+    assert res.ok and len(live_chat(server)) == 2 and {a["source"] for a in res.annotations} == {"call"}
+
+
+def test_stopped_polling_resumes_without_resubmitting(tmp_path, server):
+    server.batch_api.in_progress_polls = 10**6
+    db = scored_db(tmp_path, 3)
+    first = judge(db, server, config={**CONFIG, "batch": {"poll_s": 0.01, "max_wait_s": 0.05}})
+    assert not first.ok and first.summary.not_run == 3 and "run the same command again" in first.summary.stopped
+    ((status, has_id),) = rows(db, "SELECT status, batch_id IS NOT NULL FROM judge_batches")
+    assert status in ("validating", "in_progress") and has_id
+    server.batch_api.in_progress_polls = 0
+    res = judge(db, server)
+    assert res.ok and server.batch_api.created == 1 and len(server.batch_api.files) == 2  # input + output
+
+
+def test_batch_status_collects_finished_batches_and_submits_nothing(tmp_path, server):
+    server.batch_api.in_progress_polls = 10**6
+    db = scored_db(tmp_path, 2)
+    judge(db, server, config={**CONFIG, "batch": {"poll_s": 0.01, "max_wait_s": 0.02}})
+    server.batch_api.in_progress_polls = 0
+    status = judge(db, server, batch_status=True)
+    assert status.ok and status.summary.calls == 2 and server.batch_api.created == 1
+    nothing = judge(scored_db(tmp_path / "other", 1), server, batch_status=True)
+    assert nothing.summary.not_run == 1 and server.batch_api.created == 1
+
+
+def test_killed_between_creating_and_storing_adopts_the_batch(tmp_path, server, monkeypatch):
+    from evalkit.db import batches
+
+    db = scored_db(tmp_path, 2)
+    real = batches.update_submission
+
+    def killed(database, submission_id, **fields):
+        if "batch_id" in fields:
+            raise KeyboardInterrupt  # the process dies right after the provider made the batch
+        real(database, submission_id, **fields)
+
+    monkeypatch.setattr(batches, "update_submission", killed)
+    with pytest.raises(KeyboardInterrupt):
+        judge(db, server)
+    monkeypatch.setattr(batches, "update_submission", real)
+    assert rows(db, "SELECT status, batch_id, input_file_id IS NOT NULL FROM judge_batches") == [("submitting", None, 1)]
+    res = judge(db, server)
+    assert res.ok and server.batch_api.created == 1  # found by its input file, not made again
+
+
+@pytest.mark.timeout(600)
+def test_killed_batch_judge_resumes_polling_without_resubmitting(tmp_path, server):
+    db = scored_db(tmp_path, 3)
+    server.batch_api.in_progress_polls = 10**6
+    config = tmp_path / "judge.toml"
+    config.write_text("[batch]\npoll_s = 0.05\n[retry]\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
+    command = [sys.executable, "-m", "evalkit", "judge", "--db", db, "--model", "openai/judge-b", "--api-base",
+               server.api_base, "--output-mode", "json_schema", "--judge-config", str(config), "--batch"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 300
+        while not (server.batch_api.created == 1 and any(b["polls"] >= 2 for b in server.batch_api.batches.values())):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)  # polling, the batch id stored
+    finally:
+        proc.wait(timeout=60)
+    assert rows(db, "SELECT batch_id FROM judge_batches") == [("batch-fake-0002",)]
+    server.batch_api.in_progress_polls = 0
+    done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ), timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert server.batch_api.created == 1 and rows(db, "SELECT COUNT(*) FROM annotations WHERE status = 'ok'") == [(3,)]
+
+
+def test_batch_files_stay_within_the_limits(tmp_path, server):
+    lines = [(str(i), b"x" * 10) for i in range(7)]
+    assert [len(c) for c in chunks(lines, 3, 10**6)] == [3, 3, 1]
+    assert [len(c) for c in chunks(lines, 100, 25)] == [2, 2, 2, 1]
+    db = scored_db(tmp_path, 5)
+    res = judge(db, server, config={**CONFIG, "batch": {"poll_s": 0.01, "max_requests": 2}})
+    assert res.ok and server.batch_api.created == 3
+    assert sorted(r for (r,) in rows(db, "SELECT requests FROM judge_batches")) == [1, 2, 2]
+
+
+def test_max_cost_limits_what_is_submitted(tmp_path, server):
+    db = scored_db(tmp_path, 4)
+    res = judge(db, server, max_cost=0.002)  # about two requests' input at the batch rate
+    assert not res.ok and "--max-cost" in res.summary.stopped and 0 < res.summary.calls < 4
+    assert res.summary.not_run == 4 - res.summary.calls
+
+
+def test_batch_needs_a_provider_with_a_batch_api(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-real")
+    db = scored_db(tmp_path, 1)
+    with pytest.raises(JudgeSetupError, match="Anthropic message batches"):
+        judge_db(db, ["anthropic/claude-haiku-4-5-20251001"], batch=True, config=CONFIG)
+    assert server.count == 0
+
+
+def test_dry_run_shows_the_batch_plan_and_both_costs(tmp_path, server):
+    db = scored_db(tmp_path, 3)
+    plan = dry_run(cards_of(db), ["openai/judge-b"], db=db, api_base=server.api_base, config=CONFIG, batch=True)
+    b = plan.batch
+    assert b["requests"] == 3 and b["files"] == 1 and server.count == 0
+    assert b["estimated_input_cost_batch_usd"] == pytest.approx(b["estimated_input_cost_live_usd"] / 2)
+    assert b["estimated_input_cost_live_usd"] == pytest.approx(plan.estimated_prompt_tokens * 1.0 / 1e6)
+    assert "batch" not in dry_run(cards_of(db), ["openai/judge-b"], db=db, api_base=server.api_base).as_dict()
