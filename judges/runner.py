@@ -84,28 +84,45 @@ class Summary:
         return out
 
 
-class Progress:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal (or forced)."""
+def clock_text(seconds: float) -> str:
+    seconds = int(max(0.0, seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
-    def __init__(self, total: int, enabled: bool | None = None, stream=None):
+
+class Progress:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal (or forced): done of
+    total, cache hits, failures, tokens and cost so far, the rate of calls, elapsed time and the
+    ETA (the calls left at the rate so far; cache hits are instant and not part of the rate)."""
+
+    def __init__(self, total: int, enabled: bool | None = None, stream=None, clock=time.monotonic):
         self.stream = stream or sys.stderr
         self.enabled = self.stream.isatty() if enabled is None else enabled
         self.total = total
         self.done = 0
         self._last = 0.0
+        self._clock = clock
+        self._start = clock()
 
     def update(self, summary: Summary, force: bool = False) -> None:
         self.done += 0 if force else 1
         if not self.enabled or not self.total:
             return
-        now = time.monotonic()
+        now = self._clock()
         if not force and now - self._last < 0.1 and self.done < self.total:
             return
         self._last = now
         width = 30
         filled = int(width * self.done / self.total)
+        elapsed = now - self._start
+        called = self.done - summary.cache_hits
+        rate = called / elapsed if elapsed > 0 and called > 0 else None
+        left = self.total - self.done
+        eta = "0:00" if not left else ("?" if rate is None else clock_text(left / rate))
         self.stream.write(f"\rjudging [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                          f"hits {summary.cache_hits} failures {summary.failures} ${summary.cost_usd:.4f}")
+                          f"hits {summary.cache_hits} failures {summary.failures} "
+                          f"tokens {summary.prompt_tokens + summary.completion_tokens} ${summary.cost_usd:.4f} "
+                          f"{'-' if rate is None else f'{rate:.1f}'} calls/s elapsed {clock_text(elapsed)} ETA {eta}")
         if self.done >= self.total or force:
             self.stream.write("\n")
         self.stream.flush()
