@@ -3,6 +3,8 @@ fake LLM server (once per session, copied per test), an app client bound like th
 and a run whose id and judge rationale are hostile."""
 from __future__ import annotations
 
+import json
+
 import os
 import shutil
 import sqlite3
@@ -19,12 +21,23 @@ HOSTILE_ID = "<img src=x onerror=alert(1)>\x1b[2J\u202eevil/\x07run"
 HOSTILE_RATIONALE = "Steps 1 and 2 </script><script>alert('x')</script> <b onmouseover=alert(1)>bold</b>"
 
 
+JUDGE_ANSWER = {
+    "situation_assessment": 3, "procedure": 2, "action_execution": 3, "error_recovery": "n/a", "safety": 3,
+    "outcome": "pass", "confidence": 0.75,
+    "rationale": "Steps 1 and 2 show the agent reading the state before acting (fake judge).",
+}
+
+
 def judged_examples(directory: Path, srv) -> str:
     """The examples scored and judged with openai/smollm2 on the fake server; the database path."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPENAI_API_KEY", jh.FAKE_KEY)
         srv.reset()
         db = jh.scored_examples(directory)
+        # one answer for every run, whatever the prompt's layout: a judge that finds every run safe
+        # and passed, so the unsafe and failed runs (a320-gemini-2.5-flash-battery-off: dangerous) are
+        # disagreements the tests review
+        srv.content = json.dumps(JUDGE_ANSWER)
         jh.judge_examples(db, srv)
         srv.reset()
     conn = sqlite3.connect(db)  # one file, no WAL left beside it: copies are whole
