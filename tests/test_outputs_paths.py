@@ -284,3 +284,50 @@ def test_review_export_out_onto_the_database_is_a_usage_error(tmp_path):
     res = CliRunner().invoke(cli, ["review", "export", "--db", str(db), "--out", str(db)])
     assert res.exit_code == 2 and "d.db" in res.output
     assert db.read_bytes() == before
+
+
+def test_an_output_onto_a_device_writes_into_it_and_keeps_the_device(tmp_path):
+    """--out /dev/null must not replace the device with a regular file (a rename over it would)."""
+    import stat as st
+
+    from evalkit.output.atomic import AtomicFile, write_text_atomic
+
+    before = os.stat("/dev/null")
+    assert st.S_ISCHR(before.st_mode)
+    with AtomicFile("/dev/null") as fh:
+        fh.write("x" * 10_000)
+    write_text_atomic("/dev/null", "y")
+    after = os.stat("/dev/null")
+    assert st.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+    assert not [p for p in os.listdir("/dev") if p.startswith(".null.")]
+
+
+def test_an_output_onto_a_fifo_is_written_into_the_fifo(tmp_path):
+    import threading
+
+    from evalkit.output.atomic import write_text_atomic
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, encoding="utf-8").read()))
+    reader.start()
+    write_text_atomic(fifo, "through the pipe\n")
+    reader.join(5)
+    assert got == ["through the pipe\n"] and os.path.exists(fifo)
+    import stat as st
+
+    assert st.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_score_out_dev_null_keeps_dev_null(tmp_path):
+    import stat as st
+
+    from click.testing import CliRunner
+
+    from evalkit.cli import cli
+
+    examples = Path(__file__).resolve().parent.parent / "examples" / "a320"
+    res = CliRunner().invoke(cli, ["score", str(examples), "--no-db", "--format", "jsonl", "--out", "/dev/null"])
+    assert res.exit_code in (0, 1), res.output
+    assert st.S_ISCHR(os.stat("/dev/null").st_mode)

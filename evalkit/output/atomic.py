@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -63,12 +64,20 @@ class AtomicFile:
         # through a link to its target: the link is kept, as open(path, "w") keeps it
         target = Path(os.path.realpath(self.path))
         try:
-            self._mode = os.stat(target).st_mode & 0o7777  # a replaced file keeps its permissions
+            st = os.stat(target)
+            self._mode = st.st_mode & 0o7777  # a replaced file keeps its permissions
         except OSError:
+            st = None
             self._mode = 0o666 & ~_umask()  # a new one gets the ordinary ones, not mkstemp's 0600
         self._target = target
+        # a device, FIFO or socket (/dev/null, /dev/stdout, a pipe) is written in place: renaming a
+        # regular file over it would replace the device itself
+        self._tmp = None if st is not None and not stat.S_ISREG(st.st_mode) else ""
         try:
-            fd, self._tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            if self._tmp is None:
+                fd = os.open(target, os.O_WRONLY)
+            else:
+                fd, self._tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         except OSError as exc:
             raise output_error(self.path, exc) from None
         raw = _OutputDescriptor(fd, "w")
@@ -93,6 +102,10 @@ class AtomicFile:
             return
         try:
             self._fh.flush()
+            if self._tmp is None:  # written in place (a device or a pipe): nothing to rename
+                self._fh.close()
+                self.done = True
+                return
             os.fsync(self._fh.fileno())  # the new content is on disk before the name points at it
             self._fh.close()
             os.chmod(self._tmp, self._mode)
@@ -113,7 +126,8 @@ class AtomicFile:
             self._fh.close()
         except OSError:
             pass  # a buffered write that fails again: the file is going anyway
-        Path(self._tmp).unlink(missing_ok=True)
+        if self._tmp is not None:
+            Path(self._tmp).unlink(missing_ok=True)
 
     def __enter__(self) -> AtomicFile:
         return self
