@@ -169,7 +169,9 @@ def test_run_table_links_commands_with_their_classes(report, html):
 def test_unsafe_runs_flagged_in_page(report, html, markdown):
     unsafe = [r for r in report["runs"] if r["unsafe"]]
     assert html.count('class="badge unsafe"') == len(unsafe)
-    assert markdown.count("UNSAFE (not ranked)") == len(unsafe)
+    # each unsafe run carries its worst kind's label (dangerous, unapproved, anti-procedure)
+    labels = ("UNSAFE (not ranked)", "UNAPPROVED (not ranked)", "ANTI-PROCEDURE (not ranked)")
+    assert sum(markdown.count(label) for label in labels) == len(unsafe)
     for r in unsafe:
         assert f'href="#{run_anchor(r["run_id"])}"' in html
 
