@@ -69,8 +69,8 @@ def _read_as(column: str, declared: str) -> str:
 
 
 def _key_ok(column: str, declared: str) -> str:
-    c = _q(column)
-    return f"typeof({c}) = 'integer'" if _kind(declared) == "INTEGER" else f"typeof({c}) = 'text'"
+    # an integer key (a command's idx, a replicate) is a count or an index: in range, like any integer
+    return _valid(column, declared) if _kind(declared) == "INTEGER" else f"typeof({_q(column)}) = 'text'"
 
 
 def clean_view(table: Any, present: dict[str, tuple]) -> str:
