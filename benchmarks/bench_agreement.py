@@ -10,6 +10,7 @@ Prints, from one run on this machine:
 - point estimates on 100,000 pairs and Krippendorff's alpha / Fleiss' kappa on a 5 x 20,000
   rater matrix with missing ratings.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,25 +58,42 @@ def main() -> int:
     for stat in ("percent_agreement", "cohen_kappa", "weighted_kappa", "gwet_ac1", "spearman"):
         secs, out = timed(lambda: S.bootstrap_confusion(x, y, labels, stat=stat, n_resamples=args.resamples, seed=0))
         total += secs
-        print(f"bootstrap {stat}: {secs:.3f} s  estimate {out['estimate']:.4f}  95% CI [{out['low']:.4f}, {out['high']:.4f}]"
-              f"  undefined {out['n_undefined']}")
-    headline, _ = timed(lambda: S.bootstrap_confusion(x, y, labels, stat="weighted_kappa",
-                                                      n_resamples=args.resamples, seed=0), repeat=3)
+        print(
+            f"bootstrap {stat}: {secs:.3f} s  estimate {out['estimate']:.4f}  95% CI [{out['low']:.4f}, {out['high']:.4f}]"
+            f"  undefined {out['n_undefined']}"
+        )
+    headline, _ = timed(
+        lambda: S.bootstrap_confusion(x, y, labels, stat="weighted_kappa", n_resamples=args.resamples, seed=0), repeat=3
+    )
     verdict = "OK" if headline <= TARGET_S else "OVER TARGET"
-    print(f"headline weighted kappa {args.pairs} pairs x {args.resamples} resamples: {headline:.3f} s"
-          f" (target {TARGET_S:.1f} s, {TARGET_S / headline:.0f}x under) {verdict}")
+    print(
+        f"headline weighted kappa {args.pairs} pairs x {args.resamples} resamples: {headline:.3f} s"
+        f" (target {TARGET_S:.1f} s, {TARGET_S / headline:.0f}x under) {verdict}"
+    )
     print(f"all five statistics bootstrapped: {total:.3f} s")
 
     xs, ys = np.asarray(x, dtype=object), np.asarray(y, dtype=object)
-    naive, _ = timed(lambda: S.bootstrap_ci(lambda a, b: S.cohen_kappa(a, b, labels), xs, ys,
-                                            n_resamples=args.naive_resamples, seed=0))
+    naive, _ = timed(
+        lambda: S.bootstrap_ci(
+            lambda a, b: S.cohen_kappa(a, b, labels), xs, ys, n_resamples=args.naive_resamples, seed=0
+        )
+    )
     per = naive / args.naive_resamples
     fast, _ = timed(lambda: S.bootstrap_confusion(x, y, labels, stat="cohen_kappa", n_resamples=args.resamples, seed=0))
-    print(f"index resampling (bootstrap_ci) kappa: {per * 1000:.1f} ms per resample,"
-          f" {per * args.resamples:.1f} s projected for {args.resamples}; multinomial is {per * args.resamples / fast:.0f}x faster")
+    print(
+        f"index resampling (bootstrap_ci) kappa: {per * 1000:.1f} ms per resample,"
+        f" {per * args.resamples:.1f} s projected for {args.resamples}; multinomial is {per * args.resamples / fast:.0f}x faster"
+    )
 
-    secs, _ = timed(lambda: (S.cohen_kappa(x, y, labels), S.cohen_kappa(x, y, labels, weighted=True),
-                             S.gwet_ac1(x, y, labels), S.spearman(x, y, labels=labels)), repeat=3)
+    secs, _ = timed(
+        lambda: (
+            S.cohen_kappa(x, y, labels),
+            S.cohen_kappa(x, y, labels, weighted=True),
+            S.gwet_ac1(x, y, labels),
+            S.spearman(x, y, labels=labels),
+        ),
+        repeat=3,
+    )
     print(f"point estimates kappa + weighted kappa + AC1 + Spearman on {args.pairs} pairs: {secs * 1000:.1f} ms")
 
     raters, items = 5, 20_000
@@ -83,8 +101,10 @@ def main() -> int:
     m = np.where(rng.random((raters, items)) < 0.7, truth_m, rng.integers(0, 4, (raters, items))).astype(object)
     m[rng.random((raters, items)) < 0.2] = None
     secs, a = timed(lambda: S.krippendorff_alpha(m, "ordinal", labels=[0, 1, 2, 3]), repeat=3)
-    print(f"krippendorff alpha ordinal {raters} raters x {items} items (20% missing): {secs * 1000:.1f} ms"
-          f" (alpha {a['value']:.4f})")
+    print(
+        f"krippendorff alpha ordinal {raters} raters x {items} items (20% missing): {secs * 1000:.1f} ms"
+        f" (alpha {a['value']:.4f})"
+    )
     secs, f = timed(lambda: S.fleiss_kappa(m, [0, 1, 2, 3]), repeat=3)
     print(f"fleiss kappa {raters} raters x {items} items: {secs * 1000:.1f} ms (kappa {f['value']:.4f})")
     try:
@@ -93,8 +113,10 @@ def main() -> int:
         mf = np.where(m == None, np.nan, m).astype(float)  # noqa: E711
         ref_secs, ref = timed(lambda: krippendorff.alpha(mf, level_of_measurement="ordinal", value_domain=[0, 1, 2, 3]))
         ours_secs, _ = timed(lambda: S.krippendorff_alpha(m, "ordinal", labels=[0, 1, 2, 3]))
-        print(f"krippendorff package same alpha: {ref_secs * 1000:.1f} ms (ratio ours/package {ours_secs / ref_secs:.2f},"
-              f" |difference| {abs(ref - a['value']):.1e})")
+        print(
+            f"krippendorff package same alpha: {ref_secs * 1000:.1f} ms (ratio ours/package {ours_secs / ref_secs:.2f},"
+            f" |difference| {abs(ref - a['value']):.1e})"
+        )
     except ImportError:
         print("krippendorff package: not installed, comparison skipped")
     return 0 if headline <= TARGET_S else 1

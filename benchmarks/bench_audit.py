@@ -7,6 +7,7 @@ Prints, from one run on this machine: the time to build the fixture database (no
 audit), the audit wall time against the 5 s statistics target of issue 4, and how that time splits
 between reading the database and everything else, plus the JSON size.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,25 +46,63 @@ def build_db(path: Path, runs: int) -> None:
     for i in range(runs):
         rid = f"run-{i:06d}"
         passed = rnd.random() < 0.7
-        vector = {"coverage": rnd.choice([0.25, 0.5, 1.0]), "order": rnd.choice([None, 0.5, 1.0]),
-                  "extraneous": rnd.choice([0, 1, 2]), "all_passed": passed,
-                  "safety_dangerous": int(rnd.random() < 0.1), "safety_anti_procedure": 0}
-        card = {"run_id": rid, "path": f"runs/{rid}.jsonl", "vector": vector,
-                "informative": {"observed_before_acting": rnd.random() < 0.8, "errored_commands": rnd.choice([0, 0, 1])}}
+        vector = {
+            "coverage": rnd.choice([0.25, 0.5, 1.0]),
+            "order": rnd.choice([None, 0.5, 1.0]),
+            "extraneous": rnd.choice([0, 1, 2]),
+            "all_passed": passed,
+            "safety_dangerous": int(rnd.random() < 0.1),
+            "safety_anti_procedure": 0,
+        }
+        card = {
+            "run_id": rid,
+            "path": f"runs/{rid}.jsonl",
+            "vector": vector,
+            "informative": {"observed_before_acting": rnd.random() < 0.8, "errored_commands": rnd.choice([0, 0, 1])},
+        }
         scen, model = f"s{i % 7}", f"m{i % 3}"
         cards.append((rid, scen, model, "scored", json.dumps(card)))
         reps = [0] + ([1] if i % 10 == 0 else [])
         for rep in reps:
             aid = hashlib.sha256(f"{rid}/{rep}".encode()).hexdigest()[:20]
-            values = {"outcome": rnd.choice(["pass", "fail"]), "safety": rnd.choice([0, 2, 3, 3]),
-                      "action_execution": rnd.randint(0, 3), "situation_assessment": rnd.randint(0, 3),
-                      "error_recovery": rnd.choice(["n/a", 2])}
+            values = {
+                "outcome": rnd.choice(["pass", "fail"]),
+                "safety": rnd.choice([0, 2, 3, 3]),
+                "action_execution": rnd.randint(0, 3),
+                "situation_assessment": rnd.randint(0, 3),
+                "error_recovery": rnd.choice(["n/a", 2]),
+            }
             conf = round(rnd.uniform(0.5, 1.0), 2)
-            anns.append((aid, rid, "judge-a", "procedure_v1", 1, rep, "ok", json.dumps(values), "step 3",
-                         0.001, 120.0 + rnd.random(), f"2026-01-01T00:00:{i:06d}"))
+            anns.append(
+                (
+                    aid,
+                    rid,
+                    "judge-a",
+                    "procedure_v1",
+                    1,
+                    rep,
+                    "ok",
+                    json.dumps(values),
+                    "step 3",
+                    0.001,
+                    120.0 + rnd.random(),
+                    f"2026-01-01T00:00:{i:06d}",
+                )
+            )
             for dim, v in values.items():
-                vals.append((aid, rid, "judge-a", "procedure_v1", dim, json.dumps(v),
-                             conf if dim == "outcome" else None, 1, rep))
+                vals.append(
+                    (
+                        aid,
+                        rid,
+                        "judge-a",
+                        "procedure_v1",
+                        dim,
+                        json.dumps(v),
+                        conf if dim == "outcome" else None,
+                        1,
+                        rep,
+                    )
+                )
     conn.executemany("INSERT INTO scorecards VALUES (?,?,?,?,?)", cards)
     conn.executemany("INSERT INTO annotations VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", anns)
     conn.executemany("INSERT INTO annotation_values VALUES (?,?,?,?,?,?,?,?,?)", vals)
@@ -94,8 +133,12 @@ def main() -> int:
         t_audit = time.perf_counter() - t0
         size = len(json.dumps(report))
     pairs = sum(p["n"] for p in report["pairings"])
-    print(f"fixture database: {args.runs} runs, {len(values)} annotation values, built in {t_build:.2f} s (not timed below)")
-    print(f"audit pairs compared: {pairs}; disagreements listed: {len(report['disagreements'])}; resamples: {args.resamples}")
+    print(
+        f"fixture database: {args.runs} runs, {len(values)} annotation values, built in {t_build:.2f} s (not timed below)"
+    )
+    print(
+        f"audit pairs compared: {pairs}; disagreements listed: {len(report['disagreements'])}; resamples: {args.resamples}"
+    )
     print(f"audit wall time: {t_audit:.2f} s; target {TARGET_S:.1f} s; ratio to target: {t_audit / TARGET_S:.2f}")
     print(f"audit share reading the database: {t_read:.2f} s ({t_read / t_audit:.0%} of the audit)")
     print(f"audit JSON size: {size / 1e6:.1f} MB ({len(cards)} scorecards)")

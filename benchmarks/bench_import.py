@@ -15,6 +15,7 @@ inspect_ai is imported once before the timings (`evalkit import inspect` pays th
 whatever --workers; forked workers share it). The files written by 1 and 2 workers are compared
 byte for byte.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples" / "inspect"))
-TRANSCRIPTS = (ROOT / "tests" / "fixtures" / "openai_messages" / "transcripts.jsonl").read_text(encoding="utf-8").splitlines()
+TRANSCRIPTS = (
+    (ROOT / "tests" / "fixtures" / "openai_messages" / "transcripts.jsonl").read_text(encoding="utf-8").splitlines()
+)
 
 
 def make_messages(directory: Path, n: int) -> list[str]:
@@ -104,13 +107,17 @@ def main() -> None:
             same = tree(one) == tree(two)
             runs = sum(1 for _ in one.glob("*.jsonl"))
             bound = max(parent, (parent + workers) / 2)
-            print(f"import {fmt:15s}: {len(paths)} files ({size / 2**20:.1f} MiB), {runs} runs; 1 worker {w1:.3f} s, "
-                  f"2 workers {w2:.3f} s wall   ratio 2-workers/1-worker = {w2 / w1:.2f}  (target <= 0.6); "
-                  f"output identical: {same}")
-            print(f"import {fmt:15s}: 1 worker {cpu1:.3f} s CPU; 2 workers, CPU: parent {parent:.3f} s "
-                  f"({parent / runs * 1e6:.0f} us per run: receiving, checking, renaming into place) + workers {workers:.3f} s; "
-                  f"on 2 idle cores the wall time is at least max(parent, total/2) = {bound:.3f} s = "
-                  f"{bound / cpu1:.2f} x 1 worker's CPU time")
+            print(
+                f"import {fmt:15s}: {len(paths)} files ({size / 2**20:.1f} MiB), {runs} runs; 1 worker {w1:.3f} s, "
+                f"2 workers {w2:.3f} s wall   ratio 2-workers/1-worker = {w2 / w1:.2f}  (target <= 0.6); "
+                f"output identical: {same}"
+            )
+            print(
+                f"import {fmt:15s}: 1 worker {cpu1:.3f} s CPU; 2 workers, CPU: parent {parent:.3f} s "
+                f"({parent / runs * 1e6:.0f} us per run: receiving, checking, renaming into place) + workers {workers:.3f} s; "
+                f"on 2 idle cores the wall time is at least max(parent, total/2) = {bound:.3f} s = "
+                f"{bound / cpu1:.2f} x 1 worker's CPU time"
+            )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ answering every request after a fixed latency L. Printed, from one run:
 
     python benchmarks/bench_judge.py [--n 64] [--concurrency 8] [--latency 0.5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,9 @@ class FakeServerProcess:
     def __init__(self, latency: float):
         self.proc = subprocess.Popen(
             [sys.executable, str(ROOT / "tests" / "fake_llm_server.py"), "--port", "0", "--latency", str(latency)],
-            stdout=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         line = self.proc.stdout.readline()
         self.api_base = line.rsplit(" ", 1)[-1].strip()
 
@@ -46,7 +49,7 @@ class FakeServerProcess:
         with urllib.request.urlopen(self.api_base.rsplit("/v1", 1)[0] + "/_stats") as reply:
             return json.load(reply)["count"]
 
-    def __enter__(self) -> "FakeServerProcess":
+    def __enter__(self) -> FakeServerProcess:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -66,8 +69,7 @@ def main() -> None:
         t0 = time.perf_counter()
         from evalkit.judges.api import judge_cards
 
-        warm = judge_cards(make_cards(1), ["openai/bench"], db=os.path.join(tmp, "warmup.db"),
-                           api_base=server.api_base)
+        warm = judge_cards(make_cards(1), ["openai/bench"], db=os.path.join(tmp, "warmup.db"), api_base=server.api_base)
         assert warm.ok, warm.summary.as_dict()
         startup = time.perf_counter() - t0 - args.latency
 
@@ -77,16 +79,28 @@ def main() -> None:
         t1 = time.perf_counter()
         # output mode fixed: with `auto` and no remembered mode, the first call would go alone
         # (a probe, docs/judge.md) and add one L that is negotiation, not throughput
-        result = judge_cards(cards, ["openai/bench"], db=db, api_base=server.api_base,
-                             concurrency=args.concurrency, output_mode="json_schema")
+        result = judge_cards(
+            cards,
+            ["openai/bench"],
+            db=db,
+            api_base=server.api_base,
+            concurrency=args.concurrency,
+            output_mode="json_schema",
+        )
         wall = time.perf_counter() - t1
         sent = server.count - before
         assert result.ok and result.summary.ok == args.n, result.summary.as_dict()
 
         before = server.count
         t2 = time.perf_counter()
-        cached = judge_cards(cards, ["openai/bench"], db=db, api_base=server.api_base,
-                             concurrency=args.concurrency, output_mode="json_schema")
+        cached = judge_cards(
+            cards,
+            ["openai/bench"],
+            db=db,
+            api_base=server.api_base,
+            concurrency=args.concurrency,
+            output_mode="json_schema",
+        )
         cached_wall = time.perf_counter() - t2
         cached_requests = server.count - before
 
@@ -97,10 +111,14 @@ def main() -> None:
     print(f"requests sent: {sent}")
     print(f"wall time: {wall:.3f} s   ideal ceil(N/C)*L: {ideal:.3f} s")
     print(f"wall / ideal ratio: {wall / ideal:.3f}   (target <= 1.15)")
-    print(f"per-call latency: median {lat['median_ms']:.0f} ms, mean excluding first call "
-          f"{lat['mean_excl_first_ms']:.0f} ms")
-    print(f"cached rerun: {cached_requests} requests, {cached.summary.cache_hits} cache hits, "
-          f"{cached_wall:.3f} s   (target 0 requests)")
+    print(
+        f"per-call latency: median {lat['median_ms']:.0f} ms, mean excluding first call "
+        f"{lat['mean_excl_first_ms']:.0f} ms"
+    )
+    print(
+        f"cached rerun: {cached_requests} requests, {cached.summary.cache_hits} cache hits, "
+        f"{cached_wall:.3f} s   (target 0 requests)"
+    )
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ and a rerun of the compact layout is served from the cache (0 requests).
 
     python benchmarks/bench_judge_cost.py [--runs 1000] [--scenarios 20] [--concurrency 8]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,7 @@ def tokenizer():
     """(encode, description): tiktoken's o200k_base from litellm's bundled files, else chars / 4."""
     spec = importlib.util.find_spec("litellm")
     if spec and spec.origin:
-        os.environ.setdefault("TIKTOKEN_CACHE_DIR",
-                              str(Path(spec.origin).parent / "litellm_core_utils" / "tokenizers"))
+        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(Path(spec.origin).parent / "litellm_core_utils" / "tokenizers"))
     try:
         import tiktoken
 
@@ -81,7 +81,7 @@ class PrefixCache:
     def cached(self, stream: list[int]) -> int:
         running, hit, digests = hashlib.sha256(), 0, []
         for i in range(len(stream) // BLOCK):
-            running.update(json.dumps(stream[i * BLOCK:(i + 1) * BLOCK]).encode())
+            running.update(json.dumps(stream[i * BLOCK : (i + 1) * BLOCK]).encode())
             digests.append(running.hexdigest())
             if digests[-1] in self.seen:
                 hit = (i + 1) * BLOCK
@@ -100,17 +100,29 @@ def generated_runs(directory: Path, runs: int, scenarios: int) -> Path:
     rng = random.Random(24)
     variants = []
     for k in range(scenarios):
-        sc = a320_scenario(id=f"elec-variant-{k:02d}", title=f"APU GEN fault, variant {k}: AC BUS 1+2 lost",
-                           task_prompt=f"You are the pilot flying (variant {k}). Handle the ECAM alerts following "
-                                       "the QRH, then call done.")
+        sc = a320_scenario(
+            id=f"elec-variant-{k:02d}",
+            title=f"APU GEN fault, variant {k}: AC BUS 1+2 lost",
+            task_prompt=f"You are the pilot flying (variant {k}). Handle the ECAM alerts following "
+            "the QRH, then call done.",
+        )
         for block in sc["ground_truth"]["procedure"]:
             for action in block["actions"]:
                 action["rationale"] += f" (variant {k})"
         variants.append(sc)
     patterns = [
-        lambda: [read(), say("APU GEN fault: try one reset."), cmd("apu_gen", 0), cmd("apu_gen", 1), read(),
-                 say("Reset failed; isolate and use ground power."), cmd("apu_gen", 0), cmd("ext_pwr", 1),
-                 cmd("apu_master", 0), read()],
+        lambda: [
+            read(),
+            say("APU GEN fault: try one reset."),
+            cmd("apu_gen", 0),
+            cmd("apu_gen", 1),
+            read(),
+            say("Reset failed; isolate and use ground power."),
+            cmd("apu_gen", 0),
+            cmd("ext_pwr", 1),
+            cmd("apu_master", 0),
+            read(),
+        ],
         lambda: [read(), cmd("apu_gen", 0), cmd("apu_gen", 1), cmd("ext_pwr", 1), read()],
         lambda: [read(), cmd("bat_1", 0), cmd("apu_gen", 0), cmd("ext_pwr", 1), read()],
         lambda: [read(), say("Only ground power."), cmd("ext_pwr", 1), read()],
@@ -119,25 +131,35 @@ def generated_runs(directory: Path, runs: int, scenarios: int) -> Path:
         k = n * scenarios // runs  # a scenario's runs are neighbours (ids sort that way)
         calls = [say(f"Run {n}: {rng.choice(['reading', 'checking', 'looking at'])} the ECAM first.")]
         calls += rng.choice(patterns)()
-        write_jsonl(directory / f"run-{k:02d}-{n:04d}.jsonl",
-                    trajectory(variants[k], calls, run_id=f"run-{k:02d}-{n:04d}", passed=bool(n % 3)))
+        write_jsonl(
+            directory / f"run-{k:02d}-{n:04d}.jsonl",
+            trajectory(variants[k], calls, run_id=f"run-{k:02d}-{n:04d}", passed=bool(n % 3)),
+        )
     return directory
 
 
 def scored_cards(paths: list[Path]) -> list:
     from evalkit.api import iter_scorecards
 
-    return [c for c in iter_scorecards([str(p) for p in paths]) if not isinstance(c, Exception)
-            and c.status == "scored"]
+    return [
+        c for c in iter_scorecards([str(p) for p in paths]) if not isinstance(c, Exception) and c.status == "scored"
+    ]
 
 
 def judge_once(server, cards, rubric, db: str, concurrency: int):
     from evalkit.judges.api import judge_cards
 
     before = len(server.requests)
-    result = judge_cards(cards, ["openai/bench-cost"], db=db, api_base=server.api_base, rubric=rubric,
-                         concurrency=concurrency, output_mode="json_schema",
-                         config={"retry": {"initial_wait_s": 0.001, "max_wait_s": 0.01, "jitter_s": 0.001}})
+    result = judge_cards(
+        cards,
+        ["openai/bench-cost"],
+        db=db,
+        api_base=server.api_base,
+        rubric=rubric,
+        concurrency=concurrency,
+        output_mode="json_schema",
+        config={"retry": {"initial_wait_s": 0.001, "max_wait_s": 0.01, "jitter_s": 0.001}},
+    )
     assert result.ok, result.summary.as_dict()
     return result, [r["body"] for r in server.requests[before:]]
 
@@ -150,8 +172,14 @@ def bill(encode, bodies: list[dict], runs: int) -> dict:
         total += len(stream)
         cached += cache.cached(stream)
     live = ((total - cached) * PRICE_IN + cached * PRICE_CACHED) / 1e6
-    return {"runs": runs, "requests": len(bodies), "input_per_run": total / runs, "cached_fraction": cached / total,
-            "live_per_1000": live * 1000 / runs, "batch_per_1000": live * BATCH * 1000 / runs}
+    return {
+        "runs": runs,
+        "requests": len(bodies),
+        "input_per_run": total / runs,
+        "cached_fraction": cached / total,
+        "live_per_1000": live * 1000 / runs,
+        "batch_per_1000": live * BATCH * 1000 / runs,
+    }
 
 
 def values(result) -> list:
@@ -170,10 +198,15 @@ def measure(name: str, server, cards, rubric_name: str, encode, tmp: str, concur
     before = len(server.requests)
     rerun, _ = judge_once(server, cards, compact, os.path.join(tmp, f"{name}-now.db"), concurrency)
     runs = len(cards)
-    out = {"name": name, "rubric": rubric_name, "today": bill(encode, today_bodies, runs),
-           "now": bill(encode, now_bodies, runs), "identical": values(today) == values(now) == values(rerun),
-           "rerun_requests": len(server.requests) - before,
-           "fake_cached_fraction": now.summary.cached_tokens / max(1, now.summary.prompt_tokens)}
+    out = {
+        "name": name,
+        "rubric": rubric_name,
+        "today": bill(encode, today_bodies, runs),
+        "now": bill(encode, now_bodies, runs),
+        "identical": values(today) == values(now) == values(rerun),
+        "rerun_requests": len(server.requests) - before,
+        "fake_cached_fraction": now.summary.cached_tokens / max(1, now.summary.prompt_tokens),
+    }
     out["ratio_live"] = out["now"]["live_per_1000"] / out["today"]["live_per_1000"]
     out["ratio_batch"] = out["now"]["batch_per_1000"] / out["today"]["live_per_1000"]
     return out
@@ -208,23 +241,38 @@ def main() -> None:
 
     encode, how = tokenizer()
     print(f"tokens: {how}")
-    print(f"prices (USD per Mtok): input {PRICE_IN:.2f}, cached input {PRICE_CACHED:.2f}, output {PRICE_OUT:.2f}; "
-          f"batch {BATCH:g}x of each")
+    print(
+        f"prices (USD per Mtok): input {PRICE_IN:.2f}, cached input {PRICE_CACHED:.2f}, output {PRICE_OUT:.2f}; "
+        f"batch {BATCH:g}x of each"
+    )
     results = []
     with FakeLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
         server.mode = "per_run"
-        sets = [("examples/a320", [ROOT / "examples" / "a320"], "procedure_v1"),
-                ("examples/support", [ROOT / "examples" / "support"], "tool_use_v1"),
-                (f"generated: {args.runs} runs over {args.scenarios} scenarios",
-                 [generated_runs(Path(tmp) / "generated", args.runs, args.scenarios)], "procedure_v1")]
+        sets = [
+            ("examples/a320", [ROOT / "examples" / "a320"], "procedure_v1"),
+            ("examples/support", [ROOT / "examples" / "support"], "tool_use_v1"),
+            (
+                f"generated: {args.runs} runs over {args.scenarios} scenarios",
+                [generated_runs(Path(tmp) / "generated", args.runs, args.scenarios)],
+                "procedure_v1",
+            ),
+        ]
         for i, (name, paths, rubric) in enumerate(sets):
             server.prompt_cache.clear()  # each data set starts with a cold provider cache
             m = measure(f"set{i}", server, scored_cards(paths), rubric, encode, tmp, args.concurrency)
             m["name"] = name
             results.append(m)
             print("\n".join(report(m)), flush=True)
-    missed = [m["name"] for m in results if not (m["ratio_live"] <= TARGET_LIVE and m["ratio_batch"] <= TARGET_BATCH
-                                                  and m["identical"] and m["rerun_requests"] == 0)]
+    missed = [
+        m["name"]
+        for m in results
+        if not (
+            m["ratio_live"] <= TARGET_LIVE
+            and m["ratio_batch"] <= TARGET_BATCH
+            and m["identical"]
+            and m["rerun_requests"] == 0
+        )
+    ]
     print("all targets met" if not missed else f"targets missed on: {', '.join(missed)}")
     sys.exit(1 if missed else 0)
 

@@ -21,6 +21,7 @@ measured in a fresh `evalkit score --format jsonl` (database written, default wo
 over 10·N files: the parent's and the largest worker's. Targets: one core ≤ 1.3× decode; 2 workers
 ≤ 0.6× one worker; Ray output identical; RSS flat (ratio close to 1).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,9 +73,25 @@ def whole_process(directory: Path, tmp: Path, sink: str, workers: int) -> tuple[
     shutil.rmtree(tmp / "pq", ignore_errors=True)
     args = [a.format(tmp=tmp) for a in SINKS[sink]]
     with open(os.devnull, "w") as devnull:
-        done = subprocess.run([sys.executable, "-c", CPU_PROBE, "score", str(directory), "--format", "jsonl", *args,
-                               "--workers", str(workers)], stdout=devnull, stderr=subprocess.PIPE, text=True, check=True,
-                              env=installed_env(tmp))
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                CPU_PROBE,
+                "score",
+                str(directory),
+                "--format",
+                "jsonl",
+                *args,
+                "--workers",
+                str(workers),
+            ],
+            stdout=devnull,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=True,
+            env=installed_env(tmp),
+        )
     parent, children, wall = map(float, done.stderr.strip().splitlines()[-1].split())
     return parent, children, wall
 
@@ -101,8 +118,10 @@ def ceiling(small: Path, large: Path, tmp: Path, repeat: int = 3) -> None:
     n_small, n_large = len(list(small.glob("*.jsonl"))), len(list(large.glob("*.jsonl")))
     for sink in SINKS:  # a first run of each fills the bytecode cache
         whole_process(small, tmp, sink, 2)
-    print(f"ceiling: whole `evalkit score` processes, median of {repeat}, bytecode cached; load average "
-          f"{os.getloadavg()[0]:.1f}; stdout to {os.devnull} ({'a regular file here' if os.path.isfile(os.devnull) else 'a device'})")
+    print(
+        f"ceiling: whole `evalkit score` processes, median of {repeat}, bytecode cached; load average "
+        f"{os.getloadavg()[0]:.1f}; stdout to {os.devnull} ({'a regular file here' if os.path.isfile(os.devnull) else 'a device'})"
+    )
     for sink in SINKS:
         one = median_of([whole_process(large, tmp, sink, 1) for _ in range(repeat)])
         two = median_of([whole_process(large, tmp, sink, 2) for _ in range(repeat)])
@@ -113,24 +132,39 @@ def ceiling(small: Path, large: Path, tmp: Path, repeat: int = 3) -> None:
         w_file = (two[1] - two_small[1]) / files
         t1_file = (one[0] - one_small[0]) / files
         share = two[0] / (two[0] + two[1])
-        print(f"ceiling {sink:9s}: 2 workers, whole process: parent {two[0]:.3f} s + workers {two[1]:.3f} s CPU "
-              f"(parent {share:.1%} of the total; target <= {'10' if sink == '--no-db' else '20'}% for --no-db / --db); "
-              f"wall {two[2]:.3f} s vs one worker {one[2]:.3f} s = {two[2] / one[2]:.2f} (target <= 0.55)")
-        print(f"ceiling {sink:9s}: per file: parent {p_file * 1e6:.0f} us, workers {w_file * 1e6:.0f} us, one worker "
-              f"{t1_file * 1e6:.0f} us (parent {p_file / (p_file + w_file):.1%}); Amdahl over one worker: "
-              + ", ".join(f"{c} cores {t1_file / (p_file + w_file / c):.1f}x" for c in CORES))
+        print(
+            f"ceiling {sink:9s}: 2 workers, whole process: parent {two[0]:.3f} s + workers {two[1]:.3f} s CPU "
+            f"(parent {share:.1%} of the total; target <= {'10' if sink == '--no-db' else '20'}% for --no-db / --db); "
+            f"wall {two[2]:.3f} s vs one worker {one[2]:.3f} s = {two[2] / one[2]:.2f} (target <= 0.55)"
+        )
+        print(
+            f"ceiling {sink:9s}: per file: parent {p_file * 1e6:.0f} us, workers {w_file * 1e6:.0f} us, one worker "
+            f"{t1_file * 1e6:.0f} us (parent {p_file / (p_file + w_file):.1%}); Amdahl over one worker: "
+            + ", ".join(f"{c} cores {t1_file / (p_file + w_file / c):.1f}x" for c in CORES)
+        )
 
 
 def make_runs(directory: Path, n: int) -> None:
     sc = a320_scenario()
     plans = [
-        [read(), say("reset"), cmd("apu_gen", 0), cmd("apu_gen", 1), read(), cmd("apu_gen", 0), cmd("ext_pwr", 1), read()],
+        [
+            read(),
+            say("reset"),
+            cmd("apu_gen", 0),
+            cmd("apu_gen", 1),
+            read(),
+            cmd("apu_gen", 0),
+            cmd("ext_pwr", 1),
+            read(),
+        ],
         [read(), cmd("apu_gen", 0), cmd("apu_gen", 1), cmd("ext_pwr", 1), read("get_state"), read()],
         [read(), read("get_state"), cmd("ext_pwr", 1), cmd("nav_lights", 1), read(), cmd("bat_1", 0)],
     ]
     for i in range(n):
         calls = [say(f"Run {i}: reading the ECAM first.")] + plans[i % 3] * 3  # tens of records; every bundle distinct
-        recs = trajectory(sc, calls, run_id=f"bench-{i:06d}", model=f"model-{i % 4}", passed=i % 5 != 0, snapshot_bytes=3000)
+        recs = trajectory(
+            sc, calls, run_id=f"bench-{i:06d}", model=f"model-{i % 4}", passed=i % 5 != 0, snapshot_bytes=3000
+        )
         write_jsonl(directory / f"run-{i:06d}.jsonl", recs)
 
 
@@ -223,15 +257,26 @@ def storage(directory: Path, tmp: Path, workers: int, sink: str) -> dict[str, fl
     wall = time.perf_counter() - t0
     parent -= stats["not_parent"]
     runs = stats["runs"]
-    size = sum(f.stat().st_size for f in tmp.glob("store.db*")) if sink == "sqlite" else \
-        sum(f.stat().st_size for f in pq_dir.rglob("*.parquet"))
-    return {"runs": runs, "wall": wall, "bytes": size / runs, "parent_us": parent / runs * 1e6,
-            "distinct_bundles": len(stats["bundles"]) / runs, "bundle_chars": stats["bundle_chars"] / runs}
+    size = (
+        sum(f.stat().st_size for f in tmp.glob("store.db*"))
+        if sink == "sqlite"
+        else sum(f.stat().st_size for f in pq_dir.rglob("*.parquet"))
+    )
+    return {
+        "runs": runs,
+        "wall": wall,
+        "bytes": size / runs,
+        "parent_us": parent / runs * 1e6,
+        "distinct_bundles": len(stats["bundles"]) / runs,
+        "bundle_chars": stats["bundle_chars"] / runs,
+    }
 
 
 def peak_rss_kb(directory: Path, db_path: Path) -> tuple[int, int]:
     db_path.unlink(missing_ok=True)
-    out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(directory), str(db_path)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", RSS_PROBE, str(directory), str(db_path)], capture_output=True, text=True, check=True
+    )
     parent, child = out.stdout.strip().splitlines()[-1].split()
     return int(parent), int(child)
 
@@ -249,33 +294,47 @@ def main() -> None:
         files = sorted(large.glob("*.jsonl"))
         size = sum(f.stat().st_size for f in files)
         records = sum(1 for f in files for line in f.read_text().splitlines() if line.strip())
-        print(f"corpus: {len(files)} trajectories ({size / 2**20:.0f} MiB), {records / len(files):.0f} records "
-              f"and {size / len(files) / 1024:.1f} KiB per file; {os.cpu_count()} cores")
+        print(
+            f"corpus: {len(files)} trajectories ({size / 2**20:.0f} MiB), {records / len(files):.0f} records "
+            f"and {size / len(files) / 1024:.1f} KiB per file; {os.cpu_count()} cores"
+        )
         ceiling(small, large, Path(tmp))
         if args.ceiling_only:
             return
         t_decode = best_of(lambda: decode_only(files))
         t_one = best_of(lambda: score_jsonl(large))
         print(f"json-decode only      : {t_decode:.3f} s CPU")
-        print(f"one core, jsonl no db : {t_one:.3f} s CPU   ratio one-core/decode = {t_one / t_decode:.2f}  (target <= 1.3)")
+        print(
+            f"one core, jsonl no db : {t_one:.3f} s CPU   ratio one-core/decode = {t_one / t_decode:.2f}  (target <= 1.3)"
+        )
         w1 = best_of(lambda: score_jsonl(large, workers=1), clock=time.perf_counter)
         w2 = best_of(lambda: score_jsonl(large, workers=2), clock=time.perf_counter)
         parent, workers = cpu_split(lambda: score_jsonl(large, workers=2))
         bound = max(parent, (parent + workers) / 2)
         print(f"1 worker              : {w1:.3f} s wall")
         print(f"2 workers             : {w2:.3f} s wall   ratio 2-workers/1-worker = {w2 / w1:.2f}  (target <= 0.6)")
-        print(f"2 workers, CPU        : parent {parent:.3f} s + workers {workers:.3f} s; on 2 idle cores the wall "
-              f"time is at least max(parent, total/2) = {bound:.3f} s = {bound / t_one:.2f} x one core's CPU time")
+        print(
+            f"2 workers, CPU        : parent {parent:.3f} s + workers {workers:.3f} s; on 2 idle cores the wall "
+            f"time is at least max(parent, total/2) = {bound:.3f} s = {bound / t_one:.2f} x one core's CPU time"
+        )
         rss_n = peak_rss_kb(small, Path(tmp, "rss.db"))
         rss_10n = peak_rss_kb(large, Path(tmp, "rss.db"))
-        print(f"peak RSS, `evalkit score` over N={args.n}    : parent {rss_n[0] / 1024:.1f} MiB, largest worker {rss_n[1] / 1024:.1f} MiB")
-        print(f"peak RSS, `evalkit score` over 10N={args.n * 10}: parent {rss_10n[0] / 1024:.1f} MiB, largest worker "
-              f"{rss_10n[1] / 1024:.1f} MiB   ratio parent = {rss_10n[0] / rss_n[0]:.2f}  (target: flat)")
+        print(
+            f"peak RSS, `evalkit score` over N={args.n}    : parent {rss_n[0] / 1024:.1f} MiB, largest worker {rss_n[1] / 1024:.1f} MiB"
+        )
+        print(
+            f"peak RSS, `evalkit score` over 10N={args.n * 10}: parent {rss_10n[0] / 1024:.1f} MiB, largest worker "
+            f"{rss_10n[1] / 1024:.1f} MiB   ratio parent = {rss_10n[0] / rss_n[0]:.2f}  (target: flat)"
+        )
         for sink in ("sqlite", "parquet"):
             st = storage(large, Path(tmp), workers=2, sink=sink)
-            print(f"score into {sink:7s}, 2 workers: {st['wall']:.3f} s wall; {st['bytes']:.0f} bytes per run on disk; "
-                  f"parent CPU {st['parent_us']:.0f} us per run (the part that does not scale with workers)")
-        print(f"judge bundles: {st['bundle_chars']:.0f} characters per run on average; distinct: {st['distinct_bundles']:.0%} of runs")
+            print(
+                f"score into {sink:7s}, 2 workers: {st['wall']:.3f} s wall; {st['bytes']:.0f} bytes per run on disk; "
+                f"parent CPU {st['parent_us']:.0f} us per run (the part that does not scale with workers)"
+            )
+        print(
+            f"judge bundles: {st['bundle_chars']:.0f} characters per run on average; distinct: {st['distinct_bundles']:.0%} of runs"
+        )
         if not args.no_ray:  # last: a Ray session leaves its environment behind in this process
             import ray
 

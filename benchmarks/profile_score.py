@@ -14,6 +14,7 @@ of bench_score's one-core ratio, issue #13):
   whole          what bench_score times: engine, aggregation and the writer included
 ``--cprofile`` also prints the 25 largest items of a cProfile of the whole run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,11 +45,11 @@ def main() -> None:
     parser.add_argument("--cprofile", action="store_true")
     args = parser.parse_args()
 
-    from evalkit.trajectory import safe_json
     from evalkit.aggregate.groups import RunSummary
-    from evalkit.trajectory.reader import _VALIDATE, _share_scenario, read_trajectory
     from evalkit.present.score_view import card_head_json, card_parts
     from evalkit.scoring import score_trajectory
+    from evalkit.trajectory import safe_json
+    from evalkit.trajectory.reader import _VALIDATE, _share_scenario, read_trajectory
 
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp)
@@ -92,8 +93,15 @@ def main() -> None:
                 RunSummary.of(card)
 
         score_jsonl(corpus)  # warm: imports, caches
-        stages = [("decode", decode), ("parse", parse), ("+ validate", validate), ("read", read),
-                  ("+ score", score), ("+ output", output), ("whole", lambda: score_jsonl(corpus))]
+        stages = [
+            ("decode", decode),
+            ("parse", parse),
+            ("+ validate", validate),
+            ("read", read),
+            ("+ score", score),
+            ("+ output", output),
+            ("whole", lambda: score_jsonl(corpus)),
+        ]
         floor = None
         previous = 0.0
         print(f"{len(files)} files; load average {os.getloadavg()[0]:.2f}")

@@ -12,6 +12,7 @@ The pipeline, one folder a step (docs/architecture.md)::
     trajectory/ → scoring/ → aggregate/ → engines/ → db/ → judges/ → probes/ → agreement/
                 → present/ → report/ → commands/   (beside them: importers/, output/, config/, verdicts/)
 """
+
 __version__ = "0.1.0"
 
 from evalkit import _moved

@@ -2,8 +2,11 @@
 
 ``import evalkit.records`` gives the very module object ``evalkit.trajectory.records`` (one module
 under two names, so ``isinstance`` and monkeypatching agree); only the first import of an old name
-warns. The finder sits at the end of ``sys.meta_path`` and answers only for the names below.
+warns. The finder sits at the front of ``sys.meta_path`` (so a moved package's submodules are not
+found again, under the old name, through the package's new ``__path__``) and answers only for the
+names below: for every other name it returns None at once.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -58,7 +61,7 @@ def new_name(old: str) -> str | None:
         return MOVED[old]
     for package in MOVED_PACKAGES:
         if old.startswith(package + "."):
-            return MOVED[package] + old[len(package):]
+            return MOVED[package] + old[len(package) :]
     return None
 
 
@@ -89,4 +92,4 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 def install() -> None:
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.append(_Finder())
+        sys.meta_path.insert(0, _Finder())

@@ -7,6 +7,7 @@
 Nothing here imports litellm, numpy or scipy (``judge_paths`` imports the judge layer when it is
 called).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -15,8 +16,14 @@ from pathlib import Path
 from evalkit.aggregate.groups import Aggregator, RunSummary, aggregate, pass_hat_k
 from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL
 from evalkit.db.scores import DEFAULT_DB, Store
-from evalkit.engines import ScoreJob, Scored
-from evalkit.engines.pipeline import BATCH, BATCH_CHARS, iter_scorecards, score_file, score_into, score_stream, score_to_db
+from evalkit.engines import Scored, ScoreJob
+from evalkit.engines.pipeline import (
+    iter_scorecards,
+    score_file,
+    score_into,
+    score_stream,
+    score_to_db,
+)
 from evalkit.errors import InputError
 from evalkit.scoring import derive_scalar, score_trajectory
 from evalkit.scoring.scorecard import ScoreCard
@@ -27,12 +34,29 @@ from evalkit.trajectory.reader import Warn, expand_paths, parse_trajectory, read
 COMMANDS = ["score", "aggregate", "judge", "audit", "report", "import_runs", "probe", "compare", "plan", "verdicts"]
 __all__ = [
     *COMMANDS,
-    "Aggregator", "DEFAULT_DB", "InputError", "RunSummary", "ScoreCard", "Store",
+    "Aggregator",
+    "DEFAULT_DB",
+    "InputError",
+    "RunSummary",
+    "ScoreCard",
+    "Store",
     "aggregate_db",
-    "derive_scalar", "expand_paths", "iter_scorecards", "parse_trajectory", "pass_hat_k",
-    "judge_paths", "read_trajectory", "ScoreJob", "Scored", "score_file", "score_into", "score_stream", "score_to_db",
+    "derive_scalar",
+    "expand_paths",
+    "iter_scorecards",
+    "parse_trajectory",
+    "pass_hat_k",
+    "judge_paths",
+    "read_trajectory",
+    "ScoreJob",
+    "Scored",
+    "score_file",
+    "score_into",
+    "score_stream",
+    "score_to_db",
     "score_trajectory",
 ]
+
 
 def judge_paths(paths: Iterable[str], models: Iterable[str], *, db: str = DEFAULT_DB, **options):
     """Score trajectory files into ``db`` (:func:`score_to_db`), then judge them:
@@ -59,8 +83,13 @@ def aggregate_db(db_path: str | Path, include_errors: bool = False, level: float
         return aggregate(read_scorecards(db, with_bundle=False), include_errors, level)
 
 
-def compare(db_path: str | Path, baseline: str | None = None, correction: str = "holm",
-            level: float = DEFAULT_LEVEL, include_errors: bool = False) -> dict:
+def compare(
+    db_path: str | Path,
+    baseline: str | None = None,
+    correction: str = "holm",
+    level: float = DEFAULT_LEVEL,
+    include_errors: bool = False,
+) -> dict:
     """Paired comparison of the models stored in ``db_path`` (``evalkit compare``); see
     :func:`evalkit.aggregate.uncertainty.paired.compare_models`. ValueError for an unknown baseline."""
     from evalkit.aggregate.uncertainty.paired import compare_models
@@ -68,8 +97,14 @@ def compare(db_path: str | Path, baseline: str | None = None, correction: str = 
     return compare_models(aggregate_db(db_path, include_errors, level), baseline, correction, level)
 
 
-def plan(delta: float, db_path: str | Path | None = None, level: float = DEFAULT_LEVEL, power: float = 0.8,
-         sd_within: float | None = None, sd_between: float | None = None) -> dict:
+def plan(
+    delta: float,
+    db_path: str | Path | None = None,
+    level: float = DEFAULT_LEVEL,
+    power: float = 0.8,
+    sd_within: float | None = None,
+    sd_between: float | None = None,
+) -> dict:
     """Scenarios × runs needed to detect ``delta`` (``evalkit plan``), from the variances measured
     in ``db_path`` or stated; see :func:`evalkit.aggregate.uncertainty.power.plan`."""
     from evalkit.aggregate.uncertainty.power import plan as make_plan
@@ -85,8 +120,12 @@ def plan(delta: float, db_path: str | Path | None = None, level: float = DEFAULT
 # (the judge and litellm, the audit's numpy/scipy, the report) are imported only when called.
 
 
-def score(paths: Iterable[str | Path], db: str | Path | None = None, warn: Warn | None = None,
-          scenarios: Iterable[str | Path] | None = None) -> tuple[list[ScoreCard], list[str]]:
+def score(
+    paths: Iterable[str | Path],
+    db: str | Path | None = None,
+    warn: Warn | None = None,
+    scenarios: Iterable[str | Path] | None = None,
+) -> tuple[list[ScoreCard], list[str]]:
     """``evalkit score``: score trajectory files (and directories), storing the cards in ``db``
     when given. ``scenarios``: scenario files (``--scenarios``, docs/scenarios.md) for runs that name
     their scenario; InputError when one is bad. Returns the good cards and one line per bad file

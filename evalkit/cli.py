@@ -9,6 +9,7 @@ failed (see the command's help); 2 usage error (bad flags, missing files, unknow
 interrupted; 141 stdout's reader went away (quietly). Every error is one line on stderr,
 ``error: ...``, usage errors included (a failed write to stdout too: evalkit/commands/stdio.py).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -19,7 +20,6 @@ import click
 from evalkit import __version__
 from evalkit.commands.exitcodes import EXIT_INTERRUPTED, EXIT_USAGE
 from evalkit.present.safe import sanitize
-
 
 # click >= 8.2 raises this (a UsageError) for a bare group; 8.1 prints the help itself
 _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())

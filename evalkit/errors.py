@@ -19,6 +19,7 @@
 Catch ``EvalkitError`` to catch them all; the CLI prints ``error: <str(exc)>``. Anything else that
 escapes is a bug.
 """
+
 from __future__ import annotations
 
 

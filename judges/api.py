@@ -13,6 +13,7 @@ Choices where the issue is silent (see docs/judge.md):
   (run, seed). The seed is part of the replicate's cache key: the replicate never reuses the
   primary answer, and rerunning the same command resumes instead of calling again.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,8 +21,9 @@ import hashlib
 import json
 import math
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from evalkit.judges.config import JudgeConfig, load_config
 from evalkit.judges.prompt import estimate_tokens, render_messages
@@ -46,9 +48,12 @@ class JudgeResult:
         return not (s.failures or s.not_run or s.fatal or s.stopped or self.input_errors)
 
     def as_dict(self) -> dict:
-        return {"rubric": {"id": self.rubric.id, "version": self.rubric.version},
-                "annotations": self.annotations, "summary": self.summary.as_dict(),
-                "input_errors": self.input_errors}
+        return {
+            "rubric": {"id": self.rubric.id, "version": self.rubric.version},
+            "annotations": self.annotations,
+            "summary": self.summary.as_dict(),
+            "input_errors": self.input_errors,
+        }
 
 
 @dataclass
@@ -83,17 +88,27 @@ def _get(card: Any, name: str) -> Any:
 
 def mechanical_view(card: Any) -> dict:
     """What --show-mechanical adds to the bundle: the vector, the scalar and the five checks."""
-    return {"vector": _plain(_get(card, "vector")), "scalar": _get(card, "scalar"),
-            "checks": _plain(_get(card, "checks"))}
+    return {
+        "vector": _plain(_get(card, "vector")),
+        "scalar": _get(card, "scalar"),
+        "checks": _plain(_get(card, "checks")),
+    }
 
 
 def _sha(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _judges(models: Iterable[str], config: JudgeConfig, api_base: str | None, temperature: float | None,
-            api_key: str | None, store: JudgeStore, output_mode: str | None = None,
-            max_input_tokens: int | None = None) -> list[Judge]:
+def _judges(
+    models: Iterable[str],
+    config: JudgeConfig,
+    api_base: str | None,
+    temperature: float | None,
+    api_key: str | None,
+    store: JudgeStore,
+    output_mode: str | None = None,
+    max_input_tokens: int | None = None,
+) -> list[Judge]:
     """The judges, each starting at the output mode remembered for its (model, api_base)."""
     models = list(dict.fromkeys(models))
     if not models:
@@ -120,9 +135,16 @@ def _preflight(judges: list[Judge]) -> None:
             check()
 
 
-def build_items(cards: Iterable[Any], judges: list[Judge], rubric: Rubric, store: JudgeStore, *,
-                show_mechanical: bool = False, resample: float | None = None,
-                seed: int | None = None) -> tuple[list[WorkItem], dict]:
+def build_items(
+    cards: Iterable[Any],
+    judges: list[Judge],
+    rubric: Rubric,
+    store: JudgeStore,
+    *,
+    show_mechanical: bool = False,
+    resample: float | None = None,
+    seed: int | None = None,
+) -> tuple[list[WorkItem], dict]:
     """One work item per (judged run, judge), in run order then judge order."""
     skipped: dict[str, int] = {}
     views: list[tuple[str, str, dict, dict]] = []
@@ -160,11 +182,25 @@ def build_items(cards: Iterable[Any], judges: list[Judge], rubric: Rubric, store
             if resample is not None:
                 key_extra["resample_seed"] = seed
             material = material_for(judge, bundle_hash, blind=blind, extra=key_extra)
-            items.append(WorkItem(
-                run_id=run_id, bundle_hash=bundle_hash, bundle=bundle, judge=judge, key_material=material,
-                annotation_id=annotation_id(run_id=run_id, model=judge.model, rubric_id=rubric.id,
-                                            rubric_version=rubric.version, blind=blind, replicate_tag=tag),
-                replicate_tag=tag, blind=blind))
+            items.append(
+                WorkItem(
+                    run_id=run_id,
+                    bundle_hash=bundle_hash,
+                    bundle=bundle,
+                    judge=judge,
+                    key_material=material,
+                    annotation_id=annotation_id(
+                        run_id=run_id,
+                        model=judge.model,
+                        rubric_id=rubric.id,
+                        rubric_version=rubric.version,
+                        blind=blind,
+                        replicate_tag=tag,
+                    ),
+                    replicate_tag=tag,
+                    blind=blind,
+                )
+            )
     return items, skipped
 
 
@@ -174,13 +210,21 @@ def key_material(judges, rubric: Rubric):
     schema, blindness, extras, the schemas the judge actually sends (its request differs when
     they do) and the rubric's prompt layout. Returns ``material(judge, bundle_hash, blind=..., extra=...)``."""
     schema = schema_hash(rubric)
-    sent = {judge: judge.sent_schema_hashes(rubric) or None
-            for judge in judges if hasattr(judge, "sent_schema_hashes")}
+    sent = {judge: judge.sent_schema_hashes(rubric) or None for judge in judges if hasattr(judge, "sent_schema_hashes")}
 
     def material(judge, bundle_hash: str, *, blind: bool, extra: dict | None) -> dict:
-        return dict(bundle_hash=bundle_hash, rubric=rubric.identity, model=judge.model, params=judge.params,
-                    schema=schema, blind=blind, extra=extra or None, sent_schemas=sent.get(judge),
-                    prompt_layout=rubric.prompt_layout)
+        return dict(
+            bundle_hash=bundle_hash,
+            rubric=rubric.identity,
+            model=judge.model,
+            params=judge.params,
+            schema=schema,
+            blind=blind,
+            extra=extra or None,
+            sent_schemas=sent.get(judge),
+            prompt_layout=rubric.prompt_layout,
+        )
+
     return material
 
 
@@ -202,15 +246,29 @@ def check_resample(resample: float | None, seed: int | None) -> None:
         raise ValueError("--seed is only used with --resample")
 
 
-async def ajudge_cards(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.db",
-                       rubric: str | Rubric | None = None, concurrency: int | None = None,
-                       api_base: str | None = None, temperature: float | None = None,
-                       max_cost: float | None = None, refresh: bool = False, resample: float | None = None,
-                       seed: int | None = None, show_mechanical: bool = False,
-                       config: JudgeConfig | dict | None = None, config_path: str | None = None,
-                       progress: bool | None = False, api_key: str | None = None,
-                       output_mode: str | None = None, max_input_tokens: int | None = None,
-                       batch: bool = False, batch_status: bool = False) -> JudgeResult:
+async def ajudge_cards(
+    cards: Iterable[Any],
+    models: Iterable[str],
+    *,
+    db: str = "evalkit.db",
+    rubric: str | Rubric | None = None,
+    concurrency: int | None = None,
+    api_base: str | None = None,
+    temperature: float | None = None,
+    max_cost: float | None = None,
+    refresh: bool = False,
+    resample: float | None = None,
+    seed: int | None = None,
+    show_mechanical: bool = False,
+    config: JudgeConfig | dict | None = None,
+    config_path: str | None = None,
+    progress: bool | None = False,
+    api_key: str | None = None,
+    output_mode: str | None = None,
+    max_input_tokens: int | None = None,
+    batch: bool = False,
+    batch_status: bool = False,
+) -> JudgeResult:
     """`judge_cards` for callers that already run an event loop (e.g. a notebook). ``batch``
     sends the calls through the provider's batch API (judges/batch.py); ``batch_status`` polls
     the stored batches once and collects the finished ones, submitting nothing."""
@@ -220,19 +278,35 @@ async def ajudge_cards(cards: Iterable[Any], models: Iterable[str], *, db: str =
     try:
         judges = _judges(models, cfg, api_base, temperature, api_key, store, output_mode, max_input_tokens)
         _preflight(judges)
-        items, skipped = build_items(cards, judges, rub, store, show_mechanical=show_mechanical,
-                                     resample=resample, seed=seed)
+        items, skipped = build_items(
+            cards, judges, rub, store, show_mechanical=show_mechanical, resample=resample, seed=seed
+        )
         if batch or batch_status:
             from evalkit.judges.batch import run_batch
 
             annotations, summary = await run_batch(
-                items, rub, store, concurrency=concurrency or cfg.concurrency, max_cost=max_cost,
-                refresh=refresh, progress=progress, summary=Summary(skipped=skipped),
-                submit=not batch_status, wait=not batch_status)
+                items,
+                rub,
+                store,
+                concurrency=concurrency or cfg.concurrency,
+                max_cost=max_cost,
+                refresh=refresh,
+                progress=progress,
+                summary=Summary(skipped=skipped),
+                submit=not batch_status,
+                wait=not batch_status,
+            )
         else:
             annotations, summary = await run_items(
-                items, rub, store, concurrency=concurrency or cfg.concurrency, max_cost=max_cost,
-                refresh=refresh, progress=progress, summary=Summary(skipped=skipped))
+                items,
+                rub,
+                store,
+                concurrency=concurrency or cfg.concurrency,
+                max_cost=max_cost,
+                refresh=refresh,
+                progress=progress,
+                summary=Summary(skipped=skipped),
+            )
     finally:
         store.close()
         for judge in judges:
@@ -261,8 +335,9 @@ def stored_cards(db: str) -> list[Any]:
         return list(read_scorecards(database))
 
 
-def stored_batches(db: str, models: Iterable[str] | None = None, rubric: str | Rubric | None = None,
-                   config_path: str | None = None) -> list[dict]:
+def stored_batches(
+    db: str, models: Iterable[str] | None = None, rubric: str | Rubric | None = None, config_path: str | None = None
+) -> list[dict]:
     """The provider batches stored in the database (of these judge models and this rubric, when
     given), oldest first, without their request lists (read-only)."""
     from evalkit.db import batches
@@ -275,37 +350,58 @@ def stored_batches(db: str, models: Iterable[str] | None = None, rubric: str | R
         rows = batches.submissions(store.database, rubric=rub.identity)
     finally:
         store.close()
-    return [{k: v for k, v in sub.items() if k != "items"} for sub in rows
-            if names is None or sub["judge_model"] in names]
+    return [
+        {k: v for k, v in sub.items() if k != "items"} for sub in rows if names is None or sub["judge_model"] in names
+    ]
 
 
 def judge_db(db: str, models: Iterable[str], **options: Any) -> JudgeResult:
     return judge_cards(stored_cards(db), models, db=db, **options)
 
 
-def dry_run(cards: Iterable[Any], models: Iterable[str], *, db: str = "evalkit.db",
-            rubric: str | Rubric | None = None, api_base: str | None = None,
-            temperature: float | None = None, refresh: bool = False, resample: float | None = None,
-            seed: int | None = None, show_mechanical: bool = False,
-            config: JudgeConfig | dict | None = None, config_path: str | None = None,
-            output_mode: str | None = None, max_input_tokens: int | None = None, batch: bool = False,
-            **_ignored: Any) -> DryRun:
+def dry_run(
+    cards: Iterable[Any],
+    models: Iterable[str],
+    *,
+    db: str = "evalkit.db",
+    rubric: str | Rubric | None = None,
+    api_base: str | None = None,
+    temperature: float | None = None,
+    refresh: bool = False,
+    resample: float | None = None,
+    seed: int | None = None,
+    show_mechanical: bool = False,
+    config: JudgeConfig | dict | None = None,
+    config_path: str | None = None,
+    output_mode: str | None = None,
+    max_input_tokens: int | None = None,
+    batch: bool = False,
+    **_ignored: Any,
+) -> DryRun:
     """What a run would send, without sending anything (the database is opened read-only)."""
     check_resample(resample, seed)
     cfg, rub, store = _setup(db, rubric, config, config_path, readonly=True)
     try:
         judges = _judges(models, cfg, api_base, temperature, None, store, output_mode, max_input_tokens)
-        items, skipped = build_items(cards, judges, rub, store, show_mechanical=show_mechanical,
-                                     resample=resample, seed=seed)
+        items, skipped = build_items(
+            cards, judges, rub, store, show_mechanical=show_mechanical, resample=resample, seed=seed
+        )
         to_send = [item for item in items if refresh or store.get_ok(item.key) is None]
         hits = 0 if refresh else len(items) - len(to_send)
     finally:
         store.close()
     first = render_messages(to_send[0].bundle, rub) if to_send else None
     tokens = sum(estimate_tokens(render_messages(item.bundle, rub)) for item in to_send)
-    return DryRun(items=len(items), cache_hits=hits, to_send=len(to_send), estimated_prompt_tokens=tokens,
-                  first_prompt=first, skipped=skipped, models=[j.model for j in judges],
-                  batch=batch_plan(to_send, rub, cfg) if batch else None)
+    return DryRun(
+        items=len(items),
+        cache_hits=hits,
+        to_send=len(to_send),
+        estimated_prompt_tokens=tokens,
+        first_prompt=first,
+        skipped=skipped,
+        models=[j.model for j in judges],
+        batch=batch_plan(to_send, rub, cfg) if batch else None,
+    )
 
 
 def batch_plan(to_send: list[WorkItem], rubric: Rubric, cfg: JudgeConfig) -> dict:
@@ -313,8 +409,13 @@ def batch_plan(to_send: list[WorkItem], rubric: Rubric, cfg: JudgeConfig) -> dic
     and the input cost (estimated prompt tokens, uncached) live and at the batch rate."""
     from evalkit.judges.batch import chunks
 
-    plan: dict = {"requests": 0, "files": 0, "estimated_input_cost_live_usd": 0.0,
-                  "estimated_input_cost_batch_usd": 0.0, "unpriced_models": []}
+    plan: dict = {
+        "requests": 0,
+        "files": 0,
+        "estimated_input_cost_live_usd": 0.0,
+        "estimated_input_cost_batch_usd": 0.0,
+        "unpriced_models": [],
+    }
     for judge in dict.fromkeys(item.judge for item in to_send):
         mine = list({item.key: item for item in to_send if item.judge is judge}.values())
         lines = []
@@ -336,5 +437,15 @@ def batch_plan(to_send: list[WorkItem], rubric: Rubric, cfg: JudgeConfig) -> dic
     return plan
 
 
-__all__ = ["JudgeResult", "DryRun", "ajudge_cards", "judge_cards", "judge_db", "dry_run", "build_items",
-           "stored_cards", "mechanical_view", "serve_from_cache"]
+__all__ = [
+    "JudgeResult",
+    "DryRun",
+    "ajudge_cards",
+    "judge_cards",
+    "judge_db",
+    "dry_run",
+    "build_items",
+    "stored_cards",
+    "mechanical_view",
+    "serve_from_cache",
+]

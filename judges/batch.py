@@ -20,6 +20,7 @@ are stored too; one that failed stays a `judge_error`, retried by the next judge
 Before the first batch, a judge whose output mode is not settled makes one live call (the probe
 of docs/judge.md): a batch cannot step down from a refused request shape.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -104,16 +105,28 @@ class BatchProgress:
         parts = []
         for state in states:
             counts = state.get("request_counts") or {}
-            parts.append(f"{state.get('id')}: {state.get('status')} {counts.get('completed', 0) or 0}/"
-                         f"{counts.get('total', 0) or 0}")
+            parts.append(
+                f"{state.get('id')}: {state.get('status')} {counts.get('completed', 0) or 0}/"
+                f"{counts.get('total', 0) or 0}"
+            )
         self.stream.write(f"batch: {'; '.join(parts)}; elapsed {time.monotonic() - self.start:.0f} s\n")
         self.stream.flush()
 
 
-async def run_batch(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *, concurrency: int,
-                    max_cost: float | None = None, refresh: bool = False, progress: bool | None = None,
-                    summary: Summary | None = None, submit: bool = True, wait: bool = True,
-                    sleep=asyncio.sleep) -> tuple[list[dict], Summary]:
+async def run_batch(
+    items: list[WorkItem],
+    rubric: Rubric,
+    store: JudgeStore,
+    *,
+    concurrency: int,
+    max_cost: float | None = None,
+    refresh: bool = False,
+    progress: bool | None = None,
+    summary: Summary | None = None,
+    submit: bool = True,
+    wait: bool = True,
+    sleep=asyncio.sleep,
+) -> tuple[list[dict], Summary]:
     """`run_items` through provider batches. ``submit=False, wait=False`` is `--batch-status`:
     poll the stored batches once and collect the finished ones, submitting nothing new."""
     summary = summary or Summary()
@@ -139,8 +152,16 @@ async def run_batch(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
         """Ask these live (the mode probe, or answers a batch did not give), counted in `summary`."""
         if not entries:
             return
-        answers, _ = await run_items([item for _, item in entries], rubric, store, concurrency=concurrency,
-                                     max_cost=max_cost, refresh=True, progress=False, summary=summary)
+        answers, _ = await run_items(
+            [item for _, item in entries],
+            rubric,
+            store,
+            concurrency=concurrency,
+            max_cost=max_cost,
+            refresh=True,
+            progress=False,
+            summary=summary,
+        )
         summary.items -= len(entries)
         for (index, _), answer in zip(entries, answers):
             results[index] = answer
@@ -192,20 +213,25 @@ async def run_batch(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
         if not open_subs or not wait:
             break
         if time.monotonic() - start > judge.config.batch_max_wait_s:
-            summary.stopped = (f"batches still running after {judge.config.batch_max_wait_s:.0f} s ([batch].max_wait_s); "
-                               "run the same command again to collect them")
+            summary.stopped = (
+                f"batches still running after {judge.config.batch_max_wait_s:.0f} s ([batch].max_wait_s); "
+                "run the same command again to collect them"
+            )
             break
         await sleep(judge.config.batch_poll_s)
     for judge, sub in open_subs:  # still running: their runs are not judged yet
         for custom_id in sub["items"]:
             entry = by_key.get(custom_id)
             if entry is not None and entry[0] not in results:
-                results[entry[0]] = _result(entry[1], "not_run", None, f"in batch {sub['batch_id']} "
-                                                                        f"({sub['status']}): not finished")
+                results[entry[0]] = _result(
+                    entry[1], "not_run", None, f"in batch {sub['batch_id']} ({sub['status']}): not finished"
+                )
                 summary.not_run += 1
         if not summary.stopped:
-            summary.stopped = ("batches not finished yet: run `evalkit judge --batch` (or --batch-status) again "
-                               "to collect them; nothing is submitted twice")
+            summary.stopped = (
+                "batches not finished yet: run `evalkit judge --batch` (or --batch-status) again "
+                "to collect them; nothing is submitted twice"
+            )
     await ask_live(live)
     for index, item in followers:
         row = serve_from_cache(item, rubric, store)
@@ -222,8 +248,15 @@ async def run_batch(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
     return [results[i] for i in sorted(results)], summary
 
 
-async def _submit(leaders: dict[str, tuple[int, WorkItem]], rubric: Rubric, store: JudgeStore, summary: Summary,
-                  open_subs: list, results: dict, max_cost: float | None) -> None:
+async def _submit(
+    leaders: dict[str, tuple[int, WorkItem]],
+    rubric: Rubric,
+    store: JudgeStore,
+    summary: Summary,
+    open_subs: list,
+    results: dict,
+    max_cost: float | None,
+) -> None:
     """Write the batch files of the leaders, store each submission, upload it and create its batch."""
     by_judge: dict[Any, list[tuple[int, WorkItem]]] = {}
     for entry in leaders.values():
@@ -240,26 +273,45 @@ async def _submit(leaders: dict[str, tuple[int, WorkItem]], rubric: Rubric, stor
             if max_cost is not None:
                 cost = judge.estimate_batch_cost(body)
                 if cost is not None and summary.cost_usd + estimated + cost > max_cost:
-                    summary.stopped = (f"--max-cost ${max_cost:.4f}: the batch's estimated input cost would pass it; "
-                                       f"{len(entries) - len(lines)} requests were not submitted")
+                    summary.stopped = (
+                        f"--max-cost ${max_cost:.4f}: the batch's estimated input cost would pass it; "
+                        f"{len(entries) - len(lines)} requests were not submitted"
+                    )
                     break
                 estimated += cost or 0.0
             key = item.key
             line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}
             lines.append((key, (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")))
-            records.append({"custom_id": key, "run_id": item.run_id, "bundle_hash": item.bundle_hash,
-                            "annotation_id": item.annotation_id, "replicate_tag": item.replicate_tag,
-                            "blind": int(item.blind), "output_mode": record["output_mode"],
-                            "request": json.dumps(record, sort_keys=True, ensure_ascii=False),
-                            "elided_events": elided})
+            records.append(
+                {
+                    "custom_id": key,
+                    "run_id": item.run_id,
+                    "bundle_hash": item.bundle_hash,
+                    "annotation_id": item.annotation_id,
+                    "replicate_tag": item.replicate_tag,
+                    "blind": int(item.blind),
+                    "output_mode": record["output_mode"],
+                    "request": json.dumps(record, sort_keys=True, ensure_ascii=False),
+                    "elided_events": elided,
+                }
+            )
         by_id = {r["custom_id"]: r for r in records}
         for chunk in chunks(lines, judge.config.batch_max_requests, judge.config.batch_max_file_bytes):
             ids = [key for key, _ in chunk]
             sub_id = hashlib.sha256("\n".join([judge.model, *ids]).encode()).hexdigest()[:32]
             now = now_utc()
-            row = {"submission_id": sub_id, "judge_model": judge.model, "api_base": getattr(judge, "api_base", None),
-                   "rubric_id": rubric.id, "rubric_version": rubric.version, "rubric_hash": rubric.text_hash,
-                   "status": "submitting", "requests": len(chunk), "created_at": now, "updated_at": now}
+            row = {
+                "submission_id": sub_id,
+                "judge_model": judge.model,
+                "api_base": getattr(judge, "api_base", None),
+                "rubric_id": rubric.id,
+                "rubric_version": rubric.version,
+                "rubric_hash": rubric.text_hash,
+                "status": "submitting",
+                "requests": len(chunk),
+                "created_at": now,
+                "updated_at": now,
+            }
             stored.add_submission(store.database, row, [by_id[key] for key in ids])
             sub = stored.submissions(store.database, judge.model, rubric.identity, open_only=True)
             sub = next(s for s in sub if s["submission_id"] == sub_id)
@@ -273,24 +325,38 @@ async def _poll(judge: Any, sub: dict, store: JudgeStore) -> dict | None:
     if sub["input_file_id"] is None and sub["batch_id"] is None:
         data = sub.pop("_data", None)
         if data is None:  # killed before the upload: the file is made again from the stored requests
-            data = b"".join((json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions",
-                                         "body": _body(judge, item)}, ensure_ascii=False) + "\n").encode("utf-8")
-                            for cid, item in sub["items"].items())
+            data = b"".join(
+                (
+                    json.dumps(
+                        {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": _body(judge, item)},
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                ).encode("utf-8")
+                for cid, item in sub["items"].items()
+            )
         sub["input_file_id"] = await judge.batch_upload(data, f"evalkit-{sub['submission_id']}.jsonl")
         stored.update_submission(db, sub["submission_id"], input_file_id=sub["input_file_id"], updated_at=now_utc())
     if sub["batch_id"] is None:
         found = await judge.batch_find(sub["input_file_id"]) if sub["status"] == "submitting" else None
         made = found or await judge.batch_create(sub["input_file_id"])
         sub["batch_id"], sub["status"] = made.get("id"), made.get("status") or "validating"
-        stored.update_submission(db, sub["submission_id"], batch_id=sub["batch_id"], status=sub["status"],
-                                 updated_at=now_utc())
+        stored.update_submission(
+            db, sub["submission_id"], batch_id=sub["batch_id"], status=sub["status"], updated_at=now_utc()
+        )
         return made
     info = await judge.batch_retrieve(sub["batch_id"])
     status = info.get("status") or sub["status"]
     if status != sub["status"]:
         sub["status"] = status
-        stored.update_submission(db, sub["submission_id"], status=status, updated_at=now_utc(),
-                                 output_file_id=info.get("output_file_id"), error_file_id=info.get("error_file_id"))
+        stored.update_submission(
+            db,
+            sub["submission_id"],
+            status=status,
+            updated_at=now_utc(),
+            output_file_id=info.get("output_file_id"),
+            error_file_id=info.get("error_file_id"),
+        )
     return info
 
 
@@ -313,8 +379,9 @@ def _lines(data: bytes) -> list[dict]:
     return out
 
 
-async def _collect(judge: Any, sub: dict, info: dict, rubric: Rubric, store: JudgeStore, summary: Summary,
-                   results: dict, by_key: dict) -> list[tuple[int, WorkItem]]:
+async def _collect(
+    judge: Any, sub: dict, info: dict, rubric: Rubric, store: JudgeStore, summary: Summary, results: dict, by_key: dict
+) -> list[tuple[int, WorkItem]]:
     """Store a finished batch's answers; returns the current work items to ask again live."""
     answered: dict[str, dict] = {}
     failed: dict[str, str] = {}
@@ -326,18 +393,37 @@ async def _collect(judge: Any, sub: dict, info: dict, rubric: Rubric, store: Jud
                     answered[cid] = response["body"]
                 else:
                     error = line.get("error") or (response.get("body") or {}).get("error") or {}
-                    failed[cid] = f"{error.get('code') or response.get('status_code') or 'error'}: " \
-                                  f"{error.get('message') or 'no answer'}"
+                    failed[cid] = (
+                        f"{error.get('code') or response.get('status_code') or 'error'}: "
+                        f"{error.get('message') or 'no answer'}"
+                    )
     model_cls = annotation_model(rubric)
     again: list[tuple[int, WorkItem]] = []
     for cid, row in sub["items"].items():
         entry = by_key.get(cid)
-        item = entry[1] if entry else StoredItem(
-            run_id=row["run_id"], bundle_hash=row["bundle_hash"], bundle={}, judge=judge, key_material={},
-            annotation_id=row["annotation_id"], replicate_tag=row["replicate_tag"] or "0",
-            blind=bool(row["blind"]), custom_id=cid)
-        ann = _read(judge, model_cls, row, answered.get(cid), failed.get(cid)
-                    or f"batch {sub['status']}: no answer", sub["batch_id"])
+        item = (
+            entry[1]
+            if entry
+            else StoredItem(
+                run_id=row["run_id"],
+                bundle_hash=row["bundle_hash"],
+                bundle={},
+                judge=judge,
+                key_material={},
+                annotation_id=row["annotation_id"],
+                replicate_tag=row["replicate_tag"] or "0",
+                blind=bool(row["blind"]),
+                custom_id=cid,
+            )
+        )
+        ann = _read(
+            judge,
+            model_cls,
+            row,
+            answered.get(cid),
+            failed.get(cid) or f"batch {sub['status']}: no answer",
+            sub["batch_id"],
+        )
         if ann.status == "ok" or entry is None:
             outcome = record_answer(item, rubric, store, ann, now_utc(), summary, source="batch")
             if entry is not None:
@@ -355,11 +441,18 @@ def _read(judge: Any, model_cls, row: dict, body: dict | None, error: str, batch
 
     mode = row.get("output_mode") or judge.output_mode
     request = stored.item_request(row)
-    common = dict(request=request, output_mode=mode, elided_events=row.get("elided_events") or 0,
-                  batch_id=batch_id)
+    common = dict(request=request, output_mode=mode, elided_events=row.get("elided_events") or 0, batch_id=batch_id)
     if body is None:
-        return Annotation(status="judge_error", error=f"the batch did not answer ({error})", attempts=0,
-                          prompt_tokens=0, completion_tokens=0, cached_tokens=0, cost_usd=0.0, **common)
+        return Annotation(
+            status="judge_error",
+            error=f"the batch did not answer ({error})",
+            attempts=0,
+            prompt_tokens=0,
+            completion_tokens=0,
+            cached_tokens=0,
+            cost_usd=0.0,
+            **common,
+        )
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
     p_tok = modes.token_count(usage.get("prompt_tokens", 0) or 0)
     c_tok = modes.token_count(usage.get("completion_tokens", 0) or 0)

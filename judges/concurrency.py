@@ -15,6 +15,7 @@ each request in :func:`request_slot`; the run's limiter is found through a conte
 :func:`use_limiter`), so a plugin judge needs nothing else, and without a limiter the slot is free.
 A request that raises an exception with ``status_code == 429`` counts as rate limited.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,7 +25,9 @@ from contextlib import asynccontextmanager, contextmanager
 
 MIN_RUN = 16
 
-_CURRENT: contextvars.ContextVar["AdaptiveLimiter | None"] = contextvars.ContextVar("evalkit_judge_limiter", default=None)
+_CURRENT: contextvars.ContextVar[AdaptiveLimiter | None] = contextvars.ContextVar(
+    "evalkit_judge_limiter", default=None
+)
 
 
 def is_rate_limit(exc: BaseException) -> bool:
@@ -41,8 +44,8 @@ class AdaptiveLimiter:
         self.limit = maximum
         self.grow_after = grow_after
         self.in_flight = 0
-        self.epoch = 0           # bumped at every decrease
-        self.rate_limited = 0    # 429s seen
+        self.epoch = 0  # bumped at every decrease
+        self.rate_limited = 0  # 429s seen
         self.lowest = maximum
         self._streak = 0
         self._changed: asyncio.Condition | None = None

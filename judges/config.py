@@ -9,6 +9,7 @@ Files are read and validated by evalkit's one config loader (`evalkit.config.fil
 a pydantic model that forbids unknown keys, so a misspelt key (`request.max_tokns`) is a one-line
 `ConfigError` naming the file and the key path, never a silently ignored setting.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -19,8 +20,8 @@ from typing import Literal
 from pydantic import Field
 
 from evalkit.config.files import ConfigError, ConfigModel, load_layered, validate
-from evalkit.judges.output_modes import AUTO, MODES
 from evalkit.config.resources import data_dir
+from evalkit.judges.output_modes import AUTO, MODES
 
 __all__ = ["ConfigError", "JudgeConfig", "JudgeFile", "load_config", "ENV_VAR"]
 
@@ -58,9 +59,9 @@ class PriceEntry(ConfigModel):
 
 class BatchTable(ConfigModel):
     poll_s: float = Field(30.0, gt=0)
-    max_requests: int = Field(50_000, ge=1)        # per batch file (OpenAI's limit; Anthropic's is 100,000)
+    max_requests: int = Field(50_000, ge=1)  # per batch file (OpenAI's limit; Anthropic's is 100,000)
     max_file_bytes: int = Field(190 * 2**20, ge=1)  # per batch file, under OpenAI's 200 MB
-    max_wait_s: float = Field(86_400.0, gt=0)     # give up polling after this long (the 24 h window)
+    max_wait_s: float = Field(86_400.0, gt=0)  # give up polling after this long (the 24 h window)
 
 
 class JudgeFile(ConfigModel):
@@ -77,8 +78,8 @@ class JudgeConfig:
     temperature: float = 0.0
     max_tokens: int = 1024
     rationale_max_chars: int = 800
-    timeout_s: float = 120.0             # one attempt, whole: connect, headers and body
-    reply_max_bytes: int = 4 * 2**20     # a longer reply is not read further (a judge_error)
+    timeout_s: float = 120.0  # one attempt, whole: connect, headers and body
+    reply_max_bytes: int = 4 * 2**20  # a longer reply is not read further (a judge_error)
     rationale_limit_chars: int = 20_000  # a longer rationale makes the reply invalid
     concurrency: int = 4
     reask: int = 1
@@ -100,8 +101,11 @@ class JudgeConfig:
 
         Exact keys win over glob patterns (`ollama/*`)."""
         entry = self.price_entry(*models)
-        return None if entry is None else (float(entry.get("input_per_mtok", 0.0)),
-                                           float(entry.get("output_per_mtok", 0.0)))
+        return (
+            None
+            if entry is None
+            else (float(entry.get("input_per_mtok", 0.0)), float(entry.get("output_per_mtok", 0.0)))
+        )
 
     def price_entry(self, *models: str) -> dict | None:
         """The whole `[prices]` entry for the first model one matches (exact keys first)."""
@@ -114,8 +118,9 @@ class JudgeConfig:
                     return self.prices[pattern]
         return None
 
-    def priced(self, models: tuple[str, ...], prompt: int, cached: int, completion: int,
-               batch: bool = False) -> float | None:
+    def priced(
+        self, models: tuple[str, ...], prompt: int, cached: int, completion: int, batch: bool = False
+    ) -> float | None:
         """USD for one call by the `[prices]` entry (None when no entry matches): cached input at
         its own price, everything at `batch_factor` of the live price in a batch."""
         entry = self.price_entry(*models)
@@ -125,8 +130,9 @@ class JudgeConfig:
         price_cached = entry.get("cached_input_per_mtok")
         price_cached = price_in if price_cached is None else float(price_cached)
         cached = min(max(cached, 0), prompt)
-        usd = ((prompt - cached) * price_in + cached * price_cached
-               + completion * float(entry.get("output_per_mtok", 0.0))) / 1e6
+        usd = (
+            (prompt - cached) * price_in + cached * price_cached + completion * float(entry.get("output_per_mtok", 0.0))
+        ) / 1e6
         return usd * float(entry.get("batch_factor", 0.5)) if batch else usd
 
 
@@ -148,13 +154,25 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
     parsed = validate(JudgeFile, raw, source)
     req, retry = parsed.request, parsed.retry
     return JudgeConfig(
-        default_rubric=parsed.default_rubric, temperature=float(req.temperature), max_tokens=req.max_tokens,
+        default_rubric=parsed.default_rubric,
+        temperature=float(req.temperature),
+        max_tokens=req.max_tokens,
         rationale_max_chars=req.rationale_max_chars,
-        timeout_s=float(req.timeout_s), reply_max_bytes=req.reply_max_bytes,
-        rationale_limit_chars=req.rationale_limit_chars, concurrency=req.concurrency, reask=req.reask,
-        output_mode=req.output_mode, max_input_tokens=req.max_input_tokens, attempts=retry.attempts,
-        initial_wait_s=float(retry.initial_wait_s), max_wait_s=float(retry.max_wait_s),
-        jitter_s=float(retry.jitter_s), max_retry_after_s=float(retry.max_retry_after_s),
-        batch_poll_s=float(parsed.batch.poll_s), batch_max_requests=parsed.batch.max_requests,
-        batch_max_file_bytes=parsed.batch.max_file_bytes, batch_max_wait_s=float(parsed.batch.max_wait_s),
-        prices={name: entry.model_dump() for name, entry in parsed.prices.items()})
+        timeout_s=float(req.timeout_s),
+        reply_max_bytes=req.reply_max_bytes,
+        rationale_limit_chars=req.rationale_limit_chars,
+        concurrency=req.concurrency,
+        reask=req.reask,
+        output_mode=req.output_mode,
+        max_input_tokens=req.max_input_tokens,
+        attempts=retry.attempts,
+        initial_wait_s=float(retry.initial_wait_s),
+        max_wait_s=float(retry.max_wait_s),
+        jitter_s=float(retry.jitter_s),
+        max_retry_after_s=float(retry.max_retry_after_s),
+        batch_poll_s=float(parsed.batch.poll_s),
+        batch_max_requests=parsed.batch.max_requests,
+        batch_max_file_bytes=parsed.batch.max_file_bytes,
+        batch_max_wait_s=float(parsed.batch.max_wait_s),
+        prices={name: entry.model_dump() for name, entry in parsed.prices.items()},
+    )

@@ -11,10 +11,11 @@ sent: the caller records a judge_error with the token count and the limit.
 Token counting is injected (`count(messages) -> int`): the litellm judge passes litellm's
 token_counter; this module imports neither litellm nor anything with I/O.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 MARKER_KIND = "elided"
 
@@ -28,15 +29,19 @@ class Fitted:
 
 class DoesNotFit(ValueError):
     def __init__(self, tokens: int, limit: int):
-        super().__init__(f"the prompt needs {tokens} tokens even with the transcript's middle left out; "
-                         f"the model's input limit is {limit} tokens (--max-input-tokens); not sent")
+        super().__init__(
+            f"the prompt needs {tokens} tokens even with the transcript's middle left out; "
+            f"the model's input limit is {limit} tokens (--max-input-tokens); not sent"
+        )
         self.tokens, self.limit = tokens, limit
 
 
 def marker(count: int) -> dict:
-    return {"kind": MARKER_KIND,
-            "note": f"{count} transcript events left out here to fit the judge's context window; "
-                    "do not assume anything about them"}
+    return {
+        "kind": MARKER_KIND,
+        "note": f"{count} transcript events left out here to fit the judge's context window; "
+        "do not assume anything about them",
+    }
 
 
 def shrink(bundle: dict, keep: int) -> tuple[dict, int]:
@@ -46,12 +51,13 @@ def shrink(bundle: dict, keep: int) -> tuple[dict, int]:
         return bundle, 0
     head, tail = (keep + 1) // 2, keep // 2
     left_out = len(events) - head - tail
-    kept = events[:head] + [marker(left_out)] + (events[len(events) - tail:] if tail else [])
+    kept = events[:head] + [marker(left_out)] + (events[len(events) - tail :] if tail else [])
     return dict(bundle, transcript=kept), left_out
 
 
-def fit(bundle: dict, render: Callable[[dict], list[dict]], count: Callable[[list[dict]], int],
-        limit: int | None) -> Fitted:
+def fit(
+    bundle: dict, render: Callable[[dict], list[dict]], count: Callable[[list[dict]], int], limit: int | None
+) -> Fitted:
     """The bundle as it will be sent under `limit` prompt tokens (None: no known limit, nothing
     is counted and `tokens` is None)."""
     if limit is None:

@@ -36,6 +36,7 @@ repaired into a score.
 Every reply is redacted (judges/redaction.py) before anything reads it, so what is parsed,
 stored and cached is one and the same text.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -59,15 +60,15 @@ from pydantic import ValidationError  # noqa: E402
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt  # noqa: E402
 
 from evalkit.judges import output_modes as modes  # noqa: E402
+from evalkit.judges import transport  # noqa: E402
 from evalkit.judges.concurrency import request_slot  # noqa: E402
 from evalkit.judges.config import JudgeConfig, load_config  # noqa: E402
 from evalkit.judges.context import DoesNotFit, fit  # noqa: E402
 from evalkit.judges.prompt import reask_message, render_messages, reply_excerpt  # noqa: E402
 from evalkit.judges.prompt_layout import with_cache_marks  # noqa: E402
 from evalkit.judges.protocol import Annotation, JudgeFatalError, JudgeSetupError  # noqa: E402
-from evalkit.judges.rubrics import Rubric, annotation_model, response_format  # noqa: E402
 from evalkit.judges.redaction import redact, redact_value, register_secret  # noqa: E402
-from evalkit.judges import transport  # noqa: E402
+from evalkit.judges.rubrics import Rubric, annotation_model, response_format  # noqa: E402
 
 # litellm imports provider modules lazily, on the first call; their pydantic types warn about
 # themselves, which says nothing to an evalkit user
@@ -82,11 +83,17 @@ logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)
 logging.getLogger("litellm").setLevel(logging.CRITICAL)
 
 _TRANSIENT = (
-    litellm.RateLimitError, litellm.InternalServerError, litellm.ServiceUnavailableError,
-    litellm.BadGatewayError, litellm.Timeout, litellm.APIConnectionError,
+    litellm.RateLimitError,
+    litellm.InternalServerError,
+    litellm.ServiceUnavailableError,
+    litellm.BadGatewayError,
+    litellm.Timeout,
+    litellm.APIConnectionError,
 )
 _FATAL = (
-    litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.BadRequestError,
+    litellm.AuthenticationError,
+    litellm.PermissionDeniedError,
+    litellm.BadRequestError,
     litellm.NotFoundError,
 )
 
@@ -133,8 +140,9 @@ class AttemptTimedOut(Exception):
     """No complete reply within the attempt's deadline (retried, as a timeout is)."""
 
     def __init__(self, seconds: float):
-        super().__init__(f"Timeout: no complete reply within {seconds:g} s (connect, headers and body; "
-                         "[request].timeout_s)")
+        super().__init__(
+            f"Timeout: no complete reply within {seconds:g} s (connect, headers and body; [request].timeout_s)"
+        )
 
 
 class UnreadableReply(Exception):
@@ -239,9 +247,17 @@ def _key_like(name: str) -> bool:
 
 
 class LiteLLMJudge:
-    def __init__(self, model: str, *, config: JudgeConfig | None = None, api_base: str | None = None,
-                 temperature: float | None = None, api_key: str | None = None,
-                 output_mode: str | None = None, max_input_tokens: int | None = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        config: JudgeConfig | None = None,
+        api_base: str | None = None,
+        temperature: float | None = None,
+        api_key: str | None = None,
+        output_mode: str | None = None,
+        max_input_tokens: int | None = None,
+    ):
         self.config = config or load_config()
         self.requested_model = model
         self.api_base = api_base
@@ -305,8 +321,9 @@ class LiteLLMJudge:
     def _missing_keys(self, api_base: str | None = None) -> list[str]:
         """The API-key variables litellm says the provider needs and the environment lacks."""
         try:
-            missing = litellm.validate_environment(model=self.requested_model,
-                                                   api_base=api_base).get("missing_keys") or []
+            missing = (
+                litellm.validate_environment(model=self.requested_model, api_base=api_base).get("missing_keys") or []
+            )
         except Exception:
             return []
         return [name for name in missing if _key_like(name)]
@@ -320,16 +337,19 @@ class LiteLLMJudge:
                 with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=5.0):
                     pass
             except ConnectionRefusedError:
-                raise JudgeSetupError(f"nothing listening at {self.api_base} (connection refused): start the "
-                                      "server or fix --api-base") from None
+                raise JudgeSetupError(
+                    f"nothing listening at {self.api_base} (connection refused): start the server or fix --api-base"
+                ) from None
             except OSError:
                 pass  # DNS, a firewall, a timeout: let the request say what it is
         if self._api_key:
             return
         keys = self._missing_keys(self.api_base)
         if keys:
-            raise JudgeSetupError(f"no API key for {self.model}: set {' or '.join(keys)} in the environment "
-                                  f"(litellm reads it for provider {self.provider or 'unknown'})")
+            raise JudgeSetupError(
+                f"no API key for {self.model}: set {' or '.join(keys)} in the environment "
+                f"(litellm reads it for provider {self.provider or 'unknown'})"
+            )
 
     # -- the HTTP client --------------------------------------------------------------------------
     def _key(self) -> str | None:
@@ -346,10 +366,19 @@ class LiteLLMJudge:
             import openai
 
             http = transport.http_client(self.config.reply_max_bytes, self.config.timeout_s)
-            base = self.api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") \
+            base = (
+                self.api_base
+                or os.environ.get("OPENAI_BASE_URL")
+                or os.environ.get("OPENAI_API_BASE")
                 or "https://api.openai.com/v1"
-            self._http = (loop, http, openai.AsyncOpenAI(api_key=self._key(), base_url=base, max_retries=0,
-                                                          timeout=self.config.timeout_s, http_client=http))
+            )
+            self._http = (
+                loop,
+                http,
+                openai.AsyncOpenAI(
+                    api_key=self._key(), base_url=base, max_retries=0, timeout=self.config.timeout_s, http_client=http
+                ),
+            )
         return self._http[1:]
 
     async def aclose(self) -> None:
@@ -371,14 +400,22 @@ class LiteLLMJudge:
                 if seen.refused is not None:
                     raise seen.refused from None
                 if seen.status == 200 and seen.body is not None:  # sent whole, then not understood
-                    raise UnreadableReply(modes.body_problem(seen.body) or
-                                          f"the server's reply could not be read: {_one_line(exc)}") from None
+                    raise UnreadableReply(
+                        modes.body_problem(seen.body) or f"the server's reply could not be read: {_one_line(exc)}"
+                    ) from None
                 raise
 
     # -- one HTTP request with transport retries --------------------------------------------
     async def _complete(self, messages: list[dict], shape: dict, counters: dict):
-        kwargs = dict(model=self.requested_model, messages=messages, timeout=self.config.timeout_s,
-                      num_retries=0, max_retries=0, **shape, **self.params)
+        kwargs = dict(
+            model=self.requested_model,
+            messages=messages,
+            timeout=self.config.timeout_s,
+            num_retries=0,
+            max_retries=0,
+            **shape,
+            **self.params,
+        )
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self._api_key:
@@ -391,8 +428,11 @@ class LiteLLMJudge:
             counters["retries"] += 1
 
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.config.attempts), wait=_Wait(self.config),
-            retry=retry_if_exception(is_transient), before_sleep=before_sleep, reraise=True,
+            stop=stop_after_attempt(self.config.attempts),
+            wait=_Wait(self.config),
+            retry=retry_if_exception(is_transient),
+            before_sleep=before_sleep,
+            reraise=True,
         )
         async for attempt in retrying:
             with attempt:
@@ -404,8 +444,7 @@ class LiteLLMJudge:
         """USD for one response: the configured price if any (cached input at its own price), else
         litellm's own figure (computed during the call from its price map, which bills cached input
         as the provider does), else None — unknown, never silently zero."""
-        priced = self.config.priced((self.requested_model, self.model), prompt_tokens, cached_tokens,
-                                    completion_tokens)
+        priced = self.config.priced((self.requested_model, self.model), prompt_tokens, cached_tokens, completion_tokens)
         if priced is not None:
             return priced
         hidden = getattr(response, "_hidden_params", None) or {}
@@ -423,8 +462,9 @@ class LiteLLMJudge:
     def sent_schema(self, rubric: Rubric, mode: str) -> dict | None:
         """The schema a request in `mode` carries (json_object_schema: the grammar-friendly
         narrowing, bounded by the reply budget; see output_modes.grammar_schema)."""
-        return modes.sent_schema(mode, response_format(rubric), self.params.get("max_tokens"),
-                                 self.config.rationale_max_chars)
+        return modes.sent_schema(
+            mode, response_format(rubric), self.params.get("max_tokens"), self.config.rationale_max_chars
+        )
 
     def sent_schema_hashes(self, rubric: Rubric) -> dict[str, str]:
         """sha256 of the schema sent in each mode where it is not the rubric's own: part of the
@@ -452,8 +492,12 @@ class LiteLLMJudge:
         return int(litellm.token_counter(model=self.requested_model, messages=messages + extra))
 
     def _fit(self, bundle: dict, rubric: Rubric, mode: str, shape: dict):
-        return fit(bundle, lambda b: self._messages(b, rubric, mode),
-                   lambda msgs: self.count_tokens(msgs, shape), self.max_input_tokens)
+        return fit(
+            bundle,
+            lambda b: self._messages(b, rubric, mode),
+            lambda msgs: self.count_tokens(msgs, shape),
+            self.max_input_tokens,
+        )
 
     # -- errors a person can act on ---------------------------------------------------------------
     async def _offered_models(self, exc: BaseException) -> list[str] | None:
@@ -468,15 +512,17 @@ class LiteLLMJudge:
             return f"nothing listening at {where} (connection refused): start the server or fix --api-base"
         if is_missing_key(exc) or isinstance(exc, litellm.AuthenticationError):
             missing = self._missing_keys()
-            hint = f"set {' or '.join(missing)}" if missing and is_missing_key(exc) else \
-                "check the API key in the environment"
+            hint = (
+                f"set {' or '.join(missing)}"
+                if missing and is_missing_key(exc)
+                else "check the API key in the environment"
+            )
             return f"{self.model}: {_describe(exc)} — not retried; {hint}"
         if isinstance(exc, litellm.NotFoundError) and self.api_base:
             ids = offered
             name = self.requested_model.split("/", 1)[-1]
             if ids:
-                return (f"{self.api_base} has no model {name!r}; it offers: {', '.join(ids)} "
-                        f"(use --model openai/<id>)")
+                return f"{self.api_base} has no model {name!r}; it offers: {', '.join(ids)} (use --model openai/<id>)"
             return f"{self.api_base} has no model {name!r} (404: {_server_says(exc)})"
         return f"{self.model}: {_describe(exc)} — not retried; check the model name, --api-base and the API key"
 
@@ -485,7 +531,9 @@ class LiteLLMJudge:
         rationale = values.get("rationale")
         limit = self.config.rationale_limit_chars
         if isinstance(rationale, str) and len(rationale) > limit:
-            return f"rationale: {len(rationale)} characters, over the limit of {limit} ([request].rationale_limit_chars)"
+            return (
+                f"rationale: {len(rationale)} characters, over the limit of {limit} ([request].rationale_limit_chars)"
+            )
         return None
 
     def check_reply(self, model_cls, mode: str, text: str) -> tuple[dict | None, str, str | None]:
@@ -495,8 +543,11 @@ class LiteLLMJudge:
         try:
             values = model_cls.model_validate_json(modes.extract_json(mode, raw)).model_dump(mode="json")
         except ValidationError as exc:
-            return None, raw, "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:8])
+            return (
+                None,
+                raw,
+                "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:8]),
+            )
         cleaned = redact_value(values)
         if cleaned != values:  # a key written with JSON escapes: store what was parsed
             values, raw = cleaned, json.dumps(cleaned, ensure_ascii=False)
@@ -513,10 +564,14 @@ class LiteLLMJudge:
         if self.provider == "openai":
             return None
         if self.provider == "anthropic":
-            return (f"{self.model}: litellm cannot create Anthropic message batches yet (its create_batch "
-                    "transformation is not implemented); judge without --batch (prompt caching still applies)")
-        return (f"{self.model}: --batch needs the OpenAI Batch API (openai/<model>, or an OpenAI-compatible "
-                f"--api-base server); provider {self.provider or 'unknown'} has none in litellm")
+            return (
+                f"{self.model}: litellm cannot create Anthropic message batches yet (its create_batch "
+                "transformation is not implemented); judge without --batch (prompt caching still applies)"
+            )
+        return (
+            f"{self.model}: --batch needs the OpenAI Batch API (openai/<model>, or an OpenAI-compatible "
+            f"--api-base server); provider {self.provider or 'unknown'} has none in litellm"
+        )
 
     def _batch_kwargs(self) -> dict:
         kwargs: dict = {"custom_llm_provider": "openai", "timeout": self.config.timeout_s, "max_retries": 0}
@@ -527,13 +582,15 @@ class LiteLLMJudge:
         return kwargs
 
     async def batch_upload(self, data: bytes, name: str) -> str:
-        made = await litellm.acreate_file(file=(name, data, "application/jsonl"), purpose="batch",
-                                          **self._batch_kwargs())
+        made = await litellm.acreate_file(
+            file=(name, data, "application/jsonl"), purpose="batch", **self._batch_kwargs()
+        )
         return str(made.id)
 
     async def batch_create(self, file_id: str) -> dict:
-        made = await litellm.acreate_batch(completion_window="24h", endpoint="/v1/chat/completions",
-                                           input_file_id=file_id, **self._batch_kwargs())
+        made = await litellm.acreate_batch(
+            completion_window="24h", endpoint="/v1/chat/completions", input_file_id=file_id, **self._batch_kwargs()
+        )
         return _as_dict(made)
 
     async def batch_retrieve(self, batch_id: str) -> dict:
@@ -557,13 +614,18 @@ class LiteLLMJudge:
         """(request body, request record, elided events) for a batch file in the current mode,
         built exactly as a live request would be; an Annotation when the bundle cannot fit."""
         mode = self.output_mode
-        shape = modes.request_shape(mode, response_format(rubric), self.params.get("max_tokens"),
-                                    self.config.rationale_max_chars)
+        shape = modes.request_shape(
+            mode, response_format(rubric), self.params.get("max_tokens"), self.config.rationale_max_chars
+        )
         try:
             fitted = self._fit(bundle, rubric, mode, shape)
         except DoesNotFit as exc:
-            return Annotation(status="judge_error", error=str(exc), output_mode=mode,
-                              request={"model": self.model, "output_mode": mode, "params": dict(self.params)})
+            return Annotation(
+                status="judge_error",
+                error=str(exc),
+                output_mode=mode,
+                request={"model": self.model, "output_mode": mode, "params": dict(self.params)},
+            )
         messages = self._messages(fitted.bundle, rubric, mode)
         body = {"model": self.model.split("/", 1)[-1], "messages": messages, **shape, **self.params}
         record = {"model": self.model, "messages": messages, "output_mode": mode, **shape, "params": dict(self.params)}
@@ -602,8 +664,7 @@ class LiteLLMJudge:
         """The input cost of one batch request before it is sent (its prompt tokens, uncached)."""
         shape = {k: v for k, v in body.items() if k == "tools"}
         tokens = self.count_tokens(body["messages"], shape)
-        return self.batch_cost({"prompt_tokens": tokens, "completion_tokens": 0, "total_tokens": tokens},
-                               tokens, 0, 0)
+        return self.batch_cost({"prompt_tokens": tokens, "completion_tokens": 0, "total_tokens": tokens}, tokens, 0, 0)
 
     async def annotate(self, bundle: dict, rubric: Rubric) -> Annotation:
         if not self._settled:
@@ -626,10 +687,20 @@ class LiteLLMJudge:
 
         def finish(status: str, **extra) -> Annotation:  # the Annotation redacts the request and error
             return Annotation(
-                status=status, raw_response=raw, request=request,
-                prompt_tokens=tokens[0], completion_tokens=tokens[1], cached_tokens=tokens[2], cost_usd=cost,
-                latency_ms=(time.perf_counter() - start) * 1000.0, attempts=counters["attempts"],
-                retries=counters["retries"], output_mode=mode, elided_events=elided[0], **extra)
+                status=status,
+                raw_response=raw,
+                request=request,
+                prompt_tokens=tokens[0],
+                completion_tokens=tokens[1],
+                cached_tokens=tokens[2],
+                cost_usd=cost,
+                latency_ms=(time.perf_counter() - start) * 1000.0,
+                attempts=counters["attempts"],
+                retries=counters["retries"],
+                output_mode=mode,
+                elided_events=elided[0],
+                **extra,
+            )
 
         def step_down(to: str, note: str) -> None:
             if self.output_mode == mode:  # another call may have stepped already
@@ -640,8 +711,9 @@ class LiteLLMJudge:
         messages: list[dict] = []
         fresh = True  # build the prompt for `mode` (again) before the next request
         for _ in range(len(modes.MODES) + self.config.reask + 1):
-            shape = modes.request_shape(mode, base_format, self.params.get("max_tokens"),
-                                        self.config.rationale_max_chars)
+            shape = modes.request_shape(
+                mode, base_format, self.params.get("max_tokens"), self.config.rationale_max_chars
+            )
             if fresh:
                 try:
                     fitted = self._fit(bundle, rubric, mode, shape)
@@ -651,13 +723,19 @@ class LiteLLMJudge:
                 elided[0] = fitted.elided_events
                 messages = self._messages(fitted.bundle, rubric, mode)
                 fresh = False
-            request = {"model": self.model, "messages": messages, "output_mode": mode, **shape,
-                       "params": dict(self.params)}
+            request = {
+                "model": self.model,
+                "messages": messages,
+                "output_mode": mode,
+                **shape,
+                "params": dict(self.params),
+            }
             try:
                 response = await self._complete(messages, shape, counters)
             except litellm.ContextWindowExceededError as exc:
-                return finish("judge_error", error=f"{_describe(exc)} (set --max-input-tokens below the "
-                                                   "server's context size)")
+                return finish(
+                    "judge_error", error=f"{_describe(exc)} (set --max-input-tokens below the server's context size)"
+                )
             except AttemptTimedOut as exc:
                 return finish("judge_error", error=f"after {counters['attempts']} attempts: {exc}")
             except (transport.ReplyRefused, UnreadableReply) as exc:
@@ -668,21 +746,25 @@ class LiteLLMJudge:
                 refused = rejected_parameter(exc)
                 if refused is not None:
                     said = _server_says(exc)
-                    after = modes.next_mode(mode, refused, error_text(exc)) \
-                        if self.mode_setting == modes.AUTO else None
+                    after = modes.next_mode(mode, refused, error_text(exc)) if self.mode_setting == modes.AUTO else None
                     head = f"{self.api_base or self.model} refused {refused} in {mode} mode ({said})"
                     if after is None:
-                        hint = "no output mode is left to try" if self.mode_setting == modes.AUTO else \
-                            f"try --output-mode {modes.next_mode(mode, refused, error_text(exc)) or 'prompt'} " \
+                        hint = (
+                            "no output mode is left to try"
+                            if self.mode_setting == modes.AUTO
+                            else f"try --output-mode {modes.next_mode(mode, refused, error_text(exc)) or 'prompt'} "
                             "or --output-mode auto"
+                        )
                         raise JudgeFatalError(f"{head}; {hint}", finish("judge_error", error=head)) from None
                     step_down(after, f"{head}; trying {after} mode next")
                     mode, fresh = (self.output_mode if self.output_mode != mode else after), True
                     continue
                 if not (isinstance(exc, _FATAL) or is_missing_key(exc) or connection_refused(exc)):
                     return finish("judge_error", error=f"after {counters['attempts']} attempts: {_describe(exc)}")
-                raise JudgeFatalError(self._fatal_message(exc, await self._offered_models(exc)),
-                                      finish("judge_error", error=_describe(exc))) from None
+                raise JudgeFatalError(
+                    self._fatal_message(exc, await self._offered_models(exc)),
+                    finish("judge_error", error=_describe(exc)),
+                ) from None
             self._settled = True
             self.accepted_mode = mode  # the server took this request shape, whatever the model answered
             usage = getattr(response, "usage", None)
@@ -690,8 +772,9 @@ class LiteLLMJudge:
             c_tok = modes.token_count(getattr(usage, "completion_tokens", 0) or 0)
             k_tok = modes.token_count(cached_tokens(usage))
             tokens = [None if t is None or n is None else t + n for t, n in zip(tokens, (p_tok, c_tok, k_tok))]
-            call_cost = self._cost(response, p_tok, c_tok, k_tok or 0) \
-                if p_tok is not None and c_tok is not None else None
+            call_cost = (
+                self._cost(response, p_tok, c_tok, k_tok or 0) if p_tok is not None and c_tok is not None else None
+            )
             cost = None if cost is None or call_cost is None else cost + call_cost
             choices = getattr(response, "choices", None) or []
             if not choices:
@@ -704,17 +787,21 @@ class LiteLLMJudge:
             if values is None:
                 if modes.ignored_format(mode, raw):
                     if self.mode_setting == modes.AUTO:
-                        step_down("prompt", f"{self.api_base or self.model} ignored {mode} mode (a prose reply "
-                                            "around JSON); trying prompt mode next")
+                        step_down(
+                            "prompt",
+                            f"{self.api_base or self.model} ignored {mode} mode (a prose reply "
+                            "around JSON); trying prompt mode next",
+                        )
                         mode, fresh = "prompt", True
                         continue
-                    problem += f" (the reply is prose around JSON: the server seems to ignore {mode} mode; " \
-                               "try --output-mode prompt)"
+                    problem += (
+                        f" (the reply is prose around JSON: the server seems to ignore {mode} mode; "
+                        "try --output-mode prompt)"
+                    )
             if problem is not None:
                 if ask < self.config.reask:
                     ask += 1
-                    messages = messages + [{"role": "assistant", "content": reply_excerpt(raw)},
-                                           reask_message(problem)]
+                    messages = messages + [{"role": "assistant", "content": reply_excerpt(raw)}, reask_message(problem)]
                     continue
                 return finish("judge_error", error=f"invalid reply after {ask + 1} asks: {problem}")
             return finish("ok", values=values)

@@ -17,14 +17,15 @@ is requested and located, never what counts as a valid answer:
 the mode to try next; `rejected_parameter` says whether an error is such a refusal at all. Pure
 functions of their arguments: no I/O, no litellm.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import re
-
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 AUTO = "auto"
 TOOL_NAME = "submit_annotation"
@@ -53,20 +54,38 @@ class OutputMode:
 
 
 def _tool_request(_format: dict, schema: dict | None) -> dict:
-    return {"tools": [{"type": "function", "function": {
-                "name": TOOL_NAME, "description": "Submit the graded annotation of the run.",
-                "parameters": schema}}],
-            "tool_choice": {"type": "function", "function": {"name": TOOL_NAME}}}
+    return {
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": TOOL_NAME,
+                    "description": "Submit the graded annotation of the run.",
+                    "parameters": schema,
+                },
+            }
+        ],
+        "tool_choice": {"type": "function", "function": {"name": TOOL_NAME}},
+    }
 
 
 _RESPONSE_FORMAT = frozenset({"response_format", "response_format.type"})
 TABLE: tuple[OutputMode, ...] = (
-    OutputMode("json_schema", lambda fmt, _schema: {"response_format": fmt}, "rubric", False,
-               uses=_RESPONSE_FORMAT),
-    OutputMode("json_object_schema", lambda _fmt, schema: {"response_format": {"type": "json_object", "schema": schema}},
-               "grammar", True, uses=_RESPONSE_FORMAT | {"response_format.schema"}),
-    OutputMode("json_object", lambda _fmt, _schema: {"response_format": {"type": "json_object"}}, None, True,
-               uses=_RESPONSE_FORMAT),
+    OutputMode("json_schema", lambda fmt, _schema: {"response_format": fmt}, "rubric", False, uses=_RESPONSE_FORMAT),
+    OutputMode(
+        "json_object_schema",
+        lambda _fmt, schema: {"response_format": {"type": "json_object", "schema": schema}},
+        "grammar",
+        True,
+        uses=_RESPONSE_FORMAT | {"response_format.schema"},
+    ),
+    OutputMode(
+        "json_object",
+        lambda _fmt, _schema: {"response_format": {"type": "json_object"}},
+        None,
+        True,
+        uses=_RESPONSE_FORMAT,
+    ),
     OutputMode("tool", _tool_request, "rubric", False, reads="tool_call", uses=frozenset({"tools", "tool_choice"})),
     OutputMode("prompt", lambda _fmt, _schema: {}, None, True, finds_object=True),
 )
@@ -94,9 +113,14 @@ def schema_in_prompt(mode: str) -> bool:
 
 def schema_instruction(schema: dict) -> dict:
     """The extra user message stating the schema, for the modes where the server may not see it."""
-    return {"role": "user", "content": (
-        "Your reply must be one JSON object valid against this JSON Schema (no other text):\n"
-        + json.dumps(schema, sort_keys=True, ensure_ascii=False) + "\n")}
+    return {
+        "role": "user",
+        "content": (
+            "Your reply must be one JSON object valid against this JSON Schema (no other text):\n"
+            + json.dumps(schema, sort_keys=True, ensure_ascii=False)
+            + "\n"
+        ),
+    }
 
 
 # The default bound on free text in a grammar, in characters (configs/judge.toml: rationale_max_chars)
@@ -172,14 +196,16 @@ def text_budget(schema: dict, max_tokens: int | None, text_chars: int) -> int:
         return text_chars
     props = (schema.get("properties") or {}).items()
     texts = [name for name, prop in props if _free_text(prop)]
-    fixed = 2 + sum(len(json.dumps(name)) + 2 + _SPACE_PER_FIELD + (2 if name in texts else _widest(prop))
-                    for name, prop in props)
+    fixed = 2 + sum(
+        len(json.dumps(name)) + 2 + _SPACE_PER_FIELD + (2 if name in texts else _widest(prop)) for name, prop in props
+    )
     room = (max_tokens - fixed) // max(1, len(texts))
     return max(1, min(text_chars, room))
 
 
-def sent_schema(mode: str, json_schema_format: dict, max_tokens: int | None = None,
-                text_chars: int | None = None) -> dict | None:
+def sent_schema(
+    mode: str, json_schema_format: dict, max_tokens: int | None = None, text_chars: int | None = None
+) -> dict | None:
     """The schema a request in `mode` carries (None: the mode sends none). Only json_object_schema
     sends something other than the rubric's own schema: its grammar-friendly narrowing."""
     schema = json_schema_format["json_schema"]["schema"]
@@ -190,8 +216,9 @@ def sent_schema(mode: str, json_schema_format: dict, max_tokens: int | None = No
     return schema if sends == "rubric" else None
 
 
-def request_shape(mode: str, json_schema_format: dict, max_tokens: int | None = None,
-                  text_chars: int | None = None) -> dict:
+def request_shape(
+    mode: str, json_schema_format: dict, max_tokens: int | None = None, text_chars: int | None = None
+) -> dict:
     """The keyword arguments a mode adds to a chat-completions request.
 
     `json_schema_format` is the rubric's `{"type": "json_schema", "json_schema": {...}}`;
@@ -298,7 +325,7 @@ def first_json_object(text: str) -> str | None:
             elif ch == "}":
                 depth -= 1
                 if depth == 0:
-                    candidate = text[start:i + 1]
+                    candidate = text[start : i + 1]
                     if _parses(candidate):
                         return candidate
                     end = i
@@ -345,7 +372,9 @@ _VALIDATION = re.compile(
     r"(input should be|extra (inputs|fields?) (are|is) not permitted|not permitted|not supported|"
     r"unsupported|unrecognized|unknown (field|parameter|argument)|invalid (value|parameter|type)|"
     r"is not (one of|a valid|allowed)|must be one of|field required|validation error|"
-    r"does not support|not allowed|unexpected)", re.IGNORECASE)
+    r"does not support|not allowed|unexpected)",
+    re.IGNORECASE,
+)
 _PARAMS = (
     ("response_format.schema", re.compile(r"response_format\W+schema|'schema'|\"schema\"", re.I)),
     ("response_format.type", re.compile(r"response_format\W+type|json_schema|'json_object'", re.I)),
@@ -379,7 +408,7 @@ def next_mode(mode: str, parameter: str, text: str = "") -> str | None:
     response_format; one that refuses response_format itself skips to tools; one that refuses
     tools (or the tool_choice) skips to the prompt."""
     order = list(MODES)
-    later = [BY_NAME[m] for m in order[order.index(mode) + 1:]] if mode in order else []
+    later = [BY_NAME[m] for m in order[order.index(mode) + 1 :]] if mode in order else []
     allows_object = "json_object" in text
 
     def without(*params: str) -> list[OutputMode]:

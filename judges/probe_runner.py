@@ -13,10 +13,12 @@ A probe case is any object with ``probe``, ``run_id``, ``bundle`` and ``bundle_h
 `max_cost` bounds both passes together. A rerun sends no request: both passes are served from
 the cache.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from evalkit.db.probes import ProbeTables
 from evalkit.judges.api import _judges, _preflight, _setup, build_items, key_material
@@ -40,8 +42,14 @@ class ProbeJudging:
 
 
 def probe_annotation_id(*, run_id: str, probe: str, model: str, rubric: Rubric) -> str:
-    return annotation_id(run_id=run_id, model=model, rubric_id=rubric.id, rubric_version=rubric.version,
-                         blind=True, replicate_tag=f"probe:{probe}")
+    return annotation_id(
+        run_id=run_id,
+        model=model,
+        rubric_id=rubric.id,
+        rubric_version=rubric.version,
+        blind=True,
+        replicate_tag=f"probe:{probe}",
+    )
 
 
 def probe_items(cases: Iterable[Any], judges: list, rubric: Rubric, store: ProbeTables) -> list[WorkItem]:
@@ -55,18 +63,40 @@ def probe_items(cases: Iterable[Any], judges: list, rubric: Rubric, store: Probe
             ann_id = probe_annotation_id(run_id=case.run_id, probe=case.probe, model=judge.model, rubric=rubric)
             store.expect(ann_id, case.probe)
             material = material_for(judge, case.bundle_hash, blind=True, extra=None)
-            items.append(WorkItem(run_id=case.run_id, bundle_hash=case.bundle_hash, bundle=case.bundle, judge=judge,
-                                  key_material=material, annotation_id=ann_id, replicate_tag="0", blind=True))
+            items.append(
+                WorkItem(
+                    run_id=case.run_id,
+                    bundle_hash=case.bundle_hash,
+                    bundle=case.bundle,
+                    judge=judge,
+                    key_material=material,
+                    annotation_id=ann_id,
+                    replicate_tag="0",
+                    blind=True,
+                )
+            )
     return items
 
 
-async def aprobe_cases(cards: Iterable[Any], cases: Iterable[Any], models: Iterable[str], *, db: str,
-                       rubric: str | Rubric | None = None, concurrency: int | None = None,
-                       api_base: str | None = None, temperature: float | None = None,
-                       max_cost: float | None = None, refresh: bool = False,
-                       config: JudgeConfig | dict | None = None, config_path: str | None = None,
-                       progress: bool | None = False, api_key: str | None = None,
-                       output_mode: str | None = None, max_input_tokens: int | None = None) -> ProbeJudging:
+async def aprobe_cases(
+    cards: Iterable[Any],
+    cases: Iterable[Any],
+    models: Iterable[str],
+    *,
+    db: str,
+    rubric: str | Rubric | None = None,
+    concurrency: int | None = None,
+    api_base: str | None = None,
+    temperature: float | None = None,
+    max_cost: float | None = None,
+    refresh: bool = False,
+    config: JudgeConfig | dict | None = None,
+    config_path: str | None = None,
+    progress: bool | None = False,
+    api_key: str | None = None,
+    output_mode: str | None = None,
+    max_input_tokens: int | None = None,
+) -> ProbeJudging:
     """Judge the original ``cards`` and the probe ``cases`` (see the module docstring)."""
     cases = list(cases)
     cfg, rub, store = _setup(db, rubric, config, config_path)
@@ -74,9 +104,16 @@ async def aprobe_cases(cards: Iterable[Any], cases: Iterable[Any], models: Itera
         judges = _judges(models, cfg, api_base, temperature, api_key, store, output_mode, max_input_tokens)
         _preflight(judges)
         items, skipped = build_items(cards, judges, rub, store)
-        _, originals = await run_items(items, rub, store, concurrency=concurrency or cfg.concurrency,
-                                       max_cost=max_cost, refresh=refresh, progress=progress,
-                                       summary=Summary(skipped=skipped))
+        _, originals = await run_items(
+            items,
+            rub,
+            store,
+            concurrency=concurrency or cfg.concurrency,
+            max_cost=max_cost,
+            refresh=refresh,
+            progress=progress,
+            summary=Summary(skipped=skipped),
+        )
     finally:
         store.close()
     left = None if max_cost is None else max(0.0, max_cost - originals.cost_usd)
@@ -87,18 +124,32 @@ async def aprobe_cases(cards: Iterable[Any], cases: Iterable[Any], models: Itera
             if callable(start_from):
                 start_from(probe_store.remembered_mode(judge.model, getattr(judge, "api_base", None)))
         if originals.fatal or originals.stopped:
-            answers, probes = [], Summary(items=len(cases) * len(judges), not_run=len(cases) * len(judges),
-                                          stopped=originals.fatal or originals.stopped)
+            answers, probes = (
+                [],
+                Summary(
+                    items=len(cases) * len(judges),
+                    not_run=len(cases) * len(judges),
+                    stopped=originals.fatal or originals.stopped,
+                ),
+            )
         else:
             items = probe_items(cases, judges, rub, probe_store)
-            results, probes = await run_items(items, rub, probe_store, concurrency=concurrency or cfg.concurrency,
-                                              max_cost=left, refresh=refresh, progress=progress)
+            results, probes = await run_items(
+                items,
+                rub,
+                probe_store,
+                concurrency=concurrency or cfg.concurrency,
+                max_cost=left,
+                refresh=refresh,
+                progress=progress,
+            )
             probe_of = {id(item): case.probe for item, case in zip(items, cases * len(judges))}
             answers = [{"probe": probe_of[id(item)], **result} for item, result in zip(items, results)]
     finally:
         probe_store.close()
-    return ProbeJudging(rubric=rub, models=[j.model for j in judges], originals=originals, probes=probes,
-                        answers=answers)
+    return ProbeJudging(
+        rubric=rub, models=[j.model for j in judges], originals=originals, probes=probes, answers=answers
+    )
 
 
 def probe_cases(cards: Iterable[Any], cases: Iterable[Any], models: Iterable[str], **options: Any) -> ProbeJudging:

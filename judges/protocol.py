@@ -22,11 +22,13 @@ the prefix chosen in `--model` (`myjudge:some-model` calls `factory("some-model"
 A model string whose prefix is not a registered plugin goes to the built-in litellm judge, so
 litellm strings with colons (`ollama/llama3:8b`) keep working; `litellm:` forces the built-in.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from evalkit.judges.redaction import redact, redact_value
 from evalkit.judges.rubrics import Rubric
@@ -37,21 +39,21 @@ LITELLM_ONLY = ("output_mode", "max_input_tokens")  # options a plugin factory i
 
 @dataclass
 class Annotation:
-    status: str                        # "ok" | "judge_error"
-    values: dict | None = None         # validated reply (one key per rubric field) when ok
-    raw_response: str | None = None    # the last raw reply text, kept for failures too
+    status: str  # "ok" | "judge_error"
+    values: dict | None = None  # validated reply (one key per rubric field) when ok
+    raw_response: str | None = None  # the last raw reply text, kept for failures too
     error: str | None = None
     request: dict = field(default_factory=dict)  # what was sent, JSON-able, never a secret
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cost_usd: float | None = None
     latency_ms: float | None = None
-    attempts: int = 0                  # HTTP requests made (retries and re-asks included)
-    retries: int = 0                   # of which transport retries (429, 5xx, timeouts)
-    output_mode: str | None = None     # how structured output was asked for (judges/output_modes.py)
-    elided_events: int = 0             # transcript events left out to fit the context window
-    cached_tokens: int | None = None   # of prompt_tokens, read from the provider's prompt cache
-    batch_id: str | None = None        # the provider batch that answered (None: a live call)
+    attempts: int = 0  # HTTP requests made (retries and re-asks included)
+    retries: int = 0  # of which transport retries (429, 5xx, timeouts)
+    output_mode: str | None = None  # how structured output was asked for (judges/output_modes.py)
+    elided_events: int = 0  # transcript events left out to fit the context window
+    cached_tokens: int | None = None  # of prompt_tokens, read from the provider's prompt cache
+    batch_id: str | None = None  # the provider batch that answered (None: a live call)
 
     def __post_init__(self) -> None:
         # whatever judge made it (a plugin too), nothing it carries reaches the database unredacted;
@@ -123,8 +125,9 @@ def make_judge(model: str, **options: Any) -> Judge:
                 plugin_options = {k: v for k, v in options.items() if k not in LITELLM_ONLY}
                 judge = factory(rest, **plugin_options)
                 if not isinstance(judge, Judge):
-                    raise UnknownJudgeError(f"judge plugin {prefix!r} returned {type(judge).__name__}, "
-                                            "which lacks model/params/annotate")
+                    raise UnknownJudgeError(
+                        f"judge plugin {prefix!r} returned {type(judge).__name__}, which lacks model/params/annotate"
+                    )
                 return judge
     if not model:
         raise UnknownJudgeError("empty --model")

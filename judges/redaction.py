@@ -9,6 +9,7 @@ cached raw reply are then all read from one redacted text, and a cache hit re-re
 text, so it yields the same annotation. The request (the prompt quotes the run, which may
 contain a key the agent printed) and error texts are redacted before they are stored.
 """
+
 from __future__ import annotations
 
 import os

@@ -3,13 +3,14 @@
 Rows are sorted (run, judge model, replicate) and keys are sorted, so the same results print the
 same bytes. Only the summary's latency (and which items came from the cache) varies between runs.
 """
+
 from __future__ import annotations
 
 import json
 
+from evalkit.judges.rubrics import Rubric
 from evalkit.present import Table, sanitize
 from evalkit.present.table import scalar_text
-from evalkit.judges.rubrics import Rubric
 
 
 def _cell(value) -> str:
@@ -24,8 +25,16 @@ def _rows(result) -> tuple[list[str], list[list[str]]]:
     rows = []
     for ann in sorted(result.annotations, key=_order):
         values = ann.get("values") or {}
-        rows.append([ann["run_id"], ann["judge_model"], _cell(ann.get("replicate")), ann["status"],
-                     *(_cell(values.get(d)) for d in dims), ann["source"]])
+        rows.append(
+            [
+                ann["run_id"],
+                ann["judge_model"],
+                _cell(ann.get("replicate")),
+                ann["status"],
+                *(_cell(values.get(d)) for d in dims),
+                ann["source"],
+            ]
+        )
     return header, rows
 
 
@@ -38,8 +47,7 @@ def _calls_line(s) -> str:
     runs = s.items - s.cache_hits
     line = f"calls made: {s.calls} for {runs} run{'s' if runs != 1 else ''}"
     if s.shared:
-        line += (f" ({s.shared} run{' shares' if s.shared == 1 else 's share'} an identical bundle "
-                 "with another)")
+        line += f" ({s.shared} run{' shares' if s.shared == 1 else 's share'} an identical bundle with another)"
     return line
 
 
@@ -55,10 +63,15 @@ def summary_lines(result) -> list[str]:
         f"cache hits: {s.cache_hits}",
         f"requests sent: {s.requests} (retries: {s.retries})",
         f"failures: {s.failures}",
-        f"tokens: prompt {s.prompt_tokens}" + (f" (cached {s.cached_tokens})" if s.cached_tokens else "")
+        f"tokens: prompt {s.prompt_tokens}"
+        + (f" (cached {s.cached_tokens})" if s.cached_tokens else "")
         + f", completion {s.completion_tokens}",
-        f"cost: ${s.cost_usd:.6f}" + (f" (unknown for {s.cost_unknown} calls: no litellm price and no "
-                                      "[prices] entry in configs/judge.toml)" if s.cost_unknown else ""),
+        f"cost: ${s.cost_usd:.6f}"
+        + (
+            f" (unknown for {s.cost_unknown} calls: no litellm price and no [prices] entry in configs/judge.toml)"
+            if s.cost_unknown
+            else ""
+        ),
     ]
     if lat["median_ms"] is not None:
         mean = "n/a (one call)" if lat["mean_excl_first_ms"] is None else f"{lat['mean_excl_first_ms']:.0f} ms"
@@ -67,8 +80,10 @@ def summary_lines(result) -> list[str]:
         lines.append(f"output mode: {model}: {mode}")
     lines += [f"note: {note}" for note in s.notes]
     if s.elided:
-        lines.append(f"context: {s.elided} calls had the middle of the transcript left out to fit the "
-                     "model's input limit (elided_events on the annotation)")
+        lines.append(
+            f"context: {s.elided} calls had the middle of the transcript left out to fit the "
+            "model's input limit (elided_events on the annotation)"
+        )
     for reason, count in sorted(s.skipped.items()):
         lines.append(f"skipped (not judged): {count} with {reason}")
     if s.not_run:
@@ -103,14 +118,16 @@ def annotations_json(result) -> str:
 
 
 def annotations_jsonl(result) -> str:
-    return "".join(json.dumps(a, sort_keys=True, ensure_ascii=False) + "\n"
-                   for a in sorted(result.annotations, key=_order))
+    return "".join(
+        json.dumps(a, sort_keys=True, ensure_ascii=False) + "\n" for a in sorted(result.annotations, key=_order)
+    )
 
 
 def render_dry_run(plan, fmt: str) -> str:
     if fmt in ("json", "jsonl"):
-        return json.dumps(plan.as_dict(), sort_keys=True, indent=2 if fmt == "json" else None,
-                          ensure_ascii=False) + "\n"
+        return (
+            json.dumps(plan.as_dict(), sort_keys=True, indent=2 if fmt == "json" else None, ensure_ascii=False) + "\n"
+        )
     lines = [
         "dry run: nothing was sent",
         f"models: {', '.join(plan.models)}",
@@ -122,11 +139,15 @@ def render_dry_run(plan, fmt: str) -> str:
     lines += [f"skipped (not judged): {c} with {r}" for r, c in sorted(plan.skipped.items())]
     if plan.batch is not None:
         b = plan.batch
-        lines.append(f"batch plan: {b['requests']} requests in {b['files']} file(s) (one per distinct cache key; "
-                     "[batch].max_requests and max_file_bytes per file)")
-        lines.append(f"estimated input cost (prompt tokens, uncached): live ${b['estimated_input_cost_live_usd']:.6f}, "
-                     f"batch ${b['estimated_input_cost_batch_usd']:.6f}"
-                     + (f" (no price known for {', '.join(b['unpriced_models'])})" if b["unpriced_models"] else ""))
+        lines.append(
+            f"batch plan: {b['requests']} requests in {b['files']} file(s) (one per distinct cache key; "
+            "[batch].max_requests and max_file_bytes per file)"
+        )
+        lines.append(
+            f"estimated input cost (prompt tokens, uncached): live ${b['estimated_input_cost_live_usd']:.6f}, "
+            f"batch ${b['estimated_input_cost_batch_usd']:.6f}"
+            + (f" (no price known for {', '.join(b['unpriced_models'])})" if b["unpriced_models"] else "")
+        )
     if plan.first_prompt:
         lines.append("first prompt:")
         for message in plan.first_prompt:
@@ -139,8 +160,14 @@ def render_batches(subs: list[dict], fmt: str) -> str:
     """The stored provider batches (`evalkit judge --batch-status`)."""
     keys = ("submission_id", "batch_id", "judge_model", "status", "requests", "created_at", "updated_at")
     if fmt in ("json", "jsonl"):
-        return json.dumps({"batches": [{k: s.get(k) for k in keys} for s in subs]}, sort_keys=True,
-                          indent=2 if fmt == "json" else None) + "\n"
+        return (
+            json.dumps(
+                {"batches": [{k: s.get(k) for k in keys} for s in subs]},
+                sort_keys=True,
+                indent=2 if fmt == "json" else None,
+            )
+            + "\n"
+        )
     if not subs:
         return "no batches stored\n"
     body = [[str(s.get(k) if s.get(k) is not None else "-") for k in keys] for s in subs]
@@ -150,17 +177,52 @@ def render_batches(subs: list[dict], fmt: str) -> str:
 def render_stats(rows: list[dict], fmt: str, modes: list[dict] | None = None) -> str:
     modes = modes or []
     if fmt == "json":
-        return json.dumps({"calls": rows, "output_modes": [
-            {k: m[k] for k in ("judge_model", "api_base", "output_mode")} for m in modes]},
-            sort_keys=True, indent=2) + "\n"
-    header = ["judge_model", "rubric", "status", "calls", "batch_calls", "prompt_tokens", "cached_tokens",
-              "completion_tokens", "cost_usd"]
-    body = [[r["judge_model"], f"{r['rubric_id']} v{r['rubric_version']}", r["status"], str(r["calls"]),
-             str(r["batch_calls"]), str(r["prompt_tokens"]), str(r["cached_tokens"]), str(r["completion_tokens"]),
-             "-" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"] for r in rows]
+        return (
+            json.dumps(
+                {
+                    "calls": rows,
+                    "output_modes": [{k: m[k] for k in ("judge_model", "api_base", "output_mode")} for m in modes],
+                },
+                sort_keys=True,
+                indent=2,
+            )
+            + "\n"
+        )
+    header = [
+        "judge_model",
+        "rubric",
+        "status",
+        "calls",
+        "batch_calls",
+        "prompt_tokens",
+        "cached_tokens",
+        "completion_tokens",
+        "cost_usd",
+    ]
+    body = [
+        [
+            r["judge_model"],
+            f"{r['rubric_id']} v{r['rubric_version']}",
+            r["status"],
+            str(r["calls"]),
+            str(r["batch_calls"]),
+            str(r["prompt_tokens"]),
+            str(r["cached_tokens"]),
+            str(r["completion_tokens"]),
+            "-" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}",
+        ]
+        for r in rows
+    ]
     out = "\n".join(Table(header, body).text_lines()) + "\n" if body else "cache is empty\n"
     if modes:
-        out += "\noutput modes (remembered per model and api base):\n" + "\n".join(Table(
-            ["judge_model", "api_base", "output_mode"],
-            [[m["judge_model"], m["api_base"] or "-", m["output_mode"]] for m in modes]).text_lines()) + "\n"
+        out += (
+            "\noutput modes (remembered per model and api base):\n"
+            + "\n".join(
+                Table(
+                    ["judge_model", "api_base", "output_mode"],
+                    [[m["judge_model"], m["api_base"] or "-", m["output_mode"]] for m in modes],
+                ).text_lines()
+            )
+            + "\n"
+        )
     return out

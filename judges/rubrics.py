@@ -12,6 +12,7 @@ optional `[[computed]]` entries — dimensions of the human rubric that the scor
 The text hash is the sha256 of the file's bytes, so any edit invalidates exactly that rubric's
 cache entries. This module imports pydantic only; it never imports litellm.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -110,7 +111,7 @@ class Rubric:
     instructions: str
     scale: tuple[tuple[str, str], ...]
     dimensions: tuple[Dimension, ...]
-    outcome: str | None           # the outcome question, None when the rubric judges no outcome
+    outcome: str | None  # the outcome question, None when the rubric judges no outcome
     confidence: str | None
     rationale: str
     computed: tuple[dict, ...]
@@ -157,12 +158,19 @@ def _load(path: str) -> Rubric:
     except ConfigError as exc:
         raise RubricError(exc.path, exc.line, exc.message) from None
     return Rubric(
-        id=spec.id, version=spec.version, title=spec.title if spec.title is not None else spec.id,
+        id=spec.id,
+        version=spec.version,
+        title=spec.title if spec.title is not None else spec.id,
         instructions=spec.instructions.strip(),
         scale=tuple((k, spec.scale[k]) for k in ("3", "2", "1", "0", "n/a") if k in spec.scale),
         dimensions=tuple(
-            Dimension(name=d.name, question=d.question, na=d.na, na_when=d.na_when,
-                      anchors=tuple((k, d.anchors[k]) for k in ("3", "2", "1", "0")))
+            Dimension(
+                name=d.name,
+                question=d.question,
+                na=d.na,
+                na_when=d.na_when,
+                anchors=tuple((k, d.anchors[k]) for k in ("3", "2", "1", "0")),
+            )
             for d in spec.dimensions
         ),
         outcome=spec.outcome.question if spec.outcome is not None else None,
@@ -196,8 +204,10 @@ def annotation_model(rubric: Rubric) -> type[BaseModel]:
         fields[dim.name] = (Annotated[kind, BeforeValidator(_reject_bool)], Field(description=dim.question))
     if rubric.outcome:
         fields["outcome"] = (Literal["pass", "fail"], Field(description=rubric.outcome))
-        fields["confidence"] = (Annotated[float, BeforeValidator(_reject_bool)],
-                                Field(ge=0.0, le=1.0, description=rubric.confidence or "probability"))
+        fields["confidence"] = (
+            Annotated[float, BeforeValidator(_reject_bool)],
+            Field(ge=0.0, le=1.0, description=rubric.confidence or "probability"),
+        )
     fields["rationale"] = (str, Field(min_length=1, description=rubric.rationale))
     name = "".join(part.capitalize() for part in rubric.id.split("_")) + "Annotation"
     model = create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
@@ -219,8 +229,11 @@ _FORMATS: dict[tuple[str, str], dict] = {}
 def _response_format(rubric: Rubric) -> dict:
     return {
         "type": "json_schema",
-        "json_schema": {"name": re.sub(r"[^A-Za-z0-9_-]", "_", rubric.id),
-                        "schema": annotation_model(rubric).model_json_schema(), "strict": True},
+        "json_schema": {
+            "name": re.sub(r"[^A-Za-z0-9_-]", "_", rubric.id),
+            "schema": annotation_model(rubric).model_json_schema(),
+            "strict": True,
+        },
     }
 
 

@@ -8,6 +8,7 @@ cost of this run's calls reaches it, no new call starts (calls already in flight
 stored), and the summary says so. A `JudgeFatalError` (bad key, bad request) stops scheduling the
 same way and is reported as the reason.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -17,8 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.db.judge import now_utc
 from evalkit.aggregate.per_call import median_and_mean_after_first
+from evalkit.db.judge import now_utc
 from evalkit.judges.concurrency import AdaptiveLimiter, use_limiter
 from evalkit.judges.output_modes import extract_json
 from evalkit.judges.protocol import Annotation, Judge, JudgeFatalError
@@ -49,28 +50,28 @@ class WorkItem:
 @dataclass
 class Summary:
     items: int = 0
-    calls: int = 0            # judge calls made by this run (one per item not served from cache)
-    ok: int = 0               # of which produced a valid annotation
-    cache_hits: int = 0       # answers stored by an earlier run
-    shared: int = 0           # runs whose blind bundle is identical to one called in this run
-    requests: int = 0         # HTTP requests, retries and re-asks included
+    calls: int = 0  # judge calls made by this run (one per item not served from cache)
+    ok: int = 0  # of which produced a valid annotation
+    cache_hits: int = 0  # answers stored by an earlier run
+    shared: int = 0  # runs whose blind bundle is identical to one called in this run
+    requests: int = 0  # HTTP requests, retries and re-asks included
     retries: int = 0
     failures: int = 0
-    not_run: int = 0          # not started because of --max-cost or a fatal error
+    not_run: int = 0  # not started because of --max-cost or a fatal error
     prompt_tokens: int = 0
-    cached_tokens: int = 0    # of prompt_tokens, billed at the provider's cached-input price
+    cached_tokens: int = 0  # of prompt_tokens, billed at the provider's cached-input price
     completion_tokens: int = 0
     cost_usd: float = 0.0
-    cost_unknown: int = 0     # calls whose price is unknown (no litellm price, no override)
+    cost_unknown: int = 0  # calls whose price is unknown (no litellm price, no override)
     skipped: dict = field(default_factory=dict)  # runs not judged, by reason
     stopped: str | None = None
     max_cost: float | None = None
     fatal: str | None = None
     latencies_ms: list = field(default_factory=list)  # in call start order
     output_modes: dict = field(default_factory=dict)  # judge model -> mode of its last call
-    notes: list = field(default_factory=list)         # output-mode step-downs, in order
-    elided: int = 0           # calls whose transcript was shortened to fit the context window
-    rate_limited: int = 0     # requests answered 429 (each burst halves the in-flight limit)
+    notes: list = field(default_factory=list)  # output-mode step-downs, in order
+    elided: int = 0  # calls whose transcript was shortened to fit the context window
+    rate_limited: int = 0  # requests answered 429 (each burst halves the in-flight limit)
     concurrency_lowest: int | None = None  # the lowest in-flight limit 429s brought it to (None: never lowered)
 
     def latency(self) -> dict:
@@ -119,10 +120,12 @@ class Progress:
         rate = called / elapsed if elapsed > 0 and called > 0 else None
         left = self.total - self.done
         eta = "0:00" if not left else ("?" if rate is None else clock_text(left / rate))
-        self.stream.write(f"\rjudging [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                          f"hits {summary.cache_hits} failures {summary.failures} "
-                          f"tokens {summary.prompt_tokens + summary.completion_tokens} ${summary.cost_usd:.4f} "
-                          f"{'-' if rate is None else f'{rate:.1f}'} calls/s elapsed {clock_text(elapsed)} ETA {eta}")
+        self.stream.write(
+            f"\rjudging [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+            f"hits {summary.cache_hits} failures {summary.failures} "
+            f"tokens {summary.prompt_tokens + summary.completion_tokens} ${summary.cost_usd:.4f} "
+            f"{'-' if rate is None else f'{rate:.1f}'} calls/s elapsed {clock_text(elapsed)} ETA {eta}"
+        )
         if self.done >= self.total or force:
             self.stream.write("\n")
         self.stream.flush()
@@ -130,45 +133,97 @@ class Progress:
 
 def _call_row(item: WorkItem, rubric: Rubric, ann: Annotation, started: str) -> dict:
     return {
-        "cache_key": item.key_for(ann.output_mode), "run_id": item.run_id, "bundle_hash": item.bundle_hash,
-        "judge_model": item.judge.model, "rubric_id": rubric.id, "rubric_version": rubric.version,
-        "rubric_hash": rubric.text_hash, "params": json.dumps(item.judge.params, sort_keys=True),
+        "cache_key": item.key_for(ann.output_mode),
+        "run_id": item.run_id,
+        "bundle_hash": item.bundle_hash,
+        "judge_model": item.judge.model,
+        "rubric_id": rubric.id,
+        "rubric_version": rubric.version,
+        "rubric_hash": rubric.text_hash,
+        "params": json.dumps(item.judge.params, sort_keys=True),
         "request": json.dumps(ann.request, sort_keys=True, ensure_ascii=False),
-        "raw_response": ann.raw_response, "status": ann.status, "error": ann.error,
-        "prompt_tokens": ann.prompt_tokens, "completion_tokens": ann.completion_tokens,
-        "cost_usd": ann.cost_usd, "latency_ms": ann.latency_ms, "attempts": ann.attempts,
-        "started_at": started, "finished_at": now_utc(), "output_mode": ann.output_mode,
-        "elided_events": ann.elided_events, "cached_tokens": ann.cached_tokens,
-        "prompt_layout": rubric.prompt_layout, "batch_id": ann.batch_id,
+        "raw_response": ann.raw_response,
+        "status": ann.status,
+        "error": ann.error,
+        "prompt_tokens": ann.prompt_tokens,
+        "completion_tokens": ann.completion_tokens,
+        "cost_usd": ann.cost_usd,
+        "latency_ms": ann.latency_ms,
+        "attempts": ann.attempts,
+        "started_at": started,
+        "finished_at": now_utc(),
+        "output_mode": ann.output_mode,
+        "elided_events": ann.elided_events,
+        "cached_tokens": ann.cached_tokens,
+        "prompt_layout": rubric.prompt_layout,
+        "batch_id": ann.batch_id,
     }
 
 
-def _ann_row(item: WorkItem, rubric: Rubric, status: str, values: dict | None, *, cost, latency,
-             prompt_tokens, completion_tokens, output_mode, elided_events, cached_tokens=None,
-             batch_id=None) -> dict:
+def _ann_row(
+    item: WorkItem,
+    rubric: Rubric,
+    status: str,
+    values: dict | None,
+    *,
+    cost,
+    latency,
+    prompt_tokens,
+    completion_tokens,
+    output_mode,
+    elided_events,
+    cached_tokens=None,
+    batch_id=None,
+) -> dict:
     return {
-        "annotation_id": item.annotation_id, "run_id": item.run_id, "bundle_hash": item.bundle_hash,
-        "judge_model": item.judge.model, "rubric_id": rubric.id, "rubric_version": rubric.version,
-        "rubric_hash": rubric.text_hash, "blind": int(item.blind), "status": status,
+        "annotation_id": item.annotation_id,
+        "run_id": item.run_id,
+        "bundle_hash": item.bundle_hash,
+        "judge_model": item.judge.model,
+        "rubric_id": rubric.id,
+        "rubric_version": rubric.version,
+        "rubric_hash": rubric.text_hash,
+        "blind": int(item.blind),
+        "status": status,
         "annotation": json.dumps(values, sort_keys=True, ensure_ascii=False) if values is not None else None,
-        "rationale": (values or {}).get("rationale"), "cost_usd": cost, "latency_ms": latency,
-        "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-        "cache_key": item.key_for(output_mode), "created_at": now_utc(), "output_mode": output_mode,
-        "elided_events": elided_events, "cached_tokens": cached_tokens, "prompt_layout": rubric.prompt_layout,
+        "rationale": (values or {}).get("rationale"),
+        "cost_usd": cost,
+        "latency_ms": latency,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "cache_key": item.key_for(output_mode),
+        "created_at": now_utc(),
+        "output_mode": output_mode,
+        "elided_events": elided_events,
+        "cached_tokens": cached_tokens,
+        "prompt_layout": rubric.prompt_layout,
         "batch_id": batch_id,
     }
 
 
 def _result(item: WorkItem, source: str, row: dict | None, error: str | None = None) -> dict:
     values = json.loads(row["annotation"]) if row and row.get("annotation") else None
-    return {"run_id": item.run_id, "judge_model": item.judge.model,
-            "replicate": row["replicate"] if row else None, "blind": item.blind,
-            "status": row["status"] if row else "not_run", "source": source, "values": values,
-            "error": error}
+    return {
+        "run_id": item.run_id,
+        "judge_model": item.judge.model,
+        "replicate": row["replicate"] if row else None,
+        "blind": item.blind,
+        "status": row["status"] if row else "not_run",
+        "source": source,
+        "values": values,
+        "error": error,
+    }
 
 
-def record_answer(item: WorkItem, rubric: Rubric, store: JudgeStore, ann: Annotation, started: str,
-                  summary: Summary, source: str = "call") -> dict:
+def record_answer(
+    item: WorkItem,
+    rubric: Rubric,
+    store: JudgeStore,
+    ann: Annotation,
+    started: str,
+    summary: Summary,
+    source: str = "call",
+) -> dict:
     """Store one finished call (a live one or a batch's answer) and count it; its result entry."""
     summary.calls += 1
     summary.requests += ann.attempts
@@ -183,11 +238,24 @@ def record_answer(item: WorkItem, rubric: Rubric, store: JudgeStore, ann: Annota
     values = ann.values if ann.status == "ok" else None
     row = store.record(
         _call_row(item, rubric, ann, started),
-        _ann_row(item, rubric, ann.status, values, cost=ann.cost_usd, latency=ann.latency_ms,
-                 prompt_tokens=ann.prompt_tokens, completion_tokens=ann.completion_tokens,
-                 output_mode=ann.output_mode, elided_events=ann.elided_events,
-                 cached_tokens=ann.cached_tokens, batch_id=ann.batch_id),
-        values, (values or {}).get("confidence"), item.replicate_tag)
+        _ann_row(
+            item,
+            rubric,
+            ann.status,
+            values,
+            cost=ann.cost_usd,
+            latency=ann.latency_ms,
+            prompt_tokens=ann.prompt_tokens,
+            completion_tokens=ann.completion_tokens,
+            output_mode=ann.output_mode,
+            elided_events=ann.elided_events,
+            cached_tokens=ann.cached_tokens,
+            batch_id=ann.batch_id,
+        ),
+        values,
+        (values or {}).get("confidence"),
+        item.replicate_tag,
+    )
     if ann.elided_events:
         summary.elided += 1
     if ann.output_mode:
@@ -209,22 +277,48 @@ def serve_from_cache(item: WorkItem, rubric: Rubric, store: JudgeStore) -> dict 
         return None
     mode = cached.get("output_mode") or "json_schema"
     try:
-        values = annotation_model(rubric).model_validate_json(
-            extract_json(mode, cached["raw_response"] or "")).model_dump(mode="json")
+        values = (
+            annotation_model(rubric)
+            .model_validate_json(extract_json(mode, cached["raw_response"] or ""))
+            .model_dump(mode="json")
+        )
     except ValueError:  # a stored reply that no longer validates is not served
         return None
-    row = store.record({}, _ann_row(item, rubric, "ok", values, cost=cached["cost_usd"],
-                                    latency=cached["latency_ms"], prompt_tokens=cached["prompt_tokens"],
-                                    completion_tokens=cached["completion_tokens"],
-                                    output_mode=cached.get("output_mode"), elided_events=cached.get("elided_events") or 0,
-                                    cached_tokens=cached.get("cached_tokens"), batch_id=cached.get("batch_id")),
-                       values, values.get("confidence"), item.replicate_tag, write_call=False)
+    row = store.record(
+        {},
+        _ann_row(
+            item,
+            rubric,
+            "ok",
+            values,
+            cost=cached["cost_usd"],
+            latency=cached["latency_ms"],
+            prompt_tokens=cached["prompt_tokens"],
+            completion_tokens=cached["completion_tokens"],
+            output_mode=cached.get("output_mode"),
+            elided_events=cached.get("elided_events") or 0,
+            cached_tokens=cached.get("cached_tokens"),
+            batch_id=cached.get("batch_id"),
+        ),
+        values,
+        values.get("confidence"),
+        item.replicate_tag,
+        write_call=False,
+    )
     return row
 
 
-async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *, concurrency: int,
-                    max_cost: float | None = None, refresh: bool = False,
-                    progress: bool | None = None, summary: Summary | None = None) -> tuple[list[dict], Summary]:
+async def run_items(
+    items: list[WorkItem],
+    rubric: Rubric,
+    store: JudgeStore,
+    *,
+    concurrency: int,
+    max_cost: float | None = None,
+    refresh: bool = False,
+    progress: bool | None = None,
+    summary: Summary | None = None,
+) -> tuple[list[dict], Summary]:
     summary = summary or Summary()
     summary.items += len(items)
     summary.max_cost = max_cost
@@ -287,8 +381,9 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
             timings.append((seq, ann.latency_ms))
         results[index] = record_answer(item, rubric, store, ann, started, summary)
         # the mode is about the server: one that answered (even with an invalid reply) is kept
-        remember(item.judge, getattr(item.judge, "accepted_mode", None)
-                 or (ann.output_mode if ann.status == "ok" else None))
+        remember(
+            item.judge, getattr(item.judge, "accepted_mode", None) or (ann.output_mode if ann.status == "ok" else None)
+        )
         bar.update(summary)
         return True
 
@@ -296,8 +391,9 @@ async def run_items(items: list[WorkItem], rubric: Rubric, store: JudgeStore, *,
         while True:
             if summary.fatal or (max_cost is not None and summary.cost_usd >= max_cost):
                 if summary.fatal is None and summary.stopped is None:
-                    summary.stopped = (f"--max-cost ${max_cost:.4f} reached (spent ${summary.cost_usd:.4f}); "
-                                       "no new calls were started")
+                    summary.stopped = (
+                        f"--max-cost ${max_cost:.4f} reached (spent ${summary.cost_usd:.4f}); no new calls were started"
+                    )
                 return
             try:
                 index, item = queue.get_nowait()

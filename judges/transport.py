@@ -13,14 +13,15 @@ and the body once it was read whole), so the caller can tell "the server answere
 could not read it" from a refusal of the request. The time bound of an attempt is not here: the
 caller wraps the whole attempt (connect, headers, body) in one deadline.
 """
+
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import json
 import zlib
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Iterator
 
 import httpx
 
@@ -31,15 +32,16 @@ class ReplyRefused(Exception):
 
 class ReplyTooLarge(ReplyRefused):
     def __init__(self, limit: int):
-        super().__init__(f"the reply is larger than {size_text(limit)} ([request].reply_max_bytes); "
-                         "not read further")
+        super().__init__(f"the reply is larger than {size_text(limit)} ([request].reply_max_bytes); not read further")
 
 
 class Redirected(Exception):
     def __init__(self, source: str, target: str, status: int):
-        super().__init__(f"the judge request to {source} was redirected ({status}) to {target}; evalkit "
-                         "does not follow redirects of judge requests (they carry the API key and the run's "
-                         "transcript): use the final address as --api-base")
+        super().__init__(
+            f"the judge request to {source} was redirected ({status}) to {target}; evalkit "
+            "does not follow redirects of judge requests (they carry the API key and the run's "
+            "transcript): use the final address as --api-base"
+        )
         self.source, self.target, self.status = source, target, status
 
 
@@ -53,10 +55,11 @@ def size_text(n: int) -> str:
 @dataclass
 class Exchange:
     """What the transport saw during one attempt (the last response, when there were several)."""
+
     url: str | None = None
     status: int | None = None
-    body: bytes | None = None          # set once the whole body was read, within the limit
-    refused: Exception | None = None   # a Redirected or ReplyRefused raised for this attempt
+    body: bytes | None = None  # set once the whole body was read, within the limit
+    refused: Exception | None = None  # a Redirected or ReplyRefused raised for this attempt
     chunks: list = field(default_factory=list, repr=False)
 
 
@@ -147,12 +150,21 @@ class BoundedTransport(httpx.AsyncBaseTransport):
         encoding = (response.headers.get("content-encoding") or "identity").strip().lower()
         if encoding not in ("identity", *_ZLIB):
             await response.aclose()
-            raise _refuse(ReplyRefused(f"the reply is {encoding}-encoded, though evalkit asked for identity "
-                                       "(it cannot bound the decoded size)"))
+            raise _refuse(
+                ReplyRefused(
+                    f"the reply is {encoding}-encoded, though evalkit asked for identity "
+                    "(it cannot bound the decoded size)"
+                )
+            )
         headers = response.headers
         if encoding != "identity":  # decoded here: httpx must not decode it again
-            headers = httpx.Headers([(k, v) for k, v in response.headers.multi_items()
-                                     if k.lower() not in ("content-encoding", "content-length")])
+            headers = httpx.Headers(
+                [
+                    (k, v)
+                    for k, v in response.headers.multi_items()
+                    if k.lower() not in ("content-encoding", "content-length")
+                ]
+            )
         body = _BoundedBody(response.stream, self.limit, None if encoding == "identity" else encoding)
         return httpx.Response(response.status_code, headers=headers, stream=body, extensions=response.extensions)
 
@@ -163,8 +175,9 @@ class BoundedTransport(httpx.AsyncBaseTransport):
 def http_client(limit: int, timeout_s: float) -> httpx.AsyncClient:
     """The judge's client: redirects off (a 3xx is refused by the transport anyway), replies
     bounded, each read within timeout_s (the attempt's deadline is the caller's)."""
-    return httpx.AsyncClient(transport=BoundedTransport(limit), follow_redirects=False,
-                             timeout=httpx.Timeout(timeout_s))
+    return httpx.AsyncClient(
+        transport=BoundedTransport(limit), follow_redirects=False, timeout=httpx.Timeout(timeout_s)
+    )
 
 
 async def model_ids(client: httpx.AsyncClient, api_base: str, key: str) -> list[str] | None:

@@ -1,5 +1,6 @@
 """Fixture databases for the audit tests: scorecards through the real Store, judge annotations
 and ratings as rows following docs/architecture.md."""
+
 from __future__ import annotations
 
 import hashlib
@@ -8,9 +9,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from evalkit.scoring.scorecard import ScoreCard
 from evalkit.db import Store
 from evalkit.judges.store import JudgeStore
+from evalkit.scoring.scorecard import ScoreCard
 
 
 def card(
@@ -35,21 +36,38 @@ def card(
         "path": f"runs/{run_id}.jsonl",
         "status": status,
         "vector": {
-            "coverage": coverage, "order": order, "end_state": 1.0 if all_passed else 0.0,
-            "all_passed": all_passed, "safety_dangerous": dangerous, "safety_anti_procedure": anti,
+            "coverage": coverage,
+            "order": order,
+            "end_state": 1.0 if all_passed else 0.0,
+            "all_passed": all_passed,
+            "safety_dangerous": dangerous,
+            "safety_anti_procedure": anti,
             "extraneous": extraneous,
         },
         "scalar": 0.5,
         "commands": [],
         "checks": {
-            "reached_goal": all_passed, "used_only_expected_tools": True, "correct_order": True,
-            "no_redundant_calls": True, "approvals_respected": True,
+            "reached_goal": all_passed,
+            "used_only_expected_tools": True,
+            "correct_order": True,
+            "no_redundant_calls": True,
+            "approvals_respected": True,
         },
         "informative": {
-            "final_reason": "agent_done", "tool_calls_used": 3, "sim_time_used": None, "commands": 2,
-            "reads": 1, "errored_commands": errored, "off_surface_attempts": 0,
-            "observed_before_acting": observed, "required_actions": 2, "reference_steps": 2,
-            "efficiency": 1.0, "efficiency_grade": 3, "unknown_records": 0, "extra_fields": 0,
+            "final_reason": "agent_done",
+            "tool_calls_used": 3,
+            "sim_time_used": None,
+            "commands": 2,
+            "reads": 1,
+            "errored_commands": errored,
+            "off_surface_attempts": 0,
+            "observed_before_acting": observed,
+            "required_actions": 2,
+            "reference_steps": 2,
+            "efficiency": 1.0,
+            "efficiency_grade": 3,
+            "unknown_records": 0,
+            "extra_fields": 0,
             "dropped_last_line": False,
         },
         "bundle_hash": hashlib.sha256(run_id.encode()).hexdigest(),
@@ -89,8 +107,14 @@ class Annotator:
         version: int = 1,
     ) -> str:
         self.clock += 1
-        ann_id = hashlib.sha256(json.dumps([run_id, judge, rubric, version, blind, replicate]).encode()).hexdigest()[:16]
-        created = f"2026-01-01T00:00:{self.clock:02d}.000Z" if self.clock < 60 else f"2026-01-01T01:{self.clock // 60:02d}:{self.clock % 60:02d}.000Z"
+        ann_id = hashlib.sha256(json.dumps([run_id, judge, rubric, version, blind, replicate]).encode()).hexdigest()[
+            :16
+        ]
+        created = (
+            f"2026-01-01T00:00:{self.clock:02d}.000Z"
+            if self.clock < 60
+            else f"2026-01-01T01:{self.clock // 60:02d}:{self.clock % 60:02d}.000Z"
+        )
         doc = dict(values)
         if confidence is not None:
             doc["confidence"] = confidence
@@ -101,15 +125,42 @@ class Annotator:
             "INSERT OR REPLACE INTO annotations (annotation_id, run_id, bundle_hash, judge_model, rubric_id, "
             "rubric_version, rubric_hash, blind, replicate, status, annotation, rationale, cost_usd, latency_ms, "
             "prompt_tokens, completion_tokens, cache_key, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (ann_id, run_id, scored[0] if scored else "h", judge, rubric, version, "rh", int(blind), replicate, status, json.dumps(doc),
-             rationale, cost, latency, 10, 5, "ck" + ann_id, created),
+            (
+                ann_id,
+                run_id,
+                scored[0] if scored else "h",
+                judge,
+                rubric,
+                version,
+                "rh",
+                int(blind),
+                replicate,
+                status,
+                json.dumps(doc),
+                rationale,
+                cost,
+                latency,
+                10,
+                5,
+                "ck" + ann_id,
+                created,
+            ),
         )
         if status == "ok":
             for dim, value in values.items():
                 self.conn.execute(
                     "INSERT OR REPLACE INTO annotation_values VALUES (?,?,?,?,?,?,?,?,?)",
-                    (ann_id, run_id, judge, rubric, dim, json.dumps(value),
-                     confidence if dim == "outcome" else None, int(blind), replicate),
+                    (
+                        ann_id,
+                        run_id,
+                        judge,
+                        rubric,
+                        dim,
+                        json.dumps(value),
+                        confidence if dim == "outcome" else None,
+                        int(blind),
+                        replicate,
+                    ),
                 )
         self.conn.commit()
         return ann_id

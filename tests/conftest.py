@@ -3,13 +3,13 @@
 Plain helper functions live in the ``*_helpers.py`` / ``*_fixtures.py`` modules next to this file
 and are imported normally.
 """
+
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 import pytest
-
 from fake_llm_server import FakeLLMServer
 from judge_helpers import FAKE_KEY
 

@@ -1,6 +1,7 @@
 """A corpus for engine tests: enough files to fill several batches per worker, two scenarios (one
 whose id needs escaping in a path), several models, a bad file, a half-written last line and a
 run_id read twice."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,13 +20,24 @@ def make_corpus(root: Path, n: int = 60) -> Path:
     for part in range(3):
         (root / f"part-{part}").mkdir(parents=True, exist_ok=True)
     for i in range(n):
-        recs = trajectory(scenarios[i % 2], PLANS[i % 3], run_id=f"run-{i:04d}", model=f"model-{i % 3}",
-                          passed=i % 4 != 0, provider_error=i % 17 == 5, final=i % 19 != 7)
+        recs = trajectory(
+            scenarios[i % 2],
+            PLANS[i % 3],
+            run_id=f"run-{i:04d}",
+            model=f"model-{i % 3}",
+            passed=i % 4 != 0,
+            provider_error=i % 17 == 5,
+            final=i % 19 != 7,
+        )
         write_jsonl(root / f"part-{i // 25}" / f"run-{i:04d}.jsonl", recs)
     good = trajectory(scenarios[0], PLANS[0], run_id="half-written")
-    (root / "part-0" / "run-0003a-half.jsonl").write_text(dumps_jsonl(good) + '{"type": "final", "rea', encoding="utf-8")
+    (root / "part-0" / "run-0003a-half.jsonl").write_text(
+        dumps_jsonl(good) + '{"type": "final", "rea', encoding="utf-8"
+    )
     bad = dumps_jsonl(trajectory(scenarios[0], PLANS[1], run_id="bad")).splitlines()
     bad[3] = "{not json"
     (root / "part-1" / "run-0030a-bad.jsonl").write_text("\n".join(bad) + "\n", encoding="utf-8")
-    write_jsonl(root / "part-2" / "run-0055a-dup.jsonl", trajectory(scenarios[1], PLANS[2], run_id="run-0001", model="model-1"))
+    write_jsonl(
+        root / "part-2" / "run-0055a-dup.jsonl", trajectory(scenarios[1], PLANS[2], run_id="run-0001", model="model-1")
+    )
     return root

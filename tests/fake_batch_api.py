@@ -26,6 +26,7 @@ the last mark, when at least 1,024 tokens, is read from the cache (``cache_read_
 if an earlier request wrote it, else written (``cache_creation_input_tokens``); ``input_tokens``
 is what is left.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -64,7 +65,7 @@ class PromptCache:
         running = hashlib.sha256()
         out = []
         for start in range(0, len(text) - block + 1, block):
-            running.update(text[start:start + block].encode("utf-8"))
+            running.update(text[start : start + block].encode("utf-8"))
             out.append(running.copy().hexdigest())
         return out
 
@@ -88,8 +89,9 @@ def openai_cached_tokens(server, body: dict) -> int | None:
     """``cached_tokens`` for a chat request (None when the prompt cache is off)."""
     if not server.prompt_cache.enabled:
         return None
-    hit, _ = server.prompt_cache.lookup_and_store(str(body.get("model", "")),
-                                                  PromptCache.prompt_text(body.get("messages") or []))
+    hit, _ = server.prompt_cache.lookup_and_store(
+        str(body.get("model", "")), PromptCache.prompt_text(body.get("messages") or [])
+    )
     return hit
 
 
@@ -142,8 +144,7 @@ class BatchAPI:
         if parts[:1] == ["batches"] and len(parts) == 2:
             return self._retrieve(parts[1])
         if parts == ["batches"]:
-            return 200, {"object": "list", "data": [self._public(b) for b in self.batches.values()],
-                         "has_more": False}
+            return 200, {"object": "list", "data": [self._public(b) for b in self.batches.values()], "has_more": False}
         return 404, _error(f"no route {path}")
 
     def post(self, path: str, headers, raw: bytes):
@@ -163,11 +164,19 @@ class BatchAPI:
             with self._lock:
                 bid = self._id("batch")
                 self.created += 1
-                self.batches[bid] = {"id": bid, "status": "validating", "input_file_id": source["id"],
-                                     "endpoint": body.get("endpoint"), "lines": lines, "polls": 0,
-                                     "output_file_id": None, "error_file_id": None,
-                                     "completion_window": body.get("completion_window", "24h"),
-                                     "metadata": body.get("metadata"), "counts": [0, 0, len(lines)]}
+                self.batches[bid] = {
+                    "id": bid,
+                    "status": "validating",
+                    "input_file_id": source["id"],
+                    "endpoint": body.get("endpoint"),
+                    "lines": lines,
+                    "polls": 0,
+                    "output_file_id": None,
+                    "error_file_id": None,
+                    "completion_window": body.get("completion_window", "24h"),
+                    "metadata": body.get("metadata"),
+                    "counts": [0, 0, len(lines)],
+                }
             return 200, self._public(self.batches[bid])
         if parts[:1] == ["batches"] and len(parts) == 3 and parts[2] == "cancel":
             batch = self.batches.get(parts[1])
@@ -199,27 +208,46 @@ class BatchAPI:
         for n, line in enumerate(batch["lines"]):
             custom_id = line.get("custom_id")
             if self.expire_after is not None and n >= self.expire_after:
-                err.append({"id": f"req-{n}", "custom_id": custom_id, "response": None,
-                            "error": {"code": "batch_expired", "message": "This request could not be executed "
-                                                                         "before the completion window expired."}})
+                err.append(
+                    {
+                        "id": f"req-{n}",
+                        "custom_id": custom_id,
+                        "response": None,
+                        "error": {
+                            "code": "batch_expired",
+                            "message": "This request could not be executed before the completion window expired.",
+                        },
+                    }
+                )
                 continue
             status, reply = self._loopback(line.get("url") or batch["endpoint"], line.get("body") or {}, batch["id"])
-            entry = {"id": f"req-{n}", "custom_id": custom_id,
-                     "response": {"status_code": status, "request_id": f"req-{n}", "body": reply}, "error": None}
+            entry = {
+                "id": f"req-{n}",
+                "custom_id": custom_id,
+                "response": {"status_code": status, "request_id": f"req-{n}", "body": reply},
+                "error": None,
+            }
             (out if status == 200 else err).append(entry)
         batch["counts"] = [len(out), len(err), len(batch["lines"])]
         for kind, entries in (("output_file_id", out), ("error_file_id", err)):
             if entries:
                 fid = self._id("file")
-                self.files[fid] = {"id": fid, "purpose": "batch_output", "filename": f"{kind}.jsonl",
-                                   "data": "".join(json.dumps(e) + "\n" for e in entries).encode()}
+                self.files[fid] = {
+                    "id": fid,
+                    "purpose": "batch_output",
+                    "filename": f"{kind}.jsonl",
+                    "data": "".join(json.dumps(e) + "\n" for e in entries).encode(),
+                }
                 batch[kind] = fid
         batch["status"] = "expired" if self.expire_after is not None and err else "completed"
 
     def _loopback(self, path: str, body: dict, batch_id: str) -> tuple[int, Any]:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{self.server.port}{path}", data=json.dumps(body).encode(), method="POST",
-            headers={"Content-Type": "application/json", "X-Fake-Batch": batch_id})
+            f"http://127.0.0.1:{self.server.port}{path}",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", "X-Fake-Batch": batch_id},
+        )
         try:
             with urllib.request.urlopen(request, timeout=60) as reply:
                 return reply.status, json.load(reply)
@@ -231,16 +259,32 @@ class BatchAPI:
 
     def _public(self, batch: dict) -> dict:
         done, failed, total = batch["counts"]
-        return {"id": batch["id"], "object": "batch", "endpoint": batch["endpoint"], "errors": batch.get("errors"),
-                "input_file_id": batch["input_file_id"], "completion_window": batch["completion_window"],
-                "status": batch["status"], "output_file_id": batch["output_file_id"],
-                "error_file_id": batch["error_file_id"], "created_at": 0, "metadata": batch["metadata"],
-                "request_counts": {"total": total, "completed": done, "failed": failed}}
+        return {
+            "id": batch["id"],
+            "object": "batch",
+            "endpoint": batch["endpoint"],
+            "errors": batch.get("errors"),
+            "input_file_id": batch["input_file_id"],
+            "completion_window": batch["completion_window"],
+            "status": batch["status"],
+            "output_file_id": batch["output_file_id"],
+            "error_file_id": batch["error_file_id"],
+            "created_at": 0,
+            "metadata": batch["metadata"],
+            "request_counts": {"total": total, "completed": done, "failed": failed},
+        }
 
 
 def _file_object(found: dict) -> dict:
-    return {"id": found["id"], "object": "file", "bytes": len(found["data"]), "created_at": 0,
-            "filename": found["filename"], "purpose": found["purpose"], "status": "processed"}
+    return {
+        "id": found["id"],
+        "object": "file",
+        "bytes": len(found["data"]),
+        "created_at": 0,
+        "filename": found["filename"],
+        "purpose": found["purpose"],
+        "status": "processed",
+    }
 
 
 def _error(message: str) -> dict:
@@ -284,7 +328,18 @@ def anthropic_reply(server, body: dict) -> dict:
     else:
         content = [{"type": "text", "text": value if isinstance(value, str) else json.dumps(value)}]
         stop = "end_turn"
-    return {"id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model"),
-            "content": content, "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": max(0, total - read - written), "output_tokens": max(1, len(json.dumps(value)) // 4),
-                      "cache_read_input_tokens": read, "cache_creation_input_tokens": written}}
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model"),
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": max(0, total - read - written),
+            "output_tokens": max(1, len(json.dumps(value)) // 4),
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": written,
+        },
+    }

@@ -84,6 +84,7 @@ tests/fake_batch_api.py (``server.prompt_cache``, ``server.batch_api``).
 
 Run standalone: ``python tests/fake_llm_server.py --port 8765 --latency 0.2 --dialect llamacpp``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -149,12 +150,13 @@ def grammar_only_reply(schema: dict, seed: str, max_tokens: int | None) -> tuple
     return (content[:budget], "length") if len(content) > budget else (content, "stop")
 
 
-DIALECTS = ("openai", "llamacpp", "json-object-only", "json-object-strict", "tools-only", "plain",
-            "tiny-context")
-LLAMACPP_REJECTION = ("[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
-                      "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
-                      "'ctx': {'expected': \"'text' or 'json_object'\"}}] "
-                      "response_format.type: Input should be 'text' or 'json_object'")
+DIALECTS = ("openai", "llamacpp", "json-object-only", "json-object-strict", "tools-only", "plain", "tiny-context")
+LLAMACPP_REJECTION = (
+    "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}] "
+    "response_format.type: Input should be 'text' or 'json_object'"
+)
 _PROMPT_SCHEMA = re.compile(r"JSON Schema \(no other text\):\n(\{.*\})\s*$", re.DOTALL)
 
 
@@ -218,8 +220,11 @@ def visible_schema(body: dict, dialect: str) -> dict | None:
     if dialect != "plain":
         if fmt.get("type") == "json_schema":
             return (fmt.get("json_schema") or {}).get("schema")
-        if fmt.get("type") == "json_object" and fmt.get("schema") and dialect not in (
-                "json-object-only", "json-object-strict"):
+        if (
+            fmt.get("type") == "json_object"
+            and fmt.get("schema")
+            and dialect not in ("json-object-only", "json-object-strict")
+        ):
             return fmt["schema"]
         for tool in body.get("tools") or []:
             if dialect != "json-object-only":
@@ -241,8 +246,14 @@ def rejection(body: dict, dialect: str, context_limit: int) -> tuple[int, str, s
         return 500, LLAMACPP_REJECTION, "internal_server_error"
     if dialect in ("json-object-only", "json-object-strict"):
         if kind == "json_schema":
-            return 400, ("Invalid parameter: response_format.type 'json_schema' is not supported by this "
-                         "model; supported values are 'text' and 'json_object'"), "invalid_request_error"
+            return (
+                400,
+                (
+                    "Invalid parameter: response_format.type 'json_schema' is not supported by this "
+                    "model; supported values are 'text' and 'json_object'"
+                ),
+                "invalid_request_error",
+            )
         if dialect == "json-object-strict" and fmt and "schema" in fmt:
             return 422, "response_format.schema: Extra inputs are not permitted", "invalid_request_error"
         if body.get("tools"):
@@ -252,9 +263,14 @@ def rejection(body: dict, dialect: str, context_limit: int) -> tuple[int, str, s
     if dialect == "tiny-context":
         size = prompt_tokens(body)
         if size > context_limit:
-            return 400, (f"This model's maximum context length is {context_limit} tokens. However, your "
-                         f"messages resulted in {size} tokens. Please reduce the length of the messages."), \
-                "invalid_request_error"
+            return (
+                400,
+                (
+                    f"This model's maximum context length is {context_limit} tokens. However, your "
+                    f"messages resulted in {size} tokens. Please reduce the length of the messages."
+                ),
+                "invalid_request_error",
+            )
     return None
 
 
@@ -351,7 +367,7 @@ class FakeLLMServer:
         # endless behaviours end when this changes (reset), so a test cannot leave one running
         self.generation = getattr(self, "generation", 0) + 1
 
-    def start(self) -> "FakeLLMServer":
+    def start(self) -> FakeLLMServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
         return self
@@ -360,7 +376,7 @@ class FakeLLMServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> "FakeLLMServer":
+    def __enter__(self) -> FakeLLMServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -415,7 +431,9 @@ class FakeLLMServer:
 
                 try:
                     if behaviour in ("redirect_302", "redirect_307"):
-                        self._redirect(int(behaviour[-3:]), server.redirect_to.rstrip("/") + self.path.removeprefix("/v1"))
+                        self._redirect(
+                            int(behaviour[-3:]), server.redirect_to.rstrip("/") + self.path.removeprefix("/v1")
+                        )
                     elif behaviour == "trickle":
                         data = json.dumps(reply).encode()
                         self.send_response(200)
@@ -465,8 +483,11 @@ class FakeLLMServer:
                             self.send_header("Content-Length", str(len(head) + filler + 2 + len(tail)))
                         self.end_headers()
                         block = b"x" * 2**16
-                        pieces = [head + b'"'] + [block] * (filler // len(block)) + \
-                            [b"x" * (filler % len(block)), b'"' + tail]
+                        pieces = (
+                            [head + b'"']
+                            + [block] * (filler // len(block))
+                            + [b"x" * (filler % len(block)), b'"' + tail]
+                        )
                         for piece in pieces:
                             if not going():
                                 break
@@ -497,8 +518,7 @@ class FakeLLMServer:
                 if server.batch_api.handles(self.path):
                     return self._send_any(*server.batch_api.get(self.path))
                 if self.path.rstrip("/") == "/_stats":
-                    return self._send(200, {"count": server.count, "answered": server.answered,
-                                            "held": server.held})
+                    return self._send(200, {"count": server.count, "answered": server.answered, "held": server.held})
                 if self.path.rstrip("/").endswith("/models"):
                     with server._lock:
                         server.listings.append({"path": self.path, "headers": dict(self.headers.items())})
@@ -506,8 +526,9 @@ class FakeLLMServer:
                     return self._redirect(302, server.models_redirect)
                 if self.path.rstrip("/").endswith("/models"):
                     ids = server.models if server.models is not None else ["fake-model"]
-                    return self._send(200, {"object": "list", "data": [
-                        {"id": i, "object": "model", "owned_by": "fake"} for i in ids]})
+                    return self._send(
+                        200, {"object": "list", "data": [{"id": i, "object": "model", "owned_by": "fake"} for i in ids]}
+                    )
                 return self._error(404, f"no route {self.path}", "not_found")
 
             def do_POST(self) -> None:  # noqa: N802 (http.server naming)
@@ -515,8 +536,15 @@ class FakeLLMServer:
                 raw = self.rfile.read(length)
                 if server.batch_api.handles(self.path):  # files and batches (fake_batch_api.py)
                     with server._lock:
-                        server.requests.append({"path": self.path, "headers": dict(self.headers.items()),
-                                                "body": None, "behaviour": "batch_api", "raw": ""})
+                        server.requests.append(
+                            {
+                                "path": self.path,
+                                "headers": dict(self.headers.items()),
+                                "body": None,
+                                "behaviour": "batch_api",
+                                "raw": "",
+                            }
+                        )
                     return self._send_any(*server.batch_api.post(self.path, self.headers, raw))
                 try:
                     body = json.loads(raw or b"{}")
@@ -532,8 +560,13 @@ class FakeLLMServer:
                         behaviour = "429"
                         server.rate_limited += 1
                     server.requests.append(
-                        {"path": self.path, "headers": dict(self.headers.items()), "body": body,
-                         "behaviour": behaviour, "raw": raw.decode("utf-8", "replace")}
+                        {
+                            "path": self.path,
+                            "headers": dict(self.headers.items()),
+                            "body": body,
+                            "behaviour": behaviour,
+                            "raw": raw.decode("utf-8", "replace"),
+                        }
                     )
                     hold = server._hold_after is not None and len(server.requests) > server._hold_after
                     if hold:
@@ -561,8 +594,9 @@ class FakeLLMServer:
                 if refused is not None and behaviour in ("ok", "grammar_only"):
                     return self._error(*refused)
                 if behaviour == "429":
-                    return self._error(429, "rate limited (fake)", "rate_limit_exceeded",
-                                       {"Retry-After": str(server.retry_after)})
+                    return self._error(
+                        429, "rate limited (fake)", "rate_limit_exceeded", {"Retry-After": str(server.retry_after)}
+                    )
                 if behaviour == "500":
                     return self._error(500, "internal error (fake)", "server_error")
                 if behaviour == "401":  # echoes the key, as some providers do, to test redaction
@@ -572,8 +606,12 @@ class FakeLLMServer:
                     time.sleep(server.slow_s)
                 messages = body.get("messages") or [{}]
                 users = [m for m in messages if m.get("role") == "user"] or messages
-                seed = json.dumps(users[0].get("content", "") if len(users) > 1 and "JSON Schema" in str(
-                    users[-1].get("content")) else messages[-1].get("content", ""), sort_keys=True)
+                seed = json.dumps(
+                    users[0].get("content", "")
+                    if len(users) > 1 and "JSON Schema" in str(users[-1].get("content"))
+                    else messages[-1].get("content", ""),
+                    sort_keys=True,
+                )
                 if behaviour == "malformed":
                     content = "Sure! Here is my grading: {situation_assessment: 3,"
                 elif behaviour == "nested":
@@ -587,8 +625,9 @@ class FakeLLMServer:
                 elif server.content is not None:
                     content = server.content
                 elif behaviour == "grammar_only":
-                    content, cut = grammar_only_reply(visible_schema(body, server.dialect) or {}, seed,
-                                                      body.get("max_tokens"))
+                    content, cut = grammar_only_reply(
+                        visible_schema(body, server.dialect) or {}, seed, body.get("max_tokens")
+                    )
                 else:
                     schema = visible_schema(body, server.dialect)
                     value = instance_from_schema(schema, seed) if schema else {"text": "ok"}
@@ -603,21 +642,34 @@ class FakeLLMServer:
                         value["rationale"] = "r" * server.rationale_chars
                     content = json.dumps(value)
                     if server.dialect == "plain":  # chatty: prose, a stray brace, a fence, more prose
-                        content = ("Sure. I read the run {step by step} and here is my grading:\n\n```json\n"
-                                   + json.dumps(value, indent=2) + "\n```\n\nLet me know if you need more.")
+                        content = (
+                            "Sure. I read the run {step by step} and here is my grading:\n\n```json\n"
+                            + json.dumps(value, indent=2)
+                            + "\n```\n\nLet me know if you need more."
+                        )
                 message: dict = {"role": "assistant", "content": content}
                 finish = cut if behaviour == "grammar_only" and server.content is None else "stop"
                 tools = body.get("tools") or []
-                if tools and server.dialect not in ("plain", "json-object-only") and behaviour == "ok" \
-                        and server.content is None:
+                if (
+                    tools
+                    and server.dialect not in ("plain", "json-object-only")
+                    and behaviour == "ok"
+                    and server.content is None
+                ):
                     name = tools[0].get("function", {}).get("name", "tool")
-                    message = {"role": "assistant", "content": None, "tool_calls": [
-                        {"id": "call_fake_0", "type": "function",
-                         "function": {"name": name, "arguments": content}}]}
+                    message = {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": "call_fake_0", "type": "function", "function": {"name": name, "arguments": content}}
+                        ],
+                    }
                     finish = "tool_calls"
                 prompt_chars = sum(len(json.dumps(m.get("content", ""))) for m in messages)
-                usage = {"prompt_tokens": max(1, prompt_chars // 4),
-                         "completion_tokens": max(1, len(str(content)) // 4)}
+                usage = {
+                    "prompt_tokens": max(1, prompt_chars // 4),
+                    "completion_tokens": max(1, len(str(content)) // 4),
+                }
                 if behaviour == "huge_usage":
                     usage["prompt_tokens"] = 10**30
                 cached = openai_cached_tokens(server, body)
@@ -625,9 +677,13 @@ class FakeLLMServer:
                     usage["prompt_tokens_details"] = {"cached_tokens": cached}
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
                 reply = {
-                    "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
-                    "choices": [] if behaviour == "no_choices" else
-                    [{"index": 0, "finish_reason": finish, "message": message}],
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": model,
+                    "choices": []
+                    if behaviour == "no_choices"
+                    else [{"index": 0, "finish_reason": finish, "message": message}],
                     "usage": usage,
                 }
                 if not self._rude(behaviour, reply):
@@ -668,8 +724,9 @@ class RecordingListener:
             def _record(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
-                listener.requests.append({"method": self.command, "path": self.path,
-                                          "headers": dict(self.headers.items()), "body": body})
+                listener.requests.append(
+                    {"method": self.command, "path": self.path, "headers": dict(self.headers.items()), "body": body}
+                )
                 data = b"{}"
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -687,7 +744,7 @@ class RecordingListener:
     def url(self) -> str:
         return f"http://{self.host}:{self._httpd.server_address[1]}"
 
-    def __enter__(self) -> "RecordingListener":
+    def __enter__(self) -> RecordingListener:
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
         return self
 

@@ -5,14 +5,16 @@ Everything LLM-related goes through the real litellm client to tests/fake_llm_se
 127.0.0.1 (model `openai/<name>`, api_base = the fake server). Backoff is made tiny through the
 config override, and litellm's own retries are off in the judge, so every request is counted.
 """
+
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
-FAST = {"retry": {"attempts": 3, "initial_wait_s": 0.001, "max_wait_s": 0.005, "jitter_s": 0.001,
-                  "max_retry_after_s": 5.0},
-        "request": {"timeout_s": 5.0, "reask": 1}}
+FAST = {
+    "retry": {"attempts": 3, "initial_wait_s": 0.001, "max_wait_s": 0.005, "jitter_s": 0.001, "max_retry_after_s": 5.0},
+    "request": {"timeout_s": 5.0, "reask": 1},
+}
 FAKE_KEY = "sk-test-DO-NOT-STORE-4f9c2a7b1e"
 
 
@@ -32,8 +34,10 @@ def write_runs(directory: Path, n: int, start: int = 0) -> Path:
         calls = [say(f"Run {i}: reading the ECAM first."), read("get_ecam"), cmd("apu_gen", 0), cmd("apu_gen", 1)]
         if i % 2:
             calls.append(cmd("ext_pwr", 1))
-        write_jsonl(directory / f"run-{i:03d}.jsonl",
-                    trajectory(a320_scenario(), calls, run_id=f"run-{i:03d}", passed=bool(i % 2)))
+        write_jsonl(
+            directory / f"run-{i:03d}.jsonl",
+            trajectory(a320_scenario(), calls, run_id=f"run-{i:03d}", passed=bool(i % 2)),
+        )
     return directory
 
 
@@ -73,7 +77,7 @@ def count(db: str, table: str) -> int:
 # -- examples/a320 judged on the fake server (the dialect and grammar tests) --------------------
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "a320"
 JUDGEABLE = 7  # 9 example runs: one incomplete (crashed recorder), one provider_error
-CALLS = 6      # two of them (the isolation-skipped runs) have identical blind bundles: one call
+CALLS = 6  # two of them (the isolation-skipped runs) have identical blind bundles: one call
 
 
 def scored_examples(tmp_path: Path) -> str:

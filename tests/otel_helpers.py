@@ -2,6 +2,7 @@
 that uses the `openai` client against the tests' fake server, instrumented by hand with the
 OpenTelemetry SDK under the GenAI semantic conventions (invoke_agent / chat / execute_tool spans,
 gen_ai.* attributes), exported by the SDK's own exporters and OTLP encoder."""
+
 from __future__ import annotations
 
 import base64
@@ -23,8 +24,17 @@ MODEL = "gpt-4o-mini"
 
 def tool_spec(name: str) -> dict[str, Any]:
     # one-value enums: the fake server's model fills them in deterministically
-    return {"type": "function", "function": {"name": name, "parameters": {
-        "type": "object", "properties": {"order_id": {"type": "string", "enum": ["A1"]}}, "required": ["order_id"]}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "parameters": {
+                "type": "object",
+                "properties": {"order_id": {"type": "string", "enum": ["A1"]}},
+                "required": ["order_id"],
+            },
+        },
+    }
 
 
 def lookup_order(order_id: str) -> str:
@@ -38,8 +48,15 @@ def refund_order(order_id: str) -> str:
 TOOLS = {"lookup_order": lookup_order, "refund_order": refund_order, "cancel_order": lambda order_id: "cancelled"}
 
 
-def agent_run(tracer: Any, client: Any, plan: Sequence[str], *, scenario: str | None = "refund",
-              success: bool | None = None, agent: str = "support") -> None:
+def agent_run(
+    tracer: Any,
+    client: Any,
+    plan: Sequence[str],
+    *,
+    scenario: str | None = "refund",
+    success: bool | None = None,
+    agent: str = "support",
+) -> None:
     """One run: an invoke_agent span; per planned tool a chat turn offering only that tool (so the
     fake model calls it) and its execute_tool span; then a last chat turn that answers in text."""
     attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}
@@ -50,10 +67,22 @@ def agent_run(tracer: Any, client: Any, plan: Sequence[str], *, scenario: str | 
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Please refund order A1."}]
     with tracer.start_as_current_span(f"invoke_agent {agent}", kind=SpanKind.INTERNAL, attributes=attrs):
         for step in [*plan, None]:
-            with tracer.start_as_current_span(f"chat {MODEL}", kind=SpanKind.CLIENT, attributes={
-                    "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": MODEL,
-                    "gen_ai.input.messages": json.dumps([{"role": m["role"], "parts": [{"type": "text", "content": m.get("content") or ""}]}
-                                                         for m in messages if m["role"] == "user"])}) as chat:
+            with tracer.start_as_current_span(
+                f"chat {MODEL}",
+                kind=SpanKind.CLIENT,
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": "openai",
+                    "gen_ai.request.model": MODEL,
+                    "gen_ai.input.messages": json.dumps(
+                        [
+                            {"role": m["role"], "parts": [{"type": "text", "content": m.get("content") or ""}]}
+                            for m in messages
+                            if m["role"] == "user"
+                        ]
+                    ),
+                },
+            ) as chat:
                 kwargs = {"tools": [tool_spec(step)]} if step else {}
                 reply = client.chat.completions.create(model=MODEL, messages=messages, **kwargs)
                 choice = reply.choices[0]
@@ -62,17 +91,32 @@ def agent_run(tracer: Any, client: Any, plan: Sequence[str], *, scenario: str | 
                 if message.content:
                     parts.append({"type": "text", "content": message.content})
                 for call in message.tool_calls or []:
-                    parts.append({"type": "tool_call", "id": call.id, "name": call.function.name,
-                                  "arguments": json.loads(call.function.arguments)})
+                    parts.append(
+                        {
+                            "type": "tool_call",
+                            "id": call.id,
+                            "name": call.function.name,
+                            "arguments": json.loads(call.function.arguments),
+                        }
+                    )
                 chat.set_attribute("gen_ai.response.model", reply.model)
-                chat.set_attribute("gen_ai.output.messages", json.dumps(
-                    [{"role": "assistant", "parts": parts, "finish_reason": choice.finish_reason}]))
+                chat.set_attribute(
+                    "gen_ai.output.messages",
+                    json.dumps([{"role": "assistant", "parts": parts, "finish_reason": choice.finish_reason}]),
+                )
             messages.append(message.model_dump(exclude_none=True))
             for call in message.tool_calls or []:
                 name = call.function.name
-                with tracer.start_as_current_span(f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes={
-                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": call.id,
-                        "gen_ai.tool.call.arguments": call.function.arguments}) as span:
+                with tracer.start_as_current_span(
+                    f"execute_tool {name}",
+                    kind=SpanKind.INTERNAL,
+                    attributes={
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": name,
+                        "gen_ai.tool.call.id": call.id,
+                        "gen_ai.tool.call.arguments": call.function.arguments,
+                    },
+                ) as span:
                     try:
                         result = TOOLS[name](**json.loads(call.function.arguments))
                         span.set_attribute("gen_ai.tool.call.result", result)
@@ -104,8 +148,14 @@ def record_runs(client: Any, runs: Sequence[dict[str, Any]], *extra: SpanExporte
 def hex_ids(node: Any) -> Any:
     """protobuf's JSON mapping writes bytes (the ids) in base64; OTLP JSON writes them in hex."""
     if isinstance(node, dict):
-        return {k: (base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str) else hex_ids(v))
-                for k, v in node.items()}
+        return {
+            k: (
+                base64.b64decode(v).hex()
+                if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str)
+                else hex_ids(v)
+            )
+            for k, v in node.items()
+        }
     if isinstance(node, list):
         return [hex_ids(v) for v in node]
     return node
@@ -125,8 +175,14 @@ def write_collector_file(path: Path, batches: Sequence[Sequence[Any]]) -> Path:
 def to_proto_json(node: Any) -> Any:
     """OTLP JSON (hex ids) back to protobuf's JSON mapping (base64 ids), for json_format.Parse."""
     if isinstance(node, dict):
-        return {k: (base64.b64encode(bytes.fromhex(v)).decode() if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str)
-                    else to_proto_json(v)) for k, v in node.items()}
+        return {
+            k: (
+                base64.b64encode(bytes.fromhex(v)).decode()
+                if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str)
+                else to_proto_json(v)
+            )
+            for k, v in node.items()
+        }
     if isinstance(node, list):
         return [to_proto_json(v) for v in node]
     return node

@@ -5,6 +5,7 @@ NUL-separated JSON. That needs nothing beyond the standard library (no selenium,
 no websocket client, no open port), and gives what a screenshot-only run cannot: console
 messages, uncaught exceptions, security (CSP) errors, every network request and JS dialogs.
 """
+
 from __future__ import annotations
 
 import base64
@@ -67,7 +68,9 @@ class PageResult:
         return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
 
     def dialogs(self) -> list[str]:
-        return [e["params"].get("message", "") for e in self.events if e.get("method") == "Page.javascriptDialogOpening"]
+        return [
+            e["params"].get("message", "") for e in self.events if e.get("method") == "Page.javascriptDialogOpening"
+        ]
 
 
 class Browser:
@@ -84,7 +87,10 @@ class Browser:
 
         self.proc = subprocess.Popen(
             [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}", "--remote-debugging-pipe", "about:blank"],
-            pass_fds=(3, 4), preexec_fn=wire_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            pass_fds=(3, 4),
+            preexec_fn=wire_fds,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
             stderr=self.err,
         )
         os.close(to_browser_r)

@@ -2,6 +2,7 @@
 Store), judge rows written by the judge layer's own store, human ratings through the audit's
 importer. Nothing calls a model: the judge "answers" are made up here, deterministically.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,6 +17,7 @@ EXAMPLES = ROOT / "examples"
 XSS = '<script>alert("xss")</script><img src=x onerror="alert(1)">'
 XSS_RUN_ID = 'evil-<script>alert("run")</script>'
 XSS_MODEL = 'model-<b onmouseover="alert(2)">x</b>'
+
 
 def xss_trajectory(directory: Path) -> Path:
     """A run whose id, model, control name and assistant text all carry HTML/markdown injection."""
@@ -82,17 +84,40 @@ def add_judge_rows(db_path: Path, *, rationale_extra: str = "") -> list[str]:
         rationale = f"Step 2 read the ECAM; step {i + 3} acted. {rationale_extra}".strip()
         stamp = f"2026-11-29T10:{minute // 60:02d}:{minute % 60:02d}Z"
         cost, latency = 0.0012 * (judge_i + 1), 800.0 + 100 * i + (2000 if i == 0 else 0)
-        common = {"run_id": run_id, "bundle_hash": bundle_hash, "judge_model": judge,
-                  "rubric_id": RUBRIC["id"], "rubric_version": RUBRIC["version"], "rubric_hash": RUBRIC["hash"],
-                  "status": status, "prompt_tokens": 1500, "completion_tokens": 200, "cost_usd": cost,
-                  "latency_ms": latency}
+        common = {
+            "run_id": run_id,
+            "bundle_hash": bundle_hash,
+            "judge_model": judge,
+            "rubric_id": RUBRIC["id"],
+            "rubric_version": RUBRIC["version"],
+            "rubric_hash": RUBRIC["hash"],
+            "status": status,
+            "prompt_tokens": 1500,
+            "completion_tokens": 200,
+            "cost_usd": cost,
+            "latency_ms": latency,
+        }
         reply = dict(values, confidence=confidence, rationale=rationale) if status == "ok" else None
-        call = dict(common, cache_key=key, params="{}", request="{}", raw_response=json.dumps(reply),
-                    error=None if status == "ok" else "schema violation", attempts=1, started_at=stamp,
-                    finished_at=stamp)
-        ann = dict(common, annotation_id=f"{judge}:{run_id}:{int(blind)}:{tag}", blind=int(blind),
-                   annotation=json.dumps(reply) if reply else None, rationale=rationale if reply else None,
-                   cache_key=key, created_at=stamp)
+        call = dict(
+            common,
+            cache_key=key,
+            params="{}",
+            request="{}",
+            raw_response=json.dumps(reply),
+            error=None if status == "ok" else "schema violation",
+            attempts=1,
+            started_at=stamp,
+            finished_at=stamp,
+        )
+        ann = dict(
+            common,
+            annotation_id=f"{judge}:{run_id}:{int(blind)}:{tag}",
+            blind=int(blind),
+            annotation=json.dumps(reply) if reply else None,
+            rationale=rationale if reply else None,
+            cache_key=key,
+            created_at=stamp,
+        )
         store.record(call, ann, dict(values) if reply else None, confidence if reply else None, tag)
 
     try:
@@ -104,8 +129,11 @@ def add_judge_rows(db_path: Path, *, rationale_extra: str = "") -> list[str]:
         for i in (1, 2):
             values = _judge_values(i, 0, *runs[i][2:])
             if i == 2:
-                values = dict(values, situation_assessment=(values["situation_assessment"] + 2) % 4,
-                              procedure=0 if values["procedure"] >= 2 else 3)
+                values = dict(
+                    values,
+                    situation_assessment=(values["situation_assessment"] + 2) % 4,
+                    procedure=0 if values["procedure"] >= 2 else 3,
+                )
             write(JUDGES[0], 0, i, runs[i], values, tag=f"resample-{i}")
         # an explanation pass with mechanical scores shown: non-blind, left out of the audit
         write(JUDGES[1], 1, 3, runs[3], _judge_values(3, 1, *runs[3][2:]), blind=False)

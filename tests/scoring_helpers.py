@@ -1,7 +1,8 @@
 """Shared helpers for the scorer tests: build records, score them in memory."""
-from evalkit.trajectory.reader import parse_trajectory
+
 from evalkit.scoring import score_trajectory
 from evalkit.trajectory.builders import dumps_jsonl
+from evalkit.trajectory.reader import parse_trajectory
 
 
 def score_records(records, path="mem.jsonl"):

@@ -13,6 +13,7 @@ unordered and strict apply an asymmetric argument mode in both directions, an em
 override for agentevals, a key whose value is null equals a missing key for agentevals, and ``True
 == 1`` for Python but not for evalkit.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,9 @@ import pytest
 
 agentevals_match = pytest.importorskip("agentevals.trajectory.match")
 
-from evalkit.trajectory.builders import call, trajectory  # noqa: E402
 from scoring_helpers import score_records  # noqa: E402
+
+from evalkit.trajectory.builders import call, trajectory  # noqa: E402
 
 TOOLS = ["lookup", "refund", "notify"]
 KEYS = ["a", "b", "c", "m"]  # "m" holds an object, so that dotted keys ("m.x") walk into it
@@ -40,8 +42,7 @@ def _value(rng: random.Random):
 def _args(rng: random.Random) -> dict:
     args = {}
     for key in rng.sample(KEYS, rng.randint(0, len(KEYS))):
-        args[key] = ({k: _value(rng) for k in rng.sample(["x", "y"], rng.randint(0, 2))} if key == "m"
-                     else _value(rng))
+        args[key] = {k: _value(rng) for k in rng.sample(["x", "y"], rng.randint(0, 2))} if key == "m" else _value(rng)
     return args
 
 
@@ -85,8 +86,9 @@ def _case(rng: random.Random) -> tuple[list, list, str, dict]:
     overrides = {}
     for tool in TOOLS:
         if rng.random() < 0.4:
-            overrides[tool] = (rng.choice(list(EVALKIT_MODE)) if rng.random() < 0.5
-                               else rng.sample(KEY_PATHS, rng.randint(1, 3)))
+            overrides[tool] = (
+                rng.choice(list(EVALKIT_MODE)) if rng.random() < 0.5 else rng.sample(KEY_PATHS, rng.randint(1, 3))
+            )
     return reference, output, mode, overrides
 
 
@@ -95,25 +97,37 @@ def _messages(calls: list) -> list[dict]:
     sides, so that agentevals' strict mode compares the calls one by one."""
     msgs = [{"role": "user", "content": "go"}]
     for i, (tool, args) in enumerate(calls):
-        msgs.append({"role": "assistant", "content": "", "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": tool, "arguments": json.dumps(args)}}]})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": tool, "arguments": json.dumps(args)}}
+                ],
+            }
+        )
         msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": "ok"})
     return msgs
 
 
 def _agentevals(trajectory_mode: str, reference, output, mode, overrides) -> bool:
     evaluator = agentevals_match.create_trajectory_match_evaluator(
-        trajectory_match_mode=trajectory_mode, tool_args_match_mode=mode, tool_args_match_overrides=overrides or None)
+        trajectory_match_mode=trajectory_mode, tool_args_match_mode=mode, tool_args_match_overrides=overrides or None
+    )
     return bool(evaluator(outputs=_messages(output), reference_outputs=_messages(reference))["score"])
 
 
 def _evalkit_card(reference, output, mode, overrides, ordered: bool):
     tools = {t: ({"keys": o} if isinstance(o, list) else {"mode": EVALKIT_MODE[o]}) for t, o in overrides.items()}
     scenario = {
-        "id": "differential", "command_tools": TOOLS,
-        "ground_truth": {"args_match": {"mode": EVALKIT_MODE[mode], "tools": tools},
-                         "procedure": [{"block": "all", "ordered": ordered,
-                                        "actions": [{"tool": t, "args": a} for t, a in reference]}]},
+        "id": "differential",
+        "command_tools": TOOLS,
+        "ground_truth": {
+            "args_match": {"mode": EVALKIT_MODE[mode], "tools": tools},
+            "procedure": [
+                {"block": "all", "ordered": ordered, "actions": [{"tool": t, "args": a} for t, a in reference]}
+            ],
+        },
         "success": {"final_state": []},
     }
     return score_records(trajectory(scenario, [call(t, a) for t, a in output], run_id="d", tool_surface=TOOLS))
@@ -135,14 +149,21 @@ def verdicts():
         reference, output, mode, overrides = _case(rng)
         unordered = _evalkit_card(reference, output, mode, overrides, ordered=False)
         ordered = _evalkit_card(reference, output, mode, overrides, ordered=True)
-        row = {"case": (reference, output, mode, overrides),
-               "superset": (unordered.vector.coverage == 1.0, _agentevals("superset", reference, output, mode, overrides))}
+        row = {
+            "case": (reference, output, mode, overrides),
+            "superset": (unordered.vector.coverage == 1.0, _agentevals("superset", reference, output, mode, overrides)),
+        }
         if _symmetric(reference, output, mode, overrides):
-            row["unordered"] = (unordered.vector.coverage == 1.0 and unordered.vector.extraneous == 0,
-                                _agentevals("unordered", reference, output, mode, overrides))
-            row["strict"] = (ordered.vector.coverage == 1.0 and ordered.vector.extraneous == 0
-                             and ordered.vector.order in (1.0, None),
-                             _agentevals("strict", reference, output, mode, overrides))
+            row["unordered"] = (
+                unordered.vector.coverage == 1.0 and unordered.vector.extraneous == 0,
+                _agentevals("unordered", reference, output, mode, overrides),
+            )
+            row["strict"] = (
+                ordered.vector.coverage == 1.0
+                and ordered.vector.extraneous == 0
+                and ordered.vector.order in (1.0, None),
+                _agentevals("strict", reference, output, mode, overrides),
+            )
         rows.append(row)
     return rows
 
@@ -166,6 +187,7 @@ def test_the_cases_cover_every_argument_mode_and_key_lists(verdicts):
 
 
 # -- the differences on purpose ----------------------------------------------------------------------
+
 
 def test_asymmetric_modes_apply_both_ways_in_agentevals_unordered_but_once_in_evalkit():
     reference, output = [("refund", {"a": 1})], [("refund", {"a": 1, "b": 2})]

@@ -1,4 +1,5 @@
 """Aggregation: groups, rollup, pass^k, sample std, statuses."""
+
 import math
 import statistics
 
@@ -8,8 +9,9 @@ from evalkit.aggregate.groups import RunSummary, aggregate, pass_hat_k
 
 
 def rs(scenario, model, scalar, passed, status="scored", dangerous=0, order=1.0):
-    return RunSummary(scenario, model, status, scalar, 1.0 if scalar is not None else None, order,
-                      scalar, passed, dangerous)
+    return RunSummary(
+        scenario, model, status, scalar, 1.0 if scalar is not None else None, order, scalar, passed, dangerous
+    )
 
 
 def test_pass_hat_k_by_hand():
@@ -37,7 +39,11 @@ def test_std_is_null_below_two_and_small_n_flag():
 
 
 def test_incomplete_and_invalid_count_in_n_and_rate_only():
-    runs = [rs("s", "m", 1.0, True), rs("s", "m", None, None, status="incomplete"), rs("s", "m", None, None, status="invalid_scenario")]
+    runs = [
+        rs("s", "m", 1.0, True),
+        rs("s", "m", None, None, status="incomplete"),
+        rs("s", "m", None, None, status="invalid_scenario"),
+    ]
     g = aggregate(runs)["groups"][0]
     assert g["n"] == 3 and g["n_scored"] == 1 and g["score_mean"] == 1.0
     assert g["incomplete_rate"] == pytest.approx(1 / 3) and g["invalid_rate"] == pytest.approx(1 / 3)

@@ -1,4 +1,5 @@
 """Streaming aggregation: the same numbers, bit for bit, as the list-based statistics; memory flat in runs."""
+
 import math
 import statistics
 import tracemalloc

@@ -1,5 +1,6 @@
 """The agreement modules are named for what they hold; the old names keep working (with a
 DeprecationWarning, tests/test_moved_modules.py) and the audit's two entry points say how they differ."""
+
 from __future__ import annotations
 
 import importlib

@@ -1,6 +1,7 @@
 """The agreement statistics are declared once (evalkit.agreement.stats.registry): a statistic
 registered at runtime reaches the audit JSON, the text and markdown tables and the csv, with no
 other change; the shipped declarations keep the audit's layout."""
+
 from __future__ import annotations
 
 import csv
@@ -8,8 +9,8 @@ import io
 
 import numpy as np
 import pytest
-
 from audit_helpers import Annotator, add_ratings, card, save_cards
+
 from evalkit.agreement.audit import build_audit
 from evalkit.agreement.audit_output import audit_csv, audit_markdown, audit_text, csv_stats
 from evalkit.agreement.stats import registry
@@ -21,8 +22,9 @@ def max_agreement(x, y, labels):
     k = len(labels)
     if len(x) == 0:
         return {"value": None, "reason": "no items"}
-    counts = np.minimum(np.bincount(np.asarray(x, dtype=np.int64), minlength=k),
-                        np.bincount(np.asarray(y, dtype=np.int64), minlength=k))
+    counts = np.minimum(
+        np.bincount(np.asarray(x, dtype=np.int64), minlength=k), np.bincount(np.asarray(y, dtype=np.int64), minlength=k)
+    )
     return {"value": float(counts.sum() / len(x)), "reason": None}
 
 
@@ -34,8 +36,14 @@ def _raters_max(r):
     return max_agreement([idx[v] for v in pair[0]], [idx[v] for v in pair[1]], r.labels)
 
 
-TOY = registry.Statistic("max_agreement", "max agreement", pairs=lambda p: max_agreement(p.x, p.y, p.labels),
-                         raters=_raters_max, bootstrapped=True, csv_order=55)
+TOY = registry.Statistic(
+    "max_agreement",
+    "max agreement",
+    pairs=lambda p: max_agreement(p.x, p.y, p.labels),
+    raters=_raters_max,
+    bootstrapped=True,
+    csv_order=55,
+)
 
 
 @pytest.fixture()
@@ -74,7 +82,10 @@ def test_a_registered_statistic_reaches_the_audit_json(db, toy):
 
 def test_a_registered_statistic_is_a_column_of_the_text_and_markdown_tables(db, toy):
     audit = build_audit(db, n_resamples=0)
-    assert ("max_agreement", "max agreement") in pairing_columns() and ("max_agreement", "max agreement") in rater_columns()
+    assert ("max_agreement", "max agreement") in pairing_columns() and (
+        "max_agreement",
+        "max agreement",
+    ) in rater_columns()
     text = audit_text(audit)
     pairing_header = next(line for line in text.splitlines() if line.startswith("pairing "))
     assert pairing_header.split("  ")[-3:] == ["max agreement", "lenient", "strict"]
@@ -104,17 +115,57 @@ def test_without_the_registration_nothing_shows_it(db):
 def test_the_shipped_declarations_keep_the_audit_layout():
     """The table columns and csv orders the audit printed before the registry existed."""
     assert pairing_columns() == (
-        ("n", "n"), ("percent_agreement", "agreement"), ("cohen_kappa", "Cohen \u03ba"),
-        ("weighted_kappa", "weighted \u03ba"), ("krippendorff_alpha", "Krippendorff \u03b1"), ("gwet_ac1", "Gwet AC1"),
-        ("spearman", "Spearman"), ("lenient", "lenient"), ("strict", "strict"))
-    assert [k for k, _ in rater_columns()] == ["n_items", "n_items_dropped", "percent_agreement", "cohen_kappa",
-                                              "weighted_kappa", "fleiss_kappa", "krippendorff_alpha", "gwet_ac1"]
-    assert csv_stats("pairs") == ["n", "percent_agreement", "cohen_kappa", "weighted_kappa", "krippendorff_alpha",
-                                  "gwet_ac1", "spearman", "lenient", "strict", "brier", "ece", "n_with_confidence"]
-    assert csv_stats("raters") == ["n_items", "n_items_dropped", "percent_agreement", "cohen_kappa", "fleiss_kappa",
-                                   "krippendorff_alpha", "gwet_ac1", "weighted_kappa", "n_excluded"]
+        ("n", "n"),
+        ("percent_agreement", "agreement"),
+        ("cohen_kappa", "Cohen \u03ba"),
+        ("weighted_kappa", "weighted \u03ba"),
+        ("krippendorff_alpha", "Krippendorff \u03b1"),
+        ("gwet_ac1", "Gwet AC1"),
+        ("spearman", "Spearman"),
+        ("lenient", "lenient"),
+        ("strict", "strict"),
+    )
+    assert [k for k, _ in rater_columns()] == [
+        "n_items",
+        "n_items_dropped",
+        "percent_agreement",
+        "cohen_kappa",
+        "weighted_kappa",
+        "fleiss_kappa",
+        "krippendorff_alpha",
+        "gwet_ac1",
+    ]
+    assert csv_stats("pairs") == [
+        "n",
+        "percent_agreement",
+        "cohen_kappa",
+        "weighted_kappa",
+        "krippendorff_alpha",
+        "gwet_ac1",
+        "spearman",
+        "lenient",
+        "strict",
+        "brier",
+        "ece",
+        "n_with_confidence",
+    ]
+    assert csv_stats("raters") == [
+        "n_items",
+        "n_items_dropped",
+        "percent_agreement",
+        "cohen_kappa",
+        "fleiss_kappa",
+        "krippendorff_alpha",
+        "gwet_ac1",
+        "weighted_kappa",
+        "n_excluded",
+    ]
     assert [s.name for s in registry.for_pairs() if s.bootstrapped] == [
-        "percent_agreement", "cohen_kappa", "weighted_kappa", "gwet_ac1"]
+        "percent_agreement",
+        "cohen_kappa",
+        "weighted_kappa",
+        "gwet_ac1",
+    ]
 
 
 def test_a_statistic_that_does_not_apply_is_never_bootstrapped():

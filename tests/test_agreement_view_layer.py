@@ -1,6 +1,7 @@
 """One view layer: the document model lives in evalkit.present.document and every view builds on
 it; the verdicts report escapes its text with the presentation kit's ASCII rule (one sanitizer
 module), byte for byte as before."""
+
 from __future__ import annotations
 
 import ast
@@ -20,8 +21,12 @@ def _defined(path: Path) -> set[str]:
 
 def test_the_document_model_is_defined_in_present_document_only():
     assert set(MODEL) <= _defined(ROOT / "evalkit" / "present" / "document.py")
-    for view in ("evalkit/agreement/view.py", "evalkit/probes/view.py", "evalkit/report/html.py",
-                 "evalkit/report/markdown.py"):
+    for view in (
+        "evalkit/agreement/view.py",
+        "evalkit/probes/view.py",
+        "evalkit/report/html.py",
+        "evalkit/report/markdown.py",
+    ):
         assert not set(MODEL) & _defined(ROOT / view), view
 
 

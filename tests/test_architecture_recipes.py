@@ -1,4 +1,5 @@
 """docs/architecture.md's "To add X, edit Y" table stays true, and its worked examples run."""
+
 from __future__ import annotations
 
 import importlib
@@ -13,7 +14,7 @@ DOC = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
 
 
 def _recipes() -> str:
-    section = DOC[DOC.index("## To add X, edit Y"):DOC.index("## Packages and dependency rule")]
+    section = DOC[DOC.index("## To add X, edit Y") : DOC.index("## Packages and dependency rule")]
     return "\n".join(line for line in section.splitlines() if line.startswith("|"))  # the table
 
 
@@ -39,8 +40,9 @@ def test_every_registry_the_table_names_exists():
 def test_every_command_module_is_registered():
     from evalkit import cli
 
-    modules = sorted(p.stem for p in (ROOT / "evalkit" / "commands").glob("*.py")
-                     if "def register(" in p.read_text(encoding="utf-8"))
+    modules = sorted(
+        p.stem for p in (ROOT / "evalkit" / "commands").glob("*.py") if "def register(" in p.read_text(encoding="utf-8")
+    )
     assert sorted(m.rsplit(".", 1)[1] for m in cli.COMMAND_MODULES) == modules
 
 
@@ -48,7 +50,7 @@ def test_worked_example_an_importer_is_one_file_and_one_registry_line(tmp_path, 
     package = tmp_path / "myplugins"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "csvlog.py").write_text('''
+    (package / "csvlog.py").write_text("""
 from evalkit.importers.options import ImportOption
 
 
@@ -69,7 +71,7 @@ class CsvLogImporter:
 
 
 IMPORTER = CsvLogImporter()
-''')
+""")
     monkeypatch.syspath_prepend(str(tmp_path))
     from evalkit import importers
     from evalkit.cli import cli

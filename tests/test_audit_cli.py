@@ -1,4 +1,5 @@
 """`evalkit audit` end to end: read-only, --pairs-out, ranking, formats, determinism, errors."""
+
 from __future__ import annotations
 
 import csv
@@ -8,9 +9,9 @@ import json
 import re
 
 import pytest
+from audit_helpers import Annotator, add_ratings, card, save_cards, table_dump
 from click.testing import CliRunner
 
-from audit_helpers import Annotator, add_ratings, card, save_cards, table_dump
 from evalkit.agreement.audit import build_audit
 from evalkit.agreement.audit_output import audit_json
 from evalkit.cli import cli
@@ -22,7 +23,9 @@ def db(tmp_path):
     save_cards(
         path,
         [
-            card("r-safe-miss", all_passed=True, dangerous=1, scenario_id="s2", model="m2"),  # judge says safe: lenient safety
+            card(
+                "r-safe-miss", all_passed=True, dangerous=1, scenario_id="s2", model="m2"
+            ),  # judge says safe: lenient safety
             card("r-out-miss", all_passed=False, coverage=0.75, order=1.0),  # judge says pass: lenient outcome
             card("r-strict", all_passed=True),  # judge says fail: strict outcome
             card("r-gap3", all_passed=True, coverage=0.25),  # grade 0, judge 3: lenient gap 3 of 3
@@ -32,8 +35,12 @@ def db(tmp_path):
         ],
     )
     ann = Annotator(path)
-    ann.add("r-safe-miss", {"outcome": "pass", "safety": 3, "action_execution": 3}, confidence=0.9,
-            rationale="Step 4 switched BAT 1 off.\n   Looked\tdeliberate.")
+    ann.add(
+        "r-safe-miss",
+        {"outcome": "pass", "safety": 3, "action_execution": 3},
+        confidence=0.9,
+        rationale="Step 4 switched BAT 1 off.\n   Looked\tdeliberate.",
+    )
     ann.add("r-out-miss", {"outcome": "pass", "safety": 3, "action_execution": 1}, confidence=0.95, rationale="x" * 500)
     ann.add("r-strict", {"outcome": "fail", "safety": 3, "action_execution": 3}, confidence=0.6)
     ann.add("r-gap3", {"outcome": "pass", "safety": 3, "action_execution": 3}, confidence=0.8)
@@ -78,7 +85,9 @@ def test_pairs_out_columns_and_rows(db, tmp_path):
     # anyone can recompute the figures from the file
     outcome = [r for r in body if r[0] == "outcome"]
     agree = sum(r[3] == r[4] for r in outcome) / len(outcome)
-    assert next(p for p in report["pairings"] if p["pairing"] == "outcome")["percent_agreement"]["value"] == pytest.approx(agree)
+    assert next(p for p in report["pairings"] if p["pairing"] == "outcome")["percent_agreement"][
+        "value"
+    ] == pytest.approx(agree)
 
 
 def test_disagreements_ranked_lenient_safety_then_lenient_outcome_then_gap(db):
@@ -96,7 +105,9 @@ def test_disagreements_ranked_lenient_safety_then_lenient_outcome_then_gap(db):
     assert [x["gap"] for x in d] == [1, 1, 1, 1, 3, 1]
     first = d[0]
     assert first["path"] == "runs/r-safe-miss.jsonl" and first["scenario_id"] == "s2" and first["model"] == "m2"
-    assert first["judge_model"] == "judge-a" and first["judge_value"] == "safe" and first["mechanical_value"] == "unsafe"
+    assert (
+        first["judge_model"] == "judge-a" and first["judge_value"] == "safe" and first["mechanical_value"] == "unsafe"
+    )
     assert first["rationale"] == "Step 4 switched BAT 1 off. Looked deliberate."
     long = next(x for x in d if x["run_id"] == "r-out-miss")
     assert len(long["rationale"]) <= 240 and long["rationale"].endswith("...")
@@ -108,8 +119,21 @@ def test_json_contract_names_every_statistic(db):
     rep = json.loads(res.output)
     assert set(rep) >= {"schema", "pairings", "raters", "disagreements", "drift", "judge_costs"}
     for p in rep["pairings"]:
-        for key in ("n", "percent_agreement", "cohen_kappa", "weighted_kappa", "krippendorff_alpha", "gwet_ac1",
-                    "spearman", "brier", "ece", "lenient", "strict", "confusion_matrix", "slices"):
+        for key in (
+            "n",
+            "percent_agreement",
+            "cohen_kappa",
+            "weighted_kappa",
+            "krippendorff_alpha",
+            "gwet_ac1",
+            "spearman",
+            "brier",
+            "ece",
+            "lenient",
+            "strict",
+            "confusion_matrix",
+            "slices",
+        ):
             assert key in p, key
         for key in ("percent_agreement", "cohen_kappa", "gwet_ac1"):
             assert set(p[key]) >= {"value", "reason"}
@@ -131,8 +155,15 @@ def test_table_output_names_what_each_line_is(db):
     res = run("audit", "--db", str(db), "--resamples", "10", "--by", "judge")
     assert res.exit_code == 0, res.output
     text = res.output
-    for title in ("== Pairings: judge against mechanical scores ==", "== Disagreements, ranked ==", "== Raters",
-                  "== Judge drift", "== Judge cost", "-- Per judge model --", "-- Calibration of the judge's confidence --"):
+    for title in (
+        "== Pairings: judge against mechanical scores ==",
+        "== Disagreements, ranked ==",
+        "== Raters",
+        "== Judge drift",
+        "== Judge cost",
+        "-- Per judge model --",
+        "-- Calibration of the judge's confidence --",
+    ):
         assert title in text
     # escalation below the pairing's threshold: 1 of 7 escalated, catching 1 of the 2 disagreements
     assert re.search(r"^outcome +judge-a +7 +0\.386 +0\.261 +0\.700 +1 +2 +1$", text, re.M)
@@ -142,7 +173,9 @@ def test_table_output_names_what_each_line_is(db):
 def test_markdown_and_csv_formats(db):
     md = run("audit", "--db", str(db), "--format", "markdown", "--resamples", "0").output
     assert "| pairing | level | n | agreement | Cohen κ |" in md
-    rows = list(csv.DictReader(io.StringIO(run("audit", "--db", str(db), "--format", "csv", "--resamples", "0").output)))
+    rows = list(
+        csv.DictReader(io.StringIO(run("audit", "--db", str(db), "--format", "csv", "--resamples", "0").output))
+    )
     assert list(rows[0]) == ["section", "name", "slice", "key", "statistic", "value", "reason"]
     wk = next(r for r in rows if r["name"] == "outcome" and r["statistic"] == "weighted_kappa" and not r["slice"])
     assert wk["value"] == "" and wk["reason"].startswith("not applicable")
@@ -156,11 +189,15 @@ def test_missing_database_is_a_usage_error(tmp_path):
 
 def test_bad_config_is_one_line_error(db, tmp_path):
     bad = tmp_path / "bad.toml"
-    bad.write_text('[[pairing]]\nname = "outcome"\nrubric = "procedure_v1"\njudge_dimension = "outcome"\nscale = ["x"]\n')
+    bad.write_text(
+        '[[pairing]]\nname = "outcome"\nrubric = "procedure_v1"\njudge_dimension = "outcome"\nscale = ["x"]\n'
+    )
     res = run("audit", "--db", str(db), "--config", str(bad))
     assert res.exit_code == 1
     lines = res.stderr.strip().splitlines()
-    assert lines == [f"error: {bad}: pairing 'outcome'.scale: required, an array of at least two labels (least credit first)"]
+    assert lines == [
+        f"error: {bad}: pairing 'outcome'.scale: required, an array of at least two labels (least credit first)"
+    ]
 
 
 def test_not_a_database_is_one_line_error(tmp_path):
@@ -179,11 +216,17 @@ def test_audit_and_report_render_one_view(db):
 
     cli_md = run("audit", "--db", str(db), "--format", "markdown", "--resamples", "1000").output
     report_md = render_markdown(build_report(db, made_at="2026-01-01T00:00:00Z"))
-    agreement = report_md[report_md.index("## Agreement audit"):report_md.index("## Provenance")]
+    agreement = report_md[report_md.index("## Agreement audit") : report_md.index("## Provenance")]
 
     def shape(text: str, level: str) -> list[str]:
-        return [ln.lstrip("#").strip() if ln.startswith("#") else ln for ln in text.splitlines()
-                if ln.startswith(level) or ln.startswith("| pairing") or ln.startswith("| dimension") or ln.startswith("| rank")]
+        return [
+            ln.lstrip("#").strip() if ln.startswith("#") else ln
+            for ln in text.splitlines()
+            if ln.startswith(level)
+            or ln.startswith("| pairing")
+            or ln.startswith("| dimension")
+            or ln.startswith("| rank")
+        ]
 
     # the report shows the judge's costs in its judge section, the audit as its last section
     cli_shape = [x for x in shape(cli_md, "##") if x != "Judge cost and latency per call"]
@@ -194,8 +237,19 @@ def test_audit_and_report_render_one_view(db):
 def test_out_is_the_stdout_bytes_written_atomically(db, tmp_path):
     out, pairs = tmp_path / "audit.md", tmp_path / "pairs.csv"
     shown = run("audit", "--db", str(db), "--format", "markdown", "--resamples", "0")
-    res = run("audit", "--db", str(db), "--format", "markdown", "--resamples", "0", "--out", str(out),
-              "--pairs-out", str(pairs))
+    res = run(
+        "audit",
+        "--db",
+        str(db),
+        "--format",
+        "markdown",
+        "--resamples",
+        "0",
+        "--out",
+        str(out),
+        "--pairs-out",
+        str(pairs),
+    )
     assert res.exit_code == 0 and res.output == ""
     assert out.read_bytes() == shown.output.encode("utf-8")
     assert pairs.read_text(encoding="utf-8").startswith("pairing,item_id,judge_model,judge_value,mechanical_value\n")

@@ -1,14 +1,15 @@
 """The audit on real data: the example trajectories scored by the real scorer, annotations written
 by the judge layer's own store (evalkit.judges.store.JudgeStore.record; no model is called)."""
+
 from __future__ import annotations
 
 import json
 import sqlite3
 from pathlib import Path
 
+from audit_helpers import table_dump
 from click.testing import CliRunner
 
-from audit_helpers import table_dump
 from evalkit.agreement.audit import build_audit
 from evalkit.cli import cli
 
@@ -31,17 +32,49 @@ def build(tmp_path: Path) -> Path:
     try:
         for n, (run_id, bundle_hash, _status) in enumerate(runs):
             # a judge that always says the run passed and was safe: lenient wherever it was not
-            values = {"situation_assessment": 3, "procedure": 3, "action_execution": 3, "error_recovery": "n/a",
-                      "safety": 3, "outcome": "pass"}
-            common = {"run_id": run_id, "bundle_hash": bundle_hash, "judge_model": "openai/optimist",
-                      "rubric_id": "procedure_v1", "rubric_version": 1, "rubric_hash": "h", "status": "ok",
-                      "prompt_tokens": 10, "completion_tokens": 5, "cost_usd": 0.001, "latency_ms": 500.0 + n}
+            values = {
+                "situation_assessment": 3,
+                "procedure": 3,
+                "action_execution": 3,
+                "error_recovery": "n/a",
+                "safety": 3,
+                "outcome": "pass",
+            }
+            common = {
+                "run_id": run_id,
+                "bundle_hash": bundle_hash,
+                "judge_model": "openai/optimist",
+                "rubric_id": "procedure_v1",
+                "rubric_version": 1,
+                "rubric_hash": "h",
+                "status": "ok",
+                "prompt_tokens": 10,
+                "completion_tokens": 5,
+                "cost_usd": 0.001,
+                "latency_ms": 500.0 + n,
+            }
             reply = dict(values, confidence=0.9, rationale=f"Step {n} looks right.")
             stamp = f"2026-11-29T10:00:{n:02d}Z"
-            call = dict(common, cache_key=f"k{n}", params="{}", request="{}", raw_response=json.dumps(reply),
-                        error=None, attempts=1, started_at=stamp, finished_at=stamp)
-            ann = dict(common, annotation_id=f"a{n}", blind=1, annotation=json.dumps(reply),
-                       rationale=reply["rationale"], cache_key=f"k{n}", created_at=stamp)
+            call = dict(
+                common,
+                cache_key=f"k{n}",
+                params="{}",
+                request="{}",
+                raw_response=json.dumps(reply),
+                error=None,
+                attempts=1,
+                started_at=stamp,
+                finished_at=stamp,
+            )
+            ann = dict(
+                common,
+                annotation_id=f"a{n}",
+                blind=1,
+                annotation=json.dumps(reply),
+                rationale=reply["rationale"],
+                cache_key=f"k{n}",
+                created_at=stamp,
+            )
             js.record(call, ann, dict(values), 0.9, "0")
     finally:
         js.close()

@@ -1,13 +1,14 @@
 """The jury rater (issue #12 item 2): majority for nominal, median for ordinal, ties to the lower
 credit; a rater like any judge in pairings, raters and the Alt-Test; only with --jury."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
+from audit_helpers import Annotator, add_ratings, card, save_cards
 from click.testing import CliRunner
 
-from audit_helpers import Annotator, add_ratings, card, save_cards
 from evalkit.agreement.audit import run_audit
 from evalkit.agreement.jury import credit_key, jury_values, verdict
 from evalkit.agreement.pairings_config import DimensionSpec, load_audit_config
@@ -77,7 +78,9 @@ def test_jury_values_use_latest_blind_primary_answer_per_model():
 @pytest.fixture()
 def db(tmp_path):
     path = tmp_path / "j.db"
-    save_cards(path, [card("r1", all_passed=True), card("r2", all_passed=False, coverage=0.5), card("r3", all_passed=True)])
+    save_cards(
+        path, [card("r1", all_passed=True), card("r2", all_passed=False, coverage=0.5), card("r3", all_passed=True)]
+    )
     ann = Annotator(path)
     votes = {  # run: (judge-a, judge-b, judge-c) outcome, safety
         "r1": (("pass", 3), ("pass", 2), ("fail", 0)),
@@ -88,8 +91,14 @@ def db(tmp_path):
         for judge, (outcome, safety) in zip(("judge-a", "judge-b", "judge-c"), answers):
             ann.add(run, {"outcome": outcome, "safety": safety}, judge=judge)
     ann.close()
-    add_ratings(path, [(r, h, "human", "outcome", v) for h in ("h1", "h2", "h3")
-                       for r, v in (("r1", "pass"), ("r2", "fail"), ("r3", "pass"))])
+    add_ratings(
+        path,
+        [
+            (r, h, "human", "outcome", v)
+            for h in ("h1", "h2", "h3")
+            for r, v in (("r1", "pass"), ("r2", "fail"), ("r3", "pass"))
+        ],
+    )
     return path
 
 

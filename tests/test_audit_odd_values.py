@@ -8,6 +8,7 @@ through the judge layer's own writer (tests/report_fixtures.py), with human rati
 The expected warnings come from the rule in evalkit/db/cells.py's docstring, re-stated here in
 Python (:func:`odd`), not from the SQL that implements it.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,11 +18,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import report_fixtures as rf
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import report_fixtures as rf
 from evalkit.agreement.audit import build_audit
 from evalkit.agreement.audit_output import RENDERERS
 from evalkit.cli import cli
@@ -29,7 +30,7 @@ from evalkit.db.cells import AMOUNT_COLUMNS, keys_of
 from evalkit.db.schema import TABLES
 from evalkit.report import build_report, render_html, render_markdown
 
-MAX_EXACT = 2 ** 53
+MAX_EXACT = 2**53
 COLUMNS = [(t.name, c, kind) for t in TABLES.values() for c, kind in t.columns]
 
 
@@ -51,9 +52,14 @@ def _set(db: Path, table: str, column: str, value, row: int | None = None) -> bo
     (NOT NULL, a duplicate key): the file would not be schema-valid."""
     con = sqlite3.connect(db)
     try:
-        where = "" if row is None else (
-            f' WHERE rowid = (SELECT rowid FROM "{table}" ORDER BY rowid LIMIT 1 OFFSET '
-            f'(? % MAX(1, (SELECT COUNT(*) FROM "{table}"))))')
+        where = (
+            ""
+            if row is None
+            else (
+                f' WHERE rowid = (SELECT rowid FROM "{table}" ORDER BY rowid LIMIT 1 OFFSET '
+                f'(? % MAX(1, (SELECT COUNT(*) FROM "{table}"))))'
+            )
+        )
         args = (value,) if row is None else (value, row)
         cur = con.execute(f'UPDATE "{table}" SET "{column}" = ?{where}', args)
         con.commit()
@@ -120,16 +126,32 @@ def _assert_named(db: Path, audit: dict, report: dict) -> None:
 
 ODD_VALUES = st.one_of(
     st.none(),
-    st.sampled_from(["n/a", "NaN", "Infinity", "-Infinity", "", "not json {", "[[[", "bogus_status", "ok",
-                     "scored", '{"confidence": NaN}', "[1, 2]", "null"]),
+    st.sampled_from(
+        [
+            "n/a",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "",
+            "not json {",
+            "[[[",
+            "bogus_status",
+            "ok",
+            "scored",
+            '{"confidence": NaN}',
+            "[1, 2]",
+            "null",
+        ]
+    ),
     st.text(max_size=6),
-    st.integers(min_value=-2 ** 63, max_value=2 ** 63 - 1),
-    st.sampled_from([10 ** 18, -1, 0, 2 ** 53 + 1, 1e308, -1e308, float("inf"), float("-inf"), 1.5, -0.5]),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.sampled_from([10**18, -1, 0, 2**53 + 1, 1e308, -1e308, float("inf"), float("-inf"), 1.5, -0.5]),
     st.floats(allow_nan=False),
     st.binary(max_size=4),
 )
-EDITS = st.lists(st.tuples(st.sampled_from(COLUMNS), st.integers(0, 200), ODD_VALUES, st.booleans()),
-                 min_size=1, max_size=5)
+EDITS = st.lists(
+    st.tuples(st.sampled_from(COLUMNS), st.integers(0, 200), ODD_VALUES, st.booleans()), min_size=1, max_size=5
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -144,6 +166,7 @@ def test_odd_cells_anywhere_are_missing_with_a_warning_never_a_crash(base_db, tm
 
 # -- each case the issue names, through the command line --------------------------------------
 
+
 def _cli(*args: str):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
@@ -155,7 +178,7 @@ CASES = {
     "cost_negative": ("annotations", "cost_usd", -1),
     "cost_nan_text": ("judge_calls", "latency_ms", "NaN"),
     "tokens_negative": ("annotations", "prompt_tokens", -5),
-    "tokens_huge": ("annotations", "completion_tokens", 2 ** 63 - 1),
+    "tokens_huge": ("annotations", "completion_tokens", 2**63 - 1),
     "replicate_fraction": ("annotation_values", "replicate", 1.5),
     "dimension_blob": ("annotation_values", "dimension", b"\x00\xff"),
     "model_blob": ("scorecards", "model", b"\xff"),

@@ -1,5 +1,6 @@
 """The pairings section of `build_audit`: statistics against reference implementations, undefined
 statistics, exclusions (non-blind, status), calibration, slices, costs."""
+
 from __future__ import annotations
 
 import random
@@ -7,10 +8,10 @@ import random
 import krippendorff
 import numpy as np
 import pytest
+from audit_helpers import Annotator, card, save_cards
 from scipy.stats import spearmanr
 from sklearn.metrics import brier_score_loss, cohen_kappa_score
 
-from audit_helpers import Annotator, card, save_cards
 from evalkit.agreement.audit import build_audit
 
 
@@ -28,14 +29,31 @@ def random_db(tmp_path):
         rid = f"r{i:03d}"
         passed = rnd.random() < 0.7
         cov = rnd.choice([0.25, 0.5, 0.75, 1.0])
-        c = card(rid, all_passed=passed, coverage=cov, order=rnd.choice([None, 0.5, 0.9, 1.0]),
-                 extraneous=rnd.choice([0, 0, 1, 2]), dangerous=int(rnd.random() < 0.15),
-                 scenario_id=rnd.choice(["s1", "s2"]), model=rnd.choice(["m1", "m2"]))
+        c = card(
+            rid,
+            all_passed=passed,
+            coverage=cov,
+            order=rnd.choice([None, 0.5, 0.9, 1.0]),
+            extraneous=rnd.choice([0, 0, 1, 2]),
+            dangerous=int(rnd.random() < 0.15),
+            scenario_id=rnd.choice(["s1", "s2"]),
+            model=rnd.choice(["m1", "m2"]),
+        )
         cards.append(c)
         outcome = ("pass" if passed else "fail") if rnd.random() < 0.8 else ("fail" if passed else "pass")
-        judged.append((rid, {"outcome": outcome, "safety": rnd.choice([0, 1, 2, 3, 3, 3]),
-                             "action_execution": rnd.choice([0, 1, 2, 3]), "situation_assessment": 3,
-                             "error_recovery": "n/a"}, round(rnd.uniform(0.5, 1.0), 2)))
+        judged.append(
+            (
+                rid,
+                {
+                    "outcome": outcome,
+                    "safety": rnd.choice([0, 1, 2, 3, 3, 3]),
+                    "action_execution": rnd.choice([0, 1, 2, 3]),
+                    "situation_assessment": 3,
+                    "error_recovery": "n/a",
+                },
+                round(rnd.uniform(0.5, 1.0), 2),
+            )
+        )
     save_cards(db, cards)
     ann = Annotator(db)
     for rid, values, conf in judged:
@@ -48,6 +66,7 @@ def test_pairing_statistics_match_reference_implementations(random_db):
     db, cards, judged = random_db
     report = build_audit(db, n_resamples=50)
     ae = entry(report, "action_execution")
+
     # recompute the mechanical grade independently of the config file's engine
     def grade(c):
         v = c.vector
@@ -67,8 +86,9 @@ def test_pairing_statistics_match_reference_implementations(random_db):
         cohen_kappa_score(j, m, labels=[0, 1, 2, 3], weights="quadratic"), abs=1e-9
     )
     assert ae["krippendorff_alpha"]["value"] == pytest.approx(
-        krippendorff.alpha(reliability_data=np.array([j, m], dtype=float), level_of_measurement="ordinal",
-                           value_domain=[0, 1, 2, 3]),
+        krippendorff.alpha(
+            reliability_data=np.array([j, m], dtype=float), level_of_measurement="ordinal", value_domain=[0, 1, 2, 3]
+        ),
         abs=1e-9,
     )
     assert ae["spearman"]["value"] == pytest.approx(spearmanr(j, m).statistic, abs=1e-9)
@@ -182,7 +202,13 @@ def test_provider_error_runs_and_unmapped_values_are_counted_not_compared(tmp_pa
     ann.close()
     report = build_audit(db, n_resamples=0)
     ex = entry(report, "outcome")["excluded"]
-    assert ex == {"non_blind": 0, "no_scorecard": 1, "excluded_status": 1, "unmapped_judge": 0, "unmapped_mechanical": 1}
+    assert ex == {
+        "non_blind": 0,
+        "no_scorecard": 1,
+        "excluded_status": 1,
+        "unmapped_judge": 0,
+        "unmapped_mechanical": 1,
+    }
     assert entry(report, "outcome")["n"] == 1
     assert entry(report, "safety")["excluded"]["unmapped_judge"] == 2
 
@@ -280,5 +306,7 @@ def test_interval_pairing_from_config_gets_ordered_statistics(tmp_path):
     (p,) = build_audit(db, config=cfg, n_resamples=0)["pairings"]
     assert p["level"] == "interval"
     assert p["spearman"]["value"] == pytest.approx(spearmanr([3, 1, 2], [3, 0, 3]).statistic, abs=1e-9)
-    ref = krippendorff.alpha(reliability_data=np.array([[3, 1, 2], [3, 0, 3]], dtype=float), level_of_measurement="interval")
+    ref = krippendorff.alpha(
+        reliability_data=np.array([[3, 1, 2], [3, 0, 3]], dtype=float), level_of_measurement="interval"
+    )
     assert p["krippendorff_alpha"]["value"] == pytest.approx(ref, abs=1e-9)

@@ -1,9 +1,10 @@
 """Pairing configuration: the shipped defaults, the mapping grammar, user files, config errors."""
+
 from __future__ import annotations
 
 import pytest
-
 from audit_helpers import card
+
 from evalkit.agreement.pairings_config import load_audit_config, parse_condition
 from evalkit.errors import InputError
 
@@ -174,7 +175,10 @@ def test_config_toml_syntax_error_names_file_and_line(tmp_path):
             '[[pairing.mechanical]]\nlabel = "a"\nwhen = { "vector.coverage" = "roughly 1" }\n',
             "pairing 'x'.mechanical[0].when.vector.coverage",
         ),
-        ('[[pairing]]\nname = "x"\nrubric = "r"\njudge_dimension = "d"\nscale = ["a", "b"]\nlevel = "ratio"\n', "pairing 'x'.level"),
+        (
+            '[[pairing]]\nname = "x"\nrubric = "r"\njudge_dimension = "d"\nscale = ["a", "b"]\nlevel = "ratio"\n',
+            "pairing 'x'.level",
+        ),
         ("[calibration]\nescalation_threshold = 3\n", "calibration.escalation_threshold"),
         ('[dimensions.safety]\nlevel = "loud"\n', "dimensions.safety.level"),
     ],

@@ -1,4 +1,5 @@
 """The raters section (judge ↔ judge ↔ human), the Alt-Test and judge drift."""
+
 from __future__ import annotations
 
 import random
@@ -6,9 +7,9 @@ import random
 import krippendorff
 import numpy as np
 import pytest
+from audit_helpers import Annotator, add_ratings, card, save_cards
 from sklearn.metrics import cohen_kappa_score
 
-from audit_helpers import Annotator, add_ratings, card, save_cards
 from evalkit.agreement import alt_test as alt
 from evalkit.agreement.audit import build_audit
 from evalkit.agreement.pairings_config import DimensionSpec
@@ -53,19 +54,30 @@ def test_judge_against_human_ratings_matches_sklearn(tmp_path):
     assert e["raters"] == ["alice", "gpt@procedure_v1"]
     assert e["rater_kinds"] == {"alice": "human", "gpt@procedure_v1": "judge"}
     h = [r[4] for r in human]
-    assert e["cohen_kappa"]["value"] == pytest.approx(cohen_kappa_score(h, judge_vals, labels=["fail", "pass"]), abs=1e-9)
+    assert e["cohen_kappa"]["value"] == pytest.approx(
+        cohen_kappa_score(h, judge_vals, labels=["fail", "pass"]), abs=1e-9
+    )
     assert e["percent_agreement"]["value"] == pytest.approx(np.mean(np.array(h) == np.array(judge_vals)))
 
 
 def test_item_rated_by_fewer_than_two_raters_is_not_counted(tmp_path):
     db = tmp_path / "e.db"
-    add_ratings(db, [("i1", "a", "human", "d", "x"), ("i1", "b", "human", "d", "x"),
-                     ("i2", "a", "human", "d", "y"), ("i2", "b", "human", "d", "z"),
-                     ("i3", "a", "human", "d", "z")])  # i3: one rater only
+    add_ratings(
+        db,
+        [
+            ("i1", "a", "human", "d", "x"),
+            ("i1", "b", "human", "d", "x"),
+            ("i2", "a", "human", "d", "y"),
+            ("i2", "b", "human", "d", "z"),
+            ("i3", "a", "human", "d", "z"),
+        ],
+    )  # i3: one rater only
     e = raters_entry(build_audit(db, n_resamples=0), "d")
     assert (e["n_items"], e["n_items_dropped"], e["n_ratings"]) == (2, 1, 4)
     assert e["percent_agreement"]["value"] == pytest.approx(0.5)  # i3's rating would not change it anyway
-    assert e["cohen_kappa"]["value"] == pytest.approx(cohen_kappa_score(["x", "y"], ["x", "z"], labels=e["labels"]), abs=1e-9)
+    assert e["cohen_kappa"]["value"] == pytest.approx(
+        cohen_kappa_score(["x", "y"], ["x", "z"], labels=e["labels"]), abs=1e-9
+    )
 
 
 def test_missing_ratings_match_krippendorff_reference(tmp_path):
@@ -82,7 +94,9 @@ def test_missing_ratings_match_krippendorff_reference(tmp_path):
     e = raters_entry(build_audit(db, n_resamples=0), "skill")
     assert e["n_items"] == 4 and e["n_items_dropped"] == 2
     assert e["level"] == "ordinal" and e["labels"] == [0, 1, 2, 3]
-    data = np.array([[grid[i][r] if grid[i][r] is not None else np.nan for i in sorted(grid)] for r in "abc"], dtype=float)
+    data = np.array(
+        [[grid[i][r] if grid[i][r] is not None else np.nan for i in sorted(grid)] for r in "abc"], dtype=float
+    )
     ref = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal", value_domain=[0, 1, 2, 3])
     assert e["krippendorff_alpha"]["value"] == pytest.approx(ref, abs=1e-9)
     # pooled pairwise agreement: i1 1/3, i2 1/1, i3 0/1, i4 1/1 -> 3 agreeing pairs of 6
@@ -95,7 +109,9 @@ def test_a_dimension_with_one_rater_is_skipped_with_reason(tmp_path):
     add_ratings(db, [("i1", "a", "human", "solo", 1), ("i2", "a", "human", "solo", 2)])
     report = build_audit(db, n_resamples=0)  # a ratings-only database (no evalkit runs) is fine
     assert report["raters"] == []
-    assert report["raters_skipped"] == [{"dimension": "solo", "raters": ["a"], "reason": "fewer than two raters on a shared item"}]
+    assert report["raters_skipped"] == [
+        {"dimension": "solo", "raters": ["a"], "reason": "fewer than two raters on a shared item"}
+    ]
 
 
 def test_constant_raters_give_null_with_reason(tmp_path):
@@ -186,7 +202,9 @@ def test_alt_test_with_three_humans(tmp_path):
     assert t["winning_rate"] == 1.0 and t["passed"] is True
     # the audit feeds the Alt-Test exactly the shared items
     humans = {h: {i: v for i, r, _, _, v in rows if r == h} for h in ("h1", "h2", "h3")}
-    import sqlite3, json  # noqa: E401
+    import json
+    import sqlite3  # noqa: E401
+
     conn = sqlite3.connect(str(db))
     judge = {r: json.loads(v) for r, v in conn.execute("SELECT run_id, value FROM annotation_values")}
     conn.close()
@@ -220,7 +238,9 @@ def test_drift_flag_more_than_one_dimension_moved_by_two(tmp_path):
     first = {"safety": 3, "procedure": 3, "action_execution": 3, "outcome": "pass"}
     for i in range(3):
         ann.add(f"r{i}", first)
-    ann.add("r0", {"safety": 1, "procedure": 0, "action_execution": 3, "outcome": "pass"}, replicate=1)  # two moved by >=2
+    ann.add(
+        "r0", {"safety": 1, "procedure": 0, "action_execution": 3, "outcome": "pass"}, replicate=1
+    )  # two moved by >=2
     ann.add("r1", {"safety": 1, "procedure": 2, "action_execution": 2, "outcome": "fail"}, replicate=1)  # one moved
     ann.add("r2", {"safety": 3, "procedure": 3, "action_execution": 3, "outcome": "pass"}, replicate=1)  # stable
     ann.add("r2", {"safety": 0, "procedure": 0, "action_execution": 0, "outcome": "fail"}, replicate=2, blind=False)

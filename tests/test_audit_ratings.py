@@ -1,4 +1,5 @@
 """`evalkit annotations import`: long CSV/JSONL, the computer-use rubric's wide scores.csv, and bad files."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from import_helpers import among, modules_loaded_by
+
 from evalkit.agreement.ratings import RatingRow, import_ratings, read_rating_file
 from evalkit.cli import cli
 from evalkit.errors import InputError
@@ -51,14 +52,20 @@ def test_long_csv_import(tmp_path):
 def test_jsonl_import_and_reimport_replaces(tmp_path):
     f = tmp_path / "r.jsonl"
     f.write_text(
-        json.dumps({"item_id": "a", "rater": "bob", "rater_kind": "human", "dimension": "d", "value": 2.0}) + "\n\n"
-        + json.dumps({"item_id": 7, "rater": "bob", "rater_kind": "human", "dimension": "d", "value": "x", "note": "ok"}) + "\n",
+        json.dumps({"item_id": "a", "rater": "bob", "rater_kind": "human", "dimension": "d", "value": 2.0})
+        + "\n\n"
+        + json.dumps(
+            {"item_id": 7, "rater": "bob", "rater_kind": "human", "dimension": "d", "value": "x", "note": "ok"}
+        )
+        + "\n",
         encoding="utf-8",
     )
     db = tmp_path / "e.db"
     import_ratings(db, f)
     assert rows(db) == [("7", "bob", "human", "d", '"x"', None), ("a", "bob", "human", "d", "2", None)]
-    f.write_text(json.dumps({"item_id": "a", "rater": "bob", "rater_kind": "human", "dimension": "d", "value": 1}) + "\n")
+    f.write_text(
+        json.dumps({"item_id": "a", "rater": "bob", "rater_kind": "human", "dimension": "d", "value": 1}) + "\n"
+    )
     import_ratings(db, f)
     assert rows(db) == [("7", "bob", "human", "d", '"x"', None), ("a", "bob", "human", "d", "1", None)]
 
@@ -98,7 +105,9 @@ def test_wide_csv_needs_a_rater(tmp_path):
     f.write_text("run_id,safety\nr1,3\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"scores.csv:2: no rater"):
         read_rating_file(f)
-    assert read_rating_file(f, rater="dan")[0] == RatingRow(item_id="r1", rater="dan", rater_kind="human", dimension="safety", value=3)
+    assert read_rating_file(f, rater="dan")[0] == RatingRow(
+        item_id="r1", rater="dan", rater_kind="human", dimension="safety", value=3
+    )
 
 
 def test_labels_are_normalised_across_files(tmp_path):
@@ -112,12 +121,32 @@ def test_labels_are_normalised_across_files(tmp_path):
 @pytest.mark.parametrize(
     "name, text, where, message",
     [
-        ("bad.jsonl", '{"item_id":"a","rater":"r","rater_kind":"human","dimension":"d","value":1}\n{"item_id": "b",\n', 2, "invalid JSON"),
-        ("bad.jsonl", '{"item_id":"a","rater":"r","rater_kind":"robot","dimension":"d","value":1}\n', 1, "rater_kind must be 'human', 'judge' or 'mechanical'"),
+        (
+            "bad.jsonl",
+            '{"item_id":"a","rater":"r","rater_kind":"human","dimension":"d","value":1}\n{"item_id": "b",\n',
+            2,
+            "invalid JSON",
+        ),
+        (
+            "bad.jsonl",
+            '{"item_id":"a","rater":"r","rater_kind":"robot","dimension":"d","value":1}\n',
+            1,
+            "rater_kind must be 'human', 'judge' or 'mechanical'",
+        ),
         ("bad.jsonl", '{"item_id":"a","rater":"r","rater_kind":"human","dimension":"d"}\n', 1, "value is required"),
-        ("bad.jsonl", '[1, 2]\n', 1, "each line must be a JSON object"),
-        ("bad.csv", "item_id,rater,rater_kind,dimension,value\na,r,human,d,1\nb,r,human,d\n", 3, "expected 5 columns, found 4"),
-        ("bad.csv", "item_id,rater,rater_kind,dimension,value,confidence\na,r,human,d,1,1.5\n", 2, "confidence must be a number in [0, 1]"),
+        ("bad.jsonl", "[1, 2]\n", 1, "each line must be a JSON object"),
+        (
+            "bad.csv",
+            "item_id,rater,rater_kind,dimension,value\na,r,human,d,1\nb,r,human,d\n",
+            3,
+            "expected 5 columns, found 4",
+        ),
+        (
+            "bad.csv",
+            "item_id,rater,rater_kind,dimension,value,confidence\na,r,human,d,1,1.5\n",
+            2,
+            "confidence must be a number in [0, 1]",
+        ),
         ("bad.csv", "item_id,rater,rater_kind,dimension,value\na,r,human,d,1\na,r,human,d,2\n", 3, "duplicate rating"),
         ("bad.csv", "item_id,rater,rater_kind,dimension,value\na,r,human,d,\n", 2, "value is empty"),
         ("bad.csv", "", 1, "empty file"),
@@ -144,7 +173,9 @@ def test_bad_rating_file_one_line_error_and_nothing_written(tmp_path, name, text
 
 def test_bad_file_in_the_middle_writes_no_row_of_it(tmp_path):
     # 500 good rows then a bad one: none of the good rows may land.
-    lines = ["item_id,rater,rater_kind,dimension,value"] + [f"i{n},r,human,d,1" for n in range(500)] + ["x,r,nobody,d,1"]
+    lines = (
+        ["item_id,rater,rater_kind,dimension,value"] + [f"i{n},r,human,d,1" for n in range(500)] + ["x,r,nobody,d,1"]
+    )
     f = tmp_path / "big.csv"
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
     db = tmp_path / "e.db"
@@ -170,9 +201,13 @@ def test_jsonl_with_a_raw_line_separator_in_a_string_and_crlf_line_ends(tmp_path
     """JSON Lines are split on \\n only: a raw U+2028 inside a JSON string is part of the value
     (str.splitlines would cut the record in two), and CRLF line ends are accepted."""
     f = tmp_path / "r.jsonl"
-    lines = [json.dumps({"item_id": "a\u2028b", "rater": "bob", "rater_kind": "human", "dimension": "d", "value": 1},
-                        ensure_ascii=False),
-             json.dumps({"item_id": "c", "rater": "bob", "rater_kind": "human", "dimension": "d", "value": 2})]
+    lines = [
+        json.dumps(
+            {"item_id": "a\u2028b", "rater": "bob", "rater_kind": "human", "dimension": "d", "value": 1},
+            ensure_ascii=False,
+        ),
+        json.dumps({"item_id": "c", "rater": "bob", "rater_kind": "human", "dimension": "d", "value": 2}),
+    ]
     f.write_bytes("\r\n".join(lines).encode("utf-8") + b"\r\n")
     db = tmp_path / "e.db"
     import_ratings(db, f)

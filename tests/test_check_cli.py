@@ -1,4 +1,5 @@
 """`evalkit check`: every problem of scenario files and runs, one line each; exit 1 when any."""
+
 from __future__ import annotations
 
 import json
@@ -63,7 +64,8 @@ def test_a_run_with_a_bad_embedded_scenario_lists_its_problems(tmp_path):
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
         f'{path}:1: meta.scenario.ground_truth: unknown key "forbiden_actions" (did you mean "forbidden_actions"?); '
-        'unknown key "optionl_actions" (did you mean "optional_actions"?)']
+        'unknown key "optionl_actions" (did you mean "optional_actions"?)'
+    ]
 
 
 def test_a_run_whose_approval_tool_is_off_the_surface_is_a_problem(tmp_path):
@@ -85,9 +87,14 @@ def test_runs_naming_a_scenario_are_checked_against_the_scenario_files(tmp_path)
 
 
 def test_a_jsonl_of_scenarios_is_checked_as_scenarios(tmp_path):
-    (tmp_path / "tasks.jsonl").write_text(json.dumps(GOOD) + "\n" + json.dumps({"id": "x", "ground_truth": {"zz": 1}}) + "\n")
+    (tmp_path / "tasks.jsonl").write_text(
+        json.dumps(GOOD) + "\n" + json.dumps({"id": "x", "ground_truth": {"zz": 1}}) + "\n"
+    )
     result = run(tmp_path / "tasks.jsonl")
-    assert result.exit_code == 1 and result.stdout == f'{tmp_path / "tasks.jsonl"}:2: scenario.ground_truth: unknown key "zz"\n'
+    assert (
+        result.exit_code == 1
+        and result.stdout == f'{tmp_path / "tasks.jsonl"}:2: scenario.ground_truth: unknown key "zz"\n'
+    )
 
 
 def test_an_unreadable_scenario_file_is_one_problem(tmp_path):

@@ -1,5 +1,6 @@
 """The CLI kit (issue #11 item 4): shared options declared once, one fail() and one set of exit codes,
 click.Path checks, one-line usage errors, the --resample/--seed rule in one place, click declared."""
+
 from __future__ import annotations
 
 import ast
@@ -9,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from import_helpers import modules_loaded_by
+
 import evalkit.cli
 from evalkit.commands import exitcodes
 
@@ -32,7 +33,13 @@ def one_error_line(res, code: int) -> str:
 def test_exit_codes_are_the_documented_ones():
     assert (exitcodes.EXIT_OK, exitcodes.EXIT_BAD_INPUT, exitcodes.EXIT_USAGE, exitcodes.EXIT_GATE) == (0, 1, 2, 3)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for code in ("`0` success", "`1` some inputs were bad", "`2` usage error", "`3` a quality gate", "`130` interrupted"):
+    for code in (
+        "`0` success",
+        "`1` some inputs were bad",
+        "`2` usage error",
+        "`3` a quality gate",
+        "`130` interrupted",
+    ):
         assert code in readme
 
 
@@ -72,9 +79,16 @@ def test_click_is_a_declared_dependency():
     assert any(d.split(">")[0].split("=")[0].strip() == "click" for d in deps)
 
 
-@pytest.mark.parametrize("args", [
-    ["audit"], ["report"], ["cache", "stats"], ["cache", "clear"], ["export", "parquet", "out"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["audit"],
+        ["report"],
+        ["cache", "stats"],
+        ["cache", "clear"],
+        ["export", "parquet", "out"],
+    ],
+)
 def test_a_missing_database_is_one_usage_line_naming_it(tmp_path, monkeypatch, args):
     monkeypatch.chdir(tmp_path)
     line = one_error_line(invoke(*args, "--db", "nope.db"), exitcodes.EXIT_USAGE)
@@ -90,11 +104,14 @@ def test_missing_config_and_rating_files_are_named(tmp_path):
     db = tmp_path / "x.db"
     db.write_bytes(b"")
     assert "none.toml: no such pairings file" in one_error_line(
-        invoke("audit", "--db", str(db), "--config", str(tmp_path / "none.toml")), 2)
+        invoke("audit", "--db", str(db), "--config", str(tmp_path / "none.toml")), 2
+    )
     assert "ratings.csv: no such file" in one_error_line(
-        invoke("annotations", "import", str(tmp_path / "ratings.csv"), "--db", str(db)), 2)
+        invoke("annotations", "import", str(tmp_path / "ratings.csv"), "--db", str(db)), 2
+    )
     assert "none.toml: no such contamination file" in one_error_line(
-        invoke("report", "--db", str(db), "--contamination", str(tmp_path / "none.toml")), 2)
+        invoke("report", "--db", str(db), "--contamination", str(tmp_path / "none.toml")), 2
+    )
 
 
 def test_click_usage_errors_are_one_line_too():
@@ -119,16 +136,22 @@ def test_bare_evalkit_prints_the_help_over_lines_not_one_error_line():
     lines = res.stderr.splitlines()
     assert lines[0].startswith("Usage: ") and any(line.strip().startswith("score") for line in lines)
     group = invoke("cache")
-    assert group.exit_code == exitcodes.EXIT_USAGE and group.stderr.startswith("Usage: ") and " cache " in group.stderr.splitlines()[0]
+    assert (
+        group.exit_code == exitcodes.EXIT_USAGE
+        and group.stderr.startswith("Usage: ")
+        and " cache " in group.stderr.splitlines()[0]
+    )
 
 
 def test_resample_needs_seed_and_seed_needs_resample(tmp_path):
     db = tmp_path / "x.db"
     db.write_bytes(b"")
     assert "--resample needs --seed" in one_error_line(
-        invoke("judge", "--db", str(db), "--model", "openai/x", "--resample", "0.5"), 2)
+        invoke("judge", "--db", str(db), "--model", "openai/x", "--resample", "0.5"), 2
+    )
     assert "--seed is only used with --resample" in one_error_line(
-        invoke("judge", "--db", str(db), "--model", "openai/x", "--seed", "3"), 2)
+        invoke("judge", "--db", str(db), "--model", "openai/x", "--seed", "3"), 2
+    )
 
 
 def test_the_resample_rule_is_the_api_rule():

@@ -3,6 +3,7 @@
 The command runs in-process through click's runner (the same entry point, argument parsing, exit
 codes and streams); the two real executables, `python -m evalkit` and the console script, are run
 as processes by test_python_dash_m_and_console_script_agree."""
+
 import contextlib
 import csv
 import io
@@ -50,7 +51,10 @@ def test_rescoring_upserts_without_duplicates(tmp_path):
         assert run("score", str(EXAMPLES), "--db", str(db_path), "--format", "jsonl").returncode == 0
     db = sqlite_utils.Database(db_path)
     assert db["scorecards"].count == 16
-    assert db.execute("select count(*) from (select distinct run_id, idx from commands)").fetchone()[0] == db["commands"].count
+    assert (
+        db.execute("select count(*) from (select distinct run_id, idx from commands)").fetchone()[0]
+        == db["commands"].count
+    )
 
 
 def test_two_runs_give_byte_identical_json(tmp_path):
@@ -61,7 +65,12 @@ def test_two_runs_give_byte_identical_json(tmp_path):
     assert len(cards) == 16 and list(cards[0])[:5] == ["run_id", "scenario_id", "model", "path", "status"]
     agg_a = run("score", str(EXAMPLES), "--format", "json", "--aggregate", "--no-db")
     agg_b = run("score", str(EXAMPLES), "--format", "json", "--aggregate", "--no-db")
-    assert agg_a.stdout == agg_b.stdout and set(json.loads(agg_a.stdout)) == {"include_errors", "uncertainty", "groups", "models"}
+    assert agg_a.stdout == agg_b.stdout and set(json.loads(agg_a.stdout)) == {
+        "include_errors",
+        "uncertainty",
+        "groups",
+        "models",
+    }
 
 
 def test_jsonl_one_card_per_line_and_contract_fields():
@@ -69,9 +78,34 @@ def test_jsonl_one_card_per_line_and_contract_fields():
     lines = proc.stdout.splitlines()
     assert len(lines) == 7
     card = json.loads(lines[0])
-    assert set(card["vector"]) == {"coverage", "order", "end_state", "all_passed", "safety_dangerous", "safety_anti_procedure", "extraneous"}
-    assert set(card["checks"]) == {"reached_goal", "used_only_expected_tools", "correct_order", "no_redundant_calls", "approvals_respected"}
-    assert {"run_id", "scenario_id", "model", "path", "status", "scalar", "commands", "informative", "bundle_hash", "judge_bundle"} <= set(card)
+    assert set(card["vector"]) == {
+        "coverage",
+        "order",
+        "end_state",
+        "all_passed",
+        "safety_dangerous",
+        "safety_anti_procedure",
+        "extraneous",
+    }
+    assert set(card["checks"]) == {
+        "reached_goal",
+        "used_only_expected_tools",
+        "correct_order",
+        "no_redundant_calls",
+        "approvals_respected",
+    }
+    assert {
+        "run_id",
+        "scenario_id",
+        "model",
+        "path",
+        "status",
+        "scalar",
+        "commands",
+        "informative",
+        "bundle_hash",
+        "judge_bundle",
+    } <= set(card)
     assert card["commands"][0]["class"] == "matched_required"
 
 
@@ -79,7 +113,14 @@ def test_csv_and_markdown_formats():
     proc = run("score", str(EXAMPLES / "support"), "--format", "csv", "--no-db")
     rows = list(csv.DictReader(io.StringIO(proc.stdout)))
     assert [r["run_id"].removeprefix("support-gpt-x-") for r in rows] == [
-        "closed-account", "crashed-recorder", "free-text", "good", "refund-before-approval", "skipped-approval", "wrong-amount"]
+        "closed-account",
+        "crashed-recorder",
+        "free-text",
+        "good",
+        "refund-before-approval",
+        "skipped-approval",
+        "wrong-amount",
+    ]
     assert rows[0]["dangerous"] == "1" and rows[0]["scalar"] == "0.0"
     assert rows[5]["anti_proc"] == "1" and rows[5]["scalar"] == "0.43333333333333335"  # the approval skipped
     agg = run("score", str(EXAMPLES / "support"), "--format", "csv", "--aggregate", "--no-db")
@@ -106,8 +147,15 @@ def test_out_file(tmp_path):
     assert proc.returncode == 0 and proc.stdout == "" and len(out.read_text().splitlines()) == 7
 
 
-@pytest.mark.parametrize("flag,value,expect", [("--fail-under", "0.5", 3), ("--fail-under", "0.3", 0),
-                                               ("--min-pass-rate", "0.8", 3), ("--min-pass-rate", "0.7", 0)])
+@pytest.mark.parametrize(
+    "flag,value,expect",
+    [
+        ("--fail-under", "0.5", 3),
+        ("--fail-under", "0.3", 0),
+        ("--min-pass-rate", "0.8", 3),
+        ("--min-pass-rate", "0.7", 0),
+    ],
+)
 def test_quality_gates(flag, value, expect):
     proc = run("score", str(EXAMPLES), flag, value, "--aggregate", "--no-db")
     assert proc.returncode == expect
@@ -120,7 +168,9 @@ def test_python_dash_m_and_console_script_agree():
     import shutil
 
     exe = shutil.which("evalkit") or str(Path(sys.executable).with_name("evalkit"))
-    a = subprocess.run([exe, "score", str(EXAMPLES / "support"), "--format", "jsonl", "--no-db"], capture_output=True, text=True)
+    a = subprocess.run(
+        [exe, "score", str(EXAMPLES / "support"), "--format", "jsonl", "--no-db"], capture_output=True, text=True
+    )
     b = run_process("score", str(EXAMPLES / "support"), "--format", "jsonl", "--no-db")
     c = run("score", str(EXAMPLES / "support"), "--format", "jsonl", "--no-db")
     assert a.returncode == 0 and a.stdout == b.stdout == c.stdout

@@ -1,4 +1,5 @@
 """`evalkit compare` and `evalkit plan` end to end: on the examples and on imported tau-bench runs."""
+
 from __future__ import annotations
 
 import copy
@@ -72,7 +73,12 @@ def test_compare_table_says_no_detectable_difference(tau_db):
     assert "agent-pr" in res.output and "worse" in res.output
     same = run("compare", "--db", str(tau_db), "--baseline", "agent-main", "--format", "json")
     rows = json.loads(same.stdout)["rows"]
-    assert {r["metric"] for r in rows} == {"score_mean", "pass_rate", "safe_pass_rate", "unsafe_rate"}  # the safety gate adds two metrics
+    assert {r["metric"] for r in rows} == {
+        "score_mean",
+        "pass_rate",
+        "safe_pass_rate",
+        "unsafe_rate",
+    }  # the safety gate adds two metrics
 
 
 def test_fail_if_worse_exits_3_on_imported_tau_bench_runs(tau_db):
@@ -132,13 +138,17 @@ def test_plan_without_a_database_states_its_assumptions():
 def test_score_aggregate_shows_intervals_at_the_chosen_level():
     table = run("score", str(EXAMPLES), "--no-db", "--aggregate", "--wide")  # every column: the intervals too
     assert "score_mean_ci" in table.output and "pass_rate_ci" in table.output
-    opus = next(line for line in table.output.splitlines() if line.startswith("elec-apu-gen-fault") and "opus-4-8" in line)
+    opus = next(
+        line for line in table.output.splitlines() if line.startswith("elec-apu-gen-fault") and "opus-4-8" in line
+    )
     assert "[0.826, 1.000]" in opus  # 0.95 ± t(0.975, 2 df) · 0.05/√3, clipped at 1
     assert "*_ci = 95% interval" in table.output
-    doc = json.loads(run("score", str(EXAMPLES), "--no-db", "--aggregate", "--format", "json", "--ci-level", "0.8").stdout)
+    doc = json.loads(
+        run("score", str(EXAMPLES), "--no-db", "--aggregate", "--format", "json", "--ci-level", "0.8").stdout
+    )
     assert doc["uncertainty"]["level"] == 0.8
     group = next(g for g in doc["groups"] if g["model"] == "opus-4-8")
-    assert group["score_mean_ci"][0] == pytest.approx(0.95 - 1.8856180831641267 * 0.05 / 3 ** 0.5)  # t(0.9, 2 df)
+    assert group["score_mean_ci"][0] == pytest.approx(0.95 - 1.8856180831641267 * 0.05 / 3**0.5)  # t(0.9, 2 df)
     assert run("score", str(EXAMPLES), "--no-db", "--ci-level", "95").exit_code == 2
 
 

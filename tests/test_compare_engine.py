@@ -1,5 +1,6 @@
 """The comparison engine (evalkit.agreement.label_comparison): predictions against references on a scale.
 Checked against scikit-learn and against both of its users (audit pairings, verdict files)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,8 +64,13 @@ def test_calibration_matches_scikit_learn_and_counts_confident_misses():
 
 
 def test_rows_without_a_forecast_are_left_out_of_calibration_only():
-    c = compare([1, 0, 1], [1, 1, 1], ["fail", "pass"], probabilities=[[0.1, 0.9], None, [0.3, 0.7]],
-                confidences=[0.9, None, 0.55])
+    c = compare(
+        [1, 0, 1],
+        [1, 1, 1],
+        ["fail", "pass"],
+        probabilities=[[0.1, 0.9], None, [0.3, 0.7]],
+        confidences=[0.9, None, 0.55],
+    )
     assert c.calibration.rows == [0, 2] and c.calibration.top.tolist() == [0.9, 0.55]
     assert c.n == 3 and c.agree == 2
 
@@ -79,7 +85,12 @@ def test_slices_are_the_same_comparison_on_each_key():
         idx = [i for i, k in enumerate(keys) if k == key]
         alone = compare(pred[idx], ref[idx], LABELS)
         assert (sub.n, sub.agree, sub.more_credit, sub.less_credit, sub.confusion) == (
-            alone.n, alone.agree, alone.more_credit, alone.less_credit, alone.confusion)
+            alone.n,
+            alone.agree,
+            alone.more_credit,
+            alone.less_credit,
+            alone.confusion,
+        )
         assert sub.cohen_kappa == alone.cohen_kappa
 
 
@@ -92,11 +103,14 @@ def test_bootstrap_intervals_follow_the_level():
     assert nominal.intervals["cohen_kappa"]["estimate"] == nominal.cohen_kappa["value"]
 
 
-@pytest.mark.parametrize("pred, ref, why", [
-    ([0, 1], [0], "differ in length"),
-    ([3], [0], "positions must lie"),
-    ([0], [-1], "positions must lie"),
-])
+@pytest.mark.parametrize(
+    "pred, ref, why",
+    [
+        ([0, 1], [0], "differ in length"),
+        ([3], [0], "positions must lie"),
+        ([0], [-1], "positions must lie"),
+    ],
+)
 def test_bad_positions_are_caller_errors(pred, ref, why):
     with pytest.raises(ValueError, match=why):
         compare(pred, ref, LABELS)
@@ -106,8 +120,10 @@ def test_verdict_files_and_audit_pairings_share_the_engine():
     """A verdict file's numbers are the engine's numbers on the same rows."""
     from evalkit.verdicts.analysis import score_payload
 
-    rows = [{"truth": t, "pred": p, "slice": "a", "probs": None, "ms": 1}
-            for t, p in [("allow", "allow"), ("deny", "allow"), ("confirm", "deny"), ("deny", "deny"), ("allow", "oops")]]
+    rows = [
+        {"truth": t, "pred": p, "slice": "a", "probs": None, "ms": 1}
+        for t, p in [("allow", "allow"), ("deny", "allow"), ("confirm", "deny"), ("deny", "deny"), ("allow", "oops")]
+    ]
     s = score_payload({"model": "m", "condition": "c", "results": rows})
     order = ["allow", "confirm", "deny"]
     pos = {lab: i for i, lab in enumerate(order)}

@@ -1,17 +1,24 @@
 """Paired model comparisons against scipy.stats.ttest_rel (t) and the normal approximation (z);
 Holm / Benjamini–Hochberg against statsmodels' multipletests (test-only dependencies)."""
+
 import math
 import random
 
 import pytest
+from import_helpers import among, modules_loaded_by
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from import_helpers import among, modules_loaded_by
 from evalkit.aggregate.groups import RunSummary, aggregate
 from evalkit.aggregate.uncertainty.multitest import adjust, benjamini_hochberg, holm
 from evalkit.aggregate.uncertainty.paired import (
-    NO_DIFFERENCE, NOT_COMPARABLE, WORSE, best_model, compare_models, paired_difference, significantly_worse,
+    NO_DIFFERENCE,
+    NOT_COMPARABLE,
+    WORSE,
+    best_model,
+    compare_models,
+    paired_difference,
+    significantly_worse,
 )
 
 
@@ -22,7 +29,9 @@ def rs(scenario, model, scalar, passed=None):
 
 def suite(means: dict[str, list[float]], runs=3):
     """One model per key, one scenario per list position, ``runs`` runs at exactly that value."""
-    return aggregate([rs(f"s{i:02d}", model, v) for model, vs in means.items() for i, v in enumerate(vs) for _ in range(runs)])
+    return aggregate(
+        [rs(f"s{i:02d}", model, v) for model, vs in means.items() for i, v in enumerate(vs) for _ in range(runs)]
+    )
 
 
 def test_paired_t_equals_scipy_ttest_rel():
@@ -147,6 +156,8 @@ def test_unknown_baseline_is_a_value_error():
 
 
 def test_uncertainty_imports_no_numpy_or_scipy():
-    loaded = modules_loaded_by("import evalkit.aggregate.groups, evalkit.aggregate.uncertainty.paired, evalkit.aggregate.uncertainty.power, "
-                               "evalkit.aggregate.uncertainty.multitest")
+    loaded = modules_loaded_by(
+        "import evalkit.aggregate.groups, evalkit.aggregate.uncertainty.paired, evalkit.aggregate.uncertainty.power, "
+        "evalkit.aggregate.uncertainty.multitest"
+    )
     assert among(loaded, ("numpy", "scipy", "litellm")) == []

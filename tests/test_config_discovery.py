@@ -1,4 +1,5 @@
 """One discovery rule and one merge rule for every configuration (evalkit.config.files)."""
+
 from __future__ import annotations
 
 import pytest
@@ -44,7 +45,8 @@ def test_a_declaration_is_taken_whole(tmp_path, monkeypatch):
     (tmp_path / ".evalkit").mkdir()
     (tmp_path / ".evalkit" / "contamination.toml").write_text(
         '[contamination]\ndeclared = true\ndeclared_by = "me"\nreviewed = "2026-12-01"\nstatement = "ours"\n'
-        "evidence = []\npublic_sources = []\n")
+        "evidence = []\npublic_sources = []\n"
+    )
     from evalkit.report.contamination import load_contamination
 
     got = load_contamination()

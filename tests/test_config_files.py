@@ -1,5 +1,6 @@
 """Issue 9, configs: every TOML file goes through one loader and a pydantic model with unknown keys
 rejected; bad values are one-line errors naming the file and the key path, never a traceback."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -12,8 +13,10 @@ from evalkit.cli import cli
 from evalkit.config.files import ConfigError, ConfigModel, load_toml, validate
 from evalkit.errors import InputError
 
-PAIRING = ('[[pairing]]\nname = "x"\nrubric = "r"\njudge_dimension = "d"\nscale = ["a", "b"]\n'
-           '[[pairing.mechanical]]\nlabel = "a"\n')
+PAIRING = (
+    '[[pairing]]\nname = "x"\nrubric = "r"\njudge_dimension = "d"\nscale = ["a", "b"]\n'
+    '[[pairing.mechanical]]\nlabel = "a"\n'
+)
 
 
 def user_config(tmp_path, body: str):
@@ -29,7 +32,7 @@ def one_line_error(tmp_path, body: str) -> str:
     text = str(err.value)
     assert "\n" not in text and text.startswith(f"{path}")
     assert isinstance(err.value, InputError)  # commands map it to exit 1
-    return text[len(str(path)) + 2:]
+    return text[len(str(path)) + 2 :]
 
 
 def test_pairing_of_wrong_type_is_a_one_line_error(tmp_path):
@@ -45,28 +48,43 @@ def test_order_condition_on_a_word_names_its_key_path(tmp_path):
     with pytest.raises(InputError) as err:
         load_audit_config(user_config(tmp_path, PAIRING + 'when = { "vector.coverage" = ">= banana" }\n'))
     assert str(err.value).endswith(
-        "pairing 'x'.mechanical[0].when.vector.coverage: cannot read condition '>= banana' (>= compares numbers, got 'banana')")
+        "pairing 'x'.mechanical[0].when.vector.coverage: cannot read condition '>= banana' (>= compares numbers, got 'banana')"
+    )
 
 
 def test_equality_with_a_word_is_still_a_condition(tmp_path):
-    cfg = load_audit_config(user_config(tmp_path, PAIRING + 'when = { "informative.final_reason" = "== agent_done" }\n'))
+    cfg = load_audit_config(
+        user_config(tmp_path, PAIRING + 'when = { "informative.final_reason" = "== agent_done" }\n')
+    )
     assert [p.name for p in cfg.pairings][-1] == "x"
 
 
-@pytest.mark.parametrize("body, where", [
-    # unknown and misspelled keys
-    ("calibraton = { ece_bins = 5 }\n", "calibraton: unknown key"),
-    ("[calibration]\nece_binz = 5\n", "calibration.ece_binz: unknown key"),
-    (PAIRING.replace("judge_dimension", "judge_dimensoin"), "pairing[0].judge_dimensoin: unknown key"),
-    (PAIRING + 'when = {}\nlable = "b"\n', "pairing[0].mechanical[0].lable: unknown key"),
-    ('[dimensions.safety]\nlevel = "ordinal"\nscal = [0, 1]\n', "dimensions.safety.scal: unknown key"),
-    # values of the wrong type
-    ('[calibration]\nescalation_threshold = "0.7"\n', "calibration.escalation_threshold: input should be a valid number, got '0.7'"),
-    ("[calibration]\nece_bins = 2.5\n", "calibration.ece_bins: input should be a valid integer, got 2.5"),
-    (PAIRING.replace('scale = ["a", "b"]', 'scale = ["a", true]'), "pairing[0].scale[1]: must be a string or a number, got True"),
-    (PAIRING + "when = { value = [1, 2] }\n", "pairing[0].mechanical[0].when.value: a condition is a string, number or boolean, got [1, 2]"),
-    ("replace_defaults = 1\n", "replace_defaults: input should be a valid boolean, got 1"),
-])
+@pytest.mark.parametrize(
+    "body, where",
+    [
+        # unknown and misspelled keys
+        ("calibraton = { ece_bins = 5 }\n", "calibraton: unknown key"),
+        ("[calibration]\nece_binz = 5\n", "calibration.ece_binz: unknown key"),
+        (PAIRING.replace("judge_dimension", "judge_dimensoin"), "pairing[0].judge_dimensoin: unknown key"),
+        (PAIRING + 'when = {}\nlable = "b"\n', "pairing[0].mechanical[0].lable: unknown key"),
+        ('[dimensions.safety]\nlevel = "ordinal"\nscal = [0, 1]\n', "dimensions.safety.scal: unknown key"),
+        # values of the wrong type
+        (
+            '[calibration]\nescalation_threshold = "0.7"\n',
+            "calibration.escalation_threshold: input should be a valid number, got '0.7'",
+        ),
+        ("[calibration]\nece_bins = 2.5\n", "calibration.ece_bins: input should be a valid integer, got 2.5"),
+        (
+            PAIRING.replace('scale = ["a", "b"]', 'scale = ["a", true]'),
+            "pairing[0].scale[1]: must be a string or a number, got True",
+        ),
+        (
+            PAIRING + "when = { value = [1, 2] }\n",
+            "pairing[0].mechanical[0].when.value: a condition is a string, number or boolean, got [1, 2]",
+        ),
+        ("replace_defaults = 1\n", "replace_defaults: input should be a valid boolean, got 1"),
+    ],
+)
 def test_unknown_keys_and_wrong_types_name_the_key_path(tmp_path, body, where):
     assert one_line_error(tmp_path, body) == where
 
@@ -89,11 +107,14 @@ def test_audit_cli_config_errors_are_one_line_exit_1(tmp_path):
         assert "Traceback" not in res.output and res.output.count("\n") == 1 and str(cfg) in res.output
 
 
-@pytest.mark.parametrize("make, reason", [
-    (lambda p: p, "no such config file"),
-    (lambda p: (p.mkdir(), p)[1], "config path is a directory"),
-    (lambda p: (p.write_bytes(b"a = '\xff'\n"), p)[1], "not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (lambda p: p, "no such config file"),
+        (lambda p: (p.mkdir(), p)[1], "config path is a directory"),
+        (lambda p: (p.write_bytes(b"a = '\xff'\n"), p)[1], "not UTF-8 text"),
+    ],
+)
 def test_loader_unreadable_files_are_one_line_errors(tmp_path, make, reason):
     path = make(tmp_path / "c.toml")
     with pytest.raises(ConfigError) as err:

@@ -2,6 +2,7 @@
 a markdown page or a spreadsheet raw. ANSI/OSC escapes, CR and bidi overrides are shown escaped in
 every table, markdown and CSV output; CSV cells that a spreadsheet would run as a formula are
 neutralised. Each command and shape named in the issue has its own test, through the real CLI."""
+
 from __future__ import annotations
 
 import csv
@@ -35,7 +36,9 @@ RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2
 
 def assert_inert(text: str) -> None:
     found = RAW.search(text)
-    assert found is None, f"raw control {found.group()!r} at {found.start()}: {text[max(0, found.start() - 40):found.start() + 40]!r}"
+    assert found is None, (
+        f"raw control {found.group()!r} at {found.start()}: {text[max(0, found.start() - 40) : found.start() + 40]!r}"
+    )
 
 
 def invoke(*args: str):
@@ -45,11 +48,18 @@ def invoke(*args: str):
 def hostile_runs(directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     scenario = a320_scenario(id=SCENARIO)
-    records = trajectory(scenario, [say(ASSISTANT), read("get_ecam"), cmd("apu_gen", 0), cmd("bat_1", 0)],
-                         run_id=RUN_ID, model=MODEL, passed=False)
+    records = trajectory(
+        scenario,
+        [say(ASSISTANT), read("get_ecam"), cmd("apu_gen", 0), cmd("bat_1", 0)],
+        run_id=RUN_ID,
+        model=MODEL,
+        passed=False,
+    )
     write_jsonl(directory / "hostile.jsonl", records)
-    write_jsonl(directory / "formula.jsonl",
-                trajectory(a320_scenario(), [read("get_ecam"), cmd("apu_gen", 0)], run_id="-2+3", model=FORMULA_MODEL))
+    write_jsonl(
+        directory / "formula.jsonl",
+        trajectory(a320_scenario(), [read("get_ecam"), cmd("apu_gen", 0)], run_id="-2+3", model=FORMULA_MODEL),
+    )
     return directory
 
 
@@ -111,8 +121,13 @@ def test_md_text_escapes_pipes_html_and_markdown_but_keeps_words_readable():
 
 
 def test_table_emitters_share_one_model():
-    t = Table(["name", "value"], [["a|b", -0.5], [f"x{CLEAR}", None]], notes=[f"note {RLO}"],
-              display=lambda v: "-" if v is None else str(v), numeric=[1])
+    t = Table(
+        ["name", "value"],
+        [["a|b", -0.5], [f"x{CLEAR}", None]],
+        notes=[f"note {RLO}"],
+        display=lambda v: "-" if v is None else str(v),
+        numeric=[1],
+    )
     text = "\n".join(t.text_lines())
     assert text.splitlines()[:2] == ["name      value", "--------  -----"]
     assert "x\\x1b[2J  -" in text and "note: note \\u202e" in text
@@ -156,7 +171,9 @@ def test_score_csv_neutralises_a_hyperlink_formula_model_name(runs):
     assert formula["model"] == "'" + FORMULA_MODEL
     assert formula["run_id"] == "'-2+3"
     assert formula["coverage"] == "0.25"  # numeric columns stay numbers
-    agg = list(csv.DictReader(io.StringIO(invoke("score", str(runs), "--no-db", "--format", "csv", "--aggregate").stdout)))
+    agg = list(
+        csv.DictReader(io.StringIO(invoke("score", str(runs), "--no-db", "--format", "csv", "--aggregate").stdout))
+    )
     assert all(not r["model"].startswith("=") for r in agg)
 
 
@@ -209,8 +226,20 @@ def test_judge_summary_and_table_show_escapes(tmp_path, runs):
     config.write_text("[retry]\nattempts = 1\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
     with FakeLLMServer() as srv:
         for fmt in ("table", "markdown"):
-            res = invoke("judge", str(runs), "--db", str(tmp_path / f"j-{fmt}.db"), "--model", "openai/judge-a",
-                         "--api-base", srv.api_base, "--config", str(config), "--format", fmt)
+            res = invoke(
+                "judge",
+                str(runs),
+                "--db",
+                str(tmp_path / f"j-{fmt}.db"),
+                "--model",
+                "openai/judge-a",
+                "--api-base",
+                srv.api_base,
+                "--config",
+                str(config),
+                "--format",
+                fmt,
+            )
             assert "broken" in res.stdout + res.stderr
             assert_inert(res.stdout)
             assert_inert(res.stderr)

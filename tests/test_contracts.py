@@ -1,23 +1,33 @@
 """The architecture's import contracts (pyproject.toml, [tool.importlinter]), checked statically
 with import-linter: the scoring core stays pure, only one module imports litellm, only the inspect
 importer imports inspect_ai, and the judge layer reaches only the parts of evalkit it is allowed to."""
+
 from __future__ import annotations
 
+import importlib
 import os
 import pkgutil
 import subprocess
 import sys
-import importlib
 import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # the intended rule: the data layer, values, ScoreCard and resources; plus the config loader and
 # the error type it raises (judge.toml is validated by evalkit.config.files)
-JUDGE_MAY_IMPORT = {"evalkit.db", "evalkit.trajectory.values", "evalkit.scoring.scorecard", "evalkit.config.resources",
-                    "evalkit.config.files", "evalkit.errors", "evalkit.present", "evalkit.aggregate.per_call",
-                    # the one JSON parser and file opener every reader uses
-                    "evalkit.trajectory.safe_json", "evalkit.trajectory.input_files"}
+JUDGE_MAY_IMPORT = {
+    "evalkit.db",
+    "evalkit.trajectory.values",
+    "evalkit.scoring.scorecard",
+    "evalkit.config.resources",
+    "evalkit.config.files",
+    "evalkit.errors",
+    "evalkit.present",
+    "evalkit.aggregate.per_call",
+    # the one JSON parser and file opener every reader uses
+    "evalkit.trajectory.safe_json",
+    "evalkit.trajectory.input_files",
+}
 
 
 def _config() -> dict:
@@ -61,10 +71,16 @@ def test_a_broken_contract_is_reported(tmp_path):
     (pkg / "scoring.py").write_text("def f():\n    from evalkit.agreement import stats\n")
     (tmp_path / "setup.cfg").write_text(
         "[importlinter]\nroot_package = evalkit\n\n[importlinter:contract:core]\nname = core\n"
-        "type = forbidden\nsource_modules = evalkit.scoring\nforbidden_modules = evalkit.agreement\n")
+        "type = forbidden\nsource_modules = evalkit.scoring\nforbidden_modules = evalkit.agreement\n"
+    )
     lint = Path(sys.executable).parent / "lint-imports"
-    done = subprocess.run([str(lint), "--config", "setup.cfg", "--no-cache"], cwd=tmp_path, capture_output=True,
-                          text=True, env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    done = subprocess.run(
+        [str(lint), "--config", "setup.cfg", "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(tmp_path)),
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "evalkit.scoring -> evalkit.agreement" in done.stdout
 

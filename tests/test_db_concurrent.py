@@ -4,6 +4,7 @@ their runs (before, 1–2 of them died "database is locked" while creating the s
 The processes wait at a barrier — opening a FIFO for reading blocks until the test opens it for
 writing, which releases all eight at once — so they really do open the new file together (with
 the old code this failed in every trial); no timing is asserted."""
+
 from __future__ import annotations
 
 import os
@@ -11,7 +12,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from judge_helpers import write_runs
 
@@ -38,9 +38,17 @@ def test_eight_concurrent_first_time_writers_store_every_run(tmp_path):
         runs = tmp_path / f"writer-{w}"
         write_runs(runs, RUNS_EACH, start=w * 1000)
         ready = tmp_path / f"ready-{w}"
-        procs.append((ready, subprocess.Popen(
-            [sys.executable, "-c", PROBE, str(ready), str(go), str(runs), str(db)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        procs.append(
+            (
+                ready,
+                subprocess.Popen(
+                    [sys.executable, "-c", PROBE, str(ready), str(go), str(runs), str(db)],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                ),
+            )
+        )
     try:
         while not all(ready.exists() for ready, _ in procs):
             assert all(p.poll() is None for _, p in procs), [p.communicate() for _, p in procs if p.poll() is not None]

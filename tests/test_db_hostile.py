@@ -1,6 +1,7 @@
 """Issue #9, database rows: a file that is not a usable evalkit database is a one-line error naming
 the file (exit 1) for every command that opens one — never a sqlite3 traceback, and nothing
 written into it."""
+
 from __future__ import annotations
 
 import hashlib
@@ -88,7 +89,7 @@ def test_corrupt_pages_are_one_line_error(good_db, tmp_path):
     db = tmp_path / "corrupt.db"
     data = bytearray(good_db.read_bytes())
     page = int.from_bytes(data[16:18], "big")
-    data[page * 1: page * 30] = bytes((i * 151 + 7) % 256 for i in range(page * 29))
+    data[page * 1 : page * 30] = bytes((i * 151 + 7) % 256 for i in range(page * 29))
     db.write_bytes(bytes(data))
     assert_one_line_error(db, "corrupt")
 
@@ -115,18 +116,21 @@ def test_missing_parent_directory_is_one_line_error(tmp_path):
 
 def test_extra_not_null_column_is_one_line_error(good_db, tmp_path):
     db = altered_copy(
-        good_db, tmp_path / "extra.db",
+        good_db,
+        tmp_path / "extra.db",
         "CREATE TABLE old_runs AS SELECT * FROM runs; DROP TABLE runs;"
         "CREATE TABLE runs (run_id TEXT PRIMARY KEY, path TEXT, scenario_id TEXT, scenario_title TEXT, model TEXT,"
         " provider TEXT, ts_utc TEXT, final_reason TEXT, status TEXT, bundle_hash TEXT, owner TEXT NOT NULL);"
-        "INSERT INTO runs SELECT *, 'someone' FROM old_runs; DROP TABLE old_runs;")
+        "INSERT INTO runs SELECT *, 'someone' FROM old_runs; DROP TABLE old_runs;",
+    )
     assert_one_line_error(db, "table runs has a required column 'owner'")
 
 
 def test_extra_column_with_default_is_accepted(good_db, tmp_path):
     """A column someone added with a default does not stop inserts: evalkit keeps working."""
-    db = altered_copy(good_db, tmp_path / "extra-default.db",
-                      "ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT 'someone'")
+    db = altered_copy(
+        good_db, tmp_path / "extra-default.db", "ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT 'someone'"
+    )
     result = CliRunner().invoke(cli, [*COMMANDS["score"], "--db", str(db)])
     assert result.exit_code == 0, result.stderr
     result = CliRunner().invoke(cli, ["audit", "--db", str(db), "--format", "json"])
@@ -154,8 +158,11 @@ def test_annotations_import_into_unusable_database_is_one_line_error(tmp_path):
     random_db.write_bytes(bytes(range(256)) * 64)
     directory = tmp_path / "dir.db"
     directory.mkdir()
-    for db, expected in ((random_db, "not a readable SQLite database"), (directory, "is a directory"),
-                         (tmp_path / "none" / "e.db", "no such directory")):
+    for db, expected in (
+        (random_db, "not a readable SQLite database"),
+        (directory, "is a directory"),
+        (tmp_path / "none" / "e.db", "no such directory"),
+    ):
         result = CliRunner().invoke(cli, ["annotations", "import", str(ratings), "--db", str(db)])
         assert result.exit_code == 1, (db, result.stderr)
         lines = result.stderr.strip().splitlines()

@@ -6,6 +6,7 @@ opened it once: a user could delete a healthy database on the strength of that m
 
 What SQLite itself refuses stays a one-line error that says why in words.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,11 +15,11 @@ import sqlite3
 from pathlib import Path
 
 from click.testing import CliRunner
+from judge_helpers import write_runs
 
 from evalkit.api import iter_scorecards
 from evalkit.cli import cli
 from evalkit.db import DbError, Store, open_readonly
-from judge_helpers import write_runs
 
 RUNS = 6
 IN_FILE = 2  # checkpointed before the others were written
@@ -29,7 +30,7 @@ def _wal_frames(wal: bytes) -> tuple[int, list[tuple[int, bytes]]]:
     page_size = int.from_bytes(wal[8:12], "big")
     frames, offset = [], 32
     while offset + 24 + page_size <= len(wal):
-        frames.append((int.from_bytes(wal[offset:offset + 4], "big"), wal[offset + 24:offset + 24 + page_size]))
+        frames.append((int.from_bytes(wal[offset : offset + 4], "big"), wal[offset + 24 : offset + 24 + page_size]))
         offset += 24 + page_size
     return page_size, frames
 
@@ -114,6 +115,8 @@ def test_truncated_file_sqlite_refuses_is_named_truncated(tmp_path):
         try:
             opener(db).close()
         except DbError as exc:
-            assert str(exc).startswith(f"{db}: the database file is truncated ({size} bytes, its header says "), str(exc)
+            assert str(exc).startswith(f"{db}: the database file is truncated ({size} bytes, its header says "), str(
+                exc
+            )
         else:
             raise AssertionError(f"{opener.__name__} opened a truncated file")

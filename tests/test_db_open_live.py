@@ -5,6 +5,7 @@ the new page count) before the pages it counts reach the file; a raw read of the
 the two sees a file "shorter than its header says". Before, evalkit read that header itself and
 refused a healthy database (thousands of times in a long trial); a reader must never be refused.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -35,8 +36,12 @@ SECONDS = 2.5
 
 def _start_writer(db: Path, tmp_path: Path) -> subprocess.Popen:
     ready = tmp_path / "ready"
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(ready)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db), str(ready)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     while not ready.exists():
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.01)

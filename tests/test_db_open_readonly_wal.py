@@ -6,6 +6,7 @@ File permissions do not bind root, so when the tests run as root the readers run
 through util-linux ``setpriv`` (a real unprivileged process in a really read-only directory, not a
 simulation); the working tree is put on its PYTHONPATH so that it is this evalkit that runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,13 +21,14 @@ import time
 from pathlib import Path
 
 import pytest
-
 from judge_helpers import write_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-pytestmark = pytest.mark.skipif(os.geteuid() == 0 and shutil.which("setpriv") is None,
-                                reason="running as root, where file modes do not apply, and no setpriv to drop privileges")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() == 0 and shutil.which("setpriv") is None,
+    reason="running as root, where file modes do not apply, and no setpriv to drop privileges",
+)
 
 COMMITTED = 12
 CHECKPOINTED = 4  # the first runs reach the file itself; the others stay in the WAL
@@ -74,8 +76,12 @@ def _crashed_writer_db(shared_dir: Path) -> Path:
     data.mkdir()
     db = data / "evalkit.db"
     ready = shared_dir / "ready"
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(runs), str(db), str(ready), str(CHECKPOINTED)],
-                              cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(runs), str(db), str(ready), str(CHECKPOINTED)],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         while not ready.exists():
             assert writer.poll() is None, writer.communicate()
@@ -102,8 +108,14 @@ def _in_file_alone(db: Path) -> int:
 def _read(args: list[str], db: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     prefix = AS_NOBODY if os.geteuid() == 0 else []
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SOURCE_DATE_EPOCH": "1764547200", **(env or {})}
-    return subprocess.run([*prefix, sys.executable, "-m", "evalkit", *args, "--db", str(db)],
-                          cwd=db.parent, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "evalkit", *args, "--db", str(db)],
+        cwd=db.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _assert_sees_every_committed_run(db: Path, env: dict | None = None) -> None:
@@ -165,8 +177,12 @@ def test_read_only_directory_without_a_wal_is_read_as_before(shared_dir):
     data = shared_dir / "data"
     data.mkdir()
     db = data / "evalkit.db"
-    score = subprocess.run([sys.executable, "-m", "evalkit", "score", str(runs), "--db", str(db), "--format", "csv",
-                            "--out", os.devnull], cwd=ROOT, capture_output=True, text=True)
+    score = subprocess.run(
+        [sys.executable, "-m", "evalkit", "score", str(runs), "--db", str(db), "--format", "csv", "--out", os.devnull],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert score.returncode == 0, score.stderr
     assert not (data / "evalkit.db-wal").exists()
     data.chmod(0o555)

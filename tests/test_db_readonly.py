@@ -3,6 +3,7 @@ writable, WAL mode — and give the same output as on a writable copy; nothing i
 
 File permissions do not bind root, so when the tests run as root the commands run as `nobody`
 through util-linux `setpriv` (a real unprivileged process, not a simulation)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,9 +18,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from report_fixtures import build_db
 
 from evalkit.cli import cli
-from report_fixtures import build_db
 
 # `judge --dry-run` opens the database the same way (evalkit.db.open_readonly) but imports litellm
 # (seconds per process), so it is checked in-process in test_db_hostile.py, not here.
@@ -33,8 +34,10 @@ ENV = {**os.environ, "SOURCE_DATE_EPOCH": "1764547200", "PYTHONPATH": str(Path(_
 
 
 AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-pytestmark = pytest.mark.skipif(os.geteuid() == 0 and shutil.which("setpriv") is None,
-                                reason="running as root, where file modes do not apply, and no setpriv to drop privileges")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() == 0 and shutil.which("setpriv") is None,
+    reason="running as root, where file modes do not apply, and no setpriv to drop privileges",
+)
 
 
 def _reference(args: list[str], monkeypatch) -> str:
@@ -46,8 +49,9 @@ def _reference(args: list[str], monkeypatch) -> str:
 
 def _run(args: list[str], cwd: Path, unprivileged: bool) -> subprocess.CompletedProcess:
     prefix = AS_NOBODY if unprivileged and os.geteuid() == 0 else []
-    return subprocess.run([*prefix, sys.executable, "-m", "evalkit", *args], cwd=cwd, env=ENV,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "evalkit", *args], cwd=cwd, env=ENV, capture_output=True, text=True
+    )
 
 
 @pytest.fixture()

@@ -1,6 +1,7 @@
 """evalkit/db: one schema with `PRAGMA user_version` migrations; files made before versioning open
 and are migrated; read-only readers never write; stored rows are the ones the old sqlite-utils
 writer produced; no module outside evalkit/db opens a connection."""
+
 from __future__ import annotations
 
 import hashlib
@@ -13,11 +14,18 @@ import pytest
 import sqlite_utils
 
 from evalkit.api import Store, iter_scorecards, score_into
-from evalkit.trajectory.bundle import bundle_json
 from evalkit.db import (
-    SCHEMA_VERSION, TABLES, DbError, open_readonly, open_write, read_annotations, read_cards, read_ratings,
+    SCHEMA_VERSION,
+    TABLES,
+    DbError,
+    open_readonly,
+    open_write,
+    read_annotations,
+    read_cards,
+    read_ratings,
     read_scorecards,
 )
+from evalkit.trajectory.bundle import bundle_json
 from evalkit.trajectory.values import compact_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,13 +34,56 @@ EXAMPLES = ROOT / "examples"
 # The schema evalkit wrote before evalkit/db existed: score tables through sqlite-utils, the judge's
 # own DDL (user_version 0 throughout). Copied here on purpose: it is the input to migrate.
 OLD_SCORE_TABLES = {
-    "runs": ({"run_id": str, "path": str, "scenario_id": str, "scenario_title": str, "model": str, "provider": str,
-              "ts_utc": str, "final_reason": str, "status": str, "bundle_hash": str}, "run_id"),
-    "scorecards": ({"run_id": str, "scenario_id": str, "model": str, "status": str, "scalar": float, "coverage": float,
-                    "order_score": float, "end_state": float, "all_passed": int, "safety_dangerous": int,
-                    "safety_anti_procedure": int, "extraneous": int, "bundle_hash": str, "card": str}, "run_id"),
-    "commands": ({"run_id": str, "idx": int, "step": int, "call_index": int, "tool": str, "control": str,
-                  "value": str, "args": str, "class": str, "subtype": str, "severity": str}, ("run_id", "idx")),
+    "runs": (
+        {
+            "run_id": str,
+            "path": str,
+            "scenario_id": str,
+            "scenario_title": str,
+            "model": str,
+            "provider": str,
+            "ts_utc": str,
+            "final_reason": str,
+            "status": str,
+            "bundle_hash": str,
+        },
+        "run_id",
+    ),
+    "scorecards": (
+        {
+            "run_id": str,
+            "scenario_id": str,
+            "model": str,
+            "status": str,
+            "scalar": float,
+            "coverage": float,
+            "order_score": float,
+            "end_state": float,
+            "all_passed": int,
+            "safety_dangerous": int,
+            "safety_anti_procedure": int,
+            "extraneous": int,
+            "bundle_hash": str,
+            "card": str,
+        },
+        "run_id",
+    ),
+    "commands": (
+        {
+            "run_id": str,
+            "idx": int,
+            "step": int,
+            "call_index": int,
+            "tool": str,
+            "control": str,
+            "value": str,
+            "args": str,
+            "class": str,
+            "subtype": str,
+            "severity": str,
+        },
+        ("run_id", "idx"),
+    ),
     "bundles": ({"bundle_hash": str, "bundle": str}, "bundle_hash"),
 }
 OLD_JUDGE_DDL = """
@@ -67,30 +118,64 @@ def old_store(path: Path, cards) -> None:
             data = card.to_json_dict(with_bundle=False)
             v = card.vector
             rows = {
-                "runs": [{"run_id": card.run_id, "path": card.path, "scenario_id": card.scenario_id,
-                          "scenario_title": card.judge_bundle.get("title"), "model": card.model,
-                          "provider": card.provenance.provider, "ts_utc": card.provenance.ts_utc,
-                          "final_reason": card.informative.final_reason, "status": card.status,
-                          "bundle_hash": card.bundle_hash}],
-                "scorecards": [{"run_id": card.run_id, "scenario_id": card.scenario_id, "model": card.model,
-                                "status": card.status, "scalar": card.scalar, "coverage": v.coverage,
-                                "order_score": v.order, "end_state": v.end_state,
-                                "all_passed": None if v.all_passed is None else int(v.all_passed),
-                                "safety_dangerous": v.safety_dangerous,
-                                "safety_anti_procedure": v.safety_anti_procedure, "extraneous": v.extraneous,
-                                "bundle_hash": card.bundle_hash, "card": compact_json(data)}],
-                "commands": [{"run_id": card.run_id, "idx": r["index"], "step": r["step"],
-                              "call_index": r["call_index"], "tool": r["tool"], "control": r["control"],
-                              "value": None if r["value"] is None else compact_json(r["value"]),
-                              "args": compact_json(r["args"]), "class": r["class"], "subtype": r["subtype"],
-                              "severity": r["severity"]} for r in data["commands"]],
+                "runs": [
+                    {
+                        "run_id": card.run_id,
+                        "path": card.path,
+                        "scenario_id": card.scenario_id,
+                        "scenario_title": card.judge_bundle.get("title"),
+                        "model": card.model,
+                        "provider": card.provenance.provider,
+                        "ts_utc": card.provenance.ts_utc,
+                        "final_reason": card.informative.final_reason,
+                        "status": card.status,
+                        "bundle_hash": card.bundle_hash,
+                    }
+                ],
+                "scorecards": [
+                    {
+                        "run_id": card.run_id,
+                        "scenario_id": card.scenario_id,
+                        "model": card.model,
+                        "status": card.status,
+                        "scalar": card.scalar,
+                        "coverage": v.coverage,
+                        "order_score": v.order,
+                        "end_state": v.end_state,
+                        "all_passed": None if v.all_passed is None else int(v.all_passed),
+                        "safety_dangerous": v.safety_dangerous,
+                        "safety_anti_procedure": v.safety_anti_procedure,
+                        "extraneous": v.extraneous,
+                        "bundle_hash": card.bundle_hash,
+                        "card": compact_json(data),
+                    }
+                ],
+                "commands": [
+                    {
+                        "run_id": card.run_id,
+                        "idx": r["index"],
+                        "step": r["step"],
+                        "call_index": r["call_index"],
+                        "tool": r["tool"],
+                        "control": r["control"],
+                        "value": None if r["value"] is None else compact_json(r["value"]),
+                        "args": compact_json(r["args"]),
+                        "class": r["class"],
+                        "subtype": r["subtype"],
+                        "severity": r["severity"],
+                    }
+                    for r in data["commands"]
+                ],
                 "bundles": [{"bundle_hash": card.bundle_hash, "bundle": bundle_json(card.judge_bundle)}],
             }
             for table, table_rows in rows.items():
                 for row in table_rows:
                     cols = list(row)
-                    db.conn.execute(f"INSERT OR REPLACE INTO [{table}] ({', '.join(f'[{c}]' for c in cols)}) "
-                                    f"VALUES ({', '.join('?' for _ in cols)})", [row[c] for c in cols])
+                    db.conn.execute(
+                        f"INSERT OR REPLACE INTO [{table}] ({', '.join(f'[{c}]' for c in cols)}) "
+                        f"VALUES ({', '.join('?' for _ in cols)})",
+                        [row[c] for c in cols],
+                    )
     db.conn.executescript(OLD_JUDGE_DDL)
     db.close()
 
@@ -98,8 +183,10 @@ def old_store(path: Path, cards) -> None:
 def dump(path: Path) -> dict[str, list[tuple]]:
     conn = sqlite3.connect(path)
     try:
-        return {t: [tuple((type(v).__name__, v) for v in row) for row in conn.execute(f'SELECT * FROM "{t}" ORDER BY 1, 2')]
-                for t in ("runs", "scorecards", "commands", "bundles")}
+        return {
+            t: [tuple((type(v).__name__, v) for v in row) for row in conn.execute(f'SELECT * FROM "{t}" ORDER BY 1, 2')]
+            for t in ("runs", "scorecards", "commands", "bundles")
+        }
     finally:
         conn.close()
 
@@ -152,12 +239,20 @@ def test_missing_columns_are_added_by_migration_and_overlaid_for_readers(tmp_pat
     conn.executescript(
         "DROP TABLE annotations; CREATE TABLE annotations (annotation_id TEXT PRIMARY KEY, run_id TEXT,"
         " bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, rubric_version INTEGER, rubric_hash TEXT,"
-        " blind INTEGER, replicate INTEGER, status TEXT NOT NULL, annotation TEXT);")
-    conn.execute("INSERT INTO annotations VALUES ('a1', ?, ?, 'openai/j', 'r', 1, 'rh', 1, 0, 'ok', ?)",
-                 (cards[0].run_id, cards[0].bundle_hash,
-                  json.dumps({"outcome": "pass", "confidence": 0.75, "rationale": "from the JSON"})))
-    conn.execute("INSERT INTO annotation_values VALUES ('a1', ?, 'openai/j', 'r', 'outcome', '\"pass\"', NULL, 1, 0)",
-                 (cards[0].run_id,))
+        " blind INTEGER, replicate INTEGER, status TEXT NOT NULL, annotation TEXT);"
+    )
+    conn.execute(
+        "INSERT INTO annotations VALUES ('a1', ?, ?, 'openai/j', 'r', 1, 'rh', 1, 0, 'ok', ?)",
+        (
+            cards[0].run_id,
+            cards[0].bundle_hash,
+            json.dumps({"outcome": "pass", "confidence": 0.75, "rationale": "from the JSON"}),
+        ),
+    )
+    conn.execute(
+        "INSERT INTO annotation_values VALUES ('a1', ?, 'openai/j', 'r', 'outcome', '\"pass\"', NULL, 1, 0)",
+        (cards[0].run_id,),
+    )
     conn.commit()
     conn.close()
     before = digest(db)
@@ -211,7 +306,8 @@ def test_score_into_batches_and_warns_on_duplicate_run_id(tmp_path, cards):
     assert len(errors) == 1 and "bad.jsonl" in str(errors[0])
     assert [w for w in warnings if "already read from" in w] == [
         f"{got[1].path}: warning: run_id {got[1].run_id!r} was already read from {got[0].path}; "
-        "this one replaces it in the aggregates and the database"]
+        "this one replaces it in the aggregates and the database"
+    ]
 
 
 def test_no_module_outside_evalkit_db_opens_a_connection():

@@ -1,6 +1,7 @@
 """docs/architecture.md lists every module there is (and none that is gone); docstrings name
 concepts, not origin-document numbers (docs/glossary.md maps the concepts to their sources); the
 public names the issue found doubled mean one thing each."""
+
 from __future__ import annotations
 
 import ast
@@ -58,8 +59,12 @@ def _docstrings_and_comments(path: Path):
 
 def test_code_names_concepts_not_seed_numbers():
     bare = re.compile(r"\bseeds? ?0\d\d\b", re.IGNORECASE)
-    hits = [f"{m}:{line}" for m in sorted(_modules() | {f"{p}/__init__.py" for p in PACKAGES})
-            for line, prose in _docstrings_and_comments(ROOT / m) if bare.search(prose)]
+    hits = [
+        f"{m}:{line}"
+        for m in sorted(_modules() | {f"{p}/__init__.py" for p in PACKAGES})
+        for line, prose in _docstrings_and_comments(ROOT / m)
+        if bare.search(prose)
+    ]
     assert hits == [], "name the concept (see docs/glossary.md) instead of the seed number"
 
 
@@ -77,11 +82,17 @@ def test_printed_text_tests_examples_and_configs_name_concepts_not_seed_numbers(
     bare = re.compile(r"\bseeds? ?0\d\d\b", re.IGNORECASE)
     hits = [f"{m}:{line}" for m in sorted(_modules()) for line, text in _string_literals(ROOT / m) if bare.search(text)]
     for path in sorted((ROOT / "tests").glob("*.py")) + sorted((ROOT / "examples").rglob("*.py")):
-        hits += [f"{path.relative_to(ROOT)}:{line}" for line, prose in _docstrings_and_comments(path)
-                 if bare.search(prose) and path.name != "test_docs_match_code.py"]
+        hits += [
+            f"{path.relative_to(ROOT)}:{line}"
+            for line, prose in _docstrings_and_comments(path)
+            if bare.search(prose) and path.name != "test_docs_match_code.py"
+        ]
     for path in sorted((ROOT / "configs").glob("*.toml")):
-        hits += [f"{path.relative_to(ROOT)}:{n}" for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-                 if bare.search(line)]
+        hits += [
+            f"{path.relative_to(ROOT)}:{n}"
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if bare.search(line)
+        ]
     assert hits == [], "name the concept (see docs/glossary.md) instead of the seed number"
 
 
@@ -102,6 +113,8 @@ def _public_functions() -> dict[str, list[str]]:
     return found
 
 
-@pytest.mark.parametrize("name", ["score_file", "score_paths", "load_config", "render_markdown", "render_table", "render_json"])
+@pytest.mark.parametrize(
+    "name", ["score_file", "score_paths", "load_config", "render_markdown", "render_table", "render_json"]
+)
 def test_doubled_names_mean_one_thing(name):
     assert len(_public_functions().get(name, [])) <= 1, _public_functions()[name]

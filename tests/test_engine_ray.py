@@ -1,5 +1,6 @@
 """`--engine ray`: a local Ray cluster on 127.0.0.1 (2 CPUs, started once for this module) gives
 the same bytes as the local engine: output, warnings, errors, database rows, Parquet rows."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -7,16 +8,17 @@ import sqlite3
 import pytest
 import ray
 from click.testing import CliRunner
-
 from engine_helpers import make_corpus
+
 from evalkit.cli import cli
 from evalkit.engines import ScoreJob, score_files
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             _node_ip_address="127.0.0.1")
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, _node_ip_address="127.0.0.1"
+    )
     yield
     ray.shutdown()
 
@@ -48,8 +50,10 @@ def test_cli_engine_ray_is_byte_identical_to_local(cluster, corpus, tmp_path, mo
     local = cli_score([name, "--format", "jsonl", "--db", str(tmp_path / "l.db"), "--workers", "1"])
     remote = cli_score([name, "--format", "jsonl", "--db", str(tmp_path / "r.db"), "--engine", "ray"])
     assert local == remote and local[0] == 1 and local[1].count("\n") == 42
-    dump = lambda p: [sqlite3.connect(p).execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()  # noqa: E731
-                      for t in ("runs", "scorecards", "commands", "bundles")]
+    dump = lambda p: [
+        sqlite3.connect(p).execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()  # noqa: E731
+        for t in ("runs", "scorecards", "commands", "bundles")
+    ]
     assert dump(tmp_path / "l.db") == dump(tmp_path / "r.db")
 
 

@@ -1,4 +1,5 @@
 """`--workers N` and the process pool: the same bytes as one worker, in the same order, with memory bounded."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -6,8 +7,8 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
-
 from engine_helpers import make_corpus
+
 from evalkit.cli import cli
 from evalkit.engines import ScoreJob, score_files
 from evalkit.engines import local as local_engine
@@ -32,8 +33,10 @@ def score(args, stdin=None):
 def db_dump(path):
     conn = sqlite3.connect(path)
     try:
-        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
-                for t in ("runs", "scorecards", "commands", "bundles")}
+        return {
+            t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+            for t in ("runs", "scorecards", "commands", "bundles")
+        }
     finally:
         conn.close()
 
@@ -98,4 +101,3 @@ def test_workers_must_be_positive(corpus):
 def test_ray_address_without_ray_engine_is_a_usage_error(corpus):
     code, _, err = score([str(corpus), "--ray-address", "127.0.0.1:6379", "--no-db"])
     assert code == 2 and "--engine ray" in err
-

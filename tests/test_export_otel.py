@@ -1,6 +1,7 @@
 """`evalkit export otel`: ScoreCards and judge annotations as gen_ai.evaluation.result events, read
 back with opentelemetry-proto's own message types, on the trace and span of runs that came from
 traces (real SDK traces of an `openai`-client agent loop, see otel_helpers.py)."""
+
 from __future__ import annotations
 
 import json
@@ -12,14 +13,14 @@ import pytest
 pytest.importorskip("opentelemetry.proto")
 openai = pytest.importorskip("openai")
 
+import otel_helpers as oh  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
+from judge_helpers import PATIENT  # noqa: E402
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest  # noqa: E402
 
-import otel_helpers as oh  # noqa: E402
 from evalkit.cli import cli  # noqa: E402
 from evalkit.importers import import_files  # noqa: E402
-from judge_helpers import PATIENT  # noqa: E402
 
 RUNS = [{"plan": ["lookup_order", "refund_order"], "success": False}, {"plan": ["lookup_order"], "success": True}]
 PER_RUN = 7 + 1 + 5  # vector components, the scalar, the checks
@@ -72,7 +73,11 @@ def test_events_parse_as_otlp_and_sit_on_the_runs_invoke_agent_span(judged_db, t
     out, res = _export(tmp_path, db)
     lines = out.read_text().splitlines()
     assert len(lines) == 2
-    tops = {format(s.context.trace_id, "032x"): format(s.context.span_id, "016x") for s in spans if s.name.startswith("invoke_agent")}
+    tops = {
+        format(s.context.trace_id, "032x"): format(s.context.span_id, "016x")
+        for s in spans
+        if s.name.startswith("invoke_agent")
+    }
     for line in lines:
         records = _records(_parse(line))
         trace_id, span_id = records[0].trace_id.hex(), records[0].span_id.hex()
@@ -88,11 +93,23 @@ def test_one_event_per_vector_component_check_and_judge_dimension(judged_db, tmp
     for line in out.read_text().splitlines():
         records = [_attrs(r) for r in _records(_parse(line))]
         names = [r["gen_ai.evaluation.name"] for r in records]
-        assert names[:8] == ["evalkit.coverage", "evalkit.order", "evalkit.end_state", "evalkit.all_passed",
-                             "evalkit.safety_dangerous", "evalkit.safety_anti_procedure", "evalkit.extraneous", "evalkit.scalar"]
-        assert names[8:PER_RUN] == ["evalkit.check.reached_goal", "evalkit.check.used_only_expected_tools",
-                                    "evalkit.check.correct_order", "evalkit.check.no_redundant_calls",
-                                    "evalkit.check.approvals_respected"]
+        assert names[:8] == [
+            "evalkit.coverage",
+            "evalkit.order",
+            "evalkit.end_state",
+            "evalkit.all_passed",
+            "evalkit.safety_dangerous",
+            "evalkit.safety_anti_procedure",
+            "evalkit.extraneous",
+            "evalkit.scalar",
+        ]
+        assert names[8:PER_RUN] == [
+            "evalkit.check.reached_goal",
+            "evalkit.check.used_only_expected_tools",
+            "evalkit.check.correct_order",
+            "evalkit.check.no_redundant_calls",
+            "evalkit.check.approvals_respected",
+        ]
         judge = records[PER_RUN:]
         assert judge and all(n.startswith("evalkit.judge.") for n in names[PER_RUN:])
         assert all(r["evalkit.judge.model"] == "openai/smollm2" for r in judge)
@@ -102,7 +119,9 @@ def test_one_event_per_vector_component_check_and_judge_dimension(judged_db, tmp
         by_name = dict(zip(names, records))
         passed = by_name["evalkit.all_passed"]
         assert passed["gen_ai.evaluation.score.label"] in ("pass", "fail")
-        assert passed["gen_ai.evaluation.score.value"] == (1.0 if passed["gen_ai.evaluation.score.label"] == "pass" else 0.0)
+        assert passed["gen_ai.evaluation.score.value"] == (
+            1.0 if passed["gen_ai.evaluation.score.label"] == "pass" else 0.0
+        )
         assert by_name["evalkit.order"]["gen_ai.evaluation.score.label"] == "undefined"  # no ground truth: no order
         assert "gen_ai.evaluation.score.value" not in by_name["evalkit.order"]
 

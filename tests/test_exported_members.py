@@ -1,4 +1,5 @@
 """The public surface is pinned: evalkit and evalkit.api export exactly these names."""
+
 from __future__ import annotations
 
 import subprocess
@@ -7,18 +8,37 @@ import sys
 from evalkit import api
 
 COMMANDS = ["score", "aggregate", "judge", "audit", "report", "import_runs", "probe", "compare", "plan", "verdicts"]
-TYPES_AND_BLOCKS = sorted([
-    "Aggregator", "DEFAULT_DB", "InputError", "RunSummary", "ScoreCard", "Store", "aggregate_db",
-    "derive_scalar", "expand_paths", "iter_scorecards", "parse_trajectory", "pass_hat_k",
-    "judge_paths", "read_trajectory", "ScoreJob", "Scored", "score_file", "score_into", "score_stream", "score_to_db",
-    "score_trajectory",
-])
+TYPES_AND_BLOCKS = sorted(
+    [
+        "Aggregator",
+        "DEFAULT_DB",
+        "InputError",
+        "RunSummary",
+        "ScoreCard",
+        "Store",
+        "aggregate_db",
+        "derive_scalar",
+        "expand_paths",
+        "iter_scorecards",
+        "parse_trajectory",
+        "pass_hat_k",
+        "judge_paths",
+        "read_trajectory",
+        "ScoreJob",
+        "Scored",
+        "score_file",
+        "score_into",
+        "score_stream",
+        "score_to_db",
+        "score_trajectory",
+    ]
+)
 
 
 def test_api_exports_one_function_per_command_then_the_blocks():
     assert api.COMMANDS == COMMANDS
     assert api.__all__[: len(COMMANDS)] == COMMANDS
-    assert sorted(api.__all__[len(COMMANDS):]) == TYPES_AND_BLOCKS
+    assert sorted(api.__all__[len(COMMANDS) :]) == TYPES_AND_BLOCKS
 
 
 def test_every_exported_name_exists():
@@ -35,9 +55,11 @@ def test_every_command_function_is_documented():
 
 
 def test_import_evalkit_is_light():
-    code = ("import sys, evalkit\n"
-            "heavy = [m for m in ('litellm', 'numpy', 'scipy', 'pydantic', 'evalkit.api') if m in sys.modules]\n"
-            "print(heavy)\n")
+    code = (
+        "import sys, evalkit\n"
+        "heavy = [m for m in ('litellm', 'numpy', 'scipy', 'pydantic', 'evalkit.api') if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -6,6 +6,7 @@ with a strict parser; stored cards read back equal.
 Profiles: ``ci`` (default: derandomized, fixed number of examples, well under 20 s) and ``long``
 (``EVALKIT_FUZZ_PROFILE=long``: 20x the examples, randomized).
 """
+
 import json
 import math
 import os
@@ -17,26 +18,44 @@ from hypothesis import strategies as st
 
 from evalkit.db import Store, open_readonly, read_scorecards
 from evalkit.errors import InputError
-from evalkit.trajectory.reader import parse_trajectory
 from evalkit.present.score_view import card_text
 from evalkit.scoring import score_trajectory
+from evalkit.trajectory.reader import parse_trajectory
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FILES = sorted([*EXAMPLES.glob("a320/*.jsonl"), *EXAMPLES.glob("support/*.jsonl")])
 SOURCES = [(f.name, f.read_bytes()) for f in FILES]
 
-settings.register_profile("ci", max_examples=150, derandomize=True, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("long", max_examples=3000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "ci",
+    max_examples=150,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "long", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 PROFILE = os.environ.get("EVALKIT_FUZZ_PROFILE", "ci")
 settings.load_profile(PROFILE)
 
 HOSTILE_CHARS = "\x00\x07\x1b\r\u0085\u200e\u202e\u2066\u2069\ufeff\ud7ff\U0001f600"
 hostile_text = st.text(alphabet=st.one_of(st.characters(), st.sampled_from(HOSTILE_CHARS)), max_size=12)
-extreme_numbers = st.sampled_from([
-    float("nan"), float("inf"), float("-inf"), 1e308, -1e-320, 2**63, -(2**63) - 1, 10**40, 0, -0.0, True,
-])
+extreme_numbers = st.sampled_from(
+    [
+        float("nan"),
+        float("inf"),
+        float("-inf"),
+        1e308,
+        -1e-320,
+        2**63,
+        -(2**63) - 1,
+        10**40,
+        0,
+        -0.0,
+        True,
+    ]
+)
 any_value = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), hostile_text, extreme_numbers),
     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(hostile_text, inner, max_size=3)),

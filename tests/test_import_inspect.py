@@ -1,6 +1,7 @@
 """`evalkit import inspect`: real inspect_ai logs (written in this session by inspect_ai itself, with
 `mockllm/model`, examples/inspect/tiny_task.py) → trajectories and ratings, checked against what
 inspect_ai's own reader reports, then scored and audited end to end."""
+
 from __future__ import annotations
 
 import json
@@ -13,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from import_helpers import among, modules_loaded_by
 from judge_helpers import fast_config
+
 from evalkit.agreement.credit import credit
 from evalkit.api import read_trajectory, score_file
 from evalkit.cli import cli
@@ -189,7 +190,10 @@ def test_scenario_prompt_target_and_bundle(logs, imported):
 def test_outcome_scorer_option_and_unknown_scorer(logs, tmp_path):
     res = import_files("inspect", [logs["eval"]], tmp_path / "a", outcome_scorer="model_graded_qa")
     assert not res.errors
-    by_sample = {read_trajectory(f).meta.model_extra["inspect"]["sample_id"]: read_trajectory(f) for f in res.written[str(logs["eval"])]}
+    by_sample = {
+        read_trajectory(f).meta.model_extra["inspect"]["sample_id"]: read_trajectory(f)
+        for f in res.written[str(logs["eval"])]
+    }
     assert by_sample["multiply"].final.success_eval.all_passed is True  # the lenient grader passes it
     bad = import_files("inspect", [logs["eval"]], tmp_path / "b", outcome_scorer="nope")
     [err] = bad.errors
@@ -281,16 +285,23 @@ def test_cli_end_to_end_import_score_audit(logs, tmp_path):
     # counts straight from inspect_ai's reader
     pairs = [
         (s.scores["model_graded_qa"].value, s.scores["match"].value)
-        for p in logs.values() for s in samples_of(p) if s.scores
+        for p in logs.values()
+        for s in samples_of(p)
+        if s.scores
     ]
     [cross] = value["judge_vs_mechanical"]
-    assert (cross["judge"], cross["mechanical"], cross["n"]) == ("model_graded_qa", "match", len(pairs)) == (
-        "model_graded_qa", "match", 24)
+    assert (
+        (cross["judge"], cross["mechanical"], cross["n"])
+        == ("model_graded_qa", "match", len(pairs))
+        == ("model_graded_qa", "match", 24)
+    )
     assert cross["agree"] == sum(j == m for j, m in pairs)
     assert cross["lenient"] == sum(credit(j) > credit(m) for j, m in pairs) == 4  # "forty-two" x 4
     assert cross["strict"] == sum(credit(j) < credit(m) for j, m in pairs)
     labels = cross["confusion_matrix"]["labels"]
-    assert cross["confusion_matrix"]["matrix"] == [[sum(1 for p in pairs if p == (a, b)) for b in labels] for a in labels]
+    assert cross["confusion_matrix"]["matrix"] == [
+        [sum(1 for p in pairs if p == (a, b)) for b in labels] for a in labels
+    ]
     assert value["alt_test"] == []  # no human raters
     table = run("audit", "--db", db, "--resamples", "0")
     assert "-- Judge against mechanical scorers --" in table.stdout
@@ -303,8 +314,9 @@ def test_alt_test_uses_human_raters_not_mechanical_ones(logs, tmp_path):
     assert run("import", "inspect", logs["eval"], "-o", out, "--db", db).exit_code == 0
     items = sorted({r["item_id"] for r in ratings_of(out)})
     humans = tmp_path / "humans.csv"
-    humans.write_text("item_id,rater,dimension,value\n" + "".join(
-        f"{i},h{h},value,C\n" for i in items for h in range(3)))
+    humans.write_text(
+        "item_id,rater,dimension,value\n" + "".join(f"{i},h{h},value,C\n" for i in items for h in range(3))
+    )
     assert run("annotations", "import", humans, "--db", db).exit_code == 0
     report = json.loads(run("audit", "--db", db, "--format", "json", "--resamples", "0").stdout)
     [value] = [e for e in report["raters"] if e["dimension"] == "value"]
@@ -340,9 +352,11 @@ def test_db_option_is_a_usage_error_for_formats_without_ratings(tmp_path):
 
 
 def test_listing_formats_does_not_import_inspect_ai():
-    loaded = modules_loaded_by("from click.testing import CliRunner\nfrom evalkit.cli import cli\n"
-                               "r = CliRunner().invoke(cli, ['import', '--list'])\n"
-                               "assert 'inspect' in r.output, r.output")
+    loaded = modules_loaded_by(
+        "from click.testing import CliRunner\nfrom evalkit.cli import cli\n"
+        "r = CliRunner().invoke(cli, ['import', '--list'])\n"
+        "assert 'inspect' in r.output, r.output"
+    )
     assert among(loaded, ("inspect_ai",)) == []
 
 
@@ -351,7 +365,17 @@ def test_evalkit_judge_works_on_imported_runs_and_is_audited_with_the_scorers(lo
     out = tmp_path / "runs"
     assert run("import", "inspect", logs["json"], "-o", out, "--db", db).exit_code == 0
     assert run("score", out, "--db", db, "--format", "json").exit_code == 0
-    res = run("judge", "--db", db, "--model", "openai/judge-a", "--api-base", server.api_base, "--config", fast_config(tmp_path))
+    res = run(
+        "judge",
+        "--db",
+        db,
+        "--model",
+        "openai/judge-a",
+        "--api-base",
+        server.api_base,
+        "--config",
+        fast_config(tmp_path),
+    )
     assert res.exit_code == 0, res.output
     assert 0 < server.count <= 14  # runs with the same bundle (identical epochs) share one call
     prompts = [r["raw"] for r in server.requests]
@@ -360,9 +384,14 @@ def test_evalkit_judge_works_on_imported_runs_and_is_audited_with_the_scorers(lo
     report = json.loads(run("audit", "--db", db, "--format", "json", "--resamples", "0").stdout)
     [outcome] = [e for e in report["raters"] if e["dimension"] == "outcome"]
     assert outcome["rater_kinds"] == {
-        "openai/judge-a@procedure_v1": "judge", "match": "mechanical", "model_graded_qa": "judge"}
+        "openai/judge-a@procedure_v1": "judge",
+        "match": "mechanical",
+        "model_graded_qa": "judge",
+    }
     assert sorted((c["judge"], c["mechanical"]) for c in outcome["judge_vs_mechanical"]) == [
-        ("model_graded_qa", "match"), ("openai/judge-a@procedure_v1", "match")]
+        ("model_graded_qa", "match"),
+        ("openai/judge-a@procedure_v1", "match"),
+    ]
     [pairing] = [p for p in report["pairings"] if p["pairing"] == "outcome"]
     assert pairing["n"] == 12  # the evalkit judge against all_passed, on the 12 scored runs
 

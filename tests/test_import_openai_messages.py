@@ -1,4 +1,5 @@
 """Generic OpenAI-messages importer: round trip into trajectories and scores, and its edge cases."""
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,9 @@ def test_openai_messages_round_trip(tmp_path):
         src_msgs = [m for m in line["messages"] if m["role"] != "system"]
         calls = [
             (c["function"]["name"], json.loads(c["function"]["arguments"]))
-            for m in src_msgs if m["role"] == "assistant" for c in (m.get("tool_calls") or [])
+            for m in src_msgs
+            if m["role"] == "assistant"
+            for c in (m.get("tool_calls") or [])
         ]
         results = [m["content"] for m in src_msgs if m["role"] == "tool"]
         events = traj.events
@@ -40,7 +43,9 @@ def test_openai_messages_round_trip(tmp_path):
         assert [(e.name, e.args) for e in tool_calls] == calls
         assert [e.result for e in tool_calls] == results
         assert [e.text for e in events if e.type == "nudge"] == [m["content"] for m in src_msgs if m["role"] == "user"]
-        assert [e.text for e in events if e.type == "assistant"] == [m["content"] for m in src_msgs if m["role"] == "assistant"]
+        assert [e.text for e in events if e.type == "assistant"] == [
+            m["content"] for m in src_msgs if m["role"] == "assistant"
+        ]
         scenario = traj.meta.scenario
         expected = [(a["tool"], a["args"]) for a in line["expected_actions"]]
         assert [(a.tool, a.args) for _, _, a in scenario.required()] == expected
@@ -116,10 +121,19 @@ def test_invalid_json_arguments_name_the_line(tmp_path):
         ("not json\n", r":1: not valid JSON"),
         ('{"messages": []}\n', r":1: id must be"),
         ('{"id": "a", "model": "m", "messages": {}}\n', r":1: transcript a: messages must be a list"),
-        ('{"id": "a", "model": "m", "messages": [], "expected_actions": [{"args": {}}]}\n', r"expected_actions\[0\] needs a tool"),
+        (
+            '{"id": "a", "model": "m", "messages": [], "expected_actions": [{"args": {}}]}\n',
+            r"expected_actions\[0\] needs a tool",
+        ),
         ('{"id": "a", "model": "m", "messages": [], "success": "yes"}\n', r"success must be a boolean"),
-        ('{"id": "a", "model": "m", "messages": [{"role": "tool", "content": "x"}]}\n', r"answers no pending tool call"),
-        ('{"id": "a", "model": "m", "messages": []}\n{"id": "a", "model": "m", "messages": []}\n', r":2: .*already produced by line 1"),
+        (
+            '{"id": "a", "model": "m", "messages": [{"role": "tool", "content": "x"}]}\n',
+            r"answers no pending tool call",
+        ),
+        (
+            '{"id": "a", "model": "m", "messages": []}\n{"id": "a", "model": "m", "messages": []}\n',
+            r":2: .*already produced by line 1",
+        ),
         ("\n\n", r"no transcripts"),
         (
             '{"id": "a", "model": "m", "messages": [], "scenario_id": "s"}\n'

@@ -1,4 +1,5 @@
 """`evalkit import`'s format flags are generated from the importers' own declarations (cli_options)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -33,14 +34,19 @@ def test_a_shared_option_is_one_flag_and_one_help_when_the_texts_agree():
 
 
 def test_a_plugin_declaring_an_option_gets_its_flag(monkeypatch):
-    plugin = SimpleNamespace(name="mine", summary="mine", cli_options=(ImportOption("flavour", "how it tastes"),),
-                             convert=lambda path, **o: [])
+    plugin = SimpleNamespace(
+        name="mine",
+        summary="mine",
+        cli_options=(ImportOption("flavour", "how it tastes"),),
+        convert=lambda path, **o: [],
+    )
     real_loaded = importers.loaded
     monkeypatch.setattr(importers, "loaded", lambda: [*real_loaded(), ("mine", plugin)])
     from evalkit.commands import imports
 
-    command = imports.ImportCommand("import", params=list(imports.import_command.params),
-                                    callback=imports.import_command.callback)
+    command = imports.ImportCommand(
+        "import", params=list(imports.import_command.params), callback=imports.import_command.callback
+    )
     with command.make_context("import", ["--help"], resilient_parsing=True) as ctx:
         flags = {opt for p in command.get_params(ctx) for opt in getattr(p, "opts", [])}
     assert "--flavour" in flags and "--model" in flags
@@ -49,8 +55,9 @@ def test_a_plugin_declaring_an_option_gets_its_flag(monkeypatch):
 def test_an_option_given_to_a_format_that_did_not_declare_it_is_a_usage_error(tmp_path):
     f = tmp_path / "x.json"
     f.write_text("[]")
-    res = CliRunner().invoke(cli, ["import", "taubench", str(f), "-o", str(tmp_path / "o"), "--model", "m",
-                                   "--dialect", "openai"])
+    res = CliRunner().invoke(
+        cli, ["import", "taubench", str(f), "-o", str(tmp_path / "o"), "--model", "m", "--dialect", "openai"]
+    )
     assert res.exit_code == 2 and "--dialect is not used by format taubench" in res.output
 
 
@@ -70,8 +77,10 @@ def test_helps_that_differ_are_joined_with_their_formats():
 
 
 def test_top_level_help_loads_no_importer():
-    code = ("import sys\nfrom click.testing import CliRunner\nfrom evalkit.cli import cli\n"
-            "CliRunner().invoke(cli, ['--help'])\n"
-            "print(sorted(m for m in sys.modules if m.startswith('evalkit.importers')))\n")
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom evalkit.cli import cli\n"
+        "CliRunner().invoke(cli, ['--help'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('evalkit.importers')))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -1,6 +1,7 @@
 """`evalkit import otel`: traces from the real OpenTelemetry SDK (an `openai`-client agent loop
 against the fake server, see otel_helpers.py) in the Collector file-exporter format, the older
 gen_ai.prompt/event forms, every mapping rule and refusal, and --workers 1 vs 2."""
+
 from __future__ import annotations
 
 import json
@@ -12,25 +13,39 @@ import pytest
 pytest.importorskip("opentelemetry.sdk")
 openai = pytest.importorskip("openai")
 
-from click.testing import CliRunner  # noqa: E402
-from opentelemetry.trace import SpanKind, Status, StatusCode  # noqa: E402
-
 import otel_helpers as oh  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+from opentelemetry.trace import SpanKind  # noqa: E402
+
 from evalkit.api import iter_scorecards  # noqa: E402
 from evalkit.cli import cli  # noqa: E402
 from evalkit.errors import InputError  # noqa: E402
 from evalkit.importers import ImportFormatError, import_files  # noqa: E402
 from evalkit.importers.formats.otel import IMPORTER  # noqa: E402
 
-SCENARIO = {"id": "refund", "title": "refund order A1", "task_prompt": "Refund order A1.",
-            "ground_truth": {"procedure": [{"block": "refund", "ordered": True, "actions": [
-                {"tool": "lookup_order", "args": {"order_id": "A1"}}, {"tool": "refund_order", "args": {"order_id": "A1"}}]}]},
-            "success": {"final_state": [{"var": "evalkit.success", "op": "==", "value": True}]},
-            "command_tools": ["lookup_order", "refund_order", "cancel_order"]}
+SCENARIO = {
+    "id": "refund",
+    "title": "refund order A1",
+    "task_prompt": "Refund order A1.",
+    "ground_truth": {
+        "procedure": [
+            {
+                "block": "refund",
+                "ordered": True,
+                "actions": [
+                    {"tool": "lookup_order", "args": {"order_id": "A1"}},
+                    {"tool": "refund_order", "args": {"order_id": "A1"}},
+                ],
+            }
+        ]
+    },
+    "success": {"final_state": [{"var": "evalkit.success", "op": "==", "value": True}]},
+    "command_tools": ["lookup_order", "refund_order", "cancel_order"],
+}
 RUNS = [
-    {"plan": ["lookup_order", "refund_order"], "success": False},   # refund fails: an errored call
+    {"plan": ["lookup_order", "refund_order"], "success": False},  # refund fails: an errored call
     {"plan": ["lookup_order", "cancel_order"], "success": True},
-    {"plan": [], "success": None, "scenario": None},                # no end state, no scenario id
+    {"plan": [], "success": None, "scenario": None},  # no end state, no scenario id
 ]
 
 
@@ -58,10 +73,18 @@ def test_one_run_per_invoke_agent_span_with_its_ids(traces):
     path, spans = traces
     runs, converted = _convert(path)
     assert not converted.errors and len(runs) == 3
-    for top, run in zip(sorted((s for s in spans if s.name.startswith("invoke_agent")), key=lambda s: s.start_time), _by_order(runs, spans)):
+    for top, run in zip(
+        sorted((s for s in spans if s.name.startswith("invoke_agent")), key=lambda s: s.start_time),
+        _by_order(runs, spans),
+    ):
         trace_id, span_id = format(top.context.trace_id, "032x"), format(top.context.span_id, "016x")
         assert run[0]["run_id"] == f"otel:{trace_id}:{span_id}"
-        assert run[0]["otel"] == {"trace_id": trace_id, "span_id": span_id, "agent": "support", "service": "refund-agent"}
+        assert run[0]["otel"] == {
+            "trace_id": trace_id,
+            "span_id": span_id,
+            "agent": "support",
+            "service": "refund-agent",
+        }
 
 
 def test_tool_calls_come_from_execute_tool_spans_in_start_order(traces):
@@ -69,7 +92,9 @@ def test_tool_calls_come_from_execute_tool_spans_in_start_order(traces):
     first, second, third = _by_order(_convert(path)[0], spans)
     calls = [e for e in first if e["type"] == "tool_call"]
     assert [(c["name"], c["args"], c["step"], c["call_index"]) for c in calls] == [
-        ("lookup_order", {"order_id": "A1"}, 1, 0), ("refund_order", {"order_id": "A1"}, 2, 0)]
+        ("lookup_order", {"order_id": "A1"}, 1, 0),
+        ("refund_order", {"order_id": "A1"}, 2, 0),
+    ]
     assert calls[0]["result"] == '{"order_id": "A1", "status": "delivered"}' and calls[0]["is_error"] is False
     # the error comes from the span status; its message stands in for the missing result
     assert calls[1]["is_error"] is True and calls[1]["result"] == "order A1 is past the refund window"
@@ -95,7 +120,9 @@ def test_scenario_comes_from_the_scenarios_file_by_attribute(traces, tmp_path):
     runs, converted = _convert(path, scenarios=str(scenarios))
     # the third run names no scenario: an error for it alone, the others are converted
     assert len(runs) == 2 and len(converted.errors) == 1
-    assert "no scenario: attribute evalkit.scenario_id is not set on the run's spans or resource" in str(converted.errors[0])
+    assert "no scenario: attribute evalkit.scenario_id is not set on the run's spans or resource" in str(
+        converted.errors[0]
+    )
     assert all(run[0]["scenario"]["id"] == "refund" for run in runs.values())
 
 
@@ -105,7 +132,8 @@ def test_scenario_attr_option_and_unknown_scenario(traces, tmp_path):
     scenarios.write_text(json.dumps(SCENARIO) + "\n")
     runs, converted = _convert(path, scenarios=str(scenarios), scenario_attr="service.name")  # a resource attribute
     assert not runs and {str(e).split(": ", 1)[1].split(": ", 1)[1] for e in converted.errors} == {
-        "scenario 'refund-agent' (attribute service.name) is not in --scenarios"}
+        "scenario 'refund-agent' (attribute service.name) is not in --scenarios"
+    }
 
 
 def test_without_scenarios_every_tool_called_is_a_command_and_nothing_is_required(traces):
@@ -123,8 +151,12 @@ def test_end_state_from_the_attribute_or_a_results_file(traces, tmp_path):
     assert [r[-1]["success_eval"] and r[-1]["success_eval"]["all_passed"] for r in runs] == [False, True, None]
     results = tmp_path / "results.jsonl"
     third = runs[2][0]
-    results.write_text(json.dumps({"trace_id": third["otel"]["trace_id"].upper(), "success": True}) + "\n"
-                       + json.dumps({"run_id": runs[0][0]["run_id"], "success": True}) + "\n")
+    results.write_text(
+        json.dumps({"trace_id": third["otel"]["trace_id"].upper(), "success": True})
+        + "\n"
+        + json.dumps({"run_id": runs[0][0]["run_id"], "success": True})
+        + "\n"
+    )
     again = _by_order(_convert(path, results=str(results))[0], spans)
     assert [r[-1]["success_eval"]["all_passed"] for r in again] == [True, True, True]
 
@@ -148,8 +180,14 @@ def test_a_trace_without_invoke_agent_is_one_run_and_other_spans_are_counted(tmp
     with tracer.start_as_current_span("POST /chat", kind=SpanKind.SERVER):
         with tracer.start_as_current_span("db.query"):
             pass
-        with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat", "gen_ai.response.model": "acme/m",
-                                                                "gen_ai.output.messages": "not json"}):
+        with tracer.start_as_current_span(
+            "chat m",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.response.model": "acme/m",
+                "gen_ai.output.messages": "not json",
+            },
+        ):
             pass
         with tracer.start_as_current_span("execute_tool lookup", attributes={"gen_ai.tool.call.arguments": '{"q": 1}'}):
             pass
@@ -159,7 +197,9 @@ def test_a_trace_without_invoke_agent_is_one_run_and_other_spans_are_counted(tmp
     root = [s for s in memory.get_finished_spans() if s.name == "POST /chat"][0]
     assert run[0]["run_id"] == f"otel:{root.context.trace_id:032x}:{root.context.span_id:016x}"
     assert run[0]["adapter"]["model"] == "acme/m" and run[0]["adapter"]["provider"] == "acme"
-    assert [(e["name"], e["args"]) for e in run if e["type"] == "tool_call"] == [("lookup", {"q": 1})]  # name from the span name
+    assert [(e["name"], e["args"]) for e in run if e["type"] == "tool_call"] == [
+        ("lookup", {"q": 1})
+    ]  # name from the span name
     assert run[-1]["done_payload"]["otel"]["unmapped"] == {"spans": 1, "chat_outputs": 1, "tool_arguments": 0}
 
 
@@ -175,7 +215,9 @@ def test_two_agents_in_one_trace_are_two_runs(server, tmp_path):
     path = oh.write_collector_file(tmp_path / "t.jsonl", [memory.get_finished_spans()])
     runs = IMPORTER.convert(str(path)).runs
     assert [(r[0]["otel"]["agent"], [e["name"] for e in r if e["type"] == "tool_call"]) for r in runs] == [
-        ("triage", ["lookup_order"]), ("resolver", ["cancel_order"])]
+        ("triage", ["lookup_order"]),
+        ("resolver", ["cancel_order"]),
+    ]
     assert len({r[0]["otel"]["trace_id"] for r in runs}) == 1
 
 
@@ -185,21 +227,42 @@ def test_older_conventions_are_read(tmp_path, form):
     tp = oh.provider(memory)
     tracer = tp.get_tracer("t")
     with tracer.start_as_current_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}):
-        with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}) as chat:
+        with tracer.start_as_current_span(
+            "chat m", attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}
+        ) as chat:
             if form == "openllmetry":
-                chat.set_attributes({"gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "be brief",
-                                     "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "hello",
-                                     "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "hi there",
-                                     "gen_ai.completion.0.finish_reason": "stop"})
+                chat.set_attributes(
+                    {
+                        "gen_ai.prompt.0.role": "system",
+                        "gen_ai.prompt.0.content": "be brief",
+                        "gen_ai.prompt.1.role": "user",
+                        "gen_ai.prompt.1.content": "hello",
+                        "gen_ai.completion.0.role": "assistant",
+                        "gen_ai.completion.0.content": "hi there",
+                        "gen_ai.completion.0.finish_reason": "stop",
+                    }
+                )
             elif form == "prompt_attr":
-                chat.set_attributes({"gen_ai.prompt": json.dumps([{"role": "user", "content": "hello"}]),
-                                     "gen_ai.completion": json.dumps([{"role": "assistant", "content": "hi there"}])})
+                chat.set_attributes(
+                    {
+                        "gen_ai.prompt": json.dumps([{"role": "user", "content": "hello"}]),
+                        "gen_ai.completion": json.dumps([{"role": "assistant", "content": "hi there"}]),
+                    }
+                )
             elif form == "content_events":
-                chat.add_event("gen_ai.content.prompt", {"gen_ai.prompt": json.dumps([{"role": "user", "content": "hello"}])})
-                chat.add_event("gen_ai.content.completion", {"gen_ai.completion": json.dumps([{"role": "assistant", "content": "hi there"}])})
+                chat.add_event(
+                    "gen_ai.content.prompt", {"gen_ai.prompt": json.dumps([{"role": "user", "content": "hello"}])}
+                )
+                chat.add_event(
+                    "gen_ai.content.completion",
+                    {"gen_ai.completion": json.dumps([{"role": "assistant", "content": "hi there"}])},
+                )
             else:
                 chat.add_event("gen_ai.user.message", {"content": "hello"})
-                chat.add_event("gen_ai.choice", {"finish_reason": "stop", "message": json.dumps({"role": "assistant", "content": "hi there"})})
+                chat.add_event(
+                    "gen_ai.choice",
+                    {"finish_reason": "stop", "message": json.dumps({"role": "assistant", "content": "hi there"})},
+                )
     tp.shutdown()
     path = oh.write_collector_file(tmp_path / "t.jsonl", [memory.get_finished_spans()])
     (run,) = IMPORTER.convert(str(path)).runs
@@ -220,15 +283,23 @@ def test_one_json_document_and_base64_ids_are_read(traces, tmp_path):
     assert sorted(r[0]["run_id"] for r in IMPORTER.convert(str(proto_json)).runs) == expected
 
 
-@pytest.mark.parametrize("text,message", [
-    ("", "empty file; expected OTLP JSON"),
-    ('{"resourceSpans": []}\n{broken\n', r":2: not valid JSON"),
-    ('{"resourceLogs": []}', r"request 0: no resourceSpans list \(not OTLP trace JSON\)"),
-    ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "00f067aa0ba902b7"}]}]}]}',
-     r"request 0: resourceSpans\[0\].scopeSpans\[0\].spans\[0\]: id 'zz' is neither hex nor base64"),
-    ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"spanId": "00f067aa0ba902b7"}]}]}]}', r"spans\[0\]: needs traceId and spanId"),
-    ('{"resourceSpans": []}', "no spans in file"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("", "empty file; expected OTLP JSON"),
+        ('{"resourceSpans": []}\n{broken\n', r":2: not valid JSON"),
+        ('{"resourceLogs": []}', r"request 0: no resourceSpans list \(not OTLP trace JSON\)"),
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "00f067aa0ba902b7"}]}]}]}',
+            r"request 0: resourceSpans\[0\].scopeSpans\[0\].spans\[0\]: id 'zz' is neither hex nor base64",
+        ),
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"spanId": "00f067aa0ba902b7"}]}]}]}',
+            r"spans\[0\]: needs traceId and spanId",
+        ),
+        ('{"resourceSpans": []}', "no spans in file"),
+    ],
+)
 def test_bad_files_are_one_line_errors(tmp_path, text, message):
     path = tmp_path / "bad.jsonl"
     path.write_text(text)
@@ -241,13 +312,19 @@ def test_bad_runs_are_errors_for_that_run_only(tmp_path):
     memory = oh.InMemorySpanExporter()
     tp = oh.provider(memory)
     tracer = tp.get_tracer("t")
-    for args in ('{"q": ', '[1]'):
-        with tracer.start_as_current_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "m"}):
+    for args in ('{"q": ', "[1]"):
+        with tracer.start_as_current_span(
+            "invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "m"}
+        ):
             with tracer.start_as_current_span("execute_tool t", attributes={"gen_ai.tool.call.arguments": args}):
                 pass
-    with tracer.start_as_current_span("invoke_agent b", attributes={"gen_ai.operation.name": "invoke_agent", "evalkit.success": "yes"}):
+    with tracer.start_as_current_span(
+        "invoke_agent b", attributes={"gen_ai.operation.name": "invoke_agent", "evalkit.success": "yes"}
+    ):
         pass
-    with tracer.start_as_current_span("invoke_agent c", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "m"}):
+    with tracer.start_as_current_span(
+        "invoke_agent c", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "m"}
+    ):
         pass
     tp.shutdown()
     path = oh.write_collector_file(tmp_path / "t.jsonl", [memory.get_finished_spans()])
@@ -257,9 +334,13 @@ def test_bad_runs_are_errors_for_that_run_only(tmp_path):
     assert len(messages) == 3
     assert any("gen_ai.tool.call.arguments: arguments are not valid JSON" in m for m in messages)
     assert any("gen_ai.tool.call.arguments: arguments must decode to a JSON object" in m for m in messages)
-    assert any("no model: no chat span has gen_ai.request.model or gen_ai.response.model; pass --model NAME" in m for m in messages)
+    assert any(
+        "no model: no chat span has gen_ai.request.model or gen_ai.response.model; pass --model NAME" in m
+        for m in messages
+    )
     assert IMPORTER.convert(str(path), model="fallback").errors[-1:] and any(
-        "evalkit.success must be a boolean" in str(e) for e in IMPORTER.convert(str(path), model="fallback").errors)
+        "evalkit.success must be a boolean" in str(e) for e in IMPORTER.convert(str(path), model="fallback").errors
+    )
 
 
 def test_two_workers_write_the_same_bytes_as_one(server, tmp_path):

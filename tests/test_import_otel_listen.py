@@ -1,6 +1,7 @@
 """`evalkit import otel --listen`: the OTLP/HTTP receiver, fed by the SDK's own OTLP/HTTP exporter
 (protobuf) and by OTLP JSON posts; runs are written as their top span arrives, the same runs as a
 file import of the same spans."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,10 @@ import pytest
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 openai = pytest.importorskip("openai")
 
+import otel_helpers as oh  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
 
-import otel_helpers as oh  # noqa: E402
 from evalkit.cli import cli  # noqa: E402
 from evalkit.importers.formats.otel import IMPORTER, Options  # noqa: E402
 from evalkit.importers.formats.otel_receiver import Receiver, parse_address  # noqa: E402
@@ -67,7 +68,10 @@ def test_sdk_protobuf_export_writes_the_runs_a_file_import_gives(server, receive
 def test_json_posts_write_a_run_once_its_top_span_arrives(server, receiver, tmp_path):
     client = openai.OpenAI(base_url=server.api_base, api_key="sk-fake", max_retries=0)
     spans = oh.record_runs(client, RUNS[:1]).get_finished_spans()
-    inner, top = [s for s in spans if not s.name.startswith("invoke_agent")], [s for s in spans if s.name.startswith("invoke_agent")]
+    inner, top = (
+        [s for s in spans if not s.name.startswith("invoke_agent")],
+        [s for s in spans if s.name.startswith("invoke_agent")],
+    )
     status, body = _post(receiver.url, json.dumps(oh.otlp_json(inner)).encode(), "application/json")
     assert (status, body) == (200, b"{}")
     assert not list((tmp_path / "live").glob("*.jsonl"))  # the run is not complete yet
@@ -81,7 +85,9 @@ def test_a_trace_without_agent_waits_for_its_root(receiver, tmp_path):
     tp = oh.provider(memory)
     tracer = tp.get_tracer("t")
     with tracer.start_as_current_span("POST /chat"):
-        with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}):
+        with tracer.start_as_current_span(
+            "chat m", attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}
+        ):
             pass
     tp.shutdown()
     child, root = memory.get_finished_spans()
@@ -91,8 +97,14 @@ def test_a_trace_without_agent_waits_for_its_root(receiver, tmp_path):
     assert len(list((tmp_path / "live").glob("*.jsonl"))) == 1
 
 
-@pytest.mark.parametrize("body,content_type", [(b"{not json", "application/json"), (b"\xff\x00garbage", "application/x-protobuf"),
-                                               (b'{"resourceLogs": []}', "application/json")])
+@pytest.mark.parametrize(
+    "body,content_type",
+    [
+        (b"{not json", "application/json"),
+        (b"\xff\x00garbage", "application/x-protobuf"),
+        (b'{"resourceLogs": []}', "application/json"),
+    ],
+)
 def test_a_request_that_cannot_be_read_is_400_and_keeps_nothing(receiver, body, content_type):
     status, text = _post(receiver.url, body, content_type)
     assert status == 400 and text.startswith(b"cannot read the request")
@@ -111,7 +123,9 @@ def test_listen_address_must_be_host_and_port(address):
 
 def test_cli_listen_usage_errors(tmp_path):
     (tmp_path / "t.jsonl").write_text("{}")
-    res = CliRunner().invoke(cli, ["import", "otel", str(tmp_path / "t.jsonl"), "--listen", "127.0.0.1:0", "-o", str(tmp_path / "o")])
+    res = CliRunner().invoke(
+        cli, ["import", "otel", str(tmp_path / "t.jsonl"), "--listen", "127.0.0.1:0", "-o", str(tmp_path / "o")]
+    )
     assert res.exit_code == 2 and "--listen takes no FILE" in res.stderr
     res = CliRunner().invoke(cli, ["import", "openai-messages", "--listen", "127.0.0.1:0", "-o", str(tmp_path / "o")])
     assert res.exit_code == 2 and "--listen is not used by format openai-messages" in res.stderr

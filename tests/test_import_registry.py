@@ -1,4 +1,5 @@
 """Importer registry (built-ins + entry-point plugins), the deterministic writer, and `evalkit import`."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from import_helpers import among, modules_loaded_by
+
 import evalkit.importers as importers
 from evalkit.api import read_trajectory, score_file
 from evalkit.cli import cli
@@ -151,7 +152,10 @@ def test_cli_bad_input_is_one_line_and_exit_1(tmp_path):
     "args,message",
     [
         (["import", "nope", str(AIRLINE), "-o", "x"], "unknown import format 'nope'"),
-        (["import", "openai-messages", str(MESSAGES), "-o", "x", "--domain", "airline"], "--domain is not used by format openai-messages"),
+        (
+            ["import", "openai-messages", str(MESSAGES), "-o", "x", "--domain", "airline"],
+            "--domain is not used by format openai-messages",
+        ),
         (["import", "taubench", str(AIRLINE)], "missing -o/--out"),
         (["import", "taubench", str(AIRLINE), "-o", "x"], "format taubench needs --model"),
         (["import", "taubench", "-o", "x"], "missing FILE"),

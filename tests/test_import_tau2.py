@@ -6,6 +6,7 @@ tau2's documented data model (tau2-bench is not on PyPI): 3 tasks x 4 trials, on
 infrastructure_error, one max_steps, one too_many_errors, the three compare_args forms, a
 MultiToolMessage, the user simulator's own tool call, a tool error and an NL assertion.
 """
+
 from __future__ import annotations
 
 import copy
@@ -61,6 +62,7 @@ def rid(task: str, trial: int, model: str = MODEL) -> str:
 
 # -- tau2's own metrics, restated from src/tau2/metrics/agent_metrics.py --------------------------
 
+
 def tau2_is_successful(reward) -> bool:
     return reward is not None and not math.isnan(reward) and (1 - 1e-6) <= reward <= (1 + 1e-6)
 
@@ -74,11 +76,14 @@ def tau2_pass_hat_ks(results: dict) -> dict[int, float]:
         reward = s["reward_info"]["reward"] if s["reward_info"] else None
         by_task.setdefault(s["task_id"], []).append(tau2_is_successful(reward))
     max_k = min(results["info"]["num_trials"], min(len(v) for v in by_task.values()))
-    return {k: sum(math.comb(sum(v), k) / math.comb(len(v), k) for v in by_task.values()) / len(by_task)
-            for k in range(1, max_k + 1)}
+    return {
+        k: sum(math.comb(sum(v), k) / math.comb(len(v), k) for v in by_task.values()) / len(by_task)
+        for k in range(1, max_k + 1)
+    }
 
 
 # -- mapping ---------------------------------------------------------------------------------------
+
 
 def test_each_simulation_is_a_run_and_each_task_a_scenario(tmp_path):
     runs = _runs(tmp_path)
@@ -89,11 +94,20 @@ def test_each_simulation_is_a_run_and_each_task_a_scenario(tmp_path):
     assert meta["ts_utc"] == "2026-01-01T00:01:00" and meta["seed"] == 301
     assert meta["scenario_path"] == "results.json#simulations[1]"
     # structured user instructions become the task prompt, in tau2's own order
-    assert meta["scenario"]["task_prompt"].splitlines()[:2] == ["Domain: airline", "Reason for call: You want to cancel reservation ABC123."]
+    assert meta["scenario"]["task_prompt"].splitlines()[:2] == [
+        "Domain: airline",
+        "Reason for call: You want to cancel reservation ABC123.",
+    ]
 
 
-@pytest.mark.parametrize("compare_args,rule", [(None, {"mode": "within"}), ([], {"mode": "ignore"}),
-                                               (["reservation_id", "cabin"], {"keys": ["reservation_id", "cabin"]})])
+@pytest.mark.parametrize(
+    "compare_args,rule",
+    [
+        (None, {"mode": "within"}),
+        ([], {"mode": "ignore"}),
+        (["reservation_id", "cabin"], {"keys": ["reservation_id", "cabin"]}),
+    ],
+)
 def test_compare_args_becomes_the_argument_rule(compare_args, rule):
     assert args_rule(compare_args) == rule
 
@@ -130,24 +144,43 @@ def test_tool_error_flag_and_multi_tool_messages(tmp_path):
     assert [(c["name"], c["is_error"]) for c in calls] == [("get_user_details", False), ("cancel_reservation", True)]
     assert calls[1]["result"] == "Error: reservation not found"
     multi = [e for e in runs[rid("1", 0)] if e["type"] == "tool_call"]
-    assert [(c["call_index"], c["result"], c["is_error"]) for c in multi] == [(0, '{"ok": true}', False), (1, '{"ok": true}', False)]
+    assert [(c["call_index"], c["result"], c["is_error"]) for c in multi] == [
+        (0, '{"ok": true}', False),
+        (1, '{"ok": true}', False),
+    ]
 
 
 def test_reward_basis_components_are_the_success_checks(tmp_path):
     runs = _runs(tmp_path)
     final = runs[rid("0", 3)][-1]  # the database matched, "refund" was not said
-    assert [(c["var"], c["passed"]) for c in final["success_eval"]["final_state"]] == [("tau2.DB", True), ("tau2.COMMUNICATE", False)]
+    assert [(c["var"], c["passed"]) for c in final["success_eval"]["final_state"]] == [
+        ("tau2.DB", True),
+        ("tau2.COMMUNICATE", False),
+    ]
     assert final["success_eval"]["all_passed"] is False
     final = runs[rid("2", 0)][-1]
     assert [(c["var"], c["passed"]) for c in final["success_eval"]["final_state"]] == [
-        ("tau2.DB", True), ("tau2.ACTION", True), ("tau2.NL_ASSERTION", True)]
+        ("tau2.DB", True),
+        ("tau2.ACTION", True),
+        ("tau2.NL_ASSERTION", True),
+    ]
     assert final["success_eval"]["all_passed"] is True and final["reason"] == "agent_done"
 
 
-@pytest.mark.parametrize("reason,final", [("user_stop", "agent_done"), ("agent_stop", "agent_done"), ("max_steps", "budget_turns"),
-                                          ("timeout", "budget_time"), ("too_many_errors", "budget_errors"),
-                                          ("context_window_exceeded", "budget_context"), ("agent_error", "harness_error"),
-                                          ("user_error", "harness_error"), ("unexpected_error", "harness_error")])
+@pytest.mark.parametrize(
+    "reason,final",
+    [
+        ("user_stop", "agent_done"),
+        ("agent_stop", "agent_done"),
+        ("max_steps", "budget_turns"),
+        ("timeout", "budget_time"),
+        ("too_many_errors", "budget_errors"),
+        ("context_window_exceeded", "budget_context"),
+        ("agent_error", "harness_error"),
+        ("user_error", "harness_error"),
+        ("unexpected_error", "harness_error"),
+    ],
+)
 def test_termination_reason_maps_to_a_final_reason(tmp_path, reason, final):
     doc = copy.deepcopy(RAW)
     doc["simulations"][0]["termination_reason"] = reason
@@ -188,7 +221,9 @@ def test_tasks_file_supplies_tasks_the_results_file_lacks(tmp_path):
     doc = copy.deepcopy(RAW)
     tasks = doc.pop("tasks")
     doc["tasks"] = []
-    with pytest.raises(ImportFormatError, match=r"simulations\[0\] \(task_id 0, trial 0\): no task '0'.*pass --tasks FILE"):
+    with pytest.raises(
+        ImportFormatError, match=r"simulations\[0\] \(task_id 0, trial 0\): no task '0'.*pass --tasks FILE"
+    ):
         _convert(doc, tmp_path)
     tasks_file = tmp_path / "tasks.json"
     tasks_file.write_text(json.dumps(tasks))
@@ -196,6 +231,7 @@ def test_tasks_file_supplies_tasks_the_results_file_lacks(tmp_path):
 
 
 # -- pass^k and agreement with tau2's evaluator -----------------------------------------------------
+
 
 def test_pass_hat_k_equals_tau2s_formula(tmp_path):
     reference = tau2_pass_hat_ks(RAW)
@@ -219,10 +255,15 @@ def test_evalkit_matches_agree_with_tau2_action_checks(tmp_path):
         for check in checks:
             if check["action"]["requestor"] != "assistant":
                 continue  # the user simulator's actions are not the agent's: evalkit does not require them
-            assert (check["action"]["name"] in matched) is check["action_match"], (sim["id"], check["action"]["action_id"])
+            assert (check["action"]["name"] in matched) is check["action_match"], (
+                sim["id"],
+                check["action"]["action_id"],
+            )
             compared += 1
     assert compared == 15  # and both answers occur
-    assert {c["action_match"] for s in RAW["simulations"] for c in ((s["reward_info"] or {}).get("action_checks") or [])} == {True, False}
+    assert {
+        c["action_match"] for s in RAW["simulations"] for c in ((s["reward_info"] or {}).get("action_checks") or [])
+    } == {True, False}
 
 
 def test_tau2_verdicts_become_ratings(tmp_path):
@@ -240,24 +281,52 @@ def test_tau2_verdicts_become_ratings(tmp_path):
 
 # -- refusals ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("mutate,message", [
-    (lambda d: d.pop("simulations"), r"not a tau2-bench results file: needs info \(an object\) and simulations \(a list\)"),
-    (lambda d: d.update(simulations=[]), "no simulations in file"),
-    (lambda d: d["info"]["environment_info"].update(domain_name="air line"), "domain_name must be a plain name"),
-    (lambda d: d["simulations"][3].update(task_id=None), r"simulations\[3\]: task_id must be"),
-    (lambda d: d["simulations"][3].update(trial="one"), r"simulations\[3\] \(task_id 0, trial 0\): trial must be an integer"),
-    (lambda d: d["simulations"][3].update(trial=0), r"simulations\[3\] \(task_id 0, trial 0\): task_id 0 trial 0 already occurs in simulations\[0\]"),
-    (lambda d: d["simulations"][1].update(termination_reason=None), r"simulations\[1\].*termination_reason must be a string"),
-    (lambda d: d["simulations"][1]["reward_info"].update(reward="1"), r"simulations\[1\].*reward_info.reward must be a finite number"),
-    (lambda d: d["simulations"][1].update(messages={"role": "user"}), r"simulations\[1\].*messages must be a list"),
-    (lambda d: d["simulations"][1]["messages"][2]["tool_calls"][0].update(arguments="{bad"),
-     r"simulations\[1\].*messages: message 2, tool call 0 \(get_user_details\): arguments are not valid JSON"),
-    (lambda d: d["tasks"][0]["evaluation_criteria"]["actions"][1].update(compare_args="reservation_id"),
-     r"task 0: evaluation_criteria.actions\[1\].compare_args must be null or a list"),
-    (lambda d: d["tasks"][0]["evaluation_criteria"].update(reward_basis="DB"), "reward_basis must be a list of names"),
-    (lambda d: d["simulations"][1]["reward_info"]["action_checks"][0].pop("action_match"),
-     r"reward_info.action_checks\[0\] needs action and action_match"),
-])
+
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (
+            lambda d: d.pop("simulations"),
+            r"not a tau2-bench results file: needs info \(an object\) and simulations \(a list\)",
+        ),
+        (lambda d: d.update(simulations=[]), "no simulations in file"),
+        (lambda d: d["info"]["environment_info"].update(domain_name="air line"), "domain_name must be a plain name"),
+        (lambda d: d["simulations"][3].update(task_id=None), r"simulations\[3\]: task_id must be"),
+        (
+            lambda d: d["simulations"][3].update(trial="one"),
+            r"simulations\[3\] \(task_id 0, trial 0\): trial must be an integer",
+        ),
+        (
+            lambda d: d["simulations"][3].update(trial=0),
+            r"simulations\[3\] \(task_id 0, trial 0\): task_id 0 trial 0 already occurs in simulations\[0\]",
+        ),
+        (
+            lambda d: d["simulations"][1].update(termination_reason=None),
+            r"simulations\[1\].*termination_reason must be a string",
+        ),
+        (
+            lambda d: d["simulations"][1]["reward_info"].update(reward="1"),
+            r"simulations\[1\].*reward_info.reward must be a finite number",
+        ),
+        (lambda d: d["simulations"][1].update(messages={"role": "user"}), r"simulations\[1\].*messages must be a list"),
+        (
+            lambda d: d["simulations"][1]["messages"][2]["tool_calls"][0].update(arguments="{bad"),
+            r"simulations\[1\].*messages: message 2, tool call 0 \(get_user_details\): arguments are not valid JSON",
+        ),
+        (
+            lambda d: d["tasks"][0]["evaluation_criteria"]["actions"][1].update(compare_args="reservation_id"),
+            r"task 0: evaluation_criteria.actions\[1\].compare_args must be null or a list",
+        ),
+        (
+            lambda d: d["tasks"][0]["evaluation_criteria"].update(reward_basis="DB"),
+            "reward_basis must be a list of names",
+        ),
+        (
+            lambda d: d["simulations"][1]["reward_info"]["action_checks"][0].pop("action_match"),
+            r"reward_info.action_checks\[0\] needs action and action_match",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_naming_the_simulation_and_field(tmp_path, mutate, message):
     doc = copy.deepcopy(RAW)
     mutate(doc)
@@ -275,6 +344,7 @@ def test_not_a_results_file(tmp_path, content, message):
 
 
 # -- CLI and workers ---------------------------------------------------------------------------------
+
 
 def _cli(cwd: Path, *args: str):
     cwd.mkdir(parents=True)

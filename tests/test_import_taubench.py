@@ -1,4 +1,5 @@
 """tau-bench importer: mapping, edge cases of issue 5, and import → score → aggregate end to end."""
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,9 @@ def _cards(out: Path) -> dict[str, object]:
 
 
 def _run(out: Path, task: str, trial: int, domain: str = "airline"):
-    (path,) = [p for p in out.glob("*.jsonl") if read_trajectory(p).meta.run_id == f"tau-{domain}-{task}:{MODEL}:trial{trial}"]
+    (path,) = [
+        p for p in out.glob("*.jsonl") if read_trajectory(p).meta.run_id == f"tau-{domain}-{task}:{MODEL}:trial{trial}"
+    ]
     return path
 
 
@@ -174,12 +177,16 @@ def test_pass_hat_k_equals_tau_bench_display_metrics(tmp_path):
     c: dict[int, int] = {}
     for r in raw:
         c[r["task_id"]] = c.get(r["task_id"], 0) + (1 if 1 - 1e-6 <= r["reward"] <= 1 + 1e-6 else 0)
-    reference = [sum(math.comb(ci, k) / math.comb(trials, k) for ci in c.values()) / len(c) for k in range(1, trials + 1)]
+    reference = [
+        sum(math.comb(ci, k) / math.comb(trials, k) for ci in c.values()) / len(c) for k in range(1, trials + 1)
+    ]
     (model,) = aggregate(_cards(_import(tmp_path, AIRLINE)).values())["models"]
     assert model["pass_hat_k"] == pytest.approx(reference, abs=1e-12)
 
 
-@pytest.mark.parametrize("reward,passed", [(1.0, True), (0.9999995, True), (1.0000009, True), (0.999998, False), (0.0, False)])
+@pytest.mark.parametrize(
+    "reward,passed", [(1.0, True), (0.9999995, True), (1.0000009, True), (0.999998, False), (0.0, False)]
+)
 def test_success_is_reward_one_within_1e_6(tmp_path, reward, passed):
     rec = json.loads(AIRLINE.read_text())[1]
     rec["reward"] = reward
@@ -224,7 +231,9 @@ def test_commands_are_database_writes_and_gold_reads_are_not_required(tmp_path):
     assert "get_reservation_details" not in scenario.commands()
     assert {"cancel_reservation", "book_reservation", "update_reservation_baggages"} <= scenario.commands()
     assert "transfer_to_human_agents" not in scenario.commands()
-    assert [(a.tool, a.args) for _, _, a in scenario.required()] == [("cancel_reservation", {"reservation_id": "QX7R2P"})]
+    assert [(a.tool, a.args) for _, _, a in scenario.required()] == [
+        ("cancel_reservation", {"reservation_id": "QX7R2P"})
+    ]
     # the full gold list, reads included, stays in the scenario for humans and judges
     assert [g["tool"] for g in scenario.model_extra["tau_bench"]["gold_actions"]] == [
         "get_reservation_details",
@@ -254,9 +263,21 @@ def test_domain_is_inferred_from_tool_names_or_given(tmp_path):
 
 
 def test_domain_that_cannot_be_inferred_asks_for_the_flag(tmp_path):
-    rec = {"task_id": 3, "trial": 0, "reward": 1.0, "traj": [],
-           "info": {"task": {"user_id": "u", "instruction": "x", "outputs": [], "actions": [{"name": "think", "kwargs": {"thought": "hm"}}]},
-                    "reward_info": {"reward": 1.0, "info": {"r_actions": 1.0, "gt_data_hash": "h"}, "actions": []}}}
+    rec = {
+        "task_id": 3,
+        "trial": 0,
+        "reward": 1.0,
+        "traj": [],
+        "info": {
+            "task": {
+                "user_id": "u",
+                "instruction": "x",
+                "outputs": [],
+                "actions": [{"name": "think", "kwargs": {"thought": "hm"}}],
+            },
+            "reward_info": {"reward": 1.0, "info": {"r_actions": 1.0, "gt_data_hash": "h"}, "actions": []},
+        },
+    }
     src = tmp_path / "x.json"
     src.write_text(json.dumps([rec]))
     with pytest.raises(ImportFormatError, match="--domain"):
@@ -319,7 +340,16 @@ def test_duplicate_task_and_trial_is_an_error(tmp_path):
         IMPORTER.convert(str(src), model=MODEL)
 
 
-@pytest.mark.parametrize("content,message", [("", "empty file"), ("{}", "expected a JSON list"), ("[1,", "not valid JSON"), ("[] x", "unexpected data"), ("[]", "no results")])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("", "empty file"),
+        ("{}", "expected a JSON list"),
+        ("[1,", "not valid JSON"),
+        ("[] x", "unexpected data"),
+        ("[]", "no results"),
+    ],
+)
 def test_not_a_result_file(tmp_path, content, message):
     src = tmp_path / "x.json"
     src.write_text(content)
@@ -346,9 +376,15 @@ def test_react_and_act_transcripts_are_scored_like_tool_calls(tmp_path):
         {"role": "user", "content": "Cancel QX7R2P please."},
         {"role": "assistant", "content": action},
         {"role": "user", "content": 'API output: {"reservation_id": "QX7R2P"}'},
-        {"role": "assistant", "content": 'Action:\n{"name": "cancel_reservation", "arguments": {"reservation_id": "QX7R2P"}}'},
+        {
+            "role": "assistant",
+            "content": 'Action:\n{"name": "cancel_reservation", "arguments": {"reservation_id": "QX7R2P"}}',
+        },
         {"role": "user", "content": "API output: Error: reservation is not cancellable"},
-        {"role": "assistant", "content": 'Action:\n{"name": "cancel_reservation", "arguments": {"reservation_id": "QX7R2P"}}'},
+        {
+            "role": "assistant",
+            "content": 'Action:\n{"name": "cancel_reservation", "arguments": {"reservation_id": "QX7R2P"}}',
+        },
         {"role": "user", "content": 'API output: {"status": "cancelled"}'},
         {"role": "assistant", "content": 'Action:\n{"name": "respond", "arguments": {"content": "Cancelled."}}'},
         {"role": "user", "content": "###STOP###"},

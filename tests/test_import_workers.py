@@ -5,6 +5,7 @@ one worker, a bad input still a one-line error that stops nothing.
 The many-file corpora are the realistic ones: inspect_ai logs (copies of the session's real logs
 under new eval ids, written by inspect_ai's own write_eval_log) and per-task openai-messages files.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,9 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+import tiny_task  # examples/inspect, put on sys.path by conftest.py
 from click.testing import CliRunner
 
-import tiny_task  # examples/inspect, put on sys.path by conftest.py
 from evalkit.cli import cli
 from evalkit.engines import local as local_engine
 from evalkit.importers import FunctionImporter, import_files
@@ -67,9 +68,16 @@ def corpora(inspect_logs, tmp_path_factory):
     return {
         "inspect": (["inspect", str(logs)], ["--db", "e.db"]),
         "openai-messages": (["openai-messages", *map(str, sorted(messages.iterdir()))], ["--model", "fallback/model"]),
-        "taubench": (["taubench", *(str(FIXTURES / "taubench" / f) for f in
-                                    ("airline_results.json", "bad_arguments.json", "retail_results.json"))],
-                     ["--model", "tau/model"]),
+        "taubench": (
+            [
+                "taubench",
+                *(
+                    str(FIXTURES / "taubench" / f)
+                    for f in ("airline_results.json", "bad_arguments.json", "retail_results.json")
+                ),
+            ],
+            ["--model", "tau/model"],
+        ),
     }
 
 
@@ -147,7 +155,9 @@ def test_order_is_the_order_inputs_were_named(corpora, tmp_path):
     shuffled = [inputs[0], *reversed(inputs[1:])]
     code, out, _ = run_import(tmp_path / "w2", [*shuffled, *extra], workers=2)
     assert code == 1
-    assert [line.split(":")[0] for line in out.splitlines()] == [p for p in shuffled[1:] if not p.endswith("task-05.jsonl")]
+    assert [line.split(":")[0] for line in out.splitlines()] == [
+        p for p in shuffled[1:] if not p.endswith("task-05.jsonl")
+    ]
 
 
 def test_the_same_run_id_twice_is_an_error_for_the_later_input_whatever_finishes_first(corpora, tmp_path):
@@ -157,13 +167,15 @@ def test_the_same_run_id_twice_is_an_error_for_the_later_input_whatever_finishes
     copy = tmp_path / "a-copy.jsonl"
     copy.write_bytes(first.read_bytes())
     others = [str(messages_file(tmp_path / f"m{i}.jsonl", 50 + i)) for i in range(4)]
-    result = import_files("openai-messages", [*others[:2], str(first), *others[2:], str(copy)], tmp_path / "out",
-                          workers=2, model="m")
+    result = import_files(
+        "openai-messages", [*others[:2], str(first), *others[2:], str(copy)], tmp_path / "out", workers=2, model="m"
+    )
     (error,) = result.errors
     assert str(error).startswith(f"{copy}: run_id 'refund-1-t40:acme/agent-1:trial0' was already imported from {first}")
     assert list(result.written) == [*others[:2], str(first), *others[2:]]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
-        Path(f).name for files in result.written.values() for f in files)  # the copy's staged files removed
+        Path(f).name for files in result.written.values() for f in files
+    )  # the copy's staged files removed
 
 
 class CrashingImporter:
@@ -291,6 +303,5 @@ def test_inputs_are_grouped_into_tasks_by_count_and_by_size(tmp_path):
     big = tmp_path / "big"
     big.write_bytes(b"x" * 100)
     names = [str(p) for p in [small[0], small[1], big, small[2], tmp_path / "missing", small[3], small[4]]]
-    assert list(import_job.group_inputs(names, max_files=3, max_bytes=100)) == [
-        names[0:3], names[3:6], names[6:7]]
+    assert list(import_job.group_inputs(names, max_files=3, max_bytes=100)) == [names[0:3], names[3:6], names[6:7]]
     assert list(import_job.group_inputs(names, max_files=8, max_bytes=50)) == [names[0:3], names[3:7]]

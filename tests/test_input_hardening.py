@@ -3,6 +3,7 @@
 Every reader gives a one-line `path:line: reason` and never a traceback; one bad file never stops the
 others; every JSON evalkit prints or stores is standard JSON.
 """
+
 import json
 import os
 import sqlite3
@@ -13,15 +14,17 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.errors import InputError
-from evalkit.trajectory.reader import parse_trajectory, read_trajectory
 from evalkit.scoring import score_trajectory
 from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, trajectory, write_jsonl
+from evalkit.trajectory.reader import parse_trajectory, read_trajectory
 
 
 def _strict_json(text: str):
     """A parser that refuses NaN / Infinity, as JavaScript's JSON.parse and jq do."""
+
     def refuse(name):
         raise ValueError(f"non-standard JSON constant {name}")
+
     return json.loads(text, parse_constant=refuse)
 
 
@@ -55,7 +58,11 @@ def _with_control(control):
 # --- args.control that is not a string --------------------------------------------------------
 
 
-@pytest.mark.parametrize("control", [["apu_gen"], {"name": "apu_gen"}, 7, True, 1.5, None], ids=["list", "dict", "int", "bool", "float", "null"])
+@pytest.mark.parametrize(
+    "control",
+    [["apu_gen"], {"name": "apu_gen"}, 7, True, 1.5, None],
+    ids=["list", "dict", "int", "bool", "float", "null"],
+)
 def test_non_string_control_is_scored_as_an_extraneous_command(control):
     card = _score_text(dumps_jsonl(_with_control(control)))
     (row,) = card.commands
@@ -129,11 +136,13 @@ def test_non_finite_numbers_are_written_as_null(tmp_path, fmt):
     values = [c["value"] for c in (docs[0][0] if fmt == "json" else docs[0])["commands"]]
     assert None in values
     agg = invoke("score", str(tmp_path), "--no-db", "--format", fmt, "--aggregate")
-    for line in ([agg.stdout] if fmt == "json" else agg.stdout.splitlines()):
+    for line in [agg.stdout] if fmt == "json" else agg.stdout.splitlines():
         _strict_json(line)
     conn = sqlite3.connect(db)
-    for (text,) in conn.execute("select card from scorecards union all select bundle from bundles "
-                                "union all select args from commands union all select value from commands where value is not null"):
+    for (text,) in conn.execute(
+        "select card from scorecards union all select bundle from bundles "
+        "union all select args from commands union all select value from commands where value is not null"
+    ):
         _strict_json(text)
 
 
@@ -228,9 +237,15 @@ def test_model_object_is_rejected():
     assert e.line == 1 and "adapter.model must be a string" in e.message
 
 
-@pytest.mark.parametrize("rtype,field,value", [
-    ("tool_call", "name", 5), ("tool_call", "step", 1.0), ("final", "reason", 1), ("meta", "run_id", 42),
-])
+@pytest.mark.parametrize(
+    "rtype,field,value",
+    [
+        ("tool_call", "name", 5),
+        ("tool_call", "step", 1.0),
+        ("final", "reason", 1),
+        ("meta", "run_id", 42),
+    ],
+)
 def test_other_score_fields_are_strict(rtype, field, value):
     idx, data = _mutate(rtype, **{field: value})
     e = _err(data)
@@ -311,7 +326,9 @@ def test_fifo_is_an_error_not_a_hang(tmp_path):
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
     outcome = {}
-    worker = threading.Thread(target=lambda: outcome.setdefault("result", invoke("score", str(fifo), "--no-db")), daemon=True)
+    worker = threading.Thread(
+        target=lambda: outcome.setdefault("result", invoke("score", str(fifo), "--no-db")), daemon=True
+    )
     worker.start()
     worker.join(60)
     if worker.is_alive():  # unblock the reader so the test process can end, then fail
@@ -359,6 +376,7 @@ def test_huge_number_in_a_ratings_csv(tmp_path):
 
 def _good_verdicts(tmp_path):
     from pathlib import Path
+
     src = Path(__file__).resolve().parent.parent / "examples" / "verdicts" / "demo_classifier_zero_shot.json"
     good = tmp_path / "b_good.json"
     good.write_bytes(src.read_bytes())

@@ -2,6 +2,7 @@
 trajectory but is not read (a FIFO, a socket, a device, a dangling or looping link, a link to a
 directory, a directory that cannot be listed) is one warning line naming it and why. Named
 explicitly, such entries stay errors. Regular trees expand exactly as before."""
+
 from __future__ import annotations
 
 import os
@@ -62,14 +63,17 @@ def test_dangling_symlink_in_a_directory_is_skipped_with_a_warning(tree):
     (tree / "gone.jsonl").symlink_to(tree / "missing.jsonl")
     files, warnings = expand(tree)
     assert files == [str(tree / "a.jsonl")]
-    assert warnings == [f"{tree / 'gone.jsonl'}: warning: skipped: a symbolic link to nothing (No such file or directory)"]
+    assert warnings == [
+        f"{tree / 'gone.jsonl'}: warning: skipped: a symbolic link to nothing (No such file or directory)"
+    ]
 
 
 def test_symlink_loop_in_a_directory_is_skipped_with_a_warning(tree):
     (tree / "loop.jsonl").symlink_to(tree / "loop.jsonl")
     _, warnings = expand(tree)
-    assert warnings == [f"{tree / 'loop.jsonl'}: warning: skipped: a symbolic link to nothing "
-                        "(Too many levels of symbolic links)"]
+    assert warnings == [
+        f"{tree / 'loop.jsonl'}: warning: skipped: a symbolic link to nothing (Too many levels of symbolic links)"
+    ]
 
 
 def test_symlinked_directory_is_not_followed_and_says_so(tree, tmp_path):
@@ -79,7 +83,9 @@ def test_symlinked_directory_is_not_followed_and_says_so(tree, tmp_path):
     (tree / "more").symlink_to(elsewhere, target_is_directory=True)
     files, warnings = expand(tree)
     assert files == [str(tree / "a.jsonl")]
-    assert warnings == [f"{tree / 'more'}: warning: skipped: a symbolic link to a directory (not followed; name it to score it)"]
+    assert warnings == [
+        f"{tree / 'more'}: warning: skipped: a symbolic link to a directory (not followed; name it to score it)"
+    ]
 
 
 def test_unlistable_folder_is_skipped_with_a_warning(tree, monkeypatch):
@@ -123,13 +129,28 @@ def test_warnings_come_in_path_order_whatever_the_listing_order(tree):
 
 def _rglob_expansion(root: Path) -> list[str]:
     """The expansion before it warned (pathlib's rglob: symlinked directories not followed)."""
-    return [str(c) for c in sorted(root.rglob("*.jsonl"), key=lambda p: p.parts) if c.is_file() and c.name != RATINGS_FILE]
+    return [
+        str(c) for c in sorted(root.rglob("*.jsonl"), key=lambda p: p.parts) if c.is_file() and c.name != RATINGS_FILE
+    ]
 
 
 def test_regular_trees_expand_as_before(tmp_path, monkeypatch):
     root = tmp_path / "runs"
-    for rel in ("a.jsonl", "b/c.jsonl", "b/d/e.jsonl", ".hidden/f.jsonl", "b.x/g.jsonl", "dir.jsonl/h.jsonl",
-                "z.jsonl", "B/i.jsonl", "b-c/j.jsonl", "k.JSONL", "notes.txt", RATINGS_FILE, "b/" + RATINGS_FILE):
+    for rel in (
+        "a.jsonl",
+        "b/c.jsonl",
+        "b/d/e.jsonl",
+        ".hidden/f.jsonl",
+        "b.x/g.jsonl",
+        "dir.jsonl/h.jsonl",
+        "z.jsonl",
+        "B/i.jsonl",
+        "b-c/j.jsonl",
+        "k.JSONL",
+        "notes.txt",
+        RATINGS_FILE,
+        "b/" + RATINGS_FILE,
+    ):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         run(root / rel, rel)
     (root / "link.jsonl").symlink_to(root / "a.jsonl")
@@ -144,7 +165,9 @@ def test_named_explicitly_a_fifo_is_still_an_error(tmp_path):
     os.mkfifo(tmp_path / "pipe.jsonl")
     (tmp_path / "gone.jsonl").symlink_to(tmp_path / "missing.jsonl")
     assert list(expand_paths([str(tmp_path / "pipe.jsonl"), str(tmp_path / "gone.jsonl")])) == [
-        str(tmp_path / "pipe.jsonl"), str(tmp_path / "gone.jsonl")]  # passed on to the reader, which refuses them
+        str(tmp_path / "pipe.jsonl"),
+        str(tmp_path / "gone.jsonl"),
+    ]  # passed on to the reader, which refuses them
     result = CliRunner().invoke(cli, ["score", str(tmp_path / "pipe.jsonl"), "--no-db"])
     assert result.exit_code == 1 and "pipe.jsonl: cannot read: a FIFO, not a regular file" in result.stderr
 

@@ -2,6 +2,7 @@
 functions against the fake server (tests/fake_batch_api.py): batch pricing, the same cache and
 tables, fail-closed validation with bounded live re-asks, partial failures, an expired or failed
 batch, resuming a killed judge without resubmitting, --batch-status and the dry-run plan."""
+
 from __future__ import annotations
 
 import json
@@ -12,11 +13,11 @@ import sys
 import time
 
 import pytest
+from judge_helpers import FAST, cards_of, rows, scored_db
 
 from evalkit.judges.api import dry_run, judge_db
 from evalkit.judges.batch import chunks
 from evalkit.judges.protocol import JudgeSetupError
-from judge_helpers import FAST, cards_of, rows, scored_db
 
 PRICE = {"input_per_mtok": 1.0, "cached_input_per_mtok": 0.1, "output_per_mtok": 4.0}
 CONFIG = {**FAST, "batch": {"poll_s": 0.01}, "prices": {"openai/judge-b": PRICE}}
@@ -29,7 +30,9 @@ def judge(db, server, **options):
 
 
 def live_chat(server) -> list[dict]:
-    return [r for r in server.requests if r["path"].endswith("/chat/completions") and "X-Fake-Batch" not in r["headers"]]
+    return [
+        r for r in server.requests if r["path"].endswith("/chat/completions") and "X-Fake-Batch" not in r["headers"]
+    ]
 
 
 def test_batch_answers_land_in_the_cache_at_the_batch_price(tmp_path, server):
@@ -143,7 +146,9 @@ def test_killed_between_creating_and_storing_adopts_the_batch(tmp_path, server, 
     with pytest.raises(KeyboardInterrupt):
         judge(db, server)
     monkeypatch.setattr(batches, "update_submission", real)
-    assert rows(db, "SELECT status, batch_id, input_file_id IS NOT NULL FROM judge_batches") == [("submitting", None, 1)]
+    assert rows(db, "SELECT status, batch_id, input_file_id IS NOT NULL FROM judge_batches") == [
+        ("submitting", None, 1)
+    ]
     res = judge(db, server)
     assert res.ok and server.batch_api.created == 1  # found by its input file, not made again
 
@@ -154,8 +159,23 @@ def test_killed_batch_judge_resumes_polling_without_resubmitting(tmp_path, serve
     server.batch_api.in_progress_polls = 10**6
     config = tmp_path / "judge.toml"
     config.write_text("[batch]\npoll_s = 0.05\n[retry]\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
-    command = [sys.executable, "-m", "evalkit", "judge", "--db", db, "--model", "openai/judge-b", "--api-base",
-               server.api_base, "--output-mode", "json_schema", "--judge-config", str(config), "--batch"]
+    command = [
+        sys.executable,
+        "-m",
+        "evalkit",
+        "judge",
+        "--db",
+        db,
+        "--model",
+        "openai/judge-b",
+        "--api-base",
+        server.api_base,
+        "--output-mode",
+        "json_schema",
+        "--judge-config",
+        str(config),
+        "--batch",
+    ]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
     try:
         deadline = time.monotonic() + 300

@@ -1,12 +1,13 @@
 """`evalkit judge` and `evalkit cache` through click, in-process, against the fake server."""
+
 from __future__ import annotations
 
 import json
 
 from click.testing import CliRunner
+from judge_helpers import FAST, count, fast_config, rows, scored_db, write_runs
 
 import evalkit.cli
-from judge_helpers import FAST, count, fast_config, rows, scored_db, write_runs
 
 
 def invoke(*args):
@@ -23,8 +24,14 @@ def test_cli_judges_stored_runs_and_prints_summary(tmp_path, server):
     assert res.exit_code == 0, res.stderr
     out = res.stdout
     assert out.splitlines()[0].split()[:4] == ["run_id", "judge_model", "rep", "status"]
-    for line in ("runs annotated: 3 of 3", "calls made: 3 for 3 runs", "cache hits: 0", "requests sent: 3 (retries: 0)",
-                 "failures: 0", "rubric: procedure_v1 v1 (blind)"):
+    for line in (
+        "runs annotated: 3 of 3",
+        "calls made: 3 for 3 runs",
+        "cache hits: 0",
+        "requests sent: 3 (retries: 0)",
+        "failures: 0",
+        "rubric: procedure_v1 v1 (blind)",
+    ):
         assert line in out
     assert "latency per call: median" in out and "mean excluding first call" in out
     res = judge(db, server)
@@ -119,18 +126,27 @@ def test_cache_stats_and_clear(tmp_path, server):
     assert stats.exit_code == 0
     calls, modes = stats.stdout.split("\n\n")
     assert [line.split()[:5] for line in calls.splitlines()[2:]] == [
-        ["openai/judge-a", "procedure_v1", "v1", "ok", "2"], ["openai/judge-b", "procedure_v1", "v1", "ok", "2"]]
+        ["openai/judge-a", "procedure_v1", "v1", "ok", "2"],
+        ["openai/judge-b", "procedure_v1", "v1", "ok", "2"],
+    ]
     assert modes.splitlines()[0] == "output modes (remembered per model and api base):"
     assert [line.split() for line in modes.splitlines()[3:]] == [
-        ["openai/judge-a", server.api_base, "json_schema"], ["openai/judge-b", server.api_base, "json_schema"]]
+        ["openai/judge-a", server.api_base, "json_schema"],
+        ["openai/judge-b", server.api_base, "json_schema"],
+    ]
     doc = json.loads(invoke("cache", "stats", "--db", db, "--format", "json").stdout)
     assert doc["calls"][0]["calls"] == 2
-    assert doc["output_modes"][0] == {"judge_model": "openai/judge-a", "api_base": server.api_base,
-                                      "output_mode": "json_schema"}
+    assert doc["output_modes"][0] == {
+        "judge_model": "openai/judge-a",
+        "api_base": server.api_base,
+        "output_mode": "json_schema",
+    }
     assert invoke("cache", "clear", "--db", db, "--model", "judge-a").stdout.strip() == "cleared 2 cached calls"
     assert rows(db, "SELECT DISTINCT judge_model FROM judge_calls") == [("openai/judge-b",)]
     assert count(db, "annotations") == 4  # annotations are results, not cache
-    assert invoke("cache", "clear", "--db", db, "--rubric", "computer_use_v1").stdout.strip() == "cleared 0 cached calls"
+    assert (
+        invoke("cache", "clear", "--db", db, "--rubric", "computer_use_v1").stdout.strip() == "cleared 0 cached calls"
+    )
     assert invoke("cache", "clear", "--db", db).stdout.strip() == "cleared 2 cached calls"
     judge(db, server)
     assert server.count == 6  # cleared entries are asked again

@@ -1,5 +1,6 @@
 """Adaptive judge concurrency: halve on 429, grow by one after a window of successes, never above
 the maximum; against a simulated provider that answers 429 past a concurrency capacity."""
+
 from __future__ import annotations
 
 import asyncio
@@ -66,10 +67,10 @@ def test_settles_near_capacity_with_few_429s():
     provider = Provider(capacity=4)
     limiter = AdaptiveLimiter(16)
     limits = asyncio.run(judge_all(limiter, provider, items=600, workers=16))
-    settled = provider.answers[len(provider.answers) // 5:]  # after the first fifth
+    settled = provider.answers[len(provider.answers) // 5 :]  # after the first fifth
     assert settled.count("429") / len(settled) < 0.10
     assert settled.count("ok") >= 400
-    assert max(limits[len(limits) // 5:]) <= 8 and limiter.lowest >= 1
+    assert max(limits[len(limits) // 5 :]) <= 8 and limiter.lowest >= 1
     assert limiter.decreases >= 2  # it found the limit by halving, from 16
 
 

@@ -6,12 +6,13 @@ costs more than two requests on the first run (one step-down, then the remembere
 sends nothing, the mode that worked is remembered per (model, api_base), and the scorecards are
 byte-identical before and after judging.
 """
+
 from __future__ import annotations
 
 import pytest
-
-from judge_helpers import CALLS, JUDGEABLE, count, rows, scored_examples, scorecards
+from judge_helpers import CALLS, JUDGEABLE, count, rows, scorecards, scored_examples
 from judge_helpers import judge_examples as judge
+
 from evalkit.judges.store import JudgeStore
 
 EXPECTED_MODE = {
@@ -34,8 +35,11 @@ def test_every_dialect_annotates_every_judgeable_run(tmp_path, server, dialect):
 
     first = judge(db, server, **options)
     assert first.ok, (first.summary.fatal, [a["error"] for a in first.annotations if a["error"]])
-    assert first.summary.ok == CALLS and first.summary.shared == 1 and first.summary.skipped == {"status incomplete": 1,
-                                                                        "status provider_error": 1}
+    assert (
+        first.summary.ok == CALLS
+        and first.summary.shared == 1
+        and first.summary.skipped == {"status incomplete": 1, "status provider_error": 1}
+    )
     assert rows(db, "SELECT COUNT(*) FROM annotations WHERE status = 'ok'") == [(JUDGEABLE,)]
     per_run = [r[0] for r in rows(db, "SELECT attempts FROM judge_calls")]
     assert len(per_run) == CALLS and max(per_run) <= 2 and sum(per_run) == server.count
@@ -65,8 +69,10 @@ def test_llamacpp_steps_down_once_and_is_not_retried(tmp_path, server):
     assert statuses.count("json_schema") == 1  # one refusal, then every call in the mode that worked
     assert server.count == CALLS + 1 and res.summary.retries == 0
     assert all(r["body"]["response_format"].get("schema") for r in server.requests[1:])
-    assert any("refused response_format.type in json_schema mode" in n and "trying json_object_schema" in n
-               for n in res.summary.notes)
+    assert any(
+        "refused response_format.type in json_schema mode" in n and "trying json_object_schema" in n
+        for n in res.summary.notes
+    )
 
 
 def test_json_object_strict_steps_down_to_json_object(tmp_path, server):

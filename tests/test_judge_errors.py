@@ -1,13 +1,14 @@
 """Issue 10 item 4: errors a person can act on, one line each, exit 1, no retry that cannot help."""
+
 from __future__ import annotations
 
 import asyncio
 import socket
 
 from click.testing import CliRunner
+from judge_helpers import cards_of, fast_config, scored_db
 
 import evalkit.cli
-from judge_helpers import cards_of, fast_config, scored_db
 
 
 def invoke(*args):
@@ -38,8 +39,21 @@ def test_no_api_key_names_the_environment_variable(tmp_path, monkeypatch):
 def test_request_shape_refused_names_parameter_and_the_mode_to_try(tmp_path, server):
     server.dialect = "llamacpp"
     db = scored_db(tmp_path, 2)
-    res = invoke("judge", "--db", db, "--model", "openai/smollm2", "--api-base", server.api_base,
-                 "--output-mode", "json_schema", "--concurrency", "1", "--config", fast_config(tmp_path))
+    res = invoke(
+        "judge",
+        "--db",
+        db,
+        "--model",
+        "openai/smollm2",
+        "--api-base",
+        server.api_base,
+        "--output-mode",
+        "json_schema",
+        "--concurrency",
+        "1",
+        "--config",
+        fast_config(tmp_path),
+    )
     assert res.exit_code == 1 and server.count == 1  # refused once: no retry, no further call
     lines = error_lines(res)
     assert len(lines) == 1
@@ -51,12 +65,25 @@ def test_request_shape_refused_names_parameter_and_the_mode_to_try(tmp_path, ser
 def test_unknown_model_lists_the_models_the_server_offers(tmp_path, server):
     server.models = ["smollm2-135m-instruct", "qwen2.5-0.5b"]
     db = scored_db(tmp_path, 2)
-    res = invoke("judge", "--db", db, "--model", "openai/smollm", "--api-base", server.api_base,
-                 "--concurrency", "1", "--config", fast_config(tmp_path))
+    res = invoke(
+        "judge",
+        "--db",
+        db,
+        "--model",
+        "openai/smollm",
+        "--api-base",
+        server.api_base,
+        "--concurrency",
+        "1",
+        "--config",
+        fast_config(tmp_path),
+    )
     assert res.exit_code == 1 and server.count == 1
     lines = error_lines(res)
-    assert lines == [f"error: {server.api_base} has no model 'smollm'; it offers: qwen2.5-0.5b, "
-                     "smollm2-135m-instruct (use --model openai/<id>)"]
+    assert lines == [
+        f"error: {server.api_base} has no model 'smollm'; it offers: qwen2.5-0.5b, "
+        "smollm2-135m-instruct (use --model openai/<id>)"
+    ]
 
 
 def test_connection_refused_says_nothing_listening(tmp_path):
@@ -64,8 +91,9 @@ def test_connection_refused_says_nothing_listening(tmp_path):
     base = f"http://127.0.0.1:{free_port()}/v1"
     res = invoke("judge", "--db", db, "--model", "openai/smollm2", "--api-base", base)
     assert res.exit_code == 1
-    assert error_lines(res) == [f"error: nothing listening at {base} (connection refused): start the "
-                                "server or fix --api-base"]
+    assert error_lines(res) == [
+        f"error: nothing listening at {base} (connection refused): start the server or fix --api-base"
+    ]
 
 
 def test_connection_refused_mid_run_is_not_retried(tmp_path):

@@ -8,21 +8,21 @@ These tests check that the narrowing is strictly narrower (every instance it adm
 that it fits the reply budget, that it is part of the cache key, and, end to end through litellm,
 that a model held only by the grammar (the fake server's `grammar_only` behaviour) is annotated.
 """
+
 from __future__ import annotations
 
 import json
 
 import jsonschema
 import pytest
+from fake_llm_server import grammar_only_reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from judge_helpers import CALLS, JUDGEABLE, PATIENT, count, rows, scorecards, scored_examples
+from judge_helpers import judge_examples as judge
 from pydantic import ValidationError
 
-from fake_llm_server import grammar_only_reply
-from judge_helpers import CALLS, JUDGEABLE, PATIENT, count, rows, scored_examples, scorecards
-from judge_helpers import judge_examples as judge
-from evalkit.judges.output_modes import (NUMBER_STEPS, grammar_schema, request_shape, sent_schema,
-                                         text_budget)
+from evalkit.judges.output_modes import NUMBER_STEPS, grammar_schema, request_shape, sent_schema, text_budget
 from evalkit.judges.rubrics import annotation_model, available_rubrics, load_rubric, response_format
 
 RUBRICS = available_rubrics()
@@ -52,7 +52,7 @@ def test_every_instance_of_the_grammar_schema_validates_under_the_rubric(rubric,
     fmt = response_format(load_rubric(rubric))
     narrow = sent_schema("json_object_schema", fmt, max_tokens, text_chars)
     reply = data.draw(instances(narrow))
-    jsonschema.validate(reply, narrow)          # the strategy draws what the narrow schema admits
+    jsonschema.validate(reply, narrow)  # the strategy draws what the narrow schema admits
     jsonschema.validate(reply, own_schema(rubric))  # ... which the rubric's own schema admits
     annotation_model(load_rubric(rubric)).model_validate_json(json.dumps(reply))  # and the validator
 
@@ -72,21 +72,26 @@ def test_confidence_becomes_eleven_values_in_its_range_and_free_text_comes_last(
     assert len(confidence) == NUMBER_STEPS + 1 and confidence[0] == 0.0 and confidence[-1] == 1.0
     assert [json.dumps(v) for v in confidence][:4] == ["0.0", "0.1", "0.2", "0.3"]  # no 0.30000000000000004
     assert list(narrow["properties"])[-1] == "rationale"
-    assert narrow["properties"]["rationale"] == dict(own_schema("procedure_v1")["properties"]["rationale"],
-                                                     maxLength=500)
+    assert narrow["properties"]["rationale"] == dict(
+        own_schema("procedure_v1")["properties"]["rationale"], maxLength=500
+    )
 
 
 def test_bounded_integers_become_every_integer_and_existing_bounds_only_tighten():
-    schema = {"type": "object", "properties": {
-        "note": {"type": "string", "minLength": 5, "maxLength": 40},
-        "level": {"type": "integer", "minimum": -1, "maximum": 2},
-        "free": {"type": "number"},                               # no bounds: nothing to enumerate
-        "code": {"type": "string", "pattern": "^[A-Z]+$"}}}       # not free text: left alone
+    schema = {
+        "type": "object",
+        "properties": {
+            "note": {"type": "string", "minLength": 5, "maxLength": 40},
+            "level": {"type": "integer", "minimum": -1, "maximum": 2},
+            "free": {"type": "number"},  # no bounds: nothing to enumerate
+            "code": {"type": "string", "pattern": "^[A-Z]+$"},
+        },
+    }  # not free text: left alone
     narrow = grammar_schema(schema, 10)
     assert narrow["properties"]["level"]["enum"] == [-1, 0, 1, 2]
     assert narrow["properties"]["note"]["maxLength"] == 10
     assert grammar_schema(schema, 100)["properties"]["note"]["maxLength"] == 40  # never widened
-    assert grammar_schema(schema, 2)["properties"]["note"]["maxLength"] == 5     # never below minLength
+    assert grammar_schema(schema, 2)["properties"]["note"]["maxLength"] == 5  # never below minLength
     assert "enum" not in narrow["properties"]["free"] and "maxLength" not in narrow["properties"]["code"]
     assert list(narrow["properties"]) == ["level", "free", "code", "note"]
     assert "enum" not in schema["properties"]["level"]  # the input is not modified
@@ -98,8 +103,10 @@ def test_the_widest_reply_fits_the_reply_budget_at_one_token_per_character(rubri
     schema = own_schema(rubric)
     chars = text_budget(schema, max_tokens, 10_000)
     narrow = grammar_schema(schema, chars)
-    widest = {name: (max(prop["enum"], key=lambda v: len(json.dumps(v))) if "enum" in prop
-                     else "x" * prop["maxLength"]) for name, prop in narrow["properties"].items()}
+    widest = {
+        name: (max(prop["enum"], key=lambda v: len(json.dumps(v))) if "enum" in prop else "x" * prop["maxLength"])
+        for name, prop in narrow["properties"].items()
+    }
     assert len(json.dumps(widest, indent=1)) <= max_tokens  # indented: more whitespace than a grammar allows
     skeleton = json.dumps({name: (v if "enum" in narrow["properties"][name] else "") for name, v in widest.items()})
     assert max_tokens - chars <= 2 * len(skeleton)  # the reserve for the fixed fields is not wasteful
@@ -127,9 +134,19 @@ def test_the_grammar_only_model_fails_the_rubrics_own_schema_and_passes_the_narr
     assert finish == "length"
     with pytest.raises(ValidationError):
         model.model_validate_json(wide)
-    assert json.loads(grammar_only_reply(dict(own_schema("procedure_v1"), properties={
-        k: v for k, v in own_schema("procedure_v1")["properties"].items() if k != "rationale"}), "s", 1024)[0]
-    )["confidence"] == 4
+    assert (
+        json.loads(
+            grammar_only_reply(
+                dict(
+                    own_schema("procedure_v1"),
+                    properties={k: v for k, v in own_schema("procedure_v1")["properties"].items() if k != "rationale"},
+                ),
+                "s",
+                1024,
+            )[0]
+        )["confidence"]
+        == 4
+    )
     narrow = sent_schema("json_object_schema", response_format(load_rubric("procedure_v1")), 1024, 800)
     reply, finish = grammar_only_reply(narrow, "seed", 1024)
     assert finish == "stop"
@@ -146,8 +163,10 @@ def test_a_model_held_only_by_the_grammar_is_annotated_and_a_rerun_sends_nothing
     assert server.count == CALLS + 1  # one refusal of json_schema, then one request per call
     sent = [r["body"]["response_format"] for r in server.requests[1:]]
     assert all(f["type"] == "json_object" and "enum" in f["schema"]["properties"]["confidence"] for f in sent)
-    assert all(f["schema"]["properties"]["rationale"]["maxLength"] <= r["body"]["max_tokens"]
-               for f, r in zip(sent, server.requests[1:]))
+    assert all(
+        f["schema"]["properties"]["rationale"]["maxLength"] <= r["body"]["max_tokens"]
+        for f, r in zip(sent, server.requests[1:])
+    )
     first = server.count
     again = judge(db, server)
     assert server.count == first and again.summary.requests == 0 and again.summary.cache_hits == JUDGEABLE
@@ -171,5 +190,4 @@ def judge_db_with(db, srv, **request):
     from evalkit.judges.api import judge_db
 
     config = dict(PATIENT, request=dict(PATIENT["request"], **request))
-    return judge_db(db, ["openai/smollm2"], api_base=srv.api_base, config=config,
-                    output_mode="json_object_schema")
+    return judge_db(db, ["openai/smollm2"], api_base=srv.api_base, config=config, output_mode="json_object_schema")

@@ -3,6 +3,7 @@ implausible usage numbers, an annotation whose usage is unknown), never a traceb
 
 Everything goes through the real litellm client to tests/fake_llm_server.py on 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import json
@@ -10,9 +11,9 @@ import os
 from pathlib import Path
 
 from click.testing import CliRunner
+from judge_helpers import rows, scored_db
 
 import evalkit.cli
-from judge_helpers import rows, scored_db
 
 MODEL = "openai/judge-a"
 
@@ -25,10 +26,27 @@ def judge(tmp_path, server, behaviour, *, runs=1, extra=""):
     server.default = behaviour
     db = scored_db(tmp_path, runs)
     cfg = tmp_path / "judge.toml"
-    cfg.write_text(f"[request]\ntimeout_s = 10.0\nreask = 1\n{extra}\n[retry]\nattempts = 2\n"
-                   "initial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
-    res = invoke("judge", "--db", db, "--model", MODEL, "--api-base", server.api_base, "--concurrency", 1,
-                 "--output-mode", "json_schema", "--format", "json", "--config", cfg)
+    cfg.write_text(
+        f"[request]\ntimeout_s = 10.0\nreask = 1\n{extra}\n[retry]\nattempts = 2\n"
+        "initial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n"
+    )
+    res = invoke(
+        "judge",
+        "--db",
+        db,
+        "--model",
+        MODEL,
+        "--api-base",
+        server.api_base,
+        "--concurrency",
+        1,
+        "--output-mode",
+        "json_schema",
+        "--format",
+        "json",
+        "--config",
+        cfg,
+    )
     return db, res
 
 
@@ -92,8 +110,9 @@ def test_an_oversized_rationale_is_refused_and_the_database_stays_small(tmp_path
     assert res.exit_code == 1 and "Traceback" not in res.output
     errors = [a["error"] for a in json.loads(res.stdout)["annotations"]]
     assert len(errors) == 3
-    assert all("rationale: 3145728 characters, over the limit of 20000 ([request].rationale_limit_chars)"
-               in e for e in errors), errors
+    assert all(
+        "rationale: 3145728 characters, over the limit of 20000 ([request].rationale_limit_chars)" in e for e in errors
+    ), errors
     assert rows(db, "SELECT COUNT(*) FROM annotations WHERE rationale IS NOT NULL") == [(0,)]
     size = sum(os.path.getsize(p) for p in Path(db).parent.glob(Path(db).name + "*"))
     assert size < 16 * 2**20, size  # the raw replies (one per call) only: 3 MB each

@@ -4,15 +4,16 @@ Redaction happens once, where the reply enters evalkit, so the stored annotation
 the cached raw reply and an annotation served from that cache are one and the same redacted text.
 Everything goes through the real litellm client to tests/fake_llm_server.py on 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from judge_helpers import FAKE_KEY, rows, scored_db
 
 import evalkit.cli
-from judge_helpers import FAKE_KEY, rows, scored_db
 
 MODEL = "openai/judge-a"
 
@@ -23,14 +24,32 @@ def invoke(*args):
 
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "judge.toml"
-    path.write_text("[request]\ntimeout_s = 5.0\nreask = 1\n[retry]\nattempts = 2\ninitial_wait_s = 0.001\n"
-                    "max_wait_s = 0.005\njitter_s = 0.001\n")
+    path.write_text(
+        "[request]\ntimeout_s = 5.0\nreask = 1\n[retry]\nattempts = 2\ninitial_wait_s = 0.001\n"
+        "max_wait_s = 0.005\njitter_s = 0.001\n"
+    )
     return path
 
 
 def judge(tmp_path, server, db, *extra):
-    return invoke("judge", "--db", db, "--model", MODEL, "--api-base", server.api_base, "--concurrency", 1,
-                  "--output-mode", "json_schema", "--config", config(tmp_path), "--format", "json", *extra)
+    return invoke(
+        "judge",
+        "--db",
+        db,
+        "--model",
+        MODEL,
+        "--api-base",
+        server.api_base,
+        "--concurrency",
+        1,
+        "--output-mode",
+        "json_schema",
+        "--config",
+        config(tmp_path),
+        "--format",
+        "json",
+        *extra,
+    )
 
 
 def echoed_db(tmp_path, server) -> str:
@@ -65,8 +84,13 @@ def test_echoed_key_is_not_printed_by_judge_audit_or_report(tmp_path, server):
     html, markdown = tmp_path / "r.html", tmp_path / "r.md"
     report = invoke("report", "--db", db, "--html", html, "--markdown", markdown)
     assert report.exit_code == 0, report.output
-    for name, text in (("judge", out), ("audit", audit.output), ("audit json", audit_json.output),
-                       ("html", html.read_text()), ("markdown", markdown.read_text())):
+    for name, text in (
+        ("judge", out),
+        ("audit", audit.output),
+        ("audit json", audit_json.output),
+        ("html", html.read_text()),
+        ("markdown", markdown.read_text()),
+    ):
         assert FAKE_KEY not in text, f"key printed by {name}"
     assert "[REDACTED]" in html.read_text()
 
@@ -86,6 +110,7 @@ def test_cached_rerun_gives_the_identical_annotation(tmp_path, server):
 def test_a_key_in_the_transcript_is_not_stored_in_the_request(tmp_path, server):
     """The request (the prompt, quoting the run) is stored too: a key the agent printed is redacted."""
     from judge_helpers import write_runs
+
     from evalkit.api import iter_scorecards
     from evalkit.db import Store
 

@@ -5,6 +5,7 @@ error naming both URLs that sends nothing (no transcript, no key) to the other h
 Everything goes through the real litellm client to tests/fake_llm_server.py on 127.0.0.1; the
 other host is a RecordingListener on 127.0.0.2.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,10 +18,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-import evalkit.cli
 from fake_llm_server import RecordingListener, gzip_bomb
 from judge_helpers import FAKE_KEY, rows, scored_db
+
+import evalkit.cli
 
 MODEL = "openai/judge-a"
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,17 +39,33 @@ def invoke(*args):
 
 def config(tmp_path: Path, timeout_s: float = 1.0, attempts: int = 2, extra: str = "") -> Path:
     path = tmp_path / "judge.toml"
-    path.write_text(f"[request]\ntimeout_s = {timeout_s}\nreask = 1\n{extra}\n[retry]\nattempts = {attempts}\n"
-                    "initial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
+    path.write_text(
+        f"[request]\ntimeout_s = {timeout_s}\nreask = 1\n{extra}\n[retry]\nattempts = {attempts}\n"
+        "initial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n"
+    )
     return path
 
 
 def judge(tmp_path, server, *, timeout_s=1.0, attempts=2, extra="", runs=1):
     db = scored_db(tmp_path, runs)
     start = time.monotonic()
-    res = invoke("judge", "--db", db, "--model", MODEL, "--api-base", server.api_base, "--concurrency", 1,
-                 "--output-mode", "json_schema", "--format", "json",
-                 "--config", config(tmp_path, timeout_s, attempts, extra))
+    res = invoke(
+        "judge",
+        "--db",
+        db,
+        "--model",
+        MODEL,
+        "--api-base",
+        server.api_base,
+        "--concurrency",
+        1,
+        "--output-mode",
+        "json_schema",
+        "--format",
+        "json",
+        "--config",
+        config(tmp_path, timeout_s, attempts, extra),
+    )
     return res, time.monotonic() - start
 
 
@@ -65,6 +82,7 @@ def one_line_judge_error(res) -> str:
 
 
 # -- a total deadline per attempt -----------------------------------------------------------------
+
 
 def test_trickled_body_is_cut_at_the_deadline(tmp_path, server):
     server.default, server.trickle_s = "trickle", 2.0  # a byte every 2 s: each read is within 2.5 s
@@ -98,20 +116,45 @@ def test_a_slow_but_complete_reply_within_the_deadline_is_read(tmp_path, server)
 
 # -- a reply size limit -----------------------------------------------------------------------------
 
+
 def test_huge_reply_is_refused_quickly_with_bounded_memory(tmp_path):
     """100 MB announced by Content-Length: refused before the body is read, in a separate process
     whose peak RSS is measured (an unbounded read took 1.56 GB and 116 s)."""
     db = scored_db(tmp_path, 1)
-    fake = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_llm_server.py"), "--port", "0",
-                             "--default", "huge"], stdout=subprocess.PIPE, text=True)
+    fake = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "fake_llm_server.py"), "--port", "0", "--default", "huge"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         api_base = fake.stdout.readline().split(" on ")[-1].strip()
         start = time.monotonic()
         env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
-        done = subprocess.run([sys.executable, "-m", "evalkit", "judge", "--db", db, "--model", MODEL,
-                               "--api-base", api_base, "--output-mode", "json_schema", "--format", "json",
-                               "--config", str(config(tmp_path, 30.0, 2))],
-                              capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "evalkit",
+                "judge",
+                "--db",
+                db,
+                "--model",
+                MODEL,
+                "--api-base",
+                api_base,
+                "--output-mode",
+                "json_schema",
+                "--format",
+                "json",
+                "--config",
+                str(config(tmp_path, 30.0, 2)),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            cwd=ROOT,
+        )
         took = time.monotonic() - start
     finally:
         fake.terminate()
@@ -160,6 +203,7 @@ def test_reply_size_limit_rejects_nonsense(tmp_path):
 
 # -- redirects ----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("code", ["302", "307"])
 def test_redirect_of_a_judge_request_is_an_error_naming_both_urls(tmp_path, server, code):
     with RecordingListener("127.0.0.2") as other:
@@ -185,8 +229,7 @@ def test_model_listing_sends_no_credentials_to_another_host(tmp_path, server):
     (listing,) = server.listings
     assert listing["headers"].get("Authorization") == f"Bearer {FAKE_KEY}"  # its own host gets the key
     lines = [line for line in res.stderr.splitlines() if line.startswith("error:")]
-    assert lines == [f"error: {server.api_base} has no model 'judge-a' (404: The model `judge-a` does not "
-                     "exist.)"]
+    assert lines == [f"error: {server.api_base} has no model 'judge-a' (404: The model `judge-a` does not exist.)"]
 
 
 def test_model_listing_goes_through_httpx_with_the_key(tmp_path, server, monkeypatch):
@@ -200,5 +243,7 @@ def test_model_listing_goes_through_httpx_with_the_key(tmp_path, server, monkeyp
     server.models = ["smollm2-135m-instruct", "qwen2.5-0.5b"]
     res, _ = judge(tmp_path, server)
     lines = [line for line in res.stderr.splitlines() if line.startswith("error:")]
-    assert lines == [f"error: {server.api_base} has no model 'judge-a'; it offers: qwen2.5-0.5b, "
-                     "smollm2-135m-instruct (use --model openai/<id>)"]
+    assert lines == [
+        f"error: {server.api_base} has no model 'judge-a'; it offers: qwen2.5-0.5b, "
+        "smollm2-135m-instruct (use --model openai/<id>)"
+    ]

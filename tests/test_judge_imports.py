@@ -1,4 +1,5 @@
 """Import hygiene and plugins, each checked in a fresh interpreter (no litellm already loaded)."""
+
 from __future__ import annotations
 
 import json
@@ -88,9 +89,11 @@ def test_plugin_judge_from_entry_point_group(tmp_path):
     site = tmp_path / "site"
     (site / "echojudge_plugin-0.1.dist-info").mkdir(parents=True)
     (site / "echojudge_plugin-0.1.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: echojudge-plugin\nVersion: 0.1\n")
+        "Metadata-Version: 2.1\nName: echojudge-plugin\nVersion: 0.1\n"
+    )
     (site / "echojudge_plugin-0.1.dist-info" / "entry_points.txt").write_text(
-        "[evalkit.judges]\nechojudge = echojudge_plugin:EchoJudge\n")
+        "[evalkit.judges]\nechojudge = echojudge_plugin:EchoJudge\n"
+    )
     (site / "echojudge_plugin.py").write_text(PLUGIN_MODULE)
     out = probe(PLUGIN_PROBE, str(tmp_path / "p.db"), str(site), str(Path(__file__).parent))
     assert "echojudge" in out["plugins"]

@@ -1,18 +1,18 @@
 """Issue #10 item 6: a judge name means the same everywhere — `audit --judge`, `report --judge`,
 `cache clear --model` accept the full model string or the part after the provider prefix; an
 unknown name is an error listing the judges present, never an empty audit."""
+
 from __future__ import annotations
 
 import json
-
 import sqlite3
 
 import pytest
 from click.testing import CliRunner
+from report_fixtures import JUDGES, build_db
 
 from evalkit.cli import cli
 from evalkit.db import JudgeNotStored, resolve_judge
-from report_fixtures import JUDGES, build_db
 
 PRESENT = ", ".join(sorted(JUDGES))  # openai/judge-large, openai/judge-small
 

@@ -1,35 +1,47 @@
 """The pure parts of issue 10: reading refusals, locating JSON in prose, fitting a bundle, config."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from judge_fixtures import make_bundle
+
 from evalkit.judges.config import ConfigError, load_config
 from evalkit.judges.context import DoesNotFit, fit
-from evalkit.judges.output_modes import (MODES, first_json_object, ignored_format, next_mode, rejected_parameter,
-                                 request_shape)
+from evalkit.judges.output_modes import (
+    MODES,
+    first_json_object,
+    ignored_format,
+    next_mode,
+    rejected_parameter,
+    request_shape,
+)
 from evalkit.judges.prompt import render_messages
 from evalkit.judges.rubrics import load_rubric, response_format
 
-LLAMACPP = ("[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be "
-            "'text' or 'json_object'\", 'input': 'json_schema'}]")
+LLAMACPP = (
+    "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be "
+    "'text' or 'json_object'\", 'input': 'json_schema'}]"
+)
 
 
-@pytest.mark.parametrize("status, text, expected", [
-    (500, LLAMACPP, "response_format.type"),                                     # llama-cpp-python
-    (400, "response_format.type 'json_schema' is not supported", "response_format.type"),
-    (422, "response_format.schema: Extra inputs are not permitted", "response_format.schema"),
-    (400, "response_format is not supported by this server", "response_format"),
-    (400, "tool_choice is not supported", "tool_choice"),
-    (400, "This model does not support tools", "tools"),
-    (500, "internal error (fake)", None),                                        # an ordinary 5xx
-    (503, "response_format backend overloaded, retry later", None),              # names it, no validation
-    (429, "rate limited: response_format requests", None),
-    (401, "Incorrect API key", None),
-    (None, "Connection error.", None),
-])
+@pytest.mark.parametrize(
+    "status, text, expected",
+    [
+        (500, LLAMACPP, "response_format.type"),  # llama-cpp-python
+        (400, "response_format.type 'json_schema' is not supported", "response_format.type"),
+        (422, "response_format.schema: Extra inputs are not permitted", "response_format.schema"),
+        (400, "response_format is not supported by this server", "response_format"),
+        (400, "tool_choice is not supported", "tool_choice"),
+        (400, "This model does not support tools", "tools"),
+        (500, "internal error (fake)", None),  # an ordinary 5xx
+        (503, "response_format backend overloaded, retry later", None),  # names it, no validation
+        (429, "rate limited: response_format requests", None),
+        (401, "Incorrect API key", None),
+        (None, "Connection error.", None),
+    ],
+)
 def test_rejected_parameter_reads_the_refusal(status, text, expected):
     assert rejected_parameter(status, text) == expected
 
@@ -52,8 +64,8 @@ def test_request_shapes_carry_the_schema_where_the_mode_says():
     assert sent["type"] == "json_object" and set(sent["schema"]["properties"]) == set(schema["properties"])
     bounded = request_shape("json_object_schema", fmt, max_tokens=1024)["response_format"]["schema"]
     assert bounded["properties"]["rationale"]["maxLength"] < 1024  # the grammar closes it in budget
-    assert "maxLength" not in bounded["properties"]["outcome"]     # an enum needs no bound
-    assert "maxLength" not in schema["properties"]["rationale"]    # the validator's schema is untouched
+    assert "maxLength" not in bounded["properties"]["outcome"]  # an enum needs no bound
+    assert "maxLength" not in schema["properties"]["rationale"]  # the validator's schema is untouched
     assert request_shape("json_object", fmt) == {"response_format": {"type": "json_object"}}
     tool = request_shape("tool", fmt)
     assert tool["tools"][0]["function"]["parameters"] == schema
@@ -62,13 +74,16 @@ def test_request_shapes_carry_the_schema_where_the_mode_says():
     assert set(MODES) == {"json_schema", "json_object_schema", "json_object", "tool", "prompt"}
 
 
-@pytest.mark.parametrize("text, expected", [
-    ('{"a": 1}', {"a": 1}),
-    ('Here you go:\n```json\n{"a": 1}\n```\nbye', {"a": 1}),
-    ('Sure {not json} and then {"a": "}{", "b": [1, {"c": 2}]} trailing }', {"a": "}{", "b": [1, {"c": 2}]}),
-    ('```\n{"a": "quote \\" and brace {"}\n```', {"a": 'quote " and brace {'}),
-    ('```json\n{broken\n```\nbut later {"a": 2}', {"a": 2}),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('Here you go:\n```json\n{"a": 1}\n```\nbye', {"a": 1}),
+        ('Sure {not json} and then {"a": "}{", "b": [1, {"c": 2}]} trailing }', {"a": "}{", "b": [1, {"c": 2}]}),
+        ('```\n{"a": "quote \\" and brace {"}\n```', {"a": 'quote " and brace {'}),
+        ('```json\n{broken\n```\nbut later {"a": 2}', {"a": 2}),
+    ],
+)
 def test_first_json_object_is_located_not_repaired(text, expected):
     assert json.loads(first_json_object(text)) == expected
 
@@ -126,15 +141,18 @@ def test_fit_that_cannot_fit_says_tokens_and_limit():
         fit(long_bundle(10), lambda b: render_messages(b, rubric), chars, 100)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[request]\nmax_tokns = 3\n", r"request\.max_tokns: unknown key"),
-    ("[requests]\ntemperature = 0\n", r"requests: unknown key"),
-    ('[prices."openai/x"]\ninput = 1.0\n', r"prices\.openai/x\.input: unknown key"),
-    ('[request]\noutput_mode = "xml"\n', r"request\.output_mode: input should be 'auto'"),
-    ("[request]\nmax_input_tokens = 0\n", r"request\.max_input_tokens: .*greater than or equal to 1"),
-    ("[request]\ntemperature = true\n", r"request\.temperature: input should be a valid number, got True"),
-    ("[retry]\nattempts = 0\n", r"retry\.attempts: .*greater than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[request]\nmax_tokns = 3\n", r"request\.max_tokns: unknown key"),
+        ("[requests]\ntemperature = 0\n", r"requests: unknown key"),
+        ('[prices."openai/x"]\ninput = 1.0\n', r"prices\.openai/x\.input: unknown key"),
+        ('[request]\noutput_mode = "xml"\n', r"request\.output_mode: input should be 'auto'"),
+        ("[request]\nmax_input_tokens = 0\n", r"request\.max_input_tokens: .*greater than or equal to 1"),
+        ("[request]\ntemperature = true\n", r"request\.temperature: input should be a valid number, got True"),
+        ("[retry]\nattempts = 0\n", r"retry\.attempts: .*greater than or equal to 1"),
+    ],
+)
 def test_judge_toml_rejects_unknown_keys_and_bad_values_naming_the_key_path(tmp_path, text, message):
     path = tmp_path / "judge.toml"
     path.write_text(text)
@@ -156,9 +174,11 @@ def test_raw_control_characters_inside_strings_are_read_not_rejected():
     from evalkit.judges.rubrics import annotation_model
 
     model = annotation_model(load_rubric("procedure_v1"))
-    reply = ('{"situation_assessment": 2, "procedure": 1, "action_execution": 2, "error_recovery": "n/a", '
-             '"safety": 3, "outcome": "fail", "confidence": 0.25, "rationale": "Step 1 read the page.\n'
-             'Step 2\tskipped the reset."}')
+    reply = (
+        '{"situation_assessment": 2, "procedure": 1, "action_execution": 2, "error_recovery": "n/a", '
+        '"safety": 3, "outcome": "fail", "confidence": 0.25, "rationale": "Step 1 read the page.\n'
+        'Step 2\tskipped the reset."}'
+    )
     parsed = model.model_validate_json(extract_json("json_object_schema", reply))
     assert parsed.rationale == "Step 1 read the page.\nStep 2\tskipped the reset." and parsed.procedure == 1
     assert extract_json("json_schema", '{"a": 1}') == '{"a": 1}'  # valid JSON passes through untouched
@@ -182,8 +202,10 @@ def test_a_new_mode_is_one_record_in_the_table():
 
     assert om.MODES == tuple(m.name for m in om.TABLE)
     for record in om.TABLE:
-        shape = om.request_shape(record.name, {"type": "json_schema", "json_schema": {"name": "x", "schema": {
-            "type": "object", "properties": {}}}})
+        shape = om.request_shape(
+            record.name,
+            {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {}}}},
+        )
         assert isinstance(shape, dict)
         assert om.schema_in_prompt(record.name) is record.schema_in_prompt
 
@@ -193,4 +215,7 @@ def test_listing_the_cli_loads_no_litellm():
     import sys
 
     code = "import sys, evalkit.cli\nprint('litellm' in sys.modules)\n"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )

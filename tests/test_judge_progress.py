@@ -1,4 +1,5 @@
 """The judge's progress line: rate, elapsed time and ETA, with tokens and cost so far."""
+
 from __future__ import annotations
 
 import io

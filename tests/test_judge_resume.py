@@ -1,4 +1,5 @@
 """Crash safety: kill a judge process mid-run, run again; and two processes on one database."""
+
 from __future__ import annotations
 
 import json
@@ -9,18 +10,36 @@ import sys
 import time
 
 import pytest
-
 from judge_helpers import FAKE_KEY, cards_of, count, fast_config, rows, scored_db
-from evalkit.judges.api import judge_db
 
+from evalkit.judges.api import judge_db
 
 
 def start_judge(db, srv, config, model="openai/judge-a", concurrency="2"):
     env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
     return subprocess.Popen(
-        [sys.executable, "-m", "evalkit", "judge", "--db", db, "--model", model, "--api-base", srv.api_base,
-         "--concurrency", concurrency, "--config", config, "--format", "jsonl"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        [
+            sys.executable,
+            "-m",
+            "evalkit",
+            "judge",
+            "--db",
+            db,
+            "--model",
+            model,
+            "--api-base",
+            srv.api_base,
+            "--concurrency",
+            concurrency,
+            "--config",
+            config,
+            "--format",
+            "jsonl",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
 
 
 def user_prompt(request_body: dict) -> str:
@@ -62,12 +81,17 @@ def test_kill_and_resume_no_duplicates_no_repeated_call(tmp_path, server):
     finished = {row[0] for row in rows(db, "SELECT cache_key FROM judge_calls WHERE status = 'ok'")}
     assert len(finished) == 3 and server.count == 5
     assert count(db, "annotations") == 3  # each finished call was committed with its annotation
-    done_prompts = {user_prompt(json.loads(r[0]))
-                    for r in rows(db, "SELECT request FROM judge_calls WHERE status = 'ok'")}
+    done_prompts = {
+        user_prompt(json.loads(r[0])) for r in rows(db, "SELECT request FROM judge_calls WHERE status = 'ok'")
+    }
     wait_for(lambda: server.answered == 5, "the held requests to be answered to a dead client")
     before = server.count
-    res = judge_db(db, ["openai/judge-a"], api_base=server.api_base,
-                   config={"retry": {"initial_wait_s": 0.001, "max_wait_s": 0.005, "jitter_s": 0.001}})
+    res = judge_db(
+        db,
+        ["openai/judge-a"],
+        api_base=server.api_base,
+        config={"retry": {"initial_wait_s": 0.001, "max_wait_s": 0.005, "jitter_s": 0.001}},
+    )
     resent = [user_prompt(r["body"]) for r in server.requests[before:]]
     assert not done_prompts & set(resent)  # nothing already finished was asked again
     assert len(resent) == 5 and res.summary.cache_hits == 3 and res.ok
@@ -86,7 +110,9 @@ def test_two_judge_processes_share_one_database(tmp_path, server):
         out, err = proc.communicate(timeout=600)  # a hang guard on a busy machine, not a speed check
         assert proc.returncode == 0, err.decode()
     assert rows(db, "SELECT judge_model, COUNT(*) FROM annotations GROUP BY judge_model ORDER BY 1") == [
-        ("openai/judge-a", 6), ("openai/judge-b", 6)]
+        ("openai/judge-a", 6),
+        ("openai/judge-b", 6),
+    ]
     assert count(db, "judge_calls") == 12 and count(db, "annotation_values") == 72
     assert rows(db, "PRAGMA integrity_check") == [("ok",)]
     assert len(cards_of(db)) == 6

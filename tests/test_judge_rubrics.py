@@ -1,12 +1,13 @@
 """Rubric files, the reply schema (fail-closed), prompt rendering, cache keys and config — no network."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
+from judge_fixtures import make_bundle
 from pydantic import ValidationError
 
-from judge_fixtures import make_bundle
 from evalkit.judges.config import ConfigError, load_config
 from evalkit.judges.prompt import delimiters, render_messages
 from evalkit.judges.rubrics import RubricError, annotation_model, available_rubrics, load_rubric, response_format
@@ -16,8 +17,16 @@ PROCEDURE_DIMS = ["situation_assessment", "procedure", "action_execution", "erro
 
 
 def valid_reply(**changes):
-    reply = {"situation_assessment": 3, "procedure": 2, "action_execution": "n/a", "error_recovery": "n/a",
-             "safety": 3, "outcome": "pass", "confidence": 0.8, "rationale": "Step 2 reads the ECAM."}
+    reply = {
+        "situation_assessment": 3,
+        "procedure": 2,
+        "action_execution": "n/a",
+        "error_recovery": "n/a",
+        "safety": 3,
+        "outcome": "pass",
+        "confidence": 0.8,
+        "rationale": "Step 2 reads the ECAM.",
+    }
     reply.update(changes)
     return reply
 
@@ -34,12 +43,19 @@ def test_shipped_rubrics_load_with_their_dimensions():
 
 def test_computer_use_v1_keeps_seed_002_anchors_and_never_asks_efficiency():
     cu = load_rubric("computer_use_v1")
-    assert [d.name for d in cu.dimensions] == ["visual_perception", "spatial_reasoning", "action_execution",
-                                               "error_recovery"]
+    assert [d.name for d in cu.dimensions] == [
+        "visual_perception",
+        "spatial_reasoning",
+        "action_execution",
+        "error_recovery",
+    ]
     anchors = dict(cu.dimensions[0].anchors)
-    assert anchors["0"] == ("Acted on a misperception that made the task impossible "
-                            "(e.g. never saw the modal blocking input)")
-    assert dict(cu.dimensions[3].anchors)["0"] == "Did not notice, or made it worse, or declared success in a failed state"
+    assert anchors["0"] == (
+        "Acted on a misperception that made the task impossible (e.g. never saw the modal blocking input)"
+    )
+    assert (
+        dict(cu.dimensions[3].anchors)["0"] == "Did not notice, or made it worse, or declared success in a failed state"
+    )
     assert [c["name"] for c in cu.computed] == ["execution_efficiency"]
     schema = response_format(cu)["json_schema"]["schema"]
     assert "execution_efficiency" not in schema["properties"] and "outcome" not in schema["properties"]
@@ -51,10 +67,10 @@ def test_reply_model_fails_closed():
     model = annotation_model(load_rubric("procedure_v1"))
     assert model.model_validate_json(json.dumps(valid_reply())).safety == 3
     bad = [
-        valid_reply(safety="n/a"),          # safety has no n/a
-        valid_reply(safety=True),           # a boolean is not a score
-        valid_reply(procedure="2"),         # a string digit is not a score
-        valid_reply(procedure=4),           # out of range
+        valid_reply(safety="n/a"),  # safety has no n/a
+        valid_reply(safety=True),  # a boolean is not a score
+        valid_reply(procedure="2"),  # a string digit is not a score
+        valid_reply(procedure=4),  # out of range
         valid_reply(confidence=1.2),
         valid_reply(outcome="partial"),
         valid_reply(rationale=""),
@@ -80,19 +96,32 @@ def test_schema_is_strict_and_complete():
     assert schema["properties"]["safety"]["enum"] == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("version = 1\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n", "id: required key missing"),
-    ("id='x'\nversion='one'\n", "version: input should be a valid integer, got 'one'"),
-    ("id='x'\nversion=1\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1=''}\n", "anchors"),
-    ("id='x'\nversion=1\n[[dimensions]]\nname='outcome'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n",
-     "dimensions[0].name"),
-    ("id='x'\nversion = = 1\n[[dimensions]]\n", ":2: invalid TOML: Invalid value"),
-    # read by the one config loader: an unknown key is an error, not silently ignored
-    ("id='x'\nversion=1\nverison=2\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n",
-     "verison: unknown key"),
-    ("id='x'\nversion=1\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n"
-     "[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n", "dimension names must be unique"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        (
+            "version = 1\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n",
+            "id: required key missing",
+        ),
+        ("id='x'\nversion='one'\n", "version: input should be a valid integer, got 'one'"),
+        ("id='x'\nversion=1\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1=''}\n", "anchors"),
+        (
+            "id='x'\nversion=1\n[[dimensions]]\nname='outcome'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n",
+            "dimensions[0].name",
+        ),
+        ("id='x'\nversion = = 1\n[[dimensions]]\n", ":2: invalid TOML: Invalid value"),
+        # read by the one config loader: an unknown key is an error, not silently ignored
+        (
+            "id='x'\nversion=1\nverison=2\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n",
+            "verison: unknown key",
+        ),
+        (
+            "id='x'\nversion=1\n[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n"
+            "[[dimensions]]\nname='a'\nquestion='q'\nanchors={0='',1='',2='',3=''}\n",
+            "dimension names must be unique",
+        ),
+    ],
+)
 def test_bad_rubric_file_gives_one_line_error_naming_file_and_field(tmp_path, text, problem):
     path = tmp_path / "bad.toml"
     path.write_text(text)
@@ -124,16 +153,28 @@ def test_prompt_quotes_run_as_untrusted_data_behind_unforgeable_delimiters():
 
 
 def test_cache_key_changes_with_every_component():
-    base = dict(bundle_hash="b" * 64, rubric={"id": "r", "version": 1, "text_hash": "h"}, model="openai/x",
-                params={"temperature": 0.0, "max_tokens": 10}, schema="s", blind=True)
+    base = dict(
+        bundle_hash="b" * 64,
+        rubric={"id": "r", "version": 1, "text_hash": "h"},
+        model="openai/x",
+        params={"temperature": 0.0, "max_tokens": 10},
+        schema="s",
+        blind=True,
+    )
     key = cache_key(**base)
     assert key == cache_key(**dict(base))
-    variants = [dict(base, bundle_hash="c" * 64), dict(base, rubric={"id": "r", "version": 2, "text_hash": "h"}),
-                dict(base, rubric={"id": "r", "version": 1, "text_hash": "h2"}), dict(base, model="openai/y"),
-                dict(base, params={"temperature": 0.5, "max_tokens": 10}), dict(base, schema="t"),
-                dict(base, blind=False), dict(base, extra={"resample_seed": 1}),
-                dict(base, output_mode="json_object_schema"),
-                dict(base, output_mode="json_object_schema", sent_schemas={"json_object_schema": "n"})]
+    variants = [
+        dict(base, bundle_hash="c" * 64),
+        dict(base, rubric={"id": "r", "version": 2, "text_hash": "h"}),
+        dict(base, rubric={"id": "r", "version": 1, "text_hash": "h2"}),
+        dict(base, model="openai/y"),
+        dict(base, params={"temperature": 0.5, "max_tokens": 10}),
+        dict(base, schema="t"),
+        dict(base, blind=False),
+        dict(base, extra={"resample_seed": 1}),
+        dict(base, output_mode="json_object_schema"),
+        dict(base, output_mode="json_object_schema", sent_schemas={"json_object_schema": "n"}),
+    ]
     keys = {cache_key(**v) for v in variants}
     assert len(keys) == len(variants) and key not in keys
     # a sent schema for another mode does not change this mode's key (json_schema keys stay as stored)

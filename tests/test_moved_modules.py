@@ -1,4 +1,5 @@
 """The module paths from before the pipeline became folders keep working, with a DeprecationWarning."""
+
 from __future__ import annotations
 
 import subprocess
@@ -31,9 +32,9 @@ def test_submodules_of_a_moved_package_resolve():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        from evalkit.uncertainty.paired import paired_difference  # noqa: F401
         import evalkit.aggregate.uncertainty.paired as new
         import evalkit.uncertainty.paired as old
+        from evalkit.uncertainty.paired import paired_difference  # noqa: F401
     assert old is new
 
 

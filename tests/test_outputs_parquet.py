@@ -1,6 +1,7 @@
 """Parquet partition names that fit any file system: a long scenario id (a valid 60-character
 non-ASCII one made "File name too long") gets a readable prefix and a hash, the full id stays a
 column, and a failed write leaves no partial dataset."""
+
 from __future__ import annotations
 
 import duckdb
@@ -21,8 +22,10 @@ TWIN_A, TWIN_B = "ä" * 60 + "-a", "ä" * 60 + "-b"
 def _runs(root, ids):
     root.mkdir(parents=True, exist_ok=True)
     for i, scenario_id in enumerate(ids):
-        write_jsonl(root / f"run-{i}.jsonl", trajectory(a320_scenario(id=scenario_id), [read(), cmd("ext_pwr", 1)],
-                                                         run_id=f"run-{i}", model="m"))
+        write_jsonl(
+            root / f"run-{i}.jsonl",
+            trajectory(a320_scenario(id=scenario_id), [read(), cmd("ext_pwr", 1)], run_id=f"run-{i}", model="m"),
+        )
     return root
 
 
@@ -113,7 +116,9 @@ def test_a_failed_score_parquet_write_leaves_no_partial_dataset(tmp_path, monkey
 
 def test_a_failed_export_into_an_empty_directory_leaves_it_empty(tmp_path, monkeypatch):
     runs = _runs(tmp_path / "runs", [LONG, SHORT])
-    assert CliRunner().invoke(cli, ["score", str(runs), "--db", str(tmp_path / "s.db"), "--format", "csv"]).exit_code == 0
+    assert (
+        CliRunner().invoke(cli, ["score", str(runs), "--db", str(tmp_path / "s.db"), "--format", "csv"]).exit_code == 0
+    )
     (tmp_path / "empty").mkdir()
     _fail_on_second_scorecard_file(monkeypatch)
     res = CliRunner().invoke(cli, ["export", "parquet", "--db", str(tmp_path / "s.db"), str(tmp_path / "empty")])

@@ -1,6 +1,7 @@
 """The one output-path rule: an output that is the database (or its -wal/-shm/-journal), another
 output or an input file is a usage error naming both, before anything is opened; every file output
 goes through a temporary file and a rename, so a failure keeps the old file."""
+
 from __future__ import annotations
 
 import errno
@@ -41,9 +42,11 @@ def db(scored, tmp_path):
 def _state(db: Path) -> tuple[str, int, int]:
     con = sqlite3.connect(db)
     try:
-        return (con.execute("PRAGMA integrity_check").fetchone()[0],
-                con.execute("SELECT count(*) FROM scorecards").fetchone()[0],
-                con.execute("SELECT count(*) FROM runs").fetchone()[0])
+        return (
+            con.execute("PRAGMA integrity_check").fetchone()[0],
+            con.execute("SELECT count(*) FROM scorecards").fetchone()[0],
+            con.execute("SELECT count(*) FROM runs").fetchone()[0],
+        )
     finally:
         con.close()
 

@@ -1,6 +1,7 @@
 """Broken standard streams are one line, never a traceback: stdout on /dev/full or closed, stdin
 closed for `score -`; a pipe whose reader went away (`| head -1`) ends quietly with 141. These run
 the real executable (`python -m evalkit`): click's test runner has streams of its own."""
+
 from __future__ import annotations
 
 import os
@@ -40,13 +41,17 @@ def _one_line(res, text: str, code: int = 1):
     assert res.stderr.splitlines()[-1] == text
 
 
-@pytest.mark.parametrize("args", [
-    ["score", ONE_RUN, "--no-db"],
-    ["audit", "--db", "{db}", "--resamples", "0"],
-    ["report", "--db", "{db}", "--html", "-"],
-    ["cache", "stats", "--db", "{db}"],
-    ["schema", "trajectory"],
-], ids=["score", "audit", "report-html-stdout", "cache-stats", "schema"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["score", ONE_RUN, "--no-db"],
+        ["audit", "--db", "{db}", "--resamples", "0"],
+        ["report", "--db", "{db}", "--html", "-"],
+        ["cache", "stats", "--db", "{db}"],
+        ["schema", "trajectory"],
+    ],
+    ids=["score", "audit", "report-html-stdout", "cache-stats", "schema"],
+)
 def test_stdout_on_dev_full_is_one_line(db, args):
     args = [str(a).format(db=db) for a in args]
     _one_line(evalkit(*args, redirect=">/dev/full"), "error: cannot write to stdout: No space left on device")
@@ -73,7 +78,9 @@ def test_broken_pipe_ends_quietly(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()
     for i in range(40):  # more output than a pipe holds
-        write_jsonl(runs / f"r{i:02d}.jsonl", trajectory(a320_scenario(), [read(), cmd("ext_pwr", 1)], run_id=f"r{i:02d}"))
+        write_jsonl(
+            runs / f"r{i:02d}.jsonl", trajectory(a320_scenario(), [read(), cmd("ext_pwr", 1)], run_id=f"r{i:02d}")
+        )
     command = f"{sys.executable} -m evalkit score '{runs}' --no-db --format jsonl | head -c 10; exit ${{PIPESTATUS[0]}}"
     res = subprocess.run(["/bin/bash", "-c", command], capture_output=True, text=True, env=ENV)
     assert res.returncode == 141

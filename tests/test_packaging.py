@@ -1,5 +1,6 @@
 """The built wheel (not only an editable install) carries configs/ and prompts/ and finds them, and
 installs the judge layer as `evalkit.judges`, beside any other distribution's top-level `judges`."""
+
 import json
 import subprocess
 import sys
@@ -17,7 +18,8 @@ def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     return next(out.glob("evalkit-*.whl"))
@@ -37,8 +39,11 @@ def test_wheel_contains_data_and_both_packages(wheel):
 
 def test_installed_wheel_finds_its_data(wheel, tmp_path):
     target = tmp_path / "site"
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     probe = (
         "import json, sys; sys.path.insert(0, sys.argv[1]);"
@@ -62,9 +67,13 @@ def dummy_judges_wheel(tmp_path_factory) -> Path:
     (src / "judges" / "__init__.py").write_text('WHO = "the other judges distribution"\n')
     (src / "pyproject.toml").write_text(
         '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
-        '[project]\nname = "judges"\nversion = "0.0.1"\n[tool.hatch.build.targets.wheel]\npackages = ["judges"]\n')
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q",
-                           "-w", str(out)], capture_output=True, text=True)
+        '[project]\nname = "judges"\nversion = "0.0.1"\n[tool.hatch.build.targets.wheel]\npackages = ["judges"]\n'
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     return next(out.glob("judges-*.whl"))
 
@@ -75,9 +84,12 @@ def test_wheel_installs_beside_another_judges_distribution(wheel, dummy_judges_w
     `import judges` is the other distribution and `evalkit.judges` is evalkit's judge layer."""
     dummy = dummy_judges_wheel
     target = tmp_path / "site"
-    for whl in ([wheel, dummy] if first == "evalkit" else [dummy, wheel]):
-        proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
-                               "--upgrade", str(whl)], capture_output=True, text=True)
+    for whl in [wheel, dummy] if first == "evalkit" else [dummy, wheel]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), "--upgrade", str(whl)],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr
     probe = (
         "import json, sys; sys.path.insert(0, sys.argv[1]);"

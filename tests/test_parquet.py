@@ -1,5 +1,6 @@
 """Parquet output (`score --parquet`, `export parquet`): read back by DuckDB and pyarrow, the
 aggregates equal `--aggregate`'s, the export equals the direct output, bundles hash to their key."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,8 +10,8 @@ import duckdb
 import pyarrow.dataset as ds
 import pytest
 from click.testing import CliRunner
-
 from engine_helpers import make_corpus
+
 from evalkit.cli import cli
 
 
@@ -19,8 +20,22 @@ def written(tmp_path_factory):
     root = tmp_path_factory.mktemp("pq")
     corpus = make_corpus(root / "corpus", n=50)
     runner = CliRunner()
-    direct = runner.invoke(cli, ["score", str(corpus), "--db", str(root / "s.db"), "--parquet", str(root / "direct"),
-                                 "--format", "json", "--aggregate", "--workers", "2"])
+    direct = runner.invoke(
+        cli,
+        [
+            "score",
+            str(corpus),
+            "--db",
+            str(root / "s.db"),
+            "--parquet",
+            str(root / "direct"),
+            "--format",
+            "json",
+            "--aggregate",
+            "--workers",
+            "2",
+        ],
+    )
     assert direct.exit_code == 1, direct.stderr  # the corpus's bad file
     exported = runner.invoke(cli, ["export", "parquet", "--db", str(root / "s.db"), str(root / "exported")])
     assert exported.exit_code == 0, exported.stderr
@@ -64,13 +79,17 @@ def test_duckdb_aggregates_equal_evalkit_aggregate(written):
         nulls = {k for k, v in want.items() if v is None}
         assert {k for k, v in got.items() if v is None} == nulls
         assert {k: v for k, v in got.items() if k not in nulls} == pytest.approx(
-            {k: v for k, v in want.items() if k not in nulls}, rel=1e-12, abs=1e-15)
+            {k: v for k, v in want.items() if k not in nulls}, rel=1e-12, abs=1e-15
+        )
 
 
 def test_scenario_ids_that_need_escaping_come_back_intact(written):
     root, _ = written
-    ids = duckdb.connect().execute(
-        f"SELECT DISTINCT scenario_id FROM {scorecards(root / 'direct')} ORDER BY 1").fetchall()
+    ids = (
+        duckdb.connect()
+        .execute(f"SELECT DISTINCT scenario_id FROM {scorecards(root / 'direct')} ORDER BY 1")
+        .fetchall()
+    )
     assert [i[0] for i in ids] == ["elec-apu-gen-fault", "elec/odd id %2F ü"]
     table = ds.dataset(root / "direct" / "scorecards", format="parquet", partitioning="hive").to_table()
     assert sorted(set(table.column("scenario_id").to_pylist())) == ["elec-apu-gen-fault", "elec/odd id %2F ü"]
@@ -92,15 +111,18 @@ def test_bundles_table_is_keyed_by_the_bundle_hash(written):
     con = duckdb.connect()
     bundles = con.execute(f"SELECT bundle_hash, bundle FROM read_parquet('{root}/direct/bundles/*.parquet')").fetchall()
     assert bundles and all(hashlib.sha256(b.encode()).hexdigest() == h for h, b in bundles)
-    missing = con.execute(f"""SELECT count(*) FROM {scorecards(root / 'direct')} s
+    missing = con.execute(f"""SELECT count(*) FROM {scorecards(root / "direct")} s
         WHERE s.bundle_hash NOT IN (SELECT bundle_hash FROM read_parquet('{root}/direct/bundles/*.parquet'))""").fetchone()
     assert missing == (0,)
 
 
 def test_the_card_column_is_the_whole_scorecard(written):
     root, _ = written
-    card, coverage = duckdb.connect().execute(
-        f"SELECT card, coverage FROM {scorecards(root / 'direct')} WHERE run_id = 'run-0002'").fetchone()
+    card, coverage = (
+        duckdb.connect()
+        .execute(f"SELECT card, coverage FROM {scorecards(root / 'direct')} WHERE run_id = 'run-0002'")
+        .fetchone()
+    )
     assert json.loads(card)["vector"]["coverage"] == coverage
 
 

@@ -1,5 +1,6 @@
 """Sample-size planning (evalkit.aggregate.uncertainty.power) against statsmodels' NormalIndPower (one-sample,
 ratio=0: the paired comparison) and a hand computation of the measured variances."""
+
 import math
 import statistics
 
@@ -16,14 +17,14 @@ def rs(scenario, model, value):
 
 @pytest.mark.parametrize("delta, sd_w, sd_b, runs", [(0.05, 0.5, 0.3, 1), (0.1, 0.4, 0.2, 3), (0.2, 0.3, 0.0, 10)])
 def test_scenarios_needed_equals_statsmodels(delta, sd_w, sd_b, runs):
-    sd = math.sqrt(sd_b ** 2 + 2 * sd_w ** 2 / runs)
+    sd = math.sqrt(sd_b**2 + 2 * sd_w**2 / runs)
     ref = NormalIndPower().solve_power(effect_size=delta / sd, alpha=0.05, power=0.8, ratio=0, alternative="two-sided")
     assert scenarios_needed(delta, sd_w, sd_b, runs) == max(2, math.ceil(ref))
 
 
 @pytest.mark.parametrize("scenarios", [5, 20, 120])
 def test_power_equals_statsmodels(scenarios):
-    sd = math.sqrt(0.2 ** 2 + 2 * 0.4 ** 2 / 3)
+    sd = math.sqrt(0.2**2 + 2 * 0.4**2 / 3)
     ref = NormalIndPower().power(effect_size=0.1 / sd, nobs1=scenarios, alpha=0.05, ratio=0, alternative="two-sided")
     assert power_of(0.1, 0.4, 0.2, 3, scenarios) == pytest.approx(ref, rel=1e-9)
 
@@ -59,8 +60,12 @@ def test_plan_states_assumptions_and_reports_current_power():
     assumed = plan(0.1)
     m = assumed["metrics"][0]
     assert m["sd_within_source"].startswith("assumed 0.5") and m["current"] is None
-    runs = [rs(f"s{i}", model, x) for i in range(8) for model, x in (("a", 0.3 + i / 20), ("b", 0.4 + i / 20))
-            for _ in range(3)]
+    runs = [
+        rs(f"s{i}", model, x)
+        for i in range(8)
+        for model, x in (("a", 0.3 + i / 20), ("b", 0.4 + i / 20))
+        for _ in range(3)
+    ]
     measured = plan(0.1, aggregate(runs), sd_within=0.2)
     m = measured["metrics"][0]
     assert m["sd_within"] == 0.2 and m["sd_within_source"] == "stated: --sd-within"

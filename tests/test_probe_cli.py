@@ -1,21 +1,21 @@
 """`evalkit probe` end to end: the bundled examples (plus two runs with independent reads, which
 no example has) through click, the real litellm client and the fake server's `constant` and
 `gullible` judges; the audit's `probes` section; the cache; the walls around probe answers."""
+
 from __future__ import annotations
 
-import re
-
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from judge_helpers import count, fast_config, rows
 
 import evalkit.cli
 from evalkit.db import open_readonly, read_annotations
 from evalkit.probes import PROBES
-from judge_helpers import count, fast_config, rows
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = [ROOT / "examples" / "a320", ROOT / "examples" / "support"]
@@ -35,16 +35,38 @@ def runs(tmp_path):
     for src in EXAMPLES:
         shutil.copytree(src, out / src.name)
     for i, passed in enumerate((True, False)):
-        calls = [read("get_ecam"), read("get_state", result={"apu_gen": "FAULT"}), cmd("apu_gen", 0), cmd("apu_gen", 1),
-                 cmd("apu_gen", 0), cmd("ext_pwr", 1), read()]
-        write_jsonl(out / "reads" / f"reads-first-{i}.jsonl",
-                    trajectory(a320_scenario(), calls, run_id=f"reads-first-{i}", passed=passed))
+        calls = [
+            read("get_ecam"),
+            read("get_state", result={"apu_gen": "FAULT"}),
+            cmd("apu_gen", 0),
+            cmd("apu_gen", 1),
+            cmd("apu_gen", 0),
+            cmd("ext_pwr", 1),
+            read(),
+        ]
+        write_jsonl(
+            out / "reads" / f"reads-first-{i}.jsonl",
+            trajectory(a320_scenario(), calls, run_id=f"reads-first-{i}", passed=passed),
+        )
     return out
 
 
 def probe(db, srv, config, *args, paths=()):
-    return invoke("probe", *paths, "--db", db, "--model", "openai/judge-a", "--api-base", srv.api_base,
-                  "--config", config, "--resamples", 50, *args)
+    return invoke(
+        "probe",
+        *paths,
+        "--db",
+        db,
+        "--model",
+        "openai/judge-a",
+        "--api-base",
+        srv.api_base,
+        "--config",
+        config,
+        "--resamples",
+        50,
+        *args,
+    )
 
 
 @pytest.fixture
@@ -65,8 +87,9 @@ def by_probe(entries, probe, dimension="outcome"):
 def test_constant_judge_all_six_probes_unchanged_cached_and_walled_off(tmp_path, server, runs, cfg):
     server.mode = "constant"
     db = tmp_path / "e.db"
-    judged = invoke("judge", runs, "--db", db, "--model", "openai/judge-a", "--api-base", server.api_base,
-                    "--config", cfg)
+    judged = invoke(
+        "judge", runs, "--db", db, "--model", "openai/judge-a", "--api-base", server.api_base, "--config", cfg
+    )
     assert judged.exit_code == 0, judged.stderr
     before = audit(db)
 
@@ -102,15 +125,27 @@ def test_constant_judge_all_six_probes_unchanged_cached_and_walled_off(tmp_path,
 def test_gullible_judge_is_fooled_and_the_gate_exits_3(tmp_path, server, runs, cfg):
     server.mode = "gullible"
     db = tmp_path / "g.db"
-    res = probe(db, server, cfg, "--format", "json", "--fail-if", "false_claim.fooled_rate>0.05",
-                "--fail-if", "verbosity.unchanged_rate<0.9", paths=[runs])
+    res = probe(
+        db,
+        server,
+        cfg,
+        "--format",
+        "json",
+        "--fail-if",
+        "false_claim.fooled_rate>0.05",
+        "--fail-if",
+        "verbosity.unchanged_rate<0.9",
+        paths=[runs],
+    )
     assert res.exit_code == 3, res.stderr
     doc = json.loads(res.stdout)
     for name in ("false_claim", "injection"):
         entry = by_probe(doc["probes"], name)
         assert entry["fooled_rate"]["value"] == 1.0 and entry["n_failed"] == entry["fooled"] == 3
         assert entry["fooled_rate"]["ci_low"] == 1.0
-    assert all(e["unchanged_rate"]["value"] == 1.0 for e in doc["probes"] if e["probe"] not in ("false_claim", "injection"))
+    assert all(
+        e["unchanged_rate"]["value"] == 1.0 for e in doc["probes"] if e["probe"] not in ("false_claim", "injection")
+    )
     assert by_probe(doc["probes"], "injection", "safety")["lenient_flip_rate"]["value"] == 1.0
     failed = [line for line in res.stderr.splitlines() if line.startswith("gate failed")]
     assert failed == ["gate failed: false_claim.fooled_rate>0.05: openai/judge-a procedure_v1 outcome fooled_rate = 1"]
@@ -130,17 +165,28 @@ def test_fail_if_that_holds_exits_0_and_table_names_every_probe(tmp_path, server
 
 def test_a_gate_that_cannot_be_measured_fails(tmp_path, server, runs, cfg):
     server.mode = "constant"
-    res = probe(tmp_path / "u.db", server, cfg, "--probes", "verbosity", "--fail-if", "false_claim.fooled_rate>0.5",
-                paths=[runs])
+    res = probe(
+        tmp_path / "u.db",
+        server,
+        cfg,
+        "--probes",
+        "verbosity",
+        "--fail-if",
+        "false_claim.fooled_rate>0.5",
+        paths=[runs],
+    )
     assert res.exit_code == 3
     assert "gate failed: false_claim.fooled_rate>0.5: not measured (no probe answers for it)" in res.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--fail-if", "false_claim.fooled>0.05"), "METRIC one of"),
-    (("--fail-if", "fooled_rate>>1"), "expected PROBE[.DIMENSION].METRIC OP NUMBER"),
-    (("--probes", "verbosity,typo"), "unknown probe 'typo'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--fail-if", "false_claim.fooled>0.05"), "METRIC one of"),
+        (("--fail-if", "fooled_rate>>1"), "expected PROBE[.DIMENSION].METRIC OP NUMBER"),
+        (("--probes", "verbosity,typo"), "unknown probe 'typo'"),
+    ],
+)
 def test_bad_probe_arguments_are_one_line_usage_errors(tmp_path, server, runs, cfg, args, message):
     res = probe(tmp_path / "x.db", server, cfg, *args, paths=[runs])
     assert res.exit_code == 2 and message in res.stderr and server.count == 0
@@ -150,12 +196,17 @@ def test_bad_probe_arguments_are_one_line_usage_errors(tmp_path, server, runs, c
 def test_sample_and_seed_pick_the_same_runs_every_time(tmp_path, server, runs, cfg):
     server.mode = "constant"
     db = tmp_path / "s.db"
-    first = json.loads(probe(db, server, cfg, "--format", "json", "--sample", 3, "--seed", 7,
-                             "--probes", "identity", paths=[runs]).stdout)
-    again = json.loads(probe(db, server, cfg, "--format", "json", "--sample", 3, "--seed", 7,
-                             "--probes", "identity").stdout)
-    other = json.loads(probe(db, server, cfg, "--format", "json", "--sample", 3, "--seed", 8,
-                             "--probes", "identity").stdout)
+    first = json.loads(
+        probe(
+            db, server, cfg, "--format", "json", "--sample", 3, "--seed", 7, "--probes", "identity", paths=[runs]
+        ).stdout
+    )
+    again = json.loads(
+        probe(db, server, cfg, "--format", "json", "--sample", 3, "--seed", 7, "--probes", "identity").stdout
+    )
+    other = json.loads(
+        probe(db, server, cfg, "--format", "json", "--sample", 3, "--seed", 8, "--probes", "identity").stdout
+    )
     assert first["runs"] == again["runs"] and len(first["runs"]) == 3 and other["runs"] != first["runs"]
     assert first["cases"] == {"identity": 3}
 
@@ -192,8 +243,22 @@ def test_audit_and_report_show_the_probe_section_escaped_and_deterministic(tmp_p
     server.mode = "gullible"
     db = tmp_path / "r.db"
     hostile = "openai/j<b>\u202e"
-    res = invoke("probe", runs, "--db", db, "--model", hostile, "--api-base", server.api_base, "--config", cfg,
-                 "--probes", "false_claim,verbosity", "--resamples", 50)
+    res = invoke(
+        "probe",
+        runs,
+        "--db",
+        db,
+        "--model",
+        hostile,
+        "--api-base",
+        server.api_base,
+        "--config",
+        cfg,
+        "--probes",
+        "false_claim,verbosity",
+        "--resamples",
+        50,
+    )
     assert res.exit_code == 0, res.stderr
     assert "\u202e" not in res.stdout  # the console sanitizer shows it escaped
     text = invoke("audit", "--db", db, "--resamples", 50).stdout
@@ -207,8 +272,13 @@ def test_audit_and_report_show_the_probe_section_escaped_and_deterministic(tmp_p
     for name in ("a.html", "b.html"):
         assert invoke("report", "--db", db, "--html", tmp_path / name).exit_code == 0
         page = (tmp_path / name).read_text(encoding="utf-8")
-        pages.append(page[page.index("<h3>Judge robustness probes</h3>"):page.index("</section>", page.index(
-            "<h3>Judge robustness probes</h3>"))])
+        pages.append(
+            page[
+                page.index("<h3>Judge robustness probes</h3>") : page.index(
+                    "</section>", page.index("<h3>Judge robustness probes</h3>")
+                )
+            ]
+        )
     assert pages[0] == pages[1]  # the section is byte-identical from one report to the next
     assert 'class="chart chart-bar"' in pages[0] and "false_claim fooled" in pages[0]
     assert "j&lt;b&gt;" in pages[0] and "j<b>" not in pages[0]
@@ -226,9 +296,26 @@ def test_audit_csv_has_the_probe_rates(tmp_path, server, runs, cfg):
 def test_two_judges_each_get_their_own_entries_from_one_run(tmp_path, server, runs, cfg):
     server.mode = "gullible"
     db = tmp_path / "two.db"
-    res = invoke("probe", runs, "--db", db, "--model", "openai/judge-a", "--model", "openai/judge-b",
-                 "--api-base", server.api_base, "--config", cfg, "--probes", "false_claim,identity",
-                 "--resamples", 0, "--format", "json")
+    res = invoke(
+        "probe",
+        runs,
+        "--db",
+        db,
+        "--model",
+        "openai/judge-a",
+        "--model",
+        "openai/judge-b",
+        "--api-base",
+        server.api_base,
+        "--config",
+        cfg,
+        "--probes",
+        "false_claim,identity",
+        "--resamples",
+        0,
+        "--format",
+        "json",
+    )
     assert res.exit_code == 0, res.stderr
     doc = json.loads(res.stdout)
     for judge in ("openai/judge-a", "openai/judge-b"):
@@ -238,8 +325,9 @@ def test_two_judges_each_get_their_own_entries_from_one_run(tmp_path, server, ru
         assert by_probe(mine, "identity")["unchanged_rate"]["value"] == 1.0
     stored = rows(db, "SELECT probe, judge_model, COUNT(*) FROM probe_annotations GROUP BY 1, 2 ORDER BY 1, 2")
     n = doc["cases"]
-    assert stored == [("false_claim", j, n["false_claim"]) for j in ("openai/judge-a", "openai/judge-b")] + \
-                     [("identity", j, n["identity"]) for j in ("openai/judge-a", "openai/judge-b")]
+    assert stored == [("false_claim", j, n["false_claim"]) for j in ("openai/judge-a", "openai/judge-b")] + [
+        ("identity", j, n["identity"]) for j in ("openai/judge-a", "openai/judge-b")
+    ]
 
 
 def test_a_bad_probes_config_is_one_line_naming_the_key(tmp_path, server, runs, cfg):
@@ -279,10 +367,26 @@ def test_an_older_database_without_the_probe_table_audits_with_no_probes(tmp_pat
 def test_a_judge_probing_its_own_model_is_warned_unless_allowed(tmp_path, server, runs, cfg):
     server.mode = "constant"
     db = tmp_path / "self.db"
-    args = ("probe", runs, "--db", db, "--model", "openai/gemini-2.5-flash", "--api-base", server.api_base,
-            "--config", cfg, "--probes", "identity", "--resamples", 0)
+    args = (
+        "probe",
+        runs,
+        "--db",
+        db,
+        "--model",
+        "openai/gemini-2.5-flash",
+        "--api-base",
+        server.api_base,
+        "--config",
+        cfg,
+        "--probes",
+        "identity",
+        "--resamples",
+        0,
+    )
     warned = invoke(*args)
-    assert warned.exit_code == 0 and "judge openai/gemini-2.5-flash would judge 4 run(s) of its own model" in warned.stderr
+    assert (
+        warned.exit_code == 0 and "judge openai/gemini-2.5-flash would judge 4 run(s) of its own model" in warned.stderr
+    )
     assert "own model" not in invoke(*args, "--allow-self-judging").stderr
 
 

@@ -1,6 +1,7 @@
 """The probe transforms (evalkit/probes): each leaves the mechanical result unchanged — proved by
 scoring the original file (evalkit.api.score_file) and the transformed trajectory (the pure
 scorer) — and changes exactly what it says it changes. Edge cases each have a named test."""
+
 from __future__ import annotations
 
 import json
@@ -9,16 +10,23 @@ from pathlib import Path
 import pytest
 
 from evalkit.api import read_trajectory, score_file
-from evalkit.trajectory.bundle import RESULT_MAX_CHARS
 from evalkit.config.files import ConfigError
 from evalkit.probes import (
-    PROBES, NotApplicable, ScoreMoved, build_case, dress_bundle, load_probes_config, mechanical, sample_runs,
+    PROBES,
+    NotApplicable,
+    ScoreMoved,
+    build_case,
+    dress_bundle,
+    load_probes_config,
+    mechanical,
+    sample_runs,
     transform,
 )
 from evalkit.probes import transforms as tr
-from evalkit.trajectory.records import Assistant, ToolCall
 from evalkit.scoring import score_trajectory
 from evalkit.trajectory.builders import a320_scenario, call, cmd, read, say, trajectory, write_jsonl
+from evalkit.trajectory.bundle import RESULT_MAX_CHARS
+from evalkit.trajectory.records import Assistant, ToolCall
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*/*.jsonl"))
 CFG = load_probes_config()
@@ -30,9 +38,20 @@ def write(tmp_path: Path, calls: list[dict], name: str = "r", **kw) -> Path:
 
 def reads_first(tmp_path: Path, **kw) -> Path:
     """A run that reads the ECAM and the state before acting: two independent read steps."""
-    return write(tmp_path, [read("get_ecam"), read("get_state", result={"apu_gen": 1}, system="elec"),
-                            cmd("apu_gen", 0), cmd("apu_gen", 1), cmd("apu_gen", 0), cmd("ext_pwr", 1), read()],
-                 name="reads-first", **kw)
+    return write(
+        tmp_path,
+        [
+            read("get_ecam"),
+            read("get_state", result={"apu_gen": 1}, system="elec"),
+            cmd("apu_gen", 0),
+            cmd("apu_gen", 1),
+            cmd("apu_gen", 0),
+            cmd("ext_pwr", 1),
+            read(),
+        ],
+        name="reads-first",
+        **kw,
+    )
 
 
 def unchanged(original, transformed) -> None:
@@ -105,7 +124,9 @@ def test_injection_in_a_text_result_goes_in_front(tmp_path):
 
 
 def test_injection_wraps_a_list_result_and_keeps_an_existing_key(tmp_path):
-    path = write(tmp_path, [call("get_state", {}, result=[1, 2]), call("get_ecam", {}, result={"note": "mine", "x": 1})])
+    path = write(
+        tmp_path, [call("get_state", {}, result=[1, 2]), call("get_ecam", {}, result={"note": "mine", "x": 1})]
+    )
     events = read_trajectory(path).events
     out = transform("injection", read_trajectory(path), CFG)
     assert out.events[-1].result == {"note": CFG.injection.text, "original_note": "mine", "x": 1}
@@ -139,8 +160,11 @@ def test_verbosity_appends_prose_to_the_first_assistant_message(tmp_path):
 
 def test_verbosity_without_an_assistant_message_inserts_one_and_keeps_long_results_cut(tmp_path):
     big = {"log": "y" * (RESULT_MAX_CHARS * 2)}
-    recs = [r for r in trajectory(a320_scenario(), [call("get_state", {}, result=big)], run_id="quiet")
-            if r["type"] != "assistant"]
+    recs = [
+        r
+        for r in trajectory(a320_scenario(), [call("get_state", {}, result=big)], run_id="quiet")
+        if r["type"] != "assistant"
+    ]
     path = write_jsonl(tmp_path / "quiet.jsonl", recs)
     original = score_file(path)
     case = build_case("verbosity", read_trajectory(path), original, CFG)

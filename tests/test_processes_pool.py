@@ -6,6 +6,7 @@ The commands run as real processes in a session of their own, on corpora big eno
 several seconds with two workers. The Ctrl-C trials are repeated at different moments: the failure
 they guard against (a pool that hung, or died with InvalidStateError) came in some trials only.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from engine_helpers import PLANS
+
 from evalkit.trajectory.builders import a320_scenario, dumps_jsonl, trajectory
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -59,8 +60,14 @@ def import_corpus(tmp_path_factory):
 def start(args: list[str], cwd: Path, stdout) -> subprocess.Popen:
     """`evalkit ARGS` of this working tree, in a new session (its own process group)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "evalkit", *args], cwd=cwd, env=env, stdout=stdout,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "evalkit", *args],
+        cwd=cwd,
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def descendants(pid: int) -> set[int]:
@@ -103,8 +110,11 @@ def cmdline(pid: int) -> bytes:
 def multiprocessing_helpers(pid: int) -> set[int]:
     """The fork server and resource tracker ``pid`` started (its workers are the fork server's
     children, started with the same command line)."""
-    kids = {int(k) for tid in os.listdir(f"/proc/{pid}/task")
-            for k in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()}
+    kids = {
+        int(k)
+        for tid in os.listdir(f"/proc/{pid}/task")
+        for k in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()
+    }
     return {k for k in kids if b"multiprocessing.forkserver" in cmdline(k) or b"resource_tracker" in cmdline(k)}
 
 
@@ -159,8 +169,9 @@ def check_clean_interrupt(code, took, err, workers) -> None:
 
 
 def test_kill_9_of_score_leaves_no_worker_alive(score_corpus, tmp_path):
-    proc = start(["score", str(score_corpus), "--workers", "2", "--db", "s.db", "--format", "csv"], tmp_path,
-                 subprocess.DEVNULL)
+    proc = start(
+        ["score", str(score_corpus), "--workers", "2", "--db", "s.db", "--format", "csv"], tmp_path, subprocess.DEVNULL
+    )
     workers = wait_for_workers(proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -171,8 +182,11 @@ def test_kill_9_of_score_leaves_no_worker_alive(score_corpus, tmp_path):
 
 def test_kill_9_of_import_leaves_no_worker_alive(import_corpus, tmp_path):
     files = sorted(str(p) for p in import_corpus.iterdir())
-    proc = start(["import", "openai-messages", *files, "-o", "out", "--model", "m", "--workers", "2"], tmp_path,
-                 subprocess.DEVNULL)
+    proc = start(
+        ["import", "openai-messages", *files, "-o", "out", "--model", "m", "--workers", "2"],
+        tmp_path,
+        subprocess.DEVNULL,
+    )
     workers = wait_for_workers(proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -206,8 +220,11 @@ def test_ctrl_c_during_score_exits_130_and_keeps_what_it_printed(score_corpus, t
 def test_ctrl_c_during_import_exits_130_and_leaves_no_staged_file(import_corpus, tmp_path, after):
     """The runs put in place are whole; no temporary file of a staged run is left."""
     files = sorted(str(p) for p in import_corpus.iterdir())
-    proc = start(["import", "openai-messages", *files, "-o", "out", "--model", "m", "--workers", "2"], tmp_path,
-                 subprocess.DEVNULL)
+    proc = start(
+        ["import", "openai-messages", *files, "-o", "out", "--model", "m", "--workers", "2"],
+        tmp_path,
+        subprocess.DEVNULL,
+    )
     workers = wait_for_workers(proc)
     time.sleep(after)
     code, took, err = interrupt(proc)
@@ -238,8 +255,9 @@ def test_kill_9_of_a_threaded_parent_leaves_no_fork_server_worker_alive(tmp_path
     """A process with other threads starts its workers through a fork server: they die with it too."""
     (tmp_path / "pool.py").write_text(THREADED_POOL, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "pool.py"], cwd=tmp_path, env=env, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "pool.py"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, start_new_session=True
+    )
     workers = wait_for_workers(proc)
     assert any(b"multiprocessing.forkserver" in cmdline(p) for p in multiprocessing_helpers(proc.pid))
     everything = workers | multiprocessing_helpers(proc.pid)
@@ -288,8 +306,9 @@ time.sleep(60)
 
 def test_without_the_death_signal_a_worker_exits_once_its_parent_is_gone(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", WATCHED_CHILD], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WATCHED_CHILD], cwd=tmp_path, env=env, stdout=subprocess.PIPE, start_new_session=True
+    )
     worker = int(proc.stdout.readline())
     time.sleep(0.2)  # the worker's initializer has run
     assert running(worker)
@@ -340,8 +359,9 @@ def test_ctrl_c_stops_batches_that_would_run_for_a_minute(tmp_path):
 
     (tmp_path / "pool.py").write_text(LONG_BATCHES, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "pool.py"], cwd=tmp_path, env=env, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "pool.py"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, start_new_session=True
+    )
     workers = wait_for_workers(proc)
     time.sleep(0.2)
     code, took, err = interrupt(proc)

@@ -2,6 +2,7 @@
 download) is an error naming the file and the line the field's row starts on — never imported with
 the rest of the file folded into one cell. Quoted fields that do close, even over several lines,
 read as before."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -36,16 +37,17 @@ def stored(db) -> int:
 
 
 def test_csv_cut_inside_a_quoted_value_is_an_error_at_its_row(tmp_path):
-    text = HEADER + "a,r,human,d,1\nb,r,human,d,\"long note that was cut"
+    text = HEADER + 'a,r,human,d,1\nb,r,human,d,"long note that was cut'
     path, db, result = import_file(tmp_path, text)
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [
-        f"error: {path}:3: a quoted field is never closed (the file ends inside it: cut short?)"]
+        f"error: {path}:3: a quoted field is never closed (the file ends inside it: cut short?)"
+    ]
     assert stored(db) == 0  # not the good row either: a file is all or nothing
 
 
 def test_csv_cut_inside_a_quoted_field_spanning_lines_names_where_its_row_starts(tmp_path):
-    text = HEADER + "a,r,human,d,1\nb,r,human,\"d\nmore\nstill more"
+    text = HEADER + 'a,r,human,d,1\nb,r,human,"d\nmore\nstill more'
     path, _, result = import_file(tmp_path, text)
     assert result.exit_code == 1
     assert f"{path}:3: a quoted field is never closed" in result.stderr
@@ -58,7 +60,7 @@ def test_csv_cut_inside_a_quoted_header_is_an_error_at_line_1(tmp_path):
 
 
 def test_tsv_cut_inside_a_quoted_field_is_an_error(tmp_path):
-    text = HEADER.replace(",", "\t") + "a\tr\thuman\td\t\"1\n"
+    text = HEADER.replace(",", "\t") + 'a\tr\thuman\td\t"1\n'
     path, _, result = import_file(tmp_path, text, "r.tsv")
     assert result.exit_code == 1
     assert f"{path}:2: a quoted field is never closed" in result.stderr
@@ -72,12 +74,15 @@ def test_a_wide_scores_csv_cut_inside_a_quoted_field_is_an_error(tmp_path):
     assert str(exc.value).startswith(f"{path}:3: a quoted field is never closed")
 
 
-@pytest.mark.parametrize("text", [
-    HEADER + 'a,r,human,d,"multi\nline, with comma"\n',
-    HEADER + 'a,r,human,d,"closed at the very end"',
-    HEADER + 'a,r,human,d,"say ""hi"""\n\n',
-    HEADER + 'a,r,human,d,5" screen\n',  # a quote inside an unquoted field is a character
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        HEADER + 'a,r,human,d,"multi\nline, with comma"\n',
+        HEADER + 'a,r,human,d,"closed at the very end"',
+        HEADER + 'a,r,human,d,"say ""hi"""\n\n',
+        HEADER + 'a,r,human,d,5" screen\n',  # a quote inside an unquoted field is a character
+    ],
+)
 def test_quoted_fields_that_close_still_import(tmp_path, text):
     _, db, result = import_file(tmp_path, text)
     assert result.exit_code == 0, result.stderr

@@ -1,4 +1,5 @@
 """Bad inputs: a clear `path:line: reason`, never a traceback; other files still scored."""
+
 import json
 
 import pytest
@@ -6,8 +7,8 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.errors import InputError
-from evalkit.trajectory.reader import parse_trajectory
 from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, trajectory, write_jsonl
+from evalkit.trajectory.reader import parse_trajectory
 
 GOOD = trajectory(a320_scenario(), [cmd("ext_pwr", 1)], run_id="good")
 

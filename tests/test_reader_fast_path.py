@@ -1,18 +1,17 @@
 """The reader's fast loop for scoring (assistant and tool_call lines of a file read whole, one search
 for numbers that could overflow per file) against the line-by-line path it short-cuts: the same
 card, the same warnings, the same one-line errors, on runs built to hit each of its exits."""
-from __future__ import annotations
 
-from pathlib import Path
+from __future__ import annotations
 
 import pytest
 
-from evalkit.trajectory import reader
 from evalkit.errors import InputError
-from evalkit.trajectory.reader import parse_lines, parse_trajectory, read_trajectory
 from evalkit.present.score_view import card_head_json
 from evalkit.scoring import score_trajectory
+from evalkit.trajectory import reader
 from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, read, say, trajectory
+from evalkit.trajectory.reader import parse_lines, parse_trajectory, read_trajectory
 
 SC = a320_scenario()
 
@@ -66,10 +65,24 @@ def _variant(name: str) -> str:
     return text if name == "result_at_the_bundle_limit" else text + "\n"
 
 
-VARIANTS = ["plain", "overflow_in_a_call", "nan_in_an_assistant_line", "long_digit_run", "blank_and_whitespace_lines",
-            "half_written_last_line", "half_written_middle_line", "duplicate_key_in_a_call", "bad_field_in_a_call",
-            "call_after_final", "call_after_harness_error", "list_line", "unknown_type_and_nudge", "extra_fields",
-            "result_at_the_bundle_limit", "crlf"]
+VARIANTS = [
+    "plain",
+    "overflow_in_a_call",
+    "nan_in_an_assistant_line",
+    "long_digit_run",
+    "blank_and_whitespace_lines",
+    "half_written_last_line",
+    "half_written_middle_line",
+    "duplicate_key_in_a_call",
+    "bad_field_in_a_call",
+    "call_after_final",
+    "call_after_harness_error",
+    "list_line",
+    "unknown_type_and_nudge",
+    "extra_fields",
+    "result_at_the_bundle_limit",
+    "crlf",
+]
 
 
 def _outcome(fn) -> tuple[str, list[str]]:
@@ -100,7 +113,8 @@ def test_fast_loop_gives_what_the_line_by_line_read_gives(tmp_path, monkeypatch,
     # standard input and URLs: the bytes split into lines (without their newlines)
     data = path.read_bytes()
     assert _outcome(lambda warn: parse_trajectory(str(path), data, warn, compact=True)) == _outcome(
-        lambda warn: line_by_line(warn, data.split(b"\n")))
+        lambda warn: line_by_line(warn, data.split(b"\n"))
+    )
 
 
 def test_numbers_that_overflow_are_counted_when_only_the_file_is_searched(tmp_path):

@@ -8,6 +8,7 @@ directory (set EVALKIT_BROWSER_OUT=DIR to keep a copy of both for a human to loo
 Without chromium the tests skip and say why, unless EVALKIT_REQUIRE_BROWSER=1 (set by .ci/run),
 where a missing browser is a failure: CI must not pass by skipping them.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 import report_fixtures as rf
-from evalkit.report import build_report, render_html
 from report_browser import Browser, find_chromium
+
+from evalkit.report import build_report, render_html
 
 SECTIONS = ["headline", "vector", "safety", "runs", "judge", "agreement", "provenance", "contamination"]
 
@@ -120,8 +121,8 @@ def test_harness_sees_console_errors_and_requests(browser, tmp_path):
     """The checks above can fail: a page breaking the rules is caught."""
     bad = tmp_path / "bad.html"
     bad.write_text(
-        "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\">"
-        "</head><body><img src=\"http://192.0.2.1/x.png\"><p>x</p></body></html>",
+        '<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="default-src \'none\'">'
+        '</head><body><img src="http://192.0.2.1/x.png"><p>x</p></body></html>',
         encoding="utf-8",
     )
     result = browser.load(bad.as_uri(), {}, screenshot=False)

@@ -1,11 +1,12 @@
 """`evalkit report`: files written atomically, stdout, exit codes, one-line errors."""
+
 from __future__ import annotations
 
 import pytest
-from click.testing import CliRunner
-
-from import_helpers import among, modules_loaded_by
 import report_fixtures as rf
+from click.testing import CliRunner
+from import_helpers import among, modules_loaded_by
+
 from evalkit.cli import cli
 
 
@@ -91,8 +92,9 @@ def test_failed_write_leaves_the_old_report(db, tmp_path, monkeypatch):
 
 def test_custom_contamination_file(db, tmp_path):
     c = tmp_path / "c.toml"
-    c.write_text('[contamination]\ndeclared = true\nstatement = "Scenarios are private; <b>none</b> public."\n',
-                 encoding="utf-8")
+    c.write_text(
+        '[contamination]\ndeclared = true\nstatement = "Scenarios are private; <b>none</b> public."\n', encoding="utf-8"
+    )
     result = run("report", "--db", str(db), "--markdown", "-", "--contamination", str(c))
     assert result.exit_code == 0
     assert "Scenarios are private; &lt;b&gt;none&lt;/b&gt; public." in result.stdout
@@ -119,13 +121,19 @@ def test_both_outputs_to_stdout_is_a_usage_error(db):
 
 def test_command_module_imports_only_click_and_stdlib():
     loaded = modules_loaded_by("import evalkit.commands.report")
-    assert among(loaded, ("pydantic", "sqlite_utils", "numpy", "scipy", "litellm", "evalkit.judges", "evalkit.report")) == []
+    assert (
+        among(loaded, ("pydantic", "sqlite_utils", "numpy", "scipy", "litellm", "evalkit.judges", "evalkit.report"))
+        == []
+    )
 
 
 def test_report_never_imports_litellm(db, tmp_path):
-    loaded = modules_loaded_by("import sys; from evalkit.cli import cli; "
-                               "cli(['report', '--db', sys.argv[1], '--html', sys.argv[2]], standalone_mode=False)",
-                               str(db), str(tmp_path / "l.html"))
+    loaded = modules_loaded_by(
+        "import sys; from evalkit.cli import cli; "
+        "cli(['report', '--db', sys.argv[1], '--html', sys.argv[2]], standalone_mode=False)",
+        str(db),
+        str(tmp_path / "l.html"),
+    )
     assert "evalkit.report.html" in loaded  # the report was made
     assert among(loaded, ("litellm", "evalkit.judges.litellm_judge")) == []
 

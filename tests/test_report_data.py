@@ -1,5 +1,6 @@
 """The report dict: numbers come from the same code as `evalkit score`, judge tables are read
 apart, absent data is said, the database is never written."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,11 +10,11 @@ import statistics
 from collections import Counter
 
 import pytest
-
 import report_fixtures as rf
+
 from evalkit.api import Store, aggregate, iter_scorecards
-from evalkit.errors import InputError
 from evalkit.config.files import ConfigError
+from evalkit.errors import InputError
 from evalkit.report import ReportError, build_report, load_contamination
 
 
@@ -34,8 +35,9 @@ def _cards(paths):
 def test_groups_and_models_equal_the_aggregate_of_the_scored_files(report, full_db):
     cards = _cards([rf.EXAMPLES, full_db.parent / "evil"])
     expected = json.loads(json.dumps(aggregate(cards)))
-    assert report["groups"] == [dict(g, scenario_title=report["groups"][i]["scenario_title"])
-                                for i, g in enumerate(expected["groups"])]
+    assert report["groups"] == [
+        dict(g, scenario_title=report["groups"][i]["scenario_title"]) for i, g in enumerate(expected["groups"])
+    ]
     # each model row adds its paired comparison with the best model (the report's comparison section)
     assert [{k: v for k, v in m.items() if k != "versus_best"} for m in report["models"]] == expected["models"]
     assert report["counts"]["runs"] == len(cards)
@@ -80,9 +82,7 @@ def test_ranks_are_per_scenario_by_score_with_shared_ties(report):
 
 def test_judge_distributions_count_primary_ok_values(report, full_db):
     con = sqlite3.connect(full_db)
-    rows = con.execute(
-        "SELECT judge_model, dimension, value FROM annotation_values WHERE replicate = 0"
-    ).fetchall()
+    rows = con.execute("SELECT judge_model, dimension, value FROM annotation_values WHERE replicate = 0").fetchall()
     con.close()
     expected = Counter((j, d, str(json.loads(v))) for j, d, v in rows)
     got = Counter()
@@ -96,12 +96,19 @@ def test_judge_distributions_count_primary_ok_values(report, full_db):
 def test_judge_cost_and_latency_per_model(report, full_db):
     con = sqlite3.connect(full_db)
     for m in report["judge"]["models"]:
-        lat = [r[0] for r in con.execute(
-            "SELECT latency_ms FROM annotations WHERE judge_model = ? ORDER BY created_at, annotation_id",
-            (m["judge_model"],))]
-        cost = [r[0] for r in con.execute("SELECT cost_usd FROM annotations WHERE judge_model = ?", (m["judge_model"],))]
-        errors = con.execute("SELECT COUNT(*) FROM annotations WHERE judge_model = ? AND status != 'ok'",
-                             (m["judge_model"],)).fetchone()[0]
+        lat = [
+            r[0]
+            for r in con.execute(
+                "SELECT latency_ms FROM annotations WHERE judge_model = ? ORDER BY created_at, annotation_id",
+                (m["judge_model"],),
+            )
+        ]
+        cost = [
+            r[0] for r in con.execute("SELECT cost_usd FROM annotations WHERE judge_model = ?", (m["judge_model"],))
+        ]
+        errors = con.execute(
+            "SELECT COUNT(*) FROM annotations WHERE judge_model = ? AND status != 'ok'", (m["judge_model"],)
+        ).fetchone()[0]
         assert m["latency_median_ms"] == statistics.median(lat)
         assert m["latency_mean_excl_first_ms"] == pytest.approx(statistics.fmean(lat[1:]))
         assert m["cost_usd_total"] == pytest.approx(sum(cost))
@@ -243,10 +250,16 @@ def test_declared_contamination_file(tmp_path):
     [
         ("[contamination\n", "c.toml:1: invalid TOML"),
         ("[other]\nx = 1\n", "c.toml: contamination: required key missing"),
-        ('[contamination]\ndeclared = "yes"\n', "c.toml: contamination.declared: input should be a valid boolean, got 'yes'"),
+        (
+            '[contamination]\ndeclared = "yes"\n',
+            "c.toml: contamination.declared: input should be a valid boolean, got 'yes'",
+        ),
         ("[contamination]\nstatement = 3\n", "c.toml: contamination.statement: input should be a valid string, got 3"),
-        ('[contamination]\nevidence = "one"\n', "c.toml: contamination.evidence: input should be a valid list, got 'one'"),
-        ('[contamination]\ndeclard = true\n', "c.toml: contamination.declard: unknown key"),
+        (
+            '[contamination]\nevidence = "one"\n',
+            "c.toml: contamination.evidence: input should be a valid list, got 'one'",
+        ),
+        ("[contamination]\ndeclard = true\n", "c.toml: contamination.declard: unknown key"),
     ],
 )
 def test_bad_contamination_file_names_file_and_field(tmp_path, text, message):

@@ -2,6 +2,7 @@
 drawn skeleton is present and no other, every key of an entry is one the skeleton names, and the
 output is valid strict JSON, byte-identical for the same database, also on a database with odd
 cells (whose warnings are in ``warnings``, not on stdout)."""
+
 from __future__ import annotations
 
 import json
@@ -10,13 +11,19 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import report_fixtures as rf
 from click.testing import CliRunner
 
-import report_fixtures as rf
 from evalkit.cli import cli
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "audit.md"
-DATA_KEYED = {"scorecard_statuses", "rater_kinds", "mapping", "bootstrap", "per_human"}  # keys are data, or drawn elsewhere
+DATA_KEYED = {
+    "scorecard_statuses",
+    "rater_kinds",
+    "mapping",
+    "bootstrap",
+    "per_human",
+}  # keys are data, or drawn elsewhere
 
 
 def _skeleton() -> str:
@@ -48,8 +55,9 @@ def _keys(value, parent: str = "") -> set[str]:
 
 
 def _audit_json(db: Path, *extra: str) -> tuple[str, str]:
-    res = CliRunner().invoke(cli, ["audit", "--db", str(db), "--format", "json", "--resamples", "5", *extra],
-                             catch_exceptions=False)
+    res = CliRunner().invoke(
+        cli, ["audit", "--db", str(db), "--format", "json", "--resamples", "5", *extra], catch_exceptions=False
+    )
     assert res.exit_code == 0, res.output
     return res.stdout, res.stderr
 

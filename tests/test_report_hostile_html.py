@@ -2,14 +2,14 @@
 override) and every other C0/C1/bidi control or line separator from a run id, a model, a title,
 a command or a judge's rationale is shown escaped (``\\x1b``, ``\\u202e``), as in the terminal.
 Tab and line feed stay (the page lays text out with them); CR becomes LF."""
+
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-
 import report_fixtures as rf
+
 from evalkit.present import html_text
 from evalkit.present.safe import BIDI_CONTROLS
 from evalkit.report import build_report, render_html
@@ -25,9 +25,16 @@ def page(tmp_path_factory) -> str:
     tmp = tmp_path_factory.mktemp("controls")
     runs = tmp / "runs"
     runs.mkdir()
-    write_jsonl(runs / "nasty.jsonl", trajectory(
-        a320_scenario(title=f"title {NASTY}"), [read("get_ecam"), cmd(f"ctl{NASTY}", 1), cmd("ext_pwr", 1)],
-        run_id=f"run{ESC}[31m{RLO}1", model=f"model{RLO}x", passed=False))
+    write_jsonl(
+        runs / "nasty.jsonl",
+        trajectory(
+            a320_scenario(title=f"title {NASTY}"),
+            [read("get_ecam"), cmd(f"ctl{NASTY}", 1), cmd("ext_pwr", 1)],
+            run_id=f"run{ESC}[31m{RLO}1",
+            model=f"model{RLO}x",
+            passed=False,
+        ),
+    )
     db = tmp / "evalkit.db"
     rf.score_into(db, [rf.EXAMPLES, runs])
     rf.add_judge_rows(db, rationale_extra=NASTY)

@@ -6,15 +6,16 @@ rendered text that finds mentions and addresses after escapes are resolved).
 Checked two ways: outside code spans the markdown holds none of ``://``, ``www.``, ``@``; and
 markdown-it (GFM tables, linkify on) renders no ``<a`` and leaves none of them in the text.
 """
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
 import pytest
+import report_fixtures as rf
 from markdown_it import MarkdownIt
 
-import report_fixtures as rf
 from evalkit.agreement.audit import build_audit
 from evalkit.agreement.audit_output import audit_markdown
 from evalkit.present import md_text
@@ -36,7 +37,10 @@ def _outside_code(markdown: str) -> str:
 def _assert_inert(markdown: str) -> None:
     rest = _outside_code(markdown)
     for trigger in TRIGGERS:
-        assert trigger not in rest.lower(), (trigger, [line for line in rest.splitlines() if trigger in line.lower()][:3])
+        assert trigger not in rest.lower(), (
+            trigger,
+            [line for line in rest.splitlines() if trigger in line.lower()][:3],
+        )
     html = MarkdownIt("commonmark", {"linkify": True}).enable(["table", "linkify", "strikethrough"]).render(markdown)
     assert "<a " not in html
     text = re.sub(r"<code>.*?</code>", "", html, flags=re.S)
@@ -49,19 +53,37 @@ def linky_db(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("linky")
     runs = tmp / "runs"
     runs.mkdir()
-    write_jsonl(runs / "linky.jsonl", trajectory(
-        a320_scenario(title=TITLE), [read("get_ecam"), cmd("ext_pwr", 1), cmd("bat_1", 0)],
-        run_id=RUN_ID, model=MODEL, passed=False))
+    write_jsonl(
+        runs / "linky.jsonl",
+        trajectory(
+            a320_scenario(title=TITLE),
+            [read("get_ecam"), cmd("ext_pwr", 1), cmd("bat_1", 0)],
+            run_id=RUN_ID,
+            model=MODEL,
+            passed=False,
+        ),
+    )
     db = tmp / "evalkit.db"
     rf.score_into(db, [rf.EXAMPLES, runs])
     rf.add_judge_rows(db, rationale_extra=LINKY)
     return db
 
 
-@pytest.mark.parametrize("text", [
-    "https://evil.example", "HTTP://EVIL.EXAMPLE", "see:https://x.y", "www.evil.example", "WWW.Evil.Example",
-    "@team", "@octo-org/admins", "a@b.example", "(https://x.y)", "mailto:a@b.example",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://evil.example",
+        "HTTP://EVIL.EXAMPLE",
+        "see:https://x.y",
+        "www.evil.example",
+        "WWW.Evil.Example",
+        "@team",
+        "@octo-org/admins",
+        "a@b.example",
+        "(https://x.y)",
+        "mailto:a@b.example",
+    ],
+)
 def test_md_text_linkable_word_is_a_code_span(text):
     out = md_text(f"before {text} after")
     assert out.startswith("before ") and out.endswith(" after")

@@ -1,4 +1,5 @@
 """The HTML page and the markdown summary: content, self-containment, escaping, determinism."""
+
 from __future__ import annotations
 
 import copy
@@ -7,8 +8,8 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-
 import report_fixtures as rf
+
 from evalkit.report import build_report, render_html, render_markdown
 from evalkit.report.html import run_anchor
 
@@ -115,8 +116,11 @@ def test_html_is_deterministic_and_only_made_at_changes(report):
     assert render_html(copy.deepcopy(report)) == first
     later = copy.deepcopy(report)
     later["made_at"] = later["provenance"]["made_at"] = "2027-05-05T05:05:05Z"
-    diff = [d for d in difflib.unified_diff(first.splitlines(), render_html(later).splitlines(), n=0)
-            if d.startswith(("+", "-")) and not d.startswith(("+++", "---"))]
+    diff = [
+        d
+        for d in difflib.unified_diff(first.splitlines(), render_html(later).splitlines(), n=0)
+        if d.startswith(("+", "-")) and not d.startswith(("+++", "---"))
+    ]
     assert len(diff) == 2 and all("made-at" in d for d in diff)
 
 
@@ -124,8 +128,11 @@ def test_markdown_is_deterministic_and_only_made_at_changes(report):
     first = render_markdown(report)
     later = copy.deepcopy(report)
     later["made_at"] = later["provenance"]["made_at"] = "2027-05-05T05:05:05Z"
-    diff = [d for d in difflib.unified_diff(first.splitlines(), render_markdown(later).splitlines(), n=0)
-            if d.startswith(("+", "-")) and not d.startswith(("+++", "---"))]
+    diff = [
+        d
+        for d in difflib.unified_diff(first.splitlines(), render_markdown(later).splitlines(), n=0)
+        if d.startswith(("+", "-")) and not d.startswith(("+++", "---"))
+    ]
     assert len(diff) == 2 and all("made at" in d for d in diff)
 
 
@@ -161,7 +168,7 @@ def test_run_table_links_commands_with_their_classes(report, html):
     run = next(r for r in report["runs"] if len(r["commands"]) >= 3)
     anchor = run_anchor(run["run_id"])
     start = html.index(f'id="{anchor}"')
-    row = html[start: html.index("</details>", start)]
+    row = html[start : html.index("</details>", start)]
     for c in run["commands"]:
         assert f'class="cls-{c["class"]}"' in row
 
@@ -177,7 +184,7 @@ def test_unsafe_runs_flagged_in_page(report, html, markdown):
 
 
 def test_judge_section_is_labelled_qualitative(html, markdown):
-    section = html[html.index('<section id="judge"'):]
+    section = html[html.index('<section id="judge"') :]
     section = section[: section.index("</section>")]
     assert 'class="qualitative"' in section
     assert "outside the score" in section and "never change" in section
@@ -187,7 +194,7 @@ def test_judge_section_is_labelled_qualitative(html, markdown):
 def test_disagreements_link_runs_and_quote_rationales(report, html, markdown):
     items = report["agreement"]["audit"]["disagreements"]
     assert items
-    section = html[html.index('<section id="agreement"'):]
+    section = html[html.index('<section id="agreement"') :]
     first = items[0]
     if first["run_id"] in {r["run_id"] for r in report["runs"]}:
         assert f'<a href="#{run_anchor(first["run_id"])}">' in section
@@ -200,17 +207,26 @@ def test_markdown_caps_disagreements_for_pull_requests(report):
 
     big = copy.deepcopy(report)
     items = big["agreement"]["audit"]["disagreements"]
-    big["agreement"]["audit"]["disagreements"] = (items * (MARKDOWN_DISAGREEMENTS // len(items) + 2))
+    big["agreement"]["audit"]["disagreements"] = items * (MARKDOWN_DISAGREEMENTS // len(items) + 2)
     total = len(big["agreement"]["audit"]["disagreements"])
     text = render_markdown(big)
     assert f"_{total - MARKDOWN_DISAGREEMENTS} more in the HTML report._" in text
     assert render_html(big).count("<blockquote>") == sum(
-        1 for i in big["agreement"]["audit"]["disagreements"] if i.get("rationale"))
+        1 for i in big["agreement"]["audit"]["disagreements"] if i.get("rationale")
+    )
 
 
 def test_markdown_has_the_same_sections_and_numbers(report, markdown):
-    for heading in ("## Headline", "## Score vector", "### Safety", "## Runs", "## Judge annotations",
-                    "## Agreement audit", "## Provenance", "## Contamination"):
+    for heading in (
+        "## Headline",
+        "## Score vector",
+        "### Safety",
+        "## Runs",
+        "## Judge annotations",
+        "## Agreement audit",
+        "## Provenance",
+        "## Contamination",
+    ):
         assert heading in markdown
     for g in report["groups"]:
         if g["pass_rate"] is not None:
@@ -258,7 +274,7 @@ def test_human_raters_appear_in_raters_table_and_provenance(with_humans):
     assert report["provenance"]["human_raters"] == list(rf.HUMANS)
     outcome = next(e for e in report["agreement"]["audit"]["raters"] if e["dimension"] == "outcome")
     assert set(rf.HUMANS) <= set(outcome["raters"])
-    section = html[html.index('<section id="agreement"'):]
+    section = html[html.index('<section id="agreement"') :]
     assert "alice, bob, carol" in section or all(h in section for h in rf.HUMANS)
     assert "Alternative Annotator Test" in section and "Alternative Annotator Test" in md
 
@@ -282,7 +298,7 @@ def test_replicates_and_non_blind_are_counted_in_the_judge_section(with_humans):
 
 def test_audit_cost_table_reads_judge_calls(with_humans):
     _, html, _ = with_humans
-    section = html[html.index('<section id="judge"'):]
+    section = html[html.index('<section id="judge"') :]
     assert 'class="judge-calls"' in section and "<td>judge_calls</td>" in section
 
 
@@ -294,7 +310,7 @@ def test_markdown_caps_runs_and_commands_for_pull_requests(report):
     big["runs"] = [dict(template, run_id=f"run-{i:04d}") for i in range(MARKDOWN_RUNS + 7)]
     text = render_markdown(big)
     assert "_7 more runs in the HTML report._" in text
-    runs_section = text[text.index("## Runs and their commands"): text.index("## Judge annotations")]
+    runs_section = text[text.index("## Runs and their commands") : text.index("## Judge annotations")]
     assert "run-0099" in runs_section and "run-0100" not in runs_section
     commands = MARKDOWN_RUNS * len(template["commands"])
     assert f"_{commands - MARKDOWN_COMMANDS} more commands in the HTML report._" in text

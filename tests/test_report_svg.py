@@ -1,4 +1,5 @@
 """The inline SVG charts: well-formed, escaped, faithful to the data, deterministic."""
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET

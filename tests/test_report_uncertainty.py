@@ -1,12 +1,13 @@
 """The report's error bars: whiskers on the headline charts, the per-model table's intervals and its
 mark for models that differ significantly from the best one, and the paired comparison section."""
+
 from __future__ import annotations
 
 import re
 
 import pytest
-
 from audit_helpers import card, save_cards
+
 from evalkit.report import build_report, render_html, render_markdown
 from evalkit.report.svg import bar_chart
 

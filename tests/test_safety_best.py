@@ -1,10 +1,12 @@
-""""best" is decided on the safe figures: a model whose pass rate is bought with a forbidden command is
+""" "best" is decided on the safe figures: a model whose pass rate is bought with a forbidden command is
 not best on pass rate alone."""
+
 from __future__ import annotations
+
+from safety_helpers import A320, UNSAFE_PASS, example_cards, relabel
 
 from evalkit.aggregate.groups import aggregate
 from evalkit.aggregate.uncertainty.paired import best_model
-from safety_helpers import A320, UNSAFE_PASS, example_cards, relabel
 
 
 def _a320():
@@ -23,8 +25,11 @@ def test_unsafe_pass_model_would_be_best_on_pass_rate_alone_but_is_not_on_the_sa
     gemini = [c for c in cards if c.model == "gemini-2.5-flash"]
     assert any(c.run_id == UNSAFE_PASS and c.vector.all_passed and c.vector.safety_dangerous for c in gemini)
     # a rival that ran the same scenario safely, passing 2 of 3: isolation skipped, only EXT PWR, nothing
-    rival = [relabel(c, "rival", "-rival") for c in gemini
-             if c.run_id.endswith(("isolation-skipped", "only-ext-pwr", "nothing"))]
+    rival = [
+        relabel(c, "rival", "-rival")
+        for c in gemini
+        if c.run_id.endswith(("isolation-skipped", "only-ext-pwr", "nothing"))
+    ]
     agg = aggregate(gemini + rival)
     models = {m["model"]: m for m in agg["models"]}
     assert models["gemini-2.5-flash"]["pass_rate"] == 0.75 > models["rival"]["pass_rate"] == 2 / 3
@@ -34,9 +39,13 @@ def test_unsafe_pass_model_would_be_best_on_pass_rate_alone_but_is_not_on_the_sa
 
 
 def test_best_breaks_a_safe_pass_rate_tie_on_score_then_name():
-    agg = {"models": [{"model": "b", "safe_pass_rate": 0.5, "score_mean": 0.9, "unsafe_rate": 0.0},
-                      {"model": "a", "safe_pass_rate": 0.5, "score_mean": 0.8, "unsafe_rate": 0.0},
-                      {"model": "c", "safe_pass_rate": None, "score_mean": 1.0, "unsafe_rate": None}]}
+    agg = {
+        "models": [
+            {"model": "b", "safe_pass_rate": 0.5, "score_mean": 0.9, "unsafe_rate": 0.0},
+            {"model": "a", "safe_pass_rate": 0.5, "score_mean": 0.8, "unsafe_rate": 0.0},
+            {"model": "c", "safe_pass_rate": None, "score_mean": 1.0, "unsafe_rate": None},
+        ]
+    }
     assert best_model(agg) == "b"
     agg["models"][1]["score_mean"] = 0.9
     assert best_model(agg) == "a"

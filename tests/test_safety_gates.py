@@ -1,24 +1,26 @@
 """The safety gates: `score --max-unsafe-rate R` / `--min-safe-pass-rate R` exit 3 with one line naming
 the model and its figure; the gate rule lives in evalkit.aggregate.gates for score, compare and probe."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 from click.testing import CliRunner
+from safety_helpers import A320, EXAMPLES
 
 from evalkit.aggregate.gates import MODEL_GATES, model_gate_failure, worse_failure
 from evalkit.aggregate.groups import RunSummary, aggregate
 from evalkit.aggregate.uncertainty.paired import BETTER, WORSE, compare_models
 from evalkit.cli import cli
-from safety_helpers import A320, EXAMPLES
 
 EXIT_GATE = 3
 
 
 def score(*args):
-    return CliRunner().invoke(cli, ["score", str(A320), "--no-db", "--aggregate", "--workers", "1", *args],
-                              env={"COLUMNS": "120"})
+    return CliRunner().invoke(
+        cli, ["score", str(A320), "--no-db", "--aggregate", "--workers", "1", *args], env={"COLUMNS": "120"}
+    )
 
 
 def test_max_unsafe_rate_zero_fails_naming_the_model_with_the_unsafe_pass():
@@ -38,7 +40,8 @@ def test_min_safe_pass_rate_fails_where_min_pass_rate_holds():
     result = score("--min-safe-pass-rate", "0.7")
     assert result.exit_code == EXIT_GATE
     assert result.stderr.strip().splitlines()[-1] == (
-        "gate failed: model gemini-2.5-flash safe_pass_rate 0.5000 < --min-safe-pass-rate 0.7")
+        "gate failed: model gemini-2.5-flash safe_pass_rate 0.5000 < --min-safe-pass-rate 0.7"
+    )
     assert score("--min-safe-pass-rate", "0.5").exit_code == 0
 
 
@@ -51,13 +54,21 @@ def test_existing_gate_lines_are_unchanged():
     # the line --fail-under printed before the gates moved to evalkit.aggregate.gates
     result = score("--fail-under", "0.5")
     assert result.exit_code == EXIT_GATE
-    assert result.stderr.strip().splitlines()[-1] == "gate failed: model gemini-2.5-flash score_mean 0.3625 < --fail-under 0.5"
+    assert (
+        result.stderr.strip().splitlines()[-1]
+        == "gate failed: model gemini-2.5-flash score_mean 0.3625 < --fail-under 0.5"
+    )
 
 
 def test_a_model_without_a_figure_fails_the_gate_saying_so():
     result = aggregate([RunSummary("s", "m", "incomplete", None, 0.1, None, None, None, 0)])
-    assert model_gate_failure(result, max_unsafe_rate=0.0) == "gate failed: model m unsafe_rate no unsafe rate > --max-unsafe-rate 0.0"
-    assert model_gate_failure(result, min_safe_pass_rate=0.5).endswith("safe_pass_rate no safe pass rate < --min-safe-pass-rate 0.5")
+    assert (
+        model_gate_failure(result, max_unsafe_rate=0.0)
+        == "gate failed: model m unsafe_rate no unsafe rate > --max-unsafe-rate 0.0"
+    )
+    assert model_gate_failure(result, min_safe_pass_rate=0.5).endswith(
+        "safe_pass_rate no safe pass rate < --min-safe-pass-rate 0.5"
+    )
 
 
 def test_no_models_fails_an_active_gate_and_passes_without_one():
@@ -67,7 +78,9 @@ def test_no_models_fails_an_active_gate_and_passes_without_one():
 
 
 def test_gates_are_checked_in_a_fixed_order_per_model():
-    result = {"models": [{"model": "m", "score_mean": 0.1, "pass_rate": 0.1, "safe_pass_rate": 0.1, "unsafe_rate": 0.9}]}
+    result = {
+        "models": [{"model": "m", "score_mean": 0.1, "pass_rate": 0.1, "safe_pass_rate": 0.1, "unsafe_rate": 0.9}]
+    }
     assert list(MODEL_GATES) == ["fail_under", "min_pass_rate", "min_safe_pass_rate", "max_unsafe_rate"]
     assert "--fail-under" in model_gate_failure(result, max_unsafe_rate=0.0, fail_under=0.5)
     assert "--max-unsafe-rate" in model_gate_failure(result, max_unsafe_rate=0.0)
@@ -83,8 +96,23 @@ def _suite(unsafe_in_candidate: bool) -> dict:
         for i in range(4):
             runs.append(RunSummary(f"s{s}", "base", "scored", 1.0, 1.0, 1.0, 1.0, True, 0, f"b{s}{i}"))
             unsafe = unsafe_in_candidate and i == 0
-            runs.append(RunSummary(f"s{s}", "cand", "scored", 0.5 if unsafe else 1.0, 1.0, 1.0, 1.0, True, 0,
-                                   f"c{s}{i}", "", int(unsafe), int(unsafe)))
+            runs.append(
+                RunSummary(
+                    f"s{s}",
+                    "cand",
+                    "scored",
+                    0.5 if unsafe else 1.0,
+                    1.0,
+                    1.0,
+                    1.0,
+                    True,
+                    0,
+                    f"c{s}{i}",
+                    "",
+                    int(unsafe),
+                    int(unsafe),
+                )
+            )
     return aggregate(runs)
 
 
@@ -92,7 +120,9 @@ def test_compare_counts_a_higher_unsafe_rate_as_worse():
     comparison = compare_models(_suite(True), baseline="base")
     by_metric = {r["metric"]: r for r in comparison["rows"]}
     assert by_metric["unsafe_rate"]["delta"] == pytest.approx(0.25) and by_metric["unsafe_rate"]["verdict"] == WORSE
-    assert by_metric["safe_pass_rate"]["delta"] == pytest.approx(-0.25) and by_metric["safe_pass_rate"]["verdict"] == WORSE
+    assert (
+        by_metric["safe_pass_rate"]["delta"] == pytest.approx(-0.25) and by_metric["safe_pass_rate"]["verdict"] == WORSE
+    )
     assert by_metric["pass_rate"]["delta"] == 0.0  # the harness saw every run pass
     assert comparison["family"] == 4  # Holm over every row, the safety metrics included
     reversed_ = {r["metric"]: r for r in compare_models(_suite(True), baseline="cand")["rows"]}
@@ -129,15 +159,19 @@ def test_compare_cli_fail_if_worse_exits_3_on_an_unsafe_candidate(tmp_path):
     runs.mkdir()
     i = 0
     for scenario in ("one", "two"):
-        for model, names in (("base", ("good", "free-text", "good")), ("cand", ("good", "free-text", "closed-account"))):
+        for model, names in (
+            ("base", ("good", "free-text", "good")),
+            ("cand", ("good", "free-text", "closed-account")),
+        ):
             for name in names:
                 _support_run(runs, i, name, model, scenario)
                 i += 1
     db = tmp_path / "c.db"
     out = CliRunner().invoke(cli, ["score", str(runs), "--db", str(db), "--aggregate", "--workers", "1"])
     assert out.exit_code == 0, out.output
-    res = CliRunner().invoke(cli, ["compare", "--db", str(db), "--baseline", "base", "--fail-if-worse", "cand",
-                                   "--format", "json"])
+    res = CliRunner().invoke(
+        cli, ["compare", "--db", str(db), "--baseline", "base", "--fail-if-worse", "cand", "--format", "json"]
+    )
     assert res.exit_code == EXIT_GATE
     rows = {r["metric"]: r for r in json.loads(res.stdout)["rows"]}
     assert rows["unsafe_rate"]["delta"] == pytest.approx(1 / 3) and rows["unsafe_rate"]["verdict"] == WORSE
@@ -151,6 +185,9 @@ def test_report_gates_exit_3_after_writing_the_summary(tmp_path):
     res = CliRunner().invoke(cli, ["report", "--db", str(db), "--markdown", str(out), "--max-unsafe-rate", "0"])
     assert res.exit_code == EXIT_GATE
     assert out.exists() and "safe pass rate" in out.read_text(encoding="utf-8")
-    assert res.stderr.strip().splitlines()[-1] == "gate failed: model gemini-2.5-flash unsafe_rate 0.2500 > --max-unsafe-rate 0.0"
+    assert (
+        res.stderr.strip().splitlines()[-1]
+        == "gate failed: model gemini-2.5-flash unsafe_rate 0.2500 > --max-unsafe-rate 0.0"
+    )
     ok = CliRunner().invoke(cli, ["report", "--db", str(db), "--markdown", str(out), "--min-safe-pass-rate", "0.5"])
     assert ok.exit_code == 0, ok.output

@@ -1,5 +1,6 @@
 """`evalkit score`'s table view fits $COLUMNS (or 120) by choosing columns, the vector and safety first;
 --wide shows every column (the runs table as before); csv and json are always complete."""
+
 from __future__ import annotations
 
 import csv
@@ -9,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from safety_helpers import EXAMPLES
 
 from evalkit.cli import cli
 from evalkit.present.score_view import GROUP_COLUMNS, fit_columns, terminal_width
-from safety_helpers import EXAMPLES
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "safety"
 

@@ -2,14 +2,15 @@
 value, only slices the tables where a part ends (every FLUSH_ROWS rows, wherever a batch ends),
 groups them by scenario and writes. The files are byte for byte those of the rows converted in the
 parent, as before, however the rows came."""
+
 from __future__ import annotations
 
 import pytest
 
 pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
-
 from engine_helpers import make_corpus  # noqa: E402
+
 from evalkit.engines import ScoreJob  # noqa: E402
 from evalkit.engines.job import score_batch  # noqa: E402
 from evalkit.output import parquet  # noqa: E402
@@ -40,7 +41,7 @@ def old_way(root, rows, flush):
     schema = parquet._schema()
     (root / "bundles").mkdir(parents=True)
     for part, start in enumerate(range(0, len(rows) or 1, flush)):  # no rows: an empty bundles part
-        chunk, name = rows[start:start + flush], f"part-{part:06d}.parquet"
+        chunk, name = rows[start : start + flush], f"part-{part:06d}.parquet"
         by_scenario, bundles = {}, {}
         for r in chunk:
             by_scenario.setdefault(r.scenario_id, []).append(r.scorecard)
@@ -49,11 +50,17 @@ def old_way(root, rows, flush):
             folder = root / "scorecards" / parquet.partition_name(scenario_id)
             folder.mkdir(parents=True, exist_ok=True)
             values = [*zip(*got), [scenario_id] * len(got)]
-            pq.write_table(pa.Table.from_arrays([pa.array(v, type=f.type) for v, f in zip(values, schema)],
-                                                schema=schema), folder / name)
-        pq.write_table(pa.table({"bundle_hash": list(bundles), "bundle": list(bundles.values())},
-                                schema=pa.schema([("bundle_hash", pa.string()), ("bundle", pa.string())])),
-                       root / "bundles" / name)
+            pq.write_table(
+                pa.Table.from_arrays([pa.array(v, type=f.type) for v, f in zip(values, schema)], schema=schema),
+                folder / name,
+            )
+        pq.write_table(
+            pa.table(
+                {"bundle_hash": list(bundles), "bundle": list(bundles.values())},
+                schema=pa.schema([("bundle_hash", pa.string()), ("bundle", pa.string())]),
+            ),
+            root / "bundles" / name,
+        )
     return files_of(root)
 
 
@@ -63,7 +70,7 @@ def test_arrow_batches_write_the_files_python_rows_write(rows, tmp_path, monkeyp
     reference = old_way(tmp_path / "old", rows, flush)
     assert len(reference) > 2
     assert write(tmp_path / "rows", [rows]) == reference
-    batches = [arrow_rows(rows[i:i + 5]) for i in range(0, len(rows), 5)]  # parts end mid-batch
+    batches = [arrow_rows(rows[i : i + 5]) for i in range(0, len(rows), 5)]  # parts end mid-batch
     assert write(tmp_path / "arrow", batches) == reference
     mixed = [rows[:3], arrow_rows(rows[3:12]), rows[12:13], arrow_rows(rows[13:])]
     assert write(tmp_path / "mixed", mixed) == reference
@@ -92,14 +99,33 @@ def test_the_parent_writing_parquet_for_workers_loads_no_pandas(tmp_path):
     from pathlib import Path
 
     corpus = make_corpus(tmp_path / "corpus", n=140)
-    probe = ("import sys, evalkit.cli\n"
-             "try:\n"
-             "    evalkit.cli.cli.main(sys.argv[1:], standalone_mode=False)\n"
-             "except SystemExit:\n"
-             "    pass\n"
-             "print(sorted(m for m in ('pandas', 'pydantic') if m in sys.modules), 'pyarrow' in sys.modules, file=sys.stderr)\n")
-    done = subprocess.run([sys.executable, "-c", probe, "score", str(corpus), "--format", "jsonl", "--no-db",
-                           "--workers", "2", "--parquet", str(tmp_path / "pq")], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[1], timeout=60)
+    probe = (
+        "import sys, evalkit.cli\n"
+        "try:\n"
+        "    evalkit.cli.cli.main(sys.argv[1:], standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in ('pandas', 'pydantic') if m in sys.modules), 'pyarrow' in sys.modules, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            probe,
+            "score",
+            str(corpus),
+            "--format",
+            "jsonl",
+            "--no-db",
+            "--workers",
+            "2",
+            "--parquet",
+            str(tmp_path / "pq"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=60,
+    )
     assert done.stderr.strip().splitlines()[-1] == "[] True"
     assert len(list((tmp_path / "pq" / "scorecards").glob("*/*.parquet"))) == 2

@@ -2,6 +2,7 @@
 partial) and the parent only writes: the output, the database and the Parquet files are byte for
 byte what one process writing card by card gives, on a corpus with warnings, an error, a run_id
 read twice and a recorder that crashed mid-line."""
+
 from __future__ import annotations
 
 import io
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from engine_helpers import make_corpus
+
 from evalkit.aggregate.groups import Aggregator, _merge_state
 from evalkit.cli import cli
 from evalkit.db.scores import Store, batch_rows
@@ -152,7 +153,7 @@ def test_partials_merged_in_order_give_the_same_aggregates(corpus, include_error
     merged = Aggregator(include_errors)
     for i in range(0, len(runs), 7):
         part = Aggregator(include_errors)
-        for run in runs[i:i + 7]:
+        for run in runs[i : i + 7]:
             part.add(run)
         merged.merge(part.partial())
     assert merged.result() == whole.result()
@@ -188,13 +189,15 @@ def test_merging_is_generic_over_the_accumulators_fields():
 
 
 def test_the_parent_loads_no_card_model_with_workers(corpus):
-    probe = ("import sys, evalkit.cli\n"
-             "try:\n"
-             "    evalkit.cli.cli.main(sys.argv[1:], standalone_mode=False)\n"
-             "except SystemExit:\n"
-             "    pass\n"
-             "print(sorted(m for m in ('evalkit.scoring.scorecard', 'evalkit.trajectory.records', 'pydantic', 'pydantic_core') "
-             "if m in sys.modules), file=sys.stderr)\n")
+    probe = (
+        "import sys, evalkit.cli\n"
+        "try:\n"
+        "    evalkit.cli.cli.main(sys.argv[1:], standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in ('evalkit.scoring.scorecard', 'evalkit.trajectory.records', 'pydantic', 'pydantic_core') "
+        "if m in sys.modules), file=sys.stderr)\n"
+    )
     args = [sys.executable, "-c", probe, "score", str(corpus), "--format", "jsonl", "--workers", "2"]
     done = subprocess.run([*args, "--no-db"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.stderr.strip().splitlines()[-1] == "[]"

@@ -2,6 +2,7 @@
 line of ratings.jsonl), so the parent only merges lines, sorts and renames; the ratings file is byte
 for byte the one made from the rows in the parent, merged with an existing file the same way; a row
 that does not pass is refused by the parent as before."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,8 +14,17 @@ from evalkit.trajectory.builders import a320_scenario, trajectory
 
 
 def rows(prefix, n=4):
-    return [{"item_id": f"{prefix}-{i}", "rater": "inspect:match", "rater_kind": "mechanical",
-             "dimension": "accuracy", "value": i / 3, **({"confidence": 0.5} if i % 2 else {})} for i in range(n)]
+    return [
+        {
+            "item_id": f"{prefix}-{i}",
+            "rater": "inspect:match",
+            "rater_kind": "mechanical",
+            "dimension": "accuracy",
+            "value": i / 3,
+            **({"confidence": 0.5} if i % 2 else {}),
+        }
+        for i in range(n)
+    ]
 
 
 def importer(ratings_of):
@@ -56,7 +66,9 @@ def test_a_rating_that_does_not_pass_is_refused_by_the_parent_as_before(tmp_path
     from pydantic import ValidationError
 
     def bad(name):
-        return rows(name, 2) + [{"item_id": f"{name}-x", "rater": "r", "rater_kind": "model", "dimension": "d", "value": 1}]
+        return rows(name, 2) + [
+            {"item_id": f"{name}-x", "rater": "r", "rater_kind": "model", "dimension": "d", "value": 1}
+        ]
 
     src = tmp_path / "a.json"
     src.write_text("{}")
@@ -83,5 +95,7 @@ def test_notes_of_many_inputs_merge_in_one_pass():
 
     notes = [Note("k", "{where}: {items}", {f"t{i % 3}"}, 1, [Path(f"p{i % 500}")]) for i in range(2000)]
     merged = merge(notes)
-    assert [(m.paths[:3], len(m.paths), m.lines, m.items) for m in merged] == [(["p0", "p1", "p2"], 500, 2000, {"t0", "t1", "t2"})]
+    assert [(m.paths[:3], len(m.paths), m.lines, m.items) for m in merged] == [
+        (["p0", "p1", "p2"], 500, 2000, {"t0", "t1", "t2"})
+    ]
     assert len(compared) < 5 * len(notes)

@@ -1,6 +1,7 @@
 """`--engine ray` ships the same finished pieces as the local pool: every format, the aggregates, the
 database and the Parquet files are byte for byte those of one local process (a local Ray instance of
 2 CPUs on 127.0.0.1, started once for this module)."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,16 +9,17 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from click.testing import CliRunner  # noqa: E402
-
 from engine_helpers import make_corpus  # noqa: E402
-from evalkit.cli import cli  # noqa: E402
 from test_scale_identical import dump  # noqa: E402
+
+from evalkit.cli import cli  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             _node_ip_address="127.0.0.1")
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, _node_ip_address="127.0.0.1"
+    )
     yield
     ray.shutdown()
 
@@ -32,8 +34,10 @@ def cli_score(*args):
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.mark.parametrize("args", [("--format", f) for f in ("table", "json", "jsonl", "csv", "markdown")]
-                         + [("--format", "json", "--aggregate")])
+@pytest.mark.parametrize(
+    "args",
+    [("--format", f) for f in ("table", "json", "jsonl", "csv", "markdown")] + [("--format", "json", "--aggregate")],
+)
 def test_ray_writes_the_bytes_the_local_engine_writes(cluster, corpus, args, monkeypatch):
     monkeypatch.setenv("COLUMNS", "120")
     local = cli_score(corpus, *args, "--no-db", "--workers", "1")

@@ -1,6 +1,7 @@
 """One directory-search rule for every reader of trajectory files: evalkit.trajectory.reader's
 expand_paths goes through evalkit.engines.sources.expand (the engines' search), so the ratings.jsonl
 an importer writes is skipped by one rule, and URLs stay as given for the in-process reader."""
+
 from __future__ import annotations
 
 from evalkit.engines import sources
@@ -21,8 +22,16 @@ def test_expand_paths_and_the_engines_list_the_same_files(tmp_path):
     for name in ("d/b.jsonl", "d/e/a.jsonl", "ratings.jsonl", "d/ratings.jsonl", "z.txt"):
         (tmp_path / name).write_text("{}\n")
     named = [str(tmp_path / "ratings.jsonl"), str(tmp_path), "-"]
-    assert list(reader.expand_paths(named)) == list(sources.expand(named)) == [
-        str(tmp_path / "ratings.jsonl"), str(tmp_path / "d" / "b.jsonl"), str(tmp_path / "d" / "e" / "a.jsonl"), "-"]
+    assert (
+        list(reader.expand_paths(named))
+        == list(sources.expand(named))
+        == [
+            str(tmp_path / "ratings.jsonl"),
+            str(tmp_path / "d" / "b.jsonl"),
+            str(tmp_path / "d" / "e" / "a.jsonl"),
+            "-",
+        ]
+    )
 
 
 def test_expand_paths_leaves_a_url_as_given(monkeypatch):

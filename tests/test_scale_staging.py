@@ -2,18 +2,19 @@
 SQLite tables of the scores' column types, serialised): the parent attaches it and copies the rows
 with INSERT ... SELECT, decoding none of them. The database is row for row what executemany of the
 same rows stores, whatever the batches and a run_id read twice (in one batch or across two)."""
+
 from __future__ import annotations
 
 import sqlite3
 
 import pytest
-
 from engine_helpers import make_corpus
+from test_scale_identical import dump
+
 from evalkit.db import scores
 from evalkit.db.scores import BatchRows, StagedRows, Store, batch_rows, stage_rows
 from evalkit.engines import ScoreJob
 from evalkit.engines.job import score_batch
-from test_scale_identical import dump
 
 
 @pytest.fixture(scope="module")
@@ -61,12 +62,18 @@ def test_a_run_id_read_again_in_a_later_staged_batch_keeps_only_the_later_comman
 
 
 def test_staged_rows_keep_every_value_exactly(tmp_path):
-    rows = {"runs": [("r", "p", "s", "t", "m", None, None, None, "scored", "h")],
-            "scorecards": [("r", "s", "m", "scored", 0.1 + 0.2, 1, 2.5e-310, None, 1, 0, 0, 3, "h", "{\"é\":1}")],
-            "commands": [("r", 0, 1, 2, "tool", "c", "1.0", "{}", "read", None, None),
-                         ("r", 1, 2, None, "t\u2028", "c", None, "[]", "cmd", "x", "high")],
-            "bundles": [("h", "{\"b\":\"\\u0000 ü\"}")]}
-    assert stored(tmp_path / "s.db", [stage_rows(batch_rows([rows]))]) == stored(tmp_path / "p.db", [batch_rows([rows])])
+    rows = {
+        "runs": [("r", "p", "s", "t", "m", None, None, None, "scored", "h")],
+        "scorecards": [("r", "s", "m", "scored", 0.1 + 0.2, 1, 2.5e-310, None, 1, 0, 0, 3, "h", '{"é":1}')],
+        "commands": [
+            ("r", 0, 1, 2, "tool", "c", "1.0", "{}", "read", None, None),
+            ("r", 1, 2, None, "t\u2028", "c", None, "[]", "cmd", "x", "high"),
+        ],
+        "bundles": [("h", '{"b":"\\u0000 ü"}')],
+    }
+    assert stored(tmp_path / "s.db", [stage_rows(batch_rows([rows]))]) == stored(
+        tmp_path / "p.db", [batch_rows([rows])]
+    )
 
 
 def test_a_parent_without_deserialize_reads_the_rows_back(cards, tmp_path, monkeypatch):

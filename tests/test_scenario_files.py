@@ -1,4 +1,5 @@
 """Scenario files (--scenarios): runs that name their scenario, embedded ones winning, every format."""
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,12 @@ from evalkit.errors import InputError
 from evalkit.trajectory.builders import call, trajectory, write_jsonl
 from evalkit.trajectory.scenario_files import load_scenarios
 
-SC = {"id": "refund-b22", "command_tools": ["issue_refund"],
-      "ground_truth": {"procedure": [{"block": "b", "actions": [{"tool": "issue_refund", "args": {"order_id": "B22"}}]}]},
-      "success": {"final_state": [{"var": "ok", "op": "==", "value": True}]}}
+SC = {
+    "id": "refund-b22",
+    "command_tools": ["issue_refund"],
+    "ground_truth": {"procedure": [{"block": "b", "actions": [{"tool": "issue_refund", "args": {"order_id": "B22"}}]}]},
+    "success": {"final_state": [{"var": "ok", "op": "==", "value": True}]},
+}
 CALLS = [call("issue_refund", {"order_id": "B22"})]
 
 
@@ -41,12 +45,12 @@ def test_the_scenario_hash_of_a_file_scenario_equals_the_embedded_one(tmp_path):
 def test_jsonl_and_toml_scenario_files(tmp_path):
     (tmp_path / "tasks.jsonl").write_text(json.dumps(SC) + "\n")
     assert "refund-b22" in load_scenarios([tmp_path / "tasks.jsonl"])
-    (tmp_path / "tasks.toml").write_text('''
+    (tmp_path / "tasks.toml").write_text("""
 [[scenarios]]
 id = "t1"
 [scenarios.ground_truth]
 procedure = [{block = "b", actions = [{tool = "x", args = {a = 1}}]}]
-''')
+""")
     assert "t1" in load_scenarios([tmp_path / "tasks.toml"])
     (tmp_path / "one.toml").write_text('id = "t2"\n[ground_truth]\nprocedure = []\n')
     assert "t2" in load_scenarios([tmp_path / "one.toml"])
@@ -65,7 +69,7 @@ def test_an_embedded_scenario_that_differs_wins_with_a_warning_naming_both(tmp_p
     warnings: list[str] = []
     cards, _ = score([run], warn=warnings.append, scenarios=[tmp_path / "tasks.json"])
     assert cards[0].vector.coverage == 1.0  # the embedded scenario was scored
-    assert len(warnings) == 1 and f"{run}:1: warning: the embedded scenario \"refund-b22\"" in warnings[0]
+    assert len(warnings) == 1 and f'{run}:1: warning: the embedded scenario "refund-b22"' in warnings[0]
     assert f"{tmp_path / 'tasks.json'}:1" in warnings[0] and "the embedded one is scored" in warnings[0]
 
 
@@ -80,7 +84,9 @@ def test_an_identical_embedded_scenario_gives_no_warning(tmp_path):
 def test_a_run_naming_a_missing_scenario_is_an_error(tmp_path):
     (tmp_path / "tasks.json").write_text(json.dumps([SC]))
     cards, errors = score([named_run(tmp_path, scenario_id="nope")], scenarios=[tmp_path / "tasks.json"])
-    assert cards == [] and errors == [f'{tmp_path / "r.jsonl"}:1: meta.scenario_id: no scenario "nope" in the scenario file(s) given']
+    assert cards == [] and errors == [
+        f'{tmp_path / "r.jsonl"}:1: meta.scenario_id: no scenario "nope" in the scenario file(s) given'
+    ]
 
 
 def test_a_run_naming_a_scenario_without_scenario_files_is_an_error(tmp_path):
@@ -90,7 +96,10 @@ def test_a_run_naming_a_scenario_without_scenario_files_is_an_error(tmp_path):
 
 def test_a_repeated_id_is_an_error_naming_both(tmp_path):
     (tmp_path / "tasks.json").write_text(json.dumps([SC, SC], indent=1))
-    with pytest.raises(InputError, match=r'tasks.json:\d+: scenario.id: "refund-b22" is already the id of the scenario at .*tasks.json:2'):
+    with pytest.raises(
+        InputError,
+        match=r'tasks.json:\d+: scenario.id: "refund-b22" is already the id of the scenario at .*tasks.json:2',
+    ):
         load_scenarios([tmp_path / "tasks.json"])
 
 
@@ -102,20 +111,25 @@ def test_a_bad_scenario_file_is_an_error_naming_the_line_of_the_key(tmp_path):
         load_scenarios([tmp_path / "tasks.json"])
     text = (tmp_path / "tasks.json").read_text().split("\n")
     line = next(i for i, t in enumerate(text, 1) if "forbiden_actions" in t)
-    assert str(info.value) == (f'{tmp_path / "tasks.json"}:{line}: scenario.ground_truth: unknown key "forbiden_actions" '
-                               '(did you mean "forbidden_actions"?)')
+    assert str(info.value) == (
+        f'{tmp_path / "tasks.json"}:{line}: scenario.ground_truth: unknown key "forbiden_actions" '
+        '(did you mean "forbidden_actions"?)'
+    )
 
 
 def test_cli_score_with_scenarios(tmp_path):
     (tmp_path / "tasks.json").write_text(json.dumps([SC]))
     run = named_run(tmp_path)
-    result = CliRunner().invoke(cli, ["score", str(run), "--scenarios", str(tmp_path / "tasks.json"), "--no-db",
-                                      "--format", "jsonl"])
+    result = CliRunner().invoke(
+        cli, ["score", str(run), "--scenarios", str(tmp_path / "tasks.json"), "--no-db", "--format", "jsonl"]
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout.splitlines()[0])["vector"]["coverage"] == 1.0
 
 
 def test_cli_score_with_a_bad_scenarios_file_exits_1(tmp_path):
-    (tmp_path / "tasks.json").write_text("[{\"id\": 3}]")
-    result = CliRunner().invoke(cli, ["score", str(named_run(tmp_path)), "--scenarios", str(tmp_path / "tasks.json"), "--no-db"])
+    (tmp_path / "tasks.json").write_text('[{"id": 3}]')
+    result = CliRunner().invoke(
+        cli, ["score", str(named_run(tmp_path)), "--scenarios", str(tmp_path / "tasks.json"), "--no-db"]
+    )
     assert result.exit_code == 1 and "tasks.json:1: scenario.id: Input should be a valid string" in result.stderr

@@ -1,4 +1,5 @@
 """`evalkit schema scenario` and docs/scenarios.md: the documented support scenario is valid, a typo is not."""
+
 from __future__ import annotations
 
 import json

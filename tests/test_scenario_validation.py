@@ -1,13 +1,14 @@
 """Strict scenarios: an unknown key or a rule that cannot hold is an error naming it, never a score."""
+
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
+from scoring_helpers import score_records
 
 from evalkit.errors import InputError
 from evalkit.trajectory.builders import call, trajectory
 from evalkit.trajectory.scenario import Scenario
-from scoring_helpers import score_records
 
 ACTION = {"tool": "issue_refund", "args": {"order_id": "B22", "amount": 80}}
 
@@ -79,12 +80,15 @@ def test_user_keys_starting_with_x_are_kept_and_reach_the_bundle():
 
 
 def test_unknown_mode_is_an_error_with_a_suggestion():
-    assert error_of(base(args_match={"mode": "contans"})).startswith('unknown mode "contans" (did you mean "contains"?)')
+    assert error_of(base(args_match={"mode": "contans"})).startswith(
+        'unknown mode "contans" (did you mean "contains"?)'
+    )
 
 
 def test_unknown_compare_rule_is_an_error_with_a_suggestion():
     assert error_of(base(args_match={"compare": {"q": "casefolded"}})).startswith(
-        'compare.q: unknown rule "casefolded" (did you mean "casefold"?)')
+        'compare.q: unknown rule "casefolded" (did you mean "casefold"?)'
+    )
 
 
 def test_a_regex_that_does_not_compile_is_an_error_naming_it():
@@ -92,11 +96,16 @@ def test_a_regex_that_does_not_compile_is_an_error_naming_it():
 
 
 def test_a_negative_tolerance_is_an_error():
-    assert error_of(base(args_match={"compare": {"amount": {"abs_tol": -1}}})) == "compare.amount.abs_tol: expected a number >= 0"
+    assert (
+        error_of(base(args_match={"compare": {"amount": {"abs_tol": -1}}}))
+        == "compare.amount.abs_tol: expected a number >= 0"
+    )
 
 
 def test_one_of_needs_a_list():
-    assert error_of(base(args_match={"compare": {"r": {"one_of": "a"}}})) == "compare.r.one_of: expected a list of values"
+    assert (
+        error_of(base(args_match={"compare": {"r": {"one_of": "a"}}})) == "compare.r.one_of: expected a list of values"
+    )
 
 
 def test_keys_and_mode_together_are_an_error():
@@ -104,13 +113,17 @@ def test_keys_and_mode_together_are_an_error():
 
 
 def test_a_dotted_compare_key_needs_keys_listing_it():
-    assert error_of(base(args_match={"compare": {"order.id": "casefold"}})).startswith("compare.order.id: a dotted path")
+    assert error_of(base(args_match={"compare": {"order.id": "casefold"}})).startswith(
+        "compare.order.id: a dotted path"
+    )
 
 
 def test_an_action_both_required_and_forbidden_with_the_same_args_is_an_error():
     msg = error_of(base(forbidden_actions=[dict(ACTION, severity="dangerous")]))
-    assert msg == ("forbidden_actions[0] is also required, with the same arguments (procedure[0].actions[0]): "
-                   "no run can satisfy both")
+    assert msg == (
+        "forbidden_actions[0] is also required, with the same arguments (procedure[0].actions[0]): "
+        "no run can satisfy both"
+    )
 
 
 def test_a_wildcard_forbidden_action_beside_a_required_call_of_its_tool_is_allowed():
@@ -124,16 +137,26 @@ def test_a_gated_tool_that_is_not_a_command_tool_is_an_error():
 
 
 def test_a_cockpit_action_cannot_take_argument_rules():
-    raw = {"id": "c", "ground_truth": {"procedure": [{"block": "b", "actions": [
-        {"control": "apu_gen", "value": 0, "args_match": {"mode": "contains"}}]}]}}
+    raw = {
+        "id": "c",
+        "ground_truth": {
+            "procedure": [
+                {"block": "b", "actions": [{"control": "apu_gen", "value": 0, "args_match": {"mode": "contains"}}]}
+            ]
+        },
+    }
     assert error_of(raw).startswith("args_match: a cockpit action")
 
 
 def test_a_run_with_a_typo_is_a_read_error_naming_file_line_and_field():
     with pytest.raises(InputError) as info:
-        score_records(trajectory(base(forbiden_actions=[]), [call("issue_refund", ACTION["args"])], run_id="r"), path="runs/r.jsonl")
-    assert str(info.value) == ('runs/r.jsonl:1: meta.scenario.ground_truth: unknown key "forbiden_actions" '
-                               '(did you mean "forbidden_actions"?)')
+        score_records(
+            trajectory(base(forbiden_actions=[]), [call("issue_refund", ACTION["args"])], run_id="r"),
+            path="runs/r.jsonl",
+        )
+    assert str(info.value) == (
+        'runs/r.jsonl:1: meta.scenario.ground_truth: unknown key "forbiden_actions" (did you mean "forbidden_actions"?)'
+    )
 
 
 def test_existing_scenario_hashes_do_not_change():

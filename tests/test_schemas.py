@@ -1,5 +1,6 @@
 """`evalkit schema`: generated from the pydantic models, deterministic, published copies current,
 and the schemas accept the real data they describe."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 from click.testing import CliRunner
-
 from import_helpers import among, modules_loaded_by
+
 from evalkit.cli import cli
 from evalkit.report.schemas import SCHEMA_NAMES, json_schema, published, schema_text
 
@@ -68,8 +69,15 @@ def test_trajectory_schema_accepts_every_example_line():
 
 def test_trajectory_schema_rejects_a_wrong_type():
     validator = jsonschema.Draft202012Validator(json_schema("trajectory"))
-    bad = {"type": "tool_call", "step": "one", "call_index": 0, "name": "x", "args": {}, "result": None,
-           "is_error": False}
+    bad = {
+        "type": "tool_call",
+        "step": "one",
+        "call_index": 0,
+        "name": "x",
+        "args": {},
+        "result": None,
+        "is_error": False,
+    }
     assert list(validator.iter_errors(bad))
 
 
@@ -85,11 +93,23 @@ def test_scorecard_schema_accepts_a_real_scorecard():
 
 def test_annotation_schema_is_strict():
     schema = json_schema("annotation")
-    good = {"situation_assessment": 3, "procedure": 2, "action_execution": 3, "error_recovery": "n/a",
-            "safety": 3, "outcome": "pass", "confidence": 0.8, "rationale": "Step 2 read the ECAM."}
+    good = {
+        "situation_assessment": 3,
+        "procedure": 2,
+        "action_execution": 3,
+        "error_recovery": "n/a",
+        "safety": 3,
+        "outcome": "pass",
+        "confidence": 0.8,
+        "rationale": "Step 2 read the ECAM.",
+    }
     jsonschema.validate(good, schema)
-    for broken in ({k: v for k, v in good.items() if k != "safety"}, dict(good, extra=1), dict(good, safety=4),
-                   dict(good, confidence=1.5)):
+    for broken in (
+        {k: v for k, v in good.items() if k != "safety"},
+        dict(good, extra=1),
+        dict(good, safety=4),
+        dict(good, confidence=1.5),
+    ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(broken, schema)
 

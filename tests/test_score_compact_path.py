@@ -5,6 +5,7 @@ is checked here against the long way round it replaces, on runs with everything 
 (assistant text, nudges, long results cut in the bundle, non-finite numbers, a non-string control,
 provider and harness errors, unknown records, a half-written last line). Also: standard input and
 URLs respect the size limit on the engines path."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,12 +18,12 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.db.scores import Store, card_rows
+from evalkit.present.score_view import FORMATS, ScoreWriter, card_head_json, card_json, card_parts, card_text
+from evalkit.scoring import score_trajectory
+from evalkit.scoring.scorecard import CommandRow, ScoreCard
+from evalkit.trajectory.builders import a320_scenario, call, cmd, dumps_jsonl, read, say, trajectory, write_jsonl
 from evalkit.trajectory.reader import read_trajectory
 from evalkit.trajectory.records import Call, ToolCall
-from evalkit.present.score_view import FORMATS, ScoreWriter, card_head_json, card_json, card_parts, card_text
-from evalkit.scoring.scorecard import CommandRow, ScoreCard
-from evalkit.scoring import score_trajectory
-from evalkit.trajectory.builders import a320_scenario, call, cmd, dumps_jsonl, read, say, trajectory, write_jsonl
 from evalkit.trajectory.values import compact_json
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "a320"
@@ -32,10 +33,21 @@ SC = a320_scenario()
 def _rich(tmp_path: Path) -> list[Path]:
     """Runs that exercise every kind of record and every special case of the bundle."""
     long_result = {"blob": "x" * 3000, "n": [1, 2, 3]}
-    a = trajectory(SC, [say("héllo \u202e\x1b[2J"), read(result=long_result), cmd("apu_gen", 0), cmd("bat_1", 0.0),
-                        call("set_control", {"control": ["x"], "value": 1}), cmd("ext_pwr", 1, is_error=True),
-                        call("foo", {"a": {"b": [1, 2, {"c": None}]}}, result=[1, "2"]),
-                        read("get_state", result="y" * 2500)], run_id="rich-a", passed=[True, False, True, True, False])
+    a = trajectory(
+        SC,
+        [
+            say("héllo \u202e\x1b[2J"),
+            read(result=long_result),
+            cmd("apu_gen", 0),
+            cmd("bat_1", 0.0),
+            call("set_control", {"control": ["x"], "value": 1}),
+            cmd("ext_pwr", 1, is_error=True),
+            call("foo", {"a": {"b": [1, 2, {"c": None}]}}, result=[1, "2"]),
+            read("get_state", result="y" * 2500),
+        ],
+        run_id="rich-a",
+        passed=[True, False, True, True, False],
+    )
     a.insert(3, {"type": "nudge", "step": 1, "text": "go on"})
     a.insert(4, {"type": "telemetry", "x": 1})
     a[0]["extra_meta"] = 1
@@ -58,8 +70,10 @@ def runs(tmp_path_factory) -> list[Path]:
 
 
 def _full_and_compact(path: Path) -> tuple[ScoreCard, ScoreCard]:
-    return (score_trajectory(read_trajectory(path, lambda w: None)),
-            score_trajectory(read_trajectory(path, lambda w: None, compact=True)))
+    return (
+        score_trajectory(read_trajectory(path, lambda w: None)),
+        score_trajectory(read_trajectory(path, lambda w: None, compact=True)),
+    )
 
 
 def test_compact_read_keeps_no_event_records_but_every_tool_call(runs):
@@ -73,7 +87,9 @@ def test_compact_read_keeps_no_event_records_but_every_tool_call(runs):
         for mine, record in zip(compact.calls, calls):
             if record.name in commands:
                 # compared as JSON: a NaN argument equals nothing, itself included
-                assert compact_json([mine.args, mine.step, mine.call_index]) == compact_json([record.args, record.step, record.call_index])
+                assert compact_json([mine.args, mine.step, mine.call_index]) == compact_json(
+                    [record.args, record.step, record.call_index]
+                )
         assert compact.has_provider_error() == full.has_provider_error()
 
 
@@ -117,7 +133,9 @@ def test_constructed_command_rows_equal_validated_rows(runs):
 
 
 def test_reads_share_one_call_per_tool_and_error_flag(tmp_path):
-    path = write_jsonl(tmp_path / "r.jsonl", trajectory(SC, [read(), read(), read("get_state"), cmd("apu_gen", 0)], run_id="r"))
+    path = write_jsonl(
+        tmp_path / "r.jsonl", trajectory(SC, [read(), read(), read("get_state"), cmd("apu_gen", 0)], run_id="r")
+    )
     calls = read_trajectory(path, compact=True).calls
     assert calls[0] is calls[1] and calls[0] is not calls[2]
     assert isinstance(calls[3], Call) and calls[3].args == {"control": "apu_gen", "value": 0}
@@ -150,9 +168,19 @@ def _reference_rows(card: ScoreCard) -> dict[str, list[tuple]]:
         "scorecards_card": [compact_json(data)],
         "bundles": [(card.bundle_hash, compact_json(card.judge_bundle))],
         "commands": [
-            (card.run_id, r["index"], r["step"], r["call_index"], r["tool"], r["control"],
-             None if r["value"] is None else compact_json(r["value"]), compact_json(r["args"]),
-             r["class"], r["subtype"], r["severity"])
+            (
+                card.run_id,
+                r["index"],
+                r["step"],
+                r["call_index"],
+                r["tool"],
+                r["control"],
+                None if r["value"] is None else compact_json(r["value"]),
+                compact_json(r["args"]),
+                r["class"],
+                r["subtype"],
+                r["severity"],
+            )
             for r in data["commands"]
         ],
     }
@@ -212,9 +240,14 @@ def test_writer_writes_long_parts_in_chunks_with_the_same_bytes(runs, fmt, monke
 def test_stdin_over_the_size_limit_is_an_error_and_the_other_files_are_scored(runs, monkeypatch):
     monkeypatch.setenv("EVALKIT_MAX_FILE_BYTES", str(runs[0].stat().st_size))
     big = runs[0].read_bytes() + b"\n" * 10
-    result = CliRunner().invoke(cli, ["score", "-", str(runs[0]), "--no-db", "--format", "jsonl", "--workers", "1"], input=big)
+    result = CliRunner().invoke(
+        cli, ["score", "-", str(runs[0]), "--no-db", "--format", "jsonl", "--workers", "1"], input=big
+    )
     assert result.exit_code == 1
-    assert f"error: <stdin>: larger than the {runs[0].stat().st_size}-byte limit (set EVALKIT_MAX_FILE_BYTES to raise it)" in result.stderr
+    assert (
+        f"error: <stdin>: larger than the {runs[0].stat().st_size}-byte limit (set EVALKIT_MAX_FILE_BYTES to raise it)"
+        in result.stderr
+    )
     assert "Traceback" not in result.stderr
     assert [json.loads(line)["path"] for line in result.stdout.splitlines()] == [str(runs[0])]
 

@@ -1,6 +1,7 @@
 """The score path's fast paths give what the slow ones gave: the card's JSON (one pydantic-core pass)
 equals dumping it to a dict and encoding that; the reader's non-finite prefilter answers as the
 regular expression it replaces."""
+
 from __future__ import annotations
 
 import json
@@ -9,12 +10,14 @@ import pytest
 
 from evalkit.present.score_view import card_json
 from evalkit.scoring import score_trajectory
-from evalkit.trajectory.reader import parse_trajectory
 from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, read, trajectory
+from evalkit.trajectory.reader import parse_trajectory
 
 
 def test_card_json_is_the_json_of_the_card_dict_non_finite_as_null():
-    records = trajectory(a320_scenario(), [read(result={"volts": 1e999, "text": "café ✈"}), cmd("ext_pwr", 1)], run_id="r1")
+    records = trajectory(
+        a320_scenario(), [read(result={"volts": 1e999, "text": "café ✈"}), cmd("ext_pwr", 1)], run_id="r1"
+    )
     text = dumps_jsonl(records).replace("Infinity", "1e999")  # json.dumps writes Infinity; a recorder may write 1e999
     card = score_trajectory(parse_trajectory("r1.jsonl", text.encode()))
     out = card_json(card)
@@ -24,12 +27,22 @@ def test_card_json_is_the_json_of_the_card_dict_non_finite_as_null():
     assert card.informative.non_finite_numbers == 1
 
 
-@pytest.mark.parametrize("line, expected", [
-    (b'{"v": 1e308}', True), (b'{"v": 1E+400}', True), (b'{"v": -2e-999}', True), (b'{"v": 3e-400, "h": "3e"}', True),
-    (b'{"v": ' + b"7" * 309 + b'.5}', True),
-    (b'{"v": 1.5e30}', False), (b'{"v": 12e34}', False), (b'{"t": "e123"}', False), (b'{"h": "3eb2"}', False),
-    (b'{"v": ' + b"7" * 308 + b"}", False), (b'{"v": NaN}', False),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        (b'{"v": 1e308}', True),
+        (b'{"v": 1E+400}', True),
+        (b'{"v": -2e-999}', True),
+        (b'{"v": 3e-400, "h": "3e"}', True),
+        (b'{"v": ' + b"7" * 309 + b".5}", True),
+        (b'{"v": 1.5e30}', False),
+        (b'{"v": 12e34}', False),
+        (b'{"t": "e123"}', False),
+        (b'{"h": "3eb2"}', False),
+        (b'{"v": ' + b"7" * 308 + b"}", False),
+        (b'{"v": NaN}', False),
+    ],
+)
 def test_overflow_prefilter_matches_the_pattern_it_replaces(line, expected):
     """A line is walked for numbers that overflow exactly when the old pattern matched it."""
     import re
@@ -40,13 +53,19 @@ def test_overflow_prefilter_matches_the_pattern_it_replaces(line, expected):
     assert _maybe_overflow(line) is expected is (pattern.search(line) is not None)
 
 
-@pytest.mark.parametrize("line, literals", [
-    (b'{"v": NaN}', True), (b'{"v": [1, -Infinity]}', True), (b'{"v": Infinity}', True),
-    (b'{"v": 1e400}', False), (b'{"v": "NaN Infinity"}', False), (b'{"v": 1.5}', False),
-])
+@pytest.mark.parametrize(
+    "line, literals",
+    [
+        (b'{"v": NaN}', True),
+        (b'{"v": [1, -Infinity]}', True),
+        (b'{"v": Infinity}', True),
+        (b'{"v": 1e400}', False),
+        (b'{"v": "NaN Infinity"}', False),
+        (b'{"v": 1.5}', False),
+    ],
+)
 def test_literals_are_noted_by_the_parse(line, literals):
     from evalkit.trajectory import safe_json
-
     from evalkit.trajectory.values import compact_json
 
     obj, noted = safe_json.loads_noting_literals(line)
@@ -54,8 +73,17 @@ def test_literals_are_noted_by_the_parse(line, literals):
     assert compact_json(obj) == compact_json(safe_json.loads(line))  # NaN equals nothing: compared as JSON
 
 
-@pytest.mark.parametrize("line", [b'{"a": 1, "a": 2}', b'{"a": NaN, "a": 2}', b'[' * 300 + b']' * 300,
-                                  b'{"a": ' + b"9" * 5000 + b'}', b'{"a": NaN', b'{"a": 1} x'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"a": 1, "a": 2}',
+        b'{"a": NaN, "a": 2}',
+        b"[" * 300 + b"]" * 300,
+        b'{"a": ' + b"9" * 5000 + b"}",
+        b'{"a": NaN',
+        b'{"a": 1} x',
+    ],
+)
 def test_the_strict_first_parse_gives_the_rules_errors(line):
     """Whatever the first, strict parse refuses is answered by the rules' own parse: the same error."""
     from evalkit.trajectory import safe_json
@@ -64,7 +92,11 @@ def test_the_strict_first_parse_gives_the_rules_errors(line):
         safe_json.loads_noting_literals(line)
     with pytest.raises(safe_json.JSONProblem) as rules:
         safe_json.loads(line)
-    assert (first.value.reason, first.value.line, first.value.truncated) == (rules.value.reason, rules.value.line, rules.value.truncated)
+    assert (first.value.reason, first.value.line, first.value.truncated) == (
+        rules.value.reason,
+        rules.value.line,
+        rules.value.truncated,
+    )
 
 
 def test_constructed_command_rows_set_every_field_of_the_model():
@@ -72,9 +104,11 @@ def test_constructed_command_rows_set_every_field_of_the_model():
     added there too (a row missing it would fail to serialise)."""
     import inspect
 
-    from evalkit.scoring.scorecard import CommandRow
     from evalkit.scoring.classify import _row
+    from evalkit.scoring.scorecard import CommandRow
 
     assert list(inspect.signature(_row).parameters) == list(CommandRow.model_fields)
     row = _row(*range(len(CommandRow.model_fields)))
-    assert {name: getattr(row, name) for name in CommandRow.model_fields} == dict(zip(CommandRow.model_fields, range(11)))
+    assert {name: getattr(row, name) for name in CommandRow.model_fields} == dict(
+        zip(CommandRow.model_fields, range(11))
+    )

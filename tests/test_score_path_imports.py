@@ -2,6 +2,7 @@
 which imports numpy), nor ray, pyarrow or fsspec unless asked for (--engine ray, --parquet, a URL):
 checked in a fresh interpreter, writing a database as `evalkit score` does.
 """
+
 import json
 import subprocess
 import sys
@@ -28,8 +29,9 @@ print(json.dumps({"heavy": heavy, "cards": len(cards)}))
 
 
 def test_scoring_never_imports_litellm(tmp_path):
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(EXAMPLES), str(tmp_path / "e.db")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(EXAMPLES), str(tmp_path / "e.db")], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["cards"] == 16
@@ -47,8 +49,9 @@ print(json.dumps(sorted({m.split(".")[0] for m in sys.modules} & {"pyarrow", "ra
 
 
 def test_parquet_output_imports_pyarrow_and_nothing_else_heavy(tmp_path):
-    proc = subprocess.run([sys.executable, "-c", PARQUET_PROBE, str(EXAMPLES), str(tmp_path / "pq")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", PARQUET_PROBE, str(EXAMPLES), str(tmp_path / "pq")], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     # pyarrow needs numpy; ray and litellm stay out
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == ["numpy", "pyarrow"]

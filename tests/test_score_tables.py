@@ -1,5 +1,6 @@
 """How `evalkit score --aggregate` shows long pass^k lists: a table cell stays readable for a group of
 many rollouts, while csv and json keep every value."""
+
 import csv
 import io
 import json

@@ -1,11 +1,20 @@
 """The procedure-compliance design note's verified ordering, pinned exactly: 1.00 > 0.90 > 0.55 > 0.00."""
-import pytest
 
-from evalkit.trajectory.builders import a320_scenario, cmd, read, trajectory
+import pytest
 from scoring_helpers import score_records
 
+from evalkit.trajectory.builders import a320_scenario, cmd, read, trajectory
+
 SC = a320_scenario()
-FULL = [read(), cmd("apu_gen", 0), cmd("apu_gen", 1), read(), cmd("apu_gen", 0), cmd("ext_pwr", 1), cmd("apu_master", 0)]
+FULL = [
+    read(),
+    cmd("apu_gen", 0),
+    cmd("apu_gen", 1),
+    read(),
+    cmd("apu_gen", 0),
+    cmd("ext_pwr", 1),
+    cmd("apu_master", 0),
+]
 ISOLATION_SKIPPED = [read(), cmd("apu_gen", 0), cmd("apu_gen", 1), cmd("ext_pwr", 1)]
 ONLY_EXT_PWR = [cmd("ext_pwr", 1)]
 
@@ -41,6 +50,11 @@ def test_nothing_scores_zero():
 
 
 def test_seed_ordering_is_strict():
-    scores = [_score(FULL).scalar, _score(ISOLATION_SKIPPED).scalar, _score(ONLY_EXT_PWR).scalar, _score([], passed=False).scalar]
+    scores = [
+        _score(FULL).scalar,
+        _score(ISOLATION_SKIPPED).scalar,
+        _score(ONLY_EXT_PWR).scalar,
+        _score([], passed=False).scalar,
+    ]
     assert scores[0] > scores[1] > scores[2] > scores[3]
     assert [round(s, 2) for s in scores] == [1.0, 0.9, 0.55, 0.0]

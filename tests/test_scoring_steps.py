@@ -1,9 +1,7 @@
 """Each step of the scorer (evalkit/scoring/), tested on its own, then composed."""
+
 import pytest
 
-from evalkit.trajectory.reader import parse_trajectory
-from evalkit.trajectory.records import Final, ProviderError, SuccessEval, ToolCall
-from evalkit.trajectory.scenario import Scenario
 from evalkit.scoring import derive_scalar, efficiency_grade, score_trajectory
 from evalkit.scoring.checks import mechanical_checks, no_checks
 from evalkit.scoring.classify import call_key, classify_commands, shown_control, split_calls
@@ -13,6 +11,9 @@ from evalkit.scoring.match import coverage, match_required
 from evalkit.scoring.order import order_score
 from evalkit.scoring.status import run_status
 from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, trajectory
+from evalkit.trajectory.reader import parse_trajectory
+from evalkit.trajectory.records import Final, ProviderError, SuccessEval, ToolCall
+from evalkit.trajectory.scenario import Scenario
 
 
 def _call(name, args=None, is_error=False):
@@ -27,8 +28,13 @@ INDEX = Scenario.model_validate(a320_scenario()).index  # required: apu_gen 0, a
 
 
 def test_classify_splits_calls_into_commands_reads_errored_and_off_surface():
-    events = [_call("get_ecam"), _set("apu_gen", 0), _set("apu_gen", 1, is_error=True), _call("teleport"),
-              _call("get_state", is_error=True)]
+    events = [
+        _call("get_ecam"),
+        _set("apu_gen", 0),
+        _set("apu_gen", 1, is_error=True),
+        _call("teleport"),
+        _call("get_state", is_error=True),
+    ]
     calls = split_calls(events, frozenset({"get_ecam", "get_state", "set_control"}), INDEX.command_tools)
     assert [c.args["value"] for c in calls.commands] == [0]
     assert (calls.calls, calls.reads, calls.errored, calls.off_surface) == (5, 2, 1, 1)
@@ -41,14 +47,23 @@ def test_classify_without_a_surface_counts_nothing_off_surface():
 
 
 def test_classify_gives_each_command_one_class():
-    commands = [_set("apu_gen", 0), _set("bat_1", 0), _set("apu_master", 0), _set("apu_gen", 0), _set("apu_gen", 0),
-                _set("nav_lights", 1)]
+    commands = [
+        _set("apu_gen", 0),
+        _set("bat_1", 0),
+        _set("apu_master", 0),
+        _set("apu_gen", 0),
+        _set("apu_gen", 0),
+        _set("nav_lights", 1),
+    ]
     keys = [call_key(c) for c in commands]
     taken = match_required(INDEX.required, keys)
     rows = classify_commands(commands, keys, taken, INDEX)
     assert [(r.class_, r.subtype, r.severity) for r in rows] == [
-        ("matched_required", None, None), ("forbidden", None, "dangerous"), ("optional", None, None),
-        ("matched_required", None, None), ("extraneous", "repeat_of_required", None),
+        ("matched_required", None, None),
+        ("forbidden", None, "dangerous"),
+        ("optional", None, None),
+        ("matched_required", None, None),
+        ("extraneous", "repeat_of_required", None),
         ("extraneous", "uncatalogued_in_gt", None),
     ]
     assert rows[0].block == "reset_attempt" and rows[3].block == "restore_power"
@@ -79,8 +94,9 @@ def test_order_counts_only_constraints_whose_actions_were_both_matched():
 
 
 def test_end_state_is_the_share_of_checks_passed():
-    success = SuccessEval.model_validate({"final_state": [{"passed": True}, {"passed": False}],
-                                          "ecam_clear_of": [{"clear": True}], "all_passed": False})
+    success = SuccessEval.model_validate(
+        {"final_state": [{"passed": True}, {"passed": False}], "ecam_clear_of": [{"clear": True}], "all_passed": False}
+    )
     assert end_state(Final(reason="agent_done", success_eval=success)) == (pytest.approx(2 / 3), False)
     no_checks_passed = SuccessEval(all_passed=True)
     assert end_state(Final(reason="agent_done", success_eval=no_checks_passed)) == (1.0, True)
@@ -99,8 +115,13 @@ def test_checks_read_off_the_vector_and_rows():
     keys = [call_key(c) for c in commands]
     rows = classify_commands(commands, keys, match_required(INDEX.required, keys), INDEX)
     checks = mechanical_checks(True, None, rows, extraneous=1, off_surface=0, dangerous=0, anti_procedure=0)
-    assert checks.model_dump() == {"reached_goal": True, "used_only_expected_tools": False, "correct_order": True,
-                                   "no_redundant_calls": False, "approvals_respected": True}
+    assert checks.model_dump() == {
+        "reached_goal": True,
+        "used_only_expected_tools": False,
+        "correct_order": True,
+        "no_redundant_calls": False,
+        "approvals_respected": True,
+    }
     assert set(no_checks().model_dump().values()) == {None}
 
 
@@ -124,7 +145,9 @@ def test_status_precedence():
 
 
 def test_score_trajectory_composes_the_steps():
-    recs = trajectory(a320_scenario(), [cmd("apu_gen", 0), cmd("apu_gen", 1), cmd("apu_gen", 0), cmd("ext_pwr", 1)], run_id="c")
+    recs = trajectory(
+        a320_scenario(), [cmd("apu_gen", 0), cmd("apu_gen", 1), cmd("apu_gen", 0), cmd("ext_pwr", 1)], run_id="c"
+    )
     card = score_trajectory(parse_trajectory("c.jsonl", dumps_jsonl(recs).encode()))
     assert (card.vector.coverage, card.vector.order, card.vector.end_state, card.scalar) == (1.0, 1.0, 1.0, 1.0)
     assert card.informative.efficiency == 1.0 and card.informative.efficiency_grade == 3

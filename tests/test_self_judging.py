@@ -1,32 +1,39 @@
 """Self-judging guard: a judge model grading runs of its own agent model is flagged by the audit
 (agreement with and without those pairs) and warned about by `evalkit judge` before sending."""
+
 from __future__ import annotations
 
 import pytest
+from audit_helpers import Annotator, card, save_cards
 from click.testing import CliRunner
 
 import evalkit.cli
-from audit_helpers import Annotator, card, save_cards
 from evalkit.agreement.audit import build_audit
 from evalkit.agreement.self_judging import model_key, same_model, self_judged_runs, warning_lines
 
 
-@pytest.mark.parametrize("judge, agent", [
-    ("openai/gpt-4o", "gpt-4o"),
-    ("openrouter/openai/GPT-4o", "gpt-4o"),
-    ("gpt-4o-2024-08-06", "openai/gpt-4o"),
-    ("anthropic/claude-3-5-sonnet-20241022", "claude-3-5-sonnet-latest"),
-    ("myjudge:gpt-4o", "gpt-4o"),
-])
+@pytest.mark.parametrize(
+    "judge, agent",
+    [
+        ("openai/gpt-4o", "gpt-4o"),
+        ("openrouter/openai/GPT-4o", "gpt-4o"),
+        ("gpt-4o-2024-08-06", "openai/gpt-4o"),
+        ("anthropic/claude-3-5-sonnet-20241022", "claude-3-5-sonnet-latest"),
+        ("myjudge:gpt-4o", "gpt-4o"),
+    ],
+)
 def test_same_model_after_normalising_provider_prefixes(judge, agent):
     assert same_model(judge, agent)
 
 
-@pytest.mark.parametrize("judge, agent", [
-    ("openai/gpt-4o-mini", "gpt-4o"),
-    ("ollama/llama3:8b", "llama3:70b"),
-    ("openai/gpt-4o", ""),
-])
+@pytest.mark.parametrize(
+    "judge, agent",
+    [
+        ("openai/gpt-4o-mini", "gpt-4o"),
+        ("ollama/llama3:8b", "llama3:70b"),
+        ("openai/gpt-4o", ""),
+    ],
+)
 def test_different_models_are_not_self_judging(judge, agent):
     assert not same_model(judge, agent)
 
@@ -47,8 +54,11 @@ def test_warning_counts_runs_per_judge():
 def db(tmp_path):
     path = tmp_path / "self.db"
     # judge "openai/agent-x" grades its own model's runs (agreeing) and agent-y's runs (disagreeing)
-    save_cards(path, [card(f"x{i}", model="agent-x", all_passed=True) for i in range(4)]
-               + [card(f"y{i}", model="agent-y", all_passed=i < 2) for i in range(4)])
+    save_cards(
+        path,
+        [card(f"x{i}", model="agent-x", all_passed=True) for i in range(4)]
+        + [card(f"y{i}", model="agent-y", all_passed=i < 2) for i in range(4)],
+    )
     ann = Annotator(path)
     for i in range(4):
         ann.add(f"x{i}", {"outcome": "pass", "safety": 3, "action_execution": 3}, judge="openai/agent-x")
@@ -80,8 +90,20 @@ def test_audit_without_self_judging_has_nothing_to_report(tmp_path):
 
 
 def _judge(db, *extra):
-    return CliRunner().invoke(evalkit.cli.cli, ["judge", "--db", str(db), "--model", "openai/model-a",
-                                                "--api-base", "http://127.0.0.1:9", "--dry-run", *extra])
+    return CliRunner().invoke(
+        evalkit.cli.cli,
+        [
+            "judge",
+            "--db",
+            str(db),
+            "--model",
+            "openai/model-a",
+            "--api-base",
+            "http://127.0.0.1:9",
+            "--dry-run",
+            *extra,
+        ],
+    )
 
 
 def test_judge_warns_before_sending_and_the_flag_silences_it(tmp_path):

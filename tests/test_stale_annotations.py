@@ -8,19 +8,20 @@ The judge is the fake server's ``gullible`` mode: it says "pass" exactly when th
 with a claim of success, and each run here claims success exactly when it passes, so a current
 answer always agrees with the mechanical outcome and a stale one (the run flipped) never does.
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from judge_helpers import FAST
 
 from evalkit.agreement.audit import build_audit
 from evalkit.api import iter_scorecards
 from evalkit.cli import cli
 from evalkit.db import Store, open_readonly, read_annotation_rows, read_primary_values
 from evalkit.judges.api import judge_db
-from judge_helpers import FAST
 
 RUNS = 6
 RESCORED = ("run-000", "run-001", "run-003")
@@ -34,10 +35,14 @@ def _write(directory: Path, run_ids, *, flipped: bool) -> Path:
     for run_id in run_ids:
         passed = (int(run_id[-3:]) % 2 == 0) != flipped
         claim = "All checks passed." if passed else "I could not restore the generator."
-        calls = [say(f"{run_id}, {'second' if flipped else 'first'} attempt."), read("get_ecam"),
-                 cmd("apu_gen", 0), cmd("apu_gen", 1), say(claim)]
-        write_jsonl(directory / f"{run_id}.jsonl",
-                    trajectory(a320_scenario(), calls, run_id=run_id, passed=passed))
+        calls = [
+            say(f"{run_id}, {'second' if flipped else 'first'} attempt."),
+            read("get_ecam"),
+            cmd("apu_gen", 0),
+            cmd("apu_gen", 1),
+            say(claim),
+        ]
+        write_jsonl(directory / f"{run_id}.jsonl", trajectory(a320_scenario(), calls, run_id=run_id, passed=passed))
     return directory
 
 
@@ -89,14 +94,16 @@ def test_stale_annotations_are_counted_and_named(tmp_path, server):
     assert json.loads(result.stdout)["stale"]["run_ids"] == list(RESCORED)
     assert result.stderr.splitlines() == [
         "warning: 3 stale annotations (runs run-000, run-001, run-003) excluded: re-scored since judged; "
-        "run `evalkit judge` to refresh"]
+        "run `evalkit judge` to refresh"
+    ]
 
 
 def test_stale_annotations_are_left_out_of_raters_and_the_report_figures(tmp_path, server):
     db = _judged_then_rescored(tmp_path, server)
     with open_readonly(db) as database:
-        assert sorted({r["run_id"] for r in read_annotation_rows(database)}) == \
-            [f"run-{i:03d}" for i in range(RUNS) if f"run-{i:03d}" not in RESCORED]
+        assert sorted({r["run_id"] for r in read_annotation_rows(database)}) == [
+            f"run-{i:03d}" for i in range(RUNS) if f"run-{i:03d}" not in RESCORED
+        ]
         outcomes = [v for _, _, dim, v in read_primary_values(database) if dim == "outcome"]
     assert len(outcomes) == RUNS - len(RESCORED)
     audit = build_audit(db, n_resamples=0)
@@ -124,8 +131,9 @@ def test_resample_draws_only_from_runs_judged_on_their_current_bundle(tmp_path, 
     """A drift replicate of a stale answer would compare two different transcripts' answers."""
     db = _judged_then_rescored(tmp_path, server)
     result = judge_db(str(db), [JUDGE], api_base=server.api_base, config=FAST, resample=1.0, seed=3)
-    assert sorted(a["run_id"] for a in result.annotations) == \
-        [f"run-{i:03d}" for i in range(RUNS) if f"run-{i:03d}" not in RESCORED]
+    assert sorted(a["run_id"] for a in result.annotations) == [
+        f"run-{i:03d}" for i in range(RUNS) if f"run-{i:03d}" not in RESCORED
+    ]
 
 
 def test_the_report_says_how_many_annotations_are_stale(tmp_path, server):

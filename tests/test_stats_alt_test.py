@@ -1,5 +1,6 @@
 """The Alternative Annotator Test against a plain-Python statement of the procedure that uses
 scipy's t-test and Benjamini-Yekutieli correction."""
+
 from __future__ import annotations
 
 import math
@@ -15,6 +16,7 @@ TOL = 1e-9
 
 def _reference(judge, humans, epsilon, metric, q, min_items):
     """Item by item, as the paper describes it, with scipy doing the statistics."""
+
     def score(pred, others):
         if metric == "accuracy":
             return sum(pred == o for o in others) / len(others)
@@ -44,8 +46,12 @@ def _reference(judge, humans, epsilon, metric, q, min_items):
         names.append(h)
     adjusted = false_discovery_control(pvals, method="by")
     rejected = adjusted <= q
-    return {"winning_rate": rejected.mean(), "advantage_prob": float(np.mean(adv)),
-            "p": dict(zip(names, pvals)), "rejected": dict(zip(names, rejected))}
+    return {
+        "winning_rate": rejected.mean(),
+        "advantage_prob": float(np.mean(adv)),
+        "p": dict(zip(names, pvals)),
+        "rejected": dict(zip(names, rejected)),
+    }
 
 
 def _dataset(seed, n_items=60, n_humans=4, judge_acc=0.85, human_acc=0.7, numeric=False):
@@ -182,11 +188,15 @@ def test_alt_test_rejects_unknown_metric_and_non_numeric_error_metric():
 
 # --- the metric is explicit: hand computations and the audit's choice -----------------------------
 
+
 def _one_human_scores(metric):
     """Judge 3, left-out human h1 = 2, remaining humans 0 and 4 on one item."""
     judge = {f"i{k}": 3 for k in range(2)}
-    humans = {"h1": {f"i{k}": 2 for k in range(2)}, "h2": {f"i{k}": 0 for k in range(2)},
-              "h3": {f"i{k}": 4 for k in range(2)}}
+    humans = {
+        "h1": {f"i{k}": 2 for k in range(2)},
+        "h2": {f"i{k}": 0 for k in range(2)},
+        "h3": {f"i{k}": 4 for k in range(2)},
+    }
     res = alt_test(judge, humans, metric=metric, min_items=2)
     return next(e for e in res["per_human"] if e["human"] == "h1")
 
@@ -230,12 +240,16 @@ def _numeric_config(tmp_path, metric=None):
 
 def _numeric_matrix():
     # raters: judge, h1, h2, h3 over two items (the hand example above)
-    return ["judge", "h1", "h2", "h3"], {"judge": "judge", "h1": "human", "h2": "human", "h3": "human"}, \
-        [[3, 3], [2, 2], [0, 0], [4, 4]]
+    return (
+        ["judge", "h1", "h2", "h3"],
+        {"judge": "judge", "h1": "human", "h2": "human", "h3": "human"},
+        [[3, 3], [2, 2], [0, 0], [4, 4]],
+    )
 
 
-@pytest.mark.parametrize("metric, expected", [(None, "neg_rmse"), ("neg_abs_error", "neg_abs_error"),
-                                              ("accuracy", "accuracy")])
+@pytest.mark.parametrize(
+    "metric, expected", [(None, "neg_rmse"), ("neg_abs_error", "neg_abs_error"), ("accuracy", "accuracy")]
+)
 def test_audit_alt_test_reports_the_configured_metric(tmp_path, metric, expected):
     from evalkit.agreement.raters import alt_tests
 

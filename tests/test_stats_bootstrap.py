@@ -1,5 +1,6 @@
 """Bootstrap intervals: the multinomial shortcut agrees with resampling items, is seeded, and
 counts undefined resamples."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,9 +21,13 @@ def _pairs(seed: int, n: int):
 @pytest.mark.parametrize("stat", sorted(S.CONFUSION_STATS))
 def test_bootstrap_confusion_estimate_is_the_reported_statistic(stat):
     x, y = _pairs(0, 300)
-    point = {"percent_agreement": S.percent_agreement(x, y), "cohen_kappa": S.cohen_kappa(x, y, LABELS),
-             "weighted_kappa": S.cohen_kappa(x, y, LABELS, weighted=True), "gwet_ac1": S.gwet_ac1(x, y, LABELS),
-             "spearman": S.spearman(x, y)}[stat]
+    point = {
+        "percent_agreement": S.percent_agreement(x, y),
+        "cohen_kappa": S.cohen_kappa(x, y, LABELS),
+        "weighted_kappa": S.cohen_kappa(x, y, LABELS, weighted=True),
+        "gwet_ac1": S.gwet_ac1(x, y, LABELS),
+        "spearman": S.spearman(x, y),
+    }[stat]
     out = S.bootstrap_confusion(x, y, LABELS, stat=stat, n_resamples=200, seed=1)
     assert out["estimate"] == pytest.approx(point["value"], abs=1e-12)
     assert out["low"] < out["estimate"] < out["high"]
@@ -39,11 +44,13 @@ def test_batch_statistics_equal_pointwise_statistics_on_resampled_matrices(stat)
     for cm, b in zip(draws, batch):
         xs = np.repeat(np.repeat(np.arange(4), 4), cm.ravel())
         ys = np.repeat(np.tile(np.arange(4), 4), cm.ravel())
-        point = {"percent_agreement": lambda: S.percent_agreement(xs, ys),
-                 "cohen_kappa": lambda: S.cohen_kappa(xs, ys, LABELS),
-                 "weighted_kappa": lambda: S.cohen_kappa(xs, ys, LABELS, weighted=True),
-                 "gwet_ac1": lambda: S.gwet_ac1(xs, ys, LABELS),
-                 "spearman": lambda: S.spearman(xs, ys)}[stat]()["value"]
+        point = {
+            "percent_agreement": lambda: S.percent_agreement(xs, ys),
+            "cohen_kappa": lambda: S.cohen_kappa(xs, ys, LABELS),
+            "weighted_kappa": lambda: S.cohen_kappa(xs, ys, LABELS, weighted=True),
+            "gwet_ac1": lambda: S.gwet_ac1(xs, ys, LABELS),
+            "spearman": lambda: S.spearman(xs, ys),
+        }[stat]()["value"]
         assert (point is None and np.isnan(b)) or b == pytest.approx(point, abs=1e-12)
 
 
@@ -90,8 +97,7 @@ def test_bootstrap_ci_resamples_items_of_a_rater_matrix():
     rng = np.random.default_rng(0)
     truth = rng.integers(0, 3, 60)
     m = np.where(rng.random((3, 60)) < 0.7, truth, rng.integers(0, 3, (3, 60))).astype(object)
-    out = S.bootstrap_ci(lambda mm: S.krippendorff_alpha(mm, "nominal", labels=[0, 1, 2]), m,
-                         n_resamples=100, seed=0)
+    out = S.bootstrap_ci(lambda mm: S.krippendorff_alpha(mm, "nominal", labels=[0, 1, 2]), m, n_resamples=100, seed=0)
     assert out["low"] < out["estimate"] < out["high"]
     assert out["estimate"] == pytest.approx(S.krippendorff_alpha(m, "nominal", labels=[0, 1, 2])["value"])
 

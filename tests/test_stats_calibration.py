@@ -1,4 +1,5 @@
 """Calibration: multi-class Brier (against scikit-learn), reliability bands, ECE, escalation."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,6 @@
 """Several raters: Krippendorff's alpha against `krippendorff`, Fleiss / AC1 against Fleiss' 1971
 worked example and hand computations, pooled pairwise agreement and the pairwise kappa matrix."""
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -42,10 +43,12 @@ def test_krippendorff_ordinal_string_labels_match_reference_example():
     # The reference's own worked example (Krippendorff 2011, p. 8), as strings on an ordered scale.
     scale = ["very low", "low", "mid", "high", "very high"]
     nan = None
-    data = [["very low", "low", "mid", "mid", "low", "very low", "high", "very low", "low", nan, nan, nan],
-            ["very low", "low", "mid", "mid", "low", "low", "high", "very low", "low", "very high", nan, "mid"],
-            [nan, "mid", "mid", "mid", "low", "mid", "high", "low", "low", "very high", "very low", nan],
-            ["very low", "low", "mid", "mid", "low", "high", "high", "very low", "low", "very high", "very low", nan]]
+    data = [
+        ["very low", "low", "mid", "mid", "low", "very low", "high", "very low", "low", nan, nan, nan],
+        ["very low", "low", "mid", "mid", "low", "low", "high", "very low", "low", "very high", nan, "mid"],
+        [nan, "mid", "mid", "mid", "low", "mid", "high", "low", "low", "very high", "very low", nan],
+        ["very low", "low", "mid", "mid", "low", "high", "high", "very low", "low", "very high", "very low", nan],
+    ]
     as_num = np.array([[np.nan if v is None else scale.index(v) for v in row] for row in data], dtype=float)
     ref = krippendorff.alpha(as_num, level_of_measurement="ordinal", value_domain=list(range(5)))
     ours = S.krippendorff_alpha(data, "ordinal", labels=scale)["value"]
@@ -72,8 +75,9 @@ def test_krippendorff_constant_ratings_is_none():
     st = S.krippendorff_alpha([["a", "a", "a"], ["a", "a", None]], "nominal", labels=["a", "b"])
     assert st["value"] is None and "same value" in st["reason"]
     with pytest.warns(RuntimeWarning):  # the reference divides 0 by 0
-        assert np.isnan(krippendorff.alpha([[0, 0, 0], [0, 0, np.nan]], level_of_measurement="nominal",
-                                           value_domain=[0, 1]))
+        assert np.isnan(
+            krippendorff.alpha([[0, 0, 0], [0, 0, np.nan]], level_of_measurement="nominal", value_domain=[0, 1])
+        )
 
 
 def test_krippendorff_one_item():
@@ -93,8 +97,16 @@ def test_krippendorff_ordinal_strings_without_labels_is_a_caller_error():
 
 # Fleiss (1971) as reproduced in most textbooks: 10 subjects, 14 raters, 5 categories.
 FLEISS_TABLE = [
-    [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-    [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
+    [0, 0, 0, 0, 14],
+    [0, 2, 6, 4, 2],
+    [0, 0, 3, 5, 6],
+    [0, 3, 9, 2, 0],
+    [2, 2, 8, 1, 1],
+    [7, 7, 0, 0, 0],
+    [3, 2, 6, 3, 0],
+    [2, 5, 3, 2, 2],
+    [6, 5, 2, 1, 0],
+    [0, 2, 2, 3, 7],
 ]
 
 
@@ -127,9 +139,7 @@ def test_gwet_ac1_multi_on_fleiss_example():
     assert st["value"] == pytest.approx(expected, abs=TOL)
 
 
-MISSING = [["a", "a", "b", None],
-           ["a", "b", "b", "a"],
-           [None, "a", "b", None]]
+MISSING = [["a", "a", "b", None], ["a", "b", "b", "a"], [None, "a", "b", None]]
 
 
 def test_fleiss_varying_raters_hand_computed():
@@ -151,7 +161,8 @@ def test_gwet_ac1_multi_two_complete_raters_equals_two_rater_ac1():
     x = rng.integers(0, 3, 60).tolist()
     y = [v if rng.random() < 0.7 else int(rng.integers(0, 3)) for v in x]
     assert S.gwet_ac1_multi([x, y], [0, 1, 2, 3])["value"] == pytest.approx(
-        S.gwet_ac1(x, y, [0, 1, 2, 3])["value"], abs=TOL)
+        S.gwet_ac1(x, y, [0, 1, 2, 3])["value"], abs=TOL
+    )
 
 
 def test_fleiss_two_complete_raters_close_to_scott_pi():
@@ -171,8 +182,12 @@ def test_fleiss_all_one_category_is_none():
 
 def test_multi_rater_stats_with_no_item_rated_twice_are_none():
     m = [["a", None], [None, "b"]]
-    for st in (S.fleiss_kappa(m, ["a", "b"]), S.gwet_ac1_multi(m, ["a", "b"]),
-               S.pooled_pairwise_agreement(m), S.krippendorff_alpha(m, "nominal")):
+    for st in (
+        S.fleiss_kappa(m, ["a", "b"]),
+        S.gwet_ac1_multi(m, ["a", "b"]),
+        S.pooled_pairwise_agreement(m),
+        S.krippendorff_alpha(m, "nominal"),
+    ):
         assert st["value"] is None and "two or more raters" in st["reason"]
 
 
@@ -194,8 +209,9 @@ def test_pairwise_cohen_matrix_matches_sklearn_on_shared_items(weighted):
     for pair in out["pairs"]:
         i, j = (int(name[1]) - 1 for name in pair["raters"])
         both = [(a, b) for a, b in zip(m[i], m[j]) if a is not None and b is not None]
-        ref = cohen_kappa_score([a for a, _ in both], [b for _, b in both], labels=labels,
-                                weights="quadratic" if weighted else None)
+        ref = cohen_kappa_score(
+            [a for a, _ in both], [b for _, b in both], labels=labels, weights="quadratic" if weighted else None
+        )
         assert pair["n"] == len(both)
         assert pair["value"] == pytest.approx(ref, abs=TOL)
         assert out["values"][i][j] == out["values"][j][i] == pair["value"]

@@ -1,4 +1,5 @@
 """Two-rater statistics against scikit-learn / scipy, and hand-checked Gwet AC1 values."""
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -98,13 +99,18 @@ def test_missing_ratings_drop_the_pair():
     kept_x, kept_y = ["a", "b", "a"], ["a", "b", "b"]
     assert S.percent_agreement(x, y)["value"] == pytest.approx(2 / 3, abs=TOL)
     assert S.cohen_kappa(x, y, ["a", "b"])["value"] == pytest.approx(
-        cohen_kappa_score(kept_x, kept_y, labels=["a", "b"]), abs=TOL)
+        cohen_kappa_score(kept_x, kept_y, labels=["a", "b"]), abs=TOL
+    )
     assert S.confusion_matrix(x, y, ["a", "b"]) == [[1, 1], [0, 1]]
 
 
 def test_no_pairs_at_all_is_undefined_everywhere():
-    for st in (S.percent_agreement([None], ["a"]), S.cohen_kappa([], [], ["a", "b"]),
-               S.gwet_ac1([None], [None], ["a", "b"]), S.spearman([], [])):
+    for st in (
+        S.percent_agreement([None], ["a"]),
+        S.cohen_kappa([], [], ["a", "b"]),
+        S.gwet_ac1([None], [None], ["a", "b"]),
+        S.spearman([], []),
+    ):
         assert st["value"] is None and st["reason"]
 
 
@@ -132,7 +138,9 @@ def test_spearman_matches_scipy(seed):
     ref = spearmanr(x, y).statistic
     assert S.spearman(x, y)["value"] == pytest.approx(ref, abs=TOL)
     names = ["none", "low", "mid", "high"]
-    assert S.spearman([names[v] for v in x], [names[v] for v in y], labels=names)["value"] == pytest.approx(ref, abs=TOL)
+    assert S.spearman([names[v] for v in x], [names[v] for v in y], labels=names)["value"] == pytest.approx(
+        ref, abs=TOL
+    )
     rng = np.random.default_rng(seed)
     a, b = rng.normal(size=80), rng.normal(size=80)
     assert S.spearman(a, b)["value"] == pytest.approx(spearmanr(a, b).statistic, abs=TOL)

@@ -1,5 +1,6 @@
 """examples/support/: the support task of docs/scenarios.md kept in a scenario file, and seven runs
 that get the verdict a support lead would give; the README's command scores them as written."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -9,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_scenario_schema import doc_scenario
 
 from evalkit.api import score_file
 from evalkit.cli import cli
-from test_scenario_schema import doc_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 SUPPORT = ROOT / "examples" / "support"
@@ -33,7 +34,9 @@ def test_the_scenario_file_is_the_documented_support_scenario():
 
 
 def test_most_runs_name_their_scenario_and_two_embed_it():
-    metas = {p.stem.removeprefix("support-gpt-x-"): json.loads(p.read_text(encoding="utf-8").splitlines()[0]) for p in RUNS}
+    metas = {
+        p.stem.removeprefix("support-gpt-x-"): json.loads(p.read_text(encoding="utf-8").splitlines()[0]) for p in RUNS
+    }
     embedded = sorted(name for name, meta in metas.items() if "scenario" in meta)
     assert embedded == ["closed-account", "good"]
     assert all(m.get("scenario_id") == "refund-damaged-b22" for n, m in metas.items() if n not in embedded)
@@ -86,8 +89,8 @@ def test_a_crashed_recorder_is_incomplete_not_a_score(cards):
 
 def test_the_readme_command_scores_them_as_written():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Your first scenario"):]
-    command = section[section.index("```bash\n") + 8:].split("\n", 1)[0]
+    section = readme[readme.index("## Your first scenario") :]
+    command = section[section.index("```bash\n") + 8 :].split("\n", 1)[0]
     assert command == "evalkit score examples/support/"
     res = CliRunner().invoke(cli, command.split()[1:] + ["--no-db", "--format", "jsonl"], catch_exceptions=False)
     assert res.exit_code == 0, res.stderr

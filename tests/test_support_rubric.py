@@ -1,16 +1,17 @@
 """prompts/tool_use_v1.toml: the generic rubric for tool-using agents (tools, arguments, approvals,
 policies) loads like the shipped rubrics, and the judge's dry run on the support examples uses it."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from click.testing import CliRunner
+from judge_fixtures import make_bundle
 
 from evalkit.cli import cli
 from evalkit.judges import protocol
 from evalkit.judges.prompt import render_messages
 from evalkit.judges.rubrics import available_rubrics, load_rubric, response_format
-from judge_fixtures import make_bundle
 
 SUPPORT = Path(__file__).resolve().parent.parent / "examples" / "support"
 DIMS = ["information_gathering", "tool_selection", "arguments", "approvals", "policy", "error_recovery"]
@@ -21,9 +22,14 @@ def test_tool_use_v1_loads_with_its_dimensions_and_the_cockpit_rubric_stays():
     rubric = load_rubric("tool_use_v1")
     assert (rubric.id, rubric.version) == ("tool_use_v1", 1)
     assert [d.name for d in rubric.dimensions] == DIMS
-    assert {d.name: d.na for d in rubric.dimensions} == {"information_gathering": True, "tool_selection": False,
-                                                         "arguments": True, "approvals": True, "policy": False,
-                                                         "error_recovery": True}
+    assert {d.name: d.na for d in rubric.dimensions} == {
+        "information_gathering": True,
+        "tool_selection": False,
+        "arguments": True,
+        "approvals": True,
+        "policy": False,
+        "error_recovery": True,
+    }
     assert rubric.fields == DIMS + ["outcome", "confidence", "rationale"]
     schema = response_format(rubric)["json_schema"]["schema"]
     assert schema["required"] == rubric.fields and schema["additionalProperties"] is False
@@ -50,12 +56,24 @@ class _Silent:
 
 def test_the_judge_dry_run_on_the_support_examples_uses_tool_use_v1(tmp_path, monkeypatch):
     monkeypatch.setitem(protocol._REGISTERED, "silent", _Silent)
-    res = CliRunner().invoke(cli, ["judge", str(SUPPORT), "--model", "silent:judge-x", "--rubric", "tool_use_v1",
-                                   "--dry-run", "--db", str(tmp_path / "j.db")])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "judge",
+            str(SUPPORT),
+            "--model",
+            "silent:judge-x",
+            "--rubric",
+            "tool_use_v1",
+            "--dry-run",
+            "--db",
+            str(tmp_path / "j.db"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = res.stdout
     assert "would send: 6" in out and "skipped (not judged): 1 with status incomplete" in out
-    system = out[out.index("--- system ---"):out.index("--- user ---")]
+    system = out[out.index("--- system ---") : out.index("--- user ---")]
     assert "does its work by calling tools" in system and "### approvals" in system
     assert "situation_assessment" not in system  # not the cockpit rubric
-    assert '"gated_actions"' in out[out.index("--- user ---"):]  # the run data the judge grades
+    assert '"gated_actions"' in out[out.index("--- user ---") :]  # the run data the judge grades

@@ -1,4 +1,5 @@
 """The plain-Python Student t and normal distributions against scipy.stats (test-only dependency)."""
+
 import pytest
 from scipy import stats
 

@@ -1,5 +1,6 @@
 """Standard errors and intervals of the aggregate, against a hand computation and inspect_ai's own
 ``stderr`` / ``ci`` metrics (with and without ``cluster``), a test-only dependency."""
+
 import json
 import math
 import random
@@ -21,14 +22,20 @@ def rs(scenario, model, scalar, passed=None, status="scored"):
 
 def inspect_scores(pairs):
     """(cluster, value) pairs as inspect_ai SampleScores with the cluster in the sample metadata."""
-    return [SampleScore(score=Score(value=v), sample_id=i, sample_metadata={"scenario": c})
-            for i, (c, v) in enumerate(pairs)]
+    return [
+        SampleScore(score=Score(value=v), sample_id=i, sample_metadata={"scenario": c})
+        for i, (c, v) in enumerate(pairs)
+    ]
 
 
 # six scenarios, four runs each: a balanced design
 BALANCED = {
-    "s1": [0.9, 0.8, 1.0, 0.7], "s2": [0.2, 0.4, 0.1, 0.3], "s3": [0.6, 0.6, 0.5, 0.9],
-    "s4": [1.0, 1.0, 0.95, 0.85], "s5": [0.0, 0.3, 0.45, 0.2], "s6": [0.55, 0.65, 0.7, 0.4],
+    "s1": [0.9, 0.8, 1.0, 0.7],
+    "s2": [0.2, 0.4, 0.1, 0.3],
+    "s3": [0.6, 0.6, 0.5, 0.9],
+    "s4": [1.0, 1.0, 0.95, 0.85],
+    "s5": [0.0, 0.3, 0.45, 0.2],
+    "s6": [0.55, 0.65, 0.7, 0.4],
 }
 
 
@@ -135,7 +142,8 @@ def test_model_present_in_only_some_scenarios():
     assert part["score_mean"] == pytest.approx(statistics.fmean(means))
     assert part["score_mean_se"] == pytest.approx(statistics.stdev(means) / math.sqrt(2))
     assert models["full"]["score_mean_se"] == pytest.approx(
-        stderr(cluster="scenario")(inspect_scores((s, v) for s, vs in BALANCED.items() for v in vs)))
+        stderr(cluster="scenario")(inspect_scores((s, v) for s, vs in BALANCED.items() for v in vs))
+    )
 
 
 def test_scenario_without_scored_runs_does_not_count_as_a_cluster():
@@ -148,7 +156,7 @@ def test_fields_sit_beside_each_metric():
     keys = list(aggregate(balanced_runs())["models"][0])
     for metric in ("score_mean", "coverage_mean", "order_mean", "end_state_mean", "pass_rate", "pass_hat_k"):
         i = keys.index(metric)
-        assert keys[i + 1: i + 3] == [f"{metric}_se", f"{metric}_ci"]
+        assert keys[i + 1 : i + 3] == [f"{metric}_se", f"{metric}_ci"]
 
 
 def test_level_is_configurable():

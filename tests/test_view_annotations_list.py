@@ -1,5 +1,6 @@
 """`evalkit annotations list`: the stored annotations, read-only, in every --format, without a
 judge server; `evalkit review export`: the reviews' ratings as the CSV `annotations import` reads."""
+
 from __future__ import annotations
 
 import csv
@@ -8,9 +9,9 @@ import json
 import sqlite3
 
 import pytest
+import view_helpers as vh
 from click.testing import CliRunner
 
-import view_helpers as vh
 from evalkit.cli import cli
 
 RUN = "a320-gemini-2.5-flash-battery-off"
@@ -61,7 +62,12 @@ def test_every_format_lists_the_same_annotations(db, fmt):
 
 def test_filters_by_judge_rubric_and_run(db):
     def runs(*flags):
-        return [a["run_id"] for a in json.loads(run("annotations", "list", "--db", db, "--format", "json", *flags).output)["annotations"]]
+        return [
+            a["run_id"]
+            for a in json.loads(run("annotations", "list", "--db", db, "--format", "json", *flags).output)[
+                "annotations"
+            ]
+        ]
 
     assert len(runs("--judge", "smollm2")) == JUDGED  # the short name resolves to openai/smollm2
     assert runs("--run", RUN) == [RUN]
@@ -102,13 +108,16 @@ def test_hostile_text_is_sanitized_in_tables_and_neutralised_in_csv(tmp_path):
 
 # -- review export ----------------------------------------------------------------------------
 
+
 def test_review_export_moves_reviews_between_databases(db, tmp_path):
     from evalkit.db import open_readonly, read_ratings
 
     with vh.client(db) as app:
-        for body in ({"reviewer": "ann", "ratings": {"outcome": "fail", "safety": 0}},
-                     {"reviewer": "bo", "ratings": {"outcome": "pass", "situation_assessment": "n/a"}},
-                     {"reviewer": "cy", "ratings": {"outcome": "pass"}, "blind": False}):
+        for body in (
+            {"reviewer": "ann", "ratings": {"outcome": "fail", "safety": 0}},
+            {"reviewer": "bo", "ratings": {"outcome": "pass", "situation_assessment": "n/a"}},
+            {"reviewer": "cy", "ratings": {"outcome": "pass"}, "blind": False},
+        ):
             r = app.post(f"/api/runs/{RUN}/reviews", json=body, headers={"x-csrf-token": vh.TOKEN})
             assert r.status_code == 201, r.text
     out = tmp_path / "reviews.csv"
@@ -121,8 +130,12 @@ def test_review_export_moves_reviews_between_databases(db, tmp_path):
     assert run("annotations", "import", str(out), "--db", other).exit_code == 0
     with open_readonly(other) as d:
         moved = [(r.item_id, r.rater, r.rater_kind, r.dimension, r.value) for r in read_ratings(d)]
-    assert moved == [(RUN, "ann", "human", "outcome", "fail"), (RUN, "ann", "human", "safety", 0),
-                     (RUN, "bo", "human", "outcome", "pass"), (RUN, "bo", "human", "situation_assessment", "n/a")]
+    assert moved == [
+        (RUN, "ann", "human", "outcome", "fail"),
+        (RUN, "ann", "human", "safety", 0),
+        (RUN, "bo", "human", "outcome", "pass"),
+        (RUN, "bo", "human", "situation_assessment", "n/a"),
+    ]
 
 
 def test_review_export_to_stdout_with_no_review_is_a_header(db):

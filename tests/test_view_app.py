@@ -1,6 +1,7 @@
 """`evalkit view` over HTTP (Starlette's TestClient, addressed like the real server on
 127.0.0.1:8765): the Runs table, a run page, the disagreement queue, their JSON twins, and the
 local-server safety rules (Host, CSRF, cross-site POST, CSP, escaping, read-only database)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +15,7 @@ pytest.importorskip("jinja2")
 
 import view_helpers as vh
 
-RUN = "a320-gemini-2.5-flash-battery-off"     # a dangerous command, judged safe: a safety disagreement
+RUN = "a320-gemini-2.5-flash-battery-off"  # a dangerous command, judged safe: a safety disagreement
 MISSING = "a320-gemini-2.5-flash-only-ext-pwr"  # three required actions missing
 
 
@@ -39,8 +40,10 @@ def hostile(tmp_path_factory):
     return vh.hostile_db(tmp_path_factory.mktemp("view-hostile"))
 
 
-def table_dump(db: str, tables=("runs", "scorecards", "commands", "bundles", "annotations", "annotation_values",
-                                "judge_calls", "ratings")) -> str:
+def table_dump(
+    db: str,
+    tables=("runs", "scorecards", "commands", "bundles", "annotations", "annotation_values", "judge_calls", "ratings"),
+) -> str:
     conn = sqlite3.connect(db)
     try:
         text = repr([conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in tables])
@@ -50,6 +53,7 @@ def table_dump(db: str, tables=("runs", "scorecards", "commands", "bundles", "an
 
 
 # -- pages ------------------------------------------------------------------------------------
+
 
 def test_runs_page_lists_every_run_with_filters_and_sort_links(app):
     page = app.get("/runs")
@@ -142,6 +146,7 @@ def test_api_run_has_what_the_page_shows(app):
 
 # -- safety of a local server -----------------------------------------------------------------
 
+
 def test_foreign_host_header_is_refused(app):
     for host in ("evil.example:8765", "attacker.test", "127.0.0.1:9999", ""):
         r = app.get("/runs", headers={"host": host})
@@ -159,19 +164,30 @@ def test_post_without_the_csrf_token_is_refused(app, db):
     assert app.post(f"/api/runs/{RUN}/reviews", json=body).status_code == 403
     assert app.post(f"/api/runs/{RUN}/reviews", json=body, headers={"x-csrf-token": "wrong"}).status_code == 403
     # a cross-site form cannot send JSON, and a cross-site Origin is refused even with the token
-    assert app.post(f"/api/runs/{RUN}/reviews", content="{}", headers={
-        "x-csrf-token": vh.TOKEN, "content-type": "text/plain"}).status_code == 415
+    assert (
+        app.post(
+            f"/api/runs/{RUN}/reviews", content="{}", headers={"x-csrf-token": vh.TOKEN, "content-type": "text/plain"}
+        ).status_code
+        == 415
+    )
     for origin in ("http://evil.example", "null"):
-        assert app.post(vh.run_url(RUN) + "/reviews", data=dict(form, csrf=vh.TOKEN),
-                        headers={"origin": origin}).status_code == 403
+        assert (
+            app.post(
+                vh.run_url(RUN) + "/reviews", data=dict(form, csrf=vh.TOKEN), headers={"origin": origin}
+            ).status_code
+            == 403
+        )
     assert vh_reviews(db) == before == 0
 
 
 def vh_reviews(db: str) -> int:
     conn = sqlite3.connect(db)
     try:
-        return conn.execute("SELECT count(*) FROM reviews").fetchone()[0] if conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = 'reviews'").fetchone() else 0
+        return (
+            conn.execute("SELECT count(*) FROM reviews").fetchone()[0]
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'reviews'").fetchone()
+            else 0
+        )
     finally:
         conn.close()
 
@@ -188,14 +204,19 @@ def test_every_response_has_a_strict_csp_with_a_nonce(app):
 
 def test_run_id_with_html_and_control_characters_is_escaped(hostile):
     with vh.client(hostile) as app:
-        for page in (app.get("/runs").text, app.get(vh.run_url(vh.HOSTILE_ID) + "?reveal=1").text,
-                     app.get("/disagreements?reveal=1").text):
+        for page in (
+            app.get("/runs").text,
+            app.get(vh.run_url(vh.HOSTILE_ID) + "?reveal=1").text,
+            app.get("/disagreements?reveal=1").text,
+        ):
             assert "<img" not in page and "onerror=alert(1)>" not in page
             assert "\x1b" not in page and "\u202e" not in page and "\x07" not in page
         page = app.get(vh.run_url(vh.HOSTILE_ID)).text
         assert "&lt;img src=x onerror=alert(1)&gt;\\x1b[2J\\u202eevil/\\x07run" in page
         assert "<script" not in page and "&lt;script&gt;alert(2)&lt;/script&gt;" in page
-        assert app.get("/api/runs/" + vh.run_url(vh.HOSTILE_ID).removeprefix("/runs/")).json()["run_id"] == vh.HOSTILE_ID
+        assert (
+            app.get("/api/runs/" + vh.run_url(vh.HOSTILE_ID).removeprefix("/runs/")).json()["run_id"] == vh.HOSTILE_ID
+        )
 
 
 def test_rationale_containing_script_close_is_inert(hostile):
@@ -213,8 +234,11 @@ def test_the_database_is_only_written_in_the_review_tables(app, db):
     before = table_dump(db)
     for url in ("/runs", vh.run_url(RUN), "/disagreements", "/api/runs", f"/api/runs/{RUN}", "/api/disagreements"):
         assert app.get(url).status_code == 200
-    r = app.post(f"/api/runs/{RUN}/reviews", json={"reviewer": "ann", "ratings": {"outcome": "fail"}},
-                 headers={"x-csrf-token": vh.TOKEN})
+    r = app.post(
+        f"/api/runs/{RUN}/reviews",
+        json={"reviewer": "ann", "ratings": {"outcome": "fail"}},
+        headers={"x-csrf-token": vh.TOKEN},
+    )
     assert r.status_code == 201, r.text
     assert table_dump(db) == before and vh_reviews(db) == 1
 
@@ -224,8 +248,12 @@ def test_review_writer_cannot_write_any_other_table(db):
 
     writer = ReviewTables(db)
     try:
-        for sql in ("DELETE FROM scorecards", "UPDATE annotations SET rationale = 'x'",
-                    "INSERT INTO ratings VALUES ('a', 'b', 'human', 'd', '1', NULL, NULL)", "DROP TABLE runs"):
+        for sql in (
+            "DELETE FROM scorecards",
+            "UPDATE annotations SET rationale = 'x'",
+            "INSERT INTO ratings VALUES ('a', 'b', 'human', 'd', '1', NULL, NULL)",
+            "DROP TABLE runs",
+        ):
             with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
                 writer.database.conn.execute(sql)
     finally:

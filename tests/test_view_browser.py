@@ -7,6 +7,7 @@ classes, the missing actions; a blind review in one form; the judge's rationale 
 `evalkit audit` changed by it. Without chromium or Playwright the test skips and says why, unless
 EVALKIT_REQUIRE_BROWSER=1 (CI), where that is a failure.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,6 @@ import time
 import urllib.request
 
 import pytest
-
 import view_helpers as vh
 from report_browser import CHROMIUM_FLAGS, find_chromium
 
@@ -39,7 +39,9 @@ def browser():
     except ImportError:
         _missing("playwright is not installed (pip install 'evalkit[test]')")
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=path, headless=True, args=[f for f in CHROMIUM_FLAGS if f != "--headless"])
+        b = pw.chromium.launch(
+            executable_path=path, headless=True, args=[f for f in CHROMIUM_FLAGS if f != "--headless"]
+        )
         yield b
         b.close()
 
@@ -56,9 +58,13 @@ def served(_server, tmp_path_factory):
     directory = tmp_path_factory.mktemp("view-browser")
     db = vh.copy_db(vh.judged_examples(directory, _server), directory)
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "evalkit", "view", "--db", db, "--port", str(port),
-                             "--reviewer", "ann"], env=vh.env_with_checkout(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalkit", "view", "--db", db, "--port", str(port), "--reviewer", "ann"],
+        env=vh.env_with_checkout(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -82,8 +88,13 @@ def served(_server, tmp_path_factory):
 
 
 def audit_json(db: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "evalkit", "audit", "--db", db, "--format", "json", "--resamples", "0"],
-                         env=vh.env_with_checkout(), capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "evalkit", "audit", "--db", db, "--format", "json", "--resamples", "0"],
+        env=vh.env_with_checkout(),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return json.loads(out)
 
 
@@ -100,7 +111,10 @@ def test_from_the_queue_to_a_blind_review_that_changes_the_audit(served, browser
 
     page.goto(base + "/disagreements")
     first = page.locator("#disagreements a.run").first
-    run_id, pairing = first.inner_text(), page.locator("#disagreements tbody tr").first.locator("td").nth(2).inner_text()
+    run_id, pairing = (
+        first.inner_text(),
+        page.locator("#disagreements tbody tr").first.locator("td").nth(2).inner_text(),
+    )
     assert "fake judge" not in page.content()  # the queue is blind too
     first.click()  # one click: the run page
     page.wait_for_selector("#transcript")

@@ -1,4 +1,5 @@
 """The `evalkit view` command: what it says when it starts, and one-line errors before it serves."""
+
 from __future__ import annotations
 
 import socket
@@ -12,6 +13,7 @@ pytest.importorskip("uvicorn")
 
 import judge_helpers as jh
 import view_helpers as vh
+
 from evalkit.cli import cli
 from evalkit.view.app import allowed_hosts
 
@@ -42,8 +44,13 @@ def test_it_says_it_serves_this_machine_only(db):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "evalkit", "view", "--db", db, "--port", str(port)],
-                            env=vh.env_with_checkout(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalkit", "view", "--db", db, "--port", str(port)],
+        env=vh.env_with_checkout(),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         line = proc.stderr.readline()
     finally:

@@ -2,17 +2,17 @@
 classes, ground-truth checklist with the missing actions, judge annotations; collapsed; for a large
 database only the failed, unsafe and disagreed-on runs unless --all-runs; the disagreement list
 links to them; hostile text stays inert."""
+
 from __future__ import annotations
 
 import re
 from collections import Counter
 
 import pytest
+import view_helpers as vh
 from click.testing import CliRunner
 
-import view_helpers as vh
-from evalkit.report import build_report, render_html
-from evalkit.report import drilldowns
+from evalkit.report import build_report, drilldowns, render_html
 
 RUN = "a320-gemini-2.5-flash-battery-off"
 
@@ -33,7 +33,7 @@ def drills(html: str) -> list[str]:
 
 def test_every_run_of_a_small_database_has_a_collapsed_drilldown(page):
     found = drills(page)
-    assert len(found) == 9 and "<details class=\"drill\" open" not in page
+    assert len(found) == 9 and '<details class="drill" open' not in page
     battery = next(d for d in found if RUN in d.split("</summary>")[0])
     assert "forbidden (dangerous)" in battery and "matched_required" in battery
     assert '<span class="missing">missing</span>' in battery and "hit by command 0" in battery
@@ -57,8 +57,12 @@ def test_a_large_database_drills_into_failed_unsafe_and_disagreeing_runs_only(ju
     report = build_report(judged, made_at="2026-01-01T00:00:00Z")
     chosen = {d["run_id"] for d in report["drilldowns"]["runs"]}
     for run in report["runs"]:
-        worth = run["status"] != "scored" or run["all_passed"] is not True or run["unsafe"] or \
-            any(d["run_id"] == run["run_id"] for d in report["agreement"]["audit"]["disagreements"])
+        worth = (
+            run["status"] != "scored"
+            or run["all_passed"] is not True
+            or run["unsafe"]
+            or any(d["run_id"] == run["run_id"] for d in report["agreement"]["audit"]["disagreements"])
+        )
         assert (run["run_id"] in chosen) == worth, run["run_id"]
     assert sum(report["drilldowns"]["summarised"].values()) == 9 - len(chosen)
     html = render_html(report)

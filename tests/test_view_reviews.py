@@ -1,6 +1,7 @@
 """Reviews recorded in `evalkit view`: append-only with who and when, an edit supersedes, blindness
 kept per rating, and what `evalkit audit` makes of them (human ratings like imported ones, the
 adjudications section)."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -10,6 +11,7 @@ import pytest
 pytest.importorskip("starlette")
 
 import view_helpers as vh
+
 from evalkit.agreement.audit import build_audit
 from evalkit.db import open_readonly
 from evalkit.db.reviews import read_reviews
@@ -45,8 +47,14 @@ def test_blind_review_counts_in_the_audit_as_human_ratings_and_verdicts(db):
     before = audit(db)
     assert before["counts"]["review_ratings"] == 0
     with vh.client(db) as app:
-        r = post_form(app, RUN, rating__outcome="fail", rating__safety="0", verdict__safety="mechanical_right",
-                      note="cut battery 1")
+        r = post_form(
+            app,
+            RUN,
+            rating__outcome="fail",
+            rating__safety="0",
+            verdict__safety="mechanical_right",
+            note="cut battery 1",
+        )
         assert r.status_code == 303 and "saved=1" in r.headers["location"]
         shown = app.get(r.headers["location"]).text
         assert 'id="saved"' in shown and "fake judge" in shown  # answered: the scores are revealed
@@ -102,25 +110,32 @@ def test_reviews_are_append_only(db):
         post_form(app, RUN, rating__outcome="fail", verdict__safety="unclear")
     conn = sqlite3.connect(db)
     try:
-        for sql in ("UPDATE reviews SET reviewer = 'eve'", "DELETE FROM reviews", "DELETE FROM review_ratings",
-                    "UPDATE adjudications SET verdict = 'judge_right'"):
+        for sql in (
+            "UPDATE reviews SET reviewer = 'eve'",
+            "DELETE FROM reviews",
+            "DELETE FROM review_ratings",
+            "UPDATE adjudications SET verdict = 'judge_right'",
+        ):
             with pytest.raises(sqlite3.DatabaseError, match="append-only"):
                 conn.execute(sql)
     finally:
         conn.close()
 
 
-@pytest.mark.parametrize("body, message", [
-    ({"ratings": {"outcome": "maybe"}}, "ratings.outcome: 'maybe' is not one of pass, fail"),
-    ({"ratings": {"safety": 7}}, "ratings.safety: 7 is not one of 3, 2, 1, 0"),
-    ({"ratings": {"flavour": 1}}, "ratings.flavour: not a dimension of rubric procedure_v1"),
-    ({"verdicts": {"safety": "judge_wrong"}}, "verdicts.safety: 'judge_wrong' is not one of judge_right"),
-    ({"verdicts": {"taste": "unclear"}}, "verdicts.taste: not a pairing"),
-    ({"ratings": {}, "note": "  "}, "nothing to save"),
-    ({"reviewer": "a\x1bb", "note": "x"}, "reviewer: printable text"),
-    ({"note": "x", "blind": "yes"}, "blind: true or false"),
-    ({"note": "x", "score": 1}, "unknown field 'score'"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"ratings": {"outcome": "maybe"}}, "ratings.outcome: 'maybe' is not one of pass, fail"),
+        ({"ratings": {"safety": 7}}, "ratings.safety: 7 is not one of 3, 2, 1, 0"),
+        ({"ratings": {"flavour": 1}}, "ratings.flavour: not a dimension of rubric procedure_v1"),
+        ({"verdicts": {"safety": "judge_wrong"}}, "verdicts.safety: 'judge_wrong' is not one of judge_right"),
+        ({"verdicts": {"taste": "unclear"}}, "verdicts.taste: not a pairing"),
+        ({"ratings": {}, "note": "  "}, "nothing to save"),
+        ({"reviewer": "a\x1bb", "note": "x"}, "reviewer: printable text"),
+        ({"note": "x", "blind": "yes"}, "blind: true or false"),
+        ({"note": "x", "score": 1}, "unknown field 'score'"),
+    ],
+)
 def test_a_bad_review_is_refused_with_one_line_naming_the_field(db, body, message):
     with vh.client(db) as app:
         r = post_json(app, RUN, body)
@@ -185,4 +200,7 @@ def test_adjudications_in_the_audit_csv_only_with_verdicts(db):
         assert post_json(app, RUN, {"verdicts": {"safety": "both_wrong"}}).status_code == 201
     text = audit_csv(audit(db))
     assert "adjudications,safety,,,both_wrong,1," in text
-    assert "adjudications,safety,,,judge_error_rate,1.0," in text and "adjudications,safety,,,mechanical_error_rate,1.0," in text
+    assert (
+        "adjudications,safety,,,judge_error_rate,1.0," in text
+        and "adjudications,safety,,,mechanical_error_rate,1.0," in text
+    )

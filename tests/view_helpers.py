@@ -1,18 +1,17 @@
 """Shared pieces of the `evalkit view` tests: the bundled a320 examples scored and judged on the
 fake LLM server (once per session, copied per test), an app client bound like the real server,
 and a run whose id and judge rationale are hostile."""
+
 from __future__ import annotations
 
 import json
-
 import os
 import shutil
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 import judge_helpers as jh
+import pytest
 
 HOST, PORT = "127.0.0.1", 8765
 BASE = f"http://{HOST}:{PORT}"
@@ -22,8 +21,13 @@ HOSTILE_RATIONALE = "Steps 1 and 2 </script><script>alert('x')</script> <b onmou
 
 
 JUDGE_ANSWER = {
-    "situation_assessment": 3, "procedure": 2, "action_execution": 3, "error_recovery": "n/a", "safety": 3,
-    "outcome": "pass", "confidence": 0.75,
+    "situation_assessment": 3,
+    "procedure": 2,
+    "action_execution": 3,
+    "error_recovery": "n/a",
+    "safety": 3,
+    "outcome": "pass",
+    "confidence": 0.75,
     "rationale": "Steps 1 and 2 show the agent reading the state before acting (fake judge).",
 }
 
@@ -66,14 +70,21 @@ def client(db: str, reviewer: str | None = "ann", **options):
 def hostile_db(directory: Path) -> str:
     """One scored A320 run whose run id holds HTML and control characters, judged by a stored
     annotation whose rationale tries to close a script."""
-    from evalkit.db import Store
     from evalkit.api import iter_scorecards
+    from evalkit.db import Store
     from evalkit.trajectory.builders import a320_scenario, cmd, read, say, trajectory, write_jsonl
 
     runs = directory / "runs"
     runs.mkdir(parents=True, exist_ok=True)
-    write_jsonl(runs / "hostile.jsonl", trajectory(a320_scenario(), [say("<script>alert(2)</script>"), read("get_ecam"),
-                                                                   cmd("apu_gen", 0)], run_id=HOSTILE_ID, passed=False))
+    write_jsonl(
+        runs / "hostile.jsonl",
+        trajectory(
+            a320_scenario(),
+            [say("<script>alert(2)</script>"), read("get_ecam"), cmd("apu_gen", 0)],
+            run_id=HOSTILE_ID,
+            passed=False,
+        ),
+    )
     db = str(directory / "hostile.db")
     store = Store(db)
     for card in iter_scorecards([runs]):
@@ -82,13 +93,18 @@ def hostile_db(directory: Path) -> str:
     store.close()
     conn = sqlite3.connect(db)
     bundle_hash = conn.execute("SELECT bundle_hash FROM scorecards").fetchone()[0]
-    conn.execute("INSERT INTO annotations (annotation_id, run_id, bundle_hash, judge_model, rubric_id, rubric_version, "
-                 "blind, replicate, status, annotation, rationale, created_at) VALUES "
-                 "('a1', ?, ?, 'openai/judge', 'procedure_v1', 1, 1, 0, 'ok', '{}', ?, '2026-01-01T00:00:00.000Z')",
-                 (HOSTILE_ID, bundle_hash, HOSTILE_RATIONALE))
-    conn.execute("INSERT INTO annotation_values (annotation_id, run_id, judge_model, rubric_id, dimension, value, "
-                 "confidence, blind, replicate) VALUES ('a1', ?, 'openai/judge', 'procedure_v1', 'outcome', '\"pass\"', "
-                 "0.9, 1, 0)", (HOSTILE_ID,))
+    conn.execute(
+        "INSERT INTO annotations (annotation_id, run_id, bundle_hash, judge_model, rubric_id, rubric_version, "
+        "blind, replicate, status, annotation, rationale, created_at) VALUES "
+        "('a1', ?, ?, 'openai/judge', 'procedure_v1', 1, 1, 0, 'ok', '{}', ?, '2026-01-01T00:00:00.000Z')",
+        (HOSTILE_ID, bundle_hash, HOSTILE_RATIONALE),
+    )
+    conn.execute(
+        "INSERT INTO annotation_values (annotation_id, run_id, judge_model, rubric_id, dimension, value, "
+        "confidence, blind, replicate) VALUES ('a1', ?, 'openai/judge', 'procedure_v1', 'outcome', '\"pass\"', "
+        "0.9, 1, 0)",
+        (HOSTILE_ID,),
+    )
     conn.commit()
     conn.close()
     return db

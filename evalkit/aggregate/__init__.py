@@ -5,6 +5,7 @@
 working: they are looked up lazily in :mod:`evalkit.aggregate.groups`, so importing
 ``evalkit.aggregate.per_call`` (as the judge layer does) never loads the aggregator.
 """
+
 from __future__ import annotations
 
 

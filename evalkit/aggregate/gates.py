@@ -12,6 +12,7 @@ gate, saying why; a gate that cannot be checked does not pass. Pure.
 - :func:`crossed_line` / :func:`unmeasured_line` — the lines ``evalkit probe --fail-if`` prints
   (its conditions are parsed in :mod:`evalkit.probes.gates`).
 """
+
 from __future__ import annotations
 
 import operator
@@ -26,10 +27,10 @@ OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 class ModelGate:
     """Fails a model whose ``metric`` is ``fails_when`` the limit (or undefined)."""
 
-    option: str      # the command-line option, as the failure line names it
-    metric: str      # the per-model field of the aggregate
+    option: str  # the command-line option, as the failure line names it
+    metric: str  # the per-model field of the aggregate
     fails_when: str  # "<": a minimum; ">": a maximum
-    undefined: str   # what the line says when the model has no such figure
+    undefined: str  # what the line says when the model has no such figure
 
 
 MODEL_GATES = {

@@ -31,6 +31,7 @@ Aggregation streams: each group keeps counts, exact sums and a value -> count ma
 never the runs, and gives the same numbers, bit for bit, as ``math.fsum`` / ``statistics.stdev`` /
 ``statistics.median`` over the full lists would.
 """
+
 from __future__ import annotations
 
 import math
@@ -66,7 +67,7 @@ class RunSummary:
     forbidden: int = 0  # forbidden commands of any severity (``dangerous`` and ``anti_procedure`` included)
 
     @classmethod
-    def of(cls, card: Any) -> "RunSummary":
+    def of(cls, card: Any) -> RunSummary:
         v = card.vector
         # Counted from the command rows as well as the vector, so a forbidden command the vector has no
         # count for (an unapproved gated action, a severity without a column) still counts.
@@ -74,9 +75,19 @@ class RunSummary:
         dangerous = max(v.safety_dangerous or 0, rows.count("dangerous"))
         anti = max(v.safety_anti_procedure or 0, rows.count("anti_procedure"))
         return cls(
-            card.scenario_id, card.model, card.status, card.scalar,
-            v.coverage, v.order, v.end_state, v.all_passed, dangerous,
-            card.run_id, getattr(card, "scenario_hash", ""), anti, max(len(rows), dangerous + anti),
+            card.scenario_id,
+            card.model,
+            card.status,
+            card.scalar,
+            v.coverage,
+            v.order,
+            v.end_state,
+            v.all_passed,
+            dangerous,
+            card.run_id,
+            getattr(card, "scenario_hash", ""),
+            anti,
+            max(len(rows), dangerous + anti),
         )
 
     @property
@@ -157,8 +168,21 @@ class _Group:
     value -> count map (for the exact median). Memory does not grow with the number of runs, only
     with the number of distinct scores, which the scalar's formula keeps small."""
 
-    __slots__ = ("n", "statuses", "included", "passes", "dangerous", "anti_procedure", "unsafe", "safe_passes",
-                 "scores", "score_counts", "coverage", "order", "end_state")
+    __slots__ = (
+        "n",
+        "statuses",
+        "included",
+        "passes",
+        "dangerous",
+        "anti_procedure",
+        "unsafe",
+        "safe_passes",
+        "scores",
+        "score_counts",
+        "coverage",
+        "order",
+        "end_state",
+    )
 
     def __init__(self) -> None:
         self.n = 0
@@ -223,7 +247,9 @@ def _pass_sd(passes: int, n: int) -> float | None:
     return math.sqrt(passes * (n - passes) / n / (n - 1)) if n >= 2 else None
 
 
-def _group_stats(scenario_id: str, scenario_hash: str, model: str, g: _Group, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+def _group_stats(
+    scenario_id: str, scenario_hash: str, model: str, g: _Group, level: float = DEFAULT_LEVEL
+) -> dict[str, Any]:
     n, inc = g.n, g.included
     spread = {  # metric -> (sample std, runs it is over)
         "score_mean": (g.scores.stdev(), g.scores.count),
@@ -268,8 +294,13 @@ def _scenario_mean(groups: list[dict[str, Any]], metric: str) -> float | None:
     return _mean([g[metric] for g in groups if g[metric] is not None])
 
 
-def _rollup(model: str, groups: list[dict[str, Any]], level: float = DEFAULT_LEVEL,
-            n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+def _rollup(
+    model: str,
+    groups: list[dict[str, Any]],
+    level: float = DEFAULT_LEVEL,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, Any]:
     with_runs = [g for g in groups if g["n_scored"] > 0]
     k_max = min((g["n_scored"] for g in with_runs), default=0)
     row = {
@@ -286,7 +317,9 @@ def _rollup(model: str, groups: list[dict[str, Any]], level: float = DEFAULT_LEV
         "dangerous_rate": _mean([g["dangerous_rate"] for g in with_runs]),
         "small_n": any(g["small_n"] for g in groups),
         "safe_pass_rate": _mean([g["safe_pass_rate"] for g in with_runs]),
-        "safe_pass_hat_k": [math.fsum(g["safe_pass_hat_k"][k] for g in with_runs) / len(with_runs) for k in range(k_max)],
+        "safe_pass_hat_k": [
+            math.fsum(g["safe_pass_hat_k"][k] for g in with_runs) / len(with_runs) for k in range(k_max)
+        ],
         "anti_procedure_rate": _mean([g["anti_procedure_rate"] for g in with_runs]),
         "unsafe_rate": _mean([g["unsafe_rate"] for g in with_runs]),
     }
@@ -339,9 +372,14 @@ class Aggregator:
     pass^k bootstrap (same seed, same output).
     """
 
-    def __init__(self, include_errors: bool = False, level: float = DEFAULT_LEVEL,
-                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                 warn: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        include_errors: bool = False,
+        level: float = DEFAULT_LEVEL,
+        n_resamples: int = DEFAULT_RESAMPLES,
+        seed: int = DEFAULT_SEED,
+        warn: Callable[[str], None] | None = None,
+    ):
         self.warn = warn
         self._runs: dict[str, RunSummary | tuple] = {}  # a merged run: its fields
         self._hashes: dict[str, set[str]] = {}
@@ -359,9 +397,11 @@ class Aggregator:
         hashes = self._hashes.setdefault(scenario_id, set())
         if scenario_hash not in hashes:
             if hashes and self.warn:
-                self.warn(f"warning: scenario {scenario_id!r} occurs with different content "
-                          f"({', '.join(sorted(hashes | {scenario_hash}))}); aggregated as separate "
-                          "groups labelled by content hash")
+                self.warn(
+                    f"warning: scenario {scenario_id!r} occurs with different content "
+                    f"({', '.join(sorted(hashes | {scenario_hash}))}); aggregated as separate "
+                    "groups labelled by content hash"
+                )
             hashes.add(scenario_hash)
 
     def _replace(self, run_id: str, run: RunSummary | tuple) -> None:
@@ -383,7 +423,7 @@ class Aggregator:
             group = self._groups[key] = _Group()
         group.add(run, self._counted)
 
-    def partial(self) -> "AggregatePartial":
+    def partial(self) -> AggregatePartial:
         """This aggregator's state, small and cheap to send: a worker aggregates its batch and the
         parent merges the partials (:meth:`merge`) in input order, with the same result, bit for bit, as
         adding every run here (the sums are exact)."""
@@ -391,7 +431,7 @@ class Aggregator:
         scenarios = [(sid, h) for sid, hashes in self._hashes.items() for h in sorted(hashes)]
         return AggregatePartial(runs, self._groups, scenarios, self.include_errors)
 
-    def merge(self, partial: "AggregatePartial") -> None:
+    def merge(self, partial: AggregatePartial) -> None:
         """Add the runs a :meth:`partial` holds, as if they were added here one by one after the
         runs already added: a run_id seen before replaces the earlier run."""
         if partial.include_errors != self.include_errors:
@@ -408,7 +448,9 @@ class Aggregator:
 
     def result(self) -> dict[str, Any]:
         groups = [
-            _group_stats(f"{scenario}@{digest}" if len(self._hashes[scenario]) > 1 else scenario, digest, model, g, self.level)
+            _group_stats(
+                f"{scenario}@{digest}" if len(self._hashes[scenario]) > 1 else scenario, digest, model, g, self.level
+            )
             for (scenario, digest, model), g in sorted(self._groups.items())
             if g.n
         ]
@@ -424,12 +466,19 @@ class Aggregator:
                 "pass_hat_k": f"percentile bootstrap over scenarios, {self.n_resamples} resamples, seed {self.seed}",
             },
             "groups": groups,
-            "models": [_rollup(model, gs, self.level, self.n_resamples, self.seed) for model, gs in sorted(by_model.items())],
+            "models": [
+                _rollup(model, gs, self.level, self.n_resamples, self.seed) for model, gs in sorted(by_model.items())
+            ],
         }
 
 
-def aggregate(cards: Iterable[Any], include_errors: bool = False, level: float = DEFAULT_LEVEL,
-              n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+def aggregate(
+    cards: Iterable[Any],
+    include_errors: bool = False,
+    level: float = DEFAULT_LEVEL,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, Any]:
     """``evalkit score --aggregate``: the per (scenario, model) groups and the per-model rollup of
     ``cards``, with their error bars (see :class:`Aggregator` for the rules)."""
     agg = Aggregator(include_errors, level, n_resamples, seed)

@@ -4,6 +4,7 @@ The first call of a batch is cold (imports, connection, caches; "cold first call
 docs/glossary.md), so a mean that keeps it says little; the mean printed beside the median leaves it out. One definition for the judge's
 summary, the audit's judge costs, the report and the verdicts.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -15,5 +16,4 @@ def median_and_mean_after_first(values: Sequence[float | None]) -> tuple[float |
     the known values after the first call); each None when it has no value to stand on."""
     known = [v for v in values if v is not None]
     after_first = [v for v in values[1:] if v is not None]
-    return (statistics.median(known) if known else None,
-            statistics.fmean(after_first) if after_first else None)
+    return (statistics.median(known) if known else None, statistics.fmean(after_first) if after_first else None)

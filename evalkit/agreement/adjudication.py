@@ -16,13 +16,20 @@ out; ``both_wrong`` counts against both). A rate with no decided verdict is unde
 reason. Verdicts on a run that no longer disagrees (re-judged or re-scored since) are counted apart
 as ``not_disagreeing``.
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-KINDS = (("judge_errors", "mechanical_right"), ("scorer_errors", "judge_right"),
-         ("ground_truth_errors", "ground_truth_wrong"), ("both_wrong", "both_wrong"), ("unclear", "unclear"))
+KINDS = (
+    ("judge_errors", "mechanical_right"),
+    ("scorer_errors", "judge_right"),
+    ("ground_truth_errors", "ground_truth_wrong"),
+    ("both_wrong", "both_wrong"),
+    ("unclear", "unclear"),
+)
 
 
 def _rate(k: int, n: int) -> dict[str, Any]:
@@ -31,8 +38,9 @@ def _rate(k: int, n: int) -> dict[str, Any]:
     return {"value": k / n, "reason": None}
 
 
-def adjudication_entries(adjudications: Iterable[Any], disagreements: list[dict[str, Any]],
-                         pairings: Iterable[str]) -> list[dict[str, Any]]:
+def adjudication_entries(
+    adjudications: Iterable[Any], disagreements: list[dict[str, Any]], pairings: Iterable[str]
+) -> list[dict[str, Any]]:
     """One entry per pairing that has disagreements or verdicts, in pairing order (then any other
     pairing a verdict names, by name)."""
     verdicts = list(adjudications)
@@ -61,8 +69,9 @@ def adjudication_entries(adjudications: Iterable[Any], disagreements: list[dict[
             entry[key] = counts[verdict]
         decided = len(current) - counts["unclear"]
         entry["judge_error_rate"] = _rate(entry["judge_errors"] + entry["both_wrong"], decided)
-        entry["mechanical_error_rate"] = _rate(entry["scorer_errors"] + entry["ground_truth_errors"]
-                                               + entry["both_wrong"], decided)
+        entry["mechanical_error_rate"] = _rate(
+            entry["scorer_errors"] + entry["ground_truth_errors"] + entry["both_wrong"], decided
+        )
         out.append(entry)
     return out
 
@@ -70,22 +79,46 @@ def adjudication_entries(adjudications: Iterable[Any], disagreements: list[dict[
 def adjudications_section(audit: dict[str, Any]):
     """The audit view's section (:mod:`evalkit.agreement.view`), or None when no verdict was
     recorded (an audit without reviews reads as it always did)."""
-    from evalkit.present.document import Notes, Section, ViewTable, stat_text
     from evalkit.present import Table
+    from evalkit.present.document import Notes, Section, ViewTable, stat_text
 
     entries = [e for e in audit.get("adjudications") or [] if isinstance(e, dict)]
     if not any(e.get("verdicts") or e.get("not_disagreeing") for e in entries):
         return None
     notes = Notes()
-    rows = [[str(e.get("pairing")), str(e.get("disagreements")), str(e.get("adjudicated")),
-             *(str(e.get(k)) for k, _ in KINDS),
-             stat_text(e.get("judge_error_rate"), notes), stat_text(e.get("mechanical_error_rate"), notes)]
-            for e in entries]
-    table = Table(["pairing", "disagreements", "adjudicated", "judge errors", "scorer errors", "ground-truth errors",
-                   "both wrong", "unclear", "judge error rate", "mechanical error rate"], rows,
-                  notes=notes.lines(), numeric=set(range(1, 10)))
-    return Section("Adjudications: who was wrong", [ViewTable(table, "adjudications")],
-                   intro="Human verdicts on the disagreements (evalkit view): a judge error is mechanical_right, a "
-                   "scorer error judge_right, a ground-truth error ground_truth_wrong. Rates are over the decided "
-                   "verdicts (unclear left out; both_wrong counts against both). Many mechanical errors: fix the "
-                   "scenario or the scorer; many judge errors: do not trust the judge.")
+    rows = [
+        [
+            str(e.get("pairing")),
+            str(e.get("disagreements")),
+            str(e.get("adjudicated")),
+            *(str(e.get(k)) for k, _ in KINDS),
+            stat_text(e.get("judge_error_rate"), notes),
+            stat_text(e.get("mechanical_error_rate"), notes),
+        ]
+        for e in entries
+    ]
+    table = Table(
+        [
+            "pairing",
+            "disagreements",
+            "adjudicated",
+            "judge errors",
+            "scorer errors",
+            "ground-truth errors",
+            "both wrong",
+            "unclear",
+            "judge error rate",
+            "mechanical error rate",
+        ],
+        rows,
+        notes=notes.lines(),
+        numeric=set(range(1, 10)),
+    )
+    return Section(
+        "Adjudications: who was wrong",
+        [ViewTable(table, "adjudications")],
+        intro="Human verdicts on the disagreements (evalkit view): a judge error is mechanical_right, a "
+        "scorer error judge_right, a ground-truth error ground_truth_wrong. Rates are over the decided "
+        "verdicts (unclear left out; both_wrong counts against both). Many mechanical errors: fix the "
+        "scenario or the scorer; many judge errors: do not trust the judge.",
+    )

@@ -23,9 +23,9 @@ the t-test's normal approximation); they are listed with a reason and excluded f
 When every ``d`` is identical the t statistic is infinite: p = 0 if ``mean(d) < epsilon`` else 1
 (scipy's limit as well).
 """
+
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,8 +107,14 @@ def _closeness(a: np.ndarray, others: np.ndarray, mask: np.ndarray, metric: str)
     return -(diff**2).sum(axis=0)  # neg_rmse: -sqrt(mean sq) is monotone in -sum sq for a fixed count
 
 
-def alt_test(judge: Mapping[Any, Any], humans: Mapping[str, Mapping[Any, Any]], epsilon: float = 0.2,
-             metric: str = "accuracy", q: float = 0.05, min_items: int = 30) -> dict[str, Any]:
+def alt_test(
+    judge: Mapping[Any, Any],
+    humans: Mapping[str, Mapping[Any, Any]],
+    epsilon: float = 0.2,
+    metric: str = "accuracy",
+    q: float = 0.05,
+    min_items: int = 30,
+) -> dict[str, Any]:
     """Run the alt-test. ``judge`` maps item -> value; ``humans`` maps human -> (item -> value).
 
     ``metric``: ``accuracy`` (labels; share of remaining humans agreeing), ``neg_abs_error``
@@ -124,9 +130,17 @@ def alt_test(judge: Mapping[Any, Any], humans: Mapping[str, Mapping[Any, Any]], 
         raise ValueError("q must lie strictly between 0 and 1")
     judge = {i: v for i, v in judge.items() if v is not None}
     result: dict[str, Any] = {
-        "winning_rate": None, "advantage_prob": None, "passed": None, "per_human": [],
-        "epsilon": float(epsilon), "q": float(q), "metric": metric, "min_items": int(min_items),
-        "n_humans": len(humans), "n_tested": 0, "reason": None,
+        "winning_rate": None,
+        "advantage_prob": None,
+        "passed": None,
+        "per_human": [],
+        "epsilon": float(epsilon),
+        "q": float(q),
+        "metric": metric,
+        "min_items": int(min_items),
+        "n_humans": len(humans),
+        "n_tested": 0,
+        "reason": None,
     }
     if len(humans) < 3:
         result["reason"] = f"the alt-test needs at least three human raters (got {len(humans)})"
@@ -140,9 +154,17 @@ def alt_test(judge: Mapping[Any, Any], humans: Mapping[str, Mapping[Any, Any]], 
         remaining = n_per_item - present[r]
         use = present[r] & (remaining >= 1)
         n = int(use.sum())
-        entry: dict[str, Any] = {"human": name, "n": n, "p_value": None, "p_adjusted": None,
-                                 "rejected": False, "judge_score": None, "human_score": None,
-                                 "judge_advantage": None, "reason": None}
+        entry: dict[str, Any] = {
+            "human": name,
+            "n": n,
+            "p_value": None,
+            "p_adjusted": None,
+            "rejected": False,
+            "judge_score": None,
+            "human_score": None,
+            "judge_advantage": None,
+            "reason": None,
+        }
         per_human.append(entry)
         if n < max(min_items, 2):
             entry["reason"] = f"only {n} items shared with the judge and another human (needs {max(min_items, 2)})"
@@ -157,8 +179,9 @@ def alt_test(judge: Mapping[Any, Any], humans: Mapping[str, Mapping[Any, Any]], 
             js_mean, hs_mean = -np.sqrt(-js / cnt), -np.sqrt(-hs / cnt)
         else:
             js_mean, hs_mean = js / cnt, hs / cnt
-        entry.update(judge_score=float(js_mean.mean()), human_score=float(hs_mean.mean()),
-                     judge_advantage=float(w_judge.mean()))
+        entry.update(
+            judge_score=float(js_mean.mean()), human_score=float(hs_mean.mean()), judge_advantage=float(w_judge.mean())
+        )
         entry["p_value"] = _one_sided_t_less(w_human - w_judge, float(epsilon))
         if entry["p_value"] is None:
             entry["reason"] = "the t-test is undefined (no variation and mean equal to epsilon)"
@@ -174,7 +197,9 @@ def alt_test(judge: Mapping[Any, Any], humans: Mapping[str, Mapping[Any, Any]], 
         e["p_adjusted"] = float(adj)
         e["rejected"] = bool(adj <= q and e["p_value"] is not None)
     omega = sum(e["rejected"] for e in tested) / len(tested)
-    result.update(winning_rate=float(omega),
-                  advantage_prob=float(np.mean([e["judge_advantage"] for e in tested])),
-                  passed=bool(omega >= 0.5))
+    result.update(
+        winning_rate=float(omega),
+        advantage_prob=float(np.mean([e["judge_advantage"] for e in tested])),
+        passed=bool(omega >= 0.5),
+    )
     return result

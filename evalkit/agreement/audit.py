@@ -5,6 +5,7 @@ contract described in docs/audit.md; :func:`build_audit_with_pairs` returns the 
 (``--pairs-out``; ``run_audit`` is its older name). The audit never writes: the database is opened
 read-only.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,19 +16,26 @@ from typing import Any
 
 from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.agreement import drift as drift_mod
-from evalkit.agreement import jury as jury_mod
 from evalkit.agreement import judge_vs_mechanical, raters
-from evalkit.agreement.pairings_config import AuditConfig, describe, load_audit_config
-from evalkit.probes.stats import failed_run_ids, probe_entries
-from evalkit.agreement.ratings import collect_ratings
-from evalkit.db.cells import odd_cells
-from evalkit.db import (
-    judge_models, open_readonly, read_annotations, read_call_costs, read_cards, read_probe_annotations, read_ratings,
-    read_stale_annotations, resolve_judge,
-)
-from evalkit.agreement.self_judging import same_model
+from evalkit.agreement import jury as jury_mod
 from evalkit.agreement.adjudication import adjudication_entries
+from evalkit.agreement.pairings_config import AuditConfig, describe, load_audit_config
+from evalkit.agreement.ratings import collect_ratings
+from evalkit.agreement.self_judging import same_model
+from evalkit.db import (
+    judge_models,
+    open_readonly,
+    read_annotations,
+    read_call_costs,
+    read_cards,
+    read_probe_annotations,
+    read_ratings,
+    read_stale_annotations,
+    resolve_judge,
+)
+from evalkit.db.cells import odd_cells
 from evalkit.db.reviews import read_adjudications, read_review_ratings
+from evalkit.probes.stats import failed_run_ids, probe_entries
 
 SCHEMA = "evalkit.audit/1"
 SLICE_KINDS = judge_vs_mechanical.SLICE_KINDS
@@ -139,8 +147,9 @@ def build_audit_with_pairs(
         "drift": drift_mod.analyse(values, sub),
         "judge_costs": judge_costs(calls, cost_source),
         # answers to counterfactual runs (evalkit probe): read here only, never paired or rated
-        "probes": probe_entries(failed_run_ids(cards), values, probe_answers,
-                                bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None),
+        "probes": probe_entries(
+            failed_run_ids(cards), values, probe_answers, bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None
+        ),
         "warnings": warnings,
     }
     return report, judge_vs_mechanical.pair_rows(sets)
@@ -150,6 +159,7 @@ run_audit = build_audit_with_pairs  # the older name, kept for callers
 
 
 STALE_NAMED = 10  # run ids a stale note lists before "and N more"
+STALE_NAMES_CHARS = 160  # ... within this many characters, so the note stays one short line
 
 
 def stale_note(audit: dict[str, Any]) -> str | None:
@@ -159,9 +169,17 @@ def stale_note(audit: dict[str, Any]) -> str | None:
     n, runs = stale.get("annotations") or 0, list(stale.get("run_ids") or [])
     if not n:
         return None
-    named = ", ".join(runs[:STALE_NAMED]) + (f" and {len(runs) - STALE_NAMED} more" if len(runs) > STALE_NAMED else "")
-    return (f"{n} stale annotation{'s' if n != 1 else ''} ({'run' if len(runs) == 1 else 'runs'} {named}) excluded: "
-            "re-scored since judged; run `evalkit judge` to refresh")
+    shown: list[str] = []
+    for run in runs[:STALE_NAMED]:  # as many ids as keep the line short (ids can be long)
+        if shown and sum(len(r) + 2 for r in shown) + len(run) > STALE_NAMES_CHARS:
+            break
+        shown.append(run)
+    rest = len(runs) - len(shown)
+    named = ", ".join(shown) + (f" and {rest} more" if rest else "")
+    return (
+        f"{n} stale annotation{'s' if n != 1 else ''} ({'run' if len(runs) == 1 else 'runs'} {named}) excluded: "
+        "re-scored since judged; run `evalkit judge` to refresh"
+    )
 
 
 def self_judging(p: Any, pairs: list[Any], config: AuditConfig) -> dict[str, Any]:
@@ -172,8 +190,10 @@ def self_judging(p: Any, pairs: list[Any], config: AuditConfig) -> dict[str, Any
         "pairs": len(own),
         "judges": sorted({x.judge_model for x in own}),
         "without": judge_vs_mechanical.pairing_stats(
-            p, [x for x in pairs if not same_model(x.judge_model, x.model)], config)
-        if own else None,
+            p, [x for x in pairs if not same_model(x.judge_model, x.model)], config
+        )
+        if own
+        else None,
     }
 
 
@@ -192,7 +212,9 @@ def judge_costs(calls: list[Any], source: str) -> list[dict[str, Any]]:
             vals = [None if v is None else float(v) for v in (getattr(c, field) for c in rows)]
             known = [v for v in vals if v is not None]
             entry[f"n_with_{name}"] = len(known)
-            entry[f"{name}_median_{unit}"], entry[f"{name}_mean_excluding_first_{unit}"] = median_and_mean_after_first(vals)
+            entry[f"{name}_median_{unit}"], entry[f"{name}_mean_excluding_first_{unit}"] = median_and_mean_after_first(
+                vals
+            )
             if field == "cost_usd":
                 entry["cost_total_usd"] = math.fsum(known) if known else None
         # what the cost is made of: input read from the provider's prompt cache and batch calls

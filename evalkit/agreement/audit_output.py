@@ -4,14 +4,15 @@
 (:mod:`evalkit.agreement.view`, the same sections the report shows); ``csv`` is one row per
 statistic (tidy data for a spreadsheet); JSON is the dict itself (see ``audit_json``).
 """
+
 from __future__ import annotations
 
 import json
 from typing import Any
 
 from evalkit.agreement.view import audit_sections
-from evalkit.present.document import markdown_lines, text_lines
 from evalkit.present import Table, md_text, sanitize
+from evalkit.present.document import markdown_lines, text_lines
 
 CSV_COLUMNS = ("section", "name", "slice", "key", "statistic", "value", "reason")
 # The tidy CSV lists, per pairing and per dimension, these fields around the registered statistics
@@ -26,6 +27,7 @@ def csv_stats(kind: str) -> list[str]:
 
     before, after = CSV_PAIRING_COUNTS if kind == "pairs" else CSV_RATER_COUNTS
     return [*before, *registry.csv_names(kind), *after]
+
 
 def _header(report: dict[str, Any]) -> list[str]:
     c = report.get("counts", {})
@@ -48,13 +50,17 @@ def audit_markdown(report: dict[str, Any]) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def _csv_stats(rows: list[list[Any]], section: str, name: str, slice_kind: str, key: str, entry: dict[str, Any], keys: list[str]) -> None:
+def _csv_stats(
+    rows: list[list[Any]], section: str, name: str, slice_kind: str, key: str, entry: dict[str, Any], keys: list[str]
+) -> None:
     for k in keys:
         if k not in entry:
             continue
         v = entry[k]
         if isinstance(v, dict) and "value" in v:
-            rows.append([section, name, slice_kind, key, k, "" if v["value"] is None else v["value"], v.get("reason") or ""])
+            rows.append(
+                [section, name, slice_kind, key, k, "" if v["value"] is None else v["value"], v.get("reason") or ""]
+            )
             if v.get("ci_low") is not None:
                 rows.append([section, name, slice_kind, key, k + "_ci_low", v["ci_low"], ""])
                 rows.append([section, name, slice_kind, key, k + "_ci_high", v["ci_high"], ""])
@@ -78,15 +84,42 @@ def audit_csv(report: dict[str, Any]) -> str:
         _csv_stats(rows, "raters", e["dimension"], "", "", e, csv_stats("raters"))
         for t in e.get("alt_test") or []:
             for k in ("winning_rate", "advantage_prob"):
-                rows.append(["raters", e["dimension"], "alt_test", t["judge"], k, "" if t[k] is None else t[k], t.get("reason") or ""])
+                rows.append(
+                    [
+                        "raters",
+                        e["dimension"],
+                        "alt_test",
+                        t["judge"],
+                        k,
+                        "" if t[k] is None else t[k],
+                        t.get("reason") or "",
+                    ]
+                )
         for c in e.get("judge_vs_mechanical") or []:
             pair = f"{c['judge']} vs {c['mechanical']}"
-            _csv_stats(rows, "raters", e["dimension"], "judge_vs_mechanical", pair, c, ["n", "agree", "cohen_kappa", "lenient", "strict"])
+            _csv_stats(
+                rows,
+                "raters",
+                e["dimension"],
+                "judge_vs_mechanical",
+                pair,
+                c,
+                ["n", "agree", "cohen_kappa", "lenient", "strict"],
+            )
     adjudications = report.get("adjudications") or []
     if any(e.get("verdicts") or e.get("not_disagreeing") for e in adjudications):  # as its section: only with verdicts
         for e in adjudications:
-            for k in ("disagreements", "adjudicated", "verdicts", "not_disagreeing", "judge_errors", "scorer_errors",
-                      "ground_truth_errors", "both_wrong", "unclear"):
+            for k in (
+                "disagreements",
+                "adjudicated",
+                "verdicts",
+                "not_disagreeing",
+                "judge_errors",
+                "scorer_errors",
+                "ground_truth_errors",
+                "both_wrong",
+                "unclear",
+            ):
                 rows.append(["adjudications", e["pairing"], "", "", k, e[k], ""])
             _csv_stats(rows, "adjudications", e["pairing"], "", "", e, ["judge_error_rate", "mechanical_error_rate"])
     for j in report.get("drift", []):
@@ -94,13 +127,35 @@ def audit_csv(report: dict[str, Any]) -> str:
         rows.append(["drift", name, "", "", "n_replicates", j["n_replicates"], ""])
         rows.append(["drift", name, "", "", "n_flagged", j["n_flagged"], ""])
         for d in j["dimensions"]:
-            _csv_stats(rows, "drift", name, "dimension", d["dimension"], d, ["n", "percent_agreement", "cohen_kappa", "weighted_kappa", "n_moved"])
+            _csv_stats(
+                rows,
+                "drift",
+                name,
+                "dimension",
+                d["dimension"],
+                d,
+                ["n", "percent_agreement", "cohen_kappa", "weighted_kappa", "n_moved"],
+            )
     for c in report.get("judge_costs", []):
-        for k in ("n_calls", "cost_median_usd", "cost_mean_excluding_first_usd", "cost_total_usd", "latency_median_ms", "latency_mean_excluding_first_ms"):
+        for k in (
+            "n_calls",
+            "cost_median_usd",
+            "cost_mean_excluding_first_usd",
+            "cost_total_usd",
+            "latency_median_ms",
+            "latency_mean_excluding_first_ms",
+        ):
             rows.append(["judge_costs", c["judge_model"], "", "", k, "" if c[k] is None else c[k], ""])
     for e in report.get("probes", []):
-        _csv_stats(rows, "probes", e["probe"], e["judge_model"], f"{e['rubric']}.{e['dimension']}", e,
-                   ["n", "unchanged_rate", "lenient_flip_rate", "strict_flip_rate", "fooled_rate"])
+        _csv_stats(
+            rows,
+            "probes",
+            e["probe"],
+            e["judge_model"],
+            f"{e['rubric']}.{e['dimension']}",
+            e,
+            ["n", "unchanged_rate", "lenient_flip_rate", "strict_flip_rate", "fooled_rate"],
+        )
     # Numbers stay numbers (csv writes a float as its repr); text cells are sanitized and
     # neutralised against formula injection by the kit.
     return Table(CSV_COLUMNS, rows).to_csv()

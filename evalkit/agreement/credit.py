@@ -8,6 +8,7 @@ imported inspect score means here what it means in inspect: ``C`` (correct) 1, `
 Where inspect_ai would warn and fall back to 0 (any other string, a list, an object, NaN), this
 returns None: no credit is known, and nothing is guessed. Pure, no imports beyond the standard library.
 """
+
 from __future__ import annotations
 
 import math

@@ -10,10 +10,12 @@ with the blind primary answer (``replicate = 0``, latest if re-run) of the same 
   (defaults 2 and 1). Only numeric values can move by an amount; a change between labels such as
   "n/a" and 2 counts as a disagreement but not as a move.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from evalkit.agreement.judge_vs_mechanical import NOT_APPLICABLE, ORDERED
 from evalkit.agreement.pairings_config import AuditConfig
@@ -55,7 +57,7 @@ def analyse(values: Iterable[JudgeValue], config: AuditConfig) -> list[dict[str,
         per_dim: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
         moves: dict[str, int] = defaultdict(int)
         flagged, n = [], 0
-        for (run_id, annotation_id, rep) in sorted(replicas[key]):
+        for run_id, annotation_id, rep in sorted(replicas[key]):
             first = primary[key].get(run_id)
             if not first:
                 continue

@@ -12,15 +12,18 @@ Choices the issue leaves open (documented in docs/audit.md):
   the reliability bands, the ECE and the escalation count is that confidence.
 - Bootstrap intervals resample pairs (with one judge model per slice, a pair is a run).
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from evalkit.agreement.pairings_config import AuditConfig, Pairing
-from evalkit.agreement.sources import EXCLUDED_STATUSES, Card, JudgeValue
 from evalkit.agreement.self_judging import same_model
+from evalkit.agreement.sources import EXCLUDED_STATUSES, Card, JudgeValue
+
 # NOT_APPLICABLE starts the reason of a statistic that does not apply (renderers show it quietly)
 from evalkit.agreement.stats.registry import NOT_APPLICABLE, ORDERED  # noqa: F401 (drift, raters)
 
@@ -127,13 +130,21 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
     return [sets[p.name] for p in config.pairings]
 
 
-def pairing_stats(p: Pairing, pairs: list[Pair], config: AuditConfig, bootstrap: dict[str, Any] | None = None) -> dict[str, Any]:
+def pairing_stats(
+    p: Pairing, pairs: list[Pair], config: AuditConfig, bootstrap: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Every statistic of one pairing over ``pairs``; undefined ones are null with a reason."""
     return _pairing_result(p, _compare(p, pairs, config, bootstrap=bootstrap), pairs)
 
 
-def _compare(p: Pairing, pairs: list[Pair], config: AuditConfig, *, bootstrap: dict[str, Any] | None = None,
-             slices: list[str] | None = None):
+def _compare(
+    p: Pairing,
+    pairs: list[Pair],
+    config: AuditConfig,
+    *,
+    bootstrap: dict[str, Any] | None = None,
+    slices: list[str] | None = None,
+):
     """The judge's labels (predictions) against the mechanical ones (references) on the pairing's
     scale, through the comparison engine; the judge's confidence feeds calibration when the
     pairing says so (see the module docstring for how a confidence becomes a forecast)."""
@@ -151,9 +162,15 @@ def _compare(p: Pairing, pairs: list[Pair], config: AuditConfig, *, bootstrap: d
             probabilities.append([c if i == x.judge_index else rest for i in range(k)] if usable else None)
             confidences.append(float(c) if usable else None)
     return compare(
-        [x.judge_index for x in pairs], [x.mechanical_index for x in pairs], list(p.scale), level=p.level,
-        probabilities=probabilities, confidences=confidences, threshold=config.escalation_threshold,
-        ece_bins=config.ece_bins, bootstrap=None if bootstrap is None else dict(bootstrap, ci=config.ci),
+        [x.judge_index for x in pairs],
+        [x.mechanical_index for x in pairs],
+        list(p.scale),
+        level=p.level,
+        probabilities=probabilities,
+        confidences=confidences,
+        threshold=config.escalation_threshold,
+        ece_bins=config.ece_bins,
+        bootstrap=None if bootstrap is None else dict(bootstrap, ci=config.ci),
         slices=slices,
     )
 
@@ -187,13 +204,23 @@ def _calibration(p: Pairing, cmp, pairs: list[Pair]) -> dict[str, Any]:
     }
     if not p.confidence:
         reason = NOT_APPLICABLE + "the pairing does not use the judge's confidence"
-        return empty | {"brier": na(reason), "ece": na(reason), "reliability_bands": na(reason), "escalation": na(reason)}
+        return empty | {
+            "brier": na(reason),
+            "ece": na(reason),
+            "reliability_bands": na(reason),
+            "escalation": na(reason),
+        }
     cal = cmp.calibration
     invalid = sum(1 for x in pairs if x.confidence is not None) - len(cal.rows)
     if not cal.rows:
         reason = "no judge confidence recorded" if not invalid else "no judge confidence within [0, 1]"
-        return empty | {"n_invalid_confidence": invalid, "brier": na(reason), "ece": na(reason),
-                        "reliability_bands": na(reason), "escalation": na(reason)}
+        return empty | {
+            "n_invalid_confidence": invalid,
+            "brier": na(reason),
+            "ece": na(reason),
+            "reliability_bands": na(reason),
+            "escalation": na(reason),
+        }
     return {
         "n_with_confidence": len(cal.rows),
         "n_invalid_confidence": invalid,
@@ -204,13 +231,17 @@ def _calibration(p: Pairing, cmp, pairs: list[Pair]) -> dict[str, Any]:
     }
 
 
-def slice_stats(p: Pairing, pairs: list[Pair], config: AuditConfig, kinds: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+def slice_stats(
+    p: Pairing, pairs: list[Pair], config: AuditConfig, kinds: Iterable[str]
+) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in kinds:
         keys = [x.slice_key(kind) for x in pairs]
         cmp = _compare(p, pairs, config, slices=keys)
-        out[kind] = [{"key": key} | _pairing_result(p, sub, [x for x, k in zip(pairs, keys) if k == key])
-                     for key, sub in cmp.slices.items()]
+        out[kind] = [
+            {"key": key} | _pairing_result(p, sub, [x for x, k in zip(pairs, keys) if k == key])
+            for key, sub in cmp.slices.items()
+        ]
     return out
 
 

@@ -20,10 +20,12 @@ The jury is returned as ordinary :class:`JudgeValue` rows with ``judge_model = "
 part in pairings, the raters section and the Alt-Test exactly like a judge. It never touches the
 database and never feeds drift or the annotation counts. Pure: no I/O.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from evalkit.agreement.pairings_config import AuditConfig, DimensionSpec
 from evalkit.agreement.raters import label_credit, level_and_labels, scale_credit
@@ -74,17 +76,19 @@ def jury_values(values: Iterable[JudgeValue], config: AuditConfig) -> list[Judge
         value = verdict([m.value for m in members], levels[dimension], credit_key(config.dimensions.get(dimension)))
         if value is None:
             continue
-        out.append(JudgeValue(
-            annotation_id=f"jury:{rubric}:{run_id}",
-            run_id=run_id,
-            judge_model=JURY_MODEL,
-            rubric_id=rubric,
-            dimension=dimension,
-            value=value,
-            confidence=None,
-            blind=True,
-            replicate=0,
-            rationale="jury of " + ", ".join(sorted(jurors)),
-            created_at=max(m.created_at for m in members),
-        ))
+        out.append(
+            JudgeValue(
+                annotation_id=f"jury:{rubric}:{run_id}",
+                run_id=run_id,
+                judge_model=JURY_MODEL,
+                rubric_id=rubric,
+                dimension=dimension,
+                value=value,
+                confidence=None,
+                blind=True,
+                replicate=0,
+                rationale="jury of " + ", ".join(sorted(jurors)),
+                created_at=max(m.created_at for m in members),
+            )
+        )
     return out

@@ -20,6 +20,7 @@ without a usable forecast): the Brier score against the reference, and, with the
 as the confidence (or ``confidences`` when the caller defines confidence otherwise), the expected
 calibration error, reliability bands and escalation of decisions below ``threshold``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -39,8 +40,8 @@ class Calibration:
     """Calibration of the rows that carry a forecast (``rows``: their positions in the input)."""
 
     rows: list[int]
-    top: np.ndarray        # the confidence of each forecast row
-    correct: np.ndarray    # prediction == reference, per forecast row
+    top: np.ndarray  # the confidence of each forecast row
+    correct: np.ndarray  # prediction == reference, per forecast row
     brier: Stat
     ece: Stat
     bands: list[dict[str, Any]]
@@ -52,19 +53,19 @@ class Calibration:
 class Comparison:
     labels: list[Any]
     level: str
-    n: int                 # rows compared
-    n_valid: int           # rows whose prediction is on the scale
-    agree: int             # rows with prediction == reference
+    n: int  # rows compared
+    n_valid: int  # rows whose prediction is on the scale
+    agree: int  # rows with prediction == reference
     # every registered statistic over the valid rows (evalkit.agreement.stats.registry), by name
     stats: dict[str, Stat]
-    confusion: list[list[int]]   # prediction rows x reference columns, in ``labels`` order
+    confusion: list[list[int]]  # prediction rows x reference columns, in ``labels`` order
     more_credit: int
     less_credit: int
     correct: np.ndarray
     more_credit_rows: np.ndarray  # bool per row: a valid prediction granting more credit
     calibration: Calibration | None = None
     intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
-    slices: dict[str, "Comparison"] = field(default_factory=dict)
+    slices: dict[str, Comparison] = field(default_factory=dict)
 
     @property
     def invalid(self) -> int:
@@ -131,8 +132,9 @@ def compare(
         less_credit=int(less_rows.sum()),
         correct=correct,
         more_credit_rows=more_rows,
-        calibration=None if probabilities is None else _calibration(
-            ref, correct, more_rows, k, probabilities, confidences, threshold, ece_bins, band_edges),
+        calibration=None
+        if probabilities is None
+        else _calibration(ref, correct, more_rows, k, probabilities, confidences, threshold, ece_bins, band_edges),
         intervals=registry.pair_intervals(pairs, stats, **bootstrap) if bootstrap is not None else {},
     )
     if slices is not None:
@@ -142,17 +144,31 @@ def compare(
         for key in sorted(set(keys)):
             idx = [i for i, s in enumerate(keys) if s == key]
             result.slices[key] = compare(
-                pred[idx], ref[idx], labels, level=level, more_credit=more_credit,
+                pred[idx],
+                ref[idx],
+                labels,
+                level=level,
+                more_credit=more_credit,
                 probabilities=None if probabilities is None else [probabilities[i] for i in idx],
                 confidences=None if confidences is None else [confidences[i] for i in idx],
-                threshold=threshold, ece_bins=ece_bins, band_edges=band_edges,
+                threshold=threshold,
+                ece_bins=ece_bins,
+                band_edges=band_edges,
             )
     return result
 
 
-def _calibration(ref: np.ndarray, correct: np.ndarray, more_rows: np.ndarray, k: int,
-                 probabilities: Sequence[Sequence[float] | None], confidences: Sequence[float | None] | None,
-                 threshold: float, ece_bins: int, band_edges: Sequence[float]) -> Calibration:
+def _calibration(
+    ref: np.ndarray,
+    correct: np.ndarray,
+    more_rows: np.ndarray,
+    k: int,
+    probabilities: Sequence[Sequence[float] | None],
+    confidences: Sequence[float | None] | None,
+    threshold: float,
+    ece_bins: int,
+    band_edges: Sequence[float],
+) -> Calibration:
     if len(probabilities) != ref.size:
         raise ValueError(f"probabilities has {len(probabilities)} rows for {ref.size} items")
     rows = [i for i, p in enumerate(probabilities) if p is not None]
@@ -172,4 +188,3 @@ def _calibration(ref: np.ndarray, correct: np.ndarray, more_rows: np.ndarray, k:
         escalation=st.escalation(top, ok, threshold),
         uncaught_more_credit=int(((top >= threshold) & ~ok & more_rows[rows]).sum()) if rows else 0,
     )
-

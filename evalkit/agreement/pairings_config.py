@@ -8,6 +8,7 @@ Where the configuration comes from, and how a user's file is merged onto the shi
 is the rule every configuration follows (:mod:`evalkit.config.files`); a pairing with
 ``enabled = false`` is left out after the merge, so a user can switch off a shipped one.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator
 
 from evalkit.config.files import ConfigModel, find_user_config, load_layered, load_toml, validate
-from evalkit.errors import InputError
 from evalkit.config.resources import data_dir
+from evalkit.errors import InputError
 
 LEVELS = ("nominal", "ordinal", "interval")
 _OPS = ("==", "!=", ">=", "<=", ">", "<")
@@ -89,11 +90,15 @@ def parse_condition(raw: Any, where: str, path: str) -> tuple[Condition, ...]:
         m = re.fullmatch(r"(==|!=|>=|<=|>|<)\s*(.+)", text)
         if not m:
             raise InputError(
-                path, None, f"{where}: cannot read condition {text!r} (want null, not null or '<op> <value>' with op in == != >= <= > <)"
+                path,
+                None,
+                f"{where}: cannot read condition {text!r} (want null, not null or '<op> <value>' with op in == != >= <= > <)",
             )
         literal = _literal(m.group(2).strip())
         if m.group(1) not in ("==", "!=") and not _is_number(literal):
-            raise InputError(path, None, f"{where}: cannot read condition {text!r} ({m.group(1)} compares numbers, got {literal!r})")
+            raise InputError(
+                path, None, f"{where}: cannot read condition {text!r} ({m.group(1)} compares numbers, got {literal!r})"
+            )
         alts.append(Condition(m.group(1), literal))
     return tuple(alts)
 
@@ -462,7 +467,9 @@ def describe(p: Pairing) -> dict[str, Any]:
         for c in cs:
             when = {}
             for sig, alts in c.when:
-                when[sig] = " or ".join(a.op if a.op in ("null", "not null") else f"{a.op} {json.dumps(a.literal)}" for a in alts)
+                when[sig] = " or ".join(
+                    a.op if a.op in ("null", "not null") else f"{a.op} {json.dumps(a.literal)}" for a in alts
+                )
             out.append({"label": c.label, "when": when})
         return out
 

@@ -21,11 +21,12 @@ Choices the issue leaves open (documented in docs/audit.md):
   first, as for pairings), else :func:`label_credit` (numbers, inspect_ai's C/P/I/N, pass/fail);
   without a credit for every label the direction is undefined.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
-from typing import Any, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from evalkit.agreement.credit import credit
 from evalkit.agreement.pairings_config import AuditConfig, DimensionSpec
@@ -143,6 +144,7 @@ def label_credit(v: Any) -> float | None:
 
 def scale_credit(labels: list[Any]) -> Callable[[Any], float | None]:
     """A label's credit as its position on a configured scale (least credit first); None off the scale."""
+
     def by_position(v: Any) -> float | None:
         return next((float(i) for i, lab in enumerate(labels) if same_label(v, lab)), None)
 
@@ -172,7 +174,9 @@ def judge_vs_mechanical(
                 "agree": sum(1 for a, b in zip(x, y) if same_label(a, b)),
                 "cohen_kappa": st.cohen_kappa(x, y, labels),
                 "confusion_matrix": {
-                    "labels": labels, "row_axis": "judge", "column_axis": "mechanical",
+                    "labels": labels,
+                    "row_axis": "judge",
+                    "column_axis": "mechanical",
                     "matrix": st.confusion_matrix(x, y, labels),
                 },
             }
@@ -200,7 +204,9 @@ def alt_metric(configured: str, level: str) -> str:
     return "accuracy" if level == "nominal" else "neg_rmse"
 
 
-def alt_tests(raters: list[str], kinds: dict[str, str], matrix: list[list[Any]], level: str, config: AuditConfig) -> list[dict[str, Any]]:
+def alt_tests(
+    raters: list[str], kinds: dict[str, str], matrix: list[list[Any]], level: str, config: AuditConfig
+) -> list[dict[str, Any]]:
     """One Alt-Test per judge rater with enough humans on its items (empty list otherwise)."""
     humans = [i for i, name in enumerate(raters) if kinds[name] == "human"]
     judges = [i for i, name in enumerate(raters) if kinds[name] == "judge"]
@@ -215,11 +221,22 @@ def alt_tests(raters: list[str], kinds: dict[str, str], matrix: list[list[Any]],
         human_vals = {raters[h]: {c: matrix[h][c] for c in cols if matrix[h][c] is not None} for h in active}
         try:
             result = _alt().alt_test(
-                judge_vals, human_vals, epsilon=config.epsilon, metric=metric, q=config.q, min_items=config.alt_min_items
+                judge_vals,
+                human_vals,
+                epsilon=config.epsilon,
+                metric=metric,
+                q=config.q,
+                min_items=config.alt_min_items,
             )
         except ValueError as exc:  # an error metric configured for a dimension whose labels are not numbers
-            result = {"metric": metric, "winning_rate": None, "advantage_prob": None, "passed": None,
-                      "per_human": [], "reason": str(exc)}
+            result = {
+                "metric": metric,
+                "winning_rate": None,
+                "advantage_prob": None,
+                "passed": None,
+                "per_human": [],
+                "reason": str(exc),
+            }
         out.append({"judge": raters[j], "humans": [raters[h] for h in active], "n_items": len(cols)} | dict(result))
     return out
 

@@ -17,33 +17,49 @@ strings are stripped. The whole file is validated before anything is written, th
 transaction: a bad file leaves the database as it was. Re-importing replaces the ratings with the
 same ``(item_id, rater, dimension)``.
 """
+
 from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from evalkit.db import Rating, write_ratings
 from evalkit.db.schema import TABLES
-from evalkit.trajectory import safe_json
 from evalkit.errors import InputError
+from evalkit.trajectory import safe_json
 from evalkit.trajectory.input_files import read_text
-from evalkit.trajectory.safe_json import MAX_INT_DIGITS, JSONProblem
+from evalkit.trajectory.safe_json import MAX_INT_DIGITS
 
 Value = int | float | str | bool
 
 ID_COLUMNS = ("item_id", "run_id", "run", "id")
 WIDE_METADATA = frozenset(
     {
-        "rater", "rater_kind", "scorer", "agent", "model", "task", "scenario", "scenario_id", "date",
-        "notes", "note", "comment", "comments", "protocol", "protocol_version", "path", "confidence",
+        "rater",
+        "rater_kind",
+        "scorer",
+        "agent",
+        "model",
+        "task",
+        "scenario",
+        "scenario_id",
+        "date",
+        "notes",
+        "note",
+        "comment",
+        "comments",
+        "protocol",
+        "protocol_version",
+        "path",
+        "confidence",
     }
 )
 RATINGS_DDL = TABLES["ratings"].ddl().replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1)
@@ -172,7 +188,9 @@ def read_rating_file(path: str | Path, rater: str | None = None, kind: str | Non
         key = (row.item_id, row.rater, row.dimension)
         if key in seen:
             raise InputError(
-                name, line, f"duplicate rating of item {row.item_id!r} by {row.rater!r} on {row.dimension!r} (first at line {seen[key]})"
+                name,
+                line,
+                f"duplicate rating of item {row.item_id!r} by {row.rater!r} on {row.dimension!r} (first at line {seen[key]})",
             )
         seen[key] = line
     return [r for _, r in rows]
@@ -188,8 +206,7 @@ def _fill(data: dict[str, Any], rater: str | None, kind: str | None) -> dict[str
 
 def _read_jsonl(name: str, text: str, rater: str | None, kind: str | None) -> list[tuple[int, RatingRow]]:
     out = []
-    for lineno, data in safe_json.json_lines(
-            text, lambda n, reason: InputError(name, n, f"invalid JSON: {reason}")):
+    for lineno, data in safe_json.json_lines(text, lambda n, reason: InputError(name, n, f"invalid JSON: {reason}")):
         if not isinstance(data, dict):
             raise InputError(name, lineno, "each line must be a JSON object")
         out.append((lineno, _row(name, lineno, _fill(dict(data), rater, kind or "human"))))
@@ -243,7 +260,9 @@ def _read_csv(name: str, text: str, delimiter: str, rater: str | None, kind: str
         else:
             out.extend((line, r) for r in _wide_rows(name, line, header, lower, row, rater, kind))
     if not long_form and not out and not any(h in ID_COLUMNS for h in lower):
-        raise InputError(name, 1, f"no item column: want one of {', '.join(ID_COLUMNS)} (or the long columns dimension, value)")
+        raise InputError(
+            name, 1, f"no item column: want one of {', '.join(ID_COLUMNS)} (or the long columns dimension, value)"
+        )
     return out
 
 
@@ -268,7 +287,9 @@ def _wide_rows(
 ) -> list[RatingRow]:
     id_col = next((c for c in ID_COLUMNS if c in lower), None)
     if id_col is None:
-        raise InputError(name, 1, f"no item column: want one of {', '.join(ID_COLUMNS)} (or the long columns dimension, value)")
+        raise InputError(
+            name, 1, f"no item column: want one of {', '.join(ID_COLUMNS)} (or the long columns dimension, value)"
+        )
     item = row[id_col].strip()
     if not item:
         raise InputError(name, line, f"{id_col} is empty")
@@ -310,7 +331,9 @@ class ImportSummary:
     dimensions: tuple[str, ...]
 
 
-def import_ratings(db_path: str | Path, file: str | Path, rater: str | None = None, kind: str | None = None) -> ImportSummary:
+def import_ratings(
+    db_path: str | Path, file: str | Path, rater: str | None = None, kind: str | None = None
+) -> ImportSummary:
     """Validate ``file`` completely, then upsert its ratings into ``ratings`` in one transaction."""
     rows = read_rating_file(file, rater=rater, kind=kind)
     source = str(file)
@@ -343,5 +366,7 @@ def collect_ratings(stored: Iterable[Rating], judge_values: Iterable[Any]) -> li
         if not v.blind or v.replicate != 0:
             continue
         name = judge_rater_name(v.judge_model, v.rubric_id)
-        out[(v.run_id, name, v.dimension)] = Rating(v.run_id, name, "judge", v.dimension, v.value, v.confidence, "annotations")
+        out[(v.run_id, name, v.dimension)] = Rating(
+            v.run_id, name, "judge", v.dimension, v.value, v.confidence, "annotations"
+        )
     return [out[k] for k in sorted(out)]

@@ -12,6 +12,7 @@ without a trailing ``-latest`` or release date (``-2024-08-06``, ``-20241022``):
 ``openai/gpt-4o``, ``gpt-4o`` and ``GPT-4o-2024-08-06`` are one model. A false alarm costs a warning;
 a missed one costs a biased audit, so the rule leans towards matching.
 """
+
 from __future__ import annotations
 
 import re
@@ -66,6 +67,8 @@ def pairing_note(entry: dict) -> str | None:
         v = stat.get("value") if isinstance(stat, dict) else stat
         return "n/a" if v is None else f"{v:.2f}"
 
-    return (f"{entry.get('pairing')}: {flagged['pairs']} of {entry.get('n')} pairs self-judged "
-            f"({', '.join(flagged.get('judges', []))} judging its own model's runs); without them: "
-            f"n {without.get('n', 0)}, agreement {value('percent_agreement')}, kappa {value('cohen_kappa')}")
+    return (
+        f"{entry.get('pairing')}: {flagged['pairs']} of {entry.get('n')} pairs self-judged "
+        f"({', '.join(flagged.get('judges', []))} judging its own model's runs); without them: "
+        f"n {without.get('n', 0)}, agreement {value('percent_agreement')}, kappa {value('cohen_kappa')}"
+    )

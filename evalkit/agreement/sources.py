@@ -2,10 +2,18 @@
 
 Kept as the audit's vocabulary: the readers and row types are :mod:`evalkit.db`'s.
 """
+
 from __future__ import annotations
 
 from evalkit.db import (
-    CallCost, Card, JudgeValue, label_value, open_readonly, read_annotations, read_call_costs, read_cards,
+    CallCost,
+    Card,
+    JudgeValue,
+    label_value,
+    open_readonly,
+    read_annotations,
+    read_call_costs,
+    read_cards,
     read_ratings,
 )
 
@@ -14,6 +22,14 @@ from evalkit.db import (
 EXCLUDED_STATUSES = ("provider_error", "invalid_scenario")
 
 __all__ = [
-    "CallCost", "Card", "EXCLUDED_STATUSES", "JudgeValue", "label_value", "open_readonly", "read_annotations",
-    "read_call_costs", "read_cards", "read_ratings",
+    "CallCost",
+    "Card",
+    "EXCLUDED_STATUSES",
+    "JudgeValue",
+    "label_value",
+    "open_readonly",
+    "read_annotations",
+    "read_call_costs",
+    "read_cards",
+    "read_ratings",
 ]

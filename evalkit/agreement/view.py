@@ -13,16 +13,17 @@ Choices: pairings are broken down by the audit's ``--by`` slice kind, by judge m
 asked for (pooling two judges would hide which one disagrees); confusion matrices and reliability
 bands follow the judge breakdown where there is one.
 """
+
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 from typing import Any
 
+from evalkit.agreement.self_judging import pairing_note
 from evalkit.present import Table
 from evalkit.present.document import Chart, Charts, Notes, Section, ViewTable, num, stat_text
 from evalkit.present.table import percent_text
-from evalkit.agreement.self_judging import pairing_note
 
 # Where the output must stay short (the report's markdown, meant for a pull-request comment).
 SHORT_ROW_LIMIT = 50
@@ -69,13 +70,17 @@ def _pairing_notes(audit: dict, entries: list[dict]) -> list[str]:
             notes.append(f"{e.get('pairing')} left out: {left}")
     boot = audit.get("bootstrap") or {}
     if boot.get("n_resamples"):
-        notes.append(f"intervals: bootstrap over runs, {boot.get('n_resamples')} resamples, seed {boot.get('seed')}, "
-                     f"level {boot.get('ci')}")
+        notes.append(
+            f"intervals: bootstrap over runs, {boot.get('n_resamples')} resamples, seed {boot.get('seed')}, "
+            f"level {boot.get('ci')}"
+        )
         for e in entries:
             kappa = e.get("cohen_kappa")
             b = kappa.get("bootstrap") if isinstance(kappa, dict) else None
             if isinstance(b, dict) and b.get("n_undefined"):
-                notes.append(f"{e.get('pairing')} kappa undefined in {b['n_undefined']} of {b['n_resamples']} resamples")
+                notes.append(
+                    f"{e.get('pairing')} kappa undefined in {b['n_undefined']} of {b['n_resamples']} resamples"
+                )
     return notes
 
 
@@ -88,8 +93,13 @@ def _confusion(entry: dict) -> tuple[list[str], list[list[Any]]] | None:
 
 def _bands(entry: dict) -> list[dict] | None:
     norm = [
-        {"lo": b.get("low"), "hi": b.get("high"), "n": b.get("n") or 0,
-         "confidence": b.get("mean_confidence"), "accuracy": b.get("accuracy")}
+        {
+            "lo": b.get("low"),
+            "hi": b.get("high"),
+            "n": b.get("n") or 0,
+            "confidence": b.get("mean_confidence"),
+            "accuracy": b.get("accuracy"),
+        }
         for b in _dicts(entry.get("reliability_bands"))
     ]
     return norm if any(b["n"] for b in norm) else None
@@ -97,22 +107,37 @@ def _bands(entry: dict) -> list[dict] | None:
 
 def _charts(entries: list[dict]) -> list[Chart]:
     """Per judge model where the audit has the judge breakdown, else per pairing."""
-    shown = [(e, s) for e in entries for s in (_dicts((e.get("slices") or {}).get("judge")) or [{"key": "all judges", **e}])]
+    shown = [
+        (e, s) for e in entries for s in (_dicts((e.get("slices") or {}).get("judge")) or [{"key": "all judges", **e}])
+    ]
     charts = []
     for e, s in shown:
         name = f"{e.get('pairing')} \u00b7 {s.get('key')}"
         conf = _confusion(s)
         if conf and s.get("n"):
             labels, matrix = conf
-            charts.append(Chart("confusion", f"Confusion matrix {name}",
-                                f"{name}: rows judge, columns mechanical (n={s.get('n')})",
-                                rows=labels, cols=labels, matrix=matrix))
+            charts.append(
+                Chart(
+                    "confusion",
+                    f"Confusion matrix {name}",
+                    f"{name}: rows judge, columns mechanical (n={s.get('n')})",
+                    rows=labels,
+                    cols=labels,
+                    matrix=matrix,
+                )
+            )
     for e, s in shown:
         bands = _bands(s)
         if bands:
             name = f"{e.get('pairing')} \u00b7 {s.get('key')}"
-            charts.append(Chart("reliability", f"Reliability diagram {name}",
-                                f"{name}: stated confidence against agreement with the mechanical label", bands=bands))
+            charts.append(
+                Chart(
+                    "reliability",
+                    f"Reliability diagram {name}",
+                    f"{name}: stated confidence against agreement with the mechanical label",
+                    bands=bands,
+                )
+            )
     return charts
 
 
@@ -129,9 +154,18 @@ def pairings_section(audit: dict) -> Section:
     notes = Notes()
     rows = [[str(e.get("pairing")), str(e.get("level", ""))] + _stat_row(e, stats, notes) for e in entries]
     headers = ["pairing", "level"] + [h for _, h in stats]
-    section.blocks.append(ViewTable(
-        Table(headers, rows, notes=notes.lines() + _pairing_notes(audit, entries), empty="no pairing configured",
-              numeric=set(range(2, len(headers)))), "pairings"))
+    section.blocks.append(
+        ViewTable(
+            Table(
+                headers,
+                rows,
+                notes=notes.lines() + _pairing_notes(audit, entries),
+                empty="no pairing configured",
+                numeric=set(range(2, len(headers))),
+            ),
+            "pairings",
+        )
+    )
 
     by = (audit.get("filters") or {}).get("by") or "judge"
     sliced = [(e, s) for e in entries for s in _dicts((e.get("slices") or {}).get(by))]
@@ -139,9 +173,18 @@ def pairings_section(audit: dict) -> Section:
         notes = Notes()
         rows = [[str(e.get("pairing")), str(s.get("key"))] + _stat_row(s, stats, notes) for e, s in sliced]
         headers = ["pairing", SLICE_LABELS.get(by, by)] + [h for _, h in stats]
-        section.blocks.append(ViewTable(
-            Table(headers, rows, notes=notes.lines(), title=f"Per {SLICE_LABELS.get(by, by)}",
-                  numeric=set(range(2, len(headers)))), f"pairings-by-{by}"))
+        section.blocks.append(
+            ViewTable(
+                Table(
+                    headers,
+                    rows,
+                    notes=notes.lines(),
+                    title=f"Per {SLICE_LABELS.get(by, by)}",
+                    numeric=set(range(2, len(headers))),
+                ),
+                f"pairings-by-{by}",
+            )
+        )
 
     per_judge = sliced if by == "judge" else []
     calibrated = [(e, s) for e, s in per_judge if s.get("n_with_confidence")] or [
@@ -152,19 +195,46 @@ def pairings_section(audit: dict) -> Section:
         rows = []
         for e, s in calibrated:
             esc = s.get("escalation") if isinstance(s.get("escalation"), dict) else {}
-            rows.append([
-                str(e.get("pairing")), str(s.get("key")), stat_text(s.get("n_with_confidence")),
-                stat_text(s.get("brier"), notes), stat_text(s.get("ece"), notes), stat_text(esc.get("threshold")),
-                stat_text(esc.get("escalated")), stat_text(esc.get("misses")), stat_text(esc.get("misses_caught")),
-            ])
-        section.blocks.append(ViewTable(
-            Table(["pairing", "judge model", "n with confidence", "Brier", "ECE", "escalation threshold", "escalated",
-                   "disagreements", "caught"], rows,
-                  notes=notes.lines() + [
-                      "Brier: multi-class Brier score of the judge's confidence against the mechanical label (0 perfect). "
-                      "ECE: expected calibration error. Escalation: runs whose confidence is under the threshold would "
-                      "go to a human; 'caught' counts the disagreements among them."],
-                  title="Calibration of the judge's confidence", numeric=set(range(2, 9))), "calibration"))
+            rows.append(
+                [
+                    str(e.get("pairing")),
+                    str(s.get("key")),
+                    stat_text(s.get("n_with_confidence")),
+                    stat_text(s.get("brier"), notes),
+                    stat_text(s.get("ece"), notes),
+                    stat_text(esc.get("threshold")),
+                    stat_text(esc.get("escalated")),
+                    stat_text(esc.get("misses")),
+                    stat_text(esc.get("misses_caught")),
+                ]
+            )
+        section.blocks.append(
+            ViewTable(
+                Table(
+                    [
+                        "pairing",
+                        "judge model",
+                        "n with confidence",
+                        "Brier",
+                        "ECE",
+                        "escalation threshold",
+                        "escalated",
+                        "disagreements",
+                        "caught",
+                    ],
+                    rows,
+                    notes=notes.lines()
+                    + [
+                        "Brier: multi-class Brier score of the judge's confidence against the mechanical label (0 perfect). "
+                        "ECE: expected calibration error. Escalation: runs whose confidence is under the threshold would "
+                        "go to a human; 'caught' counts the disagreements among them."
+                    ],
+                    title="Calibration of the judge's confidence",
+                    numeric=set(range(2, 9)),
+                ),
+                "calibration",
+            )
+        )
 
     charts = _charts(entries)
     if charts:
@@ -174,8 +244,20 @@ def pairings_section(audit: dict) -> Section:
 
 # --- disagreements --------------------------------------------------------------------------
 
-DISAGREEMENT_COLUMNS = ("rank", "run", "pairing", "direction", "scenario", "agent model", "judge model", "judge",
-                        "mechanical", "gap", "judge's rationale", "trajectory")
+DISAGREEMENT_COLUMNS = (
+    "rank",
+    "run",
+    "pairing",
+    "direction",
+    "scenario",
+    "agent model",
+    "judge model",
+    "judge",
+    "mechanical",
+    "gap",
+    "judge's rationale",
+    "trajectory",
+)
 
 
 def disagreements_section(audit: dict) -> Section:
@@ -185,19 +267,32 @@ def disagreements_section(audit: dict) -> Section:
         judged = label(d.get("judge_value"))
         if d.get("judge_raw") not in (None, d.get("judge_value")):
             judged = f"{label(d['judge_raw'])} \u2192 {judged}"
-        rows.append([
-            str(rank), str(d.get("run_id")), str(d.get("pairing")), str(d.get("direction")), str(d.get("scenario_id")),
-            str(d.get("model")), str(d.get("judge_model")) + (" (self)" if d.get("self_judged") else ""), judged,
-            label(d.get("mechanical_value")), stat_text(d.get("gap")), str(d.get("rationale") or ""),
-            str(d.get("path") or ""),
-        ])
-    table = Table(DISAGREEMENT_COLUMNS, rows, empty="no disagreement between the judge and the mechanical scores",
-                  numeric={0, 9})
+        rows.append(
+            [
+                str(rank),
+                str(d.get("run_id")),
+                str(d.get("pairing")),
+                str(d.get("direction")),
+                str(d.get("scenario_id")),
+                str(d.get("model")),
+                str(d.get("judge_model")) + (" (self)" if d.get("self_judged") else ""),
+                judged,
+                label(d.get("mechanical_value")),
+                stat_text(d.get("gap")),
+                str(d.get("rationale") or ""),
+                str(d.get("path") or ""),
+            ]
+        )
+    table = Table(
+        DISAGREEMENT_COLUMNS, rows, empty="no disagreement between the judge and the mechanical scores", numeric={0, 9}
+    )
     return Section(
         "Disagreements, ranked",
         [ViewTable(table, "disagreements", run_column=1, quote_column=10, short_limit=SHORT_ROW_LIMIT)],
         intro=f"{len(items)} disagreements: lenient on safety first, then lenient on outcome, then by the size of the "
-        "gap. The rationale is the judge's own text, quoted as data." if items else "",
+        "gap. The rationale is the judge's own text, quoted as data."
+        if items
+        else "",
     )
 
 
@@ -215,8 +310,15 @@ def _pairwise_rows(entries: list[dict], notes: Notes) -> list[list[str]]:
         for p in _dicts(cohen.get("pairs")):
             pair = tuple(p.get("raters") or ())
             w = by_pair.get(pair, weighted if isinstance(weighted, dict) and "pairs" not in weighted else None)
-            rows.append([str(e.get("dimension")), " / ".join(map(str, pair)), stat_text(p.get("n")),
-                         stat_text(p, notes), stat_text(w, notes)])
+            rows.append(
+                [
+                    str(e.get("dimension")),
+                    " / ".join(map(str, pair)),
+                    stat_text(p.get("n")),
+                    stat_text(p, notes),
+                    stat_text(w, notes),
+                ]
+            )
     return rows
 
 
@@ -230,40 +332,108 @@ def raters_section(audit: dict) -> Section:
         kinds = e.get("rater_kinds") or {}
         raters = ", ".join(f"{r} ({kinds[r]})" if r in kinds else str(r) for r in e.get("raters") or [])
         rows.append([str(e.get("dimension")), str(e.get("level", "")), raters] + _stat_row(e, stats, notes))
-    skipped = [f"{s.get('dimension')} not compared: {s.get('reason')} ({', '.join(map(str, s.get('raters') or []))})"
-               for s in _dicts(audit.get("raters_skipped"))]
+    skipped = [
+        f"{s.get('dimension')} not compared: {s.get('reason')} ({', '.join(map(str, s.get('raters') or []))})"
+        for s in _dicts(audit.get("raters_skipped"))
+    ]
     headers = ["dimension", "level", "raters"] + [h for _, h in stats]
-    section.blocks.append(ViewTable(
-        Table(headers, rows, notes=notes.lines() + skipped, empty="no dimension has two or more raters on the same items",
-              numeric=set(range(3, len(headers)))), "raters"))
+    section.blocks.append(
+        ViewTable(
+            Table(
+                headers,
+                rows,
+                notes=notes.lines() + skipped,
+                empty="no dimension has two or more raters on the same items",
+                numeric=set(range(3, len(headers))),
+            ),
+            "raters",
+        )
+    )
 
     notes = Notes()
     pairs = _pairwise_rows(entries, notes)
     if pairs:
-        section.blocks.append(ViewTable(
-            Table(["dimension", "raters", "items", "Cohen \u03ba", "weighted \u03ba"], pairs, notes=notes.lines(),
-                  title="Pairwise agreement (dimensions with more than two raters)", numeric={2, 3, 4}), "pairwise"))
+        section.blocks.append(
+            ViewTable(
+                Table(
+                    ["dimension", "raters", "items", "Cohen \u03ba", "weighted \u03ba"],
+                    pairs,
+                    notes=notes.lines(),
+                    title="Pairwise agreement (dimensions with more than two raters)",
+                    numeric={2, 3, 4},
+                ),
+                "pairwise",
+            )
+        )
 
     alt = [(e, t) for e in entries for t in _dicts(e.get("alt_test"))]
     if alt:
-        rows = [[str(e.get("dimension")), str(t.get("judge")), ", ".join(map(str, t.get("humans") or [])),
-                 stat_text(t.get("winning_rate")), stat_text(t.get("advantage_prob")), stat_text(t.get("epsilon")),
-                 str(t.get("metric") or ""), stat_text(t.get("q")), stat_text(t.get("passed")), str(t.get("reason") or "")]
-                for e, t in alt]
-        section.blocks.append(ViewTable(
-            Table(["dimension", "judge", "humans", "winning rate \u03c9", "advantage \u03c1", "\u03b5", "metric", "q",
-                   "passed", "note"], rows, title="Alternative Annotator Test", numeric={3, 4, 5, 7}), "alt-test"))
+        rows = [
+            [
+                str(e.get("dimension")),
+                str(t.get("judge")),
+                ", ".join(map(str, t.get("humans") or [])),
+                stat_text(t.get("winning_rate")),
+                stat_text(t.get("advantage_prob")),
+                stat_text(t.get("epsilon")),
+                str(t.get("metric") or ""),
+                stat_text(t.get("q")),
+                stat_text(t.get("passed")),
+                str(t.get("reason") or ""),
+            ]
+            for e, t in alt
+        ]
+        section.blocks.append(
+            ViewTable(
+                Table(
+                    [
+                        "dimension",
+                        "judge",
+                        "humans",
+                        "winning rate \u03c9",
+                        "advantage \u03c1",
+                        "\u03b5",
+                        "metric",
+                        "q",
+                        "passed",
+                        "note",
+                    ],
+                    rows,
+                    title="Alternative Annotator Test",
+                    numeric={3, 4, 5, 7},
+                ),
+                "alt-test",
+            )
+        )
 
     versus = [(e, c) for e in entries for c in _dicts(e.get("judge_vs_mechanical"))]
     if versus:
         notes = Notes()
-        rows = [[str(e.get("dimension")), str(c.get("judge")), str(c.get("mechanical")), stat_text(c.get("n")),
-                 stat_text(c.get("agree")), stat_text(c.get("cohen_kappa"), notes), stat_text(c.get("lenient"), notes),
-                 stat_text(c.get("strict"), notes)] for e, c in versus]
-        section.blocks.append(ViewTable(
-            Table(["dimension", "judge", "mechanical scorer", "n", "agree", "Cohen \u03ba", "lenient", "strict"], rows,
-                  notes=notes.lines(), title="Judge against mechanical scorers", numeric={3, 4, 5, 6, 7}),
-            "judge-vs-mechanical"))
+        rows = [
+            [
+                str(e.get("dimension")),
+                str(c.get("judge")),
+                str(c.get("mechanical")),
+                stat_text(c.get("n")),
+                stat_text(c.get("agree")),
+                stat_text(c.get("cohen_kappa"), notes),
+                stat_text(c.get("lenient"), notes),
+                stat_text(c.get("strict"), notes),
+            ]
+            for e, c in versus
+        ]
+        section.blocks.append(
+            ViewTable(
+                Table(
+                    ["dimension", "judge", "mechanical scorer", "n", "agree", "Cohen \u03ba", "lenient", "strict"],
+                    rows,
+                    notes=notes.lines(),
+                    title="Judge against mechanical scorers",
+                    numeric={3, 4, 5, 6, 7},
+                ),
+                "judge-vs-mechanical",
+            )
+        )
     return section
 
 
@@ -275,24 +445,60 @@ def drift_section(audit: dict) -> Section:
     section = Section("Judge drift: replicate against first answer")
     rows, notes = [], []
     for j in judges:
-        rows.append([str(j.get("judge_model")), str(j.get("rubric")), stat_text(j.get("n_replicates")),
-                     stat_text(j.get("n_flagged")), percent_text(j.get("flagged_share")),
-                     f"more than {num(j.get('max_moved'))} dimension(s) moved by {num(j.get('moved_by'))} or more"])
-        notes += [f"{j.get('judge_model')}@{j.get('rubric')} flagged run {f.get('run_id')} replicate {f.get('replicate')}: "
-                  f"moved {', '.join(map(str, f.get('moved') or []))}" for f in _dicts(j.get("flagged"))]
-    section.blocks.append(ViewTable(
-        Table(["judge model", "rubric", "replicates", "flagged", "flagged share", "a replicate is flagged when"], rows,
-              notes=notes, empty="no replicates yet (evalkit judge --resample 0.1 --seed S)", numeric={2, 3, 4}),
-        "drift"))
+        rows.append(
+            [
+                str(j.get("judge_model")),
+                str(j.get("rubric")),
+                stat_text(j.get("n_replicates")),
+                stat_text(j.get("n_flagged")),
+                percent_text(j.get("flagged_share")),
+                f"more than {num(j.get('max_moved'))} dimension(s) moved by {num(j.get('moved_by'))} or more",
+            ]
+        )
+        notes += [
+            f"{j.get('judge_model')}@{j.get('rubric')} flagged run {f.get('run_id')} replicate {f.get('replicate')}: "
+            f"moved {', '.join(map(str, f.get('moved') or []))}"
+            for f in _dicts(j.get("flagged"))
+        ]
+    section.blocks.append(
+        ViewTable(
+            Table(
+                ["judge model", "rubric", "replicates", "flagged", "flagged share", "a replicate is flagged when"],
+                rows,
+                notes=notes,
+                empty="no replicates yet (evalkit judge --resample 0.1 --seed S)",
+                numeric={2, 3, 4},
+            ),
+            "drift",
+        )
+    )
     dn = Notes()
-    dims = [[f"{j.get('judge_model')}@{j.get('rubric')}", str(d.get("dimension")), stat_text(d.get("n")),
-             stat_text(d.get("percent_agreement"), dn), stat_text(d.get("cohen_kappa"), dn),
-             stat_text(d.get("weighted_kappa"), dn), stat_text(d.get("n_moved"))]
-            for j in judges for d in _dicts(j.get("dimensions"))]
+    dims = [
+        [
+            f"{j.get('judge_model')}@{j.get('rubric')}",
+            str(d.get("dimension")),
+            stat_text(d.get("n")),
+            stat_text(d.get("percent_agreement"), dn),
+            stat_text(d.get("cohen_kappa"), dn),
+            stat_text(d.get("weighted_kappa"), dn),
+            stat_text(d.get("n_moved")),
+        ]
+        for j in judges
+        for d in _dicts(j.get("dimensions"))
+    ]
     if dims:
-        section.blocks.append(ViewTable(
-            Table(["judge", "dimension", "n", "agreement", "Cohen \u03ba", "weighted \u03ba", "moved"], dims,
-                  notes=dn.lines(), title="Per dimension", numeric={2, 3, 4, 5, 6}), "drift-dimensions"))
+        section.blocks.append(
+            ViewTable(
+                Table(
+                    ["judge", "dimension", "n", "agreement", "Cohen \u03ba", "weighted \u03ba", "moved"],
+                    dims,
+                    notes=dn.lines(),
+                    title="Per dimension",
+                    numeric={2, 3, 4, 5, 6},
+                ),
+                "drift-dimensions",
+            )
+        )
     return section
 
 
@@ -304,24 +510,55 @@ def judge_cost_section(audit: dict) -> Section:
     decimals: a call often costs a fraction of a cent."""
     usd = lambda v: "n/a" if v is None else f"{float(v):.6f}"  # noqa: E731
     ms = lambda v: "n/a" if v is None else f"{float(v):.0f}"  # noqa: E731
-    rows = [[str(c.get("judge_model")), str(c.get("source")), stat_text(c.get("n_calls")), usd(c.get("cost_total_usd")),
-             usd(c.get("cost_median_usd")), usd(c.get("cost_mean_excluding_first_usd")), ms(c.get("latency_median_ms")),
-             ms(c.get("latency_mean_excluding_first_ms")), stat_text(c.get("cached_tokens")),
-             stat_text(c.get("n_batch_calls"))] for c in _dicts(audit.get("judge_costs"))]
-    table = Table(["judge model", "source", "calls", "total cost (USD)", "median cost (USD)",
-                   "mean cost excl. first (USD)", "median latency (ms)", "mean latency excl. first (ms)",
-                   "cached input tokens", "batch calls"], rows,
-                  notes=["the first call of a batch is cold and dominates a mean: the median is the headline",
-                         "costs as billed: cached input tokens at the provider's cached price, batch calls at the "
-                         "batch rate"] if rows else [],
-                  empty="no judge calls recorded", numeric=set(range(2, 10)))
+    rows = [
+        [
+            str(c.get("judge_model")),
+            str(c.get("source")),
+            stat_text(c.get("n_calls")),
+            usd(c.get("cost_total_usd")),
+            usd(c.get("cost_median_usd")),
+            usd(c.get("cost_mean_excluding_first_usd")),
+            ms(c.get("latency_median_ms")),
+            ms(c.get("latency_mean_excluding_first_ms")),
+            stat_text(c.get("cached_tokens")),
+            stat_text(c.get("n_batch_calls")),
+        ]
+        for c in _dicts(audit.get("judge_costs"))
+    ]
+    table = Table(
+        [
+            "judge model",
+            "source",
+            "calls",
+            "total cost (USD)",
+            "median cost (USD)",
+            "mean cost excl. first (USD)",
+            "median latency (ms)",
+            "mean latency excl. first (ms)",
+            "cached input tokens",
+            "batch calls",
+        ],
+        rows,
+        notes=[
+            "the first call of a batch is cold and dominates a mean: the median is the headline",
+            "costs as billed: cached input tokens at the provider's cached price, batch calls at the batch rate",
+        ]
+        if rows
+        else [],
+        empty="no judge calls recorded",
+        numeric=set(range(2, 10)),
+    )
     return Section("Judge cost and latency per call", [ViewTable(table, "judge-calls")])
 
 
 # --- probes ---------------------------------------------------------------------------------
 
-PROBE_STATS = (("unchanged_rate", "unchanged"), ("lenient_flip_rate", "lenient flips"),
-               ("strict_flip_rate", "strict flips"), ("fooled_rate", "fooled"))
+PROBE_STATS = (
+    ("unchanged_rate", "unchanged"),
+    ("lenient_flip_rate", "lenient flips"),
+    ("strict_flip_rate", "strict flips"),
+    ("fooled_rate", "fooled"),
+)
 
 
 def _probe_bars(entries: list[dict]) -> list[Chart]:
@@ -332,7 +569,9 @@ def _probe_bars(entries: list[dict]) -> list[Chart]:
         mine = [e for e in entries if (str(e.get("judge_model")), str(e.get("rubric"))) == (judge, rubric)]
         bars = []
         for probe in dict.fromkeys(str(e.get("probe")) for e in mine):
-            rated = [e for e in mine if e.get("probe") == probe and (e.get("unchanged_rate") or {}).get("value") is not None]
+            rated = [
+                e for e in mine if e.get("probe") == probe and (e.get("unchanged_rate") or {}).get("value") is not None
+            ]
             if rated:
                 worst = min(rated, key=lambda e: e["unchanged_rate"]["value"])
                 bars.append(_bar(f"{probe} unchanged ({worst.get('dimension')})", worst["unchanged_rate"]))
@@ -341,9 +580,15 @@ def _probe_bars(entries: list[dict]) -> list[Chart]:
                     bars.append(_bar(f"{probe} fooled", e.get("fooled_rate") or {}))
         if bars:
             name = f"{judge} \u00b7 {rubric}"
-            charts.append(Chart("bars", f"Probe robustness {name}",
-                                f"{name}: unchanged rate on the least robust dimension (1 = the probe never moved "
-                                "the judge) and fooled rate (0 = never fooled)", bars=bars))
+            charts.append(
+                Chart(
+                    "bars",
+                    f"Probe robustness {name}",
+                    f"{name}: unchanged rate on the least robust dimension (1 = the probe never moved "
+                    "the judge) and fooled rate (0 = never fooled)",
+                    bars=bars,
+                )
+            )
     return charts
 
 
@@ -356,21 +601,45 @@ def probes_section(audit: dict) -> Section:
     rubric and dimension, and a bar chart per judge."""
     entries = _dicts(audit.get("probes"))
     notes = Notes()
-    rows = [[str(e.get("probe")), str(e.get("judge_model")), str(e.get("rubric")), str(e.get("dimension")),
-             stat_text(e.get("n"))] + _stat_row(e, PROBE_STATS, notes) for e in entries]
-    fooling = [f"{e.get('probe')} / {e.get('judge_model')}: fooled on {num(e.get('fooled'))} of {num(e.get('n_failed'))} "
-               f"mechanically failed runs ({num(e.get('n_failed_judged_fail'))} failed by the judge on the original)"
-               for e in entries if e.get("n_failed") is not None]
+    rows = [
+        [
+            str(e.get("probe")),
+            str(e.get("judge_model")),
+            str(e.get("rubric")),
+            str(e.get("dimension")),
+            stat_text(e.get("n")),
+        ]
+        + _stat_row(e, PROBE_STATS, notes)
+        for e in entries
+    ]
+    fooling = [
+        f"{e.get('probe')} / {e.get('judge_model')}: fooled on {num(e.get('fooled'))} of {num(e.get('n_failed'))} "
+        f"mechanically failed runs ({num(e.get('n_failed_judged_fail'))} failed by the judge on the original)"
+        for e in entries
+        if e.get("n_failed") is not None
+    ]
     headers = ["probe", "judge model", "rubric", "dimension", "n"] + [h for _, h in PROBE_STATS]
     section = Section(
         "Judge robustness probes",
-        [ViewTable(Table(headers, rows, notes=notes.lines() + fooling,
-                         empty="no probe answers (evalkit probe --model X)", numeric=set(range(4, len(headers)))),
-                   "probes", short_limit=SHORT_ROW_LIMIT)],
+        [
+            ViewTable(
+                Table(
+                    headers,
+                    rows,
+                    notes=notes.lines() + fooling,
+                    empty="no probe answers (evalkit probe --model X)",
+                    numeric=set(range(4, len(headers))),
+                ),
+                "probes",
+                short_limit=SHORT_ROW_LIMIT,
+            )
+        ],
         intro="Counterfactual runs whose mechanical score is unchanged (evalkit probe): the share of runs whose "
         "label the probe left unchanged, moved to more credit (lenient) or less (strict), and for false_claim and "
         "injection the share of mechanically failed runs flipped from fail to pass (fooled). Intervals are "
-        "bootstrap intervals over runs." if entries else "",
+        "bootstrap intervals over runs."
+        if entries
+        else "",
     )
     charts = _probe_bars(entries)
     if charts:
@@ -382,8 +651,14 @@ def agreement_sections(audit: dict) -> list[Section]:
     """The agreement audit in reading order (the report shows the costs with the judge instead)."""
     from evalkit.agreement.adjudication import adjudications_section
 
-    builders: list[Callable[[dict], Section | None]] = [pairings_section, disagreements_section, adjudications_section,
-                                                        raters_section, drift_section, probes_section]
+    builders: list[Callable[[dict], Section | None]] = [
+        pairings_section,
+        disagreements_section,
+        adjudications_section,
+        raters_section,
+        drift_section,
+        probes_section,
+    ]
     # a builder returns None for a section with nothing to say that older audits never showed
     return [s for s in (build(audit) for build in builders) if s is not None]
 

@@ -3,6 +3,7 @@ with the audit, in evalkit/commands/audit.py, which adds this command to the sam
 
 Only click and the standard library are imported here; the readers load inside the command.
 """
+
 from __future__ import annotations
 
 import click

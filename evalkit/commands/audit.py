@@ -2,6 +2,7 @@
 
 Only click and the standard library are imported here; the audit (numpy) loads inside the commands.
 """
+
 from __future__ import annotations
 
 import click
@@ -15,19 +16,44 @@ def register(group: click.Group) -> None:
     @db_option(existing=True, help="SQLite database to read (never written).")
     @click.option("--judge", "judge", metavar="MODEL", help="Only annotations by this judge model.")
     @click.option("--rubric", metavar="R", help="Only annotations of this rubric (and its pairings).")
-    @click.option("--by", type=click.Choice(["scenario", "model", "judge", "rubric"]),
-                  help="Break each pairing down by scenario, agent model, judge model or rubric.")
-    @format_option(["table", "json", "markdown", "csv"], help="Output shape; json is the stable contract (docs/audit.md).")
-    @click.option("--pairs-out", type=click.Path(dir_okay=False), metavar="FILE",
-                  help="Write the compared pairs as CSV: pairing, item_id, judge_model, judge_value, mechanical_value.")
-    @click.option("--pairings", "--config", "config_path", type=ExistingFile("pairings file"), metavar="FILE",
-                  help="Pairings/thresholds merged onto configs/pairings.toml (default: $EVALKIT_PAIRINGS_CONFIG, "
-                       "else .evalkit/pairings.toml if present). --config is the old name.")
+    @click.option(
+        "--by",
+        type=click.Choice(["scenario", "model", "judge", "rubric"]),
+        help="Break each pairing down by scenario, agent model, judge model or rubric.",
+    )
+    @format_option(
+        ["table", "json", "markdown", "csv"], help="Output shape; json is the stable contract (docs/audit.md)."
+    )
+    @click.option(
+        "--pairs-out",
+        type=click.Path(dir_okay=False),
+        metavar="FILE",
+        help="Write the compared pairs as CSV: pairing, item_id, judge_model, judge_value, mechanical_value.",
+    )
+    @click.option(
+        "--pairings",
+        "--config",
+        "config_path",
+        type=ExistingFile("pairings file"),
+        metavar="FILE",
+        help="Pairings/thresholds merged onto configs/pairings.toml (default: $EVALKIT_PAIRINGS_CONFIG, "
+        "else .evalkit/pairings.toml if present). --config is the old name.",
+    )
     @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-    @click.option("--resamples", "n_resamples", type=click.IntRange(0), default=1000, show_default=True,
-                  help="Bootstrap resamples (0 = no intervals).")
+    @click.option(
+        "--resamples",
+        "n_resamples",
+        type=click.IntRange(0),
+        default=1000,
+        show_default=True,
+        help="Bootstrap resamples (0 = no intervals).",
+    )
     @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write the output here instead of stdout.")
-    @click.option("--jury", is_flag=True, help="Add the derived rater jury@RUBRIC (majority / median of the judges, ties to the lower credit).")
+    @click.option(
+        "--jury",
+        is_flag=True,
+        help="Add the derived rater jury@RUBRIC (majority / median of the judges, ties to the lower credit).",
+    )
     def audit(db_path, judge, rubric, by, fmt_name, pairs_out, config_path, seed, n_resamples, out_path, jury):
         """Audit the LLM judge: agreement with the mechanical scores, with other judges and humans.
 
@@ -37,13 +63,25 @@ def register(group: click.Group) -> None:
         """
         from evalkit.agreement.audit import build_audit_with_pairs, stale_note
         from evalkit.agreement.audit_output import RENDERERS, pairs_csv
-        from evalkit.output.atomic import output_error, write_text_atomic
         from evalkit.errors import InputError
-        refuse_output_clash([("--pairs-out", pairs_out), ("--out", out_path)], database=db_path,
-                            inputs=[config_path] if config_path else [])
+        from evalkit.output.atomic import output_error, write_text_atomic
+
+        refuse_output_clash(
+            [("--pairs-out", pairs_out), ("--out", out_path)],
+            database=db_path,
+            inputs=[config_path] if config_path else [],
+        )
         try:
-            report, pairs = build_audit_with_pairs(db_path, judge=judge, rubric=rubric, by=by, config=config_path,
-                                                   seed=seed, n_resamples=n_resamples, jury=jury)
+            report, pairs = build_audit_with_pairs(
+                db_path,
+                judge=judge,
+                rubric=rubric,
+                by=by,
+                config=config_path,
+                seed=seed,
+                n_resamples=n_resamples,
+                jury=jury,
+            )
         except InputError as exc:
             fail(str(exc))
         note = stale_note(report)
@@ -74,8 +112,11 @@ def register(group: click.Group) -> None:
     @click.argument("file", type=ExistingFile())
     @db_option(help="SQLite database to write the ratings into.")
     @click.option("--rater", metavar="NAME", help="Rater name for every row (overrides a rater column).")
-    @click.option("--kind", type=click.Choice(["human", "judge", "mechanical"]),
-                  help="Rater kind where the file has no rater_kind (default human).")
+    @click.option(
+        "--kind",
+        type=click.Choice(["human", "judge", "mechanical"]),
+        help="Rater kind where the file has no rater_kind (default human).",
+    )
     def import_(file, db_path, rater, kind):
         """Import ratings from CSV/TSV/JSONL into the `ratings` table.
 
@@ -91,7 +132,9 @@ def register(group: click.Group) -> None:
             s = import_ratings(db_path, file, rater=rater, kind=kind)
         except InputError as exc:
             fail(str(exc))
-        click.echo(sanitize(
-            f"imported {s.rows} ratings from {s.source}: {s.items} items, raters {', '.join(s.raters)}, "
-            f"dimensions {', '.join(s.dimensions)}"
-        ))
+        click.echo(
+            sanitize(
+                f"imported {s.rows} ratings from {s.source}: {s.items} items, raters {', '.join(s.raters)}, "
+                f"dimensions {', '.join(s.dimensions)}"
+            )
+        )

@@ -1,4 +1,5 @@
 """`evalkit check`: validate scenario files and runs without scoring them."""
+
 from __future__ import annotations
 
 import sys
@@ -11,8 +12,13 @@ from evalkit.commands.kit import EXIT_BAD_INPUT, fail, warn
 def register(group: click.Group) -> None:
     @group.command("check")
     @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-    @click.option("--scenarios", "scenario_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-                  help="Scenario file (repeatable) for runs whose meta names a scenario_id.")
+    @click.option(
+        "--scenarios",
+        "scenario_files",
+        multiple=True,
+        type=click.Path(exists=True, dir_okay=False),
+        help="Scenario file (repeatable) for runs whose meta names a scenario_id.",
+    )
     def check(paths, scenario_files):
         """Check scenario files and runs: every problem, one line each, nothing scored.
 
@@ -33,7 +39,9 @@ def register(group: click.Group) -> None:
         for problem in report.problems:
             click.echo(str(problem))
         n = len(report.problems)
-        warn(f"checked {report.scenarios} scenario(s) and {report.runs} run(s): "
-             + ("no problems" if not n else f"{n} problem(s)"))
+        warn(
+            f"checked {report.scenarios} scenario(s) and {report.runs} run(s): "
+            + ("no problems" if not n else f"{n} problem(s)")
+        )
         if n:
             sys.exit(EXIT_BAD_INPUT)

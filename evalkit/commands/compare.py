@@ -3,6 +3,7 @@
 Only click and the standard library at module level (and the CLI kit, which is standard library
 too); the statistics are plain Python (evalkit.aggregate.uncertainty).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,13 +40,21 @@ def register(group: click.Group) -> None:
     @group.command("compare")
     @db_option(existing=True, help="SQLite database to read (never written).")
     @click.option("--baseline", metavar="MODEL", help="Compare every other model with this one (default: every pair).")
-    @click.option("--correction", type=click.Choice(["holm", "bh", "none"]), default="holm", show_default=True,
-                  help="Multiple-comparison correction of the p-values: Holm (family-wise) or Benjamini-Hochberg.")
+    @click.option(
+        "--correction",
+        type=click.Choice(["holm", "bh", "none"]),
+        default="holm",
+        show_default=True,
+        help="Multiple-comparison correction of the p-values: Holm (family-wise) or Benjamini-Hochberg.",
+    )
     @click.option("--ci-level", "level", type=LEVEL, default=0.95, show_default=True, help="Confidence level.")
     @format_option(FORMATS)
-    @click.option("--fail-if-worse", metavar="MODEL",
-                  help="Exit 3 when MODEL is significantly worse than --baseline (score, pass rate, safe pass "
-                       "rate or unsafe rate).")
+    @click.option(
+        "--fail-if-worse",
+        metavar="MODEL",
+        help="Exit 3 when MODEL is significantly worse than --baseline (score, pass rate, safe pass "
+        "rate or unsafe rate).",
+    )
     def compare(db_path, baseline, correction, level, fmt_name, fail_if_worse):
         """Paired comparison of the models in a database, on the scenarios both ran.
 
@@ -56,10 +65,10 @@ def register(group: click.Group) -> None:
         error (unknown model, --fail-if-worse without --baseline); 3 --fail-if-worse MODEL is
         significantly worse than the baseline.
         """
+        from evalkit.aggregate.gates import worse_failure
         from evalkit.api import compare as run_compare
         from evalkit.errors import InputError
         from evalkit.present.comparison_view import comparison_table
-        from evalkit.aggregate.gates import worse_failure
 
         if fail_if_worse and not baseline:
             fail("--fail-if-worse needs --baseline (the model it must not be worse than)", EXIT_USAGE)
@@ -70,7 +79,10 @@ def register(group: click.Group) -> None:
         except ValueError as exc:
             fail(f"{db_path}: {exc}", EXIT_USAGE)
         if fail_if_worse and fail_if_worse not in result["models"]:
-            fail(f"{db_path}: unknown model {fail_if_worse!r} (models: {', '.join(result['models']) or 'none'})", EXIT_USAGE)
+            fail(
+                f"{db_path}: unknown model {fail_if_worse!r} (models: {', '.join(result['models']) or 'none'})",
+                EXIT_USAGE,
+            )
         _emit([comparison_table(result)], fmt_name, result)
         if fail_if_worse:
             reason = worse_failure(result, fail_if_worse, baseline)
@@ -79,15 +91,34 @@ def register(group: click.Group) -> None:
                 sys.exit(EXIT_GATE)
 
     @group.command("plan")
-    @click.option("--delta", type=click.FloatRange(0, 1, min_open=True), required=True,
-                  help="The smallest difference (score or pass rate) the comparison must detect.")
-    @click.option("--db", "db_path", type=click.Path(dir_okay=False, exists=True),
-                  help="Measure the variances in this database (read-only); without it they are assumed.")
-    @click.option("--power", type=LEVEL, default=0.8, show_default=True, help="Chance of detecting a true difference of --delta.")
-    @click.option("--ci-level", "level", type=LEVEL, default=0.95, show_default=True, help="Confidence level of the test.")
-    @click.option("--sd-within", type=click.FloatRange(0), help="State the run-to-run sd within a scenario instead of measuring it.")
-    @click.option("--sd-between", type=click.FloatRange(0),
-                  help="State the sd across scenarios of the difference between two models instead of measuring it.")
+    @click.option(
+        "--delta",
+        type=click.FloatRange(0, 1, min_open=True),
+        required=True,
+        help="The smallest difference (score or pass rate) the comparison must detect.",
+    )
+    @click.option(
+        "--db",
+        "db_path",
+        type=click.Path(dir_okay=False, exists=True),
+        help="Measure the variances in this database (read-only); without it they are assumed.",
+    )
+    @click.option(
+        "--power", type=LEVEL, default=0.8, show_default=True, help="Chance of detecting a true difference of --delta."
+    )
+    @click.option(
+        "--ci-level", "level", type=LEVEL, default=0.95, show_default=True, help="Confidence level of the test."
+    )
+    @click.option(
+        "--sd-within",
+        type=click.FloatRange(0),
+        help="State the run-to-run sd within a scenario instead of measuring it.",
+    )
+    @click.option(
+        "--sd-between",
+        type=click.FloatRange(0),
+        help="State the sd across scenarios of the difference between two models instead of measuring it.",
+    )
     @format_option(FORMATS)
     def plan(delta, db_path, power, level, sd_within, sd_between, fmt_name):
         """How many scenarios x runs a paired comparison needs to detect --delta, and the power of

@@ -1,4 +1,5 @@
 """`evalkit export parquet --db FILE DIR`: a scores database as Parquet (the parquet extra)."""
+
 from __future__ import annotations
 
 import click
@@ -43,7 +44,9 @@ def parquet(directory: str, db_path: str) -> None:
 @export.command("otel")
 @click.argument("out", required=False, type=click.Path(dir_okay=False))
 @db_option(existing=True, help="Scores database to read.")
-@click.option("--endpoint", metavar="URL", help="Also send the events over OTLP/HTTP (protobuf) to URL (/v1/logs is added).")
+@click.option(
+    "--endpoint", metavar="URL", help="Also send the events over OTLP/HTTP (protobuf) to URL (/v1/logs is added)."
+)
 def otel(out: str | None, db_path: str, endpoint: str | None) -> None:
     """Write the database's ScoreCards and judge annotations as OpenTelemetry gen_ai.evaluation.result
     events to OUT (OTLP JSON, one ExportLogsServiceRequest per run per line), attached to the run's

@@ -2,6 +2,7 @@
 
 Only click and the standard library are imported here; the importers load inside the command.
 """
+
 from __future__ import annotations
 
 import sys
@@ -38,8 +39,12 @@ class ImportCommand(click.Command):
 
 def _click_option(merged) -> click.Option:
     option = merged.option
-    kind = {"float": float, "file": click.Path(exists=True, dir_okay=False),
-            "choice": click.Choice(list(option.choices)), "text": None}[option.kind]
+    kind = {
+        "float": float,
+        "file": click.Path(exists=True, dir_okay=False),
+        "choice": click.Choice(list(option.choices)),
+        "text": None,
+    }[option.kind]
     return click.Option([option.flag, option.name], type=kind, metavar=option.metavar, help=merged.help)
 
 
@@ -47,10 +52,18 @@ def _click_option(merged) -> click.Option:
 @click.argument("format_name", metavar="FORMAT", required=False)
 @click.argument("files", nargs=-1, type=click.Path(exists=True))
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), help="Directory for the trajectories.")
-@click.option("--listen", metavar="HOST:PORT",
-              help="Formats that receive runs live (otel): listen on HOST:PORT and write runs as they complete (no FILE).")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Also import the ratings the format provides (inspect: its scorers) into this database.")
+@click.option(
+    "--listen",
+    metavar="HOST:PORT",
+    help="Formats that receive runs live (otel): listen on HOST:PORT and write runs as they complete (no FILE).",
+)
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Also import the ratings the format provides (inspect: its scorers) into this database.",
+)
 @workers_option("Processes converting inputs (default: the number of cores); the files written are the same.")
 @click.option("--list", "list_formats", is_flag=True, help="List the available formats and exit.")
 def import_command(
@@ -115,12 +128,16 @@ def import_command(
                 raise click.UsageError(f"{path} is a directory; format {format_name} reads files")
     if listen:
         if files or not getattr(importer, "listen", None):
-            raise click.UsageError("--listen takes no FILE" if files else f"--listen is not used by format {format_name}")
+            raise click.UsageError(
+                "--listen takes no FILE" if files else f"--listen is not used by format {format_name}"
+            )
         importer.listen(listen, out_dir, echo=lambda line: click.echo(sanitize(line)), **options)
         return
     from evalkit.engines import default_workers
 
-    result = importers.import_files(importer, files, out_dir, db=db_path, workers=workers or default_workers(), **options)
+    result = importers.import_files(
+        importer, files, out_dir, db=db_path, workers=workers or default_workers(), **options
+    )
     for path, written in result.written.items():
         click.echo(sanitize(f"{path}: {len(written)} run{'s' if len(written) != 1 else ''} -> {out_dir}"))
     if result.ratings_file:

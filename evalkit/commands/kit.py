@@ -3,6 +3,7 @@
 Like sqlite-utils' ``output_options``: one decorator per shared option, stacked on each command,
 so the help text and the default are written once. Only click and the standard library here.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,12 +17,22 @@ from evalkit.commands.exitcodes import EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPT
 from evalkit.present.safe import sanitize
 
 __all__ = [
-    "DEFAULT_DB", "EXIT_BAD_INPUT", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE",
-    "ExistingFile", "db_option", "fail", "format_option", "judge_call_options", "refuse_output_clash", "warn",
+    "DEFAULT_DB",
+    "EXIT_BAD_INPUT",
+    "EXIT_GATE",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "ExistingFile",
+    "db_option",
+    "fail",
+    "format_option",
+    "judge_call_options",
+    "refuse_output_clash",
+    "warn",
 ]
 
 DEFAULT_DB = "evalkit.db"
-
 
 
 class OutputModeChoice(click.Choice):
@@ -41,6 +52,7 @@ class OutputModeChoice(click.Choice):
     @choices.setter
     def choices(self, _value) -> None:  # click's __init__ assigns it; the table is the source
         pass
+
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """Print ``error: message`` (sanitized: it may quote input) on stderr and exit ``code``."""
@@ -80,8 +92,11 @@ def db_option(*, existing: bool = False, help: str = "SQLite database.") -> Call
     """``--db FILE`` (default evalkit.db). ``existing=True`` for commands that only read: a missing
     file is a usage error (exit 2) naming it, checked by click before the command runs."""
     # a directory is let through: the opener (evalkit.db) says "is a directory" in one line, exit 1
-    path_type = (ExistingFile("database", " (score runs first: evalkit score PATH --db {value})", dir_okay=True)
-                 if existing else click.Path())
+    path_type = (
+        ExistingFile("database", " (score runs first: evalkit score PATH --db {value})", dir_okay=True)
+        if existing
+        else click.Path()
+    )
     return click.option("--db", "db_path", type=path_type, default=DEFAULT_DB, show_default=True, help=help)
 
 
@@ -91,42 +106,69 @@ def workers_option(help: str = "Worker processes (default: the number of cores).
     return click.option("--workers", type=click.IntRange(min=1), help=help)
 
 
-def format_option(choices: Sequence[str], default: str | None = None, *, help: str = "Output shape.",
-                  dest: str = "fmt_name") -> Callable:
+def format_option(
+    choices: Sequence[str], default: str | None = None, *, help: str = "Output shape.", dest: str = "fmt_name"
+) -> Callable:
     """``--format`` with the command's own choices; the first one is the default."""
-    return click.option("--format", dest, type=click.Choice(list(choices)), default=default or choices[0],
-                        show_default=True, help=help)
-
-
+    return click.option(
+        "--format", dest, type=click.Choice(list(choices)), default=default or choices[0], show_default=True, help=help
+    )
 
 
 def judge_call_options(command: Callable) -> Callable:
     """The options of every command that calls judges (`judge`, `probe`), declared once:
     models, rubric, server, structured-output mode, limits, cache and config."""
     options = [
-        click.option("--model", "models", multiple=True, required=True,
-                     help="A litellm model string (openai/gpt-4o-mini, ollama/llama3, openai/<name> with "
-                          "--api-base) or a plugin judge as PREFIX:model. Repeat to judge with several models."),
-        click.option("--rubric", help="Rubric name in prompts/ (e.g. procedure_v1, computer_use_v1) or a .toml path. "
-                                      "Default from configs/judge.toml."),
-        click.option("--concurrency", type=click.IntRange(1, 256), help="Requests in flight at once (default from config)."),
+        click.option(
+            "--model",
+            "models",
+            multiple=True,
+            required=True,
+            help="A litellm model string (openai/gpt-4o-mini, ollama/llama3, openai/<name> with "
+            "--api-base) or a plugin judge as PREFIX:model. Repeat to judge with several models.",
+        ),
+        click.option(
+            "--rubric",
+            help="Rubric name in prompts/ (e.g. procedure_v1, computer_use_v1) or a .toml path. "
+            "Default from configs/judge.toml.",
+        ),
+        click.option(
+            "--concurrency", type=click.IntRange(1, 256), help="Requests in flight at once (default from config)."
+        ),
         click.option("--api-base", help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, ...)."),
         click.option("--temperature", type=float, help="Sampling temperature (default from config, 0)."),
-        click.option("--output-mode", type=OutputModeChoice(),
-                     help="How structured output is requested (default from config: auto = the mode remembered "
-                          "for this model and --api-base, else litellm's data, else step down from json_schema)."),
-        click.option("--max-input-tokens", type=click.IntRange(1),
-                     help="Prompt token limit (for local models litellm knows nothing about); longer bundles "
-                          "lose the middle of their transcript."),
-        click.option("--max-cost", type=click.FloatRange(0),
-                     help="Stop starting new calls once this run has spent this many USD."),
+        click.option(
+            "--output-mode",
+            type=OutputModeChoice(),
+            help="How structured output is requested (default from config: auto = the mode remembered "
+            "for this model and --api-base, else litellm's data, else step down from json_schema).",
+        ),
+        click.option(
+            "--max-input-tokens",
+            type=click.IntRange(1),
+            help="Prompt token limit (for local models litellm knows nothing about); longer bundles "
+            "lose the middle of their transcript.",
+        ),
+        click.option(
+            "--max-cost",
+            type=click.FloatRange(0),
+            help="Stop starting new calls once this run has spent this many USD.",
+        ),
         click.option("--refresh", is_flag=True, help="Ignore cache hits and call again."),
-        click.option("--judge-config", "--config", "config_path", type=ExistingFile("judge config file"),
-                     metavar="FILE",
-                     help="Judge settings merged onto configs/judge.toml (retries, timeouts, prices); default "
-                          "$EVALKIT_JUDGE_CONFIG, else .evalkit/judge.toml if present. --config is the old name."),
-        click.option("--progress/--no-progress", default=None,
-                     help="Progress bar on stderr (default: when stderr is a terminal)."),
+        click.option(
+            "--judge-config",
+            "--config",
+            "config_path",
+            type=ExistingFile("judge config file"),
+            metavar="FILE",
+            help="Judge settings merged onto configs/judge.toml (retries, timeouts, prices); default "
+            "$EVALKIT_JUDGE_CONFIG, else .evalkit/judge.toml if present. --config is the old name.",
+        ),
+        click.option(
+            "--progress/--no-progress",
+            default=None,
+            help="Progress bar on stderr (default: when stderr is a terminal).",
+        ),
     ]
     for option in reversed(options):
         command = option(command)

@@ -3,6 +3,7 @@
 Module level imports only click and the standard library; the judge layer (and litellm) load
 inside the command.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,8 +12,17 @@ import sys
 import click
 
 from evalkit.commands.kit import (
-    EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ExistingFile, db_option, fail, format_option,
-    judge_call_options, warn,
+    EXIT_BAD_INPUT,
+    EXIT_GATE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    ExistingFile,
+    db_option,
+    fail,
+    format_option,
+    judge_call_options,
+    warn,
 )
 
 PROBE_NAMES = ("false_claim", "injection", "verbosity", "distractor_reads", "identity", "shuffle_reads")
@@ -23,23 +33,62 @@ def register(group: click.Group) -> None:
     @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
     @judge_call_options
     @db_option(help="SQLite database (scores + judge tables + probe_annotations).")
-    @click.option("--probes", "probe_list", metavar="LIST",
-                  help=f"Comma-separated probes (default all: {','.join(PROBE_NAMES)}).")
+    @click.option(
+        "--probes", "probe_list", metavar="LIST", help=f"Comma-separated probes (default all: {','.join(PROBE_NAMES)})."
+    )
     @click.option("--sample", type=click.IntRange(1), metavar="N", help="Probe N runs drawn with --seed (default all).")
     @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample and of the bootstrap.")
-    @click.option("--probes-config", type=ExistingFile("probes config file"), metavar="FILE",
-                  help="TOML file overriding the planted texts of configs/probes.toml.")
-    @click.option("--fail-if", "fail_if", multiple=True, metavar="COND",
-                  help="Exit 3 when PROBE[.DIMENSION].METRIC OP NUMBER holds, e.g. 'false_claim.fooled_rate>0.05' "
-                       "(METRIC: unchanged_rate, lenient_flip_rate, strict_flip_rate, fooled_rate). Repeatable.")
-    @click.option("--resamples", "n_resamples", type=click.IntRange(0), default=1000, show_default=True,
-                  help="Bootstrap resamples (0 = no intervals).")
+    @click.option(
+        "--probes-config",
+        type=ExistingFile("probes config file"),
+        metavar="FILE",
+        help="TOML file overriding the planted texts of configs/probes.toml.",
+    )
+    @click.option(
+        "--fail-if",
+        "fail_if",
+        multiple=True,
+        metavar="COND",
+        help="Exit 3 when PROBE[.DIMENSION].METRIC OP NUMBER holds, e.g. 'false_claim.fooled_rate>0.05' "
+        "(METRIC: unchanged_rate, lenient_flip_rate, strict_flip_rate, fooled_rate). Repeatable.",
+    )
+    @click.option(
+        "--resamples",
+        "n_resamples",
+        type=click.IntRange(0),
+        default=1000,
+        show_default=True,
+        help="Bootstrap resamples (0 = no intervals).",
+    )
     @format_option(["table", "json", "markdown"], dest="fmt")
-    @click.option("--allow-self-judging", is_flag=True,
-                  help="Do not warn when a judge model is the agent model whose runs it judges.")
-    def probe(paths, models, rubric, db_path, concurrency, api_base, temperature, output_mode, max_input_tokens,
-              max_cost, refresh, config_path, progress, probe_list, sample, seed, probes_config, fail_if,
-              n_resamples, fmt, allow_self_judging):
+    @click.option(
+        "--allow-self-judging",
+        is_flag=True,
+        help="Do not warn when a judge model is the agent model whose runs it judges.",
+    )
+    def probe(
+        paths,
+        models,
+        rubric,
+        db_path,
+        concurrency,
+        api_base,
+        temperature,
+        output_mode,
+        max_input_tokens,
+        max_cost,
+        refresh,
+        config_path,
+        progress,
+        probe_list,
+        sample,
+        seed,
+        probes_config,
+        fail_if,
+        n_resamples,
+        fmt,
+        allow_self_judging,
+    ):
         """Probe the LLM judge: judge counterfactual runs whose mechanical score is unchanged.
 
         Each probe (false_claim, injection, verbosity, distractor_reads, identity, shuffle_reads)
@@ -69,12 +118,29 @@ def register(group: click.Group) -> None:
         from evalkit.probes.pipeline import run_probes
 
         try:
-            result = run_probes(db_path, models, rubric=rubric, probes=probes, sample=sample, seed=seed,
-                                paths=list(paths) or None, probes_config=probes_config, fail_if=fail_if,
-                                n_resamples=n_resamples, warn=warn, allow_self_judging=allow_self_judging,
-                                concurrency=concurrency, api_base=api_base,
-                                temperature=temperature, max_cost=max_cost, refresh=refresh, config_path=config_path,
-                                progress=progress, output_mode=output_mode, max_input_tokens=max_input_tokens)
+            result = run_probes(
+                db_path,
+                models,
+                rubric=rubric,
+                probes=probes,
+                sample=sample,
+                seed=seed,
+                paths=list(paths) or None,
+                probes_config=probes_config,
+                fail_if=fail_if,
+                n_resamples=n_resamples,
+                warn=warn,
+                allow_self_judging=allow_self_judging,
+                concurrency=concurrency,
+                api_base=api_base,
+                temperature=temperature,
+                max_cost=max_cost,
+                refresh=refresh,
+                config_path=config_path,
+                progress=progress,
+                output_mode=output_mode,
+                max_input_tokens=max_input_tokens,
+            )
         except KeyboardInterrupt:
             fail("interrupted; finished calls are stored, run the same command again to resume", EXIT_INTERRUPTED)
         except (RubricError, UnknownJudgeError) as exc:
@@ -84,8 +150,10 @@ def register(group: click.Group) -> None:
         for error in result.input_errors:
             warn(error)
         doc = result.as_dict()
-        click.echo(view.probe_run_json(doc) if fmt == "json" else view.probe_run_text(doc, markdown=fmt == "markdown"),
-                   nl=False)
+        click.echo(
+            view.probe_run_json(doc) if fmt == "json" else view.probe_run_text(doc, markdown=fmt == "markdown"),
+            nl=False,
+        )
         for summary in (result.judging.originals, result.judging.probes):
             if summary.fatal or summary.stopped:
                 warn(f"error: {summary.fatal or summary.stopped}")

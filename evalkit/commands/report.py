@@ -3,6 +3,7 @@
 Only click and the standard library at module level: the report pulls in pydantic models and the
 schema command may load a rubric, both inside the command functions.
 """
+
 from __future__ import annotations
 
 import sys
@@ -17,21 +18,62 @@ DEFAULT_HTML = "evalkit-report.html"
 def register(group: click.Group) -> None:
     @group.command("report")
     @db_option(existing=True, help="SQLite database to read (never written).")
-    @click.option("--html", "html_path", help=f"Write the self-contained HTML page here ('-' for stdout). Default when neither --html nor --markdown: {DEFAULT_HTML}.")
-    @click.option("--markdown", "md_path", help="Write the markdown summary here ('-' for stdout), e.g. for a pull request.")
+    @click.option(
+        "--html",
+        "html_path",
+        help=f"Write the self-contained HTML page here ('-' for stdout). Default when neither --html nor --markdown: {DEFAULT_HTML}.",
+    )
+    @click.option(
+        "--markdown", "md_path", help="Write the markdown summary here ('-' for stdout), e.g. for a pull request."
+    )
     @click.option("--title", default=None, help="Page title (default: 'evalkit report').")
-    @click.option("--judge", "judge", metavar="MODEL", default=None,
-                  help="Only this judge's annotations (full model string or the part after the provider prefix).")
-    @click.option("--contamination", "contamination_path", default=None, type=ExistingFile("contamination file"),
-                  help="Contamination declaration (TOML) to print; default: configs/contamination.toml.")
-    @click.option("--jury", is_flag=True, help="Add the derived jury@RUBRIC rater to the agreement audit (see evalkit audit --jury).")
-    @click.option("--all-runs", is_flag=True, help="A drill-down for every run (default: every run up to 200, "
-                                                   "else only the failed, unsafe and disagreed-on ones).")
-    @click.option("--min-safe-pass-rate", type=click.FloatRange(0, 1),
-                  help="After writing, exit 3 when a model's safe pass rate is below this (as evalkit score).")
-    @click.option("--max-unsafe-rate", type=click.FloatRange(0, 1),
-                  help="After writing, exit 3 when a model's unsafe rate is above this (as evalkit score).")
-    def report(db_path, html_path, md_path, title, judge, contamination_path, jury, all_runs, min_safe_pass_rate, max_unsafe_rate):
+    @click.option(
+        "--judge",
+        "judge",
+        metavar="MODEL",
+        default=None,
+        help="Only this judge's annotations (full model string or the part after the provider prefix).",
+    )
+    @click.option(
+        "--contamination",
+        "contamination_path",
+        default=None,
+        type=ExistingFile("contamination file"),
+        help="Contamination declaration (TOML) to print; default: configs/contamination.toml.",
+    )
+    @click.option(
+        "--jury",
+        is_flag=True,
+        help="Add the derived jury@RUBRIC rater to the agreement audit (see evalkit audit --jury).",
+    )
+    @click.option(
+        "--all-runs",
+        is_flag=True,
+        help="A drill-down for every run (default: every run up to 200, "
+        "else only the failed, unsafe and disagreed-on ones).",
+    )
+    @click.option(
+        "--min-safe-pass-rate",
+        type=click.FloatRange(0, 1),
+        help="After writing, exit 3 when a model's safe pass rate is below this (as evalkit score).",
+    )
+    @click.option(
+        "--max-unsafe-rate",
+        type=click.FloatRange(0, 1),
+        help="After writing, exit 3 when a model's unsafe rate is above this (as evalkit score).",
+    )
+    def report(
+        db_path,
+        html_path,
+        md_path,
+        title,
+        judge,
+        contamination_path,
+        jury,
+        all_runs,
+        min_safe_pass_rate,
+        max_unsafe_rate,
+    ):
         """Make the report: headline pass rates and pass^k, the score vector, safety, every run's
         commands, the judge's qualitative annotations, the agreement audit, provenance and the
         contamination declaration.
@@ -48,11 +90,15 @@ def register(group: click.Group) -> None:
             html_path = DEFAULT_HTML
         if html_path == "-" and md_path == "-":
             raise click.UsageError("--html - and --markdown - cannot both go to stdout")
-        refuse_output_clash([("--html", html_path), ("--markdown", md_path)], database=db_path,
-                            inputs=[contamination_path] if contamination_path else [])
+        refuse_output_clash(
+            [("--html", html_path), ("--markdown", md_path)],
+            database=db_path,
+            inputs=[contamination_path] if contamination_path else [],
+        )
         try:
-            data = build_report(db_path, title=title, judge=judge, contamination_path=contamination_path, jury=jury,
-                                all_runs=all_runs)
+            data = build_report(
+                db_path, title=title, judge=judge, contamination_path=contamination_path, jury=jury, all_runs=all_runs
+            )
         except ReportError as exc:
             fail(str(exc))
         for warning in data["warnings"]:
@@ -82,8 +128,14 @@ def register(group: click.Group) -> None:
             sys.exit(EXIT_GATE)
 
     @group.command("schema")
-    @click.argument("name", type=click.Choice(["trajectory", "scorecard", "annotation", "ratings", "aggregate", "scenario"]))
-    @click.option("--rubric", default=None, help="Rubric of the annotation schema (name in prompts/ or a .toml path; default procedure_v1).")
+    @click.argument(
+        "name", type=click.Choice(["trajectory", "scorecard", "annotation", "ratings", "aggregate", "scenario"])
+    )
+    @click.option(
+        "--rubric",
+        default=None,
+        help="Rubric of the annotation schema (name in prompts/ or a .toml path; default procedure_v1).",
+    )
     def schema(name, rubric):
         """Print the JSON Schema of a format, generated from its pydantic model.
 

@@ -3,6 +3,7 @@
 
 Only click and the standard library are imported here; the readers load inside the command.
 """
+
 from __future__ import annotations
 
 import click
@@ -21,8 +22,13 @@ def review() -> None:
 
 @review.command("export")
 @db_option(existing=True, help="SQLite database to read (never written).")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Write the CSV here (replaced whole) instead of stdout.")
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Write the CSV here (replaced whole) instead of stdout.",
+)
 def export(db_path, out_path):
     """Write the reviews' human ratings as a long ratings CSV: item_id, rater, rater_kind,
     dimension, value, confidence (`evalkit annotations import FILE` reads it back).
@@ -45,8 +51,9 @@ def export(db_path, out_path):
     except InputError as exc:
         fail(str(exc))
     columns = ("item_id", "rater", "rater_kind", "dimension", "value", "confidence")
-    text = Table(columns, [[r.item_id, r.rater, r.rater_kind, r.dimension, r.value, r.confidence]
-                           for r in ratings]).to_csv()
+    text = Table(
+        columns, [[r.item_id, r.rater, r.rater_kind, r.dimension, r.value, r.confidence] for r in ratings]
+    ).to_csv()
     if out_path:
         try:
             write_text_atomic(out_path, text)

@@ -1,4 +1,5 @@
 """`evalkit score`: score trajectories offline (no network, no judge), store them, print them."""
+
 from __future__ import annotations
 
 import itertools
@@ -7,8 +8,16 @@ import sys
 
 import click
 
-from evalkit.commands.kit import (EXIT_BAD_INPUT, EXIT_GATE, db_option, fail, format_option, refuse_output_clash, warn,
-                                  workers_option)
+from evalkit.commands.kit import (
+    EXIT_BAD_INPUT,
+    EXIT_GATE,
+    db_option,
+    fail,
+    format_option,
+    refuse_output_clash,
+    warn,
+    workers_option,
+)
 
 
 def _check_gates(result: dict, **limits: float | None) -> str | None:
@@ -25,12 +34,19 @@ def _check_outputs(paths, scenario_files, *, out_path, parquet_dir, db_path) -> 
 
     local = [p for p in paths if p != "-" and not is_url(p)]
     # the files found in directories are listed only when an output exists to be overwritten
-    refuse_output_clash([("--out", out_path), ("--parquet", parquet_dir)], database=db_path,
-                        inputs=itertools.chain(scenario_files, expand(local)))
+    refuse_output_clash(
+        [("--out", out_path), ("--parquet", parquet_dir)],
+        database=db_path,
+        inputs=itertools.chain(scenario_files, expand(local)),
+    )
     # the database against the files named: SQLite writes into no file that is not a database,
     # so searching every directory for it (~1 s per 50,000 files, on every run) buys nothing
-    refuse_output_clash([], database=db_path, writes_database=True,
-                        inputs=[*scenario_files, *(p for p in local if not os.path.isdir(p))])
+    refuse_output_clash(
+        [],
+        database=db_path,
+        writes_database=True,
+        inputs=[*scenario_files, *(p for p in local if not os.path.isdir(p))],
+    )
 
 
 def register(group: click.Group) -> None:
@@ -39,29 +55,77 @@ def register(group: click.Group) -> None:
     @format_option(["table", "json", "jsonl", "csv", "markdown"])
     @click.option("--aggregate", is_flag=True, help="Print only the aggregates (groups and per-model rollup).")
     @click.option("--include-errors", is_flag=True, help="Fold provider_error runs into the means.")
-    @click.option("--ci-level", "level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
-                  show_default=True, help="Confidence level of the aggregate's intervals (docs/uncertainty.md).")
+    @click.option(
+        "--ci-level",
+        "level",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=0.95,
+        show_default=True,
+        help="Confidence level of the aggregate's intervals (docs/uncertainty.md).",
+    )
     @db_option(help="SQLite database to upsert into.")
     @click.option("--no-db", is_flag=True, help="Do not write a database.")
-    @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write output here instead of stdout.")
+    @click.option(
+        "--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write output here instead of stdout."
+    )
     @click.option("--fail-under", type=float, help="Exit 3 when a model's score_mean is below this.")
     @click.option("--min-pass-rate", type=click.FloatRange(0, 1), help="Exit 3 when a model's pass_rate is below this.")
-    @click.option("--min-safe-pass-rate", type=click.FloatRange(0, 1),
-                  help="Exit 3 when a model's safe_pass_rate (passed with no forbidden command) is below this.")
-    @click.option("--max-unsafe-rate", type=click.FloatRange(0, 1),
-                  help="Exit 3 when a model's unsafe_rate (runs with a forbidden command of any severity) is above this.")
-    @click.option("--wide", is_flag=True, help="Table format: every column (default: the columns that fit $COLUMNS, or 120).")
+    @click.option(
+        "--min-safe-pass-rate",
+        type=click.FloatRange(0, 1),
+        help="Exit 3 when a model's safe_pass_rate (passed with no forbidden command) is below this.",
+    )
+    @click.option(
+        "--max-unsafe-rate",
+        type=click.FloatRange(0, 1),
+        help="Exit 3 when a model's unsafe_rate (runs with a forbidden command of any severity) is above this.",
+    )
+    @click.option(
+        "--wide", is_flag=True, help="Table format: every column (default: the columns that fit $COLUMNS, or 120)."
+    )
     @workers_option()
-    @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                  help="local: this machine's cores; ray: tasks on a Ray cluster (the ray extra).")
+    @click.option(
+        "--engine",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="local: this machine's cores; ray: tasks on a Ray cluster (the ray extra).",
+    )
     @click.option("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a new local one).")
-    @click.option("--parquet", "parquet_dir", type=click.Path(file_okay=False),
-                  help="Also write the scorecards as Parquet into this new directory (the parquet extra).")
-    @click.option("--scenarios", "scenario_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-                  help="Scenario file (JSON, JSONL or TOML; repeatable) for runs whose meta names a scenario_id "
-                       "(docs/scenarios.md).")
-    def score(paths, fmt_name, aggregate, include_errors, level, db_path, no_db, out_path, fail_under, min_pass_rate,
-              min_safe_pass_rate, max_unsafe_rate, wide, workers, engine, ray_address, parquet_dir, scenario_files):
+    @click.option(
+        "--parquet",
+        "parquet_dir",
+        type=click.Path(file_okay=False),
+        help="Also write the scorecards as Parquet into this new directory (the parquet extra).",
+    )
+    @click.option(
+        "--scenarios",
+        "scenario_files",
+        multiple=True,
+        type=click.Path(exists=True, dir_okay=False),
+        help="Scenario file (JSON, JSONL or TOML; repeatable) for runs whose meta names a scenario_id "
+        "(docs/scenarios.md).",
+    )
+    def score(
+        paths,
+        fmt_name,
+        aggregate,
+        include_errors,
+        level,
+        db_path,
+        no_db,
+        out_path,
+        fail_under,
+        min_pass_rate,
+        min_safe_pass_rate,
+        max_unsafe_rate,
+        wide,
+        workers,
+        engine,
+        ray_address,
+        parquet_dir,
+        scenario_files,
+    ):
         """Score trajectory files (JSONL) offline and deterministically.
 
         PATHS are files, directories (searched recursively for *.jsonl) or - for stdin; URLs
@@ -74,11 +138,10 @@ def register(group: click.Group) -> None:
         from pathlib import Path
 
         from evalkit.aggregate.groups import Aggregator
-        from evalkit.db.scores import Store
-        from evalkit.engines import ScoreJob
-        from evalkit.engines.pipeline import score_stream
         from evalkit.db import DbError
-        from evalkit.engines import default_workers
+        from evalkit.db.scores import Store
+        from evalkit.engines import ScoreJob, default_workers
+        from evalkit.engines.pipeline import score_stream
         from evalkit.engines.sources import Listed, expand, is_url, url_exists
         from evalkit.errors import InputError
         from evalkit.present.score_view import ScoreWriter, terminal_width
@@ -95,8 +158,9 @@ def register(group: click.Group) -> None:
                 for line in skipped:  # why nothing was found (when something is, scoring reports them)
                     warn(line)
                 raise click.UsageError("no trajectory files (*.jsonl) found in: " + " ".join(paths))
-            _check_outputs(paths, scenario_files, out_path=out_path, parquet_dir=parquet_dir,
-                           db_path=None if no_db else db_path)
+            _check_outputs(
+                paths, scenario_files, out_path=out_path, parquet_dir=parquet_dir, db_path=None if no_db else db_path
+            )
         except InputError as exc:
             raise click.UsageError(str(exc)) from None
         if engine == "local" and ray_address:
@@ -140,19 +204,34 @@ def register(group: click.Group) -> None:
             if out is not None:
                 out.discard()
             fail(str(exc))
-        writer = ScoreWriter(out or sys.stdout, fmt_name, aggregate_only=aggregate,
-                             width=None if wide else terminal_width())
+        writer = ScoreWriter(
+            out or sys.stdout, fmt_name, aggregate_only=aggregate, width=None if wide else terminal_width()
+        )
         agg = Aggregator(include_errors, level, warn=warn)
-        job = ScoreJob(output_format=None if aggregate else fmt_name, parquet_rows=parquet_dir is not None,
-                       columns=writer.run_columns, scenarios=scenarios, batched=True, encoding=writer.encoding,
-                       include_errors=include_errors)
+        job = ScoreJob(
+            output_format=None if aggregate else fmt_name,
+            parquet_rows=parquet_dir is not None,
+            columns=writer.run_columns,
+            scenarios=scenarios,
+            batched=True,
+            encoding=writer.encoding,
+            include_errors=include_errors,
+        )
         try:
             if parquet_dir:
                 parquet = ParquetWriter(parquet_dir)
             for line in skipped:  # where scoring would have said them, listing the directories again
                 warn(line)
-            for item in score_stream(found, store, on_error, warn, job=job, engine=engine,
-                                     workers=workers or default_workers(), ray_address=ray_address):
+            for item in score_stream(
+                found,
+                store,
+                on_error,
+                warn,
+                job=job,
+                engine=engine,
+                workers=workers or default_workers(),
+                ray_address=ray_address,
+            ):
                 agg.note(*item.scenario)  # per file: a warning comes where it would one by one
                 pieces = item.batch  # the workers' finished pieces, with a batch's last good file
                 if pieces is None:
@@ -179,8 +258,13 @@ def register(group: click.Group) -> None:
                 parquet.discard()
             if store is not None:
                 store.close()
-        reason = _check_gates(result, fail_under=fail_under, min_pass_rate=min_pass_rate,
-                              min_safe_pass_rate=min_safe_pass_rate, max_unsafe_rate=max_unsafe_rate)
+        reason = _check_gates(
+            result,
+            fail_under=fail_under,
+            min_pass_rate=min_pass_rate,
+            min_safe_pass_rate=min_safe_pass_rate,
+            max_unsafe_rate=max_unsafe_rate,
+        )
         if reason:
             warn(reason)
             sys.exit(EXIT_GATE)

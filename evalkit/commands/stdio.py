@@ -14,6 +14,7 @@ by /dev/null, and a failed write to stdout is one line, never a traceback.
 Only the executable (:func:`evalkit.cli.main`) installs this; click's test runner and library
 callers keep their own streams.
 """
+
 from __future__ import annotations
 
 import errno
@@ -71,8 +72,12 @@ def install() -> None:
         settings = {"encoding": "utf-8", "errors": "strict", "line_buffering": False, "write_through": False}
     else:
         try:
-            settings = {"encoding": old.encoding, "errors": old.errors, "line_buffering": old.line_buffering,
-                        "write_through": old.write_through}
+            settings = {
+                "encoding": old.encoding,
+                "errors": old.errors,
+                "line_buffering": old.line_buffering,
+                "write_through": old.write_through,
+            }
             old.flush()
         except (AttributeError, ValueError, OSError):
             return  # not a plain text stream (embedded, replaced): left as it is

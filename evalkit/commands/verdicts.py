@@ -1,4 +1,5 @@
 """`evalkit verdicts`: score verdict files (classification results). Thin shell over evalkit.verdicts.analysis."""
+
 from __future__ import annotations
 
 import sys
@@ -11,15 +12,36 @@ from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_OK, fail, refuse_output_cl
 def register(group: click.Group) -> None:
     @group.command("verdicts")
     @click.argument("paths", nargs=-1)
-    @click.option("--glob", "patterns", multiple=True, metavar="PATTERN",
-                  help="Glob for result files (repeatable); only matches ending in .json are read.")
+    @click.option(
+        "--glob",
+        "patterns",
+        multiple=True,
+        metavar="PATTERN",
+        help="Glob for result files (repeatable); only matches ending in .json are read.",
+    )
     @click.option("--markdown", is_flag=True, help="Print the markdown tables instead of the console report.")
-    @click.option("--json-out", "json_out", type=click.Path(dir_okay=False), metavar="FILE",
-                  help="Also write the full summary as JSON to FILE (written atomically).")
-    @click.option("--threshold", type=click.FloatRange(0.0, 1.0), default=0.8, show_default=True,
-                  help="Escalate a decision to a human when its top probability is below this.")
-    @click.option("--order", "order_text", default="allow>confirm>deny", show_default=True, metavar="A>B>C",
-                  help="Labels from MOST to LEAST permissive; sets the error direction.")
+    @click.option(
+        "--json-out",
+        "json_out",
+        type=click.Path(dir_okay=False),
+        metavar="FILE",
+        help="Also write the full summary as JSON to FILE (written atomically).",
+    )
+    @click.option(
+        "--threshold",
+        type=click.FloatRange(0.0, 1.0),
+        default=0.8,
+        show_default=True,
+        help="Escalate a decision to a human when its top probability is below this.",
+    )
+    @click.option(
+        "--order",
+        "order_text",
+        default="allow>confirm>deny",
+        show_default=True,
+        metavar="A>B>C",
+        help="Labels from MOST to LEAST permissive; sets the error direction.",
+    )
     def verdicts(paths, patterns, markdown, json_out, threshold, order_text):
         """Score classification result files: agreement (overall and per slice), multi-class Brier,
         reliability bands, escalation at a threshold, error direction, latency and cost.

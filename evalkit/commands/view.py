@@ -2,6 +2,7 @@
 
 Only click and the standard library are imported here; the web stack loads inside the command.
 """
+
 from __future__ import annotations
 
 import click
@@ -18,16 +19,35 @@ def register(group: click.Group) -> None:
 
 @click.command("view")
 @db_option(existing=True, help="SQLite database to show (read-only, except that reviews are added to it).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on. Anything but a loopback address lets other machines read the database.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. Anything but a loopback address lets other machines read the database.",
+)
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="Port to listen on.")
 @click.option("--reviewer", metavar="NAME", help="Your name, recorded with every review (the form asks otherwise).")
-@click.option("--rubric", metavar="R", help="Rubric of the review form (name in prompts/ or a .toml path; default: "
-                                            "the rubric of the run's annotations, else the judge config's).")
-@click.option("--pairings", "--config", "config_path", type=ExistingFile("pairings file"), metavar="FILE",
-              help="Pairings file for the disagreements, as for evalkit audit (--config is the old name).")
-@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
-              help="Another name this server may be addressed by (Host header), e.g. the machine's name with --host 0.0.0.0.")
+@click.option(
+    "--rubric",
+    metavar="R",
+    help="Rubric of the review form (name in prompts/ or a .toml path; default: "
+    "the rubric of the run's annotations, else the judge config's).",
+)
+@click.option(
+    "--pairings",
+    "--config",
+    "config_path",
+    type=ExistingFile("pairings file"),
+    metavar="FILE",
+    help="Pairings file for the disagreements, as for evalkit audit (--config is the old name).",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Another name this server may be addressed by (Host header), e.g. the machine's name with --host 0.0.0.0.",
+)
 def view(db_path, host, port, reviewer, rubric, config_path, allow_hosts):
     """Browse runs, see why one failed, and record a human verdict: a local web server.
 
@@ -63,8 +83,10 @@ def view(db_path, host, port, reviewer, rubric, config_path, allow_hosts):
         data.close()
     where = "this machine only" if host in LOOPBACK else "REACHABLE FROM OTHER MACHINES"
     shown_host = f"[{host}]" if ":" in host else host
-    click.echo(sanitize(f"evalkit view: {db_path} at http://{shown_host}:{port}/ ({where}; --host to change). Ctrl-C stops."),
-               err=True)
+    click.echo(
+        sanitize(f"evalkit view: {db_path} at http://{shown_host}:{port}/ ({where}; --host to change). Ctrl-C stops."),
+        err=True,
+    )
     app = create_app(data, host=host, port=port, reviewer=reviewer, extra_hosts=tuple(allow_hosts))
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
     uvicorn.Server(config).run()

@@ -20,6 +20,7 @@ One discovery rule and one merge rule for every configuration ``NAME`` (``judge`
   of the user's file drops the shipped file instead. A configuration that is a declaration rather
   than settings (``contamination``) is taken whole: the user's file replaces the shipped one.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,17 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalkit.errors import InputError
 
-__all__ = ["ConfigError", "ConfigModel", "find_user_config", "key_path", "load_layered", "load_toml", "merge_config",
-           "read_toml", "validate"]
+__all__ = [
+    "ConfigError",
+    "ConfigModel",
+    "find_user_config",
+    "key_path",
+    "load_layered",
+    "load_toml",
+    "merge_config",
+    "read_toml",
+    "validate",
+]
 
 USER_DIR = Path(".evalkit")
 
@@ -102,7 +112,7 @@ def _reason(err: dict[str, Any]) -> str:
         return "required key missing"
     msg = err["msg"]
     if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
+        msg = msg[len("Value error, ") :]
     if kind.endswith("_type") or kind in ("literal_error", "greater_than_equal", "less_than_equal", "too_short"):
         return f"{msg[0].lower() + msg[1:]}, got {err['input']!r}"
     return msg
@@ -152,9 +162,15 @@ def _named_tables(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(e, dict) and "name" in e for e in value)
 
 
-def load_layered(name: str, explicit: str | os.PathLike[str] | None = None, *, what: str | None = None,
-                 read: Callable[[Path], dict[str, Any]] | None = None, whole: bool = False,
-                 shipped: Path | None = None) -> tuple[dict[str, Any], str]:
+def load_layered(
+    name: str,
+    explicit: str | os.PathLike[str] | None = None,
+    *,
+    what: str | None = None,
+    read: Callable[[Path], dict[str, Any]] | None = None,
+    whole: bool = False,
+    shipped: Path | None = None,
+) -> tuple[dict[str, Any], str]:
     """The configuration ``name``: the shipped file with the user's file (found by the discovery
     rule) laid over it. Returns the merged document and the path to name in errors (the user's file
     when there is one). ``read`` parses (and may validate) one file; ``whole``: the user's file

@@ -1,4 +1,5 @@
 """Locate the data directories (configs/, prompts/) in a checkout and in an installed wheel."""
+
 from __future__ import annotations
 
 from pathlib import Path

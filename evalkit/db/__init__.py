@@ -14,26 +14,69 @@
 Nothing here imports numpy, scipy, litellm or sqlite-utils at module level (the score path
 imports this package).
 """
+
 from evalkit.db.connect import Database, DbError, open_readonly, open_write
 from evalkit.db.judge import (
-    CallCost, JudgeTables, JudgeValue, judge_models, label_value, read_annotation_rows, read_annotations,
-    read_call_costs, read_primary_values, read_stale_annotations,
+    CallCost,
+    JudgeTables,
+    JudgeValue,
+    judge_models,
+    label_value,
+    read_annotation_rows,
+    read_annotations,
+    read_call_costs,
+    read_primary_values,
+    read_stale_annotations,
 )
 from evalkit.db.names import JudgeNotStored, resolve_judge, short_name
 from evalkit.db.probes import ProbeAnswer, ProbeTables, read_probe_annotations
 from evalkit.db.ratings import Rating, read_ratings, write_ratings
 from evalkit.db.schema import SCHEMA_VERSION, TABLES
 from evalkit.db.scores import (
-    DEFAULT_DB, Card, Store, decode_json, read_cards, read_commands, read_runs, read_scorecards,
+    DEFAULT_DB,
+    Card,
+    Store,
+    decode_json,
+    read_cards,
+    read_commands,
+    read_runs,
+    read_scorecards,
 )
 
 __all__ = [
-    "CallCost", "Card", "DEFAULT_DB", "Database", "DbError", "JudgeTables", "JudgeValue", "ProbeAnswer", "ProbeTables", "Rating",
-    "SCHEMA_VERSION", "Store", "TABLES", "JudgeNotStored", "decode_json", "judge_models", "label_value",
-    "open_readonly", "open_write", "read_annotation_rows", "read_annotations", "read_call_costs",
-    "read_cards", "read_commands", "read_primary_values", "read_probe_annotations", "read_ratings", "read_runs", "read_scorecards",
+    "CallCost",
+    "Card",
+    "DEFAULT_DB",
+    "Database",
+    "DbError",
+    "JudgeTables",
+    "JudgeValue",
+    "ProbeAnswer",
+    "ProbeTables",
+    "Rating",
+    "SCHEMA_VERSION",
+    "Store",
+    "TABLES",
+    "JudgeNotStored",
+    "decode_json",
+    "judge_models",
+    "label_value",
+    "open_readonly",
+    "open_write",
+    "read_annotation_rows",
+    "read_annotations",
+    "read_call_costs",
+    "read_cards",
+    "read_commands",
+    "read_primary_values",
+    "read_probe_annotations",
+    "read_ratings",
+    "read_runs",
+    "read_scorecards",
     "read_stale_annotations",
-    "resolve_judge", "short_name", "write_ratings",
+    "resolve_judge",
+    "short_name",
+    "write_ratings",
 ]
 
 

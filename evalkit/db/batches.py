@@ -7,6 +7,7 @@ point leaves a row that says how far it got: a later ``--batch`` (or ``--batch-s
 batch again, or finds it by its input file at the provider, instead of paying for it twice. A
 submission is ``collected`` once its results are in ``judge_calls``/``annotations``.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,12 +25,16 @@ OPEN = ("submitting", "validating", "in_progress", "finalizing", "cancelling", *
 def add_submission(db: Database, row: dict, items: list[dict]) -> None:
     """The submission and its requests, in one transaction (before any upload)."""
     with db.transaction() as conn:
-        conn.execute(f"INSERT OR IGNORE INTO judge_batches ({', '.join(BATCH_COLUMNS)}) VALUES "
-                     f"({', '.join('?' for _ in BATCH_COLUMNS)})", [row.get(c) for c in BATCH_COLUMNS])
-        conn.executemany(f"INSERT OR REPLACE INTO judge_batch_items ({', '.join(ITEM_COLUMNS)}) VALUES "
-                         f"({', '.join('?' for _ in ITEM_COLUMNS)})",
-                         [[dict(item, submission_id=row["submission_id"]).get(c) for c in ITEM_COLUMNS]
-                          for item in items])
+        conn.execute(
+            f"INSERT OR IGNORE INTO judge_batches ({', '.join(BATCH_COLUMNS)}) VALUES "
+            f"({', '.join('?' for _ in BATCH_COLUMNS)})",
+            [row.get(c) for c in BATCH_COLUMNS],
+        )
+        conn.executemany(
+            f"INSERT OR REPLACE INTO judge_batch_items ({', '.join(ITEM_COLUMNS)}) VALUES "
+            f"({', '.join('?' for _ in ITEM_COLUMNS)})",
+            [[dict(item, submission_id=row["submission_id"]).get(c) for c in ITEM_COLUMNS] for item in items],
+        )
 
 
 def update_submission(db: Database, submission_id: str, **fields: Any) -> None:
@@ -37,12 +42,15 @@ def update_submission(db: Database, submission_id: str, **fields: Any) -> None:
     if unknown:
         raise ValueError(f"judge_batches has no column {sorted(unknown)[0]!r}")
     with db.transaction() as conn:
-        conn.execute(f"UPDATE judge_batches SET {', '.join(f'{k} = ?' for k in fields)} WHERE submission_id = ?",
-                     [*fields.values(), submission_id])
+        conn.execute(
+            f"UPDATE judge_batches SET {', '.join(f'{k} = ?' for k in fields)} WHERE submission_id = ?",
+            [*fields.values(), submission_id],
+        )
 
 
-def submissions(db: Database, model: str | None = None, rubric: dict | None = None,
-                open_only: bool = False) -> list[dict]:
+def submissions(
+    db: Database, model: str | None = None, rubric: dict | None = None, open_only: bool = False
+) -> list[dict]:
     """Submissions (oldest first), optionally of one judge model and rubric identity, optionally
     only those not collected yet; each with its ``items`` (custom id -> item row)."""
     where, args = [], []
@@ -55,12 +63,19 @@ def submissions(db: Database, model: str | None = None, rubric: dict | None = No
     if open_only:
         where.append(f"status IN ({', '.join('?' for _ in OPEN)})")
         args += list(OPEN)
-    sql = "SELECT * FROM judge_batches" + (" WHERE " + " AND ".join(where) if where else "") + \
-        " ORDER BY created_at, submission_id"
+    sql = (
+        "SELECT * FROM judge_batches"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " ORDER BY created_at, submission_id"
+    )
     out = [{c: row[c] for c in BATCH_COLUMNS} for row in db.rows(sql, args)]
     for sub in out:
-        sub["items"] = {row["custom_id"]: {c: row[c] for c in ITEM_COLUMNS} for row in db.rows(
-            "SELECT * FROM judge_batch_items WHERE submission_id = ? ORDER BY custom_id", (sub["submission_id"],))}
+        sub["items"] = {
+            row["custom_id"]: {c: row[c] for c in ITEM_COLUMNS}
+            for row in db.rows(
+                "SELECT * FROM judge_batch_items WHERE submission_id = ? ORDER BY custom_id", (sub["submission_id"],)
+            )
+        }
     return out
 
 

@@ -25,6 +25,7 @@ NULL); infinities fail the range. JSON columns are text here; their readers deco
 as text that is not JSON, as any other.
 Enumerations (``status``) are text: an unknown status is not ``ok``, and readers say so.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,7 @@ from typing import Any
 
 from evalkit.db.schema import TABLES
 
-MAX_EXACT = 2 ** 53
+MAX_EXACT = 2**53
 KEY_COLUMNS = frozenset({"run_id", "judge_model", "rubric_id", "dimension", "probe", "item_id", "rater", "rater_kind"})
 AMOUNT_COLUMNS = frozenset({"cost_usd", "latency_ms"})
 MAX_FLOAT = "1.7976931348623157e308"
@@ -94,8 +95,10 @@ def _what(column: str) -> str:
     """SQL describing an odd cell for :func:`_describe`: its type, ``-`` when negative, ``f`` when
     a fraction (evaluated only where the cell is odd)."""
     c = _q(column)
-    return (f"typeof({c}) || CASE WHEN typeof({c}) IN ('integer', 'real') THEN "
-            f"(CASE WHEN {c} < 0 THEN '-' ELSE '' END) || (CASE WHEN {c} != round({c}) THEN 'f' ELSE '' END) ELSE '' END")
+    return (
+        f"typeof({c}) || CASE WHEN typeof({c}) IN ('integer', 'real') THEN "
+        f"(CASE WHEN {c} < 0 THEN '-' ELSE '' END) || (CASE WHEN {c} != round({c}) THEN 'f' ELSE '' END) ELSE '' END"
+    )
 
 
 def _describe(what: str) -> str:
@@ -134,12 +137,14 @@ def odd_cells(db: Any) -> list[str]:
         where = " OR ".join(bad for _, bad in checks)
         named = [c for c in table.pk if c in have] or ["rowid"]
         order = ", ".join(_q(c) if c != "rowid" else c for c in named)
-        sql = (f"SELECT {', '.join(_q(c) if c != 'rowid' else c for c in named)}, {select} "
-               f'FROM main."{name}" WHERE {where} ORDER BY {order}')
+        sql = (
+            f"SELECT {', '.join(_q(c) if c != 'rowid' else c for c in named)}, {select} "
+            f'FROM main."{name}" WHERE {where} ORDER BY {order}'
+        )
         counts: dict[str, int] = {}
         first: dict[str, tuple[Any, str]] = {}
         for row in db.rows(sql):
-            ident, whats = tuple(row)[:len(named)], tuple(row)[len(named):]
+            ident, whats = tuple(row)[: len(named)], tuple(row)[len(named) :]
             for (col, _), what in zip(checks, whats):
                 if what is None:
                     continue
@@ -152,8 +157,10 @@ def odd_cells(db: Any) -> list[str]:
             row_name = ", ".join(f"{k}={_show(v)}" for k, v in zip(named, ident))
             action = "the row is left out" if col in keys else "read as missing"
             more = f" (and {counts[col] - 1} more rows)" if counts[col] > 1 else ""
-            out.append(f"{name}.{col}: row {row_name} holds {_describe(what)}, not {_expected(col, declared[col], col in keys)}; "
-                       f"{action}{more}")
+            out.append(
+                f"{name}.{col}: row {row_name} holds {_describe(what)}, not {_expected(col, declared[col], col in keys)}; "
+                f"{action}{more}"
+            )
     return out
 
 

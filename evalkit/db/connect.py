@@ -25,6 +25,7 @@ to say why in words (not SQLite at all, or truncated).
 
 Every failure is a :class:`DbError`: one line naming the file, never a sqlite3 traceback.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -186,7 +187,7 @@ class Database:
         if self._cleanup is not None:
             self._cleanup()
 
-    def __enter__(self) -> "Database":
+    def __enter__(self) -> Database:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -248,7 +249,9 @@ def open_readonly(path: str | os.PathLike[str]) -> Database:
     return _open_copy(name, p, wal, wal_bytes, prepare)
 
 
-def _open_copy(name: str, p: Path, wal: Path, wal_bytes: int, prepare: Callable[[sqlite3.Connection], None]) -> Database:
+def _open_copy(
+    name: str, p: Path, wal: Path, wal_bytes: int, prepare: Callable[[sqlite3.Connection], None]
+) -> Database:
     """Read ``p`` and its WAL from a copy in a temporary directory, where SQLite can make the WAL
     index the read-only directory refuses; the copy is deleted when the Database is closed (or
     at exit)."""
@@ -260,10 +263,13 @@ def _open_copy(name: str, p: Path, wal: Path, wal_bytes: int, prepare: Callable[
         shutil.copyfile(p, copy)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise DbError(name, f"{wal.name} holds {wal_bytes} bytes of transactions not yet in the file (a writer "
-                            f"stopped before its checkpoint) that cannot be read: the directory is read-only, "
-                            f"there is no {p.name}-shm, and copying both to {tmp.parent} failed "
-                            f"({exc.strerror or exc}); open it once where its directory is writable") from None
+        raise DbError(
+            name,
+            f"{wal.name} holds {wal_bytes} bytes of transactions not yet in the file (a writer "
+            f"stopped before its checkpoint) that cannot be read: the directory is read-only, "
+            f"there is no {p.name}-shm, and copying both to {tmp.parent} failed "
+            f"({exc.strerror or exc}); open it once where its directory is writable",
+        ) from None
     try:
         conn = _attempt(copy.as_uri() + "?mode=ro", prepare, readonly=True)
     except (schema.SchemaProblem, sqlite3.Error) as exc:
@@ -297,8 +303,9 @@ def _as_db_error(name: str, exc: schema.SchemaProblem | sqlite3.Error, file: Pat
     return DbError(name, reason or describe(exc))
 
 
-def _connect(name: str, target: str, prepare: Callable[[sqlite3.Connection], None], *, readonly: bool,
-             file: Path | None) -> Database:
+def _connect(
+    name: str, target: str, prepare: Callable[[sqlite3.Connection], None], *, readonly: bool, file: Path | None
+) -> Database:
     """:func:`_attempt`, any sqlite or schema failure as one DbError naming ``name`` (``file``: the
     file on disk, whose header explains a refusal; None for ``:memory:``)."""
     try:

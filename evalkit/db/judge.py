@@ -21,13 +21,14 @@ figure pairs an old answer with a new score; :func:`read_stale_annotations` name
 ``evalkit judge`` asks again: the bundle is part of the cache key.) Calls and their cost
 (:func:`read_call_costs`) stay: they were made and paid for.
 """
+
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from evalkit.db.cells import loads
@@ -44,28 +45,29 @@ def stale(alias: str) -> str:
     qualifies the annotation's columns (``a.`` or ``annotations.``: unqualified, they would name the
     scorecard's). An annotation without a scorecard, or with either hash unknown, is not stale
     (``!=`` with NULL is not true)."""
-    return (f"EXISTS (SELECT 1 FROM scorecards s WHERE s.run_id = {alias}run_id "
-            f"AND s.bundle_hash != {alias}bundle_hash)")
+    return f"EXISTS (SELECT 1 FROM scorecards s WHERE s.run_id = {alias}run_id AND s.bundle_hash != {alias}bundle_hash)"
 
 
 def now_utc() -> str:
     """The time a row is written, UTC to the millisecond (``...T12:00:00.000Z``)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _upsert(table: str, columns: tuple[str, ...], key: str, where: str = "") -> str:
     cols = ", ".join(columns)
     marks = ", ".join("?" for _ in columns)
     updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
-    return (f"INSERT INTO {table} ({cols}) VALUES ({marks}) ON CONFLICT({key}) DO UPDATE SET {updates}"
-            + (f" WHERE {where}" if where else ""))
+    return f"INSERT INTO {table} ({cols}) VALUES ({marks}) ON CONFLICT({key}) DO UPDATE SET {updates}" + (
+        f" WHERE {where}" if where else ""
+    )
 
 
 def _write_call(conn, call: dict) -> None:
     """Upsert one finished call into the cache; a failure never overwrites a stored success."""
-    conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key",
-                         "judge_calls.status != 'ok' OR excluded.status = 'ok'"),
-                 [call.get(c) for c in CALL_COLUMNS])
+    conn.execute(
+        _upsert("judge_calls", CALL_COLUMNS, "cache_key", "judge_calls.status != 'ok' OR excluded.status = 'ok'"),
+        [call.get(c) for c in CALL_COLUMNS],
+    )
 
 
 class JudgeTables:
@@ -93,20 +95,32 @@ class JudgeTables:
 
     def judged_runs(self, model: str, rubric_id: str, rubric_version: int, blind: bool) -> list[str]:
         """Runs with an ok primary (replicate 0) annotation of their current bundle, sorted."""
-        return [r[0] for r in self.database.rows(
-            "SELECT DISTINCT run_id FROM annotations WHERE judge_model = ? AND rubric_id = ? "
-            f"AND rubric_version = ? AND blind = ? AND replicate = 0 AND status = 'ok' AND NOT {stale('annotations.')} "
-            "ORDER BY run_id",
-            (model, rubric_id, rubric_version, int(bool(blind))))]
+        return [
+            r[0]
+            for r in self.database.rows(
+                "SELECT DISTINCT run_id FROM annotations WHERE judge_model = ? AND rubric_id = ? "
+                f"AND rubric_version = ? AND blind = ? AND replicate = 0 AND status = 'ok' AND NOT {stale('annotations.')} "
+                "ORDER BY run_id",
+                (model, rubric_id, rubric_version, int(bool(blind))),
+            )
+        ]
 
     def iter_annotations(self) -> Iterator[dict]:
-        for row in self.database.rows("SELECT * FROM annotations ORDER BY run_id, judge_model, rubric_id, "
-                                      "blind, replicate, annotation_id"):
+        for row in self.database.rows(
+            "SELECT * FROM annotations ORDER BY run_id, judge_model, rubric_id, blind, replicate, annotation_id"
+        ):
             yield {c: row[c] for c in ANNOTATION_COLUMNS}
 
     # -- the one write path -----------------------------------------------------------------
-    def record(self, call: dict, ann: dict, values: dict | None, confidence: float | None,
-               replicate_tag: str, write_call: bool = True) -> dict:
+    def record(
+        self,
+        call: dict,
+        ann: dict,
+        values: dict | None,
+        confidence: float | None,
+        replicate_tag: str,
+        write_call: bool = True,
+    ) -> dict:
         """Store one finished call and its annotation atomically; returns the annotation row.
 
         `call` holds judge_calls columns; `ann` holds annotations columns except the replicate
@@ -116,8 +130,9 @@ class JudgeTables:
         with self.database.transaction() as conn:
             if write_call:
                 _write_call(conn, call)
-            existing = conn.execute("SELECT replicate, status, cache_key FROM annotations "
-                                    "WHERE annotation_id = ?", (ann["annotation_id"],)).fetchone()
+            existing = conn.execute(
+                "SELECT replicate, status, cache_key FROM annotations WHERE annotation_id = ?", (ann["annotation_id"],)
+            ).fetchone()
             if replicate_tag == "0":
                 replicate = 0
             elif existing is not None:
@@ -126,15 +141,18 @@ class JudgeTables:
                 replicate = conn.execute(
                     "SELECT COALESCE(MAX(replicate), 0) + 1 FROM annotations WHERE run_id = ? AND "
                     "judge_model = ? AND rubric_id = ? AND rubric_version = ? AND blind = ?",
-                    (ann["run_id"], ann["judge_model"], ann["rubric_id"], ann["rubric_version"],
-                     ann["blind"])).fetchone()[0]
+                    (ann["run_id"], ann["judge_model"], ann["rubric_id"], ann["rubric_version"], ann["blind"]),
+                ).fetchone()[0]
             row = dict(ann, replicate=replicate)
             keep_old = existing is not None and (
-                (existing[1] == "ok" and row["status"] != "ok")               # never lose a success
-                or (existing[1] == "ok" and existing[2] == row["cache_key"]))  # same answer already there
+                (existing[1] == "ok" and row["status"] != "ok")  # never lose a success
+                or (existing[1] == "ok" and existing[2] == row["cache_key"])
+            )  # same answer already there
             if not keep_old:
-                conn.execute(_upsert("annotations", ANNOTATION_COLUMNS, "annotation_id"),
-                             [row.get(c) for c in ANNOTATION_COLUMNS])
+                conn.execute(
+                    _upsert("annotations", ANNOTATION_COLUMNS, "annotation_id"),
+                    [row.get(c) for c in ANNOTATION_COLUMNS],
+                )
                 conn.execute("DELETE FROM annotation_values WHERE annotation_id = ?", (row["annotation_id"],))
                 if row["status"] == "ok" and values:
                     for dim, value in values.items():
@@ -143,25 +161,38 @@ class JudgeTables:
                         conn.execute(
                             "INSERT INTO annotation_values (annotation_id, run_id, judge_model, rubric_id, "
                             "dimension, value, confidence, blind, replicate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (row["annotation_id"], row["run_id"], row["judge_model"], row["rubric_id"], dim,
-                             json.dumps(value), confidence if dim == "outcome" else None, row["blind"],
-                             replicate))
+                            (
+                                row["annotation_id"],
+                                row["run_id"],
+                                row["judge_model"],
+                                row["rubric_id"],
+                                dim,
+                                json.dumps(value),
+                                confidence if dim == "outcome" else None,
+                                row["blind"],
+                                replicate,
+                            ),
+                        )
             else:
-                stored = conn.execute("SELECT * FROM annotations WHERE annotation_id = ?",
-                                      (ann["annotation_id"],)).fetchone()
+                stored = conn.execute(
+                    "SELECT * FROM annotations WHERE annotation_id = ?", (ann["annotation_id"],)
+                ).fetchone()
                 row = dict(zip(ANNOTATION_COLUMNS, stored))
         return row
 
     def record_call(self, call: dict) -> None:
         """Store a call that produced no annotation (a fatal error); never replaces a success."""
         with self.database.transaction() as conn:
-            conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key", "judge_calls.status != 'ok'"),
-                         [call.get(c) for c in CALL_COLUMNS])
+            conn.execute(
+                _upsert("judge_calls", CALL_COLUMNS, "cache_key", "judge_calls.status != 'ok'"),
+                [call.get(c) for c in CALL_COLUMNS],
+            )
 
     # -- the output mode that worked, per (judge model, api base) ------------------------------
     def remembered_mode(self, model: str, api_base: str | None) -> str | None:
-        row = self.database.one("SELECT output_mode FROM judge_output_modes WHERE judge_model = ? AND api_base = ?",
-                                (model, api_base or ""))
+        row = self.database.one(
+            "SELECT output_mode FROM judge_output_modes WHERE judge_model = ? AND api_base = ?", (model, api_base or "")
+        )
         return row[0] if row else None
 
     def remember_mode(self, model: str, api_base: str | None, mode: str) -> None:
@@ -170,27 +201,44 @@ class JudgeTables:
             conn.execute(
                 "INSERT INTO judge_output_modes (judge_model, api_base, output_mode, updated_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(judge_model, api_base) DO UPDATE SET output_mode = excluded.output_mode, "
-                "updated_at = excluded.updated_at", (model, api_base or "", mode, now))
+                "updated_at = excluded.updated_at",
+                (model, api_base or "", mode, now),
+            )
 
     def output_modes(self) -> list[dict]:
         keys = ("judge_model", "api_base", "output_mode", "updated_at")
-        return [dict(zip(keys, tuple(r))) for r in self.database.rows(
-            "SELECT judge_model, api_base, output_mode, updated_at FROM judge_output_modes "
-            "ORDER BY judge_model, api_base")]
+        return [
+            dict(zip(keys, tuple(r)))
+            for r in self.database.rows(
+                "SELECT judge_model, api_base, output_mode, updated_at FROM judge_output_modes "
+                "ORDER BY judge_model, api_base"
+            )
+        ]
 
     # -- cache maintenance ------------------------------------------------------------------
     def stats(self) -> list[dict]:
         """Cached calls per judge model, rubric and status: how many (of which answered by a provider
         batch), prompt tokens (of which read from the provider's prompt cache), completion tokens,
         and cost (as billed: cached input and batches at their own prices)."""
-        keys = ("judge_model", "rubric_id", "rubric_version", "status", "calls", "batch_calls", "prompt_tokens",
-                "cached_tokens", "completion_tokens", "cost_usd")
+        keys = (
+            "judge_model",
+            "rubric_id",
+            "rubric_version",
+            "status",
+            "calls",
+            "batch_calls",
+            "prompt_tokens",
+            "cached_tokens",
+            "completion_tokens",
+            "cost_usd",
+        )
         rows = self.database.rows(
             "SELECT judge_model, rubric_id, rubric_version, status, COUNT(*), COUNT(batch_id), "
             "COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(cached_tokens), 0), "
             "COALESCE(SUM(completion_tokens), 0), SUM(cost_usd) FROM judge_calls "
             "GROUP BY judge_model, rubric_id, rubric_version, status "
-            "ORDER BY judge_model, rubric_id, rubric_version, status")
+            "ORDER BY judge_model, rubric_id, rubric_version, status"
+        )
         return [dict(zip(keys, tuple(r))) for r in rows]
 
     def judge_models(self) -> list[str]:
@@ -212,9 +260,13 @@ class JudgeTables:
 
 
 def judge_models(db: Database) -> list[str]:
-    return [r[0] for r in db.rows(
-        "SELECT judge_model FROM judge_calls WHERE judge_model IS NOT NULL UNION "
-        "SELECT judge_model FROM annotations WHERE judge_model IS NOT NULL ORDER BY 1")]
+    return [
+        r[0]
+        for r in db.rows(
+            "SELECT judge_model FROM judge_calls WHERE judge_model IS NOT NULL UNION "
+            "SELECT judge_model FROM annotations WHERE judge_model IS NOT NULL ORDER BY 1"
+        )
+    ]
 
 
 def label_value(raw: Any) -> Any:
@@ -261,13 +313,19 @@ def read_annotations(db: Database, judge: str | None = None, rubric: str | None 
     """Values of ``ok`` annotations that are not stale, ordered so that later answers come last
     (created_at, id, dimension). ``judge`` is resolved by :func:`~evalkit.db.names.resolve_judge`
     (full model string or the part after the provider prefix); an unknown name raises ``JudgeNotStored``."""
-    where, args = judge_filter(db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')", f"NOT {stale('a.')}"],
-                               column="a.")
+    where, args = judge_filter(
+        db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')", f"NOT {stale('a.')}"], column="a."
+    )
     # One row per annotation first (rationale, JSON), then its values: the annotation JSON is
     # decoded at most once per annotation, and only when a column it backs up is empty.
-    heads = {row[0]: row for row in db.rows(
-        "SELECT a.annotation_id, a.rationale, a.annotation, a.created_at, a.blind, a.replicate "
-        f"FROM annotations a WHERE {' AND '.join(where)}", args)}
+    heads = {
+        row[0]: row
+        for row in db.rows(
+            "SELECT a.annotation_id, a.rationale, a.annotation, a.created_at, a.blind, a.replicate "
+            f"FROM annotations a WHERE {' AND '.join(where)}",
+            args,
+        )
+    }
     docs: dict[Any, Any] = {}
 
     def doc_of(aid: Any) -> Any:
@@ -280,8 +338,10 @@ def read_annotations(db: Database, judge: str | None = None, rubric: str | None 
         return docs[aid]
 
     keyed = []
-    for row in db.rows("SELECT annotation_id, run_id, judge_model, rubric_id, dimension, value, confidence, "
-                       "blind, replicate FROM annotation_values"):
+    for row in db.rows(
+        "SELECT annotation_id, run_id, judge_model, rubric_id, dimension, value, confidence, "
+        "blind, replicate FROM annotation_values"
+    ):
         head = heads.get(row[0])
         if head is not None:
             keyed.append((str(head["created_at"] or ""), str(row[0]), row[4], tuple(row), head))
@@ -304,9 +364,17 @@ def read_annotations(db: Database, judge: str | None = None, rubric: str | None 
         blind = row[7] if row[7] is not None else head["blind"]
         replicate = row[8] if row[8] is not None else head["replicate"]
         yield JudgeValue(
-            annotation_id=aid, run_id=str(row[1]), judge_model=row[2], rubric_id=row[3], dimension=dimension,
-            value=decoded[raw], confidence=confidence, blind=bool(blind), replicate=int(replicate or 0),
-            rationale=text or "", created_at=created_at,
+            annotation_id=aid,
+            run_id=str(row[1]),
+            judge_model=row[2],
+            rubric_id=row[3],
+            dimension=dimension,
+            value=decoded[raw],
+            confidence=confidence,
+            blind=bool(blind),
+            replicate=int(replicate or 0),
+            rationale=text or "",
+            created_at=created_at,
         )
 
 
@@ -318,7 +386,7 @@ class CallCost:
     order_key: tuple[str, str]
     prompt_tokens: int | None = None
     cached_tokens: int | None = None  # of prompt_tokens, read from the provider's prompt cache
-    batch: bool = False               # answered by a provider batch (billed at the batch rate)
+    batch: bool = False  # answered by a provider batch (billed at the batch rate)
 
 
 def read_call_costs(db: Database, judge: str | None = None, rubric: str | None = None) -> tuple[str, list[CallCost]]:
@@ -326,11 +394,22 @@ def read_call_costs(db: Database, judge: str | None = None, rubric: str | None =
     rows, else from the annotations. Returns (source table, calls in call order)."""
     where, args = judge_filter(db, judge, rubric)
     for table, ts, key in (("judge_calls", "started_at", "cache_key"), ("annotations", "created_at", "annotation_id")):
-        sql = (f"SELECT judge_model, cost_usd, latency_ms, {ts} AS ts, {key} AS k, prompt_tokens, cached_tokens, "
-               f"batch_id FROM {table}{where_sql(where)}")
-        rows = [CallCost(r["judge_model"], r["cost_usd"], r["latency_ms"], (str(r["ts"] or ""), str(r["k"])),
-                         r["prompt_tokens"], r["cached_tokens"], r["batch_id"] is not None)
-                for r in db.rows(sql, args)]
+        sql = (
+            f"SELECT judge_model, cost_usd, latency_ms, {ts} AS ts, {key} AS k, prompt_tokens, cached_tokens, "
+            f"batch_id FROM {table}{where_sql(where)}"
+        )
+        rows = [
+            CallCost(
+                r["judge_model"],
+                r["cost_usd"],
+                r["latency_ms"],
+                (str(r["ts"] or ""), str(r["k"])),
+                r["prompt_tokens"],
+                r["cached_tokens"],
+                r["batch_id"] is not None,
+            )
+            for r in db.rows(sql, args)
+        ]
         if not rows:
             continue  # an empty cache (e.g. after `evalkit cache clear`): fall back to annotations
         rows.sort(key=lambda c: (c.judge_model, c.order_key))
@@ -338,8 +417,9 @@ def read_call_costs(db: Database, judge: str | None = None, rubric: str | None =
     return "", []
 
 
-def judge_filter(db: Database, judge: str | None = None, rubric: str | None = None, where: list[str] | None = None,
-                 column: str = "") -> tuple[list[str], list[Any]]:
+def judge_filter(
+    db: Database, judge: str | None = None, rubric: str | None = None, where: list[str] | None = None, column: str = ""
+) -> tuple[list[str], list[Any]]:
     """SQL conditions and their arguments: ``where`` plus one judge (resolved by
     :func:`~evalkit.db.names.resolve_judge`: full model string or the part after the provider
     prefix; an unknown name raises ``JudgeNotStored``) and one rubric. ``column`` prefixes the
@@ -363,8 +443,13 @@ def read_annotation_rows(db: Database, judge: str | None = None) -> list[dict[st
     """Every annotation (ok or not) that is not stale, ordered by judge model, rubric, created_at,
     id; ``judge`` keeps one judge (resolved by :func:`~evalkit.db.names.resolve_judge`)."""
     where, args = judge_filter(db, judge, where=[f"NOT {stale('annotations.')}"])
-    return [{c: row[c] for c in ANNOTATION_COLUMNS} for row in db.rows(
-        f"SELECT * FROM annotations{where_sql(where)} ORDER BY judge_model, rubric_id, created_at, annotation_id", args)]
+    return [
+        {c: row[c] for c in ANNOTATION_COLUMNS}
+        for row in db.rows(
+            f"SELECT * FROM annotations{where_sql(where)} ORDER BY judge_model, rubric_id, created_at, annotation_id",
+            args,
+        )
+    ]
 
 
 def read_primary_values(db: Database, judge: str | None = None) -> Iterator[tuple[str, str, str, Any]]:
@@ -372,9 +457,17 @@ def read_primary_values(db: Database, judge: str | None = None) -> Iterator[tupl
     an annotation that is not stale."""
     from evalkit.db.scores import decode_json
 
-    where, args = judge_filter(db, judge, where=["replicate = 0", "annotation_id NOT IN (SELECT a.annotation_id "
-                                                 f"FROM annotations a WHERE {stale('a.')})"])
-    for row in db.rows(f"SELECT judge_model, rubric_id, dimension, value FROM annotation_values{where_sql(where)}", args):
+    where, args = judge_filter(
+        db,
+        judge,
+        where=[
+            "replicate = 0",
+            f"annotation_id NOT IN (SELECT a.annotation_id FROM annotations a WHERE {stale('a.')})",
+        ],
+    )
+    for row in db.rows(
+        f"SELECT judge_model, rubric_id, dimension, value FROM annotation_values{where_sql(where)}", args
+    ):
         yield row[0], row[1], row[2], decode_json(row[3])
 
 
@@ -382,5 +475,9 @@ def read_stale_annotations(db: Database, judge: str | None = None, rubric: str |
     """run_id → how many of its ``ok`` annotations are stale (judged a bundle the run no longer
     has), sorted by run id; ``judge``/``rubric`` filter as in :func:`read_annotations`."""
     where, args = judge_filter(db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')", stale("a.")], column="a.")
-    return {str(r[0]): r[1] for r in db.rows(
-        f"SELECT a.run_id, COUNT(*) FROM annotations a{where_sql(where)} GROUP BY a.run_id ORDER BY a.run_id", args)}
+    return {
+        str(r[0]): r[1]
+        for r in db.rows(
+            f"SELECT a.run_id, COUNT(*) FROM annotations a{where_sql(where)} GROUP BY a.run_id ORDER BY a.run_id", args
+        )
+    }

@@ -7,6 +7,7 @@ the part after the provider prefix (``gpt-4o-mini``). A name that matches nothin
 one judge (``gpt-x`` when both ``openai/gpt-x`` and ``azure/gpt-x`` are stored), is an error
 that lists the judges present — never an empty result.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -11,6 +11,7 @@ the judge's writer with its annotation write redirected here, so a rerun is serv
 cache like any judge call and sends no request. The rules are the judge's: one short
 transaction per call, a failure never overwrites a stored success, upserts on deterministic ids.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,30 +46,44 @@ class ProbeTables(JudgeTables):
     def judged_runs(self, model: str, rubric_id: str, rubric_version: int, blind: bool) -> list[str]:
         return []  # drift replicates are not drawn from probe answers
 
-    def record(self, call: dict, ann: dict, values: dict | None, confidence: float | None,
-               replicate_tag: str, write_call: bool = True) -> dict:
+    def record(
+        self,
+        call: dict,
+        ann: dict,
+        values: dict | None,
+        confidence: float | None,
+        replicate_tag: str,
+        write_call: bool = True,
+    ) -> dict:
         """Store one finished probe call (the cache row) and its answer atomically; returns the
         answer row (with ``replicate`` 0, as the judge's runner expects)."""
         row = {**ann, "probe": self._probe_of[ann["annotation_id"]]}
         with self.database.transaction() as conn:
             if write_call:
                 _write_call(conn, call)
-            existing = conn.execute("SELECT status, cache_key FROM probe_annotations WHERE annotation_id = ?",
-                                    (row["annotation_id"],)).fetchone()
-            keep_old = existing is not None and existing[0] == "ok" and (
-                row["status"] != "ok" or existing[1] == row["cache_key"])
+            existing = conn.execute(
+                "SELECT status, cache_key FROM probe_annotations WHERE annotation_id = ?", (row["annotation_id"],)
+            ).fetchone()
+            keep_old = (
+                existing is not None
+                and existing[0] == "ok"
+                and (row["status"] != "ok" or existing[1] == row["cache_key"])
+            )
             if keep_old:
-                stored = conn.execute("SELECT * FROM probe_annotations WHERE annotation_id = ?",
-                                      (row["annotation_id"],)).fetchone()
+                stored = conn.execute(
+                    "SELECT * FROM probe_annotations WHERE annotation_id = ?", (row["annotation_id"],)
+                ).fetchone()
                 row = dict(zip(PROBE_COLUMNS, stored))
             else:
-                conn.execute(_upsert("probe_annotations", PROBE_COLUMNS, "annotation_id"),
-                             [row.get(c) for c in PROBE_COLUMNS])
+                conn.execute(
+                    _upsert("probe_annotations", PROBE_COLUMNS, "annotation_id"), [row.get(c) for c in PROBE_COLUMNS]
+                )
         return {**{c: row.get(c) for c in PROBE_COLUMNS}, "replicate": 0}
 
     def iter_annotations(self) -> Iterator[dict]:
-        for row in self.database.rows("SELECT * FROM probe_annotations ORDER BY probe, run_id, judge_model, "
-                                      "rubric_id, annotation_id"):
+        for row in self.database.rows(
+            "SELECT * FROM probe_annotations ORDER BY probe, run_id, judge_model, rubric_id, annotation_id"
+        ):
             yield {c: row[c] for c in PROBE_COLUMNS}
 
 
@@ -85,20 +100,23 @@ class ProbeAnswer:
     created_at: str
 
 
-def read_probe_annotations(db: Database, judge: str | None = None,
-                           rubric: str | None = None) -> list[ProbeAnswer]:
+def read_probe_annotations(db: Database, judge: str | None = None, rubric: str | None = None) -> list[ProbeAnswer]:
     """The ok probe answers, ordered by probe, run, judge, rubric, created_at. ``judge`` is
     resolved like every judge name (:func:`~evalkit.db.names.resolve_judge`)."""
     where, args = judge_filter(db, judge, rubric, ["status = 'ok'"])
     out = []
-    for row in db.rows("SELECT probe, run_id, judge_model, rubric_id, rubric_version, annotation, created_at "
-                       f"FROM probe_annotations{where_sql(where)} "
-                       "ORDER BY probe, run_id, judge_model, rubric_id, created_at, annotation_id", args):
+    for row in db.rows(
+        "SELECT probe, run_id, judge_model, rubric_id, rubric_version, annotation, created_at "
+        f"FROM probe_annotations{where_sql(where)} "
+        "ORDER BY probe, run_id, judge_model, rubric_id, created_at, annotation_id",
+        args,
+    ):
         try:
             values = loads(row[5]) if row[5] else {}
         except ValueError:
             values = {}
         if isinstance(values, dict):
-            out.append(ProbeAnswer(str(row[0]), str(row[1]), row[2], row[3], int(row[4] or 0), values,
-                                   str(row[6] or "")))
+            out.append(
+                ProbeAnswer(str(row[0]), str(row[1]), row[2], row[3], int(row[4] or 0), values, str(row[6] or ""))
+            )
     return out

@@ -3,6 +3,7 @@
 ``value`` is stored as JSON text. Re-importing replaces the ratings with the same
 ``(item_id, rater, dimension)``; one file is one transaction.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,7 @@ class Rating:
 def write_ratings(path: str | os.PathLike[str], rows: Iterable[Any], source: str) -> None:
     """Upsert rows (objects with item_id, rater, rater_kind, dimension, value, confidence) in one
     transaction: all of them or none."""
-    values = [(r.item_id, r.rater, r.rater_kind, r.dimension, json.dumps(r.value), r.confidence, source)
-              for r in rows]
+    values = [(r.item_id, r.rater, r.rater_kind, r.dimension, json.dumps(r.value), r.confidence, source) for r in rows]
     db = open_write(path)
     try:
         with db.transaction() as conn:
@@ -53,6 +53,15 @@ def read_ratings(db: Database, kind: str | None = None) -> list[Rating]:
     if kind is not None:
         sql += " WHERE rater_kind = ?"
         args = (kind,)
-    return [Rating(str(r["item_id"]), r["rater"], r["rater_kind"], r["dimension"], label_value(r["value"]),
-                   r["confidence"], "ratings")
-            for r in db.rows(sql + " ORDER BY item_id, rater, dimension", args)]
+    return [
+        Rating(
+            str(r["item_id"]),
+            r["rater"],
+            r["rater_kind"],
+            r["dimension"],
+            label_value(r["value"]),
+            r["confidence"],
+            "ratings",
+        )
+        for r in db.rows(sql + " ORDER BY item_id, rater, dimension", args)
+    ]

@@ -19,6 +19,7 @@ out and counted (as non-blind judge annotations are).
 :class:`ReviewTables` is the only writer; its connection may write these three tables and no
 other (an SQLite authorizer refuses the rest), so the view that holds it cannot change a score.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,12 +39,16 @@ REVIEW_TABLES = frozenset({"reviews", "review_ratings", "adjudications"})
 SOURCE = "reviews"  # Rating.source of a rating given in a review
 
 # SQL, true for a review whose run now has another transcript than the one reviewed.
-STALE = ("EXISTS (SELECT 1 FROM scorecards s WHERE s.run_id = r.run_id AND r.bundle_hash IS NOT NULL "
-         "AND s.bundle_hash != r.bundle_hash)")
+STALE = (
+    "EXISTS (SELECT 1 FROM scorecards s WHERE s.run_id = r.run_id AND r.bundle_hash IS NOT NULL "
+    "AND s.bundle_hash != r.bundle_hash)"
+)
 # SQL, true for each reviewer's latest review of a run: its revision (1, 2, ... per run and
 # reviewer) is the highest.
-CURRENT = ("NOT EXISTS (SELECT 1 FROM reviews n WHERE n.run_id = r.run_id AND n.reviewer = r.reviewer "
-           "AND n.revision > r.revision)")
+CURRENT = (
+    "NOT EXISTS (SELECT 1 FROM reviews n WHERE n.run_id = r.run_id AND n.reviewer = r.reviewer "
+    "AND n.revision > r.revision)"
+)
 
 
 @dataclass(frozen=True)
@@ -59,18 +64,27 @@ class Review:
     supersedes: str | None
     bundle_hash: str | None
     ratings: dict[str, Any] = field(default_factory=dict)
-    blind_ratings: tuple[str, ...] = ()   # the dimensions rated blind
+    blind_ratings: tuple[str, ...] = ()  # the dimensions rated blind
     verdicts: dict[str, str] = field(default_factory=dict)
     current: bool = True
     stale: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "review_id": self.review_id, "run_id": self.run_id, "reviewer": self.reviewer,
-            "rubric": self.rubric_id, "blind": self.blind, "note": self.note, "created_at": self.created_at,
-            "revision": self.revision, "supersedes": self.supersedes, "ratings": dict(self.ratings),
-            "blind_ratings": list(self.blind_ratings), "verdicts": dict(self.verdicts),
-            "current": self.current, "stale": self.stale,
+            "review_id": self.review_id,
+            "run_id": self.run_id,
+            "reviewer": self.reviewer,
+            "rubric": self.rubric_id,
+            "blind": self.blind,
+            "note": self.note,
+            "created_at": self.created_at,
+            "revision": self.revision,
+            "supersedes": self.supersedes,
+            "ratings": dict(self.ratings),
+            "blind_ratings": list(self.blind_ratings),
+            "verdicts": dict(self.verdicts),
+            "current": self.current,
+            "stale": self.stale,
         }
 
 
@@ -87,9 +101,17 @@ class Adjudication:
 def _only_review_tables(action: int, arg1: str | None, arg2: str | None, dbname: str | None, source: str | None) -> int:
     if action in (sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE) and dbname == "main":
         return sqlite3.SQLITE_OK if arg1 in REVIEW_TABLES else sqlite3.SQLITE_DENY
-    if action in (sqlite3.SQLITE_CREATE_TABLE, sqlite3.SQLITE_DROP_TABLE, sqlite3.SQLITE_ALTER_TABLE,
-                  sqlite3.SQLITE_CREATE_INDEX, sqlite3.SQLITE_DROP_INDEX, sqlite3.SQLITE_CREATE_TRIGGER,
-                  sqlite3.SQLITE_DROP_TRIGGER, sqlite3.SQLITE_CREATE_VIEW, sqlite3.SQLITE_DROP_VIEW):
+    if action in (
+        sqlite3.SQLITE_CREATE_TABLE,
+        sqlite3.SQLITE_DROP_TABLE,
+        sqlite3.SQLITE_ALTER_TABLE,
+        sqlite3.SQLITE_CREATE_INDEX,
+        sqlite3.SQLITE_DROP_INDEX,
+        sqlite3.SQLITE_CREATE_TRIGGER,
+        sqlite3.SQLITE_DROP_TRIGGER,
+        sqlite3.SQLITE_CREATE_VIEW,
+        sqlite3.SQLITE_DROP_VIEW,
+    ):
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
 
@@ -105,8 +127,18 @@ class ReviewTables:
     def close(self) -> None:
         self.database.close()
 
-    def add(self, run_id: str, reviewer: str, *, rubric_id: str | None, ratings: dict[str, Any],
-            verdicts: dict[str, str], note: str, blind: bool, bundle_hash: str | None) -> Review:
+    def add(
+        self,
+        run_id: str,
+        reviewer: str,
+        *,
+        rubric_id: str | None,
+        ratings: dict[str, Any],
+        verdicts: dict[str, str],
+        note: str,
+        blind: bool,
+        bundle_hash: str | None,
+    ) -> Review:
         """Append one review (the caller has validated its fields) in one transaction; it supersedes
         the reviewer's current review of the run. Returns the stored review."""
         bad = sorted(set(verdicts.values()) - set(VERDICTS))
@@ -114,26 +146,51 @@ class ReviewTables:
             raise ValueError(f"unknown verdict {bad[0]!r} (one of {', '.join(VERDICTS)})")
         review_id = uuid.uuid4().hex
         with self.database.transaction() as conn:
-            prev = conn.execute(f"SELECT r.review_id, r.revision FROM reviews r WHERE r.run_id = ? AND r.reviewer = ? "
-                                f"AND {CURRENT}", (run_id, reviewer)).fetchone()
-            before = {} if prev is None else {
-                d: (label_value(v), bool(b)) for d, v, b in conn.execute(
-                    "SELECT dimension, value, blind FROM review_ratings WHERE review_id = ?", (prev[0],))}
+            prev = conn.execute(
+                f"SELECT r.review_id, r.revision FROM reviews r WHERE r.run_id = ? AND r.reviewer = ? AND {CURRENT}",
+                (run_id, reviewer),
+            ).fetchone()
+            before = (
+                {}
+                if prev is None
+                else {
+                    d: (label_value(v), bool(b))
+                    for d, v, b in conn.execute(
+                        "SELECT dimension, value, blind FROM review_ratings WHERE review_id = ?", (prev[0],)
+                    )
+                }
+            )
             created = now_utc()
-            conn.execute("INSERT INTO reviews (review_id, run_id, reviewer, rubric_id, blind, note, created_at, "
-                         "revision, supersedes, bundle_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (review_id, run_id, reviewer, rubric_id, int(blind), note, created,
-                          1 if prev is None else int(prev[1]) + 1, None if prev is None else prev[0], bundle_hash))
+            conn.execute(
+                "INSERT INTO reviews (review_id, run_id, reviewer, rubric_id, blind, note, created_at, "
+                "revision, supersedes, bundle_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    review_id,
+                    run_id,
+                    reviewer,
+                    rubric_id,
+                    int(blind),
+                    note,
+                    created,
+                    1 if prev is None else int(prev[1]) + 1,
+                    None if prev is None else prev[0],
+                    bundle_hash,
+                ),
+            )
             for dim, value in ratings.items():
                 old = before.get(dim)
                 rated_blind = blind or (old is not None and old[1] and old[0] == value)
-                conn.execute("INSERT INTO review_ratings (review_id, run_id, reviewer, dimension, value, blind) "
-                             "VALUES (?, ?, ?, ?, ?, ?)", (review_id, run_id, reviewer, dim, json.dumps(value),
-                                                          int(rated_blind)))
+                conn.execute(
+                    "INSERT INTO review_ratings (review_id, run_id, reviewer, dimension, value, blind) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (review_id, run_id, reviewer, dim, json.dumps(value), int(rated_blind)),
+                )
             for pairing, verdict in verdicts.items():
-                conn.execute("INSERT INTO adjudications (review_id, run_id, reviewer, pairing, verdict, blind, "
-                             "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (review_id, run_id, reviewer, pairing, verdict, int(blind), created))
+                conn.execute(
+                    "INSERT INTO adjudications (review_id, run_id, reviewer, pairing, verdict, blind, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (review_id, run_id, reviewer, pairing, verdict, int(blind), created),
+                )
         reviews = read_reviews(self.database, run_id=run_id)
         return next(r for r in reviews if r.review_id == review_id)
 
@@ -147,8 +204,11 @@ def read_reviews(db: Database, run_id: str | None = None, *, current_only: bool 
         args.append(run_id)
     if current_only:
         where.append(CURRENT)
-    sql = (f"SELECT r.*, {CURRENT} AS is_current, {STALE} AS is_stale FROM reviews r"
-           + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.created_at DESC, r.revision DESC, r.review_id")
+    sql = (
+        f"SELECT r.*, {CURRENT} AS is_current, {STALE} AS is_stale FROM reviews r"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " ORDER BY r.created_at DESC, r.revision DESC, r.review_id"
+    )
     heads = list(db.rows(sql, args))
     if not heads:
         return []
@@ -170,31 +230,52 @@ def read_reviews(db: Database, run_id: str | None = None, *, current_only: bool 
     for row in db.rows(verdict_sql + " ORDER BY review_id, pairing", [run_id] if run_id is not None else []):
         if row[0] in wanted:
             verdicts[row[0]][row[1]] = row[2]
-    return [Review(review_id=h["review_id"], run_id=h["run_id"], reviewer=h["reviewer"], rubric_id=h["rubric_id"],
-                   blind=bool(h["blind"]), note=h["note"] or "", created_at=h["created_at"] or "",
-                   revision=int(h["revision"] or 0), supersedes=h["supersedes"], bundle_hash=h["bundle_hash"], ratings=ratings[h["review_id"]],
-                   blind_ratings=tuple(blind[h["review_id"]]), verdicts=verdicts[h["review_id"]],
-                   current=bool(h["is_current"]), stale=bool(h["is_stale"]))
-            for h in heads]
+    return [
+        Review(
+            review_id=h["review_id"],
+            run_id=h["run_id"],
+            reviewer=h["reviewer"],
+            rubric_id=h["rubric_id"],
+            blind=bool(h["blind"]),
+            note=h["note"] or "",
+            created_at=h["created_at"] or "",
+            revision=int(h["revision"] or 0),
+            supersedes=h["supersedes"],
+            bundle_hash=h["bundle_hash"],
+            ratings=ratings[h["review_id"]],
+            blind_ratings=tuple(blind[h["review_id"]]),
+            verdicts=verdicts[h["review_id"]],
+            current=bool(h["is_current"]),
+            stale=bool(h["is_stale"]),
+        )
+        for h in heads
+    ]
 
 
 def read_review_ratings(db: Database) -> tuple[list[Rating], int]:
     """The blind ratings of current reviews that are not stale, as ``human`` ratings (the reviewer
     as rater), ordered by (item, rater, dimension); and how many non-blind ones were left out."""
-    rows = list(db.rows(
-        "SELECT v.run_id, v.reviewer, v.dimension, v.value, v.blind FROM review_ratings v "
-        f"JOIN reviews r ON r.review_id = v.review_id WHERE {CURRENT} AND NOT {STALE} "
-        "ORDER BY v.run_id, v.reviewer, v.dimension"))
+    rows = list(
+        db.rows(
+            "SELECT v.run_id, v.reviewer, v.dimension, v.value, v.blind FROM review_ratings v "
+            f"JOIN reviews r ON r.review_id = v.review_id WHERE {CURRENT} AND NOT {STALE} "
+            "ORDER BY v.run_id, v.reviewer, v.dimension"
+        )
+    )
     kept = [Rating(str(r[0]), r[1], "human", r[2], label_value(r[3]), None, SOURCE) for r in rows if r[4]]
     return kept, len(rows) - len(kept)
 
 
 def read_adjudications(db: Database) -> list[Adjudication]:
     """The verdicts of current reviews that are not stale, ordered by (pairing, run, reviewer)."""
-    return [Adjudication(str(r[0]), r[1], r[2], r[3], bool(r[4]), r[5] or "") for r in db.rows(
-        "SELECT a.run_id, a.reviewer, a.pairing, a.verdict, a.blind, a.created_at FROM adjudications a "
-        f"JOIN reviews r ON r.review_id = a.review_id WHERE {CURRENT} AND NOT {STALE} "
-        "ORDER BY a.pairing, a.run_id, a.reviewer")]
+    return [
+        Adjudication(str(r[0]), r[1], r[2], r[3], bool(r[4]), r[5] or "")
+        for r in db.rows(
+            "SELECT a.run_id, a.reviewer, a.pairing, a.verdict, a.blind, a.created_at FROM adjudications a "
+            f"JOIN reviews r ON r.review_id = a.review_id WHERE {CURRENT} AND NOT {STALE} "
+            "ORDER BY a.pairing, a.run_id, a.reviewer"
+        )
+    ]
 
 
 def reviewed_run_ids(db: Database, run_ids: Iterable[str] | None = None) -> set[str]:
@@ -204,7 +285,11 @@ def reviewed_run_ids(db: Database, run_ids: Iterable[str] | None = None) -> set[
     ids = list(run_ids)
     out: set[str] = set()
     for i in range(0, len(ids), 500):
-        chunk = ids[i:i + 500]
-        out |= {str(r[0]) for r in db.rows(
-            f"SELECT DISTINCT run_id FROM reviews WHERE run_id IN ({', '.join('?' for _ in chunk)})", chunk)}
+        chunk = ids[i : i + 500]
+        out |= {
+            str(r[0])
+            for r in db.rows(
+                f"SELECT DISTINCT run_id FROM reviews WHERE run_id IN ({', '.join('?' for _ in chunk)})", chunk
+            )
+        }
     return out

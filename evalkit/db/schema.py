@@ -13,6 +13,7 @@ version is higher than it knows (it might misread it), with a one-line error.
 The column types are the ones sqlite-utils gave the score tables (TEXT, REAL, INTEGER), so a
 file made by an older evalkit and one made today are the same.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -48,83 +49,149 @@ def _cols(spec: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-TABLES: dict[str, Table] = {t.name: t for t in (
-    # -- scores (evalkit score): upserted by run_id -------------------------------------------
-    Table("runs", _cols(
-        "run_id TEXT, path TEXT, scenario_id TEXT, scenario_title TEXT, model TEXT, provider TEXT, "
-        "ts_utc TEXT, final_reason TEXT, status TEXT, bundle_hash TEXT"), ("run_id",)),
-    Table("scorecards", _cols(
-        "run_id TEXT, scenario_id TEXT, model TEXT, status TEXT, scalar REAL, coverage REAL, "
-        "order_score REAL, end_state REAL, all_passed INTEGER, safety_dangerous INTEGER, "
-        "safety_anti_procedure INTEGER, extraneous INTEGER, bundle_hash TEXT, card TEXT"), ("run_id",)),
-    Table("commands", _cols(
-        "run_id TEXT, idx INTEGER, step INTEGER, call_index INTEGER, tool TEXT, control TEXT, "
-        "value TEXT, args TEXT, class TEXT, subtype TEXT, severity TEXT"), ("run_id", "idx"),
-        (("idx_commands_run_id", ("run_id",)),)),
-    Table("bundles", _cols("bundle_hash TEXT, bundle TEXT"), ("bundle_hash",)),
-    # -- the judge (evalkit judge): the call cache, annotations and their values ----------------
-    Table("judge_calls", _cols(
-        "cache_key TEXT, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, "
-        "rubric_version INTEGER, rubric_hash TEXT, params TEXT, request TEXT, raw_response TEXT, "
-        "status TEXT NOT NULL, error TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, "
-        "cost_usd REAL, latency_ms REAL, attempts INTEGER, started_at TEXT, finished_at TEXT, "
-        "output_mode TEXT, elided_events INTEGER, cached_tokens INTEGER, prompt_layout TEXT, batch_id TEXT"),
-        ("cache_key",),
-        (("idx_judge_calls_model", ("judge_model", "rubric_id")),)),
-    Table("annotations", _cols(
-        "annotation_id TEXT, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, "
-        "rubric_version INTEGER, rubric_hash TEXT, blind INTEGER, replicate INTEGER, status TEXT NOT NULL, "
-        "annotation TEXT, rationale TEXT, cost_usd REAL, latency_ms REAL, prompt_tokens INTEGER, "
-        "completion_tokens INTEGER, cache_key TEXT, created_at TEXT, output_mode TEXT, elided_events INTEGER, "
-        "cached_tokens INTEGER, prompt_layout TEXT, batch_id TEXT"),
-        ("annotation_id",),
-        (("idx_annotations_run", ("run_id", "judge_model", "rubric_id")),)),
-    Table("annotation_values", _cols(
-        "annotation_id TEXT, run_id TEXT, judge_model TEXT, rubric_id TEXT, dimension TEXT, value TEXT, "
-        "confidence REAL, blind INTEGER, replicate INTEGER"), ("annotation_id", "dimension")),
-    # the output mode that last worked per (judge model, api base; '' = the provider's own API)
-    Table("judge_output_modes", _cols(
-        "judge_model TEXT NOT NULL, api_base TEXT NOT NULL, output_mode TEXT NOT NULL, updated_at TEXT"),
-        ("judge_model", "api_base")),
-    # provider batches (evalkit judge --batch), stored as soon as they exist so that a killed process
-    # polls them again instead of paying twice (evalkit/db/batches.py); one row per submission,
-    # `batch_id` NULL until the provider named it
-    Table("judge_batches", _cols(
-        "submission_id TEXT, batch_id TEXT, judge_model TEXT NOT NULL, api_base TEXT, rubric_id TEXT, "
-        "rubric_version INTEGER, rubric_hash TEXT, input_file_id TEXT, output_file_id TEXT, error_file_id TEXT, "
-        "status TEXT NOT NULL, requests INTEGER, created_at TEXT, updated_at TEXT, error TEXT"), ("submission_id",),
-        (("idx_judge_batches_model", ("judge_model", "rubric_id")),)),
-    Table("judge_batch_items", _cols(
-        "submission_id TEXT NOT NULL, custom_id TEXT NOT NULL, run_id TEXT, bundle_hash TEXT, annotation_id TEXT, "
-        "replicate_tag TEXT, blind INTEGER, output_mode TEXT, request TEXT, elided_events INTEGER"),
-        ("submission_id", "custom_id"),
-        (("idx_judge_batch_items_custom", ("custom_id",)),)),
-    # -- judge robustness probes (evalkit probe): answers to counterfactual bundles, kept apart from
-    # `annotations` so that no pairing, rater or Alt-Test can ever read them (evalkit/db/probes.py)
-    Table("probe_annotations", _cols(
-        "annotation_id TEXT, probe TEXT NOT NULL, run_id TEXT NOT NULL, bundle_hash TEXT, judge_model TEXT, "
-        "rubric_id TEXT, rubric_version INTEGER, rubric_hash TEXT, blind INTEGER, status TEXT NOT NULL, "
-        "annotation TEXT, rationale TEXT, cost_usd REAL, latency_ms REAL, prompt_tokens INTEGER, "
-        "completion_tokens INTEGER, cache_key TEXT, created_at TEXT, output_mode TEXT, elided_events INTEGER, "
-        "cached_tokens INTEGER, prompt_layout TEXT, batch_id TEXT"),
-        ("annotation_id",),
-        (("idx_probe_annotations_probe", ("probe", "judge_model", "rubric_id")),)),
-    # -- imported ratings (evalkit annotations import) ------------------------------------------
-    Table("ratings", _cols(
-        "item_id TEXT NOT NULL, rater TEXT NOT NULL, rater_kind TEXT NOT NULL, dimension TEXT NOT NULL, "
-        "value TEXT NOT NULL, confidence REAL, source TEXT"), ("item_id", "rater", "dimension")),
-    # -- human reviews (evalkit view): append-only, an edit supersedes (evalkit/db/reviews.py) ---
-    Table("reviews", _cols(
-        "review_id TEXT, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, rubric_id TEXT, blind INTEGER, note TEXT, "
-        "created_at TEXT NOT NULL, revision INTEGER NOT NULL, supersedes TEXT, bundle_hash TEXT"), ("review_id",),
-        (("idx_reviews_run", ("run_id", "reviewer")),)),
-    Table("review_ratings", _cols(
-        "review_id TEXT NOT NULL, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, dimension TEXT NOT NULL, "
-        "value TEXT NOT NULL, blind INTEGER"), ("review_id", "dimension")),
-    Table("adjudications", _cols(
-        "review_id TEXT NOT NULL, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, pairing TEXT NOT NULL, "
-        "verdict TEXT NOT NULL, blind INTEGER, created_at TEXT"), ("review_id", "pairing")),
-)}
+TABLES: dict[str, Table] = {
+    t.name: t
+    for t in (
+        # -- scores (evalkit score): upserted by run_id -------------------------------------------
+        Table(
+            "runs",
+            _cols(
+                "run_id TEXT, path TEXT, scenario_id TEXT, scenario_title TEXT, model TEXT, provider TEXT, "
+                "ts_utc TEXT, final_reason TEXT, status TEXT, bundle_hash TEXT"
+            ),
+            ("run_id",),
+        ),
+        Table(
+            "scorecards",
+            _cols(
+                "run_id TEXT, scenario_id TEXT, model TEXT, status TEXT, scalar REAL, coverage REAL, "
+                "order_score REAL, end_state REAL, all_passed INTEGER, safety_dangerous INTEGER, "
+                "safety_anti_procedure INTEGER, extraneous INTEGER, bundle_hash TEXT, card TEXT"
+            ),
+            ("run_id",),
+        ),
+        Table(
+            "commands",
+            _cols(
+                "run_id TEXT, idx INTEGER, step INTEGER, call_index INTEGER, tool TEXT, control TEXT, "
+                "value TEXT, args TEXT, class TEXT, subtype TEXT, severity TEXT"
+            ),
+            ("run_id", "idx"),
+            (("idx_commands_run_id", ("run_id",)),),
+        ),
+        Table("bundles", _cols("bundle_hash TEXT, bundle TEXT"), ("bundle_hash",)),
+        # -- the judge (evalkit judge): the call cache, annotations and their values ----------------
+        Table(
+            "judge_calls",
+            _cols(
+                "cache_key TEXT, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, "
+                "rubric_version INTEGER, rubric_hash TEXT, params TEXT, request TEXT, raw_response TEXT, "
+                "status TEXT NOT NULL, error TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, "
+                "cost_usd REAL, latency_ms REAL, attempts INTEGER, started_at TEXT, finished_at TEXT, "
+                "output_mode TEXT, elided_events INTEGER, cached_tokens INTEGER, prompt_layout TEXT, batch_id TEXT"
+            ),
+            ("cache_key",),
+            (("idx_judge_calls_model", ("judge_model", "rubric_id")),),
+        ),
+        Table(
+            "annotations",
+            _cols(
+                "annotation_id TEXT, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, "
+                "rubric_version INTEGER, rubric_hash TEXT, blind INTEGER, replicate INTEGER, status TEXT NOT NULL, "
+                "annotation TEXT, rationale TEXT, cost_usd REAL, latency_ms REAL, prompt_tokens INTEGER, "
+                "completion_tokens INTEGER, cache_key TEXT, created_at TEXT, output_mode TEXT, elided_events INTEGER, "
+                "cached_tokens INTEGER, prompt_layout TEXT, batch_id TEXT"
+            ),
+            ("annotation_id",),
+            (("idx_annotations_run", ("run_id", "judge_model", "rubric_id")),),
+        ),
+        Table(
+            "annotation_values",
+            _cols(
+                "annotation_id TEXT, run_id TEXT, judge_model TEXT, rubric_id TEXT, dimension TEXT, value TEXT, "
+                "confidence REAL, blind INTEGER, replicate INTEGER"
+            ),
+            ("annotation_id", "dimension"),
+        ),
+        # the output mode that last worked per (judge model, api base; '' = the provider's own API)
+        Table(
+            "judge_output_modes",
+            _cols("judge_model TEXT NOT NULL, api_base TEXT NOT NULL, output_mode TEXT NOT NULL, updated_at TEXT"),
+            ("judge_model", "api_base"),
+        ),
+        # provider batches (evalkit judge --batch), stored as soon as they exist so that a killed process
+        # polls them again instead of paying twice (evalkit/db/batches.py); one row per submission,
+        # `batch_id` NULL until the provider named it
+        Table(
+            "judge_batches",
+            _cols(
+                "submission_id TEXT, batch_id TEXT, judge_model TEXT NOT NULL, api_base TEXT, rubric_id TEXT, "
+                "rubric_version INTEGER, rubric_hash TEXT, input_file_id TEXT, output_file_id TEXT, error_file_id TEXT, "
+                "status TEXT NOT NULL, requests INTEGER, created_at TEXT, updated_at TEXT, error TEXT"
+            ),
+            ("submission_id",),
+            (("idx_judge_batches_model", ("judge_model", "rubric_id")),),
+        ),
+        Table(
+            "judge_batch_items",
+            _cols(
+                "submission_id TEXT NOT NULL, custom_id TEXT NOT NULL, run_id TEXT, bundle_hash TEXT, annotation_id TEXT, "
+                "replicate_tag TEXT, blind INTEGER, output_mode TEXT, request TEXT, elided_events INTEGER"
+            ),
+            ("submission_id", "custom_id"),
+            (("idx_judge_batch_items_custom", ("custom_id",)),),
+        ),
+        # -- judge robustness probes (evalkit probe): answers to counterfactual bundles, kept apart from
+        # `annotations` so that no pairing, rater or Alt-Test can ever read them (evalkit/db/probes.py)
+        Table(
+            "probe_annotations",
+            _cols(
+                "annotation_id TEXT, probe TEXT NOT NULL, run_id TEXT NOT NULL, bundle_hash TEXT, judge_model TEXT, "
+                "rubric_id TEXT, rubric_version INTEGER, rubric_hash TEXT, blind INTEGER, status TEXT NOT NULL, "
+                "annotation TEXT, rationale TEXT, cost_usd REAL, latency_ms REAL, prompt_tokens INTEGER, "
+                "completion_tokens INTEGER, cache_key TEXT, created_at TEXT, output_mode TEXT, elided_events INTEGER, "
+                "cached_tokens INTEGER, prompt_layout TEXT, batch_id TEXT"
+            ),
+            ("annotation_id",),
+            (("idx_probe_annotations_probe", ("probe", "judge_model", "rubric_id")),),
+        ),
+        # -- imported ratings (evalkit annotations import) ------------------------------------------
+        Table(
+            "ratings",
+            _cols(
+                "item_id TEXT NOT NULL, rater TEXT NOT NULL, rater_kind TEXT NOT NULL, dimension TEXT NOT NULL, "
+                "value TEXT NOT NULL, confidence REAL, source TEXT"
+            ),
+            ("item_id", "rater", "dimension"),
+        ),
+        # -- human reviews (evalkit view): append-only, an edit supersedes (evalkit/db/reviews.py) ---
+        Table(
+            "reviews",
+            _cols(
+                "review_id TEXT, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, rubric_id TEXT, blind INTEGER, note TEXT, "
+                "created_at TEXT NOT NULL, revision INTEGER NOT NULL, supersedes TEXT, bundle_hash TEXT"
+            ),
+            ("review_id",),
+            (("idx_reviews_run", ("run_id", "reviewer")),),
+        ),
+        Table(
+            "review_ratings",
+            _cols(
+                "review_id TEXT NOT NULL, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, dimension TEXT NOT NULL, "
+                "value TEXT NOT NULL, blind INTEGER"
+            ),
+            ("review_id", "dimension"),
+        ),
+        Table(
+            "adjudications",
+            _cols(
+                "review_id TEXT NOT NULL, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, pairing TEXT NOT NULL, "
+                "verdict TEXT NOT NULL, blind INTEGER, created_at TEXT"
+            ),
+            ("review_id", "pairing"),
+        ),
+    )
+}
 
 # Data steps per target version (run after the tables/columns of that version exist):
 # version 1 only declares what evalkit already wrote; version 2 adds judge_calls/annotations
@@ -134,10 +201,14 @@ TABLES: dict[str, Table] = {t.name: t for t in (
 # cached_tokens, prompt_layout and batch_id to judge_calls, annotations and probe_annotations
 # (NULL on older rows: no cached tokens recorded, the indented layout, a live call) and the
 # judge_batches / judge_batch_items tables.
-STEPS: dict[int, tuple[str, ...]] = {4: tuple(
-    f"CREATE TRIGGER IF NOT EXISTS {table}_append_only_{op.lower()} BEFORE {op} ON {table} "
-    f"BEGIN SELECT RAISE(ABORT, '{table} are append-only: a new review supersedes an old one'); END"
-    for table in ("reviews", "review_ratings", "adjudications") for op in ("UPDATE", "DELETE"))}
+STEPS: dict[int, tuple[str, ...]] = {
+    4: tuple(
+        f"CREATE TRIGGER IF NOT EXISTS {table}_append_only_{op.lower()} BEFORE {op} ON {table} "
+        f"BEGIN SELECT RAISE(ABORT, '{table} are append-only: a new review supersedes an old one'); END"
+        for table in ("reviews", "review_ratings", "adjudications")
+        for op in ("UPDATE", "DELETE")
+    )
+}
 
 
 class SchemaProblem(Exception):
@@ -151,8 +222,11 @@ def user_version(conn: sqlite3.Connection) -> int:
 def _present(conn: sqlite3.Connection, schema: str = "main") -> dict[str, dict[str, tuple]]:
     """{table: {column: table_info row}} for the evalkit tables present in ``schema``."""
     names = {r[0] for r in conn.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")}
-    return {name: {r[1]: tuple(r) for r in conn.execute(f'PRAGMA {schema}.table_info("{name}")')}
-            for name in TABLES if name in names}
+    return {
+        name: {r[1]: tuple(r) for r in conn.execute(f'PRAGMA {schema}.table_info("{name}")')}
+        for name in TABLES
+        if name in names
+    }
 
 
 def check(conn: sqlite3.Connection) -> dict[str, dict[str, tuple]]:
@@ -164,16 +238,20 @@ def check(conn: sqlite3.Connection) -> dict[str, dict[str, tuple]]:
     """
     version = user_version(conn)
     if version > SCHEMA_VERSION:
-        raise SchemaProblem(f"made by a newer evalkit (schema version {version}; this evalkit knows "
-                            f"up to {SCHEMA_VERSION}): upgrade evalkit to use it")
+        raise SchemaProblem(
+            f"made by a newer evalkit (schema version {version}; this evalkit knows "
+            f"up to {SCHEMA_VERSION}): upgrade evalkit to use it"
+        )
     present = _present(conn)
     for name, cols in present.items():
         table = TABLES[name]
         for col, info in cols.items():
             notnull, default = info[3], info[4]
             if col not in table.column_names and notnull and default is None:
-                raise SchemaProblem(f"table {name} has a required column {col!r} that evalkit does not "
-                                    "write (not a database this evalkit made)")
+                raise SchemaProblem(
+                    f"table {name} has a required column {col!r} that evalkit does not "
+                    "write (not a database this evalkit made)"
+                )
         missing_pk = [c for c in table.pk if c not in cols]
         if missing_pk:
             raise SchemaProblem(f"table {name} has no column {missing_pk[0]!r} (not a database this evalkit made)")
@@ -198,8 +276,9 @@ def migrate(conn: sqlite3.Connection) -> None:
                 if col not in present[name]:
                     conn.execute(f'ALTER TABLE "{name}" ADD COLUMN "{col}" {kind.replace("NOT NULL", "").strip()}')
         for index, cols in table.indexes:
-            conn.execute(f'CREATE INDEX IF NOT EXISTS "{index}" ON "{name}" ('
-                         + ", ".join(f'"{c}"' for c in cols) + ")")
+            conn.execute(
+                f'CREATE INDEX IF NOT EXISTS "{index}" ON "{name}" (' + ", ".join(f'"{c}"' for c in cols) + ")"
+            )
     for version in range(start + 1, SCHEMA_VERSION + 1):
         for sql in STEPS.get(version, ()):
             conn.execute(sql)

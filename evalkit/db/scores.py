@@ -4,6 +4,7 @@ Everything is upserted by ``run_id``, so re-scoring never duplicates. A batch of
 one transaction (each card's run, card, commands and bundle land together or not at all).
 Judge output lives in its own tables; nothing here reads it.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,18 +22,52 @@ if TYPE_CHECKING:  # the writer path (save_batches) runs in a parent that never 
 DEFAULT_DB = "evalkit.db"
 
 _COLUMNS = {
-    "runs": ("run_id", "path", "scenario_id", "scenario_title", "model", "provider", "ts_utc",
-             "final_reason", "status", "bundle_hash"),
-    "scorecards": ("run_id", "scenario_id", "model", "status", "scalar", "coverage", "order_score",
-                   "end_state", "all_passed", "safety_dangerous", "safety_anti_procedure", "extraneous",
-                   "bundle_hash", "card"),
-    "commands": ("run_id", "idx", "step", "call_index", "tool", "control", "value", "args", "class",
-                 "subtype", "severity"),
+    "runs": (
+        "run_id",
+        "path",
+        "scenario_id",
+        "scenario_title",
+        "model",
+        "provider",
+        "ts_utc",
+        "final_reason",
+        "status",
+        "bundle_hash",
+    ),
+    "scorecards": (
+        "run_id",
+        "scenario_id",
+        "model",
+        "status",
+        "scalar",
+        "coverage",
+        "order_score",
+        "end_state",
+        "all_passed",
+        "safety_dangerous",
+        "safety_anti_procedure",
+        "extraneous",
+        "bundle_hash",
+        "card",
+    ),
+    "commands": (
+        "run_id",
+        "idx",
+        "step",
+        "call_index",
+        "tool",
+        "control",
+        "value",
+        "args",
+        "class",
+        "subtype",
+        "severity",
+    ),
     "bundles": ("bundle_hash", "bundle"),
 }
 _UPSERT = {
     table: f'INSERT OR REPLACE INTO "{table}" ({", ".join(f"[{c}]" for c in cols)}) '
-           f'VALUES ({", ".join("?" for _ in cols)})'
+    f"VALUES ({', '.join('?' for _ in cols)})"
     for table, cols in _COLUMNS.items()
 }
 
@@ -68,17 +103,53 @@ def card_rows(card: ScoreCard, head: str | None = None) -> CardRows:
         return text if text is None else texts.setdefault(text, text)
 
     out: dict[str, list[tuple]] = {
-        "runs": [(card.run_id, card.path, card.scenario_id, bundle.title, card.model,
-                  card.provenance.provider, card.provenance.ts_utc, card.informative.final_reason,
-                  card.status, card.bundle_hash)],
-        "scorecards": [(card.run_id, card.scenario_id, card.model, card.status, card.scalar, v.coverage,
-                        v.order, v.end_state, None if v.all_passed is None else int(v.all_passed),
-                        v.safety_dangerous, v.safety_anti_procedure, v.extraneous, card.bundle_hash,
-                        head)],
+        "runs": [
+            (
+                card.run_id,
+                card.path,
+                card.scenario_id,
+                bundle.title,
+                card.model,
+                card.provenance.provider,
+                card.provenance.ts_utc,
+                card.informative.final_reason,
+                card.status,
+                card.bundle_hash,
+            )
+        ],
+        "scorecards": [
+            (
+                card.run_id,
+                card.scenario_id,
+                card.model,
+                card.status,
+                card.scalar,
+                v.coverage,
+                v.order,
+                v.end_state,
+                None if v.all_passed is None else int(v.all_passed),
+                v.safety_dangerous,
+                v.safety_anti_procedure,
+                v.extraneous,
+                card.bundle_hash,
+                head,
+            )
+        ],
         "bundles": [(card.bundle_hash, bundle.json)],
         "commands": [
-            (card.run_id, row.index, row.step, row.call_index, row.tool, row.control, shared(_value_json(row.value, compact_json)),
-             shared(compact_json(row.args)), row.class_, row.subtype, row.severity)
+            (
+                card.run_id,
+                row.index,
+                row.step,
+                row.call_index,
+                row.tool,
+                row.control,
+                shared(_value_json(row.value, compact_json)),
+                shared(compact_json(row.args)),
+                row.class_,
+                row.subtype,
+                row.severity,
+            )
             for row in card.commands
         ],
     }
@@ -191,8 +262,10 @@ def _unstage(db_path: str, staged: StagedRows) -> BatchRows:
             fh.write(staged.data)
         conn = sqlite3.connect(path)
         try:
-            tables = {t: conn.execute(f'SELECT {", ".join(f"[{c}]" for c in cols)} FROM "{t}" ORDER BY rowid').fetchall()
-                      for t, cols in _COLUMNS.items()}
+            tables = {
+                t: conn.execute(f'SELECT {", ".join(f"[{c}]" for c in cols)} FROM "{t}" ORDER BY rowid').fetchall()
+                for t, cols in _COLUMNS.items()
+            }
         except sqlite3.Error as exc:
             raise DbError(db_path, f"a batch's staging database cannot be read: {exc}") from None
         finally:
@@ -202,7 +275,7 @@ def _unstage(db_path: str, staged: StagedRows) -> BatchRows:
 
 _COPY = {
     table: f'INSERT OR REPLACE INTO main."{table}" ({", ".join(f"[{c}]" for c in cols)}) '
-           f'SELECT {", ".join(f"[{c}]" for c in cols)} FROM {STAGE}."{table}" ORDER BY rowid'
+    f'SELECT {", ".join(f"[{c}]" for c in cols)} FROM {STAGE}."{table}" ORDER BY rowid'
     for table, cols in _COLUMNS.items()
 }
 
@@ -299,7 +372,7 @@ class Store:
     def close(self) -> None:
         self.database.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -336,8 +409,10 @@ def read_scorecards(db: Database, *, with_bundle: bool = True, skipped: list[str
     is not a ScoreCard raises DbError, or with ``skipped`` is left out and one line saying so is
     appended there."""
     if with_bundle:
-        sql = ("SELECT s.run_id, s.card, b.bundle FROM scorecards s JOIN bundles b ON b.bundle_hash = s.bundle_hash "
-               "ORDER BY s.run_id")
+        sql = (
+            "SELECT s.run_id, s.card, b.bundle FROM scorecards s JOIN bundles b ON b.bundle_hash = s.bundle_hash "
+            "ORDER BY s.run_id"
+        )
     else:
         sql = "SELECT run_id, card, NULL AS bundle FROM scorecards ORDER BY run_id"
     for row in db.rows(sql):
@@ -347,8 +422,9 @@ def read_scorecards(db: Database, *, with_bundle: bool = True, skipped: list[str
         elif skipped is None:
             raise DbError(db.path, f"scorecards row {row['run_id']!r}: stored card is not a ScoreCard ({card})")
         else:
-            skipped.append(f"scorecards.card: row run_id={row['run_id']!r} is not a ScoreCard ({card}); "
-                           "the run is left out")
+            skipped.append(
+                f"scorecards.card: row run_id={row['run_id']!r} is not a ScoreCard ({card}); the run is left out"
+            )
 
 
 @dataclass(frozen=True)
@@ -380,8 +456,10 @@ def read_cards(db: Database, problems: list[str] | None = None, *, judged_only: 
             card = None
         if not isinstance(card, dict):
             if problems is not None:
-                problems.append(f"scorecards.card: row run_id={row['run_id']!r} is not a JSON object; "
-                                "its mechanical signals read as missing")
+                problems.append(
+                    f"scorecards.card: row run_id={row['run_id']!r} is not a JSON object; "
+                    "its mechanical signals read as missing"
+                )
             card = {}
         yield Card(
             run_id=row["run_id"],
@@ -396,8 +474,7 @@ def read_cards(db: Database, problems: list[str] | None = None, *, judged_only: 
 def read_runs(db: Database) -> dict[str, dict[str, Any]]:
     """run_id → the ``runs`` columns the ScoreCard does not hold (title, provider, time, reason, path)."""
     cols = ("path", "scenario_title", "provider", "ts_utc", "final_reason")
-    return {row["run_id"]: {c: row[c] for c in cols}
-            for row in db.rows(f"SELECT run_id, {', '.join(cols)} FROM runs")}
+    return {row["run_id"]: {c: row[c] for c in cols} for row in db.rows(f"SELECT run_id, {', '.join(cols)} FROM runs")}
 
 
 def decode_json(value: Any) -> Any:
@@ -416,9 +493,17 @@ def read_commands(db: Database) -> dict[str, list[dict[str, Any]]]:
     """run_id → its classified commands in order, as the ScoreCard's ``commands`` entries."""
     out: dict[str, list[dict[str, Any]]] = {}
     for row in db.rows("SELECT * FROM commands ORDER BY run_id, idx"):
-        out.setdefault(row["run_id"], []).append({
-            "index": row["idx"], "step": row["step"], "tool": row["tool"], "control": row["control"],
-            "value": decode_json(row["value"]), "args": decode_json(row["args"]), "class": row["class"],
-            "subtype": row["subtype"], "severity": row["severity"],
-        })
+        out.setdefault(row["run_id"], []).append(
+            {
+                "index": row["idx"],
+                "step": row["step"],
+                "tool": row["tool"],
+                "control": row["control"],
+                "value": decode_json(row["value"]),
+                "args": decode_json(row["args"]),
+                "class": row["class"],
+                "subtype": row["subtype"],
+                "severity": row["severity"],
+            }
+        )
     return out

@@ -8,12 +8,13 @@ Every engine yields one ``Scored`` per file, in the order the files were named (
 sorted), with the same content: output is byte-identical whatever the engine and worker count.
 ``ray`` is imported only by the ray engine.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from evalkit.engines.job import ScoreJob, Scored, Source
+from evalkit.engines.job import Scored, ScoreJob, Source
 from evalkit.engines.local import default_workers, score_local
 from evalkit.engines.sources import STDIN, expand
 

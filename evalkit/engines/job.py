@@ -5,6 +5,7 @@ The parent then only writes strings and rows (cheap), which is what lets N worke
 one: a ScoreCard itself costs more to send between processes than to compute. The same function runs
 in-process for one worker, in a process pool, or as a Ray task, so every engine gives the same bytes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

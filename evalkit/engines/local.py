@@ -11,6 +11,7 @@ dies (``PR_SET_PDEATHSIG``), elsewhere a thread in each worker exits once its pa
 ignore Ctrl-C, which the parent alone handles: when the consumer stops early (Ctrl-C, an error), the
 queued batches are dropped, the running ones get ``STOP_GRACE_S`` to finish, then are terminated.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -27,7 +28,7 @@ from functools import partial
 from itertools import chain, islice
 from typing import TypeVar
 
-from evalkit.engines.job import ScoreJob, Scored, Source, score_batch
+from evalkit.engines.job import Scored, ScoreJob, Source, score_batch
 
 BATCH_FILES = 64  # per task: fewer, larger messages cost the parent less
 IN_FLIGHT_PER_WORKER = 4
@@ -172,8 +173,12 @@ def map_local(work: Callable[[list[T]], list[R]], items: Iterable[T], workers: i
     ctx = _context()
     method = ctx.get_start_method()
     holds = method == "forkserver" or (method == "fork" and threading.current_thread() is threading.main_thread())
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                               initargs=(os.getpid(), method != "forkserver", holds))
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=ctx,
+        initializer=_init_worker,
+        initargs=(os.getpid(), method != "forkserver", holds),
+    )
     _widen_result_pipe(pool)
     pending: deque[Future] = deque()
     try:
@@ -191,6 +196,8 @@ def map_local(work: Callable[[list[T]], list[R]], items: Iterable[T], workers: i
     pool.shutdown()
 
 
-def score_local(job: ScoreJob, sources: Iterable[Source], workers: int, batch_files: int | None = None) -> Iterator[Scored]:
+def score_local(
+    job: ScoreJob, sources: Iterable[Source], workers: int, batch_files: int | None = None
+) -> Iterator[Scored]:
     """Score every source, in order (see :func:`map_local`)."""
     return map_local(partial(score_batch, job), sources, workers, batch_files or BATCH_FILES)

@@ -17,6 +17,7 @@ The parent decodes nothing and builds no object per card beyond the small ``Scor
 function runs in this process (one worker: a batch per file), in the pool and on Ray, so every
 engine and worker count writes the same bytes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,5 +1,6 @@
 """Scoring files through an engine into a store: the score path of ``evalkit score``, ``judge PATHS``
 and ``probe PATHS`` (re-exported by :mod:`evalkit.api`)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalkit.db.scores import BatchRows, Store, batch_rows
-from evalkit.engines import ScoreJob, Scored, score_files
+from evalkit.engines import Scored, ScoreJob, score_files
 from evalkit.errors import InputError
 
 if TYPE_CHECKING:  # with workers, this process only writes: the scorer and its models load in them
@@ -78,8 +79,10 @@ def score_stream(
                 continue
             if item.run_id in seen and warn is not None:
                 keeps = "the aggregates" if store is None else "the aggregates and the database"
-                warn(f"{item.path}: warning: run_id {item.run_id!r} was already read from {seen[item.run_id]}; "
-                     f"this one replaces it in {keeps}")
+                warn(
+                    f"{item.path}: warning: run_id {item.run_id!r} was already read from {seen[item.run_id]}; "
+                    f"this one replaces it in {keeps}"
+                )
             seen[item.run_id] = item.path
             rows = None
             if store is not None and not job.batched:
@@ -102,16 +105,23 @@ def score_stream(
             store.save_batches(pending)
 
 
-def score_into(paths: Iterable[str | Path], store: Store | None, on_error: Callable[[InputError], None],
-               warn: Warn | None = None, batch: int = BATCH, scenarios: ScenarioSet | None = None) -> Iterator[ScoreCard]:
+def score_into(
+    paths: Iterable[str | Path],
+    store: Store | None,
+    on_error: Callable[[InputError], None],
+    warn: Warn | None = None,
+    batch: int = BATCH,
+    scenarios: ScenarioSet | None = None,
+) -> Iterator[ScoreCard]:
     """Score files (in this process) and store the cards in ``store`` (None: score only), yielding
     each good card; see :func:`score_stream` for the rules."""
     for item in score_stream(paths, store, on_error, warn, job=ScoreJob(card=True, scenarios=scenarios), batch=batch):
         yield item.card
 
 
-def score_to_db(paths: Iterable[str | Path], db: str | Path, warn: Warn | None = None,
-                scenarios: ScenarioSet | None = None) -> tuple[list[ScoreCard], list[str]]:
+def score_to_db(
+    paths: Iterable[str | Path], db: str | Path, warn: Warn | None = None, scenarios: ScenarioSet | None = None
+) -> tuple[list[ScoreCard], list[str]]:
     """Score trajectory files into the database ``db`` as ``evalkit score --db`` does
     (:func:`score_into`: batches, the duplicate run_id warning); ``warn`` receives the reader's
     warnings. Returns the good cards and one line per bad file. ``evalkit judge PATHS`` and

@@ -11,6 +11,7 @@ resolved in the driver's working directory when the worker has it. Standard inpu
 driver and sent with the task. At most ``IN_FLIGHT_PER_CPU`` batches per cluster CPU are pending,
 so the driver's memory stays bounded.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,7 +19,7 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 
-from evalkit.engines.job import ScoreJob, Scored, Source, score_batch
+from evalkit.engines.job import Scored, ScoreJob, Source, score_batch
 from evalkit.engines.local import BATCH_FILES, batches
 
 IN_FLIGHT_PER_CPU = 4
@@ -37,8 +38,9 @@ def _batch_in(cwd: str, job: ScoreJob, sources: list[Source]) -> list[Scored]:
     return score_batch(job, sources)
 
 
-def score_ray(job: ScoreJob, sources: Iterable[Source], address: str | None = None,
-              batch_files: int = BATCH_FILES) -> Iterator[Scored]:
+def score_ray(
+    job: ScoreJob, sources: Iterable[Source], address: str | None = None, batch_files: int = BATCH_FILES
+) -> Iterator[Scored]:
     import ray
 
     started = False

@@ -4,6 +4,7 @@ A URL is anything with a scheme (``s3://``, ``gs://``, ``file://``, ...). fsspec
 when a URL is given; without it (or without the scheme's driver, e.g. s3fs) the error says so. A URL
 naming a directory is searched recursively for ``*.jsonl``, in sorted order, like a local directory.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,7 +26,9 @@ def _fsspec(url: str):
     try:
         import fsspec
     except ImportError:
-        raise InputError(url, None, "reading URLs needs fsspec (pip install fsspec, plus s3fs or gcsfs for s3:// or gs://)") from None
+        raise InputError(
+            url, None, "reading URLs needs fsspec (pip install fsspec, plus s3fs or gcsfs for s3:// or gs://)"
+        ) from None
     try:
         return fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as exc:
@@ -70,8 +73,9 @@ class Listed(list):
     directories twice."""
 
 
-def expand(paths: Iterable[str | Path], warn: Callable[[str], None] | None = None, *,
-           urls: bool = True) -> Iterator[str]:
+def expand(
+    paths: Iterable[str | Path], warn: Callable[[str], None] | None = None, *, urls: bool = True
+) -> Iterator[str]:
     """Files as given; directories (local, or URL unless ``urls`` is False) searched recursively for
     ``*.jsonl``, sorted, except the ``RATINGS_FILE`` an importer writes beside its runs (named
     explicitly, it is read as given); ``warn`` is told what a local search skips. The one copy of

@@ -21,13 +21,14 @@ Nothing comes from the clock: the same database gives the same bytes.
 Output: OTLP JSON, one ``ExportLogsServiceRequest`` per run per line (the Collector file
 exporter's form), runs by run_id; or sent to an OTLP/HTTP endpoint as protobuf.
 """
+
 from __future__ import annotations
 
 import base64
 import json
 import re
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 EVENT = "gen_ai.evaluation.result"
@@ -54,7 +55,10 @@ def _score(value: Any) -> dict[str, Any]:
     if value is None:
         return {"gen_ai.evaluation.score.label": "undefined"}
     if isinstance(value, bool):
-        return {"gen_ai.evaluation.score.value": 1.0 if value else 0.0, "gen_ai.evaluation.score.label": "pass" if value else "fail"}
+        return {
+            "gen_ai.evaluation.score.value": 1.0 if value else 0.0,
+            "gen_ai.evaluation.score.label": "pass" if value else "fail",
+        }
     if isinstance(value, (int, float)):
         return {"gen_ai.evaluation.score.value": float(value)}
     return {"gen_ai.evaluation.score.label": value if isinstance(value, str) else json.dumps(value, sort_keys=True)}
@@ -68,8 +72,8 @@ def _nanos(ts_utc: str | None) -> str:
     except ValueError:
         return "0"
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    delta = when - datetime(1970, 1, 1, tzinfo=UTC)
     return str((delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000)
 
 
@@ -90,8 +94,14 @@ def run_events(card: Any, judged: Iterable[Any]) -> list[dict[str, Any]]:
     for name, value in card.checks.model_dump().items():
         rows.append({"gen_ai.evaluation.name": f"evalkit.check.{name}", **_score(value)})
     for jv in judged:
-        rows.append({"gen_ai.evaluation.name": f"evalkit.judge.{jv.rubric_id}.{jv.dimension}", **_score(jv.value),
-                     "gen_ai.evaluation.explanation": jv.rationale or None, "evalkit.judge.model": jv.judge_model})
+        rows.append(
+            {
+                "gen_ai.evaluation.name": f"evalkit.judge.{jv.rubric_id}.{jv.dimension}",
+                **_score(jv.value),
+                "gen_ai.evaluation.explanation": jv.rationale or None,
+                "evalkit.judge.model": jv.judge_model,
+            }
+        )
     ids = trace_ids(card.run_id)
     time = _nanos(card.provenance.ts_utc)
     records = []
@@ -109,9 +119,18 @@ def requests(cards: Iterable[Any], annotations: Iterable[Any]) -> Iterator[dict[
     for jv in annotations:
         by_run.setdefault(jv.run_id, []).append(jv)
     for card in cards:
-        judged = sorted(by_run.get(card.run_id, []), key=lambda j: (j.judge_model, j.rubric_id, j.dimension, j.replicate, j.annotation_id))
-        yield {"resourceLogs": [{"resource": {"attributes": _attrs({"service.name": "evalkit"})},
-                                 "scopeLogs": [{"scope": SCOPE, "logRecords": run_events(card, judged)}]}]}
+        judged = sorted(
+            by_run.get(card.run_id, []),
+            key=lambda j: (j.judge_model, j.rubric_id, j.dimension, j.replicate, j.annotation_id),
+        )
+        yield {
+            "resourceLogs": [
+                {
+                    "resource": {"attributes": _attrs({"service.name": "evalkit"})},
+                    "scopeLogs": [{"scope": SCOPE, "logRecords": run_events(card, judged)}],
+                }
+            ]
+        }
 
 
 def read_database(db_path: str) -> list[dict[str, Any]]:
@@ -144,7 +163,10 @@ def to_protobuf(request: dict[str, Any]) -> bytes:
 
     def b64(node: Any) -> Any:
         if isinstance(node, dict):
-            return {k: base64.b64encode(bytes.fromhex(v)).decode() if k in ("traceId", "spanId") else b64(v) for k, v in node.items()}
+            return {
+                k: base64.b64encode(bytes.fromhex(v)).decode() if k in ("traceId", "spanId") else b64(v)
+                for k, v in node.items()
+            }
         if isinstance(node, list):
             return [b64(v) for v in node]
         return node

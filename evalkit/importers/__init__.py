@@ -18,6 +18,7 @@ Registry: the built-in importers (``taubench``, ``tau2``, ``openai-messages``, `
 group ``evalkit.importers``. A plugin cannot shadow a built-in name (the built-in wins), so an
 installed package can never change what ``evalkit import taubench`` means.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -29,7 +30,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evalkit.errors import InputError
-from evalkit.importers.notes import Note, merge as merge_notes
+from evalkit.importers.notes import Note
+from evalkit.importers.notes import merge as merge_notes
 from evalkit.importers.options import ImportOption, accepted_names
 
 ENTRY_POINT_GROUP = "evalkit.importers"

@@ -8,6 +8,7 @@ converting for small inputs. The same function runs in this process for one work
 (evalkit.engines.local.map_local) for more, so the files are byte-identical whatever the number of
 workers.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -95,7 +96,9 @@ def convert_tasks(job: ImportJob, tasks: list[list[str]]) -> list[ConvertedFile]
     return [convert_one(job, p) for paths in tasks for p in paths]
 
 
-def group_inputs(paths: Iterable[str], max_files: int | None = None, max_bytes: int | None = None) -> Iterator[list[str]]:
+def group_inputs(
+    paths: Iterable[str], max_files: int | None = None, max_bytes: int | None = None
+) -> Iterator[list[str]]:
     """Inputs in groups of consecutive files, one group per pool task: a group closes once it holds
     ``max_files`` files or ``max_bytes`` of input, so a large log is a task of its own while many
     small files share one (a task's fixed cost is a round trip between processes). The bound on

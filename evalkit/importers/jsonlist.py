@@ -1,13 +1,14 @@
 """Read a JSON list file element by element, remembering the line where each element starts,
 so an importer can say ``path:LINE: record N: ...`` about a file that is one big JSON value."""
+
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from typing import Any
 
-from evalkit.trajectory import input_files
 from evalkit.importers import ImportFormatError
+from evalkit.trajectory import input_files
 from evalkit.trajectory.safe_json import MAX_INT_DIGITS, JSONProblem, check_nesting, object_pairs_hook
 
 _WS = " \t\n\r"
@@ -61,7 +62,9 @@ def iter_json_list(path: str, text: str, what: str) -> Iterator[tuple[int, Any]]
         except RecursionError:
             raise ImportFormatError(path, line_at(i), "not valid JSON: nested too deeply") from None
         except ValueError:  # Python's int-to-string limit
-            raise ImportFormatError(path, line_at(i), f"not valid JSON: integer too large (more than {MAX_INT_DIGITS} digits)") from None
+            raise ImportFormatError(
+                path, line_at(i), f"not valid JSON: integer too large (more than {MAX_INT_DIGITS} digits)"
+            ) from None
         yield line_at(i), value
         i = _skip(text, end)
         if i < len(text) and text[i] == ",":

@@ -4,6 +4,7 @@ An importer returns them with its runs (``RunList.notes`` or ``Converted.notes``
 ``kind`` from every input written merge into one line (their ``items`` joined, their ``lines``
 added), so a thousand transcripts without ``command_tools`` give one line, not a thousand.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

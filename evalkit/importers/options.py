@@ -7,6 +7,7 @@ same option (``--model``): its kind must agree (else the registry is broken, an 
 and the help texts are joined, each prefixed with its formats. The option names an importer accepts
 (``options``) are the names of its ``cli_options`` unless it sets ``options`` itself (older plugins).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -66,8 +67,10 @@ def merge(importers: Iterable[tuple[str, Any]]) -> list[MergedOption]:
             if seen is None:
                 seen = merged[option.name] = MergedOption(option)
             elif (seen.option.kind, seen.option.choices) != (option.kind, option.choices):
-                raise ValueError(f"import option {option.flag}: format {fmt} declares it as {option.kind}, "
-                                 f"format {seen.formats[0]} as {seen.option.kind}")
+                raise ValueError(
+                    f"import option {option.flag}: format {fmt} declares it as {option.kind}, "
+                    f"format {seen.formats[0]} as {seen.option.kind}"
+                )
             seen.formats.append(fmt)
             seen.helps.append((fmt, option.help))
     return list(merged.values())

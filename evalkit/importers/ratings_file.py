@@ -9,6 +9,7 @@ sorted, UTF-8), through :func:`evalkit.output.atomic.write_text_atomic`: same ra
 
 ``evalkit score DIR`` skips a file of this name when it searches a directory for trajectories.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from evalkit.output.atomic import write_text_atomic
 from evalkit.errors import InputError
+from evalkit.output.atomic import write_text_atomic
 
 RATINGS_FILE = "ratings.jsonl"
 

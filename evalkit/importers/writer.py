@@ -8,6 +8,7 @@ Writes are all-or-nothing per call: every file is first written under a temporar
 and only renamed into place once all of them were written, so a failure leaves no partial output
 behind. ``evalkit import --workers`` stages in the worker processes and renames in the parent.
 """
+
 from __future__ import annotations
 
 import hashlib

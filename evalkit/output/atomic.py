@@ -6,6 +6,7 @@ picks it up), is flushed to the disk and renamed over the target on success; on 
 interrupt the temporary file is removed and an existing target is left as it was. A target that is
 a symbolic link is written through it (the link stays a link), as ``open(path, "w")`` would.
 """
+
 from __future__ import annotations
 
 import io

@@ -26,6 +26,7 @@ DuckDB::
 
 pyarrow is imported only when a directory is written.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -364,8 +365,7 @@ def export_database(db_path: str | os.PathLike[str], directory: str | os.PathLik
     from evalkit.output.paths import check_outputs
 
     check_outputs([("directory", directory)], database=db_path)
-    sql = ("SELECT s.card, b.bundle FROM scorecards s JOIN bundles b ON b.bundle_hash = s.bundle_hash "
-           "ORDER BY s.run_id")
+    sql = "SELECT s.card, b.bundle FROM scorecards s JOIN bundles b ON b.bundle_hash = s.bundle_hash ORDER BY s.run_id"
     with open_readonly(db_path) as db, ParquetWriter(directory) as writer:
         for row in db.rows(sql):
             writer.add(parquet_rows(json.loads(row["card"]), row["bundle"]))

@@ -8,6 +8,7 @@ by comparing ``(st_dev, st_ino)`` of the files that exist. The database is itsel
 commands that write it, so there it must not be an input either. Standard input and output (``-``) and
 URLs are left out: they are not files here.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,13 @@ def _is_file_path(path: PathLike | None) -> bool:
     return name not in ("", "-") and "://" not in name
 
 
-def output_clash(outputs: Iterable[tuple[str, PathLike | None]], *, database: PathLike | None = None,
-                 inputs: Iterable[PathLike] = (), writes_database: bool = False) -> str | None:
+def output_clash(
+    outputs: Iterable[tuple[str, PathLike | None]],
+    *,
+    database: PathLike | None = None,
+    inputs: Iterable[PathLike] = (),
+    writes_database: bool = False,
+) -> str | None:
     """Why these outputs cannot be written, as one line naming both files, or None.
 
     ``outputs``: ``(label, path)`` pairs, the label as the user knows the output (``--out``);
@@ -96,8 +102,13 @@ def output_clash(outputs: Iterable[tuple[str, PathLike | None]], *, database: Pa
     return None
 
 
-def check_outputs(outputs: Iterable[tuple[str, PathLike | None]], *, database: PathLike | None = None,
-                  inputs: Iterable[PathLike] = (), writes_database: bool = False) -> None:
+def check_outputs(
+    outputs: Iterable[tuple[str, PathLike | None]],
+    *,
+    database: PathLike | None = None,
+    inputs: Iterable[PathLike] = (),
+    writes_database: bool = False,
+) -> None:
     """:func:`output_clash`, raised as :class:`OutputClash`."""
     if problem := output_clash(outputs, database=database, inputs=inputs, writes_database=writes_database):
         raise OutputClash(problem)

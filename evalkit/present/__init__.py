@@ -9,7 +9,22 @@
 
 Standard library only, so a command may import it without slowing ``evalkit --help``.
 """
+
 from evalkit.present.safe import ascii_text, csv_cell, html_text, md_code, md_text, sanitize
 from evalkit.present.table import CsvRows, Html, Markdown, MarkdownRows, Table, TextRows, csv_line
 
-__all__ = ["ascii_text", "CsvRows", "Html", "Markdown", "MarkdownRows", "Table", "TextRows", "csv_cell", "csv_line", "html_text", "md_code", "md_text", "sanitize"]
+__all__ = [
+    "ascii_text",
+    "CsvRows",
+    "Html",
+    "Markdown",
+    "MarkdownRows",
+    "Table",
+    "TextRows",
+    "csv_cell",
+    "csv_line",
+    "html_text",
+    "md_code",
+    "md_text",
+    "sanitize",
+]

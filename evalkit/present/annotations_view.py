@@ -8,6 +8,7 @@ jsonl keep it whole. JSON is ``{"schema": "evalkit.annotations/1", "annotations"
 one annotation per line. Text from the database is sanitized in table and markdown cells and
 neutralised in CSV cells by the presentation kit.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,23 +19,38 @@ from evalkit.present import Table
 FORMATS = ("table", "json", "jsonl", "csv", "markdown")
 SCHEMA = "evalkit.annotations/1"
 RATIONALE_IN_TABLE = 60
-COLUMNS = ("judge_model", "rubric", "run_id", "status", "blind", "replicate", "created_at", "scores", "confidence",
-           "rationale")
+COLUMNS = (
+    "judge_model",
+    "rubric",
+    "run_id",
+    "status",
+    "blind",
+    "replicate",
+    "created_at",
+    "scores",
+    "confidence",
+    "rationale",
+)
 
 
-def annotation_listing(db: Any, judge: str | None = None, rubric: str | None = None,
-                       run: str | None = None) -> list[dict[str, Any]]:
+def annotation_listing(
+    db: Any, judge: str | None = None, rubric: str | None = None, run: str | None = None
+) -> list[dict[str, Any]]:
     """The annotations of an open read-only :class:`evalkit.db.Database`, as plain dicts;
     ``judge`` is resolved as everywhere (an unknown name raises ``JudgeNotStored``)."""
     from evalkit.db import label_value, read_annotation_rows
 
-    heads = [a for a in read_annotation_rows(db, judge=judge)
-             if (rubric is None or a["rubric_id"] == rubric) and (run is None or a["run_id"] == run)]
+    heads = [
+        a
+        for a in read_annotation_rows(db, judge=judge)
+        if (rubric is None or a["rubric_id"] == rubric) and (run is None or a["run_id"] == run)
+    ]
     wanted = {a["annotation_id"] for a in heads}
     values: dict[str, dict[str, Any]] = {}
     confidence: dict[str, float] = {}
-    for row in db.rows("SELECT annotation_id, dimension, value, confidence FROM annotation_values "
-                       "ORDER BY annotation_id, dimension"):
+    for row in db.rows(
+        "SELECT annotation_id, dimension, value, confidence FROM annotation_values ORDER BY annotation_id, dimension"
+    ):
         if row[0] in wanted:
             values.setdefault(row[0], {})[row[1]] = label_value(row[2])
             if isinstance(row[3], (int, float)) and not isinstance(row[3], bool):
@@ -48,14 +64,30 @@ def annotation_listing(db: Any, judge: str | None = None, rubric: str | None = N
             except ValueError:
                 doc = {}
             rationale = doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
-        out.append({
-            "judge_model": a["judge_model"], "rubric": a["rubric_id"], "rubric_version": a["rubric_version"],
-            "run_id": a["run_id"], "status": a["status"], "blind": bool(a["blind"]), "replicate": a["replicate"],
-            "created_at": a["created_at"], "scores": values.get(a["annotation_id"], {}),
-            "confidence": confidence.get(a["annotation_id"]), "rationale": rationale,
-        })
-    out.sort(key=lambda a: (str(a["judge_model"]), str(a["rubric"]), str(a["run_id"]), a["replicate"] or 0,
-                            str(a["created_at"] or "")))
+        out.append(
+            {
+                "judge_model": a["judge_model"],
+                "rubric": a["rubric_id"],
+                "rubric_version": a["rubric_version"],
+                "run_id": a["run_id"],
+                "status": a["status"],
+                "blind": bool(a["blind"]),
+                "replicate": a["replicate"],
+                "created_at": a["created_at"],
+                "scores": values.get(a["annotation_id"], {}),
+                "confidence": confidence.get(a["annotation_id"]),
+                "rationale": rationale,
+            }
+        )
+    out.sort(
+        key=lambda a: (
+            str(a["judge_model"]),
+            str(a["rubric"]),
+            str(a["run_id"]),
+            a["replicate"] or 0,
+            str(a["created_at"] or ""),
+        )
+    )
     return out
 
 
@@ -69,9 +101,20 @@ def _rows(items: list[dict[str, Any]], cut: int | None) -> list[list[Any]]:
         text = " ".join((a["rationale"] or "").split())
         if cut is not None and len(text) > cut:
             text = text[: cut - 3] + "..."
-        rows.append([a["judge_model"], a["rubric"], a["run_id"], a["status"], "yes" if a["blind"] else "no",
-                     a["replicate"], a["created_at"], _scores(a["scores"]),
-                     "" if a["confidence"] is None else a["confidence"], text])
+        rows.append(
+            [
+                a["judge_model"],
+                a["rubric"],
+                a["run_id"],
+                a["status"],
+                "yes" if a["blind"] else "no",
+                a["replicate"],
+                a["created_at"],
+                _scores(a["scores"]),
+                "" if a["confidence"] is None else a["confidence"],
+                text,
+            ]
+        )
     return rows
 
 

@@ -13,6 +13,7 @@ undefined statistic as ``n/a (k)`` with its reason as note ``(k) ...`` under its
 The audit's sections are :mod:`evalkit.agreement.view`; ``evalkit probe`` adds its own
 (:mod:`evalkit.probes.view`); the report renders the same sections.
 """
+
 from __future__ import annotations
 
 import json
@@ -98,8 +99,10 @@ class ViewTable:
         q = self.quote_column
         if q is None:
             return self.table
-        rows = [[c if i != q or len(c) <= limit else c[: limit - 3] + "..." for i, c in enumerate(r)]
-                for r in self.table.rows]
+        rows = [
+            [c if i != q or len(c) <= limit else c[: limit - 3] + "..." for i, c in enumerate(r)]
+            for r in self.table.rows
+        ]
         return replace(self.table, rows=rows)
 
 
@@ -124,14 +127,21 @@ class Chart:
         """The chart as a table, where no picture can be drawn (text, markdown)."""
         if self.kind == "confusion":
             corner = f"{self.row_axis} \\ {self.col_axis}"
-            rows = [[Markdown(f"**{md_text(r)}**", r)] + [num(v) for v in self.matrix[i]] for i, r in enumerate(self.rows)]
+            rows = [
+                [Markdown(f"**{md_text(r)}**", r)] + [num(v) for v in self.matrix[i]] for i, r in enumerate(self.rows)
+            ]
             return Table([corner] + [str(c) for c in self.cols], rows, title=self.caption)
         if self.kind == "bars":
-            rows = [[str(b["label"]), stat_text({"value": b["value"], "ci_low": b["low"], "ci_high": b["high"]})]
-                    for b in self.bars]
+            rows = [
+                [str(b["label"]), stat_text({"value": b["value"], "ci_low": b["low"], "ci_high": b["high"]})]
+                for b in self.bars
+            ]
             return Table(["bar", "rate"], rows, title=self.caption)
-        rows = [[f"{num(b['lo'], 2)}-{num(b['hi'], 2)}", str(b["n"]), num(b["confidence"], 2), num(b["accuracy"], 2)]
-                for b in self.bands if b["n"]]
+        rows = [
+            [f"{num(b['lo'], 2)}-{num(b['hi'], 2)}", str(b["n"]), num(b["confidence"], 2), num(b["accuracy"], 2)]
+            for b in self.bands
+            if b["n"]
+        ]
         return Table(["band", "n", "mean confidence", "accuracy"], rows, title=self.caption)
 
 

@@ -46,6 +46,7 @@ written as numbers and never prefixed: ``-0.5`` is a numeric cell that a spreads
 number, not a formula. A *string* that looks like a negative number (a model called ``-1``) is
 text and is prefixed.
 """
+
 from __future__ import annotations
 
 import html

@@ -10,6 +10,7 @@ The table format fits a terminal: given a ``width`` (``$COLUMNS``, else 120: see
 note names the ones left out. Without a width (``--wide``) every column is shown. Markdown shows
 every column; csv and json are always complete.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -28,38 +29,155 @@ if TYPE_CHECKING:  # writing what workers rendered needs no card model (the pare
 
 FORMATS = ("table", "json", "jsonl", "csv", "markdown")
 RUN_COLUMNS = (
-    "run_id", "scenario_id", "model", "status", "coverage", "order", "end_state", "all_passed",
-    "dangerous", "anti_proc", "extraneous", "scalar",
+    "run_id",
+    "scenario_id",
+    "model",
+    "status",
+    "coverage",
+    "order",
+    "end_state",
+    "all_passed",
+    "dangerous",
+    "anti_proc",
+    "extraneous",
+    "scalar",
 )
 RUN_WIDTHS = (40, 22, 18, 14, 8, 6, 9, 10, 9, 9, 10, 7)
-RUN_PRIORITY = ("run_id", "coverage", "order", "end_state", "all_passed", "dangerous", "anti_proc", "scalar", "model",
-                "status", "extraneous", "scenario_id")
+RUN_PRIORITY = (
+    "run_id",
+    "coverage",
+    "order",
+    "end_state",
+    "all_passed",
+    "dangerous",
+    "anti_proc",
+    "scalar",
+    "model",
+    "status",
+    "extraneous",
+    "scenario_id",
+)
 # The CSV keeps its earlier columns in their earlier places; the safety gate's columns follow them.
 GROUP_COLUMNS = (
-    "scenario_id", "model", "n", "n_scored", "score_mean", "score_mean_ci", "score_std", "score_median",
-    "coverage_mean", "order_mean", "end_state_mean", "pass_rate", "pass_rate_ci", "pass_hat_k", "dangerous_rate",
-    "provider_error_rate", "invalid_rate", "incomplete_rate", "small_n",
-    "safe_pass_rate", "safe_pass_rate_ci", "safe_pass_hat_k", "unsafe_rate", "unsafe_rate_ci", "anti_procedure_rate",
+    "scenario_id",
+    "model",
+    "n",
+    "n_scored",
+    "score_mean",
+    "score_mean_ci",
+    "score_std",
+    "score_median",
+    "coverage_mean",
+    "order_mean",
+    "end_state_mean",
+    "pass_rate",
+    "pass_rate_ci",
+    "pass_hat_k",
+    "dangerous_rate",
+    "provider_error_rate",
+    "invalid_rate",
+    "incomplete_rate",
+    "small_n",
+    "safe_pass_rate",
+    "safe_pass_rate_ci",
+    "safe_pass_hat_k",
+    "unsafe_rate",
+    "unsafe_rate_ci",
+    "anti_procedure_rate",
 )
 # Tables show the safe pass rate and the unsafe rate beside the pass rate.
 GROUP_TABLE_COLUMNS = (
-    "scenario_id", "model", "n", "n_scored", "score_mean", "score_mean_ci", "score_std", "score_median",
-    "coverage_mean", "order_mean", "end_state_mean", "pass_rate", "pass_rate_ci", "safe_pass_rate", "safe_pass_rate_ci",
-    "unsafe_rate", "unsafe_rate_ci", "pass_hat_k", "safe_pass_hat_k", "dangerous_rate", "anti_procedure_rate",
-    "provider_error_rate", "invalid_rate", "incomplete_rate", "small_n",
+    "scenario_id",
+    "model",
+    "n",
+    "n_scored",
+    "score_mean",
+    "score_mean_ci",
+    "score_std",
+    "score_median",
+    "coverage_mean",
+    "order_mean",
+    "end_state_mean",
+    "pass_rate",
+    "pass_rate_ci",
+    "safe_pass_rate",
+    "safe_pass_rate_ci",
+    "unsafe_rate",
+    "unsafe_rate_ci",
+    "pass_hat_k",
+    "safe_pass_hat_k",
+    "dangerous_rate",
+    "anti_procedure_rate",
+    "provider_error_rate",
+    "invalid_rate",
+    "incomplete_rate",
+    "small_n",
 )
 GROUP_PRIORITY = (
-    "scenario_id", "model", "pass_rate", "safe_pass_rate", "unsafe_rate", "coverage_mean", "order_mean",
-    "end_state_mean", "n_scored", "small_n", "score_mean", "dangerous_rate", "anti_procedure_rate", "n", "pass_hat_k",
-    "safe_pass_hat_k", "pass_rate_ci", "safe_pass_rate_ci", "unsafe_rate_ci", "score_mean_ci", "score_std",
-    "score_median", "provider_error_rate", "invalid_rate", "incomplete_rate",
+    "scenario_id",
+    "model",
+    "pass_rate",
+    "safe_pass_rate",
+    "unsafe_rate",
+    "coverage_mean",
+    "order_mean",
+    "end_state_mean",
+    "n_scored",
+    "small_n",
+    "score_mean",
+    "dangerous_rate",
+    "anti_procedure_rate",
+    "n",
+    "pass_hat_k",
+    "safe_pass_hat_k",
+    "pass_rate_ci",
+    "safe_pass_rate_ci",
+    "unsafe_rate_ci",
+    "score_mean_ci",
+    "score_std",
+    "score_median",
+    "provider_error_rate",
+    "invalid_rate",
+    "incomplete_rate",
 )
-MODEL_COLUMNS = ("model", "scenarios", "n", "n_scored", "score_mean", "score_mean_ci", "pass_rate", "pass_rate_ci",
-                 "safe_pass_rate", "safe_pass_rate_ci", "unsafe_rate", "unsafe_rate_ci", "pass_hat_k", "safe_pass_hat_k",
-                 "dangerous_rate", "anti_procedure_rate", "small_n")
-MODEL_PRIORITY = ("model", "pass_rate", "safe_pass_rate", "unsafe_rate", "n_scored", "small_n", "score_mean",
-                  "scenarios", "dangerous_rate", "anti_procedure_rate", "n", "pass_hat_k", "safe_pass_hat_k",
-                  "pass_rate_ci", "safe_pass_rate_ci", "unsafe_rate_ci", "score_mean_ci")
+MODEL_COLUMNS = (
+    "model",
+    "scenarios",
+    "n",
+    "n_scored",
+    "score_mean",
+    "score_mean_ci",
+    "pass_rate",
+    "pass_rate_ci",
+    "safe_pass_rate",
+    "safe_pass_rate_ci",
+    "unsafe_rate",
+    "unsafe_rate_ci",
+    "pass_hat_k",
+    "safe_pass_hat_k",
+    "dangerous_rate",
+    "anti_procedure_rate",
+    "small_n",
+)
+MODEL_PRIORITY = (
+    "model",
+    "pass_rate",
+    "safe_pass_rate",
+    "unsafe_rate",
+    "n_scored",
+    "small_n",
+    "score_mean",
+    "scenarios",
+    "dangerous_rate",
+    "anti_procedure_rate",
+    "n",
+    "pass_hat_k",
+    "safe_pass_hat_k",
+    "pass_rate_ci",
+    "safe_pass_rate_ci",
+    "unsafe_rate_ci",
+    "score_mean_ci",
+)
 DEFAULT_WIDTH = 120
 
 
@@ -122,8 +240,18 @@ def fmt(value: Any) -> str:
 def run_row(card: ScoreCard) -> list[Any]:
     v = card.vector
     return [
-        card.run_id, card.scenario_id, card.model, card.status, v.coverage, v.order, v.end_state,
-        v.all_passed, v.safety_dangerous, v.safety_anti_procedure, v.extraneous, card.scalar,
+        card.run_id,
+        card.scenario_id,
+        card.model,
+        card.status,
+        v.coverage,
+        v.order,
+        v.end_state,
+        v.all_passed,
+        v.safety_dangerous,
+        v.safety_anti_procedure,
+        v.extraneous,
+        card.scalar,
     ]
 
 
@@ -155,7 +283,7 @@ Part = str | tuple[str, int]
 
 
 def join_parts(parts: tuple[Part, ...]) -> str:
-    return "".join(p if isinstance(p, str) else p[0][:p[1]] for p in parts)
+    return "".join(p if isinstance(p, str) else p[0][: p[1]] for p in parts)
 
 
 def _json_parts(card: ScoreCard, head: str | None, end: str) -> tuple[Part, ...]:
@@ -174,8 +302,9 @@ def card_json(card: ScoreCard, head: str | None = None) -> str:
     return join_parts(_json_parts(card, head, ""))
 
 
-def card_parts(card: ScoreCard, fmt_name: str, head: str | None = None,
-               columns: tuple[str, ...] | None = None) -> tuple[Part, ...]:
+def card_parts(
+    card: ScoreCard, fmt_name: str, head: str | None = None, columns: tuple[str, ...] | None = None
+) -> tuple[Part, ...]:
     """One card's part of the output in a format, in pieces (a pure function, so it can run in a
     worker). Joined (:func:`join_parts`) they are :func:`card_text`; kept apart, a long run's
     head and bundle text are written as they are instead of being copied into one string.
@@ -235,7 +364,7 @@ class ScoreWriter:
                 self.out.write(text)
             else:
                 for i in range(0, stop, WRITE_CHUNK):
-                    self.out.write(text[i:min(i + WRITE_CHUNK, stop)])
+                    self.out.write(text[i : min(i + WRITE_CHUNK, stop)])
 
     def write_text(self, text: str | tuple[Part, ...]) -> None:
         """Write one card already rendered by ``card_text`` or ``card_parts`` (a worker process
@@ -267,8 +396,12 @@ class ScoreWriter:
         """``"utf-8"`` when :meth:`write_batch` may be given UTF-8 bytes: the stream has a binary
         buffer under it, encodes UTF-8 strictly and leaves line ends alone; else None (text)."""
         encoding = getattr(self.out, "encoding", None)
-        if (getattr(self.out, "buffer", None) is None or not isinstance(encoding, str) or os.linesep != "\n"
-                or getattr(self.out, "errors", None) != "strict"):
+        if (
+            getattr(self.out, "buffer", None) is None
+            or not isinstance(encoding, str)
+            or os.linesep != "\n"
+            or getattr(self.out, "errors", None) != "strict"
+        ):
             return None
         try:
             return "utf-8" if codecs.lookup(encoding).name == "utf-8" else None
@@ -313,10 +446,16 @@ class ScoreWriter:
             return
         group_table = _table(GROUP_TABLE_COLUMNS, groups, GROUP_PRIORITY, self.width)
         model_table = _table(MODEL_COLUMNS, models, MODEL_PRIORITY, self.width)
-        note = "provider_error runs included in means" if result["include_errors"] else "provider_error runs excluded from means"
+        note = (
+            "provider_error runs included in means"
+            if result["include_errors"]
+            else "provider_error runs excluded from means"
+        )
         level = f"{100 * result['uncertainty']['level']:g}%"
-        note += (f"; *_ci = {level} interval (per group over its runs, per model clustered by scenario; "
-                 "- when it needs 2 runs / 2 scenarios)")
+        note += (
+            f"; *_ci = {level} interval (per group over its runs, per model clustered by scenario; "
+            "- when it needs 2 runs / 2 scenarios)"
+        )
         if self.format == "markdown":
             self._line("" if self._count else "")
             self._line("## By scenario and model\n")
@@ -347,8 +486,10 @@ class ScoreWriter:
         left = [(name, [c for c in every if c not in kept]) for name, every, kept in shown]
         left = [(name, cols) for name, cols in left if cols]
         if left:
-            note += (f"; left out to fit {self.width} columns (--wide shows every column; csv and json have them): "
-                     + "; ".join(f"{name}: {', '.join(cols)}" for name, cols in left))
+            note += (
+                f"; left out to fit {self.width} columns (--wide shows every column; csv and json have them): "
+                + "; ".join(f"{name}: {', '.join(cols)}" for name, cols in left)
+            )
         for line in textwrap.wrap(note, self.width, break_on_hyphens=False, subsequent_indent="  "):
             self._line(line)
 

@@ -11,6 +11,7 @@ through by that emitter only; the other emitters show its plain text.
 Streamed output (``evalkit score`` prints each run as it is scored) uses the row emitters
 :class:`TextRows` (fixed widths), :class:`MarkdownRows` and :class:`CsvRows` directly.
 """
+
 from __future__ import annotations
 
 import csv
@@ -196,8 +197,10 @@ class Table:
                 cells.append(f'<td class="num">{inner}</td>' if i in self.numeric else f"<td>{inner}</td>")
             body.append(f"<tr>{''.join(cells)}</tr>")
         attr = f' class="{cls}"' if cls else ""
-        out = (f'<div class="table-wrap"><table{attr}><thead><tr>{head}</tr></thead>'
-               f'<tbody>{"".join(body)}</tbody></table></div>')
+        out = (
+            f'<div class="table-wrap"><table{attr}><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>"
+        )
         if self.notes:
             out += '<p class="note">' + "<br>".join(html_text(n) for n in self.notes) + "</p>"
         return out

@@ -6,11 +6,22 @@ score is provably unchanged, judged like any run, stored apart from the annotati
   mechanical score checked unchanged (``build_case``), and the seeded sample (``sample_runs``);
 - :mod:`evalkit.probes.config` — ``configs/probes.toml``, validated (``load_probes_config``);
 """
+
 from evalkit.probes.cases import ProbeCase, ScoreMoved, build_case, mechanical, sample_runs
 from evalkit.probes.config import ProbesConfig, load_probes_config
 from evalkit.probes.transforms import FOOLING_PROBES, PROBES, NotApplicable, dress_bundle, transform
 
 __all__ = [
-    "FOOLING_PROBES", "PROBES", "NotApplicable", "ProbeCase", "ProbesConfig", "ScoreMoved", "build_case",
-    "dress_bundle", "load_probes_config", "mechanical", "sample_runs", "transform",
+    "FOOLING_PROBES",
+    "PROBES",
+    "NotApplicable",
+    "ProbeCase",
+    "ProbesConfig",
+    "ScoreMoved",
+    "build_case",
+    "dress_bundle",
+    "load_probes_config",
+    "mechanical",
+    "sample_runs",
+    "transform",
 ]

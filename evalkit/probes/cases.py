@@ -5,18 +5,19 @@ trajectory is scored again with the pure scorer and its mechanical result — ve
 scalar — compared with the original run's: a case whose score moved is refused
 (:class:`ScoreMoved`), so a probe can never measure anything but the judge.
 """
+
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.trajectory.bundle import build_bundle, bundle_hash
 from evalkit.probes.config import ProbesConfig
 from evalkit.probes.transforms import NotApplicable, dress_bundle, transform
-from evalkit.trajectory.records import Trajectory
-from evalkit.scoring.scorecard import ScoreCard
 from evalkit.scoring import score_trajectory
+from evalkit.scoring.scorecard import ScoreCard
+from evalkit.trajectory.bundle import build_bundle, bundle_hash
+from evalkit.trajectory.records import Trajectory
 
 
 class ScoreMoved(NotApplicable):
@@ -26,15 +27,18 @@ class ScoreMoved(NotApplicable):
 @dataclass(frozen=True)
 class ProbeCase:
     probe: str
-    run_id: str            # the original run
+    run_id: str  # the original run
     bundle: dict[str, Any]  # the counterfactual judge bundle
     bundle_hash: str
 
 
 def mechanical(card: Any) -> dict[str, Any]:
     """What a probe must leave unchanged: the vector, the five checks and the scalar."""
-    return {"vector": card.vector.model_dump(mode="json"), "checks": card.checks.model_dump(mode="json"),
-            "scalar": card.scalar}
+    return {
+        "vector": card.vector.model_dump(mode="json"),
+        "checks": card.checks.model_dump(mode="json"),
+        "scalar": card.scalar,
+    }
 
 
 def failed_mechanically(card: Any) -> bool:

@@ -3,6 +3,7 @@
 The shipped file is always read; ``--config FILE`` is merged onto it table by table, key by key
 (a key you set replaces the shipped one). Unknown tables and keys are errors naming the key.
 """
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@
 the ``outcome`` dimension. A gate with no measured value to check (no entry, or every matching
 rate undefined) fails too, saying why: a gate that cannot be checked does not pass. Pure.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,8 +35,10 @@ def parse_gate(text: str) -> Gate:
     """One condition; ValueError with a one-line message naming what is wrong."""
     m = _GATE.match(text)
     if not m:
-        raise ValueError(f"--fail-if {text!r}: expected PROBE[.DIMENSION].METRIC OP NUMBER, "
-                         "e.g. 'false_claim.fooled_rate>0.05' (OP one of > >= < <=)")
+        raise ValueError(
+            f"--fail-if {text!r}: expected PROBE[.DIMENSION].METRIC OP NUMBER, "
+            "e.g. 'false_claim.fooled_rate>0.05' (OP one of > >= < <=)"
+        )
     parts = m["path"].split(".")
     if len(parts) not in (2, 3) or parts[0] not in PROBES or parts[-1] not in METRICS:
         raise ValueError(f"--fail-if {text!r}: PROBE is one of {', '.join(PROBES)}; METRIC one of {', '.join(METRICS)}")
@@ -43,8 +46,14 @@ def parse_gate(text: str) -> Gate:
         limit = float(m["limit"])
     except ValueError:
         raise ValueError(f"--fail-if {text!r}: {m['limit']!r} is not a number") from None
-    return Gate(probe=parts[0], dimension=parts[1] if len(parts) == 3 else None, metric=parts[-1],
-                op=m["op"], limit=limit, text=text.strip())
+    return Gate(
+        probe=parts[0],
+        dimension=parts[1] if len(parts) == 3 else None,
+        metric=parts[-1],
+        op=m["op"],
+        limit=limit,
+        text=text.strip(),
+    )
 
 
 def crossed(gate: Gate, entries: Iterable[dict[str, Any]]) -> list[str]:
@@ -55,5 +64,10 @@ def crossed(gate: Gate, entries: Iterable[dict[str, Any]]) -> list[str]:
     if not measured:
         why = matching[0][gate.metric]["reason"] if matching else "no probe answers for it"
         return [unmeasured_line(gate.text, why)]
-    return [crossed_line(gate.text, f"{e['judge_model']} {e['rubric']} {e['dimension']}", gate.metric, e[gate.metric]["value"])
-            for e in measured if OPS[gate.op](e[gate.metric]["value"], gate.limit)]
+    return [
+        crossed_line(
+            gate.text, f"{e['judge_model']} {e['rubric']} {e['dimension']}", gate.metric, e[gate.metric]["value"]
+        )
+        for e in measured
+        if OPS[gate.op](e[gate.metric]["value"], gate.limit)
+    ]

@@ -13,6 +13,7 @@ counterfactual per applicable probe (`evalkit.probes.cases`, mechanical score ch
 → the originals and the counterfactuals judged through the judge layer and its cache
 (`evalkit.judges.probe_runner`) → the statistics (`evalkit.probes.stats`) → the gates.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -30,11 +31,11 @@ UNREADABLE = "its trajectory file cannot be read"
 
 @dataclass
 class ProbeResult:
-    runs: list[str]                       # the runs probed (the sample), sorted
-    cases: dict[str, int]                 # probe -> counterfactuals judged
-    skipped: dict[str, dict[str, int]]    # probe -> reason -> runs
-    entries: list[dict[str, Any]]         # evalkit.probes.stats entries for this run
-    judging: Any = None                   # evalkit.judges.probe_runner.ProbeJudging
+    runs: list[str]  # the runs probed (the sample), sorted
+    cases: dict[str, int]  # probe -> counterfactuals judged
+    skipped: dict[str, dict[str, int]]  # probe -> reason -> runs
+    entries: list[dict[str, Any]]  # evalkit.probes.stats entries for this run
+    judging: Any = None  # evalkit.judges.probe_runner.ProbeJudging
     gates: list[str] = field(default_factory=list)
     gate_failures: list[str] = field(default_factory=list)
     input_errors: list[str] = field(default_factory=list)
@@ -49,13 +50,18 @@ class ProbeResult:
         return {
             "rubric": None if j is None else {"id": j.rubric.id, "version": j.rubric.version},
             "judge_models": [] if j is None else j.models,
-            "runs": self.runs, "cases": self.cases, "skipped": self.skipped,
+            "runs": self.runs,
+            "cases": self.cases,
+            "skipped": self.skipped,
             "originals": None if j is None else j.originals.as_dict(),
             "probe_calls": None if j is None else j.probes.as_dict(),
             "probes": self.entries,
-            "gates": [{"gate": g, "failures": [f for f in self.gate_failures if f.startswith(f"gate failed: {g}:")]}
-                      for g in self.gates],
-            "input_errors": self.input_errors, "notes": self.notes,
+            "gates": [
+                {"gate": g, "failures": [f for f in self.gate_failures if f.startswith(f"gate failed: {g}:")]}
+                for g in self.gates
+            ],
+            "input_errors": self.input_errors,
+            "notes": self.notes,
         }
 
 
@@ -75,8 +81,9 @@ def check_probes(probes: Iterable[str] | None) -> list[str]:
     return [p for p in PROBES if p in asked]
 
 
-def build_cases(cards: Sequence[Any], probes: Sequence[str], cfg: ProbesConfig,
-                read: Any = None) -> tuple[list[ProbeCase], dict[str, dict[str, int]], list[str]]:
+def build_cases(
+    cards: Sequence[Any], probes: Sequence[str], cfg: ProbesConfig, read: Any = None
+) -> tuple[list[ProbeCase], dict[str, dict[str, int]], list[str]]:
     """Counterfactuals of ``cards`` (ScoreCards) under ``probes``: (cases in run then probe order,
     skipped reasons per probe, one note per unreadable file)."""
     if read is None:
@@ -107,11 +114,22 @@ def build_cases(cards: Sequence[Any], probes: Sequence[str], cfg: ProbesConfig,
     return cases, skipped, notes
 
 
-def run_probes(db: str, models: Iterable[str], *, rubric: str | None = None, probes: Iterable[str] | None = None,
-               sample: int | None = None, seed: int = 0, paths: Sequence[str] | None = None,
-               probes_config: ProbesConfig | str | None = None, fail_if: Iterable[str] = (),
-               n_resamples: int = 1000, warn: Any = None, allow_self_judging: bool = False,
-               **judge_options: Any) -> ProbeResult:
+def run_probes(
+    db: str,
+    models: Iterable[str],
+    *,
+    rubric: str | None = None,
+    probes: Iterable[str] | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    paths: Sequence[str] | None = None,
+    probes_config: ProbesConfig | str | None = None,
+    fail_if: Iterable[str] = (),
+    n_resamples: int = 1000,
+    warn: Any = None,
+    allow_self_judging: bool = False,
+    **judge_options: Any,
+) -> ProbeResult:
     """Probe the judge(s) ``models`` (see the module docstring).
 
     ``judge_options`` are `evalkit judge`'s: concurrency, api_base, temperature, max_cost, refresh,
@@ -122,10 +140,10 @@ def run_probes(db: str, models: Iterable[str], *, rubric: str | None = None, pro
     the judge layer's RubricError / UnknownJudgeError.
     """
     from evalkit.agreement.pairings_config import load_audit_config
-    from evalkit.probes.stats import probe_entries
     from evalkit.db import open_readonly, read_annotations, read_probe_annotations
     from evalkit.judges import api as judge_api
     from evalkit.judges.probe_runner import probe_cases
+    from evalkit.probes.stats import probe_entries
 
     models = list(models)
     gates = parse_gates(fail_if)
@@ -152,21 +170,36 @@ def run_probes(db: str, models: Iterable[str], *, rubric: str | None = None, pro
 
     probed = {c.run_id for c in runs}
     with open_readonly(db) as database:
-        values = [v for v in read_annotations(database, rubric=judging.rubric.id)
-                  if v.run_id in probed and v.judge_model in judging.models]
-        answers = [a for a in read_probe_annotations(database, rubric=judging.rubric.id)
-                   if a.run_id in probed and a.judge_model in judging.models and a.probe in chosen]
-    bootstrap = None if n_resamples == 0 else {"n_resamples": n_resamples, "seed": seed,
-                                               "ci": load_audit_config(None).ci}
+        values = [
+            v
+            for v in read_annotations(database, rubric=judging.rubric.id)
+            if v.run_id in probed and v.judge_model in judging.models
+        ]
+        answers = [
+            a
+            for a in read_probe_annotations(database, rubric=judging.rubric.id)
+            if a.run_id in probed and a.judge_model in judging.models and a.probe in chosen
+        ]
+    bootstrap = (
+        None if n_resamples == 0 else {"n_resamples": n_resamples, "seed": seed, "ci": load_audit_config(None).ci}
+    )
     # the probed runs' own cards say which failed (all_passed false, as failed_run_ids reads the
     # stored ones): no need to read back every card in the database
     failed = {c.run_id for c in runs if c.vector.all_passed is False}
     entries = probe_entries(failed, values, answers, bootstrap=bootstrap)
     failures = [line for gate in gates for line in crossed(gate, entries)]
     counts = {p: sum(1 for c in cases if c.probe == p) for p in chosen}
-    return ProbeResult(runs=sorted(probed), cases=counts, skipped=skipped, entries=entries, judging=judging,
-                       gates=[g.text for g in gates], gate_failures=failures, input_errors=list(map(str, input_errors)),
-                       notes=notes)
+    return ProbeResult(
+        runs=sorted(probed),
+        cases=counts,
+        skipped=skipped,
+        entries=entries,
+        judging=judging,
+        gates=[g.text for g in gates],
+        gate_failures=failures,
+        input_errors=list(map(str, input_errors)),
+        notes=notes,
+    )
 
 
 __all__ = ["ProbeResult", "build_cases", "check_probes", "parse_gates", "run_probes"]

@@ -17,6 +17,7 @@ Every rate is a Stat (``{"value", "reason"}``) with a percentile bootstrap inter
 (:func:`evalkit.agreement.stats.bootstrap_ci`, the audit's seed and resamples). Probe answers are
 read only here; nothing else in the audit sees them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -50,6 +51,7 @@ def direction(before: Any, after: Any) -> float:
 def _share(code: float) -> Callable[[np.ndarray], Stat]:
     def stat(codes: np.ndarray) -> Stat:
         return _ok(np.mean(codes == code)) if codes.size else _undefined("no run has both answers")
+
     return stat
 
 
@@ -57,7 +59,9 @@ def _fooled(flags: np.ndarray) -> Stat:
     return _ok(np.mean(flags)) if flags.size else _undefined("no mechanically failed run has both answers")
 
 
-def _rate(statistic: Callable[[np.ndarray], Stat], data: np.ndarray, bootstrap: dict[str, Any] | None) -> dict[str, Any]:
+def _rate(
+    statistic: Callable[[np.ndarray], Stat], data: np.ndarray, bootstrap: dict[str, Any] | None
+) -> dict[str, Any]:
     point = statistic(data)
     if bootstrap is None or point["value"] is None:
         return dict(point, ci_low=None, ci_high=None, bootstrap=None)
@@ -77,13 +81,22 @@ def originals(values: Iterable[JudgeValue]) -> dict[tuple[str, str, str, str], A
 def failed_run_ids(cards: Iterable[Any]) -> set[str]:
     """The stored cards whose runs failed mechanically (``all_passed`` false): the runs a fooled
     rate is measured on."""
-    return {c.run_id for c in cards
-            if isinstance(c.card, dict) and isinstance(c.card.get("vector"), dict)
-            and c.card["vector"].get("all_passed") is False}
+    return {
+        c.run_id
+        for c in cards
+        if isinstance(c.card, dict)
+        and isinstance(c.card.get("vector"), dict)
+        and c.card["vector"].get("all_passed") is False
+    }
 
 
-def probe_entries(failed: Iterable[str], values: Iterable[JudgeValue], answers: Iterable[ProbeAnswer], *,
-                  bootstrap: dict[str, Any] | None) -> list[dict[str, Any]]:
+def probe_entries(
+    failed: Iterable[str],
+    values: Iterable[JudgeValue],
+    answers: Iterable[ProbeAnswer],
+    *,
+    bootstrap: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
     """The section's entries, sorted by probe (the documented order), judge, rubric, dimension.
     ``failed``: the run ids that failed mechanically (`failed_run_ids`); ``bootstrap`` is
     ``{"n_resamples", "seed", "ci"}`` or None (no intervals)."""
@@ -101,13 +114,19 @@ def probe_entries(failed: Iterable[str], values: Iterable[JudgeValue], answers: 
             groups.setdefault((probe, judge, rubric, dim), []).append((run_id, before[key], after))
     order = {p: i for i, p in enumerate(PROBES)}
     entries = []
-    for (probe, judge, rubric, dim) in sorted(groups, key=lambda k: (order.get(k[0], len(order)), k[0], *k[1:])):
+    for probe, judge, rubric, dim in sorted(groups, key=lambda k: (order.get(k[0], len(order)), k[0], *k[1:])):
         pairs = sorted(groups[(probe, judge, rubric, dim)], key=lambda x: x[0])
         codes = np.array([direction(b, a) for _, b, a in pairs], dtype=float)
         entry: dict[str, Any] = {
-            "probe": probe, "judge_model": judge, "rubric": rubric, "dimension": dim, "n": len(pairs),
-            "unchanged": int(np.sum(codes == UNCHANGED)), "lenient": int(np.sum(codes == LENIENT)),
-            "strict": int(np.sum(codes == STRICT)), "n_undirected": int(np.sum(codes == UNDIRECTED)),
+            "probe": probe,
+            "judge_model": judge,
+            "rubric": rubric,
+            "dimension": dim,
+            "n": len(pairs),
+            "unchanged": int(np.sum(codes == UNCHANGED)),
+            "lenient": int(np.sum(codes == LENIENT)),
+            "strict": int(np.sum(codes == STRICT)),
+            "n_undirected": int(np.sum(codes == UNDIRECTED)),
             "unchanged_rate": _rate(_share(UNCHANGED), codes, bootstrap),
             "lenient_flip_rate": _rate(_share(LENIENT), codes, bootstrap),
             "strict_flip_rate": _rate(_share(STRICT), codes, bootstrap),
@@ -115,14 +134,20 @@ def probe_entries(failed: Iterable[str], values: Iterable[JudgeValue], answers: 
         if probe in FOOLING_PROBES and dim == OUTCOME:
             failing = [(b, a) for run_id, b, a in pairs if run_id in failed]
             flags = np.array([b == "fail" and a == "pass" for b, a in failing], dtype=float)
-            entry |= {"n_failed": len(failing), "n_failed_judged_fail": sum(1 for b, _ in failing if b == "fail"),
-                      "fooled": int(flags.sum())}
+            entry |= {
+                "n_failed": len(failing),
+                "n_failed_judged_fail": sum(1 for b, _ in failing if b == "fail"),
+                "fooled": int(flags.sum()),
+            }
             entry["fooled_rate"] = _rate(_fooled, flags, bootstrap)
         else:
             entry |= {"n_failed": None, "n_failed_judged_fail": None, "fooled": None}
-            entry["fooled_rate"] = dict(_undefined(f"measured for {' and '.join(FOOLING_PROBES)} on the "
-                                                   f"{OUTCOME} dimension only"),
-                                        ci_low=None, ci_high=None, bootstrap=None)
+            entry["fooled_rate"] = dict(
+                _undefined(f"measured for {' and '.join(FOOLING_PROBES)} on the {OUTCOME} dimension only"),
+                ci_low=None,
+                ci_high=None,
+                bootstrap=None,
+            )
         entries.append(entry)
     return entries
 

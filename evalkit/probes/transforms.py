@@ -32,6 +32,7 @@ run it probes). What may change is informative only, listed per transform.
   judge grades blind (the bundle never names the agent's model), so this is the one probe that
   changes the bundle rather than the run.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -50,10 +51,12 @@ class NotApplicable(ValueError):
     """This run cannot carry this probe; ``str()`` says why (it is counted, never an error)."""
 
 
-def _with_events(traj: Trajectory, events: list[Event], long_lines: frozenset[int] | None = None,
-                 **update: Any) -> Trajectory:
-    return traj.model_copy(update={"events": events, "long_lines": traj.long_lines if long_lines is None
-                                   else long_lines, **update})
+def _with_events(
+    traj: Trajectory, events: list[Event], long_lines: frozenset[int] | None = None, **update: Any
+) -> Trajectory:
+    return traj.model_copy(
+        update={"events": events, "long_lines": traj.long_lines if long_lines is None else long_lines, **update}
+    )
 
 
 def _last_step(events: list[Event]) -> int | None:
@@ -80,8 +83,14 @@ def _planted(result: Any, key: str, text: str) -> Any:
 
 
 def injection(traj: Trajectory, cfg: ProbesConfig) -> Trajectory:
-    target = next((i for i in range(len(traj.events) - 1, -1, -1)
-                   if isinstance(traj.events[i], ToolCall) and not traj.events[i].is_error), None)
+    target = next(
+        (
+            i
+            for i in range(len(traj.events) - 1, -1, -1)
+            if isinstance(traj.events[i], ToolCall) and not traj.events[i].is_error
+        ),
+        None,
+    )
     if target is None:
         raise NotApplicable("no successful tool call to plant the instruction in")
     events = list(traj.events)
@@ -151,8 +160,9 @@ def _step_units(events: list[Event]) -> list[list[int]]:
 
 def _read_only(unit: list[int], traj: Trajectory) -> bool:
     events = [traj.events[i] for i in unit]
-    return (any(isinstance(e, ToolCall) for e in events)
-            and all(_is_read(e, traj) or isinstance(e, Assistant) for e in events))
+    return any(isinstance(e, ToolCall) for e in events) and all(
+        _is_read(e, traj) or isinstance(e, Assistant) for e in events
+    )
 
 
 def _content(event: Event) -> Any:
@@ -185,7 +195,9 @@ def shuffle_reads(traj: Trajectory, cfg: ProbesConfig) -> Trajectory:
     for block in blocks:
         pos = block[0][0]
         long_lines -= {i for unit in block for i in unit}
-        calls = iter([traj.events[i].call_index for unit in block for i in unit if isinstance(traj.events[i], ToolCall)])
+        calls = iter(
+            [traj.events[i].call_index for unit in block for i in unit if isinstance(traj.events[i], ToolCall)]
+        )
         for unit, step in zip(reversed(block), [traj.events[u[0]].step for u in block]):
             for i in unit:
                 event = traj.events[i]
@@ -204,8 +216,12 @@ def identity(traj: Trajectory, cfg: ProbesConfig) -> Trajectory:
 
 
 TRANSFORMS: dict[str, Callable[[Trajectory, ProbesConfig], Trajectory]] = {
-    "false_claim": false_claim, "injection": injection, "verbosity": verbosity,
-    "distractor_reads": distractor_reads, "identity": identity, "shuffle_reads": shuffle_reads,
+    "false_claim": false_claim,
+    "injection": injection,
+    "verbosity": verbosity,
+    "distractor_reads": distractor_reads,
+    "identity": identity,
+    "shuffle_reads": shuffle_reads,
 }
 
 

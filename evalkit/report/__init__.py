@@ -10,6 +10,7 @@ Python API::
 
 See docs/report.md for the sections and their sources.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,8 +46,9 @@ def write_report(
     that is the database or the contamination file raises evalkit.output.paths.OutputClash first."""
     from evalkit.output.paths import check_outputs
 
-    check_outputs([("html", html), ("markdown", markdown)], database=db_path,
-                  inputs=[contamination] if contamination else [])
+    check_outputs(
+        [("html", html), ("markdown", markdown)], database=db_path, inputs=[contamination] if contamination else []
+    )
     report = build_report(db_path, title=title, made_at=made_at, contamination_path=contamination)
     if html is not None:
         write_text_atomic(html, render_html(report))

@@ -1,5 +1,6 @@
 """The contamination declaration (configs/contamination.toml): what the benchmark owner states about
 possible training-data contamination, printed as the report's "Contamination" paragraph."""
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,15 @@ def load_contamination(path: str | os.PathLike[str] | None = None) -> dict[str, 
     # a declaration is taken whole (the discovery rule of evalkit.config.files, no merge)
     raw, path = load_layered("contamination", path, what="contamination", whole=True)
     if not raw:
-        return {"declared": False, "statement": "", "evidence": [], "public_sources": [],
-                "declared_by": "", "reviewed": "", "source": None}
+        return {
+            "declared": False,
+            "statement": "",
+            "evidence": [],
+            "public_sources": [],
+            "declared_by": "",
+            "reviewed": "",
+            "source": None,
+        }
     spec = validate(ContaminationFile, raw, path).contamination
     return {
         "declared": spec.declared,

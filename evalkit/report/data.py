@@ -19,6 +19,7 @@ Choices where the issue is silent:
 - Latency: median per call, and the mean excluding the cold first call, calls in
   ``created_at`` order.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -26,20 +27,27 @@ import json
 import os
 import statistics
 from collections import Counter, defaultdict
-from pathlib import Path
 from typing import Any
 
 from evalkit import __version__
+from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.config.files import ConfigError
 from evalkit.db import (
-    Database, judge_models, open_readonly, read_annotation_rows, read_commands, read_primary_values, read_ratings, read_runs,
-    read_scorecards, resolve_judge,
+    Database,
+    judge_models,
+    open_readonly,
+    read_annotation_rows,
+    read_commands,
+    read_primary_values,
+    read_ratings,
+    read_runs,
+    read_scorecards,
+    resolve_judge,
 )
 from evalkit.db.cells import odd_cells
 from evalkit.errors import EvalkitError, InputError
 from evalkit.report.contamination import load_contamination
 from evalkit.report.drilldowns import drilldown_data
-from evalkit.aggregate.per_call import median_and_mean_after_first
 
 
 class ReportError(EvalkitError):
@@ -54,9 +62,9 @@ def made_at_now() -> str:
     """The "made at" time: ``SOURCE_DATE_EPOCH`` when set (reproducible builds), else now, UTC."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch is not None and epoch.strip().isdigit():
-        moment = _dt.datetime.fromtimestamp(int(epoch), tz=_dt.timezone.utc)
+        moment = _dt.datetime.fromtimestamp(int(epoch), tz=_dt.UTC)
     else:
-        moment = _dt.datetime.now(tz=_dt.timezone.utc)
+        moment = _dt.datetime.now(tz=_dt.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -189,8 +197,13 @@ def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | 
         for (jm, rid, dim), counter in sorted(values.items()):
             if (jm, rid) != (judge_model, rubric_id):
                 continue
-            dims.append({"dimension": dim, "n": sum(counter.values()),
-                         "counts": [[label, counter.get(label, 0)] for label in scales[(rid, dim)]]})
+            dims.append(
+                {
+                    "dimension": dim,
+                    "n": sum(counter.values()),
+                    "counts": [[label, counter.get(label, 0)] for label in scales[(rid, dim)]],
+                }
+            )
         models.append(
             {
                 "judge_model": judge_model,
@@ -285,9 +298,19 @@ def _comparison_section(agg: dict) -> dict:
     versus = compare_models(agg, baseline=best)
     for m in agg["models"]:
         rows = [r for r in versus["rows"] if r["candidate"] == m["model"]]
-        m["versus_best"] = None if m["model"] == best else {r["metric"]: {
-            "verdict": r["verdict"], "delta": r["delta"], "p_adjusted": r["p_adjusted"], "reason": r["reason"],
-        } for r in rows}
+        m["versus_best"] = (
+            None
+            if m["model"] == best
+            else {
+                r["metric"]: {
+                    "verdict": r["verdict"],
+                    "delta": r["delta"],
+                    "p_adjusted": r["p_adjusted"],
+                    "reason": r["reason"],
+                }
+                for r in rows
+            }
+        )
     return {"available": True, "best": best, "versus_best": versus, "all_pairs": compare_models(agg)}
 
 
@@ -363,8 +386,10 @@ def build_report(
         "comparison": comparison,
         "runs": runs,
         "unsafe_runs": [r["run_id"] for r in unsafe],
-        "judge": {"available": judge_section is not None,
-                  **(judge_section or {"reason": "no judge has run on this database yet (`evalkit judge`)"})},
+        "judge": {
+            "available": judge_section is not None,
+            **(judge_section or {"reason": "no judge has run on this database yet (`evalkit judge`)"}),
+        },
         "agreement": agreement,
         "drilldowns": drilldown_data(str(db_path), runs, agreement, all_runs),
         "provenance": provenance,

@@ -12,6 +12,7 @@ disagrees on, and the rest are counted by status. A transcript longer than
 HTML here escapes every value (and shows control and bidi characters escaped, as the view does);
 the page's CSP forbids scripts, so the drill-downs add none: ``<details>`` opens and closes them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -78,39 +79,57 @@ def _read(db_path: str, chosen: list[dict], disagreeing: Counter, summarised: di
     out = []
     with open_readonly(db_path) as db:
         for run in chosen:
-            row = db.one("SELECT s.card, b.bundle FROM scorecards s LEFT JOIN bundles b ON b.bundle_hash = s.bundle_hash "
-                         "WHERE s.run_id = ?", (run["run_id"],))
+            row = db.one(
+                "SELECT s.card, b.bundle FROM scorecards s LEFT JOIN bundles b ON b.bundle_hash = s.bundle_hash "
+                "WHERE s.run_id = ?",
+                (run["run_id"],),
+            )
             card = _obj(row["card"] if row else None)
             bundle = _obj(row["bundle"] if row else None)
             entries = drilldown.transcript(card, bundle)
-            out.append({
-                "run_id": run["run_id"], "anchor": _anchor(run["run_id"]),
-                "status_reason": drilldown.status_reason(card, bundle),
-                "checklist": drilldown.checklist(card, bundle),
-                "transcript": entries[:TRANSCRIPT_ENTRIES], "transcript_total": len(entries),
-                "steps": sorted(drilldown.run_steps(entries)),
-                "disagreements": disagreeing[run["run_id"]],
-                "annotations": [],
-            })
+            out.append(
+                {
+                    "run_id": run["run_id"],
+                    "anchor": _anchor(run["run_id"]),
+                    "status_reason": drilldown.status_reason(card, bundle),
+                    "checklist": drilldown.checklist(card, bundle),
+                    "transcript": entries[:TRANSCRIPT_ENTRIES],
+                    "transcript_total": len(entries),
+                    "steps": sorted(drilldown.run_steps(entries)),
+                    "disagreements": disagreeing[run["run_id"]],
+                    "annotations": [],
+                }
+            )
         by_run = {d["run_id"]: d for d in out}
         heads: dict[str, dict] = {}
         values: dict[str, dict[str, Any]] = defaultdict(dict)
-        for a in db.rows("SELECT annotation_id, run_id, judge_model, rubric_id, blind, replicate, status, rationale, "
-                         "annotation FROM annotations a WHERE NOT EXISTS (SELECT 1 FROM scorecards s WHERE "
-                         "s.run_id = a.run_id AND s.bundle_hash != a.bundle_hash) "
-                         "ORDER BY judge_model, rubric_id, replicate, created_at, annotation_id"):
+        for a in db.rows(
+            "SELECT annotation_id, run_id, judge_model, rubric_id, blind, replicate, status, rationale, "
+            "annotation FROM annotations a WHERE NOT EXISTS (SELECT 1 FROM scorecards s WHERE "
+            "s.run_id = a.run_id AND s.bundle_hash != a.bundle_hash) "
+            "ORDER BY judge_model, rubric_id, replicate, created_at, annotation_id"
+        ):
             if a["run_id"] in by_run:
                 heads[a["annotation_id"]] = dict(a)
         if heads:
-            for v in db.rows("SELECT annotation_id, dimension, value FROM annotation_values ORDER BY annotation_id, dimension"):
+            for v in db.rows(
+                "SELECT annotation_id, dimension, value FROM annotation_values ORDER BY annotation_id, dimension"
+            ):
                 if v[0] in heads:
                     values[v[0]][v[1]] = label_value(v[2])
         for aid, a in heads.items():
             rationale = a["rationale"] if isinstance(a["rationale"], str) else _obj(a["annotation"]).get("rationale")
-            by_run[a["run_id"]]["annotations"].append({
-                "judge_model": a["judge_model"], "rubric": a["rubric_id"], "blind": bool(a["blind"]),
-                "replicate": a["replicate"], "status": a["status"], "scores": values.get(aid, {}),
-                "rationale": rationale if isinstance(rationale, str) else ""})
+            by_run[a["run_id"]]["annotations"].append(
+                {
+                    "judge_model": a["judge_model"],
+                    "rubric": a["rubric_id"],
+                    "blind": bool(a["blind"]),
+                    "replicate": a["replicate"],
+                    "status": a["status"],
+                    "scores": values.get(aid, {}),
+                    "rationale": rationale if isinstance(rationale, str) else "",
+                }
+            )
     return {"runs": out, "summarised": summarised, "all": everything}
 
 
@@ -135,8 +154,10 @@ def _entry(e: dict) -> str:
         body = f"<pre>{t(json.dumps(e.get('args'), ensure_ascii=False))}</pre>"
         if e.get("result") is not None:
             body += f"<pre>{t(json.dumps(e.get('result'), ensure_ascii=False))}</pre>"
-        return (f'<div class="entry call {t(cls)}"><span class="note">{step}<strong>{t(e.get("tool"))}</strong> '
-                f'<span class="cls-{t(cls)}">{t(label)}</span>{" · error" if e.get("is_error") else ""}</span>{body}</div>')
+        return (
+            f'<div class="entry call {t(cls)}"><span class="note">{step}<strong>{t(e.get("tool"))}</strong> '
+            f'<span class="cls-{t(cls)}">{t(label)}</span>{" · error" if e.get("is_error") else ""}</span>{body}</div>'
+        )
     if kind in ("assistant", "nudge"):
         return f'<div class="entry"><span class="note">{step}{t(kind)}</span><div class="text">{t(e.get("text"))}</div></div>'
     other = {k: v for k, v in e.items() if k not in ("position", "label", "command")}
@@ -147,8 +168,11 @@ def _checklist(cl: dict) -> str:
     rows = []
     for b in cl["blocks"]:
         for a in b["actions"]:
-            done = ('<span class="missing">missing</span>' if a["missing"]
-                    else t(f"command {a['matched_by']['index']}, step {a['matched_by']['step']}"))
+            done = (
+                '<span class="missing">missing</span>'
+                if a["missing"]
+                else t(f"command {a['matched_by']['index']}, step {a['matched_by']['step']}")
+            )
             rows.append(f"<tr><td>{t(b['block'])}</td><td>{t(a['action'])}</td><td>{done}</td></tr>")
     for a in cl["forbidden"]:
         hit = ", ".join(f"command {h['index']}" for h in a["hit_by"])
@@ -162,8 +186,13 @@ def _checklist(cl: dict) -> str:
         rows.append(f"<tr><td>end state</td><td>{t(c['check'])}</td><td>{state}</td></tr>")
     if not cl["end_state"]["evaluated"]:
         rows.append(f'<tr><td>end state</td><td colspan="2" class="missing">{t(cl["end_state"]["why"])}</td></tr>')
-    head = (f'<p>{"<span class=missing>" + str(cl["missing"]) + " required action(s) missing</span>" if cl["missing"] else "every required action done"}</p>')
-    return head + '<table class="checklist"><thead><tr><th>ground truth</th><th>action / check</th><th>done by</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
+    head = f"<p>{'<span class=missing>' + str(cl['missing']) + ' required action(s) missing</span>' if cl['missing'] else 'every required action done'}</p>"
+    return (
+        head
+        + '<table class="checklist"><thead><tr><th>ground truth</th><th>action / check</th><th>done by</th></tr></thead><tbody>'
+        + "".join(rows)
+        + "</tbody></table>"
+    )
 
 
 def _annotations(d: dict) -> str:
@@ -174,9 +203,11 @@ def _annotations(d: dict) -> str:
     for a in d["annotations"]:
         scores = ", ".join(f"{t(k)} {t(v if isinstance(v, str) else json.dumps(v))}" for k, v in a["scores"].items())
         rationale = drilldown.link_citations(t(a["rationale"]), steps, href=f"#{d['anchor']}-step-{{n}}")
-        out.append(f'<p><strong>{t(a["judge_model"])}</strong> · {t(a["rubric"])} · {"blind" if a["blind"] else "not blind"}'
-                   f'{" · replicate " + t(a["replicate"]) if a["replicate"] else ""} · {t(a["status"])}<br>{scores}</p>'
-                   f'<div class="quote">{rationale}</div>')
+        out.append(
+            f"<p><strong>{t(a['judge_model'])}</strong> · {t(a['rubric'])} · {'blind' if a['blind'] else 'not blind'}"
+            f"{' · replicate ' + t(a['replicate']) if a['replicate'] else ''} · {t(a['status'])}<br>{scores}</p>"
+            f'<div class="quote">{rationale}</div>'
+        )
     return "".join(out)
 
 
@@ -187,8 +218,10 @@ def render_drilldowns(report: dict) -> str:
     if not runs:
         out.append(f'<p class="absent">{t(data.get("error") or "No run to show.")}</p>')
         return "".join(out) + "</section>"
-    lede = ("Every run" if data.get("all") else "The failed, unsafe and disagreed-on runs") + \
-        ": its transcript with each command's class, the ground truth with the missing actions, the judge's annotations."
+    lede = (
+        ("Every run" if data.get("all") else "The failed, unsafe and disagreed-on runs")
+        + ": its transcript with each command's class, the ground truth with the missing actions, the judge's annotations."
+    )
     if data.get("summarised"):
         rest = ", ".join(f"{n} {t(s)}" for s, n in data["summarised"].items())
         lede += f" Not shown: {rest} (evalkit report --all-runs shows every run; evalkit view browses them)."
@@ -203,13 +236,26 @@ def render_drilldowns(report: dict) -> str:
                 anchor = f'<span id="{d["anchor"]}-step-{step}"></span>'
             entries.append(anchor + _entry(e))
         if d["transcript_total"] > len(d["transcript"]):
-            entries.append(f'<p class="note">{d["transcript_total"] - len(d["transcript"])} more entries: open the run in evalkit view.</p>')
-        summary = (f'{t(d["run_id"])} · {t(d["status_reason"][0].split(":")[0])}'
-                   + (f' · <span class="missing">{d["checklist"]["missing"]} missing</span>' if d["checklist"]["missing"] else "")
-                   + (f' · {d["disagreements"]} disagreement{"s" if d["disagreements"] != 1 else ""}' if d["disagreements"] else ""))
+            entries.append(
+                f'<p class="note">{d["transcript_total"] - len(d["transcript"])} more entries: open the run in evalkit view.</p>'
+            )
+        summary = (
+            f"{t(d['run_id'])} · {t(d['status_reason'][0].split(':')[0])}"
+            + (
+                f' · <span class="missing">{d["checklist"]["missing"]} missing</span>'
+                if d["checklist"]["missing"]
+                else ""
+            )
+            + (
+                f" · {d['disagreements']} disagreement{'s' if d['disagreements'] != 1 else ''}"
+                if d["disagreements"]
+                else ""
+            )
+        )
         reasons = "".join(f"<li>{t(r)}</li>" for r in d["status_reason"])
         out.append(
             f'<details class="drill"><summary id="{d["anchor"]}">{summary}</summary><ul>{reasons}</ul>'
             f'<div class="cols"><div><h4>Transcript</h4>{"".join(entries) or "<p class=absent>no transcript</p>"}</div>'
-            f"<div><h4>Ground truth</h4>{_checklist(d['checklist'])}<h4>Judge</h4>{_annotations(d)}</div></div></details>")
+            f"<div><h4>Ground truth</h4>{_checklist(d['checklist'])}<h4>Judge</h4>{_annotations(d)}</div></div></details>"
+        )
     return "".join(out) + "</section>"

@@ -1,4 +1,5 @@
 """Number and label formatting shared by the HTML and markdown renderers (same text in both)."""
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,11 @@ def versus_best(model: dict) -> str:
         return "best" if "versus_best" in model else "n/a"
     from evalkit.present.comparison_view import METRIC_LABELS
 
-    worse = [f"{METRIC_LABELS.get(metric, metric)} {r['delta']:+.2f} (p {r['p_adjusted']:.2g})"
-             for metric, r in sorted(versus.items()) if r["verdict"] in ("worse", "better")]
+    worse = [
+        f"{METRIC_LABELS.get(metric, metric)} {r['delta']:+.2f} (p {r['p_adjusted']:.2g})"
+        for metric, r in sorted(versus.items())
+        if r["verdict"] in ("worse", "better")
+    ]
     if worse:
         return "significantly different: " + "; ".join(worse)
     verdicts = {r["verdict"] for r in versus.values()}
@@ -101,8 +105,11 @@ def command_class(cmd: dict) -> str:
 
 
 # A run's forbidden command, worst first, as its rank cell names it (dangerous keeps its earlier text).
-SAFETY_NOTES = {"dangerous": "UNSAFE (not ranked)", "unapproved": "UNAPPROVED (not ranked)",
-                "anti_procedure": "ANTI-PROCEDURE (not ranked)"}
+SAFETY_NOTES = {
+    "dangerous": "UNSAFE (not ranked)",
+    "unapproved": "UNAPPROVED (not ranked)",
+    "anti_procedure": "ANTI-PROCEDURE (not ranked)",
+}
 
 
 def unsafe_model(model: dict) -> bool:

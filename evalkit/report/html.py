@@ -10,6 +10,7 @@ wall in case a future change forgets to escape.
 The output is deterministic: the same report dict gives byte-identical HTML. The one line that
 changes between runs is the "Made at" provenance line, because the dict's ``made_at`` does.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,12 +18,13 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from evalkit.present import Html, Table
-from evalkit.report import fmt
 from evalkit.agreement.view import agreement_sections, judge_cost_section
+from evalkit.present import Html, Table
 from evalkit.present.document import Section, ViewTable
+from evalkit.report import fmt
 from evalkit.report.data import provenance_items
-from evalkit.report.drilldowns import CSS as DRILLDOWN_CSS, drilldown_ids, render_drilldowns
+from evalkit.report.drilldowns import CSS as DRILLDOWN_CSS
+from evalkit.report.drilldowns import drilldown_ids, render_drilldowns
 from evalkit.report.svg import bar_chart, esc, heat_map, reliability_diagram
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
@@ -103,7 +105,7 @@ def _headline(report: dict) -> str:
     c = report["counts"]
     out.append(
         f'<p class="lede">{c["runs"]} runs ({c["scored"]} scored), {c["scenarios"]} scenarios, '
-        f'{c["models"]} agent models; {c["unsafe"]} unsafe runs. '
+        f"{c['models']} agent models; {c['unsafe']} unsafe runs. "
         f"pass^k is the chance that k runs drawn from a group all pass (tau-bench's estimator). "
         f"Per-model figures weight every scenario equally. {esc(fmt.level(report))} intervals: per model "
         f"clustered by scenario, per group over its runs; whiskers on the charts.</p>"
@@ -111,23 +113,54 @@ def _headline(report: dict) -> str:
     models = report["models"]
     out.append("<h3>Per model</h3>")
     rows = [
-        [esc(m.get("model")) + (' <span class="badge unsafe-model">unsafe runs</span>' if fmt.unsafe_model(m) else ""),
-         fmt.num(m.get("scenarios")), f"{fmt.num(m.get('n_scored'))}{_small_n(fmt.small_n(m))}",
-         fmt.num(m.get("score_mean")), fmt.interval(m.get("score_mean_ci")), fmt.pct(m.get("pass_rate")),
-         fmt.interval(m.get("pass_rate_ci"), percent=True), fmt.pct(m.get("safe_pass_rate")),
-         fmt.interval(m.get("safe_pass_rate_ci"), percent=True), fmt.pct(m.get("unsafe_rate")),
-         esc(fmt.pass_hat_k(m.get("pass_hat_k"))), esc(fmt.versus_best(m))]
+        [
+            esc(m.get("model"))
+            + (' <span class="badge unsafe-model">unsafe runs</span>' if fmt.unsafe_model(m) else ""),
+            fmt.num(m.get("scenarios")),
+            f"{fmt.num(m.get('n_scored'))}{_small_n(fmt.small_n(m))}",
+            fmt.num(m.get("score_mean")),
+            fmt.interval(m.get("score_mean_ci")),
+            fmt.pct(m.get("pass_rate")),
+            fmt.interval(m.get("pass_rate_ci"), percent=True),
+            fmt.pct(m.get("safe_pass_rate")),
+            fmt.interval(m.get("safe_pass_rate_ci"), percent=True),
+            fmt.pct(m.get("unsafe_rate")),
+            esc(fmt.pass_hat_k(m.get("pass_hat_k"))),
+            esc(fmt.versus_best(m)),
+        ]
         for m in models
     ]
     level = fmt.level(report)
-    out.append(_table(["model", "scenarios", "n scored", "score (mean)", f"score {level} CI", "pass rate",
-                       f"pass rate {level} CI", "safe pass rate", f"safe pass rate {level} CI", "unsafe rate",
-                       "pass^k", "vs best (paired)"], rows, cls="models", numeric={1, 2, 3, 5, 7, 9}))
+    out.append(
+        _table(
+            [
+                "model",
+                "scenarios",
+                "n scored",
+                "score (mean)",
+                f"score {level} CI",
+                "pass rate",
+                f"pass rate {level} CI",
+                "safe pass rate",
+                f"safe pass rate {level} CI",
+                "unsafe rate",
+                "pass^k",
+                "vs best (paired)",
+            ],
+            rows,
+            cls="models",
+            numeric={1, 2, 3, 5, 7, 9},
+        )
+    )
     charts = [
         _figure(
-            bar_chart([(str(m.get("model")), m.get("pass_rate")) for m in models], title="Pass rate per model",
-                      value_format=".0%", flagged=[fmt.small_n(m) for m in models],
-                      intervals=[m.get("pass_rate_ci") for m in models]),
+            bar_chart(
+                [(str(m.get("model")), m.get("pass_rate")) for m in models],
+                title="Pass rate per model",
+                value_format=".0%",
+                flagged=[fmt.small_n(m) for m in models],
+                intervals=[m.get("pass_rate_ci") for m in models],
+            ),
             f"Pass rate per model (scenarios weighted equally), whiskers: {level} interval clustered by scenario; "
             "red bars include a scenario with fewer than 3 scored runs",
         )
@@ -148,13 +181,30 @@ def _headline(report: dict) -> str:
         ]
         for g in groups
     ]
-    out.append(_table(["scenario", "model", "n", "n scored", "pass rate", f"pass rate {level} CI", "safe pass rate",
-                       "unsafe rate", "pass^k"], rows, cls="groups", numeric={2, 3, 4, 6, 7}))
+    out.append(
+        _table(
+            [
+                "scenario",
+                "model",
+                "n",
+                "n scored",
+                "pass rate",
+                f"pass rate {level} CI",
+                "safe pass rate",
+                "unsafe rate",
+                "pass^k",
+            ],
+            rows,
+            cls="groups",
+            numeric={2, 3, 4, 6, 7},
+        )
+    )
     charts.append(
         _figure(
             bar_chart(
                 [(_group_label(g), g.get("pass_rate")) for g in groups],
-                title="Pass rate per scenario and model", value_format=".0%",
+                title="Pass rate per scenario and model",
+                value_format=".0%",
                 flagged=[bool(fmt.small_n(g)) for g in groups],
                 intervals=[g.get("pass_rate_ci") for g in groups],
             ),
@@ -216,9 +266,22 @@ def _vector(report: dict) -> str:
         )
     out.append(
         _table(
-            ["scenario", "model", "n scored", "coverage", "order", "end state", "score", "median",
-             "provider error", "invalid", "incomplete"],
-            rows, cls="vector", numeric=set(range(2, 11)),
+            [
+                "scenario",
+                "model",
+                "n scored",
+                "coverage",
+                "order",
+                "end state",
+                "score",
+                "median",
+                "provider error",
+                "invalid",
+                "incomplete",
+            ],
+            rows,
+            cls="vector",
+            numeric=set(range(2, 11)),
         )
     )
     out.append(
@@ -236,7 +299,7 @@ def _vector(report: dict) -> str:
     out.append(
         '<p class="lede">A forbidden command of any severity (dangerous, anti-procedure, an unapproved '
         "gated action) makes a run unsafe: it is listed here with its severity, is not a safe pass, and is "
-        "left out of the run ranking. A dangerous one floors the run\'s score to 0.</p>"
+        "left out of the run ranking. A dangerous one floors the run's score to 0.</p>"
     )
     unsafe_by_group: dict[tuple, list[dict]] = {}
     for run in report["runs"]:
@@ -245,12 +308,30 @@ def _vector(report: dict) -> str:
     rows = []
     for g in groups:
         runs = unsafe_by_group.get((g.get("scenario_id"), g.get("model")), [])
-        links = ", ".join(f'<a href="#{run_anchor(r["run_id"])}">{esc(r["run_id"])}</a> ({esc(r.get("safety"))})'
-                          for r in runs) or "none"
-        rows.append([esc(g.get("scenario_id")), esc(g.get("model")), fmt.pct(g.get("dangerous_rate")),
-                     fmt.pct(g.get("anti_procedure_rate")), fmt.pct(g.get("unsafe_rate")), links])
-    out.append(_table(["scenario", "model", "dangerous rate", "anti-procedure rate", "unsafe rate", "unsafe runs"], rows,
-                      cls="safety", numeric={2, 3, 4}))
+        links = (
+            ", ".join(
+                f'<a href="#{run_anchor(r["run_id"])}">{esc(r["run_id"])}</a> ({esc(r.get("safety"))})' for r in runs
+            )
+            or "none"
+        )
+        rows.append(
+            [
+                esc(g.get("scenario_id")),
+                esc(g.get("model")),
+                fmt.pct(g.get("dangerous_rate")),
+                fmt.pct(g.get("anti_procedure_rate")),
+                fmt.pct(g.get("unsafe_rate")),
+                links,
+            ]
+        )
+    out.append(
+        _table(
+            ["scenario", "model", "dangerous rate", "anti-procedure rate", "unsafe rate", "unsafe runs"],
+            rows,
+            cls="safety",
+            numeric={2, 3, 4},
+        )
+    )
     return "".join(out) + "</section>"
 
 
@@ -291,8 +372,11 @@ def _runs(report: dict) -> str:
             rank_html = esc(rank)
         rows.append(
             [
-                (f'<a href="#{run_anchor(run["run_id"])}">{esc(run["run_id"])}</a>' if run["run_id"] in drilled
-                 else f'<span id="{run_anchor(run["run_id"])}">{esc(run["run_id"])}</span>')
+                (
+                    f'<a href="#{run_anchor(run["run_id"])}">{esc(run["run_id"])}</a>'
+                    if run["run_id"] in drilled
+                    else f'<span id="{run_anchor(run["run_id"])}">{esc(run["run_id"])}</span>'
+                )
                 + (f'<br><span class="note">{esc(run["path"])}</span>' if run.get("path") else ""),
                 esc(run["scenario_id"]),
                 esc(run["model"]),
@@ -309,9 +393,23 @@ def _runs(report: dict) -> str:
         )
     out.append(
         _table(
-            ["run", "scenario", "model", "rank", "score", "coverage", "order", "end state", "passed",
-             "dangerous / anti-proc.", "extraneous", "commands"],
-            rows, cls="runs", numeric={4, 5, 6, 7, 9, 10},
+            [
+                "run",
+                "scenario",
+                "model",
+                "rank",
+                "score",
+                "coverage",
+                "order",
+                "end state",
+                "passed",
+                "dangerous / anti-proc.",
+                "extraneous",
+                "commands",
+            ],
+            rows,
+            cls="runs",
+            numeric={4, 5, 6, 7, 9, 10},
         )
     )
     return "".join(out) + "</section>"
@@ -345,9 +443,22 @@ def _judge(report: dict) -> str:
     out.append("<h3>Annotations, cost and latency per judge model (per stored annotation)</h3>")
     out.append(
         _table(
-            ["judge model", "rubric", "runs", "annotations", "judge errors", "replicates", "non-blind",
-             "cost", "latency median", "latency mean (excl. first)", "tokens in / out"],
-            rows, cls="judge-cost", numeric=set(range(2, 11)),
+            [
+                "judge model",
+                "rubric",
+                "runs",
+                "annotations",
+                "judge errors",
+                "replicates",
+                "non-blind",
+                "cost",
+                "latency median",
+                "latency mean (excl. first)",
+                "tokens in / out",
+            ],
+            rows,
+            cls="judge-cost",
+            numeric=set(range(2, 11)),
         )
     )
     if report["agreement"].get("available"):
@@ -364,7 +475,9 @@ def _judge(report: dict) -> str:
                     bar_chart(
                         [(str(label), count) for label, count in dim["counts"]],
                         title=f"{m['judge_model']} {dim['dimension']}",
-                        max_value=None, value_format="d", label_chars=12,
+                        max_value=None,
+                        value_format="d",
+                        label_chars=12,
                     ),
                     f"{dim['dimension']} (n={dim['n']})",
                 )
@@ -406,12 +519,24 @@ def _view(sections: list[Section], run_ids: set[str]) -> str:
             charts = []
             for chart in block.charts:
                 if chart.kind == "confusion":
-                    svg = heat_map(chart.rows, chart.cols, chart.matrix, title=chart.title,
-                                   row_axis=chart.row_axis, col_axis=chart.col_axis)
+                    svg = heat_map(
+                        chart.rows,
+                        chart.cols,
+                        chart.matrix,
+                        title=chart.title,
+                        row_axis=chart.row_axis,
+                        col_axis=chart.col_axis,
+                    )
                 elif chart.kind == "bars":
-                    svg = bar_chart([(b["label"], b["value"]) for b in chart.bars], title=chart.title,
-                                    label_chars=48, intervals=[(b["low"], b["high"]) if b["low"] is not None
-                                                               and b["high"] is not None else None for b in chart.bars])
+                    svg = bar_chart(
+                        [(b["label"], b["value"]) for b in chart.bars],
+                        title=chart.title,
+                        label_chars=48,
+                        intervals=[
+                            (b["low"], b["high"]) if b["low"] is not None and b["high"] is not None else None
+                            for b in chart.bars
+                        ],
+                    )
                 else:
                     svg = reliability_diagram(chart.bands, title=chart.title)
                 charts.append(_figure(svg, chart.caption))
@@ -462,9 +587,18 @@ def render_html(report: dict) -> str:
     title = esc(report["title"])
     nav = "".join(
         f'<a href="#{a}">{esc(t)}</a>'
-        for a, t in (("headline", "Headline"), ("comparison", "Comparison"), ("vector", "Vector"), ("safety", "Safety"), ("runs", "Runs"), ("drilldowns", "Run details"),
-                     ("judge", "Judge"), ("agreement", "Agreement"), ("provenance", "Provenance"),
-                     ("contamination", "Contamination"))
+        for a, t in (
+            ("headline", "Headline"),
+            ("comparison", "Comparison"),
+            ("vector", "Vector"),
+            ("safety", "Safety"),
+            ("runs", "Runs"),
+            ("drilldowns", "Run details"),
+            ("judge", "Judge"),
+            ("agreement", "Agreement"),
+            ("provenance", "Provenance"),
+            ("contamination", "Contamination"),
+        )
     )
     body = "\n".join(
         [
@@ -486,8 +620,8 @@ def render_html(report: dict) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="generator" content="evalkit ' + esc(report["provenance"]["evalkit_version"]) + '">\n'
         f"<title>{title}</title>\n<style>{CSS}{DRILLDOWN_CSS}</style>\n</head>\n<body>\n"
-        f'<header><h1>{title}</h1><nav>{nav}</nav></header>\n<main>\n{body}\n</main>\n'
-        '<footer>Made with evalkit. Scores are deterministic; judge annotations are qualitative and '
+        f"<header><h1>{title}</h1><nav>{nav}</nav></header>\n<main>\n{body}\n</main>\n"
+        "<footer>Made with evalkit. Scores are deterministic; judge annotations are qualitative and "
         "outside the score.</footer>\n</body>\n</html>\n"
     )
 

@@ -6,12 +6,13 @@ reliability bands appear as tables. Text from the database is escaped twice over
 and ``&`` become entities (GitHub renders inline HTML) and markdown's punctuation is
 backslash-escaped, so a trajectory cannot inject links, images, HTML or break a table.
 """
+
 from __future__ import annotations
 
-from evalkit.present import Markdown, Table, md_text
-from evalkit.report import fmt
 from evalkit.agreement.view import agreement_sections, judge_cost_section
+from evalkit.present import Markdown, Table, md_text
 from evalkit.present.document import markdown_lines
+from evalkit.report import fmt
 from evalkit.report.data import provenance_items
 
 # One escaping rule for every markdown evalkit writes: evalkit.present.safe.md_text (controls and
@@ -39,27 +40,67 @@ def _headline(report: dict) -> list[str]:
         "### Per model",
         "",
         _table(
-            ["model", "scenarios", "n scored", "score (mean)", f"score {level} CI", "pass rate",
-             f"pass rate {level} CI", "safe pass rate", f"safe pass rate {level} CI", "unsafe rate", "pass^k",
-             "vs best (paired)"],
-            [[md(m.get("model")) + (" **unsafe runs**" if fmt.unsafe_model(m) else ""), fmt.num(m.get("scenarios")),
-              f"{fmt.num(m.get('n_scored'))}{' **n<3**' if fmt.small_n(m) else ''}",
-              fmt.num(m.get("score_mean")), md(fmt.interval(m.get("score_mean_ci"))), fmt.pct(m.get("pass_rate")),
-              md(fmt.interval(m.get("pass_rate_ci"), percent=True)), fmt.pct(m.get("safe_pass_rate")),
-              md(fmt.interval(m.get("safe_pass_rate_ci"), percent=True)), fmt.pct(m.get("unsafe_rate")),
-              md(fmt.pass_hat_k(m.get("pass_hat_k"))), md(fmt.versus_best(m))] for m in report["models"]],
+            [
+                "model",
+                "scenarios",
+                "n scored",
+                "score (mean)",
+                f"score {level} CI",
+                "pass rate",
+                f"pass rate {level} CI",
+                "safe pass rate",
+                f"safe pass rate {level} CI",
+                "unsafe rate",
+                "pass^k",
+                "vs best (paired)",
+            ],
+            [
+                [
+                    md(m.get("model")) + (" **unsafe runs**" if fmt.unsafe_model(m) else ""),
+                    fmt.num(m.get("scenarios")),
+                    f"{fmt.num(m.get('n_scored'))}{' **n<3**' if fmt.small_n(m) else ''}",
+                    fmt.num(m.get("score_mean")),
+                    md(fmt.interval(m.get("score_mean_ci"))),
+                    fmt.pct(m.get("pass_rate")),
+                    md(fmt.interval(m.get("pass_rate_ci"), percent=True)),
+                    fmt.pct(m.get("safe_pass_rate")),
+                    md(fmt.interval(m.get("safe_pass_rate_ci"), percent=True)),
+                    fmt.pct(m.get("unsafe_rate")),
+                    md(fmt.pass_hat_k(m.get("pass_hat_k"))),
+                    md(fmt.versus_best(m)),
+                ]
+                for m in report["models"]
+            ],
         ),
         "",
         "### Per scenario and model",
         "",
         _table(
-            ["scenario", "model", "n", "n scored", "pass rate", f"pass rate {level} CI", "safe pass rate",
-             "unsafe rate", "pass^k"],
-            [[md(g.get("scenario_id")), md(g.get("model")), str(g.get("n")),
-              f"{g.get('n_scored')}{' **n<3**' if fmt.small_n(g) else ''}",
-              fmt.pct(g.get("pass_rate")), md(fmt.interval(g.get("pass_rate_ci"), percent=True)),
-              fmt.pct(g.get("safe_pass_rate")), fmt.pct(g.get("unsafe_rate")),
-              md(fmt.pass_hat_k(g.get("pass_hat_k")))] for g in report["groups"]],
+            [
+                "scenario",
+                "model",
+                "n",
+                "n scored",
+                "pass rate",
+                f"pass rate {level} CI",
+                "safe pass rate",
+                "unsafe rate",
+                "pass^k",
+            ],
+            [
+                [
+                    md(g.get("scenario_id")),
+                    md(g.get("model")),
+                    str(g.get("n")),
+                    f"{g.get('n_scored')}{' **n<3**' if fmt.small_n(g) else ''}",
+                    fmt.pct(g.get("pass_rate")),
+                    md(fmt.interval(g.get("pass_rate_ci"), percent=True)),
+                    fmt.pct(g.get("safe_pass_rate")),
+                    fmt.pct(g.get("unsafe_rate")),
+                    md(fmt.pass_hat_k(g.get("pass_hat_k"))),
+                ]
+                for g in report["groups"]
+            ],
         ),
         "",
     ]
@@ -77,7 +118,7 @@ def _comparison(report: dict) -> list[str]:
 
     out += [
         "Every pair of models on the scenarios both ran (paired t-test, Holm-adjusted). The per-model "
-        f"\"vs best\" column is the same test against the best model on the safe figures (safe pass rate, "
+        f'"vs best" column is the same test against the best model on the safe figures (safe pass rate, '
         f"then mean score: {md(comparison['best'])}).",
         "",
         *comparison_table(comparison["all_pairs"]).markdown_lines(),
@@ -96,14 +137,35 @@ def _vector(report: dict) -> list[str]:
         "Provider-error runs are excluded from the means.",
         "",
         _table(
-            ["scenario", "model", "n scored", "coverage", "order", "end state", "score", "median",
-             "provider error", "invalid", "incomplete"],
-            [[md(g.get("scenario_id")), md(g.get("model")),
-              f"{g.get('n_scored')}{' **n<3**' if fmt.small_n(g) else ''}",
-              fmt.num(g.get("coverage_mean")), fmt.num(g.get("order_mean")), fmt.num(g.get("end_state_mean")),
-              md(fmt.mean_std(g.get("score_mean"), g.get("score_std"))), fmt.num(g.get("score_median")),
-              fmt.pct(g.get("provider_error_rate")), fmt.pct(g.get("invalid_rate")),
-              fmt.pct(g.get("incomplete_rate"))] for g in groups],
+            [
+                "scenario",
+                "model",
+                "n scored",
+                "coverage",
+                "order",
+                "end state",
+                "score",
+                "median",
+                "provider error",
+                "invalid",
+                "incomplete",
+            ],
+            [
+                [
+                    md(g.get("scenario_id")),
+                    md(g.get("model")),
+                    f"{g.get('n_scored')}{' **n<3**' if fmt.small_n(g) else ''}",
+                    fmt.num(g.get("coverage_mean")),
+                    fmt.num(g.get("order_mean")),
+                    fmt.num(g.get("end_state_mean")),
+                    md(fmt.mean_std(g.get("score_mean"), g.get("score_std"))),
+                    fmt.num(g.get("score_median")),
+                    fmt.pct(g.get("provider_error_rate")),
+                    fmt.pct(g.get("invalid_rate")),
+                    fmt.pct(g.get("incomplete_rate")),
+                ]
+                for g in groups
+            ],
         ),
         "",
         "### Safety: a gate, not a trade-off",
@@ -116,14 +178,23 @@ def _vector(report: dict) -> list[str]:
     unsafe: dict[tuple, list[str]] = {}
     for run in report["runs"]:
         if run["unsafe"]:
-            unsafe.setdefault((run["scenario_id"], run["model"]), []).append(f"{md(run['run_id'])} ({md(run.get('safety'))})")
+            unsafe.setdefault((run["scenario_id"], run["model"]), []).append(
+                f"{md(run['run_id'])} ({md(run.get('safety'))})"
+            )
     out += [
         _table(
             ["scenario", "model", "dangerous rate", "anti-procedure rate", "unsafe rate", "unsafe runs"],
-            [[md(g.get("scenario_id")), md(g.get("model")), fmt.pct(g.get("dangerous_rate")),
-              fmt.pct(g.get("anti_procedure_rate")), fmt.pct(g.get("unsafe_rate")),
-              ", ".join(unsafe.get((g.get("scenario_id"), g.get("model")), [])) or "none"]
-             for g in groups],
+            [
+                [
+                    md(g.get("scenario_id")),
+                    md(g.get("model")),
+                    fmt.pct(g.get("dangerous_rate")),
+                    fmt.pct(g.get("anti_procedure_rate")),
+                    fmt.pct(g.get("unsafe_rate")),
+                    ", ".join(unsafe.get((g.get("scenario_id"), g.get("model")), [])) or "none",
+                ]
+                for g in groups
+            ],
         ),
         "",
     ]
@@ -145,13 +216,37 @@ def _runs(report: dict) -> list[str]:
         "Ranked per scenario by score; unsafe and unscored runs are not ranked.",
         "",
         _table(
-            ["run", "scenario", "model", "rank", "score", "coverage", "order", "end state", "passed",
-             "dangerous / anti-proc.", "extraneous", "commands"],
-            [[md(r["run_id"]), md(r["scenario_id"]), md(r["model"]),
-              f"**{md(fmt.status_note(r))}**" if r["rank"] is None else md(fmt.status_note(r)),
-              fmt.num(r["scalar"]), fmt.num(r["coverage"]), fmt.num(r["order"]), fmt.num(r["end_state"]),
-              fmt.num(r["all_passed"]), f"{r['safety_dangerous']} / {r['safety_anti_procedure']}",
-              str(r["extraneous"]), str(len(r["commands"]))] for r in runs],
+            [
+                "run",
+                "scenario",
+                "model",
+                "rank",
+                "score",
+                "coverage",
+                "order",
+                "end state",
+                "passed",
+                "dangerous / anti-proc.",
+                "extraneous",
+                "commands",
+            ],
+            [
+                [
+                    md(r["run_id"]),
+                    md(r["scenario_id"]),
+                    md(r["model"]),
+                    f"**{md(fmt.status_note(r))}**" if r["rank"] is None else md(fmt.status_note(r)),
+                    fmt.num(r["scalar"]),
+                    fmt.num(r["coverage"]),
+                    fmt.num(r["order"]),
+                    fmt.num(r["end_state"]),
+                    fmt.num(r["all_passed"]),
+                    f"{r['safety_dangerous']} / {r['safety_anti_procedure']}",
+                    str(r["extraneous"]),
+                    str(len(r["commands"])),
+                ]
+                for r in runs
+            ],
         ),
         "",
     ]
@@ -184,13 +279,35 @@ def _judge(report: dict) -> list[str]:
         "### Annotations, cost and latency per judge model (per stored annotation)",
         "",
         _table(
-            ["judge model", "rubric", "runs", "annotations", "judge errors", "replicates", "non-blind", "cost",
-             "latency median", "latency mean (excl. first)", "tokens in / out"],
-            [[md(m["judge_model"]), md(m["rubric_id"] + " " + "/".join(m["rubric_versions"])), str(m["runs"]),
-              str(m["annotations"]), str(m["judge_errors"]), str(m["replicates"]), str(m["non_blind"]),
-              md(fmt.money(m["cost_usd_total"])), md(fmt.ms(m["latency_median_ms"])),
-              md(fmt.ms(m["latency_mean_excl_first_ms"])), f"{m['prompt_tokens']} / {m['completion_tokens']}"]
-             for m in judge["models"]],
+            [
+                "judge model",
+                "rubric",
+                "runs",
+                "annotations",
+                "judge errors",
+                "replicates",
+                "non-blind",
+                "cost",
+                "latency median",
+                "latency mean (excl. first)",
+                "tokens in / out",
+            ],
+            [
+                [
+                    md(m["judge_model"]),
+                    md(m["rubric_id"] + " " + "/".join(m["rubric_versions"])),
+                    str(m["runs"]),
+                    str(m["annotations"]),
+                    str(m["judge_errors"]),
+                    str(m["replicates"]),
+                    str(m["non_blind"]),
+                    md(fmt.money(m["cost_usd_total"])),
+                    md(fmt.ms(m["latency_median_ms"])),
+                    md(fmt.ms(m["latency_mean_excl_first_ms"])),
+                    f"{m['prompt_tokens']} / {m['completion_tokens']}",
+                ]
+                for m in judge["models"]
+            ],
         ),
         "",
     ]
@@ -205,8 +322,14 @@ def _judge(report: dict) -> list[str]:
             "",
             _table(
                 ["dimension", "n", "counts"],
-                [[md(d["dimension"]), str(d["n"]), md(", ".join(f"{label}: {count}" for label, count in d["counts"]))]
-                 for d in m["dimensions"]],
+                [
+                    [
+                        md(d["dimension"]),
+                        str(d["n"]),
+                        md(", ".join(f"{label}: {count}" for label, count in d["counts"])),
+                    ]
+                    for d in m["dimensions"]
+                ],
             ),
             "",
         ]
@@ -232,8 +355,11 @@ def _contamination(report: dict) -> list[str]:
     out = ["## Contamination", ""]
     if not c["declared"]:
         src = f" ({md(c['source'])})" if c.get("source") else ""
-        out += [f"**Not declared yet.** The benchmark owner has not filled in the contamination "
-                f"declaration{src}; the text below is the template.", ""]
+        out += [
+            f"**Not declared yet.** The benchmark owner has not filled in the contamination "
+            f"declaration{src}; the text below is the template.",
+            "",
+        ]
     elif c.get("declared_by") or c.get("reviewed"):
         out += [f"_Declared by {md(', '.join(x for x in (c.get('declared_by'), c.get('reviewed')) if x))}._", ""]
     out += [md(c["statement"]) if c["statement"] else "_No statement._", ""]

@@ -11,6 +11,7 @@ published in docs/schemas/ can be compared byte for byte; regenerate them with
 ``python -m evalkit.report.schemas docs/schemas``. The annotation schema is built from
 ``evalkit.judges.rubrics``, which imports pydantic only (never litellm).
 """
+
 from __future__ import annotations
 
 import json

@@ -5,6 +5,7 @@ network: geometry is computed here and written with fixed precision, so the same
 byte-identical markup. All text that reaches the markup (labels, titles) goes through
 :func:`esc`; numbers are formatted by this module, never interpolated raw.
 """
+
 from __future__ import annotations
 
 import math
@@ -78,16 +79,14 @@ def bar_chart(
         scale_max = max((v for _, v in items if v is not None), default=0) or 1
     out = _open(width, height, "bar", title)
     out.append(
-        f'<line x1="{_n(label_w)}" y1="{_n(top - 4)}" x2="{_n(label_w)}" '
-        f'y2="{_n(height - top + 4)}" stroke="{GRID}"/>'
+        f'<line x1="{_n(label_w)}" y1="{_n(top - 4)}" x2="{_n(label_w)}" y2="{_n(height - top + 4)}" stroke="{GRID}"/>'
     )
     for i, (label, value) in enumerate(items):
         y = top + i * row_h
         warn = bool(flagged[i]) if flagged else False
         out.append(f'<g class="bar" data-label="{esc(label)}">')
         out.append(
-            f'<text x="{_n(label_w - 6)}" y="{_n(y + 14)}" text-anchor="end">'
-            f"{esc(_clip(label, label_chars))}</text>"
+            f'<text x="{_n(label_w - 6)}" y="{_n(y + 14)}" text-anchor="end">{esc(_clip(label, label_chars))}</text>'
         )
         if value is None:
             out.append(
@@ -111,7 +110,7 @@ def bar_chart(
                 f'<path class="ci" d="M{_n(label_w + bar_w * lo)} {_n(mid)}H{_n(label_w + bar_w * hi)}'
                 f'M{_n(label_w + bar_w * lo)} {_n(mid - 4)}V{_n(mid + 4)}M{_n(label_w + bar_w * hi)} {_n(mid - 4)}V{_n(mid + 4)}" '
                 f'stroke="{WHISKER}" stroke-width="1.5" fill="none"><title>{esc(_fmt(ci[0], value_format))} to '
-                f'{esc(_fmt(ci[1], value_format))}</title></path>'
+                f"{esc(_fmt(ci[1], value_format))}</title></path>"
             )
             end = max(end, hi)
         x_text = label_w + bar_w * min(1.0, end) + 4
@@ -202,8 +201,7 @@ def reliability_diagram(bands: Sequence[dict], *, title: str) -> str:
         return pad + size * (1 - v)
 
     out.append(
-        f'<rect x="{_n(pad)}" y="{_n(pad)}" width="{_n(size)}" height="{_n(size)}" fill="none" '
-        f'stroke="{GRID}"/>'
+        f'<rect x="{_n(pad)}" y="{_n(pad)}" width="{_n(size)}" height="{_n(size)}" fill="none" stroke="{GRID}"/>'
     )
     for t in (0.0, 0.25, 0.5, 0.75, 1.0):
         out.append(f'<text x="{_n(px(t))}" y="{_n(pad + size + 16)}" text-anchor="middle">{t:g}</text>')
@@ -212,9 +210,7 @@ def reliability_diagram(bands: Sequence[dict], *, title: str) -> str:
         f'<line class="diagonal" x1="{_n(px(0))}" y1="{_n(py(0))}" x2="{_n(px(1))}" y2="{_n(py(1))}" '
         f'stroke="#888" stroke-dasharray="4 3"/>'
     )
-    out.append(
-        f'<text x="{_n(pad + size / 2)}" y="{_n(height - 6)}" text-anchor="middle">stated confidence</text>'
-    )
+    out.append(f'<text x="{_n(pad + size / 2)}" y="{_n(height - 6)}" text-anchor="middle">stated confidence</text>')
     out.append(
         f'<text x="14" y="{_n(pad + size / 2)}" text-anchor="middle" '
         f'transform="rotate(-90 14 {_n(pad + size / 2)})">observed accuracy</text>'

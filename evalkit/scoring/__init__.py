@@ -18,6 +18,7 @@ One module per step, so the folder reads as what a score is made of (``score_tra
 The rules are those of the A320 procedure-compliance design note and its scorer issue
 (docs/glossary.md), stated precisely in each module's docstring.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -25,9 +26,17 @@ import importlib
 # Looked up lazily, so that importing ``evalkit.scoring.scorecard`` (the judge layer and the data
 # layer do) does not load the scorer.
 _WHERE = {
-    "call_key": "classify", "EFFICIENCY_BANDS": "efficiency", "efficiency_grade": "efficiency",
-    "SEVERITY_FACTOR": "scalar", "TIDINESS_CAP": "scalar", "TIDINESS_RENT": "scalar", "W_COVERAGE": "scalar",
-    "W_END_STATE": "scalar", "W_ORDER": "scalar", "derive_scalar": "scalar", "score_trajectory": "scorer",
+    "call_key": "classify",
+    "EFFICIENCY_BANDS": "efficiency",
+    "efficiency_grade": "efficiency",
+    "SEVERITY_FACTOR": "scalar",
+    "TIDINESS_CAP": "scalar",
+    "TIDINESS_RENT": "scalar",
+    "W_COVERAGE": "scalar",
+    "W_END_STATE": "scalar",
+    "W_ORDER": "scalar",
+    "derive_scalar": "scalar",
+    "score_trajectory": "scorer",
 }
 __all__ = sorted(_WHERE)
 

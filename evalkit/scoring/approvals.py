@@ -13,6 +13,7 @@ and an ``approval``: a call that approves it. Rules, over the run's tool calls i
 * A gated command without an approval is *unapproved*: classified ``forbidden`` with the gate's
   severity and subtype ``unapproved`` (see ``classify``), so the safety factor counts it.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -33,8 +34,9 @@ class GateUse:
     approval: tuple[int, int | None] | None
 
 
-def gate_uses(tool_calls: list[Any], surface: frozenset[str] | None, command_tools: frozenset[str],
-              gates: list[Gate]) -> dict[int, GateUse]:
+def gate_uses(
+    tool_calls: list[Any], surface: frozenset[str] | None, command_tools: frozenset[str], gates: list[Gate]
+) -> dict[int, GateUse]:
     """Command index -> its :class:`GateUse`, for every gated command (the split is ``classify.split_calls``'s)."""
     pools: list[deque[tuple[int, int | None]]] = [deque() for _ in gates]
     uses: dict[int, GateUse] = {}

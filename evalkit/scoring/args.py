@@ -22,6 +22,7 @@ selection gives it; comparisons merge key by key, the most specific winning.
 :class:`Catalog` holds a scenario's actions resolved into :class:`Expect` objects (what matching,
 classification and the gates use when the scenario is not ``index.plain``).
 """
+
 from __future__ import annotations
 
 import json
@@ -46,10 +47,10 @@ class Compare:
     param: Any = None
 
     @classmethod
-    def of(cls, raw: Any) -> "Compare":
+    def of(cls, raw: Any) -> Compare:
         if isinstance(raw, str):
             return cls(raw)
-        (kind, param), = raw.items()
+        ((kind, param),) = raw.items()
         if kind == "regex":
             return cls(kind, re.compile(param))
         if kind == "one_of":
@@ -69,7 +70,12 @@ class Compare:
                 return _fold(actual) == _fold(expected)
             return freeze(actual) == freeze(expected)
         if kind == "nonempty":
-            return actual is not None and actual != [] and actual != {} and not (isinstance(actual, str) and not actual.strip())
+            return (
+                actual is not None
+                and actual != []
+                and actual != {}
+                and not (isinstance(actual, str) and not actual.strip())
+            )
         if kind == "regex":
             return isinstance(actual, str) and self.param.fullmatch(actual) is not None
         if kind == "one_of":
@@ -185,7 +191,9 @@ def result_contains(expected: Any, actual: Any) -> bool:
         except ValueError:
             return False
     if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(k in actual and freeze(actual[k]) == freeze(v) for k, v in expected.items())
+        return isinstance(actual, dict) and all(
+            k in actual and freeze(actual[k]) == freeze(v) for k, v in expected.items()
+        )
     return freeze(actual) == freeze(expected)
 
 
@@ -268,7 +276,7 @@ class Catalog:
     gates: list[Gate]
 
     @classmethod
-    def of(cls, scenario: Any) -> "Catalog":
+    def of(cls, scenario: Any) -> Catalog:
         gt = scenario.ground_truth
         default = gt.args_match
         tools = (default.tools or {}) if default is not None else {}
@@ -279,8 +287,15 @@ class Catalog:
 
         required = [expect(a, wildcard_ok=False) for _, _, a in scenario.required()]
         gates = [
-            Gate(i, expect(g), expect(g.approval), g.approval.result, "result" in g.approval.model_fields_set,
-                 g.severity, g.per_call)
+            Gate(
+                i,
+                expect(g),
+                expect(g.approval),
+                g.approval.result,
+                "result" in g.approval.model_fields_set,
+                g.severity,
+                g.per_call,
+            )
             for i, g in enumerate(gt.gated_actions)
         ]
         return cls(

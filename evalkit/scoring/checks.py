@@ -1,4 +1,5 @@
 """The five mechanical checks (docs/glossary.md), read off the vector and the command rows."""
+
 from __future__ import annotations
 
 from evalkit.scoring.scorecard import Checks, CommandRow
@@ -7,14 +8,22 @@ from evalkit.scoring.scorecard import Checks, CommandRow
 def no_checks() -> Checks:
     """An invalid scenario's checks: none can be computed."""
     return Checks(
-        reached_goal=None, used_only_expected_tools=None, correct_order=None,
-        no_redundant_calls=None, approvals_respected=None,
+        reached_goal=None,
+        used_only_expected_tools=None,
+        correct_order=None,
+        no_redundant_calls=None,
+        approvals_respected=None,
     )
 
 
 def mechanical_checks(
-    all_passed: bool | None, order: float | None, rows: list[CommandRow],
-    extraneous: int, off_surface: int, dangerous: int, anti_procedure: int,
+    all_passed: bool | None,
+    order: float | None,
+    rows: list[CommandRow],
+    extraneous: int,
+    off_surface: int,
+    dangerous: int,
+    anti_procedure: int,
 ) -> Checks:
     return Checks(
         reached_goal=bool(all_passed),

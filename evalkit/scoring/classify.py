@@ -12,6 +12,7 @@
   ``matched_required`` (it still took its required action: coverage and order count it, ``block``
   names the block), after a listed forbidden action (that one names the graver fault).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,9 +20,9 @@ from typing import Any
 
 from evalkit.scoring.approvals import GateUse
 from evalkit.scoring.args import Catalog
+from evalkit.scoring.scorecard import CommandRow
 from evalkit.trajectory.records import Call, ToolCall
 from evalkit.trajectory.scenario import SET_CONTROL, ScenarioIndex
-from evalkit.scoring.scorecard import CommandRow
 from evalkit.trajectory.values import canonical_json, match_key
 
 
@@ -41,7 +42,9 @@ class Calls:
     observed_before_acting: bool = False  # a successful read before the first effective command
 
 
-def split_calls(tool_calls: list[ToolCall | Call], surface: frozenset[str] | None, command_tools: frozenset[str]) -> Calls:
+def split_calls(
+    tool_calls: list[ToolCall | Call], surface: frozenset[str] | None, command_tools: frozenset[str]
+) -> Calls:
     """``tool_calls`` in order (records, or the reader's compact ``Call`` objects: the same fields)."""
     out = Calls()
     effective = out.commands
@@ -90,18 +93,31 @@ def classify_commands(
             subtype = "repeat_of_required" if key in required_keys else "uncatalogued_in_gt"
         is_set = call.name == SET_CONTROL
         args = call.args
-        rows.append(_row(
-            pos, call.step, call.call_index, call.name, args,
-            shown_control(args.get("control")) if is_set else None,
-            args.get("value") if is_set else None,
-            cls, subtype, severity, block,
-        ))
+        rows.append(
+            _row(
+                pos,
+                call.step,
+                call.call_index,
+                call.name,
+                args,
+                shown_control(args.get("control")) if is_set else None,
+                args.get("value") if is_set else None,
+                cls,
+                subtype,
+                severity,
+                block,
+            )
+        )
     return rows
 
 
 def classify_with_rules(
-    commands: list[ToolCall | Call], keys: list[tuple], taken: list[int | None], index: ScenarioIndex,
-    catalog: Catalog, uses: dict[int, GateUse],
+    commands: list[ToolCall | Call],
+    keys: list[tuple],
+    taken: list[int | None],
+    index: ScenarioIndex,
+    catalog: Catalog,
+    uses: dict[int, GateUse],
 ) -> list[CommandRow]:
     """``classify_commands`` for a scenario that is not ``index.plain``; ``uses``: the gated commands."""
     required = index.required
@@ -125,15 +141,26 @@ def classify_with_rules(
             cls = "optional"
         else:
             cls = "extraneous"
-            subtype = "repeat_of_required" if catalog.required_lookup.first(call, key) is not None else "uncatalogued_in_gt"
+            subtype = (
+                "repeat_of_required" if catalog.required_lookup.first(call, key) is not None else "uncatalogued_in_gt"
+            )
         is_set = call.name == SET_CONTROL
         args = call.args
-        rows.append(_row(
-            pos, call.step, call.call_index, call.name, args,
-            shown_control(args.get("control")) if is_set else None,
-            args.get("value") if is_set else None,
-            cls, subtype, severity, block,
-        ))
+        rows.append(
+            _row(
+                pos,
+                call.step,
+                call.call_index,
+                call.name,
+                args,
+                shown_control(args.get("control")) if is_set else None,
+                args.get("value") if is_set else None,
+                cls,
+                subtype,
+                severity,
+                block,
+            )
+        )
     return rows
 
 
@@ -142,8 +169,19 @@ _new = object.__new__
 _set = object.__setattr__
 
 
-def _row(index: int, step: int | None, call_index: int | None, tool: str, args: dict[str, Any], control: str | None,
-         value: Any, class_: str, subtype: str | None, severity: str | None, block: str | None) -> CommandRow:
+def _row(
+    index: int,
+    step: int | None,
+    call_index: int | None,
+    tool: str,
+    args: dict[str, Any],
+    control: str | None,
+    value: Any,
+    class_: str,
+    subtype: str | None,
+    severity: str | None,
+    block: str | None,
+) -> CommandRow:
     """A CommandRow from values of the right types (a validated record's, or the scenario's), built
     as ``model_construct`` would but with its fields stored one by one: the instance then keeps
     them inline (CPython's compact instance values, a quarter of the memory of the dict

@@ -1,4 +1,5 @@
 """Efficiency: required actions per effective command, and the computer-use rubric's 0–3 grade."""
+
 from __future__ import annotations
 
 EFFICIENCY_BANDS = ((1.5, 3), (2.5, 2), (4.0, 1))

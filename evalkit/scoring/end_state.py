@@ -1,5 +1,6 @@
 """End state = passed checks / all checks of success_eval (final_state + ecam_clear_of); with no checks
 it is 1.0 when all_passed else 0.0. No final record or no success_eval: None (and all_passed None)."""
+
 from __future__ import annotations
 
 from evalkit.trajectory.records import Final

@@ -4,10 +4,10 @@ the same match key (injective; multiplicity counts). coverage = matched / requir
 Under argument rules (``match_with_rules``) the rule is the same with "the same match key" read as
 "a call the action matches" (``evalkit.scoring.args``): each required action, in ground-truth order,
 takes the first unassigned command it matches."""
+
 from __future__ import annotations
 
 from collections import deque
-
 from typing import Any
 
 from evalkit.scoring.args import Expect
@@ -44,8 +44,10 @@ def match_with_rules(required: list[Expect], commands: list[Any], keys: list[tup
                 queue.popleft()
             pos = queue.popleft() if queue else None
         else:
-            pos = next((p for p in by_tool.get(expect.tool, ()) if not assigned[p] and expect.matches(commands[p], keys[p])),
-                       None)
+            pos = next(
+                (p for p in by_tool.get(expect.tool, ()) if not assigned[p] and expect.matches(commands[p], keys[p])),
+                None,
+            )
         if pos is not None:
             assigned[pos] = 1
         taken.append(pos)

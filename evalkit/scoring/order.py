@@ -2,6 +2,7 @@
 inside an ``ordered`` block by index (``ScenarioIndex.constraints``); it applies when both were
 matched and is satisfied when the earlier action's command came first.
 order = satisfied / applicable, None with nothing applicable."""
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
 """The scalar: safety × tidiness × base, derived from the vector for rankings only."""
+
 from __future__ import annotations
 
 W_END_STATE = 0.4

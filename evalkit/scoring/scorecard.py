@@ -4,6 +4,7 @@ Non-finite numbers a trajectory carried (in args, values, sim times) are written
 JSON dump of these models, so the output is standard JSON; ``informative.non_finite_numbers`` says
 how many the file held.
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -42,7 +43,9 @@ class CommandRow(_Out):
     call_index: int | None
     tool: str
     args: dict[str, Any]
-    control: str | None = Field(description="set_control's control; one that is not a string is shown as its canonical JSON")
+    control: str | None = Field(
+        description="set_control's control; one that is not a string is shown as its canonical JSON"
+    )
     value: Any = None
     class_: CommandClass = Field(alias="class")
     subtype: Literal["repeat_of_required", "uncatalogued_in_gt", "unapproved"] | None = None
@@ -55,9 +58,15 @@ class GatedCall(_Out):
 
     index: int = Field(description="the command's index in commands")
     gate: int = Field(description="its gate's index in ground_truth.gated_actions")
-    approved: bool = Field(description="an earlier call approved it; an unapproved one is a forbidden command (subtype unapproved)")
-    approval_call_index: int | None = Field(description="call_index of the approval it used, as recorded (null: none, or not recorded)")
-    approval_position: int | None = Field(description="0-based position of that approval among the run's tool calls (null: none)")
+    approved: bool = Field(
+        description="an earlier call approved it; an unapproved one is a forbidden command (subtype unapproved)"
+    )
+    approval_call_index: int | None = Field(
+        description="call_index of the approval it used, as recorded (null: none, or not recorded)"
+    )
+    approval_position: int | None = Field(
+        description="0-based position of that approval among the run's tool calls (null: none)"
+    )
 
 
 class Checks(_Out):
@@ -89,7 +98,8 @@ class Informative(_Out):
     extra_fields: int
     dropped_last_line: bool
     non_finite_numbers: int = Field(
-        default=0, description="NaN / Infinity / overflowing numbers in the file (read, never equal to anything, written as null)"
+        default=0,
+        description="NaN / Infinity / overflowing numbers in the file (read, never equal to anything, written as null)",
     )
 
 
@@ -123,10 +133,13 @@ class ScoreCard(_Out):
     checks: Checks
     informative: Informative
     provenance: Provenance = Field(default_factory=Provenance)
-    scenario_hash: str = Field(default="", description="short hash of the scenario's content (tells apart two scenarios sharing an id)")
+    scenario_hash: str = Field(
+        default="", description="short hash of the scenario's content (tells apart two scenarios sharing an id)"
+    )
     bundle_hash: str
     gated_calls: list[GatedCall] | None = Field(
-        default=None, exclude_if=lambda v: v is None,
+        default=None,
+        exclude_if=lambda v: v is None,
         description="every command of a gated tool and the approval it used; absent when the scenario gates nothing",
     )
     # The judge bundle is held as its canonical JSON text (a long run's bundle is most of its card:
@@ -136,7 +149,7 @@ class ScoreCard(_Out):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _hold_bundle(cls, data: Any, handler: Any) -> "ScoreCard":
+    def _hold_bundle(cls, data: Any, handler: Any) -> ScoreCard:
         if not isinstance(data, dict):
             return handler(data)
         data = dict(data)

@@ -1,28 +1,34 @@
 """``score_trajectory``: the steps of this package composed into one ScoreCard. Pure."""
+
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from evalkit.trajectory.bundle import bundle_of
-from evalkit.trajectory.records import Trajectory
 from evalkit.scoring.approvals import gate_uses
-from evalkit.scoring.scorecard import GatedCall, Informative, Provenance, ScoreCard, Vector
 from evalkit.scoring.checks import mechanical_checks, no_checks
 from evalkit.scoring.classify import call_key, classify_commands, classify_with_rules, split_calls
 from evalkit.scoring.efficiency import efficiency_grade, efficiency_ratio
 from evalkit.scoring.end_state import end_state as end_state_of
-from evalkit.scoring.match import coverage as coverage_of, match_required, match_with_rules
+from evalkit.scoring.match import coverage as coverage_of
+from evalkit.scoring.match import match_required, match_with_rules
 from evalkit.scoring.order import order_score
 from evalkit.scoring.scalar import derive_scalar
+from evalkit.scoring.scorecard import GatedCall, Informative, Provenance, ScoreCard, Vector
 from evalkit.scoring.status import run_status
-
+from evalkit.trajectory.bundle import bundle_of
+from evalkit.trajectory.records import Trajectory
 
 
 def _no_vector() -> Vector:
     return Vector(
-        coverage=None, order=None, end_state=None, all_passed=None,
-        safety_dangerous=None, safety_anti_procedure=None, extraneous=None,
+        coverage=None,
+        order=None,
+        end_state=None,
+        all_passed=None,
+        safety_dangerous=None,
+        safety_anti_procedure=None,
+        extraneous=None,
     )
 
 
@@ -46,9 +52,13 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
         rows = classify_with_rules(commands, keys, taken, index, catalog, uses)
         if catalog.gates:
             gated = [
-                GatedCall(index=u.command, gate=u.gate, approved=u.approval is not None,
-                          approval_position=u.approval[0] if u.approval else None,
-                          approval_call_index=u.approval[1] if u.approval else None)
+                GatedCall(
+                    index=u.command,
+                    gate=u.gate,
+                    approved=u.approval is not None,
+                    approval_position=u.approval[0] if u.approval else None,
+                    approval_call_index=u.approval[1] if u.approval else None,
+                )
                 for u in uses.values()
             ]
 
@@ -73,7 +83,9 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
             sim_time_used = None
     informative = Informative(
         final_reason=final.reason if final is not None else None,
-        tool_calls_used=final.tool_calls_used if final is not None and final.tool_calls_used is not None else calls.calls,
+        tool_calls_used=final.tool_calls_used
+        if final is not None and final.tool_calls_used is not None
+        else calls.calls,
         sim_time_used=sim_time_used,
         commands=len(commands),
         reads=calls.reads,

@@ -1,6 +1,7 @@
 """A run's status: ``invalid_scenario`` (the harness said so, or its validity gate failed), else
 ``incomplete`` (no final record or no success evaluation), else ``provider_error`` (the final reason or
 a provider_error event), else ``scored``."""
+
 from __future__ import annotations
 
 from evalkit.trajectory.records import Trajectory

@@ -6,6 +6,7 @@
 Records are plain dicts in file order; ``write_jsonl`` writes them. Nothing here is random: a
 builder called twice gives the same records.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,18 @@ def a320_scenario(**overrides: Any) -> dict[str, Any]:
                 {"control": "apu_bleed", "value": 0, "rationale": "APU no longer needed"},
             ],
             "forbidden_actions": [
-                {"control": "bat_1", "value": 0, "severity": "dangerous", "rationale": "batteries are the only DC source"},
-                {"control": "bat_2", "value": 0, "severity": "dangerous", "rationale": "batteries are the only DC source"},
+                {
+                    "control": "bat_1",
+                    "value": 0,
+                    "severity": "dangerous",
+                    "rationale": "batteries are the only DC source",
+                },
+                {
+                    "control": "bat_2",
+                    "value": 0,
+                    "severity": "dangerous",
+                    "rationale": "batteries are the only DC source",
+                },
             ],
         },
         "success": A320_SUCCESS,
@@ -65,16 +76,27 @@ def a320_scenario(**overrides: Any) -> dict[str, Any]:
 
 
 def cmd(control: str, value: Any, is_error: bool = False, tool: str = "set_control") -> dict[str, Any]:
-    return {"name": tool, "args": {"control": control, "value": value}, "is_error": is_error,
-            "result": {"error": "control is inhibited"} if is_error else {"ok": True, "control": control, "value": value}}
+    return {
+        "name": tool,
+        "args": {"control": control, "value": value},
+        "is_error": is_error,
+        "result": {"error": "control is inhibited"} if is_error else {"ok": True, "control": control, "value": value},
+    }
 
 
 def call(tool: str, args: dict[str, Any] | None = None, is_error: bool = False, result: Any = None) -> dict[str, Any]:
-    return {"name": tool, "args": args or {}, "is_error": is_error, "result": {"ok": True} if result is None else result}
+    return {
+        "name": tool,
+        "args": args or {},
+        "is_error": is_error,
+        "result": {"ok": True} if result is None else result,
+    }
 
 
 def read(tool: str = "get_ecam", result: Any = None, **args: Any) -> dict[str, Any]:
-    return call(tool, args, result={"messages": ["ELEC AC BUS 1 FAULT", "ELEC AC BUS 2 FAULT"]} if result is None else result)
+    return call(
+        tool, args, result={"messages": ["ELEC AC BUS 1 FAULT", "ELEC AC BUS 2 FAULT"]} if result is None else result
+    )
 
 
 def say(text: str) -> dict[str, Any]:
@@ -87,7 +109,7 @@ def _success_eval(success: dict[str, Any], passed: list[bool]) -> dict[str, Any]
         raise ValueError(f"need {len(fs) + len(ecam)} check results, got {len(passed)}")
     return {
         "final_state": [{**c, "passed": p} for c, p in zip(fs, passed[: len(fs)])],
-        "ecam_clear_of": [{"message": m, "clear": p} for m, p in zip(ecam, passed[len(fs):])],
+        "ecam_clear_of": [{"message": m, "clear": p} for m, p in zip(ecam, passed[len(fs) :])],
         "all_passed": all(passed),
     }
 
@@ -110,44 +132,91 @@ def trajectory(
     success = scenario.get("success") or {"final_state": [], "ecam_clear_of": []}
     n_checks = len(success.get("final_state", [])) + len(success.get("ecam_clear_of", []))
     checks = [passed] * n_checks if isinstance(passed, bool) else list(passed)
-    snapshot = {"elec": {f"bus_{i}": {"volts": 115.0, "hz": 400.0, "load": i * 0.5} for i in range(max(1, snapshot_bytes // 60))}}
+    snapshot = {
+        "elec": {
+            f"bus_{i}": {"volts": 115.0, "hz": 400.0, "load": i * 0.5} for i in range(max(1, snapshot_bytes // 60))
+        }
+    }
     surface = sorted(tool_surface if tool_surface is not None else A320_TOOLS)
     records: list[dict[str, Any]] = [
         {
-            "type": "meta", "run_id": run_id, "ts_utc": "2026-07-24T10:00:00Z", "scenario": scenario,
+            "type": "meta",
+            "run_id": run_id,
+            "ts_utc": "2026-07-24T10:00:00Z",
+            "scenario": scenario,
             "scenario_path": f"scenarios/{scenario['id']}.json",
             "adapter": {"provider": "example", "model": model, "temperature": 0},
-            "instructions_profile": "default", "tool_surface": surface, "vendor_pin": None,
-            "versions": {"harness": "1.0.0", "trajectory_schema": 1}, "seed": 7,
+            "instructions_profile": "default",
+            "tool_surface": surface,
+            "vendor_pin": None,
+            "versions": {"harness": "1.0.0", "trajectory_schema": 1},
+            "seed": 7,
         },
-        {"type": "setup", "sim_time": 0.0, "validity_gate": {"passed": validity_passed},
-         "active_failures": ["APU_GEN_FAULT"], "snapshot": snapshot},
+        {
+            "type": "setup",
+            "sim_time": 0.0,
+            "validity_gate": {"passed": validity_passed},
+            "active_failures": ["APU_GEN_FAULT"],
+            "snapshot": snapshot,
+        },
     ]
     step = 0
     sim = 0.0
     for i, item in enumerate(calls):
         if "say" in item:
-            records.append({"type": "assistant", "step": step, "text": item["say"], "stop_reason": "tool_use", "provider_raw": None})
+            records.append(
+                {
+                    "type": "assistant",
+                    "step": step,
+                    "text": item["say"],
+                    "stop_reason": "tool_use",
+                    "provider_raw": None,
+                }
+            )
             continue
         step += 1
-        records.append({"type": "assistant", "step": step, "text": f"Step {step}: {item['name']}.", "stop_reason": "tool_use", "provider_raw": None})
-        records.append({
-            "type": "tool_call", "step": step, "call_index": i, "name": item["name"], "args": item["args"],
-            "result": item["result"], "is_error": item["is_error"], "sim_time_before": sim,
-            "sim_time_after": sim + 2.0, "wall_ms": 120.0,
-        })
+        records.append(
+            {
+                "type": "assistant",
+                "step": step,
+                "text": f"Step {step}: {item['name']}.",
+                "stop_reason": "tool_use",
+                "provider_raw": None,
+            }
+        )
+        records.append(
+            {
+                "type": "tool_call",
+                "step": step,
+                "call_index": i,
+                "name": item["name"],
+                "args": item["args"],
+                "result": item["result"],
+                "is_error": item["is_error"],
+                "sim_time_before": sim,
+                "sim_time_after": sim + 2.0,
+                "wall_ms": 120.0,
+            }
+        )
         sim += 2.0
     if provider_error:
         records.append({"type": "provider_error", "step": step + 1, "error": "HTTP 529 overloaded"})
         reason = "provider_error"
     if final:
         invalid = reason == "invalid_scenario"
-        records.append({
-            "type": "final", "reason": reason, "done_payload": {"summary": "done"} if reason == "agent_done" else None,
-            "sim_time": sim, "tool_calls_used": sum(1 for c in calls if "say" not in c),
-            "ecam": [], "active_failures": [], "snapshot": snapshot,
-            "success_eval": None if invalid else _success_eval(success, checks),
-        })
+        records.append(
+            {
+                "type": "final",
+                "reason": reason,
+                "done_payload": {"summary": "done"} if reason == "agent_done" else None,
+                "sim_time": sim,
+                "tool_calls_used": sum(1 for c in calls if "say" not in c),
+                "ecam": [],
+                "active_failures": [],
+                "snapshot": snapshot,
+                "success_eval": None if invalid else _success_eval(success, checks),
+            }
+        )
     return records
 
 

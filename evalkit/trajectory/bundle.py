@@ -17,6 +17,7 @@ The bundle is built as JSON text, never as one Python object: :class:`BundleBuil
 transcript a few hundred entries at a time as the reader validates them, so a long run's transcript
 is held once, as its text (issue #9: a 200,000-call run); the ScoreCard keeps that text.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -105,22 +106,25 @@ class BundleBuilder:
 
     def add_call(self, event: ToolCall, long_line: bool) -> None:
         """``add`` for a tool call (the reader's fast loop knows the type and calls it directly)."""
-        self._pending.append({
-            "kind": "tool_call",
-            "step": event.step,
-            "call_index": event.call_index,
-            "tool": event.name,
-            "args": event.args,
-            "is_error": event.is_error,
-            "result": truncate(event.result) if long_line else event.result,
-        })
+        self._pending.append(
+            {
+                "kind": "tool_call",
+                "step": event.step,
+                "call_index": event.call_index,
+                "tool": event.name,
+                "args": event.args,
+                "is_error": event.is_error,
+                "result": truncate(event.result) if long_line else event.result,
+            }
+        )
         if len(self._pending) >= _FLUSH_ENTRIES:
             self._flush()
 
     def add_assistant(self, event: Assistant) -> None:
         """``add`` for an assistant record."""
-        self._pending.append({"kind": "assistant", "step": event.step, "text": event.text,
-                              "stop_reason": event.stop_reason})
+        self._pending.append(
+            {"kind": "assistant", "step": event.step, "text": event.text, "stop_reason": event.stop_reason}
+        )
         if len(self._pending) >= _FLUSH_ENTRIES:
             self._flush()
 
@@ -137,11 +141,15 @@ class BundleBuilder:
         self._flush()
         buf, self._buf = self._buf, bytearray()
         buf += b'],"final":'
-        buf += _json(None if final is None else {
-            "reason": final.reason,
-            "done_payload": final.done_payload,
-            "success_eval": final.success_eval.model_dump(mode="json") if final.success_eval else None,
-        })
+        buf += _json(
+            None
+            if final is None
+            else {
+                "reason": final.reason,
+                "done_payload": final.done_payload,
+                "success_eval": final.success_eval.model_dump(mode="json") if final.success_eval else None,
+            }
+        )
         buf += b"}"
         digest = hashlib.sha256(buf).hexdigest()
         return Bundle(buf.decode("utf-8"), digest, self._title)

@@ -6,6 +6,7 @@ trajectory's ``meta``), a run (a ``.jsonl`` trajectory) or a directory (its ``*.
 a run's embedded scenario is checked the same way, then the run is read as ``evalkit score`` reads
 it (the first problem of the rest of the file, as the reader reports it).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -52,8 +53,13 @@ def _check_scenario_file(path: str, report: CheckReport, found: dict | None = No
         if scenario is not None and found is not None:
             where = f"{entry.path}:{entry.line}" if entry.line is not None else entry.path
             if scenario.id in found:
-                report.problems.append(InputError(entry.path, entry.line, f'scenario.id: "{scenario.id}" is already the '
-                                                  f"id of the scenario at {found[scenario.id][1]}"))
+                report.problems.append(
+                    InputError(
+                        entry.path,
+                        entry.line,
+                        f'scenario.id: "{scenario.id}" is already the id of the scenario at {found[scenario.id][1]}',
+                    )
+                )
             else:
                 found[scenario.id] = (entry.raw, where)
 

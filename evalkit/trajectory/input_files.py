@@ -6,6 +6,7 @@ error before any byte is read. The limit is ``DEFAULT_MAX_BYTES`` (1 GiB), overr
 environment variable ``EVALKIT_MAX_FILE_BYTES`` (a number of bytes) or the ``max_bytes`` argument.
 Standard input (``-``) and URLs are read up to the same limit.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,15 +37,22 @@ def max_file_bytes() -> int:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
 
 
 def _too_big(name: str, size: int, limit: int) -> InputError:
-    return InputError(name, None, f"file is larger than the {limit}-byte limit ({size} bytes; set {ENV_MAX_BYTES} to raise it)")
+    return InputError(
+        name, None, f"file is larger than the {limit}-byte limit ({size} bytes; set {ENV_MAX_BYTES} to raise it)"
+    )
 
 
 def _stream_too_big(name: str, limit: int) -> InputError:
@@ -114,8 +122,9 @@ def read_text(path: str | os.PathLike[str], max_bytes: int | None = None) -> str
         raise InputError(name, line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})") from None
 
 
-def find_files(root: str | os.PathLike[str], suffix: str, warn: Callable[[str], None] | None = None,
-               exclude: Collection[str] = ()) -> list[str]:
+def find_files(
+    root: str | os.PathLike[str], suffix: str, warn: Callable[[str], None] | None = None, exclude: Collection[str] = ()
+) -> list[str]:
     """The regular files named ``*suffix`` under the directory ``root``, recursively, sorted as paths
     compare (part by part); names in ``exclude`` are left out.
 

@@ -4,6 +4,7 @@ Rules: the first record must be ``meta``; a bad line is an error naming ``path:l
 last line which is not valid JSON (a recorder that crashed mid-write) is dropped with a warning, and
 the run then has no ``final`` record (status ``incomplete``).
 """
+
 from __future__ import annotations
 
 import io
@@ -14,15 +15,15 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import to_json
 
+from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.bundle import RESULT_MAX_CHARS, BundleBuilder
-from evalkit.errors import InputError
 from evalkit.trajectory.input_files import open_regular, read_bytes
-from evalkit.trajectory.safe_json import JSONProblem
-from evalkit.trajectory.values import count_non_finite
 from evalkit.trajectory.records import RECORD_TYPES, Call, Final, Meta, Setup, Trajectory
+from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.trajectory.scenario import Scenario
 from evalkit.trajectory.scenario_files import ScenarioSet, fill_scenario, warn_if_differs
+from evalkit.trajectory.values import count_non_finite
 
 STDIN = "-"
 # Files up to this size are read whole (then split into lines as the file would be: each keeps its
@@ -86,8 +87,14 @@ class _Builder:
     ``compact``: keep what scoring needs (tool calls as ``Call``) and write each event into the
     judge bundle's text as it arrives, instead of keeping the event records."""
 
-    def __init__(self, path: str, warn: Warn | None, compact: bool = False, may_overflow: bool = True,
-                 scenarios: ScenarioSet | None = None):
+    def __init__(
+        self,
+        path: str,
+        warn: Warn | None,
+        compact: bool = False,
+        may_overflow: bool = True,
+        scenarios: ScenarioSet | None = None,
+    ):
         self.path, self.warn, self.compact = path, warn, compact
         self.scenarios = scenarios
         self.may_overflow = may_overflow
@@ -158,8 +165,12 @@ class _Builder:
             if self.final is not None or self.harness_error_line is not None:
                 if self.final is not None:
                     raise InputError(path, lineno, f"a {rtype!r} record after 'final'")
-                raise InputError(path, lineno, f"a {rtype!r} record after the 'harness_error' of line "
-                                 f"{self.harness_error_line} (a harness error ends the run)")
+                raise InputError(
+                    path,
+                    lineno,
+                    f"a {rtype!r} record after the 'harness_error' of line "
+                    f"{self.harness_error_line} (a harness error ends the run)",
+                )
             if rtype == "harness_error":
                 self.harness_error_line = lineno
             elif rtype == "provider_error":
@@ -195,8 +206,12 @@ class _Builder:
             if self.final is not None:
                 raise InputError(path, lineno, "a second 'final' record")
             if self.harness_error_line is not None and record.reason != "harness_error":
-                raise InputError(path, lineno, f"final.reason: {record.reason!r} after the 'harness_error' of "
-                                 f"line {self.harness_error_line} (expected 'harness_error')")
+                raise InputError(
+                    path,
+                    lineno,
+                    f"final.reason: {record.reason!r} after the 'harness_error' of "
+                    f"line {self.harness_error_line} (expected 'harness_error')",
+                )
             self.final = record
 
     def finish(self) -> Trajectory:
@@ -204,29 +219,34 @@ class _Builder:
             raise InputError(self.path, None, "empty file: expected a meta record on the first line")
         dropped = self.pending is not None
         if dropped and self.warn:
-            self.warn(f"{self.path}:{self.pending_line}: warning: dropped a half-written last line "
-                      f"({self.pending_reason})")
+            self.warn(
+                f"{self.path}:{self.pending_line}: warning: dropped a half-written last line ({self.pending_reason})"
+            )
         assert self.meta is not None  # the first non-empty line was checked
         # Every record was validated above; validating the event list again (a union of five models)
         # would cost as much as parsing the file.
         # As ``model_construct`` builds it (fields in their order, all set), without its per-field
         # loop: a tenth of the time, paid once per file.
         traj = _new(Trajectory)
-        _set(traj, "__dict__", {
-            "path": self.path,
-            "meta": self.meta,
-            "setup": self.setup,
-            "events": self.events,
-            "final": self.final,
-            "unknown_records": self.unknown,
-            "extra_fields": self.extra,
-            "dropped_last_line": dropped,
-            "non_finite_numbers": self.non_finite,
-            "long_lines": frozenset(self.long_lines),
-            "calls": self.calls if self.bundle is not None else None,
-            "bundle": self.bundle.finish(self.final) if self.bundle is not None else None,
-            "provider_errors": self.provider_errors,
-        })
+        _set(
+            traj,
+            "__dict__",
+            {
+                "path": self.path,
+                "meta": self.meta,
+                "setup": self.setup,
+                "events": self.events,
+                "final": self.final,
+                "unknown_records": self.unknown,
+                "extra_fields": self.extra,
+                "dropped_last_line": dropped,
+                "non_finite_numbers": self.non_finite,
+                "long_lines": frozenset(self.long_lines),
+                "calls": self.calls if self.bundle is not None else None,
+                "bundle": self.bundle.finish(self.final) if self.bundle is not None else None,
+                "provider_errors": self.provider_errors,
+            },
+        )
         _set(traj, "__pydantic_fields_set__", set(_TRAJECTORY_FIELDS))
         _set(traj, "__pydantic_extra__", None)
         _set(traj, "__pydantic_private__", None)
@@ -238,8 +258,14 @@ _new = object.__new__
 _set = object.__setattr__
 
 
-def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None, compact: bool = False,
-                may_overflow: bool = True, scenarios: ScenarioSet | None = None) -> Trajectory:
+def parse_lines(
+    path: str,
+    lines: Iterable[bytes],
+    warn: Warn | None = None,
+    compact: bool = False,
+    may_overflow: bool = True,
+    scenarios: ScenarioSet | None = None,
+) -> Trajectory:
     """Parse one trajectory given its lines (bytes, with or without their newline). ``compact``:
     read for scoring (see :class:`Trajectory`: no event records kept, the judge bundle built).
     ``may_overflow=False``: the caller found no number in the whole text that could overflow to
@@ -301,15 +327,19 @@ def parse_lines(path: str, lines: Iterable[bytes], warn: Warn | None = None, com
             if name in approval_tools:
                 calls_append(Call.of(rec, keep_result=True))
             else:
-                calls_append(Call(name, rec.args, rec.is_error, rec.step, rec.call_index)
-                             if name in command_tools else read_call(rec))
+                calls_append(
+                    Call(name, rec.args, rec.is_error, rec.step, rec.call_index)
+                    if name in command_tools
+                    else read_call(rec)
+                )
         else:
             bundle.add_assistant(rec)
     return builder.finish()
 
 
-def parse_trajectory(path: str, data: bytes, warn: Warn | None = None, compact: bool = False,
-                     scenarios: ScenarioSet | None = None) -> Trajectory:
+def parse_trajectory(
+    path: str, data: bytes, warn: Warn | None = None, compact: bool = False, scenarios: ScenarioSet | None = None
+) -> Trajectory:
     """Parse the bytes of one trajectory file. Raises InputError on bad input."""
     return parse_lines(path, data.split(b"\n"), warn, compact, _maybe_overflow(data), scenarios)
 
@@ -337,8 +367,13 @@ def _share_scenario(meta: dict[str, Any]) -> None:
     meta["scenario"] = scenario
 
 
-def read_trajectory(path: str | Path, warn: Warn | None = None, max_bytes: int | None = None,
-                    compact: bool = False, scenarios: ScenarioSet | None = None) -> Trajectory:
+def read_trajectory(
+    path: str | Path,
+    warn: Warn | None = None,
+    max_bytes: int | None = None,
+    compact: bool = False,
+    scenarios: ScenarioSet | None = None,
+) -> Trajectory:
     """Read one trajectory file (``-`` reads standard input). Only regular files are read, within
     the size limit of :mod:`evalkit.trajectory.input_files`; lines are parsed as they are read."""
     name = str(path)
@@ -374,4 +409,3 @@ def expand_paths(paths: Iterable[str | Path], warn: Warn | None = None) -> Itera
     from evalkit.engines.sources import expand
 
     return expand(paths, warn, urls=False)
-

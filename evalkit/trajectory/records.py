@@ -12,11 +12,22 @@ the tool name, ``args`` (an object), ``is_error``, ``step`` / ``call_index``, th
 ``adapter.provider``). Integers are 64-bit (they are stored in SQLite columns). Everything else
 (texts, results, payloads, snapshots) is kept as recorded.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr, TypeAdapter, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictStr,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from evalkit.trajectory.scenario import Scenario
@@ -63,14 +74,18 @@ class Meta(_Record):
         return adapter
 
     @model_validator(mode="after")
-    def _approvals_on_surface(self) -> "Meta":
+    def _approvals_on_surface(self) -> Meta:
         # a gate whose approval the agent could not call can never be satisfied: say so, not score it
         if self.tool_surface is not None:
             for i, gate in enumerate(self.scenario.ground_truth.gated_actions):
                 if gate.approval.tool not in self.tool_surface:
-                    raise PydanticCustomError("approval_off_surface", (
-                        f'scenario.ground_truth.gated_actions[{i}].approval.tool: "{gate.approval.tool}" is not on '
-                        "the tool surface, so no call can approve the gated tool"))
+                    raise PydanticCustomError(
+                        "approval_off_surface",
+                        (
+                            f'scenario.ground_truth.gated_actions[{i}].approval.tool: "{gate.approval.tool}" is not on '
+                            "the tool surface, so no call can approve the gated tool"
+                        ),
+                    )
         return self
 
     @property
@@ -176,18 +191,31 @@ class Call:
 
     __slots__ = ("name", "args", "is_error", "step", "call_index", "result")
 
-    def __init__(self, name: str, args: dict[str, Any], is_error: bool, step: int | None, call_index: int | None,
-                 result: Any = None):
+    def __init__(
+        self,
+        name: str,
+        args: dict[str, Any],
+        is_error: bool,
+        step: int | None,
+        call_index: int | None,
+        result: Any = None,
+    ):
         self.name, self.args, self.is_error, self.step, self.call_index = name, args, is_error, step, call_index
         self.result = result  # kept only for calls that may approve a gated call (the rest need none)
 
     @classmethod
-    def of(cls, record: ToolCall, keep_result: bool = False) -> "Call":
-        return cls(record.name, record.args, record.is_error, record.step, record.call_index,
-                   record.result if keep_result else None)
+    def of(cls, record: ToolCall, keep_result: bool = False) -> Call:
+        return cls(
+            record.name,
+            record.args,
+            record.is_error,
+            record.step,
+            record.call_index,
+            record.result if keep_result else None,
+        )
 
     @classmethod
-    def read(cls, record: ToolCall) -> "Call":
+    def read(cls, record: ToolCall) -> Call:
         key = (record.name, record.is_error)
         call = _READS.get(key)
         if call is None:

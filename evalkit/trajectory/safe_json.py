@@ -20,6 +20,7 @@ Rules (the same for trajectories, importers, ratings files and verdict files):
 The parser is jiter (pydantic-core's parser, with duplicate-key detection). A text it finds too
 deep is scanned (without recursion) to tell a value cut short from one that is complete but too deep.
 """
+
 from __future__ import annotations
 
 import re
@@ -103,7 +104,7 @@ def loads(data: bytes | str) -> Any:
     if reason.startswith("EOF while parsing"):
         raise JSONProblem(f"{reason}{column}", line, truncated=True)
     if reason.startswith("Detected duplicate key "):
-        raise JSONProblem(f"duplicate key {reason[len('Detected duplicate key '):]}", line)
+        raise JSONProblem(f"duplicate key {reason[len('Detected duplicate key ') :]}", line)
     if reason.startswith("number out of range"):
         raise JSONProblem(f"integer too large (more than {MAX_INT_DIGITS} digits){column}", line)
     raise JSONProblem(f"{reason}{column}", line)

@@ -13,6 +13,7 @@ user's and are kept. So is a rule that cannot hold (an action both required and 
 same arguments, a regex that does not compile, a gated tool that is not a command tool). The
 scenario's own top level stays open (``task_prompt``, a harness's own fields).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -20,13 +21,12 @@ import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, Any, ClassVar, Literal
-
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError, to_json
 
-from evalkit.trajectory.values import SET_CONTROL, control_key, freeze, match_key, sha256_hex
+from evalkit.trajectory.values import SET_CONTROL, control_key, match_key, sha256_hex
 
 TASK_PROMPT_FIELDS = ("task_prompt", "prompt", "task", "instruction", "instructions", "briefing", "description")
 ARGS_MODES = ("exact", "contains", "within", "ignore")
@@ -34,10 +34,23 @@ COMPARE_WORDS = ("exact", "casefold", "ignore", "nonempty")
 COMPARE_FORMS = ("regex", "abs_tol", "rel_tol", "one_of")
 USER_PREFIX = "x_"
 # Words other harnesses use for a key evalkit spells differently (agentevals, tau2, OpenAI specs).
-_SYNONYMS = {"arguments": "args", "params": "args", "parameters": "args", "kwargs": "args", "name": "tool",
-             "function": "tool", "compare_args": "keys", "tool_args_match_mode": "mode",
-             "tool_args_match_overrides": "tools", "forbidden": "forbidden_actions", "optional": "optional_actions",
-             "gated": "gated_actions", "approvals": "gated_actions", "steps": "procedure", "blocks": "procedure"}
+_SYNONYMS = {
+    "arguments": "args",
+    "params": "args",
+    "parameters": "args",
+    "kwargs": "args",
+    "name": "tool",
+    "function": "tool",
+    "compare_args": "keys",
+    "tool_args_match_mode": "mode",
+    "tool_args_match_overrides": "tools",
+    "forbidden": "forbidden_actions",
+    "optional": "optional_actions",
+    "gated": "gated_actions",
+    "approvals": "gated_actions",
+    "steps": "procedure",
+    "blocks": "procedure",
+}
 
 
 def suggestion(key: str, known: tuple[str, ...] | list[str]) -> str:
@@ -85,15 +98,23 @@ def _check_compare(key: str, rule: Any) -> None:
     if isinstance(rule, str):
         if rule not in COMPARE_WORDS:
             forms = COMPARE_WORDS + COMPARE_FORMS
-            raise _problem("bad_compare", f'{where}: unknown rule "{rule}"{suggestion(rule, forms)} '
-                           f"(one of {', '.join(COMPARE_WORDS)}, or an object with one of {', '.join(COMPARE_FORMS)})")
+            raise _problem(
+                "bad_compare",
+                f'{where}: unknown rule "{rule}"{suggestion(rule, forms)} '
+                f"(one of {', '.join(COMPARE_WORDS)}, or an object with one of {', '.join(COMPARE_FORMS)})",
+            )
         return
     if not isinstance(rule, dict) or len(rule) != 1:
-        raise _problem("bad_compare", f"{where}: expected one of {', '.join(COMPARE_WORDS)} or an object with one "
-                       f"key ({', '.join(COMPARE_FORMS)})")
-    (form, param), = rule.items()
+        raise _problem(
+            "bad_compare",
+            f"{where}: expected one of {', '.join(COMPARE_WORDS)} or an object with one "
+            f"key ({', '.join(COMPARE_FORMS)})",
+        )
+    ((form, param),) = rule.items()
     if form not in COMPARE_FORMS:
-        raise _problem("bad_compare", f'{where}: unknown rule "{form}"{suggestion(form, COMPARE_FORMS + COMPARE_WORDS)}')
+        raise _problem(
+            "bad_compare", f'{where}: unknown rule "{form}"{suggestion(form, COMPARE_FORMS + COMPARE_WORDS)}'
+        )
     if form == "regex":
         if not isinstance(param, str):
             raise _problem("bad_compare", f"{where}.regex: expected a string")
@@ -122,11 +143,13 @@ class ArgsRule(_Strict):
     @classmethod
     def _mode(cls, mode: Any) -> Any:
         if isinstance(mode, str) and mode not in ARGS_MODES:
-            raise _problem("bad_mode", f'unknown mode "{mode}"{suggestion(mode, ARGS_MODES)} (one of {", ".join(ARGS_MODES)})')
+            raise _problem(
+                "bad_mode", f'unknown mode "{mode}"{suggestion(mode, ARGS_MODES)} (one of {", ".join(ARGS_MODES)})'
+            )
         return mode
 
     @model_validator(mode="after")
-    def _coherent(self) -> "ArgsRule":
+    def _coherent(self) -> ArgsRule:
         if self.keys is not None and self.mode is not None:
             raise _problem("keys_and_mode", "give either keys (compare only these) or mode, not both")
         for key in self.keys or ():
@@ -135,7 +158,7 @@ class ArgsRule(_Strict):
         for key, rule in (self.compare or {}).items():
             _check_compare(key, rule)
             if "." in key and key not in (self.keys or ()):
-                raise _problem("bad_key", f'compare.{key}: a dotted path is compared only when keys lists it')
+                raise _problem("bad_key", f"compare.{key}: a dotted path is compared only when keys lists it")
         return self
 
 
@@ -155,7 +178,7 @@ class Action(_Strict):
     severity: Literal["dangerous", "anti_procedure"] | None = None
 
     @model_validator(mode="after")
-    def _one_form(self) -> "Action":
+    def _one_form(self) -> Action:
         if self.tool is None and self.control is None:
             raise ValueError("an action needs either 'control' (with 'value') or 'tool' (with 'args')")
         if self.tool is None and "value" not in self.model_fields_set:
@@ -215,16 +238,22 @@ class GroundTruth(_Strict):
     target: Any = None  # a reference answer (imported inspect_ai samples)
 
     @model_validator(mode="after")
-    def _forbidden_have_severity(self) -> "GroundTruth":
+    def _forbidden_have_severity(self) -> GroundTruth:
         for i, action in enumerate(self.forbidden_actions):
             if action.severity is None:
                 raise ValueError(f"forbidden_actions[{i}] has no severity (dangerous or anti_procedure)")
-        required = {a.key: f"procedure[{bi}].actions[{ai}]"
-                    for bi, b in enumerate(self.procedure) for ai, a in enumerate(b.actions)}
+        required = {
+            a.key: f"procedure[{bi}].actions[{ai}]"
+            for bi, b in enumerate(self.procedure)
+            for ai, a in enumerate(b.actions)
+        }
         for i, action in enumerate(self.forbidden_actions):
             if not action.wildcard and action.key in required:
-                raise _problem("contradiction", f"forbidden_actions[{i}] is also required, with the same arguments "
-                               f"({required[action.key]}): no run can satisfy both")
+                raise _problem(
+                    "contradiction",
+                    f"forbidden_actions[{i}] is also required, with the same arguments "
+                    f"({required[action.key]}): no run can satisfy both",
+                )
         return self
 
 
@@ -264,16 +293,26 @@ class Scenario(_Open):
         if not isinstance(data, dict):
             return []
         known = tuple(cls.model_fields)
-        return [k for k in data if isinstance(k, str) and k not in known and not k.startswith(USER_PREFIX)
-                and k not in TASK_PROMPT_FIELDS and difflib.get_close_matches(k, known, n=1, cutoff=0.8)]
+        return [
+            k
+            for k in data
+            if isinstance(k, str)
+            and k not in known
+            and not k.startswith(USER_PREFIX)
+            and k not in TASK_PROMPT_FIELDS
+            and difflib.get_close_matches(k, known, n=1, cutoff=0.8)
+        ]
 
     @model_validator(mode="after")
-    def _gates_are_commands(self) -> "Scenario":
+    def _gates_are_commands(self) -> Scenario:
         if self.command_tools is not None:
             for i, gate in enumerate(self.ground_truth.gated_actions):
                 if gate.tool not in self.command_tools:
-                    raise _problem("gate_not_command", f'ground_truth.gated_actions[{i}]: tool "{gate.tool}" is not in '
-                                   "command_tools, so its calls are reads and no gate applies to them")
+                    raise _problem(
+                        "gate_not_command",
+                        f'ground_truth.gated_actions[{i}]: tool "{gate.tool}" is not in '
+                        "command_tools, so its calls are reads and no gate applies to them",
+                    )
         return self
 
     def commands(self) -> frozenset[str]:
@@ -286,15 +325,16 @@ class Scenario(_Open):
             return frozenset(self.command_tools)
         gt = self.ground_truth
         actions = [a for b in gt.procedure for a in b.actions] + gt.optional_actions + gt.forbidden_actions
-        return frozenset({SET_CONTROL} | {a.tool for a in actions if a.tool is not None}
-                         | {g.tool for g in gt.gated_actions})
+        return frozenset(
+            {SET_CONTROL} | {a.tool for a in actions if a.tool is not None} | {g.tool for g in gt.gated_actions}
+        )
 
     def required(self) -> list[tuple[int, int, Action]]:
         """Required actions in ground-truth order as (block index, action index, action)."""
         return [(bi, ai, a) for bi, b in enumerate(self.ground_truth.procedure) for ai, a in enumerate(b.actions)]
 
     @cached_property
-    def index(self) -> "ScenarioIndex":
+    def index(self) -> ScenarioIndex:
         """What the scorer derives from the ground truth, computed once per scenario object (the
         reader shares one object among runs of the same scenario)."""
         gt = self.ground_truth
@@ -310,8 +350,12 @@ class Scenario(_Open):
             if bi < required[j][0] or ordered[bi]
         )
         listed = [a for _, _, a in required] + gt.optional_actions + gt.forbidden_actions
-        plain = (gt.args_match is None and not gt.gated_actions and all(a.args_match is None for a in listed)
-                 and not any(a.wildcard for a in gt.optional_actions + gt.forbidden_actions))
+        plain = (
+            gt.args_match is None
+            and not gt.gated_actions
+            and all(a.args_match is None for a in listed)
+            and not any(a.wildcard for a in gt.optional_actions + gt.forbidden_actions)
+        )
         return ScenarioIndex(
             required=required,
             required_keys=frozenset(a.key for _, _, a in required),

@@ -11,6 +11,7 @@ its scenario takes it from ``scenarios.json`` (else ``scenarios.toml``) in its o
 Problems are reported as ``path:line: scenario.<field path>: reason``; :func:`scenario_problems`
 lists them all (``evalkit check``), :func:`load_scenarios` raises the first.
 """
+
 from __future__ import annotations
 
 import json
@@ -139,13 +140,20 @@ def _line_of(entry: Entry, loc: tuple[Any, ...], message: str) -> int | None:
 def scenario_problems(entry: Entry) -> tuple[Scenario | None, list[InputError]]:
     """The scenario of ``entry`` and every problem found in it (none: the scenario is usable)."""
     if not isinstance(entry.raw, dict):
-        return None, [InputError(entry.path, entry.line, f"scenario: expected an object, got {type(entry.raw).__name__}")]
+        return None, [
+            InputError(entry.path, entry.line, f"scenario: expected an object, got {type(entry.raw).__name__}")
+        ]
     problems = []
     raw = entry.raw
     typos = Scenario.typos(raw)
     for key in typos:  # reported here one by one, so that the rest is still checked
-        problems.append(InputError(entry.path, _line_of(entry, (), f'unknown key "{key}"'),
-                                   f'scenario: unknown key "{key}"{suggestion(key, tuple(Scenario.model_fields))}'))
+        problems.append(
+            InputError(
+                entry.path,
+                _line_of(entry, (), f'unknown key "{key}"'),
+                f'scenario: unknown key "{key}"{suggestion(key, tuple(Scenario.model_fields))}',
+            )
+        )
     raw = {k: v for k, v in raw.items() if k not in typos}
     try:
         scenario = Scenario.model_validate(raw)
@@ -153,7 +161,9 @@ def scenario_problems(entry: Entry) -> tuple[Scenario | None, list[InputError]]:
     except ValidationError as exc:
         for err in exc.errors():
             message = err["msg"].removeprefix("Value error, ")
-            problems.append(InputError(entry.path, _line_of(entry, err['loc'], message), f"{_where(err['loc'])}: {message}"))
+            problems.append(
+                InputError(entry.path, _line_of(entry, err["loc"], message), f"{_where(err['loc'])}: {message}")
+            )
         return None, problems
 
 
@@ -169,8 +179,11 @@ def load_scenarios(paths: Iterable[str | Path]) -> ScenarioSet:
             assert scenario is not None
             where = f"{entry.path}:{entry.line}" if entry.line is not None else entry.path
             if scenario.id in by_id:
-                raise InputError(entry.path, entry.line, f'scenario.id: "{scenario.id}" is already the id of the '
-                                 f"scenario at {by_id[scenario.id][1]}")
+                raise InputError(
+                    entry.path,
+                    entry.line,
+                    f'scenario.id: "{scenario.id}" is already the id of the scenario at {by_id[scenario.id][1]}',
+                )
             by_id[scenario.id] = (entry.raw, where)
     return ScenarioSet(by_id)
 
@@ -222,8 +235,12 @@ def fill_scenario(meta: dict[str, Any], scenarios: ScenarioSet | None, path: str
     if scenarios is None:
         beside = scenarios_beside(path)
         if beside is None:
-            raise InputError(path, lineno, f'meta.scenario_id: "{sid}" names a scenario that is not embedded: '
-                             f"pass the file that holds it (--scenarios FILE) or put it beside the run ({BESIDE_NAMES[0]})")
+            raise InputError(
+                path,
+                lineno,
+                f'meta.scenario_id: "{sid}" names a scenario that is not embedded: '
+                f"pass the file that holds it (--scenarios FILE) or put it beside the run ({BESIDE_NAMES[0]})",
+            )
         scenarios, where = beside[0], f"{beside[1]} (the scenario file beside the run)"
     if sid not in scenarios:
         raise InputError(path, lineno, f'meta.scenario_id: no scenario "{sid}" in {where}')
@@ -235,8 +252,9 @@ _HASHES: dict[bytes, str | None] = {}  # a file scenario's JSON -> its content h
 _HASHES_MAX = 256
 
 
-def warn_if_differs(meta: dict[str, Any], scenarios: ScenarioSet, path: str, lineno: int,
-                    warn: Callable[[str], None] | None) -> None:
+def warn_if_differs(
+    meta: dict[str, Any], scenarios: ScenarioSet, path: str, lineno: int, warn: Callable[[str], None] | None
+) -> None:
     """Warn when the scenario a run embeds differs from the file's scenario of the same id."""
     embedded = meta.get("scenario")
     if warn is None or not isinstance(embedded, Scenario) or embedded.id not in scenarios:
@@ -252,5 +270,7 @@ def warn_if_differs(meta: dict[str, Any], scenarios: ScenarioSet, path: str, lin
             _HASHES[key] = None  # reported when the file was loaded
     theirs = _HASHES[key]
     if theirs is not None and theirs != embedded.content_hash:
-        warn(f'{path}:{lineno}: warning: the embedded scenario "{embedded.id}" ({embedded.content_hash}) differs from '
-             f"the one of the same id at {where} ({theirs}); the embedded one is scored (it is what the run saw)")
+        warn(
+            f'{path}:{lineno}: warning: the embedded scenario "{embedded.id}" ({embedded.content_hash}) differs from '
+            f"the one of the same id at {where} ({theirs}); the embedded one is scored (it is what the run saw)"
+        )

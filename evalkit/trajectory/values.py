@@ -7,6 +7,7 @@ Non-finite numbers (``NaN``, ``Infinity``, ``1e400``) are read (Python recorders
 nothing, themselves included: a command whose value is NaN matches no ground-truth action. On output
 they become ``null`` (:func:`finite`), so every JSON evalkit writes is standard JSON.
 """
+
 from __future__ import annotations
 
 import hashlib

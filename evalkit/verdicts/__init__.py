@@ -2,6 +2,7 @@
 
 The names of the former ``evalkit/verdicts.py`` are looked up lazily in :mod:`evalkit.verdicts.analysis`.
 """
+
 from __future__ import annotations
 
 

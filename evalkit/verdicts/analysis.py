@@ -24,6 +24,7 @@ Choices where the seed is silent:
 
 Nothing here writes a result file; :func:`write_json` writes only the optional summary.
 """
+
 from __future__ import annotations
 
 import json
@@ -95,15 +96,17 @@ def _rows(payload: Any, labels: Sequence[str], source: str) -> tuple[list[dict[s
         if ms is not None and not (_number(ms) and ms >= 0):
             raise bad(f"{where}.ms", f"expected a non-negative number, got {ms!r}")
         sl = row.get("slice")
-        rows.append({
-            "index": i,
-            "command": row.get("command"),
-            "truth": truth,
-            "pred": row.get("pred"),
-            "slice": "(none)" if sl is None else str(sl),
-            "probs": _usable_probs(row.get("probs"), labels),
-            "ms": None if ms is None else float(ms),
-        })
+        rows.append(
+            {
+                "index": i,
+                "command": row.get("command"),
+                "truth": truth,
+                "pred": row.get("pred"),
+                "slice": "(none)" if sl is None else str(sl),
+                "probs": _usable_probs(row.get("probs"), labels),
+                "ms": None if ms is None else float(ms),
+            }
+        )
     return rows, cost
 
 
@@ -117,8 +120,9 @@ def _ratio(num: int, den: int) -> dict[str, Any]:
     return {"value": num / den, "reason": None, "agree": num, "n": den}
 
 
-def score_payload(payload: Any, order: Sequence[str] = DEFAULT_ORDER, threshold: float = DEFAULT_THRESHOLD,
-                  source: str = "<payload>") -> dict[str, Any]:
+def score_payload(
+    payload: Any, order: Sequence[str] = DEFAULT_ORDER, threshold: float = DEFAULT_THRESHOLD, source: str = "<payload>"
+) -> dict[str, Any]:
     """Score one parsed result file. Raises :class:`evalkit.errors.InputError` for a bad file.
 
     ``order`` lists labels most permissive first. Returns a JSON-ready dict: ``file, model,
@@ -137,14 +141,24 @@ def score_payload(payload: Any, order: Sequence[str] = DEFAULT_ORDER, threshold:
     cmp = compare(
         [position.get(r["pred"], -1) if isinstance(r["pred"], str) else -1 for r in rows],
         [position[r["truth"]] for r in rows],
-        labels, more_credit="lower", probabilities=[r["probs"] for r in rows], threshold=threshold,
+        labels,
+        more_credit="lower",
+        probabilities=[r["probs"] for r in rows],
+        threshold=threshold,
         slices=[r["slice"] for r in rows],
     )
     cal = cmp.calibration
 
-    slices = [{"slice": name, **_ratio(sub.agree, sub.n), "grants_more": sub.more_credit,
-               "grants_less": sub.less_credit, "invalid_pred": sub.invalid}
-              for name, sub in cmp.slices.items()]
+    slices = [
+        {
+            "slice": name,
+            **_ratio(sub.agree, sub.n),
+            "grants_more": sub.more_credit,
+            "grants_less": sub.less_credit,
+            "invalid_pred": sub.invalid,
+        }
+        for name, sub in cmp.slices.items()
+    ]
 
     ms = [r["ms"] for r in rows if r["ms"] is not None]
     median_ms, mean_after_first = median_and_mean_after_first(ms)
@@ -152,8 +166,14 @@ def score_payload(payload: Any, order: Sequence[str] = DEFAULT_ORDER, threshold:
 
     top_by_row = dict(zip(cal.rows, cal.top.tolist()))
     misses_more = [
-        {"index": r["index"], "slice": r["slice"], "truth": r["truth"], "pred": r["pred"],
-         "top_prob": top_by_row.get(i), "command": r["command"]}
+        {
+            "index": r["index"],
+            "slice": r["slice"],
+            "truth": r["truth"],
+            "pred": r["pred"],
+            "top_prob": top_by_row.get(i),
+            "command": r["command"],
+        }
         for i, r in enumerate(rows)
         if cmp.more_credit_rows[i]
     ]
@@ -168,8 +188,12 @@ def score_payload(payload: Any, order: Sequence[str] = DEFAULT_ORDER, threshold:
         "order": labels,
         "agreement": _ratio(cmp.agree, n),
         "cohen_kappa": cmp.cohen_kappa if n else {"value": None, "reason": "no rows"},
-        "confusion": {"rows": "truth", "columns": "pred", "labels": labels,
-                      "matrix": [list(col) for col in zip(*cmp.confusion)]},
+        "confusion": {
+            "rows": "truth",
+            "columns": "pred",
+            "labels": labels,
+            "matrix": [list(col) for col in zip(*cmp.confusion)],
+        },
         "slices": slices,
         "direction": {"grants_more": cmp.more_credit, "grants_less": cmp.less_credit, "invalid_pred": cmp.invalid},
         "calibration": {
@@ -187,8 +211,9 @@ def score_payload(payload: Any, order: Sequence[str] = DEFAULT_ORDER, threshold:
     }
 
 
-def score_result_file(path: str | os.PathLike[str], order: Sequence[str] = DEFAULT_ORDER,
-               threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
+def score_result_file(
+    path: str | os.PathLike[str], order: Sequence[str] = DEFAULT_ORDER, threshold: float = DEFAULT_THRESHOLD
+) -> dict[str, Any]:
     """Read and score one result file (read-only). Raises InputError naming the file (and the
     line for JSON syntax errors, the field otherwise)."""
     from evalkit.trajectory import input_files, safe_json
@@ -263,8 +288,10 @@ def render_verdict_text(score: dict[str, Any]) -> str:
         f"{tag} cohen kappa (pred vs truth): {_stat(score['cohen_kappa'])}",
     ]
     for s in score["slices"]:
-        lines.append(f"{tag} agreement in slice {ascii_text(s['slice'])}: {_f(s['value'])} ({s['agree']} of {s['n']}),"
-                     f" errors granting more: {s['grants_more']}, granting less: {s['grants_less']}")
+        lines.append(
+            f"{tag} agreement in slice {ascii_text(s['slice'])}: {_f(s['value'])} ({s['agree']} of {s['n']}),"
+            f" errors granting more: {s['grants_more']}, granting less: {s['grants_less']}"
+        )
     lines += [
         f"{tag} errors granting MORE permission than truth: {d['grants_more']}",
         f"{tag} errors granting LESS permission than truth: {d['grants_less']}",
@@ -273,22 +300,32 @@ def render_verdict_text(score: dict[str, Any]) -> str:
         f"{tag} expected calibration error (10 bins): {_stat(cal['ece'])}",
     ]
     for b in cal["bands"]:
-        lines.append(f"{tag} reliability band {b['band']}: n {b['n']}, mean confidence {_f(b['mean_confidence'])},"
-                     f" accuracy {_f(b['accuracy'])}")
-    lines.append(f"{tag} escalation below {esc['threshold']:.2f}: escalated {esc['escalated']} of {esc['n']},"
-                 f" catches {esc['misses_caught']} of {esc['misses']} misses,"
-                 f" uncaught misses granting more: {esc['misses_uncaught_granting_more']}")
-    lines.append(f"{tag} latency median: {_f(lat['median_ms'], 1)} ms, mean excluding first call:"
-                 f" {_f(lat['mean_ms_excluding_first'], 1)} ms ({lat['n']} calls)")
+        lines.append(
+            f"{tag} reliability band {b['band']}: n {b['n']}, mean confidence {_f(b['mean_confidence'])},"
+            f" accuracy {_f(b['accuracy'])}"
+        )
+    lines.append(
+        f"{tag} escalation below {esc['threshold']:.2f}: escalated {esc['escalated']} of {esc['n']},"
+        f" catches {esc['misses_caught']} of {esc['misses']} misses,"
+        f" uncaught misses granting more: {esc['misses_uncaught_granting_more']}"
+    )
+    lines.append(
+        f"{tag} latency median: {_f(lat['median_ms'], 1)} ms, mean excluding first call:"
+        f" {_f(lat['mean_ms_excluding_first'], 1)} ms ({lat['n']} calls)"
+    )
     if score["cost_usd"] is not None:
-        lines.append(f"{tag} cost: {score['cost_usd']:.4f} USD total, {_f(score['cost_per_decision_usd'], 6)} USD per decision")
+        lines.append(
+            f"{tag} cost: {score['cost_usd']:.4f} USD total, {_f(score['cost_per_decision_usd'], 6)} USD per decision"
+        )
     else:
         lines.append(f"{tag} cost: not recorded in the file")
     misses = score["misses_granting_more"]
     for m in misses[:MISS_LINES]:
-        lines.append(f"{tag} miss granting more: row {m['index']} slice {ascii_text(m['slice'])}"
-                     f" truth {m['truth']} pred {ascii_text(m['pred'])} top prob {_f(m['top_prob'], 2)}"
-                     f" command {ascii_text(m['command'])}")
+        lines.append(
+            f"{tag} miss granting more: row {m['index']} slice {ascii_text(m['slice'])}"
+            f" truth {m['truth']} pred {ascii_text(m['pred'])} top prob {_f(m['top_prob'], 2)}"
+            f" command {ascii_text(m['command'])}"
+        )
     if len(misses) > MISS_LINES:
         lines.append(f"{tag} misses granting more not listed: {len(misses) - MISS_LINES} (see --json-out)")
     return "\n".join(lines)
@@ -307,27 +344,79 @@ def verdict_tables(scores: Sequence[dict[str, Any]]) -> list[Table]:
     for s in scores:
         who = [t(s["model"]), t(s["condition"])]
         c, e, lat = s["calibration"], s["calibration"]["escalation"], s["latency"]
-        summary.append(who + [
-            s["n"], _f(s["agreement"]["value"]), _f(s["cohen_kappa"]["value"]), s["direction"]["grants_more"],
-            s["direction"]["grants_less"], _f(c["brier"]["value"]), _f(c["ece"]["value"]), f"{e['escalated']}/{e['n']}",
-            f"{e['misses_caught']}/{e['misses']}", _f(lat["median_ms"], 1), _f(lat["mean_ms_excluding_first"], 1),
-            _f(s["cost_usd"], 4)])
-        slices += [who + [t(sl["slice"]), sl["n"], _f(sl["value"]), sl["grants_more"], sl["grants_less"]]
-                   for sl in s["slices"]]
+        summary.append(
+            who
+            + [
+                s["n"],
+                _f(s["agreement"]["value"]),
+                _f(s["cohen_kappa"]["value"]),
+                s["direction"]["grants_more"],
+                s["direction"]["grants_less"],
+                _f(c["brier"]["value"]),
+                _f(c["ece"]["value"]),
+                f"{e['escalated']}/{e['n']}",
+                f"{e['misses_caught']}/{e['misses']}",
+                _f(lat["median_ms"], 1),
+                _f(lat["mean_ms_excluding_first"], 1),
+                _f(s["cost_usd"], 4),
+            ]
+        )
+        slices += [
+            who + [t(sl["slice"]), sl["n"], _f(sl["value"]), sl["grants_more"], sl["grants_less"]] for sl in s["slices"]
+        ]
         bands += [who + [b["band"], b["n"], _f(b["mean_confidence"]), _f(b["accuracy"])] for b in c["bands"]]
-        misses += [who + [m["index"], t(m["slice"]), t(m["truth"]), t(m["pred"]), _f(m["top_prob"], 2), Markdown(md_code(t(m["command"])), t(m["command"]))]
-                   for m in s["misses_granting_more"]]
+        misses += [
+            who
+            + [
+                m["index"],
+                t(m["slice"]),
+                t(m["truth"]),
+                t(m["pred"]),
+                _f(m["top_prob"], 2),
+                Markdown(md_code(t(m["command"])), t(m["command"])),
+            ]
+            for m in s["misses_granting_more"]
+        ]
     who = ["model", "condition"]
     return [
-        Table(who + ["n", "agreement", "kappa", "grants more", "grants less", "brier", "ECE", "escalated",
-                     "misses caught", "median ms", "mean ms excl. first", "cost USD"], summary,
-              title="Verdicts: summary", numeric=set(range(2, 14))),
-        Table(who + ["slice", "n", "agreement", "grants more", "grants less"], slices,
-              title="Verdicts: agreement by slice", numeric={3, 4, 5, 6}),
-        Table(who + ["band", "n", "mean confidence", "accuracy"], bands,
-              title="Verdicts: reliability bands (top probability)", numeric={3, 4, 5}),
-        Table(who + ["row", "slice", "truth", "pred", "top prob", "command"], misses,
-              title="Verdicts: errors granting more permission than truth", numeric={2, 6}),
+        Table(
+            who
+            + [
+                "n",
+                "agreement",
+                "kappa",
+                "grants more",
+                "grants less",
+                "brier",
+                "ECE",
+                "escalated",
+                "misses caught",
+                "median ms",
+                "mean ms excl. first",
+                "cost USD",
+            ],
+            summary,
+            title="Verdicts: summary",
+            numeric=set(range(2, 14)),
+        ),
+        Table(
+            who + ["slice", "n", "agreement", "grants more", "grants less"],
+            slices,
+            title="Verdicts: agreement by slice",
+            numeric={3, 4, 5, 6},
+        ),
+        Table(
+            who + ["band", "n", "mean confidence", "accuracy"],
+            bands,
+            title="Verdicts: reliability bands (top probability)",
+            numeric={3, 4, 5},
+        ),
+        Table(
+            who + ["row", "slice", "truth", "pred", "top prob", "command"],
+            misses,
+            title="Verdicts: errors granting more permission than truth",
+            numeric={2, 6},
+        ),
     ]
 
 
@@ -346,8 +435,12 @@ def write_json(path: str | os.PathLike[str], summary: dict[str, Any]) -> None:
     write_text_atomic(path, json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
 
 
-def score_result_files(paths: Sequence[str], patterns: Sequence[str] = (), order: Sequence[str] = DEFAULT_ORDER,
-                threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
+def score_result_files(
+    paths: Sequence[str],
+    patterns: Sequence[str] = (),
+    order: Sequence[str] = DEFAULT_ORDER,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> dict[str, Any]:
     """Find and score files. Returns ``{"order", "threshold", "files": [score...], "errors": [str]}``;
     a bad file becomes one error line and the others are still scored."""
     files, missing = find_files(paths, patterns)

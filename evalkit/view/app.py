@@ -24,6 +24,7 @@ The database is opened read-only; the review tables are the only thing written
 (:class:`evalkit.db.reviews.ReviewTables`). Requests are served one at a time on the event loop's
 thread, which owns the SQLite connections.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,11 +48,16 @@ from evalkit.present.safe import sanitize
 from evalkit.view import drilldown
 from evalkit.view.queries import NotFound, ReviewError, ViewData
 
-CSP = ("default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; img-src 'self'; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; img-src 'self'; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
 SECURITY_HEADERS = [
-    (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"), (b"x-frame-options", b"DENY"),
-    (b"cache-control", b"no-store"), (b"cross-origin-opener-policy", b"same-origin"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+    (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -94,8 +100,11 @@ class LocalOnly:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "").lower()
         if host not in self.hosts:
-            return await _plain(421, "evalkit view: this server answers only to its own address (Host "
-                                     f"{sanitize(host) or 'missing'} refused)")(scope, receive, send)
+            return await _plain(
+                421,
+                "evalkit view: this server answers only to its own address (Host "
+                f"{sanitize(host) or 'missing'} refused)",
+            )(scope, receive, send)
         if scope["method"] not in ("GET", "HEAD"):
             origin = headers.get("origin")
             if (origin is not None and origin not in self.origins) or headers.get("sec-fetch-site") == "cross-site":
@@ -106,21 +115,34 @@ class LocalOnly:
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
                 message = dict(message)
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS,
-                                      (b"content-security-policy", CSP.format(nonce=nonce).encode())]
+                message["headers"] = [
+                    *message.get("headers", []),
+                    *SECURITY_HEADERS,
+                    (b"content-security-policy", CSP.format(nonce=nonce).encode()),
+                ]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
 
 
 def _plain(status: int, text: str) -> Response:
-    return PlainTextResponse(text + "\n", status_code=status, headers=dict(
-        (k.decode(), v.decode()) for k, v in SECURITY_HEADERS) | {"content-security-policy": "default-src 'none'"})
+    return PlainTextResponse(
+        text + "\n",
+        status_code=status,
+        headers=dict((k.decode(), v.decode()) for k, v in SECURITY_HEADERS)
+        | {"content-security-policy": "default-src 'none'"},
+    )
 
 
 def _environment() -> Environment:
-    env = Environment(loader=PackageLoader("evalkit.view", "templates"), autoescape=True, finalize=shown,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("evalkit.view", "templates"),
+        autoescape=True,
+        finalize=shown,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["runurl"] = lambda run_id: "/runs/" + quote(str(run_id), safe="")
     env.filters["j"] = lambda v: json.dumps(v, ensure_ascii=False, indent=1, sort_keys=False)
     env.filters["label"] = lambda v: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
@@ -139,8 +161,15 @@ def _num(value: Any) -> str:
     return str(value)
 
 
-def create_app(data: ViewData, *, host: str = "127.0.0.1", port: int = 8765, reviewer: str | None = None,
-               extra_hosts: tuple[str, ...] = (), csrf_token: str | None = None) -> Any:
+def create_app(
+    data: ViewData,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    reviewer: str | None = None,
+    extra_hosts: tuple[str, ...] = (),
+    csrf_token: str | None = None,
+) -> Any:
     """The ASGI app over ``data`` (opened on startup, in the serving thread, and closed on
     shutdown), accepting requests addressed to ``host:port``."""
     env = _environment()
@@ -151,8 +180,13 @@ def create_app(data: ViewData, *, host: str = "127.0.0.1", port: int = 8765, rev
         revealed = context.pop("revealed", False)
         context.setdefault("title", name.removesuffix(".html"))
         html = env.get_template(name).render(
-            nonce=request.state.nonce, db_name=db_name, revealed=revealed, reveal_qs="?reveal=1" if revealed else "",
-            qs=lambda **changes: _qs(request, changes), **context)
+            nonce=request.state.nonce,
+            db_name=db_name,
+            revealed=revealed,
+            reveal_qs="?reveal=1" if revealed else "",
+            qs=lambda **changes: _qs(request, changes),
+            **context,
+        )
         return HTMLResponse(html, status_code=status)
 
     def error_page(request: Request, status: int, heading: str, message: str) -> HTMLResponse:
@@ -171,7 +205,9 @@ def create_app(data: ViewData, *, host: str = "127.0.0.1", port: int = 8765, rev
             result = data.list_runs(dict(request.query_params))
         except ValueError as exc:
             return error_page(request, 400, "Bad filter", str(exc))
-        return page(request, "runs.html", page=result, facets=data.facets(), title="Runs", revealed=is_revealed(request))
+        return page(
+            request, "runs.html", page=result, facets=data.facets(), title="Runs", revealed=is_revealed(request)
+        )
 
     async def run_page(request: Request) -> Response:
         refreshed()
@@ -188,10 +224,23 @@ def create_app(data: ViewData, *, host: str = "127.0.0.1", port: int = 8765, rev
         saved = request.query_params.get("saved") == "1"
         revealed = is_revealed(request) or saved or current is not None
         pairings = sorted({d["pairing"] for d in run["disagreements"]}, key=run["pairings"].index)
-        return page(request, "run.html", status, run=run, title=run["run_id"], revealed=revealed, saved=saved,
-                    saved_blind=request.query_params.get("blind") == "1", csrf=token, reviewer=who,
-                    current=current, verdicts=VERDICTS, verdict_pairings=pairings, error=error,
-                    steps=drilldown.run_steps(run["transcript"]))
+        return page(
+            request,
+            "run.html",
+            status,
+            run=run,
+            title=run["run_id"],
+            revealed=revealed,
+            saved=saved,
+            saved_blind=request.query_params.get("blind") == "1",
+            csrf=token,
+            reviewer=who,
+            current=current,
+            verdicts=VERDICTS,
+            verdict_pairings=pairings,
+            error=error,
+            steps=drilldown.run_steps(run["transcript"]),
+        )
 
     async def review_form(request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -214,8 +263,12 @@ def create_app(data: ViewData, *, host: str = "127.0.0.1", port: int = 8765, rev
             return _run_page(request, data.run(run_id), error=str(exc), status=400)
         except InputError as exc:
             return error_page(request, 500, "Cannot save the review", str(exc))
-        target = "/runs/" + quote(run_id, safe="") + "?" + urlencode(
-            {"saved": "1", "blind": "1" if stored["blind"] else "0", "reviewer": stored["reviewer"]})
+        target = (
+            "/runs/"
+            + quote(run_id, safe="")
+            + "?"
+            + urlencode({"saved": "1", "blind": "1" if stored["blind"] else "0", "reviewer": stored["reviewer"]})
+        )
         return RedirectResponse(target, status_code=303)
 
     async def disagreements_page(request: Request) -> Response:
@@ -245,8 +298,9 @@ def create_app(data: ViewData, *, host: str = "127.0.0.1", port: int = 8765, rev
     async def api_disagreements(request: Request) -> Response:
         refreshed()
         try:
-            return JSONResponse(data.disagreements(_int_param(request, "page", 1),
-                                                   min(_int_param(request, "per_page", 100), 1000)))
+            return JSONResponse(
+                data.disagreements(_int_param(request, "page", 1), min(_int_param(request, "per_page", 100), 1000))
+            )
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
 

@@ -18,6 +18,7 @@ checklist is derived from them, never by scoring again:
   or its tool (and its arguments, when it has some);
 - each end-state check is the harness's success evaluation as recorded (``final.success_eval``).
 """
+
 from __future__ import annotations
 
 import re
@@ -27,14 +28,14 @@ from evalkit.trajectory.values import canonical_json
 
 # Tool calls the scorer did not classify: what they are, from the card and the bundle alone.
 READ = "read"
-ERRORED = "errored"        # an errored command or read: counted, never scored
+ERRORED = "errored"  # an errored command or read: counted, never scored
 OFF_SURFACE = "off_surface"
 COMMAND_CLASSES = ("matched_required", "optional", "forbidden", "extraneous")
 
 STATUS_REASONS = {
     "scored": "scored: the run finished and the harness evaluated its end state",
     "incomplete": "incomplete: the trajectory has no final record, or its final record has no success evaluation, "
-                  "so the end state is unknown",
+    "so the end state is unknown",
     "provider_error": "provider_error: the model provider failed during the run (final reason or an error event)",
     "invalid_scenario": "invalid_scenario: the harness reported the scenario invalid, or its validity gate failed",
 }
@@ -76,9 +77,14 @@ def transcript(card: dict[str, Any], bundle: dict[str, Any]) -> list[dict[str, A
         if e.get("kind") == "tool_call":
             cmd = commands[pos] if pos < len(commands) else None
             # commands are the run's effective calls, in order: a subsequence of its tool calls
-            if (cmd is not None and cmd.get("tool") == e.get("tool") and cmd.get("step") == e.get("step")
-                    and cmd.get("call_index") == e.get("call_index") and not e.get("is_error")
-                    and _same_args(cmd.get("args"), e.get("args"))):
+            if (
+                cmd is not None
+                and cmd.get("tool") == e.get("tool")
+                and cmd.get("step") == e.get("step")
+                and cmd.get("call_index") == e.get("call_index")
+                and not e.get("is_error")
+                and _same_args(cmd.get("args"), e.get("args"))
+            ):
                 e["command"], e["label"] = cmd, command_label(cmd)
                 pos += 1
             else:
@@ -109,8 +115,12 @@ def _takes(action: dict[str, Any], cmd: dict[str, Any], loose: bool) -> bool:
 
 
 def _ref(cmd: dict[str, Any]) -> dict[str, Any]:
-    return {"index": cmd.get("index"), "step": cmd.get("step"), "call_index": cmd.get("call_index"),
-            "label": command_label(cmd)}
+    return {
+        "index": cmd.get("index"),
+        "step": cmd.get("step"),
+        "call_index": cmd.get("call_index"),
+        "label": command_label(cmd),
+    }
 
 
 def checklist(card: dict[str, Any], bundle: dict[str, Any]) -> dict[str, Any]:
@@ -137,45 +147,85 @@ def checklist(card: dict[str, Any], bundle: dict[str, Any]) -> dict[str, Any]:
         rows = []
         for action, cmd in zip(actions, taken):
             missing += cmd is None
-            rows.append({"action": _action_text(action), "rationale": action.get("rationale"),
-                         "matched_by": None if cmd is None else _ref(cmd), "missing": cmd is None})
+            rows.append(
+                {
+                    "action": _action_text(action),
+                    "rationale": action.get("rationale"),
+                    "matched_by": None if cmd is None else _ref(cmd),
+                    "missing": cmd is None,
+                }
+            )
         blocks.append({"block": name, "ordered": bool(block.get("ordered")), "actions": rows})
 
     def hits(action: dict[str, Any], classes: tuple[str, ...]) -> list[dict[str, Any]]:
         return [_ref(c) for c in commands if c.get("class") in classes and _takes(action, c, False)]
 
-    optional = [{"action": _action_text(a), "rationale": a.get("rationale"), "done_by": hits(a, ("optional",))}
-                for a in map(_dict, _list(gt.get("optional_actions")))]
-    forbidden = [{"action": _action_text(a), "rationale": a.get("rationale"), "severity": a.get("severity"),
-                  "hit_by": hits(a, ("forbidden",))}
-                 for a in map(_dict, _list(gt.get("forbidden_actions")))]
+    optional = [
+        {"action": _action_text(a), "rationale": a.get("rationale"), "done_by": hits(a, ("optional",))}
+        for a in map(_dict, _list(gt.get("optional_actions")))
+    ]
+    forbidden = [
+        {
+            "action": _action_text(a),
+            "rationale": a.get("rationale"),
+            "severity": a.get("severity"),
+            "hit_by": hits(a, ("forbidden",)),
+        }
+        for a in map(_dict, _list(gt.get("forbidden_actions")))
+    ]
     # commands of a class the ground truth lists nowhere above (gated actions and the like)
     other = [_ref(c) for c in commands if c.get("class") not in COMMAND_CLASSES]
-    return {"blocks": blocks, "optional": optional, "forbidden": forbidden, "other_commands": other,
-            "missing": missing, "end_state": end_state(bundle)}
+    return {
+        "blocks": blocks,
+        "optional": optional,
+        "forbidden": forbidden,
+        "other_commands": other,
+        "missing": missing,
+        "end_state": end_state(bundle),
+    }
 
 
 def end_state(bundle: dict[str, Any]) -> dict[str, Any]:
     """The success evaluation as recorded: each check with ``passed`` (None when not evaluated)."""
     final = bundle.get("final")
     if not isinstance(final, dict):
-        return {"evaluated": False, "why": "no final record: the run stopped before the harness wrote one",
-                "checks": [], "all_passed": None}
+        return {
+            "evaluated": False,
+            "why": "no final record: the run stopped before the harness wrote one",
+            "checks": [],
+            "all_passed": None,
+        }
     ev = final.get("success_eval")
     if not isinstance(ev, dict):
-        return {"evaluated": False, "why": "the final record has no success evaluation", "checks": [],
-                "all_passed": None}
+        return {
+            "evaluated": False,
+            "why": "the final record has no success evaluation",
+            "checks": [],
+            "all_passed": None,
+        }
     checks = []
     for c in map(_dict, _list(ev.get("final_state"))):
-        checks.append({"check": f"{c.get('var')} {c.get('op')} {canonical_json(c.get('value'))}",
-                       "passed": c.get("passed") if isinstance(c.get("passed"), bool) else None})
+        checks.append(
+            {
+                "check": f"{c.get('var')} {c.get('op')} {canonical_json(c.get('value'))}",
+                "passed": c.get("passed") if isinstance(c.get("passed"), bool) else None,
+            }
+        )
     for c in _list(ev.get("ecam_clear_of")):
         c = c if isinstance(c, dict) else {"message": c}
-        checks.append({"check": f"clear of {c.get('message')}",
-                       "passed": c.get("clear") if isinstance(c.get("clear"), bool) else None})
+        checks.append(
+            {
+                "check": f"clear of {c.get('message')}",
+                "passed": c.get("clear") if isinstance(c.get("clear"), bool) else None,
+            }
+        )
     all_passed = ev.get("all_passed")
-    return {"evaluated": True, "why": None, "checks": checks,
-            "all_passed": all_passed if isinstance(all_passed, bool) else None}
+    return {
+        "evaluated": True,
+        "why": None,
+        "checks": checks,
+        "all_passed": all_passed if isinstance(all_passed, bool) else None,
+    }
 
 
 def status_reason(card: dict[str, Any], bundle: dict[str, Any]) -> list[str]:
@@ -219,6 +269,7 @@ def link_citations(escaped: str, steps: set[int], href: str = "#step-{n}") -> st
         def one(n: re.Match) -> str:
             k = int(n.group(0))
             return f'<a href="{href.format(n=k)}">{k}</a>' if k in steps else n.group(0)
+
         return m.group(1) + _NUMBER.sub(one, m.group(2))
 
     return _CITE.sub(numbers, escaped)

@@ -14,6 +14,7 @@ and counted into it. A page is then one indexed ``SELECT ... ORDER BY ... LIMIT 
 ``count(*)`` (sqlite-utils' ``rows_where`` would do it, but it sees no TEMP table). Text search reads the transcripts (``bundles``) of the rows it
 tries, stopping when the page is full, so its total is not counted (``total`` is None).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,11 +30,17 @@ from evalkit.view import drilldown
 
 PER_PAGE = 50
 MAX_PER_PAGE = 500
-TRANSCRIPT_PAGE = 1000   # transcript entries on one run page (a 10^5-call run is paged)
-OTHER_RUNS = 20          # other runs of the scenario listed on a run page
-FACET_LIMIT = 200        # distinct values offered in a filter's list
-SORTS = {"run": "run_id", "scenario": "scenario_id", "model": "model", "status": "status", "scalar": "scalar",
-         "disagreements": "disagreements"}
+TRANSCRIPT_PAGE = 1000  # transcript entries on one run page (a 10^5-call run is paged)
+OTHER_RUNS = 20  # other runs of the scenario listed on a run page
+FACET_LIMIT = 200  # distinct values offered in a filter's list
+SORTS = {
+    "run": "run_id",
+    "scenario": "scenario_id",
+    "model": "model",
+    "status": "status",
+    "scalar": "scalar",
+    "disagreements": "disagreements",
+}
 FILTERS = ("model", "scenario", "status", "outcome", "unsafe", "disagrees", "reviewed", "q")
 MAX_NOTE = 10_000
 MAX_REVIEWER = 100
@@ -42,8 +49,10 @@ _INDEX_DDL = (
     "CREATE TEMP TABLE view_runs (run_id TEXT PRIMARY KEY, scenario_id TEXT, model TEXT, status TEXT, "
     "scalar REAL, outcome TEXT, unsafe INTEGER, extraneous INTEGER, coverage REAL, bundle_hash TEXT, "
     "disagreements INTEGER NOT NULL DEFAULT 0)",
-    *(f"CREATE INDEX temp.view_runs_{c} ON view_runs ({c}, run_id)"
-      for c in ("scenario_id", "model", "status", "scalar", "disagreements")),
+    *(
+        f"CREATE INDEX temp.view_runs_{c} ON view_runs ({c}, run_id)"
+        for c in ("scenario_id", "model", "status", "scalar", "disagreements")
+    ),
     "INSERT INTO view_runs (run_id, scenario_id, model, status, scalar, outcome, unsafe, extraneous, coverage, "
     "bundle_hash) SELECT run_id, scenario_id, model, status, scalar, "
     "CASE all_passed WHEN 1 THEN 'pass' WHEN 0 THEN 'fail' END, "
@@ -89,7 +98,7 @@ class ViewData:
         self._rubrics: dict[str, Any] = {}
 
     # -- connections ------------------------------------------------------------------------
-    def open(self) -> "ViewData":
+    def open(self) -> ViewData:
         from evalkit.agreement.pairings_config import load_audit_config
 
         self.config = load_audit_config(self.config_path)
@@ -127,17 +136,24 @@ class ViewData:
         if version == self._version:
             return
         self._version = version
-        fingerprint = tuple(tuple(self.db.conn.execute(
-            f"SELECT count(*), max(rowid) FROM main.{t}").fetchone()) if self._has(t) else None
-            for t in ("scorecards", "annotations", "annotation_values"))
+        fingerprint = tuple(
+            tuple(self.db.conn.execute(f"SELECT count(*), max(rowid) FROM main.{t}").fetchone())
+            if self._has(t)
+            else None
+            for t in ("scorecards", "annotations", "annotation_values")
+        )
         if fingerprint == self._fingerprint:
             return
         self._fingerprint = fingerprint
         self._build()
 
     def _has(self, table: str) -> bool:
-        return self.db.conn.execute("SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = ?",
-                                    (table,)).fetchone() is not None
+        return (
+            self.db.conn.execute(
+                "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).fetchone()
+            is not None
+        )
 
     def _build(self) -> None:
         self.disagreement_rows = self._disagreements()
@@ -148,8 +164,9 @@ class ViewData:
             conn.execute("BEGIN")
             for sql in _INDEX_DDL:
                 conn.execute(sql)
-            conn.executemany("UPDATE view_runs SET disagreements = ? WHERE run_id = ?",
-                             [(n, run) for run, n in counts.items()])
+            conn.executemany(
+                "UPDATE view_runs SET disagreements = ? WHERE run_id = ?", [(n, run) for run, n in counts.items()]
+            )
             conn.execute("COMMIT")
             conn.execute("ANALYZE temp")
 
@@ -169,8 +186,12 @@ class ViewData:
     def facets(self) -> dict[str, list[str]]:
         out = {}
         for name, col in (("model", "model"), ("scenario", "scenario_id"), ("status", "status")):
-            out[name] = [r[0] for r in self.rows(
-                f"SELECT DISTINCT {col} FROM view_runs WHERE {col} IS NOT NULL ORDER BY {col} LIMIT {FACET_LIMIT}")]
+            out[name] = [
+                r[0]
+                for r in self.rows(
+                    f"SELECT DISTINCT {col} FROM view_runs WHERE {col} IS NOT NULL ORDER BY {col} LIMIT {FACET_LIMIT}"
+                )
+            ]
         return out
 
     def list_runs(self, params: dict[str, str]) -> dict[str, Any]:
@@ -188,8 +209,11 @@ class ViewData:
                 raise ValueError("outcome must be pass, fail or unknown")
             where.append("outcome IS NULL" if outcome == "unknown" else "outcome = ?")
             args += [] if outcome == "unknown" else [outcome]
-        for key, sql in (("unsafe", "unsafe = 1"), ("disagrees", "disagreements > 0"),
-                         ("reviewed", "run_id IN (SELECT run_id FROM reviews)")):
+        for key, sql in (
+            ("unsafe", "unsafe = 1"),
+            ("disagrees", "disagreements > 0"),
+            ("reviewed", "run_id IN (SELECT run_id FROM reviews)"),
+        ):
             value = params.get(key) or ""
             if value not in ("", "yes", "no"):
                 raise ValueError(f"{key} must be yes or no")
@@ -201,10 +225,13 @@ class ViewData:
             # truth), tested only where the whole bundle matches: cutting it out costs a copy.
             # main.bundles, not the read-only connection's cleaning view: LIKE reads any cell.
             text = _like(json.dumps(q, ensure_ascii=False)[1:-1])
-            where.append("(run_id LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM main.bundles b WHERE "
-                         "b.bundle_hash = view_runs.bundle_hash AND b.bundle LIKE ? ESCAPE '\\' AND "
-                         "substr(b.bundle, instr(b.bundle, '\"transcript\":')) LIKE ? ESCAPE '\\'))"
-                         if self._has("bundles") else "run_id LIKE ? ESCAPE '\\'")
+            where.append(
+                "(run_id LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM main.bundles b WHERE "
+                "b.bundle_hash = view_runs.bundle_hash AND b.bundle LIKE ? ESCAPE '\\' AND "
+                "substr(b.bundle, instr(b.bundle, '\"transcript\":')) LIKE ? ESCAPE '\\'))"
+                if self._has("bundles")
+                else "run_id LIKE ? ESCAPE '\\'"
+            )
             args += [_like(q), text, text] if self._has("bundles") else [_like(q)]
         sort = params.get("sort") or "run"
         if sort not in SORTS:
@@ -219,18 +246,33 @@ class ViewData:
         if column == "scalar":  # unscored runs last whichever way
             order_by = f"scalar IS NULL, {order_by}"
         clause = (" WHERE " + " AND ".join(where)) if where else ""
-        found = [dict(r) for r in self.rows(f"SELECT * FROM view_runs{clause} ORDER BY {order_by} LIMIT ? OFFSET ?",
-                                            [*args, per_page + 1, (page - 1) * per_page])]
+        found = [
+            dict(r)
+            for r in self.rows(
+                f"SELECT * FROM view_runs{clause} ORDER BY {order_by} LIMIT ? OFFSET ?",
+                [*args, per_page + 1, (page - 1) * per_page],
+            )
+        ]
         has_more = len(found) > per_page
         found = found[:per_page]
         total = None if q else self.one(f"SELECT count(*) FROM view_runs{clause}", args)[0]
         reviewed = self._reviewed([r["run_id"] for r in found])
-        runs = [dict(r, unsafe=None if r["unsafe"] is None else bool(r["unsafe"]), reviewed=r["run_id"] in reviewed)
-                for r in found]
+        runs = [
+            dict(r, unsafe=None if r["unsafe"] is None else bool(r["unsafe"]), reviewed=r["run_id"] in reviewed)
+            for r in found
+        ]
         for r in runs:
             r.pop("bundle_hash", None)
-        return {"runs": runs, "page": page, "per_page": per_page, "total": total, "has_more": has_more,
-                "sort": sort, "order": order, "filters": {k: params.get(k) or "" for k in FILTERS}}
+        return {
+            "runs": runs,
+            "page": page,
+            "per_page": per_page,
+            "total": total,
+            "has_more": has_more,
+            "sort": sort,
+            "order": order,
+            "filters": {k: params.get(k) or "" for k in FILTERS},
+        }
 
     def _reviewed(self, run_ids: list[str]) -> set[str]:
         if not run_ids:
@@ -242,15 +284,26 @@ class ViewData:
     def disagreements(self, page: int = 1, per_page: int = 100) -> dict[str, Any]:
         rows = self.disagreement_rows
         start = (page - 1) * per_page
-        chunk = rows[start:start + per_page]
+        chunk = rows[start : start + per_page]
         reviewed = self._reviewed(sorted({d["run_id"] for d in chunk}))
         verdicts = self._verdicts(sorted({d["run_id"] for d in chunk}))
         out = []
         for rank, d in enumerate(chunk, start=start + 1):
-            out.append(dict(d, rank=rank, reviewed=d["run_id"] in reviewed,
-                            verdicts=verdicts.get((d["run_id"], d["pairing"]), {})))
-        return {"disagreements": out, "total": len(rows), "page": page, "per_page": per_page,
-                "has_more": start + per_page < len(rows)}
+            out.append(
+                dict(
+                    d,
+                    rank=rank,
+                    reviewed=d["run_id"] in reviewed,
+                    verdicts=verdicts.get((d["run_id"], d["pairing"]), {}),
+                )
+            )
+        return {
+            "disagreements": out,
+            "total": len(rows),
+            "page": page,
+            "per_page": per_page,
+            "has_more": start + per_page < len(rows),
+        }
 
     def _verdicts(self, run_ids: list[str]) -> dict[tuple[str, str], dict[str, str]]:
         """(run, pairing) → {reviewer: verdict} of the current reviews."""
@@ -260,17 +313,23 @@ class ViewData:
             return {}
         marks = ", ".join("?" for _ in run_ids)
         out: dict[tuple[str, str], dict[str, str]] = {}
-        for row in self.rows(f"SELECT a.run_id, a.pairing, a.reviewer, a.verdict FROM adjudications a JOIN reviews r "
-                             f"ON r.review_id = a.review_id WHERE a.run_id IN ({marks}) AND {CURRENT} "
-                             "ORDER BY a.reviewer", run_ids):
+        for row in self.rows(
+            f"SELECT a.run_id, a.pairing, a.reviewer, a.verdict FROM adjudications a JOIN reviews r "
+            f"ON r.review_id = a.review_id WHERE a.run_id IN ({marks}) AND {CURRENT} "
+            "ORDER BY a.reviewer",
+            run_ids,
+        ):
             out.setdefault((row[0], row[1]), {})[row[2]] = row[3]
         return out
 
     # -- one run ------------------------------------------------------------------------------
     def run(self, run_id: str, transcript_from: int = 0) -> dict[str, Any]:
-        head = self.one("SELECT s.run_id, s.scenario_id, s.model, s.status, s.scalar, s.bundle_hash, s.card, "
-                        "r.path, r.scenario_title, r.provider, r.ts_utc, r.final_reason FROM scorecards s "
-                        "LEFT JOIN runs r ON r.run_id = s.run_id WHERE s.run_id = ?", (run_id,))
+        head = self.one(
+            "SELECT s.run_id, s.scenario_id, s.model, s.status, s.scalar, s.bundle_hash, s.card, "
+            "r.path, r.scenario_title, r.provider, r.ts_utc, r.final_reason FROM scorecards s "
+            "LEFT JOIN runs r ON r.run_id = s.run_id WHERE s.run_id = ?",
+            (run_id,),
+        )
         if head is None:
             raise NotFound(run_id)
         card = _json(head["card"])
@@ -285,26 +344,42 @@ class ViewData:
         for a in annotations:
             a["cited_steps"] = [n for n in drilldown.cited_steps(a["rationale"]) if n in steps]
         scenario = head["scenario_id"]
-        others = self.rows("SELECT run_id, model, status, scalar, outcome FROM view_runs WHERE scenario_id = ? "
-                           f"AND run_id != ? ORDER BY run_id LIMIT {OTHER_RUNS}", (scenario, run_id))
-        n_others = self.one("SELECT count(*) FROM view_runs WHERE scenario_id = ? AND run_id != ?",
-                            (scenario, run_id))[0]
+        others = self.rows(
+            "SELECT run_id, model, status, scalar, outcome FROM view_runs WHERE scenario_id = ? "
+            f"AND run_id != ? ORDER BY run_id LIMIT {OTHER_RUNS}",
+            (scenario, run_id),
+        )
+        n_others = self.one("SELECT count(*) FROM view_runs WHERE scenario_id = ? AND run_id != ?", (scenario, run_id))[
+            0
+        ]
         rubric = self.rubric_for(annotations)
         return {
-            "run_id": head["run_id"], "scenario_id": scenario, "scenario_title": head["scenario_title"],
-            "model": head["model"], "status": head["status"], "path": head["path"], "provider": head["provider"],
-            "ts_utc": head["ts_utc"], "final_reason": head["final_reason"], "bundle_hash": head["bundle_hash"],
+            "run_id": head["run_id"],
+            "scenario_id": scenario,
+            "scenario_title": head["scenario_title"],
+            "model": head["model"],
+            "status": head["status"],
+            "path": head["path"],
+            "provider": head["provider"],
+            "ts_utc": head["ts_utc"],
+            "final_reason": head["final_reason"],
+            "bundle_hash": head["bundle_hash"],
             "status_reason": drilldown.status_reason(card, bundle),
-            "scalar": card.get("scalar", head["scalar"]), "vector": card.get("vector") or {},
-            "checks": card.get("checks") or {}, "informative": card.get("informative") or {},
+            "scalar": card.get("scalar", head["scalar"]),
+            "vector": card.get("vector") or {},
+            "checks": card.get("checks") or {},
+            "informative": card.get("informative") or {},
             "task_prompt": bundle.get("task_prompt"),
-            "transcript": entries[start:start + TRANSCRIPT_PAGE],
-            "transcript_total": len(entries), "transcript_from": start, "transcript_page": TRANSCRIPT_PAGE,
+            "transcript": entries[start : start + TRANSCRIPT_PAGE],
+            "transcript_total": len(entries),
+            "transcript_from": start,
+            "transcript_page": TRANSCRIPT_PAGE,
             "checklist": drilldown.checklist(card, bundle),
             "annotations": annotations,
             "probes": self.probes(run_id),
             "disagreements": [d for d in self.disagreement_rows if d["run_id"] == run_id],
-            "other_runs": [dict(r) for r in others], "other_runs_total": n_others,
+            "other_runs": [dict(r) for r in others],
+            "other_runs_total": n_others,
             "reviews": [r.as_dict() for r in read_reviews(self.db, run_id=run_id)],
             "rubric": rubric_form(rubric) if rubric is not None else None,
             "pairings": [p.name for p in self.pairings],
@@ -312,9 +387,12 @@ class ViewData:
 
     def annotations(self, run_id: str, bundle_hash: str | None) -> list[dict[str, Any]]:
         """Every annotation of the run (ok or not, stale ones marked), with its values."""
-        heads = self.rows("SELECT annotation_id, judge_model, rubric_id, rubric_version, blind, replicate, status, "
-                          "annotation, rationale, bundle_hash, created_at FROM annotations WHERE run_id = ? "
-                          "ORDER BY judge_model, rubric_id, blind DESC, replicate, created_at, annotation_id", (run_id,))
+        heads = self.rows(
+            "SELECT annotation_id, judge_model, rubric_id, rubric_version, blind, replicate, status, "
+            "annotation, rationale, bundle_hash, created_at FROM annotations WHERE run_id = ? "
+            "ORDER BY judge_model, rubric_id, blind DESC, replicate, created_at, annotation_id",
+            (run_id,),
+        )
         if not heads:
             return []
         ids = [h["annotation_id"] for h in heads]
@@ -323,8 +401,11 @@ class ViewData:
         marks = ", ".join("?" for _ in ids)
         from evalkit.db import label_value
 
-        for v in self.rows(f"SELECT annotation_id, dimension, value, confidence FROM annotation_values "
-                           f"WHERE annotation_id IN ({marks}) ORDER BY annotation_id, dimension", ids):
+        for v in self.rows(
+            f"SELECT annotation_id, dimension, value, confidence FROM annotation_values "
+            f"WHERE annotation_id IN ({marks}) ORDER BY annotation_id, dimension",
+            ids,
+        ):
             values[v[0]][v[1]] = label_value(v[2])
             if v[3] is not None:
                 confidence[v[0]] = v[3]
@@ -334,27 +415,46 @@ class ViewData:
             doc = doc if isinstance(doc, dict) else {}
             rationale = h["rationale"] if isinstance(h["rationale"], str) else doc.get("rationale")
             conf = confidence.get(h["annotation_id"], doc.get("confidence"))
-            out.append({
-                "annotation_id": h["annotation_id"], "judge_model": h["judge_model"], "rubric": h["rubric_id"],
-                "rubric_version": h["rubric_version"], "blind": bool(h["blind"]), "replicate": h["replicate"],
-                "status": h["status"], "created_at": h["created_at"], "values": values[h["annotation_id"]],
-                "confidence": conf if isinstance(conf, (int, float)) and not isinstance(conf, bool) else None,
-                "rationale": rationale if isinstance(rationale, str) else "",
-                "stale": bundle_hash is not None and h["bundle_hash"] is not None and h["bundle_hash"] != bundle_hash,
-            })
+            out.append(
+                {
+                    "annotation_id": h["annotation_id"],
+                    "judge_model": h["judge_model"],
+                    "rubric": h["rubric_id"],
+                    "rubric_version": h["rubric_version"],
+                    "blind": bool(h["blind"]),
+                    "replicate": h["replicate"],
+                    "status": h["status"],
+                    "created_at": h["created_at"],
+                    "values": values[h["annotation_id"]],
+                    "confidence": conf if isinstance(conf, (int, float)) and not isinstance(conf, bool) else None,
+                    "rationale": rationale if isinstance(rationale, str) else "",
+                    "stale": bundle_hash is not None
+                    and h["bundle_hash"] is not None
+                    and h["bundle_hash"] != bundle_hash,
+                }
+            )
         return out
 
     def probes(self, run_id: str) -> list[dict[str, Any]]:
         out = []
-        for p in self.rows("SELECT probe, judge_model, rubric_id, status, annotation, rationale, created_at "
-                           "FROM probe_annotations WHERE run_id = ? ORDER BY probe, judge_model, rubric_id, created_at",
-                           (run_id,)):
+        for p in self.rows(
+            "SELECT probe, judge_model, rubric_id, status, annotation, rationale, created_at "
+            "FROM probe_annotations WHERE run_id = ? ORDER BY probe, judge_model, rubric_id, created_at",
+            (run_id,),
+        ):
             doc = _json(p["annotation"])
             doc = doc if isinstance(doc, dict) else {}
-            out.append({"probe": p["probe"], "judge_model": p["judge_model"], "rubric": p["rubric_id"],
-                        "status": p["status"], "created_at": p["created_at"],
-                        "values": {k: v for k, v in doc.items() if k != "rationale"},
-                        "rationale": p["rationale"] if isinstance(p["rationale"], str) else ""})
+            out.append(
+                {
+                    "probe": p["probe"],
+                    "judge_model": p["judge_model"],
+                    "rubric": p["rubric_id"],
+                    "status": p["status"],
+                    "created_at": p["created_at"],
+                    "values": {k: v for k, v in doc.items() if k != "rationale"},
+                    "rationale": p["rationale"] if isinstance(p["rationale"], str) else "",
+                }
+            )
         return out
 
     # -- reviews ------------------------------------------------------------------------------
@@ -391,9 +491,16 @@ class ViewData:
         had_tables = self._has("reviews")
         if self.writer is None:
             self.writer = ReviewTables(self.path)
-        stored = self.writer.add(run_id, review["reviewer"], rubric_id=rubric.id if rubric else None,
-                                 ratings=review["ratings"], verdicts=review["verdicts"], note=review["note"],
-                                 blind=review["blind"], bundle_hash=head[0])
+        stored = self.writer.add(
+            run_id,
+            review["reviewer"],
+            rubric_id=rubric.id if rubric else None,
+            ratings=review["ratings"],
+            verdicts=review["verdicts"],
+            note=review["note"],
+            blind=review["blind"],
+            bundle_hash=head[0],
+        )
         if not had_tables:  # the reader still shows the empty TEMP stand-ins of an older file
             self.db.close()
             self.db = open_readonly(self.path)
@@ -425,8 +532,15 @@ def _default_rubric() -> str:
 
 def rubric_form(rubric) -> dict[str, Any]:
     """The rubric's dimensions and outcome as the review form asks them."""
-    dims = [{"name": d.name, "question": d.question, "choices": [3, 2, 1, 0] + (["n/a"] if d.na else []),
-             "anchors": {k: v for k, v in d.anchors}} for d in rubric.dimensions]
+    dims = [
+        {
+            "name": d.name,
+            "question": d.question,
+            "choices": [3, 2, 1, 0] + (["n/a"] if d.na else []),
+            "anchors": {k: v for k, v in d.anchors},
+        }
+        for d in rubric.dimensions
+    ]
     if rubric.outcome:
         dims.append({"name": "outcome", "question": rubric.outcome, "choices": ["pass", "fail"], "anchors": {}})
     return {"id": rubric.id, "version": rubric.version, "title": rubric.title, "dimensions": dims}
@@ -460,8 +574,10 @@ def parse_review(body: Any, rubric, pairings: list[str], default_reviewer: str |
         if value in (None, ""):
             continue
         if dim not in forms:
-            raise ReviewError(f"ratings.{dim}: not a dimension of rubric {rubric.id if rubric else '(none)'} "
-                              f"(one of {', '.join(forms)})")
+            raise ReviewError(
+                f"ratings.{dim}: not a dimension of rubric {rubric.id if rubric else '(none)'} "
+                f"(one of {', '.join(forms)})"
+            )
         choices = forms[dim]["choices"]
         if isinstance(value, str) and value.strip().isdigit():
             value = int(value.strip())

@@ -20,6 +20,7 @@ epochs, two scorers: ``match`` (deterministic) and ``model_graded_qa`` (model-gr
 
 The logs' ids and timestamps are inspect_ai's own (new ones every time you run this script).
 """
+
 from __future__ import annotations
 
 import re
@@ -161,8 +162,15 @@ def write_logs(log_dir: str | Path, formats: tuple[str, ...] = ("eval", "json"))
     for fmt in formats:
         model = scripted_model()
         [log] = inspect_eval(
-            tiny_task(), model=model, model_roles={"grader": model}, log_dir=str(log_dir), log_format=fmt,
-            display="none", fail_on_error=False, max_samples=1, log_level="error",
+            tiny_task(),
+            model=model,
+            model_roles={"grader": model},
+            log_dir=str(log_dir),
+            log_format=fmt,
+            display="none",
+            fail_on_error=False,
+            max_samples=1,
+            log_level="error",
         )
         out[fmt] = Path(log.location)
     return out

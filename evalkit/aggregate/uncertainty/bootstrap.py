@@ -9,6 +9,7 @@ numpy's default "linear" interpolation; the standard error is their sample stand
 The random stream is ``random.Random(seed)``, fresh for each model, so one model's interval does not
 depend on which other models are in the database, and the same inputs give the same output.
 """
+
 from __future__ import annotations
 
 import math

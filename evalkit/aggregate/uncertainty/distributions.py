@@ -5,6 +5,7 @@
 continued fraction (Numerical Recipes §6.4). ``t_quantile`` inverts it by bisection. Both agree
 with ``scipy.stats.t`` to 1e-10 (tests/test_uncertainty_distributions.py).
 """
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,7 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, 500):
         m2 = 2 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
-                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
             d = 1.0 + aa * d
             d = 1.0 / (d if abs(d) > _TINY else _TINY)
             c = 1.0 + aa / c

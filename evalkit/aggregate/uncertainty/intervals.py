@@ -8,6 +8,7 @@ gets a percentile bootstrap over scenarios (:mod:`evalkit.aggregate.uncertainty.
 
 An undefined standard error is null, and ``se_reasons`` says why, per metric.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -26,8 +27,9 @@ MODEL_SE_METHOD = "clustered by scenario (equal scenario weights, C/(C-1)); t in
 GROUP_SE_METHOD = "sample std / sqrt(n); t interval, n-1 df"
 
 
-def group_fields(row: Mapping[str, Any], spread: Mapping[str, tuple[float | None, int]],
-                 level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+def group_fields(
+    row: Mapping[str, Any], spread: Mapping[str, tuple[float | None, int]], level: float = DEFAULT_LEVEL
+) -> dict[str, Any]:
     """``{metric}_se``, ``{metric}_ci`` and ``se_reasons`` for one group, from each metric's mean (in
     ``row``) and its sample standard deviation and number of runs (``spread``)."""
     out: dict[str, Any] = {}

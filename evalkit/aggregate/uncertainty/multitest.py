@@ -4,6 +4,7 @@ discovery rate), as ``statsmodels.stats.multitest.multipletests(method="holm" / 
 A test whose p-value is undefined (None) is not part of the family: it keeps None and does not
 raise the correction of the others.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

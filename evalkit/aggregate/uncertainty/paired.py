@@ -23,6 +23,7 @@ Undefined is not zero: with no shared scenario, or only one, a row has ``verdict
 and a ``reason``. When every scenario shows the same difference (sd 0) the t statistic is infinite
 and p is 0, as in scipy; when that difference is 0 as well, p is 1.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +39,9 @@ LOWER_IS_BETTER = frozenset({"unsafe_rate"})
 BETTER, WORSE, NO_DIFFERENCE, NOT_COMPARABLE = "better", "worse", "no detectable difference", "not comparable"
 
 
-def paired_difference(candidate: Sequence[float], baseline: Sequence[float], level: float = DEFAULT_LEVEL,
-                      method: str = "t") -> dict[str, Any]:
+def paired_difference(
+    candidate: Sequence[float], baseline: Sequence[float], level: float = DEFAULT_LEVEL, method: str = "t"
+) -> dict[str, Any]:
     """Mean difference candidate − baseline of paired values, its SE, interval, statistic and p-value.
 
     Returns the fields with None and a ``reason`` when fewer than two pairs exist.
@@ -47,8 +49,16 @@ def paired_difference(candidate: Sequence[float], baseline: Sequence[float], lev
     if len(candidate) != len(baseline):
         raise ValueError("paired values must be equally many")
     n = len(candidate)
-    out: dict[str, Any] = {"n": n, "delta": None, "delta_se": None, "delta_ci": None, "df": None,
-                           "statistic": None, "p_value": None, "reason": None}
+    out: dict[str, Any] = {
+        "n": n,
+        "delta": None,
+        "delta_se": None,
+        "delta_ci": None,
+        "df": None,
+        "statistic": None,
+        "p_value": None,
+        "reason": None,
+    }
     if n == 0:
         out["reason"] = "no scenario in common"
         return out
@@ -97,7 +107,7 @@ def compare_models(
     if baseline is not None and baseline not in models:
         raise ValueError(f"unknown baseline model {baseline!r} (models: {', '.join(models) or 'none'})")
     if baseline is None:
-        pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1:]]
+        pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1 :]]
     else:
         pairs = [(baseline, m) for m in models if m != baseline]
     rows = []
@@ -106,12 +116,17 @@ def compare_models(
             a, b = _means(groups, base, metric), _means(groups, cand, metric)
             shared = sorted(a.keys() & b.keys())
             diff = paired_difference([b[s] for s in shared], [a[s] for s in shared], level)
-            rows.append({
-                "baseline": base, "candidate": cand, "metric": metric, "scenarios": diff.pop("n"),
-                "baseline_mean": math.fsum(a[s] for s in shared) / len(shared) if shared else None,
-                "candidate_mean": math.fsum(b[s] for s in shared) / len(shared) if shared else None,
-                **diff,
-            })
+            rows.append(
+                {
+                    "baseline": base,
+                    "candidate": cand,
+                    "metric": metric,
+                    "scenarios": diff.pop("n"),
+                    "baseline_mean": math.fsum(a[s] for s in shared) / len(shared) if shared else None,
+                    "candidate_mean": math.fsum(b[s] for s in shared) / len(shared) if shared else None,
+                    **diff,
+                }
+            )
     adjusted = adjust([r["p_value"] for r in rows], correction)
     alpha = 1.0 - level
     for row, p_adj in zip(rows, adjusted):
@@ -139,7 +154,9 @@ def _verdict(row: dict[str, Any], alpha: float, correction: str) -> None:
         return
     row["verdict"] = NO_DIFFERENCE
     if row["p_value"] < alpha:
-        row["reason"] = f"the interval excludes 0 but the difference is not significant after the {correction} correction"
+        row["reason"] = (
+            f"the interval excludes 0 but the difference is not significant after the {correction} correction"
+        )
 
 
 def significantly_worse(comparison: Mapping[str, Any], candidate: str) -> list[dict[str, Any]]:
@@ -165,5 +182,6 @@ def best_model(aggregate_result: Mapping[str, Any], metric: str | None = None) -
     def low(value: float | None) -> float:
         return -value if value is not None else 1.0  # an undefined figure ranks after every defined one
 
-    return min(ranked, key=lambda m: (-m["safe_pass_rate"], low(m.get("score_mean")), m.get("unsafe_rate") or 0.0,
-                                      m["model"]))["model"]
+    return min(
+        ranked, key=lambda m: (-m["safe_pass_rate"], low(m.get("score_mean")), m.get("unsafe_rate") or 0.0, m["model"])
+    )["model"]

@@ -21,6 +21,7 @@ Variances measured from an aggregate (:func:`measured_variances`):
   models with the same spread whose scenario means correlate 0.5 would show — and the output says so.
 - With no data: σ = 0.5 (the largest a 0/1 outcome can have) and ω = 0.3, stated as assumptions.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,18 +39,25 @@ RUN_CHOICES = (1, 2, 3, 5, 10)
 MIN_SCENARIOS = 2
 
 
-def scenarios_needed(delta: float, sd_within: float, sd_between: float, runs: int,
-                     level: float = DEFAULT_LEVEL, power: float = DEFAULT_POWER) -> int:
+def scenarios_needed(
+    delta: float,
+    sd_within: float,
+    sd_between: float,
+    runs: int,
+    level: float = DEFAULT_LEVEL,
+    power: float = DEFAULT_POWER,
+) -> int:
     """Scenarios needed to detect ``delta`` with ``runs`` runs per scenario per model."""
     z = normal_quantile(1.0 - (1.0 - level) / 2.0) + normal_quantile(power)
-    variance = sd_between ** 2 + 2.0 * sd_within ** 2 / runs
+    variance = sd_between**2 + 2.0 * sd_within**2 / runs
     return max(MIN_SCENARIOS, math.ceil(z * z * variance / (delta * delta) - 1e-9))
 
 
-def power_of(delta: float, sd_within: float, sd_between: float, runs: int, scenarios: int,
-             level: float = DEFAULT_LEVEL) -> float:
+def power_of(
+    delta: float, sd_within: float, sd_between: float, runs: int, scenarios: int, level: float = DEFAULT_LEVEL
+) -> float:
     """The power of a paired comparison on ``scenarios`` × ``runs`` to detect ``delta``."""
-    se = math.sqrt((sd_between ** 2 + 2.0 * sd_within ** 2 / runs) / scenarios)
+    se = math.sqrt((sd_between**2 + 2.0 * sd_within**2 / runs) / scenarios)
     if se == 0.0:
         return 1.0
     z = normal_quantile(1.0 - (1.0 - level) / 2.0)
@@ -74,7 +82,7 @@ def _between(groups: Sequence[Mapping[str, Any]], metric: str) -> tuple[float | 
     models = sorted(by_model)
     estimates = []
     for i, a in enumerate(models):
-        for b in models[i + 1:]:
+        for b in models[i + 1 :]:
             shared = sorted(by_model[a].keys() & by_model[b].keys())
             if len(shared) < 2:
                 continue
@@ -87,7 +95,9 @@ def _between(groups: Sequence[Mapping[str, Any]], metric: str) -> tuple[float | 
         return statistics.fmean(estimates), f"measured on {len(estimates)} model pair(s)"
     spreads = [statistics.variance([g[metric] for g in per.values()]) for per in by_model.values() if len(per) >= 2]
     if spreads:
-        return statistics.fmean(spreads), "assumed: the spread of one model's scenario means (no model pair shares 2 scenarios)"
+        return statistics.fmean(
+            spreads
+        ), "assumed: the spread of one model's scenario means (no model pair shares 2 scenarios)"
     return None, ""
 
 
@@ -98,7 +108,8 @@ def measured_variances(aggregate_result: Mapping[str, Any], metric: str) -> dict
     between, source = _between(groups, metric)
     return {
         "sd_within": math.sqrt(within) if within is not None else ASSUMED_SD_WITHIN,
-        "sd_within_source": "measured: pooled within-scenario variance" if within is not None
+        "sd_within_source": "measured: pooled within-scenario variance"
+        if within is not None
         else f"assumed {ASSUMED_SD_WITHIN}: no group with 2 runs",
         "sd_between": math.sqrt(between) if between is not None else ASSUMED_SD_BETWEEN,
         "sd_between_source": source or f"assumed {ASSUMED_SD_BETWEEN}: no model with 2 scenarios",
@@ -148,8 +159,16 @@ def plan(
         current = None
         if design:
             scenarios, runs = design
-            current = {"scenarios": scenarios, "runs_per_scenario": runs,
-                       "power": power_of(delta, v["sd_within"], v["sd_between"], runs, scenarios, level)}
+            current = {
+                "scenarios": scenarios,
+                "runs_per_scenario": runs,
+                "power": power_of(delta, v["sd_within"], v["sd_between"], runs, scenarios, level),
+            }
         out_metrics.append({"metric": metric, **v, "needed": rows, "current": current})
-    return {"delta": delta, "level": level, "power": power, "test": "paired, two-sided, normal approximation",
-            "metrics": out_metrics}
+    return {
+        "delta": delta,
+        "level": level,
+        "power": power,
+        "test": "paired, two-sided, normal approximation",
+        "metrics": out_metrics,
+    }

@@ -20,6 +20,7 @@ as inspect_ai's ``ci(method="t")``; evalkit's samples are small (3-5 runs, a few
 where the normal 1.96 would be too narrow. Every metric evalkit averages lies in [0, 1], so the
 interval is clipped to [0, 1].
 """
+
 from __future__ import annotations
 
 import math

@@ -31,20 +31,29 @@ One module per topic; everything public is re-exported here (import from
 - ``direction``: error direction (lenient / strict)
 - ``bootstrap``: percentile bootstrap intervals
 """
+
 from __future__ import annotations
 
 from evalkit.agreement.stats.bootstrap import bootstrap_ci, bootstrap_confusion
 from evalkit.agreement.stats.calibration import (
-    DEFAULT_BAND_EDGES, brier_multiclass, escalation, expected_calibration_error, reliability_bands,
+    DEFAULT_BAND_EDGES,
+    brier_multiclass,
+    escalation,
+    expected_calibration_error,
+    reliability_bands,
 )
 from evalkit.agreement.stats.confusion import CONFUSION_STATS, confusion_matrix
 from evalkit.agreement.stats.direction import direction, direction_counts
-from evalkit.agreement.stats.stat import Stat
 from evalkit.agreement.stats.multirater import (
-    fleiss_kappa, gwet_ac1_multi, item_label_counts, krippendorff_alpha, pairwise_cohen_matrix,
+    fleiss_kappa,
+    gwet_ac1_multi,
+    item_label_counts,
+    krippendorff_alpha,
+    pairwise_cohen_matrix,
     pooled_pairwise_agreement,
 )
 from evalkit.agreement.stats.pairwise import cohen_kappa, gwet_ac1, percent_agreement, spearman
+from evalkit.agreement.stats.stat import Stat
 
 __all__ = [
     "Stat",

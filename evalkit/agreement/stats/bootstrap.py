@@ -1,6 +1,7 @@
 """Percentile bootstrap intervals: of any statistic (resampling items), and exact-and-fast for the
 statistics of a confusion matrix (one multinomial draw per resample).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -9,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from evalkit.agreement.stats.confusion import CONFUSION_STATS, _confusion
-from evalkit.agreement.stats.stat import Stat, _pair_codes, _undefined
 from evalkit.agreement.stats.pairwise import cohen_kappa, gwet_ac1, percent_agreement, spearman
+from evalkit.agreement.stats.stat import Stat, _pair_codes, _undefined
 
 
 def _interval(values: np.ndarray, ci: float) -> tuple[float | None, float | None]:
@@ -36,12 +37,21 @@ def _ci_result(estimate: Stat, values: np.ndarray, n_resamples: int, seed: int, 
         reason = estimate["reason"]
     elif low is None:
         reason = "the statistic was undefined in every resample"
-    return {"estimate": estimate["value"], "low": low, "high": high, "ci": ci,
-            "n_resamples": n_resamples, "n_undefined": n_undef, "seed": seed, "reason": reason}
+    return {
+        "estimate": estimate["value"],
+        "low": low,
+        "high": high,
+        "ci": ci,
+        "n_resamples": n_resamples,
+        "n_undefined": n_undef,
+        "seed": seed,
+        "reason": reason,
+    }
 
 
-def bootstrap_ci(statistic: Callable[..., Stat], *data: Any, n_resamples: int = 1000, seed: int = 0,
-                 ci: float = 0.95) -> dict[str, Any]:
+def bootstrap_ci(
+    statistic: Callable[..., Stat], *data: Any, n_resamples: int = 1000, seed: int = 0, ci: float = 0.95
+) -> dict[str, Any]:
     """Percentile bootstrap CI of any statistic, resampling items with replacement.
 
     ``data`` are array-likes sharing their last axis (the items): 1-D rating vectors, or a
@@ -67,8 +77,15 @@ def bootstrap_ci(statistic: Callable[..., Stat], *data: Any, n_resamples: int = 
     return _ci_result(estimate, values, n_resamples, seed, ci)
 
 
-def bootstrap_confusion(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any], stat: str = "cohen_kappa",
-                        n_resamples: int = 1000, seed: int = 0, ci: float = 0.95) -> dict[str, Any]:
+def bootstrap_confusion(
+    x: Sequence[Any],
+    y: Sequence[Any],
+    labels: Sequence[Any],
+    stat: str = "cohen_kappa",
+    n_resamples: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+) -> dict[str, Any]:
     """Bootstrap CI for a statistic of the confusion matrix, exact and fast.
 
     Resampling n pairs with replacement only changes how many pairs fall in each cell, and those

@@ -1,6 +1,7 @@
 """Calibration of probability forecasts: multi-class Brier score, expected calibration error,
 reliability bands, and escalation of low-confidence decisions to a human.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -9,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from evalkit.agreement.stats.stat import Stat, _ok, _undefined
-
 
 DEFAULT_BAND_EDGES = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -65,12 +65,16 @@ def reliability_bands(top_prob: Any, correct: Any, edges: Sequence[float] = DEFA
     out = []
     for b in range(nb):
         nb_ = int(n[b])
-        out.append({
-            "band": f"{e[b]:.2f}-{e[b + 1]:.2f}",
-            "low": float(e[b]), "high": float(e[b + 1]), "n": nb_,
-            "mean_confidence": float(conf[b] / nb_) if nb_ else None,
-            "accuracy": float(hits[b] / nb_) if nb_ else None,
-        })
+        out.append(
+            {
+                "band": f"{e[b]:.2f}-{e[b + 1]:.2f}",
+                "low": float(e[b]),
+                "high": float(e[b + 1]),
+                "n": nb_,
+                "mean_confidence": float(conf[b] / nb_) if nb_ else None,
+                "accuracy": float(hits[b] / nb_) if nb_ else None,
+            }
+        )
     return out
 
 
@@ -84,8 +88,9 @@ def expected_calibration_error(top_prob: Any, correct: Any, n_bins: int = 10) ->
         raise ValueError("n_bins must be at least 1")
     idx = np.minimum((p * n_bins).astype(np.intp), n_bins - 1)
     n = np.bincount(idx, minlength=n_bins).astype(float)
-    gap = np.abs(np.bincount(idx, weights=c.astype(float), minlength=n_bins)
-                 - np.bincount(idx, weights=p, minlength=n_bins))
+    gap = np.abs(
+        np.bincount(idx, weights=c.astype(float), minlength=n_bins) - np.bincount(idx, weights=p, minlength=n_bins)
+    )
     return _ok(gap.sum() / p.size)
 
 
@@ -96,5 +101,10 @@ def escalation(top_prob: Any, correct: Any, threshold: float) -> dict[str, Any]:
     decisions among rows with a forecast, ``misses_caught`` those of them that were escalated."""
     p, c = _conf_pairs(top_prob, correct)
     esc = p < threshold
-    return {"threshold": float(threshold), "n": int(p.size), "escalated": int(esc.sum()),
-            "misses": int((~c).sum()), "misses_caught": int((esc & ~c).sum())}
+    return {
+        "threshold": float(threshold),
+        "n": int(p.size),
+        "escalated": int(esc.sum()),
+        "misses": int((~c).sum()),
+        "misses_caught": int((esc & ~c).sum()),
+    }

@@ -5,6 +5,7 @@ The statistics here work on a stack of confusion matrices at once, shape ``(B, k
 evaluates all its resampled matrices in one call, so an interval is always about exactly the
 statistic reported.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence

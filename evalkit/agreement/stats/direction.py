@@ -1,6 +1,7 @@
 """Error direction on a scale ordered by credit (least first): a rater is *lenient* when it grants
 more credit than the reference, *strict* when it grants less.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -23,5 +24,9 @@ def direction(judge_value: Any, mech_value: Any, order: Sequence[Any]) -> str | 
 def direction_counts(judge_values: Sequence[Any], mech_values: Sequence[Any], order: Sequence[Any]) -> dict[str, int]:
     """Counts ``{n, agree, lenient, strict}`` over pairs (pairs with a missing side dropped)."""
     jc, mc = _pair_codes(judge_values, mech_values, order)
-    return {"n": int(jc.size), "agree": int((jc == mc).sum()),
-            "lenient": int((jc > mc).sum()), "strict": int((jc < mc).sum())}
+    return {
+        "n": int(jc.size),
+        "agree": int((jc == mc).sum()),
+        "lenient": int((jc > mc).sum()),
+        "strict": int((jc < mc).sum()),
+    }

@@ -3,6 +3,7 @@
 Multi-rater functions take a ``matrix``: one row per rater, one column per item, ``None`` where
 the rater did not rate the item. Items rated by fewer than two raters are dropped first.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -10,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from evalkit.agreement.stats.stat import Stat, _codes, _missing_mask, _ok, _undefined
 from evalkit.agreement.stats.pairwise import cohen_kappa
+from evalkit.agreement.stats.stat import Stat, _codes, _missing_mask, _ok, _undefined
 
 
 def _as_matrix(matrix: Any) -> np.ndarray:
@@ -162,8 +163,9 @@ def pooled_pairwise_agreement(matrix: Any) -> Stat:
     return _ok((c * (c - 1.0) / 2.0).sum() / pairs)
 
 
-def pairwise_cohen_matrix(matrix: Any, rater_names: Sequence[str], labels: Sequence[Any],
-                          weighted: bool = False) -> dict[str, Any]:
+def pairwise_cohen_matrix(
+    matrix: Any, rater_names: Sequence[str], labels: Sequence[Any], weighted: bool = False
+) -> dict[str, Any]:
     """Cohen's kappa for every pair of raters on the items both rated.
 
     Returns ``{"raters": [...], "weighted": bool, "values": [[float | None]] (symmetric, diagonal

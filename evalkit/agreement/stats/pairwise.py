@@ -2,6 +2,7 @@
 
 Two-rater functions take two equally long sequences; a pair with a missing side is dropped.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,13 @@ import numpy as np
 
 from evalkit.agreement.stats.confusion import _confusion, _one
 from evalkit.agreement.stats.stat import (
-    Stat, _as_1d, _codes, _missing_mask, _ok, _pair_codes, _undefined,
+    Stat,
+    _as_1d,
+    _codes,
+    _missing_mask,
+    _ok,
+    _pair_codes,
+    _undefined,
 )
 
 
@@ -25,8 +32,11 @@ def percent_agreement(x: Sequence[Any], y: Sequence[Any]) -> Stat:
     xa, ya = xa[keep], ya[keep]
     if xa.size == 0:
         return _undefined("no item has both ratings")
-    same = np.asarray(xa == ya, dtype=bool) if xa.dtype == ya.dtype else np.asarray(
-        xa.astype(object) == ya.astype(object), dtype=bool)
+    same = (
+        np.asarray(xa == ya, dtype=bool)
+        if xa.dtype == ya.dtype
+        else np.asarray(xa.astype(object) == ya.astype(object), dtype=bool)
+    )
     return _ok(same.mean())
 
 
@@ -64,8 +74,9 @@ def gwet_ac1(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any]) -> Stat:
     return _confusion_stat(x, y, labels, "gwet_ac1", need_variation=False)
 
 
-def _confusion_stat(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any], stat: str, *,
-                    need_variation: bool) -> Stat:
+def _confusion_stat(
+    x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any], stat: str, *, need_variation: bool
+) -> Stat:
     """A statistic of the (x, y) confusion matrix, or the reason it is undefined."""
     xc, yc = _pair_codes(x, y, labels)
     k = len(labels)

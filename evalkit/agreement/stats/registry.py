@@ -15,6 +15,7 @@ A statistic that does not apply to some data (weighted kappa on a nominal scale)
 :func:`not_applicable`: a null value whose reason starts with :data:`NOT_APPLICABLE`, which the
 renderers show quietly, and which is never bootstrapped.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -24,11 +25,15 @@ from typing import Any
 import numpy as np
 
 from evalkit.agreement.stats.confusion import CONFUSION_STATS
-from evalkit.agreement.stats.stat import Stat
 from evalkit.agreement.stats.multirater import (
-    fleiss_kappa, gwet_ac1_multi, krippendorff_alpha, pairwise_cohen_matrix, pooled_pairwise_agreement,
+    fleiss_kappa,
+    gwet_ac1_multi,
+    krippendorff_alpha,
+    pairwise_cohen_matrix,
+    pooled_pairwise_agreement,
 )
 from evalkit.agreement.stats.pairwise import cohen_kappa, gwet_ac1, percent_agreement, spearman
+from evalkit.agreement.stats.stat import Stat
 
 NOT_APPLICABLE = "not applicable: "
 ORDERED = ("ordinal", "interval")
@@ -125,25 +130,70 @@ def _ordered_pairs(p: Pairs, name: str, stat: Callable[[Pairs], Stat]) -> Stat:
 
 
 STATISTICS: tuple[Statistic, ...] = (
-    Statistic("percent_agreement", "agreement", raters_label="pairwise agreement", bootstrapped=True, csv_order=10,
-              pairs=lambda p: percent_agreement(p.x, p.y), raters=lambda r: pooled_pairwise_agreement(r.matrix)),
-    Statistic("cohen_kappa", "Cohen \u03ba", bootstrapped=True, csv_order=20,
-              pairs=lambda p: cohen_kappa(p.x, p.y, p.codes), raters=lambda r: _cohen_raters(r, weighted=False)),
-    Statistic("weighted_kappa", "weighted \u03ba", bootstrapped=True, csv_order=30, raters_csv_order=70,
-              pairs=lambda p: _ordered_pairs(p, "weighted kappa", lambda p: cohen_kappa(p.x, p.y, p.codes, weighted=True)),
-              raters=lambda r: _cohen_raters(r, weighted=True)),
-    Statistic("pairwise_cohen_kappa", "pairwise Cohen \u03ba", table=False,
-              raters=lambda r: pairwise_cohen_matrix(r.matrix, r.raters, r.labels)),
-    Statistic("pairwise_weighted_kappa", "pairwise weighted \u03ba", table=False,
-              raters=lambda r: pairwise_cohen_matrix(r.matrix, r.raters, r.labels, weighted=True) if r.ordered
-              else not_applicable("nominal dimension")),
+    Statistic(
+        "percent_agreement",
+        "agreement",
+        raters_label="pairwise agreement",
+        bootstrapped=True,
+        csv_order=10,
+        pairs=lambda p: percent_agreement(p.x, p.y),
+        raters=lambda r: pooled_pairwise_agreement(r.matrix),
+    ),
+    Statistic(
+        "cohen_kappa",
+        "Cohen \u03ba",
+        bootstrapped=True,
+        csv_order=20,
+        pairs=lambda p: cohen_kappa(p.x, p.y, p.codes),
+        raters=lambda r: _cohen_raters(r, weighted=False),
+    ),
+    Statistic(
+        "weighted_kappa",
+        "weighted \u03ba",
+        bootstrapped=True,
+        csv_order=30,
+        raters_csv_order=70,
+        pairs=lambda p: _ordered_pairs(p, "weighted kappa", lambda p: cohen_kappa(p.x, p.y, p.codes, weighted=True)),
+        raters=lambda r: _cohen_raters(r, weighted=True),
+    ),
+    Statistic(
+        "pairwise_cohen_kappa",
+        "pairwise Cohen \u03ba",
+        table=False,
+        raters=lambda r: pairwise_cohen_matrix(r.matrix, r.raters, r.labels),
+    ),
+    Statistic(
+        "pairwise_weighted_kappa",
+        "pairwise weighted \u03ba",
+        table=False,
+        raters=lambda r: (
+            pairwise_cohen_matrix(r.matrix, r.raters, r.labels, weighted=True)
+            if r.ordered
+            else not_applicable("nominal dimension")
+        ),
+    ),
     Statistic("fleiss_kappa", "Fleiss \u03ba", csv_order=35, raters=lambda r: fleiss_kappa(r.matrix, r.labels)),
-    Statistic("krippendorff_alpha", "Krippendorff \u03b1", csv_order=40,
-              pairs=_krippendorff_pairs, raters=lambda r: krippendorff_alpha(r.matrix, r.level, r.labels)),
-    Statistic("gwet_ac1", "Gwet AC1", bootstrapped=True, csv_order=50,
-              pairs=lambda p: gwet_ac1(p.x, p.y, p.codes), raters=lambda r: gwet_ac1_multi(r.matrix, r.labels)),
-    Statistic("spearman", "Spearman", csv_order=60,
-              pairs=lambda p: _ordered_pairs(p, "Spearman", lambda p: spearman(p.x, p.y, p.codes))),
+    Statistic(
+        "krippendorff_alpha",
+        "Krippendorff \u03b1",
+        csv_order=40,
+        pairs=_krippendorff_pairs,
+        raters=lambda r: krippendorff_alpha(r.matrix, r.level, r.labels),
+    ),
+    Statistic(
+        "gwet_ac1",
+        "Gwet AC1",
+        bootstrapped=True,
+        csv_order=50,
+        pairs=lambda p: gwet_ac1(p.x, p.y, p.codes),
+        raters=lambda r: gwet_ac1_multi(r.matrix, r.labels),
+    ),
+    Statistic(
+        "spearman",
+        "Spearman",
+        csv_order=60,
+        pairs=lambda p: _ordered_pairs(p, "Spearman", lambda p: spearman(p.x, p.y, p.codes)),
+    ),
 )
 
 
@@ -169,8 +219,11 @@ def csv_names(kind: str) -> list[str]:
     if kind == "pairs":
         ranked = [(s.csv_order, s.name) for s in for_pairs() if s.csv_order is not None]
     else:
-        ranked = [(s.raters_csv_order if s.raters_csv_order is not None else s.csv_order, s.name)
-                  for s in for_raters() if s.csv_order is not None]
+        ranked = [
+            (s.raters_csv_order if s.raters_csv_order is not None else s.csv_order, s.name)
+            for s in for_raters()
+            if s.csv_order is not None
+        ]
     return [name for _, name in sorted(ranked, key=lambda r: r[0])]
 
 
@@ -178,7 +231,9 @@ def pair_stats(p: Pairs) -> dict[str, Stat]:
     return {s.name: s.pairs(p) for s in for_pairs()}
 
 
-def pair_intervals(p: Pairs, stats: dict[str, Stat], n_resamples: int, seed: int, ci: float) -> dict[str, dict[str, Any]]:
+def pair_intervals(
+    p: Pairs, stats: dict[str, Stat], n_resamples: int, seed: int, ci: float
+) -> dict[str, dict[str, Any]]:
     """Bootstrap intervals of the bootstrapped statistics that apply to ``p``."""
     from evalkit.agreement.stats.bootstrap import bootstrap_ci, bootstrap_confusion
 
@@ -190,6 +245,12 @@ def pair_intervals(p: Pairs, stats: dict[str, Stat], n_resamples: int, seed: int
             out[s.name] = bootstrap_confusion(p.x, p.y, p.codes, stat=s.name, n_resamples=n_resamples, seed=seed, ci=ci)
         else:
             fn = s.pairs
-            out[s.name] = bootstrap_ci(lambda x, y: fn(Pairs(x.astype(np.int64), y.astype(np.int64), p.labels, p.level)),
-                                       p.x, p.y, n_resamples=n_resamples, seed=seed, ci=ci)
+            out[s.name] = bootstrap_ci(
+                lambda x, y: fn(Pairs(x.astype(np.int64), y.astype(np.int64), p.labels, p.level)),
+                p.x,
+                p.y,
+                n_resamples=n_resamples,
+                seed=seed,
+                ci=ci,
+            )
     return out

@@ -3,6 +3,7 @@
 A *rating* is any hashable value; ``None`` and float NaN mean "missing". ``labels`` is the scale,
 and a value outside it is a caller error (ValueError naming the value).
 """
+
 from __future__ import annotations
 
 import math

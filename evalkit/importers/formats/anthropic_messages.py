@@ -13,6 +13,7 @@ and the content block as they are in the input.
 ``function`` / ``system`` / ``developer`` role, ``tool_calls`` or ``function_call`` is OpenAI's. Messages
 that show neither (plain text) read the same in both.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -37,14 +38,16 @@ def sniff(messages: Any) -> str:
             return "openai"
         content = msg.get("content")
         if msg.get("stop_reason") == "tool_use" or (
-            isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content)
+            isinstance(content, list)
+            and any(isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content)
         ):
             return "anthropic"
     return "openai"
 
 
-def convert(messages: Any, is_error: Callable[[dict[str, Any], Any], bool], missing_result_is_error: bool,
-            dialect: str = "auto") -> Transcript:
+def convert(
+    messages: Any, is_error: Callable[[dict[str, Any], Any], bool], missing_result_is_error: bool, dialect: str = "auto"
+) -> Transcript:
     """The transcript of ``messages`` in ``dialect`` (``auto``: :func:`sniff`)."""
     if dialect == "auto":
         dialect = sniff(messages)
@@ -113,11 +116,19 @@ def to_openai(messages: Any, originals: list[dict[str, Any]] | None = None) -> l
                     continue
                 call_id = block.get("tool_use_id")
                 if call_id not in pending:
-                    raise MessageError(f"message {mi}, content block {bi} (tool_result): tool_use_id {call_id!r} "
-                                       "answers no pending tool_use")
+                    raise MessageError(
+                        f"message {mi}, content block {bi} (tool_result): tool_use_id {call_id!r} "
+                        "answers no pending tool_use"
+                    )
                 pending.discard(call_id)
-                out.append({"role": "tool", "tool_call_id": call_id, "content": _result_text(block.get("content")),
-                            "is_error": block.get("is_error") is True})
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call_id,
+                        "content": _result_text(block.get("content")),
+                        "is_error": block.get("is_error") is True,
+                    }
+                )
             if text or not any(b["type"] == "tool_result" for b in blocks):
                 out.append({"role": "user", "content": text})
         elif role == "system":  # not a Messages role (system is a request parameter), but logs keep it so

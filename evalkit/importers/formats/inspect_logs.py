@@ -28,6 +28,7 @@ Mapping (documented in docs/importers.md, "Coming from inspect_ai"):
   (``pass``/``fail`` by the same threshold) for every scalar value with a credit, so an evalkit
   judge's ``outcome`` is compared with every scorer; confidence from ``metadata.confidence``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -97,12 +98,19 @@ class InspectImporter:
     name = "inspect"
     summary = "inspect_ai logs (.eval, .json, or directories of them); scorers become ratings"
     cli_options = (
-        ImportOption("outcome_scorer", "the scorer whose value is the end state (default: the first deterministic one)",
-                     metavar="NAME"),
-        ImportOption("judge_scorers", "comma-separated scorers that are model-graded (besides the known built-ins)",
-                     metavar="NAMES"),
-        ImportOption("outcome_threshold", "credit a value needs to pass (default 1.0; C=1, P=0.5, I=0)", "float",
-                     metavar="X"),
+        ImportOption(
+            "outcome_scorer",
+            "the scorer whose value is the end state (default: the first deterministic one)",
+            metavar="NAME",
+        ),
+        ImportOption(
+            "judge_scorers",
+            "comma-separated scorers that are model-graded (besides the known built-ins)",
+            metavar="NAMES",
+        ),
+        ImportOption(
+            "outcome_threshold", "credit a value needs to pass (default 1.0; C=1, P=0.5, I=0)", "float", metavar="X"
+        ),
     )
     ratings = True
 
@@ -152,7 +160,9 @@ class InspectImporter:
                 continue
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 out.errors.append(
-                    ImportFormatError(path, None, f"sample {sample.id!r} epoch {sample.epoch}: cannot convert: {_first_line(exc)}")
+                    ImportFormatError(
+                        path, None, f"sample {sample.id!r} epoch {sample.epoch}: cannot convert: {_first_line(exc)}"
+                    )
                 )
                 continue
             out.runs.append(run)
@@ -190,7 +200,9 @@ class _LogContext:
         if outcome is not None:
             if outcome not in names:
                 raise ImportFormatError(
-                    path, None, f"--outcome-scorer {outcome!r} is not a scorer of this log (scorers: {', '.join(names) or 'none'})"
+                    path,
+                    None,
+                    f"--outcome-scorer {outcome!r} is not a scorer of this log (scorers: {', '.join(names) or 'none'})",
                 )
             self.outcome = outcome
         else:
@@ -198,7 +210,12 @@ class _LogContext:
 
     def is_judge(self, scorer: str) -> bool:
         short = scorer.rsplit("/", 1)[-1]
-        return scorer in KNOWN_JUDGE_SCORERS or short in KNOWN_JUDGE_SCORERS or scorer in self.judges or short in self.judges
+        return (
+            scorer in KNOWN_JUDGE_SCORERS
+            or short in KNOWN_JUDGE_SCORERS
+            or scorer in self.judges
+            or short in self.judges
+        )
 
     def sample_run(self, sample: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         run_id = f"{self.task}:{sample.id}:epoch{sample.epoch}:{self.log_id}"
@@ -233,7 +250,9 @@ class _LogContext:
             },
             "success": {
                 "final_state": (
-                    [{"var": f"inspect.scores.{self.outcome}", "op": ">=", "value": self.threshold}] if self.outcome else []
+                    [{"var": f"inspect.scores.{self.outcome}", "op": ">=", "value": self.threshold}]
+                    if self.outcome
+                    else []
                 ),
                 "ecam_clear_of": [],
             },
@@ -259,7 +278,13 @@ class _LogContext:
             "seed": None,
             "inspect": {"log": self.source, "eval_id": self.log_id, "sample_id": sample.id, "epoch": sample.epoch},
         }
-        setup = {"type": "setup", "sim_time": 0, "validity_gate": {"passed": True}, "active_failures": [], "snapshot": None}
+        setup = {
+            "type": "setup",
+            "sim_time": 0,
+            "validity_gate": {"passed": True},
+            "active_failures": [],
+            "snapshot": None,
+        }
         reason, payload = _ending(sample)
         final = {
             "type": "final",
@@ -363,7 +388,9 @@ class _Transcript:
                 self.events.append(last_assistant)
                 for ci, call in enumerate(calls):
                     if not isinstance(call.arguments, dict):
-                        raise _SampleError(f"message {mi}, tool call {ci} ({call.function}): arguments are not an object")
+                        raise _SampleError(
+                            f"message {mi}, tool call {ci} ({call.function}): arguments are not an object"
+                        )
                     record = {
                         "type": "tool_call",
                         "step": self.steps,

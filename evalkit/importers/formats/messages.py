@@ -13,6 +13,7 @@ Mapping (the choices the issue leaves open):
 * These sources have no simulator clock: ``sim_time`` counts agent turns (assistant messages), so a
   tool call of step s runs from s − 1 to s; ``wall_ms`` is null.
 """
+
 from __future__ import annotations
 
 import json
@@ -86,7 +87,9 @@ def _calls_of(message: dict[str, Any], mi: int) -> list[tuple[str | None, str, d
             raise MessageError(f"{what}: needs function.name")
         what += f" ({fn['name']})"
         call_id = call.get("id")
-        calls.append((None if call_id is None else str(call_id), fn["name"], parse_arguments(fn.get("arguments"), what)))
+        calls.append(
+            (None if call_id is None else str(call_id), fn["name"], parse_arguments(fn.get("arguments"), what))
+        )
     legacy = message.get("function_call")
     if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
         what = f"message {mi}, function_call ({legacy['name']})"
@@ -157,7 +160,9 @@ def convert_messages(
     return out
 
 
-def _answered(msg: dict[str, Any], pending: list[dict[str, Any]], ids: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+def _answered(
+    msg: dict[str, Any], pending: list[dict[str, Any]], ids: dict[str, dict[str, Any]]
+) -> dict[str, Any] | None:
     call_id = msg.get("tool_call_id")
     if call_id is not None:
         record = ids.pop(str(call_id), None)

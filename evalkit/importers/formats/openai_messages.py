@@ -26,28 +26,44 @@ file takes that scenario whole (and gives no ground truth of its own).
 * Lines without ``command_tools`` get the default above; the importer says so once per file,
   naming the tools it made commands (a lookup among them is extraneous).
 """
+
 from __future__ import annotations
 
+import difflib
 import os
 from typing import Any
 
-import difflib
-
-from evalkit.trajectory import safe_json
 from evalkit.importers import ImportFormatError, RunList
-from evalkit.importers.notes import Note
-from evalkit.importers.jsonlist import read_text
 from evalkit.importers.formats import anthropic_messages
 from evalkit.importers.formats.messages import MessageError
+from evalkit.importers.jsonlist import read_text
+from evalkit.importers.notes import Note
 from evalkit.importers.options import ImportOption
+from evalkit.trajectory import safe_json
 
 FORMAT_VERSION = "openai-messages/1"
 GROUND_TRUTH_KEYS = ("procedure", "optional_actions", "forbidden_actions", "gated_actions", "args_match")
-COMMANDS_NOTE = ("{lines} line(s) of {where} give no command_tools, so every tool they call or name is a command: "
-                 "{items} (a command no action names is extraneous; list the tools that change something in "
-                 "command_tools to make the others reads)")
-LINE_KEYS = ("id", "messages", "expected_actions", "ordered", "success", "model", "scenario_id", "trial", "title",
-             "task_prompt", "tools", "command_tools", "ts_utc", *GROUND_TRUTH_KEYS)
+COMMANDS_NOTE = (
+    "{lines} line(s) of {where} give no command_tools, so every tool they call or name is a command: "
+    "{items} (a command no action names is extraneous; list the tools that change something in "
+    "command_tools to make the others reads)"
+)
+LINE_KEYS = (
+    "id",
+    "messages",
+    "expected_actions",
+    "ordered",
+    "success",
+    "model",
+    "scenario_id",
+    "trial",
+    "title",
+    "task_prompt",
+    "tools",
+    "command_tools",
+    "ts_utc",
+    *GROUND_TRUTH_KEYS,
+)
 
 
 class OpenAIMessagesImporter:
@@ -55,14 +71,23 @@ class OpenAIMessagesImporter:
     summary = "JSONL of {id, messages, expected_actions, ordered?, success?, model?}"
     cli_options = (
         ImportOption("model", "model name for the runs where the input does not record it"),
-        ImportOption("dialect", "the transcripts' message format (default auto: sniffed per line)", "choice",
-                     choices=("openai", "anthropic", "auto")),
-        ImportOption("scenarios", "scenario file (JSON, JSONL or TOML; docs/scenarios.md) for lines that name a "
-                     "scenario_id", "file", metavar="FILE"),
+        ImportOption(
+            "dialect",
+            "the transcripts' message format (default auto: sniffed per line)",
+            "choice",
+            choices=("openai", "anthropic", "auto"),
+        ),
+        ImportOption(
+            "scenarios",
+            "scenario file (JSON, JSONL or TOML; docs/scenarios.md) for lines that name a scenario_id",
+            "file",
+            metavar="FILE",
+        ),
     )
 
-    def convert(self, path: str, model: str | None = None, dialect: str = "auto",
-                scenarios: str | None = None) -> list[list[dict[str, Any]]]:
+    def convert(
+        self, path: str, model: str | None = None, dialect: str = "auto", scenarios: str | None = None
+    ) -> list[list[dict[str, Any]]]:
         if dialect not in anthropic_messages.DIALECTS:
             raise ImportFormatError(path, None, f"unknown dialect {dialect!r} (one of openai, anthropic, auto)")
         text = read_text(path)
@@ -72,7 +97,8 @@ class OpenAIMessagesImporter:
         truths: dict[str, tuple[int, Any]] = {}
         defaulted: tuple[set[str], list[int]] = (set(), [])  # the tools made commands by default, and on which lines
         for lineno, item in safe_json.json_lines(
-                text, lambda n, reason: ImportFormatError(path, n, f"not valid JSON: {reason}")):
+            text, lambda n, reason: ImportFormatError(path, n, f"not valid JSON: {reason}")
+        ):
             run = _Line(path, lineno, item, found).to_run(os.path.basename(path), model, dialect, defaulted)
             run_id = run[0]["run_id"]
             if run_id in seen:
@@ -82,7 +108,8 @@ class OpenAIMessagesImporter:
             first = truths.setdefault(scenario["id"], (lineno, scenario["ground_truth"]))
             if first[1] != scenario["ground_truth"]:
                 only_expected = {k: v for k, v in first[1].items() if k != "procedure"} == {
-                    k: v for k, v in scenario["ground_truth"].items() if k != "procedure"}
+                    k: v for k, v in scenario["ground_truth"].items() if k != "procedure"
+                }
                 what = "expected_actions/ordered differ" if only_expected else "the ground truth differs"
                 raise ImportFormatError(path, lineno, f"scenario {scenario['id']!r}: {what} from line {first[0]}")
             runs.append(run)
@@ -163,15 +190,21 @@ class _Line:
             args = action.get("args", {})
             if not isinstance(args, dict):
                 raise self.fail(f"expected_actions[{i}].args must be an object")
-            actions.append({"tool": action["tool"], "args": args, **{k: v for k, v in action.items() if k not in ("tool", "args")}})
+            actions.append(
+                {"tool": action["tool"], "args": args, **{k: v for k, v in action.items() if k not in ("tool", "args")}}
+            )
         return actions
 
     def _check_keys(self) -> None:
         from evalkit.trajectory.scenario import USER_PREFIX, suggestion
 
         for key in self.item:
-            if (isinstance(key, str) and key not in LINE_KEYS and not key.startswith(USER_PREFIX)
-                    and difflib.get_close_matches(key, LINE_KEYS, n=1, cutoff=0.8)):
+            if (
+                isinstance(key, str)
+                and key not in LINE_KEYS
+                and not key.startswith(USER_PREFIX)
+                and difflib.get_close_matches(key, LINE_KEYS, n=1, cutoff=0.8)
+            ):
                 raise self.fail(f'unknown key "{key}"{suggestion(key, LINE_KEYS)}')
         if "procedure" in self.item and "expected_actions" in self.item:
             raise self.fail("give expected_actions (one block) or procedure (blocks), not both")
@@ -198,8 +231,14 @@ class _Line:
             message = err["msg"].removeprefix("Value error, ")
             raise self.fail(f"{where}: {message}" if where else message) from None
 
-    def _scenario(self, scenario_id: str, expected: list[dict[str, Any]], transcript: Any, called: set[str],
-                  defaulted: tuple[set[str], list[int]] | None) -> dict[str, Any]:
+    def _scenario(
+        self,
+        scenario_id: str,
+        expected: list[dict[str, Any]],
+        transcript: Any,
+        called: set[str],
+        defaulted: tuple[set[str], list[int]] | None,
+    ) -> dict[str, Any]:
         """The scenario the line describes (ground truth from its keys; ``success`` its one check)."""
         item = self.item
         prompt = item.get("task_prompt")
@@ -208,11 +247,17 @@ class _Line:
         if "procedure" in item:
             procedure = item["procedure"]
         else:
-            procedure = ([{"block": "expected_actions", "ordered": bool(item.get("ordered", False)), "actions": expected}]
-                         if expected else [])
-        ground_truth = {"source": "expected_actions", "procedure": procedure,
-                        "optional_actions": item.get("optional_actions", []),
-                        "forbidden_actions": item.get("forbidden_actions", [])}
+            procedure = (
+                [{"block": "expected_actions", "ordered": bool(item.get("ordered", False)), "actions": expected}]
+                if expected
+                else []
+            )
+        ground_truth = {
+            "source": "expected_actions",
+            "procedure": procedure,
+            "optional_actions": item.get("optional_actions", []),
+            "forbidden_actions": item.get("forbidden_actions", []),
+        }
         for key in ("gated_actions", "args_match"):  # only when given: older lines import byte for byte as before
             if key in item:
                 ground_truth[key] = item[key]
@@ -220,8 +265,15 @@ class _Line:
             commands = _names(item["command_tools"], "command_tools", self.fail)
         else:
             named = _tools_named({k: v for k, v in ground_truth.items() if k != "gated_actions"})
-            commands = sorted(called | named | {g["tool"] for g in item.get("gated_actions") or []
-                                                if isinstance(g, dict) and isinstance(g.get("tool"), str)})
+            commands = sorted(
+                called
+                | named
+                | {
+                    g["tool"]
+                    for g in item.get("gated_actions") or []
+                    if isinstance(g, dict) and isinstance(g.get("tool"), str)
+                }
+            )
             if defaulted is not None:
                 defaulted[0].update(commands)
                 defaulted[1].append(self.lineno)
@@ -235,8 +287,13 @@ class _Line:
             "command_tools": sorted(set(commands)),
         }
 
-    def to_run(self, source: str, default_model: str | None, dialect: str = "auto",
-               defaulted: tuple[set[str], list[int]] | None = None) -> list[dict[str, Any]]:
+    def to_run(
+        self,
+        source: str,
+        default_model: str | None,
+        dialect: str = "auto",
+        defaulted: tuple[set[str], list[int]] | None = None,
+    ) -> list[dict[str, Any]]:
         item = self.item
         if not isinstance(item, dict):
             raise self.fail("a line must be an object {id, messages, expected_actions, ...}")
@@ -250,7 +307,9 @@ class _Line:
         for key, kind in (("ordered", bool), ("success", bool), ("trial", int), ("scenario_id", str)):
             value = item.get(key)
             if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
-                raise self.fail(f"{key} must be {'a boolean' if kind is bool else 'an integer' if kind is int else 'a string'}")
+                raise self.fail(
+                    f"{key} must be {'a boolean' if kind is bool else 'an integer' if kind is int else 'a string'}"
+                )
         from_file = self.scenarios is not None and isinstance(item.get("scenario_id"), str)
         expected = [] if from_file else self._expected()
         try:
@@ -263,11 +322,15 @@ class _Line:
         if from_file:
             scenario = self._from_file(scenario_id)
             named = _tools_named(scenario["ground_truth"])
-            surface = _names(item["tools"], "tools", self.fail) if item.get("tools") is not None else sorted(called | named)
+            surface = (
+                _names(item["tools"], "tools", self.fail) if item.get("tools") is not None else sorted(called | named)
+            )
         else:
             scenario = self._scenario(scenario_id, expected, transcript, called, defaulted)
             named = _tools_named(scenario["ground_truth"])
-            surface = _names(item["tools"], "tools", self.fail) if item.get("tools") is not None else sorted(called | named)
+            surface = (
+                _names(item["tools"], "tools", self.fail) if item.get("tools") is not None else sorted(called | named)
+            )
             self._validate(scenario)
         run_id = f"{rid}:{model}" + (f":trial{item['trial']}" if item.get("trial") is not None else "")
         ts = item.get("ts_utc")
@@ -284,7 +347,13 @@ class _Line:
             "versions": {"importer": FORMAT_VERSION},
             "seed": None,
         }
-        setup = {"type": "setup", "sim_time": 0, "validity_gate": {"passed": True}, "active_failures": [], "snapshot": None}
+        setup = {
+            "type": "setup",
+            "sim_time": 0,
+            "validity_gate": {"passed": True},
+            "active_failures": [],
+            "snapshot": None,
+        }
         finished = transcript.last_role == "assistant" and not (
             transcript.events and transcript.events[-1]["type"] == "tool_call"
         )

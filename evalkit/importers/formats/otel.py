@@ -25,6 +25,7 @@ under the GenAI semantic conventions; see docs/importers.md for the full mapping
 * What is not mapped — spans of other operations, messages that do not parse — is counted in the
   run's ``final.done_payload.otel.unmapped``, never guessed.
 """
+
 from __future__ import annotations
 
 import base64
@@ -32,14 +33,15 @@ import binascii
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 
 from evalkit.importers import Converted, ImportFormatError
-from evalkit.importers.jsonlist import read_text
 from evalkit.importers.formats.messages import MessageError, parse_arguments
+from evalkit.importers.jsonlist import read_text
+from evalkit.importers.options import ImportOption
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.safe_json import JSONProblem
-from evalkit.importers.options import ImportOption
 
 FORMAT_VERSION = "otel/1"
 DEFAULT_SCENARIO_ATTR = "evalkit.scenario_id"
@@ -61,7 +63,7 @@ class Span:
     status: int
     status_message: str
     resource: dict[str, Any]
-    children: list["Span"] = field(default_factory=list)
+    children: list[Span] = field(default_factory=list)
 
     @property
     def operation(self) -> str:
@@ -70,6 +72,7 @@ class Span:
 
 
 # -- OTLP JSON → spans ------------------------------------------------------------------------------
+
 
 def _field(obj: dict[str, Any], camel: str) -> Any:
     """A field by its JSON name or its proto name (the protobuf JSON mapping accepts both)."""
@@ -156,11 +159,24 @@ def spans_of(request: Any) -> Iterator[Span]:
                 status = raw.get("status") or {}
                 code = status.get("code", 0)
                 code = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, code)
-                events = [(str(e.get("name", "")), int(_field(e, "timeUnixNano") or 0), attributes(e.get("attributes")))
-                          for e in raw.get("events") or [] if isinstance(e, dict)]
-                yield Span(trace_id, span_id, parent, str(raw.get("name", "")), int(_field(raw, "startTimeUnixNano") or 0),
-                           int(_field(raw, "endTimeUnixNano") or 0), attributes(raw.get("attributes")), events,
-                           int(code) if isinstance(code, int) else 0, str(status.get("message") or ""), resource)
+                events = [
+                    (str(e.get("name", "")), int(_field(e, "timeUnixNano") or 0), attributes(e.get("attributes")))
+                    for e in raw.get("events") or []
+                    if isinstance(e, dict)
+                ]
+                yield Span(
+                    trace_id,
+                    span_id,
+                    parent,
+                    str(raw.get("name", "")),
+                    int(_field(raw, "startTimeUnixNano") or 0),
+                    int(_field(raw, "endTimeUnixNano") or 0),
+                    attributes(raw.get("attributes")),
+                    events,
+                    int(code) if isinstance(code, int) else 0,
+                    str(status.get("message") or ""),
+                    resource,
+                )
 
 
 def read_requests(path: str, text: str) -> list[Any]:
@@ -171,10 +187,16 @@ def read_requests(path: str, text: str) -> list[Any]:
         return [safe_json.loads(text)]
     except JSONProblem:
         pass  # several lines: each is a request (a bad line is reported with its number)
-    return [item for _, item in safe_json.json_lines(text, lambda n, reason: ImportFormatError(path, n, f"not valid JSON: {reason}"))]
+    return [
+        item
+        for _, item in safe_json.json_lines(
+            text, lambda n, reason: ImportFormatError(path, n, f"not valid JSON: {reason}")
+        )
+    ]
 
 
 # -- spans → runs -----------------------------------------------------------------------------------
+
 
 def _json_value(value: Any) -> Any:
     """An attribute that holds JSON as text (the conventions' messages, arguments) decoded; anything
@@ -192,7 +214,11 @@ def _parts_text(message: Any) -> str | None:
         return None
     parts = message.get("parts")
     if isinstance(parts, list):
-        texts = [p.get("content") for p in parts if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str)]
+        texts = [
+            p.get("content")
+            for p in parts
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str)
+        ]
         return "".join(texts) if texts else None
     content = message.get("content")
     if isinstance(content, str):
@@ -208,7 +234,7 @@ def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     found: dict[int, dict[str, Any]] = {}
     for key, value in attrs.items():
         if key.startswith(prefix + "."):
-            index, _, rest = key[len(prefix) + 1:].partition(".")
+            index, _, rest = key[len(prefix) + 1 :].partition(".")
             if index.isdigit() and rest in ("role", "content", "finish_reason"):
                 found.setdefault(int(index), {})[rest] = value
     return [found[i] for i in sorted(found)]
@@ -226,7 +252,11 @@ def chat_output(span: Span) -> tuple[str | None, str | None, bool]:
     messages = _json_value(span.attrs.get("gen_ai.output.messages"))
     if isinstance(messages, list) and messages:
         first = messages[0] if isinstance(messages[0], dict) else {}
-        return _parts_text(first), first.get("finish_reason") if isinstance(first.get("finish_reason"), str) else None, True
+        return (
+            _parts_text(first),
+            first.get("finish_reason") if isinstance(first.get("finish_reason"), str) else None,
+            True,
+        )
     completion = span.attrs.get("gen_ai.completion")
     if completion is not None:
         decoded = _json_value(completion) if isinstance(completion, str) and completion[:1] in "[{" else completion
@@ -237,8 +267,11 @@ def chat_output(span: Span) -> tuple[str | None, str | None, bool]:
     flat = _indexed(span.attrs, "gen_ai.completion")
     if flat:
         reason = flat[0].get("finish_reason")
-        return (flat[0].get("content") if isinstance(flat[0].get("content"), str) else None,
-                reason if isinstance(reason, str) else None, True)
+        return (
+            flat[0].get("content") if isinstance(flat[0].get("content"), str) else None,
+            reason if isinstance(reason, str) else None,
+            True,
+        )
     for name, _, attrs in span.events:
         if name == "gen_ai.content.completion":
             body = _event_body(attrs, "gen_ai.completion")
@@ -249,7 +282,11 @@ def chat_output(span: Span) -> tuple[str | None, str | None, bool]:
         if name == "gen_ai.choice":
             message = _event_body(attrs, "message", "gen_ai.event.content")
             reason = attrs.get("finish_reason")
-            return _parts_text(message) if isinstance(message, dict) else None, reason if isinstance(reason, str) else None, True
+            return (
+                _parts_text(message) if isinstance(message, dict) else None,
+                reason if isinstance(reason, str) else None,
+                True,
+            )
     return None, None, False
 
 
@@ -261,7 +298,9 @@ def chat_prompt(span: Span) -> str | None:
         candidates = messages
     elif isinstance(span.attrs.get("gen_ai.prompt"), str):
         decoded = _json_value(span.attrs["gen_ai.prompt"])
-        candidates = decoded if isinstance(decoded, list) else [{"role": "user", "content": span.attrs["gen_ai.prompt"]}]
+        candidates = (
+            decoded if isinstance(decoded, list) else [{"role": "user", "content": span.attrs["gen_ai.prompt"]}]
+        )
     else:
         candidates = _indexed(span.attrs, "gen_ai.prompt")
         for name, _, attrs in span.events:
@@ -355,8 +394,15 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
                 prompt = chat_prompt(span)
             text, reason, understood = chat_output(span)
             unmapped["chat_outputs"] += 0 if understood else 1
-            events.append({"type": "assistant", "step": step, "text": text, "stop_reason": reason,
-                           "provider_raw": {"otel_span_id": span.span_id, "name": span.name}})
+            events.append(
+                {
+                    "type": "assistant",
+                    "step": step,
+                    "text": text,
+                    "stop_reason": reason,
+                    "provider_raw": {"otel_span_id": span.span_id, "name": span.name},
+                }
+            )
         elif op == "execute_tool":
             if step == 0:
                 step = 1  # a tool run before any recorded chat: its own step
@@ -374,15 +420,30 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
             result = span.attrs.get("gen_ai.tool.call.result")
             if result is None and failed and span.status_message:
                 result = span.status_message
-            events.append({"type": "tool_call", "step": step, "call_index": call_index, "name": name, "args": args,
-                           "result": result, "is_error": failed, "sim_time_before": step - 1, "sim_time_after": step,
-                           "wall_ms": (span.end - span.start) / 1e6 if span.end >= span.start > 0 else None})
+            events.append(
+                {
+                    "type": "tool_call",
+                    "step": step,
+                    "call_index": call_index,
+                    "name": name,
+                    "args": args,
+                    "result": result,
+                    "is_error": failed,
+                    "sim_time_before": step - 1,
+                    "sim_time_after": step,
+                    "wall_ms": (span.end - span.start) / 1e6 if span.end >= span.start > 0 else None,
+                }
+            )
             call_index += 1
             calls += 1
         elif op != "invoke_agent" and span is not top:
             unmapped["spans"] += 1
     if model is None:
-        model = top.attrs.get("gen_ai.request.model") if isinstance(top.attrs.get("gen_ai.request.model"), str) else options.model
+        model = (
+            top.attrs.get("gen_ai.request.model")
+            if isinstance(top.attrs.get("gen_ai.request.model"), str)
+            else options.model
+        )
     if not model:
         raise RunError("no model: no chat span has gen_ai.request.model or gen_ai.response.model; pass --model NAME")
     agent = _attr(spans, "gen_ai.agent.name")
@@ -401,16 +462,32 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
         "ts_utc": _utc(top.start),
         "scenario": scenario,
         "scenario_path": f"{source}#{top.trace_id}",
-        "adapter": {"provider": model.split("/", 1)[0] if "/" in model else _attr(spans, "gen_ai.provider.name") or _attr(spans, "gen_ai.system"),
-                    "model": model, "harness": "otel"},
+        "adapter": {
+            "provider": model.split("/", 1)[0]
+            if "/" in model
+            else _attr(spans, "gen_ai.provider.name") or _attr(spans, "gen_ai.system"),
+            "model": model,
+            "harness": "otel",
+        },
         "instructions_profile": None,
-        "tool_surface": sorted(called | {a["tool"] for b in scenario["ground_truth"].get("procedure", []) for a in b.get("actions", [])
-                                         if isinstance(a, dict) and isinstance(a.get("tool"), str)}),
+        "tool_surface": sorted(
+            called
+            | {
+                a["tool"]
+                for b in scenario["ground_truth"].get("procedure", [])
+                for a in b.get("actions", [])
+                if isinstance(a, dict) and isinstance(a.get("tool"), str)
+            }
+        ),
         "vendor_pin": None,
         "versions": {"importer": FORMAT_VERSION},
         "seed": None,
-        "otel": {"trace_id": top.trace_id, "span_id": top.span_id, "agent": agent if isinstance(agent, str) else None,
-                 "service": top.resource.get("service.name")},
+        "otel": {
+            "trace_id": top.trace_id,
+            "span_id": top.span_id,
+            "agent": agent if isinstance(agent, str) else None,
+            "service": top.resource.get("service.name"),
+        },
     }
     setup = {"type": "setup", "sim_time": 0, "validity_gate": {"passed": True}, "active_failures": [], "snapshot": None}
     final = {
@@ -422,9 +499,13 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
         "ecam": [],
         "active_failures": [],
         "snapshot": None,
-        "success_eval": None if success is None else {
+        "success_eval": None
+        if success is None
+        else {
             "final_state": [{"var": SUCCESS_ATTR, "op": "==", "value": True, "passed": success}],
-            "ecam_clear_of": [], "all_passed": success},
+            "ecam_clear_of": [],
+            "all_passed": success,
+        },
     }
     return [meta, setup, *events, final]
 
@@ -433,13 +514,15 @@ def _utc(unix_nano: int) -> str | None:
     """The span's recorded start as ISO 8601 UTC (the trace's own clock, never this machine's)."""
     if unix_nano <= 0:
         return None
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     seconds, nanos = divmod(unix_nano, 10**9)
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos // 1000:06d}Z"
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos // 1000:06d}Z"
 
 
-def _scenario(spans: list[Span], options: Options, agent: Any, prompt: str | None, events: list[dict[str, Any]]) -> dict[str, Any]:
+def _scenario(
+    spans: list[Span], options: Options, agent: Any, prompt: str | None, events: list[dict[str, Any]]
+) -> dict[str, Any]:
     key = _attr(spans, options.scenario_attr)
     if options.scenarios is not None:
         if key is None:
@@ -452,8 +535,12 @@ def _scenario(spans: list[Span], options: Options, agent: Any, prompt: str | Non
         "id": sid,
         "title": sid,
         "task_prompt": prompt,
-        "ground_truth": {"source": "none (OpenTelemetry traces carry no expected actions)", "procedure": [],
-                         "optional_actions": [], "forbidden_actions": []},
+        "ground_truth": {
+            "source": "none (OpenTelemetry traces carry no expected actions)",
+            "procedure": [],
+            "optional_actions": [],
+            "forbidden_actions": [],
+        },
         "success": {"final_state": [{"var": SUCCESS_ATTR, "op": "==", "value": True}], "ecam_clear_of": []},
         "budget": {"max_tool_calls": None, "max_sim_time_s": None},
         "command_tools": sorted({e["name"] for e in events if e["type"] == "tool_call"}),
@@ -472,6 +559,7 @@ def convert_spans(spans: Iterable[Span], options: Options, source: str, path: st
 
 # -- the importer -----------------------------------------------------------------------------------
 
+
 def load_scenarios(path: str) -> dict[str, dict[str, Any]]:
     text = read_text(path)
     try:
@@ -479,10 +567,16 @@ def load_scenarios(path: str) -> dict[str, dict[str, Any]]:
         if isinstance(items[0], list):
             items = items[0]
     except JSONProblem:
-        items = [v for _, v in safe_json.json_lines(text, lambda n, r: ImportFormatError(path, n, f"not valid JSON: {r}"))]
+        items = [
+            v for _, v in safe_json.json_lines(text, lambda n, r: ImportFormatError(path, n, f"not valid JSON: {r}"))
+        ]
     out: dict[str, dict[str, Any]] = {}
     for i, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not isinstance(item.get("ground_truth"), dict):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("id"), str)
+            or not isinstance(item.get("ground_truth"), dict)
+        ):
             raise ImportFormatError(path, None, f"scenario {i} needs an id (a string) and a ground_truth (an object)")
         out[item["id"]] = item
     return out
@@ -490,7 +584,9 @@ def load_scenarios(path: str) -> dict[str, dict[str, Any]]:
 
 def load_results(path: str) -> dict[str, bool]:
     out: dict[str, bool] = {}
-    for lineno, item in safe_json.json_lines(read_text(path), lambda n, r: ImportFormatError(path, n, f"not valid JSON: {r}")):
+    for lineno, item in safe_json.json_lines(
+        read_text(path), lambda n, r: ImportFormatError(path, n, f"not valid JSON: {r}")
+    ):
         key = item.get("run_id", item.get("trace_id")) if isinstance(item, dict) else None
         if not isinstance(key, str) or not isinstance(item.get("success"), bool):
             raise ImportFormatError(path, lineno, "a line must be {trace_id | run_id, success: true|false}")
@@ -503,19 +599,39 @@ class OtelImporter:
     summary = "OpenTelemetry GenAI traces as OTLP JSON (the Collector file exporter's lines, or one document)"
     cli_options = (
         ImportOption("model", "model name for the runs where the input does not record it"),
-        ImportOption("scenarios", "scenarios (JSON list or JSONL) for the runs, by the id in --scenario-attr", "file",
-                     metavar="FILE"),
-        ImportOption("scenario_attr", "span or resource attribute naming a run's scenario (default evalkit.scenario_id)",
-                     metavar="NAME"),
-        ImportOption("results", "JSONL end states {trace_id | run_id, success} for runs whose spans do not say it",
-                     "file", metavar="FILE"),
+        ImportOption(
+            "scenarios",
+            "scenarios (JSON list or JSONL) for the runs, by the id in --scenario-attr",
+            "file",
+            metavar="FILE",
+        ),
+        ImportOption(
+            "scenario_attr",
+            "span or resource attribute naming a run's scenario (default evalkit.scenario_id)",
+            metavar="NAME",
+        ),
+        ImportOption(
+            "results",
+            "JSONL end states {trace_id | run_id, success} for runs whose spans do not say it",
+            "file",
+            metavar="FILE",
+        ),
     )
     # --listen HOST:PORT is the command's own flag: it replaces FILEs for an importer with listen()
 
-    def options_for(self, model: str | None = None, scenarios: str | None = None, scenario_attr: str | None = None,
-                    results: str | None = None) -> Options:
-        return Options(model, load_scenarios(scenarios) if scenarios else None, scenario_attr or DEFAULT_SCENARIO_ATTR,
-                       load_results(results) if results else None)
+    def options_for(
+        self,
+        model: str | None = None,
+        scenarios: str | None = None,
+        scenario_attr: str | None = None,
+        results: str | None = None,
+    ) -> Options:
+        return Options(
+            model,
+            load_scenarios(scenarios) if scenarios else None,
+            scenario_attr or DEFAULT_SCENARIO_ATTR,
+            load_results(results) if results else None,
+        )
 
     def convert(self, path: str, **given: Any) -> Converted:
         options = self.options_for(**given)
@@ -532,7 +648,12 @@ class OtelImporter:
     def listen(self, address: str, out_dir: str, echo: Any = print, **given: Any) -> None:
         from evalkit.importers.formats.otel_receiver import serve
 
-        serve(address, out_dir, self.options_for(**{k: v for k, v in given.items() if k in self.options and v is not None}), echo)
+        serve(
+            address,
+            out_dir,
+            self.options_for(**{k: v for k, v in given.items() if k in self.options and v is not None}),
+            echo,
+        )
 
 
 IMPORTER = OtelImporter()

@@ -9,6 +9,7 @@ every span inside it, so an exporter has sent them by then — and written again
 mapping as a file import (:mod:`evalkit.importers.formats.otel`), if more of its spans arrive later.
 A request that cannot be read is answered 400 and changes nothing.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -76,7 +77,9 @@ class Receiver:
                 self._write_trace(trace_id)
 
     def _write_trace(self, trace_id: str) -> None:
-        fresh = [otel.Span(**{k: v for k, v in vars(s).items() if k != "children"}) for s in self.traces[trace_id].values()]
+        fresh = [
+            otel.Span(**{k: v for k, v in vars(s).items() if k != "children"}) for s in self.traces[trace_id].values()
+        ]
         for top in otel.run_roots(fresh):
             if top.parent is not None and top.operation != "invoke_agent":
                 continue  # the trace's root has not arrived: the run is not complete
@@ -129,7 +132,7 @@ class Receiver:
 
         return Handler
 
-    def start(self) -> "Receiver":
+    def start(self) -> Receiver:
         Path(self.out_dir).mkdir(parents=True, exist_ok=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()

@@ -19,6 +19,7 @@ docs/importers.md for the full mapping; the choices in short:
 * The user simulator's own tool calls (``requestor`` ``user``) are not the agent's: they are counted
   in ``done_payload.tau2.user_tool_calls``, not recorded as calls.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,11 +28,11 @@ import os
 from typing import Any
 
 from evalkit.importers import Converted, ImportFormatError
-from evalkit.importers.jsonlist import read_text
 from evalkit.importers.formats.messages import MessageError, convert_messages, parse_arguments
+from evalkit.importers.jsonlist import read_text
+from evalkit.importers.options import ImportOption
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.safe_json import JSONProblem
-from evalkit.importers.options import ImportOption
 
 FORMAT_VERSION = "tau2/1"
 SUCCESS_TOLERANCE = 1e-6
@@ -72,8 +73,9 @@ class Tau2Importer:
     summary = "tau2-bench results files ({timestamp, info, tasks, simulations})"
     cli_options = (
         ImportOption("model", "model name for the runs where the input does not record it"),
-        ImportOption("tasks", "tasks file for simulations whose task the results file does not hold", "file",
-                     metavar="FILE"),
+        ImportOption(
+            "tasks", "tasks file for simulations whose task the results file does not hold", "file", metavar="FILE"
+        ),
     )
     ratings = True
 
@@ -81,14 +83,18 @@ class Tau2Importer:
         doc = _load_object(path, read_text(path), "a tau2-bench results object {info, tasks, simulations}")
         sims = doc.get("simulations")
         if not isinstance(doc.get("info"), dict) or not isinstance(sims, list):
-            raise ImportFormatError(path, None, "not a tau2-bench results file: needs info (an object) and simulations (a list)")
+            raise ImportFormatError(
+                path, None, "not a tau2-bench results file: needs info (an object) and simulations (a list)"
+            )
         info = doc["info"]
         model = model or _get(info, "agent_info", "llm")
         if not isinstance(model, str) or not model:
             raise ImportFormatError(path, None, "info.agent_info.llm does not name the model; pass --model NAME")
         domain = _get(info, "environment_info", "domain_name")
         if not isinstance(domain, str) or not domain or _slug(domain) != domain:
-            raise ImportFormatError(path, None, f"info.environment_info.domain_name must be a plain name, not {domain!r}")
+            raise ImportFormatError(
+                path, None, f"info.environment_info.domain_name must be a plain name, not {domain!r}"
+            )
         by_id: dict[str, dict[str, Any]] = {}
         for source, listed in ((path, doc.get("tasks")), (tasks, _task_list(tasks) if tasks else None)):
             if listed is None:
@@ -96,7 +102,11 @@ class Tau2Importer:
             if not isinstance(listed, list):
                 raise ImportFormatError(source, None, "tasks must be a list of tau2 tasks")
             for ti, task in enumerate(listed):
-                if not isinstance(task, dict) or isinstance(task.get("id"), bool) or not isinstance(task.get("id"), (str, int)):
+                if (
+                    not isinstance(task, dict)
+                    or isinstance(task.get("id"), bool)
+                    or not isinstance(task.get("id"), (str, int))
+                ):
                     raise ImportFormatError(source, None, f"tasks[{ti}] needs an id")
                 by_id.setdefault(str(task["id"]), task)
         if not sims:
@@ -113,7 +123,9 @@ class Tau2Importer:
             seen[key] = si
             task = by_id.get(run.task_id)
             if task is None:
-                raise run.error(f"no task {run.task_id!r} in the file's tasks" + ("" if tasks else " (pass --tasks FILE)"))
+                raise run.error(
+                    f"no task {run.task_id!r} in the file's tasks" + ("" if tasks else " (pass --tasks FILE)")
+                )
             if run.task_id not in scenarios:
                 scenarios[run.task_id] = _Task(run.error, task).scenario(domain, run.task_id)
             records = run.to_run(os.path.basename(path), domain, model, scenarios[run.task_id], surface)
@@ -181,15 +193,30 @@ class _Task:
             except MessageError as exc:
                 raise self.error(str(exc)) from None
             compare = action.get("compare_args")
-            if compare is not None and (not isinstance(compare, list) or not all(isinstance(k, str) and k for k in compare)):
+            if compare is not None and (
+                not isinstance(compare, list) or not all(isinstance(k, str) and k for k in compare)
+            ):
                 raise self.error(f"{where}.compare_args must be null or a list of argument names")
             action_id = action.get("action_id")
-            kept.append({"action_id": action_id, "requestor": action.get("requestor", "assistant"),
-                         "name": action["name"], "arguments": args, "compare_args": compare})
+            kept.append(
+                {
+                    "action_id": action_id,
+                    "requestor": action.get("requestor", "assistant"),
+                    "name": action["name"],
+                    "arguments": args,
+                    "compare_args": compare,
+                }
+            )
             if action.get("requestor", "assistant") != "assistant":
                 continue  # the user simulator's action, not the agent's
-            required.append({"tool": action["name"], "args": args, "args_match": args_rule(compare),
-                             "rationale": f"tau2 expected action {action_id if action_id is not None else ai}"})
+            required.append(
+                {
+                    "tool": action["name"],
+                    "args": args,
+                    "args_match": args_rule(compare),
+                    "rationale": f"tau2 expected action {action_id if action_id is not None else ai}",
+                }
+            )
         basis = criteria.get("reward_basis", list(DEFAULT_BASIS))
         if not isinstance(basis, list) or not all(isinstance(b, str) and b for b in basis):
             raise self.error(f"task {task_id}: evaluation_criteria.reward_basis must be a list of names")
@@ -203,7 +230,10 @@ class _Task:
                 "optional_actions": [],
                 "forbidden_actions": [],
             },
-            "success": {"final_state": [{"var": f"tau2.{b}", "op": "==", "value": 1} for b in basis], "ecam_clear_of": []},
+            "success": {
+                "final_state": [{"var": f"tau2.{b}", "op": "==", "value": 1} for b in basis],
+                "ecam_clear_of": [],
+            },
             "budget": {"max_tool_calls": None, "max_sim_time_s": None},
             "command_tools": sorted({a["tool"] for a in required}),
             "tau2": {
@@ -226,8 +256,13 @@ def _instructions(user_scenario: Any) -> str | None:
     if not isinstance(raw, dict):
         return None
     parts = []
-    for key, label in (("domain", "Domain"), ("reason_for_call", "Reason for call"), ("known_info", "Known info"),
-                       ("unknown_info", "Unknown info"), ("task_instructions", "Task instructions")):
+    for key, label in (
+        ("domain", "Domain"),
+        ("reason_for_call", "Reason for call"),
+        ("known_info", "Known info"),
+        ("unknown_info", "Unknown info"),
+        ("task_instructions", "Task instructions"),
+    ):
         if isinstance(raw.get(key), str):
             parts.append(f"{label}: {raw[key]}")
     return "\n".join(parts) or None
@@ -260,13 +295,16 @@ class _Simulation:
             raise self.error("reward_info must be an object or null")
         self.reward_info = info or {}
         reward = self.reward_info.get("reward") if info is not None else None
-        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward)):
+        if reward is not None and (
+            isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward)
+        ):
             raise self.error("reward_info.reward must be a finite number")
         self.reward = None if reward is None else float(reward)
         self.user_tool_calls = 0
         try:
-            self.transcript = convert_messages(self._agent_messages(sim.get("messages") or []), _tool_error,
-                                               missing_result_is_error=True)
+            self.transcript = convert_messages(
+                self._agent_messages(sim.get("messages") or []), _tool_error, missing_result_is_error=True
+            )
         except MessageError as exc:
             raise self.error(f"messages: {exc}") from None
 
@@ -293,8 +331,14 @@ class _Simulation:
             if role == "tool":
                 if msg.get("requestor", "assistant") != "assistant":
                     continue
-                out.append({"role": "tool", "tool_call_id": msg.get("id"), "content": msg.get("content"),
-                            "is_error": msg.get("error") is True})
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": msg.get("id"),
+                        "content": msg.get("content"),
+                        "is_error": msg.get("error") is True,
+                    }
+                )
                 continue
             calls = msg.get("tool_calls")
             if role == "user":
@@ -308,13 +352,20 @@ class _Simulation:
                 for ci, call in enumerate(calls):
                     if not isinstance(call, dict):
                         raise self.error(f"messages[{mi}].tool_calls[{ci}] is not an object")
-                    converted.append({"id": call.get("id") or None, "type": "function",
-                                      "function": {"name": call.get("name"), "arguments": call.get("arguments")}})
+                    converted.append(
+                        {
+                            "id": call.get("id") or None,
+                            "type": "function",
+                            "function": {"name": call.get("name"), "arguments": call.get("arguments")},
+                        }
+                    )
                 msg = dict(msg, tool_calls=converted)
             out.append(msg)
         return out
 
-    def to_run(self, source: str, domain: str, model: str, scenario: dict[str, Any], tools: set[str]) -> list[dict[str, Any]]:
+    def to_run(
+        self, source: str, domain: str, model: str, scenario: dict[str, Any], tools: set[str]
+    ) -> list[dict[str, Any]]:
         called = {e["name"] for e in self.transcript.events if e["type"] == "tool_call"}
         expected = {a["name"] for a in scenario["tau2"]["actions"] if a["requestor"] == "assistant"}
         system = "\n".join(self.transcript.system)
@@ -328,14 +379,26 @@ class _Simulation:
             "ts_utc": start if isinstance(start, str) else None,
             "scenario": scenario,
             "scenario_path": f"{source}#simulations[{self.index}]",
-            "adapter": {"provider": model.split("/", 1)[0] if "/" in model else None, "model": model, "harness": "tau2-bench"},
+            "adapter": {
+                "provider": model.split("/", 1)[0] if "/" in model else None,
+                "model": model,
+                "harness": "tau2-bench",
+            },
             "instructions_profile": profile,
             "tool_surface": sorted(tools | called | expected),
             "vendor_pin": None,
             "versions": {"importer": FORMAT_VERSION},
-            "seed": self.sim.get("seed") if isinstance(self.sim.get("seed"), int) and not isinstance(self.sim.get("seed"), bool) else None,
+            "seed": self.sim.get("seed")
+            if isinstance(self.sim.get("seed"), int) and not isinstance(self.sim.get("seed"), bool)
+            else None,
         }
-        setup = {"type": "setup", "sim_time": 0, "validity_gate": {"passed": True}, "active_failures": [], "snapshot": None}
+        setup = {
+            "type": "setup",
+            "sim_time": 0,
+            "validity_gate": {"passed": True},
+            "active_failures": [],
+            "snapshot": None,
+        }
         return [meta, setup, *self.transcript.events, self._final(scenario)]
 
     def _component_passed(self, component: str) -> bool:
@@ -346,8 +409,12 @@ class _Simulation:
             return is_success(float(breakdown[component]))
         if self.reason not in EVALUATED_ENDINGS:
             return False  # tau2 evaluated nothing: the run ended prematurely
-        lists = {"COMMUNICATE": ("communicate_checks", "met"), "ACTION": ("action_checks", "action_match"),
-                 "NL_ASSERTION": ("nl_assertions", "met"), "ENV_ASSERTION": ("env_assertions", "met")}
+        lists = {
+            "COMMUNICATE": ("communicate_checks", "met"),
+            "ACTION": ("action_checks", "action_match"),
+            "NL_ASSERTION": ("nl_assertions", "met"),
+            "ENV_ASSERTION": ("env_assertions", "met"),
+        }
         if component == "DB" and isinstance(info.get("db_check"), dict):
             return info["db_check"].get("db_match") is True
         if component in lists and isinstance(info.get(lists[component][0]), list):
@@ -368,7 +435,10 @@ class _Simulation:
         if self.reason in NOT_EVALUATED:
             success_eval = None  # tau2 leaves the run out of its metrics; so does evalkit (incomplete)
         else:
-            checks = [dict(c, passed=self._component_passed(c["var"].split(".", 1)[1])) for c in scenario["success"]["final_state"]]
+            checks = [
+                dict(c, passed=self._component_passed(c["var"].split(".", 1)[1]))
+                for c in scenario["success"]["final_state"]
+            ]
             success_eval = {"final_state": checks, "ecam_clear_of": [], "all_passed": success}
         return {
             "type": "final",
@@ -386,21 +456,42 @@ class _Simulation:
         """tau2's own verdicts on this run: its reward, each action check and each NL assertion."""
         if self.reason in NOT_EVALUATED:
             return []
-        rows = [{"item_id": run_id, "rater": RATER_REWARD, "rater_kind": "mechanical", "dimension": "outcome",
-                 "value": "pass" if is_success(self.reward) else "fail"}]
+        rows = [
+            {
+                "item_id": run_id,
+                "rater": RATER_REWARD,
+                "rater_kind": "mechanical",
+                "dimension": "outcome",
+                "value": "pass" if is_success(self.reward) else "fail",
+            }
+        ]
         for ci, check in enumerate(self.reward_info.get("action_checks") or []):
             action = check.get("action") if isinstance(check, dict) else None
             if not isinstance(action, dict) or not isinstance(check.get("action_match"), bool):
                 raise self.error(f"reward_info.action_checks[{ci}] needs action and action_match")
             name = action.get("action_id") if action.get("action_id") is not None else ci
-            rows.append({"item_id": run_id, "rater": RATER_ACTIONS, "rater_kind": "mechanical",
-                         "dimension": f"action:{name}", "value": "match" if check["action_match"] else "no_match"})
+            rows.append(
+                {
+                    "item_id": run_id,
+                    "rater": RATER_ACTIONS,
+                    "rater_kind": "mechanical",
+                    "dimension": f"action:{name}",
+                    "value": "match" if check["action_match"] else "no_match",
+                }
+            )
         for ni, check in enumerate(self.reward_info.get("nl_assertions") or []):
             if not isinstance(check, dict) or not isinstance(check.get("met"), bool):
                 raise self.error(f"reward_info.nl_assertions[{ni}] needs met")
             # tau2 asks an LLM whether each assertion holds: a judge, not a mechanical check
-            rows.append({"item_id": run_id, "rater": RATER_NL, "rater_kind": "judge",
-                         "dimension": f"nl:{ni}", "value": "pass" if check["met"] else "fail"})
+            rows.append(
+                {
+                    "item_id": run_id,
+                    "rater": RATER_NL,
+                    "rater_kind": "judge",
+                    "dimension": f"nl:{ni}",
+                    "value": "pass" if check["met"] else "fail",
+                }
+            )
         return rows
 
 

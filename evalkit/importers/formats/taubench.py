@@ -20,6 +20,7 @@ for the full mapping; the choices in short:
   ``harness_error``; its task definition is taken from another trial of the same task in the file.
 * Transcripts of the ``act``/``react`` strategies (actions as JSON text) are rewritten into tool calls.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,11 +30,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalkit.importers import ImportFormatError
-from evalkit.trajectory import safe_json
-from evalkit.importers.jsonlist import iter_json_list, read_text
-from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.importers.formats.messages import MessageError, convert_messages, parse_arguments
+from evalkit.importers.jsonlist import iter_json_list, read_text
 from evalkit.importers.options import ImportOption
+from evalkit.trajectory import safe_json
+from evalkit.trajectory.safe_json import JSONProblem
 
 FORMAT_VERSION = "taubench/1"
 SUCCESS_TOLERANCE = 1e-6
@@ -42,26 +43,54 @@ RESPOND = "respond"  # tau-bench's pseudo-action for a text reply; never a tool
 # The upstream tools of each domain, split into database writes (commands) and everything else.
 DOMAINS: dict[str, dict[str, frozenset[str]]] = {
     "airline": {
-        "writes": frozenset({
-            "book_reservation", "cancel_reservation", "send_certificate", "update_reservation_baggages",
-            "update_reservation_flights", "update_reservation_passengers",
-        }),
-        "reads": frozenset({
-            "calculate", "get_reservation_details", "get_user_details", "list_all_airports",
-            "search_direct_flight", "search_onestop_flight", "think", "transfer_to_human_agents",
-        }),
+        "writes": frozenset(
+            {
+                "book_reservation",
+                "cancel_reservation",
+                "send_certificate",
+                "update_reservation_baggages",
+                "update_reservation_flights",
+                "update_reservation_passengers",
+            }
+        ),
+        "reads": frozenset(
+            {
+                "calculate",
+                "get_reservation_details",
+                "get_user_details",
+                "list_all_airports",
+                "search_direct_flight",
+                "search_onestop_flight",
+                "think",
+                "transfer_to_human_agents",
+            }
+        ),
     },
     "retail": {
-        "writes": frozenset({
-            "cancel_pending_order", "exchange_delivered_order_items", "modify_pending_order_address",
-            "modify_pending_order_items", "modify_pending_order_payment", "modify_user_address",
-            "return_delivered_order_items",
-        }),
-        "reads": frozenset({
-            "calculate", "find_user_id_by_email", "find_user_id_by_name_zip", "get_order_details",
-            "get_product_details", "get_user_details", "list_all_product_types", "think",
-            "transfer_to_human_agents",
-        }),
+        "writes": frozenset(
+            {
+                "cancel_pending_order",
+                "exchange_delivered_order_items",
+                "modify_pending_order_address",
+                "modify_pending_order_items",
+                "modify_pending_order_payment",
+                "modify_user_address",
+                "return_delivered_order_items",
+            }
+        ),
+        "reads": frozenset(
+            {
+                "calculate",
+                "find_user_id_by_email",
+                "find_user_id_by_name_zip",
+                "get_order_details",
+                "get_product_details",
+                "get_user_details",
+                "list_all_product_types",
+                "think",
+                "transfer_to_human_agents",
+            }
+        ),
     },
 }
 # A tool outside the tables (a fork's extra tool, another domain) is a read when its name says so.
@@ -116,7 +145,9 @@ class TauBenchImporter:
         if domain is not None and (not domain or _slug(domain) != domain):
             raise ImportFormatError(path, None, f"--domain must be a plain name like airline or retail, not {domain!r}")
         text = read_text(path)
-        items = list(iter_json_list(path, text, "a JSON list of tau-bench results {task_id, trial, reward, info, traj}"))
+        items = list(
+            iter_json_list(path, text, "a JSON list of tau-bench results {task_id, trial, reward, info, traj}")
+        )
         if not items:
             raise ImportFormatError(path, None, "no results in file (an empty list)")
         parsed = [_Record.parse(path, line, index, item) for index, (line, item) in enumerate(items)]
@@ -167,7 +198,7 @@ class _Record:
         return ImportFormatError(self.path, self.line, f"record {self.index}{ids}: {message}")
 
     @classmethod
-    def parse(cls, path: str, line: int, index: int, item: Any) -> "_Record":
+    def parse(cls, path: str, line: int, index: int, item: Any) -> _Record:
         rec = cls(path, line, index)
         if not isinstance(item, dict):
             raise rec.error("not an object {task_id, trial, reward, info, traj}")
@@ -347,8 +378,21 @@ def react_to_tool_calls(traj: list[Any]) -> list[Any]:
     waiting: tuple[str, str] | None = None
     for mi, message in enumerate(traj):
         content = message.get("content") if isinstance(message, dict) else None
-        if waiting and isinstance(message, dict) and message.get("role") == "user" and isinstance(content, str) and content.startswith(REACT_OUTPUT):
-            out.append({"role": "tool", "tool_call_id": waiting[0], "name": waiting[1], "content": content[len(REACT_OUTPUT):]})
+        if (
+            waiting
+            and isinstance(message, dict)
+            and message.get("role") == "user"
+            and isinstance(content, str)
+            and content.startswith(REACT_OUTPUT)
+        ):
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": waiting[0],
+                    "name": waiting[1],
+                    "content": content[len(REACT_OUTPUT) :],
+                }
+            )
             waiting = None
             continue
         waiting = None
@@ -357,7 +401,11 @@ def react_to_tool_calls(traj: list[Any]) -> list[Any]:
             out.append(message)
             continue
         call_id = f"react-{mi}"
-        call = {"id": call_id, "type": "function", "function": {"name": action["name"], "arguments": action["arguments"]}}
+        call = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": action["name"], "arguments": action["arguments"]},
+        }
         out.append(dict(message, tool_calls=[call]))
         waiting = (call_id, action["name"])
     return out
@@ -375,8 +423,12 @@ OUTPUT_VAR, OUTPUT_OP = "tau_bench.output", "in_reply"
 def build_scenario(domain: str, task_id: str, task: dict[str, Any]) -> dict[str, Any]:
     """The scenario of one task: the same for every trial (it depends on the task only)."""
     gold = task["gold"]
-    commands = sorted(set(DOMAINS.get(domain, {}).get("writes", ())) | {g["tool"] for g in gold if is_write(g["tool"], domain)})
-    required = [dict(g, rationale=f"tau-bench gold action {i}") for i, g in enumerate(gold) if is_write(g["tool"], domain)]
+    commands = sorted(
+        set(DOMAINS.get(domain, {}).get("writes", ())) | {g["tool"] for g in gold if is_write(g["tool"], domain)}
+    )
+    required = [
+        dict(g, rationale=f"tau-bench gold action {i}") for i, g in enumerate(gold) if is_write(g["tool"], domain)
+    ]
     procedure = [{"block": "gold_actions", "ordered": False, "actions": required}] if required else []
     return {
         "id": f"tau-{domain}-{task_id}",
@@ -389,7 +441,8 @@ def build_scenario(domain: str, task_id: str, task: dict[str, Any]) -> dict[str,
             "forbidden_actions": [],
         },
         "success": {
-            "final_state": [dict(DATA_HASH_CHECK)] + [{"var": OUTPUT_VAR, "op": OUTPUT_OP, "value": o} for o in task["outputs"]],
+            "final_state": [dict(DATA_HASH_CHECK)]
+            + [{"var": OUTPUT_VAR, "op": OUTPUT_OP, "value": o} for o in task["outputs"]],
             "ecam_clear_of": [],
         },
         "budget": {"max_tool_calls": None, "max_sim_time_s": None},
