@@ -25,9 +25,7 @@ from contextlib import asynccontextmanager, contextmanager
 
 MIN_RUN = 16
 
-_CURRENT: contextvars.ContextVar[AdaptiveLimiter | None] = contextvars.ContextVar(
-    "evalkit_judge_limiter", default=None
-)
+_CURRENT: contextvars.ContextVar[AdaptiveLimiter | None] = contextvars.ContextVar("evalkit_judge_limiter", default=None)
 
 
 def is_rate_limit(exc: BaseException) -> bool:
