@@ -106,6 +106,14 @@ def register(group: click.Group) -> None:
         help="Scenario file (JSON, JSONL or TOML; repeatable) for runs whose meta names a scenario_id "
         "(docs/scenarios.md).",
     )
+    @click.option(
+        "--progress/--no-progress",
+        default=None,
+        help="A progress line on stderr (default: when stderr is a terminal and there are more than 300 files).",
+    )
+    @click.option(
+        "-v", "--verbose", is_flag=True, help="Print every warning (by default 20 of each kind, the rest counted)."
+    )
     def score(
         paths,
         fmt_name,
@@ -125,6 +133,8 @@ def register(group: click.Group) -> None:
         ray_address,
         parquet_dir,
         scenario_files,
+        progress,
+        verbose,
     ):
         """Score trajectory files (JSONL) offline and deterministically.
 
@@ -177,10 +187,21 @@ def register(group: click.Group) -> None:
             if problem := parquet_problem(parquet_dir) or pyarrow_problem():
                 raise click.UsageError(problem)
 
+        from evalkit.present.progress import StderrDigest
+
+        digest = StderrDigest(
+            len(found),
+            echo=warn,
+            raw=lambda text: click.echo(text, err=True, nl=False),
+            progress=progress,
+            verbose=verbose,
+        )
+
         def on_error(exc: InputError) -> None:
             nonlocal bad
             bad += 1
-            warn(f"error: {exc}")
+            digest.file_done()
+            digest.warn(f"error: {exc}")
 
         bad = 0
         try:  # the scenario model loads only when asked for: with workers, it loads in them
@@ -207,7 +228,7 @@ def register(group: click.Group) -> None:
         writer = ScoreWriter(
             out or sys.stdout, fmt_name, aggregate_only=aggregate, width=None if wide else terminal_width()
         )
-        agg = Aggregator(include_errors, level, warn=warn)
+        agg = Aggregator(include_errors, level, warn=digest.warn)
         job = ScoreJob(
             output_format=None if aggregate else fmt_name,
             parquet_rows=parquet_dir is not None,
@@ -221,18 +242,21 @@ def register(group: click.Group) -> None:
             if parquet_dir:
                 parquet = ParquetWriter(parquet_dir)
             for line in skipped:  # where scoring would have said them, listing the directories again
-                warn(line)
+                digest.warn(line)
+            scored = 0
             for item in score_stream(
                 found,
                 store,
                 on_error,
-                warn,
+                digest.warn,
                 job=job,
                 engine=engine,
                 workers=workers or default_workers(),
                 ray_address=ray_address,
             ):
                 agg.note(*item.scenario)  # per file: a warning comes where it would one by one
+                scored += 1
+                digest.file_done()
                 pieces = item.batch  # the workers' finished pieces, with a batch's last good file
                 if pieces is None:
                     continue
@@ -258,6 +282,8 @@ def register(group: click.Group) -> None:
                 parquet.discard()
             if store is not None:
                 store.close()
+        if line := digest.summary(runs=scored, errors=bad, database=None if no_db else db_path):
+            warn(line)
         reason = _check_gates(
             result,
             fail_under=fail_under,
