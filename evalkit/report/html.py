@@ -21,7 +21,7 @@ from typing import Any
 from evalkit.agreement.view import agreement_sections, judge_cost_section
 from evalkit.present import Html, Table
 from evalkit.present.document import Section, ViewTable
-from evalkit.report import fmt
+from evalkit.report import fmt, tables
 from evalkit.report.data import provenance_items
 from evalkit.report.drilldowns import CSS as DRILLDOWN_CSS
 from evalkit.report.drilldowns import drilldown_ids, render_drilldowns
@@ -112,42 +112,11 @@ def _headline(report: dict) -> str:
     )
     models = report["models"]
     out.append("<h3>Per model</h3>")
-    rows = [
-        [
-            esc(m.get("model"))
-            + (' <span class="badge unsafe-model">unsafe runs</span>' if fmt.unsafe_model(m) else ""),
-            fmt.num(m.get("scenarios")),
-            f"{fmt.num(m.get('n_scored'))}{_small_n(fmt.small_n(m))}",
-            fmt.num(m.get("score_mean")),
-            fmt.interval(m.get("score_mean_ci")),
-            fmt.pct(m.get("pass_rate")),
-            fmt.interval(m.get("pass_rate_ci"), percent=True),
-            fmt.pct(m.get("safe_pass_rate")),
-            fmt.interval(m.get("safe_pass_rate_ci"), percent=True),
-            fmt.pct(m.get("unsafe_rate")),
-            esc(fmt.pass_hat_k(m.get("pass_hat_k"))),
-            esc(fmt.versus_best(m)),
-        ]
-        for m in models
-    ]
     level = fmt.level(report)
     out.append(
         _table(
-            [
-                "model",
-                "scenarios",
-                "n scored",
-                "score (mean)",
-                f"score {level} CI",
-                "pass rate",
-                f"pass rate {level} CI",
-                "safe pass rate",
-                f"safe pass rate {level} CI",
-                "unsafe rate",
-                "pass^k",
-                "vs best (paired)",
-            ],
-            rows,
+            tables.model_headers(level),
+            tables.model_rows(models, STYLE),
             cls="models",
             numeric={1, 2, 3, 5, 7, 9},
         )
@@ -167,34 +136,10 @@ def _headline(report: dict) -> str:
     ]
     groups = report["groups"]
     out.append("<h3>Per scenario and model</h3>")
-    rows = [
-        [
-            esc(g.get("scenario_id")),
-            esc(g.get("model")),
-            f"{g.get('n')}",
-            f"{g.get('n_scored')}{_small_n(fmt.small_n(g))}",
-            fmt.pct(g.get("pass_rate")),
-            fmt.interval(g.get("pass_rate_ci"), percent=True),
-            fmt.pct(g.get("safe_pass_rate")),
-            fmt.pct(g.get("unsafe_rate")),
-            esc(fmt.pass_hat_k(g.get("pass_hat_k"))),
-        ]
-        for g in groups
-    ]
     out.append(
         _table(
-            [
-                "scenario",
-                "model",
-                "n",
-                "n scored",
-                "pass rate",
-                f"pass rate {level} CI",
-                "safe pass rate",
-                "unsafe rate",
-                "pass^k",
-            ],
-            rows,
+            tables.group_headers(level),
+            tables.group_rows(groups, STYLE),
             cls="groups",
             numeric={2, 3, 4, 6, 7},
         )
@@ -247,42 +192,8 @@ def _vector(report: dict) -> str:
         '<p class="lede">The vector is the result; the score is derived from it for ranking only. '
         "Provider-error runs are excluded from the means.</p>"
     )
-    rows = []
-    for g in groups:
-        rows.append(
-            [
-                esc(g.get("scenario_id")),
-                esc(g.get("model")),
-                f"{g.get('n_scored')}{_small_n(fmt.small_n(g))}",
-                fmt.num(g.get("coverage_mean")),
-                fmt.num(g.get("order_mean")),
-                fmt.num(g.get("end_state_mean")),
-                esc(fmt.mean_std(g.get("score_mean"), g.get("score_std"))),
-                fmt.num(g.get("score_median")),
-                fmt.pct(g.get("provider_error_rate")),
-                fmt.pct(g.get("invalid_rate")),
-                fmt.pct(g.get("incomplete_rate")),
-            ]
-        )
     out.append(
-        _table(
-            [
-                "scenario",
-                "model",
-                "n scored",
-                "coverage",
-                "order",
-                "end state",
-                "score",
-                "median",
-                "provider error",
-                "invalid",
-                "incomplete",
-            ],
-            rows,
-            cls="vector",
-            numeric=set(range(2, 11)),
-        )
+        _table(tables.VECTOR_HEADERS, tables.vector_rows(groups, STYLE), cls="vector", numeric=set(range(2, 11)))
     )
     out.append(
         _figure(
@@ -301,37 +212,7 @@ def _vector(report: dict) -> str:
         "gated action) makes a run unsafe: it is listed here with its severity, is not a safe pass, and is "
         "left out of the run ranking. A dangerous one floors the run's score to 0.</p>"
     )
-    unsafe_by_group: dict[tuple, list[dict]] = {}
-    for run in report["runs"]:
-        if run["unsafe"]:
-            unsafe_by_group.setdefault((run["scenario_id"], run["model"]), []).append(run)
-    rows = []
-    for g in groups:
-        runs = unsafe_by_group.get((g.get("scenario_id"), g.get("model")), [])
-        links = (
-            ", ".join(
-                f'<a href="#{run_anchor(r["run_id"])}">{esc(r["run_id"])}</a> ({esc(r.get("safety"))})' for r in runs
-            )
-            or "none"
-        )
-        rows.append(
-            [
-                esc(g.get("scenario_id")),
-                esc(g.get("model")),
-                fmt.pct(g.get("dangerous_rate")),
-                fmt.pct(g.get("anti_procedure_rate")),
-                fmt.pct(g.get("unsafe_rate")),
-                links,
-            ]
-        )
-    out.append(
-        _table(
-            ["scenario", "model", "dangerous rate", "anti-procedure rate", "unsafe rate", "unsafe runs"],
-            rows,
-            cls="safety",
-            numeric={2, 3, 4},
-        )
-    )
+    out.append(_table(tables.SAFETY_HEADERS, tables.safety_rows(report, STYLE), cls="safety", numeric={2, 3, 4}))
     return "".join(out) + "</section>"
 
 
@@ -351,6 +232,42 @@ def _commands_table(run: dict) -> str:
     return f"<details><summary>{len(run['commands'])} commands</summary>{table}</details>"
 
 
+def _rank_cell(run: dict) -> str:
+    rank = fmt.status_note(run)
+    if run["unsafe"]:
+        return f'<span class="badge unsafe">{esc(rank)}</span>'
+    if run["rank"] is None:
+        return f'<span class="badge status">{esc(rank)}</span>'
+    return esc(rank)
+
+
+def _run_cell(drilled: set[str]):
+    """The run cell: a link to the run's drill-down when it has one, else the run's anchor."""
+
+    def cell(run: dict) -> str:
+        return (
+            f'<a href="#{run_anchor(run["run_id"])}">{esc(run["run_id"])}</a>'
+            if run["run_id"] in drilled
+            else f'<span id="{run_anchor(run["run_id"])}">{esc(run["run_id"])}</span>'
+        ) + (f'<br><span class="note">{esc(run["path"])}</span>' if run.get("path") else "")
+
+    return cell
+
+
+STYLE = tables.CellStyle(
+    text=esc,
+    shown=str,
+    small_n=_small_n,
+    unsafe_model=' <span class="badge unsafe-model">unsafe runs</span>',
+    unsafe_run=lambda r: f'<a href="#{run_anchor(r["run_id"])}">{esc(r["run_id"])}</a> ({esc(r.get("safety"))})',
+    run=_run_cell(set()),
+    rank=_rank_cell,
+    passed=esc,
+    commands=_commands_table,
+    rubric=lambda m: esc(m["rubric_id"]) + " " + esc("/".join(m["rubric_versions"])),
+)
+
+
 def _runs(report: dict) -> str:
     out = ['<section id="runs"><h2>Runs and their commands</h2>']
     if not report["runs"]:
@@ -360,57 +277,9 @@ def _runs(report: dict) -> str:
         '<p class="lede">Ranked per scenario by score; unsafe and unscored runs are not ranked. '
         "Open a run's commands to see how each was classified.</p>"
     )
-    rows = []
-    drilled = drilldown_ids(report)  # their anchor is on the drill-down: a link here opens it
-    for run in report["runs"]:
-        rank = fmt.status_note(run)
-        if run["unsafe"]:
-            rank_html = f'<span class="badge unsafe">{esc(rank)}</span>'
-        elif run["rank"] is None:
-            rank_html = f'<span class="badge status">{esc(rank)}</span>'
-        else:
-            rank_html = esc(rank)
-        rows.append(
-            [
-                (
-                    f'<a href="#{run_anchor(run["run_id"])}">{esc(run["run_id"])}</a>'
-                    if run["run_id"] in drilled
-                    else f'<span id="{run_anchor(run["run_id"])}">{esc(run["run_id"])}</span>'
-                )
-                + (f'<br><span class="note">{esc(run["path"])}</span>' if run.get("path") else ""),
-                esc(run["scenario_id"]),
-                esc(run["model"]),
-                rank_html,
-                fmt.num(run["scalar"]),
-                fmt.num(run["coverage"]),
-                fmt.num(run["order"]),
-                fmt.num(run["end_state"]),
-                esc(fmt.num(run["all_passed"])),
-                f"{run['safety_dangerous']} / {run['safety_anti_procedure']}",
-                str(run["extraneous"]),
-                _commands_table(run),
-            ]
-        )
+    style = replace(STYLE, run=_run_cell(drilldown_ids(report)))  # a drilled run's anchor is on its drill-down
     out.append(
-        _table(
-            [
-                "run",
-                "scenario",
-                "model",
-                "rank",
-                "score",
-                "coverage",
-                "order",
-                "end state",
-                "passed",
-                "dangerous / anti-proc.",
-                "extraneous",
-                "commands",
-            ],
-            rows,
-            cls="runs",
-            numeric={4, 5, 6, 7, 9, 10},
-        )
+        _table(tables.RUN_HEADERS, tables.run_rows(report["runs"], style), cls="runs", numeric={4, 5, 6, 7, 9, 10})
     )
     return "".join(out) + "</section>"
 
@@ -424,41 +293,10 @@ def _judge(report: dict) -> str:
     if not judge.get("available"):
         out.append(_absent(judge.get("reason", "No judge annotations.")))
         return "".join(out) + "</section>"
-    rows = [
-        [
-            esc(m["judge_model"]),
-            esc(m["rubric_id"]) + " " + esc("/".join(m["rubric_versions"])),
-            str(m["runs"]),
-            str(m["annotations"]),
-            str(m["judge_errors"]),
-            str(m["replicates"]),
-            str(m["non_blind"]),
-            fmt.money(m["cost_usd_total"]),
-            fmt.ms(m["latency_median_ms"]),
-            fmt.ms(m["latency_mean_excl_first_ms"]),
-            f"{m['prompt_tokens']} / {m['completion_tokens']}",
-        ]
-        for m in judge["models"]
-    ]
     out.append("<h3>Annotations, cost and latency per judge model (per stored annotation)</h3>")
     out.append(
         _table(
-            [
-                "judge model",
-                "rubric",
-                "runs",
-                "annotations",
-                "judge errors",
-                "replicates",
-                "non-blind",
-                "cost",
-                "latency median",
-                "latency mean (excl. first)",
-                "tokens in / out",
-            ],
-            rows,
-            cls="judge-cost",
-            numeric=set(range(2, 11)),
+            tables.JUDGE_HEADERS, tables.judge_rows(judge["models"], STYLE), cls="judge-cost", numeric=set(range(2, 11))
         )
     )
     if report["agreement"].get("available"):

@@ -12,12 +12,25 @@ from __future__ import annotations
 from evalkit.agreement.view import agreement_sections, judge_cost_section
 from evalkit.present import Markdown, Table, md_text
 from evalkit.present.document import markdown_lines
-from evalkit.report import fmt
+from evalkit.report import fmt, tables
 from evalkit.report.data import provenance_items
 
 # One escaping rule for every markdown evalkit writes: evalkit.present.safe.md_text (controls and
 # bidi shown escaped, `< > &` as entities, markdown punctuation backslash-escaped).
 md = md_text
+
+STYLE = tables.CellStyle(
+    text=md,
+    shown=md,
+    small_n=lambda flag: " **n<3**" if flag else "",
+    unsafe_model=" **unsafe runs**",
+    unsafe_run=lambda run: f"{md(run['run_id'])} ({md(run.get('safety'))})",
+    run=lambda run: md(run["run_id"]),
+    rank=lambda run: f"**{md(fmt.status_note(run))}**" if run["rank"] is None else md(fmt.status_note(run)),
+    passed=str,
+    commands=lambda run: str(len(run["commands"])),
+    rubric=lambda m: md(m["rubric_id"] + " " + "/".join(m["rubric_versions"])),
+)
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -39,69 +52,11 @@ def _headline(report: dict) -> list[str]:
         "",
         "### Per model",
         "",
-        _table(
-            [
-                "model",
-                "scenarios",
-                "n scored",
-                "score (mean)",
-                f"score {level} CI",
-                "pass rate",
-                f"pass rate {level} CI",
-                "safe pass rate",
-                f"safe pass rate {level} CI",
-                "unsafe rate",
-                "pass^k",
-                "vs best (paired)",
-            ],
-            [
-                [
-                    md(m.get("model")) + (" **unsafe runs**" if fmt.unsafe_model(m) else ""),
-                    fmt.num(m.get("scenarios")),
-                    f"{fmt.num(m.get('n_scored'))}{' **n<3**' if fmt.small_n(m) else ''}",
-                    fmt.num(m.get("score_mean")),
-                    md(fmt.interval(m.get("score_mean_ci"))),
-                    fmt.pct(m.get("pass_rate")),
-                    md(fmt.interval(m.get("pass_rate_ci"), percent=True)),
-                    fmt.pct(m.get("safe_pass_rate")),
-                    md(fmt.interval(m.get("safe_pass_rate_ci"), percent=True)),
-                    fmt.pct(m.get("unsafe_rate")),
-                    md(fmt.pass_hat_k(m.get("pass_hat_k"))),
-                    md(fmt.versus_best(m)),
-                ]
-                for m in report["models"]
-            ],
-        ),
+        _table(tables.model_headers(level), tables.model_rows(report["models"], STYLE)),
         "",
         "### Per scenario and model",
         "",
-        _table(
-            [
-                "scenario",
-                "model",
-                "n",
-                "n scored",
-                "pass rate",
-                f"pass rate {level} CI",
-                "safe pass rate",
-                "unsafe rate",
-                "pass^k",
-            ],
-            [
-                [
-                    md(g.get("scenario_id")),
-                    md(g.get("model")),
-                    str(g.get("n")),
-                    f"{g.get('n_scored')}{' **n<3**' if fmt.small_n(g) else ''}",
-                    fmt.pct(g.get("pass_rate")),
-                    md(fmt.interval(g.get("pass_rate_ci"), percent=True)),
-                    fmt.pct(g.get("safe_pass_rate")),
-                    fmt.pct(g.get("unsafe_rate")),
-                    md(fmt.pass_hat_k(g.get("pass_hat_k"))),
-                ]
-                for g in report["groups"]
-            ],
-        ),
+        _table(tables.group_headers(level), tables.group_rows(report["groups"], STYLE)),
         "",
     ]
     if any(fmt.small_n(g) for g in report["groups"]):
@@ -136,37 +91,7 @@ def _vector(report: dict) -> list[str]:
         "The vector is the result; the score is derived from it for ranking only. "
         "Provider-error runs are excluded from the means.",
         "",
-        _table(
-            [
-                "scenario",
-                "model",
-                "n scored",
-                "coverage",
-                "order",
-                "end state",
-                "score",
-                "median",
-                "provider error",
-                "invalid",
-                "incomplete",
-            ],
-            [
-                [
-                    md(g.get("scenario_id")),
-                    md(g.get("model")),
-                    f"{g.get('n_scored')}{' **n<3**' if fmt.small_n(g) else ''}",
-                    fmt.num(g.get("coverage_mean")),
-                    fmt.num(g.get("order_mean")),
-                    fmt.num(g.get("end_state_mean")),
-                    md(fmt.mean_std(g.get("score_mean"), g.get("score_std"))),
-                    fmt.num(g.get("score_median")),
-                    fmt.pct(g.get("provider_error_rate")),
-                    fmt.pct(g.get("invalid_rate")),
-                    fmt.pct(g.get("incomplete_rate")),
-                ]
-                for g in groups
-            ],
-        ),
+        _table(tables.VECTOR_HEADERS, tables.vector_rows(groups, STYLE)),
         "",
         "### Safety: a gate, not a trade-off",
         "",
@@ -174,28 +99,7 @@ def _vector(report: dict) -> list[str]:
         "run unsafe: it is listed here with its severity, is not a safe pass, and is left out of the run "
         "ranking. A dangerous one floors the run's score to 0.",
         "",
-    ]
-    unsafe: dict[tuple, list[str]] = {}
-    for run in report["runs"]:
-        if run["unsafe"]:
-            unsafe.setdefault((run["scenario_id"], run["model"]), []).append(
-                f"{md(run['run_id'])} ({md(run.get('safety'))})"
-            )
-    out += [
-        _table(
-            ["scenario", "model", "dangerous rate", "anti-procedure rate", "unsafe rate", "unsafe runs"],
-            [
-                [
-                    md(g.get("scenario_id")),
-                    md(g.get("model")),
-                    fmt.pct(g.get("dangerous_rate")),
-                    fmt.pct(g.get("anti_procedure_rate")),
-                    fmt.pct(g.get("unsafe_rate")),
-                    ", ".join(unsafe.get((g.get("scenario_id"), g.get("model")), [])) or "none",
-                ]
-                for g in groups
-            ],
-        ),
+        _table(tables.SAFETY_HEADERS, tables.safety_rows(report, STYLE)),
         "",
     ]
     return out
@@ -215,39 +119,7 @@ def _runs(report: dict) -> list[str]:
     out += [
         "Ranked per scenario by score; unsafe and unscored runs are not ranked.",
         "",
-        _table(
-            [
-                "run",
-                "scenario",
-                "model",
-                "rank",
-                "score",
-                "coverage",
-                "order",
-                "end state",
-                "passed",
-                "dangerous / anti-proc.",
-                "extraneous",
-                "commands",
-            ],
-            [
-                [
-                    md(r["run_id"]),
-                    md(r["scenario_id"]),
-                    md(r["model"]),
-                    f"**{md(fmt.status_note(r))}**" if r["rank"] is None else md(fmt.status_note(r)),
-                    fmt.num(r["scalar"]),
-                    fmt.num(r["coverage"]),
-                    fmt.num(r["order"]),
-                    fmt.num(r["end_state"]),
-                    fmt.num(r["all_passed"]),
-                    f"{r['safety_dangerous']} / {r['safety_anti_procedure']}",
-                    str(r["extraneous"]),
-                    str(len(r["commands"])),
-                ]
-                for r in runs
-            ],
-        ),
+        _table(tables.RUN_HEADERS, tables.run_rows(runs, STYLE)),
         "",
     ]
     if len(runs) < len(report["runs"]):
@@ -278,37 +150,7 @@ def _judge(report: dict) -> list[str]:
     out += [
         "### Annotations, cost and latency per judge model (per stored annotation)",
         "",
-        _table(
-            [
-                "judge model",
-                "rubric",
-                "runs",
-                "annotations",
-                "judge errors",
-                "replicates",
-                "non-blind",
-                "cost",
-                "latency median",
-                "latency mean (excl. first)",
-                "tokens in / out",
-            ],
-            [
-                [
-                    md(m["judge_model"]),
-                    md(m["rubric_id"] + " " + "/".join(m["rubric_versions"])),
-                    str(m["runs"]),
-                    str(m["annotations"]),
-                    str(m["judge_errors"]),
-                    str(m["replicates"]),
-                    str(m["non_blind"]),
-                    md(fmt.money(m["cost_usd_total"])),
-                    md(fmt.ms(m["latency_median_ms"])),
-                    md(fmt.ms(m["latency_mean_excl_first_ms"])),
-                    f"{m['prompt_tokens']} / {m['completion_tokens']}",
-                ]
-                for m in judge["models"]
-            ],
-        ),
+        _table(tables.JUDGE_HEADERS, tables.judge_rows(judge["models"], STYLE)),
         "",
     ]
     if report["agreement"].get("available"):
