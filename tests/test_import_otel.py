@@ -201,6 +201,9 @@ def test_a_trace_without_invoke_agent_is_one_run_and_other_spans_are_counted(tmp
         ("lookup", {"q": 1})
     ]  # name from the span name
     assert run[-1]["done_payload"]["otel"]["unmapped"] == {"spans": 1, "chat_outputs": 1, "tool_arguments": 0}
+    (note,) = _convert(path)[1].notes  # and said once, on stderr, by evalkit import
+    assert note.kind == "otel/unmapped" and note.lines == 2 and note.items == {"spans", "chat outputs"}
+    assert note.render().startswith("note: 2 span(s) or message(s) in ") and "(chat outputs, spans)" in note.render()
 
 
 def test_two_agents_in_one_trace_are_two_runs(server, tmp_path):

@@ -39,6 +39,7 @@ from typing import Any
 from evalkit.importers import Converted, ImportFormatError
 from evalkit.importers.formats.messages import MessageError, parse_arguments
 from evalkit.importers.jsonlist import read_text
+from evalkit.importers.notes import Note
 from evalkit.importers.options import ImportOption
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.safe_json import JSONProblem
@@ -547,14 +548,30 @@ def _scenario(
     }
 
 
+UNMAPPED_NOTE = (
+    "{lines} span(s) or message(s) in {where} could not be mapped and were left out ({items}); each run "
+    "counts its own in final.done_payload.otel.unmapped"
+)
+
+
 def convert_spans(spans: Iterable[Span], options: Options, source: str, path: str) -> Converted:
     runs, errors = [], []
+    left_out: dict[str, int] = {}
     for top in run_roots(spans):
         try:
-            runs.append(build_run(top, options, source))
+            run = build_run(top, options, source)
         except RunError as exc:
             errors.append(ImportFormatError(path, None, f"trace {top.trace_id} span {top.span_id}: {exc}"))
-    return Converted(runs, [], errors)
+            continue
+        runs.append(run)
+        for what, n in run[-1]["done_payload"]["otel"]["unmapped"].items():
+            if n:
+                left_out[what] = left_out.get(what, 0) + n
+    notes = []
+    if left_out:  # counted and said once per import, never guessed
+        items = {f"{what.replace('_', ' ')}" for what in left_out}
+        notes.append(Note("otel/unmapped", UNMAPPED_NOTE, items, sum(left_out.values()), [path]))
+    return Converted(runs, [], errors, notes)
 
 
 # -- the importer -----------------------------------------------------------------------------------
