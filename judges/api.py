@@ -121,11 +121,16 @@ def _judges(
     if max_input_tokens:
         options["max_input_tokens"] = max_input_tokens
     judges = [make_judge(m, **options) for m in models]
+    remember_modes(judges, store)
+    return judges
+
+
+def remember_modes(judges: list[Judge], store: Any) -> None:
+    """Start each judge at the output mode ``store`` remembers for its (model, api_base)."""
     for judge in judges:
         start_from = getattr(judge, "start_from", None)
         if callable(start_from):
             start_from(store.remembered_mode(judge.model, getattr(judge, "api_base", None)))
-    return judges
 
 
 def _preflight(judges: list[Judge]) -> None:
@@ -181,27 +186,36 @@ def build_items(
             key_extra = dict(extra)
             if resample is not None:
                 key_extra["resample_seed"] = seed
-            material = material_for(judge, bundle_hash, blind=blind, extra=key_extra)
+            ann_id = annotation_id(
+                run_id=run_id,
+                model=judge.model,
+                rubric_id=rubric.id,
+                rubric_version=rubric.version,
+                blind=blind,
+                replicate_tag=tag,
+            )
             items.append(
-                WorkItem(
-                    run_id=run_id,
-                    bundle_hash=bundle_hash,
-                    bundle=bundle,
-                    judge=judge,
-                    key_material=material,
-                    annotation_id=annotation_id(
-                        run_id=run_id,
-                        model=judge.model,
-                        rubric_id=rubric.id,
-                        rubric_version=rubric.version,
-                        blind=blind,
-                        replicate_tag=tag,
-                    ),
-                    replicate_tag=tag,
-                    blind=blind,
+                work_item(
+                    material_for, judge, run_id, bundle_hash, bundle, ann_id, tag=tag, blind=blind, extra=key_extra
                 )
             )
     return items, skipped
+
+
+def work_item(
+    material_for, judge, run_id: str, bundle_hash: str, bundle: dict, ann_id: str, *, tag: str, blind: bool, extra
+) -> WorkItem:
+    """The work item judging ``bundle`` with ``judge``, its cache key from ``material_for`` (:func:`key_material`)."""
+    return WorkItem(
+        run_id=run_id,
+        bundle_hash=bundle_hash,
+        bundle=bundle,
+        judge=judge,
+        key_material=material_for(judge, bundle_hash, blind=blind, extra=extra),
+        annotation_id=ann_id,
+        replicate_tag=tag,
+        blind=blind,
+    )
 
 
 def key_material(judges, rubric: Rubric):
@@ -232,6 +246,16 @@ def _setup(db, rubric, config, config_path, readonly=False):
     cfg = config if isinstance(config, JudgeConfig) else load_config(config_path, config)
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or cfg.default_rubric)
     return cfg, rub, JudgeStore(db, readonly=readonly)
+
+
+def run_options(cfg: JudgeConfig, *, concurrency: int | None, max_cost, refresh: bool, progress) -> dict:
+    """The runner's keyword options (``run_items``, ``run_batch``): concurrency defaults to the config's."""
+    return {
+        "concurrency": concurrency or cfg.concurrency,
+        "max_cost": max_cost,
+        "refresh": refresh,
+        "progress": progress,
+    }
 
 
 def check_resample(resample: float | None, seed: int | None) -> None:
@@ -281,6 +305,7 @@ async def ajudge_cards(
         items, skipped = build_items(
             cards, judges, rub, store, show_mechanical=show_mechanical, resample=resample, seed=seed
         )
+        options = run_options(cfg, concurrency=concurrency, max_cost=max_cost, refresh=refresh, progress=progress)
         if batch or batch_status:
             from evalkit.judges.batch import run_batch
 
@@ -288,25 +313,13 @@ async def ajudge_cards(
                 items,
                 rub,
                 store,
-                concurrency=concurrency or cfg.concurrency,
-                max_cost=max_cost,
-                refresh=refresh,
-                progress=progress,
+                **options,
                 summary=Summary(skipped=skipped),
                 submit=not batch_status,
                 wait=not batch_status,
             )
         else:
-            annotations, summary = await run_items(
-                items,
-                rub,
-                store,
-                concurrency=concurrency or cfg.concurrency,
-                max_cost=max_cost,
-                refresh=refresh,
-                progress=progress,
-                summary=Summary(skipped=skipped),
-            )
+            annotations, summary = await run_items(items, rub, store, **options, summary=Summary(skipped=skipped))
     finally:
         store.close()
         for judge in judges:

@@ -21,7 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.db.probes import ProbeTables
-from evalkit.judges.api import _judges, _preflight, _setup, build_items, key_material
+from evalkit.judges.api import (
+    _judges,
+    _preflight,
+    _setup,
+    build_items,
+    key_material,
+    remember_modes,
+    run_options,
+    work_item,
+)
 from evalkit.judges.config import JudgeConfig
 from evalkit.judges.rubrics import Rubric
 from evalkit.judges.runner import Summary, WorkItem, run_items, run_sync
@@ -62,17 +71,17 @@ def probe_items(cases: Iterable[Any], judges: list, rubric: Rubric, store: Probe
         for case in cases:
             ann_id = probe_annotation_id(run_id=case.run_id, probe=case.probe, model=judge.model, rubric=rubric)
             store.expect(ann_id, case.probe)
-            material = material_for(judge, case.bundle_hash, blind=True, extra=None)
             items.append(
-                WorkItem(
-                    run_id=case.run_id,
-                    bundle_hash=case.bundle_hash,
-                    bundle=case.bundle,
-                    judge=judge,
-                    key_material=material,
-                    annotation_id=ann_id,
-                    replicate_tag="0",
+                work_item(
+                    material_for,
+                    judge,
+                    case.run_id,
+                    case.bundle_hash,
+                    case.bundle,
+                    ann_id,
+                    tag="0",
                     blind=True,
+                    extra=None,
                 )
             )
     return items
@@ -104,25 +113,14 @@ async def aprobe_cases(
         judges = _judges(models, cfg, api_base, temperature, api_key, store, output_mode, max_input_tokens)
         _preflight(judges)
         items, skipped = build_items(cards, judges, rub, store)
-        _, originals = await run_items(
-            items,
-            rub,
-            store,
-            concurrency=concurrency or cfg.concurrency,
-            max_cost=max_cost,
-            refresh=refresh,
-            progress=progress,
-            summary=Summary(skipped=skipped),
-        )
+        options = run_options(cfg, concurrency=concurrency, max_cost=max_cost, refresh=refresh, progress=progress)
+        _, originals = await run_items(items, rub, store, **options, summary=Summary(skipped=skipped))
     finally:
         store.close()
     left = None if max_cost is None else max(0.0, max_cost - originals.cost_usd)
     probe_store = ProbeTables(db)
     try:
-        for judge in judges:  # the output mode the first pass settled on
-            start_from = getattr(judge, "start_from", None)
-            if callable(start_from):
-                start_from(probe_store.remembered_mode(judge.model, getattr(judge, "api_base", None)))
+        remember_modes(judges, probe_store)  # the output mode the first pass settled on
         if originals.fatal or originals.stopped:
             answers, probes = (
                 [],
@@ -134,15 +132,7 @@ async def aprobe_cases(
             )
         else:
             items = probe_items(cases, judges, rub, probe_store)
-            results, probes = await run_items(
-                items,
-                rub,
-                probe_store,
-                concurrency=concurrency or cfg.concurrency,
-                max_cost=left,
-                refresh=refresh,
-                progress=progress,
-            )
+            results, probes = await run_items(items, rub, probe_store, **dict(options, max_cost=left))
             probe_of = {id(item): case.probe for item, case in zip(items, cases * len(judges))}
             answers = [{"probe": probe_of[id(item)], **result} for item, result in zip(items, results)]
     finally:
