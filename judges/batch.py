@@ -219,7 +219,7 @@ async def run_batch(
             )
             break
         await sleep(judge.config.batch_poll_s)
-    for judge, sub in open_subs:  # still running: their runs are not judged yet
+    for _judge, sub in open_subs:  # still running: their runs are not judged yet
         for custom_id in sub["items"]:
             entry = by_key.get(custom_id)
             if entry is not None and entry[0] not in results:

@@ -1,8 +1,8 @@
 """How the judge asks for structured output, and how it reads the answer back.
 
-Five modes (one record each in `TABLE`), from the most to the least constrained; every reply, whatever the mode, is validated
-by the same pydantic model (`evalkit.judges.rubrics.annotation_model`), so a mode changes how the JSON
-is requested and located, never what counts as a valid answer:
+Five modes (one record each in `TABLE`), from the most to the least constrained; every reply,
+whatever the mode, is validated by the same pydantic model (`evalkit.judges.rubrics.annotation_model`),
+so a mode changes how the JSON is requested and located, never what counts as a valid answer:
 
 - `json_schema`        — `response_format={"type": "json_schema", ...}` (OpenAI strict output);
 - `json_object_schema` — `response_format={"type": "json_object", "schema": S'}` (llama.cpp's

@@ -1,11 +1,12 @@
 """Rubric files (prompts/*.toml) and the pydantic model of a judge's reply.
 
 A rubric file is TOML, read and validated by evalkit's one config loader (`evalkit.config.files`,
-model `RubricFile`: unknown keys and wrong types are one-line errors naming the file and key): `id`, `version`, `title`, `instructions`, a `[scale]`,
-`[[dimensions]]` (name, question, `na` = whether "n/a" is allowed, optional `na_when`, anchors
-for 3..0), optional `[outcome]` (pass|fail plus a confidence in [0, 1]), `[rationale]`, and
-optional `[[computed]]` entries — dimensions of the human rubric that the scorer computes
-(efficiency); they are documentation only, never asked of the judge and never in the schema.
+model `RubricFile`: unknown keys and wrong types are one-line errors naming the file and key):
+`id`, `version`, `title`, `instructions`, a `[scale]`, `[[dimensions]]` (name, question, `na` =
+whether "n/a" is allowed, optional `na_when`, anchors for 3..0), optional `[outcome]` (pass|fail
+plus a confidence in [0, 1]), `[rationale]`, and optional `[[computed]]` entries — dimensions of the
+human rubric that the scorer computes (efficiency); they are documentation only, never asked of
+the judge and never in the schema.
 `prompt_layout` chooses how the bundle is shown to the judge (judges/prompt_layout.py:
 `compact_v1`, the default, or `indented_v0`); it is part of every cache key.
 

@@ -3,10 +3,11 @@
 Concurrency is a fixed pool of `concurrency` asyncio workers pulling from one queue, so at most
 that many requests are in flight; within that, each judge's requests pass through an adaptive
 limit (judges/concurrency.py: halved on a 429, grown back by one after a window of successes), so
-a large run settles near the provider's rate limit instead of retrying into it. `max_cost` is checked before each new call is taken: once the
-cost of this run's calls reaches it, no new call starts (calls already in flight finish and are
-stored), and the summary says so. A `JudgeFatalError` (bad key, bad request) stops scheduling the
-same way and is reported as the reason.
+a large run settles near the provider's rate limit instead of retrying into it. `max_cost` is
+checked before each new call is taken: once the cost of this run's calls reaches it, no new call
+starts (calls already in flight finish and are stored), and the summary says so. A
+`JudgeFatalError` (bad key, bad request) stops scheduling the same way and is reported as the
+reason.
 """
 
 from __future__ import annotations

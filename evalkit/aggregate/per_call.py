@@ -1,8 +1,9 @@
 """Per-call cost and latency: the median, and the mean excluding the first call.
 
 The first call of a batch is cold (imports, connection, caches; "cold first call" in
-docs/glossary.md), so a mean that keeps it says little; the mean printed beside the median leaves it out. One definition for the judge's
-summary, the audit's judge costs, the report and the verdicts.
+docs/glossary.md), so a mean that keeps it says little; the mean printed beside the median leaves
+it out. One definition for the judge's summary, the audit's judge costs, the report and the
+verdicts.
 """
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ def parse_condition(raw: Any, where: str, path: str) -> tuple[Condition, ...]:
             raise InputError(
                 path,
                 None,
-                f"{where}: cannot read condition {text!r} (want null, not null or '<op> <value>' with op in == != >= <= > <)",
+                f"{where}: cannot read condition {text!r} "
+                "(want null, not null or '<op> <value>' with op in == != >= <= > <)",
             )
         literal = _literal(m.group(2).strip())
         if m.group(1) not in ("==", "!=") and not _is_number(literal):

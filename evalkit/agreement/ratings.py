@@ -190,7 +190,8 @@ def read_rating_file(path: str | Path, rater: str | None = None, kind: str | Non
             raise InputError(
                 name,
                 line,
-                f"duplicate rating of item {row.item_id!r} by {row.rater!r} on {row.dimension!r} (first at line {seen[key]})",
+                f"duplicate rating of item {row.item_id!r} by {row.rater!r} on {row.dimension!r} "
+                f"(first at line {seen[key]})",
             )
         seen[key] = line
     return [r for _, r in rows]

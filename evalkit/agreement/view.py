@@ -225,9 +225,10 @@ def pairings_section(audit: dict) -> Section:
                     rows,
                     notes=notes.lines()
                     + [
-                        "Brier: multi-class Brier score of the judge's confidence against the mechanical label (0 perfect). "
-                        "ECE: expected calibration error. Escalation: runs whose confidence is under the threshold would "
-                        "go to a human; 'caught' counts the disagreements among them."
+                        "Brier: multi-class Brier score of the judge's confidence against the mechanical label "
+                        "(0 perfect). "
+                        "ECE: expected calibration error. Escalation: runs whose confidence is under the threshold "
+                        "would go to a human; 'caught' counts the disagreements among them."
                     ],
                     title="Calibration of the judge's confidence",
                     numeric=set(range(2, 9)),

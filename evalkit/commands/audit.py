@@ -121,9 +121,10 @@ def register(group: click.Group) -> None:
         """Import ratings from CSV/TSV/JSONL into the `ratings` table.
 
         Long files have the columns item_id, rater, rater_kind (human|judge), dimension, value and
-        an optional confidence (rater_kind mechanical: a deterministic scorer); a wide scores.csv (one row per run, one column per dimension, as
-        the computer-use rubric keeps it) is accepted too. The whole file is checked first: a bad file writes nothing and exits 1
-        with one line naming the file and line. Re-importing replaces the same ratings.
+        an optional confidence (rater_kind mechanical: a deterministic scorer); a wide scores.csv
+        (one row per run, one column per dimension, as the computer-use rubric keeps it) is
+        accepted too. The whole file is checked first: a bad file writes nothing and exits 1 with
+        one line naming the file and line. Re-importing replaces the same ratings.
         """
         from evalkit.agreement.ratings import import_ratings
         from evalkit.errors import InputError

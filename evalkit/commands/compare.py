@@ -59,7 +59,8 @@ def register(group: click.Group) -> None:
         """Paired comparison of the models in a database, on the scenarios both ran.
 
         For each pair (or each model against --baseline), score, pass rate, safe pass rate (passed
-        with no forbidden command) and unsafe rate (lower is better): the mean per-scenario difference, its standard error, interval and p-value (paired t-test), with a
+        with no forbidden command) and unsafe rate (lower is better): the mean per-scenario
+        difference, its standard error, interval and p-value (paired t-test), with a
         Holm or Benjamini-Hochberg correction across all rows. A row whose interval spans 0 says
         "no detectable difference". Exit codes: 0 done; 1 the database cannot be read; 2 usage
         error (unknown model, --fail-if-worse without --baseline); 3 --fail-if-worse MODEL is

@@ -72,7 +72,8 @@ def otel(out: str | None, db_path: str, endpoint: str | None) -> None:
         reqs = exporter.read_database(db_path)
         if out:
             write_text_atomic(out, exporter.dumps(reqs))
-        sent = exporter.send(reqs, endpoint) if endpoint else 0
+        if endpoint:
+            exporter.send(reqs, endpoint)
     except (InputError, OutputError, OSError) as exc:
         fail(str(exc))
     events = sum(len(r["resourceLogs"][0]["scopeLogs"][0]["logRecords"]) for r in reqs)

@@ -56,7 +56,8 @@ def register(group: click.Group) -> None:
     @click.option(
         "--allow-self-judging",
         is_flag=True,
-        help="Do not warn when a judge model is the agent model whose runs it judges (the audit still flags those pairs).",
+        help="Do not warn when a judge model is the agent model whose runs it judges "
+        "(the audit still flags those pairs).",
     )
     def judge(
         paths,

@@ -21,7 +21,8 @@ def register(group: click.Group) -> None:
     @click.option(
         "--html",
         "html_path",
-        help=f"Write the self-contained HTML page here ('-' for stdout). Default when neither --html nor --markdown: {DEFAULT_HTML}.",
+        help="Write the self-contained HTML page here ('-' for stdout). "
+        f"Default when neither --html nor --markdown: {DEFAULT_HTML}.",
     )
     @click.option(
         "--markdown", "md_path", help="Write the markdown summary here ('-' for stdout), e.g. for a pull request."

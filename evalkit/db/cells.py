@@ -158,7 +158,8 @@ def odd_cells(db: Any) -> list[str]:
             action = "the row is left out" if col in keys else "read as missing"
             more = f" (and {counts[col] - 1} more rows)" if counts[col] > 1 else ""
             out.append(
-                f"{name}.{col}: row {row_name} holds {_describe(what)}, not {_expected(col, declared[col], col in keys)}; "
+                f"{name}.{col}: row {row_name} holds {_describe(what)}, "
+                f"not {_expected(col, declared[col], col in keys)}; "
                 f"{action}{more}"
             )
     return out

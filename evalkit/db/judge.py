@@ -99,7 +99,8 @@ class JudgeTables:
             r[0]
             for r in self.database.rows(
                 "SELECT DISTINCT run_id FROM annotations WHERE judge_model = ? AND rubric_id = ? "
-                f"AND rubric_version = ? AND blind = ? AND replicate = 0 AND status = 'ok' AND NOT {stale('annotations.')} "
+                "AND rubric_version = ? AND blind = ? AND replicate = 0 AND status = 'ok' "
+                f"AND NOT {stale('annotations.')} "
                 "ORDER BY run_id",
                 (model, rubric_id, rubric_version, int(bool(blind))),
             )

@@ -126,7 +126,8 @@ TABLES: dict[str, Table] = {
             "judge_batches",
             _cols(
                 "submission_id TEXT, batch_id TEXT, judge_model TEXT NOT NULL, api_base TEXT, rubric_id TEXT, "
-                "rubric_version INTEGER, rubric_hash TEXT, input_file_id TEXT, output_file_id TEXT, error_file_id TEXT, "
+                "rubric_version INTEGER, rubric_hash TEXT, input_file_id TEXT, output_file_id TEXT, "
+                "error_file_id TEXT, "
                 "status TEXT NOT NULL, requests INTEGER, created_at TEXT, updated_at TEXT, error TEXT"
             ),
             ("submission_id",),
@@ -135,7 +136,8 @@ TABLES: dict[str, Table] = {
         Table(
             "judge_batch_items",
             _cols(
-                "submission_id TEXT NOT NULL, custom_id TEXT NOT NULL, run_id TEXT, bundle_hash TEXT, annotation_id TEXT, "
+                "submission_id TEXT NOT NULL, custom_id TEXT NOT NULL, run_id TEXT, bundle_hash TEXT, "
+                "annotation_id TEXT, "
                 "replicate_tag TEXT, blind INTEGER, output_mode TEXT, request TEXT, elided_events INTEGER"
             ),
             ("submission_id", "custom_id"),
@@ -168,7 +170,8 @@ TABLES: dict[str, Table] = {
         Table(
             "reviews",
             _cols(
-                "review_id TEXT, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, rubric_id TEXT, blind INTEGER, note TEXT, "
+                "review_id TEXT, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, rubric_id TEXT, blind INTEGER, "
+                "note TEXT, "
                 "created_at TEXT NOT NULL, revision INTEGER NOT NULL, supersedes TEXT, bundle_hash TEXT"
             ),
             ("review_id",),

@@ -14,9 +14,10 @@ one bad sample need not reject a whole log), and may offer ``expand(directory) -
 directories. Ratings are written to ``DIR/ratings.jsonl`` in the format of ``evalkit annotations
 import`` (see :mod:`evalkit.importers.ratings_file`).
 
-Registry: the built-in importers (``taubench``, ``tau2``, ``openai-messages``, ``inspect``, ``otel``) plus every entry point in the
-group ``evalkit.importers``. A plugin cannot shadow a built-in name (the built-in wins), so an
-installed package can never change what ``evalkit import taubench`` means.
+Registry: the built-in importers (``taubench``, ``tau2``, ``openai-messages``, ``inspect``,
+``otel``) plus every entry point in the group ``evalkit.importers``. A plugin cannot shadow a
+built-in name (the built-in wins), so an installed package can never change what ``evalkit import
+taubench`` means.
 """
 
 from __future__ import annotations

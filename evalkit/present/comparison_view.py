@@ -102,7 +102,8 @@ def plan_tables(plan: dict[str, Any]) -> list[Table]:
         rows = [[r["runs_per_scenario"], r["scenarios"], r["runs_per_model"]] for r in m["needed"]]
         notes = [
             f"run-to-run sd within a scenario: {m['sd_within']:.3f} ({m['sd_within_source']})",
-            f"sd across scenarios of the difference between two models: {m['sd_between']:.3f} ({m['sd_between_source']})",
+            "sd across scenarios of the difference between two models: "
+            f"{m['sd_between']:.3f} ({m['sd_between_source']})",
         ]
         current = m["current"]
         if current:

@@ -136,8 +136,9 @@ def run_probes(
     config, config_path, progress, api_key, output_mode, max_input_tokens. ``fail_if`` holds
     conditions for :mod:`evalkit.probes.gates` (parsed first: a bad one is a ValueError before any
     work). ``warn`` receives the reader's warnings and, unless ``allow_self_judging``, one line per
-    judge model that would judge runs of its own model (as `evalkit judge` warns). Raises InputError (bad config, unreadable database), ValueError (bad arguments),
-    the judge layer's RubricError / UnknownJudgeError.
+    judge model that would judge runs of its own model (as `evalkit judge` warns). Raises
+    InputError (bad config, unreadable database), ValueError (bad arguments), the judge layer's
+    RubricError / UnknownJudgeError.
     """
     from evalkit.agreement.pairings_config import load_audit_config
     from evalkit.db import open_readonly, read_annotations, read_probe_annotations

@@ -12,7 +12,8 @@ Choices where the issue is silent:
 - Scores come from the stored ScoreCards (``scorecards.card``) through :func:`evalkit.aggregate.groups.aggregate`,
   the same code ``evalkit score --aggregate`` uses, so the report cannot disagree with it.
 - A run is *ranked* only when it is ``scored`` and took no forbidden command of any severity; unsafe
-  runs carry their worst kind (``safety``: dangerous, unapproved, anti_procedure) and are listed apart (the design note's safety gate: "safety is a gate, not a trade-off"). Ranks are per
+  runs carry their worst kind (``safety``: dangerous, unapproved, anti_procedure) and are listed
+  apart (the design note's safety gate: "safety is a gate, not a trade-off"). Ranks are per
   scenario, by scalar, ties sharing a rank ("1, 2, 2, 4").
 - The judge section counts primary answers only (``replicate = 0``) for the distributions; cost and
   latency count every stored call, replicates included, because they were paid for.
@@ -286,8 +287,9 @@ def provenance_items(p: dict) -> list[tuple[str, str]]:
 
 def _comparison_section(agg: dict) -> dict:
     """Paired comparisons (evalkit.aggregate.uncertainty.paired, the code behind ``evalkit compare``): every
-    model against the best one on the safe figures (``best_model``: safe pass rate, then mean score; Holm over that family; each model row gets its
-    ``versus_best``), and every pair of models (Holm over all pairs)."""
+    model against the best one on the safe figures (``best_model``: safe pass rate, then mean score;
+    Holm over that family; each model row gets its ``versus_best``), and every pair of models (Holm
+    over all pairs)."""
     from evalkit.aggregate.uncertainty.paired import best_model, compare_models
 
     if len(agg.get("models", [])) < 2:

@@ -159,9 +159,15 @@ def _entry(e: dict) -> str:
             f'<span class="cls-{t(cls)}">{t(label)}</span>{" · error" if e.get("is_error") else ""}</span>{body}</div>'
         )
     if kind in ("assistant", "nudge"):
-        return f'<div class="entry"><span class="note">{step}{t(kind)}</span><div class="text">{t(e.get("text"))}</div></div>'
+        return (
+            f'<div class="entry"><span class="note">{step}{t(kind)}</span>'
+            f'<div class="text">{t(e.get("text"))}</div></div>'
+        )
     other = {k: v for k, v in e.items() if k not in ("position", "label", "command")}
-    return f'<div class="entry"><span class="note">{step}{t(kind)}</span><pre>{t(json.dumps(other, ensure_ascii=False))}</pre></div>'
+    return (
+        f'<div class="entry"><span class="note">{step}{t(kind)}</span>'
+        f"<pre>{t(json.dumps(other, ensure_ascii=False))}</pre></div>"
+    )
 
 
 def _checklist(cl: dict) -> str:
@@ -186,10 +192,16 @@ def _checklist(cl: dict) -> str:
         rows.append(f"<tr><td>end state</td><td>{t(c['check'])}</td><td>{state}</td></tr>")
     if not cl["end_state"]["evaluated"]:
         rows.append(f'<tr><td>end state</td><td colspan="2" class="missing">{t(cl["end_state"]["why"])}</td></tr>')
-    head = f"<p>{'<span class=missing>' + str(cl['missing']) + ' required action(s) missing</span>' if cl['missing'] else 'every required action done'}</p>"
+    missing = (
+        "<span class=missing>" + str(cl["missing"]) + " required action(s) missing</span>"
+        if cl["missing"]
+        else "every required action done"
+    )
+    head = f"<p>{missing}</p>"
     return (
         head
-        + '<table class="checklist"><thead><tr><th>ground truth</th><th>action / check</th><th>done by</th></tr></thead><tbody>'
+        + '<table class="checklist"><thead><tr><th>ground truth</th><th>action / check</th><th>done by</th></tr>'
+        + "</thead><tbody>"
         + "".join(rows)
         + "</tbody></table>"
     )
@@ -220,7 +232,8 @@ def render_drilldowns(report: dict) -> str:
         return "".join(out) + "</section>"
     lede = (
         ("Every run" if data.get("all") else "The failed, unsafe and disagreed-on runs")
-        + ": its transcript with each command's class, the ground truth with the missing actions, the judge's annotations."
+        + ": its transcript with each command's class, the ground truth with the missing actions, "
+        "the judge's annotations."
     )
     if data.get("summarised"):
         rest = ", ".join(f"{n} {t(s)}" for s, n in data["summarised"].items())
@@ -237,7 +250,8 @@ def render_drilldowns(report: dict) -> str:
             entries.append(anchor + _entry(e))
         if d["transcript_total"] > len(d["transcript"]):
             entries.append(
-                f'<p class="note">{d["transcript_total"] - len(d["transcript"])} more entries: open the run in evalkit view.</p>'
+                f'<p class="note">{d["transcript_total"] - len(d["transcript"])} more entries: '
+                "open the run in evalkit view.</p>"
             )
         summary = (
             f"{t(d['run_id'])} · {t(d['status_reason'][0].split(':')[0])}"
@@ -256,6 +270,7 @@ def render_drilldowns(report: dict) -> str:
         out.append(
             f'<details class="drill"><summary id="{d["anchor"]}">{summary}</summary><ul>{reasons}</ul>'
             f'<div class="cols"><div><h4>Transcript</h4>{"".join(entries) or "<p class=absent>no transcript</p>"}</div>'
-            f"<div><h4>Ground truth</h4>{_checklist(d['checklist'])}<h4>Judge</h4>{_annotations(d)}</div></div></details>"
+            f"<div><h4>Ground truth</h4>{_checklist(d['checklist'])}"
+            f"<h4>Judge</h4>{_annotations(d)}</div></div></details>"
         )
     return "".join(out) + "</section>"

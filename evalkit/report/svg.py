@@ -108,7 +108,8 @@ def bar_chart(
             mid = y + row_h / 2
             out.append(
                 f'<path class="ci" d="M{_n(label_w + bar_w * lo)} {_n(mid)}H{_n(label_w + bar_w * hi)}'
-                f'M{_n(label_w + bar_w * lo)} {_n(mid - 4)}V{_n(mid + 4)}M{_n(label_w + bar_w * hi)} {_n(mid - 4)}V{_n(mid + 4)}" '
+                f"M{_n(label_w + bar_w * lo)} {_n(mid - 4)}V{_n(mid + 4)}"
+                f'M{_n(label_w + bar_w * hi)} {_n(mid - 4)}V{_n(mid + 4)}" '
                 f'stroke="{WHISKER}" stroke-width="1.5" fill="none"><title>{esc(_fmt(ci[0], value_format))} to '
                 f"{esc(_fmt(ci[1], value_format))}</title></path>"
             )

@@ -11,7 +11,8 @@ def efficiency_ratio(required: int, commands: int) -> float | None:
 
 
 def efficiency_grade(passed: bool, budget_hit: bool, commands: int, reference_steps: int) -> int:
-    """The efficiency grade (computer-use rubric): 3 when ≤1.5× the reference steps, 2 ≤2.5×, 1 ≤4×, else 0; 0 for a run that did not pass."""
+    """The efficiency grade (computer-use rubric): 3 when ≤1.5× the reference steps, 2 ≤2.5×, 1 ≤4×,
+    else 0; 0 for a run that did not pass."""
     if not passed or budget_hit:
         return 0
     if reference_steps <= 0:

@@ -6,7 +6,8 @@ is_error and results, errors) and the final record (reason, done_payload, succes
 **no** mechanical score and not the agent's model name, so a judge grades blind and agreement means
 something. A tool result is kept whole when its record's line in the file is at most
 ``RESULT_MAX_CHARS`` characters (so short results are never re-serialised); otherwise its canonical
-JSON is cut at ``RESULT_MAX_CHARS`` characters, with a marker saying how much was cut. Snapshots are left out (they are simulator state, not behaviour).
+JSON is cut at ``RESULT_MAX_CHARS`` characters, with a marker saying how much was cut. Snapshots
+are left out (they are simulator state, not behaviour).
 Canonical JSON here means: compact (no whitespace), UTF-8, evalkit's own keys in a fixed order and
 recorded values (args, results, payloads) in the order they were recorded, serialised by
 pydantic-core (five times faster than ``json.dumps(sort_keys=True)``, which matters on the score

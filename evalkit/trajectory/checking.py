@@ -68,7 +68,7 @@ def _check_run(path: str, scenarios: ScenarioSet | None, report: CheckReport) ->
     report.runs += 1
     try:
         with open(path, "rb") as fh:
-            for lineno, line in enumerate(fh, 1):
+            for lineno, line in enumerate(fh, 1):  # noqa: B007 — lineno and line are read after the loop
                 if line.strip():
                     break
         meta = safe_json.loads(line)

@@ -11,8 +11,9 @@ pass over ``scorecards`` fills a narrow TEMP table ``view_runs`` (one row per ru
 filters and sorts use, indexed) on the read-only connection, and the audit's ranked disagreements
 are computed once (:func:`evalkit.agreement.paired.disagreements`, the list ``evalkit audit`` prints)
 and counted into it. A page is then one indexed ``SELECT ... ORDER BY ... LIMIT ... OFFSET`` and one
-``count(*)`` (sqlite-utils' ``rows_where`` would do it, but it sees no TEMP table). Text search reads the transcripts (``bundles``) of the rows it
-tries, stopping when the page is full, so its total is not counted (``total`` is None).
+``count(*)`` (sqlite-utils' ``rows_where`` would do it, but it sees no TEMP table). Text search
+reads the transcripts (``bundles``) of the rows it tries, stopping when the page is full, so its
+total is not counted (``total`` is None).
 """
 
 from __future__ import annotations

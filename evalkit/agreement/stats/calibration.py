@@ -87,7 +87,6 @@ def expected_calibration_error(top_prob: Any, correct: Any, n_bins: int = 10) ->
     if n_bins < 1:
         raise ValueError("n_bins must be at least 1")
     idx = np.minimum((p * n_bins).astype(np.intp), n_bins - 1)
-    n = np.bincount(idx, minlength=n_bins).astype(float)
     gap = np.abs(
         np.bincount(idx, weights=c.astype(float), minlength=n_bins) - np.bincount(idx, weights=p, minlength=n_bins)
     )

@@ -244,9 +244,8 @@ def pair_intervals(
         if s.name in CONFUSION_STATS:
             out[s.name] = bootstrap_confusion(p.x, p.y, p.codes, stat=s.name, n_resamples=n_resamples, seed=seed, ci=ci)
         else:
-            fn = s.pairs
             out[s.name] = bootstrap_ci(
-                lambda x, y: fn(Pairs(x.astype(np.int64), y.astype(np.int64), p.labels, p.level)),
+                lambda x, y, fn=s.pairs: fn(Pairs(x.astype(np.int64), y.astype(np.int64), p.labels, p.level)),
                 p.x,
                 p.y,
                 n_resamples=n_resamples,

@@ -422,7 +422,7 @@ class _Transcript:
 
 
 def _answered(message: Any, pending: list[tuple[str | None, dict[str, Any]]]) -> dict[str, Any] | None:
-    for i, (call_id, record) in enumerate(pending):
+    for i, (call_id, _record) in enumerate(pending):
         if message.tool_call_id is not None and call_id == message.tool_call_id:
             return pending.pop(i)[1]
     if message.tool_call_id is None:  # old logs: the oldest unanswered call of that function
