@@ -28,37 +28,13 @@ if TYPE_CHECKING:  # writing what workers rendered needs no card model (the pare
     from evalkit.scoring.scorecard import ScoreCard
 
 FORMATS = ("table", "json", "jsonl", "csv", "markdown")
-RUN_COLUMNS = (
-    "run_id",
-    "scenario_id",
-    "model",
-    "status",
-    "coverage",
-    "order",
-    "end_state",
-    "all_passed",
-    "dangerous",
-    "anti_proc",
-    "extraneous",
-    "scalar",
-)
+# A run's vector and safety counts: the runs table shows them after who, and keeps them first after the run id.
+_RUN_VECTOR = ("coverage", "order", "end_state", "all_passed", "dangerous", "anti_proc")
+RUN_COLUMNS = ("run_id", "scenario_id", "model", "status") + _RUN_VECTOR + ("extraneous", "scalar")
 RUN_WIDTHS = (40, 22, 18, 14, 8, 6, 9, 10, 9, 9, 10, 7)
-RUN_PRIORITY = (
-    "run_id",
-    "coverage",
-    "order",
-    "end_state",
-    "all_passed",
-    "dangerous",
-    "anti_proc",
-    "scalar",
-    "model",
-    "status",
-    "extraneous",
-    "scenario_id",
-)
-# The CSV keeps its earlier columns in their earlier places; the safety gate's columns follow them.
-GROUP_COLUMNS = (
+RUN_PRIORITY = ("run_id",) + _RUN_VECTOR + ("scalar", "model", "status", "extraneous", "scenario_id")
+# A group's who and score vector, then its pass rate: every group column list starts with them.
+_GROUP_HEAD = (
     "scenario_id",
     "model",
     "n",
@@ -72,6 +48,20 @@ GROUP_COLUMNS = (
     "end_state_mean",
     "pass_rate",
     "pass_rate_ci",
+)
+# The safety gate's figures as the tables show them, beside the pass rate (groups and models alike).
+_SAFETY_COLUMNS = (
+    "safe_pass_rate",
+    "safe_pass_rate_ci",
+    "unsafe_rate",
+    "unsafe_rate_ci",
+    "pass_hat_k",
+    "safe_pass_hat_k",
+    "dangerous_rate",
+    "anti_procedure_rate",
+)
+# The CSV keeps its earlier columns in their earlier places; the safety gate's columns follow them.
+GROUP_COLUMNS = _GROUP_HEAD + (
     "pass_hat_k",
     "dangerous_rate",
     "provider_error_rate",
@@ -87,97 +77,35 @@ GROUP_COLUMNS = (
 )
 # Tables show the safe pass rate and the unsafe rate beside the pass rate.
 GROUP_TABLE_COLUMNS = (
-    "scenario_id",
-    "model",
-    "n",
-    "n_scored",
-    "score_mean",
-    "score_mean_ci",
-    "score_std",
-    "score_median",
-    "coverage_mean",
-    "order_mean",
-    "end_state_mean",
-    "pass_rate",
-    "pass_rate_ci",
-    "safe_pass_rate",
-    "safe_pass_rate_ci",
-    "unsafe_rate",
-    "unsafe_rate_ci",
-    "pass_hat_k",
-    "safe_pass_hat_k",
+    _GROUP_HEAD + _SAFETY_COLUMNS + ("provider_error_rate", "invalid_rate", "incomplete_rate", "small_n")
+)
+# What a narrow table keeps first, after who: the rates, then (_PRIORITY_TAIL) the rest of the safety figures,
+# the pass^k values and the intervals.
+_PRIORITY_RATES = ("pass_rate", "safe_pass_rate", "unsafe_rate")
+_PRIORITY_TAIL = (
     "dangerous_rate",
     "anti_procedure_rate",
-    "provider_error_rate",
-    "invalid_rate",
-    "incomplete_rate",
-    "small_n",
+    "n",
+    "pass_hat_k",
+    "safe_pass_hat_k",
+    "pass_rate_ci",
+    "safe_pass_rate_ci",
+    "unsafe_rate_ci",
+    "score_mean_ci",
 )
 GROUP_PRIORITY = (
-    "scenario_id",
-    "model",
-    "pass_rate",
-    "safe_pass_rate",
-    "unsafe_rate",
-    "coverage_mean",
-    "order_mean",
-    "end_state_mean",
-    "n_scored",
-    "small_n",
-    "score_mean",
-    "dangerous_rate",
-    "anti_procedure_rate",
-    "n",
-    "pass_hat_k",
-    "safe_pass_hat_k",
-    "pass_rate_ci",
-    "safe_pass_rate_ci",
-    "unsafe_rate_ci",
-    "score_mean_ci",
-    "score_std",
-    "score_median",
-    "provider_error_rate",
-    "invalid_rate",
-    "incomplete_rate",
+    ("scenario_id", "model")
+    + _PRIORITY_RATES
+    + ("coverage_mean", "order_mean", "end_state_mean", "n_scored", "small_n", "score_mean")
+    + _PRIORITY_TAIL
+    + ("score_std", "score_median", "provider_error_rate", "invalid_rate", "incomplete_rate")
 )
 MODEL_COLUMNS = (
-    "model",
-    "scenarios",
-    "n",
-    "n_scored",
-    "score_mean",
-    "score_mean_ci",
-    "pass_rate",
-    "pass_rate_ci",
-    "safe_pass_rate",
-    "safe_pass_rate_ci",
-    "unsafe_rate",
-    "unsafe_rate_ci",
-    "pass_hat_k",
-    "safe_pass_hat_k",
-    "dangerous_rate",
-    "anti_procedure_rate",
-    "small_n",
+    ("model", "scenarios", "n", "n_scored", "score_mean", "score_mean_ci", "pass_rate", "pass_rate_ci")
+    + _SAFETY_COLUMNS
+    + ("small_n",)
 )
-MODEL_PRIORITY = (
-    "model",
-    "pass_rate",
-    "safe_pass_rate",
-    "unsafe_rate",
-    "n_scored",
-    "small_n",
-    "score_mean",
-    "scenarios",
-    "dangerous_rate",
-    "anti_procedure_rate",
-    "n",
-    "pass_hat_k",
-    "safe_pass_hat_k",
-    "pass_rate_ci",
-    "safe_pass_rate_ci",
-    "unsafe_rate_ci",
-    "score_mean_ci",
-)
+MODEL_PRIORITY = ("model",) + _PRIORITY_RATES + ("n_scored", "small_n", "score_mean", "scenarios") + _PRIORITY_TAIL
 DEFAULT_WIDTH = 120
 
 
