@@ -101,3 +101,15 @@ def test_an_unreadable_scenario_file_is_one_problem(tmp_path):
     (tmp_path / "tasks.json").write_text("[{")
     result = run(tmp_path / "tasks.json")
     assert result.exit_code == 1 and result.stdout.startswith(f"{tmp_path / 'tasks.json'}:1: not valid JSON")
+
+
+def test_an_empty_run_file_is_a_problem_not_a_crash(tmp_path):
+    from click.testing import CliRunner
+
+    from evalkit.cli import cli
+
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "blank.jsonl").write_text("\n\n")
+    res = CliRunner().invoke(cli, ["check", str(tmp_path / "empty.jsonl"), str(tmp_path / "blank.jsonl")])
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output and "empty.jsonl" in res.output and "blank.jsonl" in res.output

@@ -66,12 +66,13 @@ def _check_scenario_file(path: str, report: CheckReport, found: dict | None = No
 
 def _check_run(path: str, scenarios: ScenarioSet | None, report: CheckReport) -> None:
     report.runs += 1
+    lineno, line = 0, b""  # an empty file: no first record (the reader says so below)
     try:
         with open(path, "rb") as fh:
             for lineno, line in enumerate(fh, 1):  # noqa: B007 — lineno and line are read after the loop
                 if line.strip():
                     break
-        meta = safe_json.loads(line)
+        meta = safe_json.loads(line) if line.strip() else None
     except (OSError, safe_json.JSONProblem):
         meta = None  # the reader says what is wrong
     if isinstance(meta, dict) and isinstance(meta.get("scenario"), dict):
