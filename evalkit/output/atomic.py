@@ -13,7 +13,9 @@ import io
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Self
 
 from evalkit.errors import EvalkitError
 
@@ -52,7 +54,50 @@ class _OutputDescriptor(io.FileIO):
             raise output_error(self.path, exc) from None
 
 
-class AtomicFile:
+class AllOrNothing:
+    """An output kept whole or not at all. A subclass's keeping step runs through :meth:`_settle`
+    (once; a failure discards, an OSError is raised as an :class:`OutputError`); :meth:`discard`
+    runs its ``_remove`` once. Used as a context manager it keeps the output (``_keep``) when the
+    block ends normally and discards it otherwise."""
+
+    done = False
+
+    def _keep(self) -> None:
+        raise NotImplementedError
+
+    def _remove(self) -> None:
+        raise NotImplementedError
+
+    def _settle(self, path: str | os.PathLike[str], step: Callable[[], None]) -> None:
+        if self.done:
+            return
+        try:
+            step()
+        except BaseException as exc:
+            self.discard()
+            if isinstance(exc, OSError):
+                raise output_error(path, exc) from None
+            raise
+        self.done = True
+
+    def discard(self) -> None:
+        """Remove what was written, leaving things as they were found (safe to call more than once)."""
+        if self.done:
+            return
+        self.done = True
+        self._remove()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None:
+            self._keep()
+        else:
+            self.discard()
+
+
+class AtomicFile(AllOrNothing):
     """A text file written under a temporary name and renamed over ``path`` by :meth:`commit`.
 
     Used as a context manager it commits when the block ends normally and discards otherwise.
@@ -99,45 +144,29 @@ class AtomicFile:
 
     def commit(self) -> None:
         """Flush to the disk and rename over the target (once; later calls do nothing)."""
-        if self.done:
-            return
-        try:
-            self._fh.flush()
-            if self._tmp is None:  # written in place (a device or a pipe): nothing to rename
-                self._fh.close()
-                self.done = True
-                return
-            os.fsync(self._fh.fileno())  # the new content is on disk before the name points at it
-            self._fh.close()
-            os.chmod(self._tmp, self._mode)
-            os.replace(self._tmp, self._target)
-        except BaseException as exc:
-            self.discard()
-            if isinstance(exc, OSError):
-                raise output_error(self.path, exc) from None
-            raise
-        self.done = True
+        self._settle(self.path, self._commit)
 
-    def discard(self) -> None:
-        """Remove the temporary file; the target is untouched (safe to call more than once)."""
-        if self.done:
+    def _keep(self) -> None:
+        self.commit()
+
+    def _commit(self) -> None:
+        self._fh.flush()
+        if self._tmp is None:  # written in place (a device or a pipe): nothing to rename
+            self._fh.close()
             return
-        self.done = True
+        os.fsync(self._fh.fileno())  # the new content is on disk before the name points at it
+        self._fh.close()
+        os.chmod(self._tmp, self._mode)
+        os.replace(self._tmp, self._target)
+
+    def _remove(self) -> None:
+        """The temporary file goes; the target is untouched."""
         try:
             self._fh.close()
         except OSError:
             pass  # a buffered write that fails again: the file is going anyway
         if self._tmp is not None:
             Path(self._tmp).unlink(missing_ok=True)
-
-    def __enter__(self) -> AtomicFile:
-        return self
-
-    def __exit__(self, kind, value, tb) -> None:
-        if kind is None:
-            self.commit()
-        else:
-            self.discard()
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

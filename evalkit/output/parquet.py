@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from evalkit.output.atomic import output_error
+from evalkit.output.atomic import AllOrNothing, output_error
 
 FLUSH_ROWS = 5000
 # A partition directory's name at most (bytes; percent-encoding keeps it ASCII): far below the
@@ -212,7 +212,7 @@ def _shipped_schema():
     return _schema().append(pa.field("bundle", pa.string()))
 
 
-class ParquetWriter:
+class ParquetWriter(AllOrNothing):
     """Streams ParquetRows to a directory in batches; ``close()`` writes the last one and moves the
     dataset into place, ``discard()`` (or an exception in a ``with`` block) leaves nothing behind.
     Write failures raise :class:`~evalkit.output.atomic.OutputError` naming the directory."""
@@ -316,27 +316,21 @@ class ParquetWriter:
     def close(self) -> None:
         """Write the last batch and move the dataset into DIR (bundles first, so that scorecards
         are never there without their bundles)."""
-        if self.done:
-            return
-        try:
-            self._flush()
-            for part in ("bundles", "scorecards"):
-                if (self._work / part).exists():
-                    os.rename(self._work / part, self.root / part)  # refused if DIR/part exists
-                    self._moved.append(self.root / part)
-            self._work.rmdir()
-        except BaseException as exc:
-            self.discard()
-            if isinstance(exc, OSError):
-                raise output_error(self.root, exc) from None
-            raise
-        self.done = True
+        self._settle(self.root, self._close)
 
-    def discard(self) -> None:
-        """Remove what was written; DIR is left as it was found (removed if this writer made it)."""
-        if self.done:
-            return
-        self.done = True
+    def _keep(self) -> None:
+        self.close()
+
+    def _close(self) -> None:
+        self._flush()
+        for part in ("bundles", "scorecards"):
+            if (self._work / part).exists():
+                os.rename(self._work / part, self.root / part)  # refused if DIR/part exists
+                self._moved.append(self.root / part)
+        self._work.rmdir()
+
+    def _remove(self) -> None:
+        """What was written goes; DIR is left as it was found (removed if this writer made it)."""
         shutil.rmtree(self._work, ignore_errors=True)
         for moved in self._moved:  # by a close() that failed half-way
             shutil.rmtree(moved, ignore_errors=True)
@@ -345,15 +339,6 @@ class ParquetWriter:
                 self.root.rmdir()
             except OSError:
                 pass
-
-    def __enter__(self) -> ParquetWriter:
-        return self
-
-    def __exit__(self, kind, value, tb) -> None:
-        if kind is None:
-            self.close()
-        else:
-            self.discard()
 
 
 def export_database(db_path: str | os.PathLike[str], directory: str | os.PathLike[str]) -> int:
