@@ -70,8 +70,24 @@ def _write_call(conn, call: dict) -> None:
     )
 
 
+def _keeps_stored(existing: tuple | None, row: dict) -> bool:
+    """``existing`` (the stored annotation's status and cache key, or None) stays rather than ``row``:
+    a success is never lost to a failure, and the same answer is already there."""
+    return existing is not None and existing[0] == "ok" and (row["status"] != "ok" or existing[1] == row["cache_key"])
+
+
+def _stored(conn, table: str, columns: tuple[str, ...], ann_id: str) -> dict:
+    """The stored annotation row ``ann_id`` of ``table``, as a dict of ``columns``."""
+    return dict(zip(columns, conn.execute(f"SELECT * FROM {table} WHERE annotation_id = ?", (ann_id,)).fetchone()))
+
+
 class JudgeTables:
     """The judge tables of one database file, open for writing (or read-only for statistics)."""
+
+    # where the annotations go, and the order iter_annotations reads them in (ProbeTables: its own)
+    annotation_table = "annotations"
+    annotation_columns = ANNOTATION_COLUMNS
+    annotation_order = "run_id, judge_model, rubric_id, blind, replicate, annotation_id"
 
     def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False):
         self.path = str(path)
@@ -90,8 +106,8 @@ class JudgeTables:
         return {c: row[c] for c in CALL_COLUMNS} if row else None
 
     def get_annotation(self, ann_id: str) -> dict | None:
-        row = self.database.one("SELECT * FROM annotations WHERE annotation_id = ?", (ann_id,))
-        return {c: row[c] for c in ANNOTATION_COLUMNS} if row else None
+        row = self.database.one(f"SELECT * FROM {self.annotation_table} WHERE annotation_id = ?", (ann_id,))
+        return {c: row[c] for c in self.annotation_columns} if row else None
 
     def judged_runs(self, model: str, rubric_id: str, rubric_version: int, blind: bool) -> list[str]:
         """Runs with an ok primary (replicate 0) annotation of their current bundle, sorted."""
@@ -107,10 +123,8 @@ class JudgeTables:
         ]
 
     def iter_annotations(self) -> Iterator[dict]:
-        for row in self.database.rows(
-            "SELECT * FROM annotations ORDER BY run_id, judge_model, rubric_id, blind, replicate, annotation_id"
-        ):
-            yield {c: row[c] for c in ANNOTATION_COLUMNS}
+        for row in self.database.rows(f"SELECT * FROM {self.annotation_table} ORDER BY {self.annotation_order}"):
+            yield {c: row[c] for c in self.annotation_columns}
 
     # -- the one write path -----------------------------------------------------------------
     def record(
@@ -145,11 +159,7 @@ class JudgeTables:
                     (ann["run_id"], ann["judge_model"], ann["rubric_id"], ann["rubric_version"], ann["blind"]),
                 ).fetchone()[0]
             row = dict(ann, replicate=replicate)
-            keep_old = existing is not None and (
-                (existing[1] == "ok" and row["status"] != "ok")  # never lose a success
-                or (existing[1] == "ok" and existing[2] == row["cache_key"])
-            )  # same answer already there
-            if not keep_old:
+            if not _keeps_stored(None if existing is None else (existing[1], existing[2]), row):
                 conn.execute(
                     _upsert("annotations", ANNOTATION_COLUMNS, "annotation_id"),
                     [row.get(c) for c in ANNOTATION_COLUMNS],
@@ -175,10 +185,7 @@ class JudgeTables:
                             ),
                         )
             else:
-                stored = conn.execute(
-                    "SELECT * FROM annotations WHERE annotation_id = ?", (ann["annotation_id"],)
-                ).fetchone()
-                row = dict(zip(ANNOTATION_COLUMNS, stored))
+                row = _stored(conn, "annotations", ANNOTATION_COLUMNS, ann["annotation_id"])
         return row
 
     def record_call(self, call: dict) -> None:

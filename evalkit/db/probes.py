@@ -15,13 +15,12 @@ transaction per call, a failure never overwrites a stored success, upserts on de
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from evalkit.db.cells import loads
 from evalkit.db.connect import Database
-from evalkit.db.judge import JudgeTables, _upsert, _write_call, judge_filter, where_sql
+from evalkit.db.judge import JudgeTables, _keeps_stored, _stored, _upsert, _write_call, judge_filter, where_sql
 from evalkit.db.schema import TABLES
 
 PROBE_COLUMNS = TABLES["probe_annotations"].column_names
@@ -32,16 +31,16 @@ class ProbeTables(JudgeTables):
 
     Before a work item is run, :meth:`expect` tells which probe its annotation id belongs to."""
 
+    annotation_table = "probe_annotations"
+    annotation_columns = PROBE_COLUMNS
+    annotation_order = "probe, run_id, judge_model, rubric_id, annotation_id"
+
     def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False):
         super().__init__(path, readonly=readonly)
         self._probe_of: dict[str, str] = {}
 
     def expect(self, annotation_id: str, probe: str) -> None:
         self._probe_of[annotation_id] = probe
-
-    def get_annotation(self, ann_id: str) -> dict | None:
-        row = self.database.one("SELECT * FROM probe_annotations WHERE annotation_id = ?", (ann_id,))
-        return {c: row[c] for c in PROBE_COLUMNS} if row else None
 
     def judged_runs(self, model: str, rubric_id: str, rubric_version: int, blind: bool) -> list[str]:
         return []  # drift replicates are not drawn from probe answers
@@ -64,27 +63,13 @@ class ProbeTables(JudgeTables):
             existing = conn.execute(
                 "SELECT status, cache_key FROM probe_annotations WHERE annotation_id = ?", (row["annotation_id"],)
             ).fetchone()
-            keep_old = (
-                existing is not None
-                and existing[0] == "ok"
-                and (row["status"] != "ok" or existing[1] == row["cache_key"])
-            )
-            if keep_old:
-                stored = conn.execute(
-                    "SELECT * FROM probe_annotations WHERE annotation_id = ?", (row["annotation_id"],)
-                ).fetchone()
-                row = dict(zip(PROBE_COLUMNS, stored))
+            if _keeps_stored(existing, row):
+                row = _stored(conn, "probe_annotations", PROBE_COLUMNS, row["annotation_id"])
             else:
                 conn.execute(
                     _upsert("probe_annotations", PROBE_COLUMNS, "annotation_id"), [row.get(c) for c in PROBE_COLUMNS]
                 )
         return {**{c: row.get(c) for c in PROBE_COLUMNS}, "replicate": 0}
-
-    def iter_annotations(self) -> Iterator[dict]:
-        for row in self.database.rows(
-            "SELECT * FROM probe_annotations ORDER BY probe, run_id, judge_model, rubric_id, annotation_id"
-        ):
-            yield {c: row[c] for c in PROBE_COLUMNS}
 
 
 @dataclass(frozen=True)
