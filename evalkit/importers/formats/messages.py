@@ -16,6 +16,7 @@ Mapping (the choices the issue leaves open):
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -173,3 +174,85 @@ def _answered(
         if record["name"] == name:
             return record
     return pending[0] if pending and call_id is None else None
+
+
+# -- the records around the events: one shape for every importer of chat transcripts -------------
+
+
+def slug(text: str) -> str:
+    """``text`` with every character but letters, digits and ``-_.`` replaced by ``_``."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+def provider_of(model: str) -> str | None:
+    """The provider prefix of a model name (``openai`` of ``openai/gpt-4o``), None without one."""
+    return model.split("/", 1)[0] if "/" in model else None
+
+
+def instructions_profile(name: str, transcript: Transcript) -> str:
+    """``name``, and when the transcript has system text, ``/system-sha256:`` and its first 16 hex digits."""
+    system = "\n".join(transcript.system)
+    if system:
+        name += "/system-sha256:" + hashlib.sha256(system.encode("utf-8")).hexdigest()[:16]
+    return name
+
+
+def meta_record(
+    *,
+    run_id: str,
+    ts_utc: str | None,
+    scenario: dict[str, Any],
+    scenario_path: str,
+    adapter: dict[str, Any],
+    instructions_profile: str | None,
+    tool_surface: list[str],
+    importer: str,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """A run's meta record (``importer``: the importer's format version)."""
+    return {
+        "type": "meta",
+        "run_id": run_id,
+        "ts_utc": ts_utc,
+        "scenario": scenario,
+        "scenario_path": scenario_path,
+        "adapter": adapter,
+        "instructions_profile": instructions_profile,
+        "tool_surface": tool_surface,
+        "vendor_pin": None,
+        "versions": {"importer": importer},
+        "seed": seed,
+    }
+
+
+def setup_record() -> dict[str, Any]:
+    """The setup record of a run without a simulator: valid, no failure injected, no snapshot."""
+    return {
+        "type": "setup",
+        "sim_time": 0,
+        "validity_gate": {"passed": True},
+        "active_failures": [],
+        "snapshot": None,
+    }
+
+
+def success_eval(final_state: list[dict[str, Any]], passed: Any) -> dict[str, Any]:
+    """A final record's ``success_eval``: the checks, no ECAM condition, and whether all passed."""
+    return {"final_state": final_state, "ecam_clear_of": [], "all_passed": passed}
+
+
+def final_record(
+    reason: str, done_payload: Any, transcript: Transcript, success: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A run's final record: ``sim_time`` counts agent turns, no ECAM, no snapshot."""
+    return {
+        "type": "final",
+        "reason": reason,
+        "done_payload": done_payload,
+        "sim_time": transcript.steps,
+        "tool_calls_used": transcript.tool_calls,
+        "ecam": [],
+        "active_failures": [],
+        "snapshot": None,
+        "success_eval": success,
+    }

@@ -35,7 +35,14 @@ from typing import Any
 
 from evalkit.importers import ImportFormatError, RunList
 from evalkit.importers.formats import anthropic_messages
-from evalkit.importers.formats.messages import MessageError
+from evalkit.importers.formats.messages import (
+    MessageError,
+    final_record,
+    meta_record,
+    provider_of,
+    setup_record,
+    success_eval,
+)
 from evalkit.importers.jsonlist import read_text
 from evalkit.importers.notes import Note
 from evalkit.importers.options import ImportOption
@@ -334,46 +341,25 @@ class _Line:
             self._validate(scenario)
         run_id = f"{rid}:{model}" + (f":trial{item['trial']}" if item.get("trial") is not None else "")
         ts = item.get("ts_utc")
-        meta = {
-            "type": "meta",
-            "run_id": run_id,
-            "ts_utc": ts if isinstance(ts, str) else None,
-            "scenario": scenario,
-            "scenario_path": f"{source}:{self.lineno}",
-            "adapter": {"provider": model.split("/", 1)[0] if "/" in model else None, "model": model},
-            "instructions_profile": None,
-            "tool_surface": sorted(set(surface)),
-            "vendor_pin": None,
-            "versions": {"importer": FORMAT_VERSION},
-            "seed": None,
-        }
-        setup = {
-            "type": "setup",
-            "sim_time": 0,
-            "validity_gate": {"passed": True},
-            "active_failures": [],
-            "snapshot": None,
-        }
+        meta = meta_record(
+            run_id=run_id,
+            ts_utc=ts if isinstance(ts, str) else None,
+            scenario=scenario,
+            scenario_path=f"{source}:{self.lineno}",
+            adapter={"provider": provider_of(model), "model": model},
+            instructions_profile=None,
+            tool_surface=sorted(set(surface)),
+            importer=FORMAT_VERSION,
+        )
         finished = transcript.last_role == "assistant" and not (
             transcript.events and transcript.events[-1]["type"] == "tool_call"
         )
-        final = {
-            "type": "final",
-            "reason": "agent_done" if finished else "end_turn_without_done",
-            "done_payload": None,
-            "sim_time": transcript.steps,
-            "tool_calls_used": transcript.tool_calls,
-            "ecam": [],
-            "active_failures": [],
-            "snapshot": None,
-            "success_eval": (
-                None
-                if success is None
-                else {
-                    "final_state": [{"var": "success", "op": "==", "value": True, "passed": success}],
-                    "ecam_clear_of": [],
-                    "all_passed": success,
-                }
-            ),
-        }
-        return [meta, setup, *transcript.events, final]
+        final = final_record(
+            "agent_done" if finished else "end_turn_without_done",
+            None,
+            transcript,
+            None
+            if success is None
+            else success_eval([{"var": "success", "op": "==", "value": True, "passed": success}], success),
+        )
+        return [meta, setup_record(), *transcript.events, final]

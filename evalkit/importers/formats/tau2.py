@@ -22,13 +22,23 @@ docs/importers.md for the full mapping; the choices in short:
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from typing import Any
 
 from evalkit.importers import Converted, ImportFormatError
-from evalkit.importers.formats.messages import MessageError, convert_messages, parse_arguments
+from evalkit.importers.formats.messages import (
+    MessageError,
+    convert_messages,
+    final_record,
+    instructions_profile,
+    meta_record,
+    parse_arguments,
+    provider_of,
+    setup_record,
+    slug,
+    success_eval,
+)
 from evalkit.importers.jsonlist import read_text
 from evalkit.importers.options import ImportOption
 from evalkit.trajectory import safe_json
@@ -64,10 +74,6 @@ def args_rule(compare_args: Any) -> dict[str, Any]:
     return {"keys": list(compare_args)}
 
 
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-
-
 class Tau2Importer:
     name = "tau2"
     summary = "tau2-bench results files ({timestamp, info, tasks, simulations})"
@@ -91,7 +97,7 @@ class Tau2Importer:
         if not isinstance(model, str) or not model:
             raise ImportFormatError(path, None, "info.agent_info.llm does not name the model; pass --model NAME")
         domain = _get(info, "environment_info", "domain_name")
-        if not isinstance(domain, str) or not domain or _slug(domain) != domain:
+        if not isinstance(domain, str) or not domain or slug(domain) != domain:
             raise ImportFormatError(
                 path, None, f"info.environment_info.domain_name must be a plain name, not {domain!r}"
             )
@@ -368,38 +374,20 @@ class _Simulation:
     ) -> list[dict[str, Any]]:
         called = {e["name"] for e in self.transcript.events if e["type"] == "tool_call"}
         expected = {a["name"] for a in scenario["tau2"]["actions"] if a["requestor"] == "assistant"}
-        system = "\n".join(self.transcript.system)
-        profile = f"tau2/{domain}"
-        if system:
-            profile += "/system-sha256:" + hashlib.sha256(system.encode("utf-8")).hexdigest()[:16]
         start = self.sim.get("start_time")
-        meta = {
-            "type": "meta",
-            "run_id": f"tau2-{domain}-{self.task_id}:{model}:trial{self.trial}",
-            "ts_utc": start if isinstance(start, str) else None,
-            "scenario": scenario,
-            "scenario_path": f"{source}#simulations[{self.index}]",
-            "adapter": {
-                "provider": model.split("/", 1)[0] if "/" in model else None,
-                "model": model,
-                "harness": "tau2-bench",
-            },
-            "instructions_profile": profile,
-            "tool_surface": sorted(tools | called | expected),
-            "vendor_pin": None,
-            "versions": {"importer": FORMAT_VERSION},
-            "seed": self.sim.get("seed")
-            if isinstance(self.sim.get("seed"), int) and not isinstance(self.sim.get("seed"), bool)
-            else None,
-        }
-        setup = {
-            "type": "setup",
-            "sim_time": 0,
-            "validity_gate": {"passed": True},
-            "active_failures": [],
-            "snapshot": None,
-        }
-        return [meta, setup, *self.transcript.events, self._final(scenario)]
+        seed = self.sim.get("seed")
+        meta = meta_record(
+            run_id=f"tau2-{domain}-{self.task_id}:{model}:trial{self.trial}",
+            ts_utc=start if isinstance(start, str) else None,
+            scenario=scenario,
+            scenario_path=f"{source}#simulations[{self.index}]",
+            adapter={"provider": provider_of(model), "model": model, "harness": "tau2-bench"},
+            instructions_profile=instructions_profile(f"tau2/{domain}", self.transcript),
+            tool_surface=sorted(tools | called | expected),
+            importer=FORMAT_VERSION,
+            seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        )
+        return [meta, setup_record(), *self.transcript.events, self._final(scenario)]
 
     def _component_passed(self, component: str) -> bool:
         """One reward-basis component: tau2's breakdown when it has it, else its checks."""
@@ -433,24 +421,14 @@ class _Simulation:
             "user_tool_calls": self.user_tool_calls,
         }
         if self.reason in NOT_EVALUATED:
-            success_eval = None  # tau2 leaves the run out of its metrics; so does evalkit (incomplete)
+            evaluation = None  # tau2 leaves the run out of its metrics; so does evalkit (incomplete)
         else:
             checks = [
                 dict(c, passed=self._component_passed(c["var"].split(".", 1)[1]))
                 for c in scenario["success"]["final_state"]
             ]
-            success_eval = {"final_state": checks, "ecam_clear_of": [], "all_passed": success}
-        return {
-            "type": "final",
-            "reason": REASONS.get(self.reason, "harness_error"),
-            "done_payload": {"tau2": payload},
-            "sim_time": self.transcript.steps,
-            "tool_calls_used": self.transcript.tool_calls,
-            "ecam": [],
-            "active_failures": [],
-            "snapshot": None,
-            "success_eval": success_eval,
-        }
+            evaluation = success_eval(checks, success)
+        return final_record(REASONS.get(self.reason, "harness_error"), {"tau2": payload}, self.transcript, evaluation)
 
     def ratings(self, run_id: str) -> list[dict[str, Any]]:
         """tau2's own verdicts on this run: its reward, each action check and each NL assertion."""

@@ -23,14 +23,24 @@ for the full mapping; the choices in short:
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from collections.abc import Iterable
 from typing import Any
 
 from evalkit.importers import ImportFormatError
-from evalkit.importers.formats.messages import MessageError, convert_messages, parse_arguments
+from evalkit.importers.formats.messages import (
+    MessageError,
+    convert_messages,
+    final_record,
+    instructions_profile,
+    meta_record,
+    parse_arguments,
+    provider_of,
+    setup_record,
+    slug,
+    success_eval,
+)
 from evalkit.importers.jsonlist import iter_json_list, read_text
 from evalkit.importers.options import ImportOption
 from evalkit.trajectory import safe_json
@@ -126,10 +136,6 @@ def infer_domain(tools: Iterable[str]) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-
-
 class TauBenchImporter:
     name = "taubench"
     summary = "tau-bench result files (JSON list of {task_id, trial, reward, info, traj})"
@@ -142,7 +148,7 @@ class TauBenchImporter:
     def convert(self, path: str, model: str | None = None, domain: str | None = None) -> list[list[dict[str, Any]]]:
         if not model:
             raise ImportFormatError(path, None, "tau-bench result files do not name the model; pass --model NAME")
-        if domain is not None and (not domain or _slug(domain) != domain):
+        if domain is not None and (not domain or slug(domain) != domain):
             raise ImportFormatError(path, None, f"--domain must be a plain name like airline or retail, not {domain!r}")
         text = read_text(path)
         items = list(
@@ -277,38 +283,23 @@ class _Record:
 
     def to_run(self, source: str, domain: str, model: str, task: dict[str, Any]) -> list[dict[str, Any]]:
         scenario = build_scenario(domain, self.task_id, task)
-        provider = model.split("/", 1)[0] if "/" in model else None
         surface = set(DOMAINS.get(domain, {}).get("writes", ())) | set(DOMAINS.get(domain, {}).get("reads", ()))
         surface |= {g["tool"] for g in task["gold"]}
         for event in self.transcript.events:
             # tau-bench answers a call of a tool it does not have with "Unknown action <name>".
             if event["type"] == "tool_call" and not str(event["result"] or "").startswith("Unknown action"):
                 surface.add(event["name"])
-        system = "\n".join(self.transcript.system)
-        profile = f"tau-bench/{domain}"
-        if system:
-            profile += "/system-sha256:" + hashlib.sha256(system.encode("utf-8")).hexdigest()[:16]
-        meta = {
-            "type": "meta",
-            "run_id": f"tau-{domain}-{self.task_id}:{model}:trial{self.trial}",
-            "ts_utc": None,  # tau-bench records no time per run
-            "scenario": scenario,
-            "scenario_path": f"{source}#{self.index}",
-            "adapter": {"provider": provider, "model": model, "harness": "tau-bench"},
-            "instructions_profile": profile,
-            "tool_surface": sorted(surface),
-            "vendor_pin": None,
-            "versions": {"importer": FORMAT_VERSION},
-            "seed": None,
-        }
-        setup = {
-            "type": "setup",
-            "sim_time": 0,
-            "validity_gate": {"passed": True},
-            "active_failures": [],
-            "snapshot": None,
-        }
-        return [meta, setup, *self.transcript.events, self._final(task)]
+        meta = meta_record(
+            run_id=f"tau-{domain}-{self.task_id}:{model}:trial{self.trial}",
+            ts_utc=None,  # tau-bench records no time per run
+            scenario=scenario,
+            scenario_path=f"{source}#{self.index}",
+            adapter={"provider": provider_of(model), "model": model, "harness": "tau-bench"},
+            instructions_profile=instructions_profile(f"tau-bench/{domain}", self.transcript),
+            tool_surface=sorted(surface),
+            importer=FORMAT_VERSION,
+        )
+        return [meta, setup_record(), *self.transcript.events, self._final(task)]
 
     def _final(self, task: dict[str, Any]) -> dict[str, Any]:
         reward_info = self.info.get("reward_info")
@@ -324,17 +315,7 @@ class _Record:
             reason = "agent_done"
             payload["ended_by"] = self._ended_by()
             payload["reward_info"] = reward_info.get("info")
-        return {
-            "type": "final",
-            "reason": reason,
-            "done_payload": {"tau_bench": payload},
-            "sim_time": self.transcript.steps,
-            "tool_calls_used": self.transcript.tool_calls,
-            "ecam": [],
-            "active_failures": [],
-            "snapshot": None,
-            "success_eval": {"final_state": checks, "ecam_clear_of": [], "all_passed": success},
-        }
+        return final_record(reason, {"tau_bench": payload}, self.transcript, success_eval(checks, success))
 
     def _ended_by(self) -> str:
         events = self.transcript.events
