@@ -91,23 +91,7 @@ def classify_commands(
         else:
             cls = "extraneous"
             subtype = "repeat_of_required" if key in required_keys else "uncatalogued_in_gt"
-        is_set = call.name == SET_CONTROL
-        args = call.args
-        rows.append(
-            _row(
-                pos,
-                call.step,
-                call.call_index,
-                call.name,
-                args,
-                shown_control(args.get("control")) if is_set else None,
-                args.get("value") if is_set else None,
-                cls,
-                subtype,
-                severity,
-                block,
-            )
-        )
+        rows.append(_command_row(pos, call, cls, subtype, severity, block))
     return rows
 
 
@@ -144,24 +128,29 @@ def classify_with_rules(
             subtype = (
                 "repeat_of_required" if catalog.required_lookup.first(call, key) is not None else "uncatalogued_in_gt"
             )
-        is_set = call.name == SET_CONTROL
-        args = call.args
-        rows.append(
-            _row(
-                pos,
-                call.step,
-                call.call_index,
-                call.name,
-                args,
-                shown_control(args.get("control")) if is_set else None,
-                args.get("value") if is_set else None,
-                cls,
-                subtype,
-                severity,
-                block,
-            )
-        )
+        rows.append(_command_row(pos, call, cls, subtype, severity, block))
     return rows
+
+
+def _command_row(
+    pos: int, call: ToolCall | Call, cls: str, subtype: str | None, severity: str | None, block: str | None
+) -> CommandRow:
+    """The row of command ``pos``: the call as recorded (a set_control's control and value apart) and its class."""
+    is_set = call.name == SET_CONTROL
+    args = call.args
+    return _row(
+        pos,
+        call.step,
+        call.call_index,
+        call.name,
+        args,
+        shown_control(args.get("control")) if is_set else None,
+        args.get("value") if is_set else None,
+        cls,
+        subtype,
+        severity,
+        block,
+    )
 
 
 _ROW_FIELDS_SET = set(CommandRow.model_fields)  # shared, like the sets validation gives; never mutated
