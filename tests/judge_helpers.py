@@ -9,6 +9,7 @@ config override, and litellm's own retries are off in the judge, so every reques
 from __future__ import annotations
 
 import sqlite3
+import sys
 from pathlib import Path
 
 FAST = {
@@ -106,3 +107,55 @@ def judge_examples(db, srv, **options):
     from evalkit.judges.api import judge_db
 
     return judge_db(db, ["openai/smollm2"], api_base=srv.api_base, config=PATIENT, **options)
+
+
+# -- `evalkit judge` on the command line (the hostile-server and crash tests) ---------------------
+HOSTILE_MODEL = "openai/judge-a"
+
+
+def invoke(*args):
+    """``evalkit ARGS`` in this process (click's runner), every argument as a string."""
+    from click.testing import CliRunner
+
+    import evalkit.cli
+
+    return CliRunner().invoke(evalkit.cli.cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def request_config(tmp_path: Path, timeout_s: float = 1.0, attempts: int = 2, extra: str = "") -> Path:
+    """``tmp_path/judge.toml``: a request timeout, one re-ask, ``extra`` [request] lines, ``attempts``
+    and a tiny backoff; its path."""
+    path = tmp_path / "judge.toml"
+    path.write_text(
+        f"[request]\ntimeout_s = {timeout_s}\nreask = 1\n{extra}\n[retry]\nattempts = {attempts}\n"
+        "initial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n"
+    )
+    return path
+
+
+def judge_cli(db, api_base: str, config, *extra, model: str = HOSTILE_MODEL):
+    """``evalkit judge`` of ``db`` by ``model`` on ``api_base``, one call at a time, json_schema
+    output mode, the result as JSON, then ``extra`` options."""
+    return invoke(
+        "judge",
+        "--db",
+        db,
+        "--model",
+        model,
+        "--api-base",
+        api_base,
+        "--concurrency",
+        1,
+        "--output-mode",
+        "json_schema",
+        "--format",
+        "json",
+        "--config",
+        config,
+        *extra,
+    )
+
+
+def judge_command(db, model: str, api_base: str, *options) -> list[str]:
+    """The command line of an ``evalkit judge`` process of ``db`` by ``model`` on ``api_base``."""
+    return [sys.executable, "-m", "evalkit", "judge", "--db", db, "--model", model, "--api-base", api_base, *options]

@@ -9,11 +9,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
-from judge_helpers import FAST, cards_of, rows, scored_db
+from judge_helpers import FAST, cards_of, judge_command, rows, scored_db
 
 from evalkit.judges.api import dry_run, judge_db
 from evalkit.judges.batch import chunks
@@ -159,23 +158,9 @@ def test_killed_batch_judge_resumes_polling_without_resubmitting(tmp_path, serve
     server.batch_api.in_progress_polls = 10**6
     config = tmp_path / "judge.toml"
     config.write_text("[batch]\npoll_s = 0.05\n[retry]\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
-    command = [
-        sys.executable,
-        "-m",
-        "evalkit",
-        "judge",
-        "--db",
-        db,
-        "--model",
-        "openai/judge-b",
-        "--api-base",
-        server.api_base,
-        "--output-mode",
-        "json_schema",
-        "--judge-config",
-        str(config),
-        "--batch",
-    ]
+    command = judge_command(
+        db, "openai/judge-b", server.api_base, "--output-mode", "json_schema", "--judge-config", str(config), "--batch"
+    )
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
     try:
         deadline = time.monotonic() + 300

@@ -10,44 +10,13 @@ import json
 import os
 from pathlib import Path
 
-from click.testing import CliRunner
-from judge_helpers import rows, scored_db
-
-import evalkit.cli
-
-MODEL = "openai/judge-a"
-
-
-def invoke(*args):
-    return CliRunner().invoke(evalkit.cli.cli, [str(a) for a in args], catch_exceptions=False)
+from judge_helpers import judge_cli, request_config, rows, scored_db
 
 
 def judge(tmp_path, server, behaviour, *, runs=1, extra=""):
     server.default = behaviour
     db = scored_db(tmp_path, runs)
-    cfg = tmp_path / "judge.toml"
-    cfg.write_text(
-        f"[request]\ntimeout_s = 10.0\nreask = 1\n{extra}\n[retry]\nattempts = 2\n"
-        "initial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n"
-    )
-    res = invoke(
-        "judge",
-        "--db",
-        db,
-        "--model",
-        MODEL,
-        "--api-base",
-        server.api_base,
-        "--concurrency",
-        1,
-        "--output-mode",
-        "json_schema",
-        "--format",
-        "json",
-        "--config",
-        cfg,
-    )
-    return db, res
+    return db, judge_cli(db, server.api_base, request_config(tmp_path, 10.0, 2, extra))
 
 
 def the_error(res) -> str:

@@ -10,46 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-from judge_helpers import FAKE_KEY, rows, scored_db
-
-import evalkit.cli
-
-MODEL = "openai/judge-a"
-
-
-def invoke(*args):
-    return CliRunner().invoke(evalkit.cli.cli, [str(a) for a in args], catch_exceptions=False)
-
-
-def config(tmp_path: Path) -> Path:
-    path = tmp_path / "judge.toml"
-    path.write_text(
-        "[request]\ntimeout_s = 5.0\nreask = 1\n[retry]\nattempts = 2\ninitial_wait_s = 0.001\n"
-        "max_wait_s = 0.005\njitter_s = 0.001\n"
-    )
-    return path
+from judge_helpers import FAKE_KEY, invoke, judge_cli, request_config, rows, scored_db
 
 
 def judge(tmp_path, server, db, *extra):
-    return invoke(
-        "judge",
-        "--db",
-        db,
-        "--model",
-        MODEL,
-        "--api-base",
-        server.api_base,
-        "--concurrency",
-        1,
-        "--output-mode",
-        "json_schema",
-        "--config",
-        config(tmp_path),
-        "--format",
-        "json",
-        *extra,
-    )
+    return judge_cli(db, server.api_base, request_config(tmp_path, 5.0, 2), *extra)
 
 
 def echoed_db(tmp_path, server) -> str:

@@ -17,13 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from fake_llm_server import RecordingListener, gzip_bomb
-from judge_helpers import FAKE_KEY, rows, scored_db
+from judge_helpers import FAKE_KEY, judge_cli, judge_command, rows, scored_db
+from judge_helpers import HOSTILE_MODEL as MODEL
+from judge_helpers import request_config as config
 
-import evalkit.cli
-
-MODEL = "openai/judge-a"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -33,39 +31,10 @@ def _litellm_loaded():
     import evalkit.judges.litellm_judge  # noqa: F401
 
 
-def invoke(*args):
-    return CliRunner().invoke(evalkit.cli.cli, [str(a) for a in args], catch_exceptions=False)
-
-
-def config(tmp_path: Path, timeout_s: float = 1.0, attempts: int = 2, extra: str = "") -> Path:
-    path = tmp_path / "judge.toml"
-    path.write_text(
-        f"[request]\ntimeout_s = {timeout_s}\nreask = 1\n{extra}\n[retry]\nattempts = {attempts}\n"
-        "initial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n"
-    )
-    return path
-
-
 def judge(tmp_path, server, *, timeout_s=1.0, attempts=2, extra="", runs=1):
     db = scored_db(tmp_path, runs)
     start = time.monotonic()
-    res = invoke(
-        "judge",
-        "--db",
-        db,
-        "--model",
-        MODEL,
-        "--api-base",
-        server.api_base,
-        "--concurrency",
-        1,
-        "--output-mode",
-        "json_schema",
-        "--format",
-        "json",
-        "--config",
-        config(tmp_path, timeout_s, attempts, extra),
-    )
+    res = judge_cli(db, server.api_base, config(tmp_path, timeout_s, attempts, extra))
     return res, time.monotonic() - start
 
 
@@ -92,20 +61,21 @@ def test_trickled_body_is_cut_at_the_deadline(tmp_path, server):
     assert server.count == 1 and took < 6
 
 
-def test_endless_chunked_body_is_cut_at_the_deadline(tmp_path, server):
-    server.default, server.trickle_s = "endless_chunked", 0.05
+def cut_at_the_deadline(tmp_path, server, behaviour):
+    """A server that never ends its reply (``behaviour``): each of 2 attempts cut after 1 s."""
+    server.default, server.trickle_s = behaviour, 0.05
     res, took = judge(tmp_path, server, timeout_s=1.0, attempts=2)
     error = one_line_judge_error(res)
     assert "no complete reply within 1 s" in error
     assert server.count == 2 and took < 6
+
+
+def test_endless_chunked_body_is_cut_at_the_deadline(tmp_path, server):
+    cut_at_the_deadline(tmp_path, server, "endless_chunked")
 
 
 def test_endless_headers_are_cut_at_the_deadline(tmp_path, server):
-    server.default, server.trickle_s = "endless_headers", 0.05
-    res, took = judge(tmp_path, server, timeout_s=1.0, attempts=2)
-    error = one_line_judge_error(res)
-    assert "no complete reply within 1 s" in error
-    assert server.count == 2 and took < 6
+    cut_at_the_deadline(tmp_path, server, "endless_headers")
 
 
 def test_a_slow_but_complete_reply_within_the_deadline_is_read(tmp_path, server):
@@ -131,16 +101,9 @@ def test_huge_reply_is_refused_quickly_with_bounded_memory(tmp_path):
         start = time.monotonic()
         env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "evalkit",
-                "judge",
-                "--db",
+            judge_command(
                 db,
-                "--model",
                 MODEL,
-                "--api-base",
                 api_base,
                 "--output-mode",
                 "json_schema",
@@ -148,7 +111,7 @@ def test_huge_reply_is_refused_quickly_with_bounded_memory(tmp_path):
                 "json",
                 "--config",
                 str(config(tmp_path, 30.0, 2)),
-            ],
+            ),
             capture_output=True,
             text=True,
             env=env,

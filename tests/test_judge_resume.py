@@ -6,11 +6,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
-from judge_helpers import FAKE_KEY, cards_of, count, fast_config, rows, scored_db
+from judge_helpers import FAKE_KEY, cards_of, count, fast_config, judge_command, rows, scored_db
 
 from evalkit.judges.api import judge_db
 
@@ -18,24 +17,7 @@ from evalkit.judges.api import judge_db
 def start_judge(db, srv, config, model="openai/judge-a", concurrency="2"):
     env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "evalkit",
-            "judge",
-            "--db",
-            db,
-            "--model",
-            model,
-            "--api-base",
-            srv.api_base,
-            "--concurrency",
-            concurrency,
-            "--config",
-            config,
-            "--format",
-            "jsonl",
-        ],
+        judge_command(db, model, srv.api_base, "--concurrency", concurrency, "--config", config, "--format", "jsonl"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
