@@ -11,24 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from judge_helpers import write_runs
+from readonly_helpers import needs_unprivileged, shared_directory, unprivileged
 
 ROOT = Path(__file__).resolve().parent.parent
-AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-pytestmark = pytest.mark.skipif(
-    os.geteuid() == 0 and shutil.which("setpriv") is None,
-    reason="running as root, where file modes do not apply, and no setpriv to drop privileges",
-)
+pytestmark = needs_unprivileged
 
 COMMITTED = 12
 CHECKPOINTED = 4  # the first runs reach the file itself; the others stay in the WAL
@@ -56,16 +51,8 @@ time.sleep(600)
 
 @pytest.fixture()
 def shared_dir():
-    """A directory `nobody` can reach (pytest's tmp_path sits under a 0700 directory)."""
-    path = Path(tempfile.mkdtemp(prefix="evalkit-wal-"))
-    path.chmod(0o755)
-    try:
+    with shared_directory("evalkit-wal-") as path:
         yield path
-    finally:
-        for p in [path, *path.rglob("*")]:
-            if p.is_dir():
-                p.chmod(0o755)
-        shutil.rmtree(path)
 
 
 def _crashed_writer_db(shared_dir: Path) -> Path:
@@ -106,7 +93,7 @@ def _in_file_alone(db: Path) -> int:
 
 
 def _read(args: list[str], db: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    prefix = AS_NOBODY if os.geteuid() == 0 else []
+    prefix = unprivileged()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SOURCE_DATE_EPOCH": "1764547200", **(env or {})}
     return subprocess.run(
         [*prefix, sys.executable, "-m", "evalkit", *args, "--db", str(db)],

@@ -13,11 +13,12 @@ import sqlite3
 import stat
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from readonly_helpers import needs_unprivileged, shared_directory
+from readonly_helpers import unprivileged as as_nobody
 from report_fixtures import build_db
 
 from evalkit.cli import cli
@@ -33,11 +34,7 @@ READERS = {
 ENV = {**os.environ, "SOURCE_DATE_EPOCH": "1764547200", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
 
 
-AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-pytestmark = pytest.mark.skipif(
-    os.geteuid() == 0 and shutil.which("setpriv") is None,
-    reason="running as root, where file modes do not apply, and no setpriv to drop privileges",
-)
+pytestmark = needs_unprivileged
 
 
 def _reference(args: list[str], monkeypatch) -> str:
@@ -48,7 +45,7 @@ def _reference(args: list[str], monkeypatch) -> str:
 
 
 def _run(args: list[str], cwd: Path, unprivileged: bool) -> subprocess.CompletedProcess:
-    prefix = AS_NOBODY if unprivileged and os.geteuid() == 0 else []
+    prefix = as_nobody() if unprivileged else []
     return subprocess.run(
         [*prefix, sys.executable, "-m", "evalkit", *args], cwd=cwd, env=ENV, capture_output=True, text=True
     )
@@ -56,16 +53,8 @@ def _run(args: list[str], cwd: Path, unprivileged: bool) -> subprocess.Completed
 
 @pytest.fixture()
 def shared_dir():
-    """A directory `nobody` can reach (pytest's tmp_path sits under a 0700 directory)."""
-    path = Path(tempfile.mkdtemp(prefix="evalkit-ro-"))
-    path.chmod(0o755)
-    try:
+    with shared_directory("evalkit-ro-") as path:
         yield path
-    finally:
-        for p in [path, *path.rglob("*")]:
-            if p.is_dir():
-                p.chmod(0o755)
-        shutil.rmtree(path)
 
 
 def _digest(directory: Path) -> dict[str, str]:
