@@ -1,9 +1,11 @@
 """A corpus for engine tests: enough files to fill several batches per worker, two scenarios (one
 whose id needs escaping in a path), several models, a bad file, a half-written last line and a
-run_id read twice."""
+run_id read twice. And a local Ray instance for the ray engine's tests."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, read, say, trajectory, write_jsonl
@@ -41,3 +43,15 @@ def make_corpus(root: Path, n: int = 60) -> Path:
         root / "part-2" / "run-0055a-dup.jsonl", trajectory(scenarios[1], PLANS[2], run_id="run-0001", model="model-1")
     )
     return root
+
+
+@contextlib.contextmanager
+def local_ray() -> Iterator[None]:
+    """A local Ray instance of 2 CPUs on 127.0.0.1, no dashboard and no log forwarding, shut down after."""
+    import ray
+
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, _node_ip_address="127.0.0.1"
+    )
+    yield
+    ray.shutdown()

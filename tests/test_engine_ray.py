@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-import ray
+import ray  # noqa: F401  (without ray this module fails to collect, as it did)
 from click.testing import CliRunner
-from engine_helpers import make_corpus
+from engine_helpers import local_ray, make_corpus
 
 from evalkit.cli import cli
 from evalkit.engines import ScoreJob, score_files
@@ -16,11 +16,8 @@ from evalkit.engines import ScoreJob, score_files
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(
-        num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, _node_ip_address="127.0.0.1"
-    )
-    yield
-    ray.shutdown()
+    with local_ray():
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from click.testing import CliRunner  # noqa: E402
-from engine_helpers import make_corpus  # noqa: E402
+from engine_helpers import local_ray, make_corpus  # noqa: E402
 from test_scale_identical import dump  # noqa: E402
 
 from evalkit.cli import cli  # noqa: E402
@@ -17,11 +17,8 @@ from evalkit.cli import cli  # noqa: E402
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(
-        num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, _node_ip_address="127.0.0.1"
-    )
-    yield
-    ray.shutdown()
+    with local_ray():
+        yield
 
 
 @pytest.fixture(scope="module")
