@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from import_helpers import among, modules_loaded_by
+from importer_helpers import import_ok
 from judge_helpers import fast_config
 
 from evalkit.agreement.credit import credit
@@ -37,9 +38,7 @@ def logs(inspect_logs):
 @pytest.fixture(scope="session")
 def imported(logs, tmp_path_factory):
     out = tmp_path_factory.mktemp("inspect-runs")
-    result = import_files("inspect", [logs["eval"], logs["json"]], out)
-    assert not result.errors, [str(e) for e in result.errors]
-    return out, result
+    return out, import_ok("inspect", [logs["eval"], logs["json"]], out)
 
 
 def run(*args):

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from importer_helpers import cards_by_run, import_ok
 
-from evalkit.api import aggregate, iter_scorecards, read_trajectory
+from evalkit.api import aggregate, read_trajectory
 from evalkit.cli import cli
-from evalkit.errors import InputError
-from evalkit.importers import ImportFormatError, import_files
+from evalkit.importers import ImportFormatError
 from evalkit.importers.formats.tau2 import IMPORTER, args_rule
 
 FIX = Path(__file__).parent / "fixtures" / "tau2"
@@ -43,17 +43,8 @@ def _runs(tmp_path: Path, doc: dict | None = None, **options) -> dict[str, list[
 
 def _import(tmp_path: Path, *paths: Path, **options) -> Path:
     out = tmp_path / "out"
-    result = import_files("tau2", list(paths) or [RESULTS], out, **options)
-    assert not result.errors, [str(e) for e in result.errors]
+    import_ok("tau2", list(paths) or [RESULTS], out, **options)
     return out
-
-
-def _cards(out: Path) -> dict[str, object]:
-    cards = {}
-    for card in iter_scorecards([out]):
-        assert not isinstance(card, InputError), str(card)
-        cards[card.run_id] = card
-    return cards
 
 
 def rid(task: str, trial: int, model: str = MODEL) -> str:
@@ -189,7 +180,7 @@ def test_termination_reason_maps_to_a_final_reason(tmp_path, reason, final):
 
 
 def test_premature_termination_is_a_failed_scored_run(tmp_path):
-    cards = _cards(_import(tmp_path))
+    cards = cards_by_run(_import(tmp_path))
     card = cards[rid("1", 2)]  # max_steps: tau2 gave reward 0 and evaluated nothing
     assert card.status == "scored" and card.vector.all_passed is False and card.vector.end_state == 0.0
     assert card.informative.final_reason == "budget_turns"
@@ -198,7 +189,7 @@ def test_premature_termination_is_a_failed_scored_run(tmp_path):
 def test_infrastructure_error_has_no_end_state_as_tau2_leaves_it_out(tmp_path):
     runs = _runs(tmp_path)
     assert runs[rid("2", 3)][-1]["success_eval"] is None
-    assert _cards(_import(tmp_path))[rid("2", 3)].status == "incomplete"
+    assert cards_by_run(_import(tmp_path))[rid("2", 3)].status == "incomplete"
 
 
 def test_missing_reward_info_is_a_failed_run(tmp_path):
@@ -236,7 +227,7 @@ def test_tasks_file_supplies_tasks_the_results_file_lacks(tmp_path):
 def test_pass_hat_k_equals_tau2s_formula(tmp_path):
     reference = tau2_pass_hat_ks(RAW)
     assert list(reference) == [1, 2, 3]  # task 2 has 3 evaluated trials: tau2 stops at k = 3
-    (model,) = aggregate(_cards(_import(tmp_path)).values())["models"]
+    (model,) = aggregate(cards_by_run(_import(tmp_path)).values())["models"]
     assert model["model"] == MODEL
     assert model["pass_hat_k"] == pytest.approx(list(reference.values()), abs=1e-12)
     # by hand: tasks pass 2/4, 1/4 and 1/3
@@ -246,7 +237,7 @@ def test_pass_hat_k_equals_tau2s_formula(tmp_path):
 def test_evalkit_matches_agree_with_tau2_action_checks(tmp_path):
     """Wherever tau2 checked an agent action, evalkit's matching (the argument rule of the action)
     matched a call of it exactly when tau2's action_check says action_match."""
-    cards = _cards(_import(tmp_path))
+    cards = cards_by_run(_import(tmp_path))
     compared = 0
     for sim in RAW["simulations"]:
         checks = (sim["reward_info"] or {}).get("action_checks") or []
@@ -394,7 +385,7 @@ def test_an_errored_call_matches_for_tau2_but_not_for_evalkit(tmp_path):
     (tmp_path / "in").mkdir()
     src = tmp_path / "in" / "results.json"
     src.write_text(json.dumps(doc))
-    card = _cards(_import(tmp_path, src))[rid("0", 0)]
+    card = cards_by_run(_import(tmp_path, src))[rid("0", 0)]
     tau2 = {c["action"]["name"]: c["action_match"] for c in doc["simulations"][0]["reward_info"]["action_checks"]}
     assert tau2["cancel_reservation"] is True
     assert "cancel_reservation" not in {c.tool for c in card.commands if c.class_ == "matched_required"}

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from importer_helpers import cards_by_run, import_ok
 
-from evalkit.api import aggregate, iter_scorecards, read_trajectory, score_file
-from evalkit.errors import InputError
+from evalkit.api import aggregate, read_trajectory, score_file
 from evalkit.importers import ImportFormatError, import_files
 from evalkit.importers.formats.taubench import IMPORTER, infer_domain
 
@@ -23,17 +23,8 @@ MODEL = "openai/gpt-4o"
 
 def _import(tmp_path: Path, *paths: Path, **options) -> Path:
     out = tmp_path / "out"
-    result = import_files("taubench", list(paths), out, model=options.pop("model", MODEL), **options)
-    assert not result.errors, [str(e) for e in result.errors]
+    import_ok("taubench", paths, out, model=options.pop("model", MODEL), **options)
     return out
-
-
-def _cards(out: Path) -> dict[str, object]:
-    cards = {}
-    for card in iter_scorecards([out]):
-        assert not isinstance(card, InputError), str(card)
-        cards[card.run_id] = card
-    return cards
 
 
 def _run(out: Path, task: str, trial: int, domain: str = "airline"):
@@ -45,7 +36,7 @@ def _run(out: Path, task: str, trial: int, domain: str = "airline"):
 
 def test_each_task_is_a_scenario_and_each_trial_a_run_of_the_model(tmp_path):
     out = _import(tmp_path, AIRLINE)
-    cards = _cards(out)
+    cards = cards_by_run(out)
     assert len(cards) == 9
     assert {c.scenario_id for c in cards.values()} == {"tau-airline-0", "tau-airline-1", "tau-airline-2"}
     assert {c.model for c in cards.values()} == {MODEL}
@@ -70,7 +61,7 @@ def test_null_reward_info_is_a_failed_scored_run(tmp_path):
     assert card.vector.end_state == 0.0
     assert card.scalar == 0.0
     # it counts as a failure among the scored runs of its group, not as a missing run
-    group = next(g for g in aggregate(_cards(out).values())["groups"] if g["scenario_id"] == "tau-airline-1")
+    group = next(g for g in aggregate(cards_by_run(out).values())["groups"] if g["scenario_id"] == "tau-airline-1")
     assert (group["n"], group["n_scored"], group["pass_rate"]) == (3, 3, pytest.approx(1 / 3))
 
 
@@ -158,7 +149,7 @@ def test_pass_hat_k_checked_by_hand(tmp_path):
     pass^3 = (0 + 0 + 1) / 3 = 1/3
     """
     out = _import(tmp_path, AIRLINE)
-    agg = aggregate(_cards(out).values())
+    agg = aggregate(cards_by_run(out).values())
     (model,) = agg["models"]
     assert model["model"] == MODEL
     assert model["pass_hat_k"] == pytest.approx([2 / 3, 4 / 9, 1 / 3], abs=1e-12)
@@ -180,7 +171,7 @@ def test_pass_hat_k_equals_tau_bench_display_metrics(tmp_path):
     reference = [
         sum(math.comb(ci, k) / math.comb(trials, k) for ci in c.values()) / len(c) for k in range(1, trials + 1)
     ]
-    (model,) = aggregate(_cards(_import(tmp_path, AIRLINE)).values())["models"]
+    (model,) = aggregate(cards_by_run(_import(tmp_path, AIRLINE)).values())["models"]
     assert model["pass_hat_k"] == pytest.approx(reference, abs=1e-12)
 
 
@@ -362,7 +353,7 @@ def test_example_file_reproduces_its_documented_pass_k(tmp_path):
     out = tmp_path / "out"
     result = import_files("taubench", [example], out, model="example/model")
     assert not result.errors and result.runs == 4
-    (model,) = aggregate(_cards(out).values())["models"]
+    (model,) = aggregate(cards_by_run(out).values())["models"]
     assert model["pass_hat_k"] == pytest.approx([0.75, 0.5])  # as examples/taubench/README.md says
 
 

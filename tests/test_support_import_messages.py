@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from importer_helpers import import_ok
 
 from evalkit.api import read_trajectory, score_file
 from evalkit.cli import cli
@@ -57,8 +58,7 @@ def write(tmp_path, *lines, name="t.jsonl"):
 
 def imported(tmp_path, *lines, **options):
     out = tmp_path / "out"
-    result = import_files("openai-messages", [write(tmp_path, *lines)], out, **options)
-    assert not result.errors, [str(e) for e in result.errors]
+    result = import_ok("openai-messages", [write(tmp_path, *lines)], out, **options)
     return {read_trajectory(p).meta.run_id: score_file(p) for p in sorted(out.glob("*.jsonl"))}, result
 
 
