@@ -27,18 +27,8 @@ import os
 from typing import Any
 
 from evalkit.importers import Converted, ImportFormatError
-from evalkit.importers.formats.messages import (
-    MessageError,
-    convert_messages,
-    final_record,
-    instructions_profile,
-    meta_record,
-    parse_arguments,
-    provider_of,
-    setup_record,
-    slug,
-    success_eval,
-)
+from evalkit.importers.formats import messages as chat
+from evalkit.importers.formats.messages import MessageError, convert_messages, parse_arguments
 from evalkit.importers.jsonlist import read_text
 from evalkit.importers.options import ImportOption
 from evalkit.trajectory import safe_json
@@ -97,7 +87,7 @@ class Tau2Importer:
         if not isinstance(model, str) or not model:
             raise ImportFormatError(path, None, "info.agent_info.llm does not name the model; pass --model NAME")
         domain = _get(info, "environment_info", "domain_name")
-        if not isinstance(domain, str) or not domain or slug(domain) != domain:
+        if not isinstance(domain, str) or not domain or chat.slug(domain) != domain:
             raise ImportFormatError(
                 path, None, f"info.environment_info.domain_name must be a plain name, not {domain!r}"
             )
@@ -376,18 +366,18 @@ class _Simulation:
         expected = {a["name"] for a in scenario["tau2"]["actions"] if a["requestor"] == "assistant"}
         start = self.sim.get("start_time")
         seed = self.sim.get("seed")
-        meta = meta_record(
+        meta = chat.meta_record(
             run_id=f"tau2-{domain}-{self.task_id}:{model}:trial{self.trial}",
             ts_utc=start if isinstance(start, str) else None,
             scenario=scenario,
             scenario_path=f"{source}#simulations[{self.index}]",
-            adapter={"provider": provider_of(model), "model": model, "harness": "tau2-bench"},
-            instructions_profile=instructions_profile(f"tau2/{domain}", self.transcript),
+            adapter={"provider": chat.provider_of(model), "model": model, "harness": "tau2-bench"},
+            instructions_profile=chat.instructions_profile(f"tau2/{domain}", self.transcript),
             tool_surface=sorted(tools | called | expected),
             importer=FORMAT_VERSION,
             seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
         )
-        return [meta, setup_record(), *self.transcript.events, self._final(scenario)]
+        return [meta, chat.setup_record(), *self.transcript.events, self._final(scenario)]
 
     def _component_passed(self, component: str) -> bool:
         """One reward-basis component: tau2's breakdown when it has it, else its checks."""
@@ -427,8 +417,10 @@ class _Simulation:
                 dict(c, passed=self._component_passed(c["var"].split(".", 1)[1]))
                 for c in scenario["success"]["final_state"]
             ]
-            evaluation = success_eval(checks, success)
-        return final_record(REASONS.get(self.reason, "harness_error"), {"tau2": payload}, self.transcript, evaluation)
+            evaluation = chat.success_eval(checks, success)
+        return chat.final_record(
+            REASONS.get(self.reason, "harness_error"), {"tau2": payload}, self.transcript, evaluation
+        )
 
     def ratings(self, run_id: str) -> list[dict[str, Any]]:
         """tau2's own verdicts on this run: its reward, each action check and each NL assertion."""

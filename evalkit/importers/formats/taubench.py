@@ -29,18 +29,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalkit.importers import ImportFormatError
-from evalkit.importers.formats.messages import (
-    MessageError,
-    convert_messages,
-    final_record,
-    instructions_profile,
-    meta_record,
-    parse_arguments,
-    provider_of,
-    setup_record,
-    slug,
-    success_eval,
-)
+from evalkit.importers.formats import messages as chat
+from evalkit.importers.formats.messages import MessageError, convert_messages, parse_arguments
 from evalkit.importers.jsonlist import iter_json_list, read_text
 from evalkit.importers.options import ImportOption
 from evalkit.trajectory import safe_json
@@ -148,7 +138,7 @@ class TauBenchImporter:
     def convert(self, path: str, model: str | None = None, domain: str | None = None) -> list[list[dict[str, Any]]]:
         if not model:
             raise ImportFormatError(path, None, "tau-bench result files do not name the model; pass --model NAME")
-        if domain is not None and (not domain or slug(domain) != domain):
+        if domain is not None and (not domain or chat.slug(domain) != domain):
             raise ImportFormatError(path, None, f"--domain must be a plain name like airline or retail, not {domain!r}")
         text = read_text(path)
         items = list(
@@ -289,17 +279,17 @@ class _Record:
             # tau-bench answers a call of a tool it does not have with "Unknown action <name>".
             if event["type"] == "tool_call" and not str(event["result"] or "").startswith("Unknown action"):
                 surface.add(event["name"])
-        meta = meta_record(
+        meta = chat.meta_record(
             run_id=f"tau-{domain}-{self.task_id}:{model}:trial{self.trial}",
             ts_utc=None,  # tau-bench records no time per run
             scenario=scenario,
             scenario_path=f"{source}#{self.index}",
-            adapter={"provider": provider_of(model), "model": model, "harness": "tau-bench"},
-            instructions_profile=instructions_profile(f"tau-bench/{domain}", self.transcript),
+            adapter={"provider": chat.provider_of(model), "model": model, "harness": "tau-bench"},
+            instructions_profile=chat.instructions_profile(f"tau-bench/{domain}", self.transcript),
             tool_surface=sorted(surface),
             importer=FORMAT_VERSION,
         )
-        return [meta, setup_record(), *self.transcript.events, self._final(task)]
+        return [meta, chat.setup_record(), *self.transcript.events, self._final(task)]
 
     def _final(self, task: dict[str, Any]) -> dict[str, Any]:
         reward_info = self.info.get("reward_info")
@@ -315,7 +305,7 @@ class _Record:
             reason = "agent_done"
             payload["ended_by"] = self._ended_by()
             payload["reward_info"] = reward_info.get("info")
-        return final_record(reason, {"tau_bench": payload}, self.transcript, success_eval(checks, success))
+        return chat.final_record(reason, {"tau_bench": payload}, self.transcript, chat.success_eval(checks, success))
 
     def _ended_by(self) -> str:
         events = self.transcript.events
