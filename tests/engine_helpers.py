@@ -8,6 +8,8 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, read, say, trajectory, write_jsonl
 
 PLANS = [
@@ -55,3 +57,19 @@ def local_ray() -> Iterator[None]:
     )
     yield
     ray.shutdown()
+
+
+def ray_fixtures(n: int):
+    """The module fixtures ``cluster`` (:func:`local_ray`) and ``corpus`` (:func:`make_corpus` of
+    ``n`` runs) of a ray test module: ``cluster, corpus = ray_fixtures(n)``."""
+
+    @pytest.fixture(scope="module")
+    def cluster():
+        with local_ray():
+            yield
+
+    @pytest.fixture(scope="module")
+    def corpus(tmp_path_factory):
+        return make_corpus(tmp_path_factory.mktemp("corpus"), n=n)
+
+    return cluster, corpus

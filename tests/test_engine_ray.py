@@ -5,24 +5,14 @@ from __future__ import annotations
 
 import sqlite3
 
-import pytest
 import ray  # noqa: F401  (without ray this module fails to collect, as it did)
 from click.testing import CliRunner
-from engine_helpers import local_ray, make_corpus
+from engine_helpers import ray_fixtures
 
 from evalkit.cli import cli
 from evalkit.engines import ScoreJob, score_files
 
-
-@pytest.fixture(scope="module")
-def cluster():
-    with local_ray():
-        yield
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    return make_corpus(tmp_path_factory.mktemp("corpus"), n=40)
+cluster, corpus = ray_fixtures(n=40)
 
 
 def outcome(scored):

@@ -9,21 +9,12 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from click.testing import CliRunner  # noqa: E402
-from engine_helpers import local_ray, make_corpus  # noqa: E402
+from engine_helpers import ray_fixtures  # noqa: E402
 from test_scale_identical import dump  # noqa: E402
 
 from evalkit.cli import cli  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def cluster():
-    with local_ray():
-        yield
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    return make_corpus(tmp_path_factory.mktemp("corpus"), n=140)
+cluster, corpus = ray_fixtures(n=140)
 
 
 def cli_score(*args):
