@@ -32,6 +32,21 @@ def xss_trajectory(directory: Path) -> Path:
     return write_jsonl(directory / "evil.jsonl", records)
 
 
+def hostile_db(tmp: Path, name: str, *, title: str, calls: list, run_id: str, model: str, rationale: str) -> Path:
+    """``tmp/evalkit.db``: the examples and one failed run ``name`` (its scenario titled ``title``,
+    these ``calls``, this run id and model) scored, then judged with ``rationale`` in every rationale."""
+    runs = tmp / "runs"
+    runs.mkdir()
+    write_jsonl(
+        runs / f"{name}.jsonl",
+        trajectory(a320_scenario(title=title), calls, run_id=run_id, model=model, passed=False),
+    )
+    db = tmp / "evalkit.db"
+    score_into(db, [EXAMPLES, runs])
+    add_judge_rows(db, rationale_extra=rationale)
+    return db
+
+
 def score_into(db_path: Path, paths: list[Path]) -> None:
     from evalkit.api import Store, iter_scorecards
     from evalkit.errors import InputError

@@ -13,7 +13,7 @@ import report_fixtures as rf
 from evalkit.present import html_text
 from evalkit.present.safe import BIDI_CONTROLS
 from evalkit.report import build_report, render_html
-from evalkit.trajectory.builders import a320_scenario, cmd, read, trajectory, write_jsonl
+from evalkit.trajectory.builders import cmd, read
 
 ESC, RLO = "\x1b", "\u202e"
 NASTY = f"{ESC}[2J{ESC}]0;pwned\x07 {RLO}txt.exe\u2066\u2028\x85\x00\x7f\rCR\r\nCRLF"
@@ -22,22 +22,15 @@ RAW_FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029" + BIDI_CON
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> str:
-    tmp = tmp_path_factory.mktemp("controls")
-    runs = tmp / "runs"
-    runs.mkdir()
-    write_jsonl(
-        runs / "nasty.jsonl",
-        trajectory(
-            a320_scenario(title=f"title {NASTY}"),
-            [read("get_ecam"), cmd(f"ctl{NASTY}", 1), cmd("ext_pwr", 1)],
-            run_id=f"run{ESC}[31m{RLO}1",
-            model=f"model{RLO}x",
-            passed=False,
-        ),
+    db = rf.hostile_db(
+        tmp_path_factory.mktemp("controls"),
+        "nasty",
+        title=f"title {NASTY}",
+        calls=[read("get_ecam"), cmd(f"ctl{NASTY}", 1), cmd("ext_pwr", 1)],
+        run_id=f"run{ESC}[31m{RLO}1",
+        model=f"model{RLO}x",
+        rationale=NASTY,
     )
-    db = tmp / "evalkit.db"
-    rf.score_into(db, [rf.EXAMPLES, runs])
-    rf.add_judge_rows(db, rationale_extra=NASTY)
     return render_html(build_report(db, title=f"report {NASTY}", made_at="2026-01-01T00:00:00Z"))
 
 

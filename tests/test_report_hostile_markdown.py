@@ -20,7 +20,7 @@ from evalkit.agreement.audit import build_audit
 from evalkit.agreement.audit_output import audit_markdown
 from evalkit.present import md_text
 from evalkit.report import build_report, render_markdown
-from evalkit.trajectory.builders import a320_scenario, cmd, read, trajectory, write_jsonl
+from evalkit.trajectory.builders import cmd, read
 
 LINKY = "ping @team and @octo-org/admins, see https://evil.example/p?q=1 or www.evil.example or mail a@b.example"
 RUN_ID = "run-https://evil.example/r"
@@ -50,23 +50,15 @@ def _assert_inert(markdown: str) -> None:
 
 @pytest.fixture(scope="module")
 def linky_db(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("linky")
-    runs = tmp / "runs"
-    runs.mkdir()
-    write_jsonl(
-        runs / "linky.jsonl",
-        trajectory(
-            a320_scenario(title=TITLE),
-            [read("get_ecam"), cmd("ext_pwr", 1), cmd("bat_1", 0)],
-            run_id=RUN_ID,
-            model=MODEL,
-            passed=False,
-        ),
+    return rf.hostile_db(
+        tmp_path_factory.mktemp("linky"),
+        "linky",
+        title=TITLE,
+        calls=[read("get_ecam"), cmd("ext_pwr", 1), cmd("bat_1", 0)],
+        run_id=RUN_ID,
+        model=MODEL,
+        rationale=LINKY,
     )
-    db = tmp / "evalkit.db"
-    rf.score_into(db, [rf.EXAMPLES, runs])
-    rf.add_judge_rows(db, rationale_extra=LINKY)
-    return db
 
 
 @pytest.mark.parametrize(
