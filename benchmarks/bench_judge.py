@@ -75,34 +75,26 @@ def main() -> None:
 
         db = os.path.join(tmp, "bench.db")
         cards = make_cards(args.n)
-        before = server.count
-        t1 = time.perf_counter()
-        # output mode fixed: with `auto` and no remembered mode, the first call would go alone
-        # (a probe, docs/judge.md) and add one L that is negotiation, not throughput
-        result = judge_cards(
-            cards,
-            ["openai/bench"],
-            db=db,
-            api_base=server.api_base,
-            concurrency=args.concurrency,
-            output_mode="json_schema",
-        )
-        wall = time.perf_counter() - t1
-        sent = server.count - before
-        assert result.ok and result.summary.ok == args.n, result.summary.as_dict()
 
-        before = server.count
-        t2 = time.perf_counter()
-        cached = judge_cards(
-            cards,
-            ["openai/bench"],
-            db=db,
-            api_base=server.api_base,
-            concurrency=args.concurrency,
-            output_mode="json_schema",
-        )
-        cached_wall = time.perf_counter() - t2
-        cached_requests = server.count - before
+        def timed_run():
+            """Judge the cards into bench.db: the result, its wall time and the requests it sent."""
+            before = server.count
+            start = time.perf_counter()
+            # output mode fixed: with `auto` and no remembered mode, the first call would go alone
+            # (a probe, docs/judge.md) and add one L that is negotiation, not throughput
+            done = judge_cards(
+                cards,
+                ["openai/bench"],
+                db=db,
+                api_base=server.api_base,
+                concurrency=args.concurrency,
+                output_mode="json_schema",
+            )
+            return done, time.perf_counter() - start, server.count - before
+
+        result, wall, sent = timed_run()
+        assert result.ok and result.summary.ok == args.n, result.summary.as_dict()
+        cached, cached_wall, cached_requests = timed_run()
 
     ideal = math.ceil(args.n / args.concurrency) * args.latency
     lat = result.summary.latency()

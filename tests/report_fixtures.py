@@ -9,6 +9,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from evalkit.trajectory.builders import a320_scenario, cmd, read, trajectory, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +32,22 @@ def xss_trajectory(directory: Path) -> Path:
         passed=False,
     )
     return write_jsonl(directory / "evil.jsonl", records)
+
+
+def rendered_fixtures():
+    """The module fixtures ``html`` and ``markdown``: the module's ``report`` fixture rendered
+    (``html, markdown = rendered_fixtures()``)."""
+    from evalkit.report import render_html, render_markdown
+
+    @pytest.fixture(scope="module")
+    def html(report):
+        return render_html(report)
+
+    @pytest.fixture(scope="module")
+    def markdown(report):
+        return render_markdown(report)
+
+    return html, markdown
 
 
 def hostile_db(tmp: Path, name: str, *, title: str, calls: list, run_id: str, model: str, rationale: str) -> Path:

@@ -43,14 +43,7 @@ def report(tmp_path_factory):
     return build_report(rf.build_db(tmp_path_factory.mktemp("html")), made_at="2026-01-01T00:00:00Z")
 
 
-@pytest.fixture(scope="module")
-def html(report):
-    return render_html(report)
-
-
-@pytest.fixture(scope="module")
-def markdown(report):
-    return render_markdown(report)
+html, markdown = rf.rendered_fixtures()
 
 
 def test_html_has_every_section(html):

@@ -6,10 +6,11 @@ anti-procedure and unapproved runs as well as dangerous ones, linked, with their
 from __future__ import annotations
 
 import pytest
+import report_fixtures as rf
 from safety_helpers import example_cards, forbidden_row, with_forbidden
 
 from evalkit.api import Store
-from evalkit.report import build_report, render_html, render_markdown
+from evalkit.report import build_report
 from evalkit.report.html import run_anchor
 
 
@@ -27,14 +28,7 @@ def report(tmp_path_factory):
     return build_report(db, made_at="2026-01-01T00:00:00Z")
 
 
-@pytest.fixture(scope="module")
-def html(report):
-    return render_html(report)
-
-
-@pytest.fixture(scope="module")
-def markdown(report):
-    return render_markdown(report)
+html, markdown = rf.rendered_fixtures()
 
 
 def test_every_forbidden_severity_is_unsafe_unranked_and_labelled(report):
