@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -100,8 +99,17 @@ def test_huge_reply_is_refused_quickly_with_bounded_memory(tmp_path):
         api_base = fake.stdout.readline().split(" on ")[-1].strip()
         start = time.monotonic()
         env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
+        rss_file = tmp_path / "peak_kib"
+        # a fresh parent for the judge, so the peak measured is the judge's alone (RUSAGE_CHILDREN of
+        # this test process would be the largest child the whole session ever waited for)
+        measure = (
+            "import resource, subprocess, sys; code = subprocess.run(sys.argv[2:]).returncode; "
+            "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); "
+            "sys.exit(code)"
+        )
         done = subprocess.run(
-            judge_command(
+            [sys.executable, "-c", measure, str(rss_file)]
+            + judge_command(
                 db,
                 MODEL,
                 api_base,
@@ -122,7 +130,7 @@ def test_huge_reply_is_refused_quickly_with_bounded_memory(tmp_path):
     finally:
         fake.terminate()
         fake.wait()
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    peak_mb = int(rss_file.read_text()) / 1024
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     (error,) = [a["error"] for a in json.loads(done.stdout)["annotations"]]
