@@ -23,7 +23,7 @@ SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True)
-class Table:
+class SqlTable:
     name: str
     columns: tuple[tuple[str, str], ...]  # (column, declared type with constraints)
     pk: tuple[str, ...]
@@ -49,11 +49,11 @@ def _cols(spec: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-TABLES: dict[str, Table] = {
+TABLES: dict[str, SqlTable] = {
     t.name: t
     for t in (
         # -- scores (evalkit score): upserted by run_id -------------------------------------------
-        Table(
+        SqlTable(
             "runs",
             _cols(
                 "run_id TEXT, path TEXT, scenario_id TEXT, scenario_title TEXT, model TEXT, provider TEXT, "
@@ -61,7 +61,7 @@ TABLES: dict[str, Table] = {
             ),
             ("run_id",),
         ),
-        Table(
+        SqlTable(
             "scorecards",
             _cols(
                 "run_id TEXT, scenario_id TEXT, model TEXT, status TEXT, scalar REAL, coverage REAL, "
@@ -70,7 +70,7 @@ TABLES: dict[str, Table] = {
             ),
             ("run_id",),
         ),
-        Table(
+        SqlTable(
             "commands",
             _cols(
                 "run_id TEXT, idx INTEGER, step INTEGER, call_index INTEGER, tool TEXT, control TEXT, "
@@ -79,9 +79,9 @@ TABLES: dict[str, Table] = {
             ("run_id", "idx"),
             (("idx_commands_run_id", ("run_id",)),),
         ),
-        Table("bundles", _cols("bundle_hash TEXT, bundle TEXT"), ("bundle_hash",)),
+        SqlTable("bundles", _cols("bundle_hash TEXT, bundle TEXT"), ("bundle_hash",)),
         # -- the judge (evalkit judge): the call cache, annotations and their values ----------------
-        Table(
+        SqlTable(
             "judge_calls",
             _cols(
                 "cache_key TEXT, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, "
@@ -93,7 +93,7 @@ TABLES: dict[str, Table] = {
             ("cache_key",),
             (("idx_judge_calls_model", ("judge_model", "rubric_id")),),
         ),
-        Table(
+        SqlTable(
             "annotations",
             _cols(
                 "annotation_id TEXT, run_id TEXT, bundle_hash TEXT, judge_model TEXT, rubric_id TEXT, "
@@ -105,7 +105,7 @@ TABLES: dict[str, Table] = {
             ("annotation_id",),
             (("idx_annotations_run", ("run_id", "judge_model", "rubric_id")),),
         ),
-        Table(
+        SqlTable(
             "annotation_values",
             _cols(
                 "annotation_id TEXT, run_id TEXT, judge_model TEXT, rubric_id TEXT, dimension TEXT, value TEXT, "
@@ -114,7 +114,7 @@ TABLES: dict[str, Table] = {
             ("annotation_id", "dimension"),
         ),
         # the output mode that last worked per (judge model, api base; '' = the provider's own API)
-        Table(
+        SqlTable(
             "judge_output_modes",
             _cols("judge_model TEXT NOT NULL, api_base TEXT NOT NULL, output_mode TEXT NOT NULL, updated_at TEXT"),
             ("judge_model", "api_base"),
@@ -122,7 +122,7 @@ TABLES: dict[str, Table] = {
         # provider batches (evalkit judge --batch), stored as soon as they exist so that a killed process
         # polls them again instead of paying twice (evalkit/db/batches.py); one row per submission,
         # `batch_id` NULL until the provider named it
-        Table(
+        SqlTable(
             "judge_batches",
             _cols(
                 "submission_id TEXT, batch_id TEXT, judge_model TEXT NOT NULL, api_base TEXT, rubric_id TEXT, "
@@ -133,7 +133,7 @@ TABLES: dict[str, Table] = {
             ("submission_id",),
             (("idx_judge_batches_model", ("judge_model", "rubric_id")),),
         ),
-        Table(
+        SqlTable(
             "judge_batch_items",
             _cols(
                 "submission_id TEXT NOT NULL, custom_id TEXT NOT NULL, run_id TEXT, bundle_hash TEXT, "
@@ -145,7 +145,7 @@ TABLES: dict[str, Table] = {
         ),
         # -- judge robustness probes (evalkit probe): answers to counterfactual bundles, kept apart from
         # `annotations` so that no pairing, rater or Alt-Test can ever read them (evalkit/db/probes.py)
-        Table(
+        SqlTable(
             "probe_annotations",
             _cols(
                 "annotation_id TEXT, probe TEXT NOT NULL, run_id TEXT NOT NULL, bundle_hash TEXT, judge_model TEXT, "
@@ -158,7 +158,7 @@ TABLES: dict[str, Table] = {
             (("idx_probe_annotations_probe", ("probe", "judge_model", "rubric_id")),),
         ),
         # -- imported ratings (evalkit annotations import) ------------------------------------------
-        Table(
+        SqlTable(
             "ratings",
             _cols(
                 "item_id TEXT NOT NULL, rater TEXT NOT NULL, rater_kind TEXT NOT NULL, dimension TEXT NOT NULL, "
@@ -167,7 +167,7 @@ TABLES: dict[str, Table] = {
             ("item_id", "rater", "dimension"),
         ),
         # -- human reviews (evalkit view): append-only, an edit supersedes (evalkit/db/reviews.py) ---
-        Table(
+        SqlTable(
             "reviews",
             _cols(
                 "review_id TEXT, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, rubric_id TEXT, blind INTEGER, "
@@ -177,7 +177,7 @@ TABLES: dict[str, Table] = {
             ("review_id",),
             (("idx_reviews_run", ("run_id", "reviewer")),),
         ),
-        Table(
+        SqlTable(
             "review_ratings",
             _cols(
                 "review_id TEXT NOT NULL, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, dimension TEXT NOT NULL, "
@@ -185,7 +185,7 @@ TABLES: dict[str, Table] = {
             ),
             ("review_id", "dimension"),
         ),
-        Table(
+        SqlTable(
             "adjudications",
             _cols(
                 "review_id TEXT NOT NULL, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, pairing TEXT NOT NULL, "
