@@ -92,3 +92,26 @@ def test_hostile_run_id_and_rationale_stay_inert_in_the_drilldown(tmp_path):
     assert "<script" not in html and "<img" not in html and "\x1b" not in drill and "\u202e" not in drill
     assert "&lt;img src=x onerror=alert(1)&gt;\\x1b[2J\\u202eevil/\\x07run" in drill
     assert "&lt;/script&gt;&lt;script&gt;" in drill and "&lt;b onmouseover=alert(1)&gt;" in drill
+
+
+def test_an_unapproved_call_still_takes_its_required_action_in_the_checklist():
+    """The scorer counts an unapproved refund for coverage (0.667: only the approval is missing); the
+    checklist says the same, and names the unapproved call as what took the refund."""
+    import json
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from evalkit.cli import cli
+    from evalkit.view.drilldown import checklist
+
+    run = Path(__file__).resolve().parent.parent / "examples" / "support" / "support-gpt-x-skipped-approval.jsonl"
+    res = CliRunner().invoke(cli, ["score", str(run), "--no-db", "--format", "json"])
+    card = json.loads(res.stdout)[0]
+    assert card["vector"]["coverage"] == 2 / 3
+    marks = checklist(card, card["judge_bundle"])
+    assert marks["missing"] == 1
+    rows = [r for b in marks["blocks"] for r in b["actions"]]
+    assert [r["action"].split("(")[0] for r in rows if r["missing"]] == ["request_approval"]
+    refund = next(r for r in rows if r["action"].startswith("issue_refund"))
+    assert refund["matched_by"] is not None and refund["matched_by"]["call_index"] == 2

@@ -8,12 +8,13 @@ drill-down both show what these return, so the two never disagree.
 The classes are the card's own (whatever class, subtype and severity the scorer wrote); the
 checklist is derived from them, never by scoring again:
 
-- each required action of a block takes, in ground-truth order, the first command of that block's
-  ``matched_required`` commands that has the same control and value (the cockpit form) or the same
-  tool and arguments, else the same tool (argument rules can match unequal arguments); a required
-  action left without one is **missing**. The number missing per block is exact; for a block with
-  two actions of one tool under loose argument rules, which of them is named missing can differ
-  from the scorer's own pairing.
+- each required action of a block takes, in ground-truth order, the first of the commands the
+  scorer assigned to that block (their ``block``; an unapproved call keeps its block) that has the
+  same control and value (the cockpit form) or the same tool and arguments, else the same tool
+  (argument rules can match unequal arguments); a required action left without one is
+  **missing**. The number missing per block is exact; for a block with two actions of one tool
+  under loose argument rules, which of them is named missing can differ from the scorer's own
+  pairing.
 - an optional or forbidden action lists the commands of its class that have its control and value,
   or its tool (and its arguments, when it has some);
 - each end-state check is the harness's success evaluation as recorded (``final.success_eval``).
@@ -134,7 +135,9 @@ def checklist(card: dict[str, Any], bundle: dict[str, Any]) -> dict[str, Any]:
     for block in _list(gt.get("procedure")):
         block = _dict(block)
         name = block.get("block")
-        free = [c for c in commands if c.get("class") == "matched_required" and c.get("block") == name]
+        # every command the scorer assigned to a required action carries its block, whatever its class:
+        # an unapproved call still took its required action (coverage counts it)
+        free = [c for c in commands if c.get("block") is not None and c.get("block") == name]
         actions = [_dict(a) for a in _list(block.get("actions"))]
         taken: list[dict[str, Any] | None] = [None] * len(actions)
         for loose in (False, True):
