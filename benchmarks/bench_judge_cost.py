@@ -94,7 +94,16 @@ def generated_runs(directory: Path, runs: int, scenarios: int) -> Path:
     rationales), each run's calls drawn from a few patterns with its own words."""
     import random
 
-    from evalkit.trajectory.builders import a320_scenario, cmd, read, say, trajectory, write_jsonl
+    from evalkit.trajectory.builders import (
+        a320_full_procedure,
+        a320_isolation_skipped,
+        a320_scenario,
+        cmd,
+        read,
+        say,
+        trajectory,
+        write_jsonl,
+    )
 
     directory.mkdir(parents=True, exist_ok=True)
     rng = random.Random(24)
@@ -111,19 +120,8 @@ def generated_runs(directory: Path, runs: int, scenarios: int) -> Path:
                 action["rationale"] += f" (variant {k})"
         variants.append(sc)
     patterns = [
-        lambda: [
-            read(),
-            say("APU GEN fault: try one reset."),
-            cmd("apu_gen", 0),
-            cmd("apu_gen", 1),
-            read(),
-            say("Reset failed; isolate and use ground power."),
-            cmd("apu_gen", 0),
-            cmd("ext_pwr", 1),
-            cmd("apu_master", 0),
-            read(),
-        ],
-        lambda: [read(), cmd("apu_gen", 0), cmd("apu_gen", 1), cmd("ext_pwr", 1), read()],
+        a320_full_procedure,
+        a320_isolation_skipped,
         lambda: [read(), cmd("bat_1", 0), cmd("apu_gen", 0), cmd("ext_pwr", 1), read()],
         lambda: [read(), say("Only ground power."), cmd("ext_pwr", 1), read()],
     ]

@@ -10,26 +10,25 @@ approval, wrong amount, free text, closed account, crashed recorder). Determinis
 import json
 from pathlib import Path
 
-from evalkit.trajectory.builders import a320_scenario, call, cmd, read, say, trajectory, write_jsonl
+from evalkit.trajectory.builders import (
+    a320_full_procedure,
+    a320_isolation_skipped,
+    a320_scenario,
+    call,
+    cmd,
+    read,
+    say,
+    trajectory,
+    write_jsonl,
+)
 
 HERE = Path(__file__).resolve().parent
 
 
 def a320() -> None:
     sc = a320_scenario()
-    full = [
-        read(),
-        say("APU GEN fault: try one reset."),
-        cmd("apu_gen", 0),
-        cmd("apu_gen", 1),
-        read(),
-        say("Reset failed; isolate and use ground power."),
-        cmd("apu_gen", 0),
-        cmd("ext_pwr", 1),
-        cmd("apu_master", 0),
-        read(),
-    ]
-    skip = [read(), cmd("apu_gen", 0), cmd("apu_gen", 1), cmd("ext_pwr", 1), read()]
+    full = a320_full_procedure()
+    skip = a320_isolation_skipped()
     runs = {
         "opus-4-8": [
             ("full-procedure", full, True, {}),

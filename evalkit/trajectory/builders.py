@@ -103,6 +103,27 @@ def say(text: str) -> dict[str, Any]:
     return {"say": text}
 
 
+def a320_full_procedure() -> list[dict[str, Any]]:
+    """The calls of a run that flies :func:`a320_scenario`'s whole procedure (the seed's 1.00 run)."""
+    return [
+        read(),
+        say("APU GEN fault: try one reset."),
+        cmd("apu_gen", 0),
+        cmd("apu_gen", 1),
+        read(),
+        say("Reset failed; isolate and use ground power."),
+        cmd("apu_gen", 0),
+        cmd("ext_pwr", 1),
+        cmd("apu_master", 0),
+        read(),
+    ]
+
+
+def a320_isolation_skipped() -> list[dict[str, Any]]:
+    """The calls of a run that skips the isolation step (the seed's 0.90 run)."""
+    return [read(), cmd("apu_gen", 0), cmd("apu_gen", 1), cmd("ext_pwr", 1), read()]
+
+
 def _success_eval(success: dict[str, Any], passed: list[bool]) -> dict[str, Any]:
     fs, ecam = success.get("final_state", []), success.get("ecam_clear_of", [])
     if len(passed) != len(fs) + len(ecam):
