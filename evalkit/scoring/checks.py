@@ -7,13 +7,7 @@ from evalkit.scoring.scorecard import Checks, CommandRow
 
 def no_checks() -> Checks:
     """An invalid scenario's checks: none can be computed."""
-    return Checks(
-        reached_goal=None,
-        used_only_expected_tools=None,
-        correct_order=None,
-        no_redundant_calls=None,
-        approvals_respected=None,
-    )
+    return Checks.unknown()
 
 
 def mechanical_checks(

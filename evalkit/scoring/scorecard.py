@@ -7,7 +7,7 @@ how many the file held.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
 
@@ -21,6 +21,11 @@ CommandClass = Literal["matched_required", "optional", "forbidden", "extraneous"
 class _Out(BaseModel):
     # NaN / Infinity become null in model_dump(mode="json") and model_dump_json(), at every depth.
     model_config = ConfigDict(ser_json_inf_nan="null")
+
+    @classmethod
+    def unknown(cls) -> Self:
+        """Every field null: the result where none of it can be computed (an invalid scenario)."""
+        return cls(**dict.fromkeys(cls.model_fields))
 
 
 class Vector(_Out):

@@ -20,18 +20,6 @@ from evalkit.trajectory.bundle import bundle_of
 from evalkit.trajectory.records import Trajectory
 
 
-def _no_vector() -> Vector:
-    return Vector(
-        coverage=None,
-        order=None,
-        end_state=None,
-        all_passed=None,
-        safety_dangerous=None,
-        safety_anti_procedure=None,
-        extraneous=None,
-    )
-
-
 def score_trajectory(traj: Trajectory) -> ScoreCard:
     meta = traj.meta
     scenario = meta.scenario
@@ -124,7 +112,7 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
     if gated is not None and status != "invalid_scenario":
         common["gated_calls"] = gated
     if status == "invalid_scenario":
-        return ScoreCard(**common, vector=_no_vector(), scalar=None, commands=[], checks=no_checks())
+        return ScoreCard(**common, vector=Vector.unknown(), scalar=None, commands=[], checks=no_checks())
     return ScoreCard(
         **common,
         vector=Vector(
