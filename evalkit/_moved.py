@@ -92,3 +92,20 @@ class _Finder:  # a meta path finder by protocol (find_spec)
 def install() -> None:
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
+
+
+def names_from(package: str, target: str):  # unannotated: importing typing would slow every start
+    """A package's ``__getattr__`` for the names of the module it replaced, now in ``target``: each is
+    looked up there when first asked for, so importing the package (or another of its modules)
+    never loads ``target``."""
+
+    def __getattr__(name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        module = importlib.import_module(target)
+        try:
+            return getattr(module, name)
+        except AttributeError:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+
+    return __getattr__

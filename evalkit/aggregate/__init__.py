@@ -8,15 +8,6 @@ working: they are looked up lazily in :mod:`evalkit.aggregate.groups`, so import
 
 from __future__ import annotations
 
+from evalkit._moved import names_from
 
-def __getattr__(name: str):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    import importlib
-
-    groups = importlib.import_module("evalkit.aggregate.groups")
-
-    try:
-        return getattr(groups, name)
-    except AttributeError:
-        raise AttributeError(f"module 'evalkit.aggregate' has no attribute {name!r}") from None
+__getattr__ = names_from(__name__, "evalkit.aggregate.groups")

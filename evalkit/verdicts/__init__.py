@@ -5,15 +5,6 @@ The names of the former ``evalkit/verdicts.py`` are looked up lazily in :mod:`ev
 
 from __future__ import annotations
 
+from evalkit._moved import names_from
 
-def __getattr__(name: str):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    import importlib
-
-    analysis = importlib.import_module("evalkit.verdicts.analysis")
-
-    try:
-        return getattr(analysis, name)
-    except AttributeError:
-        raise AttributeError(f"module 'evalkit.verdicts' has no attribute {name!r}") from None
+__getattr__ = names_from(__name__, "evalkit.verdicts.analysis")
