@@ -179,6 +179,21 @@ def _answered(
 # -- the records around the events: one shape for every importer of chat transcripts -------------
 
 
+def task_id_of(value: Any, error: Callable[[str], Exception]) -> str:
+    """A tau-bench task id (a non-empty string or an integer) as text; else raises ``error(reason)``
+    (the importer's error, naming file, line and record)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        raise error("task_id must be a non-empty string or an integer")
+    return str(value)
+
+
+def trial_of(value: Any, error: Callable[[str], Exception]) -> int:
+    """A tau-bench trial number (an integer); else raises ``error(reason)``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise error("trial must be an integer")
+    return value
+
+
 def slug(text: str) -> str:
     """``text`` with every character but letters, digits and ``-_.`` replaced by ``_``."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)

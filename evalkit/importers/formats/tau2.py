@@ -272,15 +272,9 @@ class _Simulation:
         self.task_id, self.trial = "", 0
         if not isinstance(sim, dict):
             raise self.error("not an object {task_id, trial, messages, reward_info, ...}")
-        task_id = sim.get("task_id")
-        if isinstance(task_id, bool) or not isinstance(task_id, (str, int)) or task_id == "":
-            raise self.error("task_id must be a non-empty string or an integer")
-        self.task_id = str(task_id)
+        self.task_id = chat.task_id_of(sim.get("task_id"), self.error)  # set first: a bad trial's error names the task
         trial = sim.get("trial", 0)
-        trial = 0 if trial is None else trial
-        if isinstance(trial, bool) or not isinstance(trial, int):
-            raise self.error("trial must be an integer")
-        self.trial = trial
+        self.trial = chat.trial_of(0 if trial is None else trial, self.error)
         self.sim = sim
         reason = sim.get("termination_reason")
         if not isinstance(reason, str) or not reason:

@@ -198,14 +198,8 @@ class _Record:
         rec = cls(path, line, index)
         if not isinstance(item, dict):
             raise rec.error("not an object {task_id, trial, reward, info, traj}")
-        task_id = item.get("task_id")
-        if isinstance(task_id, bool) or not isinstance(task_id, (int, str)) or task_id == "":
-            raise rec.error("task_id must be an integer or a non-empty string")
-        rec.task_id = str(task_id)
-        trial = item.get("trial", 0)
-        if isinstance(trial, bool) or not isinstance(trial, int):
-            raise rec.error("trial must be an integer")
-        rec.trial = trial
+        rec.task_id = chat.task_id_of(item.get("task_id"), rec.error)  # set first: a bad trial's error names the task
+        rec.trial = chat.trial_of(item.get("trial", 0), rec.error)
         reward = item.get("reward")
         try:
             finite = not isinstance(reward, bool) and isinstance(reward, (int, float)) and math.isfinite(float(reward))
