@@ -188,27 +188,15 @@ def render_stats(rows: list[dict], fmt: str, modes: list[dict] | None = None) ->
             )
             + "\n"
         )
-    header = [
-        "judge_model",
-        "rubric",
-        "status",
-        "calls",
-        "batch_calls",
-        "prompt_tokens",
-        "cached_tokens",
-        "completion_tokens",
-        "cost_usd",
-    ]
+    from evalkit.db.judge import CACHE_COUNTS  # the cache command's only: the judge's output never needs it
+
+    header = ["judge_model", "rubric", "status", *CACHE_COUNTS, "cost_usd"]
     body = [
         [
             r["judge_model"],
             f"{r['rubric_id']} v{r['rubric_version']}",
             r["status"],
-            str(r["calls"]),
-            str(r["batch_calls"]),
-            str(r["prompt_tokens"]),
-            str(r["cached_tokens"]),
-            str(r["completion_tokens"]),
+            *(str(r[k]) for k in CACHE_COUNTS),
             "-" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}",
         ]
         for r in rows

@@ -38,6 +38,8 @@ from evalkit.db.schema import TABLES
 
 CALL_COLUMNS = TABLES["judge_calls"].column_names
 ANNOTATION_COLUMNS = TABLES["annotations"].column_names
+# What :meth:`JudgeTables.stats` counts per judge model, rubric and status (then the cost), in order.
+CACHE_COUNTS = ("calls", "batch_calls", "prompt_tokens", "cached_tokens", "completion_tokens")
 
 
 def stale(alias: str) -> str:
@@ -228,18 +230,7 @@ class JudgeTables:
         """Cached calls per judge model, rubric and status: how many (of which answered by a provider
         batch), prompt tokens (of which read from the provider's prompt cache), completion tokens,
         and cost (as billed: cached input and batches at their own prices)."""
-        keys = (
-            "judge_model",
-            "rubric_id",
-            "rubric_version",
-            "status",
-            "calls",
-            "batch_calls",
-            "prompt_tokens",
-            "cached_tokens",
-            "completion_tokens",
-            "cost_usd",
-        )
+        keys = ("judge_model", "rubric_id", "rubric_version", "status", *CACHE_COUNTS, "cost_usd")
         rows = self.database.rows(
             "SELECT judge_model, rubric_id, rubric_version, status, COUNT(*), COUNT(batch_id), "
             "COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(cached_tokens), 0), "
