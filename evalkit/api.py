@@ -10,6 +10,7 @@ called).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,47 +30,103 @@ from evalkit.scoring import derive_scalar, score_trajectory
 from evalkit.scoring.scorecard import ScoreCard
 from evalkit.trajectory.reader import Warn, expand_paths, parse_trajectory, read_trajectory
 
-# One function per command (score, aggregate, judge, audit, report, import_runs, probe, compare,
-# plan, verdicts), then the building blocks they are made of.
-COMMANDS = ["score", "aggregate", "judge", "audit", "report", "import_runs", "probe", "compare", "plan", "verdicts"]
+# One function per command, in the order of `evalkit --help`'s first ones, then the building blocks
+# they are made of and the types they return or raise.
+COMMANDS = [
+    "score",
+    "aggregate",
+    "judge",
+    "audit",
+    "report",
+    "import_runs",
+    "probe",
+    "compare",
+    "plan",
+    "verdicts",
+    "check",
+    "schema",
+    "annotations_list",
+    "annotations_import",
+    "cache_stats",
+    "cache_clear",
+    "review_export",
+    "export_parquet",
+    "export_otel",
+    "view_server",
+]
+# the error types of the layers below, resolved when first asked for (:func:`__getattr__`): the
+# judge layer's stay unimported until a judge command needs them
+ERRORS = ["DbError", "JudgeNotStored", "OutputError", "ReportError", "RubricError", "SchemaError", "UnknownJudgeError"]
 __all__ = [
     *COMMANDS,
+    *ERRORS,
     "Aggregator",
     "DEFAULT_DB",
     "InputError",
     "RunSummary",
     "ScoreCard",
-    "Store",
-    "aggregate_db",
-    "derive_scalar",
-    "expand_paths",
-    "iter_scorecards",
-    "parse_trajectory",
-    "pass_hat_k",
-    "judge_paths",
-    "read_trajectory",
     "ScoreJob",
     "Scored",
+    "Store",
+    "aggregate_db",
+    "audit_with_pairs",
+    "check_probes",
+    "check_resample",
+    "derive_scalar",
+    "expand_paths",
+    "gate_failure",
+    "import_formats",
+    "import_options",
+    "importer_for",
+    "iter_scorecards",
+    "judge_batches",
+    "judge_dry_run",
+    "judge_paths",
+    "load_scenarios",
+    "otel_problem",
+    "output_modes",
+    "parquet_problem",
+    "parse_trajectory",
+    "pass_hat_k",
+    "read_trajectory",
     "score_file",
+    "score_inputs",
     "score_into",
+    "score_run",
     "score_stream",
     "score_to_db",
     "score_trajectory",
+    "worse_failure",
 ]
 
 
-def judge_paths(paths: Iterable[str], models: Iterable[str], *, db: str = DEFAULT_DB, **options):
-    """Score trajectory files into ``db`` (:func:`score_to_db`), then judge them:
-    ``evalkit judge PATHS`` as a function, returning the judge layer's ``JudgeResult`` with the bad
-    files in ``input_errors``. ``options`` as :func:`evalkit.judges.api.judge_cards`. The judge layer
-    (and litellm) is imported only when this is called; the judge layer itself never imports
-    this module."""
-    from evalkit.judges.api import judge_cards
+def __getattr__(name: str):
+    """The error types of :data:`ERRORS`, imported from their layer when first used."""
+    if name == "DbError":
+        from evalkit.db import DbError as found
+    elif name == "JudgeNotStored":
+        from evalkit.db import JudgeNotStored as found
+    elif name == "OutputError":
+        from evalkit.output.atomic import OutputError as found
+    elif name == "ReportError":
+        from evalkit.report import ReportError as found
+    elif name == "RubricError":
+        from evalkit.judges.rubrics import RubricError as found
+    elif name == "SchemaError":
+        from evalkit.report.schemas import SchemaError as found
+    elif name == "UnknownJudgeError":
+        from evalkit.judges.protocol import UnknownJudgeError as found
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = found
+    return found
 
-    cards, errors = score_to_db(paths, db)
-    result = judge_cards(cards, models, db=db, **options)
-    result.input_errors = errors
-    return result
+
+def judge_paths(paths: Iterable[str], models: Iterable[str], *, db: str = DEFAULT_DB, **options):
+    """Score trajectory files into ``db`` (:func:`score_to_db`), then judge them: :func:`judge`
+    with ``paths``. The judge layer (and litellm) is imported only when this is called; the judge
+    layer itself never imports this module."""
+    return judge(db, models, list(paths), **options)
 
 
 def aggregate_db(db_path: str | Path, include_errors: bool = False, level: float = DEFAULT_LEVEL) -> dict:
@@ -140,15 +197,112 @@ def score(
     return cards, errors
 
 
-def judge(db: str | Path, models: Iterable[str], paths: Iterable[str] | None = None, **options):
+def judge(
+    db: str | Path,
+    models: Iterable[str],
+    paths: Iterable[str] | None = None,
+    *,
+    warn: Warn | None = None,
+    allow_self_judging: bool = True,
+    **options,
+):
     """``evalkit judge``: judge the runs stored in ``db`` (or, with ``paths``, score those files
-    into ``db`` first) with each of ``models``; returns the judge layer's ``JudgeResult``.
+    into ``db`` first) with each of ``models``; returns the judge layer's ``JudgeResult`` with the
+    bad files in ``input_errors``. ``warn`` receives the reader's warnings, one line per bad file
+    and, unless ``allow_self_judging``, one per judge model that would judge its own runs.
     ``options`` as :func:`evalkit.judges.api.judge_cards`."""
-    if paths is not None:
-        return judge_paths(list(paths), models, db=str(db), **options)
-    from evalkit.judges.api import judge_db
+    from evalkit.judges.api import judge_cards
 
-    return judge_db(str(db), models, **options)
+    cards, errors = _judged_cards(db, models, paths, warn, allow_self_judging)
+    result = judge_cards(cards, models, db=str(db), **options)
+    result.input_errors = errors
+    return result
+
+
+def judge_dry_run(
+    db: str | Path,
+    models: Iterable[str],
+    paths: Iterable[str] | None = None,
+    *,
+    warn: Warn | None = None,
+    allow_self_judging: bool = True,
+    **options,
+):
+    """``evalkit judge --dry-run``: what :func:`judge` would send, sending nothing; returns the
+    judge layer's ``DryRun`` and the bad files (``paths`` are scored into ``db`` first, as judging
+    would)."""
+    from evalkit.judges.api import dry_run
+
+    cards, errors = _judged_cards(db, models, paths, warn, allow_self_judging)
+    return dry_run(cards, models, db=str(db), **options), errors
+
+
+def _judged_cards(db, models, paths, warn, allow_self_judging) -> tuple[list, list[str]]:
+    """The cards a judge run judges: ``paths`` scored into ``db``, else the stored ones; the bad
+    files and the self-judging warnings said through ``warn``."""
+    from evalkit.judges.api import stored_cards
+
+    if paths is not None:
+        cards, errors = score_to_db(list(paths), str(db), warn=warn)
+    else:
+        cards, errors = stored_cards(str(db)), []
+    if warn is not None:
+        for error in errors:
+            warn(str(error))
+        if not allow_self_judging:
+            from evalkit.agreement.self_judging import warning_lines
+
+            for line in warning_lines(models, (c.model for c in cards)):
+                warn(line)
+    return cards, errors
+
+
+def judge_batches(
+    db: str | Path, models: Iterable[str] | None = None, rubric: str | None = None, config_path: str | None = None
+) -> list[dict]:
+    """``evalkit judge --batch-status``'s list: the provider batches stored in ``db`` (of these
+    judge models and rubric), oldest first; see :func:`evalkit.judges.api.stored_batches`."""
+    from evalkit.judges.api import stored_batches
+
+    return stored_batches(str(db), models, rubric, config_path)
+
+
+def check_resample(resample: float | None, seed: int | None) -> None:
+    """ValueError when ``--resample`` is asked for without ``--seed`` (checked before any work)."""
+    from evalkit.judges.api import check_resample as check
+
+    check(resample, seed)
+
+
+def output_modes() -> tuple[str, ...]:
+    """``auto`` and the judge's structured-output modes (evalkit.judges.output_modes), in order."""
+    from evalkit.judges.output_modes import AUTO, MODES
+
+    return (AUTO, *MODES)
+
+
+def cache_stats(db: str | Path) -> tuple[list, list]:
+    """``evalkit cache stats``: the cached calls per judge model, rubric and status, and the output
+    mode remembered per (judge model, api base); the database is opened read-only."""
+    from evalkit.judges.store import JudgeStore
+
+    store = JudgeStore(db, readonly=True)
+    try:
+        return store.stats(), store.output_modes()
+    finally:
+        store.close()
+
+
+def cache_clear(db: str | Path, model: str | None = None, rubric: str | None = None) -> int:
+    """``evalkit cache clear``: delete the cached calls (of ``model`` and ``rubric`` when given);
+    returns how many. Annotations are results and stay."""
+    from evalkit.judges.store import JudgeStore
+
+    store = JudgeStore(db)
+    try:
+        return store.clear(model=model, rubric=rubric)
+    finally:
+        store.close()
 
 
 def audit(db: str | Path, **options) -> dict:
@@ -159,6 +313,13 @@ def audit(db: str | Path, **options) -> dict:
     return build_audit(db, **options)
 
 
+def audit_with_pairs(db: str | Path, **options) -> tuple[dict, list[dict]]:
+    """:func:`audit` and the compared pairs (``evalkit audit --pairs-out``'s rows)."""
+    from evalkit.agreement.audit import build_audit_with_pairs
+
+    return build_audit_with_pairs(db, **options)
+
+
 def report(db: str | Path, **options) -> dict:
     """``evalkit report``: the report's data (what the HTML and markdown emitters render);
     ``options`` as :func:`evalkit.report.data.build_report`."""
@@ -167,12 +328,14 @@ def report(db: str | Path, **options) -> dict:
     return build_report(db, **options)
 
 
-def import_runs(importer: str, paths: Iterable[str | Path], out_dir: str | Path, **options):
-    """``evalkit import FORMAT``: convert other tools' files into trajectories in ``out_dir``;
-    ``options`` as :func:`evalkit.importers.import_files` (db, workers, importer options)."""
+def import_runs(importer, paths: Iterable[str | Path], out_dir: str | Path, *, workers: int | None = None, **options):
+    """``evalkit import FORMAT``: convert other tools' files into trajectories in ``out_dir`` with
+    ``importer`` (a name, or what :func:`importer_for` returns); ``workers`` processes (default: the
+    number of cores); ``options`` as :func:`evalkit.importers.import_files` (db, importer options)."""
+    from evalkit.engines import default_workers
     from evalkit.importers import import_files
 
-    return import_files(importer, list(paths), out_dir, **options)
+    return import_files(importer, list(paths), out_dir, workers=workers or default_workers(), **options)
 
 
 def probe(db: str | Path, models: Iterable[str], **options):
@@ -183,9 +346,400 @@ def probe(db: str | Path, models: Iterable[str], **options):
     return run_probes(str(db), models, **options)
 
 
+def check_probes(probes: Iterable[str] | None = None, fail_if: Iterable[str] = ()) -> list[str]:
+    """The probes asked for (every one when None), in the documented order; ValueError naming a bad
+    ``fail_if`` condition or an unknown probe (``evalkit probe`` checks both before any work)."""
+    from evalkit.probes.pipeline import check_probes as check
+    from evalkit.probes.pipeline import parse_gates
+
+    parse_gates(fail_if)
+    return check(probes)
+
+
 def verdicts(paths: Iterable[str], patterns: Iterable[str] = (), **options) -> dict:
     """``evalkit verdicts``: score classification result files; ``options`` as
     :func:`evalkit.verdicts.analysis.score_result_files` (order, threshold)."""
     from evalkit.verdicts.analysis import score_result_files
 
     return score_result_files(list(paths), list(patterns), **options)
+
+
+# --- the other commands -------------------------------------------------------------------------
+
+
+def check(paths: Iterable[str], scenarios: Iterable[str] = ()):
+    """``evalkit check``: every problem of scenario files and runs, nothing scored; see
+    :func:`evalkit.trajectory.checking.check_paths`."""
+    from evalkit.trajectory.checking import check_paths
+
+    return check_paths(paths, scenarios)
+
+
+def schema(name: str, rubric: str | None = None) -> str:
+    """``evalkit schema NAME``: the JSON Schema of a format as text; SchemaError for an unknown
+    name or rubric."""
+    from evalkit.report.schemas import schema_text
+
+    return schema_text(name, rubric)
+
+
+def annotations_list(
+    db: str | Path, judge: str | None = None, rubric: str | None = None, run: str | None = None
+) -> list[dict]:
+    """``evalkit annotations list``: the stored judge annotations that are not stale, as plain dicts
+    (the database opened read-only); JudgeNotStored for a judge with none."""
+    from evalkit.db import open_readonly
+    from evalkit.present.annotations_view import annotation_listing
+
+    with open_readonly(db) as database:
+        return annotation_listing(database, judge=judge, rubric=rubric, run=run)
+
+
+def annotations_import(db: str | Path, file: str | Path, rater: str | None = None, kind: str | None = None):
+    """``evalkit annotations import FILE``: ratings into the ``ratings`` table (all or nothing);
+    returns what was imported; see :func:`evalkit.agreement.ratings.import_ratings`."""
+    from evalkit.agreement.ratings import import_ratings
+
+    return import_ratings(db, file, rater=rater, kind=kind)
+
+
+def review_export(db: str | Path) -> list:
+    """``evalkit review export``: the ratings of the reviews recorded in ``evalkit view`` that the
+    audit counts, ordered by run, reviewer and dimension (the database opened read-only)."""
+    from evalkit.db import open_readonly
+    from evalkit.db.reviews import read_review_ratings
+
+    with open_readonly(db) as database:
+        ratings, _ = read_review_ratings(database)
+    return ratings
+
+
+def export_parquet(db: str | Path, directory: str | Path) -> int:
+    """``evalkit export parquet``: the database's scorecards and bundles as Parquet in the new
+    ``directory``; returns how many scorecards. Check :func:`parquet_problem` first."""
+    from evalkit.output.parquet import export_database
+
+    return export_database(db, directory)
+
+
+def parquet_problem(directory: str | Path) -> str | None:
+    """Why Parquet cannot be written into ``directory`` (not new or empty, pyarrow missing), else
+    None: ``score --parquet`` and ``export parquet`` say it as a usage error."""
+    from evalkit.output.parquet import parquet_problem as directory_problem
+    from evalkit.output.parquet import pyarrow_problem
+
+    return directory_problem(directory) or pyarrow_problem()
+
+
+def otel_problem() -> str | None:
+    """Why OTLP events cannot be sent (opentelemetry-proto missing), else None."""
+    try:
+        import opentelemetry.proto  # noqa: F401 — sending needs the protobuf types
+    except ImportError:
+        return '--endpoint needs opentelemetry-proto: pip install "evalkit[otel]"'
+    return None
+
+
+def export_otel(db: str | Path, out: str | Path | None = None, endpoint: str | None = None) -> dict:
+    """``evalkit export otel``: the database's ScoreCards and annotations as OpenTelemetry
+    evaluation events, written to ``out`` and/or sent to ``endpoint`` (check :func:`otel_problem`
+    first); returns ``{"events", "runs", "where"}``."""
+    from evalkit.exporters import otel as exporter
+
+    reqs = exporter.read_database(db)
+    if out:
+        from evalkit.output.atomic import write_text_atomic
+
+        write_text_atomic(out, exporter.dumps(reqs))
+    if endpoint:
+        exporter.send(reqs, endpoint)
+    return {
+        "events": sum(len(r["resourceLogs"][0]["scopeLogs"][0]["logRecords"]) for r in reqs),
+        "runs": len(reqs),
+        "where": " and ".join(str(x) for x in (out, endpoint and exporter.logs_url(endpoint)) if x),
+    }
+
+
+def view_server(
+    db: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    reviewer: str | None = None,
+    rubric: str | None = None,
+    config: str | None = None,
+    extra_hosts: Iterable[str] = (),
+):
+    """``evalkit view``: the local review server over ``db``, checked and ready to ``run()`` (a
+    uvicorn Server). ImportError when the view extra is missing; ValueError when ``host:port``
+    cannot be listened on; InputError (RubricError) when the database or the rubric cannot be used,
+    said before the server starts."""
+    import uvicorn
+
+    from evalkit.view.app import create_app
+    from evalkit.view.queries import ViewData
+
+    if problem := _cannot_listen(host, port):
+        raise ValueError(f"cannot listen on {host}:{port}: {problem}")
+    data = ViewData(db, config=config, rubric=rubric)
+    try:
+        data.open()
+        if rubric:
+            data.rubric_for([])
+    finally:
+        data.close()
+    app = create_app(data, host=host, port=port, reviewer=reviewer, extra_hosts=tuple(extra_hosts))
+    return uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
+    )
+
+
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (in use, not this machine's), else None: said in one
+    line before the server starts, instead of in the server's log."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return exc.strerror or str(exc)
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
+# --- what the commands check and compose --------------------------------------------------------
+
+
+def gate_failure(result: dict, **limits: float | None) -> str | None:
+    """The first quality gate ``result`` (an aggregate, or the report's data) fails, as a one-line
+    reason, else None; ``limits``: fail_under, min_pass_rate, min_safe_pass_rate, max_unsafe_rate
+    (evalkit.aggregate.gates, the one home of the gates)."""
+    from evalkit.aggregate.gates import model_gate_failure
+
+    return model_gate_failure(result, **limits)
+
+
+def worse_failure(comparison: dict, candidate: str, baseline: str) -> str | None:
+    """``compare --fail-if-worse``: why ``candidate`` is significantly worse than ``baseline`` in
+    ``comparison`` (:func:`compare`'s result), else None."""
+    from evalkit.aggregate.gates import worse_failure as worse
+
+    return worse(comparison, candidate, baseline)
+
+
+def load_scenarios(files: Iterable[str | Path]):
+    """The scenarios of scenario files (docs/scenarios.md) for runs that name theirs; InputError
+    naming the file and line when one is bad."""
+    from evalkit.trajectory.scenario_files import load_scenarios as load
+
+    return load(files)
+
+
+def score_inputs(
+    paths: Iterable[str],
+    *,
+    scenario_files: Iterable[str] = (),
+    out_path: str | None = None,
+    parquet_dir: str | None = None,
+    db_path: str | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
+    warn: Warn | None = None,
+) -> tuple[list[str], list[str]]:
+    """The checks ``evalkit score`` makes before it opens anything: every path exists, some
+    trajectory is found (else ``warn`` hears why each candidate was skipped), no output is an
+    input or the database (evalkit.output.paths), the engine and Parquet can run. Returns the
+    files found (listed once: scoring takes this list) and the skipped lines, for scoring to say.
+    ValueError: a usage problem, one line."""
+    import os
+    import sys
+
+    from evalkit.engines.sources import Listed, expand, is_url, url_exists
+
+    paths = list(paths)
+    scenario_files = list(scenario_files)
+    try:
+        for p in paths:
+            if p == "-" and sys.stdin is None:
+                raise ValueError("-: standard input is closed (nothing to read trajectories from)")
+            if p != "-" and not (url_exists(p) if is_url(p) else Path(p).exists()):
+                raise ValueError(f"no such file or directory: {p}")
+        skipped: list[str] = []
+        found = Listed(expand(paths, skipped.append))
+        if not found:
+            for line in skipped:  # why nothing was found (when something is, scoring reports them)
+                if warn is not None:
+                    warn(line)
+            raise ValueError("no trajectory files (*.jsonl) found in: " + " ".join(paths))
+        local = [p for p in paths if p != "-" and not is_url(p)]
+        problem = _output_clash(
+            [("--out", out_path), ("--parquet", parquet_dir)],
+            database=db_path,
+            # the files found in directories are listed only when an output exists to be overwritten
+            inputs=itertools.chain(scenario_files, expand(local)),
+        ) or _output_clash(
+            # the database against the files named: SQLite writes into no file that is not a
+            # database, so searching every directory for it (~1 s per 50,000 files) buys nothing
+            [],
+            database=db_path,
+            writes_database=True,
+            inputs=[*scenario_files, *(p for p in local if not os.path.isdir(p))],
+        )
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
+    if problem:
+        raise ValueError(problem)
+    if engine == "local" and ray_address:
+        raise ValueError("--ray-address needs --engine ray")
+    if engine == "ray":
+        from evalkit.engines.ray_engine import ray_problem
+
+        if problem := ray_problem():
+            raise ValueError(problem)
+    if parquet_dir and (problem := parquet_problem(parquet_dir)):
+        raise ValueError(problem)
+    return found, skipped
+
+
+def _output_clash(outputs, **where) -> str | None:
+    from evalkit.output.paths import output_clash
+
+    return output_clash(outputs, **where)
+
+
+def score_run(
+    found: Iterable[str],
+    store: Store | None,
+    on_error,
+    warn: Warn,
+    *,
+    job: ScoreJob,
+    on_file=None,
+    on_output=None,
+    skipped: Iterable[str] = (),
+    engine: str = "local",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    include_errors: bool = False,
+    level: float = DEFAULT_LEVEL,
+    parquet_dir: str | None = None,
+) -> tuple[dict, int]:
+    """``evalkit score``'s run over the files :func:`score_inputs` found: scored by ``engine``
+    (``workers`` processes, default the number of cores), stored in ``store``, aggregated, written
+    as Parquet into ``parquet_dir``. ``on_file()`` is called per good file, ``on_output(text,
+    count)`` per finished batch of ``job``'s output, ``on_error`` per bad file, ``warn`` per
+    warning (the ``skipped`` lines first). Returns the aggregate and the number of good files; on
+    any failure the Parquet directory is discarded."""
+    from evalkit.engines import default_workers
+
+    agg = Aggregator(include_errors, level, warn=warn)
+    parquet = None
+    try:
+        if parquet_dir:
+            from evalkit.output.parquet import ParquetWriter
+
+            parquet = ParquetWriter(parquet_dir)
+        for line in skipped:  # where scoring would have said them, listing the directories again
+            warn(line)
+        scored = 0
+        for item in score_stream(
+            found,
+            store,
+            on_error,
+            warn,
+            job=job,
+            engine=engine,
+            workers=workers or default_workers(),
+            ray_address=ray_address,
+        ):
+            agg.note(*item.scenario)  # per file: a warning comes where it would one by one
+            scored += 1
+            if on_file is not None:
+                on_file()
+            pieces = item.batch  # the workers' finished pieces, with a batch's last good file
+            if pieces is None:
+                continue
+            if pieces.output is not None:
+                if on_output is not None:
+                    on_output(pieces.output, pieces.count)
+                pieces.output = None  # written: a long run's text is not held through its database write
+            agg.merge(pieces.partial)
+            if parquet is not None:
+                parquet.add_many(pieces.parquet)
+        if parquet is not None:
+            parquet.close()
+        return agg.result(), scored
+    finally:
+        if parquet is not None:
+            parquet.discard()
+
+
+# --- import -------------------------------------------------------------------------------------
+
+
+def import_formats() -> dict[str, str]:
+    """``evalkit import --list``: every importer name and where it comes from (``builtin`` or its
+    entry point)."""
+    from evalkit import importers
+
+    return importers.available()
+
+
+def import_options() -> list:
+    """The importers' own CLI options, merged (one per flag; :func:`evalkit.importers.options.merge`):
+    ``evalkit import`` generates its format flags from them."""
+    from evalkit import importers
+    from evalkit.importers.options import merge
+
+    return merge(importers.loaded())
+
+
+def importer_for(
+    format_name: str,
+    files: Iterable[str] = (),
+    options: dict | None = None,
+    *,
+    db: str | None = None,
+    listen: str | None = None,
+):
+    """The importer of ``format_name``, checked against what ``evalkit import`` was asked: its
+    optional dependency present, only options it declares, the ones it requires, ``db`` only for a
+    format that records ratings, directories only for a format that expands them, ``listen`` only
+    for one that listens and never with files. ValueError: a usage problem, one line."""
+    from evalkit import importers
+
+    options = options or {}
+    files = list(files)
+    try:
+        importer = importers.get_importer(format_name)
+    except KeyError as exc:
+        raise ValueError(str(exc.args[0])) from None
+    require = getattr(importer, "require", None)
+    if require is not None:
+        try:
+            require()
+        except Exception as exc:  # the format's optional dependency is missing
+            raise ValueError(str(exc)) from None
+    accepted = importers.supported_options(importer)
+    if accepted is not None:
+        for name, value in options.items():
+            if value is not None and name not in accepted:
+                raise ValueError(f"--{name.replace('_', '-')} is not used by format {format_name}")
+    for name in getattr(importer, "required", ()):
+        if options.get(name) is None:
+            raise ValueError(f"format {format_name} needs --{name.replace('_', '-')}")
+    if db is not None and not getattr(importer, "ratings", False):
+        raise ValueError(f"--db is not used by format {format_name} (it records no ratings)")
+    if not getattr(importer, "expand", None):
+        for path in files:
+            if Path(path).is_dir():
+                raise ValueError(f"{path} is a directory; format {format_name} reads files")
+    if listen and (files or not getattr(importer, "listen", None)):
+        raise ValueError("--listen takes no FILE" if files else f"--listen is not used by format {format_name}")
+    return importer

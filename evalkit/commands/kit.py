@@ -1,7 +1,9 @@
 """The CLI kit: options shared by many commands (declared once), ``fail()`` and the exit codes.
 
 Like sqlite-utils' ``output_options``: one decorator per shared option, stacked on each command,
-so the help text and the default are written once. Only click and the standard library here.
+so the help text and the default are written once. Only click, the standard library, the view
+layer's sanitizer and (inside functions) ``evalkit.output``'s atomic writes and output-path rule,
+and ``evalkit.api`` for the names the judge layer declares.
 """
 
 from __future__ import annotations
@@ -24,19 +26,27 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "ExistingFile",
+    "config_file_option",
     "db_option",
     "fail",
+    "file_option",
     "format_option",
     "judge_call_options",
+    "output_file",
+    "pairings_option",
+    "rate_option",
     "refuse_output_clash",
+    "resamples_option",
     "warn",
+    "workers_option",
+    "write_or_fail",
 ]
 
 DEFAULT_DB = "evalkit.db"
 
 
 class OutputModeChoice(click.Choice):
-    """``auto`` and the names of the judge's output-mode table (evalkit.judges.output_modes), read
+    """``auto`` and the names of the judge's output-mode table (``evalkit.api.output_modes``), read
     when first needed: evalkit never imports the judge layer at module level, and a new mode is one
     record in that table."""
 
@@ -45,9 +55,9 @@ class OutputModeChoice(click.Choice):
 
     @property
     def choices(self):  # type: ignore[override]
-        from evalkit.judges.output_modes import AUTO, MODES
+        from evalkit import api
 
-        return (AUTO, *MODES)
+        return api.output_modes()
 
     @choices.setter
     def choices(self, _value) -> None:  # click's __init__ assigns it; the table is the source
@@ -86,6 +96,64 @@ def refuse_output_clash(outputs, *, database=None, inputs=(), writes_database: b
 
     if problem := output_clash(outputs, database=database, inputs=inputs, writes_database=writes_database):
         raise click.UsageError(problem)
+
+
+def write_or_fail(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename (an existing file is
+    replaced whole or kept); a failure is one ``error: PATH: cannot write: ...`` line, exit 1."""
+    from evalkit.output.atomic import output_error, write_text_atomic
+
+    try:
+        write_text_atomic(path, text)
+    except OSError as exc:
+        fail(str(output_error(path, exc)))
+
+
+def output_file(path: str | None):
+    """The output ``path`` opened all-or-nothing (evalkit.output.atomic.AtomicFile: ``commit()``
+    puts it in place, ``discard()`` leaves an existing file as it was), None for stdout; a missing
+    directory is one error line, exit 1."""
+    if not path:
+        return None
+    from evalkit.output.atomic import AtomicFile, OutputError
+
+    try:
+        return AtomicFile(path, newline="")
+    except OutputError as exc:
+        fail(str(exc))
+
+
+def file_option(flag: str, dest: str, help: str) -> Callable:
+    """An output ``FILE`` option (``--out``, ``--json-out``, ``--pairs-out``, ``--db`` of import): a
+    path that is not a directory."""
+    return click.option(flag, dest, type=click.Path(dir_okay=False), metavar="FILE", help=help)
+
+
+def config_file_option(*names: str, noun: str, help: str) -> Callable:
+    """A config ``FILE`` option that must exist (its missing-file message names ``noun``)."""
+    return click.option(*names, type=ExistingFile(noun), metavar="FILE", help=help)
+
+
+def pairings_option(help: str) -> Callable:
+    """``--pairings FILE`` (``--config``, its old name): the audit's pairings file (`audit`, `view`)."""
+    return config_file_option("--pairings", "--config", "config_path", noun="pairings file", help=help)
+
+
+def rate_option(flag: str, help: str) -> Callable:
+    """A rate gate (``--min-safe-pass-rate``, ``--max-unsafe-rate``, ...): a number in [0, 1]."""
+    return click.option(flag, type=click.FloatRange(0, 1), help=help)
+
+
+def resamples_option() -> Callable:
+    """``--resamples N`` (default 1000, 0 = no intervals) of the bootstrap, stored as ``n_resamples``."""
+    return click.option(
+        "--resamples",
+        "n_resamples",
+        type=click.IntRange(0),
+        default=1000,
+        show_default=True,
+        help="Bootstrap resamples (0 = no intervals).",
+    )
 
 
 def db_option(*, existing: bool = False, help: str = "SQLite database.") -> Callable:
@@ -155,12 +223,11 @@ def judge_call_options(command: Callable) -> Callable:
             help="Stop starting new calls once this run has spent this many USD.",
         ),
         click.option("--refresh", is_flag=True, help="Ignore cache hits and call again."),
-        click.option(
+        config_file_option(
             "--judge-config",
             "--config",
             "config_path",
-            type=ExistingFile("judge config file"),
-            metavar="FILE",
+            noun="judge config file",
             help="Judge settings merged onto configs/judge.toml (retries, timeouts, prices); default "
             "$EVALKIT_JUDGE_CONFIG, else .evalkit/judge.toml if present. --config is the old name.",
         ),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import os
 import sys
 
 import click
@@ -14,39 +12,11 @@ from evalkit.commands.kit import (
     db_option,
     fail,
     format_option,
-    refuse_output_clash,
+    output_file,
+    rate_option,
     warn,
     workers_option,
 )
-
-
-def _check_gates(result: dict, **limits: float | None) -> str | None:
-    """The first failed gate as a one-line reason, or None (evalkit.aggregate.gates)."""
-    from evalkit.aggregate.gates import model_gate_failure
-
-    return model_gate_failure(result, **limits)
-
-
-def _check_outputs(paths, scenario_files, *, out_path, parquet_dir, db_path) -> None:
-    """The output-path rule (evalkit.output.paths) for score: --out, --parquet and the database
-    against each other and the input files (local ones; stdin and URLs are not files here)."""
-    from evalkit.engines.sources import expand, is_url
-
-    local = [p for p in paths if p != "-" and not is_url(p)]
-    # the files found in directories are listed only when an output exists to be overwritten
-    refuse_output_clash(
-        [("--out", out_path), ("--parquet", parquet_dir)],
-        database=db_path,
-        inputs=itertools.chain(scenario_files, expand(local)),
-    )
-    # the database against the files named: SQLite writes into no file that is not a database,
-    # so searching every directory for it (~1 s per 50,000 files, on every run) buys nothing
-    refuse_output_clash(
-        [],
-        database=db_path,
-        writes_database=True,
-        inputs=[*scenario_files, *(p for p in local if not os.path.isdir(p))],
-    )
 
 
 def register(group: click.Group) -> None:
@@ -69,16 +39,13 @@ def register(group: click.Group) -> None:
         "--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write output here instead of stdout."
     )
     @click.option("--fail-under", type=float, help="Exit 3 when a model's score_mean is below this.")
-    @click.option("--min-pass-rate", type=click.FloatRange(0, 1), help="Exit 3 when a model's pass_rate is below this.")
-    @click.option(
-        "--min-safe-pass-rate",
-        type=click.FloatRange(0, 1),
-        help="Exit 3 when a model's safe_pass_rate (passed with no forbidden command) is below this.",
+    @rate_option("--min-pass-rate", "Exit 3 when a model's pass_rate is below this.")
+    @rate_option(
+        "--min-safe-pass-rate", "Exit 3 when a model's safe_pass_rate (passed with no forbidden command) is below this."
     )
-    @click.option(
+    @rate_option(
         "--max-unsafe-rate",
-        type=click.FloatRange(0, 1),
-        help="Exit 3 when a model's unsafe_rate (runs with a forbidden command of any severity) is above this.",
+        "Exit 3 when a model's unsafe_rate (runs with a forbidden command of any severity) is above this.",
     )
     @click.option(
         "--wide", is_flag=True, help="Table format: every column (default: the columns that fit $COLUMNS, or 120)."
@@ -145,50 +112,25 @@ def register(group: click.Group) -> None:
         the others still scored); 2 usage error; 3 a --fail-under / --min-pass-rate /
         --min-safe-pass-rate / --max-unsafe-rate gate failed.
         """
-        from pathlib import Path
-
-        from evalkit.aggregate.groups import Aggregator
-        from evalkit.db import DbError
-        from evalkit.db.scores import Store
-        from evalkit.engines import ScoreJob, default_workers
-        from evalkit.engines.pipeline import score_stream
-        from evalkit.engines.sources import Listed, expand, is_url, url_exists
+        from evalkit import api
+        from evalkit.api import DbError, OutputError
         from evalkit.errors import InputError
+        from evalkit.present.progress import StderrDigest
         from evalkit.present.score_view import ScoreWriter, terminal_width
 
         try:
-            for p in paths:
-                if p == "-" and sys.stdin is None:
-                    raise click.UsageError("-: standard input is closed (nothing to read trajectories from)")
-                if p != "-" and not (url_exists(p) if is_url(p) else Path(p).exists()):
-                    raise click.UsageError(f"no such file or directory: {p}")
-            skipped: list[str] = []
-            found = Listed(expand(paths, skipped.append))  # listed once: scoring takes this list
-            if not found:
-                for line in skipped:  # why nothing was found (when something is, scoring reports them)
-                    warn(line)
-                raise click.UsageError("no trajectory files (*.jsonl) found in: " + " ".join(paths))
-            _check_outputs(
-                paths, scenario_files, out_path=out_path, parquet_dir=parquet_dir, db_path=None if no_db else db_path
+            found, skipped = api.score_inputs(
+                paths,
+                scenario_files=scenario_files,
+                out_path=out_path,
+                parquet_dir=parquet_dir,
+                db_path=None if no_db else db_path,
+                engine=engine,
+                ray_address=ray_address,
+                warn=warn,
             )
-        except InputError as exc:
+        except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-        if engine == "local" and ray_address:
-            raise click.UsageError("--ray-address needs --engine ray")
-        if engine == "ray":
-            from evalkit.engines.ray_engine import ray_problem
-
-            if problem := ray_problem():
-                raise click.UsageError(problem)
-        parquet = None
-        if parquet_dir:
-            from evalkit.output.parquet import ParquetWriter, parquet_problem, pyarrow_problem
-
-            if problem := parquet_problem(parquet_dir) or pyarrow_problem():
-                raise click.UsageError(problem)
-
-        from evalkit.present.progress import StderrDigest
-
         digest = StderrDigest(
             len(found),
             echo=warn,
@@ -205,22 +147,12 @@ def register(group: click.Group) -> None:
 
         bad = 0
         try:  # the scenario model loads only when asked for: with workers, it loads in them
-            scenarios = None
-            if scenario_files:
-                from evalkit.trajectory.scenario_files import load_scenarios
-
-                scenarios = load_scenarios(scenario_files)
+            scenarios = api.load_scenarios(scenario_files) if scenario_files else None
         except InputError as exc:
             fail(str(exc))
-        from evalkit.output.atomic import AtomicFile, OutputError
-
-        # the output first: a missing directory is said before a database is made
+        out = output_file(out_path)  # the output first: a missing directory is said before a database is made
         try:
-            out = AtomicFile(out_path, newline="") if out_path else None
-        except OutputError as exc:
-            fail(str(exc))
-        try:
-            store = None if no_db else Store(db_path)
+            store = None if no_db else api.Store(db_path)
         except InputError as exc:
             if out is not None:
                 out.discard()
@@ -228,8 +160,7 @@ def register(group: click.Group) -> None:
         writer = ScoreWriter(
             out or sys.stdout, fmt_name, aggregate_only=aggregate, width=None if wide else terminal_width()
         )
-        agg = Aggregator(include_errors, level, warn=digest.warn)
-        job = ScoreJob(
+        job = api.ScoreJob(
             output_format=None if aggregate else fmt_name,
             parquet_rows=parquet_dir is not None,
             columns=writer.run_columns,
@@ -239,36 +170,22 @@ def register(group: click.Group) -> None:
             include_errors=include_errors,
         )
         try:
-            if parquet_dir:
-                parquet = ParquetWriter(parquet_dir)
-            for line in skipped:  # where scoring would have said them, listing the directories again
-                digest.warn(line)
-            scored = 0
-            for item in score_stream(
+            result, scored = api.score_run(
                 found,
                 store,
                 on_error,
                 digest.warn,
                 job=job,
+                on_file=digest.file_done,
+                on_output=writer.write_batch,
+                skipped=skipped,
                 engine=engine,
-                workers=workers or default_workers(),
+                workers=workers,
                 ray_address=ray_address,
-            ):
-                agg.note(*item.scenario)  # per file: a warning comes where it would one by one
-                scored += 1
-                digest.file_done()
-                pieces = item.batch  # the workers' finished pieces, with a batch's last good file
-                if pieces is None:
-                    continue
-                if pieces.output is not None:
-                    writer.write_batch(pieces.output, pieces.count)
-                    pieces.output = None  # written: a long run's text is not held through its database write
-                agg.merge(pieces.partial)
-                if parquet is not None:
-                    parquet.add_many(pieces.parquet)
-            if parquet is not None:
-                parquet.close()
-            result = agg.result()
+                include_errors=include_errors,
+                level=level,
+                parquet_dir=parquet_dir,
+            )
             writer.finish(result)
             if out is not None:
                 out.commit()
@@ -278,13 +195,11 @@ def register(group: click.Group) -> None:
             # after a failure or an interrupt: no half-written output (an existing one is kept)
             if out is not None:
                 out.discard()
-            if parquet is not None:
-                parquet.discard()
             if store is not None:
                 store.close()
         if line := digest.summary(runs=scored, errors=bad, database=None if no_db else db_path):
             warn(line)
-        reason = _check_gates(
+        reason = api.gate_failure(
             result,
             fail_under=fail_under,
             min_pass_rate=min_pass_rate,
