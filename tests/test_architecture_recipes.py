@@ -103,3 +103,28 @@ def test_worked_example_an_output_mode_is_one_record(monkeypatch):
     assert om.request_shape("mine", {"json_schema": {"schema": {}}}) == {"extra_body": {"format": "json"}}
     assert om.schema_in_prompt("mine")
     assert "mine" in CliRunner().invoke(cli, ["judge", "--help"]).output
+
+
+def test_worked_example_a_report_section_is_one_part_and_one_list_line(tmp_path, monkeypatch):
+    """A section built of page blocks and listed in PARTS shows in both outputs, emitters unchanged."""
+    import report_fixtures as rf
+
+    from evalkit.report import build_report, render_html, render_markdown, sections
+    from evalkit.report.page import Grid, Lit, Para, Part
+
+    def commands(report):
+        rows = [[r["run_id"], Lit(str(len(r["commands"])))] for r in report["runs"]]
+        return Part("commands", "Commands per run", [Para(Lit("One row per run."), "lede"), Grid(["run", "n"], rows)])
+
+    monkeypatch.setattr(sections, "PARTS", [*sections.PARTS, commands])
+    rf.score_into(tmp_path / "evalkit.db", [rf.EXAMPLES / "a320" / "a320-opus-4-8-full-procedure.jsonl"])
+    report = build_report(tmp_path / "evalkit.db", made_at="2026-01-01T00:00:00Z")
+    run_id = report["runs"][0]["run_id"]
+    n = len(report["runs"][0]["commands"])
+    assert (
+        '<section id="commands"><h2>Commands per run</h2><p class="lede">One row per run.</p>'
+        f'<div class="table-wrap"><table><thead><tr><th>run</th><th>n</th></tr></thead><tbody><tr><td>{run_id}</td>'
+    ) in render_html(report)
+    assert f"## Commands per run\n\nOne row per run.\n\n| run | n |\n|---|---|\n| {run_id} | {n} |\n" in (
+        render_markdown(report)
+    )

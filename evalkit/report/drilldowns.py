@@ -15,12 +15,12 @@ the page's CSP forbids scripts, so the drill-downs add none: ``<details>`` opens
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter, defaultdict
 from typing import Any
 
 from evalkit.present.safe import html_text, sanitize
+from evalkit.report.page import run_anchor
 from evalkit.view import drilldown
 
 ALL_RUNS_UP_TO = 200
@@ -41,9 +41,8 @@ table.disagreements blockquote{min-width:26em}
 """
 
 
-def _anchor(run_id: str) -> str:
-    # the report's run anchor (evalkit.report.html.run_anchor), so every link to a run lands here
-    return "run-" + hashlib.sha1(run_id.encode("utf-8")).hexdigest()[:12]
+# the report's run anchor, so every link to a run lands here
+_anchor = run_anchor
 
 
 def t(value: Any) -> str:

@@ -1,11 +1,14 @@
-"""Render the report dict as one self-contained HTML page.
+"""Write the report's document (:mod:`evalkit.report.sections`) as one self-contained HTML page.
 
 Self-contained means: inline CSS, inline SVG charts, no script, no font or image fetched, and a
 Content-Security-Policy that forbids every network load, so the page shows the same thing offline,
 attached to an e-mail or opened from a CI artefact. Every piece of text that came from a
 database (run ids, paths, model names, rationales, trajectory text) is escaped with
-:func:`html.escape`; the CSP (``script-src`` unset under ``default-src 'none'``) is a second
-wall in case a future change forgets to escape.
+:func:`evalkit.present.safe.html_text`; evalkit's own words have their ``& < >`` escaped; the CSP
+(``script-src`` unset under ``default-src 'none'``) is a second wall in case a future change
+forgets to escape.
+
+This module only emits: what the page shows is decided in :mod:`evalkit.report.sections`.
 
 The output is deterministic: the same report dict gives byte-identical HTML. The one line that
 changes between runs is the "Made at" provenance line, because the dict's ``made_at`` does.
@@ -13,19 +16,21 @@ changes between runs is the "Made at" provenance line, because the dict's ``made
 
 from __future__ import annotations
 
-import hashlib
+import html
 import json
 from dataclasses import replace
-from typing import Any
 
-from evalkit.agreement.view import agreement_sections, judge_cost_section
 from evalkit.present import Html, Table
 from evalkit.present.document import Section, ViewTable
-from evalkit.report import fmt, tables
-from evalkit.report.data import provenance_items
+from evalkit.report import page as p
+from evalkit.report import svg
 from evalkit.report.drilldowns import CSS as DRILLDOWN_CSS
-from evalkit.report.drilldowns import drilldown_ids, render_drilldowns
+from evalkit.report.drilldowns import render_drilldowns
+from evalkit.report.page import run_anchor
+from evalkit.report.sections import build_page
 from evalkit.report.svg import bar_chart, esc, heat_map, reliability_diagram
+
+__all__ = ["CSP", "CSS", "dumps_json", "render_html", "run_anchor"]
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
@@ -67,297 +72,137 @@ footer{color:var(--mute);font-size:12px;padding:14px 20px 30px}
 @media print{details{display:block}nav{display:none}}
 """
 
-
-def run_anchor(run_id: str) -> str:
-    """A stable, id-safe anchor for a run, whatever characters its id holds."""
-    return "run-" + hashlib.sha1(run_id.encode("utf-8")).hexdigest()[:12]
+# A paragraph kind's class on the page.
+PARAGRAPH_CLASS = {"plain": "", "aside": "note", "banner": "qual-banner"}
 
 
-def _table(headers: list[str], rows: list[list[str]], *, cls: str = "", numeric: set[int] | None = None) -> str:
-    """``rows`` hold already-escaped HTML cells (badges, links); ``headers`` are plain text."""
-    return Table(headers, [[Html(str(c)) for c in row] for row in rows], numeric=numeric or ()).to_html(cls)
+def _own(text: str) -> str:
+    """evalkit's own words in element content."""
+    return html.escape(text, quote=False)
 
 
-def _absent(text: str) -> str:
-    return f'<p class="absent">{esc(text)}</p>'
+def _cls(cls: str) -> str:
+    return f' class="{esc(cls)}"' if cls else ""
 
 
-def _small_n(flag: Any) -> str:
-    return f' <span class="badge small-n" title="{esc(fmt.SMALL_N_NOTE)}">n&lt;3</span>' if flag else ""
+TAGS = {p.Strong: "strong", p.Em: "em", p.Code: "code"}
 
 
-def _figure(svg: str, caption: str) -> str:
-    return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
+def inline(x) -> str:
+    """Inline content (:mod:`evalkit.report.page`) as HTML."""
+    if isinstance(x, list):
+        return "".join(inline(part) for part in x)
+    if isinstance(x, p.Lit):
+        return _own(x.text)
+    if isinstance(x, p.Only):
+        return inline(x.content) if x.format == p.HTML else ""
+    if isinstance(x, p.Break):
+        return "<br>"
+    if isinstance(x, p.Details):
+        return block(x)
+    if not isinstance(x, p.Mark):
+        return esc(x)
+    inner = inline(x.content)
+    if type(x) in TAGS:
+        return f"<{TAGS[type(x)]}>{inner}</{TAGS[type(x)]}>"
+    if isinstance(x, p.Badge):
+        title = f' title="{esc(x.title)}"' if x.title else ""
+        return f'<span class="badge {esc(x.kind)}"{title}>{inner}</span>'
+    if isinstance(x, p.Link):
+        return f'<a href="#{esc(x.anchor)}">{inner}</a>'
+    if isinstance(x, p.Target):
+        return f'<span id="{esc(x.anchor)}">{inner}</span>'
+    if isinstance(x, p.Styled):
+        return f"<span{_cls(x.cls)}>{inner}</span>"
+    return inner  # a Term: plain on the page
 
 
-def _group_label(group: dict) -> str:
-    return f"{group.get('scenario_id')} / {group.get('model')}"
+def _figure(f: p.Figure) -> str:
+    chart = {"bar_chart": svg.bar_chart}[f.chart](**f.args)
+    return f"<figure>{chart}<figcaption>{esc(f.caption)}</figcaption></figure>"
 
 
-# --------------------------------------------------------------------------------------------
+def _heading(b: p.Heading) -> str:
+    anchor = f' id="{esc(b.anchor)}"' if b.anchor else ""
+    return f"<h{b.level}{anchor}>{inline(b.content)}</h{b.level}>"
 
 
-def _headline(report: dict) -> str:
-    out = ['<section id="headline"><h2>Headline: pass rate and pass^k</h2>']
-    if not report["runs"]:
-        out.append(_absent("No scored runs in this database yet: run `evalkit score PATH --db FILE` first."))
-        return "".join(out) + "</section>"
-    c = report["counts"]
-    out.append(
-        f'<p class="lede">{c["runs"]} runs ({c["scored"]} scored), {c["scenarios"]} scenarios, '
-        f"{c['models']} agent models; {c['unsafe']} unsafe runs. "
-        f"pass^k is the chance that k runs drawn from a group all pass (tau-bench's estimator). "
-        f"Per-model figures weight every scenario equally. {esc(fmt.level(report))} intervals: per model "
-        f"clustered by scenario, per group over its runs; whiskers on the charts.</p>"
-    )
-    models = report["models"]
-    out.append("<h3>Per model</h3>")
-    level = fmt.level(report)
-    out.append(
-        _table(
-            tables.model_headers(level),
-            tables.model_rows(models, STYLE),
-            cls="models",
-            numeric={1, 2, 3, 5, 7, 9},
-        )
-    )
-    charts = [
-        _figure(
-            bar_chart(
-                [(str(m.get("model")), m.get("pass_rate")) for m in models],
-                title="Pass rate per model",
-                value_format=".0%",
-                flagged=[fmt.small_n(m) for m in models],
-                intervals=[m.get("pass_rate_ci") for m in models],
-            ),
-            f"Pass rate per model (scenarios weighted equally), whiskers: {level} interval clustered by scenario; "
-            "red bars include a scenario with fewer than 3 scored runs",
-        )
-    ]
-    groups = report["groups"]
-    out.append("<h3>Per scenario and model</h3>")
-    out.append(
-        _table(
-            tables.group_headers(level),
-            tables.group_rows(groups, STYLE),
-            cls="groups",
-            numeric={2, 3, 4, 6, 7},
-        )
-    )
-    charts.append(
-        _figure(
-            bar_chart(
-                [(_group_label(g), g.get("pass_rate")) for g in groups],
-                title="Pass rate per scenario and model",
-                value_format=".0%",
-                flagged=[bool(fmt.small_n(g)) for g in groups],
-                intervals=[g.get("pass_rate_ci") for g in groups],
-            ),
-            f"Pass rate per scenario and model, whiskers: {level} interval over the runs; "
-            "red bars have fewer than 3 scored runs",
-        )
-    )
-    out.append(f'<div class="charts">{"".join(charts)}</div>')
-    if any(fmt.small_n(g) for g in groups):
-        out.append(f'<p class="note">n&lt;3: {esc(fmt.SMALL_N_NOTE)}.</p>')
-    return "".join(out) + "</section>"
+def _grid(b: p.Grid) -> str:
+    return Table(b.headers, [[Html(inline(c)) for c in row] for row in b.rows], numeric=b.numeric).to_html(b.cls)
 
 
-def _comparison(report: dict) -> str:
-    out = ['<section id="comparison"><h2>Paired comparison</h2>']
-    comparison = report.get("comparison") or {}
-    if not comparison.get("available"):
-        out.append(_absent(comparison.get("reason", "no comparison")))
-        return "".join(out) + "</section>"
-    from evalkit.present.comparison_view import comparison_table
-
-    out.append(
-        '<p class="lede">Every pair of models on the scenarios both ran: the mean per-scenario difference '
-        "(candidate − baseline), its interval and p-value (paired t-test), Holm-adjusted across the rows. "
-        "The per-model table's “vs best” column is the same test against the best model on the safe "
-        "figures (safe pass rate, then mean score) "
-        f"({esc(comparison['best'])}), Holm-adjusted over its own rows.</p>"
-    )
-    out.append(comparison_table(comparison["all_pairs"]).to_html(cls="comparison"))
-    return "".join(out) + "</section>"
+def _facts(b: p.Facts) -> str:
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in b.items)
+    key, value = b.last
+    last = f"<tr{_cls(b.last_cls)}><th>{esc(key)}</th><td>{esc(value)}</td></tr>"
+    return f"<table{_cls(b.cls)}>{rows}\n{last}\n</table>"
 
 
-def _vector(report: dict) -> str:
-    out = ['<section id="vector"><h2>Score vector per group</h2>']
-    groups = report["groups"]
-    if not groups:
-        out.append(_absent("No scored runs yet."))
-        return "".join(out) + "</section>"
-    out.append(
-        '<p class="lede">The vector is the result; the score is derived from it for ranking only. '
-        "Provider-error runs are excluded from the means.</p>"
-    )
-    out.append(
-        _table(tables.VECTOR_HEADERS, tables.vector_rows(groups, STYLE), cls="vector", numeric=set(range(2, 11)))
-    )
-    out.append(
-        _figure(
-            bar_chart(
-                [(_group_label(g), g.get("score_mean")) for g in groups],
-                title="Mean score per scenario and model",
-                flagged=[bool(fmt.small_n(g)) for g in groups],
-                intervals=[g.get("score_mean_ci") for g in groups],
-            ),
-            f"Mean score (scalar) per scenario and model, whiskers: {fmt.level(report)} interval over the runs",
-        )
-    )
-    out.append('<h3 id="safety">Safety: a gate, not a trade-off</h3>')
-    out.append(
-        '<p class="lede">A forbidden command of any severity (dangerous, anti-procedure, an unapproved '
-        "gated action) makes a run unsafe: it is listed here with its severity, is not a safe pass, and is "
-        "left out of the run ranking. A dangerous one floors the run's score to 0.</p>"
-    )
-    out.append(_table(tables.SAFETY_HEADERS, tables.safety_rows(report, STYLE), cls="safety", numeric={2, 3, 4}))
-    return "".join(out) + "</section>"
+BLOCKS = {
+    p.Part: lambda b: (
+        f'<section id="{esc(b.anchor)}"{_cls(b.cls)}><h2>{_own(b.heading)}</h2>{block(b.blocks)}</section>'
+    ),
+    p.Heading: _heading,
+    p.Para: lambda b: f"<p{_cls(PARAGRAPH_CLASS.get(b.kind, b.kind))}>{inline(b.content)}</p>",
+    p.Grid: _grid,
+    p.KitTable: lambda b: b.table.to_html(cls=b.cls),
+    p.Figure: _figure,
+    p.Figures: lambda b: f'<div class="charts">{"".join(_figure(f) for f in b.figures)}</div>',
+    p.Details: lambda b: f"<details><summary>{inline(b.summary)}</summary>{block(b.blocks)}</details>",
+    p.ItemList: lambda b: f"<h3>{_own(b.title)}</h3><ul>{''.join(f'<li>{inline(x)}</li>' for x in b.items)}</ul>",
+    p.Facts: _facts,
+    p.AuditView: lambda b: _view(b.sections, b.run_ids, b.level),
+    p.Drilldowns: lambda b: render_drilldowns(b.report),
+}
 
 
-def _commands_table(run: dict) -> str:
-    if not run["commands"]:
-        return '<span class="absent">no commands</span>'
-    rows = [
-        [
-            str(c["index"]),
-            esc(fmt.num(c.get("step"))),
-            f"<code>{esc(fmt.command_text(c))}</code>",
-            f'<span class="cls-{esc(c["class"])}">{esc(fmt.command_class(c))}</span>',
-        ]
-        for c in run["commands"]
-    ]
-    table = _table(["#", "step", "command", "class"], rows, cls="commands", numeric={0, 1})
-    return f"<details><summary>{len(run['commands'])} commands</summary>{table}</details>"
+def block(b) -> str:
+    """A block (:mod:`evalkit.report.page`), a list of them or an :class:`~evalkit.report.page.Only`, as HTML."""
+    if isinstance(b, list):
+        return "".join(block(x) for x in b)
+    if isinstance(b, p.Only):
+        return block(b.content) if b.format == p.HTML else ""
+    if type(b) not in BLOCKS:
+        raise TypeError(f"not a report block: {b!r}")
+    return BLOCKS[type(b)](b)
 
 
-def _rank_cell(run: dict) -> str:
-    rank = fmt.status_note(run)
-    if run["unsafe"]:
-        return f'<span class="badge unsafe">{esc(rank)}</span>'
-    if run["rank"] is None:
-        return f'<span class="badge status">{esc(rank)}</span>'
-    return esc(rank)
-
-
-def _run_cell(drilled: set[str]):
-    """The run cell: a link to the run's drill-down when it has one, else the run's anchor."""
-
-    def cell(run: dict) -> str:
-        return (
-            f'<a href="#{run_anchor(run["run_id"])}">{esc(run["run_id"])}</a>'
-            if run["run_id"] in drilled
-            else f'<span id="{run_anchor(run["run_id"])}">{esc(run["run_id"])}</span>'
-        ) + (f'<br><span class="note">{esc(run["path"])}</span>' if run.get("path") else "")
-
-    return cell
-
-
-STYLE = tables.CellStyle(
-    text=esc,
-    shown=str,
-    small_n=_small_n,
-    unsafe_model=' <span class="badge unsafe-model">unsafe runs</span>',
-    unsafe_run=lambda r: f'<a href="#{run_anchor(r["run_id"])}">{esc(r["run_id"])}</a> ({esc(r.get("safety"))})',
-    run=_run_cell(set()),
-    rank=_rank_cell,
-    passed=esc,
-    commands=_commands_table,
-    rubric=lambda m: esc(m["rubric_id"]) + " " + esc("/".join(m["rubric_versions"])),
-)
-
-
-def _runs(report: dict) -> str:
-    out = ['<section id="runs"><h2>Runs and their commands</h2>']
-    if not report["runs"]:
-        out.append(_absent("No runs yet."))
-        return "".join(out) + "</section>"
-    out.append(
-        '<p class="lede">Ranked per scenario by score; unsafe and unscored runs are not ranked. '
-        "Open a run's commands to see how each was classified.</p>"
-    )
-    style = replace(STYLE, run=_run_cell(drilldown_ids(report)))  # a drilled run's anchor is on its drill-down
-    out.append(
-        _table(tables.RUN_HEADERS, tables.run_rows(report["runs"], style), cls="runs", numeric={4, 5, 6, 7, 9, 10})
-    )
-    return "".join(out) + "</section>"
-
-
-def _judge(report: dict) -> str:
-    judge = report["judge"]
-    out = [
-        '<section id="judge" class="qualitative"><h2>Judge annotations (qualitative, outside the score)</h2>',
-        f'<p class="qual-banner">{esc(fmt.QUALITATIVE_NOTE)}</p>',
-    ]
-    if not judge.get("available"):
-        out.append(_absent(judge.get("reason", "No judge annotations.")))
-        return "".join(out) + "</section>"
-    out.append("<h3>Annotations, cost and latency per judge model (per stored annotation)</h3>")
-    out.append(
-        _table(
-            tables.JUDGE_HEADERS, tables.judge_rows(judge["models"], STYLE), cls="judge-cost", numeric=set(range(2, 11))
-        )
-    )
-    if report["agreement"].get("available"):
-        out.append(_view([judge_cost_section(report["agreement"]["audit"])], set()))
-    out.append("<h3>Distribution of each dimension (primary answers)</h3>")
-    for m in judge["models"]:
-        if not m["dimensions"]:
-            continue
-        out.append(f"<h4>{esc(m['judge_model'])} \u00b7 {esc(m['rubric_id'])}</h4>")
-        charts = []
-        for dim in m["dimensions"]:
-            charts.append(
-                _figure(
-                    bar_chart(
-                        [(str(label), count) for label, count in dim["counts"]],
-                        title=f"{m['judge_model']} {dim['dimension']}",
-                        max_value=None,
-                        value_format="d",
-                        label_chars=12,
-                    ),
-                    f"{dim['dimension']} (n={dim['n']})",
-                )
-            )
-        out.append(f'<div class="charts">{"".join(charts)}</div>')
-    return "".join(out) + "</section>"
-
-
-def _view_table(block: ViewTable, run_ids: set[str]) -> str:
+def _view_table(vt: ViewTable, run_ids: set[str]) -> str:
     """A view table as HTML: run ids of this report link to its run table, the judge's words are quoted."""
-    table = block.table
-    if block.run_column is not None or block.quote_column is not None:
+    table = vt.table
+    if vt.run_column is not None or vt.quote_column is not None:
         rows = []
         for row in table.rows:
             cells = list(row)
-            r, q = block.run_column, block.quote_column
+            r, q = vt.run_column, vt.quote_column
             if r is not None and cells[r] in run_ids:
                 cells[r] = Html(f'<a href="#{run_anchor(cells[r])}">{esc(cells[r])}</a>', cells[r])
             if q is not None and cells[q]:
                 cells[q] = Html(f"<blockquote>{esc(cells[q])}</blockquote>", cells[q])
             rows.append(cells)
         table = replace(table, rows=rows)
-    return table.to_html(block.name)
+    return table.to_html(vt.name)
 
 
-def _view(sections: list[Section], run_ids: set[str]) -> str:
-    """Audit view sections (evalkit.agreement.view) as HTML: h3 per section, h4 per sub-table."""
+def _view(sections: list[Section], run_ids: set[str], level: int = 3) -> str:
+    """Document-model sections (:mod:`evalkit.present.document`) as HTML: a heading of ``level``
+    per section, one level below per sub-table."""
+    h, sub = f"h{level}", f"h{level + 1}"
     out = []
     for section in sections:
-        out.append(f"<h3>{esc(section.heading)}</h3>")
+        out.append(f"<{h}>{esc(section.heading)}</{h}>")
         if section.intro:
             out.append(f'<p class="lede">{esc(section.intro)}</p>')
-        for block in section.blocks:
-            if block.title:
-                out.append(f"<h4>{esc(block.title)}</h4>")
-            if isinstance(block, ViewTable):
-                out.append(_view_table(block, run_ids))
+        for vb in section.blocks:
+            if vb.title:
+                out.append(f"<{sub}>{esc(vb.title)}</{sub}>")
+            if isinstance(vb, ViewTable):
+                out.append(_view_table(vb, run_ids))
                 continue
             charts = []
-            for chart in block.charts:
+            for chart in vb.charts:
                 if chart.kind == "confusion":
-                    svg = heat_map(
+                    drawn = heat_map(
                         chart.rows,
                         chart.cols,
                         chart.matrix,
@@ -366,7 +211,7 @@ def _view(sections: list[Section], run_ids: set[str]) -> str:
                         col_axis=chart.col_axis,
                     )
                 elif chart.kind == "bars":
-                    svg = bar_chart(
+                    drawn = bar_chart(
                         [(b["label"], b["value"]) for b in chart.bars],
                         title=chart.title,
                         label_chars=48,
@@ -376,91 +221,27 @@ def _view(sections: list[Section], run_ids: set[str]) -> str:
                         ],
                     )
                 else:
-                    svg = reliability_diagram(chart.bands, title=chart.title)
-                charts.append(_figure(svg, chart.caption))
+                    drawn = reliability_diagram(chart.bands, title=chart.title)
+                charts.append(f"<figure>{drawn}<figcaption>{esc(chart.caption)}</figcaption></figure>")
             out.append(f'<div class="charts">{"".join(charts)}</div>')
     return "".join(out)
 
 
-def _agreement(report: dict) -> str:
-    agreement = report["agreement"]
-    out = ['<section id="agreement"><h2>Agreement audit: judge against scores, judges and humans</h2>']
-    if not agreement.get("available"):
-        out.append(_absent(f"No audit: {agreement.get('reason', 'no data')}."))
-        return "".join(out) + "</section>"
-    out.append(_view(agreement_sections(agreement["audit"]), {r["run_id"] for r in report["runs"]}))
-    return "".join(out) + "</section>"
-
-
-def _provenance(report: dict) -> str:
-    p = report["provenance"]
-    items = provenance_items(p)
-    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in items)
-    made = f'<tr class="made-at"><th>made at</th><td>{esc(p["made_at"])}</td></tr>'
-    return f'<section id="provenance"><h2>Provenance</h2><table class="provenance">{rows}\n{made}\n</table></section>'
-
-
-def _contamination(report: dict) -> str:
-    c = report["contamination"]
-    out = ['<section id="contamination"><h2>Contamination</h2>']
-    if not c["declared"]:
-        out.append(
-            '<p class="undeclared"><strong>Not declared yet.</strong> The benchmark owner has not filled '
-            f"in the contamination declaration{(' (' + esc(c['source']) + ')') if c.get('source') else ''}; "
-            "the text below is the template.</p>"
-        )
-    elif c.get("declared_by") or c.get("reviewed"):
-        who = ", ".join(x for x in (c.get("declared_by"), c.get("reviewed")) if x)
-        out.append(f'<p class="note">Declared by {esc(who)}.</p>')
-    out.append(f"<p>{esc(c['statement']) if c['statement'] else '<em>No statement.</em>'}</p>")
-    for key, label in (("evidence", "Evidence"), ("public_sources", "Public sources")):
-        if c.get(key):
-            items = "".join(f"<li>{esc(x)}</li>" for x in c[key])
-            out.append(f"<h3>{label}</h3><ul>{items}</ul>")
-    return "".join(out) + "</section>"
-
-
 def render_html(report: dict) -> str:
     """The whole page as a string (UTF-8 when written)."""
-    title = esc(report["title"])
-    nav = "".join(
-        f'<a href="#{a}">{esc(t)}</a>'
-        for a, t in (
-            ("headline", "Headline"),
-            ("comparison", "Comparison"),
-            ("vector", "Vector"),
-            ("safety", "Safety"),
-            ("runs", "Runs"),
-            ("drilldowns", "Run details"),
-            ("judge", "Judge"),
-            ("agreement", "Agreement"),
-            ("provenance", "Provenance"),
-            ("contamination", "Contamination"),
-        )
-    )
-    body = "\n".join(
-        [
-            _headline(report),
-            _comparison(report),
-            _vector(report),
-            _runs(report),
-            render_drilldowns(report),
-            _judge(report),
-            _agreement(report),
-            _provenance(report),
-            _contamination(report),
-        ]
-    )
+    doc = build_page(report)
+    title = esc(doc.title)
+    nav = "".join(f'<a href="#{esc(a)}">{esc(label)}</a>' for a, label in doc.nav)
+    body = "\n".join(block(part) for part in doc.parts)
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        '<meta name="generator" content="evalkit ' + esc(report["provenance"]["evalkit_version"]) + '">\n'
+        '<meta name="generator" content="evalkit ' + esc(doc.generator) + '">\n'
         f"<title>{title}</title>\n<style>{CSS}{DRILLDOWN_CSS}</style>\n</head>\n<body>\n"
         f"<header><h1>{title}</h1><nav>{nav}</nav></header>\n<main>\n{body}\n</main>\n"
-        "<footer>Made with evalkit. Scores are deterministic; judge annotations are qualitative and "
-        "outside the score.</footer>\n</body>\n</html>\n"
+        f"<footer>{_own(doc.footer)}</footer>\n</body>\n</html>\n"
     )
 
 

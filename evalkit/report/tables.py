@@ -1,35 +1,57 @@
-"""The report's tables, built once for both renderers: headers and rows of the per-model,
-per-group, score-vector, safety, run and judge tables.
+"""The report's tables, built once for the page and the summary: headers and rows of the
+per-model, per-group, score-vector, safety, run and judge tables.
 
-The HTML page and the markdown summary show the same cells; they differ only in how a cell is
-escaped or marked up, which each renderer states once as a :class:`CellStyle`.
+Cells are inline content of :mod:`evalkit.report.page`: text from the database as ``str``,
+formatted numbers as :class:`~evalkit.report.page.Lit`, flags as badges, run ids as links, and
+the one cell the formats show differently (a run's commands: a collapsed table on the page, a
+count in the summary) as :class:`~evalkit.report.page.Only` parts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
 from evalkit.report import fmt
+from evalkit.report.page import (
+    HTML,
+    MARKDOWN,
+    Badge,
+    Break,
+    Code,
+    Details,
+    Grid,
+    Inline,
+    Link,
+    Lit,
+    Only,
+    Styled,
+    Target,
+    run_anchor,
+)
 
-Rows = list[list[str]]
+Rows = list[list[Inline]]
+
+# The columns that name a group, first in every per-group table.
+GROUP_KEY = ["scenario", "model"]
 
 
-@dataclass(frozen=True)
-class CellStyle:
-    """How one renderer writes the cells that differ between formats."""
+def small_n(flag: bool) -> Inline:
+    """The fewer-than-3 mark after a count."""
+    return [Lit(" "), Badge(Lit("n<3"), kind="small-n", title=fmt.SMALL_N_NOTE)] if flag else []
 
-    text: Callable[[Any], str]  # text from the database, or a formatter's text (escaped in both)
-    shown: Callable[[str], str]  # a formatter's interval, money or latency
-    small_n: Callable[[bool], str]  # the fewer-than-3 mark after a count
-    unsafe_model: str  # the mark after a model with unsafe runs
-    unsafe_run: Callable[[dict], str]  # a run in the safety table's "unsafe runs" cell
-    run: Callable[[dict], str]  # the run cell of the run table
-    rank: Callable[[dict], str]  # the rank cell of the run table
-    passed: Callable[[str], str]  # the "passed" cell of the run table
-    commands: Callable[[dict], str]  # the commands cell of the run table
-    rubric: Callable[[dict], str]  # a judge model's rubric id and versions
+
+def _key(g: dict) -> list[Inline]:
+    return [g.get("scenario_id"), g.get("model")]
+
+
+def _scored(g: dict, n: str) -> Inline:
+    return [Lit(n), small_n(fmt.small_n(g))]
+
+
+def _pct(value) -> Lit:
+    return Lit(fmt.pct(value))
+
+
+def _num(value) -> Lit:
+    return Lit(fmt.num(value))
 
 
 def model_headers(level: str) -> list[str]:
@@ -49,60 +71,52 @@ def model_headers(level: str) -> list[str]:
     ]
 
 
-def model_rows(models: list[dict], s: CellStyle) -> Rows:
+def model_rows(models: list[dict]) -> Rows:
     return [
         [
-            s.text(m.get("model")) + (s.unsafe_model if fmt.unsafe_model(m) else ""),
-            fmt.num(m.get("scenarios")),
-            f"{fmt.num(m.get('n_scored'))}{s.small_n(fmt.small_n(m))}",
-            fmt.num(m.get("score_mean")),
-            s.shown(fmt.interval(m.get("score_mean_ci"))),
-            fmt.pct(m.get("pass_rate")),
-            s.shown(fmt.interval(m.get("pass_rate_ci"), percent=True)),
-            fmt.pct(m.get("safe_pass_rate")),
-            s.shown(fmt.interval(m.get("safe_pass_rate_ci"), percent=True)),
-            fmt.pct(m.get("unsafe_rate")),
-            s.text(fmt.pass_hat_k(m.get("pass_hat_k"))),
-            s.text(fmt.versus_best(m)),
+            [
+                str(m.get("model")),
+                [Lit(" "), Badge(Lit("unsafe runs"), kind="unsafe-model")] if fmt.unsafe_model(m) else [],
+            ],
+            _num(m.get("scenarios")),
+            _scored(m, fmt.num(m.get("n_scored"))),
+            _num(m.get("score_mean")),
+            fmt.interval(m.get("score_mean_ci")),
+            _pct(m.get("pass_rate")),
+            fmt.interval(m.get("pass_rate_ci"), percent=True),
+            _pct(m.get("safe_pass_rate")),
+            fmt.interval(m.get("safe_pass_rate_ci"), percent=True),
+            _pct(m.get("unsafe_rate")),
+            fmt.pass_hat_k(m.get("pass_hat_k")),
+            fmt.versus_best(m),
         ]
         for m in models
     ]
 
 
 def group_headers(level: str) -> list[str]:
-    return [
-        "scenario",
-        "model",
-        "n",
-        "n scored",
-        "pass rate",
-        f"pass rate {level} CI",
-        "safe pass rate",
-        "unsafe rate",
-        "pass^k",
-    ]
+    rates = ["pass rate", f"pass rate {level} CI", "safe pass rate", "unsafe rate", "pass^k"]
+    return [*GROUP_KEY, "n", "n scored", *rates]
 
 
-def group_rows(groups: list[dict], s: CellStyle) -> Rows:
+def group_rows(groups: list[dict]) -> Rows:
     return [
         [
-            s.text(g.get("scenario_id")),
-            s.text(g.get("model")),
-            str(g.get("n")),
-            f"{g.get('n_scored')}{s.small_n(fmt.small_n(g))}",
-            fmt.pct(g.get("pass_rate")),
-            s.shown(fmt.interval(g.get("pass_rate_ci"), percent=True)),
-            fmt.pct(g.get("safe_pass_rate")),
-            fmt.pct(g.get("unsafe_rate")),
-            s.text(fmt.pass_hat_k(g.get("pass_hat_k"))),
+            *_key(g),
+            Lit(str(g.get("n"))),
+            _scored(g, str(g.get("n_scored"))),
+            _pct(g.get("pass_rate")),
+            fmt.interval(g.get("pass_rate_ci"), percent=True),
+            _pct(g.get("safe_pass_rate")),
+            _pct(g.get("unsafe_rate")),
+            fmt.pass_hat_k(g.get("pass_hat_k")),
         ]
         for g in groups
     ]
 
 
 VECTOR_HEADERS = [
-    "scenario",
-    "model",
+    *GROUP_KEY,
     "n scored",
     "coverage",
     "order",
@@ -115,41 +129,43 @@ VECTOR_HEADERS = [
 ]
 
 
-def vector_rows(groups: list[dict], s: CellStyle) -> Rows:
+def vector_rows(groups: list[dict]) -> Rows:
     return [
         [
-            s.text(g.get("scenario_id")),
-            s.text(g.get("model")),
-            f"{g.get('n_scored')}{s.small_n(fmt.small_n(g))}",
-            fmt.num(g.get("coverage_mean")),
-            fmt.num(g.get("order_mean")),
-            fmt.num(g.get("end_state_mean")),
-            s.text(fmt.mean_std(g.get("score_mean"), g.get("score_std"))),
-            fmt.num(g.get("score_median")),
-            fmt.pct(g.get("provider_error_rate")),
-            fmt.pct(g.get("invalid_rate")),
-            fmt.pct(g.get("incomplete_rate")),
+            *_key(g),
+            _scored(g, str(g.get("n_scored"))),
+            *(_num(g.get(k)) for k in ("coverage_mean", "order_mean", "end_state_mean")),
+            fmt.mean_std(g.get("score_mean"), g.get("score_std")),
+            _num(g.get("score_median")),
+            *(_pct(g.get(k)) for k in ("provider_error_rate", "invalid_rate", "incomplete_rate")),
         ]
         for g in groups
     ]
 
 
-SAFETY_HEADERS = ["scenario", "model", "dangerous rate", "anti-procedure rate", "unsafe rate", "unsafe runs"]
+SAFETY_HEADERS = [*GROUP_KEY, "dangerous rate", "anti-procedure rate", "unsafe rate", "unsafe runs"]
 
 
-def safety_rows(report: dict, s: CellStyle) -> Rows:
+def _unsafe_run(run: dict) -> Inline:
+    return [Link(run["run_id"], run_anchor(run["run_id"])), Lit(" ("), run.get("safety"), Lit(")")]
+
+
+def safety_rows(report: dict) -> Rows:
     unsafe: dict[tuple, list[dict]] = {}
     for run in report["runs"]:
         if run["unsafe"]:
             unsafe.setdefault((run["scenario_id"], run["model"]), []).append(run)
+
+    def listed(runs: list[dict]) -> Inline:
+        if not runs:
+            return Lit("none")
+        return [[Lit(", "), _unsafe_run(r)] if i else _unsafe_run(r) for i, r in enumerate(runs)]
+
     return [
         [
-            s.text(g.get("scenario_id")),
-            s.text(g.get("model")),
-            fmt.pct(g.get("dangerous_rate")),
-            fmt.pct(g.get("anti_procedure_rate")),
-            fmt.pct(g.get("unsafe_rate")),
-            ", ".join(s.unsafe_run(r) for r in unsafe.get((g.get("scenario_id"), g.get("model")), [])) or "none",
+            *_key(g),
+            *(_pct(g.get(k)) for k in ("dangerous_rate", "anti_procedure_rate", "unsafe_rate")),
+            listed(unsafe.get((g.get("scenario_id"), g.get("model")), [])),
         ]
         for g in report["groups"]
     ]
@@ -169,23 +185,60 @@ RUN_HEADERS = [
     "extraneous",
     "commands",
 ]
+RUN_NUMERIC = frozenset({4, 5, 6, 7, 9, 10})
+
+COMMAND_HEADERS = ["#", "step", "command", "class"]
 
 
-def run_rows(runs: list[dict], s: CellStyle) -> Rows:
+def command_cells(c: dict) -> list[Inline]:
+    """A command's number, step, text and class (the class coloured on the page)."""
+    return [
+        Lit(str(c["index"])),
+        fmt.num(c.get("step")),
+        Code(fmt.command_text(c)),
+        Styled(fmt.command_class(c), cls="cls-" + str(c["class"])),
+    ]
+
+
+def _commands(run: dict) -> Inline:
+    """A collapsed table of the run's commands on the page, their count in the summary."""
+    if not run["commands"]:
+        page: Inline = Styled(Lit("no commands"), cls="absent")
+    else:
+        table = Grid(COMMAND_HEADERS, [command_cells(c) for c in run["commands"]], cls="commands", numeric={0, 1})
+        page = Details(Lit(f"{len(run['commands'])} commands"), [table])
+    return [Only(HTML, page), Only(MARKDOWN, Lit(str(len(run["commands"]))))]
+
+
+def _rank(run: dict) -> Inline:
+    note = fmt.status_note(run)
+    if run["unsafe"]:
+        return Badge(note, kind="unsafe")
+    if run["rank"] is None:
+        return Badge(note, kind="status")
+    return note
+
+
+def _run(run: dict, drilled: set[str]) -> Inline:
+    """The run id: a link to its drill-down when it has one, else its anchor; the page adds its path."""
+    rid = run["run_id"]
+    cell = Link(rid, run_anchor(rid)) if rid in drilled else Target(rid, run_anchor(rid))
+    path = [Break(), Styled(run["path"], cls="note")] if run.get("path") else []
+    return [Only(HTML, [cell, path]), Only(MARKDOWN, rid)]
+
+
+def run_rows(runs: list[dict], drilled: set[str]) -> Rows:
     return [
         [
-            s.run(r),
-            s.text(r["scenario_id"]),
-            s.text(r["model"]),
-            s.rank(r),
-            fmt.num(r["scalar"]),
-            fmt.num(r["coverage"]),
-            fmt.num(r["order"]),
-            fmt.num(r["end_state"]),
-            s.passed(fmt.num(r["all_passed"])),
-            f"{r['safety_dangerous']} / {r['safety_anti_procedure']}",
-            str(r["extraneous"]),
-            s.commands(r),
+            _run(r, drilled),
+            r["scenario_id"],
+            r["model"],
+            _rank(r),
+            *(_num(r[k]) for k in ("scalar", "coverage", "order", "end_state")),
+            fmt.num(r["all_passed"]),
+            Lit(f"{r['safety_dangerous']} / {r['safety_anti_procedure']}"),
+            Lit(str(r["extraneous"])),
+            _commands(r),
         ]
         for r in runs
     ]
@@ -206,20 +259,24 @@ JUDGE_HEADERS = [
 ]
 
 
-def judge_rows(models: list[dict], s: CellStyle) -> Rows:
+def judge_rows(models: list[dict]) -> Rows:
     return [
         [
-            s.text(m["judge_model"]),
-            s.rubric(m),
-            str(m["runs"]),
-            str(m["annotations"]),
-            str(m["judge_errors"]),
-            str(m["replicates"]),
-            str(m["non_blind"]),
-            s.shown(fmt.money(m["cost_usd_total"])),
-            s.shown(fmt.ms(m["latency_median_ms"])),
-            s.shown(fmt.ms(m["latency_mean_excl_first_ms"])),
-            f"{m['prompt_tokens']} / {m['completion_tokens']}",
+            m["judge_model"],
+            f"{m['rubric_id']} {'/'.join(m['rubric_versions'])}",
+            *(Lit(str(m[k])) for k in ("runs", "annotations", "judge_errors", "replicates", "non_blind")),
+            fmt.money(m["cost_usd_total"]),
+            fmt.ms(m["latency_median_ms"]),
+            fmt.ms(m["latency_mean_excl_first_ms"]),
+            Lit(f"{m['prompt_tokens']} / {m['completion_tokens']}"),
         ]
         for m in models
+    ]
+
+
+def dimension_rows(m: dict) -> Rows:
+    """A judge model's dimensions as a table (the summary's stand-in for their charts)."""
+    return [
+        [d["dimension"], Lit(str(d["n"])), ", ".join(f"{label}: {count}" for label, count in d["counts"])]
+        for d in m["dimensions"]
     ]

@@ -1,0 +1,339 @@
+"""The report's sections, built once from the report dict (:mod:`evalkit.report.data`) as one
+:class:`~evalkit.report.page.Page`: every heading, sentence, table and chart the page and the
+summary show, and where they differ (the page's charts, links and run details; the summary's
+caps for a pull-request comment, GitHub allowing 65,536 characters).
+
+To add a section: its data in :mod:`evalkit.report.data`, its :class:`~evalkit.report.page.Part`
+here (a function and its line in :data:`PARTS`; for the page's menu, a line in :data:`NAV`);
+the emitters need no change.
+"""
+
+from __future__ import annotations
+
+from evalkit.agreement.view import agreement_sections, judge_cost_section
+from evalkit.report import fmt, tables
+from evalkit.report.data import provenance_items
+from evalkit.report.drilldowns import drilldown_ids
+from evalkit.report.page import (
+    HTML,
+    MARKDOWN,
+    AuditView,
+    Details,
+    Drilldowns,
+    Em,
+    Facts,
+    Figure,
+    Figures,
+    Grid,
+    Heading,
+    ItemList,
+    KitTable,
+    Lit,
+    Only,
+    Page,
+    Para,
+    Part,
+    Strong,
+    Term,
+)
+
+MARKDOWN_RUNS = 100
+MARKDOWN_COMMANDS = 300
+
+NAV = [
+    ("headline", "Headline"),
+    ("comparison", "Comparison"),
+    ("vector", "Vector"),
+    ("safety", "Safety"),
+    ("runs", "Runs"),
+    ("drilldowns", "Run details"),
+    ("judge", "Judge"),
+    ("agreement", "Agreement"),
+    ("provenance", "Provenance"),
+    ("contamination", "Contamination"),
+]
+
+FOOTER = "Made with evalkit. Scores are deterministic; judge annotations are qualitative and outside the score."
+
+
+def _absent(text) -> Para:
+    return Para(text, "absent")
+
+
+def _group_label(group: dict) -> str:
+    return f"{group.get('scenario_id')} / {group.get('model')}"
+
+
+def _pass_rate_chart(items: list[dict], label, title: str, flag, caption: str) -> Figure:
+    return Figure(
+        "bar_chart",
+        {
+            "items": [(label(x), x.get("pass_rate")) for x in items],
+            "title": title,
+            "value_format": ".0%",
+            "flagged": [flag(x) for x in items],
+            "intervals": [x.get("pass_rate_ci") for x in items],
+        },
+        caption,
+    )
+
+
+def headline(report: dict) -> Part:
+    part = Part("headline", "Headline: pass rate and pass^k", [])
+    if not report["runs"]:
+        part.blocks.append(
+            _absent(Lit("No scored runs in this database yet: run `evalkit score PATH --db FILE` first."))
+        )
+        return part
+    c, level = report["counts"], fmt.level(report)
+    models, groups = report["models"], report["groups"]
+    lede = [
+        Lit(
+            f"{c['runs']} runs ({c['scored']} scored), {c['scenarios']} scenarios, {c['models']} agent models; "
+            f"{c['unsafe']} unsafe runs. pass^k is the chance that k runs drawn from a group all pass "
+            "(tau-bench's estimator). Per-model figures weight every scenario equally. "
+        ),
+        level,
+        Lit(" intervals: per model clustered by scenario, per group over its runs"),
+        Only(HTML, Lit("; whiskers on the charts")),
+        Lit("."),
+    ]
+    charts = [
+        _pass_rate_chart(
+            models,
+            lambda m: str(m.get("model")),
+            "Pass rate per model",
+            fmt.small_n,
+            f"Pass rate per model (scenarios weighted equally), whiskers: {level} interval clustered by scenario; "
+            "red bars include a scenario with fewer than 3 scored runs",
+        ),
+        _pass_rate_chart(
+            groups,
+            _group_label,
+            "Pass rate per scenario and model",
+            lambda g: bool(fmt.small_n(g)),
+            f"Pass rate per scenario and model, whiskers: {level} interval over the runs; "
+            "red bars have fewer than 3 scored runs",
+        ),
+    ]
+    part.blocks += [
+        Para(lede, "lede"),
+        Heading(3, Lit("Per model")),
+        Grid(tables.model_headers(level), tables.model_rows(models), "models", frozenset({1, 2, 3, 5, 7, 9})),
+        Heading(3, Lit("Per scenario and model")),
+        Grid(tables.group_headers(level), tables.group_rows(groups), "groups", frozenset({2, 3, 4, 6, 7})),
+        Only(HTML, [Figures(charts)]),
+    ]
+    if any(fmt.small_n(g) for g in groups):
+        part.blocks.append(Para([Term(Lit("n<3")), Lit(": "), fmt.SMALL_N_NOTE, Lit(".")], "note"))
+    return part
+
+
+def comparison(report: dict) -> Part:
+    part = Part("comparison", "Paired comparison", [])
+    comp = report.get("comparison") or {}
+    if not comp.get("available"):
+        part.blocks.append(_absent(comp.get("reason", "no comparison")))
+        return part
+    from evalkit.present.comparison_view import comparison_table
+
+    page = [
+        Lit(
+            "Every pair of models on the scenarios both ran: the mean per-scenario difference "
+            "(candidate − baseline), its interval and p-value (paired t-test), Holm-adjusted across the rows. "
+            "The per-model table's “vs best” column is the same test against the best model on the safe "
+            "figures (safe pass rate, then mean score) ("
+        ),
+        comp["best"],
+        Lit("), Holm-adjusted over its own rows."),
+    ]
+    summary = [
+        Lit(
+            "Every pair of models on the scenarios both ran (paired t-test, Holm-adjusted). The per-model "
+            '"vs best" column is the same test against the best model on the safe figures (safe pass rate, '
+            "then mean score: "
+        ),
+        comp["best"],
+        Lit(")."),
+    ]
+    part.blocks += [
+        Only(HTML, [Para(page, "lede")]),
+        Only(MARKDOWN, [Para(summary)]),
+        KitTable(comparison_table(comp["all_pairs"]), "comparison"),
+    ]
+    return part
+
+
+def vector(report: dict) -> Part:
+    part = Part("vector", "Score vector per group", [])
+    groups = report["groups"]
+    if not groups:
+        part.blocks.append(_absent(Lit("No scored runs yet.")))
+        return part
+    mean_chart = Figure(
+        "bar_chart",
+        {
+            "items": [(_group_label(g), g.get("score_mean")) for g in groups],
+            "title": "Mean score per scenario and model",
+            "flagged": [bool(fmt.small_n(g)) for g in groups],
+            "intervals": [g.get("score_mean_ci") for g in groups],
+        },
+        f"Mean score (scalar) per scenario and model, whiskers: {fmt.level(report)} interval over the runs",
+    )
+    part.blocks += [
+        Para(
+            Lit(
+                "The vector is the result; the score is derived from it for ranking only. "
+                "Provider-error runs are excluded from the means."
+            ),
+            "lede",
+        ),
+        Grid(tables.VECTOR_HEADERS, tables.vector_rows(groups), "vector", frozenset(range(2, 11))),
+        Only(HTML, [mean_chart]),
+        Heading(3, Lit("Safety: a gate, not a trade-off"), anchor="safety"),
+        Para(
+            Lit(
+                "A forbidden command of any severity (dangerous, anti-procedure, an unapproved gated action) "
+                "makes a run unsafe: it is listed here with its severity, is not a safe pass, and is left out "
+                "of the run ranking. A dangerous one floors the run's score to 0."
+            ),
+            "lede",
+        ),
+        Grid(tables.SAFETY_HEADERS, tables.safety_rows(report), "safety", frozenset({2, 3, 4})),
+    ]
+    return part
+
+
+def runs(report: dict) -> Part:
+    """The page lists every run; the summary at most MARKDOWN_RUNS runs and MARKDOWN_COMMANDS
+    command rows."""
+    part = Part("runs", "Runs and their commands", [])
+    all_runs = report["runs"]
+    if not all_runs:
+        part.blocks.append(_absent(Lit("No runs yet.")))
+        return part
+    # a drilled run's anchor is on its drill-down
+    rows = tables.run_rows(all_runs, drilldown_ids(report))
+    shown = all_runs[:MARKDOWN_RUNS]
+    summary: list = [Grid(tables.RUN_HEADERS, rows[:MARKDOWN_RUNS])]
+    if len(shown) < len(all_runs):
+        summary.append(Para(Em(Lit(f"{len(all_runs) - len(shown)} more runs in the HTML report."))))
+    commands = [[r["run_id"], *tables.command_cells(c)] for r in shown for c in r["commands"]]
+    if commands:
+        blocks: list = [Grid(["run", *tables.COMMAND_HEADERS], commands[:MARKDOWN_COMMANDS])]
+        if len(commands) > MARKDOWN_COMMANDS:
+            blocks.append(Para(Em(Lit(f"{len(commands) - MARKDOWN_COMMANDS} more commands in the HTML report."))))
+        summary.append(Details(Lit("Commands of each run with their classes"), blocks))
+    part.blocks += [
+        Para(
+            [
+                Lit("Ranked per scenario by score; unsafe and unscored runs are not ranked."),
+                Only(HTML, Lit(" Open a run's commands to see how each was classified.")),
+            ],
+            "lede",
+        ),
+        Only(HTML, [Grid(tables.RUN_HEADERS, rows, "runs", tables.RUN_NUMERIC)]),
+        Only(MARKDOWN, summary),
+    ]
+    return part
+
+
+def judge(report: dict) -> Part:
+    data = report["judge"]
+    part = Part(
+        "judge",
+        "Judge annotations (qualitative, outside the score)",
+        [Para(fmt.QUALITATIVE_NOTE, "banner")],
+        cls="qualitative",
+    )
+    if not data.get("available"):
+        part.blocks.append(_absent(data.get("reason", "No judge annotations.")))
+        return part
+    part.blocks += [
+        Heading(3, Lit("Annotations, cost and latency per judge model (per stored annotation)")),
+        Grid(tables.JUDGE_HEADERS, tables.judge_rows(data["models"]), "judge-cost", frozenset(range(2, 11))),
+    ]
+    if report["agreement"].get("available"):
+        part.blocks.append(AuditView([judge_cost_section(report["agreement"]["audit"])]))
+    part.blocks.append(Heading(3, Lit("Distribution of each dimension (primary answers)")))
+    for m in data["models"]:
+        if not m["dimensions"]:
+            continue
+        charts = [
+            Figure(
+                "bar_chart",
+                {
+                    "items": [(str(label), count) for label, count in dim["counts"]],
+                    "title": f"{m['judge_model']} {dim['dimension']}",
+                    "max_value": None,
+                    "value_format": "d",
+                    "label_chars": 12,
+                },
+                f"{dim['dimension']} (n={dim['n']})",
+            )
+            for dim in m["dimensions"]
+        ]
+        part.blocks += [
+            Heading(4, [m["judge_model"], Lit(" \u00b7 "), m["rubric_id"]]),
+            Only(HTML, [Figures(charts)]),
+            Only(MARKDOWN, [Grid(["dimension", "n", "counts"], tables.dimension_rows(m))]),
+        ]
+    return part
+
+
+def agreement(report: dict) -> Part:
+    data = report["agreement"]
+    part = Part("agreement", "Agreement audit: judge against scores, judges and humans", [])
+    if not data.get("available"):
+        part.blocks.append(_absent([Lit("No audit: "), data.get("reason", "no data"), Lit(".")]))
+        return part
+    run_ids = {r["run_id"] for r in report["runs"]}
+    part.blocks.append(AuditView(agreement_sections(data["audit"]), run_ids, short=True))
+    return part
+
+
+def provenance(report: dict) -> Part:
+    p = report["provenance"]
+    return Part(
+        "provenance", "Provenance", [Facts(provenance_items(p), ("made at", p["made_at"]), "made-at", "provenance")]
+    )
+
+
+def contamination(report: dict) -> Part:
+    c = report["contamination"]
+    part = Part("contamination", "Contamination", [])
+    if not c["declared"]:
+        source = [Lit(" ("), c["source"], Lit(")")] if c.get("source") else []
+        part.blocks.append(
+            Para(
+                [
+                    Strong(Lit("Not declared yet.")),
+                    Lit(" The benchmark owner has not filled in the contamination declaration"),
+                    source,
+                    Lit("; the text below is the template."),
+                ],
+                "undeclared",
+            )
+        )
+    elif c.get("declared_by") or c.get("reviewed"):
+        who = ", ".join(x for x in (c.get("declared_by"), c.get("reviewed")) if x)
+        part.blocks.append(Para([Lit("Declared by "), who, Lit(".")], "aside"))
+    part.blocks.append(Para(c["statement"] if c["statement"] else Em(Lit("No statement."))))
+    for key, label in (("evidence", "Evidence"), ("public_sources", "Public sources")):
+        if c.get(key):
+            part.blocks.append(ItemList(label, list(c[key])))
+    return part
+
+
+def drilldowns(report: dict) -> Only:
+    return Only(HTML, [Drilldowns(report)])
+
+
+# The parts in reading order: a new section is a function here and its line in this list.
+PARTS = [headline, comparison, vector, runs, drilldowns, judge, agreement, provenance, contamination]
+
+
+def build_page(report: dict) -> Page:
+    """The report dict as the one document both emitters write."""
+    parts = [part(report) for part in PARTS]
+    return Page(report["title"], report["provenance"]["evalkit_version"], NAV, parts, FOOTER)
