@@ -147,47 +147,51 @@ class JudgeTables:
         with self.database.transaction() as conn:
             if write_call:
                 _write_call(conn, call)
-            existing = conn.execute(
-                "SELECT replicate, status, cache_key FROM annotations WHERE annotation_id = ?", (ann["annotation_id"],)
-            ).fetchone()
-            if replicate_tag == "0":
-                replicate = 0
-            elif existing is not None:
-                replicate = existing[0]
-            else:
-                replicate = conn.execute(
-                    "SELECT COALESCE(MAX(replicate), 0) + 1 FROM annotations WHERE run_id = ? AND "
-                    "judge_model = ? AND rubric_id = ? AND rubric_version = ? AND blind = ?",
-                    (ann["run_id"], ann["judge_model"], ann["rubric_id"], ann["rubric_version"], ann["blind"]),
-                ).fetchone()[0]
-            row = dict(ann, replicate=replicate)
-            if not _keeps_stored(None if existing is None else (existing[1], existing[2]), row):
-                conn.execute(
-                    _upsert("annotations", ANNOTATION_COLUMNS, "annotation_id"),
-                    [row.get(c) for c in ANNOTATION_COLUMNS],
-                )
-                conn.execute("DELETE FROM annotation_values WHERE annotation_id = ?", (row["annotation_id"],))
-                if row["status"] == "ok" and values:
-                    for dim, value in values.items():
-                        if dim in ("confidence", "rationale"):
-                            continue
-                        conn.execute(
-                            "INSERT INTO annotation_values (annotation_id, run_id, judge_model, rubric_id, "
-                            "dimension, value, confidence, blind, replicate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (
-                                row["annotation_id"],
-                                row["run_id"],
-                                row["judge_model"],
-                                row["rubric_id"],
-                                dim,
-                                json.dumps(value),
-                                confidence if dim == "outcome" else None,
-                                row["blind"],
-                                replicate,
-                            ),
-                        )
-            else:
-                row = _stored(conn, "annotations", ANNOTATION_COLUMNS, ann["annotation_id"])
+            return self._write_annotation(conn, ann, values, confidence, replicate_tag)
+
+    def _write_annotation(self, conn, ann: dict, values: dict | None, confidence: float | None, tag: str) -> dict:
+        """The annotation half of :meth:`record`, inside its transaction (a subclass redirects it)."""
+        existing = conn.execute(
+            "SELECT replicate, status, cache_key FROM annotations WHERE annotation_id = ?", (ann["annotation_id"],)
+        ).fetchone()
+        if tag == "0":
+            replicate = 0
+        elif existing is not None:
+            replicate = existing[0]
+        else:
+            replicate = conn.execute(
+                "SELECT COALESCE(MAX(replicate), 0) + 1 FROM annotations WHERE run_id = ? AND "
+                "judge_model = ? AND rubric_id = ? AND rubric_version = ? AND blind = ?",
+                (ann["run_id"], ann["judge_model"], ann["rubric_id"], ann["rubric_version"], ann["blind"]),
+            ).fetchone()[0]
+        row = dict(ann, replicate=replicate)
+        if not _keeps_stored(None if existing is None else (existing[1], existing[2]), row):
+            conn.execute(
+                _upsert("annotations", ANNOTATION_COLUMNS, "annotation_id"),
+                [row.get(c) for c in ANNOTATION_COLUMNS],
+            )
+            conn.execute("DELETE FROM annotation_values WHERE annotation_id = ?", (row["annotation_id"],))
+            if row["status"] == "ok" and values:
+                for dim, value in values.items():
+                    if dim in ("confidence", "rationale"):
+                        continue
+                    conn.execute(
+                        "INSERT INTO annotation_values (annotation_id, run_id, judge_model, rubric_id, "
+                        "dimension, value, confidence, blind, replicate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            row["annotation_id"],
+                            row["run_id"],
+                            row["judge_model"],
+                            row["rubric_id"],
+                            dim,
+                            json.dumps(value),
+                            confidence if dim == "outcome" else None,
+                            row["blind"],
+                            replicate,
+                        ),
+                    )
+        else:
+            row = _stored(conn, "annotations", ANNOTATION_COLUMNS, ann["annotation_id"])
         return row
 
     def record_call(self, call: dict) -> None:

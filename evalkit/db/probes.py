@@ -20,7 +20,7 @@ from typing import Any
 
 from evalkit.db.cells import loads
 from evalkit.db.connect import Database
-from evalkit.db.judge import JudgeTables, _keeps_stored, _stored, _upsert, _write_call, judge_filter, where_sql
+from evalkit.db.judge import JudgeTables, _keeps_stored, _stored, _upsert, judge_filter, where_sql
 from evalkit.db.schema import TABLES
 
 PROBE_COLUMNS = TABLES["probe_annotations"].column_names
@@ -45,30 +45,19 @@ class ProbeTables(JudgeTables):
     def judged_runs(self, model: str, rubric_id: str, rubric_version: int, blind: bool) -> list[str]:
         return []  # drift replicates are not drawn from probe answers
 
-    def record(
-        self,
-        call: dict,
-        ann: dict,
-        values: dict | None,
-        confidence: float | None,
-        replicate_tag: str,
-        write_call: bool = True,
-    ) -> dict:
-        """Store one finished probe call (the cache row) and its answer atomically; returns the
-        answer row (with ``replicate`` 0, as the judge's runner expects)."""
+    def _write_annotation(self, conn, ann: dict, values: dict | None, confidence: float | None, tag: str) -> dict:
+        """The probe answer (``record`` has written the cache row in the same transaction); returns
+        the answer row, with ``replicate`` 0 as the judge's runner expects."""
         row = {**ann, "probe": self._probe_of[ann["annotation_id"]]}
-        with self.database.transaction() as conn:
-            if write_call:
-                _write_call(conn, call)
-            existing = conn.execute(
-                "SELECT status, cache_key FROM probe_annotations WHERE annotation_id = ?", (row["annotation_id"],)
-            ).fetchone()
-            if _keeps_stored(existing, row):
-                row = _stored(conn, "probe_annotations", PROBE_COLUMNS, row["annotation_id"])
-            else:
-                conn.execute(
-                    _upsert("probe_annotations", PROBE_COLUMNS, "annotation_id"), [row.get(c) for c in PROBE_COLUMNS]
-                )
+        existing = conn.execute(
+            "SELECT status, cache_key FROM probe_annotations WHERE annotation_id = ?", (row["annotation_id"],)
+        ).fetchone()
+        if _keeps_stored(existing, row):
+            row = _stored(conn, "probe_annotations", PROBE_COLUMNS, row["annotation_id"])
+        else:
+            conn.execute(
+                _upsert("probe_annotations", PROBE_COLUMNS, "annotation_id"), [row.get(c) for c in PROBE_COLUMNS]
+            )
         return {**{c: row.get(c) for c in PROBE_COLUMNS}, "replicate": 0}
 
 
