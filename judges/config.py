@@ -152,27 +152,12 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
     if overrides:
         raw = _merge(raw, overrides)
     parsed = validate(JudgeFile, raw, source)
-    req, retry = parsed.request, parsed.retry
+    # JudgeConfig is the tables flattened: [request] and [retry] keys by their names, [batch] keys
+    # prefixed batch_ (a key added to a table reaches the config with no line here)
     return JudgeConfig(
         default_rubric=parsed.default_rubric,
-        temperature=float(req.temperature),
-        max_tokens=req.max_tokens,
-        rationale_max_chars=req.rationale_max_chars,
-        timeout_s=float(req.timeout_s),
-        reply_max_bytes=req.reply_max_bytes,
-        rationale_limit_chars=req.rationale_limit_chars,
-        concurrency=req.concurrency,
-        reask=req.reask,
-        output_mode=req.output_mode,
-        max_input_tokens=req.max_input_tokens,
-        attempts=retry.attempts,
-        initial_wait_s=float(retry.initial_wait_s),
-        max_wait_s=float(retry.max_wait_s),
-        jitter_s=float(retry.jitter_s),
-        max_retry_after_s=float(retry.max_retry_after_s),
-        batch_poll_s=float(parsed.batch.poll_s),
-        batch_max_requests=parsed.batch.max_requests,
-        batch_max_file_bytes=parsed.batch.max_file_bytes,
-        batch_max_wait_s=float(parsed.batch.max_wait_s),
+        **parsed.request.model_dump(),
+        **parsed.retry.model_dump(),
+        **{f"batch_{key}": value for key, value in parsed.batch.model_dump().items()},
         prices={name: entry.model_dump() for name, entry in parsed.prices.items()},
     )
