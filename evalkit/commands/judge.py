@@ -1,7 +1,8 @@
 """`evalkit judge` and `evalkit cache`: the optional LLM judge (judges/ package, imported lazily).
 
-Module level imports only click and the standard library: `evalkit score` never pays for the
-judge layer, and the judge pays for litellm only once a litellm model is actually built.
+The judge layer loads inside the commands, through evalkit.api (and the view layer for its
+shapes): `evalkit score` never pays for it, and the judge pays for litellm only once a litellm
+model is actually built.
 """
 
 from __future__ import annotations
@@ -61,16 +62,7 @@ def register(group: click.Group) -> None:
     )
     def judge(
         paths,
-        models,
-        rubric,
         db_path,
-        concurrency,
-        api_base,
-        temperature,
-        output_mode,
-        max_input_tokens,
-        max_cost,
-        refresh,
         resample,
         seed,
         show_mechanical,
@@ -78,9 +70,8 @@ def register(group: click.Group) -> None:
         batch,
         batch_status,
         fmt,
-        config_path,
-        progress,
         allow_self_judging,
+        **call,
     ):
         """Judge runs with an LLM and store qualitative annotations (never the scores).
 
@@ -92,84 +83,38 @@ def register(group: click.Group) -> None:
         (401/403/400/404, no API key, nothing listening at --api-base, every output mode refused)
         or --max-cost reached; 2 usage error.
         """
-        from evalkit.judges.api import check_resample
+        from evalkit import api
+        from evalkit.errors import InputError
+        from evalkit.present import views
 
         try:
-            check_resample(resample, seed)
+            api.check_resample(resample, seed)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         if not paths and not os.path.exists(db_path):
             raise click.UsageError(f"no database {db_path}: score runs first, or pass trajectory PATHS")
-
-        from evalkit.errors import InputError
-        from evalkit.judges import api, render
-        from evalkit.judges.config import ConfigError
-        from evalkit.judges.protocol import JudgeSetupError, UnknownJudgeError
-        from evalkit.judges.rubrics import RubricError
-
-        options = dict(
-            db=db_path,
-            rubric=rubric,
-            api_base=api_base,
-            temperature=temperature,
-            refresh=refresh,
-            resample=resample,
-            seed=seed,
-            show_mechanical=show_mechanical,
-            config_path=config_path,
-            output_mode=output_mode,
-            max_input_tokens=max_input_tokens,
-        )
+        usage_errors = (api.RubricError, api.UnknownJudgeError)
+        models = call.pop("models")
+        options = dict(call, resample=resample, seed=seed, show_mechanical=show_mechanical, batch=batch)
+        inputs = dict(paths=paths or None, warn=warn, allow_self_judging=allow_self_judging)
         try:
-            if paths:
-                from evalkit.api import score_to_db
-
-                cards, input_errors = score_to_db(paths, db_path, warn=warn)
-            else:
-                cards, input_errors = api.stored_cards(db_path), []
-            for error in input_errors:
-                warn(str(error))
-            if not allow_self_judging:
-                from evalkit.agreement.self_judging import warning_lines
-
-                for line in warning_lines(models, (c.model for c in cards)):
-                    warn(line)
             if dry_run:
-                plan = api.dry_run(cards, models, batch=batch, **options)
-                click.echo(render.render_dry_run(plan, fmt), nl=False)
+                plan, input_errors = api.judge_dry_run(db_path, models, **inputs, **options)
+                click.echo(views.judge_dry_run(plan, fmt), nl=False)
                 sys.exit(EXIT_BAD_INPUT if input_errors else EXIT_OK)
-            result = api.judge_cards(
-                cards,
-                models,
-                concurrency=concurrency,
-                max_cost=max_cost,
-                progress=progress,
-                batch=batch,
-                batch_status=batch_status,
-                **options,
-            )
+            result = api.judge(db_path, models, **inputs, batch_status=batch_status, **options)
             if batch_status:
-                click.echo(
-                    render.render_batches(api.stored_batches(db_path, models, rubric, config_path), fmt), nl=False
-                )
+                batches = api.judge_batches(db_path, models, call["rubric"], call["config_path"])
+                click.echo(views.judge_batches(batches, fmt), nl=False)
         except KeyboardInterrupt:
             fail("interrupted; finished calls are stored, run the same command again to resume", EXIT_INTERRUPTED)
-        except (RubricError, UnknownJudgeError) as exc:
+        except usage_errors as exc:
             fail(str(exc), EXIT_USAGE)
-        except JudgeSetupError as exc:
+        except (ValueError, InputError) as exc:  # JudgeSetupError is a ValueError, ConfigError an InputError
             fail(str(exc))
-        except (ConfigError, ValueError, InputError) as exc:
-            fail(str(exc))
-        result.input_errors = input_errors
-        shape = {
-            "table": render.annotations_text,
-            "markdown": render.annotations_markdown,
-            "json": render.annotations_json,
-            "jsonl": render.annotations_jsonl,
-        }[fmt]
-        click.echo(shape(result), nl=False)
+        click.echo(views.judge_annotations(result, fmt), nl=False)
         if fmt == "jsonl":
-            for line in render.summary_lines(result):
+            for line in views.judge_summary_lines(result):
                 warn(line)
         if result.summary.fatal:
             warn(f"error: {result.summary.fatal}")
@@ -187,19 +132,15 @@ def register(group: click.Group) -> None:
     def stats(db_path, fmt):
         """Cached calls per judge model, rubric and status, with tokens and cost; then the output mode
         remembered per (judge model, api base)."""
+        from evalkit import api
         from evalkit.errors import InputError
-        from evalkit.judges import render
-        from evalkit.judges.store import JudgeStore
+        from evalkit.present import views
 
         try:
-            store = JudgeStore(db_path, readonly=True)
-            try:
-                rows, modes = store.stats(), store.output_modes()
-            finally:
-                store.close()
+            rows, modes = api.cache_stats(db_path)
         except InputError as exc:
             fail(str(exc))
-        click.echo(render.render_stats(rows, fmt, modes), nl=False)
+        click.echo(views.cache_stats(rows, fmt, modes), nl=False)
 
     @cache.command("clear")
     @db_option(existing=True)
@@ -211,15 +152,11 @@ def register(group: click.Group) -> None:
     @click.option("--rubric", help="Only this rubric id.")
     def clear(db_path, model, rubric):
         """Delete cached calls (annotations are results and stay)."""
+        from evalkit import api
         from evalkit.errors import InputError
-        from evalkit.judges.store import JudgeStore
 
         try:
-            store = JudgeStore(db_path)
-            try:
-                count = store.clear(model=model, rubric=rubric)
-            finally:
-                store.close()
+            count = api.cache_clear(db_path, model=model, rubric=rubric)
         except InputError as exc:
             fail(str(exc))
         click.echo(f"cleared {count} cached calls")

@@ -1,7 +1,6 @@
 """`evalkit probe`: judge robustness probes (evalkit.probes.pipeline.run_probes; docs/probes.md).
 
-Module level imports only click and the standard library; the judge layer (and litellm) load
-inside the command.
+The judge layer (and litellm) load inside the command, through evalkit.api and the view layer.
 """
 
 from __future__ import annotations
@@ -17,11 +16,12 @@ from evalkit.commands.kit import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
-    ExistingFile,
+    config_file_option,
     db_option,
     fail,
     format_option,
     judge_call_options,
+    resamples_option,
     warn,
 )
 
@@ -38,10 +38,9 @@ def register(group: click.Group) -> None:
     )
     @click.option("--sample", type=click.IntRange(1), metavar="N", help="Probe N runs drawn with --seed (default all).")
     @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample and of the bootstrap.")
-    @click.option(
+    @config_file_option(
         "--probes-config",
-        type=ExistingFile("probes config file"),
-        metavar="FILE",
+        noun="probes config file",
         help="TOML file overriding the planted texts of configs/probes.toml.",
     )
     @click.option(
@@ -52,14 +51,7 @@ def register(group: click.Group) -> None:
         help="Exit 3 when PROBE[.DIMENSION].METRIC OP NUMBER holds, e.g. 'false_claim.fooled_rate>0.05' "
         "(METRIC: unchanged_rate, lenient_flip_rate, strict_flip_rate, fooled_rate). Repeatable.",
     )
-    @click.option(
-        "--resamples",
-        "n_resamples",
-        type=click.IntRange(0),
-        default=1000,
-        show_default=True,
-        help="Bootstrap resamples (0 = no intervals).",
-    )
+    @resamples_option()
     @format_option(["table", "json", "markdown"], dest="fmt")
     @click.option(
         "--allow-self-judging",
@@ -68,18 +60,7 @@ def register(group: click.Group) -> None:
     )
     def probe(
         paths,
-        models,
-        rubric,
         db_path,
-        concurrency,
-        api_base,
-        temperature,
-        output_mode,
-        max_input_tokens,
-        max_cost,
-        refresh,
-        config_path,
-        progress,
         probe_list,
         sample,
         seed,
@@ -88,6 +69,7 @@ def register(group: click.Group) -> None:
         n_resamples,
         fmt,
         allow_self_judging,
+        **call,
     ):
         """Probe the LLM judge: judge counterfactual runs whose mechanical score is unchanged.
 
@@ -101,27 +83,22 @@ def register(group: click.Group) -> None:
         Exit codes: 0 done; 1 bad inputs, judge errors or --max-cost reached; 2 usage error;
         3 a --fail-if condition held (or could not be measured).
         """
-        from evalkit.probes.pipeline import check_probes, parse_gates
+        from evalkit import api
+        from evalkit.errors import InputError
+        from evalkit.present import views
 
         try:
-            parse_gates(fail_if)
-            probes = check_probes(probe_list.split(",") if probe_list is not None else None)
+            probes = api.check_probes(probe_list.split(",") if probe_list is not None else None, fail_if)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         if not paths and not os.path.exists(db_path):
             raise click.UsageError(f"no database {db_path}: score runs first, or pass trajectory PATHS")
-
-        from evalkit.errors import InputError
-        from evalkit.judges.protocol import UnknownJudgeError
-        from evalkit.judges.rubrics import RubricError
-        from evalkit.probes import view
-        from evalkit.probes.pipeline import run_probes
-
+        usage_errors = (api.RubricError, api.UnknownJudgeError)
+        models = call.pop("models")
         try:
-            result = run_probes(
+            result = api.probe(
                 db_path,
                 models,
-                rubric=rubric,
                 probes=probes,
                 sample=sample,
                 seed=seed,
@@ -131,29 +108,17 @@ def register(group: click.Group) -> None:
                 n_resamples=n_resamples,
                 warn=warn,
                 allow_self_judging=allow_self_judging,
-                concurrency=concurrency,
-                api_base=api_base,
-                temperature=temperature,
-                max_cost=max_cost,
-                refresh=refresh,
-                config_path=config_path,
-                progress=progress,
-                output_mode=output_mode,
-                max_input_tokens=max_input_tokens,
+                **call,
             )
         except KeyboardInterrupt:
             fail("interrupted; finished calls are stored, run the same command again to resume", EXIT_INTERRUPTED)
-        except (RubricError, UnknownJudgeError) as exc:
+        except usage_errors as exc:
             fail(str(exc), EXIT_USAGE)
         except (InputError, ValueError) as exc:
             fail(str(exc))
         for error in result.input_errors:
             warn(error)
-        doc = result.as_dict()
-        click.echo(
-            view.probe_run_json(doc) if fmt == "json" else view.probe_run_text(doc, markdown=fmt == "markdown"),
-            nl=False,
-        )
+        click.echo(views.probe_run(result.as_dict(), fmt), nl=False)
         for summary in (result.judging.originals, result.judging.probes):
             if summary.fatal or summary.stopped:
                 warn(f"error: {summary.fatal or summary.stopped}")
