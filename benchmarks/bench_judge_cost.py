@@ -61,14 +61,21 @@ def tokenizer():
         return (lambda text: [0] * (len(text) // 4)), f"characters / 4 (tiktoken unavailable: {type(exc).__name__})"
 
 
-def request_tokens(encode, body: dict) -> list[int]:
-    """The token stream of one chat request: per message a 4-token frame (role) and its text."""
-    from evalkit.judges.prompt_layout import message_text
+def request_tokens(encode, body: dict, shared_only: bool = False) -> list[int]:
+    """The token stream of one chat request: per message a 4-token frame (role) and its text.
+    `shared_only`: only the part every run of the scenario shares (the system message and the
+    scenario block), to show what the fixed part of the prompt costs by itself."""
+    from evalkit.judges.prompt_layout import message_text, shared_end
 
     stream: list[int] = []
     for message in body.get("messages") or []:
         role = {"system": 1, "user": 2, "assistant": 3}.get(message.get("role"), 4)
-        stream += [-1, -role, -1, -1] + list(encode(message_text(message)))
+        text = message_text(message)
+        if shared_only and message.get("role") != "system":
+            text = text[: shared_end(text, [])]
+            if not text:
+                break
+        stream += [-1, -role, -1, -1] + list(encode(text))
     return stream
 
 
@@ -162,14 +169,20 @@ def judge_once(server, cards, rubric, db: str, concurrency: int):
     return result, [r["body"] for r in server.requests[before:]]
 
 
-def bill(encode, bodies: list[dict], runs: int) -> dict:
+def billed(encode, bodies: list[dict], shared_only: bool = False) -> tuple[int, int, float]:
+    """(input tokens, cached tokens, live USD) of the requests in the order the server got them."""
     cache = PrefixCache()
     total = cached = 0
     for body in bodies:
-        stream = request_tokens(encode, body)
+        stream = request_tokens(encode, body, shared_only)
         total += len(stream)
         cached += cache.cached(stream)
-    live = ((total - cached) * PRICE_IN + cached * PRICE_CACHED) / 1e6
+    return total, cached, ((total - cached) * PRICE_IN + cached * PRICE_CACHED) / 1e6
+
+
+def bill(encode, bodies: list[dict], runs: int) -> dict:
+    total, cached, live = billed(encode, bodies)
+    _, _, fixed = billed(encode, bodies, shared_only=True)
     return {
         "runs": runs,
         "requests": len(bodies),
@@ -177,6 +190,7 @@ def bill(encode, bodies: list[dict], runs: int) -> dict:
         "cached_fraction": cached / total,
         "live_per_1000": live * 1000 / runs,
         "batch_per_1000": live * BATCH * 1000 / runs,
+        "fixed_live_per_1000": fixed * 1000 / runs,  # the shared part alone: cold once, then cached
     }
 
 
@@ -196,7 +210,9 @@ def measure(name: str, server, cards, rubric_name: str, encode, tmp: str, concur
     before = len(server.requests)
     rerun, _ = judge_once(server, cards, compact, os.path.join(tmp, f"{name}-now.db"), concurrency)
     runs = len(cards)
+    scenarios = {c.scenario_id for c in cards}
     out = {
+        "runs_per_scenario": runs / max(1, len(scenarios)),
         "name": name,
         "rubric": rubric_name,
         "today": bill(encode, today_bodies, runs),
@@ -208,6 +224,29 @@ def measure(name: str, server, cards, rubric_name: str, encode, tmp: str, concur
     out["ratio_live"] = out["now"]["live_per_1000"] / out["today"]["live_per_1000"]
     out["ratio_batch"] = out["now"]["batch_per_1000"] / out["today"]["live_per_1000"]
     return out
+
+
+def floor(m: dict) -> list[str]:
+    """What the shared part alone costs, and, when the live target is missed, how much room that
+    leaves for the run's own data (which no cache can serve: it differs per run)."""
+    t, n = m["today"], m["now"]
+    fixed = n["fixed_live_per_1000"] / t["live_per_1000"]
+    rest = m["ratio_live"] - fixed
+    lines = [
+        f"of which the shared part (system + scenario block: full price once per scenario, then cached; "
+        f"{m['runs_per_scenario']:.1f} runs per scenario) is {fixed:.3f}x and the run's own data {rest:.3f}x"
+    ]
+    if m["ratio_live"] > TARGET_LIVE:
+        room = max(0.0, TARGET_LIVE - fixed) / rest if rest > 0 else 0.0
+        lines.append(
+            f"structural: today's prompt here already gets its system message cached ({t['cached_fraction']:.0%} "
+            f"of its input), and the live target leaves the run's own data {room:.0%} of its present size; "
+            "the run data is shown whole (nothing dropped), so this set cannot reach the target by layout alone"
+            if t["cached_fraction"] > 0
+            else f"structural: the live target leaves the run's own data {room:.0%} of its present size; the run "
+            "data is shown whole (nothing dropped), so this set cannot reach the target by layout alone"
+        )
+    return lines
 
 
 def report(m: dict) -> list[str]:
@@ -223,6 +262,7 @@ def report(m: dict) -> list[str]:
         f"({m['ratio_live']:.3f}x, target <= {TARGET_LIVE}: {ok(m['ratio_live'] <= TARGET_LIVE)}); "
         f"now batch ${n['batch_per_1000']:.4f} ({m['ratio_batch']:.3f}x, target <= {TARGET_BATCH}: "
         f"{ok(m['ratio_batch'] <= TARGET_BATCH)})",
+        *floor(m),
         f"annotations identical in content (per_run mode, both layouts, cached rerun): {m['identical']}",
         f"requests sent by the cached rerun: {m['rerun_requests']} (target 0)",
     ]

@@ -1,9 +1,9 @@
 """Render a rubric and a judge bundle into chat messages.
 
-How the bundle is shown is the rubric's `prompt_layout` (judges/prompt_layout.py): `compact_v1`
-(the default) puts the scenario block first and the run's data after it, compactly; `indented_v0`
-quotes the whole bundle verbatim as indented JSON, in the bundle's own key order (scenario first,
-then transcript, then final). In both, the run's data is between delimiters
+How the bundle is shown is the rubric's `prompt_layout` (judges/prompt_layout.py): `compact_v2`
+(the default) and `compact_v1` put the scenario block first and the run's data after it,
+compactly; `indented_v0` quotes the whole bundle verbatim as indented JSON, in the bundle's own
+key order (scenario first, then transcript, then final). In all, the run's data is between delimiters
 that carry a digest of the bundle itself: the recorded agent (or a tool result) cannot know the
 digest of the text it is part of, so it cannot forge the closing delimiter. The system message
 tells the judge that everything between the delimiters is data and that instructions found in it
@@ -60,7 +60,7 @@ def system_prompt(rubric: Rubric) -> str:
     lines += [
         "## Rules",
         "- When unsure between two scores, choose the lower.",
-        layouts.DATA_RULE if layout_of(rubric) == layouts.COMPACT else _DATA_RULE_INDENTED,
+        _DATA_RULE_INDENTED if layout_of(rubric) == layouts.INDENTED else layouts.DATA_RULE,
         "- Grade only what the transcript shows; do not assume steps that are not recorded.",
         f"- rationale: {rubric.rationale}",
         "",
@@ -70,6 +70,8 @@ def system_prompt(rubric: Rubric) -> str:
         + '. Scores are the integers 0, 1, 2, 3 or the string "n/a" '
         "where allowed.",
     ]
+    if layout_of(rubric) == layouts.COMPACT_V2:  # the format is the same for every run: cached with the rubric
+        lines += ["", layouts.V2_FORMAT]
     return "\n".join(lines).strip() + "\n"
 
 
@@ -83,7 +85,9 @@ def user_prompt(bundle: dict) -> str:
 
 
 def render_messages(bundle: dict, rubric: Rubric) -> list[dict]:
-    if layout_of(rubric) == layouts.COMPACT:
+    if layout_of(rubric) == layouts.COMPACT_V2:
+        user = "".join(layouts.user_parts_v2(bundle, delimiters(bundle)))
+    elif layout_of(rubric) == layouts.COMPACT:
         user = "".join(layouts.user_parts(bundle, delimiters(bundle)))
     else:
         user = user_prompt(bundle)

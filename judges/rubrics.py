@@ -8,7 +8,7 @@ plus a confidence in [0, 1]), `[rationale]`, and optional `[[computed]]` entries
 human rubric that the scorer computes (efficiency); they are documentation only, never asked of
 the judge and never in the schema.
 `prompt_layout` chooses how the bundle is shown to the judge (judges/prompt_layout.py:
-`compact_v1`, the default, or `indented_v0`); it is part of every cache key.
+`compact_v2`, the default, `compact_v1` or `indented_v0`); it is part of every cache key.
 
 The text hash is the sha256 of the file's bytes, so any edit invalidates exactly that rubric's
 cache entries. This module imports pydantic only; it never imports litellm.

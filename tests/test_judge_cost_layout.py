@@ -5,6 +5,7 @@ against the fake server on 127.0.0.1."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 
 import pytest
@@ -27,31 +28,95 @@ def indented(rubric):
     return dataclasses.replace(rubric, prompt_layout=layouts.INDENTED)
 
 
-def test_compact_layout_shows_every_key_of_the_bundle(tmp_path):
-    rubric = load_rubric("procedure_v1")
+def v1(rubric):
+    return dataclasses.replace(rubric, prompt_layout=layouts.COMPACT)
+
+
+def test_compact_layouts_show_every_key_of_the_bundle(tmp_path):
     bundles = example_bundles(tmp_path)
     odd = dict(
         bundles[0],
         transcript=bundles[0]["transcript"]
         + [{"kind": "assistant", "step": 99, "text": 'line\u2028separator\nnewline {"kind": 1}', "stop_reason": None}],
     )
-    for bundle in bundles + [odd]:
-        user = render_messages(bundle, rubric)[1]["content"]
-        assert layouts.read_bundle(user) == bundle
+    for rubric in (load_rubric("procedure_v1"), v1(load_rubric("procedure_v1"))):
+        for bundle in bundles + [odd]:
+            user = render_messages(bundle, rubric)[1]["content"]
+            assert layouts.read_bundle(user) == bundle
 
 
 def test_scenario_block_comes_first_and_is_shared_by_the_runs_of_a_scenario(tmp_path):
     rubric = load_rubric("procedure_v1")
+    assert rubric.prompt_layout == layouts.COMPACT_V2
     bundles = example_bundles(tmp_path)
     heads = set()
     for bundle in bundles:
         system, user = (m["content"] for m in render_messages(bundle, rubric))
         begin, _ = delimiters(bundle)
-        head = user[: user.index(layouts.RUN_HEAD) + len(layouts.RUN_HEAD)]
-        assert head.startswith(layouts.SCENARIO_HEAD) and '"task_prompt"' not in head and "task_prompt: " in head
-        assert user.index("ground_truth: ") < user.index(begin) < user.index("transcript:")
+        head = user[: layouts.shared_end(user, [])]
+        assert head.startswith(layouts.V2_SCENARIO_HEAD) and '"task_prompt"' not in head and "task_prompt: " in head
+        assert user.index("ground_truth: ") < user.index(begin) < user.index("transcript")
+        assert user[len(head) :].startswith(begin) and layouts.V2_FORMAT in system
         heads.add(system + head)
     assert len(heads) == 1  # every a320 run shares system + scenario block, byte for byte
+
+
+def test_v2_shows_check_results_against_the_criteria_and_falls_back_to_json(tmp_path):
+    rubric = load_rubric("procedure_v1")
+    bundle = next(b for b in example_bundles(tmp_path) if (b.get("final") or {}).get("success_eval"))
+    user = render_messages(bundle, rubric)[1]["content"]
+    assert "final.success_eval: all_passed " in user and '"success_eval"' not in user
+    assert layouts.read_bundle(user) == bundle
+    evaluation = bundle["final"]["success_eval"]
+    changed = dict(evaluation, final_state=[dict(evaluation["final_state"][0], var="other.var")])
+    for odd in (
+        changed,  # a check the scenario does not list: shown as recorded
+        dict(evaluation, extra=1),  # a key the short form has no place for
+        dict(evaluation, all_passed="yes; final_state passed [true]"),  # not a boolean
+    ):
+        other = dict(bundle, final=dict(bundle["final"], success_eval=odd))
+        text = render_messages(other, rubric)[1]["content"]
+        assert "final.success_eval:" not in text and '"success_eval":' in text
+        assert layouts.read_bundle(text) == other
+
+
+def test_v2_names_the_common_stop_reason_once(tmp_path):
+    rubric = load_rubric("procedure_v1")
+    bundle = example_bundles(tmp_path)[0]
+    events = [
+        {"kind": "assistant", "step": 1, "text": "a", "stop_reason": "tool_use"},
+        {"kind": "assistant", "step": 2, "text": "b", "stop_reason": "tool_use"},
+        {"kind": "assistant", "step": 3, "text": "c", "stop_reason": "end_turn"},
+        {"kind": "assistant", "step": 4, "text": "d", "stop_reason": None},
+    ]
+    user = render_messages(dict(bundle, transcript=events), rubric)[1]["content"]
+    assert "transcript (assistant stop_reason tool_use unless shown):" in user
+    assert 'step 1 assistant: "a"' in user and 'step 3 assistant (end_turn): "c"' in user
+    assert '{"kind":"assistant","step":4,"text":"d","stop_reason":null}' in user  # none: as JSON
+    assert layouts.read_bundle(user)["transcript"] == events
+    few = [events[3], dict(events[3], step=5), events[0]]  # more without a reason: no default
+    text = render_messages(dict(bundle, transcript=few), rubric)[1]["content"]
+    assert "\ntranscript:\n" in text and 'step 4 assistant: "d"' in text
+    assert layouts.read_bundle(text)["transcript"] == few
+
+
+# sha256 of the compact_v1 prompts of the a320 examples as the layout's first version wrote them
+# (system message, then the users' digests sorted): its cached answers keep serving only if so
+V1_PROMPTS_SHA256 = "437035694eacb3eaa03bbc089ebcc83d88fa2e1fc8c710b878753ed4e8ab5528"
+
+
+def test_v1_layout_is_kept_byte_for_byte(tmp_path):
+    rubric = v1(load_rubric("procedure_v1"))
+    digests, systems = [], set()
+    for bundle in example_bundles(tmp_path):
+        system, user = (m["content"] for m in render_messages(bundle, rubric))
+        head, run = layouts.user_parts(bundle, delimiters(bundle))
+        assert user == head + run and head.startswith(layouts.SCENARIO_HEAD) and head.endswith(layouts.RUN_HEAD)
+        assert layouts.V2_FORMAT not in system and layouts.DATA_RULE in system
+        digests.append(hashlib.sha256(user.encode()).hexdigest())
+        systems.add(system)
+    (system,) = systems
+    assert hashlib.sha256("\n".join([system, *sorted(digests)]).encode()).hexdigest() == V1_PROMPTS_SHA256
 
 
 def test_delimiter_stays_per_run_and_after_the_shared_part(tmp_path):
@@ -100,6 +165,10 @@ def test_indented_layout_is_the_earlier_prompt_and_key(tmp_path):
     )
     assert cache_key(**base, prompt_layout=layouts.INDENTED) == cache_key(**base)  # old keys keep serving
     assert cache_key(**base, prompt_layout=layouts.COMPACT) != cache_key(**base)  # and never serve the new
+    assert cache_key(**base, prompt_layout=layouts.COMPACT_V2) not in (
+        cache_key(**base),
+        cache_key(**base, prompt_layout=layouts.COMPACT),
+    )
 
 
 def test_compact_bundle_is_at_least_30_percent_smaller(tmp_path):
@@ -116,6 +185,9 @@ def test_compact_bundle_is_at_least_30_percent_smaller(tmp_path):
             - len(layouts.RUN_TAIL)
         )
         assert shown < 0.7 * len(json.dumps(bundle, indent=1, ensure_ascii=False))
+        head, run = layouts.user_parts_v2(bundle, (begin, end))
+        shown_v2 = len(head) - len(layouts.V2_SCENARIO_HEAD) + len(run) - len(begin) - len(end) - len(layouts.RUN_TAIL)
+        assert shown_v2 < shown
 
 
 def test_rubric_file_chooses_the_layout_and_refuses_an_unknown_one(tmp_path):
@@ -130,26 +202,29 @@ def test_rubric_file_chooses_the_layout_and_refuses_an_unknown_one(tmp_path):
 
 
 def test_anthropic_marks_cache_the_system_and_scenario_block(tmp_path):
-    rubric = load_rubric("procedure_v1")
-    messages = render_messages(example_bundles(tmp_path)[0], rubric)
-    marked = layouts.with_cache_marks(messages)
-    assert marked[0]["content"][0]["cache_control"] == {"type": "ephemeral"}
-    first, second = marked[1]["content"]
-    assert first["cache_control"] == {"type": "ephemeral"} and "cache_control" not in second
-    assert (
-        first["text"].startswith(layouts.SCENARIO_HEAD)
-        and first["text"].endswith(layouts.RUN_HEAD)
-        and second["text"].startswith("<<<BEGIN")
-    )
-    assert [layouts.message_text(m) for m in marked] == [m["content"] for m in messages]
+    for rubric, head in (
+        (load_rubric("procedure_v1"), layouts.V2_SCENARIO_HEAD),
+        (v1(load_rubric("procedure_v1")), None),
+    ):
+        messages = render_messages(example_bundles(tmp_path)[0], rubric)
+        marked = layouts.with_cache_marks(messages)
+        assert marked[0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+        first, second = marked[1]["content"]
+        assert first["cache_control"] == {"type": "ephemeral"} and "cache_control" not in second
+        if head is None:
+            assert first["text"].startswith(layouts.SCENARIO_HEAD) and first["text"].endswith(layouts.RUN_HEAD)
+        else:
+            assert first["text"].startswith(head) and "UNTRUSTED" not in first["text"]
+        assert second["text"].startswith("<<<BEGIN")
+        assert [layouts.message_text(m) for m in marked] == [m["content"] for m in messages]
 
 
 def test_layout_recorded_on_calls_and_annotations(tmp_path, server):
     db = scored_db(tmp_path, 2)
     res = judge_db(db, ["openai/judge-c"], api_base=server.api_base, config=FAST)
     assert res.ok
-    assert rows(db, "SELECT DISTINCT prompt_layout FROM judge_calls") == [("compact_v1",)]
-    assert rows(db, "SELECT DISTINCT prompt_layout FROM annotations") == [("compact_v1",)]
+    assert rows(db, "SELECT DISTINCT prompt_layout FROM judge_calls") == [("compact_v2",)]
+    assert rows(db, "SELECT DISTINCT prompt_layout FROM annotations") == [("compact_v2",)]
 
 
 def test_per_run_answers_do_not_depend_on_the_layout(tmp_path, server):
