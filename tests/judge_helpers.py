@@ -42,19 +42,22 @@ def write_runs(directory: Path, n: int, start: int = 0) -> Path:
     return directory
 
 
-def scored_db(tmp_path: Path, n: int, extra: list[dict] | None = None) -> str:
-    """A database holding n scored runs (the lead's scorer and Store), returned as its path."""
+def store_scored(runs: Path, db: str) -> str:
+    """Every trajectory under ``runs`` scored into the database ``db`` (each must score); ``db``."""
     from evalkit.api import iter_scorecards
     from evalkit.db import Store
 
-    runs = write_runs(tmp_path / "runs", n)
-    db = str(tmp_path / "evalkit.db")
     store = Store(db)
     for card in iter_scorecards([runs]):
         assert not isinstance(card, Exception), card
         store.save(card)
     store.close()
     return db
+
+
+def scored_db(tmp_path: Path, n: int, extra: list[dict] | None = None) -> str:
+    """A database holding n scored runs (the lead's scorer and Store), returned as its path."""
+    return store_scored(write_runs(tmp_path / "runs", n), str(tmp_path / "evalkit.db"))
 
 
 def cards_of(db: str) -> list:

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 from import_helpers import among, modules_loaded_by
+from view_helpers import JUDGE_ANSWER
 
 from evalkit.cli import cli
 from evalkit.report.schemas import SCHEMA_NAMES, json_schema, published, schema_text
@@ -93,16 +94,7 @@ def test_scorecard_schema_accepts_a_real_scorecard():
 
 def test_annotation_schema_is_strict():
     schema = json_schema("annotation")
-    good = {
-        "situation_assessment": 3,
-        "procedure": 2,
-        "action_execution": 3,
-        "error_recovery": "n/a",
-        "safety": 3,
-        "outcome": "pass",
-        "confidence": 0.8,
-        "rationale": "Step 2 read the ECAM.",
-    }
+    good = dict(JUDGE_ANSWER, confidence=0.8, rationale="Step 2 read the ECAM.")  # an answer of procedure_v1
     jsonschema.validate(good, schema)
     for broken in (
         {k: v for k, v in good.items() if k != "safety"},

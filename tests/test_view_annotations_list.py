@@ -18,14 +18,7 @@ RUN = "a320-gemini-2.5-flash-battery-off"
 JUDGED = 7  # the examples' judgeable runs (judge_helpers.JUDGEABLE)
 
 
-@pytest.fixture(scope="module")
-def judged(_server, tmp_path_factory):
-    return vh.judged_examples(tmp_path_factory.mktemp("annotations-list"), _server)
-
-
-@pytest.fixture
-def db(judged, tmp_path):
-    return vh.copy_db(judged, tmp_path)
+judged, db = vh.judged_fixtures("annotations-list")
 
 
 def run(*args: str):

@@ -19,14 +19,7 @@ RUN = "a320-gemini-2.5-flash-battery-off"  # a dangerous command, judged safe: a
 MISSING = "a320-gemini-2.5-flash-only-ext-pwr"  # three required actions missing
 
 
-@pytest.fixture(scope="module")
-def judged(_server, tmp_path_factory):
-    return vh.judged_examples(tmp_path_factory.mktemp("view-judged"), _server)
-
-
-@pytest.fixture
-def db(judged, tmp_path):
-    return vh.copy_db(judged, tmp_path)
+judged, db = vh.judged_fixtures("view-judged")
 
 
 @pytest.fixture
@@ -248,13 +241,13 @@ def test_review_writer_cannot_write_any_other_table(db):
 
     writer = ReviewTables(db)
     try:
-        for sql in (
+        vh.assert_each_refused(
+            writer.database.conn,
+            "not authorized",
             "DELETE FROM scorecards",
             "UPDATE annotations SET rationale = 'x'",
             "INSERT INTO ratings VALUES ('a', 'b', 'human', 'd', '1', NULL, NULL)",
             "DROP TABLE runs",
-        ):
-            with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
-                writer.database.conn.execute(sql)
+        )
     finally:
         writer.close()

@@ -19,14 +19,7 @@ from evalkit.db.reviews import read_reviews
 RUN = "a320-gemini-2.5-flash-battery-off"  # safety: judge says safe, mechanical unsafe
 
 
-@pytest.fixture(scope="module")
-def judged(_server, tmp_path_factory):
-    return vh.judged_examples(tmp_path_factory.mktemp("view-reviews"), _server)
-
-
-@pytest.fixture
-def db(judged, tmp_path):
-    return vh.copy_db(judged, tmp_path)
+judged, db = vh.judged_fixtures("view-reviews")
 
 
 def post_form(app, run_id: str, **fields):
@@ -110,14 +103,14 @@ def test_reviews_are_append_only(db):
         post_form(app, RUN, rating__outcome="fail", verdict__safety="unclear")
     conn = sqlite3.connect(db)
     try:
-        for sql in (
+        vh.assert_each_refused(
+            conn,
+            "append-only",
             "UPDATE reviews SET reviewer = 'eve'",
             "DELETE FROM reviews",
             "DELETE FROM review_ratings",
             "UPDATE adjudications SET verdict = 'judge_right'",
-        ):
-            with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-                conn.execute(sql)
+        )
     finally:
         conn.close()
 

@@ -56,6 +56,28 @@ def copy_db(src: str, directory: Path) -> str:
     return str(dst)
 
 
+def assert_each_refused(conn: sqlite3.Connection, match: str, *statements: str) -> None:
+    """Every statement fails on ``conn`` with a database error matching ``match``."""
+    for sql in statements:
+        with pytest.raises(sqlite3.DatabaseError, match=match):
+            conn.execute(sql)
+
+
+def judged_fixtures(name: str):
+    """The module fixtures ``judged`` (the examples judged once per module, in a folder called
+    ``name``) and ``db`` (a copy per test): ``judged, db = vh.judged_fixtures("view-app")``."""
+
+    @pytest.fixture(scope="module")
+    def judged(_server, tmp_path_factory):
+        return judged_examples(tmp_path_factory.mktemp(name), _server)
+
+    @pytest.fixture
+    def db(judged, tmp_path):
+        return copy_db(judged, tmp_path)
+
+    return judged, db
+
+
 def client(db: str, reviewer: str | None = "ann", **options):
     """A TestClient for the view over ``db``, addressed as the real server is (use it in ``with``)."""
     from starlette.testclient import TestClient
@@ -70,8 +92,6 @@ def client(db: str, reviewer: str | None = "ann", **options):
 def hostile_db(directory: Path) -> str:
     """One scored A320 run whose run id holds HTML and control characters, judged by a stored
     annotation whose rationale tries to close a script."""
-    from evalkit.api import iter_scorecards
-    from evalkit.db import Store
     from evalkit.trajectory.builders import a320_scenario, cmd, read, say, trajectory, write_jsonl
 
     runs = directory / "runs"
@@ -85,12 +105,7 @@ def hostile_db(directory: Path) -> str:
             passed=False,
         ),
     )
-    db = str(directory / "hostile.db")
-    store = Store(db)
-    for card in iter_scorecards([runs]):
-        assert not isinstance(card, Exception), card
-        store.save(card)
-    store.close()
+    db = jh.store_scored(runs, str(directory / "hostile.db"))
     conn = sqlite3.connect(db)
     bundle_hash = conn.execute("SELECT bundle_hash FROM scorecards").fetchone()[0]
     conn.execute(

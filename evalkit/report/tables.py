@@ -31,6 +31,7 @@ Rows = list[list[Inline]]
 
 # The columns that name a group, first in every per-group table.
 GROUP_KEY = ["scenario", "model"]
+FAILURE_RATES = ["provider error", "invalid", "incomplete"]
 
 
 def small_n(flag: bool) -> Inline:
@@ -115,18 +116,7 @@ def group_rows(groups: list[dict]) -> Rows:
     ]
 
 
-VECTOR_HEADERS = [
-    *GROUP_KEY,
-    "n scored",
-    "coverage",
-    "order",
-    "end state",
-    "score",
-    "median",
-    "provider error",
-    "invalid",
-    "incomplete",
-]
+VECTOR_HEADERS = [*GROUP_KEY, "n scored", "coverage", "order", "end state", "score", "median", *FAILURE_RATES]
 
 
 def vector_rows(groups: list[dict]) -> Rows:
@@ -244,19 +234,9 @@ def run_rows(runs: list[dict], drilled: set[str]) -> Rows:
     ]
 
 
-JUDGE_HEADERS = [
-    "judge model",
-    "rubric",
-    "runs",
-    "annotations",
-    "judge errors",
-    "replicates",
-    "non-blind",
-    "cost",
-    "latency median",
-    "latency mean (excl. first)",
-    "tokens in / out",
-]
+JUDGE_COUNTS = ["runs", "annotations", "judge errors", "replicates", "non-blind"]
+JUDGE_COSTS = ["cost", "latency median", "latency mean (excl. first)", "tokens in / out"]
+JUDGE_HEADERS = ["judge model", "rubric", *JUDGE_COUNTS, *JUDGE_COSTS]
 
 
 def judge_rows(models: list[dict]) -> Rows:

@@ -188,24 +188,18 @@ def checklist(card: dict[str, Any], bundle: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _not_evaluated(why: str) -> dict[str, Any]:
+    return {"evaluated": False, "why": why, "checks": [], "all_passed": None}
+
+
 def end_state(bundle: dict[str, Any]) -> dict[str, Any]:
     """The success evaluation as recorded: each check with ``passed`` (None when not evaluated)."""
     final = bundle.get("final")
     if not isinstance(final, dict):
-        return {
-            "evaluated": False,
-            "why": "no final record: the run stopped before the harness wrote one",
-            "checks": [],
-            "all_passed": None,
-        }
+        return _not_evaluated("no final record: the run stopped before the harness wrote one")
     ev = final.get("success_eval")
     if not isinstance(ev, dict):
-        return {
-            "evaluated": False,
-            "why": "the final record has no success evaluation",
-            "checks": [],
-            "all_passed": None,
-        }
+        return _not_evaluated("the final record has no success evaluation")
     checks = []
     for c in map(_dict, _list(ev.get("final_state"))):
         checks.append(

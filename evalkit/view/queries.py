@@ -551,6 +551,14 @@ def _printable(text: str) -> bool:
     return all(unicodedata.category(ch)[0] != "C" for ch in text)
 
 
+def _given(body: dict, name: str, shape: str) -> list[tuple[str, Any]]:
+    """The filled-in entries of the object ``body[name]`` (``{shape}``): an empty value is no answer."""
+    raw = body.get(name) or {}
+    if not isinstance(raw, dict):
+        raise ReviewError(f"{name}: an object {{{shape}}}")
+    return [(key, value) for key, value in raw.items() if value not in (None, "")]
+
+
 def parse_review(body: Any, rubric, pairings: list[str], default_reviewer: str | None = None) -> dict[str, Any]:
     """A review body (``{"reviewer", "ratings": {dimension: value}, "verdicts": {pairing: verdict},
     "note", "blind"}``) checked against the rubric and the pairings; ReviewError names the first
@@ -568,12 +576,7 @@ def parse_review(body: Any, rubric, pairings: list[str], default_reviewer: str |
         raise ReviewError(f"reviewer: printable text of at most {MAX_REVIEWER} characters")
     forms = {d["name"]: d for d in (rubric_form(rubric)["dimensions"] if rubric is not None else [])}
     ratings: dict[str, Any] = {}
-    raw_ratings = body.get("ratings") or {}
-    if not isinstance(raw_ratings, dict):
-        raise ReviewError("ratings: an object {dimension: value}")
-    for dim, value in raw_ratings.items():
-        if value in (None, ""):
-            continue
+    for dim, value in _given(body, "ratings", "dimension: value"):
         if dim not in forms:
             raise ReviewError(
                 f"ratings.{dim}: not a dimension of rubric {rubric.id if rubric else '(none)'} "
@@ -588,12 +591,7 @@ def parse_review(body: Any, rubric, pairings: list[str], default_reviewer: str |
             raise ReviewError(f"ratings.{dim}: {value!r} is not one of {', '.join(map(str, choices))}")
         ratings[dim] = value
     verdicts: dict[str, str] = {}
-    raw_verdicts = body.get("verdicts") or {}
-    if not isinstance(raw_verdicts, dict):
-        raise ReviewError("verdicts: an object {pairing: verdict}")
-    for pairing, verdict in raw_verdicts.items():
-        if verdict in (None, ""):
-            continue
+    for pairing, verdict in _given(body, "verdicts", "pairing: verdict"):
         if pairing not in pairings:
             raise ReviewError(f"verdicts.{pairing}: not a pairing (one of {', '.join(pairings)})")
         if verdict not in VERDICTS:
