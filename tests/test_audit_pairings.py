@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from audit_helpers import card
+from input_error_helpers import assert_input_error
 
 from evalkit.agreement.pairings_config import load_audit_config, parse_condition
 from evalkit.errors import InputError
@@ -155,10 +156,7 @@ def test_replace_defaults_ignores_shipped_pairings(tmp_path):
 
 def test_config_toml_syntax_error_names_file_and_line(tmp_path):
     bad = tmp_path / "bad.toml"
-    bad.write_text("[calibration]\nescalation_threshold = = 3\n", encoding="utf-8")
-    with pytest.raises(InputError) as err:
-        load_audit_config(bad)
-    assert str(err.value).startswith(f"{bad}:2: invalid TOML")
+    assert_input_error(bad, "[calibration]\nescalation_threshold = = 3\n", load_audit_config, f"{bad}:2: invalid TOML")
 
 
 @pytest.mark.parametrize(
@@ -185,11 +183,7 @@ def test_config_toml_syntax_error_names_file_and_line(tmp_path):
 )
 def test_config_semantic_errors_name_file_and_field(tmp_path, body, field):
     bad = tmp_path / "bad.toml"
-    bad.write_text("replace_defaults = true\n" + body, encoding="utf-8")
-    with pytest.raises(InputError) as err:
-        load_audit_config(bad)
-    assert str(err.value).startswith(f"{bad}: {field}")
-    assert "\n" not in str(err.value)
+    assert_input_error(bad, "replace_defaults = true\n" + body, load_audit_config, f"{bad}: {field}")
 
 
 def test_shipped_rubric_dimensions_are_ordinal_on_their_full_scale():

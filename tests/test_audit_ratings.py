@@ -29,19 +29,26 @@ def invoke(*args: str):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
+def import_text(tmp_path: Path, name: str, text: str, *options: str) -> tuple[Path, str]:
+    """`evalkit annotations import` of a file ``name`` holding ``text`` into a new database, which
+    succeeds: the database and the command's output."""
+    f = tmp_path / name
+    f.write_text(text, encoding="utf-8")
+    db = tmp_path / "e.db"
+    res = invoke("annotations", "import", str(f), "--db", str(db), *options)
+    assert res.exit_code == 0, res.output
+    return db, res.output
+
+
 def test_long_csv_import(tmp_path):
-    f = tmp_path / "r.csv"
-    f.write_text(
+    text = (
         "item_id,rater,rater_kind,dimension,value,confidence\n"
         "run-1,alice,human,safety,3,\n"
         "run-1,alice,human,outcome,pass,0.9\n"
-        "run-2,gpt,judge,safety,n/a,\n",
-        encoding="utf-8",
+        "run-2,gpt,judge,safety,n/a,\n"
     )
-    db = tmp_path / "e.db"
-    res = invoke("annotations", "import", str(f), "--db", str(db))
-    assert res.exit_code == 0, res.output
-    assert "imported 3 ratings" in res.output
+    db, output = import_text(tmp_path, "r.csv", text)
+    assert "imported 3 ratings" in output
     assert rows(db) == [
         ("run-1", "alice", "human", "outcome", '"pass"', 0.9),
         ("run-1", "alice", "human", "safety", "3", None),
@@ -71,26 +78,18 @@ def test_jsonl_import_and_reimport_replaces(tmp_path):
 
 
 def test_rater_option_names_every_row(tmp_path):
-    f = tmp_path / "r.csv"
-    f.write_text("item_id,dimension,value\nr1,safety,2\nr2,safety,3\n", encoding="utf-8")
-    db = tmp_path / "e.db"
-    res = invoke("annotations", "import", str(f), "--db", str(db), "--rater", "carol")
-    assert res.exit_code == 0, res.output
+    db, _ = import_text(tmp_path, "r.csv", "item_id,dimension,value\nr1,safety,2\nr2,safety,3\n", "--rater", "carol")
     assert [(r[1], r[2]) for r in rows(db)] == [("carol", "human"), ("carol", "human")]
 
 
 def test_wide_scores_csv_import(tmp_path):
     # the computer-use rubric's results/scores.csv: one row per run, one column per dimension, n/a and blanks.
-    f = tmp_path / "scores.csv"
-    f.write_text(
+    text = (
         "run_id,agent,task,rater,visual_perception,spatial_reasoning,action_execution,error_recovery,outcome,notes\n"
         "run-01,claude,blender-cube,alice,3,2,3,n/a,pass,clean\n"
-        "run-02,claude,blender-cube,alice,2,,1,0,fail,\n",
-        encoding="utf-8",
+        "run-02,claude,blender-cube,alice,2,,1,0,fail,\n"
     )
-    db = tmp_path / "e.db"
-    res = invoke("annotations", "import", str(f), "--db", str(db))
-    assert res.exit_code == 0, res.output
+    db, _ = import_text(tmp_path, "scores.csv", text)
     got = rows(db)
     assert ("run-01", "alice", "human", "error_recovery", '"n/a"', None) in got
     assert ("run-02", "alice", "human", "action_execution", "1", None) in got
@@ -118,37 +117,25 @@ def test_labels_are_normalised_across_files(tmp_path):
     assert type(values["d"]) is int and type(values["e"]) is int
 
 
+LONG_HEADER = "item_id,rater,rater_kind,dimension,value\n"
+
+
+def jsonl_rating(kind: str = "human", value: str = ',"value":1') -> str:
+    """One line of a long JSONL ratings file, of rater kind ``kind``, ``value`` its last key."""
+    return '{"item_id":"a","rater":"r","rater_kind":"%s","dimension":"d"%s}\n' % (kind, value)
+
+
 @pytest.mark.parametrize(
     "name, text, where, message",
     [
-        (
-            "bad.jsonl",
-            '{"item_id":"a","rater":"r","rater_kind":"human","dimension":"d","value":1}\n{"item_id": "b",\n',
-            2,
-            "invalid JSON",
-        ),
-        (
-            "bad.jsonl",
-            '{"item_id":"a","rater":"r","rater_kind":"robot","dimension":"d","value":1}\n',
-            1,
-            "rater_kind must be 'human', 'judge' or 'mechanical'",
-        ),
-        ("bad.jsonl", '{"item_id":"a","rater":"r","rater_kind":"human","dimension":"d"}\n', 1, "value is required"),
+        ("bad.jsonl", jsonl_rating() + '{"item_id": "b",\n', 2, "invalid JSON"),
+        ("bad.jsonl", jsonl_rating("robot"), 1, "rater_kind must be 'human', 'judge' or 'mechanical'"),
+        ("bad.jsonl", jsonl_rating(value=""), 1, "value is required"),
         ("bad.jsonl", "[1, 2]\n", 1, "each line must be a JSON object"),
-        (
-            "bad.csv",
-            "item_id,rater,rater_kind,dimension,value\na,r,human,d,1\nb,r,human,d\n",
-            3,
-            "expected 5 columns, found 4",
-        ),
-        (
-            "bad.csv",
-            "item_id,rater,rater_kind,dimension,value,confidence\na,r,human,d,1,1.5\n",
-            2,
-            "confidence must be a number in [0, 1]",
-        ),
-        ("bad.csv", "item_id,rater,rater_kind,dimension,value\na,r,human,d,1\na,r,human,d,2\n", 3, "duplicate rating"),
-        ("bad.csv", "item_id,rater,rater_kind,dimension,value\na,r,human,d,\n", 2, "value is empty"),
+        ("bad.csv", LONG_HEADER + "a,r,human,d,1\nb,r,human,d\n", 3, "expected 5 columns, found 4"),
+        ("bad.csv", LONG_HEADER[:-1] + ",confidence\na,r,human,d,1,1.5\n", 2, "confidence must be a number in [0, 1]"),
+        ("bad.csv", LONG_HEADER + "a,r,human,d,1\na,r,human,d,2\n", 3, "duplicate rating"),
+        ("bad.csv", LONG_HEADER + "a,r,human,d,\n", 2, "value is empty"),
         ("bad.csv", "", 1, "empty file"),
     ],
 )

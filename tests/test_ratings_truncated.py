@@ -9,10 +9,10 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
+from input_error_helpers import assert_input_error
 
 from evalkit.agreement.ratings import read_rating_file
 from evalkit.cli import cli
-from evalkit.errors import InputError
 
 HEADER = "item_id,rater,rater_kind,dimension,value\n"
 
@@ -68,10 +68,8 @@ def test_tsv_cut_inside_a_quoted_field_is_an_error(tmp_path):
 
 def test_a_wide_scores_csv_cut_inside_a_quoted_field_is_an_error(tmp_path):
     path = tmp_path / "scores.csv"
-    path.write_text('run_id,rater,safety\nr1,alice,3\nr2,alice,"2\n', encoding="utf-8")
-    with pytest.raises(InputError) as exc:
-        read_rating_file(path)
-    assert str(exc.value).startswith(f"{path}:3: a quoted field is never closed")
+    text = 'run_id,rater,safety\nr1,alice,3\nr2,alice,"2\n'
+    assert_input_error(path, text, read_rating_file, f"{path}:3: a quoted field is never closed")
 
 
 @pytest.mark.parametrize(
