@@ -45,14 +45,13 @@ def score_corpus(tmp_path_factory):
 def import_corpus(tmp_path_factory):
     """400 openai-messages files of 90 transcripts each (36,000 runs to write)."""
     root = tmp_path_factory.mktemp("import-corpus")
-    lines = (FIXTURES / "openai_messages" / "transcripts.jsonl").read_text(encoding="utf-8").splitlines()
+    templates = []
+    for line in (FIXTURES / "openai_messages" / "transcripts.jsonl").read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        item["id"] = f"{item['id']}-\x00"  # dumped as \u0000, replaced per copy: 3 dumps, not 36,000
+        templates.append(json.dumps(item))
     for f in range(400):
-        out = []
-        for k in range(30):
-            for line in lines:
-                item = json.loads(line)
-                item["id"] = f"{item['id']}-{f}-{k}"
-                out.append(json.dumps(item))
+        out = [t.replace("\\u0000", f"{f}-{k}") for k in range(30) for t in templates]
         (root / f"t{f:04d}.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
     return root
 
@@ -145,6 +144,22 @@ def kill_all(pids: set[int]) -> None:
             pass
 
 
+def start_script(tmp_path: Path, script: str, **popen) -> subprocess.Popen:
+    """``script`` as tmp_path/pool.py, run with this working tree importable, in a new session."""
+    (tmp_path / "pool.py").write_text(script, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "pool.py"], cwd=tmp_path, env=env, start_new_session=True, **popen)
+
+
+def kill_9_leftover(proc: subprocess.Popen, pids: set[int], timeout: float = 3.0) -> set[int]:
+    """`kill -9` of ``proc``: those of ``pids`` still running ``timeout`` s later (then killed)."""
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    leftover = wait_gone(pids, timeout)
+    kill_all(leftover)
+    return leftover
+
+
 def interrupt(proc: subprocess.Popen) -> tuple[int | None, float, str]:
     """SIGINT to the command's process group; its exit code (None: still running after
     STOP_WITHIN_S, then killed), the seconds it took and its stderr."""
@@ -172,12 +187,7 @@ def test_kill_9_of_score_leaves_no_worker_alive(score_corpus, tmp_path):
     proc = start(
         ["score", str(score_corpus), "--workers", "2", "--db", "s.db", "--format", "csv"], tmp_path, subprocess.DEVNULL
     )
-    workers = wait_for_workers(proc)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    leftover = wait_gone(workers, 3.0)
-    kill_all(leftover)
-    assert not leftover, "workers outlived their parent"
+    assert not kill_9_leftover(proc, wait_for_workers(proc)), "workers outlived their parent"
 
 
 def test_kill_9_of_import_leaves_no_worker_alive(import_corpus, tmp_path):
@@ -187,12 +197,7 @@ def test_kill_9_of_import_leaves_no_worker_alive(import_corpus, tmp_path):
         tmp_path,
         subprocess.DEVNULL,
     )
-    workers = wait_for_workers(proc)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    leftover = wait_gone(workers, 3.0)
-    kill_all(leftover)
-    assert not leftover, "workers outlived their parent"
+    assert not kill_9_leftover(proc, wait_for_workers(proc)), "workers outlived their parent"
 
 
 @pytest.mark.parametrize("after", INTERRUPT_AFTER_S)
@@ -253,19 +258,11 @@ if __name__ == "__main__":
 
 def test_kill_9_of_a_threaded_parent_leaves_no_fork_server_worker_alive(tmp_path):
     """A process with other threads starts its workers through a fork server: they die with it too."""
-    (tmp_path / "pool.py").write_text(THREADED_POOL, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "pool.py"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, start_new_session=True
-    )
+    proc = start_script(tmp_path, THREADED_POOL, stderr=subprocess.PIPE)
     workers = wait_for_workers(proc)
     assert any(b"multiprocessing.forkserver" in cmdline(p) for p in multiprocessing_helpers(proc.pid))
     everything = workers | multiprocessing_helpers(proc.pid)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    leftover = wait_gone(everything, 3.0)
-    kill_all(leftover)
-    assert not leftover, "the fork server or its workers outlived their parent"
+    assert not kill_9_leftover(proc, everything), "the fork server or its workers outlived their parent"
 
 
 def _double(batch: list[int]) -> list[int]:
@@ -305,18 +302,11 @@ time.sleep(60)
 
 
 def test_without_the_death_signal_a_worker_exits_once_its_parent_is_gone(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", WATCHED_CHILD], cwd=tmp_path, env=env, stdout=subprocess.PIPE, start_new_session=True
-    )
+    proc = start_script(tmp_path, WATCHED_CHILD, stdout=subprocess.PIPE)
     worker = int(proc.stdout.readline())
     time.sleep(0.2)  # the worker's initializer has run
     assert running(worker)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    leftover = wait_gone({worker}, 2.0)
-    kill_all(leftover)
-    assert not leftover
+    assert not kill_9_leftover(proc, {worker}, 2.0)
 
 
 def test_ctrl_c_in_process_exits_130_with_one_line(score_corpus, tmp_path, monkeypatch):
@@ -357,11 +347,7 @@ def test_ctrl_c_stops_batches_that_would_run_for_a_minute(tmp_path):
     """The running batches get STOP_GRACE_S to finish; then their workers are terminated."""
     from evalkit.engines.local import STOP_GRACE_S
 
-    (tmp_path / "pool.py").write_text(LONG_BATCHES, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "pool.py"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, start_new_session=True
-    )
+    proc = start_script(tmp_path, LONG_BATCHES, stderr=subprocess.PIPE)
     workers = wait_for_workers(proc)
     time.sleep(0.2)
     code, took, err = interrupt(proc)
