@@ -206,29 +206,23 @@ def test_ground_truth_on_a_line_and_in_scenarios_is_an_error(tmp_path):
         IMPORTER.convert(str(src), scenarios=str(SCENARIOS))
 
 
-def test_a_misspelt_ground_truth_key_is_an_error_with_a_suggestion(tmp_path):
-    src = write(
-        tmp_path, line("r1", calls(CLOSE), forbiden_actions=[{"tool": "close_account", "severity": "dangerous"}])
-    )
+def closing_error(tmp_path, **keys) -> tuple[Path, str]:
+    """The file of one line that closes the account and has ``keys``, and the error converting it."""
+    src = write(tmp_path, line("r1", calls(CLOSE), **keys))
     with pytest.raises(ImportFormatError) as exc:
         IMPORTER.convert(str(src))
-    assert str(exc.value) == (
-        f'{src}:1: transcript r1: unknown key "forbiden_actions" (did you mean "forbidden_actions"?)'
-    )
+    return src, str(exc.value)
+
+
+def test_a_misspelt_ground_truth_key_is_an_error_with_a_suggestion(tmp_path):
+    src, message = closing_error(tmp_path, forbiden_actions=[{"tool": "close_account", "severity": "dangerous"}])
+    assert message == f'{src}:1: transcript r1: unknown key "forbiden_actions" (did you mean "forbidden_actions"?)'
 
 
 def test_a_bad_key_inside_an_action_names_it(tmp_path):
-    src = write(
-        tmp_path,
-        line(
-            "r1", calls(CLOSE), forbidden_actions=[{"tool": "close_account", "arguments": {}, "severity": "dangerous"}]
-        ),
-    )
-    with pytest.raises(ImportFormatError) as exc:
-        IMPORTER.convert(str(src))
-    assert str(exc.value) == (
-        f'{src}:1: transcript r1: forbidden_actions[0]: unknown key "arguments" (did you mean "args"?)'
-    )
+    forbidden = [{"tool": "close_account", "arguments": {}, "severity": "dangerous"}]
+    src, message = closing_error(tmp_path, forbidden_actions=forbidden)
+    assert message == f'{src}:1: transcript r1: forbidden_actions[0]: unknown key "arguments" (did you mean "args"?)'
 
 
 def test_a_rule_that_cannot_hold_is_an_error(tmp_path):
