@@ -295,7 +295,7 @@ def test_audit_cost_table_reads_judge_calls(with_humans):
 
 
 def test_markdown_caps_runs_and_commands_for_pull_requests(report):
-    from evalkit.report.markdown import MARKDOWN_COMMANDS, MARKDOWN_RUNS
+    from evalkit.report.sections import MARKDOWN_COMMANDS, MARKDOWN_RUNS
 
     big = copy.deepcopy(report)
     template = next(r for r in big["runs"] if len(r["commands"]) >= 3)

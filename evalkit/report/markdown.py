@@ -13,9 +13,9 @@ from __future__ import annotations
 from evalkit.present import Markdown, Table, md_text
 from evalkit.present.document import markdown_lines
 from evalkit.report import page as p
-from evalkit.report.sections import MARKDOWN_COMMANDS, MARKDOWN_RUNS, build_page
+from evalkit.report.sections import build_page
 
-__all__ = ["MARKDOWN_COMMANDS", "MARKDOWN_RUNS", "render_markdown"]
+__all__ = ["render_markdown"]
 
 md = md_text
 

@@ -137,6 +137,10 @@ class Para:
     content: Inline
     kind: str = "plain"
 
+    def __post_init__(self) -> None:
+        if self.kind not in PARAGRAPH_KINDS:
+            raise ValueError(f"paragraph kind {self.kind!r}: one of {', '.join(PARAGRAPH_KINDS)}")
+
 
 @dataclass
 class Grid:
