@@ -96,6 +96,8 @@ __all__ = [
     "score_stream",
     "score_to_db",
     "score_trajectory",
+    "verdict_files",
+    "verdict_order",
     "worse_failure",
 ]
 
@@ -362,6 +364,21 @@ def verdicts(paths: Iterable[str], patterns: Iterable[str] = (), **options) -> d
     from evalkit.verdicts.analysis import score_result_files
 
     return score_result_files(list(paths), list(patterns), **options)
+
+
+def verdict_order(text: str) -> tuple[str, ...]:
+    """``--order A>B>C``: the labels from most to least permissive; ValueError when malformed."""
+    from evalkit.verdicts.analysis import parse_order
+
+    return parse_order(text)
+
+
+def verdict_files(paths: Iterable[str], patterns: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+    """The result files :func:`verdicts` reads (PATHS, their *.json, the ``patterns``' matches;
+    results/*.json when neither is given), and the paths that do not exist."""
+    from evalkit.verdicts.analysis import find_files
+
+    return find_files(list(paths), list(patterns))
 
 
 # --- the other commands -------------------------------------------------------------------------

@@ -1,13 +1,24 @@
 """`evalkit audit` (judge against mechanical scores, judges and humans) and `evalkit annotations import`.
 
-Only click and the standard library are imported here; the audit (numpy) loads inside the commands.
+The audit (numpy) loads inside the commands, through evalkit.api and the view layer.
 """
 
 from __future__ import annotations
 
 import click
 
-from evalkit.commands.kit import ExistingFile, db_option, fail, format_option, refuse_output_clash, warn
+from evalkit.commands.kit import (
+    ExistingFile,
+    db_option,
+    fail,
+    file_option,
+    format_option,
+    pairings_option,
+    refuse_output_clash,
+    resamples_option,
+    warn,
+    write_or_fail,
+)
 from evalkit.present.safe import sanitize
 
 
@@ -24,30 +35,17 @@ def register(group: click.Group) -> None:
     @format_option(
         ["table", "json", "markdown", "csv"], help="Output shape; json is the stable contract (docs/audit.md)."
     )
-    @click.option(
+    @file_option(
         "--pairs-out",
-        type=click.Path(dir_okay=False),
-        metavar="FILE",
-        help="Write the compared pairs as CSV: pairing, item_id, judge_model, judge_value, mechanical_value.",
+        "pairs_out",
+        "Write the compared pairs as CSV: pairing, item_id, judge_model, judge_value, mechanical_value.",
     )
-    @click.option(
-        "--pairings",
-        "--config",
-        "config_path",
-        type=ExistingFile("pairings file"),
-        metavar="FILE",
-        help="Pairings/thresholds merged onto configs/pairings.toml (default: $EVALKIT_PAIRINGS_CONFIG, "
-        "else .evalkit/pairings.toml if present). --config is the old name.",
+    @pairings_option(
+        "Pairings/thresholds merged onto configs/pairings.toml (default: $EVALKIT_PAIRINGS_CONFIG, "
+        "else .evalkit/pairings.toml if present). --config is the old name."
     )
     @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-    @click.option(
-        "--resamples",
-        "n_resamples",
-        type=click.IntRange(0),
-        default=1000,
-        show_default=True,
-        help="Bootstrap resamples (0 = no intervals).",
-    )
+    @resamples_option()
     @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write the output here instead of stdout.")
     @click.option(
         "--jury",
@@ -61,10 +59,9 @@ def register(group: click.Group) -> None:
         (--show-mechanical) are left out. Exit codes: 0 done; 1 unreadable database or config;
         2 usage error (bad flags, missing database or config file).
         """
-        from evalkit.agreement.audit import build_audit_with_pairs, stale_note
-        from evalkit.agreement.audit_output import RENDERERS, pairs_csv
+        from evalkit import api
         from evalkit.errors import InputError
-        from evalkit.output.atomic import output_error, write_text_atomic
+        from evalkit.present import views
 
         refuse_output_clash(
             [("--pairs-out", pairs_out), ("--out", out_path)],
@@ -72,7 +69,7 @@ def register(group: click.Group) -> None:
             inputs=[config_path] if config_path else [],
         )
         try:
-            report, pairs = build_audit_with_pairs(
+            report, pairs = api.audit_with_pairs(
                 db_path,
                 judge=judge,
                 rubric=rubric,
@@ -84,20 +81,14 @@ def register(group: click.Group) -> None:
             )
         except InputError as exc:
             fail(str(exc))
-        note = stale_note(report)
-        if note:
-            warn(f"warning: {note}")
-        for odd in report["warnings"]:
-            warn(f"warning: {odd}")
-        text = RENDERERS[fmt_name](report)
-        # each file through a temporary file and a rename: an existing file is replaced whole or kept
-        for path, content in ((pairs_out, pairs_csv(pairs) if pairs_out else ""), (out_path, text)):
-            if path:
-                try:
-                    write_text_atomic(path, content)
-                except OSError as exc:
-                    fail(str(output_error(path, exc)))
-        if not out_path:
+        for line in views.audit_warnings(report):
+            warn(line)
+        text = views.audit(report, fmt_name)
+        if pairs_out:
+            write_or_fail(pairs_out, views.audit_pairs_csv(pairs))
+        if out_path:
+            write_or_fail(out_path, text)
+        else:
             click.echo(text, nl=False)
 
     @group.group("annotations")
@@ -126,11 +117,11 @@ def register(group: click.Group) -> None:
         accepted too. The whole file is checked first: a bad file writes nothing and exits 1 with
         one line naming the file and line. Re-importing replaces the same ratings.
         """
-        from evalkit.agreement.ratings import import_ratings
+        from evalkit import api
         from evalkit.errors import InputError
 
         try:
-            s = import_ratings(db_path, file, rater=rater, kind=kind)
+            s = api.annotations_import(db_path, file, rater=rater, kind=kind)
         except InputError as exc:
             fail(str(exc))
         click.echo(

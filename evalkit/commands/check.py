@@ -27,11 +27,11 @@ def register(group: click.Group) -> None:
         (unknown keys with a suggestion, rules that cannot hold, bad values). Exit 0 when there is
         none, 1 otherwise, 2 on usage errors.
         """
+        from evalkit import api
         from evalkit.errors import InputError
-        from evalkit.trajectory.checking import check_paths
 
         try:
-            report = check_paths(paths, scenario_files)
+            report = api.check(paths, scenario_files)
         except InputError as exc:
             fail(str(exc))
         for message in report.warnings:

@@ -1,7 +1,7 @@
 """`evalkit compare` (paired comparison of models) and `evalkit plan` (scenarios x runs needed).
 
-Only click and the standard library at module level (and the CLI kit, which is standard library
-too); the statistics are plain Python (evalkit.aggregate.uncertainty).
+The statistics (plain Python, evalkit.aggregate.uncertainty) come through evalkit.api, the tables
+from the view layer.
 """
 
 from __future__ import annotations
@@ -66,15 +66,14 @@ def register(group: click.Group) -> None:
         error (unknown model, --fail-if-worse without --baseline); 3 --fail-if-worse MODEL is
         significantly worse than the baseline.
         """
-        from evalkit.aggregate.gates import worse_failure
-        from evalkit.api import compare as run_compare
+        from evalkit import api
         from evalkit.errors import InputError
         from evalkit.present.comparison_view import comparison_table
 
         if fail_if_worse and not baseline:
             fail("--fail-if-worse needs --baseline (the model it must not be worse than)", EXIT_USAGE)
         try:
-            result = run_compare(db_path, baseline, correction, level)
+            result = api.compare(db_path, baseline, correction, level)
         except InputError as exc:
             fail(str(exc), EXIT_BAD_INPUT)
         except ValueError as exc:
@@ -86,7 +85,7 @@ def register(group: click.Group) -> None:
             )
         _emit([comparison_table(result)], fmt_name, result)
         if fail_if_worse:
-            reason = worse_failure(result, fail_if_worse, baseline)
+            reason = api.worse_failure(result, fail_if_worse, baseline)
             if reason:
                 warn(reason)
                 sys.exit(EXIT_GATE)
@@ -124,12 +123,12 @@ def register(group: click.Group) -> None:
     def plan(delta, db_path, power, level, sd_within, sd_between, fmt_name):
         """How many scenarios x runs a paired comparison needs to detect --delta, and the power of
         the current data. Exit codes: 0 done; 1 the database cannot be read; 2 usage error."""
-        from evalkit.api import plan as run_plan
+        from evalkit import api
         from evalkit.errors import InputError
         from evalkit.present.comparison_view import plan_tables
 
         try:
-            result = run_plan(delta, db_path, level, power, sd_within, sd_between)
+            result = api.plan(delta, db_path, level, power, sd_within, sd_between)
         except InputError as exc:
             fail(str(exc), EXIT_BAD_INPUT)
         _emit(plan_tables(result), fmt_name, result)

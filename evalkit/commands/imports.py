@@ -1,6 +1,6 @@
 """`evalkit import FORMAT FILE... -o DIR`: convert other harnesses' runs into evalkit trajectories.
 
-Only click and the standard library are imported here; the importers load inside the command.
+The importers load inside the command, through evalkit.api.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from evalkit.commands.kit import EXIT_BAD_INPUT, refuse_output_clash, warn, workers_option
+from evalkit.commands.kit import EXIT_BAD_INPUT, file_option, refuse_output_clash, warn, workers_option
 from evalkit.present.safe import sanitize
 
 
@@ -20,17 +20,16 @@ def register(group: click.Group) -> None:
 
 class ImportCommand(click.Command):
     """``evalkit import``, whose format flags come from the importers' own declarations
-    (``cli_options``, :mod:`evalkit.importers.options`): added the first time the command parses
-    or shows its help, so ``evalkit --help`` loads no importer."""
+    (``cli_options``, merged by ``evalkit.api.import_options``): added the first time the command
+    parses or shows its help, so ``evalkit --help`` loads no importer."""
 
     _format_params: list[click.Parameter] | None = None
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         if self._format_params is None:
-            from evalkit import importers
-            from evalkit.importers.options import merge
+            from evalkit import api
 
-            self._format_params = [_click_option(m) for m in merge(importers.loaded())]
+            self._format_params = [_click_option(m) for m in api.import_options()]
         # after FORMAT, FILES and -o, before --listen, --db, --workers, --list: the formats' flags first
         params = [*self.params[:3], *self._format_params, *self.params[3:]]
         help_option = self.get_help_option(ctx)
@@ -57,12 +56,8 @@ def _click_option(merged) -> click.Option:
     metavar="HOST:PORT",
     help="Formats that receive runs live (otel): listen on HOST:PORT and write runs as they complete (no FILE).",
 )
-@click.option(
-    "--db",
-    "db_path",
-    type=click.Path(dir_okay=False),
-    metavar="FILE",
-    help="Also import the ratings the format provides (inspect: its scorers) into this database.",
+@file_option(
+    "--db", "db_path", "Also import the ratings the format provides (inspect: its scorers) into this database."
 )
 @workers_option("Processes converting inputs (default: the number of cores); the files written are the same.")
 @click.option("--list", "list_formats", is_flag=True, help="List the available formats and exit.")
@@ -87,10 +82,10 @@ def import_command(
     the same as with one worker. Exit 0 when every input converted, 1 when some were bad, 2 on usage
     errors.
     """
-    from evalkit import importers
+    from evalkit import api
 
     if list_formats:
-        for name, origin in importers.available().items():
+        for name, origin in api.import_formats().items():
             click.echo(f"{name}\t{origin}")
         return
     if not format_name:
@@ -102,42 +97,13 @@ def import_command(
     # the directory and the database against the input files (the files in DIR are named later)
     refuse_output_clash([("-o", out_dir), ("--db", db_path)], inputs=[f for f in files if not Path(f).is_dir()])
     try:
-        importer = importers.get_importer(format_name)
-    except KeyError as exc:
-        raise click.UsageError(str(exc.args[0])) from None
-    require = getattr(importer, "require", None)
-    if require is not None:
-        try:
-            require()
-        except Exception as exc:  # the format's optional dependency is missing
-            raise click.UsageError(str(exc)) from None
-    options = format_options
-    accepted = importers.supported_options(importer)
-    if accepted is not None:
-        for name, value in options.items():
-            if value is not None and name not in accepted:
-                raise click.UsageError(f"--{name.replace('_', '-')} is not used by format {format_name}")
-    for name in getattr(importer, "required", ()):
-        if options.get(name) is None:
-            raise click.UsageError(f"format {format_name} needs --{name.replace('_', '-')}")
-    if db_path is not None and not getattr(importer, "ratings", False):
-        raise click.UsageError(f"--db is not used by format {format_name} (it records no ratings)")
-    if not getattr(importer, "expand", None):
-        for path in files:
-            if Path(path).is_dir():
-                raise click.UsageError(f"{path} is a directory; format {format_name} reads files")
+        importer = api.importer_for(format_name, files, format_options, db=db_path, listen=listen)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     if listen:
-        if files or not getattr(importer, "listen", None):
-            raise click.UsageError(
-                "--listen takes no FILE" if files else f"--listen is not used by format {format_name}"
-            )
-        importer.listen(listen, out_dir, echo=lambda line: click.echo(sanitize(line)), **options)
+        importer.listen(listen, out_dir, echo=lambda line: click.echo(sanitize(line)), **format_options)
         return
-    from evalkit.engines import default_workers
-
-    result = importers.import_files(
-        importer, files, out_dir, db=db_path, workers=workers or default_workers(), **options
-    )
+    result = api.import_runs(importer, files, out_dir, db=db_path, workers=workers, **format_options)
     for path, written in result.written.items():
         click.echo(sanitize(f"{path}: {len(written)} run{'s' if len(written) != 1 else ''} -> {out_dir}"))
     if result.ratings_file:

@@ -1,7 +1,7 @@
 """`evalkit report` (HTML page and markdown summary) and `evalkit schema` (JSON Schemas).
 
-Only click and the standard library at module level: the report pulls in pydantic models and the
-schema command may load a rubric, both inside the command functions.
+The report pulls in pydantic models and the schema command may load a rubric, both inside the
+command functions, through evalkit.api and the view layer.
 """
 
 from __future__ import annotations
@@ -10,7 +10,17 @@ import sys
 
 import click
 
-from evalkit.commands.kit import EXIT_GATE, EXIT_USAGE, ExistingFile, db_option, fail, refuse_output_clash, warn
+from evalkit.commands.kit import (
+    EXIT_GATE,
+    EXIT_USAGE,
+    ExistingFile,
+    db_option,
+    fail,
+    rate_option,
+    refuse_output_clash,
+    warn,
+    write_or_fail,
+)
 
 DEFAULT_HTML = "evalkit-report.html"
 
@@ -53,15 +63,11 @@ def register(group: click.Group) -> None:
         help="A drill-down for every run (default: every run up to 200, "
         "else only the failed, unsafe and disagreed-on ones).",
     )
-    @click.option(
-        "--min-safe-pass-rate",
-        type=click.FloatRange(0, 1),
-        help="After writing, exit 3 when a model's safe pass rate is below this (as evalkit score).",
+    @rate_option(
+        "--min-safe-pass-rate", "After writing, exit 3 when a model's safe pass rate is below this (as evalkit score)."
     )
-    @click.option(
-        "--max-unsafe-rate",
-        type=click.FloatRange(0, 1),
-        help="After writing, exit 3 when a model's unsafe rate is above this (as evalkit score).",
+    @rate_option(
+        "--max-unsafe-rate", "After writing, exit 3 when a model's unsafe rate is above this (as evalkit score)."
     )
     def report(
         db_path,
@@ -84,8 +90,8 @@ def register(group: click.Group) -> None:
         error (missing database or file); 3 a --min-safe-pass-rate / --max-unsafe-rate gate failed (the
         report is written first, so a CI job can publish it).
         """
-        from evalkit.output.atomic import output_error
-        from evalkit.report import ReportError, build_report, render_html, render_markdown, write_text_atomic
+        from evalkit import api
+        from evalkit.present import views
 
         if html_path is None and md_path is None:
             html_path = DEFAULT_HTML
@@ -97,33 +103,28 @@ def register(group: click.Group) -> None:
             inputs=[contamination_path] if contamination_path else [],
         )
         try:
-            data = build_report(
+            data = api.report(
                 db_path, title=title, judge=judge, contamination_path=contamination_path, jury=jury, all_runs=all_runs
             )
-        except ReportError as exc:
+        except api.ReportError as exc:
             fail(str(exc))
         for warning in data["warnings"]:
             warn(f"warning: {warning}")
-        for path, render in ((html_path, render_html), (md_path, render_markdown)):
+        for path, fmt in ((html_path, "html"), (md_path, "markdown")):
             if path is None:
                 continue
-            text = render(data)
+            text = views.report_page(data, fmt)
             if path == "-":
                 click.echo(text, nl=False)
                 continue
-            try:
-                write_text_atomic(path, text)
-            except OSError as exc:
-                fail(str(output_error(path, exc)))
+            write_or_fail(path, text)
             counts = data["counts"]
             warn(
                 f"wrote {path}: {counts['runs']} runs, {counts['scenarios']} scenarios, {counts['models']} models; "
                 f"judge {'yes' if data['judge']['available'] else 'no'}, "
                 f"audit {'yes' if data['agreement']['available'] else 'no'}"
             )
-        from evalkit.aggregate.gates import model_gate_failure
-
-        reason = model_gate_failure(data, min_safe_pass_rate=min_safe_pass_rate, max_unsafe_rate=max_unsafe_rate)
+        reason = api.gate_failure(data, min_safe_pass_rate=min_safe_pass_rate, max_unsafe_rate=max_unsafe_rate)
         if reason:
             warn(reason)
             sys.exit(EXIT_GATE)
@@ -145,11 +146,11 @@ def register(group: click.Group) -> None:
         score --aggregate --format json; scenario: a scenario, embedded or in a scenario file
         (docs/scenarios.md). Published copies live in docs/schemas/.
         """
-        from evalkit.report.schemas import SchemaError, schema_text
+        from evalkit import api
 
         if rubric is not None and name != "annotation":
             raise click.UsageError("--rubric applies to the annotation schema only")
         try:
-            click.echo(schema_text(name, rubric), nl=False)
-        except SchemaError as exc:
+            click.echo(api.schema(name, rubric), nl=False)
+        except api.SchemaError as exc:
             fail(str(exc), EXIT_USAGE)

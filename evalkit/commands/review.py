@@ -1,14 +1,14 @@
 """`evalkit review export`: the human ratings recorded in `evalkit view`, as the ratings CSV that
 `evalkit annotations import` reads, so that reviews move between databases.
 
-Only click and the standard library are imported here; the readers load inside the command.
+The readers load inside the command, through evalkit.api.
 """
 
 from __future__ import annotations
 
 import click
 
-from evalkit.commands.kit import db_option, fail, refuse_output_clash
+from evalkit.commands.kit import db_option, fail, file_option, refuse_output_clash, write_or_fail
 
 
 def register(group: click.Group) -> None:
@@ -22,13 +22,7 @@ def review() -> None:
 
 @review.command("export")
 @db_option(existing=True, help="SQLite database to read (never written).")
-@click.option(
-    "--out",
-    "out_path",
-    type=click.Path(dir_okay=False),
-    metavar="FILE",
-    help="Write the CSV here (replaced whole) instead of stdout.",
-)
+@file_option("--out", "out_path", "Write the CSV here (replaced whole) instead of stdout.")
 def export(db_path, out_path):
     """Write the reviews' human ratings as a long ratings CSV: item_id, rater, rater_kind,
     dimension, value, confidence (`evalkit annotations import FILE` reads it back).
@@ -38,16 +32,13 @@ def export(db_path, out_path):
     written (no review is not an error: a header only); 1 unreadable database or unwritable FILE;
     2 usage error (no such database).
     """
-    from evalkit.db import open_readonly
-    from evalkit.db.reviews import read_review_ratings
+    from evalkit import api
     from evalkit.errors import InputError
-    from evalkit.output.atomic import write_text_atomic
     from evalkit.present import Table
 
     refuse_output_clash([("--out", out_path)], database=db_path)
     try:
-        with open_readonly(db_path) as db:
-            ratings, _ = read_review_ratings(db)
+        ratings = api.review_export(db_path)
     except InputError as exc:
         fail(str(exc))
     columns = ("item_id", "rater", "rater_kind", "dimension", "value", "confidence")
@@ -55,10 +46,7 @@ def export(db_path, out_path):
         columns, [[r.item_id, r.rater, r.rater_kind, r.dimension, r.value, r.confidence] for r in ratings]
     ).to_csv()
     if out_path:
-        try:
-            write_text_atomic(out_path, text)
-        except OSError as exc:
-            fail(f"{out_path}: cannot write: {exc.strerror or exc}")
+        write_or_fail(out_path, text)
         click.echo(f"{len(ratings)} rating{'s' if len(ratings) != 1 else ''} -> {out_path}", err=True)
     else:
         click.echo(text, nl=False)

@@ -1,4 +1,4 @@
-"""`evalkit verdicts`: score verdict files (classification results). Thin shell over evalkit.verdicts.analysis."""
+"""`evalkit verdicts`: score verdict files (classification results). Thin shell over evalkit.api.verdicts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_OK, fail, refuse_output_clash, warn
+from evalkit.commands.kit import EXIT_BAD_INPUT, EXIT_OK, file_option, refuse_output_clash, warn, write_or_fail
 
 
 def register(group: click.Group) -> None:
@@ -20,13 +20,7 @@ def register(group: click.Group) -> None:
         help="Glob for result files (repeatable); only matches ending in .json are read.",
     )
     @click.option("--markdown", is_flag=True, help="Print the markdown tables instead of the console report.")
-    @click.option(
-        "--json-out",
-        "json_out",
-        type=click.Path(dir_okay=False),
-        metavar="FILE",
-        help="Also write the full summary as JSON to FILE (written atomically).",
-    )
+    @file_option("--json-out", "json_out", "Also write the full summary as JSON to FILE (written atomically).")
     @click.option(
         "--threshold",
         type=click.FloatRange(0.0, 1.0),
@@ -52,30 +46,26 @@ def register(group: click.Group) -> None:
         Exit codes: 0 every file scored; 1 some file was bad (each reported as one line naming
         the file; the others are still scored); 2 usage error (bad --order, no files found).
         """
-        from evalkit.verdicts import analysis as v
+        from evalkit import api
+        from evalkit.present import ascii_text, views
 
         try:
-            order = v.parse_order(order_text)
+            order = api.verdict_order(order_text)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-        files, missing = v.find_files(paths, patterns)
+        files, missing = api.verdict_files(paths, patterns)
         if not files and not missing:
             where = " ".join(list(paths) + list(patterns)) or "results/*.json"
             raise click.UsageError(f"no result files (*.json) found in: {where}")
         refuse_output_clash([("--json-out", json_out)], inputs=files)
-        summary = v.score_result_files(paths, patterns, order=order, threshold=threshold)
+        summary = api.verdicts(paths, patterns, order=order, threshold=threshold)
         scores = summary["files"]
         if scores:
-            click.echo(v.render_verdicts_markdown(scores) if markdown else v.render_verdicts_text(scores))
+            click.echo(views.verdicts(scores, markdown=markdown))
         if not markdown:
             click.echo(f"verdicts: files scored {len(scores)}, files with errors {len(summary['errors'])}")
         for err in summary["errors"]:
-            warn(v.ascii_text(err))
+            warn(ascii_text(err))
         if json_out:
-            try:
-                v.write_json(json_out, summary)
-            except OSError as exc:
-                from evalkit.output.atomic import output_error
-
-                fail(str(output_error(json_out, exc)))
+            write_or_fail(json_out, views.verdicts_json(summary))
         sys.exit(EXIT_BAD_INPUT if summary["errors"] else EXIT_OK)
