@@ -55,6 +55,13 @@ def _dicts(section: Any) -> list[dict]:
     return [e for e in section if isinstance(e, dict)] if isinstance(section, list) else []
 
 
+def _sub_table(section: Section, name: str, headers: list[str], rows: list[list[str]], **table: Any) -> None:
+    """A titled table under a section's first one (``table``: the :class:`Table`'s title, notes and
+    numeric columns), shown only when it has rows: a breakdown with nothing to break down is left out."""
+    if rows:
+        section.blocks.append(ViewTable(Table(headers, rows, **table), name))
+
+
 # --- pairings -------------------------------------------------------------------------------
 
 
@@ -169,73 +176,65 @@ def pairings_section(audit: dict) -> Section:
 
     by = (audit.get("filters") or {}).get("by") or "judge"
     sliced = [(e, s) for e in entries for s in _dicts((e.get("slices") or {}).get(by))]
-    if sliced:
-        notes = Notes()
-        rows = [[str(e.get("pairing")), str(s.get("key"))] + _stat_row(s, stats, notes) for e, s in sliced]
-        headers = ["pairing", SLICE_LABELS.get(by, by)] + [h for _, h in stats]
-        section.blocks.append(
-            ViewTable(
-                Table(
-                    headers,
-                    rows,
-                    notes=notes.lines(),
-                    title=f"Per {SLICE_LABELS.get(by, by)}",
-                    numeric=set(range(2, len(headers))),
-                ),
-                f"pairings-by-{by}",
-            )
-        )
+    notes = Notes()
+    rows = [[str(e.get("pairing")), str(s.get("key"))] + _stat_row(s, stats, notes) for e, s in sliced]
+    headers = ["pairing", SLICE_LABELS.get(by, by)] + [h for _, h in stats]
+    _sub_table(
+        section,
+        f"pairings-by-{by}",
+        headers,
+        rows,
+        notes=notes.lines(),
+        title=f"Per {SLICE_LABELS.get(by, by)}",
+        numeric=set(range(2, len(headers))),
+    )
 
     per_judge = sliced if by == "judge" else []
     calibrated = [(e, s) for e, s in per_judge if s.get("n_with_confidence")] or [
         (e, {"key": "all judges", **e}) for e in entries if e.get("n_with_confidence")
     ]
-    if calibrated:
-        notes = Notes()
-        rows = []
-        for e, s in calibrated:
-            esc = s.get("escalation") if isinstance(s.get("escalation"), dict) else {}
-            rows.append(
-                [
-                    str(e.get("pairing")),
-                    str(s.get("key")),
-                    stat_text(s.get("n_with_confidence")),
-                    stat_text(s.get("brier"), notes),
-                    stat_text(s.get("ece"), notes),
-                    stat_text(esc.get("threshold")),
-                    stat_text(esc.get("escalated")),
-                    stat_text(esc.get("misses")),
-                    stat_text(esc.get("misses_caught")),
-                ]
-            )
-        section.blocks.append(
-            ViewTable(
-                Table(
-                    [
-                        "pairing",
-                        "judge model",
-                        "n with confidence",
-                        "Brier",
-                        "ECE",
-                        "escalation threshold",
-                        "escalated",
-                        "disagreements",
-                        "caught",
-                    ],
-                    rows,
-                    notes=notes.lines()
-                    + [
-                        "Brier: multi-class Brier score of the judge's confidence against the mechanical label "
-                        "(0 perfect). "
-                        "ECE: expected calibration error. Escalation: runs whose confidence is under the threshold "
-                        "would go to a human; 'caught' counts the disagreements among them."
-                    ],
-                    title="Calibration of the judge's confidence",
-                    numeric=set(range(2, 9)),
-                ),
-                "calibration",
-            )
+    notes = Notes()
+    rows = []
+    for e, s in calibrated:
+        esc = s.get("escalation") if isinstance(s.get("escalation"), dict) else {}
+        rows.append(
+            [
+                str(e.get("pairing")),
+                str(s.get("key")),
+                stat_text(s.get("n_with_confidence")),
+                stat_text(s.get("brier"), notes),
+                stat_text(s.get("ece"), notes),
+                stat_text(esc.get("threshold")),
+                stat_text(esc.get("escalated")),
+                stat_text(esc.get("misses")),
+                stat_text(esc.get("misses_caught")),
+            ]
         )
+    _sub_table(
+        section,
+        "calibration",
+        [
+            "pairing",
+            "judge model",
+            "n with confidence",
+            "Brier",
+            "ECE",
+            "escalation threshold",
+            "escalated",
+            "disagreements",
+            "caught",
+        ],
+        rows,
+        notes=notes.lines()
+        + [
+            "Brier: multi-class Brier score of the judge's confidence against the mechanical label "
+            "(0 perfect). "
+            "ECE: expected calibration error. Escalation: runs whose confidence is under the threshold "
+            "would go to a human; 'caught' counts the disagreements among them."
+        ],
+        title="Calibration of the judge's confidence",
+        numeric=set(range(2, 9)),
+    )
 
     charts = _charts(entries)
     if charts:
@@ -353,88 +352,76 @@ def raters_section(audit: dict) -> Section:
 
     notes = Notes()
     pairs = _pairwise_rows(entries, notes)
-    if pairs:
-        section.blocks.append(
-            ViewTable(
-                Table(
-                    ["dimension", "raters", "items", "Cohen \u03ba", "weighted \u03ba"],
-                    pairs,
-                    notes=notes.lines(),
-                    title="Pairwise agreement (dimensions with more than two raters)",
-                    numeric={2, 3, 4},
-                ),
-                "pairwise",
-            )
-        )
+    _sub_table(
+        section,
+        "pairwise",
+        ["dimension", "raters", "items", "Cohen \u03ba", "weighted \u03ba"],
+        pairs,
+        notes=notes.lines(),
+        title="Pairwise agreement (dimensions with more than two raters)",
+        numeric={2, 3, 4},
+    )
 
-    alt = [(e, t) for e in entries for t in _dicts(e.get("alt_test"))]
-    if alt:
-        rows = [
-            [
-                str(e.get("dimension")),
-                str(t.get("judge")),
-                ", ".join(map(str, t.get("humans") or [])),
-                stat_text(t.get("winning_rate")),
-                stat_text(t.get("advantage_prob")),
-                stat_text(t.get("epsilon")),
-                str(t.get("metric") or ""),
-                stat_text(t.get("q")),
-                stat_text(t.get("passed")),
-                str(t.get("reason") or ""),
-            ]
-            for e, t in alt
+    rows = [
+        [
+            str(e.get("dimension")),
+            str(t.get("judge")),
+            ", ".join(map(str, t.get("humans") or [])),
+            stat_text(t.get("winning_rate")),
+            stat_text(t.get("advantage_prob")),
+            stat_text(t.get("epsilon")),
+            str(t.get("metric") or ""),
+            stat_text(t.get("q")),
+            stat_text(t.get("passed")),
+            str(t.get("reason") or ""),
         ]
-        section.blocks.append(
-            ViewTable(
-                Table(
-                    [
-                        "dimension",
-                        "judge",
-                        "humans",
-                        "winning rate \u03c9",
-                        "advantage \u03c1",
-                        "\u03b5",
-                        "metric",
-                        "q",
-                        "passed",
-                        "note",
-                    ],
-                    rows,
-                    title="Alternative Annotator Test",
-                    numeric={3, 4, 5, 7},
-                ),
-                "alt-test",
-            )
-        )
+        for e in entries
+        for t in _dicts(e.get("alt_test"))
+    ]
+    _sub_table(
+        section,
+        "alt-test",
+        [
+            "dimension",
+            "judge",
+            "humans",
+            "winning rate \u03c9",
+            "advantage \u03c1",
+            "\u03b5",
+            "metric",
+            "q",
+            "passed",
+            "note",
+        ],
+        rows,
+        title="Alternative Annotator Test",
+        numeric={3, 4, 5, 7},
+    )
 
-    versus = [(e, c) for e in entries for c in _dicts(e.get("judge_vs_mechanical"))]
-    if versus:
-        notes = Notes()
-        rows = [
-            [
-                str(e.get("dimension")),
-                str(c.get("judge")),
-                str(c.get("mechanical")),
-                stat_text(c.get("n")),
-                stat_text(c.get("agree")),
-                stat_text(c.get("cohen_kappa"), notes),
-                stat_text(c.get("lenient"), notes),
-                stat_text(c.get("strict"), notes),
-            ]
-            for e, c in versus
+    notes = Notes()
+    rows = [
+        [
+            str(e.get("dimension")),
+            str(c.get("judge")),
+            str(c.get("mechanical")),
+            stat_text(c.get("n")),
+            stat_text(c.get("agree")),
+            stat_text(c.get("cohen_kappa"), notes),
+            stat_text(c.get("lenient"), notes),
+            stat_text(c.get("strict"), notes),
         ]
-        section.blocks.append(
-            ViewTable(
-                Table(
-                    ["dimension", "judge", "mechanical scorer", "n", "agree", "Cohen \u03ba", "lenient", "strict"],
-                    rows,
-                    notes=notes.lines(),
-                    title="Judge against mechanical scorers",
-                    numeric={3, 4, 5, 6, 7},
-                ),
-                "judge-vs-mechanical",
-            )
-        )
+        for e in entries
+        for c in _dicts(e.get("judge_vs_mechanical"))
+    ]
+    _sub_table(
+        section,
+        "judge-vs-mechanical",
+        ["dimension", "judge", "mechanical scorer", "n", "agree", "Cohen \u03ba", "lenient", "strict"],
+        rows,
+        notes=notes.lines(),
+        title="Judge against mechanical scorers",
+        numeric={3, 4, 5, 6, 7},
+    )
     return section
 
 
@@ -487,19 +474,15 @@ def drift_section(audit: dict) -> Section:
         for j in judges
         for d in _dicts(j.get("dimensions"))
     ]
-    if dims:
-        section.blocks.append(
-            ViewTable(
-                Table(
-                    ["judge", "dimension", "n", "agreement", "Cohen \u03ba", "weighted \u03ba", "moved"],
-                    dims,
-                    notes=dn.lines(),
-                    title="Per dimension",
-                    numeric={2, 3, 4, 5, 6},
-                ),
-                "drift-dimensions",
-            )
-        )
+    _sub_table(
+        section,
+        "drift-dimensions",
+        ["judge", "dimension", "n", "agreement", "Cohen \u03ba", "weighted \u03ba", "moved"],
+        dims,
+        notes=dn.lines(),
+        title="Per dimension",
+        numeric={2, 3, 4, 5, 6},
+    )
     return section
 
 
