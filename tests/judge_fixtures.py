@@ -6,6 +6,21 @@ from __future__ import annotations
 import hashlib
 import json
 
+from evalkit.trajectory.builders import a320_scenario
+
+
+def tool_step(step: int, call_index: int, name: str, args: dict, result: dict | None = None) -> dict:
+    """A successful tool call of a judge bundle's transcript."""
+    return {
+        "step": step,
+        "kind": "tool_call",
+        "call_index": call_index,
+        "name": name,
+        "args": args,
+        "is_error": False,
+        "result": {"ok": True} if result is None else result,
+    }
+
 
 def make_bundle(i: int, injection: bool = False) -> dict:
     agent_text = "Reading the ELEC page before acting."
@@ -15,54 +30,16 @@ def make_bundle(i: int, injection: bool = False) -> dict:
         "scenario_id": f"elec_gen_{i % 3}",
         "title": "GEN 1 fault: restore AC power",
         "task_prompt": "The ECAM shows ELEC GEN 1 FAULT. Handle it per procedure, then call done.",
-        "procedure": [
-            {
-                "block": "reset_attempt",
-                "ordered": True,
-                "actions": [
-                    {"control": "apu_gen", "value": 0, "rationale": "reset"},
-                    {"control": "apu_gen", "value": 1, "rationale": "reset"},
-                ],
-            },
-            {
-                "block": "restore_power",
-                "ordered": False,
-                "actions": [{"control": "ext_pwr", "value": 1, "rationale": "power"}],
-            },
-        ],
+        "procedure": a320_scenario()["ground_truth"]["procedure"],
         "success_criteria": {
             "final_state": [{"var": "ac_bus_1", "op": "==", "value": 1}],
             "ecam_clear_of": ["ELEC GEN 1 FAULT"],
         },
         "transcript": [
             {"step": 1, "kind": "assistant", "text": agent_text},
-            {
-                "step": 1,
-                "kind": "tool_call",
-                "call_index": 0,
-                "name": "read_page",
-                "args": {"page": "ELEC"},
-                "is_error": False,
-                "result": {"ac_bus_1": 0, "run": i},
-            },
-            {
-                "step": 2,
-                "kind": "tool_call",
-                "call_index": 1,
-                "name": "set_control",
-                "args": {"control": "apu_gen", "value": 0},
-                "is_error": False,
-                "result": {"ok": True},
-            },
-            {
-                "step": 3,
-                "kind": "tool_call",
-                "call_index": 2,
-                "name": "set_control",
-                "args": {"control": "apu_gen", "value": 1},
-                "is_error": False,
-                "result": {"ok": True},
-            },
+            tool_step(1, 0, "read_page", {"page": "ELEC"}, {"ac_bus_1": 0, "run": i}),
+            tool_step(2, 1, "set_control", {"control": "apu_gen", "value": 0}),
+            tool_step(3, 2, "set_control", {"control": "apu_gen", "value": 1}),
         ],
         "final_reason": "agent_done",
         "done_payload": {"summary": "done"},

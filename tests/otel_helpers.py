@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -145,20 +145,21 @@ def record_runs(client: Any, runs: Sequence[dict[str, Any]], *extra: SpanExporte
     return memory
 
 
+ID_KEYS = ("traceId", "spanId", "parentSpanId")
+
+
+def map_ids(node: Any, convert: Callable[[str], str]) -> Any:
+    """``node`` with ``convert`` applied to every trace and span id (a string), however deep."""
+    if isinstance(node, dict):
+        return {k: convert(v) if k in ID_KEYS and isinstance(v, str) else map_ids(v, convert) for k, v in node.items()}
+    if isinstance(node, list):
+        return [map_ids(v, convert) for v in node]
+    return node
+
+
 def hex_ids(node: Any) -> Any:
     """protobuf's JSON mapping writes bytes (the ids) in base64; OTLP JSON writes them in hex."""
-    if isinstance(node, dict):
-        return {
-            k: (
-                base64.b64decode(v).hex()
-                if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str)
-                else hex_ids(v)
-            )
-            for k, v in node.items()
-        }
-    if isinstance(node, list):
-        return [hex_ids(v) for v in node]
-    return node
+    return map_ids(node, lambda v: base64.b64decode(v).hex())
 
 
 def otlp_json(spans: Sequence[Any]) -> dict[str, Any]:
@@ -174,15 +175,4 @@ def write_collector_file(path: Path, batches: Sequence[Sequence[Any]]) -> Path:
 
 def to_proto_json(node: Any) -> Any:
     """OTLP JSON (hex ids) back to protobuf's JSON mapping (base64 ids), for json_format.Parse."""
-    if isinstance(node, dict):
-        return {
-            k: (
-                base64.b64encode(bytes.fromhex(v)).decode()
-                if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str)
-                else to_proto_json(v)
-            )
-            for k, v in node.items()
-        }
-    if isinstance(node, list):
-        return [to_proto_json(v) for v in node]
-    return node
+    return map_ids(node, lambda v: base64.b64encode(bytes.fromhex(v)).decode())
