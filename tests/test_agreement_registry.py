@@ -16,6 +16,22 @@ from evalkit.agreement.audit_output import audit_csv, audit_markdown, audit_text
 from evalkit.agreement.stats import registry
 from evalkit.agreement.view import pairing_columns, rater_columns
 
+# the statistics of a judge/mechanical pairing, in the csv's order
+PAIRING_CSV_STATS = [
+    "n",
+    "percent_agreement",
+    "cohen_kappa",
+    "weighted_kappa",
+    "krippendorff_alpha",
+    "gwet_ac1",
+    "spearman",
+    "lenient",
+    "strict",
+    "brier",
+    "ece",
+    "n_with_confidence",
+]
+
 
 def max_agreement(x, y, labels):
     """The highest agreement two raters' label counts allow (sum of the smaller count per label)."""
@@ -135,20 +151,7 @@ def test_the_shipped_declarations_keep_the_audit_layout():
         "krippendorff_alpha",
         "gwet_ac1",
     ]
-    assert csv_stats("pairs") == [
-        "n",
-        "percent_agreement",
-        "cohen_kappa",
-        "weighted_kappa",
-        "krippendorff_alpha",
-        "gwet_ac1",
-        "spearman",
-        "lenient",
-        "strict",
-        "brier",
-        "ece",
-        "n_with_confidence",
-    ]
+    assert csv_stats("pairs") == PAIRING_CSV_STATS
     assert csv_stats("raters") == [
         "n_items",
         "n_items_dropped",

@@ -11,6 +11,7 @@ import re
 import pytest
 from audit_helpers import Annotator, add_ratings, card, save_cards, table_dump
 from click.testing import CliRunner
+from test_agreement_registry import PAIRING_CSV_STATS
 
 from evalkit.agreement.audit import build_audit
 from evalkit.agreement.audit_output import audit_json
@@ -119,21 +120,7 @@ def test_json_contract_names_every_statistic(db):
     rep = json.loads(res.output)
     assert set(rep) >= {"schema", "pairings", "raters", "disagreements", "drift", "judge_costs"}
     for p in rep["pairings"]:
-        for key in (
-            "n",
-            "percent_agreement",
-            "cohen_kappa",
-            "weighted_kappa",
-            "krippendorff_alpha",
-            "gwet_ac1",
-            "spearman",
-            "brier",
-            "ece",
-            "lenient",
-            "strict",
-            "confusion_matrix",
-            "slices",
-        ):
+        for key in (*PAIRING_CSV_STATS, "confusion_matrix", "slices"):
             assert key in p, key
         for key in ("percent_agreement", "cohen_kappa", "gwet_ac1"):
             assert set(p[key]) >= {"value", "reason"}

@@ -8,15 +8,8 @@ from test_scenario_schema import doc_scenario
 
 from evalkit.trajectory.builders import call, trajectory
 
-SURFACE = [
-    "lookup_order",
-    "check_policy",
-    "search_kb",
-    "request_approval",
-    "issue_refund",
-    "send_message",
-    "close_account",
-]
+READS = ["lookup_order", "check_policy", "search_kb"]
+SURFACE = READS + doc_scenario()["command_tools"]  # the commands: request_approval, issue_refund, ...
 LOOKUP = call("lookup_order", {"order_id": "B22"}, result={"total": 80.0})
 ASK = call("request_approval", {"order_id": "B22", "reason": "Damaged"}, result={"approved": True})
 REFUND = call("issue_refund", {"order_id": "B22", "amount": 80.0})
