@@ -45,10 +45,15 @@ table.disagreements blockquote{min-width:26em}
 _anchor = run_anchor
 
 
+def shown(value: Any) -> str:
+    """Any value as text, control and bidi characters shown escaped, lines kept."""
+    text = "" if value is None else value if isinstance(value, str) else str(value)
+    return "\n".join(sanitize(part) for part in text.split("\n"))
+
+
 def t(value: Any) -> str:
     """Any value as escaped HTML text, control and bidi characters shown escaped, lines kept."""
-    text = "" if value is None else value if isinstance(value, str) else str(value)
-    return html_text("\n".join(sanitize(part) for part in text.split("\n")))
+    return html_text(shown(value))
 
 
 def _failed(run: dict) -> bool:
@@ -222,54 +227,34 @@ def _annotations(d: dict) -> str:
     return "".join(out)
 
 
-def render_drilldowns(report: dict) -> str:
-    data = report.get("drilldowns") or {}
-    runs = data.get("runs") or []
-    out = ['<section id="drilldowns"><h2>Run details</h2>']
-    if not runs:
-        out.append(f'<p class="absent">{t(data.get("error") or "No run to show.")}</p>')
-        return "".join(out) + "</section>"
-    lede = (
-        ("Every run" if data.get("all") else "The failed, unsafe and disagreed-on runs")
-        + ": its transcript with each command's class, the ground truth with the missing actions, "
-        "the judge's annotations."
+def render_run(d: dict) -> str:
+    """One run's drill-down (an entry of the report's ``drilldowns.runs``), collapsed."""
+    first_of_step, entries = set(), []
+    for e in d["transcript"]:
+        step = e.get("step")
+        anchor = ""
+        if isinstance(step, int) and step not in first_of_step:
+            first_of_step.add(step)
+            anchor = f'<span id="{d["anchor"]}-step-{step}"></span>'
+        entries.append(anchor + _entry(e))
+    if d["transcript_total"] > len(d["transcript"]):
+        entries.append(
+            f'<p class="note">{d["transcript_total"] - len(d["transcript"])} more entries: '
+            "open the run in evalkit view.</p>"
+        )
+    summary = (
+        f"{t(d['run_id'])} · {t(d['status_reason'][0].split(':')[0])}"
+        + (f' · <span class="missing">{d["checklist"]["missing"]} missing</span>' if d["checklist"]["missing"] else "")
+        + (
+            f" · {d['disagreements']} disagreement{'s' if d['disagreements'] != 1 else ''}"
+            if d["disagreements"]
+            else ""
+        )
     )
-    if data.get("summarised"):
-        rest = ", ".join(f"{n} {t(s)}" for s, n in data["summarised"].items())
-        lede += f" Not shown: {rest} (evalkit report --all-runs shows every run; evalkit view browses them)."
-    out.append(f'<p class="lede">{lede}</p>')
-    for d in runs:
-        first_of_step, entries = set(), []
-        for e in d["transcript"]:
-            step = e.get("step")
-            anchor = ""
-            if isinstance(step, int) and step not in first_of_step:
-                first_of_step.add(step)
-                anchor = f'<span id="{d["anchor"]}-step-{step}"></span>'
-            entries.append(anchor + _entry(e))
-        if d["transcript_total"] > len(d["transcript"]):
-            entries.append(
-                f'<p class="note">{d["transcript_total"] - len(d["transcript"])} more entries: '
-                "open the run in evalkit view.</p>"
-            )
-        summary = (
-            f"{t(d['run_id'])} · {t(d['status_reason'][0].split(':')[0])}"
-            + (
-                f' · <span class="missing">{d["checklist"]["missing"]} missing</span>'
-                if d["checklist"]["missing"]
-                else ""
-            )
-            + (
-                f" · {d['disagreements']} disagreement{'s' if d['disagreements'] != 1 else ''}"
-                if d["disagreements"]
-                else ""
-            )
-        )
-        reasons = "".join(f"<li>{t(r)}</li>" for r in d["status_reason"])
-        out.append(
-            f'<details class="drill"><summary id="{d["anchor"]}">{summary}</summary><ul>{reasons}</ul>'
-            f'<div class="cols"><div><h4>Transcript</h4>{"".join(entries) or "<p class=absent>no transcript</p>"}</div>'
-            f"<div><h4>Ground truth</h4>{_checklist(d['checklist'])}"
-            f"<h4>Judge</h4>{_annotations(d)}</div></div></details>"
-        )
-    return "".join(out) + "</section>"
+    reasons = "".join(f"<li>{t(r)}</li>" for r in d["status_reason"])
+    return (
+        f'<details class="drill"><summary id="{d["anchor"]}">{summary}</summary><ul>{reasons}</ul>'
+        f'<div class="cols"><div><h4>Transcript</h4>{"".join(entries) or "<p class=absent>no transcript</p>"}</div>'
+        f"<div><h4>Ground truth</h4>{_checklist(d['checklist'])}"
+        f"<h4>Judge</h4>{_annotations(d)}</div></div></details>"
+    )

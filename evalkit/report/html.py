@@ -25,7 +25,7 @@ from evalkit.present.document import Section, ViewTable
 from evalkit.report import page as p
 from evalkit.report import svg
 from evalkit.report.drilldowns import CSS as DRILLDOWN_CSS
-from evalkit.report.drilldowns import render_drilldowns
+from evalkit.report.drilldowns import render_run
 from evalkit.report.page import run_anchor
 from evalkit.report.sections import build_page
 from evalkit.report.svg import bar_chart, esc, heat_map, reliability_diagram
@@ -152,7 +152,7 @@ BLOCKS = {
     p.ItemList: lambda b: f"<h3>{_own(b.title)}</h3><ul>{''.join(f'<li>{inline(x)}</li>' for x in b.items)}</ul>",
     p.Facts: _facts,
     p.AuditView: lambda b: _view(b.sections, b.run_ids, b.level),
-    p.Drilldowns: lambda b: render_drilldowns(b.report),
+    p.RunDetails: lambda b: render_run(b.drilldown),
 }
 
 

@@ -219,10 +219,11 @@ class AuditView:
 
 
 @dataclass
-class Drilldowns:
-    """The run drill-downs (the page only), written by :mod:`evalkit.report.drilldowns`."""
+class RunDetails:
+    """One run's drill-down, collapsed (the page only: its transcript, checklist and judge
+    annotations, as :mod:`evalkit.report.drilldowns` reads and writes them)."""
 
-    report: dict
+    drilldown: dict
 
 
 @dataclass

@@ -13,13 +13,12 @@ from __future__ import annotations
 from evalkit.agreement.view import agreement_sections, judge_cost_section
 from evalkit.report import fmt, tables
 from evalkit.report.data import provenance_items
-from evalkit.report.drilldowns import drilldown_ids
+from evalkit.report.drilldowns import drilldown_ids, shown
 from evalkit.report.page import (
     HTML,
     MARKDOWN,
     AuditView,
     Details,
-    Drilldowns,
     Em,
     Facts,
     Figure,
@@ -33,6 +32,7 @@ from evalkit.report.page import (
     Page,
     Para,
     Part,
+    RunDetails,
     Strong,
     Term,
 )
@@ -326,7 +326,30 @@ def contamination(report: dict) -> Part:
 
 
 def drilldowns(report: dict) -> Only:
-    return Only(HTML, [Drilldowns(report)])
+    """The chosen runs explained, collapsed (the page only; the rest counted by status)."""
+    data = report.get("drilldowns") or {}
+    part = Part("drilldowns", "Run details", [])
+    if not data.get("runs"):
+        part.blocks.append(_absent(shown(data["error"]) if data.get("error") else Lit("No run to show.")))
+        return Only(HTML, [part])
+    lede: list = [
+        Lit("Every run" if data.get("all") else "The failed, unsafe and disagreed-on runs"),
+        Lit(
+            ": its transcript with each command's class, the ground truth with the missing actions, "
+            "the judge's annotations."
+        ),
+    ]
+    if data.get("summarised"):
+        counts = [
+            [Lit(", ") if i else [], Lit(f"{n} "), shown(s)] for i, (s, n) in enumerate(data["summarised"].items())
+        ]
+        lede += [
+            Lit(" Not shown: "),
+            counts,
+            Lit(" (evalkit report --all-runs shows every run; evalkit view browses them)."),
+        ]
+    part.blocks += [Para(lede, "lede"), *(RunDetails(d) for d in data["runs"])]
+    return Only(HTML, [part])
 
 
 # The parts in reading order: a new section is a function here and its line in this list.
