@@ -221,25 +221,18 @@ def judge(
     return result
 
 
-def judge_dry_run(
-    db: str | Path,
-    models: Iterable[str],
-    paths: Iterable[str] | None = None,
-    *,
-    warn: Warn | None = None,
-    allow_self_judging: bool = True,
-    **options,
-):
-    """``evalkit judge --dry-run``: what :func:`judge` would send, sending nothing; returns the
-    judge layer's ``DryRun`` and the bad files (``paths`` are scored into ``db`` first, as judging
-    would)."""
+def judge_dry_run(db: str | Path, models: Iterable[str], paths: Iterable[str] | None = None, **options):
+    """``evalkit judge --dry-run``: what :func:`judge` (with the same arguments) would send,
+    sending nothing; returns the judge layer's ``DryRun`` and the bad files (``paths`` are scored
+    into ``db`` first, as judging would)."""
     from evalkit.judges.api import dry_run
 
-    cards, errors = _judged_cards(db, models, paths, warn, allow_self_judging)
+    inputs = {name: options.pop(name) for name in ("warn", "allow_self_judging") if name in options}
+    cards, errors = _judged_cards(db, models, paths, **inputs)
     return dry_run(cards, models, db=str(db), **options), errors
 
 
-def _judged_cards(db, models, paths, warn, allow_self_judging) -> tuple[list, list[str]]:
+def _judged_cards(db, models, paths, warn=None, allow_self_judging=True) -> tuple[list, list[str]]:
     """The cards a judge run judges: ``paths`` scored into ``db``, else the stored ones; the bad
     files and the self-judging warnings said through ``warn``."""
     from evalkit.judges.api import stored_cards

@@ -52,7 +52,7 @@ def register(group: click.Group) -> None:
         is_flag=True,
         help="Add the derived rater jury@RUBRIC (majority / median of the judges, ties to the lower credit).",
     )
-    def audit(db_path, judge, rubric, by, fmt_name, pairs_out, config_path, seed, n_resamples, out_path, jury):
+    def audit(db_path, fmt_name, pairs_out, config_path, out_path, **options):
         """Audit the LLM judge: agreement with the mechanical scores, with other judges and humans.
 
         Reads the database only: scores and annotations are never modified. Non-blind annotations
@@ -69,16 +69,8 @@ def register(group: click.Group) -> None:
             inputs=[config_path] if config_path else [],
         )
         try:
-            report, pairs = api.audit_with_pairs(
-                db_path,
-                judge=judge,
-                rubric=rubric,
-                by=by,
-                config=config_path,
-                seed=seed,
-                n_resamples=n_resamples,
-                jury=jury,
-            )
+            # options: judge, rubric, by, seed, n_resamples and jury, named as the api names them
+            report, pairs = api.audit_with_pairs(db_path, config=config_path, **options)
         except InputError as exc:
             fail(str(exc))
         for line in views.audit_warnings(report):

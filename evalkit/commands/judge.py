@@ -20,16 +20,13 @@ from evalkit.commands.kit import (
     db_option,
     fail,
     format_option,
-    judge_call_options,
+    judge_command,
     warn,
 )
 
 
 def register(group: click.Group) -> None:
-    @group.command("judge")
-    @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
-    @judge_call_options
-    @db_option(help="SQLite database (scores + judge tables).")
+    @judge_command(group, "judge", db_help="SQLite database (scores + judge tables).")
     @click.option(
         "--resample",
         type=click.FloatRange(0, 1, min_open=True),

@@ -32,6 +32,7 @@ __all__ = [
     "file_option",
     "format_option",
     "judge_call_options",
+    "judge_command",
     "output_file",
     "pairings_option",
     "rate_option",
@@ -181,6 +182,18 @@ def format_option(
     return click.option(
         "--format", dest, type=click.Choice(list(choices)), default=default or choices[0], show_default=True, help=help
     )
+
+
+def judge_command(group: click.Group, name: str, db_help: str) -> Callable:
+    """A command that calls judges (`judge`, `probe`): its trajectory PATHS (files, directories,
+    ``-``; none: the runs in the database), :func:`judge_call_options` and ``--db``."""
+
+    def declare(function: Callable) -> Callable:
+        function = judge_call_options(db_option(help=db_help)(function))
+        function = click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))(function)
+        return group.command(name)(function)
+
+    return declare
 
 
 def judge_call_options(command: Callable) -> Callable:

@@ -17,10 +17,9 @@ from evalkit.commands.kit import (
     EXIT_OK,
     EXIT_USAGE,
     config_file_option,
-    db_option,
     fail,
     format_option,
-    judge_call_options,
+    judge_command,
     resamples_option,
     warn,
 )
@@ -29,10 +28,7 @@ PROBE_NAMES = ("false_claim", "injection", "verbosity", "distractor_reads", "ide
 
 
 def register(group: click.Group) -> None:
-    @group.command("probe")
-    @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
-    @judge_call_options
-    @db_option(help="SQLite database (scores + judge tables + probe_annotations).")
+    @judge_command(group, "probe", db_help="SQLite database (scores + judge tables + probe_annotations).")
     @click.option(
         "--probes", "probe_list", metavar="LIST", help=f"Comma-separated probes (default all: {','.join(PROBE_NAMES)})."
     )
