@@ -12,17 +12,36 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pip(*args: str) -> None:
+    """``pip ARGS``, offline (local sources and wheels only), which must succeed."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", *args, "--no-deps", "--no-index", "-q"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def build_wheel(src: Path, out: Path, name: str) -> Path:
+    pip("wheel", str(src), "--no-build-isolation", "-w", str(out))
+    return next(out.glob(f"{name}-*.whl"))
+
+
+def install(whl: Path, target: Path) -> None:
+    """``whl`` into the site directory ``target`` (no bytecode: nothing here runs long enough to need it)."""
+    pip("install", "--target", str(target), "--upgrade", "--no-compile", str(whl))
+
+
+def probe_json(code: str, target: Path, cwd: Path):
+    """What ``code``, run with ``target`` first on sys.path, prints as JSON."""
+    prelude = "import json, sys; sys.path.insert(0, sys.argv[1]);"
+    out = subprocess.run([sys.executable, "-c", prelude + code, str(target)], capture_output=True, text=True, cwd=cwd)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     pytest.importorskip("hatchling")
-    out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return next(out.glob("evalkit-*.whl"))
+    return build_wheel(ROOT, tmp_path_factory.mktemp("wheel"), "evalkit")
 
 
 def test_wheel_contains_data_and_both_packages(wheel):
@@ -39,20 +58,12 @@ def test_wheel_contains_data_and_both_packages(wheel):
 
 def test_installed_wheel_finds_its_data(wheel, tmp_path):
     target = tmp_path / "site"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
+    install(wheel, target)
     probe = (
-        "import json, sys; sys.path.insert(0, sys.argv[1]);"
         "from evalkit.config.resources import data_dir;"
         "print(json.dumps({n: str(data_dir(n)) for n in ('configs', 'prompts')}))"
     )
-    out = subprocess.run([sys.executable, "-c", probe, str(target)], capture_output=True, text=True, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    dirs = json.loads(out.stdout)
+    dirs = probe_json(probe, target, tmp_path)
     for name, path in dirs.items():
         assert Path(path) == target / "evalkit" / "_data" / name
         assert any(Path(path).iterdir())
@@ -69,13 +80,7 @@ def dummy_judges_wheel(tmp_path_factory) -> Path:
         '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
         '[project]\nname = "judges"\nversion = "0.0.1"\n[tool.hatch.build.targets.wheel]\npackages = ["judges"]\n'
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return next(out.glob("judges-*.whl"))
+    return build_wheel(src, out, "judges")
 
 
 @pytest.mark.parametrize("first", ["evalkit", "judges"])
@@ -85,20 +90,12 @@ def test_wheel_installs_beside_another_judges_distribution(wheel, dummy_judges_w
     dummy = dummy_judges_wheel
     target = tmp_path / "site"
     for whl in [wheel, dummy] if first == "evalkit" else [dummy, wheel]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), "--upgrade", str(whl)],
-            capture_output=True,
-            text=True,
-        )
-        assert proc.returncode == 0, proc.stderr
+        install(whl, target)
     probe = (
-        "import json, sys; sys.path.insert(0, sys.argv[1]);"
         "import judges, evalkit.judges.rubrics, evalkit.judges.protocol;"
         "print(json.dumps([judges.WHO, evalkit.judges.rubrics.load_rubric('procedure_v1').id,"
         " evalkit.judges.__file__]))"
     )
-    out = subprocess.run([sys.executable, "-c", probe, str(target)], capture_output=True, text=True, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    who, rubric, where = json.loads(out.stdout)
+    who, rubric, where = probe_json(probe, target, tmp_path)
     assert who == "the other judges distribution" and rubric == "procedure_v1"
     assert Path(where) == target / "evalkit" / "judges" / "__init__.py"
