@@ -15,6 +15,14 @@ def invoke(*args):
     return CliRunner().invoke(evalkit.cli.cli, list(args), catch_exceptions=False)
 
 
+def judge_at(server, tmp_path, model: str, *options: str):
+    """`evalkit judge` of two scored runs with ``model`` on the fake server, one request at a time."""
+    db = scored_db(tmp_path, 2)
+    config = fast_config(tmp_path)
+    args = ["--db", db, "--model", model, "--api-base", server.api_base, "--concurrency", "1", "--config", config]
+    return invoke("judge", *args, *options)
+
+
 def error_lines(res) -> list[str]:
     return [line for line in res.stderr.splitlines() if line.startswith("error:")]
 
@@ -38,22 +46,7 @@ def test_no_api_key_names_the_environment_variable(tmp_path, monkeypatch):
 
 def test_request_shape_refused_names_parameter_and_the_mode_to_try(tmp_path, server):
     server.dialect = "llamacpp"
-    db = scored_db(tmp_path, 2)
-    res = invoke(
-        "judge",
-        "--db",
-        db,
-        "--model",
-        "openai/smollm2",
-        "--api-base",
-        server.api_base,
-        "--output-mode",
-        "json_schema",
-        "--concurrency",
-        "1",
-        "--config",
-        fast_config(tmp_path),
-    )
+    res = judge_at(server, tmp_path, "openai/smollm2", "--output-mode", "json_schema")
     assert res.exit_code == 1 and server.count == 1  # refused once: no retry, no further call
     lines = error_lines(res)
     assert len(lines) == 1
@@ -64,20 +57,7 @@ def test_request_shape_refused_names_parameter_and_the_mode_to_try(tmp_path, ser
 
 def test_unknown_model_lists_the_models_the_server_offers(tmp_path, server):
     server.models = ["smollm2-135m-instruct", "qwen2.5-0.5b"]
-    db = scored_db(tmp_path, 2)
-    res = invoke(
-        "judge",
-        "--db",
-        db,
-        "--model",
-        "openai/smollm",
-        "--api-base",
-        server.api_base,
-        "--concurrency",
-        "1",
-        "--config",
-        fast_config(tmp_path),
-    )
+    res = judge_at(server, tmp_path, "openai/smollm")
     assert res.exit_code == 1 and server.count == 1
     lines = error_lines(res)
     assert lines == [
