@@ -63,6 +63,14 @@ def _usage_error(res, *names):
     return res.stderr
 
 
+def _refused_unchanged(target: Path, *args) -> str:
+    """`evalkit ARGS` is a usage error naming ``target``, whose bytes it leaves as they were: the error."""
+    digest = _digest(target)
+    err = _usage_error(run(*args), target)
+    assert _digest(target) == digest
+    return err
+
+
 def test_score_out_onto_the_database_is_refused_and_the_database_stays_whole(db, tmp_path):
     before = _state(db)
     err = _usage_error(run("score", EXAMPLES, "--db", db, "--out", db), db)
@@ -71,9 +79,8 @@ def test_score_out_onto_the_database_is_refused_and_the_database_stays_whole(db,
 
 
 def test_report_html_onto_the_database_is_refused(db):
-    digest = _digest(db)
-    _usage_error(run("report", "--db", db, "--html", db), db)
-    assert _digest(db) == digest and _state(db)[0] == "ok"
+    _refused_unchanged(db, "report", "--db", db, "--html", db)
+    assert _state(db)[0] == "ok"
 
 
 def test_report_markdown_onto_the_wal_is_refused(db):
@@ -83,41 +90,30 @@ def test_report_markdown_onto_the_wal_is_refused(db):
 
 
 def test_audit_out_onto_the_database_is_refused(db):
-    digest = _digest(db)
-    _usage_error(run("audit", "--db", db, "--out", db), db)
-    assert _digest(db) == digest
+    _refused_unchanged(db, "audit", "--db", db, "--out", db)
 
 
 def test_audit_pairs_out_onto_the_database_is_refused(db):
-    digest = _digest(db)
-    _usage_error(run("audit", "--db", db, "--pairs-out", db), db)
-    assert _digest(db) == digest
+    _refused_unchanged(db, "audit", "--db", db, "--pairs-out", db)
 
 
 def test_score_out_onto_its_input_leaves_the_input_unchanged(tmp_path):
     src = tmp_path / "in.jsonl"
     shutil.copy(ONE_RUN, src)
-    digest = _digest(src)
-    err = _usage_error(run("score", src, "--no-db", "--out", src), src)
-    assert "would overwrite the input" in err
-    assert _digest(src) == digest
+    assert "would overwrite the input" in _refused_unchanged(src, "score", src, "--no-db", "--out", src)
 
 
 def test_score_out_onto_a_file_found_in_an_input_directory_is_refused(tmp_path):
     runs = tmp_path / "runs"
     shutil.copytree(EXAMPLES, runs)
     target = runs / ONE_RUN.name
-    digest = _digest(target)
-    _usage_error(run("score", runs, "--no-db", "--out", target), target)
-    assert _digest(target) == digest
+    _refused_unchanged(target, "score", runs, "--no-db", "--out", target)
 
 
 def test_score_database_onto_its_input_is_refused(tmp_path):
     src = tmp_path / "in.jsonl"
     shutil.copy(ONE_RUN, src)
-    digest = _digest(src)
-    _usage_error(run("score", src, "--db", src), src)
-    assert _digest(src) == digest
+    _refused_unchanged(src, "score", src, "--db", src)
 
 
 def test_a_symlink_to_the_database_as_out_is_refused(db, tmp_path):
@@ -142,9 +138,7 @@ def test_a_symlink_to_an_input_as_out_is_refused(tmp_path):
     src = tmp_path / "in.jsonl"
     shutil.copy(ONE_RUN, src)
     (tmp_path / "out.jsonl").symlink_to(src)
-    digest = _digest(src)
-    _usage_error(run("score", src, "--no-db", "--out", tmp_path / "out.jsonl"), src)
-    assert _digest(src) == digest
+    _refused_unchanged(src, "score", src, "--no-db", "--out", tmp_path / "out.jsonl")
 
 
 def test_two_outputs_naming_one_file_are_refused(db, tmp_path):
@@ -160,9 +154,7 @@ def test_parquet_directory_onto_the_wal_is_refused(db):
 
 
 def test_export_otel_onto_the_database_is_refused(db):
-    digest = _digest(db)
-    _usage_error(run("export", "otel", db, "--db", db), db)
-    assert _digest(db) == digest
+    _refused_unchanged(db, "export", "otel", db, "--db", db)
 
 
 def test_verdicts_json_out_onto_a_result_file_is_refused(tmp_path):
@@ -171,9 +163,7 @@ def test_verdicts_json_out_onto_a_result_file_is_refused(tmp_path):
     assert files, "examples/verdicts has result files"
     copy = tmp_path / files[0].name
     shutil.copy(files[0], copy)
-    digest = _digest(copy)
-    _usage_error(run("verdicts", copy, "--json-out", copy), copy)
-    assert _digest(copy) == digest
+    _refused_unchanged(copy, "verdicts", copy, "--json-out", copy)
 
 
 def test_import_database_onto_its_input_is_refused(tmp_path):
