@@ -51,20 +51,20 @@ def runs(tmp_path):
     return out
 
 
-def probe(db, srv, config, *args, paths=()):
+def probe(db, srv, config, *args, paths=(), models=("openai/judge-a",), resamples=50):
+    judges = [x for model in models for x in ("--model", model)]
     return invoke(
         "probe",
         *paths,
         "--db",
         db,
-        "--model",
-        "openai/judge-a",
+        *judges,
         "--api-base",
         srv.api_base,
         "--config",
         config,
         "--resamples",
-        50,
+        resamples,
         *args,
     )
 
@@ -243,22 +243,7 @@ def test_audit_and_report_show_the_probe_section_escaped_and_deterministic(tmp_p
     server.mode = "gullible"
     db = tmp_path / "r.db"
     hostile = "openai/j<b>\u202e"
-    res = invoke(
-        "probe",
-        runs,
-        "--db",
-        db,
-        "--model",
-        hostile,
-        "--api-base",
-        server.api_base,
-        "--config",
-        cfg,
-        "--probes",
-        "false_claim,verbosity",
-        "--resamples",
-        50,
-    )
+    res = probe(db, server, cfg, "--probes", "false_claim,verbosity", paths=[runs], models=[hostile])
     assert res.exit_code == 0, res.stderr
     assert "\u202e" not in res.stdout  # the console sanitizer shows it escaped
     text = invoke("audit", "--db", db, "--resamples", 50).stdout
@@ -296,26 +281,9 @@ def test_audit_csv_has_the_probe_rates(tmp_path, server, runs, cfg):
 def test_two_judges_each_get_their_own_entries_from_one_run(tmp_path, server, runs, cfg):
     server.mode = "gullible"
     db = tmp_path / "two.db"
-    res = invoke(
-        "probe",
-        runs,
-        "--db",
-        db,
-        "--model",
-        "openai/judge-a",
-        "--model",
-        "openai/judge-b",
-        "--api-base",
-        server.api_base,
-        "--config",
-        cfg,
-        "--probes",
-        "false_claim,identity",
-        "--resamples",
-        0,
-        "--format",
-        "json",
-    )
+    judges = ["openai/judge-a", "openai/judge-b"]
+    args = ("--probes", "false_claim,identity", "--format", "json")
+    res = probe(db, server, cfg, *args, paths=[runs], models=judges, resamples=0)
     assert res.exit_code == 0, res.stderr
     doc = json.loads(res.stdout)
     for judge in ("openai/judge-a", "openai/judge-b"):
@@ -367,27 +335,12 @@ def test_an_older_database_without_the_probe_table_audits_with_no_probes(tmp_pat
 def test_a_judge_probing_its_own_model_is_warned_unless_allowed(tmp_path, server, runs, cfg):
     server.mode = "constant"
     db = tmp_path / "self.db"
-    args = (
-        "probe",
-        runs,
-        "--db",
-        db,
-        "--model",
-        "openai/gemini-2.5-flash",
-        "--api-base",
-        server.api_base,
-        "--config",
-        cfg,
-        "--probes",
-        "identity",
-        "--resamples",
-        0,
-    )
-    warned = invoke(*args)
+    own = {"paths": [runs], "models": ["openai/gemini-2.5-flash"], "resamples": 0}
+    warned = probe(db, server, cfg, "--probes", "identity", **own)
     assert (
         warned.exit_code == 0 and "judge openai/gemini-2.5-flash would judge 4 run(s) of its own model" in warned.stderr
     )
-    assert "own model" not in invoke(*args, "--allow-self-judging").stderr
+    assert "own model" not in probe(db, server, cfg, "--probes", "identity", "--allow-self-judging", **own).stderr
 
 
 def test_a_failed_refresh_never_overwrites_a_stored_probe_answer(tmp_path, server, runs, cfg):
