@@ -190,8 +190,14 @@ class StagedRows:
     the rows with INSERT ... SELECT instead of decoding and binding every value."""
 
     run_ids: list[str]
-    data: bytes
+    data: Any  # bytes, or a worker's file of them (evalkit.engines.spool.Spooled)
     chars: int
+
+    def database(self) -> bytes:
+        """The serialised database (read from its file once, if it was spooled)."""
+        if not isinstance(self.data, bytes):
+            self.data = self.data.read()
+        return self.data
 
 
 STAGE = "evalkit_stage"  # the schema name a staging database is attached under
@@ -259,7 +265,7 @@ def _unstage(db_path: str, staged: StagedRows) -> BatchRows:
     with tempfile.TemporaryDirectory(prefix="evalkit-stage-") as tmp:
         path = os.path.join(tmp, "stage.db")
         with open(path, "wb") as fh:
-            fh.write(staged.data)
+            fh.write(staged.database())
         conn = sqlite3.connect(path)
         try:
             tables = {
@@ -355,7 +361,7 @@ class Store:
         if not _can_deserialize(conn):  # a sqlite3 without it (a Ray node's may differ): rows again
             _write_group(conn, [_unstage(self.path, staged)])
             return
-        conn.deserialize(staged.data, name=STAGE)
+        conn.deserialize(staged.database(), name=STAGE)
         # SQLite keeps the schema it read from the previous staging database while its version
         # number is the same, so every staging database must be laid out alike: checked here
         found = conn.execute(f"SELECT name, rootpage, sql FROM {STAGE}.sqlite_schema ORDER BY rowid").fetchall()

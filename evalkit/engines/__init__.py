@@ -17,6 +17,7 @@ from pathlib import Path
 from evalkit.engines.job import Scored, ScoreJob, Source
 from evalkit.engines.local import default_workers, score_local
 from evalkit.engines.sources import STDIN, expand
+from evalkit.engines.spool import Spool
 
 ENGINES = ("local", "ray")
 
@@ -51,11 +52,14 @@ def score_files(
     workers: int = 1,
     ray_address: str | None = None,
     warn: Callable[[str], None] | None = None,
+    spool: Spool | None = None,
 ) -> Iterator[Scored]:
     """Score the files under ``paths`` with an engine; results in input order. ``warn`` receives
-    one line per entry a directory search skipped (each file's own warnings are in its ``Scored``)."""
+    one line per entry a directory search skipped (each file's own warnings are in its ``Scored``).
+    ``spool``: where a local pool's workers may leave a batched job's bytes (see
+    :func:`evalkit.engines.local.score_local`)."""
     if engine == "local":
-        return score_local(job, sources_of(paths, warn), workers)
+        return score_local(job, sources_of(paths, warn), workers, spool=spool)
     if engine == "ray":
         from evalkit.engines.ray_engine import score_ray
 

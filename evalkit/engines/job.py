@@ -35,6 +35,8 @@ class ScoreJob:
     batched: bool = False
     encoding: str | None = None
     include_errors: bool = False
+    # batched, in a pool: the directory the pieces' bytes are left in (evalkit.engines.spool)
+    spool: str | None = None
 
 
 @dataclass(slots=True)

@@ -24,11 +24,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from itertools import chain, islice
 from typing import TypeVar
 
 from evalkit.engines.job import Scored, ScoreJob, Source, score_batch
+from evalkit.engines.spool import Spool
 
 BATCH_FILES = 64  # per task: fewer, larger messages cost the parent less
 IN_FLIGHT_PER_WORKER = 4
@@ -157,11 +159,18 @@ def _widen_result_pipe(pool: ProcessPoolExecutor) -> None:
         pass
 
 
-def map_local(work: Callable[[list[T]], list[R]], items: Iterable[T], workers: int, batch_size: int) -> Iterator[R]:
+def map_local(
+    work: Callable[[list[T]], list[R]],
+    items: Iterable[T],
+    workers: int,
+    batch_size: int,
+    pool_work: Callable[[], Callable[[list[T]], list[R]]] | None = None,
+) -> Iterator[R]:
     """``work`` applied to ``items`` in batches of ``batch_size``, results in input order, in a pool of
     ``workers`` processes. ``work`` maps a batch to one result per item and must be picklable (a
-    module-level function, or a ``functools.partial`` of one). One worker, or no more items than one
-    batch, runs in this process, one item at a time (a pool would cost more than it saves)."""
+    module-level function, or a ``functools.partial`` of one); ``pool_work()``, when given, is what
+    the pool's workers run instead (asked once, when the pool starts). One worker, or no more items
+    than one batch, runs in this process, one item at a time (a pool would cost more than it saves)."""
     it = iter(items)
     head = list(islice(it, batch_size + 1)) if workers > 1 else []
     if workers <= 1 or len(head) <= batch_size:
@@ -169,6 +178,8 @@ def map_local(work: Callable[[list[T]], list[R]], items: Iterable[T], workers: i
             yield from work([item])
         return
     items = chain(head, it)
+    if pool_work is not None:
+        work = pool_work()
     limit = workers * IN_FLIGHT_PER_WORKER
     ctx = _context()
     method = ctx.get_start_method()
@@ -197,7 +208,12 @@ def map_local(work: Callable[[list[T]], list[R]], items: Iterable[T], workers: i
 
 
 def score_local(
-    job: ScoreJob, sources: Iterable[Source], workers: int, batch_files: int | None = None
+    job: ScoreJob, sources: Iterable[Source], workers: int, batch_files: int | None = None, spool: Spool | None = None
 ) -> Iterator[Scored]:
-    """Score every source, in order (see :func:`map_local`)."""
-    return map_local(partial(score_batch, job), sources, workers, batch_files or BATCH_FILES)
+    """Score every source, in order (see :func:`map_local`). With ``spool``, a batched job's workers
+    leave their pieces' bytes in its directory (:mod:`evalkit.engines.spool`); the caller closes it
+    once it has taken them."""
+    pooled = None
+    if spool is not None and job.batched:
+        pooled = lambda: partial(score_batch, replace(job, spool=spool.path))  # noqa: E731
+    return map_local(partial(score_batch, job), sources, workers, batch_files or BATCH_FILES, pooled)

@@ -13,6 +13,11 @@ file, in input order), one :class:`BatchPieces` on the batch's last good file:
   Arrow IPC bytes) the parent only slices and writes;
 - ``partial``: the batch's aggregate (:meth:`Aggregator.partial`), merged by the parent in input order.
 
+In a local pool (``ScoreJob.spool`` set) the bytes of ``output``, of a staging database and of an
+Arrow table are left in files of the run's spool directory and only their names travel
+(:mod:`evalkit.engines.spool`): the parent copies the output with ``sendfile`` and reads the rest
+once, instead of receiving them through the pool's pipe.
+
 The parent decodes nothing and builds no object per card beyond the small ``Scored``; the same
 function runs in this process (one worker: a batch per file), in the pool and on Ray, so every
 engine and worker count writes the same bytes.
@@ -83,5 +88,20 @@ def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> l
             from evalkit.output.parquet import arrow_rows
 
             pieces.parquet = arrow_rows(parquet)
+    if job.spool is not None:
+        _spool(job.spool, pieces)
     last.batch = pieces
     return scored
+
+
+def _spool(directory: str, pieces: BatchPieces) -> None:
+    """The pieces' bytes left in files of ``directory`` (:mod:`evalkit.engines.spool`): the parent
+    then copies or reads them instead of receiving them through the pool's pipe."""
+    from evalkit.engines.spool import spool_bytes
+
+    if isinstance(pieces.output, bytes):
+        pieces.output = spool_bytes(directory, pieces.output)
+    if isinstance(getattr(pieces.rows, "data", None), bytes):  # StagedRows
+        pieces.rows.data = spool_bytes(directory, pieces.rows.data)
+    if isinstance(getattr(pieces.parquet, "ipc", None), bytes):  # ArrowRows
+        pieces.parquet.ipc = spool_bytes(directory, pieces.parquet.ipc)

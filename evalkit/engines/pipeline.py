@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from evalkit.db.scores import BatchRows, Store, batch_rows
 from evalkit.engines import Scored, ScoreJob, score_files
+from evalkit.engines.spool import Spool, can_spool
 from evalkit.errors import InputError
 
 if TYPE_CHECKING:  # with workers, this process only writes: the scorer and its models load in them
@@ -69,8 +70,10 @@ def score_stream(
     pending: list[BatchRows] = []
     pending_cards = pending_chars = 0
     seen: dict[str, str] = {}  # run_id -> path
+    spool = Spool() if job.batched and engine == "local" and workers > 1 and can_spool() else None
+    stream = score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address, warn=warn, spool=spool)
     try:
-        for item in score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address, warn=warn):
+        for item in stream:
             if warn is not None:
                 for message in item.warnings:
                     warn(message)
@@ -101,8 +104,13 @@ def score_stream(
                 store.save_batches(pending)
                 pending, pending_cards, pending_chars = [], 0, 0
     finally:
-        if store is not None and pending:
-            store.save_batches(pending)
+        stream.close()  # the pool stopped first: no worker writes into the spool any more
+        try:
+            if store is not None and pending:
+                store.save_batches(pending)
+        finally:
+            if spool is not None:
+                spool.close()
 
 
 def score_into(

@@ -108,11 +108,13 @@ class ArrowRows:
     parent converts no value; it only slices, groups by scenario and writes."""
 
     count: int
-    ipc: bytes
+    ipc: Any  # bytes, or a worker's file of them (evalkit.engines.spool.Spooled)
 
     def table(self):
         import pyarrow as pa
 
+        if hasattr(self.ipc, "mapped"):  # spooled: mapped, not read (the columns are the file's pages), once
+            self.ipc = self.ipc.mapped()
         return pa.ipc.open_stream(self.ipc).read_all()
 
 

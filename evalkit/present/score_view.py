@@ -336,19 +336,23 @@ class ScoreWriter:
         except LookupError:
             return None
 
-    def write_batch(self, data: bytes | str, count: int) -> None:
+    def write_batch(self, data: Any, count: int) -> None:
         """Write ``count`` cards rendered by ``card_parts`` and joined by a worker (json: with
-        ``,\n`` between them): bytes in :attr:`encoding`, or text; the same output as giving each
-        card to :meth:`write_text`."""
+        ``,\n`` between them): bytes in :attr:`encoding`, text, or the bytes a pool's worker left
+        in a file (``copy_to(binary stream)``, evalkit.engines.spool); the same output as giving
+        each card to :meth:`write_text`."""
         if self.aggregate_only or not count:
             return
         self.write_text("")  # what comes before the first card, or between two
         self._count += count - 1
         if isinstance(data, str):
             self._write((data,))
-        else:
+        elif isinstance(data, bytes):
             self.out.flush()
             self.out.buffer.write(data)
+        else:  # a worker's file of the bytes (evalkit.engines.spool.Spooled): the kernel copies it
+            self.out.flush()
+            data.copy_to(self.out.buffer)
 
     def finish(self, result: dict[str, Any]) -> None:
         groups, models = result["groups"], result["models"]
