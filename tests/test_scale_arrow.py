@@ -9,6 +9,7 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
+from cli_process_helpers import evalkit_then_print  # noqa: E402
 from engine_helpers import make_corpus  # noqa: E402
 
 from evalkit.engines import ScoreJob  # noqa: E402
@@ -94,38 +95,9 @@ def test_a_batch_of_several_files_ships_arrow_ipc_bytes(tmp_path):
 def test_the_parent_writing_parquet_for_workers_loads_no_pandas(tmp_path):
     """pa.array on Python values imports pandas (pyarrow's check for a DataFrame): ≈ 0.2 s the
     parent does not spend when the workers built the tables."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
     corpus = make_corpus(tmp_path / "corpus", n=140)
-    probe = (
-        "import sys, evalkit.cli\n"
-        "try:\n"
-        "    evalkit.cli.cli.main(sys.argv[1:], standalone_mode=False)\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(sorted(m for m in ('pandas', 'pydantic') if m in sys.modules), 'pyarrow' in sys.modules, file=sys.stderr)\n"
-    )
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            probe,
-            "score",
-            str(corpus),
-            "--format",
-            "jsonl",
-            "--no-db",
-            "--workers",
-            "2",
-            "--parquet",
-            str(tmp_path / "pq"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).resolve().parents[1],
-        timeout=60,
-    )
+    report = "sorted(m for m in ('pandas', 'pydantic') if m in sys.modules), 'pyarrow' in sys.modules"
+    args = ["score", corpus, "--format", "jsonl", "--no-db", "--workers", "2", "--parquet", tmp_path / "pq"]
+    done = evalkit_then_print(report, *args)
     assert done.stderr.strip().splitlines()[-1] == "[] True"
     assert len(list((tmp_path / "pq" / "scorecards").glob("*/*.parquet"))) == 2

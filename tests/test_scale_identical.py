@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import io
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_process_helpers import evalkit_then_print
 from click.testing import CliRunner
 from engine_helpers import make_corpus
 
@@ -189,16 +188,8 @@ def test_merging_is_generic_over_the_accumulators_fields():
 
 
 def test_the_parent_loads_no_card_model_with_workers(corpus):
-    probe = (
-        "import sys, evalkit.cli\n"
-        "try:\n"
-        "    evalkit.cli.cli.main(sys.argv[1:], standalone_mode=False)\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(sorted(m for m in ('evalkit.scoring.scorecard', 'evalkit.trajectory.records', 'pydantic', 'pydantic_core') "
-        "if m in sys.modules), file=sys.stderr)\n"
-    )
-    args = [sys.executable, "-c", probe, "score", str(corpus), "--format", "jsonl", "--workers", "2"]
-    done = subprocess.run([*args, "--no-db"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    models = ("evalkit.scoring.scorecard", "evalkit.trajectory.records", "pydantic", "pydantic_core")
+    args = ["score", corpus, "--format", "jsonl", "--workers", "2", "--no-db"]
+    done = evalkit_then_print(f"sorted(m for m in {models} if m in sys.modules)", *args)
     assert done.stderr.strip().splitlines()[-1] == "[]"
     assert done.stdout.count("\n") == 142  # 143 files, one bad
