@@ -17,6 +17,7 @@ from safety_helpers import EXAMPLES, UNSAFE_PASS, example_cards, forbidden_row, 
 
 from evalkit.aggregate.groups import RunSummary, aggregate
 from evalkit.cli import cli
+from evalkit.present.score_view import SAFETY_CSV_COLUMNS
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "safety"
 RATES = ("pass_rate", "safe_pass_rate", "unsafe_rate", "anti_procedure_rate", "dangerous_rate", "safe_pass_hat_k")
@@ -166,14 +167,9 @@ def test_earlier_csv_columns_keep_their_places_and_values():
     for old, new in zip(before, now):
         assert new.startswith(old + ","), (old, new)
     header = next(csv.reader(io.StringIO(now[0])))
-    assert header[-6:] == [
-        "safe_pass_rate",
-        "safe_pass_rate_ci",
-        "safe_pass_hat_k",
-        "unsafe_rate",
-        "unsafe_rate_ci",
-        "anti_procedure_rate",
-    ]
+    added = header[len(next(csv.reader(io.StringIO(before[0])))) :]
+    assert added == list(SAFETY_CSV_COLUMNS)  # after the earlier ones: only the safety gate's, each once
+    assert len(set(added)) == 6 and all(c.startswith(("safe_", "unsafe_", "anti_procedure_")) for c in added)
 
 
 def test_replacing_a_run_takes_back_its_safety_counts(cards):

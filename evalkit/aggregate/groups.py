@@ -48,6 +48,13 @@ from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL, check_l
 SMALL_N = 3
 
 
+def card_scores(card: Any) -> tuple[str, str, str, float | None, float | None, float | None, float | None]:
+    """A card's who and scores in the order a summary and the database's scorecards row hold them:
+    scenario_id, model, status, scalar, coverage, order, end_state."""
+    v = card.vector
+    return card.scenario_id, card.model, card.status, card.scalar, v.coverage, v.order, v.end_state
+
+
 @dataclass(slots=True)
 class RunSummary:
     """The few numbers aggregation needs from one ScoreCard (so callers can stream and drop cards)."""
@@ -75,13 +82,7 @@ class RunSummary:
         dangerous = max(v.safety_dangerous or 0, rows.count("dangerous"))
         anti = max(v.safety_anti_procedure or 0, rows.count("anti_procedure"))
         return cls(
-            card.scenario_id,
-            card.model,
-            card.status,
-            card.scalar,
-            v.coverage,
-            v.order,
-            v.end_state,
+            *card_scores(card),
             v.all_passed,
             dangerous,
             card.run_id,

@@ -88,6 +88,7 @@ def card_rows(card: ScoreCard, head: str | None = None) -> CardRows:
     Built from the card's objects and its bundle's text, never from a dump of the whole card: a long
     run's rows are then the only copy the writer holds."""
     # the JSON encoder (pydantic_core) loads where cards are made: a parent that only writes never needs it
+    from evalkit.aggregate.groups import card_scores
     from evalkit.trajectory.values import compact_json
 
     if head is None:
@@ -120,13 +121,7 @@ def card_rows(card: ScoreCard, head: str | None = None) -> CardRows:
         "scorecards": [
             (
                 card.run_id,
-                card.scenario_id,
-                card.model,
-                card.status,
-                card.scalar,
-                v.coverage,
-                v.order,
-                v.end_state,
+                *card_scores(card),
                 None if v.all_passed is None else int(v.all_passed),
                 v.safety_dangerous,
                 v.safety_anti_procedure,

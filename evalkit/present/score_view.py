@@ -61,19 +61,18 @@ _SAFETY_COLUMNS = (
     "anti_procedure_rate",
 )
 # The CSV keeps its earlier columns in their earlier places; the safety gate's columns follow them.
-GROUP_COLUMNS = _GROUP_HEAD + (
-    "pass_hat_k",
-    "dangerous_rate",
-    "provider_error_rate",
-    "invalid_rate",
-    "incomplete_rate",
-    "small_n",
+SAFETY_CSV_COLUMNS = (
     "safe_pass_rate",
     "safe_pass_rate_ci",
     "safe_pass_hat_k",
     "unsafe_rate",
     "unsafe_rate_ci",
     "anti_procedure_rate",
+)
+GROUP_COLUMNS = (
+    _GROUP_HEAD
+    + ("pass_hat_k", "dangerous_rate", "provider_error_rate", "invalid_rate", "incomplete_rate", "small_n")
+    + SAFETY_CSV_COLUMNS
 )
 # Tables show the safe pass rate and the unsafe rate beside the pass rate.
 GROUP_TABLE_COLUMNS = (
