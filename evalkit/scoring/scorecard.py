@@ -24,7 +24,8 @@ class _Out(BaseModel):
 
     @classmethod
     def unknown(cls) -> Self:
-        """Every field null: the result where none of it can be computed (an invalid scenario)."""
+        """Every field null: the result where none of it can be computed (an invalid scenario's
+        vector and checks; a model with a required non-null field refuses it)."""
         return cls(**dict.fromkeys(cls.model_fields))
 
 
