@@ -249,6 +249,11 @@ def test_a_plain_action_and_a_rule_action_share_commands_injectively():
     assert card.vector.coverage == 0.5  # the first action took the only call
 
 
+def forbidden_containing(tool: str, **args) -> dict:
+    """An anti-procedure forbidden action: any call of ``tool`` whose arguments include ``args``."""
+    return {"tool": tool, "args": args, "severity": "anti_procedure", "args_match": {"mode": "contains"}}
+
+
 def test_wildcard_forbidden_action_matches_any_call_of_its_tool():
     sc = scenario(
         actions=[{"tool": "send_message", "args": {"to": "C7"}}],
@@ -268,14 +273,7 @@ def test_wildcard_optional_action_matches_any_call_of_its_tool():
 def test_partial_forbidden_action_follows_the_argument_rules():
     sc = scenario(
         actions=[{"tool": "send_message", "args": {"to": "C7"}}],
-        forbidden_actions=[
-            {
-                "tool": "issue_refund",
-                "args": {"order_id": "B22"},
-                "severity": "anti_procedure",
-                "args_match": {"mode": "contains"},
-            }
-        ],
+        forbidden_actions=[forbidden_containing("issue_refund", order_id="B22")],
     )
     card = score(
         sc,
@@ -297,12 +295,7 @@ def test_forbidden_listed_first_gives_the_severity_under_rules():
     sc = scenario(
         actions=[{"tool": "send_message", "args": {"to": "C7"}}],
         forbidden_actions=[
-            {
-                "tool": "close_account",
-                "args": {"customer_id": "C7"},
-                "severity": "anti_procedure",
-                "args_match": {"mode": "contains"},
-            },
+            forbidden_containing("close_account", customer_id="C7"),
             {"tool": "close_account", "severity": "dangerous"},
         ],
     )

@@ -239,12 +239,7 @@ def test_model_object_is_rejected():
 
 @pytest.mark.parametrize(
     "rtype,field,value",
-    [
-        ("tool_call", "name", 5),
-        ("tool_call", "step", 1.0),
-        ("final", "reason", 1),
-        ("meta", "run_id", 42),
-    ],
+    [("tool_call", "name", 5), ("tool_call", "step", 1.0), ("final", "reason", 1), ("meta", "run_id", 42)],
 )
 def test_other_score_fields_are_strict(rtype, field, value):
     idx, data = _mutate(rtype, **{field: value})
