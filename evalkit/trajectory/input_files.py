@@ -142,15 +142,19 @@ def find_files(
         except OSError as exc:
             found.append((folder.parts, str(folder), f"cannot list this directory ({exc.strerror or exc})"))
             continue
+        # paths as strings, the sort key from the folder's parts: a Path per file cost the one
+        # process that lists (the parent of a scoring pool) several µs per file
+        base, parts = str(folder), folder.parts
         for entry in entries:
-            path = folder / entry.name
+            name = entry.name
+            path = name if base == "." else entry.path  # what str(folder / name) gives
             what = _entry_kind(entry, path, suffix)
             if what == _SEARCH:
-                todo.append(path)
-            elif what == _READ and entry.name not in exclude:
-                found.append((path.parts, str(path), None))
+                todo.append(folder / name)
+            elif what == _READ and name not in exclude:
+                found.append((parts + (name,), path, None))
             elif what not in (_READ, _IGNORE):
-                found.append((path.parts, str(path), what))
+                found.append((parts + (name,), path, what))
     found.sort(key=lambda item: item[0])
     files = []
     for _, path, why in found:
@@ -164,7 +168,7 @@ def find_files(
 _SEARCH, _READ, _IGNORE = "search", "read", "ignore"
 
 
-def _entry_kind(entry: os.DirEntry, path: Path, suffix: str) -> str:
+def _entry_kind(entry: os.DirEntry, path: str, suffix: str) -> str:
     """What :func:`find_files` does with a directory entry: search it, read it, ignore it (another
     name), or else skip it for the reason returned."""
     candidate = entry.name.endswith(suffix)
