@@ -29,13 +29,22 @@ import hashlib
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, Unpack
 
 from evalkit.db import batches as stored
 from evalkit.db.judge import now_utc
-from evalkit.judges.protocol import Annotation, JudgeSetupError
+from evalkit.judges.protocol import Annotation, JudgeFatalError, JudgeSetupError
 from evalkit.judges.rubrics import Rubric, annotation_model
-from evalkit.judges.runner import Summary, WorkItem, _result, record_answer, run_items, serve_from_cache
+from evalkit.judges.runner import (
+    RunOptions,
+    Summary,
+    WorkItem,
+    _result,
+    record_answer,
+    run_items,
+    serve_from_cache,
+    start_run,
+)
 from evalkit.judges.store import JudgeStore
 
 
@@ -118,29 +127,16 @@ async def run_batch(
     rubric: Rubric,
     store: JudgeStore,
     *,
-    concurrency: int,
-    max_cost: float | None = None,
-    refresh: bool = False,
-    progress: bool | None = None,
-    summary: Summary | None = None,
     submit: bool = True,
     wait: bool = True,
     sleep=asyncio.sleep,
+    **options: Unpack[RunOptions],
 ) -> tuple[list[dict], Summary]:
-    """`run_items` through provider batches. ``submit=False, wait=False`` is `--batch-status`:
-    poll the stored batches once and collect the finished ones, submitting nothing new."""
-    summary = summary or Summary()
-    summary.items += len(items)
-    summary.max_cost = max_cost
-    results: dict[int, dict] = {}
-    pending: list[tuple[int, WorkItem]] = []
-    for index, item in enumerate(items):
-        row = None if refresh else serve_from_cache(item, rubric, store)
-        if row is not None:
-            summary.cache_hits += 1
-            results[index] = _result(item, "cache", row)
-        else:
-            pending.append((index, item))
+    """`run_items` through provider batches (the same `options`). ``submit=False, wait=False`` is
+    `--batch-status`: poll the stored batches once and collect the finished ones, submitting
+    nothing new."""
+    max_cost = options.get("max_cost")
+    summary, results, pending = start_run(items, rubric, store, options)
     judges = list(dict.fromkeys(item.judge for _, item in pending))
     for judge in judges:
         reason = batch_unsupported(judge)
@@ -156,11 +152,7 @@ async def run_batch(
             [item for _, item in entries],
             rubric,
             store,
-            concurrency=concurrency,
-            max_cost=max_cost,
-            refresh=True,
-            progress=False,
-            summary=summary,
+            **RunOptions(options, refresh=True, progress=False, summary=summary),
         )
         summary.items -= len(entries)
         for (index, _), answer in zip(entries, answers):
@@ -185,7 +177,7 @@ async def run_batch(
         else:
             leaders[key] = (index, item)
 
-    bar = BatchProgress(progress)
+    bar = BatchProgress(options.get("progress"))
     open_subs: list[tuple[Any, dict]] = []
     for judge in judges:
         for sub in stored.submissions(store.database, judge.model, rubric.identity, open_only=True):
@@ -203,14 +195,18 @@ async def run_batch(
     while open_subs:
         states = []
         for judge, sub in list(open_subs):
-            info = await _poll(judge, sub, store)
+            try:
+                info = await _poll(judge, sub, store)
+                if sub["status"] in stored.FINISHED:
+                    live += await _collect(judge, sub, info or {}, rubric, store, summary, results, by_key)
+                    open_subs.remove((judge, sub))
+            except JudgeFatalError as exc:  # the batch API refused: what is stored is kept for a rerun
+                summary.fatal = str(exc)
+                break
             if info is not None:
                 states.append(info)
-            if sub["status"] in stored.FINISHED:
-                live += await _collect(judge, sub, info or {}, rubric, store, summary, results, by_key)
-                open_subs.remove((judge, sub))
         bar.poll(states)
-        if not open_subs or not wait:
+        if not open_subs or not wait or summary.fatal:
             break
         if time.monotonic() - start > judge.config.batch_max_wait_s:
             summary.stopped = (
@@ -322,24 +318,16 @@ async def _submit(
 async def _poll(judge: Any, sub: dict, store: JudgeStore) -> dict | None:
     """Bring one submission forward: upload, create (or adopt) its batch, then read its status."""
     db = store.database
-    if sub["input_file_id"] is None and sub["batch_id"] is None:
-        data = sub.pop("_data", None)
-        if data is None:  # killed before the upload: the file is made again from the stored requests
-            data = b"".join(
-                (
-                    json.dumps(
-                        {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": _body(judge, item)},
-                        ensure_ascii=False,
-                    )
-                    + "\n"
-                ).encode("utf-8")
-                for cid, item in sub["items"].items()
-            )
-        sub["input_file_id"] = await judge.batch_upload(data, f"evalkit-{sub['submission_id']}.jsonl")
+    inline = getattr(judge, "batch_inline", False)  # Anthropic: the requests go in the create call
+    if sub["input_file_id"] is None and sub["batch_id"] is None and not inline:
+        sub["input_file_id"] = await judge.batch_upload(_data(judge, sub), f"evalkit-{sub['submission_id']}.jsonl")
         stored.update_submission(db, sub["submission_id"], input_file_id=sub["input_file_id"], updated_at=now_utc())
     if sub["batch_id"] is None:
-        found = await judge.batch_find(sub["input_file_id"]) if sub["status"] == "submitting" else None
-        made = found or await judge.batch_create(sub["input_file_id"])
+        if inline:  # no input file to find a batch by: a kill between create and store resubmits it
+            made = await judge.batch_create_inline(_data(judge, sub))
+        else:
+            found = await judge.batch_find(sub["input_file_id"]) if sub["status"] == "submitting" else None
+            made = found or await judge.batch_create(sub["input_file_id"])
         sub["batch_id"], sub["status"] = made.get("id"), made.get("status") or "validating"
         stored.update_submission(
             db, sub["submission_id"], batch_id=sub["batch_id"], status=sub["status"], updated_at=now_utc()
@@ -358,6 +346,24 @@ async def _poll(judge: Any, sub: dict, store: JudgeStore) -> dict | None:
             error_file_id=info.get("error_file_id"),
         )
     return info
+
+
+def _data(judge: Any, sub: dict) -> bytes:
+    """The submission's batch file: as written, or (killed before it was sent) made again from
+    the stored requests."""
+    data = sub.pop("_data", None)
+    if data is not None:
+        return data
+    return b"".join(
+        (
+            json.dumps(
+                {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": _body(judge, item)},
+                ensure_ascii=False,
+            )
+            + "\n"
+        ).encode("utf-8")
+        for cid, item in sub["items"].items()
+    )
 
 
 def _body(judge: Any, item: dict) -> dict:

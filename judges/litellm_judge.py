@@ -246,6 +246,46 @@ def _key_like(name: str) -> bool:
     return any(part in name for part in ("KEY", "TOKEN", "SECRET", "CREDENTIAL"))
 
 
+def anthropic_params(body: dict) -> dict:
+    """An OpenAI-style request body (a batch line's) as Anthropic Messages parameters, translated
+    as litellm translates a live `anthropic/...` call (its handler drops `json_mode`, its own flag)."""
+    from litellm.llms.anthropic.chat.transformation import AnthropicConfig
+
+    body = dict(body)
+    messages, model = body.pop("messages", []), str(body.pop("model", ""))
+    config = AnthropicConfig()
+    optional = config.map_openai_params(non_default_params=body, optional_params={}, model=model, drop_params=False)
+    optional.pop("json_mode", None)
+    params = config.transform_request(
+        model=model, messages=messages, optional_params=optional, litellm_params={}, headers={}
+    )
+    params.pop("json_mode", None)
+    return params
+
+
+def anthropic_chat(message: dict) -> dict:
+    """An Anthropic message read as litellm reads a live reply: choices and usage, OpenAI-style
+    (prompt_tokens counts cache reads and writes, cached_tokens the reads). A reply through
+    litellm's `json_tool_call` (response_format on a model without native output) is its content."""
+    import httpx
+    from litellm.constants import RESPONSE_FORMAT_TOOL_NAME
+    from litellm.llms.anthropic.chat.transformation import AnthropicConfig
+
+    blocks = message.get("content") if isinstance(message.get("content"), list) else []
+    json_mode = any(
+        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == RESPONSE_FORMAT_TOOL_NAME
+        for b in blocks
+    )
+    response = AnthropicConfig().transform_parsed_response(
+        completion_response=message,
+        raw_response=httpx.Response(200, json=message),
+        model_response=litellm.ModelResponse(),
+        json_mode=json_mode or None,
+    )
+    data = response.model_dump()
+    return {"choices": data.get("choices") or [], "usage": data.get("usage") or {}, "model": message.get("model")}
+
+
 class LiteLLMJudge:
     def __init__(
         self,
@@ -292,6 +332,7 @@ class LiteLLMJudge:
         self.accepted_mode: str | None = None  # the last mode a response came back in
         self._probe = asyncio.Lock()
         self._http: tuple | None = None  # (event loop, httpx client, OpenAI client): clients are per loop
+        self._batch_http: tuple | None = None  # (event loop, httpx client) for Anthropic's batch API
 
     # -- what is known before the first request ------------------------------------------------
     def _model_info(self) -> dict | None:
@@ -383,9 +424,10 @@ class LiteLLMJudge:
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running loop (the API calls this when a run ends)."""
-        if self._http is not None and self._http[0] is asyncio.get_running_loop():
-            await self._http[1].aclose()
-        self._http = None
+        for held in (self._http, self._batch_http):
+            if held is not None and held[0] is asyncio.get_running_loop():
+                await held[1].aclose()
+        self._http = self._batch_http = None
 
     async def _attempt(self, kwargs: dict):
         """One request, bounded as a whole by the deadline; what went wrong named in evalkit's terms."""
@@ -561,16 +603,12 @@ class LiteLLMJudge:
     # -- provider batches (the logic is judges/batch.py; these are its calls to the provider) ------
     def batch_unsupported(self) -> str | None:
         """Why this judge cannot use a provider batch, or None when it can."""
-        if self.provider == "openai":
+        if self.provider in ("openai", "anthropic"):
             return None
-        if self.provider == "anthropic":
-            return (
-                f"{self.model}: litellm cannot create Anthropic message batches yet (its create_batch "
-                "transformation is not implemented); judge without --batch (prompt caching still applies)"
-            )
         return (
             f"{self.model}: --batch needs the OpenAI Batch API (openai/<model>, or an OpenAI-compatible "
-            f"--api-base server); provider {self.provider or 'unknown'} has none in litellm"
+            "--api-base server) or Anthropic's Message Batches (anthropic/<model>); provider "
+            f"{self.provider or 'unknown'} has neither"
         )
 
     def _batch_kwargs(self) -> dict:
@@ -580,6 +618,37 @@ class LiteLLMJudge:
         if self._key():
             kwargs["api_key"] = self._key()
         return kwargs
+
+    @property
+    def batch_inline(self) -> bool:
+        """Whether the provider takes a batch's requests in the create call (Anthropic), not as
+        an uploaded file (OpenAI)."""
+        return self.provider == "anthropic"
+
+    def _anthropic_batches(self):
+        """Anthropic's Message Batches (judges/anthropic_batch.py; litellm cannot create them),
+        over evalkit's bounded client of the running loop."""
+        from evalkit.judges.anthropic_batch import AnthropicBatches
+
+        def client():
+            loop = asyncio.get_running_loop()
+            if self._batch_http is None or self._batch_http[0] is not loop:
+                self._batch_http = (loop, transport.http_client(self.config.reply_max_bytes, self.config.timeout_s))
+            return self._batch_http[1]
+
+        return AnthropicBatches(
+            self.model,
+            api_base=self.api_base,
+            key=lambda: self._api_key or os.environ.get("ANTHROPIC_API_KEY"),
+            client=client,
+            timeout_s=self.config.timeout_s,
+            to_params=anthropic_params,
+            to_chat=anthropic_chat,
+            attempts=self.config.attempts,
+        )
+
+    async def batch_create_inline(self, data: bytes) -> dict:
+        return await self._anthropic_batches().create(data)
 
     async def batch_upload(self, data: bytes, name: str) -> str:
         made = await litellm.acreate_file(
@@ -594,6 +663,8 @@ class LiteLLMJudge:
         return _as_dict(made)
 
     async def batch_retrieve(self, batch_id: str) -> dict:
+        if self.batch_inline:
+            return await self._anthropic_batches().retrieve(batch_id)
         return _as_dict(await litellm.aretrieve_batch(batch_id=batch_id, **self._batch_kwargs()))
 
     async def batch_find(self, file_id: str) -> dict | None:
@@ -607,6 +678,8 @@ class LiteLLMJudge:
         return None
 
     async def batch_file(self, file_id: str) -> bytes:
+        if self.batch_inline:  # the batch's results_url, read as OpenAI-style output lines
+            return await self._anthropic_batches().results(file_id)
         content = await litellm.afile_content(file_id=file_id, **self._batch_kwargs())
         return bytes(getattr(content, "content", b"") or b"")
 

@@ -17,7 +17,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.db.judge import now_utc
@@ -132,73 +132,61 @@ class Progress:
         self.stream.flush()
 
 
-def _call_row(item: WorkItem, rubric: Rubric, ann: Annotation, started: str) -> dict:
+# What a call and its annotation both record about the answer (the same column names in both tables)
+FIGURES = (
+    "cost_usd",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "output_mode",
+    "elided_events",
+    "cached_tokens",
+    "batch_id",
+)
+
+
+def _identity(item: WorkItem, rubric: Rubric) -> dict:
+    """The columns naming what was judged, by whom and with which rubric (both tables)."""
     return {
-        "cache_key": item.key_for(ann.output_mode),
         "run_id": item.run_id,
         "bundle_hash": item.bundle_hash,
         "judge_model": item.judge.model,
         "rubric_id": rubric.id,
         "rubric_version": rubric.version,
         "rubric_hash": rubric.text_hash,
+    }
+
+
+def _call_row(item: WorkItem, rubric: Rubric, ann: Annotation, started: str) -> dict:
+    return {
+        "cache_key": item.key_for(ann.output_mode),
+        **_identity(item, rubric),
         "params": json.dumps(item.judge.params, sort_keys=True),
         "request": json.dumps(ann.request, sort_keys=True, ensure_ascii=False),
         "raw_response": ann.raw_response,
         "status": ann.status,
         "error": ann.error,
-        "prompt_tokens": ann.prompt_tokens,
-        "completion_tokens": ann.completion_tokens,
-        "cost_usd": ann.cost_usd,
-        "latency_ms": ann.latency_ms,
         "attempts": ann.attempts,
         "started_at": started,
         "finished_at": now_utc(),
-        "output_mode": ann.output_mode,
-        "elided_events": ann.elided_events,
-        "cached_tokens": ann.cached_tokens,
         "prompt_layout": rubric.prompt_layout,
-        "batch_id": ann.batch_id,
+        **{name: getattr(ann, name) for name in FIGURES},
     }
 
 
-def _ann_row(
-    item: WorkItem,
-    rubric: Rubric,
-    status: str,
-    values: dict | None,
-    *,
-    cost,
-    latency,
-    prompt_tokens,
-    completion_tokens,
-    output_mode,
-    elided_events,
-    cached_tokens=None,
-    batch_id=None,
-) -> dict:
+def _ann_row(item: WorkItem, rubric: Rubric, status: str, values: dict | None, figures: dict) -> dict:
+    """The annotation row; `figures` holds the FIGURES of the answer (a call's or a cached row's)."""
     return {
         "annotation_id": item.annotation_id,
-        "run_id": item.run_id,
-        "bundle_hash": item.bundle_hash,
-        "judge_model": item.judge.model,
-        "rubric_id": rubric.id,
-        "rubric_version": rubric.version,
-        "rubric_hash": rubric.text_hash,
+        **_identity(item, rubric),
         "blind": int(item.blind),
         "status": status,
         "annotation": json.dumps(values, sort_keys=True, ensure_ascii=False) if values is not None else None,
         "rationale": (values or {}).get("rationale"),
-        "cost_usd": cost,
-        "latency_ms": latency,
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "cache_key": item.key_for(output_mode),
+        "cache_key": item.key_for(figures.get("output_mode")),
         "created_at": now_utc(),
-        "output_mode": output_mode,
-        "elided_events": elided_events,
-        "cached_tokens": cached_tokens,
         "prompt_layout": rubric.prompt_layout,
-        "batch_id": batch_id,
+        **{name: figures.get(name) for name in FIGURES},
     }
 
 
@@ -239,20 +227,7 @@ def record_answer(
     values = ann.values if ann.status == "ok" else None
     row = store.record(
         _call_row(item, rubric, ann, started),
-        _ann_row(
-            item,
-            rubric,
-            ann.status,
-            values,
-            cost=ann.cost_usd,
-            latency=ann.latency_ms,
-            prompt_tokens=ann.prompt_tokens,
-            completion_tokens=ann.completion_tokens,
-            output_mode=ann.output_mode,
-            elided_events=ann.elided_events,
-            cached_tokens=ann.cached_tokens,
-            batch_id=ann.batch_id,
-        ),
+        _ann_row(item, rubric, ann.status, values, {name: getattr(ann, name) for name in FIGURES}),
         values,
         (values or {}).get("confidence"),
         item.replicate_tag,
@@ -292,14 +267,7 @@ def serve_from_cache(item: WorkItem, rubric: Rubric, store: JudgeStore) -> dict 
             rubric,
             "ok",
             values,
-            cost=cached["cost_usd"],
-            latency=cached["latency_ms"],
-            prompt_tokens=cached["prompt_tokens"],
-            completion_tokens=cached["completion_tokens"],
-            output_mode=cached.get("output_mode"),
-            elided_events=cached.get("elided_events") or 0,
-            cached_tokens=cached.get("cached_tokens"),
-            batch_id=cached.get("batch_id"),
+            {**{name: cached.get(name) for name in FIGURES}, "elided_events": cached.get("elided_events") or 0},
         ),
         values,
         values.get("confidence"),
@@ -309,31 +277,46 @@ def serve_from_cache(item: WorkItem, rubric: Rubric, store: JudgeStore) -> dict 
     return row
 
 
-async def run_items(
-    items: list[WorkItem],
-    rubric: Rubric,
-    store: JudgeStore,
-    *,
-    concurrency: int,
-    max_cost: float | None = None,
-    refresh: bool = False,
-    progress: bool | None = None,
-    summary: Summary | None = None,
-) -> tuple[list[dict], Summary]:
-    summary = summary or Summary()
+class RunOptions(TypedDict, total=False):
+    """The keywords of :func:`run_items`, which judges/batch.py's `run_batch` takes too."""
+
+    concurrency: int
+    max_cost: float | None
+    refresh: bool
+    progress: bool | None
+    summary: Summary | None
+
+
+def start_run(
+    items: list[WorkItem], rubric: Rubric, store: JudgeStore, options: RunOptions, on_hit=lambda summary: None
+) -> tuple[Summary, dict[int, dict], list[tuple[int, WorkItem]]]:
+    """(summary, results, pending): the items counted, cache hits answered (unless refresh), the
+    rest left to ask, with their positions."""
+    unknown = sorted(set(options) - set(RunOptions.__annotations__))
+    if unknown or "concurrency" not in options:  # what a keyword signature would refuse
+        raise TypeError(f"run options: unknown {unknown}" if unknown else "run options: concurrency is required")
+    summary = options.get("summary") or Summary()
     summary.items += len(items)
-    summary.max_cost = max_cost
+    summary.max_cost = options.get("max_cost")
     results: dict[int, dict] = {}
-    bar = Progress(len(items), progress)
     pending: list[tuple[int, WorkItem]] = []
     for index, item in enumerate(items):
-        row = None if refresh else serve_from_cache(item, rubric, store)
+        row = None if options.get("refresh") else serve_from_cache(item, rubric, store)
         if row is not None:
             summary.cache_hits += 1
             results[index] = _result(item, "cache", row)
-            bar.update(summary)
+            on_hit(summary)
         else:
             pending.append((index, item))
+    return summary, results, pending
+
+
+async def run_items(
+    items: list[WorkItem], rubric: Rubric, store: JudgeStore, **options: Unpack[RunOptions]
+) -> tuple[list[dict], Summary]:
+    concurrency, max_cost = options["concurrency"], options.get("max_cost")
+    bar = Progress(len(items), options.get("progress"))
+    summary, results, pending = start_run(items, rubric, store, options, bar.update)
 
     queue: asyncio.Queue = asyncio.Queue()
     for entry in pending:

@@ -25,6 +25,14 @@ instance, else ``"ok"``. ``cache_control`` marks are honoured as Anthropic does:
 the last mark, when at least 1,024 tokens, is read from the cache (``cache_read_input_tokens``)
 if an earlier request wrote it, else written (``cache_creation_input_tokens``); ``input_tokens``
 is what is left.
+
+**Anthropic Message Batches** (``POST /v1/messages/batches``, ``GET /v1/messages/batches[/{id}]``,
+``GET /v1/messages/batches/{id}/results``): a batch stays ``in_progress`` for ``in_progress_polls``
+retrievals, then each request's ``params`` goes to the server's own ``/v1/messages`` and the batch
+has ``ended``, with a ``results_url`` on this server; ``errored = {n, ...}`` answers those requests
+(by position) ``errored``, ``prose = {n, ...}`` makes their messages prose instead of the JSON asked
+for, ``expire_after = n`` answers the requests from the n-th on ``expired``, and ``refuse = (status,
+message)`` refuses the create call.
 """
 
 from __future__ import annotations
@@ -124,6 +132,10 @@ class BatchAPI:
         self.expire_after: int | None = None
         self.fail_batch = False
         self.created = 0  # batches created (a resumed judge must not create one again)
+        self.errored: set[int] = set()  # Anthropic: the requests (by position) answered `errored`
+        self.prose: set[int] = set()  # Anthropic: succeeded, but the message is prose, not the JSON asked for
+        self.message_batches: dict[str, dict] = {}
+        self.refuse: tuple[int, str] | None = None  # Anthropic: every batch call answered this (status, message)
 
     def _id(self, prefix: str) -> str:
         return f"{prefix}-fake-{next(self._ids):04d}"
@@ -131,10 +143,14 @@ class BatchAPI:
     # routing: (status, payload) or (status, bytes) for a file's content
     def handles(self, path: str) -> bool:
         path = path.split("?", 1)[0].rstrip("/")
-        return any(path.startswith(p) for p in ("/v1/files", "/v1/batches", "/files", "/batches"))
+        return any(
+            path.startswith(p) for p in ("/v1/files", "/v1/batches", "/files", "/batches", "/v1/messages/batches")
+        )
 
     def get(self, path: str):
         parts = [p for p in path.split("?", 1)[0].strip("/").split("/") if p != "v1"]
+        if parts[:2] == ["messages", "batches"]:
+            return self._message_batch_get(parts[2:])
         if parts[:1] == ["files"] and len(parts) == 3 and parts[2] == "content":
             found = self.files.get(parts[1])
             return (200, found["data"]) if found else (404, _error(f"no file {parts[1]}"))
@@ -149,6 +165,8 @@ class BatchAPI:
 
     def post(self, path: str, headers, raw: bytes):
         parts = [p for p in path.split("?", 1)[0].strip("/").split("/") if p != "v1"]
+        if parts == ["messages", "batches"]:
+            return self._message_batch_create(json.loads(raw or b"{}"))
         if parts == ["files"]:
             data, name = _multipart_file(headers, raw)
             with self._lock:
@@ -273,6 +291,82 @@ class BatchAPI:
             "metadata": batch["metadata"],
             "request_counts": {"total": total, "completed": done, "failed": failed},
         }
+
+    # -- Anthropic Message Batches ------------------------------------------------------------
+    def _message_batch_create(self, body: dict):
+        if self.refuse is not None:
+            return self.refuse[0], _anthropic_error("authentication_error", self.refuse[1])
+        requests = body.get("requests")
+        if not isinstance(requests, list) or not requests:
+            return 400, _anthropic_error("invalid_request_error", "requests: a non-empty list is required")
+        ids = [r.get("custom_id") for r in requests if isinstance(r, dict)]
+        if len(set(ids)) != len(requests) or not all(isinstance(i, str) and 0 < len(i) <= 64 for i in ids):
+            return 400, _anthropic_error("invalid_request_error", "custom_id: 1-64 characters, unique in the batch")
+        with self._lock:
+            bid = f"msgbatch_fake_{next(self._ids):04d}"
+            self.created += 1
+            self.message_batches[bid] = {"id": bid, "requests": requests, "polls": 0, "status": "in_progress"}
+        return 200, self._message_batch(self.message_batches[bid])
+
+    def _message_batch_get(self, rest: list[str]):
+        if not rest:
+            return 200, {"data": [self._message_batch(b) for b in self.message_batches.values()], "has_more": False}
+        batch = self.message_batches.get(rest[0])
+        if batch is None:
+            return 404, _anthropic_error("not_found_error", f"no message batch {rest[0]}")
+        if rest[1:] == ["results"]:
+            if batch["status"] != "ended":
+                return 400, _anthropic_error("invalid_request_error", "results are available once the batch ended")
+            return 200, "".join(json.dumps(r) + "\n" for r in batch["results"]).encode()
+        with self._lock:
+            if batch["status"] == "in_progress":
+                batch["polls"] += 1
+                if batch["polls"] > self.in_progress_polls:
+                    self._run_messages(batch)
+        return 200, self._message_batch(batch)
+
+    def _run_messages(self, batch: dict) -> None:
+        results = []
+        for n, request in enumerate(batch["requests"]):
+            custom_id = request["custom_id"]
+            if self.expire_after is not None and n >= self.expire_after:
+                results.append({"custom_id": custom_id, "result": {"type": "expired"}})
+            elif n in self.errored:
+                error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded (fake)"}}
+                results.append({"custom_id": custom_id, "result": {"type": "errored", "error": error}})
+            else:
+                status, reply = self._loopback("/v1/messages", request.get("params") or {}, batch["id"])
+                if status == 200 and n in self.prose:
+                    reply = dict(reply, content=[{"type": "text", "text": "I think the run passed."}])
+                kind = {"type": "succeeded", "message": reply} if status == 200 else {"type": "errored", "error": reply}
+                results.append({"custom_id": custom_id, "result": kind})
+        batch["results"], batch["status"] = results, "ended"
+
+    def _message_batch(self, batch: dict) -> dict:
+        counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        ended = batch["status"] == "ended"
+        for result in batch.get("results") or []:
+            counts[result["result"]["type"]] += 1
+        if not ended:
+            counts["processing"] = len(batch["requests"])
+        return {
+            "id": batch["id"],
+            "type": "message_batch",
+            "processing_status": batch["status"],
+            "request_counts": counts,
+            "created_at": "2026-12-02T00:00:00Z",
+            "ended_at": "2026-12-02T00:01:00Z" if ended else None,
+            "expires_at": "2026-12-03T00:00:00Z",
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": (
+                f"http://127.0.0.1:{self.server.port}/v1/messages/batches/{batch['id']}/results" if ended else None
+            ),
+        }
+
+
+def _anthropic_error(kind: str, message: str) -> dict:
+    return {"type": "error", "error": {"type": kind, "message": message}}
 
 
 def _file_object(found: dict) -> dict:

@@ -5,13 +5,13 @@ batch, resuming a killed judge without resubmitting, --batch-status and the dry-
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import time
 
 import pytest
+from batch_helpers import annotation_values, check_batch_stored_and_served, check_split, judge_until_stopped, sources
 from judge_helpers import FAST, cards_of, judge_command, rows, scored_db
 
 from evalkit.judges.api import dry_run, judge_db
@@ -39,17 +39,10 @@ def test_batch_answers_land_in_the_cache_at_the_batch_price(tmp_path, server):
     db = scored_db(tmp_path, 4)
     res = judge(db, server)
     assert res.ok and res.summary.calls == 4 and not live_chat(server)
-    assert {a["source"] for a in res.annotations} == {"batch"}
+    assert set(sources(res)) == {"batch"}
     assert server.batch_api.created == 1
-    calls = rows(db, "SELECT batch_id, prompt_tokens, cached_tokens, completion_tokens, cost_usd FROM judge_calls")
-    assert len(calls) == 4 and all(c[0] == "batch-fake-0002" for c in calls)
-    for _, p, k, c, cost in calls:
-        assert cost == pytest.approx(0.5 * ((p - k) * 1.0 + k * 0.1 + c * 4.0) / 1e6)
     assert rows(db, "SELECT COUNT(*) FROM annotations WHERE batch_id IS NOT NULL AND status = 'ok'") == [(4,)]
-    assert rows(db, "SELECT status FROM judge_batches") == [("collected",)]
-    before = len(server.requests)
-    again = judge(db, server)
-    assert again.summary.cache_hits == 4 and len(server.requests) == before  # a cached rerun sends nothing
+    check_batch_stored_and_served(db, server, judge, "batch-fake-0002", 4)
 
 
 def test_batch_and_live_annotations_are_identical(tmp_path, server):
@@ -57,17 +50,14 @@ def test_batch_and_live_annotations_are_identical(tmp_path, server):
     live_db, batch_db = scored_db(tmp_path / "live", 3), scored_db(tmp_path / "batch", 3)
     live = judge_db(live_db, ["openai/judge-b"], api_base=server.api_base, config=CONFIG, output_mode="json_schema")
     batched = judge(batch_db, server)
-    values = lambda r: sorted((a["run_id"], json.dumps(a["values"], sort_keys=True)) for a in r.annotations)  # noqa: E731
-    assert live.ok and batched.ok and values(live) == values(batched)
+    assert live.ok and batched.ok and annotation_values(live) == annotation_values(batched)
 
 
 def test_invalid_batch_answer_is_asked_again_live_and_keeps_its_cost(tmp_path, server):
     db = scored_db(tmp_path, 3)
     server.script("judge-b", ["malformed"])  # the first batch line's answer is not JSON
     res = judge(db, server)
-    assert res.ok and len(live_chat(server)) == 1
-    sources = sorted(a["source"] for a in res.annotations)
-    assert sources == ["batch", "batch", "call"]
+    check_split(db, res, live_chat(server), batch=2, call=1)
     (live_row,) = rows(db, "SELECT batch_id, attempts, cost_usd, prompt_tokens FROM judge_calls WHERE batch_id IS NULL")
     assert live_row[1] == 2  # the batch answer and the live call
     one = rows(db, "SELECT prompt_tokens FROM judge_calls WHERE batch_id IS NOT NULL")[0][0]
@@ -87,34 +77,27 @@ def test_partial_failure_goes_live_for_the_failed_lines_only(tmp_path, server):
     db = scored_db(tmp_path, 3)
     server.script("judge-b", ["ok", "500"])  # the batch's second line fails
     res = judge(db, server)
-    assert res.ok and len(live_chat(server)) == 1
-    assert sorted(a["source"] for a in res.annotations) == ["batch", "batch", "call"]
+    check_split(db, res, live_chat(server), batch=2, call=1)
 
 
 def test_expired_batch_keeps_what_it_answered_and_asks_the_rest_live(tmp_path, server):
     server.batch_api.expire_after = 2
     db = scored_db(tmp_path, 4)
     res = judge(db, server)
-    assert res.ok and len(live_chat(server)) == 2
-    assert sorted(a["source"] for a in res.annotations) == ["batch", "batch", "call", "call"]
-    assert rows(db, "SELECT COUNT(*) FROM judge_calls WHERE batch_id IS NOT NULL") == [(2,)]
+    check_split(db, res, live_chat(server), batch=2, call=2)
 
 
 def test_failed_batch_is_judged_live(tmp_path, server):
     server.batch_api.fail_batch = True
     db = scored_db(tmp_path, 2)
-    res = judge(db, server)
-    assert res.ok and len(live_chat(server)) == 2 and {a["source"] for a in res.annotations} == {"call"}
+    check_split(db, judge(db, server), live_chat(server), batch=0, call=2)
 
 
 def test_stopped_polling_resumes_without_resubmitting(tmp_path, server):
-    server.batch_api.in_progress_polls = 10**6
     db = scored_db(tmp_path, 3)
-    first = judge(db, server, config={**CONFIG, "batch": {"poll_s": 0.01, "max_wait_s": 0.05}})
-    assert not first.ok and first.summary.not_run == 3 and "run the same command again" in first.summary.stopped
+    judge_until_stopped(db, server, judge, CONFIG, 3)
     ((status, has_id),) = rows(db, "SELECT status, batch_id IS NOT NULL FROM judge_batches")
     assert status in ("validating", "in_progress") and has_id
-    server.batch_api.in_progress_polls = 0
     res = judge(db, server)
     assert res.ok and server.batch_api.created == 1 and len(server.batch_api.files) == 2  # input + output
 
@@ -194,11 +177,10 @@ def test_max_cost_limits_what_is_submitted(tmp_path, server):
     assert res.summary.not_run == 4 - res.summary.calls
 
 
-def test_batch_needs_a_provider_with_a_batch_api(tmp_path, server, monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-real")
+def test_batch_needs_a_provider_with_a_batch_api(tmp_path, server):
     db = scored_db(tmp_path, 1)
-    with pytest.raises(JudgeSetupError, match="Anthropic message batches"):
-        judge_db(db, ["anthropic/claude-haiku-4-5-20251001"], batch=True, config=CONFIG)
+    with pytest.raises(JudgeSetupError, match="ollama/llama3:8b: --batch needs the OpenAI Batch API"):
+        judge_db(db, ["ollama/llama3:8b"], batch=True, config=CONFIG)
     assert server.count == 0
 
 

@@ -1,0 +1,205 @@
+"""Anthropic's Message Batches API, for `evalkit judge --batch` with `anthropic/...` models.
+
+litellm (1.110) can retrieve an Anthropic batch but not create one (its create transformation
+raises NotImplementedError; BerriAI/litellm#17265 asks for it), so evalkit speaks the API itself
+with httpx, through the judge's bounded client (judges/transport.py: no redirects, replies
+bounded): `POST /v1/messages/batches` with the requests inline (Anthropic has no input file),
+`GET /v1/messages/batches/{id}` to poll (`processing_status` in_progress, canceling, ended), and
+the JSONL at the batch's `results_url` (one line per request: `succeeded` with its message,
+`errored`, `canceled` or `expired`).
+
+What goes in and comes out is translated by litellm's own Anthropic transformation, the one a live
+`anthropic/...` call goes through (given by judges/litellm_judge.py, the one module that imports
+litellm): a request is the live request (the OpenAI-style body of judges/batch.py,
+`cache_control` marks included) mapped to Anthropic's parameters, and a succeeded message is read
+back into an OpenAI-style chat completion, so judges/batch.py validates it exactly as a live reply
+(fail-closed) and prices it from the same usage (cached input included).
+The other results become error lines with a reason, which judges/batch.py asks again live.
+
+The API key comes from the environment (`ANTHROPIC_API_KEY`) or the judge's `api_key=`; it is sent
+in the `x-api-key` header only, never logged, and never sent to a host other than the API base's:
+a `results_url` elsewhere is refused. This module is imported only on the judge path (httpx is the
+judge extra's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.parse
+from collections.abc import Callable
+
+import httpx
+
+from evalkit.judges import transport
+from evalkit.judges.protocol import JudgeFatalError
+from evalkit.judges.redaction import redact
+
+API_VERSION = "2023-06-01"
+DEFAULT_BASE = "https://api.anthropic.com"
+# Anthropic's per-request result types, as the reason a request is asked again live
+_NOT_ANSWERED = {
+    "canceled": "the batch was cancelled before this request ran",
+    "expired": "the batch's 24-hour window ended before this request ran",
+}
+_TRANSIENT = {429, 500, 502, 503, 504, 529}
+
+
+def _status(processing: str | None, counts: dict) -> str:
+    """Anthropic's processing_status in the vocabulary of judges/batch.py (OpenAI's)."""
+    if processing == "ended":
+        total = sum(int(v or 0) for v in counts.values())
+        if total and int(counts.get("expired") or 0) == total:
+            return "expired"
+        if total and int(counts.get("canceled") or 0) == total:
+            return "cancelled"
+        return "completed"
+    return {"in_progress": "in_progress", "canceling": "cancelling"}.get(processing or "", "in_progress")
+
+
+class AnthropicBatches:
+    """The Message Batches calls of one judge (model, API base, key)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None,
+        key: Callable[[], str | None],
+        client: Callable[[], httpx.AsyncClient],
+        timeout_s: float,
+        to_params: Callable[[dict], dict],
+        to_chat: Callable[[dict], dict],
+        attempts: int = 3,
+        sleep=asyncio.sleep,
+    ):
+        self.model = model.split("/", 1)[-1]
+        base = api_base or os.environ.get("ANTHROPIC_API_BASE") or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE
+        self.base = base.rstrip("/").removesuffix("/v1")
+        self._key, self._client, self.timeout_s = key, client, timeout_s
+        self._to_params, self._to_chat = to_params, to_chat  # litellm's translations (judges/litellm_judge.py)
+        self.attempts, self._sleep = max(1, attempts), sleep
+
+    # -- HTTP ---------------------------------------------------------------------------------
+    def _same_host(self, url: str) -> bool:
+        a, b = urllib.parse.urlsplit(url), urllib.parse.urlsplit(self.base)
+        return (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
+
+    async def _call(self, method: str, url: str, body: dict | None = None) -> bytes:
+        if not self._same_host(url):
+            raise JudgeFatalError(
+                f"{self.model}: the batch API named {url.split('?', 1)[0]}, not on {self.base}; "
+                "evalkit sends the API key only to the API base"
+            )
+        key = self._key()
+        if not key:
+            raise JudgeFatalError(f"no API key for anthropic/{self.model}: set ANTHROPIC_API_KEY in the environment")
+        headers = {"x-api-key": key, "anthropic-version": API_VERSION, "content-type": "application/json"}
+        data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        for attempt in range(1, self.attempts + 1):
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    response = await self._client().request(method, url, content=data, headers=headers)
+            except (TimeoutError, httpx.TransportError) as exc:
+                if attempt == self.attempts:
+                    raise JudgeFatalError(
+                        f"{self.model}: {method} {url.split('?', 1)[0]}: {type(exc).__name__} after {attempt} "
+                        "attempts; run the same command again to resume the stored batches"
+                    ) from None
+            except (transport.ReplyRefused, transport.Redirected) as exc:
+                raise JudgeFatalError(f"{self.model}: {method} {url}: {redact(str(exc))}") from None
+            else:
+                if response.status_code == 200:
+                    return response.content
+                if response.status_code not in _TRANSIENT or attempt == self.attempts:
+                    raise JudgeFatalError(
+                        f"{self.model}: {method} {url.split('?', 1)[0]} answered {response.status_code}: "
+                        f"{redact(_message(response.content))}"
+                    )
+            await self._sleep(min(30.0, 2.0 ** (attempt - 1)))
+        raise AssertionError("unreachable")
+
+    async def _json(self, method: str, url: str, body: dict | None = None) -> dict:
+        data = await self._call(method, url, body)
+        try:
+            value = json.loads(data)
+        except ValueError:
+            raise JudgeFatalError(f"{self.model}: {method} {url.split('?', 1)[0]}: the reply is not JSON") from None
+        if not isinstance(value, dict):
+            raise JudgeFatalError(f"{self.model}: {method} {url.split('?', 1)[0]}: the reply is not an object")
+        return value
+
+    # -- the batch calls judges/batch.py makes ------------------------------------------------
+    def request(self, line: dict) -> dict:
+        """One batch line (OpenAI-style, as judges/batch.py writes it) as an Anthropic request."""
+        return {"custom_id": str(line.get("custom_id")), "params": self._to_params(dict(line.get("body") or {}))}
+
+    async def create(self, data: bytes) -> dict:
+        lines = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+        made = await self._json(
+            "POST", f"{self.base}/v1/messages/batches", {"requests": [self.request(x) for x in lines]}
+        )
+        return self.state(made)
+
+    async def retrieve(self, batch_id: str) -> dict:
+        return self.state(await self._json("GET", f"{self.base}/v1/messages/batches/{urllib.parse.quote(batch_id)}"))
+
+    def state(self, batch: dict) -> dict:
+        """A message batch in the shape judges/batch.py reads (id, status, counts, result file)."""
+        counts = batch.get("request_counts") if isinstance(batch.get("request_counts"), dict) else {}
+        status = _status(batch.get("processing_status"), counts)
+        done = int(counts.get("succeeded") or 0)
+        failed = sum(int(counts.get(k) or 0) for k in ("errored", "canceled", "expired"))
+        return {
+            "id": batch.get("id"),
+            "status": status,
+            "request_counts": {
+                "total": done + failed + int(counts.get("processing") or 0),
+                "completed": done,
+                "failed": failed,
+            },
+            "output_file_id": batch.get("results_url") if batch.get("processing_status") == "ended" else None,
+            "error_file_id": None,
+        }
+
+    async def results(self, url: str) -> bytes:
+        """The results at `url` as OpenAI-style output lines: a succeeded message as a chat
+        completion (status 200), any other result as an error line with its reason."""
+        out = []
+        for raw in (await self._call("GET", url)).decode("utf-8", "replace").splitlines():
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(line, dict):
+                out.append(json.dumps(self.result_line(line), ensure_ascii=False) + "\n")
+        return "".join(out).encode("utf-8")
+
+    def result_line(self, line: dict) -> dict:
+        custom_id = line.get("custom_id")
+        result = line.get("result") if isinstance(line.get("result"), dict) else {}
+        kind = result.get("type")
+        if kind == "succeeded" and isinstance(result.get("message"), dict):
+            return {
+                "custom_id": custom_id,
+                "response": {"status_code": 200, "body": self._to_chat(result["message"])},
+            }
+        if kind == "errored":
+            error = result.get("error") if isinstance(result.get("error"), dict) else {}
+            inner = error.get("error") if isinstance(error.get("error"), dict) else error
+            message = f"{inner.get('type') or 'error'}: {inner.get('message') or 'no message'}"
+            return {"custom_id": custom_id, "response": None, "error": {"code": "errored", "message": message}}
+        reason = _NOT_ANSWERED.get(str(kind), f"an unknown result type {str(kind)[:40]!r}")
+        return {"custom_id": custom_id, "response": None, "error": {"code": str(kind), "message": reason}}
+
+
+def _message(data: bytes, limit: int = 200) -> str:
+    try:
+        value = json.loads(data)
+        error = value.get("error") if isinstance(value, dict) else None
+        text = error.get("message") if isinstance(error, dict) else None
+    except ValueError:
+        text = None
+    text = str(text or data[:limit].decode("utf-8", "replace"))
+    return " ".join(text.split())[:limit]
