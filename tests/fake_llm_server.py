@@ -367,20 +367,17 @@ class FakeLLMServer:
         # endless behaviours end when this changes (reset), so a test cannot leave one running
         self.generation = getattr(self, "generation", 0) + 1
 
-    def start(self) -> FakeLLMServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+    def __enter__(self) -> FakeLLMServer:
+        # served from a thread that looks for a shutdown every 50 ms (serve_forever's default is
+        # 0.5 s), so leaving the block does not wait half a second
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
 
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def __enter__(self) -> FakeLLMServer:
-        return self.start()
-
     def __exit__(self, *exc) -> None:
-        self.stop()
+        self._httpd.shutdown()  # returns once serve_forever has
+        self._httpd.server_close()
+        self._thread.join()
 
     def _next_behaviour(self, model: str) -> str:
         with self._lock:
