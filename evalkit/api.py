@@ -10,9 +10,11 @@ called).
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalkit.aggregate.groups import Aggregator, RunSummary, aggregate, pass_hat_k
 from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL
@@ -26,9 +28,10 @@ from evalkit.engines.pipeline import (
     score_to_db,
 )
 from evalkit.errors import InputError
-from evalkit.scoring import derive_scalar, score_trajectory
-from evalkit.scoring.scorecard import ScoreCard
-from evalkit.trajectory.reader import Warn, expand_paths, parse_trajectory, read_trajectory
+
+if TYPE_CHECKING:  # the scorer, the reader and the card model load on first use (SCORING)
+    from evalkit.scoring.scorecard import ScoreCard
+    from evalkit.trajectory.reader import Warn
 
 # One function per command, in the order of `evalkit --help`'s first ones, then the building blocks
 # they are made of and the types they return or raise.
@@ -57,14 +60,17 @@ COMMANDS = [
 # the error types of the layers below, resolved when first asked for (:func:`__getattr__`): the
 # judge layer's stay unimported until a judge command needs them
 ERRORS = ["DbError", "JudgeNotStored", "OutputError", "ReportError", "RubricError", "SchemaError", "UnknownJudgeError"]
+# the scorer's, the reader's and the card model's names, resolved when first asked for too: the
+# parent of `evalkit score --workers N` only writes and never loads them (nor pydantic)
+SCORING = ["ScoreCard", "derive_scalar", "expand_paths", "parse_trajectory", "read_trajectory", "score_trajectory"]
 __all__ = [
     *COMMANDS,
     *ERRORS,
+    *SCORING,
     "Aggregator",
     "DEFAULT_DB",
     "InputError",
     "RunSummary",
-    "ScoreCard",
     "ScoreJob",
     "Scored",
     "Store",
@@ -72,8 +78,6 @@ __all__ = [
     "audit_with_pairs",
     "check_probes",
     "check_resample",
-    "derive_scalar",
-    "expand_paths",
     "gate_failure",
     "import_formats",
     "import_options",
@@ -86,16 +90,13 @@ __all__ = [
     "otel_problem",
     "output_modes",
     "parquet_problem",
-    "parse_trajectory",
     "pass_hat_k",
-    "read_trajectory",
     "score_file",
     "score_inputs",
     "score_into",
     "score_run",
     "score_stream",
     "score_to_db",
-    "score_trajectory",
     "verdict_files",
     "verdict_order",
     "worse_failure",
@@ -103,7 +104,7 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """The error types of :data:`ERRORS`, imported from their layer when first used."""
+    """The names of :data:`ERRORS` and :data:`SCORING`, imported from their layer when first used."""
     if name == "DbError":
         from evalkit.db import DbError as found
     elif name == "JudgeNotStored":
@@ -118,6 +119,12 @@ def __getattr__(name: str):
         from evalkit.report.schemas import SchemaError as found
     elif name == "UnknownJudgeError":
         from evalkit.judges.protocol import UnknownJudgeError as found
+    elif name in ("derive_scalar", "score_trajectory"):
+        found = getattr(importlib.import_module("evalkit.scoring"), name)
+    elif name == "ScoreCard":
+        from evalkit.scoring.scorecard import ScoreCard as found
+    elif name in ("expand_paths", "parse_trajectory", "read_trajectory"):
+        found = getattr(importlib.import_module("evalkit.trajectory.reader"), name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = found
