@@ -41,3 +41,19 @@ def test_ray_stores_the_rows_and_parquet_files_the_local_engine_stores(cluster, 
     files = sorted(p.relative_to(tmp_path / "l") for p in (tmp_path / "l").rglob("*.parquet"))
     assert files and files == sorted(p.relative_to(tmp_path / "r") for p in (tmp_path / "r").rglob("*.parquet"))
     assert all((tmp_path / "l" / f).read_bytes() == (tmp_path / "r" / f).read_bytes() for f in files)
+
+
+def test_ray_tasks_on_the_drivers_node_leave_their_bytes_in_the_spool(cluster, corpus, tmp_path, monkeypatch):
+    import tempfile
+
+    from evalkit.engines import spool
+
+    taken = []
+    original = spool.Spooled._open
+    monkeypatch.setattr(spool.Spooled, "_open", lambda self: taken.append(self.size) or original(self))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    local = cli_score(corpus, "--format", "jsonl", "--db", tmp_path / "l.db", "--workers", "1")
+    remote = cli_score(corpus, "--format", "jsonl", "--db", tmp_path / "r.db", "--engine", "ray")
+    assert local == remote and dump(tmp_path / "l.db") == dump(tmp_path / "r.db")
+    assert len(taken) == 6  # three batches: the output and the staging database of each
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(spool.PREFIX)]

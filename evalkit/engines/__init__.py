@@ -56,12 +56,12 @@ def score_files(
 ) -> Iterator[Scored]:
     """Score the files under ``paths`` with an engine; results in input order. ``warn`` receives
     one line per entry a directory search skipped (each file's own warnings are in its ``Scored``).
-    ``spool``: where a local pool's workers may leave a batched job's bytes (see
-    :func:`evalkit.engines.local.score_local`)."""
+    ``spool``: where a local pool's workers, or Ray tasks on this node, may leave a batched job's
+    bytes (see :func:`evalkit.engines.local.score_local`)."""
     if engine == "local":
         return score_local(job, sources_of(paths, warn), workers, spool=spool)
     if engine == "ray":
         from evalkit.engines.ray_engine import score_ray
 
-        return score_ray(job, sources_of(paths, warn), address=ray_address)
+        return score_ray(job, sources_of(paths, warn), address=ray_address, spool=spool)
     raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")

@@ -70,7 +70,7 @@ def score_stream(
     pending: list[BatchRows] = []
     pending_cards = pending_chars = 0
     seen: dict[str, str] = {}  # run_id -> path
-    spool = Spool() if job.batched and engine == "local" and workers > 1 and can_spool() else None
+    spool = Spool() if job.batched and (engine != "local" or workers > 1) and can_spool() else None
     stream = score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address, warn=warn, spool=spool)
     try:
         for item in stream:

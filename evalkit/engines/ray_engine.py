@@ -9,7 +9,9 @@ Inputs must be readable where the tasks run: URLs (``s3://``, ``gs://``; fsspec 
 installed on the workers), or paths every node sees (a shared file system). Relative paths are
 resolved in the driver's working directory when the worker has it. Standard input is read by the
 driver and sent with the task. At most ``IN_FLIGHT_PER_CPU`` batches per cluster CPU are pending,
-so the driver's memory stays bounded.
+so the driver's memory stays bounded. Tasks on the driver's own node leave their pieces' bytes in
+the run's spool directory (:mod:`evalkit.engines.spool`), as the local pool's workers do; tasks on
+other nodes send them.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import importlib.util
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 from evalkit.engines.job import Scored, ScoreJob, Source, score_batch
 from evalkit.engines.local import BATCH_FILES, batches
+from evalkit.engines.spool import Spool
 
 IN_FLIGHT_PER_CPU = 4
 
@@ -32,15 +36,33 @@ def ray_problem() -> str | None:
     return None
 
 
-def _batch_in(cwd: str, job: ScoreJob, sources: list[Source]) -> list[Scored]:
+def _batch_in(cwd: str, job: ScoreJob, sources: list[Source], node: str | None = None) -> list[Scored]:
     if os.path.isdir(cwd) and os.getcwd() != cwd:
         os.chdir(cwd)  # a worker process serves one task at a time; relative paths mean the driver's
+    if job.spool is not None and _node() != node:  # the driver's spool is on its own machine only
+        job = replace(job, spool=None)
     return score_batch(job, sources)
 
 
+def _node() -> str | None:
+    import ray
+
+    try:
+        return ray.get_runtime_context().get_node_id()
+    except Exception:  # an older Ray, or none: the pieces go as bytes
+        return None
+
+
 def score_ray(
-    job: ScoreJob, sources: Iterable[Source], address: str | None = None, batch_files: int = BATCH_FILES
+    job: ScoreJob,
+    sources: Iterable[Source],
+    address: str | None = None,
+    batch_files: int = BATCH_FILES,
+    spool: Spool | None = None,
 ) -> Iterator[Scored]:
+    """Score every source as Ray tasks, in order. With ``spool``, a batched job's tasks that run on
+    the driver's node leave their pieces' bytes in its directory (as the local pool's workers do);
+    the others send them."""
     import ray
 
     started = False
@@ -52,10 +74,13 @@ def score_ray(
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         limit = cpus * IN_FLIGHT_PER_CPU
         cwd = os.getcwd()
+        node = _node()
+        if spool is not None and job.batched and node is not None:
+            job = replace(job, spool=spool.path)
         job_ref = ray.put(job)
         pending: deque = deque()
         for chunk in batches(sources, batch_files):
-            pending.append(task.remote(cwd, job_ref, chunk))
+            pending.append(task.remote(cwd, job_ref, chunk, node))
             if len(pending) >= limit:
                 yield from ray.get(pending.popleft())
         while pending:
