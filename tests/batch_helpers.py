@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 
 import pytest
 from judge_helpers import rows
@@ -47,3 +51,29 @@ def judge_until_stopped(db: str, server, judge, config: dict, n: int) -> None:
     first = judge(db, server, config={**config, "batch": {"poll_s": 0.01, "max_wait_s": 0.05}})
     assert not first.ok and first.summary.not_run == n and "run the same command again" in first.summary.stopped
     server.batch_api.in_progress_polls = 0
+
+
+def kill_while_polling(command: list[str], polling) -> None:
+    """Start the judge `command`, and SIGKILL it once `polling()` says its batch is being polled
+    (the batch id is stored by then)."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 300
+        while not polling():
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+
+
+def run_to_the_end(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ), timeout=300)
+    assert done.returncode == 0, done.stderr
+
+
+def batch_config(tmp_path) -> str:
+    """A judge config file for a judge process: polls every 50 ms, retries at once."""
+    path = tmp_path / "judge.toml"
+    path.write_text("[batch]\npoll_s = 0.05\n[retry]\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
+    return str(path)

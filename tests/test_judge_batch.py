@@ -5,13 +5,17 @@ batch, resuming a killed judge without resubmitting, --batch-status and the dry-
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import time
-
 import pytest
-from batch_helpers import annotation_values, check_batch_stored_and_served, check_split, judge_until_stopped, sources
+from batch_helpers import (
+    annotation_values,
+    batch_config,
+    check_batch_stored_and_served,
+    check_split,
+    judge_until_stopped,
+    kill_while_polling,
+    run_to_the_end,
+    sources,
+)
 from judge_helpers import FAST, cards_of, judge_command, rows, scored_db
 
 from evalkit.judges.api import dry_run, judge_db
@@ -139,24 +143,17 @@ def test_killed_between_creating_and_storing_adopts_the_batch(tmp_path, server, 
 def test_killed_batch_judge_resumes_polling_without_resubmitting(tmp_path, server):
     db = scored_db(tmp_path, 3)
     server.batch_api.in_progress_polls = 10**6
-    config = tmp_path / "judge.toml"
-    config.write_text("[batch]\npoll_s = 0.05\n[retry]\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
+    config = batch_config(tmp_path)
     command = judge_command(
-        db, "openai/judge-b", server.api_base, "--output-mode", "json_schema", "--judge-config", str(config), "--batch"
+        db, "openai/judge-b", server.api_base, "--output-mode", "json_schema", "--judge-config", config, "--batch"
     )
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
-    try:
-        deadline = time.monotonic() + 300
-        while not (server.batch_api.created == 1 and any(b["polls"] >= 2 for b in server.batch_api.batches.values())):
-            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)  # polling, the batch id stored
-    finally:
-        proc.wait(timeout=60)
+    kill_while_polling(
+        command,
+        lambda: server.batch_api.created == 1 and any(b["polls"] >= 2 for b in server.batch_api.batches.values()),
+    )
     assert rows(db, "SELECT batch_id FROM judge_batches") == [("batch-fake-0002",)]
     server.batch_api.in_progress_polls = 0
-    done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ), timeout=300)
-    assert done.returncode == 0, done.stderr
+    run_to_the_end(command)
     assert server.batch_api.created == 1 and rows(db, "SELECT COUNT(*) FROM annotations WHERE status = 'ok'") == [(3,)]
 
 

@@ -10,9 +10,9 @@ import asyncio
 import json
 import sqlite3
 
+import batch_helpers as batches_check
 import pytest
-from batch_helpers import annotation_values, check_batch_stored_and_served, check_split, judge_until_stopped, sources
-from judge_helpers import FAST, rows, scored_db
+from judge_helpers import FAST, judge_command, rows, scored_db
 
 from evalkit.judges.api import judge_db
 from evalkit.judges.protocol import JudgeFatalError
@@ -47,14 +47,14 @@ def test_message_batch_answers_land_in_the_cache_at_the_batch_price(tmp_path, se
     db = scored_db(tmp_path, 4)
     res = judge(db, server)
     assert res.ok and res.summary.calls == 4 and not live_messages(server)
-    assert set(sources(res)) == {"batch"} and server.batch_api.created == 1
+    assert set(batches_check.sources(res)) == {"batch"} and server.batch_api.created == 1
     (batch,) = server.batch_api.message_batches.values()
     assert len(batch["requests"]) == 4 and batch["polls"] == 3  # in_progress twice, then ended
     params = batch["requests"][0]["params"]
     assert params["model"] == "claude-haiku-4-5-20251001" and params["max_tokens"] == 1024
     assert params["system"][0]["cache_control"] == {"type": "ephemeral"}  # the live request's marks
     assert "output_format" in params and "response_format" not in params  # litellm's translation
-    check_batch_stored_and_served(db, server, judge, batch["id"], 4)
+    batches_check.check_batch_stored_and_served(db, server, judge, batch["id"], 4)
 
 
 def test_message_batch_and_live_annotations_are_identical(tmp_path, server):
@@ -63,7 +63,7 @@ def test_message_batch_and_live_annotations_are_identical(tmp_path, server):
     base = server.api_base.removesuffix("/v1")
     live = judge_db(live_db, [MODEL], api_base=base, config=CONFIG, output_mode="json_schema")
     batched = judge(batch_db, server)
-    assert live.ok and batched.ok and annotation_values(live) == annotation_values(batched)
+    assert live.ok and batched.ok and batches_check.annotation_values(live) == batches_check.annotation_values(batched)
 
 
 def test_cache_reads_in_a_message_batch_are_recorded_and_billed_cached(tmp_path, server):
@@ -78,24 +78,24 @@ def test_errored_and_expired_requests_are_asked_again_live(tmp_path, server):
     server.batch_api.errored = {0}
     server.batch_api.expire_after = 2
     db = scored_db(tmp_path, 4)
-    check_split(db, judge(db, server), live_messages(server), batch=1, call=3)
+    batches_check.check_split(db, judge(db, server), live_messages(server), batch=1, call=3)
 
 
 def test_prose_result_fails_closed_and_is_asked_again_live(tmp_path, server):
     server.batch_api.prose = {1}
     db = scored_db(tmp_path, 2)
-    check_split(db, judge(db, server), live_messages(server), batch=1, call=1)
+    batches_check.check_split(db, judge(db, server), live_messages(server), batch=1, call=1)
     (attempts,) = rows(db, "SELECT attempts FROM judge_calls WHERE batch_id IS NULL")[0]
     assert attempts == 2  # the batch answer and the live call: what the batch answer cost is kept
 
 
 def test_stopped_polling_resumes_by_the_stored_batch_id(tmp_path, server):
     db = scored_db(tmp_path, 3)
-    judge_until_stopped(db, server, judge, CONFIG, 3)
+    batches_check.judge_until_stopped(db, server, judge, CONFIG, 3)
     ((status, batch_id),) = rows(db, "SELECT status, batch_id FROM judge_batches")
     assert status == "in_progress" and batch_id.startswith("msgbatch_fake_")
     res = judge(db, server)
-    assert res.ok and server.batch_api.created == 1 and set(sources(res)) == {"batch"}
+    assert res.ok and server.batch_api.created == 1 and set(batches_check.sources(res)) == {"batch"}
 
 
 def test_killed_before_the_batch_was_made_submits_it_once_on_resume(tmp_path, server, monkeypatch):
@@ -126,7 +126,26 @@ def test_a_refused_create_stops_in_one_line_and_the_rerun_submits_once(tmp_path,
     assert rows(db, "SELECT status, batch_id FROM judge_batches") == [("submitting", None)]
     server.batch_api.refuse = None
     again = judge(db, server)
-    assert again.ok and server.batch_api.created == 1 and set(sources(again)) == {"batch"}
+    assert again.ok and server.batch_api.created == 1 and set(batches_check.sources(again)) == {"batch"}
+
+
+@pytest.mark.timeout(600)
+def test_killed_judge_process_resumes_the_message_batch_by_its_id(tmp_path, server):
+    db = scored_db(tmp_path, 3)
+    server.batch_api.in_progress_polls = 10**6
+    base = server.api_base.removesuffix("/v1")
+    command = judge_command(
+        db, MODEL, base, "--output-mode", "json_schema", "--judge-config", batches_check.batch_config(tmp_path)
+    )
+    command.append("--batch")
+    polled = server.batch_api.message_batches.values
+    batches_check.kill_while_polling(command, lambda: any(b["polls"] >= 2 for b in polled()))
+    ((batch_id,),) = rows(db, "SELECT batch_id FROM judge_batches")
+    assert batch_id.startswith("msgbatch_fake_") and server.batch_api.created == 1
+    server.batch_api.in_progress_polls = 0
+    batches_check.run_to_the_end(command)
+    assert server.batch_api.created == 1 and not live_messages(server)
+    assert rows(db, "SELECT COUNT(*) FROM annotations WHERE status = 'ok' AND batch_id = ?", batch_id) == [(3,)]
 
 
 def test_the_key_goes_only_in_the_header_and_never_into_the_database(tmp_path, server):
