@@ -33,21 +33,29 @@ def secret_values() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def redact(text: str | None) -> str | None:
+def redact(text: str | None, secrets: list[str] | None = None) -> str | None:
+    """Secret values and bearer tokens in `text` replaced; `secrets` is `secret_values()` when a
+    caller redacts many strings at once (the environment is read at call time, not cached, so a key
+    set after import is still redacted)."""
     if not text:
         return text
-    for value in secret_values():
+    for value in secret_values() if secrets is None else secrets:
         text = text.replace(value, "[REDACTED]")
     return _BEARER.sub(r"\1[REDACTED]", text)
 
 
 def redact_value(value):
     """`redact` applied to every string inside a JSON-like value (dict keys included), the rest
-    unchanged: for what is stored as JSON (the request, parsed values)."""
+    unchanged: for what is stored as JSON (the request, parsed values). The environment is scanned
+    once per value, not once per string inside it (a request holds thousands)."""
+    return _redact_in(value, secret_values())
+
+
+def _redact_in(value, secrets: list[str]):
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, secrets)
     if isinstance(value, dict):
-        return {redact_value(k): redact_value(v) for k, v in value.items()}
+        return {_redact_in(k, secrets): _redact_in(v, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [redact_value(v) for v in value]
+        return [_redact_in(v, secrets) for v in value]
     return value

@@ -92,3 +92,21 @@ def test_a_key_in_the_transcript_is_not_stored_in_the_request(tmp_path, server):
     assert FAKE_KEY in json.dumps(server.requests[0]["body"])  # the judge was shown the run as it is
     (request,) = rows(db, "SELECT request FROM judge_calls")[0]
     assert FAKE_KEY not in request and "[REDACTED]" in request
+
+
+def test_redact_value_reads_the_environment_once_and_sees_a_key_set_later(monkeypatch):
+    from evalkit.judges import redaction
+
+    monkeypatch.setenv("LATE_API_KEY", "sk-late-0123456789")
+    scans = []
+    real = redaction.secret_values
+    monkeypatch.setattr(redaction, "secret_values", lambda: scans.append(1) or real())
+    request = {
+        "messages": [{"content": f"echo sk-late-0123456789 #{i}"} for i in range(50)],
+        "sk-late-0123456789": ["Bearer abcdefghijkl"],
+    }
+    out = redaction.redact_value(request)
+    assert "sk-late-0123456789" not in json.dumps(out)
+    assert out["[REDACTED]"] == ["Bearer [REDACTED]"]
+    assert out["messages"][7]["content"] == "echo [REDACTED] #7"
+    assert len(scans) == 1
