@@ -188,10 +188,11 @@ class StagedRows:
     data: Any  # bytes, or a worker's file of them (evalkit.engines.spool.Spooled)
     chars: int
 
-    def database(self) -> bytes:
-        """The serialised database (read from its file once, if it was spooled)."""
-        if not isinstance(self.data, bytes):
-            self.data = self.data.read()
+    def database(self) -> Any:
+        """The serialised database: bytes, or its spooled file mapped into memory (once), which
+        ``deserialize`` copies from without a read into a buffer of its own first."""
+        if hasattr(self.data, "mapped"):
+            self.data = self.data.mapped()
         return self.data
 
 
