@@ -714,7 +714,9 @@ class LiteLLMJudge:
             info = litellm.get_model_info(self.requested_model)
             if not (info.get("input_cost_per_token_batches") or info.get("input_cost_per_token")):
                 return None
-            costs = litellm.batch_cost_calculator(usage=litellm.Usage(**usage), model=self.requested_model)
+            from litellm.cost_calculator import batch_cost_calculator  # not exported as litellm.batch_cost_calculator
+
+            costs = batch_cost_calculator(usage=litellm.Usage(**usage), model=self.requested_model)
             return float(sum(costs))
         except Exception:
             return None

@@ -49,6 +49,25 @@ def test_batch_answers_land_in_the_cache_at_the_batch_price(tmp_path, server):
     check_batch_stored_and_served(db, server, judge, "batch-fake-0002", 4)
 
 
+def test_without_a_price_entry_litellm_batch_prices_apply(tmp_path, server):
+    import litellm
+
+    db = scored_db(tmp_path, 2)
+    res = judge_db(
+        db,
+        ["openai/gpt-4o-mini"],
+        api_base=server.api_base,
+        batch=True,
+        output_mode="json_schema",
+        config={**FAST, "batch": {"poll_s": 0.01}},
+    )
+    assert res.ok and res.summary.cost_unknown == 0 and set(sources(res)) == {"batch"}
+    info = litellm.get_model_info("gpt-4o-mini")
+    for p, c, cost in rows(db, "SELECT prompt_tokens, completion_tokens, cost_usd FROM judge_calls"):
+        expected = p * info["input_cost_per_token_batches"] + c * info["output_cost_per_token_batches"]
+        assert cost == pytest.approx(expected)
+
+
 def test_batch_and_live_annotations_are_identical(tmp_path, server):
     server.mode = "per_run"
     live_db, batch_db = scored_db(tmp_path / "live", 3), scored_db(tmp_path / "batch", 3)

@@ -74,6 +74,25 @@ def test_cache_reads_in_a_message_batch_are_recorded_and_billed_cached(tmp_path,
     assert cached[0] == 0 and all(k >= 1024 for k in cached[1:])  # the shared prefix, read from the 2nd on
 
 
+def test_without_a_price_entry_litellm_batch_prices_apply(tmp_path, server):
+    import litellm
+
+    db = scored_db(tmp_path, 2)
+    assert judge(db, server, config={**FAST, "batch": {"poll_s": 0.01}}).ok
+    info = litellm.get_model_info(MODEL)
+    (batch,) = server.batch_api.message_batches.values()
+    billed = dict(rows(db, "SELECT cache_key, cost_usd FROM judge_calls"))
+    for result in batch["results"]:  # what the provider reported, at Anthropic's batch rates (half of each)
+        usage = result["result"]["message"]["usage"]
+        expected = (
+            usage["input_tokens"] * info["input_cost_per_token_batches"]
+            + usage["cache_read_input_tokens"] * info["cache_read_input_token_cost"] / 2
+            + usage["cache_creation_input_tokens"] * info["cache_creation_input_token_cost"] / 2
+            + usage["output_tokens"] * info["output_cost_per_token_batches"]
+        )
+        assert billed[result["custom_id"]] == pytest.approx(expected)
+
+
 def test_errored_and_expired_requests_are_asked_again_live(tmp_path, server):
     server.batch_api.errored = {0}
     server.batch_api.expire_after = 2
