@@ -650,27 +650,37 @@ class LiteLLMJudge:
     async def batch_create_inline(self, data: bytes) -> dict:
         return await self._anthropic_batches().create(data)
 
+    async def _batch_api(self, call, **kwargs):
+        """One call of litellm's batch and file functions; whatever it raises (a 401, a refused
+        connection, a 5xx after litellm's own retries) becomes one JudgeFatalError line, redacted:
+        the submission is stored, so running the command again resumes it."""
+        try:
+            return await call(**kwargs, **self._batch_kwargs())
+        except JudgeFatalError:
+            raise
+        except Exception as exc:  # litellm and openai raise many unrelated classes here
+            message = self._fatal_message(exc).replace(" — not retried;", " — batch call refused;")
+            raise JudgeFatalError(redact(f"{call.__name__.lstrip('a')}: {message}")) from None
+
     async def batch_upload(self, data: bytes, name: str) -> str:
-        made = await litellm.acreate_file(
-            file=(name, data, "application/jsonl"), purpose="batch", **self._batch_kwargs()
-        )
+        made = await self._batch_api(litellm.acreate_file, file=(name, data, "application/jsonl"), purpose="batch")
         return str(made.id)
 
     async def batch_create(self, file_id: str) -> dict:
-        made = await litellm.acreate_batch(
-            completion_window="24h", endpoint="/v1/chat/completions", input_file_id=file_id, **self._batch_kwargs()
+        made = await self._batch_api(
+            litellm.acreate_batch, completion_window="24h", endpoint="/v1/chat/completions", input_file_id=file_id
         )
         return _as_dict(made)
 
     async def batch_retrieve(self, batch_id: str) -> dict:
         if self.batch_inline:
             return await self._anthropic_batches().retrieve(batch_id)
-        return _as_dict(await litellm.aretrieve_batch(batch_id=batch_id, **self._batch_kwargs()))
+        return _as_dict(await self._batch_api(litellm.aretrieve_batch, batch_id=batch_id))
 
     async def batch_find(self, file_id: str) -> dict | None:
         """The batch made from this input file, if the provider has one (a process killed between
         creating a batch and storing its id)."""
-        listed = await litellm.alist_batches(limit=100, **self._batch_kwargs())
+        listed = await self._batch_api(litellm.alist_batches, limit=100)
         for batch in getattr(listed, "data", None) or []:
             found = _as_dict(batch)
             if found.get("input_file_id") == file_id:
@@ -680,7 +690,7 @@ class LiteLLMJudge:
     async def batch_file(self, file_id: str) -> bytes:
         if self.batch_inline:  # the batch's results_url, read as OpenAI-style output lines
             return await self._anthropic_batches().results(file_id)
-        content = await litellm.afile_content(file_id=file_id, **self._batch_kwargs())
+        content = await self._batch_api(litellm.afile_content, file_id=file_id)
         return bytes(getattr(content, "content", b"") or b"")
 
     def batch_line(self, bundle: dict, rubric: Rubric) -> tuple[dict, dict, int] | Annotation:

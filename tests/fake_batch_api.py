@@ -135,7 +135,7 @@ class BatchAPI:
         self.errored: set[int] = set()  # Anthropic: the requests (by position) answered `errored`
         self.prose: set[int] = set()  # Anthropic: succeeded, but the message is prose, not the JSON asked for
         self.message_batches: dict[str, dict] = {}
-        self.refuse: tuple[int, str] | None = None  # Anthropic: every batch call answered this (status, message)
+        self.refuse: tuple[int, str] | None = None  # every batch create (Anthropic) or upload (OpenAI) refused so
 
     def _id(self, prefix: str) -> str:
         return f"{prefix}-fake-{next(self._ids):04d}"
@@ -167,6 +167,8 @@ class BatchAPI:
         parts = [p for p in path.split("?", 1)[0].strip("/").split("/") if p != "v1"]
         if parts == ["messages", "batches"]:
             return self._message_batch_create(json.loads(raw or b"{}"))
+        if parts == ["files"] and self.refuse is not None:  # OpenAI: the upload refused
+            return self.refuse[0], {"error": {"message": self.refuse[1], "type": "invalid_request_error"}}
         if parts == ["files"]:
             data, name = _multipart_file(headers, raw)
             with self._lock:

@@ -208,3 +208,28 @@ def test_dry_run_shows_the_batch_plan_and_both_costs(tmp_path, server):
     assert b["estimated_input_cost_batch_usd"] == pytest.approx(b["estimated_input_cost_live_usd"] / 2)
     assert b["estimated_input_cost_live_usd"] == pytest.approx(plan.estimated_prompt_tokens * 1.0 / 1e6)
     assert "batch" not in dry_run(cards_of(db), ["openai/judge-b"], db=db, api_base=server.api_base).as_dict()
+
+
+def test_a_refused_upload_is_one_line_not_a_traceback_and_the_rerun_submits(tmp_path, server):
+    server.batch_api.refuse = (401, "Incorrect API key provided: sk-fake-upl*****")
+    db = scored_db(tmp_path, 2)
+    res = judge(db, server)
+    assert not res.ok and res.summary.not_run == 2 and not live_chat(server)
+    assert res.summary.fatal.startswith("create_file: ") and "batch call refused" in res.summary.fatal
+    assert "\n" not in res.summary.fatal and "Traceback" not in res.summary.fatal
+    assert rows(db, "SELECT status, input_file_id FROM judge_batches") == [("submitting", None)]
+    server.batch_api.refuse = None
+    again = judge(db, server)
+    assert again.ok and server.batch_api.created == 1 and set(sources(again)) == {"batch"}
+
+
+def test_a_refused_upload_exits_with_one_error_line_from_the_cli(tmp_path, server):
+    import subprocess
+
+    server.batch_api.refuse = (401, "Incorrect API key provided")
+    db = scored_db(tmp_path, 1)
+    config = batch_config(tmp_path)
+    command = judge_command(db, "openai/judge-b", server.api_base, "--output-mode", "json_schema", "--batch")
+    proc = subprocess.run([*command, "--judge-config", config], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "create_file" in proc.stderr and "batch call refused" in proc.stderr
