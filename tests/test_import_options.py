@@ -78,3 +78,13 @@ def test_helps_that_differ_are_joined_with_their_formats():
 def test_top_level_help_loads_no_importer():
     code = "from click.testing import CliRunner\nfrom evalkit.cli import cli\nCliRunner().invoke(cli, ['--help'])"
     assert loaded_after(code, "evalkit.importers") == []
+
+
+def test_a_directory_without_the_formats_files_is_one_error_line_not_a_traceback(tmp_path):
+    pytest.importorskip("inspect_ai")
+    empty = tmp_path / "logs"
+    empty.mkdir()
+    res = CliRunner().invoke(cli, ["import", "inspect", str(empty), "-o", str(tmp_path / "out")])
+    assert res.exit_code == 1, res.output
+    assert res.output == f"error: {empty}: no inspect_ai logs (*.eval, *.json) in this directory\n"
+    assert res.exception is None or isinstance(res.exception, SystemExit)

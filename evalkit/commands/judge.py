@@ -7,20 +7,19 @@ model is actually built.
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
 
 from evalkit.commands.kit import (
     EXIT_BAD_INPUT,
-    EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_USAGE,
     db_option,
     fail,
     format_option,
     judge_command,
+    judge_failures,
+    refuse_missing_database,
     warn,
 )
 
@@ -81,20 +80,17 @@ def register(group: click.Group) -> None:
         or --max-cost reached; 2 usage error.
         """
         from evalkit import api
-        from evalkit.errors import InputError
         from evalkit.present import views
 
         try:
             api.check_resample(resample, seed)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-        if not paths and not os.path.exists(db_path):
-            raise click.UsageError(f"no database {db_path}: score runs first, or pass trajectory PATHS")
-        usage_errors = (api.RubricError, api.UnknownJudgeError)
+        refuse_missing_database(paths, db_path)
         models = call.pop("models")
         options = dict(call, resample=resample, seed=seed, show_mechanical=show_mechanical, batch=batch)
         inputs = dict(paths=paths or None, warn=warn, allow_self_judging=allow_self_judging)
-        try:
+        with judge_failures():
             if dry_run:
                 plan, input_errors = api.judge_dry_run(db_path, models, **inputs, **options)
                 click.echo(views.judge_dry_run(plan, fmt), nl=False)
@@ -103,12 +99,6 @@ def register(group: click.Group) -> None:
             if batch_status:
                 batches = api.judge_batches(db_path, models, call["rubric"], call["config_path"])
                 click.echo(views.judge_batches(batches, fmt), nl=False)
-        except KeyboardInterrupt:
-            fail("interrupted; finished calls are stored, run the same command again to resume", EXIT_INTERRUPTED)
-        except usage_errors as exc:
-            fail(str(exc), EXIT_USAGE)
-        except (ValueError, InputError) as exc:  # JudgeSetupError is a ValueError, ConfigError an InputError
-            fail(str(exc))
         click.echo(views.judge_annotations(result, fmt), nl=False)
         if fmt == "jsonl":
             for line in views.judge_summary_lines(result):

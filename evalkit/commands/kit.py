@@ -8,9 +8,10 @@ and ``evalkit.api`` for the names the judge layer declares.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NoReturn
 
 import click
@@ -33,9 +34,11 @@ __all__ = [
     "format_option",
     "judge_call_options",
     "judge_command",
+    "judge_failures",
     "output_file",
     "pairings_option",
     "rate_option",
+    "refuse_missing_database",
     "refuse_output_clash",
     "resamples_option",
     "warn",
@@ -194,6 +197,30 @@ def judge_command(group: click.Group, name: str, db_help: str) -> Callable:
         return group.command(name)(function)
 
     return declare
+
+
+def refuse_missing_database(paths: Sequence[str], db_path: str) -> None:
+    """A command that judges the stored runs when given no PATHS needs its database (exit 2)."""
+    if not paths and not os.path.exists(db_path):
+        raise click.UsageError(f"no database {db_path}: score runs first, or pass trajectory PATHS")
+
+
+@contextlib.contextmanager
+def judge_failures() -> Iterator[None]:
+    """How a command that calls judges ends on a failure, one line each: Ctrl-C (finished calls
+    are kept, exit 130), an unknown rubric or judge (exit 2), any other bad input or setting (1)."""
+    from evalkit import api
+    from evalkit.errors import InputError
+
+    usage = (api.RubricError, api.UnknownJudgeError)
+    try:
+        yield
+    except KeyboardInterrupt:
+        fail("interrupted; finished calls are stored, run the same command again to resume", EXIT_INTERRUPTED)
+    except usage as exc:
+        fail(str(exc), EXIT_USAGE)
+    except (ValueError, InputError) as exc:  # JudgeSetupError is a ValueError, ConfigError an InputError
+        fail(str(exc))
 
 
 def judge_call_options(command: Callable) -> Callable:

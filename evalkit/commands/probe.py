@@ -5,7 +5,6 @@ The judge layer (and litellm) load inside the command, through evalkit.api and t
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
@@ -13,13 +12,12 @@ import click
 from evalkit.commands.kit import (
     EXIT_BAD_INPUT,
     EXIT_GATE,
-    EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_USAGE,
     config_file_option,
-    fail,
     format_option,
     judge_command,
+    judge_failures,
+    refuse_missing_database,
     resamples_option,
     warn,
 )
@@ -80,18 +78,15 @@ def register(group: click.Group) -> None:
         3 a --fail-if condition held (or could not be measured).
         """
         from evalkit import api
-        from evalkit.errors import InputError
         from evalkit.present import views
 
         try:
             probes = api.check_probes(probe_list.split(",") if probe_list is not None else None, fail_if)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-        if not paths and not os.path.exists(db_path):
-            raise click.UsageError(f"no database {db_path}: score runs first, or pass trajectory PATHS")
-        usage_errors = (api.RubricError, api.UnknownJudgeError)
+        refuse_missing_database(paths, db_path)
         models = call.pop("models")
-        try:
+        with judge_failures():
             result = api.probe(
                 db_path,
                 models,
@@ -106,12 +101,6 @@ def register(group: click.Group) -> None:
                 allow_self_judging=allow_self_judging,
                 **call,
             )
-        except KeyboardInterrupt:
-            fail("interrupted; finished calls are stored, run the same command again to resume", EXIT_INTERRUPTED)
-        except usage_errors as exc:
-            fail(str(exc), EXIT_USAGE)
-        except (InputError, ValueError) as exc:
-            fail(str(exc))
         for error in result.input_errors:
             warn(error)
         click.echo(views.probe_run(result.as_dict(), fmt), nl=False)

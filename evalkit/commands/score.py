@@ -81,28 +81,7 @@ def register(group: click.Group) -> None:
     @click.option(
         "-v", "--verbose", is_flag=True, help="Print every warning (by default 20 of each kind, the rest counted)."
     )
-    def score(
-        paths,
-        fmt_name,
-        aggregate,
-        include_errors,
-        level,
-        db_path,
-        no_db,
-        out_path,
-        fail_under,
-        min_pass_rate,
-        min_safe_pass_rate,
-        max_unsafe_rate,
-        wide,
-        workers,
-        engine,
-        ray_address,
-        parquet_dir,
-        scenario_files,
-        progress,
-        verbose,
-    ):
+    def score(paths, fmt_name, aggregate, db_path, no_db, out_path, wide, scenario_files, progress, verbose, **options):
         """Score trajectory files (JSONL) offline and deterministically.
 
         PATHS are files, directories (searched recursively for *.jsonl) or - for stdin; URLs
@@ -118,6 +97,11 @@ def register(group: click.Group) -> None:
         from evalkit.present.progress import StderrDigest
         from evalkit.present.score_view import ScoreWriter, terminal_width
 
+        gates = {
+            name: options.pop(name) for name in ("fail_under", "min_pass_rate", "min_safe_pass_rate", "max_unsafe_rate")
+        }
+        run = options  # include_errors, level, workers, engine, ray_address, parquet_dir: api.score_run's names
+        parquet_dir = run["parquet_dir"]
         try:
             found, skipped = api.score_inputs(
                 paths,
@@ -125,8 +109,8 @@ def register(group: click.Group) -> None:
                 out_path=out_path,
                 parquet_dir=parquet_dir,
                 db_path=None if no_db else db_path,
-                engine=engine,
-                ray_address=ray_address,
+                engine=run["engine"],
+                ray_address=run["ray_address"],
                 warn=warn,
             )
         except ValueError as exc:
@@ -167,7 +151,7 @@ def register(group: click.Group) -> None:
             scenarios=scenarios,
             batched=True,
             encoding=writer.encoding,
-            include_errors=include_errors,
+            include_errors=run["include_errors"],
         )
         try:
             result, scored = api.score_run(
@@ -179,12 +163,7 @@ def register(group: click.Group) -> None:
                 on_file=digest.file_done,
                 on_output=writer.write_batch,
                 skipped=skipped,
-                engine=engine,
-                workers=workers,
-                ray_address=ray_address,
-                include_errors=include_errors,
-                level=level,
-                parquet_dir=parquet_dir,
+                **run,
             )
             writer.finish(result)
             if out is not None:
@@ -199,13 +178,7 @@ def register(group: click.Group) -> None:
                 store.close()
         if line := digest.summary(runs=scored, errors=bad, database=None if no_db else db_path):
             warn(line)
-        reason = api.gate_failure(
-            result,
-            fail_under=fail_under,
-            min_pass_rate=min_pass_rate,
-            min_safe_pass_rate=min_safe_pass_rate,
-            max_unsafe_rate=max_unsafe_rate,
-        )
+        reason = api.gate_failure(result, **gates)
         if reason:
             warn(reason)
             sys.exit(EXIT_GATE)
