@@ -70,3 +70,27 @@ def test_score_through_the_package_face(tmp_path):
     again, _ = api.score([str(examples / "a320")])
     assert [c.model_dump_json() for c in again] == [c.model_dump_json() for c in cards]
     assert api.aggregate(cards)["models"]
+
+
+def test_the_command_checks_are_value_errors_naming_the_problem(tmp_path):
+    """What a command says as a usage error, the api says as a ValueError of the same line."""
+    import pytest
+
+    with pytest.raises(ValueError, match=f"no such file or directory: {tmp_path / 'nope'}"):
+        api.score_inputs([str(tmp_path / "nope")])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match=r"no trajectory files \(\*\.jsonl\) found in: "):
+        api.score_inputs([str(tmp_path / "empty")])
+    with pytest.raises(ValueError, match="--ray-address needs --engine ray"):
+        api.score_inputs(["-"], ray_address="x")
+    with pytest.raises(ValueError, match="--dialect is not used by format taubench"):
+        api.importer_for("taubench", options={"dialect": "x"})
+    with pytest.raises(ValueError, match="nope"):
+        api.check_probes(["nope"])
+    assert api.check_probes(["identity", "false_claim"]) == ["false_claim", "identity"]  # the documented order
+
+
+def test_the_gates_live_in_one_place_and_the_api_reaches_them():
+    result = {"models": [{"model": "m", "score_mean": 0.5, "pass_rate": 0.5, "n": 2}]}
+    assert api.gate_failure(result) is None
+    assert "m" in api.gate_failure(result, fail_under=0.9)
