@@ -16,20 +16,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalkit.aggregate.groups import Aggregator, RunSummary, aggregate, pass_hat_k
 from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL
-from evalkit.db.scores import DEFAULT_DB, Store
-from evalkit.engines import Scored, ScoreJob
-from evalkit.engines.pipeline import (
-    iter_scorecards,
-    score_file,
-    score_into,
-    score_stream,
-    score_to_db,
-)
 from evalkit.errors import InputError
 
-if TYPE_CHECKING:  # the scorer, the reader and the card model load on first use (SCORING)
+if TYPE_CHECKING:  # the scorer, the reader and the card model load on first use (SCORING, BLOCKS)
+    from evalkit.db.scores import Store
+    from evalkit.engines import ScoreJob
     from evalkit.scoring.scorecard import ScoreCard
     from evalkit.trajectory.reader import Warn
 
@@ -63,17 +55,30 @@ ERRORS = ["DbError", "JudgeNotStored", "OutputError", "ReportError", "RubricErro
 # the scorer's, the reader's and the card model's names, resolved when first asked for too: the
 # parent of `evalkit score --workers N` only writes and never loads them (nor pydantic)
 SCORING = ["ScoreCard", "derive_scalar", "expand_paths", "parse_trajectory", "read_trajectory", "score_trajectory"]
-__all__ = [
-    *COMMANDS,
-    *ERRORS,
-    *SCORING,
+# the aggregation, the database writer and the engines, resolved when first asked for as well:
+# `evalkit judge --help` (the output modes come from here) loads none of them
+BLOCKS = [
     "Aggregator",
     "DEFAULT_DB",
-    "InputError",
     "RunSummary",
     "ScoreJob",
     "Scored",
     "Store",
+    "iter_scorecards",
+    "pass_hat_k",
+    "score_file",
+    "score_into",
+    "score_stream",
+    "score_to_db",
+]
+_GROUPS = ("Aggregator", "RunSummary", "aggregate", "pass_hat_k")
+_PIPELINE = ("iter_scorecards", "score_file", "score_into", "score_stream", "score_to_db")
+__all__ = [
+    *COMMANDS,
+    *ERRORS,
+    *SCORING,
+    *BLOCKS,
+    "InputError",
     "aggregate_db",
     "audit_with_pairs",
     "check_probes",
@@ -82,7 +87,6 @@ __all__ = [
     "import_formats",
     "import_options",
     "importer_for",
-    "iter_scorecards",
     "judge_batches",
     "judge_dry_run",
     "judge_paths",
@@ -90,13 +94,8 @@ __all__ = [
     "otel_problem",
     "output_modes",
     "parquet_problem",
-    "pass_hat_k",
-    "score_file",
     "score_inputs",
-    "score_into",
     "score_run",
-    "score_stream",
-    "score_to_db",
     "verdict_files",
     "verdict_order",
     "worse_failure",
@@ -104,7 +103,8 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """The names of :data:`ERRORS` and :data:`SCORING`, imported from their layer when first used."""
+    """The names of :data:`ERRORS`, :data:`SCORING` and :data:`BLOCKS` (and ``aggregate``), imported
+    from their layer when first used."""
     if name == "DbError":
         from evalkit.db import DbError as found
     elif name == "JudgeNotStored":
@@ -125,13 +125,29 @@ def __getattr__(name: str):
         from evalkit.scoring.scorecard import ScoreCard as found
     elif name in ("expand_paths", "parse_trajectory", "read_trajectory"):
         found = getattr(importlib.import_module("evalkit.trajectory.reader"), name)
+    elif name in _GROUPS:
+        from evalkit.aggregate import groups
+
+        found = getattr(groups, name)
+    elif name in ("DEFAULT_DB", "Store"):
+        from evalkit.db import scores
+
+        found = getattr(scores, name)
+    elif name in ("Scored", "ScoreJob"):
+        from evalkit import engines
+
+        found = getattr(engines, name)
+    elif name in _PIPELINE:
+        from evalkit.engines import pipeline
+
+        found = getattr(pipeline, name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = found
     return found
 
 
-def judge_paths(paths: Iterable[str], models: Iterable[str], *, db: str = DEFAULT_DB, **options):
+def judge_paths(paths: Iterable[str], models: Iterable[str], *, db: str = "evalkit.db", **options):
     """Score trajectory files into ``db`` (:func:`score_to_db`), then judge them: :func:`judge`
     with ``paths``. The judge layer (and litellm) is imported only when this is called; the judge
     layer itself never imports this module."""
@@ -143,6 +159,7 @@ def aggregate_db(db_path: str | Path, include_errors: bool = False, level: float
 
     Raises ``evalkit.db.DbError`` (one line naming the file) when the database cannot be read.
     """
+    from evalkit.aggregate.groups import aggregate
     from evalkit.db import open_readonly, read_scorecards
 
     with open_readonly(db_path) as db:
@@ -196,6 +213,7 @@ def score(
     when given. ``scenarios``: scenario files (``--scenarios``, docs/scenarios.md) for runs that name
     their scenario; InputError when one is bad. Returns the good cards and one line per bad file
     (``path:line: reason``)."""
+    from evalkit.engines.pipeline import score_into, score_to_db
     from evalkit.trajectory.scenario_files import load_scenarios
 
     found = load_scenarios(scenarios) if scenarios is not None else None
@@ -242,6 +260,7 @@ def judge_dry_run(db: str | Path, models: Iterable[str], paths: Iterable[str] | 
 def _judged_cards(db, models, paths, warn=None, allow_self_judging=True) -> tuple[list, list[str]]:
     """The cards a judge run judges: ``paths`` scored into ``db``, else the stored ones; the bad
     files and the self-judging warnings said through ``warn``."""
+    from evalkit.engines.pipeline import score_to_db
     from evalkit.judges.api import stored_cards
 
     if paths is not None:
@@ -653,7 +672,9 @@ def score_run(
     count)`` per finished batch of ``job``'s output, ``on_error`` per bad file, ``warn`` per
     warning (the ``skipped`` lines first). Returns the aggregate and the number of good files; on
     any failure the Parquet directory is discarded."""
+    from evalkit.aggregate.groups import Aggregator
     from evalkit.engines import default_workers
+    from evalkit.engines.pipeline import score_stream
 
     agg = Aggregator(include_errors, level, warn=warn)
     parquet = None
