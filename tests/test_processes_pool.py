@@ -57,8 +57,9 @@ def import_corpus(tmp_path_factory):
 
 
 def start(args: list[str], cwd: Path, stdout) -> subprocess.Popen:
-    """`evalkit ARGS` of this working tree, in a new session (its own process group)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    """`evalkit ARGS` of this working tree, in a new session (its own process group), its temporary
+    directory (where the pool's spool goes) ``cwd``."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(cwd)}
     return subprocess.Popen(
         [sys.executable, "-m", "evalkit", *args],
         cwd=cwd,
@@ -219,6 +220,7 @@ def test_ctrl_c_during_score_exits_130_and_keeps_what_it_printed(score_corpus, t
         conn.close()
     assert {line.split(",", 1)[0] for line in printed} <= stored
     assert len(stored) < SCORE_FILES, "the command finished before it was interrupted: make the corpus bigger"
+    assert not list(tmp_path.glob("evalkit-spool-*")), "the interrupted run left its spool directory"
 
 
 @pytest.mark.parametrize("after", INTERRUPT_AFTER_S[1::2])
