@@ -58,3 +58,23 @@ def test_score_lists_a_directory_once_and_still_says_what_it_skipped_first(tmp_p
     assert result.exit_code == 1 and result.stdout.count("\n") == 2
     lines = result.stderr.splitlines()
     assert "gone.jsonl: warning: skipped" in lines[0] and "c.jsonl" in lines[1] and len(calls) == 1
+
+
+def test_a_file_removed_after_the_listing_is_that_files_error(tmp_path):
+    """The listing's own entry type says a file is regular (no lstat per file, in the process that
+    lists for every worker): a file removed after it is read, and its error is that file's."""
+    import os
+
+    from evalkit.engines import ScoreJob, score_files
+    from evalkit.trajectory import input_files
+
+    write_jsonl(tmp_path / "gone.jsonl", trajectory(a320_scenario(), [], run_id="gone"))
+    write_jsonl(tmp_path / "kept.jsonl", trajectory(a320_scenario(), [], run_id="kept"))
+    with os.scandir(tmp_path) as listing:
+        entries = {e.name: e for e in listing}
+    (tmp_path / "gone.jsonl").unlink()
+    gone = entries["gone.jsonl"]
+    assert input_files._entry_kind(gone, gone.path, ".jsonl") == input_files._READ
+    scored = list(score_files([str(tmp_path / "gone.jsonl"), str(tmp_path / "kept.jsonl")], ScoreJob()))
+    assert scored[0].error is not None and "gone.jsonl" in str(scored[0].error)
+    assert scored[1].error is None and scored[1].run_id == "kept"

@@ -183,6 +183,8 @@ def _entry_kind(entry: os.DirEntry, path: str, suffix: str) -> str:
             if stat.S_ISDIR(mode):
                 return "a symbolic link to a directory (not followed; name it to score it)"
         elif candidate:
+            if entry.is_file(follow_symlinks=False):  # the listing's own type, where it gives one: no lstat
+                return _READ
             mode = entry.stat(follow_symlinks=False).st_mode
     except OSError as exc:  # it vanished while the directory was listed
         return f"cannot examine it ({exc.strerror or exc})" if candidate else _IGNORE
