@@ -248,6 +248,45 @@ def _setup(db, rubric, config, config_path, readonly=False):
     return cfg, rub, JudgeStore(db, readonly=readonly)
 
 
+@dataclass(frozen=True)
+class Panel:
+    """Who judges, and with what: the keyword options every judge entry point takes
+    (`ajudge_cards`, `dry_run`, `aprobe_cases`), declared once. ``db`` the database,
+    ``rubric`` a rubric id or Rubric (default: the config's), ``config`` a dict of overrides or a
+    JudgeConfig, ``config_path`` a judge.toml, ``api_base``/``temperature``/``output_mode``/
+    ``max_input_tokens`` for every model, ``api_key`` (prefer the environment; never stored).
+    An unknown keyword is a TypeError, as it would be in a signature."""
+
+    db: str = "evalkit.db"
+    rubric: str | Rubric | None = None
+    api_base: str | None = None
+    temperature: float | None = None
+    config: JudgeConfig | dict | None = None
+    config_path: str | None = None
+    api_key: str | None = None
+    output_mode: str | None = None
+    max_input_tokens: int | None = None
+
+    def open(self, models: Iterable[str], *, readonly: bool = False) -> tuple[JudgeConfig, Rubric, JudgeStore, list]:
+        """(config, rubric, store, judges); the caller closes the store."""
+        cfg, rub, store = _setup(self.db, self.rubric, self.config, self.config_path, readonly=readonly)
+        try:
+            judges = _judges(
+                models,
+                cfg,
+                self.api_base,
+                self.temperature,
+                self.api_key,
+                store,
+                self.output_mode,
+                self.max_input_tokens,
+            )
+        except BaseException:
+            store.close()
+            raise
+        return cfg, rub, store, judges
+
+
 def run_options(cfg: JudgeConfig, *, concurrency: int | None, max_cost, refresh: bool, progress) -> dict:
     """The runner's keyword options (``run_items``, ``run_batch``): concurrency defaults to the config's."""
     return {
@@ -274,33 +313,24 @@ async def ajudge_cards(
     cards: Iterable[Any],
     models: Iterable[str],
     *,
-    db: str = "evalkit.db",
-    rubric: str | Rubric | None = None,
     concurrency: int | None = None,
-    api_base: str | None = None,
-    temperature: float | None = None,
     max_cost: float | None = None,
     refresh: bool = False,
     resample: float | None = None,
     seed: int | None = None,
     show_mechanical: bool = False,
-    config: JudgeConfig | dict | None = None,
-    config_path: str | None = None,
     progress: bool | None = False,
-    api_key: str | None = None,
-    output_mode: str | None = None,
-    max_input_tokens: int | None = None,
     batch: bool = False,
     batch_status: bool = False,
+    **panel: Any,
 ) -> JudgeResult:
-    """`judge_cards` for callers that already run an event loop (e.g. a notebook). ``batch``
-    sends the calls through the provider's batch API (judges/batch.py); ``batch_status`` polls
-    the stored batches once and collects the finished ones, submitting nothing."""
+    """`judge_cards` for callers that already run an event loop (e.g. a notebook). ``panel``: the
+    options of :class:`Panel` (db, rubric, config, ...). ``batch`` sends the calls through the
+    provider's batch API (judges/batch.py); ``batch_status`` polls the stored batches once and
+    collects the finished ones, submitting nothing."""
     check_resample(resample, seed)
-    cfg, rub, store = _setup(db, rubric, config, config_path)
-    judges: list[Judge] = []
+    cfg, rub, store, judges = Panel(**panel).open(models)
     try:
-        judges = _judges(models, cfg, api_base, temperature, api_key, store, output_mode, max_input_tokens)
         _preflight(judges)
         items, skipped = build_items(
             cards, judges, rub, store, show_mechanical=show_mechanical, resample=resample, seed=seed
@@ -332,10 +362,10 @@ async def ajudge_cards(
 def judge_cards(cards: Iterable[Any], models: Iterable[str], **options: Any) -> JudgeResult:
     """Judge ScoreCards (objects or dicts with run_id, status, bundle_hash, judge_bundle).
 
-    Options (all keyword): db, rubric, concurrency, api_base, temperature, max_cost, refresh,
-    resample, seed, show_mechanical, config (dict of overrides or a JudgeConfig), config_path,
-    progress, api_key (prefer the environment; never stored), output_mode (auto or a mode of
-    evalkit.judges.output_modes), max_input_tokens, batch, batch_status. See `ajudge_cards`.
+    Options (all keyword): concurrency, max_cost, refresh, resample, seed, show_mechanical,
+    progress, batch, batch_status, and those of :class:`Panel` (db, rubric, config, config_path,
+    api_base, temperature, api_key, output_mode: auto or a mode of evalkit.judges.output_modes,
+    max_input_tokens). See `ajudge_cards`.
     """
     return run_sync(ajudge_cards(cards, models, **options))
 
@@ -376,26 +406,20 @@ def dry_run(
     cards: Iterable[Any],
     models: Iterable[str],
     *,
-    db: str = "evalkit.db",
-    rubric: str | Rubric | None = None,
-    api_base: str | None = None,
-    temperature: float | None = None,
     refresh: bool = False,
     resample: float | None = None,
     seed: int | None = None,
     show_mechanical: bool = False,
-    config: JudgeConfig | dict | None = None,
-    config_path: str | None = None,
-    output_mode: str | None = None,
-    max_input_tokens: int | None = None,
     batch: bool = False,
-    **_ignored: Any,
+    **options: Any,
 ) -> DryRun:
-    """What a run would send, without sending anything (the database is opened read-only)."""
+    """What a run would send, without sending anything (the database is opened read-only).
+    Takes `ajudge_cards`' options: those of :class:`Panel` are used (no key: nothing is sent),
+    the rest (concurrency, max_cost, progress, batch_status) mean nothing here."""
     check_resample(resample, seed)
-    cfg, rub, store = _setup(db, rubric, config, config_path, readonly=True)
+    names = {f.name for f in dataclasses.fields(Panel)} - {"api_key"}
+    cfg, rub, store, judges = Panel(**{k: v for k, v in options.items() if k in names}).open(models, readonly=True)
     try:
-        judges = _judges(models, cfg, api_base, temperature, None, store, output_mode, max_input_tokens)
         items, skipped = build_items(
             cards, judges, rub, store, show_mechanical=show_mechanical, resample=resample, seed=seed
         )
@@ -453,6 +477,7 @@ def batch_plan(to_send: list[WorkItem], rubric: Rubric, cfg: JudgeConfig) -> dic
 __all__ = [
     "JudgeResult",
     "DryRun",
+    "Panel",
     "ajudge_cards",
     "judge_cards",
     "judge_db",

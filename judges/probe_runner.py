@@ -22,16 +22,14 @@ from typing import Any
 
 from evalkit.db.probes import ProbeTables
 from evalkit.judges.api import (
-    _judges,
+    Panel,
     _preflight,
-    _setup,
     build_items,
     key_material,
     remember_modes,
     run_options,
     work_item,
 )
-from evalkit.judges.config import JudgeConfig
 from evalkit.judges.rubrics import Rubric
 from evalkit.judges.runner import Summary, WorkItem, run_items, run_sync
 from evalkit.judges.store import annotation_id
@@ -93,24 +91,17 @@ async def aprobe_cases(
     models: Iterable[str],
     *,
     db: str,
-    rubric: str | Rubric | None = None,
     concurrency: int | None = None,
-    api_base: str | None = None,
-    temperature: float | None = None,
     max_cost: float | None = None,
     refresh: bool = False,
-    config: JudgeConfig | dict | None = None,
-    config_path: str | None = None,
     progress: bool | None = False,
-    api_key: str | None = None,
-    output_mode: str | None = None,
-    max_input_tokens: int | None = None,
+    **panel: Any,
 ) -> ProbeJudging:
-    """Judge the original ``cards`` and the probe ``cases`` (see the module docstring)."""
+    """Judge the original ``cards`` and the probe ``cases`` (see the module docstring); ``panel``:
+    the other options of evalkit.judges.api.Panel (rubric, config, api_base, ...)."""
     cases = list(cases)
-    cfg, rub, store = _setup(db, rubric, config, config_path)
+    cfg, rub, store, judges = Panel(db=db, **panel).open(models)
     try:
-        judges = _judges(models, cfg, api_base, temperature, api_key, store, output_mode, max_input_tokens)
         _preflight(judges)
         items, skipped = build_items(cards, judges, rub, store)
         options = run_options(cfg, concurrency=concurrency, max_cost=max_cost, refresh=refresh, progress=progress)
