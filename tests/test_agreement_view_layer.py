@@ -11,7 +11,18 @@ import evalkit.present.document as document
 from evalkit.present.safe import ascii_text
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL = ("Notes", "ViewTable", "Chart", "Charts", "Section", "text_lines", "markdown_lines", "stat_text", "num")
+MODEL = (
+    "Notes",
+    "ViewTable",
+    "Chart",
+    "Charts",
+    "Section",
+    "text_lines",
+    "markdown_lines",
+    "html_blocks",
+    "stat_text",
+    "num",
+)
 
 
 def _defined(path: Path) -> set[str]:
@@ -35,7 +46,7 @@ def test_the_audit_probe_and_report_views_share_the_model():
     import evalkit.probes.view as probe_view
     import evalkit.report.html as html
 
-    assert probe_view.Section is document.Section and html.ViewTable is document.ViewTable
+    assert probe_view.Section is document.Section and html.html_blocks is document.html_blocks
     assert audit_output.text_lines is document.text_lines
 
 

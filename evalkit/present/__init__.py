@@ -3,7 +3,7 @@
 - :mod:`evalkit.present.safe`: the one console sanitizer (control and bidi characters shown
   escaped), the markdown-cell rule and the CSV-cell rule (formula injection neutralised).
 - :mod:`evalkit.present.document`: the document model of every view (sections of tables and
-  charts, :class:`~evalkit.present.document.ViewTable`) and its text and markdown emitters.
+  charts, :class:`~evalkit.present.document.ViewTable`) and its text, markdown and HTML emitters.
 - :mod:`evalkit.present.table`: :class:`Table` (headers, rows, notes) with text, markdown, csv and
   html emitters; the row-at-a-time emitters serve streamed output (``evalkit score``).
 - :mod:`evalkit.present.views`: the shapes of the judge, probe, audit, verdicts and report

@@ -1,5 +1,6 @@
 """The document model of every view: sections of tables and charts, built once and emitted as
-text, markdown (here) or HTML (:mod:`evalkit.report.html`, beside its SVG charts).
+text, markdown or HTML (all three here; the HTML page draws each chart with a function it is
+given, the report's SVG charts, since the view layer sits below the report).
 
 A view is a list of :class:`Section`: a heading, an optional intro sentence, and blocks in reading
 order, each a :class:`ViewTable` (a :class:`~evalkit.present.Table` plus the hints a renderer
@@ -17,11 +18,12 @@ The audit's sections are :mod:`evalkit.agreement.view`; ``evalkit probe`` adds i
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evalkit.present.safe import md_text, sanitize
-from evalkit.present.table import Markdown, Table, scalar_text
+from evalkit.present.safe import html_text, md_text, sanitize
+from evalkit.present.table import Html, Markdown, Table, scalar_text
 
 RATIONALE_IN_TEXT = 80  # a terminal line; HTML and markdown show the whole rationale
 
@@ -197,3 +199,50 @@ def markdown_lines(sections: list[Section], level: int = 2, short: bool = False)
             if left:
                 out += [f"_{left} more in the HTML report._", ""]
     return out
+
+
+def _html_table(vt: ViewTable, run_link: Callable[[str], str | None]) -> str:
+    """A view table as HTML: a run id ``run_link`` gives an anchor for links there, the judge's
+    words are quoted."""
+    table = vt.table
+    r, q = vt.run_column, vt.quote_column
+    if r is not None or q is not None:
+        rows = []
+        for row in table.rows:
+            cells = list(row)
+            anchor = run_link(cells[r]) if r is not None else None
+            if anchor is not None:
+                cells[r] = Html(f'<a href="#{html_text(anchor)}">{html_text(cells[r])}</a>', cells[r])
+            if q is not None and cells[q]:
+                cells[q] = Html(f"<blockquote>{html_text(cells[q])}</blockquote>", cells[q])
+            rows.append(cells)
+        table = replace(table, rows=rows)
+    return table.to_html(vt.name)
+
+
+def html_blocks(
+    sections: list[Section],
+    draw: Callable[[Chart], str],
+    run_link: Callable[[str], str | None] = lambda run_id: None,
+    level: int = 3,
+) -> str:
+    """HTML: a heading of ``level`` per section, one level below per block's title; each chart is
+    ``draw(chart)`` (an ``<svg>`` element) in a figure with its caption; ``run_link(run_id)`` is
+    the anchor a run-id cell links to (``None``: no link)."""
+    h, sub = f"h{level}", f"h{level + 1}"
+    out = []
+    for s in sections:
+        out.append(f"<{h}>{html_text(s.heading)}</{h}>")
+        if s.intro:
+            out.append(f'<p class="lede">{html_text(s.intro)}</p>')
+        for block in s.blocks:
+            if block.title:
+                out.append(f"<{sub}>{html_text(block.title)}</{sub}>")
+            if isinstance(block, ViewTable):
+                out.append(_html_table(block, run_link))
+                continue
+            figures = "".join(
+                f"<figure>{draw(c)}<figcaption>{html_text(c.caption)}</figcaption></figure>" for c in block.charts
+            )
+            out.append(f'<div class="charts">{figures}</div>')
+    return "".join(out)

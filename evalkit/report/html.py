@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import html
 import json
-from dataclasses import replace
 
 from evalkit.present import Html, Table
-from evalkit.present.document import Section, ViewTable
+from evalkit.present.document import Chart, Section, html_blocks
 from evalkit.report import page as p
 from evalkit.report import svg
 from evalkit.report.drilldowns import CSS as DRILLDOWN_CSS
@@ -167,64 +166,29 @@ def block(b) -> str:
     return BLOCKS[type(b)](b)
 
 
-def _view_table(vt: ViewTable, run_ids: set[str]) -> str:
-    """A view table as HTML: run ids of this report link to its run table, the judge's words are quoted."""
-    table = vt.table
-    if vt.run_column is not None or vt.quote_column is not None:
-        rows = []
-        for row in table.rows:
-            cells = list(row)
-            r, q = vt.run_column, vt.quote_column
-            if r is not None and cells[r] in run_ids:
-                cells[r] = Html(f'<a href="#{run_anchor(cells[r])}">{esc(cells[r])}</a>', cells[r])
-            if q is not None and cells[q]:
-                cells[q] = Html(f"<blockquote>{esc(cells[q])}</blockquote>", cells[q])
-            rows.append(cells)
-        table = replace(table, rows=rows)
-    return table.to_html(vt.name)
+def _chart(chart: Chart) -> str:
+    """One chart of the audit's sections as SVG: a heat map, bars with their intervals (labels up to
+    48 characters: a probe's name and dimension) or a reliability diagram."""
+    if chart.kind == "confusion":
+        return heat_map(
+            chart.rows, chart.cols, chart.matrix, title=chart.title, row_axis=chart.row_axis, col_axis=chart.col_axis
+        )
+    if chart.kind == "bars":
+        return bar_chart(
+            [(b["label"], b["value"]) for b in chart.bars],
+            title=chart.title,
+            label_chars=48,
+            intervals=[
+                (b["low"], b["high"]) if b["low"] is not None and b["high"] is not None else None for b in chart.bars
+            ],
+        )
+    return reliability_diagram(chart.bands, title=chart.title)
 
 
 def _view(sections: list[Section], run_ids: set[str], level: int = 3) -> str:
-    """Document-model sections (:mod:`evalkit.present.document`) as HTML: a heading of ``level``
-    per section, one level below per sub-table."""
-    h, sub = f"h{level}", f"h{level + 1}"
-    out = []
-    for section in sections:
-        out.append(f"<{h}>{esc(section.heading)}</{h}>")
-        if section.intro:
-            out.append(f'<p class="lede">{esc(section.intro)}</p>')
-        for vb in section.blocks:
-            if vb.title:
-                out.append(f"<{sub}>{esc(vb.title)}</{sub}>")
-            if isinstance(vb, ViewTable):
-                out.append(_view_table(vb, run_ids))
-                continue
-            charts = []
-            for chart in vb.charts:
-                if chart.kind == "confusion":
-                    drawn = heat_map(
-                        chart.rows,
-                        chart.cols,
-                        chart.matrix,
-                        title=chart.title,
-                        row_axis=chart.row_axis,
-                        col_axis=chart.col_axis,
-                    )
-                elif chart.kind == "bars":
-                    drawn = bar_chart(
-                        [(b["label"], b["value"]) for b in chart.bars],
-                        title=chart.title,
-                        label_chars=48,
-                        intervals=[
-                            (b["low"], b["high"]) if b["low"] is not None and b["high"] is not None else None
-                            for b in chart.bars
-                        ],
-                    )
-                else:
-                    drawn = reliability_diagram(chart.bands, title=chart.title)
-                charts.append(f"<figure>{drawn}<figcaption>{esc(chart.caption)}</figcaption></figure>")
-            out.append(f'<div class="charts">{"".join(charts)}</div>')
-    return "".join(out)
+    """The audit's sections (:mod:`evalkit.present.document`), a run id of this report linked to its
+    run table."""
+    return html_blocks(sections, _chart, lambda run_id: run_anchor(run_id) if run_id in run_ids else None, level)
 
 
 def render_html(report: dict) -> str:
