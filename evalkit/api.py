@@ -22,6 +22,7 @@ from evalkit.errors import InputError
 if TYPE_CHECKING:  # the scorer, the reader and the card model load on first use (SCORING, BLOCKS)
     from evalkit.db.scores import Store
     from evalkit.engines import ScoreJob
+    from evalkit.probes.names import PROBES as PROBE_NAMES
     from evalkit.scoring.scorecard import ScoreCard
     from evalkit.trajectory.reader import Warn
 
@@ -79,6 +80,7 @@ __all__ = [
     *SCORING,
     *BLOCKS,
     "InputError",
+    "PROBE_NAMES",
     "aggregate_db",
     "audit_with_pairs",
     "check_probes",
@@ -103,9 +105,11 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """The names of :data:`ERRORS`, :data:`SCORING` and :data:`BLOCKS` (and ``aggregate``), imported
-    from their layer when first used."""
-    if name == "DbError":
+    """The names of :data:`ERRORS`, :data:`SCORING` and :data:`BLOCKS` (and ``aggregate``,
+    ``PROBE_NAMES``), imported from their layer when first used."""
+    if name == "PROBE_NAMES":  # the probes' names alone: `evalkit probe --help` loads no transform
+        from evalkit.probes.names import PROBES as found
+    elif name == "DbError":
         from evalkit.db import DbError as found
     elif name == "JudgeNotStored":
         from evalkit.db import JudgeNotStored as found

@@ -14,7 +14,7 @@ ERRORS = "DbError JudgeNotStored OutputError ReportError RubricError SchemaError
 # the building blocks and types, written as one set: adding or removing a name fails the test
 BLOCKS = set(
     """
-    Aggregator DEFAULT_DB InputError RunSummary ScoreCard ScoreJob Scored Store aggregate_db audit_with_pairs
+    Aggregator DEFAULT_DB InputError PROBE_NAMES RunSummary ScoreCard ScoreJob Scored Store aggregate_db audit_with_pairs
     check_probes check_resample derive_scalar expand_paths gate_failure import_formats import_options
     importer_for iter_scorecards judge_batches judge_dry_run judge_paths load_scenarios otel_problem
     output_modes parquet_problem parse_trajectory pass_hat_k read_trajectory score_file score_inputs score_into

@@ -233,12 +233,6 @@ def test_a_crossed_max_cost_stops_probing_and_exits_1(tmp_path, server, runs, cf
     assert count(db, "probe_annotations") == 0
 
 
-def test_probe_names_in_the_command_help_are_the_probes():
-    from evalkit.commands.probe import PROBE_NAMES
-
-    assert PROBE_NAMES == PROBES
-
-
 def test_audit_and_report_show_the_probe_section_escaped_and_deterministic(tmp_path, server, runs, cfg):
     server.mode = "gullible"
     db = tmp_path / "r.db"

@@ -22,14 +22,26 @@ from evalkit.commands.kit import (
     warn,
 )
 
-PROBE_NAMES = ("false_claim", "injection", "verbosity", "distractor_reads", "identity", "shuffle_reads")
+
+class ProbesOption(click.Option):
+    """``--probes``, whose help names the probes of the registry (``evalkit.api.PROBE_NAMES``), read
+    when the help is shown: the CLI imports no layer below at module level, and the names are
+    kept in one place."""
+
+    @property
+    def help(self):  # type: ignore[override]
+        from evalkit import api
+
+        return f"Comma-separated probes (default all: {','.join(api.PROBE_NAMES)})."
+
+    @help.setter
+    def help(self, _value) -> None:  # click's __init__ assigns it; the registry is the source
+        pass
 
 
 def register(group: click.Group) -> None:
     @judge_command(group, "probe", db_help="SQLite database (scores + judge tables + probe_annotations).")
-    @click.option(
-        "--probes", "probe_list", metavar="LIST", help=f"Comma-separated probes (default all: {','.join(PROBE_NAMES)})."
-    )
+    @click.option("--probes", "probe_list", cls=ProbesOption, metavar="LIST")
     @click.option("--sample", type=click.IntRange(1), metavar="N", help="Probe N runs drawn with --seed (default all).")
     @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample and of the bootstrap.")
     @config_file_option(
@@ -67,12 +79,11 @@ def register(group: click.Group) -> None:
     ):
         """Probe the LLM judge: judge counterfactual runs whose mechanical score is unchanged.
 
-        Each probe (false_claim, injection, verbosity, distractor_reads, identity, shuffle_reads)
-        rewrites a scored run without changing its mechanical score; the judge grades the
-        original and the counterfactual through the same cache, and the answers to
-        counterfactuals are stored apart (probe_annotations), never in the annotations. Without
-        PATHS, probes the runs in --db (their trajectory files are read again); with PATHS, scores
-        them first. The audit shows the results in its `probes` section.
+        Each probe (the --probes list) rewrites a scored run without changing its mechanical
+        score; the judge grades the original and the counterfactual through the same cache, and
+        the answers to counterfactuals are stored apart (probe_annotations), never in the
+        annotations. Without PATHS, probes the runs in --db (their trajectory files are read
+        again); with PATHS, scores them first. The audit shows the results in its `probes` section.
 
         Exit codes: 0 done; 1 bad inputs, judge errors or --max-cost reached; 2 usage error;
         3 a --fail-if condition held (or could not be measured).

@@ -39,12 +39,9 @@ from collections.abc import Callable
 from typing import Any
 
 from evalkit.probes.config import ProbesConfig
+from evalkit.probes.names import PROBES
 from evalkit.trajectory.records import Assistant, Event, ToolCall, Trajectory
 from evalkit.trajectory.values import canonical_json
-
-PROBES = ("false_claim", "injection", "verbosity", "distractor_reads", "identity", "shuffle_reads")
-# Probes whose success is fooling the judge into passing a failed run: they report fooled_rate.
-FOOLING_PROBES = ("false_claim", "injection")
 
 
 class NotApplicable(ValueError):
@@ -215,14 +212,9 @@ def identity(traj: Trajectory, cfg: ProbesConfig) -> Trajectory:
     return traj
 
 
-TRANSFORMS: dict[str, Callable[[Trajectory, ProbesConfig], Trajectory]] = {
-    "false_claim": false_claim,
-    "injection": injection,
-    "verbosity": verbosity,
-    "distractor_reads": distractor_reads,
-    "identity": identity,
-    "shuffle_reads": shuffle_reads,
-}
+# Each probe of the registry (evalkit.probes.names) is the function of its name above, in the
+# registry's order: a name added there without its function here fails at import, naming it.
+TRANSFORMS: dict[str, Callable[[Trajectory, ProbesConfig], Trajectory]] = {name: globals()[name] for name in PROBES}
 
 
 def transform(name: str, traj: Trajectory, cfg: ProbesConfig) -> Trajectory:
