@@ -230,6 +230,19 @@ def test_json_out_lists_bad_files(results_dir, tmp_path):
     assert len(summary["files"]) == 2 and len(summary["errors"]) == 1 and "bad_truth.json" in summary["errors"][0]
 
 
+def test_json_out_and_write_json_are_one_format(results_dir, tmp_path):
+    from evalkit.present import views
+
+    summary = V.score_result_files([str(results_dir)])
+    summary["files"][0]["model"] = "caf\u00e9"  # ASCII only: escaped, not written as UTF-8
+    text = V.summary_json(summary)
+    assert text.endswith("}\n") and "caf\\u00e9" in text and text.isascii()
+    assert views.verdicts_json(summary) == text
+    V.write_json(tmp_path / "summary.json", summary)
+    assert (tmp_path / "summary.json").read_text(encoding="ascii") == text
+    assert "json.dumps" not in (REPO / "evalkit" / "present" / "views.py").read_text(encoding="utf-8")
+
+
 def test_markdown_tables():
     res = run(["--markdown", str(FIX / "model_a.json")])
     assert res.exit_code == 0

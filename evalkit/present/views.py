@@ -10,7 +10,6 @@ for a judge command. Each function is named for the command and what it shows.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 # --- evalkit judge, evalkit cache ---------------------------------------------------------------
@@ -104,7 +103,9 @@ def verdicts(scores: list[dict[str, Any]], markdown: bool = False) -> str:
 
 def verdicts_json(summary: dict[str, Any]) -> str:
     """``verdicts --json-out``: the whole summary as JSON (ASCII, sorted keys)."""
-    return json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    from evalkit.verdicts import analysis
+
+    return analysis.summary_json(summary)
 
 
 # --- evalkit report -----------------------------------------------------------------------------

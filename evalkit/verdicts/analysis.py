@@ -428,11 +428,16 @@ def render_verdicts_markdown(scores: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out[1:])
 
 
+def summary_json(summary: dict[str, Any]) -> str:
+    """The summary as the JSON of ``verdicts --json-out``: indented, sorted keys, ASCII only."""
+    return json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+
+
 def write_json(path: str | os.PathLike[str], summary: dict[str, Any]) -> None:
-    """Write the summary atomically (temp file + rename): never a half-written file."""
+    """Write :func:`summary_json` atomically (temp file + rename): never a half-written file."""
     from evalkit.output.atomic import write_text_atomic
 
-    write_text_atomic(path, json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
+    write_text_atomic(path, summary_json(summary))
 
 
 def score_result_files(
