@@ -86,5 +86,5 @@ def test_a_directory_without_the_formats_files_is_one_error_line_not_a_traceback
     empty.mkdir()
     res = CliRunner().invoke(cli, ["import", "inspect", str(empty), "-o", str(tmp_path / "out")])
     assert res.exit_code == 1, res.output
-    assert res.output == f"error: {empty}: no inspect_ai logs (*.eval, *.json) in this directory\n"
+    assert res.output == f"{empty}: no inspect_ai logs (*.eval, *.json) in this directory\n"
     assert res.exception is None or isinstance(res.exception, SystemExit)

@@ -166,17 +166,30 @@ def loaded() -> list[tuple[str, Importer]]:
     return [(name, get_importer(name)) for name in available()]
 
 
-def expand_inputs(importer: Importer, paths: Sequence[str | Path]) -> list[str]:
-    """Inputs as given; a directory becomes the files the importer's ``expand`` finds in it (an
-    importer without ``expand`` gets the directory itself and reports it)."""
+def expand_inputs(importer: Importer, paths: Sequence[str | Path]) -> tuple[list[str], list[InputError]]:
+    """Inputs as given, and the errors of the ones that cannot be expanded. A directory becomes the
+    files the importer's ``expand`` finds in it (an importer without ``expand`` gets the directory
+    itself and reports it); a directory that cannot be listed (unreadable, gone meanwhile, or
+    without the format's files) is that input's one error, naming it, and the other inputs are
+    expanded all the same."""
     out: list[str] = []
+    errors: list[InputError] = []
+    expand = getattr(importer, "expand", None)
     for raw in paths:
-        expand = getattr(importer, "expand", None)
-        if expand is not None and Path(raw).is_dir():
-            out.extend(expand(str(raw)))
-        else:
+        try:
+            directory = expand is not None and Path(raw).is_dir()
+        except OSError:  # cannot even be examined: given as is, its reading names the reason
+            directory = False
+        if not directory:
             out.append(str(raw))
-    return out
+            continue
+        try:
+            out.extend(expand(str(raw)))
+        except InputError as exc:
+            errors.append(exc)
+        except OSError as exc:
+            errors.append(ImportFormatError(str(raw), None, f"cannot list this directory ({exc.strerror or exc})"))
+    return out, errors
 
 
 def import_files(
@@ -192,7 +205,8 @@ def import_files(
 
     Each input is all-or-nothing, unless the importer reports errors per run (:class:`Converted`):
     then the runs it could convert are written and the others are errors. The other inputs are
-    imported either way. Two runs with the same run_id within one call are an error for the later
+    imported either way; so is a directory that cannot be listed (:func:`expand_inputs`: its error
+    comes first). Two runs with the same run_id within one call are an error for the later
     input (its runs would silently replace the earlier ones otherwise). Options whose value is None
     are not passed on. Ratings the importer produced are merged into ``out_dir/ratings.jsonl`` and,
     with ``db``, imported into that database's ``ratings`` table.
@@ -226,7 +240,8 @@ def import_files(
     seen: dict[str, str] = {}
     ratings: list[dict[str, Any]] = []
     notes: list[Note] = []
-    stream = map_local(work, group_inputs(expand_inputs(imp, paths)), workers, 1)
+    inputs, result.errors = expand_inputs(imp, paths)  # an input that cannot be listed: reported first
+    stream = map_local(work, group_inputs(inputs), workers, 1)
     try:
         for done in stream:
             try:
