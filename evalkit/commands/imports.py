@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from evalkit.commands.kit import EXIT_BAD_INPUT, fail, file_option, refuse_output_clash, warn, workers_option
+from evalkit.commands.kit import EXIT_BAD_INPUT, file_option, refuse_output_clash, warn, workers_option
 from evalkit.present.safe import sanitize
 
 
@@ -83,7 +83,6 @@ def import_command(
     errors.
     """
     from evalkit import api
-    from evalkit.errors import InputError
 
     if list_formats:
         for name, origin in api.import_formats().items():
@@ -104,10 +103,7 @@ def import_command(
     if listen:
         importer.listen(listen, out_dir, echo=lambda line: click.echo(sanitize(line)), **format_options)
         return
-    try:
-        result = api.import_runs(importer, files, out_dir, db=db_path, workers=workers, **format_options)
-    except InputError as exc:  # an input that cannot even be listed (a directory without the format's files)
-        fail(str(exc))
+    result = api.import_runs(importer, files, out_dir, db=db_path, workers=workers, **format_options)
     for path, written in result.written.items():
         click.echo(sanitize(f"{path}: {len(written)} run{'s' if len(written) != 1 else ''} -> {out_dir}"))
     if result.ratings_file:
