@@ -22,7 +22,6 @@ import json
 from evalkit.present import Html, Table
 from evalkit.present.document import Chart, Section, html_blocks
 from evalkit.report import page as p
-from evalkit.report import svg
 from evalkit.report.drilldowns import CSS as DRILLDOWN_CSS
 from evalkit.report.drilldowns import render_run
 from evalkit.report.page import run_anchor
@@ -117,7 +116,7 @@ def inline(x) -> str:
 
 
 def _figure(f: p.Figure) -> str:
-    chart = {"bar_chart": svg.bar_chart}[f.chart](**f.args)
+    chart = {"bar_chart": bar_chart}[f.chart](**f.args)
     return f"<figure>{chart}<figcaption>{esc(f.caption)}</figcaption></figure>"
 
 

@@ -214,11 +214,11 @@ def runs(report: dict) -> Part:
         return part
     # a drilled run's anchor is on its drill-down
     rows = tables.run_rows(all_runs, drilldown_ids(report))
-    shown = all_runs[:MARKDOWN_RUNS]
+    listed = all_runs[:MARKDOWN_RUNS]
     summary: list = [Grid(tables.RUN_HEADERS, rows[:MARKDOWN_RUNS])]
-    if len(shown) < len(all_runs):
-        summary.append(Para(Em(Lit(f"{len(all_runs) - len(shown)} more runs in the HTML report."))))
-    commands = [[r["run_id"], *tables.command_cells(c)] for r in shown for c in r["commands"]]
+    if len(listed) < len(all_runs):
+        summary.append(Para(Em(Lit(f"{len(all_runs) - len(listed)} more runs in the HTML report."))))
+    commands = [[r["run_id"], *tables.command_cells(c)] for r in listed for c in r["commands"]]
     if commands:
         blocks: list = [Grid(["run", *tables.COMMAND_HEADERS], commands[:MARKDOWN_COMMANDS])]
         if len(commands) > MARKDOWN_COMMANDS:
