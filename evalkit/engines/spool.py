@@ -106,11 +106,6 @@ def spool_bytes(directory: str, data: bytes) -> Spooled:
     return Spooled(path, len(data))
 
 
-def taken(data: bytes | Spooled) -> bytes:
-    """The bytes themselves, read from their file if they were spooled."""
-    return data.read() if isinstance(data, Spooled) else data
-
-
 PREFIX = "evalkit-spool-"
 STALE_S = 3600.0  # a directory untouched this long whose process is gone was left by a kill -9
 
