@@ -72,8 +72,6 @@ BLOCKS = [
     "score_stream",
     "score_to_db",
 ]
-_GROUPS = ("Aggregator", "RunSummary", "aggregate", "pass_hat_k")
-_PIPELINE = ("iter_scorecards", "score_file", "score_into", "score_stream", "score_to_db")
 __all__ = [
     *COMMANDS,
     *ERRORS,
@@ -104,49 +102,37 @@ __all__ = [
 ]
 
 
+# where each name resolved on first use lives (its layer's module), and under what name there
+_HOMES = {
+    "PROBE_NAMES": ("evalkit.probes.names", "PROBES"),  # the names alone: `probe --help` loads no transform
+    "DbError": ("evalkit.db", None),
+    "JudgeNotStored": ("evalkit.db", None),
+    "OutputError": ("evalkit.output.atomic", None),
+    "ReportError": ("evalkit.report", None),
+    "RubricError": ("evalkit.judges.rubrics", None),
+    "SchemaError": ("evalkit.report.schemas", None),
+    "UnknownJudgeError": ("evalkit.judges.protocol", None),
+    "derive_scalar": ("evalkit.scoring", None),
+    "score_trajectory": ("evalkit.scoring", None),
+    "ScoreCard": ("evalkit.scoring.scorecard", None),
+    **dict.fromkeys(("expand_paths", "parse_trajectory", "read_trajectory"), ("evalkit.trajectory.reader", None)),
+    **dict.fromkeys(("Aggregator", "RunSummary", "aggregate", "pass_hat_k"), ("evalkit.aggregate.groups", None)),
+    **dict.fromkeys(("DEFAULT_DB", "Store"), ("evalkit.db.scores", None)),
+    **dict.fromkeys(("Scored", "ScoreJob"), ("evalkit.engines", None)),
+    **dict.fromkeys(
+        ("iter_scorecards", "score_file", "score_into", "score_stream", "score_to_db"),
+        ("evalkit.engines.pipeline", None),
+    ),
+}
+
+
 def __getattr__(name: str):
     """The names of :data:`ERRORS`, :data:`SCORING` and :data:`BLOCKS` (and ``aggregate``,
-    ``PROBE_NAMES``), imported from their layer when first used."""
-    if name == "PROBE_NAMES":  # the probes' names alone: `evalkit probe --help` loads no transform
-        from evalkit.probes.names import PROBES as found
-    elif name == "DbError":
-        from evalkit.db import DbError as found
-    elif name == "JudgeNotStored":
-        from evalkit.db import JudgeNotStored as found
-    elif name == "OutputError":
-        from evalkit.output.atomic import OutputError as found
-    elif name == "ReportError":
-        from evalkit.report import ReportError as found
-    elif name == "RubricError":
-        from evalkit.judges.rubrics import RubricError as found
-    elif name == "SchemaError":
-        from evalkit.report.schemas import SchemaError as found
-    elif name == "UnknownJudgeError":
-        from evalkit.judges.protocol import UnknownJudgeError as found
-    elif name in ("derive_scalar", "score_trajectory"):
-        found = getattr(importlib.import_module("evalkit.scoring"), name)
-    elif name == "ScoreCard":
-        from evalkit.scoring.scorecard import ScoreCard as found
-    elif name in ("expand_paths", "parse_trajectory", "read_trajectory"):
-        found = getattr(importlib.import_module("evalkit.trajectory.reader"), name)
-    elif name in _GROUPS:
-        from evalkit.aggregate import groups
-
-        found = getattr(groups, name)
-    elif name in ("DEFAULT_DB", "Store"):
-        from evalkit.db import scores
-
-        found = getattr(scores, name)
-    elif name in ("Scored", "ScoreJob"):
-        from evalkit import engines
-
-        found = getattr(engines, name)
-    elif name in _PIPELINE:
-        from evalkit.engines import pipeline
-
-        found = getattr(pipeline, name)
-    else:
+    ``PROBE_NAMES``), imported from their layer (:data:`_HOMES`) when first used."""
+    if name not in _HOMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _HOMES[name]
+    found = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = found
     return found
 
