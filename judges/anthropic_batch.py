@@ -31,6 +31,7 @@ import urllib.parse
 from collections.abc import Callable
 
 import httpx
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from evalkit.judges import transport
 from evalkit.judges.protocol import JudgeFatalError
@@ -44,6 +45,13 @@ _NOT_ANSWERED = {
     "expired": "the batch's 24-hour window ended before this request ran",
 }
 _TRANSIENT = {429, 500, 502, 503, 504, 529}
+
+
+class _Transient(Exception):
+    """A reply with a status in _TRANSIENT: asked again, and on the last attempt reported as it is."""
+
+    def __init__(self, response: httpx.Response):
+        self.response = response
 
 
 def _status(processing: str | None, counts: dict) -> str:
@@ -97,28 +105,33 @@ class AnthropicBatches:
             raise JudgeFatalError(f"no API key for anthropic/{self.model}: set ANTHROPIC_API_KEY in the environment")
         headers = {"x-api-key": key, "anthropic-version": API_VERSION, "content-type": "application/json"}
         data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
-        for attempt in range(1, self.attempts + 1):
-            try:
-                async with asyncio.timeout(self.timeout_s):
-                    response = await self._client().request(method, url, content=data, headers=headers)
-            except (TimeoutError, httpx.TransportError) as exc:
-                if attempt == self.attempts:
-                    raise JudgeFatalError(
-                        f"{self.model}: {method} {url.split('?', 1)[0]}: {type(exc).__name__} after {attempt} "
-                        "attempts; run the same command again to resume the stored batches"
-                    ) from None
-            except (transport.ReplyRefused, transport.Redirected) as exc:
-                raise JudgeFatalError(f"{self.model}: {method} {url}: {redact(str(exc))}") from None
-            else:
-                if response.status_code == 200:
-                    return response.content
-                if response.status_code not in _TRANSIENT or attempt == self.attempts:
-                    raise JudgeFatalError(
-                        f"{self.model}: {method} {url.split('?', 1)[0]} answered {response.status_code}: "
-                        f"{redact(_message(response.content))}"
-                    )
-            await self._sleep(min(30.0, 2.0 ** (attempt - 1)))
-        raise AssertionError("unreachable")
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=wait_exponential(multiplier=1, max=30),
+            retry=retry_if_exception_type((TimeoutError, httpx.TransportError, _Transient)),
+            sleep=self._sleep,
+            reraise=True,
+        )
+        where = f"{self.model}: {method} {url.split('?', 1)[0]}"
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    async with asyncio.timeout(self.timeout_s):
+                        response = await self._client().request(method, url, content=data, headers=headers)
+                    if response.status_code in _TRANSIENT:
+                        raise _Transient(response)
+        except (TimeoutError, httpx.TransportError) as exc:
+            raise JudgeFatalError(
+                f"{where}: {type(exc).__name__} after {self.attempts} attempts; "
+                "run the same command again to resume the stored batches"
+            ) from None
+        except _Transient as exc:
+            response = exc.response
+        except (transport.ReplyRefused, transport.Redirected) as exc:
+            raise JudgeFatalError(f"{self.model}: {method} {url}: {redact(str(exc))}") from None
+        if response.status_code != 200:
+            raise JudgeFatalError(f"{where} answered {response.status_code}: {redact(_message(response.content))}")
+        return response.content
 
     async def _json(self, method: str, url: str, body: dict | None = None) -> dict:
         data = await self._call(method, url, body)
