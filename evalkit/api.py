@@ -236,14 +236,21 @@ def judge(
     return result
 
 
-def judge_dry_run(db: str | Path, models: Iterable[str], paths: Iterable[str] | None = None, **options):
+def judge_dry_run(
+    db: str | Path,
+    models: Iterable[str],
+    paths: Iterable[str] | None = None,
+    *,
+    warn: Warn | None = None,
+    allow_self_judging: bool = True,
+    **options,
+):
     """``evalkit judge --dry-run``: what :func:`judge` (with the same arguments) would send,
     sending nothing; returns the judge layer's ``DryRun`` and the bad files (``paths`` are scored
     into ``db`` first, as judging would)."""
     from evalkit.judges.api import dry_run
 
-    inputs = {name: options.pop(name) for name in ("warn", "allow_self_judging") if name in options}
-    cards, errors = _judged_cards(db, models, paths, **inputs)
+    cards, errors = _judged_cards(db, models, paths, warn, allow_self_judging)
     return dry_run(cards, models, db=str(db), **options), errors
 
 
