@@ -594,6 +594,7 @@ def score_inputs(
     import sys
 
     from evalkit.engines.sources import Listed, expand, is_url, url_exists
+    from evalkit.output.paths import output_clash
 
     paths = list(paths)
     scenario_files = list(scenario_files)
@@ -611,12 +612,12 @@ def score_inputs(
                     warn(line)
             raise ValueError("no trajectory files (*.jsonl) found in: " + " ".join(paths))
         local = [p for p in paths if p != "-" and not is_url(p)]
-        problem = _output_clash(
+        problem = output_clash(
             [("--out", out_path), ("--parquet", parquet_dir)],
             database=db_path,
             # the files found in directories are listed only when an output exists to be overwritten
             inputs=itertools.chain(scenario_files, expand(local)),
-        ) or _output_clash(
+        ) or output_clash(
             # the database against the files named: SQLite writes into no file that is not a
             # database, so searching every directory for it (~1 s per 50,000 files) buys nothing
             [],
@@ -638,12 +639,6 @@ def score_inputs(
     if parquet_dir and (problem := parquet_problem(parquet_dir)):
         raise ValueError(problem)
     return found, skipped
-
-
-def _output_clash(outputs, **where) -> str | None:
-    from evalkit.output.paths import output_clash
-
-    return output_clash(outputs, **where)
 
 
 def score_run(
