@@ -307,7 +307,7 @@ def _read_lines(text: str, criteria: Any = None, v2: bool = False) -> dict:
     out: dict[str, Any] = {}
     events: list | None = None
     stop: str | None = None
-    for line in text.split("\n"):
+    for line in text.split("\n"):  # not splitlines(): U+2028 inside a JSON string is not a line end
         if not line:
             continue
         if line == TRANSCRIPT_LINE or (
@@ -385,8 +385,7 @@ def with_cache_marks(messages: list[dict]) -> list[dict]:
             out.append(
                 {**message, "content": [{"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}]}
             )
-        elif message.get("role") == "user" and isinstance(content, str) and shared_end(content, out) > 0:
-            cut = shared_end(content, out)
+        elif message.get("role") == "user" and isinstance(content, str) and (cut := shared_end(content, out)) > 0:
             out.append(
                 {
                     **message,
