@@ -1,0 +1,187 @@
+"""The score writer's bulk path (evalkit/db: scores.py, schema.py, connect.py): a new file gets
+evalkit's page size and an existing one keeps its own; the commands table has one index, its
+primary key's, and a file made by schema version 5 (or by the sqlite-utils writer before
+versioning) loses the index that repeated it on its first write, its rows unchanged; a staged batch
+whose run_id is already in the file replaces that run's commands."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from engine_helpers import make_corpus
+from test_db_schema import EXAMPLES, old_store
+
+from evalkit.api import iter_scorecards
+from evalkit.db import SCHEMA_VERSION, TABLES, open_readonly, open_write, read_scorecards
+from evalkit.db.schema import PAGE_SIZE
+from evalkit.db.scores import STAGE, Store, batch_rows, stage_rows
+from evalkit.engines import ScoreJob
+from evalkit.engines.job import score_batch
+
+SCORE_TABLES = ("runs", "scorecards", "commands", "bundles")
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    """CardRows of 8 runs (run-0001 twice: the later one, at the end, has fewer commands)."""
+    corpus = make_corpus(tmp_path_factory.mktemp("corpus"), n=30)
+    files = [corpus / "part-0" / f"run-{i:04d}.jsonl" for i in range(8)] + [corpus / "part-2" / "run-0055a-dup.jsonl"]
+    return [s.rows for s in score_batch(ScoreJob(db_rows=True), [str(f) for f in files])]
+
+
+def dump(path) -> dict[str, list[tuple]]:
+    """Every row of the score tables in rowid order, each value with its SQLite type."""
+    conn = sqlite3.connect(path)
+    try:
+        return {
+            t: [
+                tuple((type(v).__name__, v) for v in row)
+                for row in conn.execute(f'SELECT rowid, * FROM "{t}" ORDER BY rowid')
+            ]
+            for t in SCORE_TABLES
+        }
+    finally:
+        conn.close()
+
+
+def pragma(path, name: str):
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(f"PRAGMA {name}").fetchall()
+    finally:
+        conn.close()
+
+
+def indexes(path, table: str) -> list[str]:
+    return sorted(r[1] for r in pragma(path, f'index_list("{table}")'))
+
+
+def test_a_new_database_file_gets_evalkit_page_size(tmp_path, rows):
+    with Store(tmp_path / "new.db") as store:
+        store.save_rows(rows)
+    assert PAGE_SIZE == 16384
+    assert pragma(tmp_path / "new.db", "page_size") == [(PAGE_SIZE,)]
+    assert pragma(tmp_path / "new.db", "journal_mode") == [("wal",)]
+
+
+def test_an_existing_database_file_keeps_its_page_size(tmp_path, rows):
+    """A file SQLite already wrote (here with 4 KiB pages, in rollback-journal mode, as files were
+    before evalkit chose WAL) is used as it is: its page size is fixed once written."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA page_size = 4096")
+    conn.execute("CREATE TABLE other (x)")
+    conn.commit()
+    conn.close()
+    with Store(path) as store:
+        store.save_rows(rows)
+        assert len(list(store.iter_scorecards())) == 8
+    assert pragma(path, "page_size") == [(4096,)]
+    assert pragma(path, "integrity_check") == [("ok",)]
+    assert pragma(path, "journal_mode") == [("wal",)]
+
+
+def test_the_page_size_does_not_change_a_stored_row(tmp_path, rows):
+    path = tmp_path / "small-pages.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA page_size = 4096")
+    conn.execute("CREATE TABLE other (x)")
+    conn.commit()
+    conn.close()
+    for p in (path, tmp_path / "new.db"):
+        with Store(p) as store:
+            store.save_batches([stage_rows(batch_rows(rows[:4])), stage_rows(batch_rows(rows[4:]))])
+    assert dump(tmp_path / "new.db") == dump(path)
+
+
+def test_commands_have_only_their_primary_key_index(tmp_path, rows):
+    path = tmp_path / "e.db"
+    with Store(path) as store:
+        store.save_rows(rows)
+    assert indexes(path, "commands") == ["sqlite_autoindex_commands_1"]  # (run_id, idx)
+    assert TABLES["commands"].indexes == ()
+    conn = sqlite3.connect(path)
+    conn.execute(f"ATTACH ':memory:' AS {STAGE}")
+    conn.execute(f"CREATE TABLE {STAGE}.runs (run_id TEXT)")
+    for sql in (
+        "SELECT * FROM commands WHERE run_id = 'run-0001' ORDER BY idx",
+        "DELETE FROM commands WHERE run_id = 'run-0001'",
+        f'DELETE FROM main.commands WHERE run_id IN (SELECT run_id FROM {STAGE}."runs")',
+    ):
+        plan = " ".join(r[-1] for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "USING INDEX sqlite_autoindex_commands_1 (run_id=?)" in plan, (sql, plan)
+        assert "SCAN commands" not in plan and "TEMP B-TREE" not in plan, (sql, plan)
+    conn.close()
+
+
+def version_5_file(path, rows) -> None:
+    """A file as schema version 5 made it: today's tables plus idx_commands_run_id, user_version 5."""
+    with Store(path) as store:
+        store.save_rows(rows)
+    conn = sqlite3.connect(path)
+    conn.execute('CREATE INDEX "idx_commands_run_id" ON "commands" ("run_id")')
+    conn.execute("PRAGMA user_version = 5")
+    conn.commit()
+    conn.close()
+
+
+def test_a_version_5_file_is_read_as_it_is(tmp_path, rows):
+    path = tmp_path / "v5.db"
+    version_5_file(path, rows)
+    before = path.read_bytes()
+    with open_readonly(path) as ro:
+        assert len(list(read_scorecards(ro))) == 8
+    assert path.read_bytes() == before
+    assert pragma(path, "user_version") == [(5,)]
+
+
+def test_a_version_5_file_loses_the_repeated_index_on_its_first_write(tmp_path, rows):
+    path = tmp_path / "v5.db"
+    version_5_file(path, rows)
+    assert indexes(path, "commands") == ["idx_commands_run_id", "sqlite_autoindex_commands_1"]
+    before = dump(path)
+    open_write(path).close()
+    assert pragma(path, "user_version") == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 6
+    assert indexes(path, "commands") == ["sqlite_autoindex_commands_1"]
+    assert dump(path) == before
+    assert pragma(path, "integrity_check") == [("ok",)]
+    with Store(path) as store:  # and it is written as a new file is
+        store.save_batches([stage_rows(batch_rows(rows[:4]))])
+    fresh = tmp_path / "fresh.db"
+    with Store(fresh) as store:
+        store.save_rows(rows)
+        store.save_batches([stage_rows(batch_rows(rows[:4]))])
+    assert dump(path) == dump(fresh)
+
+
+def test_a_file_from_before_versioning_loses_the_repeated_index_too(tmp_path):
+    cards = [c for c in iter_scorecards([EXAMPLES]) if not isinstance(c, Exception)]
+    path = tmp_path / "v0.db"
+    old_store(path, cards)  # sqlite-utils made idx_commands_run_id
+    assert "idx_commands_run_id" in indexes(path, "commands")
+    before = dump(path)
+    open_write(path).close()
+    assert indexes(path, "commands") == ["sqlite_autoindex_commands_1"]
+    assert dump(path) == before
+
+
+def test_a_staged_batch_whose_run_id_is_already_stored_replaces_its_commands(tmp_path, rows):
+    """run-0001 stored by an earlier writer (its 7 commands), then read again in a staged batch with
+    fewer: only the later commands remain, as with every card stored one by one."""
+    assert rows[1]["runs"][0][0] == rows[-1]["runs"][0][0] == "run-0001"
+    assert len(rows[1]["commands"]) > len(rows[-1]["commands"]) > 0
+    path = tmp_path / "e.db"
+    with Store(path) as store:
+        store.save_rows(rows[:-1])
+    with Store(path) as store:
+        store.save_batches([stage_rows(batch_rows([rows[0], rows[-1]]))])
+    reference = tmp_path / "one-by-one.db"
+    with Store(reference) as store:
+        for r in [*rows[:-1], rows[0], rows[-1]]:
+            store.save_rows([r])
+    conn = sqlite3.connect(path)
+    got = conn.execute("SELECT idx FROM commands WHERE run_id = 'run-0001' ORDER BY idx").fetchall()
+    conn.close()
+    assert got == [(r[1],) for r in rows[-1]["commands"]]
+    assert dump(path) == dump(reference)
