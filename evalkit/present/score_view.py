@@ -321,14 +321,14 @@ class ScoreWriter:
     @property
     def encoding(self) -> str | None:
         """``"utf-8"`` when :meth:`write_batch` may be given UTF-8 bytes: the stream has a binary
-        buffer under it, encodes UTF-8 strictly and leaves line ends alone; else None (text)."""
+        buffer under it, encodes UTF-8 and leaves line ends alone; else None (text).
+
+        Whatever the stream's error handler: a worker encodes strictly and sends text instead when
+        that fails (a lone surrogate), and where strict encoding succeeds every handler gives the
+        same bytes. That matters: Python's stdout uses ``surrogateescape`` under the C and
+        C.UTF-8 locales (most containers), and text costs the parent its encoding and the pipe."""
         encoding = getattr(self.out, "encoding", None)
-        if (
-            getattr(self.out, "buffer", None) is None
-            or not isinstance(encoding, str)
-            or os.linesep != "\n"
-            or getattr(self.out, "errors", None) != "strict"
-        ):
+        if getattr(self.out, "buffer", None) is None or not isinstance(encoding, str) or os.linesep != "\n":
             return None
         try:
             return "utf-8" if codecs.lookup(encoding).name == "utf-8" else None
