@@ -660,13 +660,16 @@ def score_run(
 ) -> tuple[dict, int]:
     """``evalkit score``'s run over the files :func:`score_inputs` found: scored by ``engine``
     (``workers`` processes, default the number of cores), stored in ``store``, aggregated, written
-    as Parquet into ``parquet_dir``. ``on_file()`` is called per good file, ``on_output(text,
-    count)`` per finished batch of ``job``'s output, ``on_error`` per bad file, ``warn`` per
+    as Parquet into ``parquet_dir``. ``on_file(n)`` is told the good files of each batch as it is
+    done (n ≥ 1), ``on_output(data, count)`` per finished batch of ``job``'s output (``job`` is
+    run batched: ``ScoreJob.batched``), ``on_error`` per bad file, ``warn`` per
     warning (the ``skipped`` lines first). Returns the aggregate and the number of good files; on
     any failure the Parquet directory is discarded."""
+    from dataclasses import replace
+
     from evalkit.aggregate.groups import Aggregator
     from evalkit.engines import default_workers
-    from evalkit.engines.pipeline import score_stream
+    from evalkit.engines.pipeline import score_batches
 
     agg = Aggregator(include_errors, level, warn=warn)
     parquet = None
@@ -678,21 +681,22 @@ def score_run(
         for line in skipped:  # where scoring would have said them, listing the directories again
             warn(line)
         scored = 0
-        for item in score_stream(
+        for batch in score_batches(
             found,
             store,
             on_error,
             warn,
-            job=job,
+            job=replace(job, batched=True),
             engine=engine,
             workers=workers or default_workers(),
             ray_address=ray_address,
+            on_scenario=agg.note,  # per file: a warning comes where it would one by one
         ):
-            agg.note(*item.scenario)  # per file: a warning comes where it would one by one
-            scored += 1
-            if on_file is not None:
-                on_file()
-            pieces = item.batch  # the workers' finished pieces, with a batch's last good file
+            good = batch.good
+            scored += good
+            if on_file is not None and good:
+                on_file(good)
+            pieces = batch.pieces  # the workers' finished pieces
             if pieces is None:
                 continue
             if pieces.output is not None:

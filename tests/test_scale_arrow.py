@@ -85,11 +85,12 @@ def test_a_batch_of_several_files_ships_arrow_ipc_bytes(tmp_path):
     corpus = make_corpus(tmp_path, n=8)
     files = sorted(str(p) for p in (corpus / "part-0").glob("run-000?.jsonl"))
     job = ScoreJob(parquet_rows=True, batched=True)
-    shipped = [s for s in score_batch(job, files) if s.batch is not None][-1].batch.parquet
+    (batch,) = score_batch(job, files)
+    shipped = batch.pieces.parquet
     assert isinstance(shipped, ArrowRows) and isinstance(shipped.ipc, bytes) and shipped.count == 8
     table = shipped.table()
     assert table.num_rows == 8 and table.column_names[-2:] == ["scenario_id_full", "bundle"]
-    assert isinstance(score_batch(job, files[:1])[0].batch.parquet, list)  # one file: rows, as before
+    assert isinstance(score_batch(job, files[:1])[0].pieces.parquet, list)  # one file: rows, as before
 
 
 def test_the_parent_writing_parquet_for_workers_loads_no_pandas(tmp_path):

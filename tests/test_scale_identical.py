@@ -18,7 +18,7 @@ from evalkit.aggregate.groups import Aggregator, _merge_state
 from evalkit.cli import cli
 from evalkit.db.scores import Store, batch_rows
 from evalkit.engines import ScoreJob
-from evalkit.engines.job import score_batch
+from evalkit.engines.job import ScoredBatch, score_batch
 from evalkit.engines.pieces import BatchPieces
 from evalkit.engines.pipeline import score_stream
 from evalkit.present.score_view import ScoreWriter
@@ -119,13 +119,15 @@ def test_a_run_id_read_twice_keeps_only_the_later_cards_commands(corpus, tmp_pat
 
 def test_workers_send_pieces_not_cards(corpus):
     files = sorted(str(p) for p in (corpus / "part-1").glob("*.jsonl"))[:6]
-    scored = score_batch(ScoreJob(output_format="jsonl", db_rows=True, batched=True, encoding="utf-8"), files)
-    good = [s for s in scored if s.error is None]
-    assert all(s.parts is None and s.summary is None and s.rows is None and s.card is None for s in scored)
-    assert all(s.scenario is not None for s in good) and [s.batch is not None for s in good][-1]
-    pieces = good[-1].batch
+    (batch,) = score_batch(ScoreJob(output_format="jsonl", db_rows=True, batched=True, encoding="utf-8"), files)
+    assert isinstance(batch, ScoredBatch) and batch.paths == files  # one object for the batch, no card
+    good = [i for i in range(len(files)) if i not in batch.errors]
+    assert all(batch.scenarios[i] is not None and batch.run_ids[i] is not None for i in good)
+    assert len(set(map(id, filter(None, batch.scenarios)))) == len(set(filter(None, batch.scenarios)))  # pickled once
+    pieces = batch.pieces
     assert isinstance(pieces, BatchPieces) and isinstance(pieces.output, bytes) and pieces.count == len(good)
     assert pieces.output.count(b"\n") == len(good) and len(pieces.rows.run_ids) == len(good)
+    assert [s.run_id for s in batch.files() if s.error is None] == [batch.run_ids[i] for i in good]
 
 
 def test_text_goes_as_text_where_the_stream_takes_no_bytes(corpus):

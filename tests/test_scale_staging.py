@@ -34,10 +34,11 @@ def test_a_batch_of_several_files_ships_as_a_staging_database(tmp_path):
     corpus = make_corpus(tmp_path, n=8)
     files = sorted(str(p) for p in (corpus / "part-0").glob("run-000?.jsonl"))
     job = ScoreJob(db_rows=True, batched=True)
-    several = [s for s in score_batch(job, files) if s.batch is not None][-1].batch.rows
+    (batch,) = score_batch(job, files)
+    several = batch.pieces.rows
     assert isinstance(several, StagedRows) and isinstance(several.data, bytes)
     assert len(several.run_ids) == len(files) == 8
-    one = score_batch(job, files[:1])[0].batch.rows
+    one = score_batch(job, files[:1])[0].pieces.rows
     assert isinstance(one, BatchRows)  # in this process, one file a batch: nothing to ship
 
 

@@ -439,8 +439,11 @@ class Aggregator:
             raise ValueError("cannot merge aggregates counted with and without provider errors")
         for scenario_id, scenario_hash in partial.scenarios:
             self.note(scenario_id, scenario_hash)
-        for run_id, run in partial.runs.items():
-            self._replace(run_id, run)
+        if self._runs.keys().isdisjoint(partial.runs):  # the usual batch: no run_id read before
+            self._runs.update(partial.runs)
+        else:
+            for run_id, run in partial.runs.items():
+                self._replace(run_id, run)
         for key, group in partial.groups.items():
             mine = self._groups.get(key)
             if mine is None:

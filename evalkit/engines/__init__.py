@@ -30,10 +30,14 @@ def sources_of(paths: Iterable[str | Path], warn: Callable[[str], None] | None =
     reported as that input's error, and the other files are still scored). Every path is expanded
     first, so what the directory searches skip is told to ``warn`` before any file's own warnings,
     whatever the engine and however far ahead it reads."""
+    yield from _read_stdin(list(expand(paths, warn)))
+
+
+def _read_stdin(names: list[str]) -> Iterator[Source]:
     from evalkit.errors import InputError
     from evalkit.trajectory.input_files import read_bytes
 
-    for name in list(expand(paths, warn)):
+    for name in names:
         if name == STDIN:
             try:
                 data: bytes | InputError = read_bytes(STDIN)
@@ -58,10 +62,16 @@ def score_files(
     one line per entry a directory search skipped (each file's own warnings are in its ``Scored``).
     ``spool``: where a local pool's workers, or Ray tasks on this node, may leave a batched job's
     bytes (see :func:`evalkit.engines.local.score_local`)."""
-    if engine == "local":
-        return score_local(job, sources_of(paths, warn), workers, spool=spool)
-    if engine == "ray":
-        from evalkit.engines.ray_engine import score_ray
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
+    return _score(paths, job, engine, workers, ray_address, warn, spool)
 
-        return score_ray(job, sources_of(paths, warn), address=ray_address, spool=spool)
-    raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
+
+def _score(paths, job, engine, workers, ray_address, warn, spool) -> Iterator[Scored]:
+    names = list(expand(paths, warn))  # on the first result asked for, as sources_of: the count sizes the batches
+    if engine == "local":
+        yield from score_local(job, _read_stdin(names), workers, spool=spool, total=len(names))
+        return
+    from evalkit.engines.ray_engine import score_ray
+
+    yield from score_ray(job, _read_stdin(names), address=ray_address, spool=spool, total=len(names))

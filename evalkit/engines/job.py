@@ -68,6 +68,44 @@ class Scored:
         return None if self.parts is None else join_parts(self.parts)
 
 
+@dataclass(slots=True)
+class ScoredBatch:
+    """A batched job's outcome for one batch of files (:func:`score_batch` with ``batched=True``):
+    what the parent says per file, as columns in input order, and the batch's finished pieces.
+
+    ``run_ids[i]`` is None where ``errors[i]`` holds that file's error; ``scenarios[i]`` the good
+    file's (scenario id, content hash), for ``Aggregator.note``; ``warnings`` the reader's warnings
+    by file index (most batches have none). ``pieces`` is None when no file of the batch was good.
+    One object per batch instead of one per file is what keeps the parent's work per batch: in the
+    usual batch (no warning, no error, no run_id read twice) it handles the whole batch at once."""
+
+    paths: list[str]
+    run_ids: list[str | None]
+    scenarios: list[tuple[str, str] | None]
+    warnings: dict[int, list[str]]
+    errors: dict[int, InputError]
+    pieces: Any = None  # evalkit.engines.pieces.BatchPieces
+
+    def __reduce__(self):
+        return (ScoredBatch, (self.paths, self.run_ids, self.scenarios, self.warnings, self.errors, self.pieces))
+
+    @property
+    def good(self) -> int:
+        return len(self.paths) - len(self.errors)
+
+    def files(self) -> list[Scored]:
+        """One ``Scored`` per file, as the per-file stream gives them (the pieces on the last good
+        file)."""
+        out = [
+            Scored(path, self.warnings.get(i, []), self.errors.get(i), self.run_ids[i], scenario=self.scenarios[i])
+            for i, path in enumerate(self.paths)
+        ]
+        good = [s for s in out if s.error is None]
+        if good:
+            good[-1].batch = self.pieces
+        return out
+
+
 def _read(source: Source, warn, scenarios: Any = None) -> Any:
     from evalkit.engines.sources import is_url, read_url
     from evalkit.trajectory.reader import parse_trajectory, read_trajectory
@@ -117,7 +155,8 @@ def score_one(job: ScoreJob, source: Source) -> Scored:
     return out
 
 
-def score_batch(job: ScoreJob, sources: list[Source]) -> list[Scored]:
+def score_batch(job: ScoreJob, sources: list[Source]) -> list[Scored] | list[ScoredBatch]:
+    """One ``Scored`` per source, or for a batched job one :class:`ScoredBatch` for them all."""
     scored = [score_one(job, s) for s in sources]
     if job.batched:
         from evalkit.engines.pieces import finish_batch

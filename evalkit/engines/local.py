@@ -32,7 +32,13 @@ from typing import TypeVar
 from evalkit.engines.job import Scored, ScoreJob, Source, score_batch
 from evalkit.engines.spool import Spool
 
-BATCH_FILES = 64  # per task: fewer, larger messages cost the parent less
+# Files per task, at most: the parent pays ≈ 0.3 ms per batch whatever its size (the pool's
+# thread, pipe wake-ups, an aggregate partial to merge, caches cold again after the workers ran),
+# 16 → 7 µs per file from 64 to 256 files (benchmarks/bench_score.py); the batches shrink toward
+# the end (guided_batches) so the workers still finish together.
+BATCH_FILES = 256
+SMALLEST_BATCH = 16
+POOL_FILES = 64  # no more files than this: scored in this process, a pool would cost more than it saves
 IN_FLIGHT_PER_WORKER = 4
 STOP_GRACE_S = 2.0
 WATCH_PARENT_S = 0.25  # how often a worker without a parent-death signal looks for its parent
@@ -52,6 +58,25 @@ def default_workers() -> int:
 def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
     it = iter(items)
     while chunk := list(islice(it, size)):
+        yield chunk
+
+
+def guided_batches(items: Iterable[T], size: int, workers: int, total: int | None) -> Iterator[list[T]]:
+    """Batches of at most ``size`` items; when the ``total`` is known, each takes at most
+    1 / (2 × workers) of what is left (not under ``SMALLEST_BATCH``), so the batches shrink toward
+    the end and no worker is left alone with a large last one (guided self-scheduling). The
+    batches never change the output: every engine writes the same bytes whatever their sizes."""
+    if total is None:
+        yield from batches(items, size)
+        return
+    it = iter(items)
+    left = total
+    while True:
+        want = min(size, max(SMALLEST_BATCH, -(-left // (2 * workers))))
+        chunk = list(islice(it, want))
+        if not chunk:
+            return
+        left -= len(chunk)
         yield chunk
 
 
@@ -165,15 +190,20 @@ def map_local(
     workers: int,
     batch_size: int,
     pool_work: Callable[[], Callable[[list[T]], list[R]]] | None = None,
+    total: int | None = None,
+    pool_items: int | None = None,
 ) -> Iterator[R]:
-    """``work`` applied to ``items`` in batches of ``batch_size``, results in input order, in a pool of
-    ``workers`` processes. ``work`` maps a batch to one result per item and must be picklable (a
-    module-level function, or a ``functools.partial`` of one); ``pool_work()``, when given, is what
-    the pool's workers run instead (asked once, when the pool starts). One worker, or no more items
-    than one batch, runs in this process, one item at a time (a pool would cost more than it saves)."""
+    """``work`` applied to ``items`` in batches of at most ``batch_size`` (shrinking toward the end
+    when the ``total`` number of items is known: :func:`guided_batches`), results in input order,
+    in a pool of ``workers`` processes. ``work`` maps a batch to its results (a list) and must be
+    picklable (a module-level function, or a ``functools.partial`` of one); ``pool_work()``, when
+    given, is what the pool's workers run instead (asked once, when the pool starts). One worker,
+    or no more than ``pool_items`` items (default ``batch_size``), runs in this process, one item
+    at a time (a pool would cost more than it saves)."""
     it = iter(items)
-    head = list(islice(it, batch_size + 1)) if workers > 1 else []
-    if workers <= 1 or len(head) <= batch_size:
+    small = batch_size if pool_items is None else pool_items
+    head = list(islice(it, small + 1)) if workers > 1 else []
+    if workers <= 1 or len(head) <= small:
         for item in chain(head, it):
             yield from work([item])
         return
@@ -193,7 +223,7 @@ def map_local(
     _widen_result_pipe(pool)
     pending: deque[Future] = deque()
     try:
-        for n, chunk in enumerate(batches(items, batch_size)):
+        for n, chunk in enumerate(guided_batches(items, batch_size, workers, total)):
             with _sigint_blocked(n < workers):  # the pool starts a worker in each of the first submits
                 pending.append(pool.submit(work, chunk))
             if len(pending) >= limit:
@@ -208,12 +238,19 @@ def map_local(
 
 
 def score_local(
-    job: ScoreJob, sources: Iterable[Source], workers: int, batch_files: int | None = None, spool: Spool | None = None
+    job: ScoreJob,
+    sources: Iterable[Source],
+    workers: int,
+    batch_files: int | None = None,
+    spool: Spool | None = None,
+    total: int | None = None,
 ) -> Iterator[Scored]:
-    """Score every source, in order (see :func:`map_local`). With ``spool``, a batched job's workers
+    """Score every source, in order (see :func:`map_local`; ``total``: how many sources there are,
+    when known, for batches that shrink toward the end). With ``spool``, a batched job's workers
     leave their pieces' bytes in its directory (:mod:`evalkit.engines.spool`); the caller closes it
     once it has taken them."""
     pooled = None
     if spool is not None and job.batched:
         pooled = lambda: partial(score_batch, replace(job, spool=spool.path))  # noqa: E731
-    return map_local(partial(score_batch, job), sources, workers, batch_files or BATCH_FILES, pooled)
+    size = batch_files or BATCH_FILES
+    return map_local(partial(score_batch, job), sources, workers, size, pooled, total, min(size, POOL_FILES))

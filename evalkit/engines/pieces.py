@@ -1,8 +1,8 @@
 """A batch's finished pieces: what a worker hands the parent so that the parent only writes.
 
-For a job with ``batched=True`` a worker scores its batch of files and returns, besides one small
-``Scored`` per file (its path, warnings, error, run_id and scenario: what the parent says about that
-file, in input order), one :class:`BatchPieces` on the batch's last good file:
+For a job with ``batched=True`` a worker scores its batch of files and returns one
+:class:`~evalkit.engines.job.ScoredBatch`: what the parent says about each file (path, warnings,
+error, run_id and scenario, as columns in input order) and one :class:`BatchPieces`:
 
 - ``output``: the batch's cards in the output format, joined — UTF-8 bytes when the parent's stream
   takes them (``ScoreJob.encoding``), else text — for :meth:`ScoreWriter.write_batch`;
@@ -18,7 +18,7 @@ Arrow table are left in files of the run's spool directory and only their names 
 (:mod:`evalkit.engines.spool`): the parent copies the output with ``sendfile`` and reads the rest
 once, instead of receiving them through the pool's pipe.
 
-The parent decodes nothing and builds no object per card beyond the small ``Scored``; the same
+The parent decodes nothing and builds no object per card; the same
 function runs in this process (one worker: a batch per file), in the pool and on Ray, so every
 engine and worker count writes the same bytes.
 """
@@ -39,32 +39,38 @@ class BatchPieces:
 
 
 def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> list[Any]:
-    """Fold the per-file parts of ``scored`` (each built by ``score_one``) into one BatchPieces on
-    the last good file; every file keeps only what the parent reports per file."""
+    """Fold ``scored`` (one ``Scored`` per file, each built by ``score_one``) into one
+    :class:`~evalkit.engines.job.ScoredBatch`: the per-file columns the parent reports and one
+    BatchPieces (None when every file was bad). Returned as a list of that one object, the shape
+    every engine's batch function has."""
     from evalkit.aggregate.groups import Aggregator
+    from evalkit.engines.job import ScoredBatch
     from evalkit.present.score_view import join_parts
 
     texts: list[str] = []
     rows: list[Any] = []
     parquet: list[Any] = []
     agg = Aggregator(include_errors)
-    last = None
-    for item in scored:
+    batch = ScoredBatch([s.path for s in scored], [s.run_id for s in scored], [None] * len(scored), {}, {})
+    distinct: dict[tuple[str, str], tuple[str, str]] = {}  # one object per scenario: pickled once
+    for i, item in enumerate(scored):
+        if item.warnings:
+            batch.warnings[i] = item.warnings
         if item.error is not None:
+            batch.errors[i] = item.error
             continue
-        last = item
         summary = item.summary
         agg.add(summary)
-        item.scenario = (summary.scenario_id, summary.scenario_hash)
+        key = (summary.scenario_id, summary.scenario_hash)
+        batch.scenarios[i] = distinct.setdefault(key, key)
         if item.parts is not None:
             texts.append(join_parts(item.parts))
         if item.rows is not None:
             rows.append(item.rows)
         if item.parquet is not None:
             parquet.append(item.parquet)
-        item.summary = item.parts = item.rows = item.parquet = None
-    if last is None:
-        return scored
+    if len(batch.errors) == len(scored):
+        return [batch]
     pieces = BatchPieces(len(texts), partial=agg.partial())
     if job.output_format is not None:
         text = (",\n" if job.output_format == "json" else "").join(texts)
@@ -90,8 +96,8 @@ def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> l
             pieces.parquet = arrow_rows(parquet)
     if job.spool is not None:
         _spool(job.spool, pieces)
-    last.batch = pieces
-    return scored
+    batch.pieces = pieces
+    return [batch]
 
 
 def _spool(directory: str, pieces: BatchPieces) -> None:

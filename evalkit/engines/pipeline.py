@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from evalkit.db.scores import BatchRows, Store, batch_rows
 from evalkit.engines import Scored, ScoreJob, score_files
+from evalkit.engines.job import ScoredBatch
 from evalkit.engines.spool import Spool, can_spool
 from evalkit.errors import InputError
 
@@ -65,52 +66,127 @@ def score_stream(
     ``warn``: the database keeps the later card (upsert by run_id), and so does
     :class:`Aggregator`. A database failure raises
     ``evalkit.db.DbError``. Output is the same whatever the engine and number of workers.
+    A batched job's files come as :func:`score_batches` gives them, one ``Scored`` per file (the
+    batch's pieces on its last good file).
     """
     job = replace(job or ScoreJob(), db_rows=store is not None)
-    pending: list[BatchRows] = []
-    pending_cards = pending_chars = 0
+    if job.batched:
+        for scored in score_batches(
+            paths, store, on_error, warn, job=job, engine=engine, workers=workers, ray_address=ray_address, batch=batch
+        ):
+            yield from (item for item in scored.files() if item.error is None)
+        return
+    writer = _Writer(store, batch)
     seen: dict[str, str] = {}  # run_id -> path
-    spool = Spool() if job.batched and (engine != "local" or workers > 1) and can_spool() else None
-    stream = score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address, warn=warn, spool=spool)
+    stream = score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address, warn=warn)
     try:
         for item in stream:
-            if warn is not None:
-                for message in item.warnings:
-                    warn(message)
-            if item.error is not None:
-                on_error(item.error)
+            if not _report(item.path, item.warnings, item.error, item.run_id, seen, warn, on_error, store):
                 continue
-            if item.run_id in seen and warn is not None:
-                keeps = "the aggregates" if store is None else "the aggregates and the database"
-                warn(
-                    f"{item.path}: warning: run_id {item.run_id!r} was already read from {seen[item.run_id]}; "
-                    f"this one replaces it in {keeps}"
-                )
-            seen[item.run_id] = item.path
-            rows = None
-            if store is not None and not job.batched:
-                rows = batch_rows([item.rows])
-            elif store is not None and item.batch is not None:  # with the batch's last good file
-                rows = item.batch.rows
-            if rows is not None:
-                pending.append(rows)
-                pending_cards += len(rows.run_ids)
-                pending_chars += rows.chars
+            if store is not None:
+                writer.add(batch_rows([item.rows]))
             yield item
             # stored after the consumer had the item (and could drop its output text): a long run's
             # card is written while as little else as possible is held (the memory bound)
-            item = rows = None
-            if pending and (pending_cards >= batch or pending_chars >= BATCH_CHARS):
-                store.save_batches(pending)
-                pending, pending_cards, pending_chars = [], 0, 0
+            item = None
+            writer.flush_if_full()
+    finally:
+        stream.close()
+        writer.flush()
+
+
+def score_batches(
+    paths: Iterable[str | Path],
+    store: Store | None,
+    on_error: Callable[[InputError], None],
+    warn: Warn | None = None,
+    *,
+    job: ScoreJob,
+    engine: str = "local",
+    workers: int = 1,
+    ray_address: str | None = None,
+    batch: int = BATCH,
+    on_scenario: Callable[[str, str], None] | None = None,
+) -> Iterator[ScoredBatch]:
+    """:func:`score_stream` for a batched job (``job.batched``), a batch at a time: each
+    :class:`ScoredBatch` once its files' warnings and errors were reported and its rows queued
+    for ``store``. ``on_scenario(id, hash)`` hears each good file's scenario in input order, after
+    that file's warnings; a batch without a warning, an error or a run_id read twice (the usual
+    one) is handled whole, and ``on_scenario`` hears its distinct scenarios once each, in the order
+    they first occur: the same calls, in the same order, for a callback that ignores repeats
+    (``Aggregator.note``)."""
+    job = replace(job, db_rows=store is not None)
+    writer = _Writer(store, batch)
+    seen: dict[str, str] = {}  # run_id -> path
+    spool = Spool() if (engine != "local" or workers > 1) and can_spool() else None
+    stream = score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address, warn=warn, spool=spool)
+    try:
+        for scored in stream:
+            ids = scored.run_ids
+            if not scored.warnings and not scored.errors and seen.keys().isdisjoint(ids) and len(set(ids)) == len(ids):
+                seen.update(zip(ids, scored.paths))
+                if on_scenario is not None:
+                    for scenario in dict.fromkeys(scored.scenarios):
+                        on_scenario(*scenario)
+            else:
+                for i, path in enumerate(scored.paths):
+                    good = _report(
+                        path, scored.warnings.get(i, ()), scored.errors.get(i), ids[i], seen, warn, on_error, store
+                    )
+                    if good and on_scenario is not None:
+                        on_scenario(*scored.scenarios[i])
+            if store is not None and scored.pieces is not None:
+                writer.add(scored.pieces.rows)
+            yield scored
+            scored = None  # as in score_stream: written while as little else as possible is held
+            writer.flush_if_full()
     finally:
         stream.close()  # the pool stopped first: no worker writes into the spool any more
         try:
-            if store is not None and pending:
-                store.save_batches(pending)
+            writer.flush()
         finally:
             if spool is not None:
                 spool.close()
+
+
+def _report(path, warnings, error, run_id, seen, warn, on_error, store) -> bool:
+    """Say one file's warnings, error and a run_id read before; whether the file is good."""
+    if warn is not None:
+        for message in warnings:
+            warn(message)
+    if error is not None:
+        on_error(error)
+        return False
+    if run_id in seen and warn is not None:
+        keeps = "the aggregates" if store is None else "the aggregates and the database"
+        warn(
+            f"{path}: warning: run_id {run_id!r} was already read from {seen[run_id]}; this one replaces it in {keeps}"
+        )
+    seen[run_id] = path
+    return True
+
+
+class _Writer:
+    """Rows queued for ``store`` and written ``batch`` cards (or ``BATCH_CHARS``) at a time."""
+
+    def __init__(self, store: Store | None, batch: int) -> None:
+        self.store, self.batch = store, batch
+        self.pending: list[BatchRows] = []
+        self.cards = self.chars = 0
+
+    def add(self, rows: BatchRows) -> None:
+        self.pending.append(rows)
+        self.cards += len(rows.run_ids)
+        self.chars += rows.chars
+
+    def flush_if_full(self) -> None:
+        if self.pending and (self.cards >= self.batch or self.chars >= BATCH_CHARS):
+            self.flush()
+
+    def flush(self) -> None:
+        if self.store is not None and self.pending:
+            pending, self.pending, self.cards, self.chars = self.pending, [], 0, 0
+            self.store.save_batches(pending)
 
 
 def score_into(

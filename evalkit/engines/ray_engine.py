@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from evalkit.engines.job import Scored, ScoreJob, Source, score_batch
-from evalkit.engines.local import BATCH_FILES, batches
+from evalkit.engines.local import BATCH_FILES, guided_batches
 from evalkit.engines.spool import Spool
 
 IN_FLIGHT_PER_CPU = 4
@@ -59,8 +59,10 @@ def score_ray(
     address: str | None = None,
     batch_files: int = BATCH_FILES,
     spool: Spool | None = None,
+    total: int | None = None,
 ) -> Iterator[Scored]:
-    """Score every source as Ray tasks, in order. With ``spool``, a batched job's tasks that run on
+    """Score every source as Ray tasks, in order (``total``: how many, when known, for batches that
+    shrink toward the end, as the local pool's). With ``spool``, a batched job's tasks that run on
     the driver's node leave their pieces' bytes in its directory (as the local pool's workers do);
     the others send them."""
     import ray
@@ -79,7 +81,7 @@ def score_ray(
             job = replace(job, spool=spool.path)
         job_ref = ray.put(job)
         pending: deque = deque()
-        for chunk in batches(sources, batch_files):
+        for chunk in guided_batches(sources, batch_files, cpus, total):
             pending.append(task.remote(cwd, job_ref, chunk, node))
             if len(pending) >= limit:
                 yield from ray.get(pending.popleft())
