@@ -1,6 +1,5 @@
-"""The score writer's bulk path (evalkit/db: scores.py, schema.py, connect.py): a new file gets
-evalkit's page size and an existing one keeps its own; the commands table has one index, its
-primary key's, and a file made by schema version 5 (or by the sqlite-utils writer before
+"""The score writer's bulk path (evalkit/db: scores.py, schema.py): the commands table has one
+index, its primary key's, and a file made by schema version 5 (or by the sqlite-utils writer before
 versioning) loses the index that repeated it on its first write, its rows unchanged; a staged batch
 whose run_id is already in the file replaces that run's commands."""
 
@@ -14,7 +13,6 @@ from test_db_schema import EXAMPLES, old_store
 
 from evalkit.api import iter_scorecards
 from evalkit.db import SCHEMA_VERSION, TABLES, open_readonly, open_write, read_scorecards
-from evalkit.db.schema import PAGE_SIZE
 from evalkit.db.scores import STAGE, Store, batch_rows, stage_rows
 from evalkit.engines import ScoreJob
 from evalkit.engines.job import score_batch
@@ -55,44 +53,6 @@ def pragma(path, name: str):
 
 def indexes(path, table: str) -> list[str]:
     return sorted(r[1] for r in pragma(path, f'index_list("{table}")'))
-
-
-def test_a_new_database_file_gets_evalkit_page_size(tmp_path, rows):
-    with Store(tmp_path / "new.db") as store:
-        store.save_rows(rows)
-    assert PAGE_SIZE == 16384
-    assert pragma(tmp_path / "new.db", "page_size") == [(PAGE_SIZE,)]
-    assert pragma(tmp_path / "new.db", "journal_mode") == [("wal",)]
-
-
-def test_an_existing_database_file_keeps_its_page_size(tmp_path, rows):
-    """A file SQLite already wrote (here with 4 KiB pages, in rollback-journal mode, as files were
-    before evalkit chose WAL) is used as it is: its page size is fixed once written."""
-    path = tmp_path / "old.db"
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA page_size = 4096")
-    conn.execute("CREATE TABLE other (x)")
-    conn.commit()
-    conn.close()
-    with Store(path) as store:
-        store.save_rows(rows)
-        assert len(list(store.iter_scorecards())) == 8
-    assert pragma(path, "page_size") == [(4096,)]
-    assert pragma(path, "integrity_check") == [("ok",)]
-    assert pragma(path, "journal_mode") == [("wal",)]
-
-
-def test_the_page_size_does_not_change_a_stored_row(tmp_path, rows):
-    path = tmp_path / "small-pages.db"
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA page_size = 4096")
-    conn.execute("CREATE TABLE other (x)")
-    conn.commit()
-    conn.close()
-    for p in (path, tmp_path / "new.db"):
-        with Store(p) as store:
-            store.save_batches([stage_rows(batch_rows(rows[:4])), stage_rows(batch_rows(rows[4:]))])
-    assert dump(tmp_path / "new.db") == dump(path)
 
 
 def test_commands_have_only_their_primary_key_index(tmp_path, rows):

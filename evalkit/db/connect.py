@@ -1,8 +1,7 @@
 """The only two ways evalkit opens its SQLite file: :func:`open_write` and :func:`open_readonly`.
 
 Writers (``score``, ``judge``, ``annotations import``, ``cache clear``): the busy timeout is the
-first statement, then the page size of a new file (:data:`evalkit.db.schema.PAGE_SIZE`; an existing
-file keeps its own), WAL mode and the schema (created or migrated in one ``BEGIN IMMEDIATE``
+first statement, then WAL mode and the schema (created or migrated in one ``BEGIN IMMEDIATE``
 transaction); both are retried while another process holds the lock, so any number of processes
 may create the same new file at once.
 
@@ -196,8 +195,6 @@ class Database:
 
 
 def _prepare_write(conn: sqlite3.Connection, memory: bool) -> None:
-    # before anything is written: a new file gets evalkit's page size, an existing one keeps its own
-    conn.execute(f"PRAGMA page_size = {schema.PAGE_SIZE}")
     if not memory and conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
     if schema.needs_migration(conn, schema.check(conn)):

@@ -21,14 +21,6 @@ from dataclasses import dataclass
 
 SCHEMA_VERSION = 6
 
-# The page size of a file evalkit creates (an existing file keeps its own: SQLite fixes it when the
-# file is first written). A scored run is a card of about 3 KB and a bundle of about 7 KB: on 4 KiB
-# pages every bundle takes a leaf and an overflow page and every card a page of its own, so a fifth
-# of what ``evalkit score --db`` writes (twice: to the WAL, then to the file) is empty space, in
-# twice the pages. 16 KiB pages hold them with little waste; the writer's CPU per run falls by about
-# a quarter, and readers, which scan these tables or look rows up by key, read as fast.
-PAGE_SIZE = 16384
-
 
 @dataclass(frozen=True)
 class SqlTable:
