@@ -72,6 +72,9 @@ def test_commands_have_only_their_primary_key_index(tmp_path, rows):
         plan = " ".join(r[-1] for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
         assert "USING INDEX sqlite_autoindex_commands_1 (run_id=?)" in plan, (sql, plan)
         assert "SCAN commands" not in plan and "TEMP B-TREE" not in plan, (sql, plan)
+    # read_commands: every command in (run_id, idx) order, read along that index without a sort
+    plan = " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN SELECT * FROM commands ORDER BY run_id, idx"))
+    assert plan == "SCAN commands USING INDEX sqlite_autoindex_commands_1", plan
     conn.close()
 
 
