@@ -163,3 +163,33 @@ def test_text_with_a_lone_surrogate_is_written_by_the_streams_own_handler():
     for s in streams:
         s.flush()
     assert streams[0].buffer.getvalue() == streams[1].buffer.getvalue() == b'{"say": "a\x80b"}\n'
+
+
+def test_a_database_write_interrupted_by_ctrl_c_is_written_again_on_the_way_out(tmp_path, monkeypatch):
+    """The rows of a write that Ctrl-C cut short (rolled back) stay queued: the stream's last
+    write stores them, so every card the consumer was given is in the database."""
+    import sqlite3
+
+    from evalkit.db.scores import Store
+    from evalkit.engines.pipeline import score_batches
+
+    make_runs(tmp_path / "runs")
+    store = Store(tmp_path / "s.db")
+    real = store.save_batches
+    calls = []
+
+    def cut_once(batches):
+        calls.append(len(batches))
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        real(batches)
+
+    monkeypatch.setattr(store, "save_batches", cut_once)
+    job = ScoreJob(output_format="jsonl", batched=True)
+    given = []
+    with pytest.raises(KeyboardInterrupt):
+        for batch in score_batches([tmp_path / "runs"], store, lambda e: None, job=job, batch=1):
+            given += [r for r in batch.run_ids if r is not None]
+    store.close()
+    stored = {r for (r,) in sqlite3.connect(tmp_path / "s.db").execute("SELECT run_id FROM runs")}
+    assert len(calls) == 2 and given and set(given) <= stored

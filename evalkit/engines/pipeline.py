@@ -185,8 +185,10 @@ class _Writer:
 
     def flush(self) -> None:
         if self.store is not None and self.pending:
-            pending, self.pending, self.cards, self.chars = self.pending, [], 0, 0
-            self.store.save_batches(pending)
+            # emptied only once written: a save interrupted (Ctrl-C) is rolled back, and the
+            # generator's last flush writes the same rows again
+            self.store.save_batches(self.pending)
+            self.pending, self.cards, self.chars = [], 0, 0
 
 
 def score_into(
