@@ -96,6 +96,7 @@ __all__ = [
     "parquet_problem",
     "score_inputs",
     "score_run",
+    "workers_started",
     "verdict_files",
     "verdict_order",
     "worse_failure",
@@ -639,6 +640,24 @@ def score_inputs(
     if parquet_dir and (problem := parquet_problem(parquet_dir)):
         raise ValueError(problem)
     return found, skipped
+
+
+def workers_started(found: list[str], workers: int | None = None, engine: str = "local"):
+    """A context in which :func:`score_run` over ``found`` with ``workers`` finds its pool's
+    processes already started and loading the scorer (``evalkit.engines.local.started_pool``): the
+    command enters it once the files are listed, before it opens its outputs. Nothing is started
+    for one worker, another engine, or no more files than one process scores alone."""
+    import contextlib
+
+    from evalkit.engines import default_workers
+    from evalkit.engines.local import POOL_FILES, started_pool
+
+    workers = workers or default_workers()
+    if engine != "local" or workers <= 1 or len(found) <= POOL_FILES:
+        return contextlib.nullcontext()
+    from evalkit.engines.job import preload
+
+    return started_pool(workers, preload)
 
 
 def score_run(

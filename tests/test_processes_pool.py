@@ -212,6 +212,10 @@ def test_ctrl_c_during_score_exits_130_and_keeps_what_it_printed(score_corpus, t
     check_clean_interrupt(code, took, err, workers)
     assert took < STOP_WITHIN_S
     printed = (tmp_path / "out.csv").read_text(encoding="utf-8").split("\n")[1:-1]  # the last may be cut
+    assert not list(tmp_path.glob("evalkit-spool-*")), "the interrupted run left its spool directory"
+    if not (tmp_path / "s.db").exists():  # interrupted while its workers started, before it opened the database
+        assert printed == []
+        return
     conn = sqlite3.connect(tmp_path / "s.db")
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)

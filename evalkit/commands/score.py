@@ -92,10 +92,6 @@ def register(group: click.Group) -> None:
         --min-safe-pass-rate / --max-unsafe-rate gate failed.
         """
         from evalkit import api
-        from evalkit.api import DbError, OutputError
-        from evalkit.errors import InputError
-        from evalkit.present.progress import StderrDigest
-        from evalkit.present.score_view import ScoreWriter, terminal_width
 
         gates = {
             name: options.pop(name) for name in ("fail_under", "min_pass_rate", "min_safe_pass_rate", "max_unsafe_rate")
@@ -115,73 +111,80 @@ def register(group: click.Group) -> None:
             )
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-        digest = StderrDigest(
-            len(found),
-            echo=warn,
-            raw=lambda text: click.echo(text, err=True, nl=False),
-            progress=progress,
-            verbose=verbose,
-        )
+        # the workers start now and load the scorer while this process opens its outputs
+        with api.workers_started(found, run["workers"], run["engine"]):
+            from evalkit.api import DbError, OutputError
+            from evalkit.errors import InputError
+            from evalkit.present.progress import StderrDigest
+            from evalkit.present.score_view import ScoreWriter, terminal_width
 
-        def on_error(exc: InputError) -> None:
-            nonlocal bad
-            bad += 1
-            digest.file_done()
-            digest.warn(f"error: {exc}")
-
-        bad = 0
-        try:  # the scenario model loads only when asked for: with workers, it loads in them
-            scenarios = api.load_scenarios(scenario_files) if scenario_files else None
-        except InputError as exc:
-            fail(str(exc))
-        out = output_file(out_path)  # the output first: a missing directory is said before a database is made
-        try:
-            store = None if no_db else api.Store(db_path)
-        except InputError as exc:
-            if out is not None:
-                out.discard()
-            fail(str(exc))
-        writer = ScoreWriter(
-            out or sys.stdout, fmt_name, aggregate_only=aggregate, width=None if wide else terminal_width()
-        )
-        job = api.ScoreJob(
-            output_format=None if aggregate else fmt_name,
-            parquet_rows=parquet_dir is not None,
-            columns=writer.run_columns,
-            scenarios=scenarios,
-            batched=True,
-            encoding=writer.encoding,
-            include_errors=run["include_errors"],
-        )
-        try:
-            result, scored = api.score_run(
-                found,
-                store,
-                on_error,
-                digest.warn,
-                job=job,
-                on_file=digest.file_done,
-                on_output=writer.write_batch,
-                skipped=skipped,
-                **run,
+            digest = StderrDigest(
+                len(found),
+                echo=warn,
+                raw=lambda text: click.echo(text, err=True, nl=False),
+                progress=progress,
+                verbose=verbose,
             )
-            writer.finish(result)
-            if out is not None:
-                out.commit()
-        except (DbError, OutputError) as exc:
-            fail(str(exc))
-        finally:
-            # after a failure or an interrupt: no half-written output (an existing one is kept)
-            if out is not None:
-                out.discard()
-            if store is not None:
-                store.close()
-        if line := digest.summary(runs=scored, errors=bad, database=None if no_db else db_path):
-            warn(line)
-        reason = api.gate_failure(result, **gates)
-        if reason:
-            warn(reason)
-            sys.exit(EXIT_GATE)
-        if bad:
-            warn(f"{bad} file(s) could not be scored")
-            sys.exit(EXIT_BAD_INPUT)
+
+            def on_error(exc: InputError) -> None:
+                nonlocal bad
+                bad += 1
+                digest.file_done()
+                digest.warn(f"error: {exc}")
+
+            bad = 0
+            try:  # the scenario model loads only when asked for: with workers, it loads in them
+                scenarios = api.load_scenarios(scenario_files) if scenario_files else None
+            except InputError as exc:
+                fail(str(exc))
+            out = output_file(out_path)  # the output first: a missing directory is said before a database is made
+            try:
+                store = None if no_db else api.Store(db_path)
+            except InputError as exc:
+                if out is not None:
+                    out.discard()
+                fail(str(exc))
+            writer = ScoreWriter(
+                out or sys.stdout, fmt_name, aggregate_only=aggregate, width=None if wide else terminal_width()
+            )
+            job = api.ScoreJob(
+                output_format=None if aggregate else fmt_name,
+                parquet_rows=parquet_dir is not None,
+                columns=writer.run_columns,
+                scenarios=scenarios,
+                batched=True,
+                encoding=writer.encoding,
+                include_errors=run["include_errors"],
+            )
+            try:
+                result, scored = api.score_run(
+                    found,
+                    store,
+                    on_error,
+                    digest.warn,
+                    job=job,
+                    on_file=digest.file_done,
+                    on_output=writer.write_batch,
+                    skipped=skipped,
+                    **run,
+                )
+                writer.finish(result)
+                if out is not None:
+                    out.commit()
+            except (DbError, OutputError) as exc:
+                fail(str(exc))
+            finally:
+                # after a failure or an interrupt: no half-written output (an existing one is kept)
+                if out is not None:
+                    out.discard()
+                if store is not None:
+                    store.close()
+            if line := digest.summary(runs=scored, errors=bad, database=None if no_db else db_path):
+                warn(line)
+            reason = api.gate_failure(result, **gates)
+            if reason:
+                warn(reason)
+                sys.exit(EXIT_GATE)
+            if bad:
+                warn(f"{bad} file(s) could not be scored")
+                sys.exit(EXIT_BAD_INPUT)

@@ -106,6 +106,16 @@ class ScoredBatch:
         return out
 
 
+def preload() -> None:
+    """Import what scoring a file needs, ahead of the first file (a pool's worker as it starts:
+    evalkit.engines.local.started_pool): the same modules :func:`score_one` imports on first use."""
+    import evalkit.db.scores
+    import evalkit.present.score_view
+    import evalkit.scoring
+    import evalkit.scoring.scorecard
+    import evalkit.trajectory.reader  # noqa: F401
+
+
 def _read(source: Source, warn, scenarios: Any = None) -> Any:
     from evalkit.engines.sources import is_url, read_url
     from evalkit.trajectory.reader import parse_trajectory, read_trajectory

@@ -116,7 +116,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _init_worker(owner: int, owner_is_parent: bool, death_signal_holds: bool) -> None:
+def _init_worker(owner: int, owner_is_parent: bool, death_signal_holds: bool, preload: Callable | None = None) -> None:
     """Pool initializer: Ctrl-C is the parent's to handle, and this process dies with the parent.
 
     ``owner`` is the pid of the process that runs the pool, ``owner_is_parent`` whether it started
@@ -132,6 +132,8 @@ def _init_worker(owner: int, owner_is_parent: bool, death_signal_holds: bool) ->
     # the parent may have died before the signal was armed (this process is then someone else's)
     if (owner_is_parent and os.getppid() != owner) or not _alive(owner):
         os._exit(1)
+    if preload is not None:
+        preload()
 
 
 @contextmanager
@@ -184,6 +186,46 @@ def _widen_result_pipe(pool: ProcessPoolExecutor) -> None:
         pass
 
 
+def _new_pool(workers: int, preload: Callable | None = None) -> ProcessPoolExecutor:
+    ctx = _context()
+    method = ctx.get_start_method()
+    holds = method == "forkserver" or (method == "fork" and threading.current_thread() is threading.main_thread())
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=ctx,
+        initializer=_init_worker,
+        initargs=(os.getpid(), method != "forkserver", holds, preload),
+    )
+    _widen_result_pipe(pool)
+    return pool
+
+
+_started: dict[int, ProcessPoolExecutor] = {}  # workers -> a pool started ahead (started_pool)
+
+
+@contextmanager
+def started_pool(workers: int, preload: Callable[[], None] | None = None) -> Iterator[None]:
+    """Start a pool of ``workers`` processes now, each running ``preload()`` as it starts (importing
+    what its work needs), for the next :func:`map_local` of as many workers inside the block to
+    take: the workers load while this process still prepares (opens outputs, imports its writers)
+    instead of after its first batch is handed out, which is most of what a pool costs at start.
+    A pool left untaken when the block ends is stopped. Only where workers are forked (this
+    process has no other thread): a fork server starts them one task at a time anyway."""
+    if workers <= 1 or workers in _started or _context().get_start_method() != "fork":
+        yield
+        return
+    with _sigint_blocked(True):
+        pool = _new_pool(workers, preload)
+        pool.submit(os.getpid)  # forks every worker at once (the fork method starts them all on the first task)
+    _started[workers] = pool
+    try:
+        yield
+    finally:
+        left = _started.pop(workers, None)
+        if left is not None:
+            _stop(left)
+
+
 def map_local(
     work: Callable[[list[T]], list[R]],
     items: Iterable[T],
@@ -211,16 +253,7 @@ def map_local(
     if pool_work is not None:
         work = pool_work()
     limit = workers * IN_FLIGHT_PER_WORKER
-    ctx = _context()
-    method = ctx.get_start_method()
-    holds = method == "forkserver" or (method == "fork" and threading.current_thread() is threading.main_thread())
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=ctx,
-        initializer=_init_worker,
-        initargs=(os.getpid(), method != "forkserver", holds),
-    )
-    _widen_result_pipe(pool)
+    pool = _started.pop(workers, None) or _new_pool(workers)
     pending: deque[Future] = deque()
     try:
         for n, chunk in enumerate(guided_batches(items, batch_size, workers, total)):
