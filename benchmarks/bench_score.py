@@ -199,19 +199,23 @@ def decode_only(files: list[Path]) -> None:
 
 def score_jsonl(directory: Path, engine: str = "local", workers: int = 1) -> None:
     """`evalkit score DIR --format jsonl --no-db` through the API, output to /dev/null."""
-    from evalkit.api import Aggregator, ScoreJob, score_stream
+    from evalkit.api import ScoreJob, score_run
     from evalkit.present.score_view import ScoreWriter
 
     with open(os.devnull, "w", encoding="utf-8") as out:
         writer = ScoreWriter(out, "jsonl")
-        agg = Aggregator()
         job = ScoreJob(output_format="jsonl", batched=True, encoding=writer.encoding)
-        for item in score_stream([directory], None, lambda e: None, job=job, engine=engine, workers=workers):
-            agg.note(*item.scenario)
-            if item.batch is not None:
-                writer.write_batch(item.batch.output, item.batch.count)
-                agg.merge(item.batch.partial)
-        writer.finish(agg.result())
+        result, _ = score_run(
+            [str(directory)],
+            None,
+            lambda e: None,
+            lambda line: None,
+            job=job,
+            on_output=writer.write_batch,
+            engine=engine,
+            workers=workers,
+        )
+        writer.finish(result)
 
 
 def storage(directory: Path, tmp: Path, workers: int, sink: str) -> dict[str, float]:

@@ -18,7 +18,7 @@ BLOCKS = set(
     check_probes check_resample derive_scalar expand_paths gate_failure import_formats import_options
     importer_for iter_scorecards judge_batches judge_dry_run judge_paths load_scenarios otel_problem
     output_modes parquet_problem parse_trajectory pass_hat_k read_trajectory score_file score_inputs score_into
-    score_run score_stream score_to_db score_trajectory verdict_files verdict_order worse_failure
+    score_run score_stream score_to_db score_trajectory verdict_files verdict_order workers_started worse_failure
     """.split()
 )
 
