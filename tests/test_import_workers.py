@@ -254,20 +254,20 @@ def test_in_flight_inputs_are_bounded(tmp_path, monkeypatch):
     """When the parent commits its first input's files, at most workers × IN_FLIGHT_PER_WORKER tasks were
     handed to the pool, however fast the other worker is: the first input is slow to convert, and
     without the bound the other worker would convert the whole list meanwhile."""
-    from evalkit.importers import writer
+    import evalkit.importers as importers
 
     marks = tmp_path / "marks"
     marks.mkdir()
     paths = [str(messages_file(tmp_path / f"m{i:02d}.jsonl", i)) for i in range(40)]
     started_at_first_write = []
-    real_commit = writer.commit
+    real_place = importers._place
 
-    def counting_commit(staged):
+    def counting_place(group, *args):
         if not started_at_first_write:
             started_at_first_write.append(len(list(marks.iterdir())))
-        return real_commit(staged)
+        return real_place(group, *args)
 
-    monkeypatch.setattr(writer, "commit", counting_commit)
+    monkeypatch.setattr(importers, "_place", counting_place)
     monkeypatch.setattr(local_engine, "IN_FLIGHT_PER_WORKER", 2)
     result = import_files(MarkingImporter(str(marks)), paths, tmp_path / "out", workers=2, model="m")
     assert not result.errors and result.runs == 120
@@ -305,3 +305,24 @@ def test_inputs_are_grouped_into_tasks_by_count_and_by_size(tmp_path):
     names = [str(p) for p in [small[0], small[1], big, small[2], tmp_path / "missing", small[3], small[4]]]
     assert list(import_job.group_inputs(names, max_files=3, max_bytes=100)) == [names[0:3], names[3:6], names[6:7]]
     assert list(import_job.group_inputs(names, max_files=8, max_bytes=50)) == [names[0:3], names[3:7]]
+
+
+def test_a_short_list_is_cut_into_several_tasks_per_worker(tmp_path, monkeypatch):
+    """Tasks hold up to TASK_FILES inputs, but 16 inputs on 2 workers are 8 tasks of 2, not one task
+    that a single worker would convert alone."""
+    from evalkit.importers import job
+
+    real = job.group_inputs
+    groups: list[list[str]] = []
+
+    def spy(paths, *args):
+        for group in real(paths, *args):
+            groups.append(group)
+            yield group
+
+    monkeypatch.setattr(job, "group_inputs", spy)
+    monkeypatch.setattr(job, "TASK_FILES", 64)  # as shipped, not this module's one per task
+    paths = [str(messages_file(tmp_path / f"m{i:02d}.jsonl", i)) for i in range(16)]
+    result = import_files(PidImporter(), paths, tmp_path / "out", workers=2, model="m")
+    assert not result.errors and result.runs == 48
+    assert [len(g) for g in groups] == [2] * 8

@@ -99,3 +99,36 @@ def test_notes_of_many_inputs_merge_in_one_pass():
         (["p0", "p1", "p2"], 500, 2000, {"t0", "t1", "t2"})
     ]
     assert len(compared) < 5 * len(notes)
+
+
+def db_ratings(path):
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT * FROM ratings ORDER BY item_id, rater, dimension").fetchall()
+
+
+def test_the_database_written_from_the_workers_rows_is_the_ratings_file_imported(tmp_path):
+    """The pool's workers send each rating's database row with its line; the parent writes the
+    database from them, and it holds exactly what `evalkit annotations import` of the merged file
+    stores, rows that replace an earlier import's and rows an earlier import left included."""
+    from evalkit.agreement.ratings import import_ratings
+
+    inputs = []
+    for i in range(6):
+        inputs.append(tmp_path / f"in{i}.json")
+        inputs[-1].write_text("{}")
+    out = tmp_path / "out"
+    store_ratings(rows("in0", 6), out)  # an earlier import: in0-0..3 replaced, in0-4/5 kept
+    result = import_files(importer(rows), inputs, out, db=tmp_path / "w.db", workers=2)
+    assert not result.errors and result.ratings == 24
+    import_ratings(tmp_path / "file.db", out / "ratings.jsonl")
+    stored = db_ratings(tmp_path / "w.db")
+    assert len(stored) == 26 and stored == db_ratings(tmp_path / "file.db")
+
+
+def test_a_rating_without_a_worker_row_falls_back_to_importing_the_file(tmp_path):
+    """Rows given as dicts (the API's store_ratings) have no database row: the file is imported."""
+    store_ratings(rows("a"), tmp_path / "out", tmp_path / "a.db")
+    store_ratings([encode_rating(r) for r in rows("b")], tmp_path / "out", tmp_path / "a.db")
+    assert [r[0] for r in db_ratings(tmp_path / "a.db")] == [f"{p}-{i}" for p in "ab" for i in range(4)]

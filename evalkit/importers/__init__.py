@@ -23,10 +23,13 @@ taubench`` means.
 from __future__ import annotations
 
 import importlib
+import os
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from importlib import metadata
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -176,10 +179,8 @@ def expand_inputs(importer: Importer, paths: Sequence[str | Path]) -> tuple[list
     errors: list[InputError] = []
     expand = getattr(importer, "expand", None)
     for raw in paths:
-        try:
-            directory = expand is not None and Path(raw).is_dir()
-        except OSError:  # cannot even be examined: given as is, its reading names the reason
-            directory = False
+        # a path that cannot even be examined is given as is: its reading names the reason
+        directory = expand is not None and os.path.isdir(raw)
         if not directory:
             out.append(str(raw))
             continue
@@ -212,7 +213,8 @@ def import_files(
     with ``db``, imported into that database's ``ratings`` table.
 
     ``workers`` > 1 converts the inputs in that many processes (evalkit.engines.local.map_local; up
-    to 8 files or 1 MiB of input per task, a bounded number of tasks in flight). A worker converts
+    to 64 files or 1 MiB of input per task, fewer when the list is short so that each worker gets
+    about four tasks, and a bounded number of tasks in flight). A worker converts
     an input and stages its files (temporary names in ``out_dir``); this process alone checks
     run_ids across inputs, renames the staged files into place or removes them, and writes the
     ratings file and the database, in input order: the result is the same as with one worker, byte
@@ -222,7 +224,7 @@ def import_files(
     import secrets
 
     from evalkit.engines.local import map_local
-    from evalkit.importers.job import ImportJob, convert_tasks, group_inputs
+    from evalkit.importers.job import TASK_FILES, ImportJob, convert_tasks, group_inputs
     from evalkit.importers.writer import TMP_SUFFIX
 
     if workers < 1:
@@ -237,62 +239,78 @@ def import_files(
     if workers > 1 and not _picklable(work):
         workers = 1
     result = ImportResult()
-    seen: dict[str, str] = {}
-    ratings: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}  # run_id -> the input it was imported from
+    ratings: list[Any] = []
+    values: list[Any] = []  # the database row of each of ratings (job.ConvertedFile.rating_values)
     notes: list[Note] = []
     inputs, result.errors = expand_inputs(imp, paths)  # an input that cannot be listed: reported first
-    stream = map_local(work, group_inputs(inputs), workers, 1)
+    # a task's fixed cost is a round trip, so tasks are large (up to TASK_FILES), but a short list is
+    # still cut into a few tasks per worker so every worker has some
+    per_task = max(1, min(TASK_FILES, -(-len(inputs) // (4 * workers))))
+    stream = map_local(work, group_inputs(inputs, per_task), workers, 1)
     try:
-        for done in stream:
-            try:
-                written = _place(done, seen, out_dir)
-            except InputError as exc:
-                result.errors.append(exc)
-                continue
-            except OSError as exc:
-                result.errors.append(ImportFormatError(done.path, None, f"cannot read or write: {exc.strerror or exc}"))
-                continue
-            result.written[done.path] = written
-            result.errors.extend(done.errors)
-            notes.extend(done.notes)
-            ratings.extend(done.ratings)
-            for run_id, _, _ in done.runs:
-                seen[run_id] = done.path
-    finally:
-        stream.close()  # on an abort: the pool drops queued tasks and waits for the running ones
+        for group in stream:
+            _place(group, seen, out_dir, result, ratings, values, notes)
+    except BaseException:
+        stream.close()  # the pool drops queued tasks and waits for the running ones
         for left in Path(out_dir).glob(f"*.{tag}-*{TMP_SUFFIX}"):  # staged by them, or interrupted
             left.unlink(missing_ok=True)
+        raise
+    # done: every staged file was renamed into place or removed as its input was placed, so there is
+    # no directory to search for them (that search cost the parent a few µs per file in it)
     result.notes = [note.render() for note in merge_notes(notes)]
     if ratings:
         from evalkit.importers.ratings_file import store_ratings
 
         try:
-            result.ratings_file = store_ratings(ratings, out_dir, db)
+            result.ratings_file = store_ratings(ratings, out_dir, db, values)
             result.ratings = len(ratings)
         except InputError as exc:
             result.errors.append(exc)
     return result
 
 
-def _place(done: Any, seen: dict[str, str], out_dir: str | Path) -> list[str]:
-    """Rename one input's staged files (an evalkit.importers.job.ConvertedFile) into place and return
-    their paths; raise InputError (the input's own error, or a run_id an earlier input produced) or
-    OSError after removing them."""
-    from evalkit.importers.writer import commit, discard
+def _place(group: Any, seen: dict[str, str], out_dir: str | Path, result: ImportResult, *collected: list) -> None:
+    """Put one task's inputs (an evalkit.importers.job.ImportedGroup) in place, in order: per input,
+    its own error or a run_id an earlier input produced (one set operation) rejects it and removes
+    its staged files; otherwise they are renamed into place and its ratings, their database rows and
+    its notes go to ``collected``. Per run, this process only renames."""
+    ratings, values, notes = collected
+    replace = os.replace
+    imported = seen.keys()
+    for i, path in enumerate(group.paths):
+        staged, finals = group.staged[i], group.finals[i]
+        error = group.error[i]
+        run_ids = group.run_ids[i]
+        if error is None and not imported.isdisjoint(run_ids):
+            run_id = next(r for r in run_ids if r in seen)
+            error = ImportFormatError(path, None, f"run_id {run_id!r} was already imported from {seen[run_id]}")
+        if error is None:
+            try:
+                if finals:
+                    deque(map(replace, staged, finals), 0)
+                else:  # an input whose every run was an error: the directory exists all the same
+                    Path(out_dir).mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                error = ImportFormatError(path, None, f"cannot read or write: {exc.strerror or exc}")
+        if error is not None:
+            _remove(staged)
+            result.errors.append(error)
+            continue
+        result.written[path] = finals
+        result.errors.extend(group.errors[i])
+        notes.extend(group.notes[i])
+        ratings.extend(group.ratings[i])
+        values.extend(group.rating_values[i])
+        seen.update(zip(run_ids, repeat(path)))
 
-    staged = [(tmp, final) for _, tmp, final in done.runs]
-    try:
-        if done.error is not None:
-            raise done.error
-        for run_id, _, _ in done.runs:
-            if run_id in seen:
-                raise ImportFormatError(done.path, None, f"run_id {run_id!r} was already imported from {seen[run_id]}")
-        if not staged:  # an input whose every run was an error: the directory exists all the same
-            Path(out_dir).mkdir(parents=True, exist_ok=True)
-        return commit(staged)
-    except (InputError, OSError):
-        discard(staged)
-        raise
+
+def _remove(paths: list[str]) -> None:
+    for path in paths:
+        try:
+            os.unlink(path)
+        except OSError:  # renamed into place before a rename failed, or gone: nothing to remove
+            pass
 
 
 def _picklable(obj: Any) -> bool:

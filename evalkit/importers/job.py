@@ -15,12 +15,11 @@ import itertools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from evalkit.errors import InputError
 
-TASK_FILES = 8
+TASK_FILES = 64
 TASK_BYTES = 1 << 20
 
 
@@ -40,15 +39,50 @@ class ImportJob:
 
 @dataclass(slots=True)
 class ConvertedFile:
-    """One input's outcome. ``error`` is set when the whole input is rejected; otherwise ``runs`` holds
-    ``(run_id, staged path, final path)`` per run, and ``errors`` the runs that could not be converted."""
+    """One input's outcome. ``error`` is set when the whole input is rejected; otherwise ``run_ids``,
+    ``staged`` and ``finals`` hold each run's run_id, staged path and final path, and ``errors`` the
+    runs that could not be converted. ``ratings`` are ratings_file.encode_rating's (or a row it
+    refused), ``rating_values`` the database row of each (None for a refused one)."""
 
     path: str
-    runs: list[tuple[str, str, str]] = field(default_factory=list)
-    ratings: list[Any] = field(default_factory=list)  # ratings_file.encode_rating's, or a row it refused
+    run_ids: list[str] = field(default_factory=list)
+    staged: list[str] = field(default_factory=list)
+    finals: list[str] = field(default_factory=list)
+    ratings: list[Any] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
     error: InputError | None = None
     notes: list[Any] = field(default_factory=list)  # evalkit.importers.notes.Note
+    rating_values: list[Any] = field(default_factory=list)
+
+
+class ImportedGroup:
+    """A task's outcomes (one group of inputs, :func:`group_inputs`) as columns, one entry per input
+    in input order: what a worker sends back. One object per task crosses the process boundary, so
+    the parent's thread that receives it rebuilds one object, not one per input or per run; the
+    parent then checks each input's run_ids with one set operation and renames its files."""
+
+    __slots__ = ("paths", "run_ids", "staged", "finals", "ratings", "errors", "error", "notes", "rating_values")
+
+    def __init__(self, paths, run_ids, staged, finals, ratings, errors, error, notes, rating_values):
+        self.paths: list[str] = paths
+        self.run_ids: list[list[str]] = run_ids
+        self.staged: list[list[str]] = staged
+        self.finals: list[list[str]] = finals
+        self.ratings: list[list[Any]] = ratings
+        self.errors: list[list[InputError]] = errors
+        self.error: list[InputError | None] = error
+        self.notes: list[list[Any]] = notes
+        self.rating_values: list[list[Any]] = rating_values
+
+    @classmethod
+    def of(cls, files: list[ConvertedFile]) -> ImportedGroup:
+        return cls(*([getattr(f, name) for f in files] for name in _FILE_FIELDS))
+
+    def __reduce__(self):
+        return ImportedGroup, tuple(getattr(self, name) for name in self.__slots__)
+
+
+_FILE_FIELDS = ConvertedFile.__dataclass_fields__.keys()  # in the order of ImportedGroup's columns
 
 
 def convert_one(job: ImportJob, path: str) -> ConvertedFile:
@@ -57,7 +91,7 @@ def convert_one(job: ImportJob, path: str) -> ConvertedFile:
 
     imp = job.importer
     try:
-        if Path(path).is_dir():
+        if os.path.isdir(path):
             raise ImportFormatError(path, None, f"is a directory (format {imp.name} reads files)")
         out = imp.convert(path, **job.options)
         converted = out if isinstance(out, Converted) else Converted(list(out))
@@ -66,34 +100,43 @@ def convert_one(job: ImportJob, path: str) -> ConvertedFile:
             texts = [(file_name(run_id), dumps_run(run)) for run_id, run in zip(run_ids, converted.runs)]
         except (ValueError, TypeError) as exc:  # NaN or a non-JSON value in a run
             raise ImportFormatError(path, None, f"cannot write a run as JSON: {exc}") from None
+        ratings, values = _encode_ratings(converted.ratings)  # before staging: nothing left to fail after it
         staged = stage(texts, job.out_dir, f"{job.tag}-{os.getpid()}-{next(_staging)}")
     except InputError as exc:
         return ConvertedFile(path, error=exc)
     except OSError as exc:
         return ConvertedFile(path, error=ImportFormatError(path, None, f"cannot read or write: {exc.strerror or exc}"))
-    runs = [(run_id, tmp, final) for run_id, (tmp, final) in zip(run_ids, staged)]
     notes = converted.notes or list(getattr(out, "notes", ()))
-    return ConvertedFile(path, runs, _encode_ratings(converted.ratings), converted.errors, notes=notes)
+    tmps = [tmp for tmp, _ in staged]
+    finals = [final for _, final in staged]
+    return ConvertedFile(path, run_ids, tmps, finals, ratings, converted.errors, notes=notes, rating_values=values)
 
 
-def _encode_ratings(ratings: list[dict[str, Any]]) -> list[Any]:
-    """The ratings checked and serialised here, in the worker (ratings_file.encode_rating), so that
-    the parent only merges lines; a row that does not pass stays as it is, for the parent to refuse
+def _encode_ratings(ratings: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """The ratings checked and serialised here, in the worker (ratings_file.encode_rating), with their
+    database rows (ratings_file.rating_values), so that the parent only merges lines and writes
+    rows; a row that does not pass stays as it is (its database row None), for the parent to refuse
     as it always has."""
-    from evalkit.importers.ratings_file import encode_rating
+    from evalkit.importers.ratings_file import encode_rating_values
 
     out: list[Any] = []
+    values: list[Any] = []
     for data in ratings:
         try:
-            out.append(encode_rating(data))
+            encoded, row = encode_rating_values(data)
         except ValueError:
             out.append(data)
-    return out
+            values.append(None)
+        else:
+            out.append(encoded)
+            values.append(row)
+    return out, values
 
 
-def convert_tasks(job: ImportJob, tasks: list[list[str]]) -> list[ConvertedFile]:
-    """Every input of ``tasks`` (groups of inputs, see :func:`group_inputs`), in order."""
-    return [convert_one(job, p) for paths in tasks for p in paths]
+def convert_tasks(job: ImportJob, tasks: list[list[str]]) -> list[ImportedGroup]:
+    """Every input of ``tasks`` (groups of inputs, see :func:`group_inputs`), in order: one
+    :class:`ImportedGroup` per group."""
+    return [ImportedGroup.of([convert_one(job, p) for p in paths]) for paths in tasks]
 
 
 def group_inputs(

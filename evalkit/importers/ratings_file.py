@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalkit.errors import InputError
 from evalkit.output.atomic import write_text_atomic
@@ -28,39 +29,75 @@ def _line(row: Any) -> str:
     return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+class RatingValues(NamedTuple):
+    """A rating's database row as a worker computed it (what evalkit.db.write_ratings reads of a
+    RatingRow: the same attributes, the same values)."""
+
+    item_id: str
+    rater: str
+    rater_kind: str
+    dimension: str
+    value: Any
+    confidence: float | None
+
+
 def encode_rating(data: dict[str, Any]) -> tuple[tuple[str, str, str], str]:
     """A rating row checked and turned into its key and line (what ``store_ratings`` takes in
     place of the row: the work done where the row was made). Raises ValueError as the row would."""
+    return encode_rating_values(data)[0]
+
+
+def encode_rating_values(data: dict[str, Any]) -> tuple[tuple[tuple[str, str, str], str], tuple]:
+    """:func:`encode_rating` and the rating's database row (the fields of :class:`RatingValues`, as
+    a plain tuple: cheap to send between processes). The row is the one the line reads back as
+    (``evalkit annotations import`` of the file): the line is the checked row's own fields, which
+    JSON carries unchanged (str, int, float, bool), and checking them again changes nothing."""
     from evalkit.agreement.ratings import RatingRow
 
     row = RatingRow.model_validate(data)
-    return (row.item_id, row.rater, row.dimension), _line(row)
+    values = (row.item_id, row.rater, row.rater_kind, row.dimension, row.value, row.confidence)
+    return ((row.item_id, row.rater, row.dimension), _line(row)), values
 
 
-def store_ratings(rows: Iterable[dict[str, Any] | tuple], out_dir: str | Path, db: str | Path | None = None) -> str:
+def store_ratings(
+    rows: Iterable[dict[str, Any] | tuple],
+    out_dir: str | Path,
+    db: str | Path | None = None,
+    values: Iterable[tuple | None] | None = None,
+) -> str:
     """Merge ``rows`` (dicts, or their :func:`encode_rating`) into ``out_dir/ratings.jsonl`` and,
-    with ``db``, import that file into the database's ``ratings`` table. Returns the file's path.
-    Raises InputError (naming the file) when an existing ratings file or the database cannot be
-    used; nothing is half-written."""
+    with ``db``, store the merged ratings (the whole file's, in its order) in the database's
+    ``ratings`` table, as ``evalkit annotations import`` of the file does. ``values``, in step with
+    ``rows``: each encoded row's database row (:func:`encode_rating_values`), so the database is
+    written from them instead of the file being read and checked again (None for a row without
+    one: then the file is imported). Returns the file's path. Raises InputError (naming the file)
+    when an existing ratings file or the database cannot be used; nothing is half-written."""
     from evalkit.agreement.ratings import RatingRow, import_ratings, read_rating_file
 
     path = Path(out_dir) / RATINGS_FILE
-    merged: dict[tuple[str, str, str], Any] = {}
+    merged: dict[tuple[str, str, str], Any] = {}  # a RatingRow, or an encoded row's (line, database row)
     if path.exists():
         for old in read_rating_file(path):
             merged[(old.item_id, old.rater, old.dimension)] = old
-    for data in rows:
+    for data, row_values in zip(rows, repeat(None) if values is None else values):
         if isinstance(data, tuple):
-            merged[data[0]] = data[1]
+            merged[data[0]] = (data[1], row_values)
             continue
         row = RatingRow.model_validate(data)
         merged[(row.item_id, row.rater, row.dimension)] = row
-    text = "".join((v if isinstance(v := merged[k], str) else _line(v)) + "\n" for k in sorted(merged))
+    ordered = [merged[k] for k in sorted(merged)]
+    text = "".join((v[0] if isinstance(v, tuple) else _line(v)) + "\n" for v in ordered)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(path, text)
     except OSError as exc:
         raise InputError(str(path), None, f"cannot write: {exc.strerror or exc}") from None
     if db is not None:
-        import_ratings(db, path)
+        if all(not isinstance(v, tuple) or v[1] is not None for v in ordered):
+            from evalkit.db import write_ratings
+
+            new = tuple.__new__
+            write_ratings(db, [new(RatingValues, v[1]) if isinstance(v, tuple) else v for v in ordered], str(path))
+        else:
+            import_ratings(db, path)
     return str(path)
