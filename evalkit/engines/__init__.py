@@ -5,7 +5,10 @@
 ...     print(scored.text or scored.error, end="")  # doctest: +SKIP  (scored.parts: the same text in pieces)
 
 Every engine yields one ``Scored`` per file, in the order the files were named (directories
-sorted), with the same content: output is byte-identical whatever the engine and worker count.
+sorted), with the same content: output is byte-identical whatever the engine and worker count. A
+batched job (``ScoreJob(batched=True)``, what ``evalkit score`` runs) yields one ``ScoredBatch``
+per batch of files instead: the same files in the same order, as columns, with the batch's
+finished bytes.
 ``ray`` is imported only by the ray engine.
 """
 
@@ -14,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from evalkit.engines.job import Scored, ScoreJob, Source
+from evalkit.engines.job import Scored, ScoredBatch, ScoreJob, Source
 from evalkit.engines.local import default_workers, score_local
 from evalkit.engines.sources import STDIN, expand
 from evalkit.engines.spool import Spool
@@ -57,8 +60,9 @@ def score_files(
     ray_address: str | None = None,
     warn: Callable[[str], None] | None = None,
     spool: Spool | None = None,
-) -> Iterator[Scored]:
-    """Score the files under ``paths`` with an engine; results in input order. ``warn`` receives
+) -> Iterator[Scored] | Iterator[ScoredBatch]:
+    """Score the files under ``paths`` with an engine; results in input order (one ``ScoredBatch``
+    per batch for a batched job). ``warn`` receives
     one line per entry a directory search skipped (each file's own warnings are in its ``Scored``).
     ``spool``: where a local pool's workers, or Ray tasks on this node, may leave a batched job's
     bytes (see :func:`evalkit.engines.local.score_local`)."""
@@ -67,7 +71,7 @@ def score_files(
     return _score(paths, job, engine, workers, ray_address, warn, spool)
 
 
-def _score(paths, job, engine, workers, ray_address, warn, spool) -> Iterator[Scored]:
+def _score(paths, job, engine, workers, ray_address, warn, spool) -> Iterator[Scored] | Iterator[ScoredBatch]:
     names = list(expand(paths, warn))  # on the first result asked for, as sources_of: the count sizes the batches
     if engine == "local":
         yield from score_local(job, _read_stdin(names), workers, spool=spool, total=len(names))

@@ -29,7 +29,7 @@ from functools import partial
 from itertools import chain, islice
 from typing import TypeVar
 
-from evalkit.engines.job import Scored, ScoreJob, Source, score_batch
+from evalkit.engines.job import Scored, ScoredBatch, ScoreJob, Source, score_batch
 from evalkit.engines.spool import Spool
 
 # Files per task, at most: the parent pays ≈ 0.3 ms per batch whatever its size (the pool's
@@ -214,11 +214,11 @@ def started_pool(workers: int, preload: Callable[[], None] | None = None) -> Ite
     if workers <= 1 or workers in _started or _context().get_start_method() != "fork":
         yield
         return
-    with _sigint_blocked(True):
-        pool = _new_pool(workers, preload)
-        pool.submit(os.getpid)  # forks every worker at once (the fork method starts them all on the first task)
-    _started[workers] = pool
-    try:
+    try:  # entered before the pool exists: a Ctrl-C held back while it starts lands in here, and stops it
+        with _sigint_blocked(True):
+            pool = _new_pool(workers, preload)
+            pool.submit(os.getpid)  # forks every worker at once (the fork method starts them all on the first task)
+            _started[workers] = pool
         yield
     finally:
         left = _started.pop(workers, None)
@@ -277,7 +277,7 @@ def score_local(
     batch_files: int | None = None,
     spool: Spool | None = None,
     total: int | None = None,
-) -> Iterator[Scored]:
+) -> Iterator[Scored] | Iterator[ScoredBatch]:
     """Score every source, in order (see :func:`map_local`; ``total``: how many sources there are,
     when known, for batches that shrink toward the end). With ``spool``, a batched job's workers
     leave their pieces' bytes in its directory (:mod:`evalkit.engines.spool`); the caller closes it

@@ -67,7 +67,10 @@ def score_stream(
     :class:`Aggregator`. A database failure raises
     ``evalkit.db.DbError``. Output is the same whatever the engine and number of workers.
     A batched job's files come as :func:`score_batches` gives them, one ``Scored`` per file (the
-    batch's pieces on its last good file).
+    batch's pieces on its last good file); such a job reports and stores a batch at a time, so its
+    errors and warnings for a batch's files reach ``on_error`` / ``warn``, and its rows are queued,
+    before the first of that batch's files is yielded (``evalkit score`` reads
+    :func:`score_batches` itself).
     """
     job = replace(job or ScoreJob(), db_rows=store is not None)
     if job.batched:

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
-from evalkit.engines.job import Scored, ScoreJob, Source, score_batch
+from evalkit.engines.job import Scored, ScoredBatch, ScoreJob, Source, score_batch
 from evalkit.engines.local import BATCH_FILES, guided_batches
 from evalkit.engines.spool import Spool
 
@@ -60,7 +60,7 @@ def score_ray(
     batch_files: int = BATCH_FILES,
     spool: Spool | None = None,
     total: int | None = None,
-) -> Iterator[Scored]:
+) -> Iterator[Scored] | Iterator[ScoredBatch]:
     """Score every source as Ray tasks, in order (``total``: how many, when known, for batches that
     shrink toward the end, as the local pool's). With ``spool``, a batched job's tasks that run on
     the driver's node leave their pieces' bytes in its directory (as the local pool's workers do);

@@ -321,7 +321,9 @@ class ScoreWriter:
     @property
     def encoding(self) -> str | None:
         """``"utf-8"`` when :meth:`write_batch` may be given UTF-8 bytes: the stream has a binary
-        buffer under it, encodes UTF-8 and leaves line ends alone; else None (text).
+        buffer under it, encodes UTF-8 and the platform's line end is ``\n``; else None (text).
+        A text stream opened with another ``newline=`` is not told apart (TextIOWrapper does not
+        say): bytes go to its buffer untranslated.
 
         Whatever the stream's error handler: a worker encodes strictly and sends text instead when
         that fails (a lone surrogate), and where strict encoding succeeds every handler gives the
