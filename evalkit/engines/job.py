@@ -132,9 +132,9 @@ def _read(source: Source, warn, scenarios: Any = None) -> Any:
 
 def score_one(job: ScoreJob, source: Source) -> Scored:
     from evalkit.scoring import score_trajectory
+    from evalkit.trajectory.input_files import shown_name
 
-    name = source[0] if isinstance(source, tuple) else source
-    out = Scored(name)
+    out = Scored(shown_name(source[0] if isinstance(source, tuple) else source))
     try:
         card = score_trajectory(_read(source, out.warnings.append, job.scenarios))
     except InputError as exc:

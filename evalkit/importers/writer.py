@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 TMP_SUFFIX = ".evalkit-import-tmp"
 
 
@@ -37,12 +38,28 @@ def dumps_run(records: Sequence[dict[str, Any]]) -> str:
     return "".join(dumps_record(r) + "\n" for r in records)
 
 
+def encode_json_text(text: str) -> bytes:
+    """JSON text as UTF-8. A lone surrogate (a file name that is not valid UTF-8, as Python hands
+    it over, recorded as a run's source) cannot be encoded: it is written as the escaped text
+    ``\\xNN`` (the file name's byte) or ``\\udNNN``, as evalkit.trajectory.input_files.shown_name
+    shows such a name. Surrogates only occur inside JSON strings, where that text is valid."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(_escaped, text).encode("utf-8")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\\\u{code:04x}"
+
+
 def file_name(run_id: str) -> str:
     """A portable file name for a run_id: unsafe characters become ``_``; a short hash of the
     original run_id is appended whenever anything was replaced, so two run_ids never share a file."""
     safe = _UNSAFE.sub("_", run_id).strip("._") or "run"
     if safe != run_id:
-        safe = f"{safe[:150]}-{hashlib.sha256(run_id.encode('utf-8')).hexdigest()[:8]}"
+        safe = f"{safe[:150]}-{hashlib.sha256(run_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
     return safe + ".jsonl"
 
 
@@ -58,10 +75,11 @@ def stage(texts: Sequence[tuple[str, str]], out_dir: str | Path, tag: str = "") 
         for name, text in texts:
             final = out / name
             tmp = final.with_name(f"{final.name}{'.' + tag if tag else ''}{TMP_SUFFIX}")
-            fh = open(tmp, "w", encoding="utf-8", newline="\n")
+            data = encode_json_text(text)
+            fh = open(tmp, "wb")
             staged.append((str(tmp), str(final)))  # ours from here on: removed if anything fails
             with fh:
-                fh.write(text)
+                fh.write(data)
     except BaseException:
         discard(staged)
         raise

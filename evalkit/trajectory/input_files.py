@@ -23,6 +23,22 @@ ENV_MAX_BYTES = "EVALKIT_MAX_FILE_BYTES"
 STDIN = "-"
 
 
+def shown_name(name: str) -> str:
+    """``name`` as outputs show and store it. A file name that is not valid UTF-8 reaches Python
+    with its bad bytes as lone surrogates (``surrogateescape``), which no UTF-8 output can encode:
+    those bytes are written ``\\xNN`` instead (``bad\\xff.jsonl``), the same every run. The
+    file is still opened by its real name."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        pass
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file system byte gives: shown as its code point
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def max_file_bytes() -> int:
     raw = os.environ.get(ENV_MAX_BYTES)
     if raw is None or not raw.strip():

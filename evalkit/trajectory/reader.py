@@ -18,7 +18,7 @@ from pydantic_core import to_json
 from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.bundle import RESULT_MAX_CHARS, BundleBuilder
-from evalkit.trajectory.input_files import open_regular, read_bytes
+from evalkit.trajectory.input_files import open_regular, read_bytes, shown_name
 from evalkit.trajectory.records import RECORD_TYPES, Call, Final, Meta, Setup, Trajectory
 from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.trajectory.scenario import Scenario
@@ -345,7 +345,7 @@ def parse_trajectory(
     path: str, data: bytes, warn: Warn | None = None, compact: bool = False, scenarios: ScenarioSet | None = None
 ) -> Trajectory:
     """Parse the bytes of one trajectory file. Raises InputError on bad input."""
-    return parse_lines(path, data.split(b"\n"), warn, compact, _maybe_overflow(data), scenarios)
+    return parse_lines(shown_name(path), data.split(b"\n"), warn, compact, _maybe_overflow(data), scenarios)
 
 
 _SCENARIOS: dict[bytes, Scenario] = {}
@@ -384,6 +384,7 @@ def read_trajectory(
     if name == STDIN:
         return parse_trajectory("<stdin>", read_bytes(STDIN, max_bytes), warn, compact, scenarios)
     fh, size = open_regular(name, max_bytes)
+    name = shown_name(name)
     with fh:
         try:
             if size <= _WHOLE_FILE_BYTES:  # read at once: one search for an overflow serves every line
