@@ -16,7 +16,9 @@ Timings use the 10·N corpus (3,000 files by default).
   ceiling     first, for --no-db, --db and --parquet: whole `evalkit score` processes (median of 3):
               the parent's and the workers' CPU with --workers 2, the 2-worker wall ratio, the
               same per file (10·N minus N: start-up taken out) and Amdahl's projected speed-up over
-              one worker on 8, 16 and 64 cores from those per-file shares Peak RSS is
+              one worker on 8, 16 and 64 cores from those per-file shares; and, before them, the
+              machine's own floor under the 2-worker ratio: two independent one-worker runs at
+              once against one alone (two busy cores of a shared VM each run slower). Peak RSS is
 measured in a fresh `evalkit score --format jsonl` (database written, default workers) over N and
 over 10·N files: the parent's and the largest worker's. Targets: one core ≤ 1.3× decode; 2 workers
 ≤ 0.6× one worker; Ray output identical; RSS flat (ratio close to 1).
@@ -96,6 +98,23 @@ def whole_process(directory: Path, tmp: Path, sink: str, workers: int) -> tuple[
     return parent, children, wall
 
 
+def side_by_side(directory: Path, tmp: Path) -> tuple[float, float]:
+    """Two independent one-worker `evalkit score DIR --format jsonl --no-db` processes started
+    together: (wall s until both ended, CPU s of the two). Against one alone, what this machine
+    gives two processes that share nothing, the floor under any 2-worker ratio here."""
+    argv = [sys.executable, "-c", CPU_PROBE, "score", str(directory), "--format", "jsonl", "--no-db", "--workers", "1"]
+    env = installed_env(tmp)
+    with open(os.devnull, "w") as devnull:
+        t0 = time.perf_counter()
+        procs = [subprocess.Popen(argv, stdout=devnull, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+        outs = [p.communicate()[1] for p in procs]
+        wall = time.perf_counter() - t0
+    if any(p.returncode for p in procs):
+        raise SystemExit("a side-by-side run failed")
+    cpu = sum(float(out.strip().splitlines()[-1].split()[0]) for out in outs)
+    return wall, cpu
+
+
 def installed_env(tmp: Path) -> dict[str, str]:
     """The environment of a whole-process run: Python's bytecode cached (in ``tmp``, the checkout is
     left alone) as it is for an installed evalkit, even where PYTHONDONTWRITEBYTECODE is set:
@@ -121,6 +140,16 @@ def ceiling(small: Path, large: Path, tmp: Path, repeat: int = 3) -> None:
     print(
         f"ceiling: whole `evalkit score` processes, median of {repeat}, bytecode cached; load average "
         f"{os.getloadavg()[0]:.1f}; stdout to {os.devnull} ({'a regular file here' if os.path.isfile(os.devnull) else 'a device'})"
+    )
+    alone, pair = [], []
+    for _ in range(repeat):  # alternated, so a drift in the machine's speed moves both
+        alone.append(whole_process(large, tmp, "--no-db", 1))
+        pair.append(side_by_side(large, tmp))
+    alone_m, pair_m = median_of(alone), median_of(pair)
+    print(
+        f"machine: two independent one-worker --no-db runs at once take {pair_m[0] / alone_m[2]:.2f}x the wall "
+        f"and {pair_m[1] / (2 * alone_m[0]):.2f}x the CPU each of one alone (medians of {repeat}): no 2-worker "
+        f"run can beat {pair_m[0] / alone_m[2] / 2:.2f} of one worker's wall here"
     )
     for sink in SINKS:
         one = median_of([whole_process(large, tmp, sink, 1) for _ in range(repeat)])
