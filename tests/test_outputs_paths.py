@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import os
 import shutil
 import sqlite3
@@ -208,14 +209,13 @@ def test_score_out_onto_a_full_disk_is_one_line_and_keeps_the_old_file(tmp_path,
 
     out = tmp_path / "scores.jsonl"
     out.write_text("previous scores\n", encoding="utf-8")
-    real = atomic.AtomicFile.write
 
-    def full(self, text):  # the disk fills during the run
-        if self._fh.tell() > 1000:
+    def full(self, data):  # the disk fills during the run: a write that would pass 1,000 bytes fails
+        if self.tell() + len(data) > 1000:
             raise atomic.output_error(self.path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
-        return real(self, text)
+        return io.FileIO.write(self, data)
 
-    monkeypatch.setattr(atomic.AtomicFile, "write", full)
+    monkeypatch.setattr(atomic._OutputDescriptor, "write", full)
     res = run("score", EXAMPLES, "--no-db", "--format", "jsonl", "--out", out)
     assert res.exit_code == 1
     assert res.stderr.strip().splitlines()[-1] == f"error: {out}: cannot write: No space left on device"

@@ -193,3 +193,54 @@ def test_a_database_write_interrupted_by_ctrl_c_is_written_again_on_the_way_out(
     store.close()
     stored = {r for (r,) in sqlite3.connect(tmp_path / "s.db").execute("SELECT run_id FROM runs")}
     assert len(calls) == 2 and given and set(given) <= stored
+
+
+def test_one_process_scores_sixteen_files_a_batch_with_the_one_by_one_result(tmp_path, monkeypatch):
+    """With one worker, files are scored LOCAL_FILES at a time (a batch's fixed cost shared): the
+    output, the warnings, the errors and the database are those of one file at a time."""
+    import sqlite3
+
+    root = make_runs(tmp_path / "runs")
+    assert local_engine.LOCAL_FILES == 16
+    calls = []
+    real = local_engine.score_batch
+
+    def counting(job, sources):
+        calls.append(len(sources))
+        return real(job, sources)
+
+    monkeypatch.setattr(local_engine, "score_batch", counting)
+    results = {}
+    for each in (16, 1):
+        monkeypatch.setattr(local_engine, "LOCAL_FILES", each)
+        db = tmp_path / f"{each}.db"
+        results[each] = [score(root, 1, "--format", fmt) for fmt in ("jsonl", "json", "csv")]
+        stored = CliRunner().invoke(cli, ["score", str(root), "--format", "jsonl", "--db", str(db), "--workers", "1"])
+        results[each].append((stored.exit_code, stored.stdout, stored.stderr.replace(str(db), "DB")))
+        with sqlite3.connect(db) as conn:
+            results[each].append(
+                {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in ("runs", "commands")}
+            )
+    assert calls[:1] == [6] and set(calls[-5:]) == {1}  # all six files at once, then one at a time
+    assert results[16] == results[1]
+    assert results[1][0][0] == 1 and "already read from" in results[1][0][2]
+
+
+def test_a_batch_scored_where_it_is_written_keeps_its_rows_as_they_are(tmp_path):
+    """In this process a batch's database rows go to executemany and its Parquet rows stay rows;
+    the same batch for another process is staged (a staging database, an Arrow table)."""
+    pytest.importorskip("pyarrow")
+    from dataclasses import replace
+
+    from evalkit.db.scores import BatchRows, StagedRows, can_stage
+    from evalkit.output.parquet import ArrowRows
+
+    root = make_runs(tmp_path)
+    files = sorted(str(p) for p in root.glob("*.jsonl"))
+    job = ScoreJob(output_format="jsonl", db_rows=True, parquet_rows=True, batched=True)
+    (here,) = score_batch(replace(job, in_process=True), files)
+    (sent,) = score_batch(job, files)
+    assert isinstance(here.pieces.rows, BatchRows) and isinstance(here.pieces.parquet, list)
+    assert isinstance(sent.pieces.parquet, ArrowRows)
+    assert isinstance(sent.pieces.rows, StagedRows if can_stage() else BatchRows)
+    assert here.pieces.output == sent.pieces.output

@@ -37,6 +37,9 @@ class ScoreJob:
     include_errors: bool = False
     # batched, in a pool: the directory the pieces' bytes are left in (evalkit.engines.spool)
     spool: str | None = None
+    # batched, scored in the process that writes: a batch of several files keeps its rows for
+    # executemany and its Parquet rows as they are (staging them is for a batch sent elsewhere)
+    in_process: bool = False
 
 
 @dataclass(slots=True)

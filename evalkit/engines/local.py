@@ -39,6 +39,9 @@ from evalkit.engines.spool import Spool
 BATCH_FILES = 256
 SMALLEST_BATCH = 16
 POOL_FILES = 64  # no more files than this: scored in this process, a pool would cost more than it saves
+# in this process, files are scored this many at a time: a batch's fixed cost (its pieces, its aggregate
+# partial merged) is shared by them, while output and progress still come every few milliseconds
+LOCAL_FILES = 16
 IN_FLIGHT_PER_WORKER = 4
 STOP_GRACE_S = 2.0
 WATCH_PARENT_S = 0.25  # how often a worker without a parent-death signal looks for its parent
@@ -234,20 +237,24 @@ def map_local(
     pool_work: Callable[[], Callable[[list[T]], list[R]]] | None = None,
     total: int | None = None,
     pool_items: int | None = None,
+    local_batch: int = 1,
 ) -> Iterator[R]:
     """``work`` applied to ``items`` in batches of at most ``batch_size`` (shrinking toward the end
     when the ``total`` number of items is known: :func:`guided_batches`), results in input order,
     in a pool of ``workers`` processes. ``work`` maps a batch to its results (a list) and must be
     picklable (a module-level function, or a ``functools.partial`` of one); ``pool_work()``, when
     given, is what the pool's workers run instead (asked once, when the pool starts). One worker,
-    or no more than ``pool_items`` items (default ``batch_size``), runs in this process, one item
-    at a time (a pool would cost more than it saves)."""
+    or no more than ``pool_items`` items (default ``batch_size``), runs in this process (a pool
+    would cost more than it saves), ``local_batch`` items at a time: one by default; more where
+    each call of ``work`` has a fixed cost worth sharing (a batched score job's pieces and
+    aggregate partial)."""
     it = iter(items)
     small = batch_size if pool_items is None else pool_items
     head = list(islice(it, small + 1)) if workers > 1 else []
     if workers <= 1 or len(head) <= small:
-        for item in chain(head, it):
-            yield from work([item])
+        rest = chain(head, it)
+        while chunk := list(islice(rest, local_batch)):
+            yield from work(chunk)
         return
     items = chain(head, it)
     if pool_work is not None:
@@ -282,8 +289,9 @@ def score_local(
     when known, for batches that shrink toward the end). With ``spool``, a batched job's workers
     leave their pieces' bytes in its directory (:mod:`evalkit.engines.spool`); the caller closes it
     once it has taken them."""
-    pooled = None
+    pooled = lambda: partial(score_batch, job)  # noqa: E731
     if spool is not None and job.batched:
         pooled = lambda: partial(score_batch, replace(job, spool=spool.path))  # noqa: E731
     size = batch_files or BATCH_FILES
-    return map_local(partial(score_batch, job), sources, workers, size, pooled, total, min(size, POOL_FILES))
+    here = partial(score_batch, replace(job, in_process=True))
+    return map_local(here, sources, workers, size, pooled, total, min(size, POOL_FILES), LOCAL_FILES)

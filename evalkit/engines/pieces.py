@@ -19,8 +19,9 @@ Arrow table are left in files of the run's spool directory and only their names 
 once, instead of receiving them through the pool's pipe.
 
 The parent decodes nothing and builds no object per card; the same
-function runs in this process (one worker: a batch per file), in the pool and on Ray, so every
-engine and worker count writes the same bytes.
+function runs in this process (one worker: batches of 16 files, their rows and Parquet rows kept
+as they are, ``ScoreJob.in_process``), in the pool and on Ray, so every engine and worker count
+writes the same bytes.
 """
 
 from __future__ import annotations
@@ -85,12 +86,12 @@ def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> l
 
         pieces.rows = batch_rows(rows)
         # several files: a batch that goes to another process, where inserting them row by row would
-        # be the parent's work; one file a batch is this process's own loop
-        if len(rows) > 1 and can_stage():
+        # be the parent's work; a batch scored where it is written is that process's own loop
+        if len(rows) > 1 and not job.in_process and can_stage():
             pieces.rows = stage_rows(pieces.rows)
     if job.parquet_rows:
         pieces.parquet = parquet
-        if len(parquet) > 1:  # as the rows above: converted to Arrow here, not in the parent
+        if len(parquet) > 1 and not job.in_process:  # as the rows above: converted to Arrow here, not in the parent
             from evalkit.output.parquet import arrow_rows
 
             pieces.parquet = arrow_rows(parquet)
