@@ -117,3 +117,38 @@ def test_workers_started_for_a_pools_worth_of_files(no_threads):
     with api.workers_started([f"f{i}.jsonl" for i in range(local_engine.POOL_FILES + 1)], 2):
         assert 2 in local_engine._started
     assert not local_engine._started
+
+
+INHERITS = """
+import sys
+from evalkit import api
+from evalkit.engines.local import map_local
+
+def loaded(batch):
+    return [("pyarrow" in sys.modules, "pyarrow.parquet" in sys.modules) for _ in batch]
+
+with api.workers_started([f"f{i}" for i in range(100)], 2, parquet=sys.argv[1] == "yes"):
+    got = set(map_local(loaded, range(100), 2, 10))
+print(sorted(got), "pyarrow" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("parquet", [True, False])
+def test_a_parquet_run_loads_pyarrow_once_for_its_workers_to_inherit(parquet):
+    """With --parquet the parent imports pyarrow before forking (it writes Parquet anyway), so each
+    worker does not import it again (≈ 0.25 s each); without, nobody loads it."""
+    pytest.importorskip("pyarrow")
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", INHERITS, "yes" if parquet else "no"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ([f"[({parquet},", f"{parquet})]", str(parquet)])

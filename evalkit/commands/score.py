@@ -112,7 +112,7 @@ def register(group: click.Group) -> None:
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         # the workers start now and load the scorer while this process opens its outputs
-        with api.workers_started(found, run["workers"], run["engine"]):
+        with api.workers_started(found, run["workers"], run["engine"], parquet=parquet_dir is not None):
             from evalkit.api import DbError, OutputError
             from evalkit.errors import InputError
             from evalkit.present.progress import StderrDigest
