@@ -30,7 +30,15 @@ class Rating:
 def write_ratings(path: str | os.PathLike[str], rows: Iterable[Any], source: str) -> None:
     """Upsert rows (objects with item_id, rater, rater_kind, dimension, value, confidence) in one
     transaction: all of them or none."""
-    values = [(r.item_id, r.rater, r.rater_kind, r.dimension, json.dumps(r.value), r.confidence, source) for r in rows]
+    write_rating_values(
+        path, [(r.item_id, r.rater, r.rater_kind, r.dimension, r.value, r.confidence) for r in rows], source
+    )
+
+
+def write_rating_values(path: str | os.PathLike[str], rows: Iterable[tuple], source: str) -> None:
+    """:func:`write_ratings` for rows given as ``(item_id, rater, rater_kind, dimension, value,
+    confidence)`` tuples (what ``evalkit import``'s workers compute)."""
+    values = [(*r[:4], json.dumps(r[4]), r[5], source) for r in rows]
     db = open_write(path)
     try:
         with db.transaction() as conn:

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable
 from itertools import repeat
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from evalkit.errors import InputError
 from evalkit.output.atomic import write_text_atomic
@@ -29,18 +29,6 @@ def _line(row: Any) -> str:
     return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-class RatingValues(NamedTuple):
-    """A rating's database row as a worker computed it (what evalkit.db.write_ratings reads of a
-    RatingRow: the same attributes, the same values)."""
-
-    item_id: str
-    rater: str
-    rater_kind: str
-    dimension: str
-    value: Any
-    confidence: float | None
-
-
 def encode_rating(data: dict[str, Any]) -> tuple[tuple[str, str, str], str]:
     """A rating row checked and turned into its key and line (what ``store_ratings`` takes in
     place of the row: the work done where the row was made). Raises ValueError as the row would."""
@@ -48,15 +36,19 @@ def encode_rating(data: dict[str, Any]) -> tuple[tuple[str, str, str], str]:
 
 
 def encode_rating_values(data: dict[str, Any]) -> tuple[tuple[tuple[str, str, str], str], tuple]:
-    """:func:`encode_rating` and the rating's database row (the fields of :class:`RatingValues`, as
-    a plain tuple: cheap to send between processes). The row is the one the line reads back as
+    """:func:`encode_rating` and the rating's database row (:func:`_values`, a plain tuple: cheap
+    to send between processes). The row is the one the line reads back as
     (``evalkit annotations import`` of the file): the line is the checked row's own fields, which
     JSON carries unchanged (str, int, float, bool), and checking them again changes nothing."""
     from evalkit.agreement.ratings import RatingRow
 
     row = RatingRow.model_validate(data)
-    values = (row.item_id, row.rater, row.rater_kind, row.dimension, row.value, row.confidence)
-    return ((row.item_id, row.rater, row.dimension), _line(row)), values
+    return ((row.item_id, row.rater, row.dimension), _line(row)), _values(row)
+
+
+def _values(row: Any) -> tuple:
+    """A rating's database row (evalkit.db.ratings.write_rating_values)."""
+    return (row.item_id, row.rater, row.rater_kind, row.dimension, row.value, row.confidence)
 
 
 def store_ratings(
@@ -94,10 +86,9 @@ def store_ratings(
         raise InputError(str(path), None, f"cannot write: {exc.strerror or exc}") from None
     if db is not None:
         if all(not isinstance(v, tuple) or v[1] is not None for v in ordered):
-            from evalkit.db import write_ratings
+            from evalkit.db.ratings import write_rating_values
 
-            new = tuple.__new__
-            write_ratings(db, [new(RatingValues, v[1]) if isinstance(v, tuple) else v for v in ordered], str(path))
+            write_rating_values(db, [v[1] if isinstance(v, tuple) else _values(v) for v in ordered], str(path))
         else:
             import_ratings(db, path)
     return str(path)
