@@ -270,12 +270,21 @@ def import_files(
     return result
 
 
-def _place(group: Any, seen: dict[str, str], out_dir: str | Path, result: ImportResult, *collected: list) -> None:
+def _place(
+    group: Any,
+    seen: dict[str, str],
+    out_dir: str | Path,
+    result: ImportResult,
+    ratings: list[Any],
+    values: list[Any],
+    notes: list[Note],
+) -> None:
     """Put one task's inputs (an evalkit.importers.job.ImportedGroup) in place, in order: per input,
     its own error or a run_id an earlier input produced (one set operation) rejects it and removes
     its staged files; otherwise they are renamed into place and its ratings, their database rows and
-    its notes go to ``collected``. Per run, this process only renames."""
-    ratings, values, notes = collected
+    its notes are added to ``ratings``, ``values`` and ``notes``. Per run, this process only renames."""
+    from evalkit.importers.writer import discard
+
     replace = os.replace
     imported = seen.keys()
     for i, path in enumerate(group.paths):
@@ -294,7 +303,7 @@ def _place(group: Any, seen: dict[str, str], out_dir: str | Path, result: Import
             except OSError as exc:
                 error = ImportFormatError(path, None, f"cannot read or write: {exc.strerror or exc}")
         if error is not None:
-            _remove(staged)
+            discard(zip(staged, finals))  # a file renamed into place before a rename failed is gone: skipped
             result.errors.append(error)
             continue
         result.written[path] = finals
@@ -303,14 +312,6 @@ def _place(group: Any, seen: dict[str, str], out_dir: str | Path, result: Import
         ratings.extend(group.ratings[i])
         values.extend(group.rating_values[i])
         seen.update(zip(run_ids, repeat(path)))
-
-
-def _remove(paths: list[str]) -> None:
-    for path in paths:
-        try:
-            os.unlink(path)
-        except OSError:  # renamed into place before a rename failed, or gone: nothing to remove
-            pass
 
 
 def _picklable(obj: Any) -> bool:

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +50,9 @@ def encode_json_text(text: str) -> bytes:
 
 
 def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\\\u{code:04x}"
+    from evalkit.trajectory.input_files import shown_name
+
+    return shown_name(match.group()).replace("\\", "\\\\")  # inside a JSON string: its backslash escaped
 
 
 def file_name(run_id: str) -> str:
@@ -93,7 +94,7 @@ def commit(staged: Sequence[tuple[str, str]]) -> list[str]:
     return [final for _, final in staged]
 
 
-def discard(staged: Sequence[tuple[str, str]]) -> None:
+def discard(staged: Iterable[tuple[str, str]]) -> None:
     for tmp, _ in staged:
         try:
             os.unlink(tmp)
