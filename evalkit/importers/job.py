@@ -55,24 +55,23 @@ class ConvertedFile:
     rating_values: list[Any] = field(default_factory=list)
 
 
+@dataclass(slots=True)
 class ImportedGroup:
     """A task's outcomes (one group of inputs, :func:`group_inputs`) as columns, one entry per input
     in input order: what a worker sends back. One object per task crosses the process boundary, so
     the parent's thread that receives it rebuilds one object, not one per input or per run; the
-    parent then checks each input's run_ids with one set operation and renames its files."""
+    parent then checks each input's run_ids with one set operation and renames its files. The
+    columns are ConvertedFile's fields, in its order."""
 
-    __slots__ = ("paths", "run_ids", "staged", "finals", "ratings", "errors", "error", "notes", "rating_values")
-
-    def __init__(self, paths, run_ids, staged, finals, ratings, errors, error, notes, rating_values):
-        self.paths: list[str] = paths
-        self.run_ids: list[list[str]] = run_ids
-        self.staged: list[list[str]] = staged
-        self.finals: list[list[str]] = finals
-        self.ratings: list[list[Any]] = ratings
-        self.errors: list[list[InputError]] = errors
-        self.error: list[InputError | None] = error
-        self.notes: list[list[Any]] = notes
-        self.rating_values: list[list[Any]] = rating_values
+    paths: list[str]
+    run_ids: list[list[str]]
+    staged: list[list[str]]
+    finals: list[list[str]]
+    ratings: list[list[Any]]
+    errors: list[list[InputError]]
+    error: list[InputError | None]
+    notes: list[list[Any]]
+    rating_values: list[list[Any]]
 
     @classmethod
     def of(cls, files: list[ConvertedFile]) -> ImportedGroup:
