@@ -62,9 +62,9 @@ def store_ratings(
     ``ratings`` table, as ``evalkit annotations import`` of the file does. ``values``, in step with
     ``rows``: each encoded row's database row (:func:`encode_rating_values`), so the database is
     written from them instead of the file being read and checked again (None for a row without
-    one: then the file is imported). Returns the file's path. Raises InputError (naming the file)
+    one: its line is checked again). Returns the file's path. Raises InputError (naming the file)
     when an existing ratings file or the database cannot be used; nothing is half-written."""
-    from evalkit.agreement.ratings import RatingRow, import_ratings, read_rating_file
+    from evalkit.agreement.ratings import RatingRow, read_rating_file
 
     path = Path(out_dir) / RATINGS_FILE
     merged: dict[tuple[str, str, str], Any] = {}  # a RatingRow, or an encoded row's (line, database row)
@@ -85,10 +85,18 @@ def store_ratings(
     except OSError as exc:
         raise InputError(str(path), None, f"cannot write: {exc.strerror or exc}") from None
     if db is not None:
-        if all(not isinstance(v, tuple) or v[1] is not None for v in ordered):
-            from evalkit.db.ratings import write_rating_values
+        from evalkit.db.ratings import write_rating_values
 
-            write_rating_values(db, [v[1] if isinstance(v, tuple) else _values(v) for v in ordered], str(path))
-        else:
-            import_ratings(db, path)
+        write_rating_values(db, [_row_values(v) for v in ordered], str(path))
     return str(path)
+
+
+def _row_values(merged: Any) -> tuple:
+    """The database row of a merged rating: a worker's, else the row's own (a line given without its
+    row is checked again, as reading the file back would)."""
+    from evalkit.agreement.ratings import RatingRow
+
+    if not isinstance(merged, tuple):
+        return _values(merged)
+    line, values = merged
+    return values if values is not None else _values(RatingRow.model_validate(json.loads(line)))
