@@ -294,4 +294,5 @@ def score_local(
         pooled = lambda: partial(score_batch, replace(job, spool=spool.path))  # noqa: E731
     size = batch_files or BATCH_FILES
     here = partial(score_batch, replace(job, in_process=True))
-    return map_local(here, sources, workers, size, pooled, total, min(size, POOL_FILES), LOCAL_FILES)
+    local = LOCAL_FILES if job.batched else 1  # a job that is not batched has no batch cost to share
+    return map_local(here, sources, workers, size, pooled, total, min(size, POOL_FILES), local)
