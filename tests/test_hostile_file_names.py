@@ -107,3 +107,17 @@ def test_json_text_with_a_lone_surrogate_is_encoded_as_escaped_text():
     text = json.dumps({"source": os.fsdecode(b"a\xff"), "odd": "\ud800"}, ensure_ascii=False)
     assert json.loads(encode_json_text(text).decode("utf-8")) == {"source": "a\\xff", "odd": "\\ud800"}
     assert encode_json_text('{"k":"ü"}') == '{"k":"ü"}'.encode()
+
+
+def test_a_run_with_such_a_name_finds_the_scenario_file_beside_it(tmp_path):
+    """The run names its scenario (meta.scenario_id) and scenarios.json sits beside it: the reader
+    looks it up by the file's real name, and shows the escaped one."""
+    scenario = a320_scenario()
+    (tmp_path / "scenarios.json").write_text(json.dumps([scenario]), encoding="utf-8")
+    records = trajectory(scenario, [], run_id="named")
+    records[0] = {k: v for k, v in records[0].items() if k != "scenario"} | {"scenario_id": scenario["id"]}
+    raw = os.fsencode(tmp_path) + b"/r\xe9sum\xe9.jsonl"
+    write_jsonl(os.fsdecode(raw), records)
+    done = evalkit("score", tmp_path, "--format", "jsonl", "--no-db")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["path"] == f"{tmp_path}/r\\xe9sum\\xe9.jsonl"

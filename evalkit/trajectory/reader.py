@@ -107,7 +107,10 @@ class _Builder:
         may_overflow: bool = True,
         scenarios: ScenarioSet | None = None,
     ):
-        self.path, self.warn, self.compact = path, warn, compact
+        # ``source``: the file's real name, for what is looked up beside it; ``path``: the name as
+        # the card, the errors and the warnings show it (input_files.shown_name)
+        self.source, self.path = path, shown_name(path)
+        self.warn, self.compact = warn, compact
         self.scenarios = scenarios
         self.may_overflow = may_overflow
         self.bundle: BundleBuilder | None = None
@@ -159,7 +162,7 @@ class _Builder:
         if literals or (self.may_overflow and _maybe_overflow(line)):
             self.non_finite += count_non_finite(obj)
         if rtype == "meta":
-            filled = fill_scenario(obj, self.scenarios, path, lineno)
+            filled = fill_scenario(obj, self.scenarios, self.source, lineno)
             _share_scenario(obj)
             if self.scenarios is not None and not filled:
                 warn_if_differs(obj, self.scenarios, path, lineno, self.warn)
@@ -350,7 +353,7 @@ def parse_trajectory(
     path: str, data: bytes, warn: Warn | None = None, compact: bool = False, scenarios: ScenarioSet | None = None
 ) -> Trajectory:
     """Parse the bytes of one trajectory file. Raises InputError on bad input."""
-    return parse_lines(shown_name(path), data.split(b"\n"), warn, compact, _maybe_overflow(data), scenarios)
+    return parse_lines(path, data.split(b"\n"), warn, compact, _maybe_overflow(data), scenarios)
 
 
 _SCENARIOS: dict[bytes, Scenario] = {}
@@ -389,7 +392,6 @@ def read_trajectory(
     if name == STDIN:
         return parse_trajectory("<stdin>", read_bytes(STDIN, max_bytes), warn, compact, scenarios)
     fh, size = open_regular(name, max_bytes)
-    name = shown_name(name)
     with fh:
         try:
             if size <= _WHOLE_FILE_BYTES:  # read at once: one search for an overflow serves every line
@@ -397,7 +399,7 @@ def read_trajectory(
                 return parse_lines(name, io.BytesIO(data), warn, compact, _maybe_overflow(data), scenarios)
             return parse_lines(name, fh, warn, compact, scenarios=scenarios)
         except OSError as exc:
-            raise InputError(name, None, f"cannot read: {exc.strerror or exc}") from None
+            raise InputError(shown_name(name), None, f"cannot read: {exc.strerror or exc}") from None
 
 
 def __getattr__(name: str) -> Any:

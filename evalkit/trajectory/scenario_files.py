@@ -28,7 +28,7 @@ from pydantic_core import to_json
 
 from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
-from evalkit.trajectory.input_files import read_bytes
+from evalkit.trajectory.input_files import read_bytes, shown_name
 from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.trajectory.scenario import Scenario, suggestion
 
@@ -225,7 +225,8 @@ def scenarios_beside(path: str) -> tuple[ScenarioSet, str] | None:
 def fill_scenario(meta: dict[str, Any], scenarios: ScenarioSet | None, path: str, lineno: int) -> bool:
     """Give a meta record that names its scenario (``scenario_id``, no ``scenario``) the file's one,
     before it is validated. True when it did. Without scenario files given, the scenario file
-    beside the run is used (:func:`scenarios_beside`): a folder of runs carries its tasks."""
+    beside the run is used (:func:`scenarios_beside`): a folder of runs carries its tasks.
+    ``path``: the run's real name (the errors show it as input_files.shown_name does)."""
     if "scenario" in meta:
         return False
     sid = meta.get("scenario_id")
@@ -236,14 +237,14 @@ def fill_scenario(meta: dict[str, Any], scenarios: ScenarioSet | None, path: str
         beside = scenarios_beside(path)
         if beside is None:
             raise InputError(
-                path,
+                shown_name(path),
                 lineno,
                 f'meta.scenario_id: "{sid}" names a scenario that is not embedded: '
                 f"pass the file that holds it (--scenarios FILE) or put it beside the run ({BESIDE_NAMES[0]})",
             )
         scenarios, where = beside[0], f"{beside[1]} (the scenario file beside the run)"
     if sid not in scenarios:
-        raise InputError(path, lineno, f'meta.scenario_id: no scenario "{sid}" in {where}')
+        raise InputError(shown_name(path), lineno, f'meta.scenario_id: no scenario "{sid}" in {where}')
     meta["scenario"] = scenarios.by_id[sid][0]
     return True
 
