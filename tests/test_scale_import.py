@@ -127,8 +127,8 @@ def test_the_database_written_from_the_workers_rows_is_the_ratings_file_imported
     assert len(stored) == 26 and stored == db_ratings(tmp_path / "file.db")
 
 
-def test_a_rating_without_a_worker_row_falls_back_to_importing_the_file(tmp_path):
-    """Rows given as dicts (the API's store_ratings) have no database row: the file is imported."""
+def test_a_rating_without_a_worker_row_is_stored_from_its_line_checked_again(tmp_path):
+    """Rows given as dicts or encoded lines alone (the API's store_ratings) have no worker row: stored all the same."""
     store_ratings(rows("a"), tmp_path / "out", tmp_path / "a.db")
     store_ratings([encode_rating(r) for r in rows("b")], tmp_path / "out", tmp_path / "a.db")
     assert [r[0] for r in db_ratings(tmp_path / "a.db")] == [f"{p}-{i}" for p in "ab" for i in range(4)]
