@@ -2,7 +2,7 @@
 
 litellm (1.110) can retrieve an Anthropic batch but not create one (its create transformation
 raises NotImplementedError; BerriAI/litellm#17265 asks for it), so evalkit speaks the API itself
-with httpx, through the judge's bounded client (judges/transport.py: no redirects, replies
+with httpx, through evalkit's bounded client (evalkit/config/outbound.py: no redirects, replies
 bounded): `POST /v1/messages/batches` with the requests inline (Anthropic has no input file),
 `GET /v1/messages/batches/{id}` to poll (`processing_status` in_progress, canceling, ended), and
 the JSONL at the batch's `results_url` (one line per request: `succeeded` with its message,
@@ -33,7 +33,7 @@ from collections.abc import Callable
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from evalkit.judges import transport
+from evalkit.config import outbound
 from evalkit.judges.protocol import JudgeFatalError
 from evalkit.judges.redaction import redact
 
@@ -127,7 +127,7 @@ class AnthropicBatches:
             ) from None
         except _Transient as exc:
             response = exc.response
-        except (transport.ReplyRefused, transport.Redirected) as exc:
+        except (outbound.ReplyRefused, outbound.Redirected) as exc:
             raise JudgeFatalError(f"{self.model}: {method} {url}: {redact(str(exc))}") from None
         if response.status_code != 200:
             raise JudgeFatalError(f"{where} answered {response.status_code}: {redact(_message(response.content))}")

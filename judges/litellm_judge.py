@@ -4,7 +4,7 @@ Bounds: each attempt, whole (connect, headers and body), ends within `[request].
 read that never stalls long enough for a per-read timeout (a body trickled a byte at a time, a
 chunked body or headers that never end) is cut there too. Requests to OpenAI-compatible servers
 (the `openai` provider: OpenAI itself and every --api-base server) go through evalkit's own httpx
-client (judges/transport.py): a reply over `[request].reply_max_bytes` is refused while it is
+client (evalkit/config/outbound.py): a reply over `[request].reply_max_bytes` is refused while it is
 read, and a redirect is an error naming both URLs, never followed (the request carries the key
 and the transcript). Other providers use litellm's own client, under the same deadline.
 
@@ -59,8 +59,8 @@ with warnings.catch_warnings():  # litellm's import trips pydantic warnings abou
 from pydantic import ValidationError  # noqa: E402
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt  # noqa: E402
 
+from evalkit.config import outbound  # noqa: E402
 from evalkit.judges import output_modes as modes  # noqa: E402
-from evalkit.judges import transport  # noqa: E402
 from evalkit.judges.concurrency import request_slot  # noqa: E402
 from evalkit.judges.config import JudgeConfig, load_config  # noqa: E402
 from evalkit.judges.context import DoesNotFit, fit  # noqa: E402
@@ -81,6 +81,15 @@ litellm.suppress_debug_info = True
 litellm.drop_params = False
 logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)
 logging.getLogger("litellm").setLevel(logging.CRITICAL)
+
+# how the judge's requests are named in the errors of evalkit's HTTP client
+REQUESTS = outbound.Purpose(
+    request="the judge request",
+    carries="a judge request carries the API key and the run's transcript",
+    address="--api-base",
+    limit_setting="[request].reply_max_bytes",
+    deadline_setting="[request].timeout_s",
+)
 
 _TRANSIENT = (
     litellm.RateLimitError,
@@ -136,6 +145,24 @@ def rejected_parameter(exc: BaseException) -> str | None:
     return modes.rejected_parameter(_status(exc), error_text(exc))
 
 
+async def model_ids(client, api_base: str, key: str) -> list[str] | None:
+    """The ids an OpenAI-compatible server lists at GET {api_base}/models; None if it cannot say
+    (an error, a redirect, a reply that is not a list)."""
+    url = api_base.rstrip("/") + "/models"
+    try:
+        with outbound.watch():
+            response = await client.get(url, headers={"Authorization": f"Bearer {key}"})
+        if response.status_code != 200:
+            return None
+        data = json.loads(response.content.decode("utf-8", "replace"))
+        entries = data.get("data") if isinstance(data, dict) else None
+        if entries is None and isinstance(data, dict):
+            entries = data.get("models")  # Ollama's /api/tags shape, served by some proxies
+        return sorted({str(e.get("id") or e.get("name")) for e in entries or [] if isinstance(e, dict)})
+    except Exception:
+        return None
+
+
 class AttemptTimedOut(Exception):
     """No complete reply within the attempt's deadline (retried, as a timeout is)."""
 
@@ -159,7 +186,7 @@ def _one_line(exc: BaseException, limit: int = 160) -> str:
 def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, AttemptTimedOut):
         return True
-    if isinstance(exc, (transport.Redirected, transport.ReplyRefused, UnreadableReply)):
+    if isinstance(exc, (outbound.Redirected, outbound.ReplyRefused, UnreadableReply)):
         return False  # the same request would get the same answer
     if isinstance(exc, litellm.ContextWindowExceededError) or is_missing_key(exc):
         return False
@@ -406,7 +433,7 @@ class LiteLLMJudge:
         if self._http is None or self._http[0] is not loop:
             import openai
 
-            http = transport.http_client(self.config.reply_max_bytes, self.config.timeout_s)
+            http = outbound.http_client(self.config.reply_max_bytes, self.config.timeout_s, REQUESTS)
             base = (
                 self.api_base
                 or os.environ.get("OPENAI_BASE_URL")
@@ -431,7 +458,7 @@ class LiteLLMJudge:
 
     async def _attempt(self, kwargs: dict):
         """One request, bounded as a whole by the deadline; what went wrong named in evalkit's terms."""
-        with transport.watch() as seen:
+        with outbound.watch() as seen:
             timer = asyncio.timeout(self.config.timeout_s)
             try:
                 async with timer:
@@ -546,7 +573,7 @@ class LiteLLMJudge:
         """What the server lists, when a 404 says the model is unknown there (the same client as
         the calls: no redirect is followed, so the key goes nowhere else)."""
         clients = self._clients() if isinstance(exc, litellm.NotFoundError) and self.api_base else None
-        return await transport.model_ids(clients[0], self.api_base, self._key() or "no-key") if clients else None
+        return await model_ids(clients[0], self.api_base, self._key() or "no-key") if clients else None
 
     def _fatal_message(self, exc: BaseException, offered: list[str] | None = None) -> str:
         where = self.api_base or self.model
@@ -633,7 +660,8 @@ class LiteLLMJudge:
         def client():
             loop = asyncio.get_running_loop()
             if self._batch_http is None or self._batch_http[0] is not loop:
-                self._batch_http = (loop, transport.http_client(self.config.reply_max_bytes, self.config.timeout_s))
+                http = outbound.http_client(self.config.reply_max_bytes, self.config.timeout_s, REQUESTS)
+                self._batch_http = (loop, http)
             return self._batch_http[1]
 
         return AnthropicBatches(
@@ -823,9 +851,9 @@ class LiteLLMJudge:
                 )
             except AttemptTimedOut as exc:
                 return finish("judge_error", error=f"after {counters['attempts']} attempts: {exc}")
-            except (transport.ReplyRefused, UnreadableReply) as exc:
+            except (outbound.ReplyRefused, UnreadableReply) as exc:
                 return finish("judge_error", error=str(exc))
-            except transport.Redirected as exc:
+            except outbound.Redirected as exc:
                 raise JudgeFatalError(str(exc), finish("judge_error", error=str(exc))) from None
             except Exception as exc:
                 refused = rejected_parameter(exc)

@@ -21,6 +21,7 @@ JUDGE_MAY_IMPORT = {
     "evalkit.scoring.scorecard",
     "evalkit.config.resources",
     "evalkit.config.files",
+    "evalkit.config.outbound",  # the one outbound HTTP client
     "evalkit.errors",
     "evalkit.present",
     "evalkit.aggregate.per_call",

@@ -1,29 +1,49 @@
-"""The judge's HTTP client (httpx): no redirect is followed, and a reply is bounded while it is read.
+"""evalkit's one outbound HTTP client (httpx): no redirect is followed, a reply is bounded while it
+is read, and a request ends within one deadline.
 
-A judge request carries the API key and the run's transcript, so it goes to the address the user
-gave and nowhere else: a 3xx answer is `Redirected` (naming both URLs), never followed, for the
-chat request and the model listing alike. A reply longer than the limit is `ReplyTooLarge`: a
-Content-Length over it is refused before the body is read, a body without one is cut as soon as
-it passes the limit. Compressed replies are decoded here, under the same limit (counted after
-decoding, so a small gzip body cannot expand past it); encodings zlib cannot decode are refused
-(`identity` is asked for, so only a server that ignores that sends one).
+Every request evalkit sends (the judge's calls to a model server, its batch calls, `evalkit export
+otel --endpoint`) carries something meant for the address the user gave: an API key, a run's
+transcript, the headers of an authenticated backend. So it goes there and nowhere else: a 3xx
+answer is `Redirected` (naming both URLs), never followed, and a POST is never turned into a GET.
+A reply longer than the limit is `ReplyTooLarge`: a Content-Length over it is refused before the
+body is read, a body without one is cut as soon as it passes the limit. Compressed replies are
+decoded here, under the same limit (counted after decoding, so a small gzip body cannot expand
+past it); encodings zlib cannot decode are refused (`identity` is asked for, so only a server that
+ignores that sends one). A `Purpose` names the requests and the settings in these errors.
+
+Time: httpx's timeouts are per read, so a server that trickles a byte at a time never trips them.
+`within()` bounds a whole request (connect, headers, body) by one deadline; the judge wraps each
+attempt of litellm's call the same way (judges/litellm_judge.py).
 
 What one attempt saw is kept on the `Exchange` that `watch()` makes current (the status, the URL
-and the body once it was read whole), so the caller can tell "the server answered 200 and litellm
-could not read it" from a refusal of the request. The time bound of an attempt is not here: the
-caller wraps the whole attempt (connect, headers, body) in one deadline.
+and the body once it was read whole), so the caller can tell "the server answered 200 and could
+not be read" from a refusal of the request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
-import json
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import httpx
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Purpose:
+    """How a client's requests are named in its errors."""
+
+    request: str  # "the judge request"
+    carries: str  # why it must not go elsewhere
+    address: str  # the option that gives the address
+    limit_setting: str  # the setting of the reply size limit
+    deadline_setting: str  # the setting of the deadline
 
 
 class ReplyRefused(Exception):
@@ -31,18 +51,24 @@ class ReplyRefused(Exception):
 
 
 class ReplyTooLarge(ReplyRefused):
-    def __init__(self, limit: int):
-        super().__init__(f"the reply is larger than {size_text(limit)} ([request].reply_max_bytes); not read further")
+    def __init__(self, limit: int, purpose: Purpose):
+        super().__init__(f"the reply is larger than {size_text(limit)} ({purpose.limit_setting}); not read further")
 
 
 class Redirected(Exception):
-    def __init__(self, source: str, target: str, status: int):
+    def __init__(self, source: str, target: str, status: int, purpose: Purpose):
         super().__init__(
-            f"the judge request to {source} was redirected ({status}) to {target}; evalkit "
-            "does not follow redirects of judge requests (they carry the API key and the run's "
-            "transcript): use the final address as --api-base"
+            f"{purpose.request} to {source} was redirected ({status}) to {target}; evalkit does not "
+            f"follow redirects ({purpose.carries}): use the final address as {purpose.address}"
         )
         self.source, self.target, self.status = source, target, status
+
+
+class DeadlineExceeded(TimeoutError):
+    def __init__(self, seconds: float, purpose: Purpose):
+        super().__init__(
+            f"no complete reply within {seconds:g} s (connect, headers and body; {purpose.deadline_setting})"
+        )
 
 
 def size_text(n: int) -> str:
@@ -63,7 +89,7 @@ class Exchange:
     chunks: list = field(default_factory=list, repr=False)
 
 
-_CURRENT: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar("judge_exchange", default=None)
+_CURRENT: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar("outbound_exchange", default=None)
 
 
 @contextlib.contextmanager
@@ -86,8 +112,8 @@ def _refuse(exc: Exception) -> Exception:
 
 
 class _BoundedBody(httpx.AsyncByteStream):
-    def __init__(self, inner: httpx.AsyncByteStream, limit: int, encoding: str | None):
-        self.inner, self.limit, self.read = inner, limit, 0
+    def __init__(self, inner: httpx.AsyncByteStream, limit: int, encoding: str | None, purpose: Purpose):
+        self.inner, self.limit, self.read, self.purpose = inner, limit, 0, purpose
         # MAX_WBITS | 32: a gzip or a zlib header, whichever the body has ("deflate" is zlib in HTTP)
         self.decoder = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding else None
         self.seen = _CURRENT.get()
@@ -95,7 +121,7 @@ class _BoundedBody(httpx.AsyncByteStream):
     def _count(self, data: bytes) -> bytes:
         self.read += len(data)
         if self.read > self.limit:
-            raise _refuse(ReplyTooLarge(self.limit))
+            raise _refuse(ReplyTooLarge(self.limit, self.purpose))
         if self.seen is not None:
             self.seen.chunks.append(data)
         return data
@@ -128,8 +154,8 @@ _ZLIB = ("gzip", "x-gzip", "deflate")
 class BoundedTransport(httpx.AsyncBaseTransport):
     """httpx's own transport, with redirects refused and reply bodies bounded (module docstring)."""
 
-    def __init__(self, limit: int, inner: httpx.AsyncBaseTransport | None = None):
-        self.limit = limit
+    def __init__(self, limit: int, purpose: Purpose, inner: httpx.AsyncBaseTransport | None = None):
+        self.limit, self.purpose = limit, purpose
         self.inner = inner or httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -142,11 +168,11 @@ class BoundedTransport(httpx.AsyncBaseTransport):
             await response.aclose()
             location = response.headers.get("location")
             target = str(request.url.join(location)) if location else "(no Location header)"
-            raise _refuse(Redirected(str(request.url), target, response.status_code))
+            raise _refuse(Redirected(str(request.url), target, response.status_code, self.purpose))
         length = response.headers.get("content-length", "")
         if length.strip().isdigit() and int(length) > self.limit:
             await response.aclose()
-            raise _refuse(ReplyTooLarge(self.limit))
+            raise _refuse(ReplyTooLarge(self.limit, self.purpose))
         encoding = (response.headers.get("content-encoding") or "identity").strip().lower()
         if encoding not in ("identity", *_ZLIB):
             await response.aclose()
@@ -165,34 +191,28 @@ class BoundedTransport(httpx.AsyncBaseTransport):
                     if k.lower() not in ("content-encoding", "content-length")
                 ]
             )
-        body = _BoundedBody(response.stream, self.limit, None if encoding == "identity" else encoding)
+        body = _BoundedBody(response.stream, self.limit, None if encoding == "identity" else encoding, self.purpose)
         return httpx.Response(response.status_code, headers=headers, stream=body, extensions=response.extensions)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
 
 
-def http_client(limit: int, timeout_s: float) -> httpx.AsyncClient:
-    """The judge's client: redirects off (a 3xx is refused by the transport anyway), replies
-    bounded, each read within timeout_s (the attempt's deadline is the caller's)."""
+def http_client(limit: int, timeout_s: float, purpose: Purpose) -> httpx.AsyncClient:
+    """The client: redirects off (a 3xx is refused by the transport anyway), replies bounded,
+    each read within timeout_s (the whole request's deadline is `within`)."""
     return httpx.AsyncClient(
-        transport=BoundedTransport(limit), follow_redirects=False, timeout=httpx.Timeout(timeout_s)
+        transport=BoundedTransport(limit, purpose), follow_redirects=False, timeout=httpx.Timeout(timeout_s)
     )
 
 
-async def model_ids(client: httpx.AsyncClient, api_base: str, key: str) -> list[str] | None:
-    """The ids an OpenAI-compatible server lists at GET {api_base}/models; None if it cannot say
-    (an error, a redirect, a reply that is not a list)."""
-    url = api_base.rstrip("/") + "/models"
+async def within(seconds: float, purpose: Purpose, call: Awaitable[T]) -> T:
+    """``call`` bounded as a whole (connect, headers, body) by one deadline: `DeadlineExceeded`."""
+    timer = asyncio.timeout(seconds)
     try:
-        with watch():
-            response = await client.get(url, headers={"Authorization": f"Bearer {key}"})
-        if response.status_code != 200:
-            return None
-        data = json.loads(response.content.decode("utf-8", "replace"))
-        entries = data.get("data") if isinstance(data, dict) else None
-        if entries is None and isinstance(data, dict):
-            entries = data.get("models")  # Ollama's /api/tags shape, served by some proxies
-        return sorted({str(e.get("id") or e.get("name")) for e in entries or [] if isinstance(e, dict)})
-    except Exception:
-        return None
+        async with timer:
+            return await call
+    except TimeoutError:
+        if timer.expired():
+            raise DeadlineExceeded(seconds, purpose) from None
+        raise
