@@ -21,6 +21,25 @@ def p_value(value: float | None) -> str | float | None:
     return "<0.001" if value < 0.001 else value
 
 
+CORRECTION_NAMES = {
+    "holm": "Holm (family-wise error)",
+    "bh": "Benjamini-Hochberg (false discovery rate)",
+    "none": "no correction",
+}
+
+
+def family_text(comparison: dict[str, Any]) -> str:
+    """The comparison's family and correction in one phrase, as the report names it: ``one family of
+    12 tests (every pair of the 3 models × score, pass rate, safe pass rate, unsafe rate), adjusted
+    together by Holm (family-wise error)``."""
+    metrics = list(dict.fromkeys(METRIC_LABELS.get(r["metric"], r["metric"]) for r in comparison["rows"]))
+    pairs = "every pair of the" if comparison.get("baseline") is None else f"{comparison['baseline']} against the"
+    return (
+        f"one family of {comparison['family']} tests ({pairs} {len(comparison['models'])} models \u00d7 "
+        f"{', '.join(metrics)}), adjusted together by {CORRECTION_NAMES[comparison['correction']]}"
+    )
+
+
 def comparison_table(comparison: dict[str, Any]) -> Table:
     level = f"{comparison['level']:.0%}"
     correction = comparison["correction"]
@@ -63,11 +82,7 @@ def comparison_table(comparison: dict[str, Any]) -> Table:
         if r["reason"]:
             reasons.setdefault((r["candidate"], r["baseline"], r["reason"]), []).append(metric)
     family = comparison["family"]
-    method = {
-        "holm": "Holm (family-wise error)",
-        "bh": "Benjamini-Hochberg (false discovery rate)",
-        "none": "no correction",
-    }[correction]
+    method = CORRECTION_NAMES[correction]
     tested = (
         f"p-values of {family} test(s) adjusted by {method}; significant when the adjusted p < "
         f"{1 - comparison['level']:.2g}"

@@ -286,20 +286,20 @@ def provenance_items(p: dict) -> list[tuple[str, str]]:
 
 
 def _comparison_section(agg: dict) -> dict:
-    """Paired comparisons (evalkit.aggregate.uncertainty.paired, the code behind ``evalkit compare``): every
-    model against the best one on the safe figures (``best_model``: safe pass rate, then mean score;
-    Holm over that family; each model row gets its ``versus_best``), and every pair of models (Holm
-    over all pairs)."""
-    from evalkit.aggregate.uncertainty.paired import best_model, compare_models
+    """Paired comparisons (evalkit.aggregate.uncertainty.paired, the code behind ``evalkit compare``):
+    one family, every pair of models on every compared metric, one Holm correction. Every
+    significance statement of the report comes from it: the pairwise table shows its rows, and each
+    model row's ``versus_best`` reads the rows of its pair with the best model on the safe figures
+    (``best_model``: safe pass rate, then mean score), as model − best."""
+    from evalkit.aggregate.uncertainty.paired import best_model, compare_models, versus
 
     if len(agg.get("models", [])) < 2:
         return {"available": False, "reason": "fewer than two agent models: nothing to compare"}
     best = best_model(agg)
     if best is None:
         return {"available": False, "reason": "no model has a mean score"}
-    versus = compare_models(agg, baseline=best)
+    family = compare_models(agg)
     for m in agg["models"]:
-        rows = [r for r in versus["rows"] if r["candidate"] == m["model"]]
         m["versus_best"] = (
             None
             if m["model"] == best
@@ -310,10 +310,10 @@ def _comparison_section(agg: dict) -> dict:
                     "p_adjusted": r["p_adjusted"],
                     "reason": r["reason"],
                 }
-                for r in rows
+                for r in versus(family, m["model"], best)
             }
         )
-    return {"available": True, "best": best, "versus_best": versus, "all_pairs": compare_models(agg)}
+    return {"available": True, "best": best, "all_pairs": family}
 
 
 # --------------------------------------------------------------------------------------------

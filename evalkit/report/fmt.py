@@ -44,15 +44,17 @@ def interval(ci: Any, percent: bool = False) -> str:
 
 
 def versus_best(model: dict) -> str:
-    """How a model compares with the best one (paired, Holm-corrected): ``best``, ``worse: score
-    -0.21 (p 0.003)``, ``no detectable difference`` or ``not comparable``."""
+    """How a model compares with the best one (the report's comparison family): ``best``,
+    ``significantly different: score -0.21 (p 0.003)`` (the adjusted p-value written as the
+    comparison table writes it), ``no detectable difference`` or ``not comparable``."""
     versus = model.get("versus_best")
     if versus is None:
         return "best" if "versus_best" in model else "n/a"
-    from evalkit.present.comparison_view import METRIC_LABELS
+    from evalkit.present.comparison_view import METRIC_LABELS, p_value
+    from evalkit.present.table import scalar_text
 
     worse = [
-        f"{METRIC_LABELS.get(metric, metric)} {r['delta']:+.2f} (p {r['p_adjusted']:.2g})"
+        f"{METRIC_LABELS.get(metric, metric)} {r['delta']:+.2f} (p {scalar_text(p_value(r['p_adjusted']))})"
         for metric, r in sorted(versus.items())
         if r["verdict"] in ("worse", "better")
     ]

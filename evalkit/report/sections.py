@@ -78,6 +78,28 @@ def _pass_rate_chart(items: list[dict], label, title: str, flag, caption: str) -
     )
 
 
+def _versus_best_note(comp: dict) -> list[Para]:
+    """Under the per-model table: where its "vs best" claims come from (the comparison's family)."""
+    if not comp.get("available"):
+        return []
+    from evalkit.present.comparison_view import family_text
+
+    return [
+        Para(
+            [
+                Term(Lit("vs best (paired)")),
+                Lit(": each model against "),
+                comp["best"],
+                Lit(
+                    ", the best on the safe figures, as model − best, read from the paired comparison's "
+                    f"{family_text(comp['all_pairs'])}: the same adjusted p-values as its table."
+                ),
+            ],
+            "note",
+        )
+    ]
+
+
 def headline(report: dict) -> Part:
     part = Part("headline", "Headline: pass rate and pass^k", [])
     if not report["runs"]:
@@ -120,6 +142,7 @@ def headline(report: dict) -> Part:
         Para(lede, "lede"),
         Heading(3, Lit("Per model")),
         Grid(tables.model_headers(level), tables.model_rows(models), "models", frozenset({1, 2, 3, 5, 7, 9})),
+        *_versus_best_note(report.get("comparison") or {}),
         Heading(3, Lit("Per scenario and model")),
         Grid(tables.group_headers(level), tables.group_rows(groups), "groups", frozenset({2, 3, 4, 6, 7})),
         Only(HTML, [Figures(charts)]),
@@ -135,23 +158,33 @@ def comparison(report: dict) -> Part:
     if not comp.get("available"):
         part.blocks.append(_absent(comp.get("reason", "no comparison")))
         return part
-    from evalkit.present.comparison_view import comparison_table
+    from evalkit.present.comparison_view import comparison_table, family_text
 
+    family = family_text(comp["all_pairs"])
     page = [
         Lit(
             "Every pair of models on the scenarios both ran: the mean per-scenario difference "
-            "(candidate − baseline), its interval and p-value (paired t-test), Holm-adjusted across the rows. "
-            "The per-model table's “vs best” column is the same test against the best model on the safe "
-            "figures (safe pass rate, then mean score) ("
+            "(candidate − baseline), its interval and p-value (paired t-test). "
+            "Every significance statement on this page, in this table and in the per-model table's "
+            "“vs best” column, comes from "
+        ),
+        Strong(Lit(family)),
+        Lit(
+            ". The “vs best” column reads each model's rows against the best model on the safe figures "
+            "(safe pass rate, then mean score: "
         ),
         comp["best"],
-        Lit("), Holm-adjusted over its own rows."),
+        Lit("), as model − best."),
     ]
     summary = [
         Lit(
-            "Every pair of models on the scenarios both ran (paired t-test, Holm-adjusted). The per-model "
-            '"vs best" column is the same test against the best model on the safe figures (safe pass rate, '
-            "then mean score: "
+            "Every pair of models on the scenarios both ran (paired t-test). "
+            "Every significance statement here comes from "
+        ),
+        Strong(Lit(family)),
+        Lit(
+            '; the per-model "vs best" column reads each model\'s rows against the best model on the safe '
+            "figures (safe pass rate, then mean score: "
         ),
         comp["best"],
         Lit(")."),

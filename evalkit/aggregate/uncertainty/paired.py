@@ -159,6 +159,41 @@ def _verdict(row: dict[str, Any], alpha: float, correction: str) -> None:
         )
 
 
+def _reversed(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row read the other way round (baseline − candidate): the same test and p-values, the
+    difference and its interval negated, better and worse swapped."""
+    flip = {BETTER: WORSE, WORSE: BETTER}
+
+    def neg(value: float | None) -> float | None:
+        return None if value is None else 0.0 - value  # 0.0 - 0.0 is 0.0, never -0.0
+
+    out = dict(row)
+    out.update(
+        baseline=row["candidate"],
+        candidate=row["baseline"],
+        baseline_mean=row["candidate_mean"],
+        candidate_mean=row["baseline_mean"],
+        delta=neg(row["delta"]),
+        delta_ci=None if row["delta_ci"] is None else [neg(row["delta_ci"][1]), neg(row["delta_ci"][0])],
+        statistic=neg(row["statistic"]),
+        verdict=flip.get(row["verdict"], row["verdict"]),
+    )
+    return out
+
+
+def versus(comparison: Mapping[str, Any], candidate: str, baseline: str) -> list[dict[str, Any]]:
+    """The rows of ``comparison`` (one family, one correction) that compare ``candidate`` with
+    ``baseline``, each as candidate − baseline whichever way the family took the pair: a claim
+    about the pair read from here is the family's own, adjusted p-value and all."""
+    rows = []
+    for row in comparison["rows"]:
+        if (row["baseline"], row["candidate"]) == (baseline, candidate):
+            rows.append(dict(row))
+        elif (row["baseline"], row["candidate"]) == (candidate, baseline):
+            rows.append(_reversed(row))
+    return rows
+
+
 def significantly_worse(comparison: Mapping[str, Any], candidate: str) -> list[dict[str, Any]]:
     """The rows where ``candidate`` is significantly worse than its baseline."""
     return [r for r in comparison["rows"] if r["candidate"] == candidate and r["verdict"] == WORSE]
