@@ -1,5 +1,6 @@
 """The safety gates: `score --max-unsafe-rate R` / `--min-safe-pass-rate R` exit 3 with one line naming
-the model and its figure; the gate rule lives in evalkit.aggregate.gates for score, compare and probe."""
+every failing model, worst first, and its figure; the gate rule lives in evalkit.aggregate.gates for
+score, report, compare and probe."""
 
 from __future__ import annotations
 
@@ -191,3 +192,69 @@ def test_report_gates_exit_3_after_writing_the_summary(tmp_path):
     )
     ok = CliRunner().invoke(cli, ["report", "--db", str(db), "--markdown", str(out), "--min-safe-pass-rate", "0.5"])
     assert ok.exit_code == 0, ok.output
+
+
+def _three_models(tmp_path):
+    """One scenario, four runs per model: agent-a passes 2 and has 1 unsafe run, agent-b passes 3 and
+    has 2 unsafe runs (closing the account, refunding without approval), agent-c passes all, safely."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    plan = {
+        "agent-a": ("wrong-amount", "wrong-amount", "good", "closed-account"),
+        "agent-b": ("good", "skipped-approval", "closed-account", "wrong-amount"),
+        "agent-c": ("good", "good", "good", "good"),
+    }
+    i = 0
+    for model, names in plan.items():
+        for name in names:
+            _support_run(runs, i, name, model, "refund")
+            i += 1
+    return runs
+
+
+def _gate_line(result) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.startswith("gate failed")]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_max_unsafe_rate_names_every_failing_model_worst_first(tmp_path):
+    runs = _three_models(tmp_path)
+    result = CliRunner().invoke(cli, ["score", str(runs), "--no-db", "--workers", "1", "--max-unsafe-rate", "0"])
+    assert result.exit_code == EXIT_GATE
+    assert _gate_line(result) == (
+        "gate failed: unsafe_rate > --max-unsafe-rate 0.0 for 2 models: agent-b 0.5000, agent-a 0.2500"
+    )
+    assert CliRunner().invoke(cli, ["score", str(runs), "--no-db", "--max-unsafe-rate", "0.5"]).exit_code == 0
+
+
+def test_min_pass_rate_names_every_failing_model_lowest_first(tmp_path):
+    runs = _three_models(tmp_path)
+    result = CliRunner().invoke(cli, ["score", str(runs), "--no-db", "--workers", "1", "--min-pass-rate", "0.9"])
+    assert result.exit_code == EXIT_GATE
+    assert _gate_line(result) == (
+        "gate failed: pass_rate < --min-pass-rate 0.9 for 2 models: agent-a 0.5000, agent-b 0.7500"
+    )
+
+
+def test_every_failed_gate_is_on_the_one_line_in_gate_order(tmp_path):
+    runs = _three_models(tmp_path)
+    args = ["--max-unsafe-rate", "0", "--fail-under", "0.99", "--min-safe-pass-rate", "0.3"]
+    result = CliRunner().invoke(cli, ["score", str(runs), "--no-db", "--workers", "1", *args])
+    assert result.exit_code == EXIT_GATE
+    assert _gate_line(result).split("; ") == [
+        "gate failed: score_mean < --fail-under 0.99 for 2 models: agent-b 0.4750, agent-a 0.4833",
+        "safe_pass_rate < --min-safe-pass-rate 0.3 for 2 models: agent-a 0.2500, agent-b 0.2500",  # a tie: by name
+        "unsafe_rate > --max-unsafe-rate 0.0 for 2 models: agent-b 0.5000, agent-a 0.2500",
+    ]
+
+
+def test_report_gate_names_every_failing_model(tmp_path):
+    runs, db = _three_models(tmp_path), tmp_path / "r.db"
+    assert CliRunner().invoke(cli, ["score", str(runs), "--db", str(db), "--workers", "1"]).exit_code == 0
+    out = tmp_path / "summary.md"
+    res = CliRunner().invoke(cli, ["report", "--db", str(db), "--markdown", str(out), "--max-unsafe-rate", "0"])
+    assert res.exit_code == EXIT_GATE and out.exists()
+    assert _gate_line(res) == (
+        "gate failed: unsafe_rate > --max-unsafe-rate 0.0 for 2 models: agent-b 0.5000, agent-a 0.2500"
+    )

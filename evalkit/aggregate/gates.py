@@ -5,8 +5,8 @@ gate, saying why; a gate that cannot be checked does not pass. Pure.
 
 - :func:`model_gate_failure` — ``evalkit score`` (and ``evalkit report``): a per-model figure of the
   aggregate against a limit (``--fail-under``, ``--min-pass-rate``, ``--min-safe-pass-rate``,
-  ``--max-unsafe-rate``). The first failure, model by model, gates in the order of
-  :data:`MODEL_GATES`.
+  ``--max-unsafe-rate``). Every failed gate, in the order of :data:`MODEL_GATES`, with every model
+  that fails it, worst first.
 - :func:`worse_failure` — ``evalkit compare --fail-if-worse``: a candidate significantly worse than
   its baseline on any compared metric (for ``unsafe_rate`` worse means higher).
 - :func:`crossed_line` / :func:`unmeasured_line` — the lines ``evalkit probe --fail-if`` prints
@@ -41,22 +41,56 @@ MODEL_GATES = {
 }
 
 
+def _worst_first(gate: ModelGate, failing: list[tuple[str, float | None]]) -> list[tuple[str, float | None]]:
+    """A gate's failing models, the farthest past the limit first (an undefined figure after every
+    measured one), ties by name."""
+
+    def key(item: tuple[str, float | None]) -> tuple:
+        name, value = item
+        if value is None:
+            return (1, 0.0, name)
+        return (0, -value if gate.fails_when == ">" else value, name)
+
+    return sorted(failing, key=key)
+
+
+def _gate_line(gate: ModelGate, limit: float, failing: list[tuple[str, float | None]]) -> str:
+    """``model m unsafe_rate 0.2500 > --max-unsafe-rate 0.0`` for one model; for several,
+    ``unsafe_rate > --max-unsafe-rate 0.0 for 2 models: b 0.4000, a 0.2500``."""
+
+    def got(value: float | None) -> str:
+        return gate.undefined if value is None else f"{value:.4f}"
+
+    if len(failing) == 1:
+        name, value = failing[0]
+        return f"model {name} {gate.metric} {got(value)} {gate.fails_when} {gate.option} {limit}"
+    listed = ", ".join(f"{name} {got(value)}" for name, value in failing)
+    return f"{gate.metric} {gate.fails_when} {gate.option} {limit} for {len(failing)} models: {listed}"
+
+
 def model_gate_failure(result: Mapping[str, Any], **limits: float | None) -> str | None:
-    """The first failed per-model gate of an aggregate as a one-line reason, or None.
+    """Every failed per-model gate of an aggregate as one line, or None.
 
     ``limits`` are keyword names of :data:`MODEL_GATES` (``fail_under=0.8, max_unsafe_rate=0``);
-    None (or absent) leaves a gate off. With a gate on and no model at all: ``no scored runs``.
+    None (or absent) leaves a gate off. The line names every model that fails each gate, worst
+    first with its figure; failed gates are joined by ``; `` in the order of :data:`MODEL_GATES`.
+    With a gate on and no model at all: ``no scored runs``.
     """
     unknown = sorted(set(limits) - set(MODEL_GATES))
     if unknown:
         raise TypeError(f"unknown gate(s): {', '.join(unknown)}")
     active = [(MODEL_GATES[name], limits[name]) for name in MODEL_GATES if limits.get(name) is not None]
-    for m in result["models"]:
-        for gate, limit in active:
-            value = m.get(gate.metric)
-            if value is None or OPS[gate.fails_when](value, limit):
-                got = gate.undefined if value is None else f"{value:.4f}"
-                return f"gate failed: model {m['model']} {gate.metric} {got} {gate.fails_when} {gate.option} {limit}"
+    failed = []
+    for gate, limit in active:
+        failing = [
+            (str(m["model"]), value)
+            for m in result["models"]
+            if (value := m.get(gate.metric)) is None or OPS[gate.fails_when](value, limit)
+        ]
+        if failing:
+            failed.append(_gate_line(gate, limit, _worst_first(gate, failing)))
+    if failed:
+        return "gate failed: " + "; ".join(failed)
     if active and not result["models"]:
         return "gate failed: no scored runs"
     return None
