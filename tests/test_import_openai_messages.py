@@ -157,3 +157,54 @@ def test_reimport_is_byte_identical(tmp_path):
     names = sorted(p.name for p in a.iterdir())
     assert names == sorted(p.name for p in b.iterdir()) and len(names) == 3
     assert all((a / n).read_bytes() == (b / n).read_bytes() for n in names)
+
+
+def _import_cli(path: Path, out: Path):
+    from click.testing import CliRunner
+
+    from evalkit.cli import cli
+
+    return CliRunner().invoke(cli, ["import", "openai-messages", str(path), "-o", str(out)], prog_name="evalkit")
+
+
+def test_a_pretty_printed_json_list_is_said_to_be_json_not_jsonl(tmp_path):
+    lines = [json.loads(line) for line in SRC.read_text().splitlines() if line.strip()]
+    pretty = tmp_path / "transcripts.json"
+    pretty.write_text(json.dumps(lines, indent=2) + "\n")
+    res = _import_cli(pretty, tmp_path / "out")
+    n = len(pretty.read_text().splitlines())
+    assert res.exit_code == 1 and res.stdout == ""
+    assert res.stderr == (
+        f"{pretty}:1: expected JSONL, one JSON document per line (a transcript object {{id, messages, ...}}),"
+        f" got one JSON list over {n} lines (jq -c '.[]' FILE writes one element a line)\n"
+    )
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_a_pretty_printed_transcript_object_is_said_to_be_json_not_jsonl(tmp_path):
+    one = tmp_path / "one.json"
+    one.write_text("\n\n" + json.dumps(json.loads(SRC.read_text().splitlines()[0]), indent=1))
+    res = _import_cli(one, tmp_path / "out")
+    assert res.exit_code == 1
+    assert res.stderr.startswith(f"{one}:3: expected JSONL, one JSON document per line")
+    assert "got one JSON object over" in res.stderr and "jq -c . FILE writes it on one line" in res.stderr
+    assert res.stderr.count("\n") == 1
+
+
+def test_a_broken_first_line_of_real_jsonl_keeps_its_parse_error(tmp_path):
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "a", "messages": [\n' + SRC.read_text())
+    res = _import_cli(broken, tmp_path / "out")
+    assert res.exit_code == 1 and res.stderr.startswith(f"{broken}:1: not valid JSON: EOF while parsing")
+
+
+def test_a_json_list_on_one_line_says_a_line_holds_one_transcript(tmp_path):
+    lines = [json.loads(line) for line in SRC.read_text().splitlines() if line.strip()]
+    listed = tmp_path / "list.jsonl"
+    listed.write_text(json.dumps(lines) + "\n")
+    res = _import_cli(listed, tmp_path / "out")
+    assert res.exit_code == 1
+    assert res.stderr == (
+        f"{listed}:1: a line must be an object {{id, messages, expected_actions, ...}},"
+        " not a JSON list (JSONL: one transcript a line)\n"
+    )

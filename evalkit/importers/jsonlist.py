@@ -1,5 +1,6 @@
 """Read a JSON list file element by element, remembering the line where each element starts,
-so an importer can say ``path:LINE: record N: ...`` about a file that is one big JSON value."""
+so an importer can say ``path:LINE: record N: ...`` about a file that is one big JSON value; and read
+a JSONL file line by line, saying so when it is given one JSON document over several lines."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from evalkit.importers import ImportFormatError
-from evalkit.trajectory import input_files
+from evalkit.trajectory import input_files, safe_json
 from evalkit.trajectory.safe_json import MAX_INT_DIGITS, JSONProblem, check_nesting, object_pairs_hook
 
 _WS = " \t\n\r"
@@ -24,6 +25,36 @@ def _skip(text: str, i: int) -> int:
 def read_text(path: str) -> str:
     """A regular file within the size limit, as UTF-8 text (see evalkit.trajectory.input_files)."""
     return input_files.read_text(path)
+
+
+def iter_json_lines(path: str, text: str, what: str) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line, value)`` for each non-blank line of a JSONL text (``what``: what a line holds).
+    A first line that is not JSON, in a file that as a whole is one JSON document (pretty-printed
+    JSON, the usual mistake), is reported as that: the line's own parse error would say "EOF while
+    parsing" about a file with nothing wrong but its layout."""
+
+    def problem(lineno: int, reason: str) -> ImportFormatError:
+        start = len(text) - len(text.lstrip())
+        first = text.count("\n", 0, text.rfind("\n", 0, start) + 1) + 1  # the first non-blank line
+        if lineno == first:
+            try:
+                document = safe_json.loads(text)
+            except JSONProblem:
+                document = None
+            if isinstance(document, (list, dict)):
+                lines = text.count("\n", start, len(text.rstrip())) + 1
+                kind, fix = ("list", "jq -c '.[]' FILE writes one element a line")
+                if isinstance(document, dict):
+                    kind, fix = ("object", "jq -c . FILE writes it on one line")
+                return ImportFormatError(
+                    path,
+                    lineno,
+                    f"expected JSONL, one JSON document per line ({what}), got one JSON {kind} over {lines} lines"
+                    f" ({fix})",
+                )
+        return ImportFormatError(path, lineno, f"not valid JSON: {reason}")
+
+    yield from safe_json.json_lines(text, problem)
 
 
 def iter_json_list(path: str, text: str, what: str) -> Iterator[tuple[int, Any]]:

@@ -43,10 +43,9 @@ from evalkit.importers.formats.messages import (
     setup_record,
     success_eval,
 )
-from evalkit.importers.jsonlist import read_text
+from evalkit.importers.jsonlist import iter_json_lines, read_text
 from evalkit.importers.notes import Note
 from evalkit.importers.options import ImportOption
-from evalkit.trajectory import safe_json
 
 FORMAT_VERSION = "openai-messages/1"
 GROUND_TRUTH_KEYS = ("procedure", "optional_actions", "forbidden_actions", "gated_actions", "args_match")
@@ -103,9 +102,7 @@ class OpenAIMessagesImporter:
         seen: dict[str, int] = {}
         truths: dict[str, tuple[int, Any]] = {}
         defaulted: tuple[set[str], list[int]] = (set(), [])  # the tools made commands by default, and on which lines
-        for lineno, item in safe_json.json_lines(
-            text, lambda n, reason: ImportFormatError(path, n, f"not valid JSON: {reason}")
-        ):
+        for lineno, item in iter_json_lines(path, text, "a transcript object {id, messages, ...}"):
             run = _Line(path, lineno, item, found).to_run(os.path.basename(path), model, dialect, defaulted)
             run_id = run[0]["run_id"]
             if run_id in seen:
@@ -303,7 +300,8 @@ class _Line:
     ) -> list[dict[str, Any]]:
         item = self.item
         if not isinstance(item, dict):
-            raise self.fail("a line must be an object {id, messages, expected_actions, ...}")
+            got = ", not a JSON list (JSONL: one transcript a line)" if isinstance(item, list) else ""
+            raise self.fail(f"a line must be an object {{id, messages, expected_actions, ...}}{got}")
         self._check_keys()
         rid = item.get("id")
         if isinstance(rid, bool) or not isinstance(rid, (str, int)) or rid == "":
