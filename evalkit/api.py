@@ -468,16 +468,25 @@ def parquet_problem(directory: str | Path) -> str | None:
 def otel_problem() -> str | None:
     """Why OTLP events cannot be sent (opentelemetry-proto missing), else None."""
     try:
+        import httpx  # noqa: F401 — and evalkit's outbound client
         import opentelemetry.proto  # noqa: F401 — sending needs the protobuf types
     except ImportError:
         return '--endpoint needs opentelemetry-proto: pip install "evalkit[otel]"'
     return None
 
 
-def export_otel(db: str | Path, out: str | Path | None = None, endpoint: str | None = None) -> dict:
+def export_otel(
+    db: str | Path,
+    out: str | Path | None = None,
+    endpoint: str | None = None,
+    *,
+    timeout_s: float = 30.0,
+    headers: dict[str, str] | None = None,
+) -> dict:
     """``evalkit export otel``: the database's ScoreCards and annotations as OpenTelemetry
-    evaluation events, written to ``out`` and/or sent to ``endpoint`` (check :func:`otel_problem`
-    first); returns ``{"events", "runs", "where"}``."""
+    evaluation events, written to ``out`` and/or sent to ``endpoint`` with ``headers``, each
+    request within ``timeout_s`` (check :func:`otel_problem` first); returns ``{"events", "runs",
+    "where"}``. OSError when a request is not delivered."""
     from evalkit.exporters import otel as exporter
 
     reqs = exporter.read_database(db)
@@ -486,7 +495,7 @@ def export_otel(db: str | Path, out: str | Path | None = None, endpoint: str | N
 
         write_text_atomic(out, exporter.dumps(reqs))
     if endpoint:
-        exporter.send(reqs, endpoint)
+        exporter.send(reqs, endpoint, timeout_s, headers)
     return {
         "events": sum(len(r["resourceLogs"][0]["scopeLogs"][0]["logRecords"]) for r in reqs),
         "runs": len(reqs),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -205,3 +206,194 @@ def test_neither_out_nor_endpoint_is_a_usage_error(tmp_path):
     db = scored_db(tmp_path, 1)
     res = CliRunner().invoke(cli, ["export", "otel", "--db", db])
     assert res.exit_code == 2 and "give OUT, --endpoint URL, or both" in res.stderr
+
+
+# -- an endpoint as rude as the world: redirects, trickles, floods; authenticated backends ----------
+
+
+class _Rude:
+    """An OTLP endpoint on 127.0.0.1 that reads each request whole, records it (path, headers,
+    body), then answers as ``behaviour`` says: ``ok``; ``redirect_302`` / ``redirect_307`` to
+    ``redirect_to``; ``trickle`` (a 200 whose body comes a byte every ``trickle_s``, never ending);
+    ``flood`` (a chunked 200 body of ``flood_bytes``); ``partial`` (a 200 whose partial_success
+    rejected 13 log records); ``status_401``."""
+
+    def __init__(self, behaviour: str = "ok"):
+        self.behaviour, self.redirect_to, self.trickle_s, self.flood_bytes = behaviour, "", 0.3, 64 * 2**20
+        self.requests: list[dict] = []
+        rude = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                rude.requests.append({"path": self.path, "headers": dict(self.headers.items()), "body": body})
+                try:
+                    self._answer(rude.behaviour)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up: what the deadline is for
+
+            def _answer(self, behaviour: str):
+                if behaviour.startswith("redirect_"):
+                    self.send_response(int(behaviour[-3:]))
+                    self.send_header("Location", rude.redirect_to)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                elif behaviour == "trickle":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/x-protobuf")
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    while True:
+                        self.wfile.write(b"\0")
+                        self.wfile.flush()
+                        time.sleep(rude.trickle_s)
+                elif behaviour == "flood":
+                    self.send_response(200)
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    block = b"x" * 2**16
+                    for _ in range(rude.flood_bytes // len(block)):
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(block), block))
+                    self.wfile.write(b"0\r\n\r\n")
+                elif behaviour == "partial":
+                    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+
+                    reply = ExportLogsServiceResponse()
+                    reply.partial_success.rejected_log_records = 13
+                    reply.partial_success.error_message = "quota\nexceeded"
+                    data = reply.SerializeToString()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/x-protobuf")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                else:
+                    code = 401 if behaviour == "status_401" else 200
+                    self.send_response(code)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self) -> _Rude:
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def two_runs(tmp_path):
+    from judge_helpers import scored_db
+
+    return scored_db(tmp_path, 2)
+
+
+def _send(db, endpoint, *extra, env=None):
+    """``evalkit export otel --db DB --endpoint URL`` through the CLI, timed."""
+    start = time.monotonic()
+    res = CliRunner().invoke(cli, ["export", "otel", "--db", db, "--endpoint", endpoint, *extra], env=env)
+    return res, time.monotonic() - start
+
+
+def _one_error_line(res) -> str:
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output and "evaluation events" not in res.stdout
+    (line,) = res.stderr.splitlines()
+    assert line.startswith("error: ")
+    return line
+
+
+@pytest.mark.parametrize("code", ["302", "307"])
+def test_a_redirect_to_another_host_is_not_followed_and_fails(two_runs, code):
+    from fake_llm_server import RecordingListener
+
+    with RecordingListener("127.0.0.2") as other, _Rude(f"redirect_{code}") as rude:
+        rude.redirect_to = other.url + "/v1/logs"
+        res, _ = _send(two_runs, rude.url)
+    line = _one_error_line(res)
+    assert other.requests == []  # neither a GET nor the POST went to the other host
+    assert f"{rude.url}/v1/logs was redirected ({code}) to {other.url}/v1/logs" in line
+    assert "use the final address as --endpoint" in line
+    assert len(rude.requests) == 1  # stopped at the first request, not sent again
+
+
+def test_a_trickling_endpoint_is_cut_at_one_deadline(two_runs):
+    """A byte every 0.3 s: no read waits long enough for a per-read timeout; the request's one
+    deadline (--timeout 1.5) ends it."""
+    with _Rude("trickle") as rude:
+        res, took = _send(two_runs, rude.url, "--timeout", "1.5")
+    line = _one_error_line(res)
+    assert "no complete reply within 1.5 s" in line and "--timeout" in line
+    assert len(rude.requests) == 1 and took < 4.0, took
+
+
+def test_a_huge_reply_is_cut_at_the_size_limit(two_runs):
+    with _Rude("flood") as rude:
+        res, took = _send(two_runs, rude.url)
+    assert "the reply is larger than 1 MiB" in _one_error_line(res)
+    assert took < 10, took
+
+
+def test_the_timeout_is_positive_and_its_default_shown(two_runs):
+    res = CliRunner().invoke(cli, ["export", "otel", "--help"])
+    assert res.exit_code == 0 and "--timeout SECONDS" in res.stdout and "default: 30.0" in res.stdout
+    res, _ = _send(two_runs, "http://127.0.0.1:9", "--timeout", "0")
+    assert res.exit_code == 2 and "--timeout" in res.stderr
+
+
+def test_otlp_headers_from_the_environment_reach_the_endpoint(two_runs):
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20s3cr3t-token, x-tenant = a%2Cb%3Dc"}
+    with _Rude("ok") as rude:
+        res, _ = _send(two_runs, rude.url, env=env)
+    assert res.exit_code == 0, res.output
+    assert len(rude.requests) == 2
+    for request in rude.requests:
+        assert request["headers"]["Authorization"] == "Bearer s3cr3t-token"
+        assert request["headers"]["x-tenant"] == "a,b=c"
+        assert request["headers"]["Content-Type"] == "application/x-protobuf"
+
+
+def test_logs_headers_take_the_place_of_the_general_ones(two_runs):
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": "x-general=1", "OTEL_EXPORTER_OTLP_LOGS_HEADERS": "x-logs=2"}
+    with _Rude("ok") as rude:
+        res, _ = _send(two_runs, rude.url, env=env)
+    assert res.exit_code == 0, res.output
+    headers = rude.requests[0]["headers"]
+    assert headers.get("x-logs") == "2" and "x-general" not in headers
+
+
+def test_header_values_are_never_printed(two_runs):
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20s3cr3t-token"}
+    with _Rude("status_401") as rude:
+        refused, _ = _send(two_runs, rude.url, env=env)
+    assert "answered 401" in _one_error_line(refused) and "s3cr3t" not in refused.output
+    bad = {"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20s3cr3t-token,s3cr3t-no-equals"}
+    res, _ = _send(two_runs, "http://127.0.0.1:9", env=bad)
+    assert res.exit_code == 2 and "s3cr3t" not in res.output
+    assert "OTEL_EXPORTER_OTLP_HEADERS: entry 2 is not key=value" in res.stderr
+
+
+def test_credentials_in_the_endpoint_url_are_not_printed(two_runs):
+    with _Rude("status_401") as rude:
+        res, _ = _send(two_runs, rude.url.replace("http://", "http://user:pa55word@"))
+    line = _one_error_line(res)
+    assert "pa55word" not in line and f"{rude.url}/v1/logs answered 401" in line
+
+
+def test_events_the_endpoint_rejected_are_not_reported_as_sent(two_runs):
+    with _Rude("partial") as rude:
+        res, _ = _send(two_runs, rude.url)
+    assert f"{rude.url}/v1/logs rejected 13 events (quota exceeded)" in _one_error_line(res)

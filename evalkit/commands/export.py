@@ -47,25 +47,47 @@ def parquet(directory: str, db_path: str) -> None:
 @click.option(
     "--endpoint", metavar="URL", help="Also send the events over OTLP/HTTP (protobuf) to URL (/v1/logs is added)."
 )
-def otel(out: str | None, db_path: str, endpoint: str | None) -> None:
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Deadline of each request to --endpoint, whole (connect, headers and reply).",
+)
+def otel(out: str | None, db_path: str, endpoint: str | None, timeout_s: float) -> None:
     """Write the database's ScoreCards and judge annotations as OpenTelemetry gen_ai.evaluation.result
     events to OUT (OTLP JSON, one ExportLogsServiceRequest per run per line), attached to the run's
-    original trace and span when it was imported from traces; with --endpoint, send them there.
+    original trace and span when it was imported from traces; with --endpoint, send them there,
+    with the headers of OTEL_EXPORTER_OTLP_LOGS_HEADERS or else OTEL_EXPORTER_OTLP_HEADERS
+    (key=value,... with URL-encoded values). A redirect is not followed; each request ends within
+    --timeout; a reply over 1 MiB is not read.
 
-    Exit codes: 0 written (and sent); 1 the database cannot be read, OUT cannot be written or the
-    endpoint refused; 2 usage error (neither OUT nor --endpoint, opentelemetry-proto missing for
-    --endpoint, no such database).
+    Exit codes: 0 written (and every request delivered); 1 the database cannot be read, OUT cannot
+    be written, or a request was not delivered (refused, redirected, no reply within --timeout,
+    unreachable); 2 usage error (neither OUT nor --endpoint, opentelemetry-proto missing for
+    --endpoint, a malformed OTEL_EXPORTER_OTLP_*HEADERS, no such database).
     """
+    import os
+
     from evalkit import api
     from evalkit.errors import InputError
+    from evalkit.exporters.otel import env_headers
 
     if not out and not endpoint:
         raise click.UsageError("give OUT, --endpoint URL, or both")
     refuse_output_clash([("OUT", out)], database=db_path)
-    if endpoint and (problem := api.otel_problem()):
-        raise click.UsageError(problem)
+    headers = None
+    if endpoint:
+        if problem := api.otel_problem():
+            raise click.UsageError(problem)
+        try:
+            headers = env_headers(os.environ)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
     try:
-        sent = api.export_otel(db_path, out, endpoint)
+        sent = api.export_otel(db_path, out, endpoint, timeout_s=timeout_s, headers=headers)
     except (InputError, OSError) as exc:  # an OutputError is an OSError
         fail(str(exc))
     runs = sent["runs"]

@@ -19,7 +19,9 @@ event sits on the span it evaluates; its time is the run's recorded start (``ts_
 Nothing comes from the clock: the same database gives the same bytes.
 
 Output: OTLP JSON, one ``ExportLogsServiceRequest`` per run per line (the Collector file
-exporter's form), runs by run_id; or sent to an OTLP/HTTP endpoint as protobuf.
+exporter's form), runs by run_id; or sent to an OTLP/HTTP endpoint as protobuf, with the headers
+the OpenTelemetry SDKs read from the environment, through evalkit's outbound client
+(evalkit/config/outbound.py: one deadline per request, the reply bounded, no redirect followed).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterable, Iterator
+import urllib.parse
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -178,22 +181,109 @@ def logs_url(endpoint: str) -> str:
     return endpoint if endpoint.rstrip("/").endswith("/v1/logs") else endpoint.rstrip("/") + "/v1/logs"
 
 
-def send(reqs: Iterable[dict[str, Any]], endpoint: str, timeout: float = 30.0) -> int:
-    """POST each request to the endpoint's /v1/logs as protobuf; the number sent. Raises OSError
-    (with the status) when the endpoint refuses one."""
-    import urllib.error
-    import urllib.request
+REPLY_MAX_BYTES = 2**20  # an ExportLogsServiceResponse is a few bytes; a partial_success message at most
+DEFAULT_TIMEOUT_S = 30.0
+HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_LOGS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP header name (RFC 9110 token)
 
-    url, sent = logs_url(endpoint), 0
-    for req in reqs:
-        body = to_protobuf(req)
-        http = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/x-protobuf"})
-        try:
-            with urllib.request.urlopen(http, timeout=timeout) as resp:
-                resp.read()
-        except urllib.error.HTTPError as exc:
-            raise OSError(f"{url} answered {exc.code} {exc.reason}") from None
-        except urllib.error.URLError as exc:
-            raise OSError(f"cannot reach {url}: {exc.reason}") from None
-        sent += 1
-    return sent
+
+def env_headers(environ: Mapping[str, str]) -> dict[str, str]:
+    """The headers of an OTLP/HTTP logs export from the environment, as the OpenTelemetry SDKs read
+    them: ``OTEL_EXPORTER_OTLP_LOGS_HEADERS`` if set, else ``OTEL_EXPORTER_OTLP_HEADERS``; each a
+    comma-separated list of ``key=value`` with URL-encoded values. ValueError naming the variable
+    and the entry's position (never a value: they hold credentials)."""
+    for name in HEADER_VARIABLES:
+        raw = environ.get(name)
+        if raw is None:
+            continue
+        headers: dict[str, str] = {}
+        for n, entry in enumerate(raw.split(","), 1):
+            if not entry.strip():
+                continue
+            key, sep, value = entry.partition("=")
+            key, value = urllib.parse.unquote(key.strip()), urllib.parse.unquote(value.strip())
+            if not sep or not _TOKEN.match(key):
+                raise ValueError(f"{name}: entry {n} is not key=value with a header name as the key")
+            if any(c in value for c in "\r\n\0"):
+                raise ValueError(f"{name}: the value of entry {n} ({key}) holds a line break")
+            headers[key] = value
+        return headers
+    return {}
+
+
+def _shown(url: str) -> str:
+    """A URL as errors show it: without a user and password."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc + (f":{parts.port}" if parts.port else "")))
+
+
+def _rejected(body: bytes) -> str | None:
+    """What an ExportLogsServiceResponse's partial_success says was rejected, else None."""
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+
+    reply = ExportLogsServiceResponse()
+    try:
+        reply.ParseFromString(body)
+    except DecodeError:
+        return None
+    n = reply.partial_success.rejected_log_records
+    if n <= 0:
+        return None
+    said = " ".join(reply.partial_success.error_message.split())[:200]
+    return f"rejected {n} event{'s' if n != 1 else ''}" + (f" ({said})" if said else "")
+
+
+def send(
+    reqs: Iterable[dict[str, Any]],
+    endpoint: str,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    headers: Mapping[str, str] | None = None,
+) -> int:
+    """POST each request to the endpoint's /v1/logs as protobuf, through evalkit's outbound client
+    (one deadline per request, the reply bounded, no redirect followed); the number sent. Raises
+    OSError, one line naming the URL (never a header), when one is not delivered."""
+    import asyncio
+
+    import httpx
+
+    from evalkit.config.outbound import DeadlineExceeded, Purpose, Redirected, ReplyRefused, http_client, within
+
+    purpose = Purpose(
+        request="the OTLP export",
+        carries="the events and the OTEL_EXPORTER_OTLP_HEADERS go to the address given only",
+        address="--endpoint",
+        limit_setting="the limit of an OTLP export's reply",
+        deadline_setting="--timeout",
+    )
+    url = logs_url(endpoint)
+    shown = _shown(url)
+    bodies = [to_protobuf(r) for r in reqs]
+    sent_headers = {**(headers or {}), "Content-Type": "application/x-protobuf"}
+
+    async def post_all() -> int:
+        sent = 0
+        async with http_client(REPLY_MAX_BYTES, timeout_s, purpose) as client:
+            for body in bodies:
+                done = f"; {sent} of {len(bodies)} requests were delivered before it" if sent else ""
+                try:
+                    reply = await within(timeout_s, purpose, client.post(url, content=body, headers=sent_headers))
+                except Redirected as exc:  # names both URLs
+                    raise OSError(f"{str(exc).replace(url, shown)}{done}") from None
+                except (ReplyRefused, DeadlineExceeded) as exc:
+                    raise OSError(f"{shown}: {exc}{done}") from None
+                except httpx.HTTPError as exc:
+                    reason = " ".join(str(exc).split()) or type(exc).__name__
+                    raise OSError(f"cannot reach {shown}: {reason}{done}") from None
+                if not 200 <= reply.status_code < 300:
+                    raise OSError(f"{shown} answered {reply.status_code} {reply.reason_phrase}{done}")
+                if problem := _rejected(reply.content):
+                    raise OSError(f"{shown} {problem}{done}")
+                sent += 1
+        return sent
+
+    return asyncio.run(post_all())
