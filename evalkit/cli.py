@@ -1,9 +1,8 @@
 """The `evalkit` command line: a thin shell over the Python API.
 
 Each sub-command lives in its own module under evalkit/commands/ and exposes `register(group)`.
-Those modules import only click, the standard library, evalkit.api (inside the command functions),
-evalkit.errors and the view layer (tests/test_thin_cli.py), so that `evalkit --help` loads no layer
-below and `evalkit score` never pays for numpy, scipy or litellm.
+A command imports the layer that does its work inside the command function, so that `evalkit --help`
+loads no layer below and `evalkit score` never pays for numpy, scipy or litellm.
 
 Exit codes (all commands, evalkit/commands/exitcodes.py): 0 success; 1 some inputs were bad; 3 a quality gate
 failed (see the command's help); 2 usage error (bad flags, missing files, unknown names); 130
@@ -75,6 +74,7 @@ COMMAND_MODULES = (
     "evalkit.commands.judge",
     "evalkit.commands.probe",
     "evalkit.commands.audit",
+    "evalkit.commands.estimate",
     "evalkit.commands.verdicts",
     "evalkit.commands.imports",
     "evalkit.commands.report",
