@@ -244,8 +244,10 @@ def status_reason(card: dict[str, Any], bundle: dict[str, Any]) -> list[str]:
     return out
 
 
-_CITE = re.compile(r"\b(steps?)((?:\s*(?:,|and|&amp;|&|to|-|\u2013|through)?\s*\d+)+)", re.IGNORECASE)
-_NUMBER = re.compile(r"\d+")
+# A step number has at most 9 digits: a longer run of digits cites nothing (int() of thousands of
+# digits would raise, and no transcript has a billion steps).
+_CITE = re.compile(r"\b(steps?)((?:\s*(?:,|and|&amp;|&|to|-|\u2013|through)?\s*\d{1,9}(?!\d))+)", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<!\d)\d{1,9}(?!\d)")
 
 
 def cited_steps(text: str) -> list[int]:
