@@ -512,16 +512,24 @@ def view_server(
     rubric: str | None = None,
     config: str | None = None,
     extra_hosts: Iterable[str] = (),
+    token: str | None = None,
 ):
     """``evalkit view``: the local review server over ``db``, checked and ready to ``run()`` (a
-    uvicorn Server). ImportError when the view extra is missing; ValueError when ``host:port``
-    cannot be listened on; InputError (RubricError) when the database or the rubric cannot be used,
-    said before the server starts."""
+    uvicorn Server whose ``access_token`` is the token every request must carry: ``token``, else
+    a random one beyond loopback, else None; evalkit.config.access). ImportError when the view
+    extra is missing; ValueError when ``host:port`` cannot be listened on or ``token`` is not
+    URL-safe; InputError (RubricError) when the database or the rubric cannot be used, said before
+    the server starts."""
+    import re
+
     import uvicorn
 
+    from evalkit.config.access import access_token
     from evalkit.view.app import create_app
     from evalkit.view.queries import ViewData
 
+    if token is not None and not re.fullmatch(r"[A-Za-z0-9._~-]{16,256}", token):
+        raise ValueError("--token: 16 to 256 characters among letters, digits and . _ ~ -")
     if problem := _cannot_listen(host, port):
         raise ValueError(f"cannot listen on {host}:{port}: {problem}")
     data = ViewData(db, config=config, rubric=rubric)
@@ -531,10 +539,15 @@ def view_server(
             data.rubric_for([])
     finally:
         data.close()
-    app = create_app(data, host=host, port=port, reviewer=reviewer, extra_hosts=tuple(extra_hosts))
-    return uvicorn.Server(
+    required = access_token(host, token)
+    app = create_app(
+        data, host=host, port=port, reviewer=reviewer, extra_hosts=tuple(extra_hosts), access_token=required
+    )
+    server = uvicorn.Server(
         uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
     )
+    server.access_token = required
+    return server
 
 
 def _cannot_listen(host: str, port: int) -> str | None:

@@ -49,12 +49,25 @@ def table_dump(
 
 
 def test_runs_page_lists_every_run_with_filters_and_sort_links(app):
-    page = app.get("/runs")
+    page = app.get("/runs?reveal=1")
     assert page.status_code == 200
     assert "9 runs" in page.text and RUN in page.text
     for name in ("model", "scenario", "status", "outcome", "unsafe", "disagrees", "reviewed", "q"):
         assert f'name="{name}"' in page.text
-    assert "sort=scalar" in page.text
+    assert "sort=scalar" in page.text and "sort=disagreements" in page.text
+
+
+def test_blind_runs_list_neither_shows_filters_nor_sorts_by_verdicts(app):
+    page = app.get("/runs")
+    assert page.status_code == 200 and "9 runs" in page.text and RUN in page.text
+    for name in ("outcome", "unsafe", "disagrees"):
+        assert f'name="{name}"' not in page.text
+    assert "sort=scalar" not in page.text and "sort=disagreements" not in page.text
+    assert ">unsafe<" not in page.text and 'id="reveal"' in page.text
+    for query in ("outcome=fail", "unsafe=yes", "disagrees=yes", "sort=scalar", "sort=disagreements"):
+        r = app.get("/runs?" + query)
+        assert r.status_code == 400 and "hidden while reviewing blind" in r.text, query
+        assert app.get("/runs?reveal=1&" + query).status_code == 200
 
 
 def test_runs_filters_by_unsafe_status_model_and_disagreement(app):
@@ -88,11 +101,11 @@ def test_runs_sort_and_pages(app):
 
 
 def test_run_page_shows_transcript_classes_and_missing_actions(app):
-    page = app.get(vh.run_url(MISSING)).text
+    page = app.get(vh.run_url(MISSING) + "?reveal=1").text
     assert "Transcript" in page and "set_control" in page
     assert "matched_required" in page
     assert "3 required actions missing" in page and page.count(">missing<") == 3
-    danger = app.get(vh.run_url(RUN)).text
+    danger = app.get(vh.run_url(RUN) + "?reveal=1").text
     assert "forbidden (dangerous)" in danger and "hit by" in danger
 
 

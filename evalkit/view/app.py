@@ -9,6 +9,11 @@ A local server is still reachable by every web page the user opens, so (:class:`
 
 - a request whose ``Host`` is not the address the server was bound to is refused (421), which is
   what stops DNS rebinding (an attacker's name resolving to 127.0.0.1);
+- beyond loopback (or with ``--token``) every request carries the access token
+  (:mod:`evalkit.config.access`): the first one as ``?token=``, answered with an HttpOnly
+  SameSite=Strict cookie and a redirect to the same URL without it; none is 401, a wrong one 403;
+- a request body is read as a stream and refused (413) past :data:`MAX_BODY`, before it is
+  parsed: a declared ``Content-Length`` over the limit is refused before anything is read;
 - a POST must carry the process's CSRF token (the form's hidden field, or the ``X-CSRF-Token``
   header), and one whose ``Origin`` is another site (or ``null``: a sandboxed frame, a file) is
   refused (the referrer policy is ``same-origin``: ``no-referrer`` would make the browser send
@@ -38,15 +43,16 @@ from urllib.parse import parse_qsl, quote, urlencode
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from evalkit.config.access import TOKEN_COOKIE, presented_token, token_ok
 from evalkit.db.reviews import VERDICTS
 from evalkit.errors import InputError
 from evalkit.present.safe import sanitize
 from evalkit.view import drilldown
-from evalkit.view.queries import NotFound, ReviewError, ViewData
+from evalkit.view.queries import NotFound, ReviewError, ViewData, number
 
 CSP = (
     "default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; img-src 'self'; "
@@ -61,7 +67,8 @@ SECURITY_HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-MAX_BODY = 1 << 20
+MAX_BODY = 1 << 20  # a review (JSON or form) is a few KiB; its note at most 10,000 characters
+MAX_QUEUE_PAGE = 1000  # per_page of /api/disagreements: a larger one is clamped to it
 
 
 def shown(value: Any) -> Any:
@@ -87,12 +94,14 @@ def allowed_hosts(host: str, port: int, extra: tuple[str, ...] = ()) -> frozense
 
 
 class LocalOnly:
-    """ASGI middleware: the Host check, the cross-site POST check and the security headers."""
+    """ASGI middleware: the Host check, the access token (when ``token`` is set), the cross-site
+    POST check and the security headers."""
 
-    def __init__(self, app, hosts: frozenset[str]):
+    def __init__(self, app, hosts: frozenset[str], token: str | None = None):
         self.app = app
         self.hosts = hosts
         self.origins = frozenset(f"http://{h}" for h in hosts)
+        self.token = token
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -105,6 +114,10 @@ class LocalOnly:
                 "evalkit view: this server answers only to its own address (Host "
                 f"{sanitize(host) or 'missing'} refused)",
             )(scope, receive, send)
+        if self.token is not None:
+            refused = self._access(scope, headers)
+            if refused is not None:
+                return await refused(scope, receive, send)
         if scope["method"] not in ("GET", "HEAD"):
             origin = headers.get("origin")
             if (origin is not None and origin not in self.origins) or headers.get("sec-fetch-site") == "cross-site":
@@ -123,6 +136,34 @@ class LocalOnly:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+    def _access(self, scope, headers: dict[str, str]) -> Response | None:
+        """None when the request carries the access token; else the answer: 401 without one, 403
+        with a wrong one, and for a GET with the right ``?token=`` a redirect to the same URL
+        without it that sets the token's cookie."""
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        given = [v for k, v in query if k == "token"]
+        if given:
+            if len(given) > 1 or not token_ok(self.token, given[0]):
+                return _plain(403, "evalkit view: wrong access token")
+            if scope["method"] not in ("GET", "HEAD"):
+                return None
+            path = "/" + scope.get("raw_path", scope["path"].encode()).decode("latin-1").lstrip("/\\")
+            rest = urlencode([(k, v) for k, v in query if k != "token"])
+            response = RedirectResponse(path + ("?" + rest if rest else ""), status_code=303)
+            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/")
+            response.raw_headers.extend(SECURITY_HEADERS)
+            return response
+        presented = presented_token(headers, "", cookie_parser(headers.get("cookie", "")))
+        if presented is None:
+            return _plain(
+                401,
+                "evalkit view: this server needs its access token: open the URL it printed at start "
+                "(http://HOST:PORT/?token=...)",
+            )
+        if not token_ok(self.token, presented):
+            return _plain(403, "evalkit view: wrong access token")
+        return None
 
 
 def _plain(status: int, text: str) -> Response:
@@ -169,9 +210,11 @@ def create_app(
     reviewer: str | None = None,
     extra_hosts: tuple[str, ...] = (),
     csrf_token: str | None = None,
+    access_token: str | None = None,
 ) -> Any:
     """The ASGI app over ``data`` (opened on startup, in the serving thread, and closed on
-    shutdown), accepting requests addressed to ``host:port``."""
+    shutdown), accepting requests addressed to ``host:port``, and only those carrying
+    ``access_token`` when it is set."""
     env = _environment()
     token = csrf_token or secrets.token_urlsafe(32)
     db_name = Path(data.path).name
@@ -201,13 +244,15 @@ def create_app(
     # -- pages ------------------------------------------------------------------------------
     async def runs_page(request: Request) -> Response:
         refreshed()
+        revealed = is_revealed(request)
         try:
-            result = data.list_runs(dict(request.query_params))
+            params = _params(request)
+            if not revealed:
+                _blind_filters(params)
+            result = data.list_runs(params)
         except ValueError as exc:
             return error_page(request, 400, "Bad filter", str(exc))
-        return page(
-            request, "runs.html", page=result, facets=data.facets(), title="Runs", revealed=is_revealed(request)
-        )
+        return page(request, "runs.html", page=result, facets=data.facets(), title="Runs", revealed=revealed)
 
     async def run_page(request: Request) -> Response:
         refreshed()
@@ -216,6 +261,8 @@ def create_app(
             run = data.run(run_id, _start(request))
         except NotFound:
             return error_page(request, 404, "No such run", f"no run {run_id!r} in {db_name}")
+        except ValueError as exc:
+            return error_page(request, 400, "Bad parameter", str(exc))
         return _run_page(request, run)
 
     def _run_page(request: Request, run: dict[str, Any], error: str | None = None, status: int = 200) -> HTMLResponse:
@@ -244,7 +291,10 @@ def create_app(
 
     async def review_form(request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        form = await _form(request)
+        try:
+            form = await _form(request)
+        except BodyRefused as exc:
+            return error_page(request, exc.status, "Refused", str(exc))
         if form is None or not hmac.compare_digest(form.get("csrf", ""), token):
             return error_page(request, 403, "Refused", "the form's CSRF token is missing or wrong: reload the page")
         body = {
@@ -274,7 +324,7 @@ def create_app(
     async def disagreements_page(request: Request) -> Response:
         refreshed()
         try:
-            result = data.disagreements(_int_param(request, "page", 1))
+            result = data.disagreements(_int_param(request, "page", 1, 1))
         except ValueError as exc:
             return error_page(request, 400, "Bad page", str(exc))
         return page(request, "disagreements.html", page=result, title="Disagreements", revealed=is_revealed(request))
@@ -283,7 +333,7 @@ def create_app(
     async def api_runs(request: Request) -> Response:
         refreshed()
         try:
-            return JSONResponse(data.list_runs(dict(request.query_params)))
+            return JSONResponse(data.list_runs(_params(request)))
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
 
@@ -294,12 +344,16 @@ def create_app(
             return JSONResponse(data.run(run_id, _start(request)))
         except NotFound:
             return JSONResponse({"error": f"no run {run_id!r}"}, status_code=404)
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
 
     async def api_disagreements(request: Request) -> Response:
         refreshed()
         try:
             return JSONResponse(
-                data.disagreements(_int_param(request, "page", 1), min(_int_param(request, "per_page", 100), 1000))
+                data.disagreements(
+                    _int_param(request, "page", 1, 1), min(_int_param(request, "per_page", 100, 1), MAX_QUEUE_PAGE)
+                )
             )
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
@@ -313,9 +367,10 @@ def create_app(
             return JSONResponse({"error": "missing or wrong X-CSRF-Token (GET /api/session gives it)"}, status_code=403)
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "the body must be application/json"}, status_code=415)
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
-            return JSONResponse({"error": "the body is too large"}, status_code=413)
+        try:
+            raw = await read_body(request)
+        except BodyRefused as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
         try:
             body = json.loads(raw)
         except ValueError as exc:
@@ -358,35 +413,76 @@ def create_app(
         Route("/api/disagreements", api_disagreements),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
-    return LocalOnly(app, allowed_hosts(host, port, extra_hosts))
+    return LocalOnly(app, allowed_hosts(host, port, extra_hosts), access_token)
+
+
+class BodyRefused(Exception):
+    """A request body refused before it is parsed; ``status`` is 400 or 413, ``str()`` says why."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
+    """The request body, read as a stream and given up as soon as it passes ``limit`` bytes
+    (BodyRefused 413); a declared ``Content-Length`` is checked before any byte is read."""
+    declared = request.headers.getlist("content-length")
+    if declared:
+        if len(declared) > 1 or not declared[0].isascii() or not declared[0].strip().isdigit():
+            raise BodyRefused(400, "the Content-Length header is not one whole number")
+        if int(declared[0].strip()[:20]) > limit:
+            raise BodyRefused(413, f"the body is larger than {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyRefused(413, f"the body is larger than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def _form(request: Request) -> dict[str, str] | None:
     """An ``application/x-www-form-urlencoded`` body (what the review form sends) as a dict of its
-    last values; None for any other body (the form has no file field, so no multipart parser)."""
+    last values; None for any other body (the form has no file field, so no multipart parser).
+    BodyRefused for one that is too large."""
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
         return None
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        return None
+    raw = await read_body(request)
     try:
         return dict(parse_qsl(raw.decode("utf-8"), keep_blank_values=True))
     except (UnicodeDecodeError, ValueError):
         return None
 
 
-def _int_param(request: Request, name: str, default: int) -> int:
-    text = request.query_params.get(name)
-    if text in (None, ""):
-        return default
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{name} must be a whole number from 1")
-    return int(text)
+def _params(request: Request) -> dict[str, str]:
+    """The query's parameters, each given at most once (ValueError naming a repeated one)."""
+    params = request.query_params
+    for key in params:
+        if len(params.getlist(key)) > 1:
+            raise ValueError(f"{key} is given more than once: give it once")
+    return dict(params)
+
+
+def _int_param(request: Request, name: str, default: int, low: int) -> int:
+    return number(_params(request).get(name), name, default, low)
 
 
 def _start(request: Request) -> int:
-    text = request.query_params.get("t") or "0"
-    return int(text) if text.isdigit() else 0
+    """``t``: the first transcript entry shown (0 to :data:`evalkit.view.queries.MAX_NUMBER`)."""
+    return _int_param(request, "t", 0, 0)
+
+
+def _blind_filters(params: dict[str, str]) -> None:
+    """While blind, the Runs list neither filters nor sorts by a mechanical verdict or the judge's
+    disagreement (the order alone would tell them): ValueError naming the parameter."""
+    for name in ("outcome", "unsafe", "disagrees"):
+        if params.get(name):
+            raise ValueError(f"{name}: hidden while reviewing blind; show the scores (reveal=1) to filter by it")
+    if params.get("sort") in ("scalar", "disagreements"):
+        raise ValueError(
+            f"sort={params['sort']}: hidden while reviewing blind; show the scores (reveal=1) to sort by it"
+        )
 
 
 def _qs(request: Request, changes: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -34,6 +35,8 @@ MAX_PER_PAGE = 500
 TRANSCRIPT_PAGE = 1000  # transcript entries on one run page (a 10^5-call run is paged)
 OTHER_RUNS = 20  # other runs of the scenario listed on a run page
 FACET_LIMIT = 200  # distinct values offered in a filter's list
+MAX_NUMBER = 10**9  # the largest page, per_page or transcript position a query may ask for
+_DIGITS = re.compile(r"[0-9]{1,10}")
 SORTS = {
     "run": "run_id",
     "scenario": "scenario_id",
@@ -240,8 +243,8 @@ class ViewData:
         order = params.get("order") or ("desc" if sort == "disagreements" else "asc")
         if order not in ("asc", "desc"):
             raise ValueError("order must be asc or desc")
-        page = _int(params.get("page"), 1, "page", 1)
-        per_page = min(_int(params.get("per_page"), PER_PAGE, "per_page", 1), MAX_PER_PAGE)
+        page = number(params.get("page"), "page", 1, 1)
+        per_page = min(number(params.get("per_page"), "per_page", PER_PAGE, 1), MAX_PER_PAGE)
         column = SORTS[sort]
         order_by = f"{column} {order}" + ("" if column == "run_id" else f", run_id {order}")
         if column == "scalar":  # unscored runs last whichever way
@@ -510,16 +513,14 @@ class ViewData:
         return stored.as_dict()
 
 
-def _int(text: Any, default: int, name: str, low: int) -> int:
-    if text in (None, ""):
+def number(text: str | None, name: str, default: int, low: int) -> int:
+    """A numeric query parameter: ASCII digits, from ``low`` to :data:`MAX_NUMBER`; absent or
+    empty is ``default``. Anything else is a ValueError naming the parameter (a 400)."""
+    if text is None or text == "":
         return default
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a whole number") from None
-    if value < low:
-        raise ValueError(f"{name} must be at least {low}")
-    return value
+    if not _DIGITS.fullmatch(text) or not low <= int(text) <= MAX_NUMBER:
+        raise ValueError(f"{name} must be a whole number from {low} to {MAX_NUMBER} (ASCII digits), not {text[:40]!r}")
+    return int(text)
 
 
 def _default_rubric() -> str:
