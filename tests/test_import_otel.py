@@ -110,7 +110,13 @@ def test_assistant_text_model_and_prompt_come_from_the_chat_spans(traces):
     assert assistants[-1]["text"] == '{"text": "ok"}'  # what the fake model said
     assert first[0]["adapter"] == {"provider": "openai", "model": oh.MODEL, "harness": "otel"}
     assert first[2] == {"type": "nudge", "step": 0, "text": "Please refund order A1."}
-    assert first[-1]["done_payload"]["otel"]["unmapped"] == {"spans": 0, "chat_outputs": 0, "tool_arguments": 0}
+    assert first[-1]["done_payload"]["otel"]["unmapped"] == {
+        "spans": 0,
+        "chat_outputs": 0,
+        "tool_arguments": 0,
+        "tool_results": 0,
+        "tool_attributes": 0,
+    }
 
 
 def test_scenario_comes_from_the_scenarios_file_by_attribute(traces, tmp_path):
@@ -200,10 +206,18 @@ def test_a_trace_without_invoke_agent_is_one_run_and_other_spans_are_counted(tmp
     assert [(e["name"], e["args"]) for e in run if e["type"] == "tool_call"] == [
         ("lookup", {"q": 1})
     ]  # name from the span name
-    assert run[-1]["done_payload"]["otel"]["unmapped"] == {"spans": 1, "chat_outputs": 1, "tool_arguments": 0}
+    assert run[-1]["done_payload"]["otel"]["unmapped"] == {
+        "spans": 1,
+        "chat_outputs": 1,
+        "tool_arguments": 0,
+        "tool_results": 1,  # the tool span records no result
+        "tool_attributes": 0,
+    }
     (note,) = _convert(path)[1].notes  # and said once, on stderr, by evalkit import
-    assert note.kind == "otel/unmapped" and note.lines == 2 and note.items == {"spans", "chat outputs"}
-    assert note.render().startswith("note: 2 span(s) or message(s) in ") and "(chat outputs, spans)" in note.render()
+    assert note.kind == "otel/unmapped" and note.lines == 3
+    assert note.items == {"spans", "chat outputs", "tool results"}
+    assert note.render().startswith("note: 3 span(s) or message(s) in ")
+    assert "(chat outputs, spans, tool results)" in note.render()
 
 
 def test_two_agents_in_one_trace_are_two_runs(server, tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from evalkit.commands.kit import EXIT_BAD_INPUT, file_option, refuse_output_clash, warn, workers_option
+from evalkit.commands.kit import EXIT_BAD_INPUT, fail, file_option, refuse_output_clash, warn, workers_option
 from evalkit.present.safe import sanitize
 
 
@@ -56,6 +56,12 @@ def _click_option(merged) -> click.Option:
     metavar="HOST:PORT",
     help="Formats that receive runs live (otel): listen on HOST:PORT and write runs as they complete (no FILE).",
 )
+@click.option(
+    "--token",
+    metavar="TOKEN",
+    help="With --listen: the access token every request must carry (Authorization: Bearer TOKEN). "
+    "Beyond loopback one is always required: a random one is made and printed when not given.",
+)
 @file_option(
     "--db", "db_path", "Also import the ratings the format provides (inspect: its scorers) into this database."
 )
@@ -66,6 +72,7 @@ def import_command(
     files: tuple[str, ...],
     out_dir: str | None,
     listen: str | None,
+    token: str | None,
     db_path: str | None,
     workers: int | None,
     list_formats: bool,
@@ -94,6 +101,8 @@ def import_command(
         raise click.UsageError("missing FILE")
     if not out_dir:
         raise click.UsageError("missing -o/--out DIR")
+    if token is not None and not listen:
+        raise click.UsageError("--token is used only with --listen")
     # the directory and the database against the input files (the files in DIR are named later)
     refuse_output_clash([("-o", out_dir), ("--db", db_path)], inputs=[f for f in files if not Path(f).is_dir()])
     try:
@@ -101,7 +110,14 @@ def import_command(
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if listen:
-        importer.listen(listen, out_dir, echo=lambda line: click.echo(sanitize(line)), **format_options)
+        try:
+            importer.listen(
+                listen, out_dir, echo=lambda line: click.echo(sanitize(line)), warn=warn, token=token, **format_options
+            )
+        except ValueError as exc:  # the address, or the format's options
+            raise click.UsageError(str(exc)) from None
+        except OSError as exc:  # the address is taken or cannot be bound
+            fail(f"cannot listen on {listen}: {exc.strerror or exc}")
         return
     result = api.import_runs(importer, files, out_dir, db=db_path, workers=workers, **format_options)
     for path, written in result.written.items():

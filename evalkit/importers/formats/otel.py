@@ -7,9 +7,10 @@ under the GenAI semantic conventions; see docs/importers.md for the full mapping
 * **Runs.** One run per outermost ``invoke_agent`` span (``gen_ai.operation.name`` or the span name),
   holding its descendants; a trace without one is one run. run_id ``otel:<trace_id>:<span_id>`` (the
   run's top span), which ``evalkit export otel`` reads back to attach scores to that span.
-* **Calls.** ``execute_tool`` spans in start order (ties by span id): ``gen_ai.tool.name``,
-  ``gen_ai.tool.call.arguments`` (a JSON object, as text or structured), ``gen_ai.tool.call.result``;
-  an error status (or ``error.type``) is an errored call. A chat span opens a step.
+* **Calls.** ``execute_tool`` spans in start order (ties by span id): ``gen_ai.tool.name``, the
+  arguments (a JSON object, as text or structured) and the result from the first attribute of
+  :data:`ARGUMENT_ATTRS` / :data:`RESULT_ATTRS` present (the conventions' names, then the ones agent
+  frameworks write); an error status (or ``error.type``) is an errored call. A chat span opens a step.
 * **Text and model.** Chat spans (``chat``, ``text_completion``, ``generate_content``): the assistant's
   text and finish reason from ``gen_ai.output.messages``, or the older forms — ``gen_ai.completion``
   (text, or OpenLLMetry's ``gen_ai.completion.<i>.content``) and the ``gen_ai.content.completion`` /
@@ -22,15 +23,21 @@ under the GenAI semantic conventions; see docs/importers.md for the full mapping
   ``--scenarios`` the scenario has no ground truth and every tool called is a command.
 * **End state.** ``evalkit.success`` (a boolean attribute) or ``--results FILE`` (JSONL
   ``{trace_id | run_id, success}``); without one the run has no end state (``incomplete``).
-* What is not mapped — spans of other operations, messages that do not parse — is counted in the
-  run's ``final.done_payload.otel.unmapped``, never guessed.
+* What is not mapped — spans of other operations, messages that do not parse, tool spans without
+  arguments or result, tool-span attributes evalkit does not read — is counted in the run's
+  ``final.done_payload.otel.unmapped``, never guessed.
+* Span trees are walked iteratively (a chain of any depth); a double that is not finite becomes the
+  string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"`` (as the protobuf JSON mapping writes it), so
+  every run can be written as JSON.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import math
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -49,6 +56,29 @@ DEFAULT_SCENARIO_ATTR = "evalkit.scenario_id"
 SUCCESS_ATTR = "evalkit.success"
 CHAT_OPERATIONS = ("chat", "text_completion", "generate_content")
 STATUS_ERROR = 2
+MAX_FIXED64 = 2**64 - 1
+# where a tool span's arguments and result are found, first present wins: the GenAI conventions,
+# mozilla-ai/any-agent, pydantic-ai (logfire), OpenInference
+ARGUMENT_ATTRS = ("gen_ai.tool.call.arguments", "gen_ai.tool.args", "tool_arguments", "input.value")
+RESULT_ATTRS = ("gen_ai.tool.call.result", "gen_ai.output", "tool_response", "output.value")
+# tool-span attributes read elsewhere, or that describe the call without anything to map
+TOOL_ATTRS_KNOWN = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.tool.name",
+        "gen_ai.tool.call.id",
+        "gen_ai.tool.description",
+        "gen_ai.tool.type",
+        "gen_ai.output.type",
+        "gen_ai.agent.name",
+        "gen_ai.agent.id",
+        "gen_ai.provider.name",
+        "gen_ai.system",
+        "error.type",
+        *ARGUMENT_ATTRS,
+        *RESULT_ATTRS,
+    }
+)
 
 
 @dataclass
@@ -95,10 +125,15 @@ def any_value(value: Any) -> Any:
             return value[key]
     raw = _field(value, "intValue")
     if raw is not None:
-        return int(raw)
+        return _integer(raw, "intValue", -(2**63), 2**63 - 1)
     raw = _field(value, "doubleValue")
     if raw is not None:
-        return float(raw)
+        if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+            raise ValueError(f"doubleValue {raw!r} is not a number")
+        number = float(raw)
+        if math.isnan(number):
+            return "NaN"
+        return number if math.isfinite(number) else ("Infinity" if number > 0 else "-Infinity")
     raw = _field(value, "arrayValue")
     if raw is not None:
         return [any_value(v) for v in (raw.get("values") or [])]
@@ -109,6 +144,27 @@ def any_value(value: Any) -> Any:
     if raw is not None:
         return raw
     return None
+
+
+def _integer(raw: Any, what: str, low: int, high: int) -> int:
+    """An integer field (a JSON number or a decimal string, as proto3 writes 64-bit ones) within
+    [low, high]. ValueError naming the field otherwise."""
+    value: int | None = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, float) and raw.is_integer():
+        value = int(raw)
+    elif isinstance(raw, str) and re.fullmatch(r"-?[0-9]{1,20}", raw):
+        value = int(raw)
+    if value is None or not low <= value <= high:
+        shown = raw if not isinstance(raw, str) or len(raw) <= 40 else raw[:40] + "..."
+        raise ValueError(f"{what} {shown!r} is not an integer in {low}..{high}")
+    return value
+
+
+def _nanos(raw: Any, what: str) -> int:
+    """A span or event time (fixed64 nanoseconds since the epoch); missing is 0."""
+    return 0 if raw is None else _integer(raw, what, 0, MAX_FIXED64)
 
 
 def attributes(items: Any) -> dict[str, Any]:
@@ -140,44 +196,70 @@ def spans_of(request: Any) -> Iterator[Span]:
     """The spans of one ``ExportTraceServiceRequest`` (as JSON). Raises ValueError on a malformed one."""
     if not isinstance(request, dict):
         raise ValueError("not an ExportTraceServiceRequest object {resourceSpans: [...]}")
+    if not request:
+        return  # an empty request: every field at its default
     resource_spans = _field(request, "resourceSpans")
     if not isinstance(resource_spans, list):
         raise ValueError("no resourceSpans list (not OTLP trace JSON)")
     for ri, rs in enumerate(resource_spans):
-        resource = attributes(((rs or {}).get("resource") or {}).get("attributes"))
-        for si, ss in enumerate(_field(rs, "scopeSpans") or []):
-            for pi, raw in enumerate((ss or {}).get("spans") or []):
+        rs = _object(rs, f"resourceSpans[{ri}]")
+        resource = attributes(_object(rs.get("resource"), f"resourceSpans[{ri}].resource").get("attributes"))
+        for si, ss in enumerate(_list(_field(rs, "scopeSpans"), f"resourceSpans[{ri}].scopeSpans")):
+            ss = _object(ss, f"resourceSpans[{ri}].scopeSpans[{si}]")
+            for pi, raw in enumerate(_list(ss.get("spans"), f"resourceSpans[{ri}].scopeSpans[{si}].spans")):
                 where = f"resourceSpans[{ri}].scopeSpans[{si}].spans[{pi}]"
-                if not isinstance(raw, dict):
-                    raise ValueError(f"{where} is not an object")
                 try:
-                    trace_id, span_id = hex_id(_field(raw, "traceId"), 16), hex_id(_field(raw, "spanId"), 8)
-                    parent = hex_id(_field(raw, "parentSpanId"), 8)
-                except ValueError as exc:
+                    yield _span(_object(raw, where), resource)
+                except (ValueError, TypeError) as exc:
                     raise ValueError(f"{where}: {exc}") from None
-                if trace_id is None or span_id is None:
-                    raise ValueError(f"{where}: needs traceId and spanId")
-                status = raw.get("status") or {}
-                code = status.get("code", 0)
-                code = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, code)
-                events = [
-                    (str(e.get("name", "")), int(_field(e, "timeUnixNano") or 0), attributes(e.get("attributes")))
-                    for e in raw.get("events") or []
-                    if isinstance(e, dict)
-                ]
-                yield Span(
-                    trace_id,
-                    span_id,
-                    parent,
-                    str(raw.get("name", "")),
-                    int(_field(raw, "startTimeUnixNano") or 0),
-                    int(_field(raw, "endTimeUnixNano") or 0),
-                    attributes(raw.get("attributes")),
-                    events,
-                    int(code) if isinstance(code, int) else 0,
-                    str(status.get("message") or ""),
-                    resource,
-                )
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} is not an object")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{where} is not a list")
+    return value
+
+
+def _span(raw: dict[str, Any], resource: dict[str, Any]) -> Span:
+    trace_id, span_id = hex_id(_field(raw, "traceId"), 16), hex_id(_field(raw, "spanId"), 8)
+    parent = hex_id(_field(raw, "parentSpanId"), 8)
+    if trace_id is None or span_id is None:
+        raise ValueError("needs traceId and spanId")
+    status = _object(raw.get("status"), "status")
+    code = status.get("code", 0)
+    code = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, code)
+    events = [
+        (
+            str(e.get("name", "")),
+            _nanos(_field(e, "timeUnixNano"), f"events[{i}].timeUnixNano"),
+            attributes(e.get("attributes")),
+        )
+        for i, e in enumerate(_list(raw.get("events"), "events"))
+        if isinstance(e, dict)
+    ]
+    return Span(
+        trace_id,
+        span_id,
+        parent,
+        str(raw.get("name", "")),
+        _nanos(_field(raw, "startTimeUnixNano"), "startTimeUnixNano"),
+        _nanos(_field(raw, "endTimeUnixNano"), "endTimeUnixNano"),
+        attributes(raw.get("attributes")),
+        events,
+        code if isinstance(code, int) and not isinstance(code, bool) else 0,
+        str(status.get("message") or ""),
+        resource,
+    )
 
 
 def read_requests(path: str, text: str) -> list[Any]:
@@ -353,15 +435,25 @@ def run_roots(spans: Iterable[Span]) -> list[Span]:
 
 
 def _outermost_agents(span: Span) -> list[Span]:
-    if span.operation == "invoke_agent":
-        return [span]
-    return [a for child in span.children for a in _outermost_agents(child)]
+    """The invoke_agent spans under ``span`` (itself included) with no invoke_agent above them, in
+    tree order."""
+    found, stack = [], [span]
+    while stack:
+        current = stack.pop()
+        if current.operation == "invoke_agent":
+            found.append(current)
+        else:
+            stack.extend(reversed(current.children))
+    return found
 
 
 def _walk(span: Span) -> Iterator[Span]:
-    yield span
-    for child in span.children:
-        yield from _walk(child)
+    """``span`` and its descendants, depth first (iterative: a chain of any depth)."""
+    stack = [span]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
 
 
 def _attr(spans: list[Span], name: str) -> Any:
@@ -378,7 +470,9 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
     """The trajectory of the run whose top span is ``top``. Raises RunError."""
     spans = sorted(_walk(top), key=lambda s: (s.start, s.span_id))
     run_id = f"otel:{top.trace_id}:{top.span_id}"
-    unmapped = {"spans": 0, "chat_outputs": 0, "tool_arguments": 0}
+    unmapped = {"spans": 0, "chat_outputs": 0, "tool_arguments": 0, "tool_results": 0, "tool_attributes": 0}
+    unknown_attrs: set[str] = set()
+    read_attrs = TOOL_ATTRS_KNOWN | {options.scenario_attr, SUCCESS_ATTR}
     events: list[dict[str, Any]] = []
     step, call_index, calls = 0, 0, 0
     prompt, model = None, None
@@ -412,15 +506,23 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
                 name = span.name.split(" ", 1)[1] if " " in span.name else ""
             if not name:
                 raise RunError(f"span {span.span_id} (execute_tool) has no gen_ai.tool.name")
-            raw = span.attrs.get("gen_ai.tool.call.arguments")
+            args_attr = next((a for a in ARGUMENT_ATTRS if span.attrs.get(a) is not None), None)
             try:
-                args = parse_arguments(raw, f"span {span.span_id} ({name}) gen_ai.tool.call.arguments")
+                args = parse_arguments(
+                    span.attrs.get(args_attr) if args_attr else None, f"span {span.span_id} ({name}) {args_attr}"
+                )
             except MessageError as exc:
                 raise RunError(str(exc)) from None
             failed = span.status == STATUS_ERROR or span.attrs.get("error.type") is not None
-            result = span.attrs.get("gen_ai.tool.call.result")
+            result_attr = next((a for a in RESULT_ATTRS if span.attrs.get(a) is not None), None)
+            result = span.attrs[result_attr] if result_attr else None
             if result is None and failed and span.status_message:
                 result = span.status_message
+            unmapped["tool_arguments"] += args_attr is None
+            unmapped["tool_results"] += result is None
+            unknown = [key for key in span.attrs if key not in read_attrs]
+            unmapped["tool_attributes"] += len(unknown)
+            unknown_attrs.update(unknown)
             events.append(
                 {
                     "type": "tool_call",
@@ -494,7 +596,13 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
     final = {
         "type": "final",
         "reason": "harness_error" if top.status == STATUS_ERROR else "agent_done",
-        "done_payload": {"otel": {"unmapped": unmapped, "status": top.status_message or None}},
+        "done_payload": {
+            "otel": {
+                "unmapped": unmapped,
+                "unmapped_tool_attributes": sorted(unknown_attrs),
+                "status": top.status_message or None,
+            }
+        },
         "sim_time": step,
         "tool_calls_used": calls,
         "ecam": [],
@@ -514,7 +622,7 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
 def _utc(unix_nano: int) -> str | None:
     """The span's recorded start as ISO 8601 UTC (the trace's own clock, never this machine's)."""
     if unix_nano <= 0:
-        return None
+        return None  # a fixed64 (at most 2**64 - 1 ns, the year 2554) is within datetime's range
     from datetime import datetime
 
     seconds, nanos = divmod(unix_nano, 10**9)
@@ -662,15 +770,14 @@ class OtelImporter:
             raise ImportFormatError(path, None, "no spans in file")
         return convert_spans(spans, options, os.path.basename(path), path)
 
-    def listen(self, address: str, out_dir: str, echo: Any = print, **given: Any) -> None:
+    def listen(
+        self, address: str, out_dir: str, echo: Any = print, warn: Any = print, token: str | None = None, **given: Any
+    ) -> None:
+        """Serve ``--listen`` until Ctrl-C (``given``: this format's options, as ``convert`` takes them)."""
         from evalkit.importers.formats.otel_receiver import serve
 
-        serve(
-            address,
-            out_dir,
-            self.options_for(**{k: v for k, v in given.items() if k in self.options and v is not None}),
-            echo,
-        )
+        options = self.options_for(**{k: v for k, v in given.items() if v is not None})
+        serve(address, out_dir, options, echo=echo, warn=warn, token=token)
 
 
 IMPORTER = OtelImporter()
