@@ -15,6 +15,3 @@ The pipeline, one folder a step (docs/architecture.md)::
 
 __version__ = "0.1.0"
 
-from evalkit import _moved
-
-_moved.install()

@@ -2,7 +2,7 @@
 
 ``build_audit(...)`` is the API behind ``evalkit audit``; its JSON (``--format json``) is a stable
 contract described in docs/audit.md; :func:`build_audit_with_pairs` returns the compared pairs too
-(``--pairs-out``; ``run_audit`` is its older name). The audit never writes: the database is opened
+(``--pairs-out``). The audit never writes: the database is opened
 read-only.
 """
 
@@ -154,8 +154,6 @@ def build_audit_with_pairs(
     }
     return report, judge_vs_mechanical.pair_rows(sets)
 
-
-run_audit = build_audit_with_pairs  # the older name, kept for callers
 
 
 STALE_NAMED = 10  # run ids a stale note lists before "and N more"

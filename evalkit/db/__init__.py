@@ -78,12 +78,3 @@ __all__ = [
     "short_name",
     "write_ratings",
 ]
-
-
-def __getattr__(name: str):
-    if name == "UnknownJudge":  # its name until it was told apart from judges' UnknownJudgeError
-        import warnings
-
-        warnings.warn("evalkit.db.UnknownJudge is evalkit.db.JudgeNotStored", DeprecationWarning, stacklevel=2)
-        return JudgeNotStored
-    raise AttributeError(f"module 'evalkit.db' has no attribute {name!r}")
