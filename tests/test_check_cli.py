@@ -22,7 +22,7 @@ def test_a_good_scenario_file_exits_0(tmp_path):
     (tmp_path / "tasks.json").write_text(json.dumps([GOOD]))
     result = run(tmp_path / "tasks.json")
     assert result.exit_code == 0 and result.stdout == ""
-    assert "checked 1 scenario(s) and 0 run(s): no problems" in result.stderr
+    assert "checked 1 scenario(s) (1 file(s)) and 0 run(s): no problems" in result.stderr
 
 
 def test_every_problem_is_reported_with_its_line_and_exit_1(tmp_path):

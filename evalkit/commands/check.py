@@ -1,4 +1,4 @@
-"""`evalkit check`: validate scenario files and runs without scoring them."""
+"""`evalkit check`: validate scenario files and runs, and each scenario against its runs, without scoring."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from evalkit.commands.exitcodes import EXIT_WARNINGS
 from evalkit.commands.kit import EXIT_BAD_INPUT, fail, warn
 
 
@@ -19,13 +20,18 @@ def register(group: click.Group) -> None:
         type=click.Path(exists=True, dir_okay=False),
         help="Scenario file (repeatable) for runs whose meta names a scenario_id.",
     )
-    def check(paths, scenario_files):
+    @click.option("--strict", is_flag=True, help="Exit 2 when there are warnings (for CI).")
+    def check(paths, scenario_files, strict):
         """Check scenario files and runs: every problem, one line each, nothing scored.
 
         PATHS are scenario files (.json, .toml, or .jsonl of scenarios), runs (.jsonl trajectories)
         or directories (their *.jsonl runs). Each problem is printed as ``path:line: where: reason``
-        (unknown keys with a suggestion, rules that cannot hold, bad values). Exit 0 when there is
-        none, 1 otherwise, 2 on usage errors.
+        (unknown keys with a suggestion, rules that cannot hold, bad values); then each scenario is
+        checked against its runs, and every reference they contradict (a tool never called while a
+        similar one is, a key no call has, a value of the wrong JSON type, a required action nothing
+        matches, a success variable never reported) is printed as ``path:line: warning: where:
+        reason``, as is each unknown key of the runs' records. Exit 0 when there is no problem, 1
+        otherwise; with --strict, 2 when there are warnings and no problem; 2 on usage errors too.
         """
         from evalkit import api
         from evalkit.errors import InputError
@@ -38,10 +44,18 @@ def register(group: click.Group) -> None:
             warn(message)
         for problem in report.problems:
             click.echo(str(problem))
-        n = len(report.problems)
+        for finding in report.findings:
+            click.echo(finding)
+        n, w = len(report.problems), len(report.findings)
+        said = [f"{n} problem(s)"] if n else []
+        if w:
+            said.append(f"{w} warning(s)")
+        files = f"{report.scenario_files} file(s)"
         warn(
-            f"checked {report.scenarios} scenario(s) and {report.runs} run(s): "
-            + ("no problems" if not n else f"{n} problem(s)")
+            f"checked {report.scenarios} scenario(s) ({files}) and {report.runs} run(s): "
+            + (", ".join(said) if said else "no problems")
         )
         if n:
             sys.exit(EXIT_BAD_INPUT)
+        if w and strict:
+            sys.exit(EXIT_WARNINGS)

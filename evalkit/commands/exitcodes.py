@@ -3,6 +3,7 @@
 EXIT_OK = 0  # done; every input was used
 EXIT_BAD_INPUT = 1  # some input (file, database, config, provider reply) was bad; the rest was still done
 EXIT_USAGE = 2  # bad flags, missing files, unknown names (click's own usage errors exit 2 too)
+EXIT_WARNINGS = 2  # `evalkit check --strict`: warnings and no problem (CI fails as on a usage error)
 # a quality gate (--fail-under, --min-pass-rate, --min-safe-pass-rate, --max-unsafe-rate,
 # compare --fail-if-worse, probe --fail-if) failed
 EXIT_GATE = 3

@@ -3,28 +3,59 @@
 A path is a scenario file (``.json``, ``.toml``, or a ``.jsonl`` whose first record is not a
 trajectory's ``meta``), a run (a ``.jsonl`` trajectory) or a directory (its ``*.jsonl``, as
 ``evalkit score`` reads it). A scenario's problems are all listed (each unknown key, each bad rule);
-a run's embedded scenario is checked the same way, then the run is read as ``evalkit score`` reads
-it (the first problem of the rest of the file, as the reader reports it).
+a run's embedded scenario is checked the same way, then the run is read once, as ``evalkit score``
+reads it (the first problem of the rest of the file, as the reader reports it). The scenario files
+a run uses (``--scenarios``, or the one beside it) are checked and counted once.
+
+Then each scenario is checked against all of its runs (:mod:`evalkit.trajectory.observed`): every
+reference the runs contradict is a warning (an error where it can never match) at the scenario's
+file and line. Keys of the runs' records that evalkit does not know are warnings too, each distinct
+one once with how many runs and records have it.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
-from evalkit.trajectory.reader import expand_paths, read_trajectory
-from evalkit.trajectory.scenario_files import Entry, ScenarioSet, read_entries, scenario_problems
+from evalkit.trajectory.input_files import open_regular, shown_name
+from evalkit.trajectory.observed import Finding, Observed, findings, near, where
+from evalkit.trajectory.reader import _Builder, expand_paths
+from evalkit.trajectory.records import RECORD_TYPES, FinalStateCheck, SuccessEval
+from evalkit.trajectory.scenario import USER_PREFIX
+from evalkit.trajectory.scenario_files import Entry, ScenarioSet, read_entries, scenario_problems, scenarios_beside
 
 
 @dataclass
 class CheckReport:
     problems: list[InputError] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # the reader's notes (a dropped half-written line)
+    findings: list[str] = field(default_factory=list)  # ``path:line: warning: where: reason``, one each
+    scenario_files: int = 0
     scenarios: int = 0
     runs: int = 0
+
+
+@dataclass
+class _Group:
+    """One scenario (by content) and its runs."""
+
+    entry: Entry
+    prefix: str  # "scenario" (a scenario file) or "meta.scenario" (embedded in a run)
+    seen: Observed
+
+
+@dataclass
+class _KeyNote:
+    first: str
+    runs: set[str] = field(default_factory=set)
+    records: int = 0
 
 
 def _is_run(path: str) -> bool:
@@ -40,64 +71,245 @@ def _is_run(path: str) -> bool:
     return True
 
 
-def _check_scenario_file(path: str, report: CheckReport, found: dict | None = None) -> None:
-    try:
-        entries = read_entries(path)
-    except InputError as exc:
-        report.problems.append(exc)
-        return
-    for entry in entries:
-        report.scenarios += 1
-        scenario, problems = scenario_problems(entry)
-        report.problems.extend(problems)
-        if scenario is not None and found is not None:
-            where = f"{entry.path}:{entry.line}" if entry.line is not None else entry.path
-            if scenario.id in found:
-                report.problems.append(
-                    InputError(
-                        entry.path,
-                        entry.line,
-                        f'scenario.id: "{scenario.id}" is already the id of the scenario at {found[scenario.id][1]}',
-                    )
-                )
-            else:
-                found[scenario.id] = (entry.raw, where)
+def locate(entry: Entry, loc: tuple[Any, ...], needle: str | None) -> int | None:
+    """The line of ``loc`` in the entry's text: each key of the path found after the one before
+    it, then ``needle`` (a quoted name or key); the entry's first line when nothing is found."""
+    if entry.line is None:
+        return None
+    text, pos = entry.text, 0
+    for part in loc:
+        if isinstance(part, str):
+            hit = re.compile(r'["\']?' + re.escape(part) + r'["\']?\s*[:=]').search(text, pos)
+            if hit is not None:
+                pos = hit.start()
+    if needle is not None:
+        for candidate in (needle, needle.strip('"')):
+            found = text.find(candidate, pos)
+            if found >= 0:
+                pos = found
+                break
+    offset = text.count("\n", 0, pos)
+    return offset + 1 if Path(entry.path).suffix.lower() == ".toml" else entry.line + offset
 
 
-def _check_run(path: str, scenarios: ScenarioSet | None, report: CheckReport) -> None:
-    report.runs += 1
-    lineno, line = 0, b""  # an empty file: no first record (the reader says so below)
-    try:
-        with open(path, "rb") as fh:
-            for lineno, line in enumerate(fh, 1):  # noqa: B007 — lineno and line are read after the loop
-                if line.strip():
-                    break
-        meta = safe_json.loads(line) if line.strip() else None
-    except (OSError, safe_json.JSONProblem):
-        meta = None  # the reader says what is wrong
-    if isinstance(meta, dict) and isinstance(meta.get("scenario"), dict):
-        _, problems = scenario_problems(Entry(path, lineno, line.decode("utf-8", "replace"), meta["scenario"]))
-        if problems:
-            report.problems.extend(InputError(p.path, lineno, f"meta.{p.message}") for p in problems)
+class _Checker:
+    def __init__(self, report: CheckReport, scenario_files: list[str]):
+        self.report = report
+        self.given = bool(scenario_files)
+        self.entries: dict[str, dict[str, Entry]] = {}  # scenario file -> id -> entry
+        self.file_of: dict[str, str] = {}  # id -> the given file holding it
+        self.checked: set[str] = set()  # scenario files read (absolute paths)
+        self.groups: dict[str, _Group] = {}  # content hash -> scenario and runs
+        self.keys: dict[tuple[str, str], _KeyNote] = {}
+        self.seen_problems: set[str] = set()
+        self.by_content: dict[str, Entry] = {}  # a file scenario's content hash -> where it is
+        found: dict = {}
+        for path in scenario_files:
+            self.scenario_file(str(path), found)
+        self.scenario_set = ScenarioSet(found) if scenario_files else None
+
+    def problem(self, exc: InputError) -> None:
+        text = str(exc)
+        if text not in self.seen_problems:  # a scenario file's problem, met again by each run using it
+            self.seen_problems.add(text)
+            self.report.problems.append(exc)
+
+    def scenario_file(self, path: str, found: dict | None = None) -> None:
+        key = os.path.abspath(path)
+        if key in self.checked:
             return
-    try:
-        read_trajectory(path, report.warnings.append, scenarios=scenarios)
-    except InputError as exc:
-        report.problems.append(exc)
+        self.checked.add(key)
+        self.report.scenario_files += 1
+        try:
+            entries = read_entries(path)
+        except InputError as exc:
+            self.problem(exc)
+            return
+        mine = self.entries.setdefault(path, {})
+        for entry in entries:
+            self.report.scenarios += 1
+            scenario, problems = scenario_problems(entry)
+            for p in problems:
+                self.problem(p)
+            if scenario is None:
+                continue
+            mine.setdefault(scenario.id, entry)
+            self.by_content.setdefault(scenario.content_hash, entry)
+            if found is not None:
+                at = f"{entry.path}:{entry.line}" if entry.line is not None else entry.path
+                if scenario.id in found:
+                    self.problem(
+                        InputError(
+                            entry.path,
+                            entry.line,
+                            f'scenario.id: "{scenario.id}" is already the id of the scenario at '
+                            f"{found[scenario.id][1]}",
+                        )
+                    )
+                else:
+                    found[scenario.id] = (entry.raw, at)
+                    self.file_of[scenario.id] = path
+
+    def run(self, path: str) -> None:
+        report = self.report
+        report.runs += 1
+        shown = shown_name(path)
+        beside_file = None
+        if not self.given:
+            try:
+                beside = scenarios_beside(path)
+            except InputError as exc:
+                beside = None
+                beside_file = exc.path
+                self.scenario_file(exc.path)
+            if beside is not None:
+                beside_file = beside[1]
+                self.scenario_file(beside_file)
+        builder = _Builder(path, report.warnings.append, scenarios=self.scenario_set)
+        meta_raw: Any = None
+        meta_line = (0, b"")
+        try:
+            fh, _ = open_regular(path, None)
+            with fh:
+                for lineno, line in enumerate(fh, 1):
+                    before = len(builder.events), builder.meta, builder.setup, builder.final, builder.unknown
+                    if builder.meta is None and line.strip():
+                        meta_line = (lineno, line)
+                        try:
+                            meta_raw = safe_json.loads(line)
+                        except safe_json.JSONProblem:
+                            meta_raw = None
+                        if not self._embedded_ok(shown, lineno, line, meta_raw):
+                            return
+                    builder.line(lineno, line)
+                    self._note_keys(builder, before, shown, lineno, line)
+            traj = builder.finish()
+        except InputError as exc:
+            if beside_file is not None and exc.path == shown_name(beside_file):
+                return  # the scenario file's own problems are listed once, with their lines
+            self.problem(exc)
+            return
+        except OSError as exc:
+            self.problem(InputError(shown, None, f"cannot read: {exc.strerror or exc}"))
+            return
+        scenario = traj.meta.scenario
+        group = self.groups.get(scenario.content_hash)
+        if group is None:
+            group = self._group(shown, meta_line, meta_raw, scenario, beside_file)
+            self.groups[scenario.content_hash] = group
+        group.seen.add_run(traj.meta.tool_surface, traj.tool_calls(), traj.final)
+
+    def _embedded_ok(self, shown: str, lineno: int, line: bytes, meta: Any) -> bool:
+        """Every problem of a run's embedded scenario (the reader would stop at the first)."""
+        if not (isinstance(meta, dict) and isinstance(meta.get("scenario"), dict)):
+            return True
+        text = line.decode("utf-8", "replace")
+        _, problems = scenario_problems(Entry(shown, lineno, text, meta["scenario"]))
+        for p in problems:
+            self.problem(InputError(p.path, lineno, f"meta.{p.message}"))
+        return not problems
+
+    def _group(self, shown: str, meta_line: tuple[int, bytes], meta_raw: Any, scenario: Any, beside: str | None):
+        if scenario.content_hash in self.by_content:  # as in a scenario file: reported there
+            return _Group(self.by_content[scenario.content_hash], "scenario", Observed(scenario))
+        if isinstance(meta_raw, dict) and isinstance(meta_raw.get("scenario"), dict):
+            lineno, line = meta_line
+            entry = Entry(shown, lineno, line.decode("utf-8", "replace"), meta_raw["scenario"])
+            return _Group(entry, "meta.scenario", Observed(scenario))
+        source = self.file_of.get(scenario.id) if self.given else beside
+        entry = self.entries.get(source or "", {}).get(scenario.id) if source else None
+        if entry is None:
+            entry = Entry(shown, meta_line[0], "", None)
+            return _Group(entry, "meta.scenario", Observed(scenario))
+        return _Group(entry, "scenario", Observed(scenario))
+
+    def _note_keys(self, builder: _Builder, before: tuple, shown: str, lineno: int, line: bytes) -> None:
+        """Unknown keys of the record just read (and of its success checks), noted by kind."""
+        n_events, meta, setup, final, unknown = before
+        record = None
+        if len(builder.events) > n_events:
+            record = builder.events[-1]
+        elif builder.meta is not meta:
+            record = builder.meta
+        elif builder.setup is not setup:
+            record = builder.setup
+        elif builder.final is not final:
+            record = builder.final
+        elif builder.unknown > unknown:
+            try:
+                rtype = safe_json.loads(line).get("type")
+            except (safe_json.JSONProblem, AttributeError):
+                return
+            guess = near(str(rtype), RECORD_TYPES, 0.75)
+            if guess is not None:
+                self._note(f'record type "{rtype}"', guess, shown, lineno, kind="unknown")
+            return
+        if record is None:
+            return
+        rtype = record.type
+        self._extras(rtype, record, tuple(type(record).model_fields), shown, lineno)
+        if rtype == "meta":
+            adapter = record.adapter
+            for key in adapter:
+                if key not in ("model", "provider") and (guess := near(key, ("model", "provider"), 0.75)):
+                    self._note(f'meta.adapter: key "{key}"', guess, shown, lineno)
+        if rtype == "final" and record.success_eval is not None:
+            success = record.success_eval
+            self._extras("final.success_eval", success, tuple(SuccessEval.model_fields), shown, lineno)
+            for check in success.final_state:
+                self._extras(
+                    "final.success_eval.final_state[]", check, tuple(FinalStateCheck.model_fields), shown, lineno
+                )
+
+    def _extras(self, where_: str, record: Any, known: tuple[str, ...], shown: str, lineno: int) -> None:
+        for key in record.__pydantic_extra__ or ():
+            # a harness's own fields (``inspect``, ``otel``, ``x_*``) are kept; a near miss of a known
+            # key is a typo that drops what it names (``is_eror``: the call counts as executed)
+            if not key.startswith(USER_PREFIX) and key != "model" and (guess := near(key, known, 0.75)):
+                self._note(f'{where_}: unknown key "{key}"', guess, shown, lineno)
+
+    def _note(self, what: str, guess: str | None, shown: str, lineno: int, kind: str = "key") -> None:
+        if kind == "unknown":
+            what = f"unknown {what}"
+        note = self.keys.get((what, guess or ""))
+        if note is None:
+            note = self.keys[(what, guess or "")] = _KeyNote(f"{shown}:{lineno}")
+        note.runs.add(shown)
+        note.records += 1
+
+    def finish(self) -> None:
+        report = self.report
+        for (what, guess), note in self.keys.items():
+            mean = f' (did you mean "{guess}"?)' if guess else ""
+            count = ""
+            if note.records > 1:
+                count = f" (in {len(note.runs)} run(s), {note.records} record(s))"
+            report.findings.append(f"{note.first}: warning: {what}{mean}{count}")
+        for group in self.groups.values():
+            for finding in findings(group.seen):
+                self._finding(group, finding)
+        report.scenarios += sum(1 for g in self.groups.values() if g.prefix == "meta.scenario")
+
+    def _finding(self, group: _Group, finding: Finding) -> None:
+        entry = group.entry
+        line = locate(entry, finding.loc, finding.needle) if entry.text else entry.line
+        message = f"{where(finding.loc, group.prefix)}: {finding.message}"
+        if finding.error:
+            self.problem(InputError(entry.path, line, message))
+        else:
+            at = entry.path if line is None else f"{entry.path}:{line}"
+            self.report.findings.append(f"{at}: warning: {message}")
 
 
 def check_paths(paths: Iterable[str], scenario_files: Iterable[str] = ()) -> CheckReport:
     """Check every path (and the scenario files runs may name); see the module docstring."""
     report = CheckReport()
-    found: dict = {}
-    scenario_files = list(scenario_files)
-    for path in scenario_files:
-        _check_scenario_file(str(path), report, found)
-    scenarios = ScenarioSet(found) if scenario_files else None
+    checker = _Checker(report, [str(p) for p in scenario_files])
     for name in paths:
         for path in expand_paths([name]):
             if Path(path).suffix.lower() in (".json", ".toml") or (path.endswith(".jsonl") and not _is_run(path)):
-                _check_scenario_file(path, report)
+                checker.scenario_file(path)
             else:
-                _check_run(path, scenarios, report)
+                checker.run(path)
+    checker.finish()
     return report

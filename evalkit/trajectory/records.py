@@ -8,8 +8,8 @@ tolerated and counted (``Trajectory.extra_fields``, ``Trajectory.unknown_records
 Types: fields that feed the score are **strict** — no coercion, a wrong type is an error at its line:
 the tool name, ``args`` (an object), ``is_error``, ``step`` / ``call_index``, the success checks
 (``passed``, ``clear``, ``all_passed``), the final ``reason`` and ``tool_calls_used``, ``sim_time``
-(a number), ``run_id``, ``tool_surface`` and the model (``adapter.model``, a string when given; so is
-``adapter.provider``). Integers are 64-bit (they are stored in SQLite columns). Everything else
+(a number), ``run_id``, ``tool_surface`` and the model (``adapter.model`` or ``meta.model``, a string when given;
+so is ``adapter.provider``). Integers are 64-bit (they are stored in SQLite columns). Everything else
 (texts, results, payloads, snapshots) is kept as recorded.
 """
 
@@ -42,6 +42,10 @@ FINAL_REASONS = (
     "harness_error",  # importers: a crashed episode of another harness (scored as a failure)
 )
 
+
+# Keys under which recorders name the model that evalkit does not read it from (it reads adapter.model
+# or meta.model)
+MODEL_ELSEWHERE = ("model_name", "model_id", "modelName", "modelId", "llm", "agent_model", "llm_model")
 
 Int64 = Annotated[int, Field(strict=True, ge=-(2**63), le=2**63 - 1)]
 
@@ -88,9 +92,33 @@ class Meta(_Record):
                     )
         return self
 
+    @model_validator(mode="after")
+    def _model_named_once(self) -> Meta:
+        # the model is read from adapter.model or meta.model; a run that names it elsewhere would
+        # score as "unknown" and be lumped with other models: refused with the fix instead
+        extra = self.__pydantic_extra__ or {}
+        top, inner = extra.get("model"), self.adapter.get("model")
+        if top is not None and not isinstance(top, str):
+            raise PydanticCustomError("model_type", f"model must be a string, got {type(top).__name__}")
+        if top is not None and inner is not None and top != inner:
+            raise PydanticCustomError(
+                "model_twice",
+                f'model "{top}" and adapter.model "{inner}" name different models: keep one of them',
+            )
+        if top is None and inner is None:
+            for prefix, fields in (("", extra), ("adapter.", self.adapter)):
+                for key in MODEL_ELSEWHERE:
+                    if isinstance(fields.get(key), str) and fields[key]:
+                        raise PydanticCustomError(
+                            "model_elsewhere",
+                            f"{prefix}{key}: the model is read from adapter.model or meta.model, so this run "
+                            f'would score as model "unknown": write it as "model"',
+                        )
+        return self
+
     @property
     def model(self) -> str:
-        return str(self.adapter.get("model") or "unknown")
+        return str(self.adapter.get("model") or (self.__pydantic_extra__ or {}).get("model") or "unknown")
 
     @property
     def provider(self) -> str | None:

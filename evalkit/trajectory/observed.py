@@ -1,0 +1,438 @@
+"""A scenario checked against its runs: what the runs did (:class:`Observed`) and every reference of
+the scenario they contradict (:func:`findings`). Pure: runs in, findings out.
+
+Strict validation sees a scenario alone; a name or a value that is well-formed but refers to
+nothing the runs show needs the runs. Over all runs of one scenario, a finding is:
+
+* a tool of a required, optional, forbidden or gated action, an approval or a per-tool rule that no
+  run called, that is on no run's tool surface, while a similar name is called or on the surface
+  ("did you mean"); a required action whose tool is not a command tool is an **error** (it can
+  never match), a forbidden one a warning (it can never fire), an optional one or a per-tool rule
+  only when a similar command tool exists;
+* a key of ``keys``, ``compare`` or an approval (its ``args`` and ``result``) that never appears
+  in the calls (results) of its tool; where a rule need not fire in a good run (forbidden, optional
+  and gated actions, per-tool rules of tools only these name, the default rule) only when a
+  similar key appears;
+* a value whose JSON type never matches what the runs send for that key (``"true"`` where calls
+  send ``true``), for every action, gate and approval, and the values of ``one_of``;
+* a required action that none of the calls of its tool matches, naming the keys no call agrees on;
+* a success variable the runs' ``success_eval`` never reports, and an operator that is neither a
+  known one nor the one the runs report for that variable.
+
+Forbidden actions nobody took are normal: only a name that cannot match at all is reported.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from evalkit.trajectory.values import match_key
+
+KNOWN_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not_in", "contains", "not_contains", "in_reply", "matches")
+_OP_SYNONYMS = {"=": "==", "eq": "==", "ne": "!=", "<>": "!=", "=>": ">=", "=<": "<=", "gt": ">", "lt": "<"}
+_TYPED_COMPARE = frozenset({"exact", "casefold", "abs_tol", "rel_tol"})  # the expected value's type must occur
+_SAMPLE_CALLS = 200  # calls kept per required tool, to say which key no call agrees on
+_DEPTH = 3  # dotted paths recorded into nested objects
+
+
+def json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _paths(value: Any, into: dict[str, set[str]], prefix: str = "", depth: int = 0) -> None:
+    """Each key of ``value`` (and dotted paths into nested objects) -> the JSON types seen there."""
+    for key, item in value.items():
+        path = prefix + str(key)
+        into.setdefault(path, set()).add(json_type(item))
+        if isinstance(item, dict) and depth < _DEPTH:
+            _paths(item, into, path + ".", depth + 1)
+
+
+def near(name: str, candidates: Iterable[str], cutoff: float = 0.75) -> str | None:
+    """The candidate closest to ``name`` (not ``name`` itself), or None."""
+    pool = sorted({c for c in candidates if c != name})
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+def _mean(near_name: str | None) -> str:
+    return f' (did you mean "{near_name}"?)' if near_name else ""
+
+
+class _CallView:
+    __slots__ = ("name", "args", "is_error", "result")
+
+    def __init__(self, name: str, args: dict[str, Any], is_error: bool = False, result: Any = None):
+        self.name, self.args, self.is_error, self.result = name, args, is_error, result
+
+
+@dataclass
+class Observed:
+    """What the runs of one scenario did, as far as :func:`findings` needs (fed run by run)."""
+
+    scenario: Any  # evalkit.trajectory.scenario.Scenario
+    runs: int = 0
+    calls: Counter = field(default_factory=Counter)  # tool -> calls
+    surface: set[str] = field(default_factory=set)  # tools on any run's tool_surface
+    args: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # tool -> key path -> JSON types
+    results: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # tool -> result key path -> types
+    success_runs: int = 0  # runs with a success_eval
+    variables: dict[str, set[Any]] = field(default_factory=dict)  # reported var -> ops
+    hit: list[bool] = field(default_factory=list)  # per required action: some call matched it
+    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # required tool -> some calls' args
+
+    def __post_init__(self) -> None:
+        self._required = self.scenario.rules.required
+        self.hit = [False] * len(self._required)
+        self._by_tool: dict[str, list[int]] = {}
+        for i, expect in enumerate(self._required):
+            self._by_tool.setdefault(expect.tool, []).append(i)
+
+    def add_run(self, tool_surface: list[str] | None, tool_calls: Iterable[Any], final: Any) -> None:
+        """One run: its ``meta.tool_surface``, its tool calls (``name``, ``args``, ``result``) and its
+        ``final`` record (or None)."""
+        self.runs += 1
+        if tool_surface:
+            self.surface.update(tool_surface)
+        for call in tool_calls:
+            name, args = call.name, call.args
+            self.calls[name] += 1
+            if args:
+                _paths(args, self.args.setdefault(name, {}))
+            result = call.result
+            if isinstance(result, str) and result[:1] == "{":
+                import json
+
+                try:
+                    result = json.loads(result)
+                except ValueError:
+                    pass
+            if isinstance(result, dict):
+                _paths(result, self.results.setdefault(name, {}))
+            todo = self._by_tool.get(name)
+            if todo:
+                sample = self.samples.setdefault(name, [])
+                if len(sample) < _SAMPLE_CALLS:
+                    sample.append(args)
+                view = _CallView(name, args)
+                key = match_key(name, args)
+                for i in todo:
+                    if not self.hit[i] and self._required[i].matches(view, key):
+                        self.hit[i] = True
+        success = getattr(final, "success_eval", None)
+        if success is not None:
+            self.success_runs += 1
+            for check in success.final_state:
+                if check.var is not None:
+                    self.variables.setdefault(check.var, set()).add(check.op)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One reference the runs contradict: ``loc`` is its path in the scenario, ``needle`` the text
+    that finds its line (a quoted name or key), ``error`` whether it is an error (else a warning)."""
+
+    loc: tuple[Any, ...]
+    message: str
+    needle: str | None = None
+    error: bool = False
+
+
+def where(loc: tuple[Any, ...], prefix: str = "scenario") -> str:
+    out = prefix
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _q(text: str) -> str:
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+def findings(seen: Observed) -> list[Finding]:
+    """Every reference of ``seen.scenario`` its runs contradict (see the module docstring), in the
+    scenario's order."""
+    sc = seen.scenario
+    gt = sc.ground_truth
+    out: list[Finding] = []
+    if seen.runs == 0:
+        return out
+    n = seen.runs
+    runs = f"{n} run{'s' if n != 1 else ''}"
+    commands = sc.commands()
+    explicit = sc.command_tools is not None
+    called = {t for t, c in seen.calls.items() if c}
+    known_names = called | seen.surface
+
+    required = [(("ground_truth", "procedure", bi, "actions", ai), a) for bi, ai, a in sc.required()]
+    optional = [(("ground_truth", "optional_actions", i), a) for i, a in enumerate(gt.optional_actions)]
+    forbidden = [(("ground_truth", "forbidden_actions", i), a) for i, a in enumerate(gt.forbidden_actions)]
+    gated = [(("ground_truth", "gated_actions", i), g) for i, g in enumerate(gt.gated_actions)]
+    approvals = [((*loc, "approval"), g.approval) for loc, g in gated]
+    per_tool = dict((gt.args_match.tools or {}) if gt.args_match is not None else {})
+    # tools a good run calls: their rules must find their keys in the calls
+    strict_tools = {a.tool for _, a in required if a.tool} | {a.tool for _, a in approvals}
+
+    # -- tool names ------------------------------------------------------------------------------
+    def unknown_tool(loc: tuple, tool: str, kind: str) -> bool:
+        """A name no run called and no surface holds, while a similar one is: reported."""
+        if tool in called or tool in seen.surface:
+            return False
+        guess = near(tool, known_names)
+        if guess is None:
+            return False
+        out.append(
+            Finding(
+                (*loc, "tool") if kind != "rule" else loc,
+                f'{kind} tool "{tool}" is never called in the {runs} and on no tool surface, '
+                f'while "{guess}" is{_mean(guess)}',
+                _q(tool),
+            )
+        )
+        return True
+
+    for loc, a in required:
+        if a.tool is None:
+            continue
+        if explicit and a.tool not in commands:
+            out.append(
+                Finding(
+                    (*loc, "tool"),
+                    f'required tool "{a.tool}" is not in command_tools, so no call can ever match it'
+                    f"{_mean(near(a.tool, commands))}",
+                    _q(a.tool),
+                    error=True,
+                )
+            )
+            continue
+        unknown_tool(loc, a.tool, "required")
+    for loc, a in forbidden:
+        if a.tool is None:
+            continue
+        if explicit and a.tool not in commands:
+            out.append(
+                Finding(
+                    (*loc, "tool"),
+                    f'forbidden tool "{a.tool}" is not in command_tools, so its calls are reads and it can '
+                    f"never fire{_mean(near(a.tool, commands))}",
+                    _q(a.tool),
+                )
+            )
+            continue
+        unknown_tool(loc, a.tool, "forbidden")
+    for loc, a in optional:
+        if a.tool is None:
+            continue
+        if explicit and a.tool not in commands and (guess := near(a.tool, commands)):
+            out.append(
+                Finding(
+                    (*loc, "tool"),
+                    f'optional tool "{a.tool}" is not in command_tools, while "{guess}" is{_mean(guess)}',
+                    _q(a.tool),
+                )
+            )
+            continue
+        unknown_tool(loc, a.tool, "optional")
+    for loc, g in gated:
+        unknown_tool(loc, g.tool, "gated")
+    for loc, ap in approvals:
+        unknown_tool(loc, ap.tool, "approval")
+    approval_tools = {ap.tool for _, ap in approvals}
+    for tool in per_tool:
+        loc = ("ground_truth", "args_match", "tools", tool)
+        if tool not in commands and tool not in approval_tools and (guess := near(tool, commands | approval_tools)):
+            out.append(
+                Finding(
+                    loc,
+                    f'a rule for "{tool}", which is not a command tool (nor an approval\'s), while "{guess}" '
+                    f"is{_mean(guess)}",
+                    _q(tool),
+                )
+            )
+            continue
+        unknown_tool(loc, tool, "rule")
+
+    # -- keys of rules ---------------------------------------------------------------------------
+    def check_keys(loc: tuple, rule: Any, tools: list[str], strict: bool) -> None:
+        if rule is None:
+            return
+        tools = [t for t in tools if seen.calls.get(t)]
+        if not tools:
+            return
+        seen_keys: set[str] = set()
+        for t in tools:
+            seen_keys.update(seen.args.get(t, {}))
+        names = [("keys", k) for k in rule.keys or ()] + [("compare", k) for k in rule.compare or {}]
+        for part, key in names:
+            if key in seen_keys:
+                continue
+            guess = near(key, seen_keys, 0.6)
+            if guess is None and not strict:
+                continue
+            label = f'"{tools[0]}"' if len(tools) == 1 else "any command tool"
+            out.append(
+                Finding(
+                    (*loc, part),
+                    f'key "{key}" never appears in the calls of {label} in the {runs}{_mean(guess)}',
+                    _q(key),
+                )
+            )
+
+    for loc, a in required:
+        if a.tool is not None:
+            check_keys((*loc, "args_match"), a.args_match, [a.tool], True)
+    for group, strict in ((optional, False), (forbidden, False), (gated, False), (approvals, True)):
+        for loc, a in group:
+            if a.tool is not None:
+                check_keys((*loc, "args_match"), a.args_match, [a.tool], strict)
+    for tool, rule in per_tool.items():
+        check_keys(("ground_truth", "args_match", "tools", tool), rule, [tool], tool in strict_tools)
+    if gt.args_match is not None:
+        check_keys(("ground_truth", "args_match"), gt.args_match, sorted(commands | approval_tools), False)
+
+    # an action's own args keys: a near miss of a key the calls have (a key no call has is normal for
+    # a forbidden action: good runs never send it)
+    def check_arg_names(loc: tuple, tool: str | None, args: dict | None) -> None:
+        if not tool or not args or not seen.calls.get(tool):
+            return
+        keys = seen.args.get(tool, {})
+        for key in args:
+            if key not in keys and (guess := near(key, keys, 0.75)):
+                out.append(
+                    Finding(
+                        (*loc, "args", key),
+                        f'key "{key}" never appears in the calls of "{tool}" in the {runs}{_mean(guess)}',
+                        _q(key),
+                    )
+                )
+
+    for group in (required, optional, forbidden, gated, approvals):
+        for loc, a in group:
+            check_arg_names(loc, a.tool, a.args)
+    for loc, ap in approvals:  # an approval's result keys
+        result = ap.result
+        if isinstance(result, dict) and seen.calls.get(ap.tool):
+            keys = seen.results.get(ap.tool, {})
+            for key, value in result.items():
+                if key not in keys:
+                    out.append(
+                        Finding(
+                            (*loc, "result", key),
+                            f'key "{key}" never appears in the results of "{ap.tool}" in the {runs}'
+                            f"{_mean(near(key, keys, 0.6))}",
+                            _q(key),
+                        )
+                    )
+                elif json_type(value) not in keys[key]:
+                    out.append(_type_finding((*loc, "result", key), key, value, keys[key], ap.tool, "results"))
+
+    # -- value types -----------------------------------------------------------------------------
+    catalog = sc.rules
+    expects = (
+        list(zip(required, catalog.required))
+        + list(zip(optional, catalog.optional.expects))
+        + list(zip(forbidden, catalog.forbidden.expects))
+        + [((loc, g), gate.action) for (loc, g), gate in zip(gated, catalog.gates)]
+        + [((loc, ap), gate.approval) for (loc, ap), gate in zip(approvals, catalog.gates)]
+    )
+    for (loc, action), expect in expects:
+        if action.tool is None or not action.args:
+            continue
+        types = seen.args.get(action.tool)
+        if not types:
+            continue
+        compare = dict(expect.rule.compare)
+        for key, value in action.args.items():
+            cmp = compare.get(key)
+            kind = cmp.kind if cmp is not None else "exact"
+            if kind not in _TYPED_COMPARE or key not in types:
+                continue
+            if json_type(value) not in types[key]:
+                out.append(_type_finding((*loc, "args", key), key, value, types[key], action.tool, "calls"))
+
+    # -- required actions that nothing matches ---------------------------------------------------
+    for (loc, action), expect, hit in zip(required, catalog.required, seen.hit):
+        tool = action.tool or expect.tool
+        if hit or not seen.calls.get(tool) or (explicit and action.tool is not None and action.tool not in commands):
+            continue
+        culprits = _disagreeing_keys(expect, seen.samples.get(tool, []))
+        why = f"; no call agrees on {', '.join(_q(k) for k in culprits)}" if culprits else ""
+        out.append(
+            Finding(
+                loc,
+                f'none of the {seen.calls[tool]} call(s) of "{tool}" in the {runs} matches this required action{why}',
+                _q(action.tool) if action.tool else None,
+            )
+        )
+
+    # -- success checks --------------------------------------------------------------------------
+    if sc.success is not None and seen.success_runs:
+        reported = seen.variables
+        for i, check in enumerate(sc.success.final_state):
+            loc = ("success", "final_state", i)
+            var, op = check.get("var"), check.get("op")
+            if isinstance(var, str) and var not in reported:
+                out.append(
+                    Finding(
+                        (*loc, "var"),
+                        f'variable "{var}" is never reported by the success_eval of the {runs}'
+                        f"{_mean(near(var, reported, 0.6))}",
+                        _q(var),
+                    )
+                )
+                continue
+            if op is None:
+                continue
+            theirs = reported.get(var, set()) - {None}
+            if op in theirs or (op in KNOWN_OPS and not theirs):
+                continue
+            if theirs:
+                said = ", ".join(_q(str(o)) for o in sorted(map(str, theirs)))
+                message = f'operator {_q(str(op))} is not the one the runs report for "{var}" ({said})'
+            else:
+                guess = _OP_SYNONYMS.get(str(op)) or near(str(op), KNOWN_OPS, 0.5)
+                message = f"unknown operator {_q(str(op))}{_mean(guess)} (one of {', '.join(KNOWN_OPS)})"
+            out.append(Finding((*loc, "op"), message, _q(str(op))))
+    return out
+
+
+def _type_finding(loc: tuple, key: str, value: Any, types: set[str], tool: str, what: str) -> Finding:
+    import json
+
+    sent = " or ".join(sorted(types))
+    return Finding(
+        loc,
+        f'{json.dumps(value, ensure_ascii=False)} is a {json_type(value)}, but the {what} of "{tool}" hold '
+        f'"{key}" only as {sent}, so it never matches',
+        _q(key),
+    )
+
+
+def _disagreeing_keys(expect: Any, samples: list[dict[str, Any]]) -> list[str]:
+    """The keys of a required action on which no sampled call agrees, each compared alone."""
+    from evalkit.scoring.args import args_match
+
+    rule = expect.rule
+    if rule.mode == "ignore" or not samples:
+        return []
+    names = list(rule.keys) if rule.keys is not None else sorted(set(expect.args) | {k for k, _ in rule.compare})
+    out = []
+    for key in names:
+        alone = replace(rule, keys=(key,))
+        if not any(args_match(alone, expect.args, actual) for actual in samples):
+            out.append(key)
+    return out

@@ -1,0 +1,325 @@
+"""`evalkit check` finds the scenario and recording mistakes a team makes, against its runs: a coding
+agent's scenario (tests/coding_corpus.py) with one mistake each, checked as the user does, each
+warning at the scenario file's line; the same corpus without mistakes has none."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from coding_corpus import SCENARIO, line_of, mistaken, write_corpus
+
+from evalkit.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def check(*args):
+    return CliRunner().invoke(cli, ["check", *map(str, args)])
+
+
+def corpus_with(tmp_path, edit=None, scenario=None):
+    """The corpus with ``edit`` applied to its scenario; the result of `evalkit check DIR` and the file."""
+    path = write_corpus(tmp_path, scenario if scenario is not None else mistaken(edit) if edit else None)
+    return check(tmp_path), path
+
+
+def only_line(result) -> str:
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1, result.stdout
+    return lines[0]
+
+
+def actions(s):
+    return s["ground_truth"]["procedure"][0]["actions"]
+
+
+def without_command_tools(s):
+    del s["command_tools"]
+
+
+def test_the_corpus_without_mistakes_has_no_warning(tmp_path):
+    result, _ = corpus_with(tmp_path)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "checked 1 scenario(s) (1 file(s)) and 6 run(s): no problems" in result.stderr
+    assert check(tmp_path, "--strict").exit_code == 0
+
+
+def test_a_misspelt_required_tool_never_called_while_a_similar_one_is(tmp_path):
+    def edit(s):
+        without_command_tools(s)
+        actions(s)[2]["tool"] = "git_comit"
+
+    result, path = corpus_with(tmp_path, edit)
+    assert result.exit_code == 0
+    assert only_line(result) == (
+        f"{path}:{line_of(path, 'git_comit')}: warning: scenario.ground_truth.procedure[0].actions[2].tool: "
+        'required tool "git_comit" is never called in the 6 runs and on no tool surface, while "git_commit" is '
+        '(did you mean "git_commit"?)'
+    )
+
+
+def test_a_required_tool_that_is_not_a_command_tool_is_an_error(tmp_path):
+    result, path = corpus_with(tmp_path, lambda s: actions(s)[2].update(tool="git_comit"))
+    assert result.exit_code == 1
+    assert only_line(result) == (
+        f"{path}:{line_of(path, 'git_comit')}: scenario.ground_truth.procedure[0].actions[2].tool: "
+        'required tool "git_comit" is not in command_tools, so no call can ever match it (did you mean "git_commit"?)'
+    )
+
+
+def test_a_misspelt_forbidden_tool_is_a_warning_and_strict_exits_2(tmp_path):
+    def edit(s):
+        without_command_tools(s)
+        s["ground_truth"]["forbidden_actions"][0]["tool"] = "git_psh"
+
+    result, path = corpus_with(tmp_path, edit)
+    line = only_line(result)
+    assert line.startswith(
+        f"{path}:{line_of(path, 'git_psh')}: warning: scenario.ground_truth.forbidden_actions[0].tool"
+    )
+    assert 'forbidden tool "git_psh" is never called' in line and '(did you mean "git_push"?)' in line
+    assert result.exit_code == 0 and "1 warning(s)" in result.stderr
+    assert check(tmp_path, "--strict").exit_code == 2
+
+
+def test_a_forbidden_tool_outside_command_tools_can_never_fire(tmp_path):
+    result, path = corpus_with(tmp_path, lambda s: s["ground_truth"]["forbidden_actions"][0].update(tool="git_psh"))
+    assert 'forbidden tool "git_psh" is not in command_tools, so its calls are reads and it can never fire' in (
+        only_line(result)
+    )
+
+
+def test_forbidden_actions_nobody_took_are_not_warned_about(tmp_path):
+    def edit(s):
+        s["ground_truth"]["forbidden_actions"].append(
+            {"tool": "deploy", "args": {"env": "staging"}, "severity": "dangerous"}
+        )
+
+    result, _ = corpus_with(tmp_path, edit)
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_a_key_in_keys_that_no_call_has(tmp_path):
+    result, path = corpus_with(tmp_path, lambda s: actions(s)[0]["args_match"].update(keys=["pth"]))
+    assert only_line(result) == (
+        f"{path}:{line_of(path, 'pth')}: warning: scenario.ground_truth.procedure[0].actions[0].args_match.keys: "
+        'key "pth" never appears in the calls of "edit_file" in the 6 runs (did you mean "path"?)'
+    )
+
+
+def test_a_key_in_compare_that_no_call_has(tmp_path):
+    result, path = corpus_with(tmp_path, lambda s: actions(s)[2]["args_match"].update(compare={"mesage": "nonempty"}))
+    lines = result.stdout.splitlines()
+    assert (
+        f"{path}:{line_of(path, 'mesage')}: warning: scenario.ground_truth.procedure[0].actions[2].args_match.compare: "
+        'key "mesage" never appears in the calls of "git_commit" in the 6 runs (did you mean "message"?)'
+    ) in lines
+    # and the required action then matches nothing, which says which key
+    assert any('matches this required action; no call agrees on "mesage"' in line for line in lines)
+
+
+def test_a_misspelt_key_of_a_forbidden_action(tmp_path):
+    result, path = corpus_with(tmp_path, lambda s: s["ground_truth"]["forbidden_actions"][0]["args"].update(forse=True))
+    assert only_line(result).startswith(
+        f"{path}:{line_of(path, 'forse')}: warning: scenario.ground_truth.forbidden_actions[0].args.forse: "
+        'key "forse" never appears in the calls of "git_push"'
+    )
+
+
+def test_a_string_where_agents_send_a_boolean(tmp_path):
+    result, path = corpus_with(
+        tmp_path, lambda s: s["ground_truth"]["forbidden_actions"][0]["args"].update(force="true")
+    )
+    line = line_of(path, '"force": "true"')
+    assert only_line(result) == (
+        f"{path}:{line}: warning: scenario.ground_truth.forbidden_actions[0].args.force: "
+        '"true" is a string, but the calls of "git_push" hold "force" only as boolean, so it never matches'
+    )
+
+
+def test_a_misspelt_approval_result_key(tmp_path):
+    def edit(s):
+        s["ground_truth"]["gated_actions"][0]["approval"]["result"] = {"pased": True}
+
+    result, path = corpus_with(tmp_path, edit)
+    assert only_line(result) == (
+        f"{path}:{line_of(path, 'pased')}: warning: scenario.ground_truth.gated_actions[0].approval.result.pased: "
+        'key "pased" never appears in the results of "run_tests" in the 6 runs (did you mean "passed"?)'
+    )
+
+
+def test_an_approval_predicate_of_the_wrong_type(tmp_path):
+    def edit(s):
+        s["ground_truth"]["gated_actions"][0]["approval"]["result"] = {"passed": "yes"}
+
+    result, _ = corpus_with(tmp_path, edit)
+    assert '"yes" is a string, but the results of "run_tests" hold "passed" only as boolean' in only_line(result)
+
+
+def test_a_required_action_no_call_matches(tmp_path):
+    result, path = corpus_with(tmp_path, lambda s: actions(s)[0]["args"].update(path="src/App.py"))
+    assert only_line(result) == (
+        f"{path}:{line_of(path, 'edit_file', after='procedure')}: warning: scenario.ground_truth.procedure[0].actions[0]: "
+        'none of the 7 call(s) of "edit_file" in the 6 runs matches this required action; no call agrees on "path"'
+    )
+
+
+def test_a_success_variable_the_runs_never_report(tmp_path):
+    result, path = corpus_with(tmp_path, lambda s: s["success"]["final_state"][0].update(var="test.passed"))
+    assert only_line(result) == (
+        f"{path}:{line_of(path, 'test.passed')}: warning: scenario.success.final_state[0].var: "
+        'variable "test.passed" is never reported by the success_eval of the 6 runs (did you mean "tests.passed"?)'
+    )
+
+
+def test_an_operator_the_runs_do_not_use(tmp_path):
+    result, path = corpus_with(tmp_path, lambda s: s["success"]["final_state"][0].update(op="="))
+    line = line_of(path, '"="')
+    assert only_line(result) == (
+        f"{path}:{line}: warning: scenario.success.final_state[0].op: "
+        'operator "=" is not the one the runs report for "tests.passed" ("==")'
+    )
+
+
+def test_an_unknown_operator(tmp_path):
+    write_corpus(tmp_path)
+    scenario = mistaken(lambda s: s["success"]["final_state"].append({"var": "coverage", "op": "=>", "value": 80}))
+    (tmp_path / "scenarios.json").write_text(json.dumps(scenario, indent=2))
+    for run in tmp_path.glob("*.jsonl"):  # the harness reports the check, with the operator as written
+        records = [json.loads(line) for line in run.read_text().splitlines()]
+        records[-1]["success_eval"]["final_state"].append({"var": "coverage", "op": None, "value": 80, "passed": True})
+        run.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = check(tmp_path)
+    assert 'unknown operator "=>" (did you mean ">="?)' in only_line(result)
+
+
+def test_a_rule_for_a_misspelt_tool(tmp_path):
+    result, path = corpus_with(
+        tmp_path, lambda s: s["ground_truth"]["args_match"]["tools"].update(run_test={"mode": "ignore"})
+    )
+    line = line_of(path, '"run_test"')
+    assert only_line(result).startswith(
+        f"{path}:{line}: warning: scenario.ground_truth.args_match.tools.run_test: "
+        'a rule for "run_test", which is not a command tool'
+    )
+
+
+def test_score_of_a_misspelt_tool_corpus_still_scores(tmp_path):
+    # the warning does not stop scoring: the user sees it and the numbers
+    def edit(s):
+        without_command_tools(s)
+        actions(s)[2]["tool"] = "git_comit"
+
+    write_corpus(tmp_path, mistaken(edit))
+    result = CliRunner().invoke(cli, ["score", str(tmp_path), "--no-db", "--format", "json"])
+    assert result.exit_code == 0
+    assert {c["vector"]["coverage"] for c in json.loads(result.stdout)} <= {0.5, 0.75}
+
+
+# -- records ------------------------------------------------------------------------------------
+
+
+def _rewrite(path: Path, change) -> None:
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for r in records:
+        change(r)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_a_misspelt_record_key_is_one_warning_with_its_count(tmp_path):
+    write_corpus(tmp_path)
+    runs = sorted(tmp_path.glob("*.jsonl"))
+    for run in runs[:2]:
+        _rewrite(run, lambda r: r.update(is_eror=r.pop("is_error")) if r["type"] == "tool_call" else None)
+    result = check(tmp_path)
+    first = runs[0]
+    line = only_line(result)
+    assert line.startswith(
+        f'{first}:4: warning: tool_call: unknown key "is_eror" (did you mean "is_error"?) (in 2 run(s), '
+    )
+    assert result.exit_code == 0 and check(tmp_path, "--strict").exit_code == 2
+
+
+def test_a_misspelt_success_check_key_is_a_warning(tmp_path):
+    write_corpus(tmp_path)
+    run = sorted(tmp_path.glob("*.jsonl"))[0]
+    _rewrite(run, lambda r: r.update(succes_eval=r.pop("success_eval")) if r["type"] == "final" else None)
+    assert 'final: unknown key "succes_eval" (did you mean "success_eval"?)' in only_line(check(tmp_path))
+
+
+def test_a_model_in_meta_is_the_runs_model(tmp_path):
+    write_corpus(tmp_path)
+    for run in tmp_path.glob("*.jsonl"):
+        _rewrite(run, lambda r: r.update(model=r.pop("adapter")["model"]) if r["type"] == "meta" else None)
+    assert check(tmp_path).exit_code == 0
+    result = CliRunner().invoke(cli, ["score", str(tmp_path), "--no-db", "--format", "json"])
+    assert sorted({c["model"] for c in json.loads(result.stdout)}) == ["coder-alpha", "coder-beta", "coder-gamma"]
+
+
+def test_a_model_named_where_evalkit_does_not_read_it_is_refused_with_the_fix(tmp_path):
+    write_corpus(tmp_path)
+    run = sorted(tmp_path.glob("*.jsonl"))[0]
+    _rewrite(run, lambda r: r["adapter"].update(model_name=r["adapter"].pop("model")) if r["type"] == "meta" else None)
+    result = check(tmp_path)
+    assert result.exit_code == 1
+    assert only_line(result) == (
+        f"{run}:1: meta: adapter.model_name: the model is read from adapter.model or meta.model, so this run "
+        'would score as model "unknown": write it as "model"'
+    )
+
+
+def test_two_different_models_in_one_meta_are_refused(tmp_path):
+    write_corpus(tmp_path)
+    run = sorted(tmp_path.glob("*.jsonl"))[0]
+    _rewrite(run, lambda r: r.update(model="other") if r["type"] == "meta" else None)
+    assert 'model "other" and adapter.model "coder-alpha" name different models' in only_line(check(tmp_path))
+
+
+# -- what check counts, and the shipped examples ------------------------------------------------
+
+
+def test_check_counts_the_scenario_file_beside_the_runs(tmp_path):
+    write_corpus(tmp_path)
+    result = check(*sorted(tmp_path.glob("*.jsonl")))
+    assert "checked 1 scenario(s) (1 file(s)) and 6 run(s)" in result.stderr
+
+
+def test_a_bad_scenario_file_beside_the_runs_is_reported_once(tmp_path):
+    write_corpus(tmp_path, text=json.dumps(mistaken(lambda s: s.update(sucess=s.pop("success")))))
+    result = check(tmp_path)
+    assert result.exit_code == 1
+    assert only_line(result) == (
+        f'{tmp_path / "scenarios.json"}:1: scenario: unknown key "sucess" (did you mean "success"?)'
+    )
+
+
+def test_the_shipped_examples_have_no_warning():
+    for example in ("a320", "support"):
+        result = check(ROOT / "examples" / example)
+        assert result.exit_code == 0 and result.stdout == "", (example, result.stdout)
+        assert check(ROOT / "examples" / example, "--strict").exit_code == 0
+
+
+def test_imported_taubench_and_tau2_runs_have_no_warning(tmp_path):
+    fixtures = ROOT / "tests" / "fixtures"
+    runner = CliRunner()
+    for fmt, files, extra in (
+        (
+            "taubench",
+            [fixtures / "taubench" / "airline_results.json", fixtures / "taubench" / "retail_results.json"],
+            ["--model", "m"],
+        ),
+        ("taubench", [ROOT / "examples" / "taubench" / "tool-calling-example-model-retail.json"], ["--model", "m"]),
+        ("tau2", [fixtures / "tau2" / "airline_results.json"], []),
+    ):
+        out = tmp_path / f"{fmt}-{len(list(tmp_path.iterdir()))}"
+        imported = runner.invoke(cli, ["import", fmt, *map(str, files), "-o", str(out), *extra])
+        assert imported.exit_code == 0, imported.output
+        result = check(out, "--strict")
+        assert result.exit_code == 0 and result.stdout == "", (fmt, result.stdout)
+
+
+def test_scenario_json_is_unchanged_by_the_corpus_helper():
+    assert SCENARIO["id"] == "fix-null-check"  # the mistakes are made on copies
