@@ -85,12 +85,16 @@ def test_kappa_both_raters_constant_and_identical_is_none():
 
 
 def test_one_item():
-    assert S.percent_agreement(["a"], ["a"])["value"] == 1.0
-    assert S.cohen_kappa(["a"], ["b"], ["a", "b"])["value"] is None
-    assert S.spearman([1], [2])["value"] is None
-    assert "at least two" in S.spearman([1], [2])["reason"]
-    # AC1 is defined for one item: pa = 0, pi = (.5, .5), pe = .5 -> (0 - .5) / .5 = -1
-    assert S.gwet_ac1(["a"], ["b"], ["a", "b"])["value"] == pytest.approx(-1.0, abs=TOL)
+    assert S.percent_agreement(["a"], ["a"])["value"] == 1.0  # a share needs one item
+    # beyond chance needs two: AC1's formula would give (0 - .5) / .5 = -1 from one disagreement
+    for st in (
+        S.cohen_kappa(["a"], ["b"], ["a", "b"]),
+        S.cohen_kappa(["a"], ["b"], ["a", "b"], weighted=True),
+        S.spearman([1], [2]),
+        S.gwet_ac1(["a"], ["b"], ["a", "b"]),
+    ):
+        assert st == {"value": None, "reason": S.stat.ONE_ITEM}
+    assert "at least two" in S.stat.ONE_ITEM
 
 
 def test_missing_ratings_drop_the_pair():
@@ -183,7 +187,7 @@ def test_gwet_ac1_constant_rater_is_defined():
 
 def test_gwet_ac1_scale_of_one_label_is_undefined():
     st = S.gwet_ac1(["a", "a"], ["a", "a"], ["a"])
-    assert st["value"] is None and "fewer than two labels" in st["reason"]
+    assert st == {"value": None, "reason": S.stat.NO_VARIATION}  # the rule every statistic shares
 
 
 def test_direction_by_credit_order():

@@ -2,7 +2,10 @@
 
 Every statistic returns a :class:`Stat`, ``{"value": float | None, "reason": str | None}``. A
 statistic that is undefined for the data (a constant rater, too few items, a zero denominator) has
-``value`` None and a human-readable ``reason``; it is never reported as 0 and never raises. Bad
+``value`` None and a human-readable ``reason``; it is never reported as 0 and never raises. Too
+little data is one rule for all of them (``stat.too_little``): no item rated twice, one item (for
+anything beyond chance), every rating the same label (where the chance term needs a spread), with
+the same reason wherever it applies. Bad
 *input* (a value outside the declared ``labels``, an unknown level of measurement, arrays of
 different lengths) is a caller error and raises ``ValueError`` naming the problem.
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from evalkit.agreement.stats.pairwise import cohen_kappa
-from evalkit.agreement.stats.stat import Stat, _codes, _missing_mask, _ok, _undefined
+from evalkit.agreement.stats.stat import NO_VARIATION, Stat, _codes, _missing_mask, _ok, _undefined, too_little
 
 
 def _as_matrix(matrix: Any) -> np.ndarray:
@@ -69,7 +69,8 @@ def krippendorff_alpha(matrix: Any, level: str = "nominal", labels: Sequence[Any
     without labels, numeric values in increasing order), ``interval`` (numeric values; string
     labels are placed at 0, 1, 2, ... in ``labels`` order). Equals
     ``krippendorff.alpha(matrix, level_of_measurement=level, value_domain=labels)``.
-    Undefined when no item has two ratings or every rating has the same value."""
+    Undefined (the shared rule, :func:`~evalkit.agreement.stats.stat.too_little`) with fewer than
+    two items rated twice or every rating the same value."""
     if level not in ("nominal", "ordinal", "interval"):
         raise ValueError(f"level must be nominal, ordinal or interval, got {level!r}")
     if labels is None and level != "nominal":
@@ -79,8 +80,8 @@ def krippendorff_alpha(matrix: Any, level: str = "nominal", labels: Sequence[Any
         if any(isinstance(v, str) for v in labels):
             raise ValueError(f"{level} alpha on string values needs an ordered labels= scale")
     counts, labels = item_label_counts(matrix, labels)
-    if counts.shape[0] == 0:
-        return _undefined("no item has ratings from two or more raters")
+    if reason := _too_little(counts, needs_variation=True):
+        return _undefined(reason)
     counts = counts.astype(float)
     m = counts.sum(axis=1)
     weighted = counts / (m - 1.0)[:, None]
@@ -104,8 +105,14 @@ def krippendorff_alpha(matrix: Any, level: str = "nominal", labels: Sequence[Any
         d = (pos[:, None] - pos[None, :]) ** 2
     expected = (e * d).sum()
     if not expected > 0:
-        return _undefined("every rating has the same value: expected disagreement is zero")
+        return _undefined(NO_VARIATION)
     return _ok(1.0 - (o * d).sum() / expected)
+
+
+def _too_little(counts: np.ndarray, *, beyond_chance: bool = True, needs_variation: bool) -> str | None:
+    """The shared too-little-data rule on (items x labels) counts."""
+    used = int((counts.sum(axis=0) > 0).sum())
+    return too_little(counts.shape[0], used, beyond_chance=beyond_chance, needs_variation=needs_variation)
 
 
 def _multi_pa_pi(counts: np.ndarray) -> tuple[float, np.ndarray]:
@@ -123,13 +130,11 @@ def fleiss_kappa(matrix: Any, labels: Sequence[Any] | None = None) -> Stat:
     ``P_o`` is the mean of ``P_i`` over items with ``r_i >= 2``; ``p_k`` is the mean over those
     items of the share ``n_ik / r_i`` (Gwet's handbook generalisation: each item weighs the same
     however many raters it had); ``P_e = sum_k p_k^2``; kappa = ``(P_o - P_e) / (1 - P_e)``. With a
-    constant number of raters this is exactly Fleiss (1971). Undefined when no item has two
-    ratings or all ratings fall in one category."""
+    constant number of raters this is exactly Fleiss (1971). Undefined (the shared rule) with fewer
+    than two items rated twice or all ratings in one category."""
     counts, _ = item_label_counts(matrix, labels)
-    if counts.shape[0] == 0:
-        return _undefined("no item has ratings from two or more raters")
-    if (counts.sum(axis=0) > 0).sum() < 2:
-        return _undefined("every rating is the same label: chance agreement is total")
+    if reason := _too_little(counts, needs_variation=True):
+        return _undefined(reason)
     pa, pi = _multi_pa_pi(counts)
     pe = float((pi**2).sum())
     return _ok((pa - pe) / (1.0 - pe))
@@ -140,13 +145,13 @@ def gwet_ac1_multi(matrix: Any, labels: Sequence[Any]) -> Stat:
     ``P_o`` and ``pi_k`` as in :func:`fleiss_kappa`, ``P_e = sum_k pi_k (1 - pi_k) / (K - 1)``,
     ``K = len(labels)``. Items rated by fewer than two raters are dropped before ``pi_k`` is
     computed (the handbook keeps single-rated items in ``pi_k``; with complete data both agree).
-    With two raters and no missing ratings this equals :func:`gwet_ac1`."""
+    With two raters and no missing ratings this equals :func:`gwet_ac1`. Undefined (the shared rule)
+    with fewer than two items rated twice; defined when every rating is the same label of a scale
+    of two or more."""
     counts, labels = item_label_counts(matrix, labels)
     k = len(labels)
-    if counts.shape[0] == 0:
-        return _undefined("no item has ratings from two or more raters")
-    if k < 2:
-        return _undefined("the scale has fewer than two labels")
+    if reason := _too_little(counts, needs_variation=k < 2):  # one label on the scale: no variation
+        return _undefined(reason)
     pa, pi = _multi_pa_pi(counts)
     pe = float((pi * (1.0 - pi)).sum() / (k - 1))
     return _ok((pa - pe) / (1.0 - pe))
@@ -158,8 +163,8 @@ def pooled_pairwise_agreement(matrix: Any) -> Stat:
     counts, _ = item_label_counts(matrix, None)
     c = counts.astype(float)
     pairs = (c.sum(axis=1) * (c.sum(axis=1) - 1.0) / 2.0).sum()
-    if pairs == 0:
-        return _undefined("no item has ratings from two or more raters")
+    if reason := _too_little(counts, beyond_chance=False, needs_variation=False):
+        return _undefined(reason)
     return _ok((c * (c - 1.0) / 2.0).sum() / pairs)
 
 

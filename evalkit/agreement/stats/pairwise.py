@@ -20,6 +20,7 @@ from evalkit.agreement.stats.stat import (
     _ok,
     _pair_codes,
     _undefined,
+    too_little,
 )
 
 
@@ -30,8 +31,8 @@ def percent_agreement(x: Sequence[Any], y: Sequence[Any]) -> Stat:
         raise ValueError(f"x and y differ in length ({xa.size} and {ya.size})")
     keep = ~(_missing_mask(xa) | _missing_mask(ya))
     xa, ya = xa[keep], ya[keep]
-    if xa.size == 0:
-        return _undefined("no item has both ratings")
+    if reason := too_little(xa.size, 0, beyond_chance=False, needs_variation=False):
+        return _undefined(reason)
     same = (
         np.asarray(xa == ya, dtype=bool)
         if xa.dtype == ya.dtype
@@ -41,14 +42,13 @@ def percent_agreement(x: Sequence[Any], y: Sequence[Any]) -> Stat:
 
 
 def _pair_reason(cm: np.ndarray, k: int, *, need_variation: bool) -> str | None:
-    n = int(cm.sum())
-    if n == 0:
-        return "no item has both ratings"
-    if k < 2:
-        return "the scale has fewer than two labels"
+    """The shared too-little-data rule (:func:`~evalkit.agreement.stats.stat.too_little`), then
+    (for kappa) a rater who gave one label to every item. A scale of one label is every rating the
+    same label, whatever the statistic."""
+    used = int(((cm.sum(axis=0) + cm.sum(axis=1)) > 0).sum())
+    if reason := too_little(int(cm.sum()), used, beyond_chance=True, needs_variation=need_variation or k < 2):
+        return reason
     if need_variation:
-        if n == 1:
-            return "only one item has both ratings"
         if (cm.sum(axis=1) > 0).sum() < 2:
             return "the first rater gave the same label to every item (chance agreement is total)"
         if (cm.sum(axis=0) > 0).sum() < 2:
@@ -70,7 +70,8 @@ def gwet_ac1(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any]) -> Stat:
     """Gwet's AC1 for two raters: ``(pa - pe) / (1 - pe)`` with
     ``pe = sum_k pi_k (1 - pi_k) / (K - 1)``, ``pi_k`` the mean of the two raters' marginal shares,
     ``K = len(labels)`` (the full scale, as in Gwet's handbook when categories are given).
-    Defined for constant raters (that is its point); undefined with no pairs or K < 2."""
+    Defined for constant raters on a scale of two or more labels (that is its point); undefined
+    with fewer than two pairs or K < 2 (then every rating is the same label)."""
     return _confusion_stat(x, y, labels, "gwet_ac1", need_variation=False)
 
 
@@ -105,8 +106,9 @@ def spearman(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any] | None = 
             xv, yv = xa[keep].astype(float), ya[keep].astype(float)
         except (TypeError, ValueError):
             raise ValueError("spearman: non-numeric values need an ordered labels= scale") from None
-    if xv.size < 2:
-        return _undefined(f"Spearman needs at least two pairs (got {xv.size})")
+    used = np.unique(np.concatenate([xv, yv])).size
+    if reason := too_little(xv.size, used, beyond_chance=True, needs_variation=True):
+        return _undefined(reason)
     if np.all(xv == xv[0]):
         return _undefined("the first rater gave the same value to every item")
     if np.all(yv == yv[0]):

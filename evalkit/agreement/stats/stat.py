@@ -18,6 +18,29 @@ class Stat(TypedDict):
     reason: str | None
 
 
+# The one rule for too little data, shared by every agreement statistic (each states which parts
+# its formula needs): with no item rated by two raters nothing can be said; agreement beyond chance
+# (every kappa, alpha, AC1, Spearman) needs at least two such items, since one item cannot show
+# what chance agreement is; a statistic whose chance term divides by the spread of the labels
+# (every kappa, alpha, Spearman) needs two labels in use. Percent agreement needs one item; AC1
+# stays defined when every rating is the same label (that is its point).
+NO_ITEMS = "no item has ratings from two or more raters"
+ONE_ITEM = "only one item has ratings from two or more raters: agreement beyond chance needs at least two"
+NO_VARIATION = "every rating is the same label: chance agreement is total"
+
+
+def too_little(items: int, labels_used: int, *, beyond_chance: bool, needs_variation: bool) -> str | None:
+    """The reason ``items`` items rated by two or more raters, using ``labels_used`` distinct labels,
+    are too little for a statistic (see :data:`NO_ITEMS`, :data:`ONE_ITEM`, :data:`NO_VARIATION`), or None."""
+    if items == 0:
+        return NO_ITEMS
+    if beyond_chance and items < 2:
+        return ONE_ITEM
+    if needs_variation and labels_used < 2:
+        return NO_VARIATION
+    return None
+
+
 def _ok(value: float) -> Stat:
     value = float(value)
     if not math.isfinite(value):
