@@ -149,6 +149,11 @@ def drilldown_ids(report: dict) -> set[str]:
     return {d["run_id"] for d in (report.get("drilldowns") or {}).get("runs", [])}
 
 
+def _approves(e: dict) -> str:
+    cmds = e.get("approves") or []
+    return t(" · approval of " + ", ".join(f"command {i}" for i in cmds)) if cmds else ""
+
+
 def _entry(e: dict) -> str:
     kind = e.get("kind")
     step = f"step {t(e.get('step'))} · " if e.get("step") is not None else ""
@@ -160,7 +165,8 @@ def _entry(e: dict) -> str:
             body += f"<pre>{t(json.dumps(e.get('result'), ensure_ascii=False))}</pre>"
         return (
             f'<div class="entry call {t(cls)}"><span class="note">{step}<strong>{t(e.get("tool"))}</strong> '
-            f'<span class="cls-{t(cls)}">{t(label)}</span>{" · error" if e.get("is_error") else ""}</span>{body}</div>'
+            f'<span class="cls-{t(cls)}">{t(label)}</span>{" · error" if e.get("is_error") else ""}{_approves(e)}'
+            f"</span>{body}</div>"
         )
     if kind in ("assistant", "nudge"):
         return (
@@ -174,38 +180,64 @@ def _entry(e: dict) -> str:
     )
 
 
+def _cmd(ref: dict) -> str:
+    return f"command {ref['index']}, step {ref['step']}"
+
+
+def _row(kind: str, a: dict, done: str) -> str:
+    rule = a.get("rule") or {}
+    return f"<tr><td>{kind}</td><td>{t(a['action'])}</td><td>{t(rule.get('text'))}</td><td>{done}</td></tr>"
+
+
 def _checklist(cl: dict) -> str:
+    """The checklist (``drilldown.checklist``) as a table: each ground-truth entry, the rule that
+    applied, and the commands the scorer gave it."""
     rows = []
+    unknown = "unknown" if not cl["classified"] else None
     for b in cl["blocks"]:
         for a in b["actions"]:
-            done = (
-                '<span class="missing">missing</span>'
-                if a["missing"]
-                else t(f"command {a['matched_by']['index']}, step {a['matched_by']['step']}")
-            )
-            rows.append(f"<tr><td>{t(b['block'])}</td><td>{t(a['action'])}</td><td>{done}</td></tr>")
+            done = unknown or ('<span class="missing">missing</span>' if a["missing"] else t(_cmd(a["matched_by"])))
+            if a["repeated_by"]:
+                done += t("; repeated by " + ", ".join(_cmd(r) for r in a["repeated_by"]))
+            rows.append(_row(t(b["block"]), a, done))
     for a in cl["forbidden"]:
-        hit = ", ".join(f"command {h['index']}" for h in a["hit_by"])
-        done = f'<span class="missing">hit by {t(hit)}</span>' if hit else "not done"
-        rows.append(f"<tr><td>forbidden ({t(a['severity'])})</td><td>{t(a['action'])}</td><td>{done}</td></tr>")
+        hit = ", ".join(_cmd(h) for h in a["hit_by"])
+        done = unknown or (f'<span class="missing">hit by {t(hit)}</span>' if hit else "not done")
+        rows.append(_row(f"forbidden ({t(a['severity'])})", a, done))
+    for g in cl["gated"]:
+        calls = []
+        for c in g["calls"]:
+            by = c["approved_by"]
+            if c["approved"]:
+                where = f"step {by['step']}" if by and by.get("step") is not None else "an earlier call"
+                calls.append(t(f"{_cmd(c['command'])} approved by {where}"))
+            else:
+                calls.append(f'<span class="missing">{t(_cmd(c["command"]))} unapproved</span>')
+        done = unknown or ("; ".join(calls) or "not done")
+        rows.append(_row(f"gated ({t(g['severity'])}): {t(g['approval'])}", g, done))
     for a in cl["optional"]:
-        done = ", ".join(f"command {h['index']}" for h in a["done_by"]) or "not done"
-        rows.append(f"<tr><td>optional</td><td>{t(a['action'])}</td><td>{t(done)}</td></tr>")
+        done = unknown or t(", ".join(_cmd(h) for h in a["done_by"]) or "not done")
+        rows.append(_row("optional", a, done))
+    for r in cl["other_commands"]:
+        rows.append(
+            f"<tr><td>not in the ground truth</td><td>{t(r['tool'])}</td><td></td><td>"
+            f'<span class="missing">{t(_cmd(r))}: {t(r["label"])}</span></td></tr>'
+        )
     for c in cl["end_state"]["checks"]:
         state = {True: "passed", False: '<span class="missing">failed</span>', None: "not evaluated"}[c["passed"]]
-        rows.append(f"<tr><td>end state</td><td>{t(c['check'])}</td><td>{state}</td></tr>")
+        rows.append(f"<tr><td>end state</td><td>{t(c['check'])}</td><td></td><td>{state}</td></tr>")
     if not cl["end_state"]["evaluated"]:
-        rows.append(f'<tr><td>end state</td><td colspan="2" class="missing">{t(cl["end_state"]["why"])}</td></tr>')
-    missing = (
-        "<span class=missing>" + str(cl["missing"]) + " required action(s) missing</span>"
-        if cl["missing"]
-        else "every required action done"
-    )
-    head = f"<p>{missing}</p>"
+        rows.append(f'<tr><td>end state</td><td colspan="3" class="missing">{t(cl["end_state"]["why"])}</td></tr>')
+    if not cl["classified"]:
+        head = f'<p class="missing">{t(cl["why"])}</p>'
+    elif cl["missing"]:
+        head = f'<p><span class="missing">{cl["missing"]} required action(s) missing</span></p>'
+    else:
+        head = "<p>every required action done</p>"
     return (
         head
-        + '<table class="checklist"><thead><tr><th>ground truth</th><th>action / check</th><th>done by</th></tr>'
-        + "</thead><tbody>"
+        + '<table class="checklist"><thead><tr><th>ground truth</th><th>action / check</th><th>rule</th>'
+        + "<th>done by</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table>"
     )

@@ -75,6 +75,22 @@ class GatedCall(_Out):
     )
 
 
+class Matches(_Out):
+    """Which ground-truth action gave each command its class: the scorer's own matching, recorded so
+    that every view shows it instead of matching again. Numbers are command indices (``commands``);
+    lists follow the ground truth's order (the required actions: every block's actions in order).
+    Gated commands and their approvals are in ``gated_calls``."""
+
+    required: list[int | None] = Field(description="per required action: the command that took it (null: missing)")
+    optional: list[list[int]] = Field(description="per optional action: the commands classified optional by it")
+    forbidden: list[list[int]] = Field(
+        description="per forbidden action: the commands classified forbidden by it (the first listed one they match)"
+    )
+    repeats: list[list[int]] = Field(
+        description="per required action: the extraneous commands that repeat it (subtype repeat_of_required)"
+    )
+
+
 class Checks(_Out):
     """The five mechanical checks (docs/glossary.md)."""
 
@@ -147,6 +163,11 @@ class ScoreCard(_Out):
         default=None,
         exclude_if=lambda v: v is None,
         description="every command of a gated tool and the approval it used; absent when the scenario gates nothing",
+    )
+    matches: Matches | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="which ground-truth action gave each command its class; absent when nothing was scored",
     )
     # The judge bundle is held as its canonical JSON text (a long run's bundle is most of its card:
     # as text it is a third of the memory of the objects, and it is hashed, stored and printed as

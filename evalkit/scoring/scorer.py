@@ -7,7 +7,14 @@ from typing import Any
 
 from evalkit.scoring.approvals import gate_uses
 from evalkit.scoring.checks import mechanical_checks, no_checks
-from evalkit.scoring.classify import call_key, classify_commands, classify_with_rules, split_calls
+from evalkit.scoring.classify import (
+    call_key,
+    classify_commands,
+    classify_with_rules,
+    listed_plain,
+    split_calls,
+    truth_matches,
+)
 from evalkit.scoring.efficiency import efficiency_grade, efficiency_ratio
 from evalkit.scoring.end_state import end_state as end_state_of
 from evalkit.scoring.match import coverage as coverage_of
@@ -30,14 +37,17 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
     commands = calls.commands
     keys = [call_key(c) for c in commands]
     gated: list[GatedCall] | None = None
+    gt = scenario.ground_truth
     if index.plain:
         taken = match_required(index.required, keys)
         rows = classify_commands(commands, keys, taken, index)
+        listed = listed_plain(rows, keys, index, gt)
     else:
         catalog = scenario.rules
         taken = match_with_rules(catalog.required, commands, keys)
         uses = gate_uses(traj.tool_calls(), surface, index.command_tools, catalog.gates) if catalog.gates else {}
-        rows = classify_with_rules(commands, keys, taken, index, catalog, uses)
+        listed = []
+        rows = classify_with_rules(commands, keys, taken, index, catalog, uses, listed)
         if catalog.gates:
             gated = [
                 GatedCall(
@@ -111,6 +121,8 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
     )
     if gated is not None and status != "invalid_scenario":
         common["gated_calls"] = gated
+    if status != "invalid_scenario":
+        common["matches"] = truth_matches(rows, taken, listed, len(gt.optional_actions), len(gt.forbidden_actions))
     if status == "invalid_scenario":
         return ScoreCard(**common, vector=Vector.unknown(), scalar=None, commands=[], checks=no_checks())
     return ScoreCard(

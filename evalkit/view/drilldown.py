@@ -5,19 +5,14 @@ Pure functions of the stored ScoreCard JSON (``scorecards.card``) and judge bund
 (``bundles.bundle``): the view's run page (:mod:`evalkit.view.app`) and the static report's
 drill-down both show what these return, so the two never disagree.
 
-The classes are the card's own (whatever class, subtype and severity the scorer wrote); the
-checklist is derived from them, never by scoring again:
-
-- each required action of a block takes, in ground-truth order, the first of the commands the
-  scorer assigned to that block (their ``block``; an unapproved call keeps its block) that has the
-  same control and value (the cockpit form) or the same tool and arguments, else the same tool
-  (argument rules can match unequal arguments); a required action left without one is
-  **missing**. The number missing per block is exact; for a block with two actions of one tool
-  under loose argument rules, which of them is named missing can differ from the scorer's own
-  pairing.
-- an optional or forbidden action lists the commands of its class that have its control and value,
-  or its tool (and its arguments, when it has some);
-- each end-state check is the harness's success evaluation as recorded (``final.success_eval``).
+Nothing here matches a command with an action: the classes are the card's own rows, and the
+checklist is the card's ``matches`` (which command took each required action, which commands each
+optional or forbidden action classified, which repeat a required action) and ``gated_calls``
+(each gated command and the call that approved it). The rule column is the argument rule the
+scorer applied to the action, resolved by its own precedence (``evalkit.scoring.args.resolve``).
+A card scored before ``matches`` existed has no such record: its checklist lists the ground truth
+and says so. Each end-state check is the harness's success evaluation as recorded
+(``final.success_eval``).
 """
 
 from __future__ import annotations
@@ -31,7 +26,6 @@ from evalkit.trajectory.values import canonical_json
 READ = "read"
 ERRORED = "errored"  # an errored command or read: counted, never scored
 OFF_SURFACE = "off_surface"
-COMMAND_CLASSES = ("matched_required", "optional", "forbidden", "extraneous")
 
 STATUS_REASONS = {
     "scored": "scored: the run finished and the harness evaluated its end state",
@@ -65,17 +59,25 @@ def command_label(cmd: dict[str, Any]) -> str:
 
 
 def transcript(card: dict[str, Any], bundle: dict[str, Any]) -> list[dict[str, Any]]:
-    """The bundle's transcript in order; each tool call carries ``command`` (its card row, or None)
-    and ``label`` (the command's class, else read / errored / off_surface)."""
+    """The bundle's transcript in order; each tool call carries ``command`` (its card row, or None),
+    ``label`` (the command's class, else read / errored / off_surface) and ``approves`` (the gated
+    commands whose approval it was, from the card's ``gated_calls``)."""
     commands = [c for c in _list(card.get("commands")) if isinstance(c, dict)]
     surface = bundle.get("tool_surface")
     surface = set(surface) if isinstance(surface, list) else None
+    approves: dict[int, list[int]] = {}
+    for u in map(_dict, _list(card.get("gated_calls"))):
+        if u.get("approved") and type(u.get("approval_position")) is int and type(u.get("index")) is int:
+            approves.setdefault(u["approval_position"], []).append(u["index"])
     out = []
     pos = 0
+    call = -1
     for i, entry in enumerate(_list(bundle.get("transcript"))):
         e = dict(_dict(entry))
         e["position"] = i
         if e.get("kind") == "tool_call":
+            call += 1
+            e["approves"] = approves.get(call, [])
             cmd = commands[pos] if pos < len(commands) else None
             # commands are the run's effective calls, in order: a subsequence of its tool calls
             if (
@@ -100,19 +102,71 @@ def transcript(card: dict[str, Any], bundle: dict[str, Any]) -> list[dict[str, A
     return out
 
 
-def _action_text(action: dict[str, Any]) -> str:
+_SELECTION = {
+    "exact": "exact: the same keys, every value equal",
+    "contains": "contains: these keys equal, the call may have more",
+    "within": "within: every key of the call is one of these, equal",
+    "ignore": "ignore: any arguments",
+}
+
+
+def _levels(action: dict[str, Any], gt: dict[str, Any]) -> list[dict[str, Any]]:
+    """The action's argument-rule levels as written, most specific first (the scorer's precedence)."""
+    default = _dict(gt.get("args_match"))
+    return [_dict(action.get("args_match")), _dict(_dict(default.get("tools")).get(action.get("tool"))), default]
+
+
+def _compare_text(raw: Any) -> str:
+    if isinstance(raw, dict) and len(raw) == 1:
+        ((kind, param),) = raw.items()
+        return f"{kind} {canonical_json(param)}"
+    return str(raw) if isinstance(raw, str) else canonical_json(raw)
+
+
+def _rule(expect: Any, action: dict[str, Any], gt: dict[str, Any]) -> dict[str, Any]:
+    """The rule that applied to ``action`` (an ``evalkit.scoring.args.Expect``, or None when the
+    ground truth could not be read): ``mode``, ``keys``, ``compare`` (key: comparison as written),
+    ``any_args`` and ``text``."""
+    if action.get("tool") is None:
+        return {"mode": "exact", "keys": None, "compare": {}, "any_args": False, "text": "exact: control and value"}
+    if expect is None:
+        return {"mode": None, "keys": None, "compare": {}, "any_args": False, "text": "unknown (unreadable rule)"}
+    if expect.any_args:
+        return {"mode": None, "keys": None, "compare": {}, "any_args": True, "text": "any call of the tool"}
+    rule = expect.rule
+    levels = _levels(action, gt)
+    compare = {}
+    for key, _ in rule.compare:
+        raw = next((_dict(lv.get("compare"))[key] for lv in levels if key in _dict(lv.get("compare"))), "exact")
+        compare[key] = raw
+    parts = [f"keys {', '.join(rule.keys) or '(none)'}" if rule.keys is not None else _SELECTION[rule.mode]]
+    parts += [f"{k} {_compare_text(v)}" for k, v in compare.items()]
+    return {
+        "mode": rule.mode,
+        "keys": list(rule.keys) if rule.keys is not None else None,
+        "compare": compare,
+        "any_args": False,
+        "text": "; ".join(parts),
+    }
+
+
+def _shown_args(action: dict[str, Any], rule: dict[str, Any]) -> Any:
+    """The action's arguments as its rule compares them: None for any arguments, only the compared
+    keys under ``keys``, without the keys compared with ``ignore``."""
+    if rule["any_args"] or rule["mode"] == "ignore":
+        return None
+    args = _dict(action.get("args"))
+    if rule["keys"] is not None:
+        tops = {k.split(".")[0] for k in rule["keys"]}
+        args = {k: v for k, v in args.items() if k in tops or k in rule["keys"]}
+    return {k: v for k, v in args.items() if rule["compare"].get(k) != "ignore"}
+
+
+def _action_text(action: dict[str, Any], rule: dict[str, Any] | None = None) -> str:
     if action.get("tool") is not None:
-        args = action.get("args")
+        args = action.get("args") if rule is None else _shown_args(action, rule)
         return f"{action['tool']}({canonical_json(args) if args is not None else '*'})"
     return f"{action.get('control')} = {canonical_json(action.get('value'))}"
-
-
-def _takes(action: dict[str, Any], cmd: dict[str, Any], loose: bool) -> bool:
-    if action.get("tool") is None:
-        return cmd.get("control") == action.get("control") and _same_args(cmd.get("value"), action.get("value"))
-    if cmd.get("tool") != action.get("tool"):
-        return False
-    return loose or action.get("args") is None or _same_args(cmd.get("args"), action.get("args"))
 
 
 def _ref(cmd: dict[str, Any]) -> dict[str, Any]:
@@ -120,71 +174,185 @@ def _ref(cmd: dict[str, Any]) -> dict[str, Any]:
         "index": cmd.get("index"),
         "step": cmd.get("step"),
         "call_index": cmd.get("call_index"),
+        "tool": cmd.get("tool"),
         "label": command_label(cmd),
+        "severity": cmd.get("severity"),
     }
 
 
+def _catalog(gt: dict[str, Any]) -> Any:
+    """The scorer's resolved rules for ``gt`` (``evalkit.scoring.args.Catalog``), None when the
+    ground truth does not read as one (a hand-edited database)."""
+    from evalkit.scoring.args import Catalog
+    from evalkit.trajectory.scenario import GroundTruth
+
+    try:
+        truth = GroundTruth.model_validate({k: v for k, v in gt.items()})
+        required = [(bi, ai, a) for bi, b in enumerate(truth.procedure) for ai, a in enumerate(b.actions)]
+        return Catalog.of(_Scenario(truth, required))
+    except Exception:  # noqa: BLE001 - any unreadable ground truth: the rule column says so
+        return None
+
+
+class _Scenario:
+    """What ``Catalog.of`` reads of a scenario."""
+
+    def __init__(self, ground_truth: Any, required: list[tuple[int, int, Any]]):
+        self.ground_truth = ground_truth
+        self._required = required
+
+    def required(self) -> list[tuple[int, int, Any]]:
+        return self._required
+
+
+def _index_list(value: Any) -> list[int]:
+    return [i for i in _list(value) if type(i) is int]
+
+
 def checklist(card: dict[str, Any], bundle: dict[str, Any]) -> dict[str, Any]:
-    """The ground truth as a checklist (see the module docstring): ``blocks`` (each required action
-    with ``matched_by`` or ``missing``), ``optional``, ``forbidden``, ``end_state`` checks,
-    ``missing`` (how many required actions no command took)."""
+    """The ground truth as a checklist, from the card's own classification (see the module
+    docstring): ``blocks`` (each required action with ``matched_by`` or ``missing`` and the commands
+    that ``repeated_by`` it), ``optional`` (``done_by``), ``forbidden`` (``hit_by``), ``gated``
+    (each gated command with the call that approved it), ``other_commands`` (commands the ground
+    truth lists nowhere), ``end_state``, ``missing`` and ``counts``."""
     gt = _dict(bundle.get("ground_truth"))
     commands = [c for c in _list(card.get("commands")) if isinstance(c, dict)]
+    by_index = {c.get("index"): c for c in commands}
+    matches = card.get("matches")
+    classified = isinstance(matches, dict)
+    matches = _dict(matches)
+    catalog = _catalog(gt)
+
+    def refs(indices: Any) -> list[dict[str, Any]]:
+        return [_ref(by_index[i]) for i in _index_list(indices) if i in by_index]
+
+    expects: dict[str, list[Any]] = {}
+    if catalog is not None:
+        expects = {
+            "required": catalog.required,
+            "optional": catalog.optional.expects,
+            "forbidden": catalog.forbidden.expects,
+            "gated": [g.action for g in catalog.gates],
+        }
+
+    def expect(kind: str, i: int) -> Any:
+        items = expects.get(kind, [])
+        return items[i] if i < len(items) else None
+
+    taken = _list(matches.get("required"))
+    repeats = _list(matches.get("repeats"))
     blocks = []
-    missing = 0
-    for block in _list(gt.get("procedure")):
-        block = _dict(block)
-        name = block.get("block")
-        # every command the scorer assigned to a required action carries its block, whatever its class:
-        # an unapproved call still took its required action (coverage counts it)
-        free = [c for c in commands if c.get("block") is not None and c.get("block") == name]
-        actions = [_dict(a) for a in _list(block.get("actions"))]
-        taken: list[dict[str, Any] | None] = [None] * len(actions)
-        for loose in (False, True):
-            for i, action in enumerate(actions):
-                if taken[i] is None:
-                    hit = next((c for c in free if _takes(action, c, loose)), None)
-                    if hit is not None:
-                        taken[i] = hit
-                        free.remove(hit)
+    k = 0
+    for block in map(_dict, _list(gt.get("procedure"))):
         rows = []
-        for action, cmd in zip(actions, taken):
-            missing += cmd is None
+        for action in map(_dict, _list(block.get("actions"))):
+            rule = _rule(expect("required", k), action, gt)
+            cmd = by_index.get(taken[k]) if k < len(taken) and type(taken[k]) is int else None
             rows.append(
                 {
-                    "action": _action_text(action),
+                    "action": _action_text(action, rule),
+                    "rule": rule,
                     "rationale": action.get("rationale"),
                     "matched_by": None if cmd is None else _ref(cmd),
-                    "missing": cmd is None,
+                    "missing": (cmd is None) if classified else None,
+                    "repeated_by": refs(repeats[k]) if k < len(repeats) else [],
                 }
             )
-        blocks.append({"block": name, "ordered": bool(block.get("ordered")), "actions": rows})
+            k += 1
+        blocks.append({"block": block.get("block"), "ordered": bool(block.get("ordered")), "actions": rows})
 
-    def hits(action: dict[str, Any], classes: tuple[str, ...]) -> list[dict[str, Any]]:
-        return [_ref(c) for c in commands if c.get("class") in classes and _takes(action, c, False)]
+    def listed(kind: str, key: str, hits_key: str) -> list[dict[str, Any]]:
+        hits = _list(matches.get(kind))
+        out = []
+        for i, action in enumerate(map(_dict, _list(gt.get(key)))):
+            rule = _rule(expect(kind, i), action, gt)
+            row = {"action": _action_text(action, rule), "rule": rule, "rationale": action.get("rationale")}
+            if kind == "forbidden":
+                row["severity"] = action.get("severity")
+            row[hits_key] = refs(hits[i]) if i < len(hits) else []
+            out.append(row)
+        return out
 
-    optional = [
-        {"action": _action_text(a), "rationale": a.get("rationale"), "done_by": hits(a, ("optional",))}
-        for a in map(_dict, _list(gt.get("optional_actions")))
-    ]
-    forbidden = [
-        {
-            "action": _action_text(a),
-            "rationale": a.get("rationale"),
-            "severity": a.get("severity"),
-            "hit_by": hits(a, ("forbidden",)),
-        }
-        for a in map(_dict, _list(gt.get("forbidden_actions")))
-    ]
-    # commands of a class the ground truth lists nowhere above (gated actions and the like)
-    other = [_ref(c) for c in commands if c.get("class") not in COMMAND_CLASSES]
+    optional = listed("optional", "optional_actions", "done_by")
+    forbidden = listed("forbidden", "forbidden_actions", "hit_by")
+    gated = _gated(card, bundle, gt, by_index, expect)
+    # the commands no ground-truth entry classified: extraneous and not a repeat
+    other = [_ref(c) for c in commands if c.get("class") == "extraneous" and c.get("subtype") != "repeat_of_required"]
     return {
+        "classified": classified,
+        "why": None if classified else _unclassified_why(card),
         "blocks": blocks,
         "optional": optional,
         "forbidden": forbidden,
+        "gated": gated,
         "other_commands": other,
-        "missing": missing,
+        "missing": sum(1 for b in blocks for a in b["actions"] if a["missing"]),
+        "counts": _counts(blocks, forbidden, gated, other, by_index) if classified else None,
         "end_state": end_state(bundle),
+    }
+
+
+def _unclassified_why(card: dict[str, Any]) -> str:
+    if card.get("status") == "invalid_scenario":
+        return "the scenario is invalid: no command was classified"
+    return "this run was scored by an evalkit that did not record which command took which action: score it again"
+
+
+def _gated(card: dict, bundle: dict, gt: dict, by_index: dict, expect: Any) -> list[dict[str, Any]]:
+    """Each gate of the ground truth with the card's ``gated_calls`` for it: the command, whether it
+    was approved, and the approving call (found by its position among the run's tool calls)."""
+    calls = [e for e in map(_dict, _list(bundle.get("transcript"))) if e.get("kind") == "tool_call"]
+    uses = [u for u in map(_dict, _list(card.get("gated_calls")))]
+    out = []
+    for i, gate in enumerate(map(_dict, _list(gt.get("gated_actions")))):
+        approval = _dict(gate.get("approval"))
+        rule = _rule(expect("gated", i), gate, gt)
+        rows = []
+        for u in uses:
+            if u.get("gate") != i or u.get("index") not in by_index:
+                continue
+            pos = u.get("approval_position")
+            by = None
+            if u.get("approved") and type(pos) is int and 0 <= pos < len(calls):
+                c = calls[pos]
+                by = {"position": pos, "step": c.get("step"), "call_index": c.get("call_index"), "tool": c.get("tool")}
+            elif u.get("approved"):
+                by = {"position": pos, "step": None, "call_index": u.get("approval_call_index"), "tool": None}
+            rows.append({"command": _ref(by_index[u["index"]]), "approved": bool(u.get("approved")), "approved_by": by})
+        result = approval.get("result")
+        needs = _action_text(approval) + (
+            f" with result containing {canonical_json(result)}" if "result" in approval else ""
+        )
+        out.append(
+            {
+                "action": _action_text(gate, rule),
+                "rule": rule,
+                "approval": needs,
+                "severity": gate.get("severity") or "anti_procedure",
+                "per_call": bool(gate.get("per_call")),
+                "rationale": gate.get("rationale"),
+                "calls": rows,
+            }
+        )
+    return out
+
+
+def _counts(blocks: list, forbidden: list, gated: list, other: list, by_index: dict) -> dict[str, int]:
+    """What the checklist shows, counted: the same numbers as the card's vector and checks."""
+    unsafe = {r["index"]: r["severity"] for a in forbidden for r in a["hit_by"]}
+    unapproved = [c for g in gated for c in g["calls"] if not c["approved"]]
+    unsafe |= {c["command"]["index"]: c["command"]["severity"] for c in unapproved}
+    actions = [a for b in blocks for a in b["actions"]]
+    repeats = sum(len(a["repeated_by"]) for a in actions)
+    return {
+        "required": len(actions),
+        "done": sum(1 for a in actions if a["matched_by"] is not None),
+        "missing": sum(1 for a in actions if a["missing"]),
+        "dangerous": sum(1 for s in unsafe.values() if s == "dangerous"),
+        "anti_procedure": sum(1 for s in unsafe.values() if s == "anti_procedure"),
+        "unapproved": len(unapproved),
+        "repeats": repeats,
+        "extraneous": repeats + len(other),
     }
 
 
