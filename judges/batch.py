@@ -6,7 +6,8 @@ request would be (judge.batch_line); the request's `custom_id` is its cache key.
 *submission*, stored before it is uploaded and updated as soon as the provider names its file and
 its batch (evalkit/db/batches.py), so a killed process never pays twice: the next `--batch` (or
 `--batch-status`) finds the submission, polls the batch, or adopts the batch the provider made
-from the uploaded file.
+for it: the submission id is in the batch's metadata, and every page of the provider's list of
+batches is searched for it.
 
 A finished batch is collected: each answer is read and validated exactly like a live reply
 (judge.check_reply: redacted where it enters, the rubric's reply model, the rationale limit) and
@@ -319,15 +320,18 @@ async def _poll(judge: Any, sub: dict, store: JudgeStore) -> dict | None:
     """Bring one submission forward: upload, create (or adopt) its batch, then read its status."""
     db = store.database
     inline = getattr(judge, "batch_inline", False)  # Anthropic: the requests go in the create call
+    uploaded_now = False  # a file this process uploaded has no batch yet: nothing to look for
     if sub["input_file_id"] is None and sub["batch_id"] is None and not inline:
         sub["input_file_id"] = await judge.batch_upload(_data(judge, sub), f"evalkit-{sub['submission_id']}.jsonl")
         stored.update_submission(db, sub["submission_id"], input_file_id=sub["input_file_id"], updated_at=now_utc())
+        uploaded_now = True
     if sub["batch_id"] is None:
         if inline:  # no input file to find a batch by: a kill between create and store resubmits it
             made = await judge.batch_create_inline(_data(judge, sub))
         else:
-            found = await judge.batch_find(sub["input_file_id"]) if sub["status"] == "submitting" else None
-            made = found or await judge.batch_create(sub["input_file_id"])
+            search = sub["status"] == "submitting" and not uploaded_now
+            found = await judge.batch_find(sub["submission_id"]) if search else None
+            made = found or await judge.batch_create(sub["input_file_id"], sub["submission_id"])
         sub["batch_id"], sub["status"] = made.get("id"), made.get("status") or "validating"
         stored.update_submission(
             db, sub["submission_id"], batch_id=sub["batch_id"], status=sub["status"], updated_at=now_utc()

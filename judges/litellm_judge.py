@@ -82,6 +82,8 @@ litellm.drop_params = False
 logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)
 logging.getLogger("litellm").setLevel(logging.CRITICAL)
 
+# the metadata key of a provider batch that holds evalkit's submission id (judges/batch.py)
+BATCH_TAG = "evalkit_submission"
 # how the judge's requests are named in the errors of evalkit's HTTP client
 REQUESTS = outbound.Purpose(
     request="the judge request",
@@ -694,9 +696,15 @@ class LiteLLMJudge:
         made = await self._batch_api(litellm.acreate_file, file=(name, data, "application/jsonl"), purpose="batch")
         return str(made.id)
 
-    async def batch_create(self, file_id: str) -> dict:
+    async def batch_create(self, file_id: str, submission_id: str) -> dict:
+        """The batch of an uploaded file, with evalkit's submission id in its metadata (what
+        batch_find looks for)."""
         made = await self._batch_api(
-            litellm.acreate_batch, completion_window="24h", endpoint="/v1/chat/completions", input_file_id=file_id
+            litellm.acreate_batch,
+            completion_window="24h",
+            endpoint="/v1/chat/completions",
+            input_file_id=file_id,
+            metadata={BATCH_TAG: submission_id},
         )
         return _as_dict(made)
 
@@ -705,15 +713,22 @@ class LiteLLMJudge:
             return await self._anthropic_batches().retrieve(batch_id)
         return _as_dict(await self._batch_api(litellm.aretrieve_batch, batch_id=batch_id))
 
-    async def batch_find(self, file_id: str) -> dict | None:
-        """The batch made from this input file, if the provider has one (a process killed between
-        creating a batch and storing its id)."""
-        listed = await self._batch_api(litellm.alist_batches, limit=100)
-        for batch in getattr(listed, "data", None) or []:
-            found = _as_dict(batch)
-            if found.get("input_file_id") == file_id:
-                return found
-        return None
+    async def batch_find(self, submission_id: str) -> dict | None:
+        """The batch whose metadata carries this submission id, if the provider has one (a process
+        killed between creating a batch and storing its id). Every page of the account's batches
+        is read (newest first, `after` the last id of the page before, while `has_more`): a batch
+        on a later page, missed, would be submitted and billed again."""
+        after: str | None = None
+        while True:
+            page = await self._batch_api(litellm.alist_batches, limit=100, after=after)
+            listed = [_as_dict(batch) for batch in getattr(page, "data", None) or []]
+            for found in listed:
+                if (found.get("metadata") or {}).get(BATCH_TAG) == submission_id:
+                    return found
+            last = listed[-1].get("id") if listed else None
+            if not getattr(page, "has_more", False) or not last or last == after:
+                return None
+            after = str(last)
 
     async def batch_file(self, file_id: str) -> bytes:
         if self.batch_inline:  # the batch's results_url, read as OpenAI-style output lines

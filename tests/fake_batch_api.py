@@ -16,7 +16,10 @@ these requests from live ones; scripts, dialects and modes apply). A line answer
 output file, another status to the error file (partial failure). ``expire_after = n`` answers only
 the first n lines and marks the batch ``expired`` (the rest in the error file, code
 ``batch_expired``); ``fail_batch = True`` makes the batch ``failed`` with no output. Every batch
-request is recorded in ``server.requests`` like a chat request.
+request is recorded in ``server.requests`` like a chat request. Listing batches pages as the real
+APIs do (newest first; ``limit``, default 20, at most 100 for OpenAI and 1,000 for Anthropic;
+``after`` / ``after_id``; ``has_more``, ``first_id``, ``last_id``); ``add_foreign_batches(n)`` adds
+n finished batches of another client, newer than the rest.
 
 **Anthropic Messages** (``POST /v1/messages``): the request's text (system and messages, text
 blocks or strings) is answered in Anthropic's shape: a forced tool's ``input`` built from its
@@ -42,6 +45,7 @@ import itertools
 import json
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -136,6 +140,26 @@ class BatchAPI:
         self.prose: set[int] = set()  # Anthropic: succeeded, but the message is prose, not the JSON asked for
         self.message_batches: dict[str, dict] = {}
         self.refuse: tuple[int, str] | None = None  # every batch create (Anthropic) or upload (OpenAI) refused so
+        self.listed: list[str] = []  # the path and query of every list request, in order
+
+    def add_foreign_batches(self, n: int) -> None:
+        """n finished batches of another client of the account, newer than every batch so far."""
+        with self._lock:
+            for _ in range(n):
+                bid = self._id("batch")
+                self.batches[bid] = {
+                    "id": bid,
+                    "status": "completed",
+                    "input_file_id": self._id("file"),
+                    "endpoint": "/v1/chat/completions",
+                    "lines": [],
+                    "polls": 0,
+                    "output_file_id": None,
+                    "error_file_id": None,
+                    "completion_window": "24h",
+                    "metadata": {"owner": "someone else"},
+                    "counts": [0, 0, 0],
+                }
 
     def _id(self, prefix: str) -> str:
         return f"{prefix}-fake-{next(self._ids):04d}"
@@ -150,7 +174,7 @@ class BatchAPI:
     def get(self, path: str):
         parts = [p for p in path.split("?", 1)[0].strip("/").split("/") if p != "v1"]
         if parts[:2] == ["messages", "batches"]:
-            return self._message_batch_get(parts[2:])
+            return self._message_batch_get(parts[2:], path)
         if parts[:1] == ["files"] and len(parts) == 3 and parts[2] == "content":
             found = self.files.get(parts[1])
             return (200, found["data"]) if found else (404, _error(f"no file {parts[1]}"))
@@ -160,7 +184,8 @@ class BatchAPI:
         if parts[:1] == ["batches"] and len(parts) == 2:
             return self._retrieve(parts[1])
         if parts == ["batches"]:
-            return 200, {"object": "list", "data": [self._public(b) for b in self.batches.values()], "has_more": False}
+            self.listed.append(path)
+            return 200, _page([self._public(b) for b in self.batches.values()], _query(path), "after", 20, 100)
         return 404, _error(f"no route {path}")
 
     def post(self, path: str, headers, raw: bytes):
@@ -310,9 +335,11 @@ class BatchAPI:
             self.message_batches[bid] = {"id": bid, "requests": requests, "polls": 0, "status": "in_progress"}
         return 200, self._message_batch(self.message_batches[bid])
 
-    def _message_batch_get(self, rest: list[str]):
+    def _message_batch_get(self, rest: list[str], path: str):
         if not rest:
-            return 200, {"data": [self._message_batch(b) for b in self.message_batches.values()], "has_more": False}
+            self.listed.append(path)
+            listed = [self._message_batch(b) for b in self.message_batches.values()]
+            return 200, _page(listed, _query(path), "after_id", 20, 1000)
         batch = self.message_batches.get(rest[0])
         if batch is None:
             return 404, _anthropic_error("not_found_error", f"no message batch {rest[0]}")
@@ -365,6 +392,30 @@ class BatchAPI:
                 f"http://127.0.0.1:{self.server.port}/v1/messages/batches/{batch['id']}/results" if ended else None
             ),
         }
+
+
+def _query(path: str) -> dict[str, str]:
+    return dict(urllib.parse.parse_qsl(path.split("?", 1)[1])) if "?" in path else {}
+
+
+def _page(items: list[dict], query: dict[str, str], cursor: str, default: int, most: int) -> dict:
+    """One page of a list as both providers give it: newest first, ``limit`` items (``default``
+    when not given, at most ``most``), those after the id named by ``cursor`` (OpenAI's ``after``,
+    Anthropic's ``after_id``), with ``has_more``, ``first_id`` and ``last_id``."""
+    newest = list(reversed(items))
+    after = query.get(cursor)
+    if after:
+        ids = [item["id"] for item in newest]
+        newest = newest[ids.index(after) + 1 :] if after in ids else []
+    limit = min(max(int(query.get("limit") or default), 1), most)
+    page = newest[:limit]
+    return {
+        "object": "list",
+        "data": page,
+        "has_more": len(newest) > limit,
+        "first_id": page[0]["id"] if page else None,
+        "last_id": page[-1]["id"] if page else None,
+    }
 
 
 def _anthropic_error(kind: str, message: str) -> dict:

@@ -233,3 +233,65 @@ def test_a_refused_upload_exits_with_one_error_line_from_the_cli(tmp_path, serve
     proc = subprocess.run([*command, "--judge-config", config], capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "create_file" in proc.stderr and "batch call refused" in proc.stderr
+
+
+def test_killed_while_the_batch_was_made_finds_it_past_150_newer_batches(tmp_path, server, monkeypatch):
+    """The kill lands after the provider made the batch and before its id was stored; 150 batches of
+    another client are made since, so it is on the list's second page: the rerun finds it there,
+    by the submission id in its metadata, and submits nothing again."""
+    from judge_helpers import invoke
+
+    from evalkit.db import batches
+
+    db = scored_db(tmp_path, 2)
+    command = ("judge", "--db", db, "--model", "openai/judge-b", "--api-base", server.api_base)
+    command += ("--output-mode", "json_schema", "--judge-config", batch_config(tmp_path), "--batch")
+    real = batches.update_submission
+
+    def killed(database, submission_id, **fields):
+        if "batch_id" in fields:
+            raise KeyboardInterrupt  # the process dies right after the provider made the batch
+        real(database, submission_id, **fields)
+
+    monkeypatch.setattr(batches, "update_submission", killed)
+    first = invoke(*command)
+    assert first.exit_code == 130, first.output
+    monkeypatch.setattr(batches, "update_submission", real)
+    ((sub_id, status, batch_id),) = rows(db, "SELECT submission_id, status, batch_id FROM judge_batches")
+    assert (status, batch_id) == ("submitting", None)
+    (ours,) = server.batch_api.batches.values()
+    assert ours["metadata"] == {"evalkit_submission": sub_id}
+    server.batch_api.add_foreign_batches(150)
+    server.batch_api.in_progress_polls = 0
+    again = invoke(*command)
+    assert again.exit_code == 0, again.output
+    assert server.batch_api.created == 1  # found, not made and billed again
+    assert rows(db, "SELECT batch_id FROM judge_batches") == [(ours["id"],)]
+    assert rows(db, "SELECT COUNT(*) FROM annotations WHERE status = 'ok' AND batch_id = ?", ours["id"]) == [(2,)]
+    (page_1, page_2) = server.batch_api.listed  # the second page was read, and no more
+    assert "limit=100" in page_1 and f"after={first_page_last(server)}" in page_2
+
+
+def first_page_last(server) -> str:
+    """The id of the 100th newest batch: the cursor of the list's second page."""
+    return sorted(server.batch_api.batches, reverse=True)[99]
+
+
+def test_the_fake_lists_batches_as_the_provider_does(server):
+    """Newest first, `limit` (default 20, at most 100), `after`, `has_more`: what the search
+    above relies on the fake to do as OpenAI does."""
+    import json
+    import urllib.request
+
+    server.batch_api.add_foreign_batches(150)
+
+    def page(query: str) -> dict:
+        with urllib.request.urlopen(f"{server.api_base}/batches{query}") as reply:
+            return json.load(reply)
+
+    first = page("?limit=100")
+    ids = [b["id"] for b in first["data"]]
+    assert len(ids) == 100 and first["has_more"] and ids == sorted(ids, reverse=True)
+    second = page(f"?limit=100&after={first['last_id']}")
+    assert len(second["data"]) == 50 and not second["has_more"]
+    assert len(page("")["data"]) == 20 and len(page("?limit=500")["data"]) == 100
