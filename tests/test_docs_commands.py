@@ -23,6 +23,8 @@ The exit code expected is the one a comment on the command's line gives (``# exi
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import signal
 import socket
@@ -56,8 +58,10 @@ NOT_RUN = {
 NOT_RUN_ARGUMENTS = {
     "s3://": "reads runs from an S3 bucket (tests/test_scale_sources.py reads a fake object store)",
 }
-# Placeholders a page writes for a value the reader supplies.
+# Placeholders a page writes for a value the reader supplies (a whole argument or VALUE of NAME=VALUE);
+# an evalkit command with an unknown one (an argument in capitals: FILE, MODEL) fails, asking for it here.
 PLACEHOLDERS = {"...": FAKE_KEY}
+_PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9_]+(:\d+)?|\.\.\.")
 OUTPUT_OPTIONS = ("-o", "--out", "--html", "--markdown", "--parquet", "--json-out")
 SERVER_TIMEOUT_S = 30
 
@@ -91,7 +95,10 @@ def _free_port() -> int:
 def _substituted(args: list[str], api_base: str) -> list[str]:
     """The command with a loopback --api-base pointed at the fake server, and --listen / view on a
     free port."""
-    out = [api_base if a.startswith(("http://127.0.0.1:", "http://localhost:")) else a for a in args]
+    out = [PLACEHOLDERS.get(a, a) for a in args]
+    unknown = [a for a in out if _PLACEHOLDER.fullmatch(a)]
+    assert unknown == [], f"placeholders {unknown} of `evalkit {shlex.join(args)}`: add them to PLACEHOLDERS"
+    out = [api_base if a.startswith(("http://127.0.0.1:", "http://localhost:")) else a for a in out]
     if "--listen" in out:
         out[out.index("--listen") + 1] = f"127.0.0.1:{_free_port()}"
     elif out[:1] == ["view"]:
@@ -308,13 +315,15 @@ def test_doc_block_runs_as_documented(doc, line, commands, server, workspace_tem
     assert failures == [], "\n".join(failures)
 
 
-def test_not_run_lists_only_what_a_page_shows():
-    """A NOT_RUN entry no page needs any more is dropped, so the list stays the short list of what
-    truly cannot run here."""
+def test_not_run_and_placeholders_list_only_what_a_page_shows():
+    """An entry no page needs any more is dropped, so NOT_RUN stays the short list of what truly
+    cannot run here."""
     commands = [c for _, _, block in BLOCKS for c in block]
     programs = {_program(c) for c in commands}
     assert sorted(set(NOT_RUN) - programs) == []
     assert sorted(p for p in NOT_RUN_ARGUMENTS if not any(a.startswith(p) for c in commands for a in c.argv)) == []
+    values = {a.split("=", 1)[-1] for c in commands for a in c.argv} | {v for c in commands for _, v in c.env}
+    assert sorted(set(PLACEHOLDERS) - values) == []
 
 
 def test_most_documented_evalkit_commands_run():
