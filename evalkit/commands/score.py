@@ -116,7 +116,7 @@ def register(group: click.Group) -> None:
             from evalkit.api import DbError, OutputError
             from evalkit.errors import InputError
             from evalkit.present.progress import StderrDigest
-            from evalkit.present.score_view import ScoreWriter, terminal_width
+            from evalkit.present.score_view import Repeats, ScoreWriter, terminal_width
 
             digest = StderrDigest(
                 len(found),
@@ -126,11 +126,19 @@ def register(group: click.Group) -> None:
                 verbose=verbose,
             )
 
+            repeats = Repeats()
+
             def on_error(exc: InputError) -> None:
                 nonlocal bad
                 bad += 1
                 digest.file_done()
-                digest.warn(f"error: {exc}")
+                # one scenario's error reaches every run of it: said once, counted (-v: every one)
+                if verbose or repeats.first(getattr(exc, "message", str(exc))):
+                    digest.warn(f"error: {exc}")
+
+            def on_warning(line: str) -> None:
+                if verbose or not repeats.once_per_scenario(line):
+                    digest.warn(line)
 
             bad = 0
             try:  # the scenario model loads only when asked for: with workers, it loads in them
@@ -161,7 +169,7 @@ def register(group: click.Group) -> None:
                     found,
                     store,
                     on_error,
-                    digest.warn,
+                    on_warning,
                     job=job,
                     on_file=digest.file_done,
                     on_output=writer.write_batch,
@@ -179,6 +187,8 @@ def register(group: click.Group) -> None:
                     out.discard()
                 if store is not None:
                     store.close()
+            for line in repeats.summary():
+                digest.warn(line)
             if line := digest.summary(runs=scored, errors=bad, database=None if no_db else db_path):
                 warn(line)
             reason = api.gate_failure(result, **gates)

@@ -15,6 +15,7 @@ from evalkit.errors import InputError
 
 STDIN = "-"
 RATINGS_FILE = "ratings.jsonl"  # written beside imported runs (evalkit.importers.ratings_file): not a trajectory
+SCENARIOS_FILE = "scenarios.jsonl"  # the scenarios of the runs beside it (scenario_files.BESIDE_NAMES): not a run
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -77,7 +78,8 @@ def expand(
     paths: Iterable[str | Path], warn: Callable[[str], None] | None = None, *, urls: bool = True
 ) -> Iterator[str]:
     """Files as given; directories (local, or URL unless ``urls`` is False) searched recursively for
-    ``*.jsonl``, sorted, except the ``RATINGS_FILE`` an importer writes beside its runs (named
+    ``*.jsonl``, sorted, except the ``RATINGS_FILE`` an importer writes beside its runs and the
+    ``SCENARIOS_FILE`` of the runs' tasks (named
     explicitly, it is read as given); ``warn`` is told what a local search skips. The one copy of
     the rule: evalkit.trajectory.reader.expand_paths calls it too."""
     from evalkit.trajectory.input_files import find_files
@@ -90,6 +92,6 @@ def expand(
         if urls and is_url(name):
             yield from expand_url(name)
         elif name != STDIN and Path(name).is_dir():
-            yield from find_files(name, ".jsonl", warn, exclude=(RATINGS_FILE,))
+            yield from find_files(name, ".jsonl", warn, exclude=(RATINGS_FILE, SCENARIOS_FILE))
         else:
             yield name

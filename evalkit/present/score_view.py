@@ -259,6 +259,37 @@ def card_text(card: ScoreCard, fmt_name: str, head: str | None = None) -> str:
 WRITE_CHUNK = 1 << 20  # characters per write of a long part: the stream encodes each write whole
 
 
+class Repeats:
+    """What `evalkit score` says once: an error met by many files (a scenario's problem reaches every
+    run of it) and the warning that a run's embedded scenario differs from the file's (the same for
+    every run of it); :meth:`summary` then says how many more there were."""
+
+    _EMBEDDED = ": warning: the embedded scenario "
+
+    def __init__(self) -> None:
+        self.errors: dict[str, int] = {}
+        self.embedded: dict[str, int] = {}
+
+    def first(self, message: str) -> bool:
+        """Count an error's message; whether it is the first of its kind."""
+        self.errors[message] = self.errors.get(message, 0) + 1
+        return self.errors[message] == 1
+
+    def once_per_scenario(self, line: str) -> bool:
+        """Whether ``line`` repeats an embedded-scenario warning already said (then it is counted)."""
+        at = line.find(self._EMBEDDED)
+        if at < 0:
+            return False
+        key = line[at + len(": warning: ") :]
+        self.embedded[key] = self.embedded.get(key, 0) + 1
+        return self.embedded[key] > 1
+
+    def summary(self) -> list[str]:
+        out = [f"error: {n - 1:,} more file(s) with the same error: {m}" for m, n in self.errors.items() if n > 1]
+        out += [f"warning: {n - 1:,} more run(s) where {m}" for m, n in self.embedded.items() if n > 1]
+        return out
+
+
 class ScoreWriter:
     """Writes cards as they come (unless ``aggregate_only``) and the aggregates at the end.
 
@@ -376,6 +407,8 @@ class ScoreWriter:
                 self._csv.row(GROUP_COLUMNS)
                 for g in groups:
                     self._csv.row([_csv_value(g[c]) for c in GROUP_COLUMNS])
+            return
+        if not groups:  # nothing was scored: the errors said why, and empty tables say nothing
             return
         group_table = _table(GROUP_TABLE_COLUMNS, groups, GROUP_PRIORITY, self.width)
         model_table = _table(MODEL_COLUMNS, models, MODEL_PRIORITY, self.width)

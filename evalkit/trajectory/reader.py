@@ -155,6 +155,10 @@ class _Builder:
         if type(obj) is not dict:
             raise InputError(path, lineno, f"expected a JSON object, got {type(obj).__name__}")
         rtype = obj.get("type")
+        if self.meta is None and rtype is None and "ground_truth" in obj:
+            raise InputError(
+                path, lineno, "a scenario, not a run: pass its file with --scenarios (or name it scenarios.jsonl)"
+            )
         if type(rtype) is not str:
             raise InputError(path, lineno, "record has no string 'type' field")
         if self.meta is None and rtype != "meta":

@@ -31,6 +31,7 @@ from evalkit.trajectory import safe_json
 from evalkit.trajectory.input_files import read_bytes, shown_name
 from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.trajectory.scenario import Scenario, suggestion
+from evalkit.trajectory.values import canonical_json
 
 SCENARIO_SUFFIXES = (".json", ".jsonl", ".toml")
 
@@ -188,14 +189,14 @@ def load_scenarios(paths: Iterable[str | Path]) -> ScenarioSet:
     return ScenarioSet(by_id)
 
 
-BESIDE_NAMES = ("scenarios.json", "scenarios.toml")
+BESIDE_NAMES = ("scenarios.json", "scenarios.toml", "scenarios.jsonl")
 _BESIDE: dict[str, tuple[tuple[int, int, int], ScenarioSet | InputError]] = {}  # file -> (its stat, what it held)
 _BESIDE_MAX = 64
 
 
 def scenarios_beside(path: str) -> tuple[ScenarioSet, str] | None:
     """The scenario file in the directory of the run ``path`` (``scenarios.json``, else
-    ``scenarios.toml``) and its name, None when there is none (or ``path`` is no local file).
+    ``scenarios.toml``, else ``scenarios.jsonl``) and its name, None when there is none (or ``path`` is no local file).
     Read once per process while it is unchanged. InputError when it is bad."""
     if "://" in path or not os.path.isfile(path):
         return None
@@ -249,29 +250,37 @@ def fill_scenario(meta: dict[str, Any], scenarios: ScenarioSet | None, path: str
     return True
 
 
-_HASHES: dict[bytes, str | None] = {}  # a file scenario's JSON -> its content hash (None: invalid)
-_HASHES_MAX = 256
+# a file scenario's JSON -> its canonical content and content hash (None: invalid)
+_CANONICAL: dict[bytes, tuple[str, str] | None] = {}
+_CANONICAL_MAX = 256
+
+
+def _content(scenario: Scenario) -> str:
+    """What a scenario says, whatever the key order it was written in (an importer sorts keys)."""
+    return canonical_json(scenario.bundle_part)
 
 
 def warn_if_differs(
     meta: dict[str, Any], scenarios: ScenarioSet, path: str, lineno: int, warn: Callable[[str], None] | None
 ) -> None:
-    """Warn when the scenario a run embeds differs from the file's scenario of the same id."""
+    """Warn when the scenario a run embeds says something else than the file's scenario of the same
+    id (compared by content: canonical JSON, key order ignored)."""
     embedded = meta.get("scenario")
     if warn is None or not isinstance(embedded, Scenario) or embedded.id not in scenarios:
         return
     raw, where = scenarios.by_id[embedded.id]
     key = to_json(raw)
-    if key not in _HASHES:
-        if len(_HASHES) >= _HASHES_MAX:
-            _HASHES.pop(next(iter(_HASHES)))
+    if key not in _CANONICAL:
+        if len(_CANONICAL) >= _CANONICAL_MAX:
+            _CANONICAL.pop(next(iter(_CANONICAL)))
         try:
-            _HASHES[key] = Scenario.model_validate(raw).content_hash
+            theirs = Scenario.model_validate(raw)
+            _CANONICAL[key] = (_content(theirs), theirs.content_hash)
         except ValidationError:
-            _HASHES[key] = None  # reported when the file was loaded
-    theirs = _HASHES[key]
-    if theirs is not None and theirs != embedded.content_hash:
+            _CANONICAL[key] = None  # reported when the file was loaded
+    known = _CANONICAL[key]
+    if known is not None and known[0] != _content(embedded):
         warn(
             f'{path}:{lineno}: warning: the embedded scenario "{embedded.id}" ({embedded.content_hash}) differs from '
-            f"the one of the same id at {where} ({theirs}); the embedded one is scored (it is what the run saw)"
+            f"the one of the same id at {where} ({known[1]}); the embedded one is scored (it is what the run saw)"
         )
