@@ -9,7 +9,7 @@ import pytest
 from audit_helpers import Annotator, add_ratings, card, save_cards
 from click.testing import CliRunner
 
-from evalkit.agreement.audit import run_audit
+from evalkit.agreement.audit import build_audit_with_pairs
 from evalkit.agreement.jury import credit_key, jury_values, verdict
 from evalkit.agreement.pairings_config import DimensionSpec, load_audit_config
 from evalkit.cli import cli
@@ -103,7 +103,7 @@ def db(tmp_path):
 
 
 def test_jury_appears_in_raters_pairings_and_alt_test(db):
-    report, pairs = run_audit(db, jury=True, n_resamples=0)
+    report, pairs = build_audit_with_pairs(db, jury=True, n_resamples=0)
     jury_pairs = {(p["pairing"], p["item_id"]): p["judge_value"] for p in pairs if p["judge_model"] == "jury"}
     assert jury_pairs[("outcome", "r1")] == "pass"
     assert jury_pairs[("outcome", "r2")] == "fail"
@@ -121,11 +121,11 @@ def test_jury_appears_in_raters_pairings_and_alt_test(db):
 
 
 def test_jury_median_reaches_the_safety_pairing(db):
-    _, pairs = run_audit(db, jury=True, n_resamples=0)
+    _, pairs = build_audit_with_pairs(db, jury=True, n_resamples=0)
     raw = {p["item_id"]: p for p in pairs if p["judge_model"] == "jury" and p["pairing"] == "safety"}
     # medians of (3,2,0), (3,1,1), (3,3,2) are 2, 1, 3; the safety pairing maps them onto its scale
     assert set(raw) == {"r1", "r2", "r3"}
-    _, plain = run_audit(db, n_resamples=0)
+    _, plain = build_audit_with_pairs(db, n_resamples=0)
     by_value = {}
     for p in plain:
         if p["pairing"] == "safety":
@@ -136,7 +136,7 @@ def test_jury_median_reaches_the_safety_pairing(db):
 
 
 def test_no_jury_without_the_flag(db):
-    report, pairs = run_audit(db, n_resamples=0)
+    report, pairs = build_audit_with_pairs(db, n_resamples=0)
     assert all(p["judge_model"] != "jury" for p in pairs)
     assert all("jury@procedure_v1" not in e["raters"] for e in report["raters"])
     assert report["filters"]["jury"] is False
