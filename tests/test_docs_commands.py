@@ -13,7 +13,7 @@ inspect_ai logs, a scored ``evalkit.db``), its commands in order, as a reader wo
 - A judge reaches tests/fake_llm_server.py through the real litellm: a loopback ``--api-base`` is
   pointed at it, and ``OPENAI_BASE_URL`` stands in for OpenAI's API.
 - ``export NAME=VALUE`` sets the environment of the commands after it (``...``: a fake key).
-- ``python SCRIPT ARGS`` (a script of the checkout) runs in a child interpreter.
+- ``python SCRIPT ARGS`` (a script of the checkout) runs in this process as ``__main__``.
 - A command that cannot run here is in NOT_RUN with the reason; that list is checked against the
   pages, so it cannot keep an entry no page needs.
 
@@ -224,6 +224,8 @@ def _answers(port: int, proc: subprocess.Popen) -> bool:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).close()
         except urllib.error.HTTPError:
             pass
+        except OSError:  # connected, but no HTTP answer
+            return False
         return True
     return False
 
@@ -252,23 +254,35 @@ def _run_server(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, s
     return proc.returncode, output
 
 
-def _run_script(command: Command, env: dict[str, str], cwd: Path) -> tuple[int, str]:
-    done = subprocess.run(
-        [sys.executable, *command.argv[1:]],
-        cwd=cwd,
-        env=_child_env(env),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return done.returncode, done.stdout + done.stderr
+def _run_script(command: Command, env: dict[str, str]) -> tuple[int, str]:
+    """``python SCRIPT ARGS`` in this process (as ``__main__``, its imports already loaded): its exit
+    code and output."""
+    import contextlib
+    import io
+    import runpy
+    from unittest import mock
+
+    output, code = io.StringIO(), 0
+    with (
+        mock.patch.dict(os.environ, env),
+        mock.patch.object(sys, "argv", list(command.argv[1:])),
+        contextlib.redirect_stdout(output),
+        contextlib.redirect_stderr(output),
+    ):
+        try:
+            runpy.run_path(command.argv[1], run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if not isinstance(exc.code, int | None):
+                print(exc.code, file=output)
+    return code, output.getvalue()
 
 
 def _failure(command: Command, env: dict[str, str], cwd: Path, api_base: str) -> str | None:
     """None when the command ran as documented, else what went wrong."""
     program, args = _program(command), []
     if program == "script":
-        code, output = _run_script(command, env, cwd)
+        code, output = _run_script(command, env)
     else:
         args = _substituted(_evalkit_args(command), api_base)
         run_env = dict(env, **dict(command.env))
