@@ -24,6 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from otel_listen_helpers import ROOT, Listener, post, raw_request  # noqa: E402
 
 from evalkit.cli import cli  # noqa: E402
+from evalkit.commands.exitcodes import EXIT_INTERRUPTED  # noqa: E402
 from evalkit.trajectory.reader import read_trajectory  # noqa: E402
 
 RUNS = [{"plan": ["lookup_order", "refund_order"], "success": False}, {"plan": ["lookup_order"], "success": True}]
@@ -67,7 +68,7 @@ def test_listen_command_writes_the_runs_an_sdk_exporter_sends_and_stops_on_sigin
     client = openai.OpenAI(base_url=server.api_base, api_key="sk-fake", max_retries=0)
     memory = oh.record_runs(client, RUNS, OTLPSpanExporter(endpoint=live.url, timeout=10))
     code, out, err = live.stop()
-    assert code == 0 and "Traceback" not in err, err
+    assert code == EXIT_INTERRUPTED and "Traceback" not in err, err
     runs = live.runs()
     assert len(runs) == 2 and out.count(" -> ") == 2
     path = oh.write_collector_file(tmp_path / "t.jsonl", [memory.get_finished_spans()])
@@ -105,7 +106,7 @@ def test_a_nan_attribute_is_written_as_the_text_nan_and_the_other_trace_is_kept(
     (nan_run,) = [r for r in live.runs().values() if r[0]["otel"]["trace_id"] == f"{1:032x}"]
     assert [e["name"] for e in nan_run if e["type"] == "tool_call"] == ["lookup", "late"]
     code, _, err = live.stop()
-    assert code == 0 and "Traceback" not in err and "error" not in err
+    assert code == EXIT_INTERRUPTED and "Traceback" not in err and "error: trace" not in err
 
 
 def test_a_run_that_cannot_be_built_is_a_partial_success_and_its_trace_is_not_poisoned(listen):
@@ -123,7 +124,7 @@ def test_a_run_that_cannot_be_built_is_a_partial_success_and_its_trace_is_not_po
     assert (status, answer) == (200, b"{}")
     assert len(live.runs()) == 2
     code, _, err = live.stop()
-    assert code == 0 and err.count("no model") == 1  # said once, on stderr
+    assert code == EXIT_INTERRUPTED and err.count("no model") == 1  # said once, on stderr
 
 
 def test_partial_success_is_protobuf_for_a_protobuf_request(listen):
@@ -151,7 +152,7 @@ def test_spans_whose_root_never_arrives_are_written_at_sigint_as_a_file_import_w
     status, _, _ = post(live.port, oj.body(*orphans))
     assert status == 200 and live.runs() == {}
     code, out, err = live.stop()
-    assert code == 0 and "Traceback" not in err
+    assert code == EXIT_INTERRUPTED and "Traceback" not in err
     (name,) = live.runs()
     assert f"trace {7:032x}: 3 span(s) whose root span never arrived, written as run" in err
     assert name in err and name in out

@@ -19,6 +19,7 @@ import otel_json as oj  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse  # noqa: E402
 from otel_listen_helpers import Listener, post, raw_request, wait_for  # noqa: E402
 
+from evalkit.commands.exitcodes import EXIT_INTERRUPTED  # noqa: E402
 from evalkit.importers.formats.otel_receiver import HEADER_TIMEOUT, IDLE_TIMEOUT, MAX_BODY, MAX_CONNECTIONS  # noqa: E402
 
 TRACE = oj.body(oj.agent(5), oj.chat(5, 2, 1), oj.tool(5, 3, 1))
@@ -67,7 +68,7 @@ def test_a_gzip_body_inflating_to_600_mib_is_refused_413_while_inflating(live):
     assert post(live.port, zlib.compress(TRACE), "Content-Encoding: deflate")[0] == 200
     assert len(live.runs()) == 1
     code, _, err = live.stop()
-    assert code == 0 and "Traceback" not in err
+    assert code == EXIT_INTERRUPTED and "Traceback" not in err
 
 
 def test_a_content_length_over_the_limit_is_413_before_the_body_is_read(live):
@@ -83,7 +84,7 @@ def test_a_content_length_that_is_not_a_length_is_400_with_a_message(live, lengt
     assert answer.startswith(b"Content-Length must be one non-negative integer, not")
     assert post(live.port, TRACE)[0] == 200  # the connection was answered and the server goes on
     code, _, err = live.stop()
-    assert code == 0 and "Traceback" not in err and err == ""
+    assert code == EXIT_INTERRUPTED and err == "error: interrupted; finished work is kept\n"
 
 
 def test_a_chunked_body_is_accepted_with_the_same_limit(live):
@@ -146,7 +147,7 @@ def test_half_sent_requests_are_cut_at_the_deadlines_and_connections_are_bounded
     status, _, answer = post(live.port, TRACE)
     assert (status, answer) == (200, b"{}")
     code, _, err = live.stop()
-    assert code == 0 and "Traceback" not in err
+    assert code == EXIT_INTERRUPTED and "Traceback" not in err
 
 
 def test_a_client_that_trickles_its_headers_is_cut_at_the_header_deadline(live):

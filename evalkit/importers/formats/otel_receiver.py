@@ -546,7 +546,8 @@ def serve(
     warn: Callable[[str], None] | None = None,
     token: str | None = None,
 ) -> None:
-    """Serve until interrupted (Ctrl-C); then write the runs whose root never arrived."""
+    """Serve until interrupted (Ctrl-C); then write the runs whose root never arrived, and let the
+    interrupt end the command (exit 130, as every interrupted command)."""
     receiver = Receiver(address, out_dir, options, echo, warn, token)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     echo(f"listening on {receiver.url} (OTLP/HTTP, protobuf or JSON); runs -> {out_dir}; Ctrl-C stops")
@@ -557,8 +558,6 @@ def serve(
         )
     try:
         receiver._httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
     finally:
         receiver._httpd.server_close()
-    receiver.flush()
+        receiver.flush()
