@@ -1,5 +1,6 @@
 """The shell commands the docs show: every fenced ```bash / ```sh / ```shell / ```console block of
-README.md and the other Markdown pages, read into commands a test can run.
+README.md and the other Markdown pages, read into commands a test can run; and the synopses
+(``evalkit CMD [--flag X]`` lines of untagged blocks).
 
 A block's lines are read as a shell would: ``\\`` continues a line, ``#`` starts a comment, ``&&``,
 ``;``, ``|`` and ``&`` separate commands, ``NAME=VALUE`` in front of a program sets its environment. In
@@ -59,6 +60,22 @@ def doc_pages(root: Path = ROOT) -> list[Path]:
 
 def shell_blocks(text: str) -> list[tuple[int, str, list[str]]]:
     """(line of the block's first line, language, lines) of each fenced shell block of a page."""
+    return [block for block in fenced_blocks(text) if block[1] in SHELL_LANGUAGES]
+
+
+def synopsis_lines(text: str) -> list[tuple[int, str]]:
+    """(line, text) of each ``evalkit ...`` line of an untagged fenced block (a command's synopsis)."""
+    return [
+        (first + offset, line)
+        for first, language, lines in fenced_blocks(text)
+        if not language
+        for offset, line in enumerate(lines)
+        if line.startswith("evalkit ")
+    ]
+
+
+def fenced_blocks(text: str) -> list[tuple[int, str, list[str]]]:
+    """(line of the block's first line, language, lines) of each fenced block of a page."""
     blocks, lines = [], text.splitlines()
     i = 0
     while i < len(lines):
@@ -70,8 +87,7 @@ def shell_blocks(text: str) -> list[tuple[int, str, list[str]]]:
         end = i + 1
         while end < len(lines) and not lines[end].strip().startswith(fence):
             end += 1
-        if language in SHELL_LANGUAGES:
-            blocks.append((i + 2, language, lines[i + 1 : end]))
+        blocks.append((i + 2, language, lines[i + 1 : end]))
         i = end + 1
     return blocks
 

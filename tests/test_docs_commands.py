@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from doc_commands import ROOT, Command, commands_of_block, doc_blocks, shell_blocks
+from doc_commands import ROOT, Command, commands_of_block, doc_blocks, doc_pages, shell_blocks, synopsis_lines
 from judge_helpers import FAKE_KEY
 
 from evalkit.cli import cli
@@ -344,6 +344,33 @@ def test_most_documented_evalkit_commands_run():
     commands = [c for _, _, block in BLOCKS for c in block if _program(c) == "evalkit"]
     skipped = [c for c in commands if any(a.startswith(p) for a in c.argv for p in NOT_RUN_ARGUMENTS)]
     assert len(commands) >= 30 and len(skipped) <= 1, [c.where for c in skipped]
+
+
+def test_every_option_a_synopsis_shows_is_in_its_commands_help():
+    """The synopses (``evalkit audit [--db FILE] [--judge MODEL]`` in an untagged block) are not run;
+    each names a command that exists, and each flag it shows is one `evalkit CMD --help` lists."""
+    import click
+
+    wrong = []
+    for page in doc_pages():
+        for line, text in synopsis_lines(page.read_text(encoding="utf-8")):
+            command, path = cli, []
+            for word in text.split()[1:]:
+                if not isinstance(command, click.Group) or word not in command.commands:
+                    break
+                command, path = command.commands[word], [*path, word]
+            where = f"{page.relative_to(ROOT).as_posix()}:{line}"
+            if isinstance(command, click.Group):
+                wrong.append(f"{where}: no such command: {text}")
+                continue
+            shown = CliRunner().invoke(cli, [*path, "--help"]).output
+            flags = set(re.findall(r"(?<![\w-])--?[a-z][\w-]*", text))
+            wrong += [
+                f"{where}: evalkit {' '.join(path)} has no {flag}"
+                for flag in sorted(flags)
+                if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", shown)
+            ]
+    assert wrong == [], "\n".join(wrong)
 
 
 def test_a_shell_block_is_read_as_a_shell_reads_it():
