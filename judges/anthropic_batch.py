@@ -25,6 +25,7 @@ judge extra's).
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import os
 import urllib.parse
@@ -155,6 +156,52 @@ class AnthropicBatches:
         )
         return self.state(made)
 
+    async def find(self, custom_ids: set[str], since: str) -> dict | None:
+        """The batch made for these requests by a process killed before it stored the batch's id.
+        Message batches carry no metadata, so: every page of the list (newest first, `after_id`
+        the last id of the page before, while `has_more`) down to the batches created before the
+        submission was stored (`since`, less 10 minutes of clock skew); of those with as many
+        requests, the one whose results hold exactly these custom ids. A candidate still running
+        cannot be checked yet: it is returned with ``"unverified": True`` (wait for it; submitting
+        again could pay twice)."""
+        threshold = _when(since)
+        threshold = threshold - datetime.timedelta(minutes=10) if threshold else None
+        waiting, after = None, None
+        while True:
+            query = "limit=1000" + (f"&after_id={urllib.parse.quote(after)}" if after else "")
+            page = await self._json("GET", f"{self.base}/v1/messages/batches?{query}")
+            listed = [b for b in page.get("data") or [] if isinstance(b, dict)]
+            for batch in listed:
+                created = _when(batch.get("created_at"))
+                if threshold is not None and created is not None and created < threshold:
+                    return waiting  # made before the submission: neither this nor an older one is it
+                counts = batch.get("request_counts") if isinstance(batch.get("request_counts"), dict) else {}
+                if sum(int(v or 0) for v in counts.values()) != len(custom_ids):
+                    continue
+                if batch.get("processing_status") != "ended":
+                    batch = await self._json(
+                        "GET", f"{self.base}/v1/messages/batches/{urllib.parse.quote(str(batch.get('id')))}"
+                    )
+                if batch.get("processing_status") != "ended" or not batch.get("results_url"):
+                    waiting = waiting or {**self.state(batch), "unverified": True}
+                elif await self._custom_ids(str(batch["results_url"])) == custom_ids:
+                    return self.state(batch)
+            last = page.get("last_id") or (listed[-1].get("id") if listed else None)
+            if not page.get("has_more") or not last or last == after:
+                return waiting
+            after = str(last)
+
+    async def _custom_ids(self, url: str) -> set[str]:
+        ids = set()
+        for raw in (await self._call("GET", url)).decode("utf-8", "replace").splitlines():
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(line, dict):
+                ids.add(str(line.get("custom_id")))
+        return ids
+
     async def retrieve(self, batch_id: str) -> dict:
         return self.state(await self._json("GET", f"{self.base}/v1/messages/batches/{urllib.parse.quote(batch_id)}"))
 
@@ -205,6 +252,15 @@ class AnthropicBatches:
             return {"custom_id": custom_id, "response": None, "error": {"code": "errored", "message": message}}
         reason = _NOT_ANSWERED.get(str(kind), f"an unknown result type {str(kind)[:40]!r}")
         return {"custom_id": custom_id, "response": None, "error": {"code": str(kind), "message": reason}}
+
+
+def _when(value) -> datetime.datetime | None:
+    """An RFC 3339 time (Anthropic's, evalkit's own ``...Z``), else None."""
+    try:
+        when = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=datetime.UTC)
 
 
 def _message(data: bytes, limit: int = 200) -> str:

@@ -320,14 +320,20 @@ async def _poll(judge: Any, sub: dict, store: JudgeStore) -> dict | None:
     """Bring one submission forward: upload, create (or adopt) its batch, then read its status."""
     db = store.database
     inline = getattr(judge, "batch_inline", False)  # Anthropic: the requests go in the create call
+    resumed = "_data" not in sub  # a submission stored by an earlier process, which may have made its batch
     uploaded_now = False  # a file this process uploaded has no batch yet: nothing to look for
     if sub["input_file_id"] is None and sub["batch_id"] is None and not inline:
         sub["input_file_id"] = await judge.batch_upload(_data(judge, sub), f"evalkit-{sub['submission_id']}.jsonl")
         stored.update_submission(db, sub["submission_id"], input_file_id=sub["input_file_id"], updated_at=now_utc())
         uploaded_now = True
     if sub["batch_id"] is None:
-        if inline:  # no input file to find a batch by: a kill between create and store resubmits it
-            made = await judge.batch_create_inline(_data(judge, sub))
+        if inline:  # no metadata to find a batch by: the batch whose results hold these requests
+            found = None
+            if resumed and sub["status"] == "submitting":
+                found = await judge.batch_find_inline(set(sub["items"]), sub["created_at"])
+            if found is not None and found.get("unverified"):
+                return found  # it may be this submission's batch: wait for it to end, never submit twice
+            made = found or await judge.batch_create_inline(_data(judge, sub))
         else:
             search = sub["status"] == "submitting" and not uploaded_now
             found = await judge.batch_find(sub["submission_id"]) if search else None

@@ -680,6 +680,11 @@ class LiteLLMJudge:
     async def batch_create_inline(self, data: bytes) -> dict:
         return await self._anthropic_batches().create(data)
 
+    async def batch_find_inline(self, custom_ids: set[str], since: str) -> dict | None:
+        """The message batch made for these requests, if a killed process made one (marked
+        ``unverified`` while it runs); see AnthropicBatches.find."""
+        return await self._anthropic_batches().find(custom_ids, since)
+
     async def _batch_api(self, call, **kwargs):
         """One call of litellm's batch and file functions; whatever it raises (a 401, a refused
         connection, a 5xx after litellm's own retries) becomes one JudgeFatalError line, redacted:

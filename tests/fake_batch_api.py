@@ -18,8 +18,8 @@ the first n lines and marks the batch ``expired`` (the rest in the error file, c
 ``batch_expired``); ``fail_batch = True`` makes the batch ``failed`` with no output. Every batch
 request is recorded in ``server.requests`` like a chat request. Listing batches pages as the real
 APIs do (newest first; ``limit``, default 20, at most 100 for OpenAI and 1,000 for Anthropic;
-``after`` / ``after_id``; ``has_more``, ``first_id``, ``last_id``); ``add_foreign_batches(n)`` adds
-n finished batches of another client, newer than the rest.
+``after`` / ``after_id``; ``has_more``, ``first_id``, ``last_id``); ``add_foreign_batches(n)`` and
+``add_foreign_message_batches(n, size)`` add n finished batches of another client, newer than the rest.
 
 **Anthropic Messages** (``POST /v1/messages``): the request's text (system and messages, text
 blocks or strings) is answered in Anthropic's shape: a forced tool's ``input`` built from its
@@ -40,6 +40,7 @@ message)`` refuses the create call.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import itertools
 import json
@@ -159,6 +160,22 @@ class BatchAPI:
                     "completion_window": "24h",
                     "metadata": {"owner": "someone else"},
                     "counts": [0, 0, 0],
+                }
+
+    def add_foreign_message_batches(self, n: int, size: int) -> None:
+        """n ended message batches of ``size`` requests of another client, newer than the rest."""
+        with self._lock:
+            for _ in range(n):
+                bid = f"msgbatch_fake_{next(self._ids):04d}"
+                requests = [{"custom_id": f"{bid}-{i}", "params": {}} for i in range(size)]
+                results = [{"custom_id": r["custom_id"], "result": {"type": "expired"}} for r in requests]
+                self.message_batches[bid] = {
+                    "id": bid,
+                    "requests": requests,
+                    "polls": 0,
+                    "status": "ended",
+                    "results": results,
+                    "created_at": _now(),
                 }
 
     def _id(self, prefix: str) -> str:
@@ -332,7 +349,13 @@ class BatchAPI:
         with self._lock:
             bid = f"msgbatch_fake_{next(self._ids):04d}"
             self.created += 1
-            self.message_batches[bid] = {"id": bid, "requests": requests, "polls": 0, "status": "in_progress"}
+            self.message_batches[bid] = {
+                "id": bid,
+                "requests": requests,
+                "polls": 0,
+                "status": "in_progress",
+                "created_at": _now(),
+            }
         return 200, self._message_batch(self.message_batches[bid])
 
     def _message_batch_get(self, rest: list[str], path: str):
@@ -383,7 +406,7 @@ class BatchAPI:
             "type": "message_batch",
             "processing_status": batch["status"],
             "request_counts": counts,
-            "created_at": "2026-12-02T00:00:00Z",
+            "created_at": batch["created_at"],
             "ended_at": "2026-12-02T00:01:00Z" if ended else None,
             "expires_at": "2026-12-03T00:00:00Z",
             "archived_at": None,
@@ -392,6 +415,10 @@ class BatchAPI:
                 f"http://127.0.0.1:{self.server.port}/v1/messages/batches/{batch['id']}/results" if ended else None
             ),
         }
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _query(path: str) -> dict[str, str]:

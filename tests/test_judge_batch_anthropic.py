@@ -249,3 +249,39 @@ def test_result_types_read_as_output_or_error_lines():
         "expired"
     )
     assert batches.state({"id": "b", "processing_status": "canceling"})["status"] == "cancelling"
+
+
+def test_killed_while_the_message_batch_was_made_finds_it_by_its_requests(tmp_path, server, monkeypatch):
+    """Message batches carry no metadata: the rerun pages through the list (1,150 newer ended
+    batches: a page is at most 1,000), checks the results of each candidate with as many requests
+    for the custom ids it chose, waits for its own batch while it runs, and submits nothing again."""
+    from judge_helpers import invoke
+
+    from evalkit.db import batches
+
+    db = scored_db(tmp_path, 2)
+    config = batches_check.batch_config(tmp_path)
+    base = server.api_base.removesuffix("/v1")
+    command = ("judge", "--db", db, "--model", MODEL, "--api-base", base, "--output-mode", "json_schema")
+    command += ("--judge-config", config, "--batch")
+    real = batches.update_submission
+
+    def killed(database, submission_id, **fields):
+        if "batch_id" in fields:
+            raise KeyboardInterrupt  # the process dies right after the provider made the batch
+        real(database, submission_id, **fields)
+
+    monkeypatch.setattr(batches, "update_submission", killed)
+    assert invoke(*command).exit_code == 130
+    monkeypatch.setattr(batches, "update_submission", real)
+    assert rows(db, "SELECT status, batch_id FROM judge_batches") == [("submitting", None)]
+    (ours,) = server.batch_api.message_batches
+    server.batch_api.add_foreign_message_batches(1130, size=3)
+    server.batch_api.add_foreign_message_batches(20, size=2)  # as many requests: their results are read
+    server.batch_api.in_progress_polls = 2  # still running when the rerun finds it
+    again = invoke(*command)
+    assert again.exit_code == 0, again.output
+    assert server.batch_api.created == 1  # found, not made and billed again
+    assert rows(db, "SELECT batch_id FROM judge_batches") == [(ours,)]
+    assert rows(db, "SELECT COUNT(*) FROM annotations WHERE status = 'ok' AND batch_id = ?", ours) == [(2,)]
+    assert any("after_id=" in p for p in server.batch_api.listed)  # past the first page of 1,000
