@@ -56,7 +56,7 @@ NOT_RUN = {
 }
 # evalkit commands no test can run here, by an argument they contain.
 NOT_RUN_ARGUMENTS = {
-    "s3://": "reads runs from an S3 bucket (tests/test_scale_sources.py reads a fake object store)",
+    "s3://": "reads runs from an S3 bucket (tests/test_engine_ray.py reads file URLs through fsspec on Ray)",
 }
 # Placeholders a page writes for a value the reader supplies (a whole argument or VALUE of NAME=VALUE);
 # an evalkit command with an unknown one (an argument in capitals: FILE, MODEL) fails, asking for it here.
