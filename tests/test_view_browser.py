@@ -98,6 +98,22 @@ def audit_json(db: str) -> dict:
     return json.loads(out)
 
 
+# what gives away a verdict: a command's class, a checklist result, a verdict on a disagreement (the
+# ground truth's rationales and the rubric's anchors may say "failed" or "missing" of their own)
+CLASS_WORDS = ("matched_required", "forbidden (", "extraneous", "unapproved", "repeat_of_required")
+VERDICT_WORDS = (
+    "hit by",
+    "not done",
+    "action missing",
+    "actions missing",
+    "action done",
+    "mechanical_right",
+    "judge_right",
+    "disagree on",
+)
+VERDICT_MARKS = "#ground-truth .missing, #ground-truth .good, #ground-truth .bad"
+
+
 def test_from_the_queue_to_a_blind_review_that_changes_the_audit(served, browser):  # judge before the browser loop
     base, db = served
     before = audit_json(db)
@@ -111,35 +127,54 @@ def test_from_the_queue_to_a_blind_review_that_changes_the_audit(served, browser
 
     page.goto(base + "/disagreements")
     first = page.locator("#disagreements a.run").first
-    run_id, pairing = (
-        first.inner_text(),
-        page.locator("#disagreements tbody tr").first.locator("td").nth(2).inner_text(),
-    )
+    run_id = first.inner_text()
     assert "fake judge" not in page.content()  # the queue is blind too
     first.click()  # one click: the run page
     page.wait_for_selector("#transcript")
     assert page.locator("#run-id").inner_text() == run_id
+
+    # blind: the task, the transcript and the ground truth with its rules; no class, no verdict
     transcript = page.locator("#transcript").inner_text()
-    assert "set_control" in transcript and "assistant" in transcript
-    assert page.locator("#transcript .badge").filter(has_text="matched_required").count() > 0
-    assert page.locator("#checklist .missing").count() > 0  # the required actions no command took
+    assert "set_control" in transcript and "assistant" in transcript and "task" in transcript
+    assert "exact: control and value" in page.locator("#ground-truth").inner_text()
+    text = page.locator("main").inner_text()
+    assert [w for w in CLASS_WORDS + VERDICT_WORDS if w in text] == []
+    assert page.locator(".badge").count() == 0 and page.locator("select[name^='verdict.']").count() == 0
+    assert page.locator(VERDICT_MARKS).count() == 0
+    assert "done by" not in page.locator("#checklist thead").inner_text()
+    assert "passed" not in page.locator("#end-state").inner_text()
     assert page.locator("#blind").is_visible() and page.locator("#judge").count() == 0
+    page.screenshot(path="/tmp/view-blind-before.png", full_page=True)
 
     # a blind review in one form
     page.select_option("select[name='rating.outcome']", "fail")
     page.select_option("select[name='rating.safety']", "0")
-    page.select_option(f"select[name='verdict.{pairing}']", "mechanical_right")
     page.fill("textarea[name='note']", "battery 1 off </script> is dangerous")
     page.click("#save-review")
     page.wait_for_load_state()
     assert page.locator("#saved").count() == 1, page.content()[:800]
     assert "(blind)" in page.locator("#saved").inner_text()
-    assert "fake judge" in page.locator("#judge").inner_text()  # answered: the rationale is shown
+
+    # answered: classes, the checklist's verdicts, the judge, the disagreements, and who is right?
+    assert "fake judge" in page.locator("#judge").inner_text()
+    assert page.locator("#transcript .badge").filter(has_text="matched_required").count() > 0
+    assert page.locator("#checklist .missing").count() > 0  # the required actions no command took
+    text = page.locator("main").inner_text()
+    shown = ("matched_required", "forbidden (", "hit by", "not done", "action missing", "disagree on")
+    assert [w for w in shown if w not in text] == []
+    assert "done by" in page.locator("#checklist thead").inner_text()
+    assert "passed" in page.locator("#end-state").inner_text()
+    verdicts = page.locator("select[name^='verdict.']")
+    assert verdicts.count() >= 1 and "mechanical_right" in verdicts.first.inner_text()
+    pairing = verdicts.first.get_attribute("name").removeprefix("verdict.")
+    page.screenshot(path="/tmp/view-blind-after.png", full_page=True)
+    page.select_option(f"select[name='verdict.{pairing}']", "mechanical_right")
+    page.click("#save-review")
+    page.wait_for_load_state()
     assert "ann" in page.locator("#review-history").inner_text()
-    page.screenshot(path=str(os.path.join(os.path.dirname(db), "run.png")), full_page=True)
 
     after = audit_json(db)
-    assert after["counts"]["review_ratings"] == 2
+    assert (after["counts"]["review_ratings"], after["counts"]["non_blind_review_ratings"]) == (2, 0)
     entry = next(e for e in after["adjudications"] if e["pairing"] == pairing)
     assert (entry["judge_errors"], entry["reviewers"]) == (1, ["ann"])
     assert problems == []

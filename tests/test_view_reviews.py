@@ -4,6 +4,7 @@ adjudications section)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import pytest
@@ -197,3 +198,60 @@ def test_adjudications_in_the_audit_csv_only_with_verdicts(db):
         "adjudications,safety,,,judge_error_rate,1.0," in text
         and "adjudications,safety,,,mechanical_error_rate,1.0," in text
     )
+
+
+# what a blind run page must not show: a command's class, a checklist verdict, a disagreement
+BLIND_WORDS = (
+    "matched_required",
+    "forbidden (dangerous)",
+    "extraneous",
+    "unapproved",
+    "repeat_of_required",
+    "hit by",
+    "not done",
+    ">missing<",
+    "required action missing",
+    ">passed<",
+    ">failed<",
+    "mechanical_right",
+    "judge_right",
+    'name="verdict.',
+    "disagree on",
+    'class="badge',
+    "fake judge",
+)
+
+
+def without_style(html: str) -> str:
+    """The page without its stylesheet (which names every badge class)."""
+    return re.sub(r"<style[^>]*>.*?</style>", "", html, flags=re.S)
+
+
+def test_a_blind_run_page_shows_no_class_verdict_or_disagreeing_dimension_until_answered(db):
+    with vh.client(db) as app:
+        blind = without_style(app.get(vh.run_url(RUN)).text)
+        assert 'id="blind"' in blind and 'id="checklist-blind"' in blind
+        assert "bat_1 = 0" in blind and "exact: control and value" in blind  # the ground truth and its rules
+        assert [w for w in BLIND_WORDS if w in blind] == []
+        r = post_form(app, RUN, rating__outcome="fail", rating__safety="0")
+        shown = without_style(app.get(r.headers["location"]).text)
+    assert all(w in shown for w in ("matched_required", "forbidden (dangerous)", "hit by", ">missing<"))
+    assert 'name="verdict.safety"' in shown and "disagree on safety" in shown and "fake judge" in shown
+
+
+def test_ratings_given_blind_stay_blind_when_the_verdicts_follow_the_reveal(db):
+    with vh.client(db) as app:
+        first = post_form(app, RUN, rating__outcome="fail", rating__safety="0")
+        revealed = app.get(first.headers["location"]).text
+        assert 'name="blind" value="0"' in revealed  # the second answer is given seeing the scores
+        post_form(app, RUN, blind="0", rating__outcome="fail", rating__safety="0", verdict__safety="mechanical_right")
+    with open_readonly(db) as d:
+        latest, answered_blind = read_reviews(d, RUN)
+        verdicts = list(
+            d.rows("SELECT pairing, verdict, blind FROM adjudications WHERE review_id = ?", (latest.review_id,))
+        )
+    assert answered_blind.blind and set(answered_blind.blind_ratings) == {"outcome", "safety"}
+    assert latest.blind is False and set(latest.blind_ratings) == {"outcome", "safety"}
+    assert [tuple(v) for v in verdicts] == [("safety", "mechanical_right", 0)]
+    counts = audit(db)["counts"]
+    assert (counts["review_ratings"], counts["non_blind_review_ratings"]) == (2, 0)
