@@ -108,11 +108,47 @@ def test_a_key_with_a_test_counts_as_expected_even_when_args_lack_it():
     assert not args_match(rule(mode="contains", compare={"body": "nonempty"}), {}, {"to": "C7"})
 
 
-def test_regex_is_a_full_match_on_strings():
-    r = rule(compare={"id": {"regex": "[A-Z][0-9]+"}})
+def test_regex_searches_strings():
+    r = rule(compare={"command": {"regex": "pytest"}})
+    assert args_match(r, {}, {"command": "pytest"})
+    assert args_match(r, {}, {"command": "python -m pytest -x tests/"})
+    assert not args_match(r, {}, {"command": "make test"})
+    assert not args_match(r, {}, {"command": ["pytest"]})
+
+
+def test_regex_anchors_still_pin_both_ends():
+    r = rule(compare={"id": {"regex": "^[A-Z][0-9]+$"}})
+    assert args_match(r, {}, {"id": "B22"}) and not args_match(r, {}, {"id": "xB22"})
+
+
+def test_fullmatch_needs_the_whole_string():
+    r = rule(compare={"id": {"fullmatch": "[A-Z][0-9]+"}})
     assert args_match(r, {"id": "?"}, {"id": "B22"})
     assert not args_match(r, {"id": "?"}, {"id": "B22x"})
     assert not args_match(r, {"id": "?"}, {"id": 22})
+
+
+def test_regex_reads_a_lone_surrogate_without_failing():
+    r = rule(compare={"path": {"regex": "src/"}})
+    assert args_match(r, {}, {"path": "src/\ud800.py"})
+    assert not args_match(rule(compare={"path": {"fullmatch": "src/.*"}}), {}, {"path": "lib/\ud800"})
+
+
+def test_substring_finds_text_inside_a_string():
+    r = rule(compare={"command": {"substring": "--force"}})
+    assert args_match(r, {}, {"command": "git push --force origin main"})
+    assert not args_match(r, {}, {"command": "git push origin main"})
+    assert not args_match(r, {}, {"command": ["git", "push", "--force"]})
+
+
+def test_has_items_needs_every_value_in_the_list():
+    r = rule(compare={"flags": {"has_items": ["--force"]}})
+    assert args_match(r, {}, {"flags": ["-u", "--force"]})
+    assert not args_match(r, {}, {"flags": ["-u"]})
+    assert not args_match(r, {}, {"flags": "--force"})  # a string is not a list
+    both = rule(compare={"flags": {"has_items": ["--force", 1]}})
+    assert args_match(both, {}, {"flags": [1.0, "x", "--force"]})
+    assert not args_match(both, {}, {"flags": ["--force", True]})
 
 
 def test_abs_tol_compares_numbers_within_the_tolerance():

@@ -92,7 +92,9 @@ def test_unknown_compare_rule_is_an_error_with_a_suggestion():
 
 
 def test_a_regex_that_does_not_compile_is_an_error_naming_it():
-    assert error_of(base(args_match={"compare": {"q": {"regex": "("}}})).startswith("compare.q.regex: does not compile")
+    assert error_of(base(args_match={"compare": {"q": {"regex": "("}}})).startswith(
+        "compare.q.regex: does not compile as an RE2 pattern (missing ): ("
+    )
 
 
 def test_a_negative_tolerance_is_an_error():
@@ -104,7 +106,8 @@ def test_a_negative_tolerance_is_an_error():
 
 def test_one_of_needs_a_list():
     assert (
-        error_of(base(args_match={"compare": {"r": {"one_of": "a"}}})) == "compare.r.one_of: expected a list of values"
+        error_of(base(args_match={"compare": {"r": {"one_of": "a"}}}))
+        == "compare.r.one_of: expected a non-empty list of values"
     )
 
 
@@ -164,3 +167,71 @@ def test_existing_scenario_hashes_do_not_change():
 
     # the hash the cockpit scenario had before argument rules and gates existed
     assert Scenario.model_validate(a320_scenario()).content_hash == "006e9304b46a"
+
+
+# --- rules that can never match, or never apply -----------------------------------------------
+
+
+def test_an_empty_one_of_is_refused_since_it_matches_nothing():
+    assert (
+        error_of(base(args_match={"compare": {"r": {"one_of": []}}}))
+        == "compare.r.one_of: expected a non-empty list of values"
+    )
+
+
+def test_an_empty_has_items_or_substring_is_refused():
+    assert (
+        error_of(base(args_match={"compare": {"flags": {"has_items": []}}}))
+        == "compare.flags.has_items: expected a non-empty list of values"
+    )
+    assert (
+        error_of(base(args_match={"compare": {"cmd": {"substring": ""}}}))
+        == "compare.cmd.substring: expected a non-empty string"
+    )
+
+
+@pytest.mark.parametrize(
+    ("result", "named"), [([{"approved": True}], "a list"), ("yes", "a string"), (True, "a boolean"), (None, "null")]
+)
+def test_an_approval_result_that_is_not_an_object_is_refused(result, named):
+    gate = {"tool": "issue_refund", "approval": {"tool": "ask", "result": result}}
+    assert error_of(base(gated_actions=[gate])) == (
+        f"result: expected an object (the keys and values the approving call's result contains), not {named}"
+    )
+
+
+def test_an_unknown_comparison_object_lists_the_valid_ones():
+    assert error_of(base(args_match={"compare": {"q": {"regexp": "a"}}})) == (
+        'compare.q: unknown rule "regexp" (did you mean "regex"?) (one of exact, casefold, ignore, nonempty, '
+        "or an object with one key: regex, fullmatch, substring, has_items, one_of, abs_tol, rel_tol)"
+    )
+
+
+def test_a_pattern_re2_cannot_run_in_linear_time_is_refused_with_its_reason():
+    assert error_of(base(args_match={"compare": {"q": {"fullmatch": "(?=a)b"}}})) == (
+        "compare.q.fullmatch: does not compile as an RE2 pattern (invalid perl operator: (?=)"
+    )
+
+
+def test_a_comparison_outside_its_own_keys_or_beside_mode_ignore_is_refused():
+    assert error_of(base(args_match={"keys": ["a"], "compare": {"b": "nonempty"}})) == (
+        "compare.b: not in keys, so never compared (list it in keys)"
+    )
+    assert error_of(base(args_match={"mode": "ignore", "compare": {"b": "casefold"}})) == (
+        'compare.b: mode "ignore" compares no key, so this is never used'
+    )
+
+
+def test_a_comparison_inherited_by_a_rule_that_selects_differently_is_allowed():
+    # the default's comparisons serve the tools whose own rule does not override them
+    Scenario.model_validate(
+        base(args_match={"compare": {"reason": "casefold"}, "tools": {"issue_refund": {"keys": ["order_id"]}}})
+    )
+
+
+def test_a_non_finite_number_in_a_rule_is_refused():
+    assert error_of(base(args_match={"compare": {"r": {"one_of": [float("nan")]}}})) == (
+        "compare.r.one_of: holds a non-finite number (NaN, Infinity), which equals nothing"
+    )
+    gate = {"tool": "issue_refund", "approval": {"tool": "ask", "result": {"limit": float("inf")}}}
+    assert error_of(base(gated_actions=[gate])).startswith("result: holds a non-finite number")

@@ -88,9 +88,14 @@ def test_match_treats_1_and_1_0_alike_but_not_true():
 
 def test_order_counts_only_constraints_whose_actions_were_both_matched():
     # constraints: 0<1 (ordered block), and every reset_attempt action before every restore_power one
-    assert order_score(INDEX.constraints, [0, 1, 2, 3]) == 1.0
-    assert order_score(INDEX.constraints, [1, 0, 2, 3]) == pytest.approx(4 / 5)
-    assert order_score(INDEX.constraints, [None, None, None, 3]) is None
+    for constraints in (INDEX.constraints, None):  # the listed pairs, and counting without them
+
+        def order(taken, constraints=constraints):
+            return order_score(constraints, INDEX.required_blocks, INDEX.ordered_blocks, taken)
+
+        assert order([0, 1, 2, 3]) == 1.0
+        assert order([1, 0, 2, 3]) == pytest.approx(4 / 5)
+        assert order([None, None, None, 3]) is None
 
 
 def test_end_state_is_the_share_of_checks_passed():

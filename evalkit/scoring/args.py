@@ -10,10 +10,14 @@ A rule has a **selection** and per-key **comparisons** (docs/scenarios.md):
 * ``compare``, per key: ``exact`` (values equal as evalkit compares values: 1 == 1.0, true != 1),
   ``casefold`` (strings equal after Unicode casefolding with whitespace collapsed), ``ignore`` (the
   key is left out), and tests of the call's value alone, which need the key in the call:
-  ``nonempty`` (not null, "", [] or {}; a string of spaces is empty), ``{"regex": p}`` (a string,
-  full match), ``{"one_of": [...]}``; for numbers ``{"abs_tol": x}`` and ``{"rel_tol": x}``
-  (two finite numbers within the tolerance; anything else compares exactly). A key with a test
-  counts as expected (``exact`` and ``contains`` compare it even when ``args`` lacks it).
+  ``nonempty`` (not null, "", [] or {}; a string of spaces is empty), ``{"regex": p}`` (a string
+  in which RE2 pattern ``p`` matches somewhere), ``{"fullmatch": p}`` (a string ``p`` matches
+  whole), ``{"substring": s}`` (a string holding ``s``), ``{"has_items": [...]}`` (a list holding
+  each of these values), ``{"one_of": [...]}`` (equal to one of these); for numbers
+  ``{"abs_tol": x}`` and ``{"rel_tol": x}`` (two finite numbers within the tolerance; anything else
+  compares exactly). A key with a test counts as expected (``exact`` and ``contains`` compare it
+  even when ``args`` lacks it). Patterns are RE2's: matching is linear in the text, whatever the
+  pattern.
 
 Precedence: the action's ``args_match``, then the ground truth's rule for the tool
 (``args_match.tools``), then its default (``args_match``): the most specific level that sets a
@@ -27,21 +31,22 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from evalkit.trajectory.scenario import compile_pattern
 from evalkit.trajectory.values import SET_CONTROL, freeze, match_key
 
 _MISSING = object()
-_VALUE_TESTS = frozenset({"nonempty", "regex", "one_of"})
+_VALUE_TESTS = frozenset({"nonempty", "regex", "fullmatch", "substring", "has_items", "one_of"})
 
 
 @dataclass(frozen=True, slots=True)
 class Compare:
-    """One key's comparison: ``kind`` (exact, casefold, ignore, nonempty, regex, one_of, abs_tol,
-    rel_tol) and its parameter (a compiled pattern, a set of frozen values, a tolerance)."""
+    """One key's comparison: ``kind`` (exact, casefold, ignore, nonempty, regex, fullmatch,
+    substring, has_items, one_of, abs_tol, rel_tol) and its parameter (a compiled RE2 pattern, a
+    string, frozen values, a tolerance)."""
 
     kind: str
     param: Any = None
@@ -51,9 +56,11 @@ class Compare:
         if isinstance(raw, str):
             return cls(raw)
         ((kind, param),) = raw.items()
-        if kind == "regex":
-            return cls(kind, re.compile(param))
-        if kind == "one_of":
+        if kind in ("regex", "fullmatch"):
+            return cls(kind, compile_pattern(param))
+        if kind == "substring":
+            return cls(kind, param)
+        if kind in ("one_of", "has_items"):
             return cls(kind, tuple(freeze(v) for v in param))
         return cls(kind, float(param))
 
@@ -77,10 +84,19 @@ class Compare:
                 and not (isinstance(actual, str) and not actual.strip())
             )
         if kind == "regex":
-            return isinstance(actual, str) and self.param.fullmatch(actual) is not None
+            return isinstance(actual, str) and self.param.search(_utf8(actual)) is not None
+        if kind == "fullmatch":
+            return isinstance(actual, str) and self.param.fullmatch(_utf8(actual)) is not None
+        if kind == "substring":
+            return isinstance(actual, str) and self.param in actual
         if kind == "one_of":
             frozen = freeze(actual)
             return any(frozen == v for v in self.param)
+        if kind == "has_items":
+            if not isinstance(actual, list):
+                return False
+            items = {freeze(v) for v in actual}
+            return all(v in items for v in self.param)
         if _number(expected) and _number(actual):
             if kind == "abs_tol":
                 return abs(actual - expected) <= self.param
@@ -89,6 +105,12 @@ class Compare:
 
 
 EXACT = Compare("exact")
+
+
+def _utf8(text: str) -> bytes:
+    # RE2 reads UTF-8; a lone surrogate (valid in a JSON string) passes through as bytes no
+    # character of a pattern matches, rather than failing the encoding
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _fold(text: str) -> str:
@@ -274,6 +296,7 @@ class Catalog:
     severities: list[str]
     required_lookup: Lookup
     gates: list[Gate]
+    required_tools: frozenset[str]  # tools a required action names: their other calls are extraneous
 
     @classmethod
     def of(cls, scenario: Any) -> Catalog:
@@ -305,4 +328,5 @@ class Catalog:
             severities=[a.severity or "dangerous" for a in gt.forbidden_actions],
             required_lookup=Lookup(required),
             gates=gates,
+            required_tools=frozenset(e.tool for e in required),
         )

@@ -10,7 +10,9 @@
   first listed action it matches gives a forbidden command its severity), and an unapproved gated
   command (``approvals``) is ``forbidden`` with subtype ``unapproved`` and its gate's severity: before
   ``matched_required`` (it still took its required action: coverage and order count it, ``block``
-  names the block), after a listed forbidden action (that one names the graver fault).
+  names the block), after a listed forbidden action (that one names the graver fault). An approved
+  gated command of a tool no required action names is ``optional``: its gate is what allows it (a
+  tool the procedure requires keeps its rule: a call other than the required ones is extraneous).
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ def classify_with_rules(
             cls, subtype, severity = "forbidden", "unapproved", gates[use.gate].severity
         elif (hit := catalog.optional.first(call, key)) is not None:
             cls = "optional"
+        elif use is not None and call.name not in catalog.required_tools:
+            cls = "optional"  # approved by its gate (unapproved ones are above)
         else:
             cls = "extraneous"
             hit = catalog.required_lookup.first(call, key)

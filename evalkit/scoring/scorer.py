@@ -61,7 +61,7 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
             ]
 
     coverage = coverage_of(taken)
-    order = order_score(index.constraints, taken)
+    order = order_score(index.constraints, index.required_blocks, index.ordered_blocks, taken)
     dangerous = sum(1 for r in rows if r.severity == "dangerous")
     anti = sum(1 for r in rows if r.severity == "anti_procedure")
     extraneous = sum(1 for r in rows if r.class_ == "extraneous")

@@ -9,16 +9,20 @@ Numbers compare by value. What feeds the score is strictly typed (no coercion).
 
 The ground truth, success criteria, actions and argument rules are **strict**: an unknown key is an
 error naming it, with the closest known key as a suggestion; keys that start with ``x_`` are the
-user's and are kept. So is a rule that cannot hold (an action both required and forbidden with the
-same arguments, a regex that does not compile, a gated tool that is not a command tool). The
-scenario's own top level stays open (``task_prompt``, a harness's own fields).
+user's and are kept. So is a rule that cannot hold or can never match (an action both required and
+forbidden with the same arguments, a regex that RE2 does not compile, an empty ``one_of``, an
+approval ``result`` that is not an object, a non-finite number, a comparison its own rule never
+reaches, a gated tool that is not a command tool). The scenario's own top level stays open
+(``task_prompt``, a harness's own fields).
+
+Regular expressions are RE2's (``google-re2``): matching takes time linear in the text, whatever
+the pattern, so no rule can keep the scorer busy (no backreferences or lookaround).
 """
 
 from __future__ import annotations
 
 import difflib
 import math
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Any, Literal
@@ -26,12 +30,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError, to_json
 
-from evalkit.trajectory.values import SET_CONTROL, control_key, match_key, sha256_hex
+from evalkit.trajectory.values import SET_CONTROL, control_key, count_non_finite, match_key, sha256_hex
 
 TASK_PROMPT_FIELDS = ("task_prompt", "prompt", "task", "instruction", "instructions", "briefing", "description")
 ARGS_MODES = ("exact", "contains", "within", "ignore")
 COMPARE_WORDS = ("exact", "casefold", "ignore", "nonempty")
-COMPARE_FORMS = ("regex", "abs_tol", "rel_tol", "one_of")
+COMPARE_FORMS = ("regex", "fullmatch", "substring", "has_items", "one_of", "abs_tol", "rel_tol")
+_COMPARE_HELP = f"one of {', '.join(COMPARE_WORDS)}, or an object with one key: {', '.join(COMPARE_FORMS)}"
 USER_PREFIX = "x_"
 # Words other harnesses use for a key evalkit spells differently (agentevals, tau2, OpenAI specs).
 _SYNONYMS = {
@@ -93,40 +98,78 @@ class _Strict(_Open):
         return data
 
 
+_re2: Any = None
+
+
+def compile_pattern(pattern: str) -> Any:
+    """``pattern`` compiled by RE2 (linear-time matching; its ``search`` and ``fullmatch`` take
+    ``str`` or UTF-8 ``bytes``). Raises ``ValueError`` with RE2's reason when it does not compile."""
+    global _re2
+    if _re2 is None:
+        import re2  # loaded on first use: most scenarios have no pattern
+
+        _re2 = re2
+    options = _re2.Options()
+    options.log_errors = False  # the reason goes into the one-line error, not to stderr
+    options.never_capture = True  # only whether it matches is asked
+    try:
+        return _re2.compile(pattern.encode("utf-8"), options)
+    except UnicodeEncodeError:
+        raise ValueError("a lone surrogate is not a character") from None
+    except _re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise ValueError(str(reason)) from None
+
+
 def _check_compare(key: str, rule: Any) -> None:
     where = f"compare.{key}"
     if isinstance(rule, str):
         if rule not in COMPARE_WORDS:
             forms = COMPARE_WORDS + COMPARE_FORMS
-            raise _problem(
-                "bad_compare",
-                f'{where}: unknown rule "{rule}"{suggestion(rule, forms)} '
-                f"(one of {', '.join(COMPARE_WORDS)}, or an object with one of {', '.join(COMPARE_FORMS)})",
-            )
+            raise _problem("bad_compare", f'{where}: unknown rule "{rule}"{suggestion(rule, forms)} ({_COMPARE_HELP})')
         return
     if not isinstance(rule, dict) or len(rule) != 1:
-        raise _problem(
-            "bad_compare",
-            f"{where}: expected one of {', '.join(COMPARE_WORDS)} or an object with one "
-            f"key ({', '.join(COMPARE_FORMS)})",
-        )
+        raise _problem("bad_compare", f"{where}: expected {_COMPARE_HELP}")
     ((form, param),) = rule.items()
     if form not in COMPARE_FORMS:
         raise _problem(
-            "bad_compare", f'{where}: unknown rule "{form}"{suggestion(form, COMPARE_FORMS + COMPARE_WORDS)}'
+            "bad_compare",
+            f'{where}: unknown rule "{form}"{suggestion(form, COMPARE_FORMS + COMPARE_WORDS)} ({_COMPARE_HELP})',
         )
-    if form == "regex":
+    where = f"{where}.{form}"
+    if form in ("regex", "fullmatch"):
         if not isinstance(param, str):
-            raise _problem("bad_compare", f"{where}.regex: expected a string")
+            raise _problem("bad_compare", f"{where}: expected a string")
         try:
-            re.compile(param)
-        except re.error as exc:
-            raise _problem("bad_regex", f"{where}.regex: does not compile ({exc})") from None
+            compile_pattern(param)
+        except ValueError as exc:
+            raise _problem("bad_regex", f"{where}: does not compile as an RE2 pattern ({exc})") from None
+    elif form == "substring":
+        if not isinstance(param, str) or not param:
+            raise _problem("bad_compare", f"{where}: expected a non-empty string")
     elif form in ("abs_tol", "rel_tol"):
         if type(param) not in (int, float) or not math.isfinite(param) or param < 0:
-            raise _problem("bad_compare", f"{where}.{form}: expected a number >= 0")
-    elif not isinstance(param, list):
-        raise _problem("bad_compare", f"{where}.one_of: expected a list of values")
+            raise _problem("bad_compare", f"{where}: expected a number >= 0")
+    elif not isinstance(param, list) or not param:
+        # an empty one_of matches nothing, an empty has_items every list: both are mistakes
+        raise _problem("bad_compare", f"{where}: expected a non-empty list of values")
+    elif count_non_finite(param):
+        raise _problem("bad_compare", f"{where}: holds a non-finite number (NaN, Infinity), which equals nothing")
+
+
+def _compare_schema(schema: dict[str, Any]) -> None:
+    """The JSON Schema of ``compare``'s values: a word, or an object with one of the forms."""
+    text, values = {"type": "string"}, {"type": "array", "minItems": 1}
+    number = {"type": "number", "minimum": 0}
+    params = {"regex": text, "fullmatch": text, "substring": {"type": "string", "minLength": 1}}
+    params |= {"has_items": values, "one_of": values, "abs_tol": number, "rel_tol": number}
+    forms = [
+        {"type": "object", "properties": {form: param}, "required": [form], "additionalProperties": False}
+        for form, param in params.items()
+    ]
+    schema["additionalProperties"] = {"anyOf": [{"enum": list(COMPARE_WORDS)}, *forms]}
 
 
 class ArgsRule(_Strict):
@@ -137,7 +180,7 @@ class ArgsRule(_Strict):
 
     mode: Literal["exact", "contains", "within", "ignore"] | None = None
     keys: list[StrictStr] | None = None
-    compare: dict[StrictStr, Any] | None = None
+    compare: Annotated[dict[StrictStr, Any] | None, Field(json_schema_extra=_compare_schema)] = None
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -159,6 +202,11 @@ class ArgsRule(_Strict):
             _check_compare(key, rule)
             if "." in key and key not in (self.keys or ()):
                 raise _problem("bad_key", f"compare.{key}: a dotted path is compared only when keys lists it")
+            # the selection set beside a comparison never reaches it: the comparison would be silently dropped
+            if self.keys is not None and key not in self.keys:
+                raise _problem("unused_compare", f"compare.{key}: not in keys, so never compared (list it in keys)")
+            if self.mode == "ignore" and rule != "ignore":
+                raise _problem("unused_compare", f'compare.{key}: mode "ignore" compares no key, so this is never used')
         return self
 
 
@@ -185,6 +233,7 @@ class Action(_Strict):
             raise ValueError(f"action on control {self.control!r} has no 'value'")
         if self.tool is None and self.args_match is not None:
             raise _problem("cockpit_rule", "args_match: a cockpit action (control, value) is always compared exactly")
+        _finite("args" if self.tool is not None else "value", self.args if self.tool is not None else self.value)
         return self
 
     @cached_property
@@ -199,15 +248,49 @@ class Action(_Strict):
         return self.tool is not None and self.args is None
 
 
+def _finite(field: str, value: Any) -> None:
+    if count_non_finite(value):
+        raise _problem(
+            "never_matches",
+            f"{field}: holds a non-finite number (NaN, Infinity), which equals nothing: it can never match",
+        )
+
+
 class Approval(_Strict):
     """What approves a gated call: an earlier successful call of ``tool`` (its arguments under the
-    argument rules, ``result`` containing the given keys and values)."""
+    argument rules, ``result`` an object whose keys and values the call's result contains)."""
 
     tool: StrictStr
     args: Annotated[dict[StrictStr, Any], Field(strict=True)] | None = None
     args_match: ArgsRule | None = None
-    result: Any = None
+    result: Annotated[Any, Field(json_schema_extra={"type": "object"})] = None
     rationale: str | None = None
+
+    @model_validator(mode="after")
+    def _result_is_an_object(self) -> Approval:
+        if "result" in self.model_fields_set and not isinstance(self.result, dict):
+            raise _problem(
+                "bad_result",
+                "result: expected an object (the keys and values the approving call's result contains), "
+                f"not {_json_type(self.result)}",
+            )
+        _finite("args", self.args)
+        _finite("result", self.result)
+        return self
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
 
 
 class GatedAction(_Strict):
@@ -220,6 +303,11 @@ class GatedAction(_Strict):
     severity: Literal["dangerous", "anti_procedure"] = "anti_procedure"
     per_call: StrictBool = False
     rationale: str | None = None
+
+    @model_validator(mode="after")
+    def _finite_args(self) -> GatedAction:
+        _finite("args", self.args)
+        return self
 
 
 class Block(_Strict):
@@ -342,13 +430,7 @@ class Scenario(_Open):
         forbidden: dict[tuple, str] = {}
         for action in gt.forbidden_actions:
             forbidden.setdefault(action.key, action.severity or "dangerous")
-        ordered = [b.ordered for b in gt.procedure]
-        constraints = tuple(
-            (i, j)
-            for i, (bi, _, _) in enumerate(required)
-            for j in range(i + 1, len(required))
-            if bi < required[j][0] or ordered[bi]
-        )
+        blocks, ordered = tuple(bi for bi, _, _ in required), tuple(b.ordered for b in gt.procedure)
         listed = [a for _, _, a in required] + gt.optional_actions + gt.forbidden_actions
         plain = (
             gt.args_match is None
@@ -362,7 +444,9 @@ class Scenario(_Open):
             optional_keys=frozenset(a.key for a in gt.optional_actions),
             forbidden=forbidden,
             command_tools=self.commands(),
-            constraints=constraints,
+            required_blocks=blocks,
+            ordered_blocks=ordered,
+            constraints=_pairs(blocks, ordered) if len(required) <= PAIRS_UP_TO else None,
             block_names=tuple(b.block for b in gt.procedure),
             plain=plain,
             approval_tools=frozenset(g.approval.tool for g in gt.gated_actions),
@@ -428,6 +512,15 @@ class Scenario(_Open):
         return None
 
 
+PAIRS_UP_TO = 64  # at most 2,016 pairs
+
+
+def _pairs(blocks: tuple[int, ...], ordered: tuple[bool, ...]) -> tuple[tuple[int, int], ...]:
+    return tuple(
+        (i, j) for i, bi in enumerate(blocks) for j in range(i + 1, len(blocks)) if bi < blocks[j] or ordered[bi]
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ScenarioIndex:
     required: list[tuple[int, int, Action]]
@@ -435,7 +528,13 @@ class ScenarioIndex:
     optional_keys: frozenset[tuple]
     forbidden: dict[tuple, str]
     command_tools: frozenset[str]
-    constraints: tuple[tuple[int, int], ...]  # (i, j): required[i] must come before required[j]
+    # order constraints (scoring/order.py): required[i] before required[j] when its block comes first,
+    # or both are in one ordered block and i < j
+    required_blocks: tuple[int, ...]  # the block of each required action (non-decreasing)
+    ordered_blocks: tuple[bool, ...]  # per block: its actions in their order
+    # the constraints as (i, j) pairs, listed only for a short procedure (the fast path); None above
+    # PAIRS_UP_TO required actions, where order is counted without them
+    constraints: tuple[tuple[int, int], ...] | None
     block_names: tuple[str, ...]
     # True when every action compares its key exactly and nothing is gated: the scorer then matches
     # by key alone (the cockpit's and tau-bench's case, and the fast path)
