@@ -42,9 +42,11 @@ ENTRY_POINT_GROUP = "evalkit.importers"
 
 # name -> "module:attribute"; loaded lazily so listing formats stays cheap.
 BUILTIN = {
+    "atif": "evalkit.importers.formats.atif:IMPORTER",
     "inspect": "evalkit.importers.formats.inspect_logs:IMPORTER",
     "openai-messages": "evalkit.importers.formats.openai_messages:IMPORTER",
     "otel": "evalkit.importers.formats.otel:IMPORTER",
+    "swe-agent": "evalkit.importers.formats.swe_agent:IMPORTER",
     "taubench": "evalkit.importers.formats.taubench:IMPORTER",
     "tau2": "evalkit.importers.formats.tau2:IMPORTER",
 }
