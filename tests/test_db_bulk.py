@@ -105,7 +105,7 @@ def test_a_version_5_file_loses_the_repeated_index_on_its_first_write(tmp_path, 
     assert indexes(path, "commands") == ["idx_commands_run_id", "sqlite_autoindex_commands_1"]
     before = dump(path)
     open_write(path).close()
-    assert pragma(path, "user_version") == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 6
+    assert pragma(path, "user_version") == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 7
     assert indexes(path, "commands") == ["sqlite_autoindex_commands_1"]
     assert dump(path) == before
     assert pragma(path, "integrity_check") == [("ok",)]

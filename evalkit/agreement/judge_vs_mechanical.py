@@ -245,6 +245,12 @@ def slice_stats(
     return out
 
 
+def rank_key(p: Pairing, order: int, direction: str, gap_share: float, run_id: str, judge_model: str) -> tuple:
+    """Where a disagreement of pairing ``p`` (the ``order``-th pairing) ranks in :func:`disagreements`."""
+    rank = p.lenient_rank if (direction == "lenient" and p.lenient_rank is not None) else None
+    return (0 if rank is not None else 1, rank or 0, -gap_share, order, run_id, judge_model)
+
+
 def disagreements(sets: list[PairSet]) -> list[dict[str, Any]]:
     """Every disagreement, ranked: lenient on pairings with a lenient_rank (safety 0, outcome 1)
     first, then by the size of the gap as a share of the scale, then pairing order, run, judge."""
@@ -259,8 +265,7 @@ def disagreements(sets: list[PairSet]) -> list[dict[str, Any]]:
             direction = st.direction(x.judge_value, x.mechanical_value, labels)
             steps = abs(x.judge_index - x.mechanical_index)
             gap = steps / (len(labels) - 1)
-            rank = p.lenient_rank if (direction == "lenient" and p.lenient_rank is not None) else None
-            key = (0 if rank is not None else 1, rank or 0, -gap, order, x.run_id, x.judge_model)
+            key = rank_key(p, order, direction, gap, x.run_id, x.judge_model)
             rows.append(
                 (
                     key,

@@ -312,13 +312,19 @@ def _number(x: Any) -> float | None:
     return float(x) if isinstance(x, float) else x
 
 
-def read_annotations(db: Database, judge: str | None = None, rubric: str | None = None) -> Iterator[JudgeValue]:
+def read_annotations(
+    db: Database, judge: str | None = None, rubric: str | None = None, runs: list[str] | None = None
+) -> Iterator[JudgeValue]:
     """Values of ``ok`` annotations that are not stale, ordered so that later answers come last
     (created_at, id, dimension). ``judge`` is resolved by :func:`~evalkit.db.names.resolve_judge`
-    (full model string or the part after the provider prefix); an unknown name raises ``JudgeNotStored``."""
+    (full model string or the part after the provider prefix); an unknown name raises ``JudgeNotStored``.
+    ``runs``, when given, keeps those runs' annotations only (read through the indexes)."""
     where, args = judge_filter(
         db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')", f"NOT {stale('a.')}"], column="a."
     )
+    if runs is not None:
+        where.append("a.run_id IN (SELECT value FROM json_each(?))")
+        args.append(json.dumps(list(runs)))
     # One row per annotation first (rationale, JSON), then its values: the annotation JSON is
     # decoded at most once per annotation, and only when a column it backs up is empty.
     heads = {
@@ -344,6 +350,8 @@ def read_annotations(db: Database, judge: str | None = None, rubric: str | None 
     for row in db.rows(
         "SELECT annotation_id, run_id, judge_model, rubric_id, dimension, value, confidence, "
         "blind, replicate FROM annotation_values"
+        + ("" if runs is None else " WHERE annotation_id IN (SELECT value FROM json_each(?))"),
+        () if runs is None else (json.dumps(list(heads)),),
     ):
         head = heads.get(row[0])
         if head is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,9 @@ TABLES: dict[str, SqlTable] = {
             ),
             ("run_id",),
         ),
+        # -- what changed (triggers on scorecards and annotations): a reader that keeps an index,
+        # such as evalkit view, updates just the runs whose seq is above the last one it saw --------
+        SqlTable("run_changes", _cols("seq INTEGER, run_id TEXT NOT NULL UNIQUE"), ("seq",)),
         SqlTable(
             "commands",
             _cols(
@@ -165,6 +168,18 @@ TABLES: dict[str, SqlTable] = {
             ),
             ("item_id", "rater", "dimension"),
         ),
+        # -- pairwise verdicts (evalkit judge --pairwise, annotations import of pair rows): one verdict
+        # per pair, rater, dimension and order shown ('ab', 'ba'; '' for a human or gold verdict);
+        # `verdict` a | b | tie in the pair's own frame, NULL when the judge gave none (evalkit/db/pairwise.py)
+        SqlTable(
+            "pairwise_verdicts",
+            _cols(
+                "pair_id TEXT NOT NULL, a TEXT NOT NULL, b TEXT NOT NULL, shown TEXT NOT NULL, rater TEXT NOT NULL, "
+                "rater_kind TEXT NOT NULL, dimension TEXT NOT NULL, verdict TEXT, a_length INTEGER, "
+                "b_length INTEGER, rationale TEXT, cache_key TEXT, source TEXT"
+            ),
+            ("pair_id", "rater", "dimension", "shown"),
+        ),
         # -- human reviews (evalkit view): append-only, an edit supersedes (evalkit/db/reviews.py) ---
         SqlTable(
             "reviews",
@@ -204,7 +219,8 @@ TABLES: dict[str, SqlTable] = {
 # (NULL on older rows: no cached tokens recorded, the indented layout, a live call) and the
 # judge_batches / judge_batch_items tables; version 6 drops idx_commands_run_id, which repeated the
 # primary key's own index (run_id, idx) on its first column: every lookup by run_id uses that one,
-# and every stored command cost a third B-tree insert.
+# and every stored command cost a third B-tree insert; version 7 adds run_changes and the triggers
+# that keep it (a re-judge rewrites rows in place, so counts and rowids do not show a change).
 STEPS: dict[int, tuple[str, ...]] = {
     4: tuple(
         f"CREATE TRIGGER IF NOT EXISTS {table}_append_only_{op.lower()} BEFORE {op} ON {table} "
@@ -213,6 +229,16 @@ STEPS: dict[int, tuple[str, ...]] = {
         for op in ("UPDATE", "DELETE")
     ),
     6: ("DROP INDEX IF EXISTS idx_commands_run_id",),
+    7: tuple(
+        f"CREATE TRIGGER IF NOT EXISTS run_changes_{table}_{op.lower()} AFTER {op} ON {table} BEGIN "
+        # a run seen before moves above every other seq; a new one gets the next (never a reused) seq
+        f"UPDATE run_changes SET seq = (SELECT max(seq) + 1 FROM run_changes) WHERE run_id = {row}.run_id; "
+        f"INSERT INTO run_changes (seq, run_id) SELECT coalesce((SELECT max(seq) FROM run_changes), 0) + 1, "
+        f"{row}.run_id WHERE {row}.run_id IS NOT NULL "
+        f"AND NOT EXISTS (SELECT 1 FROM run_changes WHERE run_id = {row}.run_id); END"
+        for table in ("scorecards", "annotations")
+        for op, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))
+    ),
 }
 
 

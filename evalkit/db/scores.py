@@ -7,6 +7,7 @@ Judge output lives in its own tables; nothing here reads it.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Iterable, Iterator
@@ -446,12 +447,21 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def read_cards(db: Database, problems: list[str] | None = None, *, judged_only: bool = False) -> Iterator[Card]:
+def read_cards(
+    db: Database, problems: list[str] | None = None, *, judged_only: bool = False, runs: list[str] | None = None
+) -> Iterator[Card]:
     """``problems``, when given, gets one line per stored card that is not a JSON object (its
     signals then read as missing). ``judged_only`` keeps the runs with an annotation (all that
-    judge-mechanical pairs need: ``evalkit view`` reads a large database's disagreements so)."""
-    where = " WHERE run_id IN (SELECT run_id FROM annotations)" if judged_only else ""
-    for row in db.rows(f"SELECT run_id, scenario_id, model, status, card FROM scorecards{where} ORDER BY run_id"):
+    judge-mechanical pairs need: ``evalkit view`` reads a large database's disagreements so);
+    ``runs``, when given, keeps those runs only."""
+    conditions = ["run_id IN (SELECT run_id FROM annotations)"] if judged_only else []
+    if runs is not None:
+        conditions.append("run_id IN (SELECT value FROM json_each(?))")
+    where = " WHERE " + " AND ".join(conditions) if conditions else ""
+    for row in db.rows(
+        f"SELECT run_id, scenario_id, model, status, card FROM scorecards{where} ORDER BY run_id",
+        () if runs is None else (json.dumps(list(runs)),),
+    ):
         try:
             card = loads(row["card"]) if row["card"] else {}
         except ValueError:

@@ -6,23 +6,30 @@ write the review tables and nothing else. Every function returns plain dicts: th
 JSON API show the same thing.
 
 Paging stays fast at 10^5 runs because the Runs table is a query, never a page of everything: on
-opening (and again whenever scores or annotations change, seen through ``PRAGMA data_version``) one
-pass over ``scorecards`` fills a narrow TEMP table ``view_runs`` (one row per run: the columns the
-filters and sorts use, indexed) on the read-only connection, and the audit's ranked disagreements
-are computed once (:func:`evalkit.agreement.paired.disagreements`, the list ``evalkit audit`` prints)
-and counted into it. A page is then one indexed ``SELECT ... ORDER BY ... LIMIT ... OFFSET`` and one
-``count(*)`` (sqlite-utils' ``rows_where`` would do it, but it sees no TEMP table). Text search
-reads the transcripts (``bundles``) of the rows it tries, stopping when the page is full, so its
-total is not counted (``total`` is None).
+opening, one pass over ``scorecards`` fills a narrow TEMP table ``view_runs`` (one row per run: the
+columns the filters and sorts use, indexed) on the read-only connection, and the audit's ranked
+disagreements are computed once (:func:`evalkit.agreement.judge_vs_mechanical.disagreements`, the
+list ``evalkit audit`` prints) and counted into it. A page is then one indexed ``SELECT ... ORDER BY
+... LIMIT ... OFFSET`` and one ``count(*)`` (sqlite-utils' ``rows_where`` would do it, but it sees
+no TEMP table). Text search reads the transcripts (``bundles``) of the rows it tries, stopping when
+the page is full, so its total is not counted (``total`` is None).
+
+The index follows the file as other processes write it: ``PRAGMA data_version`` says whether any
+other connection committed (one cheap statement a request), and the ``run_changes`` table, kept by
+triggers on ``scorecards`` and ``annotations`` (evalkit.db.schema), names the runs written since
+the last ``seq`` seen. Only those runs' index rows and disagreements are computed again and put in
+place (the ranked list kept sorted by :func:`~evalkit.agreement.judge_vs_mechanical.rank_key`), so
+an update costs what changed. A file without ``run_changes`` (older, never written since) is
+indexed again whole on a change; so is one where more than a quarter of the runs changed.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import re
 import unicodedata
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -57,13 +64,16 @@ _INDEX_DDL = (
         f"CREATE INDEX temp.view_runs_{c} ON view_runs ({c}, run_id)"
         for c in ("scenario_id", "model", "status", "scalar", "disagreements")
     ),
+)
+_INDEX_INSERT = (
     "INSERT INTO view_runs (run_id, scenario_id, model, status, scalar, outcome, unsafe, extraneous, coverage, "
     "bundle_hash) SELECT run_id, scenario_id, model, status, scalar, "
     "CASE all_passed WHEN 1 THEN 'pass' WHEN 0 THEN 'fail' END, "
     "CASE WHEN safety_dangerous IS NULL AND safety_anti_procedure IS NULL THEN NULL "
     "ELSE (COALESCE(safety_dangerous, 0) + COALESCE(safety_anti_procedure, 0)) > 0 END, "
-    "extraneous, coverage, bundle_hash FROM scorecards",
+    "extraneous, coverage, bundle_hash FROM scorecards"
 )
+_IN_LIST = "run_id IN (SELECT value FROM json_each(?))"  # a JSON array of run ids as one argument
 
 
 class NotFound(LookupError):
@@ -96,9 +106,11 @@ class ViewData:
         self.rubric_name = rubric
         self.db = None
         self.writer: ReviewTables | None = None
-        self._version: Any = None
-        self._fingerprint: Any = None
-        self.disagreement_rows: list[dict[str, Any]] = []
+        self._version: Any = None  # PRAGMA data_version when the index was last brought up to date
+        self._seq: int | None = None  # the last run_changes seq indexed (None: index whole again)
+        self.disagreement_rows: list[dict[str, Any]] = []  # ranked, as evalkit audit ranks them
+        self._keys: list[tuple] = []  # each row's rank key, in the same order
+        self._by_run: dict[str, list[tuple[tuple, dict[str, Any]]]] = {}  # run → its (key, row)s, ranked
         self._rubrics: dict[str, Any] = {}
 
     # -- connections ------------------------------------------------------------------------
@@ -108,7 +120,7 @@ class ViewData:
         self.config = load_audit_config(self.config_path)
         self.pairings = self.config.pairings_for(None)
         self.db = open_readonly(self.path)
-        self._version = self._fingerprint = None
+        self._version = self._seq = None
         self.refresh()
         return self
 
@@ -135,21 +147,30 @@ class ViewData:
             conn.execute("PRAGMA query_only = 1")
 
     def refresh(self) -> None:
-        """Rebuild the run index and the disagreements when scores or annotations changed."""
+        """Bring the run index and the disagreements up to date with the file (see the module's
+        docstring): nothing when no other connection committed, else the runs that changed."""
         version = self.db.conn.execute("PRAGMA data_version").fetchone()[0]
         if version == self._version:
             return
         self._version = version
-        fingerprint = tuple(
-            tuple(self.db.conn.execute(f"SELECT count(*), max(rowid) FROM main.{t}").fetchone())
-            if self._has(t)
-            else None
-            for t in ("scorecards", "annotations", "annotation_values")
-        )
-        if fingerprint == self._fingerprint:
+        if not self._has("run_changes"):
+            self._seq = None
+            self._build()
             return
-        self._fingerprint = fingerprint
-        self._build()
+        if self._seq is None:
+            # the seq is read before the rows: a run written meanwhile is indexed again next time
+            self._seq = self.one("SELECT coalesce(max(seq), 0) FROM main.run_changes")[0]
+            self._build()
+            return
+        changed = self.rows("SELECT seq, run_id FROM main.run_changes WHERE seq > ? ORDER BY seq", (self._seq,))
+        if not changed:
+            return
+        self._seq = changed[-1][0]
+        runs = sorted({r[1] for r in changed})
+        if len(runs) > max(1000, self.one("SELECT count(*) FROM view_runs")[0] // 4):
+            self._build()
+        else:
+            self._update(runs)
 
     def _has(self, table: str) -> bool:
         return (
@@ -160,31 +181,70 @@ class ViewData:
         )
 
     def _build(self) -> None:
-        self.disagreement_rows = self._disagreements()
-        counts = Counter(d["run_id"] for d in self.disagreement_rows)
+        """The whole index and disagreement list, from the file as it is."""
+        self._by_run = self._disagreements(None)
+        ranked = sorted((e for entries in self._by_run.values() for e in entries), key=lambda e: e[0])
+        self._keys = [key for key, _ in ranked]
+        self.disagreement_rows = [row for _, row in ranked]
 
         def build(conn) -> None:
             conn.execute("DROP TABLE IF EXISTS temp.view_runs")
             conn.execute("BEGIN")
-            for sql in _INDEX_DDL:
+            for sql in (*_INDEX_DDL, _INDEX_INSERT):
                 conn.execute(sql)
             conn.executemany(
-                "UPDATE view_runs SET disagreements = ? WHERE run_id = ?", [(n, run) for run, n in counts.items()]
+                "UPDATE view_runs SET disagreements = ? WHERE run_id = ?",
+                [(len(entries), run) for run, entries in self._by_run.items()],
             )
             conn.execute("COMMIT")
             conn.execute("ANALYZE temp")
 
         self._writable(build)
 
-    def _disagreements(self) -> list[dict[str, Any]]:
-        """The audit's ranked disagreement list (no judge or rubric filter, no jury)."""
+    def _update(self, runs: list[str]) -> None:
+        """Index ``runs`` again (each scored, re-scored, judged or gone) and put their disagreements
+        in their ranked places; the other runs are not read."""
+        fresh = self._disagreements(runs)
+        for run in runs:
+            for key, _ in self._by_run.pop(run, []):
+                i = bisect.bisect_left(self._keys, key)
+                del self._keys[i], self.disagreement_rows[i]
+            for key, row in fresh.get(run, []):
+                i = bisect.bisect_left(self._keys, key)
+                self._keys.insert(i, key)
+                self.disagreement_rows.insert(i, row)
+        self._by_run.update(fresh)
+        ids = json.dumps(runs)
+
+        def update(conn) -> None:
+            conn.execute("BEGIN")
+            conn.execute(f"DELETE FROM temp.view_runs WHERE {_IN_LIST}", (ids,))
+            conn.execute(f"{_INDEX_INSERT} WHERE {_IN_LIST}", (ids,))
+            conn.executemany(
+                "UPDATE view_runs SET disagreements = ? WHERE run_id = ?",
+                [(len(entries), run) for run, entries in fresh.items()],
+            )
+            conn.execute("COMMIT")
+
+        self._writable(update)
+
+    def _disagreements(self, runs: list[str] | None) -> dict[str, list[tuple[tuple, dict[str, Any]]]]:
+        """run → its rows of the audit's ranked disagreement list (no judge or rubric filter, no
+        jury), each with its rank key; every run, or ``runs`` only."""
         from evalkit.agreement import judge_vs_mechanical as paired
 
-        values = list(read_annotations(self.db))
+        values = list(read_annotations(self.db, runs=runs))
         if not values:
-            return []
+            return {}
         sub = dataclasses.replace(self.config, pairings=self.pairings)
-        return paired.disagreements(paired.build_pairs(list(read_cards(self.db, judged_only=True)), values, sub))
+        cards = list(read_cards(self.db, judged_only=runs is None, runs=runs))
+        order = {p.name: i for i, p in enumerate(self.pairings)}
+        out: dict[str, list[tuple[tuple, dict[str, Any]]]] = {}
+        for d in paired.disagreements(paired.build_pairs(cards, values, sub)):
+            i = order[d["pairing"]]
+            key = paired.rank_key(self.pairings[i], i, d["direction"], d["gap_share"], d["run_id"], d["judge_model"])
+            out.setdefault(d["run_id"], []).append((key + (str(d["rubric"] or ""),), d))
+        return out
 
     # -- the Runs table -----------------------------------------------------------------------
     def facets(self) -> dict[str, list[str]]:
@@ -381,7 +441,7 @@ class ViewData:
             "checklist": drilldown.checklist(card, bundle),
             "annotations": annotations,
             "probes": self.probes(run_id),
-            "disagreements": [d for d in self.disagreement_rows if d["run_id"] == run_id],
+            "disagreements": [d for _, d in self._by_run.get(run_id, [])],
             "other_runs": [dict(r) for r in others],
             "other_runs_total": n_others,
             "reviews": [r.as_dict() for r in read_reviews(self.db, run_id=run_id)],
@@ -508,7 +568,7 @@ class ViewData:
         if not had_tables:  # the reader still shows the empty TEMP stand-ins of an older file
             self.db.close()
             self.db = open_readonly(self.path)
-            self._version = self._fingerprint = None
+            self._version = self._seq = None
             self.refresh()
         return stored.as_dict()
 
