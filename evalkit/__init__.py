@@ -14,4 +14,3 @@ The pipeline, one folder a step (docs/architecture.md)::
 """
 
 __version__ = "0.1.0"
-

@@ -155,7 +155,6 @@ def build_audit_with_pairs(
     return report, judge_vs_mechanical.pair_rows(sets)
 
 
-
 STALE_NAMED = 10  # run ids a stale note lists before "and N more"
 STALE_NAMES_CHARS = 160  # ... within this many characters, so the note stays one short line
 
