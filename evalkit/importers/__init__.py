@@ -44,7 +44,9 @@ ENTRY_POINT_GROUP = "evalkit.importers"
 BUILTIN = {
     "atif": "evalkit.importers.formats.atif:IMPORTER",
     "inspect": "evalkit.importers.formats.inspect_logs:IMPORTER",
+    "mini-swe-agent": "evalkit.importers.formats.mini_swe_agent:IMPORTER",
     "openai-messages": "evalkit.importers.formats.openai_messages:IMPORTER",
+    "openhands": "evalkit.importers.formats.openhands:IMPORTER",
     "otel": "evalkit.importers.formats.otel:IMPORTER",
     "swe-agent": "evalkit.importers.formats.swe_agent:IMPORTER",
     "taubench": "evalkit.importers.formats.taubench:IMPORTER",
