@@ -43,6 +43,7 @@ ENTRY_POINT_GROUP = "evalkit.importers"
 # name -> "module:attribute"; loaded lazily so listing formats stays cheap.
 BUILTIN = {
     "atif": "evalkit.importers.formats.atif:IMPORTER",
+    "auto": "evalkit.importers.formats.auto:IMPORTER",
     "inspect": "evalkit.importers.formats.inspect_logs:IMPORTER",
     "mini-swe-agent": "evalkit.importers.formats.mini_swe_agent:IMPORTER",
     "openai-messages": "evalkit.importers.formats.openai_messages:IMPORTER",
