@@ -16,7 +16,7 @@ from typing import Any
 
 from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.agreement import drift as drift_mod
-from evalkit.agreement import judge_vs_mechanical, raters
+from evalkit.agreement import judge_vs_mechanical, pairwise_bias, raters
 from evalkit.agreement import jury as jury_mod
 from evalkit.agreement.adjudication import adjudication_entries
 from evalkit.agreement.pairings_config import AuditConfig, describe, load_audit_config
@@ -34,6 +34,7 @@ from evalkit.db import (
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
+from evalkit.db.pairwise import read_pair_verdicts, read_paired_runs
 from evalkit.db.reviews import read_adjudications, read_review_ratings
 from evalkit.probes.stats import failed_run_ids, probe_entries
 
@@ -87,6 +88,8 @@ def build_audit_with_pairs(
         adjudicated = read_adjudications(db)
         cost_source, calls = read_call_costs(db, judge=judge, rubric=rubric)
         probe_answers = read_probe_annotations(db, judge=judge, rubric=rubric)
+        pair_verdicts = read_pair_verdicts(db)
+        paired_runs = read_paired_runs(db) if pair_verdicts else {}
 
     active = cfg.pairings_for(rubric)
     sub = dataclasses.replace(cfg, pairings=active)
@@ -149,6 +152,10 @@ def build_audit_with_pairs(
         # answers to counterfactual runs (evalkit probe): read here only, never paired or rated
         "probes": probe_entries(
             failed_run_ids(cards), values, probe_answers, bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None
+        ),
+        # pairwise judges (evalkit judge --pairwise, imported pair rows): position and length bias
+        "pairwise": pairwise_bias.analyse(
+            pair_verdicts, paired_runs, dict(bootstrap, ci=cfg.ci) if bootstrap else None
         ),
         "warnings": warnings,
     }

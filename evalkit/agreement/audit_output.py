@@ -156,6 +156,9 @@ def audit_csv(report: dict[str, Any]) -> str:
             e,
             ["n", "unchanged_rate", "lenient_flip_rate", "strict_flip_rate", "fooled_rate"],
         )
+    from evalkit.agreement.pairwise_view import csv_rows as pairwise_csv_rows
+
+    rows += pairwise_csv_rows(report)
     # Numbers stay numbers (csv writes a float as its repr); text cells are sanitized and
     # neutralised against formula injection by the kit.
     return Table(CSV_COLUMNS, rows).to_csv()

@@ -330,12 +330,31 @@ class ImportSummary:
     items: int
     raters: tuple[str, ...]
     dimensions: tuple[str, ...]
+    what: str = "ratings"  # or "pairwise verdicts"
+    item_word: str = "items"  # or "pairs"
 
 
 def import_ratings(
     db_path: str | Path, file: str | Path, rater: str | None = None, kind: str | None = None
 ) -> ImportSummary:
-    """Validate ``file`` completely, then upsert its ratings into ``ratings`` in one transaction."""
+    """Validate ``file`` completely, then upsert its ratings into ``ratings`` in one transaction; a
+    pairwise file (a ``pair_id`` column, :mod:`evalkit.agreement.pairwise_import`) goes to
+    ``pairwise_verdicts`` instead."""
+    from evalkit.agreement.pairwise_import import read_pair_file
+    from evalkit.db.pairwise import write_pair_verdicts
+
+    verdicts = read_pair_file(file, rater=rater, kind=kind)
+    if verdicts is not None:
+        write_pair_verdicts(db_path, verdicts)
+        return ImportSummary(
+            source=str(file),
+            rows=len(verdicts),
+            items=len({v.pair_id for v in verdicts}),
+            raters=tuple(sorted({v.rater for v in verdicts})),
+            dimensions=tuple(sorted({v.dimension for v in verdicts})),
+            what="pairwise verdicts",
+            item_word="pairs",
+        )
     rows = read_rating_file(file, rater=rater, kind=kind)
     source = str(file)
     write_ratings(db_path, rows, source)

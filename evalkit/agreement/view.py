@@ -634,6 +634,7 @@ def probes_section(audit: dict) -> Section:
 def agreement_sections(audit: dict) -> list[Section]:
     """The agreement audit in reading order (the report shows the costs with the judge instead)."""
     from evalkit.agreement.adjudication import adjudications_section
+    from evalkit.agreement.pairwise_view import pairwise_section
 
     builders: list[Callable[[dict], Section | None]] = [
         pairings_section,
@@ -642,6 +643,7 @@ def agreement_sections(audit: dict) -> list[Section]:
         raters_section,
         drift_section,
         probes_section,
+        pairwise_section,
     ]
     # a builder returns None for a section with nothing to say that older audits never showed
     return [s for s in (build(audit) for build in builders) if s is not None]

@@ -118,7 +118,7 @@ def register(group: click.Group) -> None:
             fail(str(exc))
         click.echo(
             sanitize(
-                f"imported {s.rows} ratings from {s.source}: {s.items} items, raters {', '.join(s.raters)}, "
+                f"imported {s.rows} {s.what} from {s.source}: {s.items} {s.item_word}, raters {', '.join(s.raters)}, "
                 f"dimensions {', '.join(s.dimensions)}"
             )
         )
