@@ -14,7 +14,7 @@ conventions' attributes ``gen_ai.evaluation.name``, ``gen_ai.evaluation.score.va
 
 A value that is undefined (null) has no ``score.value`` and the label ``undefined``; a boolean is
 the value 1 or 0 and the label ``pass`` or ``fail``. A run imported from traces (run_id
-``otel:<trace_id>:<span_id>``, see evalkit.importers.formats.otel) carries that trace and span id, so the
+``otel:[<session>:]<trace_id>:<span_id>``, see evalkit.importers.formats.otel) carries that trace and span id, so the
 event sits on the span it evaluates; its time is the run's recorded start (``ts_utc``), else 0.
 Nothing comes from the clock: the same database gives the same bytes.
 
@@ -36,7 +36,7 @@ from typing import Any
 
 EVENT = "gen_ai.evaluation.result"
 VECTOR = ("coverage", "order", "end_state", "all_passed", "safety_dangerous", "safety_anti_procedure", "extraneous")
-_OTEL_RUN = re.compile(r"^otel:([0-9a-f]{32}):([0-9a-f]{16})$")
+_OTEL_RUN = re.compile(r"^otel:(?:.*:)?([0-9a-f]{32}):([0-9a-f]{16})$", re.S)  # a session id may come first
 SCOPE = {"name": "evalkit"}
 
 

@@ -44,7 +44,9 @@ from datetime import UTC
 from typing import Any
 
 from evalkit.importers import Converted, ImportFormatError
+from evalkit.importers.formats import otel_dialects as dialects
 from evalkit.importers.formats.messages import MessageError, parse_arguments
+from evalkit.importers.formats.otel_dialects import ARGUMENT_ATTRS, RESULT_ATTRS, STRICT_ARGUMENT_ATTRS
 from evalkit.importers.jsonlist import read_text
 from evalkit.importers.notes import Note
 from evalkit.importers.options import ImportOption
@@ -54,31 +56,11 @@ from evalkit.trajectory.safe_json import JSONProblem
 FORMAT_VERSION = "otel/1"
 DEFAULT_SCENARIO_ATTR = "evalkit.scenario_id"
 SUCCESS_ATTR = "evalkit.success"
-CHAT_OPERATIONS = ("chat", "text_completion", "generate_content")
 STATUS_ERROR = 2
 MAX_FIXED64 = 2**64 - 1
-# where a tool span's arguments and result are found, first present wins: the GenAI conventions,
-# mozilla-ai/any-agent, pydantic-ai (logfire), OpenInference
-ARGUMENT_ATTRS = ("gen_ai.tool.call.arguments", "gen_ai.tool.args", "tool_arguments", "input.value")
-RESULT_ATTRS = ("gen_ai.tool.call.result", "gen_ai.output", "tool_response", "output.value")
+MAX_SESSION_ID = 256  # characters of a session or conversation id carried in a run_id
 # tool-span attributes read elsewhere, or that describe the call without anything to map
-TOOL_ATTRS_KNOWN = frozenset(
-    {
-        "gen_ai.operation.name",
-        "gen_ai.tool.name",
-        "gen_ai.tool.call.id",
-        "gen_ai.tool.description",
-        "gen_ai.tool.type",
-        "gen_ai.output.type",
-        "gen_ai.agent.name",
-        "gen_ai.agent.id",
-        "gen_ai.provider.name",
-        "gen_ai.system",
-        "error.type",
-        *ARGUMENT_ATTRS,
-        *RESULT_ATTRS,
-    }
-)
+TOOL_ATTRS_KNOWN = dialects.DESCRIPTIVE_ATTRS | set(ARGUMENT_ATTRS) | set(RESULT_ATTRS)
 
 
 @dataclass
@@ -98,8 +80,8 @@ class Span:
 
     @property
     def operation(self) -> str:
-        op = self.attrs.get("gen_ai.operation.name")
-        return op if isinstance(op, str) else self.name.split(" ", 1)[0]
+        """``invoke_agent``, ``chat``, ``execute_tool`` or another operation, in any dialect."""
+        return dialects.operation(self.attrs, self.name)
 
 
 # -- OTLP JSON → spans ------------------------------------------------------------------------------
@@ -262,6 +244,147 @@ def _span(raw: dict[str, Any], resource: dict[str, Any]) -> Span:
     )
 
 
+# -- OpenTelemetry SDK span JSON → spans -------------------------------------------------------------
+# ReadableSpan.to_json(): context {trace_id, span_id} as "0x"-prefixed hex, parent_id, times as ISO
+# 8601 text, status {status_code: "OK"}; any-agent's AgentTrace: the same fields with integer ids, a
+# parent context object, times as integer nanoseconds, status codes in lower case.
+
+SDK_STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
+
+
+def sdk_id(raw: Any, size: int, what: str) -> str | None:
+    """A trace (16 bytes) or span (8 bytes) id written as an integer, ``0x`` hex or hex."""
+    if raw is None:
+        return None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if not 0 <= raw < 2 ** (8 * size):
+            raise ValueError(f"{what} {raw} is not a {8 * size}-bit id")
+        return None if raw == 0 else f"{raw:0{2 * size}x}"
+    if isinstance(raw, str):
+        text = raw[2:] if raw[:2].lower() == "0x" else raw
+        if 0 < len(text) <= 2 * size and all(c in "0123456789abcdefABCDEF" for c in text):
+            value = text.lower().rjust(2 * size, "0")
+            return None if set(value) == {"0"} else value
+        return hex_id(raw, size)  # base64, or a one-line error naming the id
+    raise ValueError(f"{what} {raw!r} is neither an integer nor hex")
+
+
+def _sdk_time(raw: Any, what: str) -> int:
+    """Nanoseconds since the epoch from an integer or ISO 8601 text (the SDK's ``ns_to_iso_str``)."""
+    if raw is None or isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return _nanos(raw, what)
+    if isinstance(raw, str) and not re.fullmatch(r"-?[0-9]{1,20}", raw):
+        from datetime import datetime
+
+        try:
+            when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{what} {raw[:40]!r} is neither nanoseconds nor an ISO 8601 time") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        delta = when - datetime(1970, 1, 1, tzinfo=UTC)
+        return _nanos((delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000, what)
+    return _nanos(raw, what)
+
+
+def _plain(value: Any) -> Any:
+    """An SDK attribute value as the OTLP reader gives it: a float that is not finite as its text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _plain_attrs(raw: Any, what: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"{what} is not an object")
+    return {str(k): _plain(v) for k, v in raw.items()}
+
+
+def sdk_span(raw: Any) -> Span:
+    """One span as the OpenTelemetry SDK's ``ReadableSpan.to_json()`` (or any-agent) writes it."""
+    raw = _object(raw, "span")
+    context = _object(raw.get("context"), "context")
+    trace_id = sdk_id(context.get("trace_id"), 16, "context.trace_id")
+    span_id = sdk_id(context.get("span_id"), 8, "context.span_id")
+    if trace_id is None or span_id is None:
+        raise ValueError("needs context.trace_id and context.span_id")
+    parent_raw = raw.get("parent_id")
+    if parent_raw is None and isinstance(raw.get("parent"), dict):
+        parent_raw = raw["parent"].get("span_id")
+    status = _object(raw.get("status"), "status")
+    code = status.get("status_code", "UNSET")
+    if isinstance(code, str):
+        code = SDK_STATUS.get(code.upper().removeprefix("STATUSCODE."), 0)
+    events = []
+    for i, event in enumerate(_list(raw.get("events"), "events")):
+        event = _object(event, f"events[{i}]")
+        events.append(
+            (
+                str(event.get("name", "")),
+                _sdk_time(event.get("timestamp"), f"events[{i}].timestamp"),
+                _plain_attrs(event.get("attributes"), f"events[{i}].attributes"),
+            )
+        )
+    resource = _object(raw.get("resource"), "resource")
+    return Span(
+        trace_id,
+        span_id,
+        sdk_id(parent_raw, 8, "parent span_id"),
+        str(raw.get("name", "")),
+        _sdk_time(raw.get("start_time"), "start_time"),
+        _sdk_time(raw.get("end_time"), "end_time"),
+        _plain_attrs(raw.get("attributes"), "attributes"),
+        events,
+        code if isinstance(code, int) and not isinstance(code, bool) else 0,
+        str(status.get("description") or ""),
+        _plain_attrs(resource.get("attributes"), "resource.attributes"),
+    )
+
+
+def _is_sdk_span(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("context"), dict) and "name" in doc
+
+
+def spans_in(doc: Any) -> Iterator[Span]:
+    """The spans of one JSON document, whichever form holds them: an OTLP ``ExportTraceServiceRequest``;
+    oteltest's capture ``{trace_requests: [{pbreq: request}]}``; SDK span JSON as a list of spans,
+    any-agent's ``{spans: [...]}`` or one span. Raises ValueError naming what is wrong."""
+    if isinstance(doc, dict) and isinstance(doc.get("trace_requests"), list):
+        for i, item in enumerate(doc["trace_requests"]):
+            try:
+                yield from spans_of(_object(item, "item").get("pbreq"))
+            except ValueError as exc:
+                raise ValueError(f"trace_requests[{i}].pbreq: {exc}") from None
+        return
+    sdk = None
+    if isinstance(doc, list) and doc and all(_is_sdk_span(s) for s in doc):
+        sdk = doc
+    elif isinstance(doc, dict) and isinstance(doc.get("spans"), list) and "resourceSpans" not in doc:
+        sdk = doc["spans"]
+    elif _is_sdk_span(doc):
+        sdk = [doc]
+    if sdk is None:
+        try:
+            yield from spans_of(doc)
+        except ValueError as exc:
+            if "no resourceSpans list" in str(exc) or "not an ExportTraceServiceRequest" in str(exc):
+                raise ValueError(
+                    f"{exc}; nor OpenTelemetry SDK span JSON (a list of spans with context.trace_id, "
+                    "{spans: [...]}, or one span per line)"
+                ) from None
+            raise
+        return
+    for i, raw in enumerate(sdk):
+        try:
+            yield sdk_span(raw)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"spans[{i}]: {exc}") from None
+
+
 def read_requests(path: str, text: str) -> list[Any]:
     """The requests of an OTLP JSON file: one document, else one per line (the file exporter's form)."""
     if not text.strip():
@@ -370,7 +493,8 @@ def chat_output(span: Span) -> tuple[str | None, str | None, bool]:
                 reason if isinstance(reason, str) else None,
                 True,
             )
-    return None, None, False
+    found, text = dialects.model_text(span.attrs)  # OpenInference's messages, any-agent's output
+    return text, None, found
 
 
 def chat_prompt(span: Span) -> str | None:
@@ -395,7 +519,7 @@ def chat_prompt(span: Span) -> str | None:
     for message in candidates:
         if isinstance(message, dict) and message.get("role") == "user":
             return _parts_text(message)
-    return None
+    return dialects.model_prompt(span.attrs)
 
 
 class RunError(ValueError):
@@ -466,89 +590,146 @@ def _attr(spans: list[Span], name: str) -> Any:
     return None
 
 
+def _chat_owners(top: Span) -> dict[str, list[Span]]:
+    """Each outermost model-call span of the run (by span id) with the model-call spans nested in it:
+    one model call that several instrumentations each recorded (smolagents' model, then LiteLLM's,
+    then the provider client's) is one step."""
+    owners: dict[str, list[Span]] = {}
+    stack: list[tuple[Span, str | None]] = [(top, None)]
+    while stack:
+        span, owner = stack.pop()
+        if span.operation == dialects.CHAT:
+            if owner is None:
+                owner = span.span_id
+                owners[owner] = []
+            owners[owner].append(span)
+        stack.extend((child, owner) for child in reversed(span.children))
+    return owners
+
+
+def _session(spans: list[Span]) -> str | None:
+    for name in dialects.SESSION_ATTRS:
+        value = _attr(spans, name)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
+            if len(str(value)) > MAX_SESSION_ID:
+                raise RunError(f"{name} is longer than {MAX_SESSION_ID} characters")
+            return str(value)
+    return None
+
+
+def _tool_call(span: Span, step: int, call_index: int) -> tuple[dict[str, Any], str | None, bool]:
+    """(the tool_call event, the attribute its arguments came from, whether a result was found)."""
+    name = dialects.tool_name(span.attrs, span.name)
+    if not name:
+        raise RunError(f"span {span.span_id} (execute_tool) has no gen_ai.tool.name")
+    args_attr = next((a for a in ARGUMENT_ATTRS if span.attrs.get(a) is not None), None)
+    raw = span.attrs.get(args_attr) if args_attr else None
+    if args_attr is None or args_attr in STRICT_ARGUMENT_ATTRS:
+        try:
+            args = parse_arguments(raw, f"span {span.span_id} ({name}) {args_attr}")
+        except MessageError as exc:
+            raise RunError(str(exc)) from None
+    else:
+        args = dialects.call_arguments(raw)
+    failed = span.status == STATUS_ERROR or span.attrs.get("error.type") is not None
+    result_attr = next((a for a in RESULT_ATTRS if span.attrs.get(a) is not None), None)
+    result = None
+    if result_attr:
+        result, tool_failed = dialects.tool_result(result_attr, span.attrs[result_attr])
+        failed = failed or tool_failed
+    if result is None and failed:
+        result = span.status_message or dialects.exception_message(span.events)
+    event = {
+        "type": "tool_call",
+        "step": step,
+        "call_index": call_index,
+        "name": name,
+        "args": args,
+        "result": result,
+        "is_error": failed,
+        "sim_time_before": step - 1,
+        "sim_time_after": step,
+        "wall_ms": (span.end - span.start) / 1e6 if span.end >= span.start > 0 else None,
+    }
+    return event, args_attr, result is not None
+
+
+def _not_run(requested: list[dict[str, Any]], ran: list[tuple[str | None, str, dict[str, Any]]]) -> int:
+    """How many requested calls no tool span ran: matched by call id where both have one, else by
+    name and arguments, each ran call once."""
+    left = list(ran)
+    missing = 0
+    for call in requested:
+        match = next((r for r in left if call["id"] is not None and r[0] == call["id"]), None)
+        if match is None:
+            match = next((r for r in left if r[1] == call["name"] and r[2] == call["args"]), None)
+        if match is None:
+            missing += 1
+        else:
+            left.remove(match)
+    return missing
+
+
 def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
     """The trajectory of the run whose top span is ``top``. Raises RunError."""
     spans = sorted(_walk(top), key=lambda s: (s.start, s.span_id))
-    run_id = f"otel:{top.trace_id}:{top.span_id}"
+    trace_run = f"{top.trace_id}:{top.span_id}"
+    session = _session(spans)
+    run_id = f"otel:{session}:{trace_run}" if session is not None else f"otel:{trace_run}"
     unmapped = {"spans": 0, "chat_outputs": 0, "tool_arguments": 0, "tool_results": 0, "tool_attributes": 0}
     unknown_attrs: set[str] = set()
     read_attrs = TOOL_ATTRS_KNOWN | {options.scenario_attr, SUCCESS_ATTR}
     events: list[dict[str, Any]] = []
     step, call_index, calls = 0, 0, 0
     prompt, model = None, None
+    owners = _chat_owners(top)
+    requested: list[dict[str, Any]] = []
+    ran: list[tuple[str | None, str, dict[str, Any]]] = []
+    nested_chats = 0
     for span in spans:
         op = span.operation
-        if op in CHAT_OPERATIONS:
+        if op == dialects.CHAT:
+            if span.span_id not in owners:
+                nested_chats += 1  # read with the model call that holds it
+                continue
             step, call_index = step + 1, 0
-            if model is None:
-                for key in ("gen_ai.request.model", "gen_ai.response.model"):
-                    if isinstance(span.attrs.get(key), str) and span.attrs[key]:
-                        model = span.attrs[key]
-                        break
-            if prompt is None:
-                prompt = chat_prompt(span)
-            text, reason, understood = chat_output(span)
+            text, reason, understood, asked = None, None, False, []
+            for part in owners[span.span_id]:
+                if model is None:
+                    model = dialects.model_name(part.attrs)
+                if prompt is None:
+                    prompt = chat_prompt(part)
+                if not understood:
+                    text, reason, understood = chat_output(part)
+                asked = asked or dialects.requested_calls(part.attrs, part.events)
             unmapped["chat_outputs"] += 0 if understood else 1
-            events.append(
-                {
-                    "type": "assistant",
-                    "step": step,
-                    "text": text,
-                    "stop_reason": reason,
-                    "provider_raw": {"otel_span_id": span.span_id, "name": span.name},
-                }
-            )
-        elif op == "execute_tool":
+            raw: dict[str, Any] = {"otel_span_id": span.span_id, "name": span.name}
+            if asked:
+                raw["requested_tool_calls"] = asked
+                requested.extend(asked)
+            events.append({"type": "assistant", "step": step, "text": text, "stop_reason": reason, "provider_raw": raw})
+        elif op == dialects.EXECUTE_TOOL:
             if step == 0:
                 step = 1  # a tool run before any recorded chat: its own step
-            name = span.attrs.get("gen_ai.tool.name")
-            if not isinstance(name, str) or not name:
-                name = span.name.split(" ", 1)[1] if " " in span.name else ""
-            if not name:
-                raise RunError(f"span {span.span_id} (execute_tool) has no gen_ai.tool.name")
-            args_attr = next((a for a in ARGUMENT_ATTRS if span.attrs.get(a) is not None), None)
-            try:
-                args = parse_arguments(
-                    span.attrs.get(args_attr) if args_attr else None, f"span {span.span_id} ({name}) {args_attr}"
-                )
-            except MessageError as exc:
-                raise RunError(str(exc)) from None
-            failed = span.status == STATUS_ERROR or span.attrs.get("error.type") is not None
-            result_attr = next((a for a in RESULT_ATTRS if span.attrs.get(a) is not None), None)
-            result = span.attrs[result_attr] if result_attr else None
-            if result is None and failed and span.status_message:
-                result = span.status_message
+            event, args_attr, has_result = _tool_call(span, step, call_index)
+            ran.append((_call_id(span), event["name"], event["args"]))
             unmapped["tool_arguments"] += args_attr is None
-            unmapped["tool_results"] += result is None
+            unmapped["tool_results"] += not has_result
             unknown = [key for key in span.attrs if key not in read_attrs]
             unmapped["tool_attributes"] += len(unknown)
             unknown_attrs.update(unknown)
-            events.append(
-                {
-                    "type": "tool_call",
-                    "step": step,
-                    "call_index": call_index,
-                    "name": name,
-                    "args": args,
-                    "result": result,
-                    "is_error": failed,
-                    "sim_time_before": step - 1,
-                    "sim_time_after": step,
-                    "wall_ms": (span.end - span.start) / 1e6 if span.end >= span.start > 0 else None,
-                }
-            )
+            events.append(event)
             call_index += 1
             calls += 1
-        elif op != "invoke_agent" and span is not top:
+        elif op != dialects.INVOKE_AGENT and span is not top:
             unmapped["spans"] += 1
     if model is None:
-        model = (
-            top.attrs.get("gen_ai.request.model")
-            if isinstance(top.attrs.get("gen_ai.request.model"), str)
-            else options.model
-        )
+        model = dialects.model_name(top.attrs) or options.model
     if not model:
-        raise RunError("no model: no chat span has gen_ai.request.model or gen_ai.response.model; pass --model NAME")
+        raise RunError(
+            "no model: no chat span has gen_ai.request.model or gen_ai.response.model; pass --model NAME "
+            "(OpenInference: llm.model_name)"
+        )
     agent = _attr(spans, "gen_ai.agent.name")
     scenario = _scenario(spans, options, agent, prompt, events)
     success = _attr(spans, SUCCESS_ATTR)
@@ -559,19 +740,21 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
     called = {e["name"] for e in events if e["type"] == "tool_call"}
     if prompt is not None:
         events.insert(0, {"type": "nudge", "step": 0, "text": prompt})
+    provider = (
+        model.split("/", 1)[0]
+        if "/" in model
+        else _attr(spans, "gen_ai.provider.name")
+        or _attr(spans, "gen_ai.system")
+        or _attr(spans, "llm.provider")
+        or _attr(spans, "llm.system")
+    )
     meta = {
         "type": "meta",
         "run_id": run_id,
         "ts_utc": _utc(top.start),
         "scenario": scenario,
         "scenario_path": f"{source}#{top.trace_id}",
-        "adapter": {
-            "provider": model.split("/", 1)[0]
-            if "/" in model
-            else _attr(spans, "gen_ai.provider.name") or _attr(spans, "gen_ai.system"),
-            "model": model,
-            "harness": "otel",
-        },
+        "adapter": {"provider": provider, "model": model, "harness": "otel"},
         "instructions_profile": None,
         "tool_surface": sorted(
             called
@@ -592,6 +775,8 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
             "service": top.resource.get("service.name"),
         },
     }
+    if session is not None:
+        meta["otel"]["session"] = session
     setup = {"type": "setup", "sim_time": 0, "validity_gate": {"passed": True}, "active_failures": [], "snapshot": None}
     final = {
         "type": "final",
@@ -600,6 +785,9 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
             "otel": {
                 "unmapped": unmapped,
                 "unmapped_tool_attributes": sorted(unknown_attrs),
+                "requested_tool_calls": len(requested),
+                "requested_not_run": _not_run(requested, ran),
+                "nested_chat_spans": nested_chats,
                 "status": top.status_message or None,
             }
         },
@@ -617,6 +805,11 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
         },
     }
     return [meta, setup, *events, final]
+
+
+def _call_id(span: Span) -> str | None:
+    value = span.attrs.get("gen_ai.tool.call.id")
+    return None if value is None else str(value)
 
 
 def _utc(unix_nano: int) -> str | None:
@@ -662,23 +855,44 @@ UNMAPPED_NOTE = (
 )
 
 
+REQUESTED_NOTE = (
+    "{lines} tool call(s) the model asked for in {where} have no tool span that ran them; they are kept "
+    "apart on the assistant turns (provider_raw.requested_tool_calls), not counted as calls"
+)
+OUTSIDE_NOTE = (
+    "{lines} span(s) in {where} lie outside every agent span and belong to no run ({items}); they were left out"
+)
+
+
 def convert_spans(spans: Iterable[Span], options: Options, source: str, path: str) -> Converted:
+    spans = list(spans)
     runs, errors = [], []
     left_out: dict[str, int] = {}
+    not_run = 0
+    in_runs: set[tuple[str, str]] = set()
     for top in run_roots(spans):
+        in_runs.update((s.trace_id, s.span_id) for s in _walk(top))
         try:
             run = build_run(top, options, source)
         except RunError as exc:
             errors.append(ImportFormatError(path, None, f"trace {top.trace_id} span {top.span_id}: {exc}"))
             continue
         runs.append(run)
-        for what, n in run[-1]["done_payload"]["otel"]["unmapped"].items():
+        otel = run[-1]["done_payload"]["otel"]
+        not_run += otel["requested_not_run"]
+        for what, n in otel["unmapped"].items():
             if n:
                 left_out[what] = left_out.get(what, 0) + n
     notes = []
     if left_out:  # counted and said once per import, never guessed
         items = {f"{what.replace('_', ' ')}" for what in left_out}
         notes.append(Note("otel/unmapped", UNMAPPED_NOTE, items, sum(left_out.values()), [path]))
+    if not_run:
+        notes.append(Note("otel/requested", REQUESTED_NOTE, set(), not_run, [path]))
+    outside = {(s.trace_id, s.span_id): s for s in spans if (s.trace_id, s.span_id) not in in_runs}
+    if outside:
+        names = {s.name or s.operation for s in outside.values()}
+        notes.append(Note("otel/outside", OUTSIDE_NOTE, names, len(outside), [path]))
     return Converted(runs, [], errors, notes)
 
 
@@ -763,7 +977,7 @@ class OtelImporter:
         spans: list[Span] = []
         for index, request in enumerate(read_requests(path, read_text(path))):
             try:
-                spans.extend(spans_of(request))
+                spans.extend(spans_in(request))
             except (ValueError, TypeError) as exc:
                 raise ImportFormatError(path, None, f"request {index}: {exc}") from None
         if not spans:

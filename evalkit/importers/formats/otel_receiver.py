@@ -362,7 +362,8 @@ class Receiver:
                         state.run_of[span_id] = top.span_id
                     if self._build_and_write(state, top) is None:
                         written += 1
-                        run_id = f"otel:{top.trace_id}:{top.span_id}"
+                        ends = f":{top.trace_id}:{top.span_id}"  # a run_id may carry a session id first
+                        run_id = next(r for r in state.written if r.endswith(ends))
                         self.warn(
                             f"trace {trace_id}: {orphans} span(s) whose root span never arrived, written as run "
                             f"{run_id} -> {Path(self.out_dir) / file_name(run_id)} "
