@@ -180,18 +180,6 @@ TABLES: dict[str, SqlTable] = {
             ),
             ("pair_id", "rater", "dimension", "shown"),
         ),
-        # -- pairwise verdicts (evalkit judge --pairwise, annotations import of pair rows): one verdict
-        # per pair, rater, dimension and order shown ('ab', 'ba'; '' for a human or gold verdict);
-        # `verdict` a | b | tie in the pair's own frame, NULL when the judge gave none (evalkit/db/pairwise.py)
-        SqlTable(
-            "pairwise_verdicts",
-            _cols(
-                "pair_id TEXT NOT NULL, a TEXT NOT NULL, b TEXT NOT NULL, shown TEXT NOT NULL, rater TEXT NOT NULL, "
-                "rater_kind TEXT NOT NULL, dimension TEXT NOT NULL, verdict TEXT, a_length INTEGER, "
-                "b_length INTEGER, rationale TEXT, cache_key TEXT, source TEXT"
-            ),
-            ("pair_id", "rater", "dimension", "shown"),
-        ),
         # -- human reviews (evalkit view): append-only, an edit supersedes (evalkit/db/reviews.py) ---
         SqlTable(
             "reviews",
