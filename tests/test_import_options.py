@@ -29,7 +29,10 @@ def test_every_declared_option_of_every_builtin_is_a_flag():
 def test_a_shared_option_is_one_flag_and_one_help_when_the_texts_agree():
     text = " ".join(_help().split())
     assert text.count("--model ") == 1
-    assert "openai-messages, otel, tau2, taubench: model name for the runs where the input does not record it" in text
+    assert (
+        "atif, auto, mini-swe-agent, openai-messages, openhands, otel, swe-agent, tau2, taubench: "
+        "model name for the runs where the input does not record it"
+    ) in text
 
 
 def test_a_plugin_declaring_an_option_gets_its_flag(monkeypatch):
