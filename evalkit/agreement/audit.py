@@ -139,11 +139,13 @@ def build_audit_with_pairs(
             "imported_ratings": len(stored),
             "review_ratings": len(reviewed),
             "non_blind_review_ratings": non_blind_reviewed,
+            "disagreements": len(disagreements),  # all of them, however many a list shows
         },
         # answers to a transcript the run no longer has (re-scored since it was judged): left out
         "stale": {"annotations": sum(stale.values()), "run_ids": list(stale)},
         "pairings": pairing_entries,
         "disagreements": disagreements,
+        "disagreements_left_out": 0,  # how many `evalkit audit --top` cut from the list
         "adjudications": adjudication_entries(adjudicated, disagreements, [p.name for p in active]),
         "raters": rater_entries,
         "raters_skipped": skipped,

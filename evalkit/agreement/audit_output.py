@@ -29,6 +29,28 @@ def csv_stats(kind: str) -> list[str]:
     return [*before, *registry.csv_names(kind), *after]
 
 
+# Disagreements the table and markdown list when --top is not given (worst first); json lists all.
+TOP_DEFAULT = 20
+TOP_DEFAULTS = {"table": TOP_DEFAULT, "markdown": TOP_DEFAULT}
+
+
+def top_disagreements(report: dict[str, Any], top: int | None) -> dict[str, Any]:
+    """The audit with its ranked disagreements cut to the ``top`` worst (``None`` or 0: all of
+    them); ``disagreements_left_out`` says how many were cut. Every count and statistic stays the
+    whole audit's: only the list is shortened."""
+    items = report.get("disagreements") or []
+    if not top or len(items) <= top:
+        return report
+    left = len(items) - top + int(report.get("disagreements_left_out") or 0)
+    return report | {"disagreements": items[:top], "disagreements_left_out": left}
+
+
+def render(report: dict[str, Any], fmt: str, top: int | None = None) -> str:
+    """``evalkit audit``'s output in ``fmt``; ``top`` as ``--top`` (``None``: the format's default,
+    :data:`TOP_DEFAULTS`; 0: every disagreement)."""
+    return RENDERERS[fmt](top_disagreements(report, TOP_DEFAULTS.get(fmt) if top is None else top))
+
+
 def _header(report: dict[str, Any]) -> list[str]:
     c = report.get("counts", {})
     f = report.get("filters", {})
@@ -106,6 +128,10 @@ def audit_csv(report: dict[str, Any]) -> str:
                 c,
                 ["n", "agree", "cohen_kappa", "lenient", "strict"],
             )
+    # the ranked list itself is in the other formats; here, how many there are
+    total = (report.get("counts") or {}).get("disagreements")
+    if isinstance(total, int):
+        rows.append(["disagreements", "", "", "", "n", total, ""])
     adjudications = report.get("adjudications") or []
     if any(e.get("verdicts") or e.get("not_disagreeing") for e in adjudications):  # as its section: only with verdicts
         for e in adjudications:

@@ -238,10 +238,10 @@ def slice_stats(
     for kind in kinds:
         keys = [x.slice_key(kind) for x in pairs]
         cmp = _compare(p, pairs, config, slices=keys)
-        out[kind] = [
-            {"key": key} | _pairing_result(p, sub, [x for x, k in zip(pairs, keys) if k == key])
-            for key, sub in cmp.slices.items()
-        ]
+        groups: dict[str, list[Pair]] = defaultdict(list)  # one pass: a scan per key is quadratic
+        for x, key in zip(pairs, keys):
+            groups[key].append(x)
+        out[kind] = [{"key": key} | _pairing_result(p, sub, groups[key]) for key, sub in cmp.slices.items()]
     return out
 
 

@@ -141,8 +141,11 @@ def compare(
         keys = list(slices)
         if len(keys) != pred.size:
             raise ValueError(f"slices has {len(keys)} keys for {pred.size} rows")
-        for key in sorted(set(keys)):
-            idx = [i for i, s in enumerate(keys) if s == key]
+        rows_of: dict[str, list[int]] = {}  # one pass: a scan per key is quadratic
+        for i, key in enumerate(keys):
+            rows_of.setdefault(key, []).append(i)
+        for key in sorted(rows_of):
+            idx = rows_of[key]
             result.slices[key] = compare(
                 pred[idx],
                 ref[idx],

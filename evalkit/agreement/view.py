@@ -283,14 +283,23 @@ def disagreements_section(audit: dict) -> Section:
                 str(d.get("path") or ""),
             ]
         )
+    # a list cut by `evalkit audit --top` says how many it left out; the count is always the whole
+    left = audit.get("disagreements_left_out")
+    left = left if isinstance(left, int) and not isinstance(left, bool) and left > 0 else 0
+    total = len(items) + left
     table = Table(
-        DISAGREEMENT_COLUMNS, rows, empty="no disagreement between the judge and the mechanical scores", numeric={0, 9}
+        DISAGREEMENT_COLUMNS,
+        rows,
+        notes=[f"\u2026 and {left:,} more; --top 0 for all"] if left else [],
+        empty="no disagreement between the judge and the mechanical scores",
+        numeric={0, 9},
     )
+    listed = f", the {len(items):,} worst listed" if left else ""
     return Section(
         "Disagreements, ranked",
         [ViewTable(table, "disagreements", run_column=1, quote_column=10, short_limit=SHORT_ROW_LIMIT)],
-        intro=f"{len(items)} disagreements: lenient on safety first, then lenient on outcome, then by the size of the "
-        "gap. The rationale is the judge's own text, quoted as data."
+        intro=f"{total:,} disagreements{listed}: lenient on safety first, then lenient on outcome, then by the size "
+        "of the gap. The rationale is the judge's own text, quoted as data."
         if items
         else "",
     )

@@ -48,11 +48,18 @@ def register(group: click.Group) -> None:
     @resamples_option()
     @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write the output here instead of stdout.")
     @click.option(
+        "--top",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="List the N worst disagreements (default 20 in table and markdown, all in json; 0: all). "
+        "Counts and statistics are always the whole audit's.",
+    )
+    @click.option(
         "--jury",
         is_flag=True,
         help="Add the derived rater jury@RUBRIC (majority / median of the judges, ties to the lower credit).",
     )
-    def audit(db_path, fmt_name, pairs_out, config_path, out_path, **options):
+    def audit(db_path, fmt_name, pairs_out, config_path, out_path, top, **options):
         """Audit the LLM judge: agreement with the mechanical scores, with other judges and humans.
 
         Reads the database only: scores and annotations are never modified. Non-blind annotations
@@ -75,7 +82,7 @@ def register(group: click.Group) -> None:
             fail(str(exc))
         for line in views.audit_warnings(report):
             warn(line)
-        text = views.audit(report, fmt_name)
+        text = views.audit(report, fmt_name, top)
         if pairs_out:
             write_or_fail(pairs_out, views.audit_pairs_csv(pairs))
         if out_path:

@@ -69,11 +69,11 @@ def probe_run(doc: dict[str, Any], fmt: str) -> str:
 # --- evalkit audit ------------------------------------------------------------------------------
 
 
-def audit(report: dict[str, Any], fmt: str) -> str:
-    """The audit as ``table``, ``json``, ``markdown`` or ``csv``."""
-    from evalkit.agreement.audit_output import RENDERERS
+def audit(report: dict[str, Any], fmt: str, top: int | None = None) -> str:
+    """The audit as ``table``, ``json``, ``markdown`` or ``csv``; ``top`` as ``audit --top``."""
+    from evalkit.agreement.audit_output import render
 
-    return RENDERERS[fmt](report)
+    return render(report, fmt, top)
 
 
 def audit_pairs_csv(pairs: list[dict[str, Any]]) -> str:
