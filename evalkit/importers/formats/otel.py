@@ -532,6 +532,7 @@ class Options:
     scenarios: dict[str, dict[str, Any]] | None = None
     scenario_attr: str = DEFAULT_SCENARIO_ATTR
     results: dict[str, bool] | None = None
+    scenario: str | None = None  # the scenario every run gets, by id
 
 
 def run_roots(spans: Iterable[Span]) -> list[Span]:
@@ -748,11 +749,12 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
         or _attr(spans, "llm.provider")
         or _attr(spans, "llm.system")
     )
+    named = options.scenario is not None and options.scenarios is None  # scored by the file that has it
     meta = {
         "type": "meta",
         "run_id": run_id,
         "ts_utc": _utc(top.start),
-        "scenario": scenario,
+        **({"scenario_id": options.scenario} if named else {"scenario": scenario}),
         "scenario_path": f"{source}#{top.trace_id}",
         "adapter": {"provider": provider, "model": model, "harness": "otel"},
         "instructions_profile": None,
@@ -825,12 +827,13 @@ def _utc(unix_nano: int) -> str | None:
 def _scenario(
     spans: list[Span], options: Options, agent: Any, prompt: str | None, events: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    key = _attr(spans, options.scenario_attr)
+    key = options.scenario if options.scenario is not None else _attr(spans, options.scenario_attr)
     if options.scenarios is not None:
         if key is None:
             raise RunError(f"no scenario: attribute {options.scenario_attr} is not set on the run's spans or resource")
         if str(key) not in options.scenarios:
-            raise RunError(f"scenario {key!r} (attribute {options.scenario_attr}) is not in --scenarios")
+            where = "--scenario" if options.scenario is not None else f"attribute {options.scenario_attr}"
+            raise RunError(f"scenario {key!r} ({where}) is not in --scenarios")
         return options.scenarios[str(key)]
     sid = str(key) if key is not None else f"otel/{agent}" if isinstance(agent, str) and agent else "otel"
     return {
@@ -950,6 +953,11 @@ class OtelImporter:
             metavar="NAME",
         ),
         ImportOption(
+            "scenario",
+            "the id of the scenario every run gets: from --scenarios, else named for `evalkit score --scenarios`",
+            metavar="ID",
+        ),
+        ImportOption(
             "results",
             "JSONL end states {trace_id | run_id, success} for runs whose spans do not say it",
             "file",
@@ -964,12 +972,14 @@ class OtelImporter:
         scenarios: str | None = None,
         scenario_attr: str | None = None,
         results: str | None = None,
+        scenario: str | None = None,
     ) -> Options:
         return Options(
             model,
             load_scenarios(scenarios) if scenarios else None,
             scenario_attr or DEFAULT_SCENARIO_ATTR,
             load_results(results) if results else None,
+            scenario,
         )
 
     def convert(self, path: str, **given: Any) -> Converted:
