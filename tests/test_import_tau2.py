@@ -278,7 +278,7 @@ def test_tau2_verdicts_become_ratings(tmp_path):
     [
         (
             lambda d: d.pop("simulations"),
-            r"not a tau2-bench results file: needs info \(an object\) and simulations \(a list\)",
+            r"not a tau2-bench results file: needs info \(an object\) and simulations \(a list, or a simulations/ folder",
         ),
         (lambda d: d.update(simulations=[]), "no simulations in file"),
         (lambda d: d["info"]["environment_info"].update(domain_name="air line"), "domain_name must be a plain name"),

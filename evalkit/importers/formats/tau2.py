@@ -48,6 +48,7 @@ REASONS = {
     "too_many_errors": "budget_errors",
     "context_window_exceeded": "budget_context",
 }
+SIMULATIONS_DIR = "simulations"  # tau2's run-folder layout: one <simulation id>.json a simulation
 RATER_ACTIONS, RATER_NL, RATER_REWARD = "tau2.action_checks", "tau2.nl_assertions", "tau2.reward"
 
 
@@ -75,12 +76,25 @@ class Tau2Importer:
     )
     ratings = True
 
+    def expand(self, directory: str) -> list[str]:
+        """A tau2 run folder (``results.json`` beside ``simulations/``) is its results file."""
+        results = os.path.join(directory, "results.json")
+        if not os.path.isfile(results):
+            raise ImportFormatError(directory, None, "no results.json in this directory (a tau2-bench run folder)")
+        return [results]
+
     def convert(self, path: str, model: str | None = None, tasks: str | None = None) -> Converted:
         doc = _load_object(path, read_text(path), "a tau2-bench results object {info, tasks, simulations}")
         sims = doc.get("simulations")
+        folder = os.path.join(os.path.dirname(path), SIMULATIONS_DIR)
+        if sims is None and os.path.isdir(folder):
+            sims = _simulation_files(folder)
         if not isinstance(doc.get("info"), dict) or not isinstance(sims, list):
             raise ImportFormatError(
-                path, None, "not a tau2-bench results file: needs info (an object) and simulations (a list)"
+                path,
+                None,
+                "not a tau2-bench results file: needs info (an object) and simulations "
+                f"(a list, or a {SIMULATIONS_DIR}/ folder beside the file)",
             )
         info = doc["info"]
         model = model or _get(info, "agent_info", "llm")
@@ -141,6 +155,16 @@ def _load_object(path: str, text: str, what: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ImportFormatError(path, 1, f"expected {what}")
     return doc
+
+
+def _simulation_files(folder: str) -> list[Any]:
+    """The simulations of a run folder, one JSON object a file, in file-name order."""
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".json"):
+            file = os.path.join(folder, name)
+            out.append(_load_object(file, read_text(file), "a tau2-bench simulation object"))
+    return out
 
 
 def _task_list(path: str) -> Any:
@@ -291,9 +315,12 @@ class _Simulation:
             raise self.error("reward_info.reward must be a finite number")
         self.reward = None if reward is None else float(reward)
         self.user_tool_calls = 0
+        messages = sim.get("messages")
+        if messages is None and isinstance(sim.get("ticks"), list):
+            messages = _tick_messages(sim["ticks"], self.error)
         try:
             self.transcript = convert_messages(
-                self._agent_messages(sim.get("messages") or []), _tool_error, missing_result_is_error=True
+                self._agent_messages(messages or []), _tool_error, missing_result_is_error=True
             )
         except MessageError as exc:
             raise self.error(f"messages: {exc}") from None
@@ -461,3 +488,24 @@ class _Simulation:
 
 def _tool_error(message: dict[str, Any], result: Any) -> bool:
     return message.get("is_error") is True
+
+
+def _tick_messages(ticks: list[Any], error) -> list[Any]:
+    """A full-duplex (voice) simulation's ticks as messages, in tau2's own order for a tick
+    (``Tick.get_all_messages``): the agent's chunk with its tool calls, their results, the user's
+    chunk with its tool calls, their results. Chunks without words or calls (silence) are left out."""
+    out: list[Any] = []
+    for ti, tick in enumerate(ticks):
+        if not isinstance(tick, dict):
+            raise error(f"ticks[{ti}] is not an object")
+        for side, role in (("agent", "assistant"), ("user", "user")):
+            chunk = tick.get(f"{side}_chunk") or {}
+            calls = tick.get(f"{side}_tool_calls") or None
+            content = chunk.get("content") if isinstance(chunk, dict) else None
+            if calls or (isinstance(content, str) and content.strip()):
+                out.append({"role": role, "content": content, "tool_calls": calls})
+            results = tick.get(f"{side}_tool_results") or []
+            if not isinstance(results, list):
+                raise error(f"ticks[{ti}].{side}_tool_results must be a list")
+            out.extend(results)
+    return out
