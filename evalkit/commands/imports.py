@@ -78,8 +78,8 @@ def import_command(
     list_formats: bool,
     **format_options: object,
 ) -> None:
-    """Convert FILEs recorded by another harness (FORMAT: taubench, tau2, openai-messages, inspect, otel, or a
-    plugin's name) into evalkit trajectories, one <run_id>.jsonl per run in DIR, ready for
+    """Convert FILEs recorded by another harness (FORMAT: a name `evalkit import --list` prints, `auto`
+    to sniff it from the content, or a plugin's name) into evalkit trajectories, one <run_id>.jsonl per run in DIR, ready for
     `evalkit score`. Formats that record ratings (inspect: its scorers) also write DIR/ratings.jsonl
     and, with --db, import those ratings into the database for `evalkit audit`.
 
