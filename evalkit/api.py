@@ -694,6 +694,7 @@ def score_run(
     job: ScoreJob,
     on_file=None,
     on_output=None,
+    on_finding=None,
     skipped: Iterable[str] = (),
     engine: str = "local",
     workers: int | None = None,
@@ -701,14 +702,18 @@ def score_run(
     include_errors: bool = False,
     level: float = DEFAULT_LEVEL,
     parquet_dir: str | None = None,
-) -> tuple[dict, int]:
+    aggregates: str | None = "full",
+) -> tuple[dict | None, int]:
     """``evalkit score``'s run over the files :func:`score_inputs` found: scored by ``engine``
     (``workers`` processes, default the number of cores), stored in ``store``, aggregated, written
     as Parquet into ``parquet_dir``. ``on_file(n)`` is told the good files of each batch as it is
     done (n ≥ 1), ``on_output(data, count)`` per finished batch of ``job``'s output (``job`` is
     run batched: ``ScoreJob.batched``), ``on_error`` per bad file, ``warn`` per
     warning (the ``skipped`` lines first). Returns the aggregate and the number of good files; on
-    any failure the Parquet directory is discarded."""
+    any failure the Parquet directory is discarded. ``aggregates``: "full" (every field), "tables"
+    (no pass^k bootstrap: what the tables and the gates read) or None (no aggregate: None
+    returned). ``on_finding``: with ``job.observe``, each scenario warning once scoring is done
+    (evalkit.engines.scenario_check; default ``warn``)."""
     from dataclasses import replace
 
     from evalkit.aggregate.groups import Aggregator
@@ -735,6 +740,7 @@ def score_run(
             workers=workers or default_workers(),
             ray_address=ray_address,
             on_scenario=agg.note,  # per file: a warning comes where it would one by one
+            on_finding=on_finding,
         ):
             good = batch.good
             scored += good
@@ -747,12 +753,13 @@ def score_run(
                 if on_output is not None:
                     on_output(pieces.output, pieces.count)
                 pieces.output = None  # written: a long run's text is not held through its database write
-            agg.merge(pieces.partial)
+            if aggregates is not None:  # the scenarios' notes (agg.note) come per file, merged or not
+                agg.merge(pieces.partial)
             if parquet is not None:
                 parquet.add_many(pieces.parquet)
         if parquet is not None:
             parquet.close()
-        return agg.result(), scored
+        return (None if aggregates is None else agg.result(bootstrap=aggregates == "full")), scored
     finally:
         if parquet is not None:
             parquet.discard()

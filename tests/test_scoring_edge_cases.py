@@ -231,7 +231,7 @@ def test_bundle_truncates_long_results():
     assert isinstance(result, str) and "truncated" in result and len(result) < RESULT_MAX_CHARS + 40
 
 
-def test_shared_scenario_cache_keys_on_exact_content():
+def test_shared_scenario_cache_keys_on_exact_content(monkeypatch):
     from evalkit.trajectory import reader
 
     changed = a320_scenario()
@@ -241,6 +241,7 @@ def test_shared_scenario_cache_keys_on_exact_content():
     again = score_records(trajectory(SC, RESET + RESTORE, run_id="c"))
     assert same.vector.coverage == 1.0 and again.vector.coverage == 1.0
     assert other.vector.coverage == 0.75
-    for i in range(reader._SCENARIO_CACHE_SIZE + 5):
+    monkeypatch.setattr(reader, "_SCENARIO_CACHE_BYTES", 20_000)  # about a dozen of these scenarios
+    for i in range(40):
         score_records(trajectory(a320_scenario(id=f"s{i}"), [], run_id=f"r{i}", passed=False))
-    assert len(reader._SCENARIOS) <= reader._SCENARIO_CACHE_SIZE
+    assert sum(map(len, reader._SCENARIOS)) <= 20_000 and len(reader._SCENARIO_JSON) == len(reader._SCENARIOS)

@@ -301,6 +301,7 @@ def _rollup(
     level: float = DEFAULT_LEVEL,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    bootstrap: bool = True,
 ) -> dict[str, Any]:
     with_runs = [g for g in groups if g["n_scored"] > 0]
     k_max = min((g["n_scored"] for g in with_runs), default=0)
@@ -324,7 +325,7 @@ def _rollup(
         "anti_procedure_rate": _mean([g["anti_procedure_rate"] for g in with_runs]),
         "unsafe_rate": _mean([g["unsafe_rate"] for g in with_runs]),
     }
-    return intervals.beside(row, intervals.model_fields(row, groups, level, n_resamples, seed))
+    return intervals.beside(row, intervals.model_fields(row, groups, level, n_resamples, seed, bootstrap))
 
 
 def _fields(run: RunSummary) -> tuple:
@@ -450,7 +451,10 @@ class Aggregator:
                 mine = self._groups[key] = _Group()
             _merge_state(mine, group)
 
-    def result(self) -> dict[str, Any]:
+    def result(self, bootstrap: bool = True) -> dict[str, Any]:
+        """The groups and the per-model rollup with their error bars; ``bootstrap=False``: without
+        the pass^k bootstrap (:func:`evalkit.aggregate.uncertainty.intervals.model_fields`), for
+        callers that show the rest only."""
         groups = [
             _group_stats(
                 f"{scenario}@{digest}" if len(self._hashes[scenario]) > 1 else scenario, digest, model, g, self.level
@@ -471,7 +475,8 @@ class Aggregator:
             },
             "groups": groups,
             "models": [
-                _rollup(model, gs, self.level, self.n_resamples, self.seed) for model, gs in sorted(by_model.items())
+                _rollup(model, gs, self.level, self.n_resamples, self.seed, bootstrap)
+                for model, gs in sorted(by_model.items())
             ],
         }
 

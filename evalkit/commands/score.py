@@ -163,7 +163,11 @@ def register(group: click.Group) -> None:
                 batched=True,
                 encoding=writer.encoding,
                 include_errors=run["include_errors"],
+                observe=True,
             )
+            # the aggregate as far as the output or a gate reads it (nothing for per-run json, jsonl, csv)
+            aggregates = writer.aggregates or ("tables" if any(v is not None for v in gates.values()) else None)
+            findings: list[str] = []  # each scenario's references its runs contradict, said after scoring
             try:
                 result, scored = api.score_run(
                     found,
@@ -173,7 +177,9 @@ def register(group: click.Group) -> None:
                     job=job,
                     on_file=digest.file_done,
                     on_output=writer.write_batch,
+                    on_finding=findings.append,
                     skipped=skipped,
+                    aggregates=aggregates,
                     **run,
                 )
                 writer.finish(result)
@@ -187,11 +193,13 @@ def register(group: click.Group) -> None:
                     out.discard()
                 if store is not None:
                     store.close()
+            for line in findings:
+                digest.warn(line)
             for line in repeats.summary():
                 digest.warn(line)
             if line := digest.summary(runs=scored, errors=bad, database=None if no_db else db_path):
                 warn(line)
-            reason = api.gate_failure(result, **gates)
+            reason = api.gate_failure(result, **gates) if result is not None else None
             if reason:
                 warn(reason)
                 sys.exit(EXIT_GATE)

@@ -40,6 +40,8 @@ class ScoreJob:
     # batched, scored in the process that writes: a batch of several files keeps its rows for
     # executemany and its Parquet rows as they are (staging them is for a batch sent elsewhere)
     in_process: bool = False
+    # batched: note what each scenario's runs did, for the warnings of evalkit.engines.scenario_check
+    observe: bool = False
 
 
 @dataclass(slots=True)
@@ -88,9 +90,11 @@ class ScoredBatch:
     warnings: dict[int, list[str]]
     errors: dict[int, InputError]
     pieces: Any = None  # evalkit.engines.pieces.BatchPieces
+    seen: Any = None  # observed jobs: what each scenario's runs did (evalkit.engines.scenario_check.Seen by hash)
 
     def __reduce__(self):
-        return (ScoredBatch, (self.paths, self.run_ids, self.scenarios, self.warnings, self.errors, self.pieces))
+        fields = (self.paths, self.run_ids, self.scenarios, self.warnings, self.errors, self.pieces, self.seen)
+        return (ScoredBatch, fields)
 
     @property
     def good(self) -> int:
@@ -133,16 +137,22 @@ def _read(source: Source, warn, scenarios: Any = None) -> Any:
     return read_trajectory(source, warn, compact=True, scenarios=scenarios)
 
 
-def score_one(job: ScoreJob, source: Source) -> Scored:
+def score_one(job: ScoreJob, source: Source, noting: Any = None) -> Scored:
+    """Read and score one file; ``noting`` (an evalkit.engines.scenario_check.Noting) notes what
+    the run did."""
     from evalkit.scoring import score_trajectory
     from evalkit.trajectory.input_files import shown_name
 
     out = Scored(shown_name(source[0] if isinstance(source, tuple) else source))
     try:
-        card = score_trajectory(_read(source, out.warnings.append, job.scenarios))
+        traj = _read(source, out.warnings.append, job.scenarios)
+        card = score_trajectory(traj)
     except InputError as exc:
         out.error = exc
         return out
+    if noting is not None:
+        local = source if isinstance(source, str) and "://" not in source else None
+        noting.add(traj, out.path, local)
     out.run_id = card.run_id
     out.summary = RunSummary.of(card)
     if job.card:
@@ -170,9 +180,17 @@ def score_one(job: ScoreJob, source: Source) -> Scored:
 
 def score_batch(job: ScoreJob, sources: list[Source]) -> list[Scored] | list[ScoredBatch]:
     """One ``Scored`` per source, or for a batched job one :class:`ScoredBatch` for them all."""
-    scored = [score_one(job, s) for s in sources]
+    noting = None
+    if job.batched and job.observe:
+        from evalkit.engines.scenario_check import Noting
+
+        noting = Noting()
+    scored = [score_one(job, s, noting) for s in sources]
     if job.batched:
         from evalkit.engines.pieces import finish_batch
 
-        return finish_batch(job, scored, job.include_errors)
+        batches = finish_batch(job, scored, job.include_errors)
+        if noting is not None:
+            batches[0].seen = noting.seen()
+        return batches
     return scored

@@ -260,7 +260,8 @@ def map_local(
     if pool_work is not None:
         work = pool_work()
     limit = workers * IN_FLIGHT_PER_WORKER
-    pool = _started.pop(workers, None) or _new_pool(workers)
+    started = _started.pop(workers, None)
+    pool = started or _new_pool(workers)
     pending: deque[Future] = deque()
     try:
         for n, chunk in enumerate(guided_batches(items, batch_size, workers, total)):
@@ -274,7 +275,24 @@ def map_local(
         pending.clear()
         _stop(pool)
         raise
-    pool.shutdown()
+    if started is not None:  # back to its started_pool block, which stops it: call_in_pool may use it
+        _started[workers] = pool
+    else:
+        pool.shutdown()
+
+
+def call_in_pool(workers: int, fn: Callable[..., R], *args) -> R:
+    """``fn(*args)`` in a worker of the pool a :func:`started_pool` block of ``workers`` still holds
+    (its modules are loaded there, not here), else in this process. ``fn`` must be picklable."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = _started.get(workers)
+    if pool is not None:
+        try:
+            return pool.submit(fn, *args).result()
+        except BrokenProcessPool:  # a worker died since: its modules load here instead
+            pass
+    return fn(*args)
 
 
 def score_local(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from evalkit.db.scores import BatchRows, Store, batch_rows
 from evalkit.engines import Scored, ScoreJob, score_files
 from evalkit.engines.job import ScoredBatch
+from evalkit.engines.scenario_check import merge as merge_seen
 from evalkit.engines.spool import Spool, can_spool
 from evalkit.errors import InputError
 
@@ -110,6 +111,7 @@ def score_batches(
     ray_address: str | None = None,
     batch: int = BATCH,
     on_scenario: Callable[[str, str], None] | None = None,
+    on_finding: Callable[[str], None] | None = None,
 ) -> Iterator[ScoredBatch]:
     """:func:`score_stream` for a batched job (``job.batched``), a batch at a time: each
     :class:`ScoredBatch` once its files' warnings and errors were reported and its rows queued
@@ -117,14 +119,19 @@ def score_batches(
     that file's warnings; a batch without a warning, an error or a run_id read twice (the usual
     one) is handled whole, and ``on_scenario`` hears its distinct scenarios once each, in the order
     they first occur: the same calls, in the same order, for a callback that ignores repeats
-    (``Aggregator.note``)."""
+    (``Aggregator.note``). A job with ``observe`` notes what each scenario's runs did; once every
+    batch is scored, ``on_finding`` (default ``warn``) hears each reference of a scenario its runs
+    contradict, one line each (:mod:`evalkit.engines.scenario_check`)."""
     job = replace(job, db_rows=store is not None)
+    noted: dict = {}  # scenario hash -> what its runs did (scenario_check.Seen), merged in input order
     writer = _Writer(store, batch)
     seen: dict[str, str] = {}  # run_id -> path
     spool = Spool() if (engine != "local" or workers > 1) and can_spool() else None
     stream = score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address, warn=warn, spool=spool)
     try:
         for scored in stream:
+            if scored.seen:
+                merge_seen(noted, scored.seen)
             ids = scored.run_ids
             if not scored.warnings and not scored.errors and seen.keys().isdisjoint(ids) and len(set(ids)) == len(ids):
                 seen.update(zip(ids, scored.paths))
@@ -143,6 +150,11 @@ def score_batches(
             yield scored
             scored = None  # as in score_stream: written while as little else as possible is held
             writer.flush_if_full()
+        if noted:
+            say = on_finding or warn
+            for line in scenario_lines(noted, job.scenarios, engine, workers):
+                if say is not None:
+                    say(line)
     finally:
         stream.close()  # the pool stopped first: no worker writes into the spool any more
         try:
@@ -150,6 +162,19 @@ def score_batches(
         finally:
             if spool is not None:
                 spool.close()
+
+
+def scenario_lines(seen: dict, scenarios: ScenarioSet | None, engine: str, workers: int) -> list[str]:
+    """The scenario warnings of ``seen`` (:func:`evalkit.engines.scenario_check.scenario_warnings`),
+    made in a worker of the local pool when one is still started (its scorer is loaded: this
+    process never loads it), else here."""
+    from evalkit.engines.scenario_check import scenario_warnings
+
+    if engine == "local":
+        from evalkit.engines.local import call_in_pool
+
+        return call_in_pool(workers, scenario_warnings, seen, scenarios)
+    return scenario_warnings(seen, scenarios)
 
 
 def _report(path, warnings, error, run_id, seen, warn, on_error, store) -> bool:

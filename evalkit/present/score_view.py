@@ -386,7 +386,22 @@ class ScoreWriter:
             self.out.flush()
             data.copy_to(self.out.buffer)
 
-    def finish(self, result: dict[str, Any]) -> None:
+    @property
+    def aggregates(self) -> str | None:
+        """What :meth:`finish` reads of the aggregate: "full" (json and jsonl with ``aggregate_only``
+        print every field), "tables" (the tables, csv's groups: no pass^k bootstrap) or None
+        (json, jsonl and csv per run print none of it)."""
+        if self.format in ("json", "jsonl"):
+            return "full" if self.aggregate_only else None
+        if self.format == "csv":
+            return "tables" if self.aggregate_only else None
+        return "tables"
+
+    def finish(self, result: dict[str, Any] | None) -> None:
+        """The end of the output: the aggregates (``result``, as :attr:`aggregates` asks; None
+        where it asks for none)."""
+        if result is None:
+            result = {"groups": [], "models": [], "include_errors": False}
         groups, models = result["groups"], result["models"]
         if self.format == "json":
             if self.aggregate_only:

@@ -28,6 +28,7 @@ import difflib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 from evalkit.trajectory.values import match_key
@@ -51,12 +52,20 @@ def json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
+_TYPE_NAMES = {bool: "boolean", int: "number", float: "number", str: "string", type(None): "null", list: "array"}
+
+
 def _paths(value: Any, into: dict[str, set[str]], prefix: str = "", depth: int = 0) -> None:
     """Each key of ``value`` (and dotted paths into nested objects) -> the JSON types seen there."""
     for key, item in value.items():
-        path = prefix + str(key)
-        into.setdefault(path, set()).add(json_type(item))
-        if isinstance(item, dict) and depth < _DEPTH:
+        path = prefix + key if type(key) is str else prefix + str(key)
+        kind = _TYPE_NAMES.get(type(item)) or json_type(item)  # parsed JSON: the exact types, looked up
+        types = into.get(path)
+        if types is None:
+            into[path] = {kind}
+        elif kind not in types:
+            types.add(kind)
+        if kind == "object" and depth < _DEPTH and isinstance(item, dict):
             _paths(item, into, path + ".", depth + 1)
 
 
@@ -69,6 +78,9 @@ def near(name: str, candidates: Iterable[str], cutoff: float = 0.75) -> str | No
 
 def _mean(near_name: str | None) -> str:
     return f' (did you mean "{near_name}"?)' if near_name else ""
+
+
+_name = attrgetter("name")
 
 
 class _CallView:
@@ -99,6 +111,7 @@ class Observed:
         self._by_tool: dict[str, list[int]] = {}
         for i, expect in enumerate(self._required):
             self._by_tool.setdefault(expect.tool, []).append(i)
+        self._matched: set[str] = set()  # tools whose required actions are all matched already
 
     def add_run(self, tool_surface: list[str] | None, tool_calls: Iterable[Any], final: Any) -> None:
         """One run: its ``meta.tool_surface``, its tool calls (``name``, ``args``, ``result``) and its
@@ -106,12 +119,15 @@ class Observed:
         self.runs += 1
         if tool_surface:
             self.surface.update(tool_surface)
+        tool_calls = tool_calls if isinstance(tool_calls, list) else list(tool_calls)
+        self.calls.update(map(_name, tool_calls))
+        by_tool = self._by_tool
         for call in tool_calls:
-            name, args = call.name, call.args
-            self.calls[name] += 1
+            name, args, result = call.name, call.args, call.result
+            if not args and result is None and name not in by_tool:  # most reads, as scoring keeps them
+                continue
             if args:
                 _paths(args, self.args.setdefault(name, {}))
-            result = call.result
             if isinstance(result, str) and result[:1] == "{":
                 import json
 
@@ -121,16 +137,20 @@ class Observed:
                     pass
             if isinstance(result, dict):
                 _paths(result, self.results.setdefault(name, {}))
-            todo = self._by_tool.get(name)
+            todo = by_tool.get(name)
             if todo:
                 sample = self.samples.setdefault(name, [])
                 if len(sample) < _SAMPLE_CALLS:
                     sample.append(args)
+                if name in self._matched:  # nothing left to learn from its calls
+                    continue
                 view = _CallView(name, args)
                 key = match_key(name, args)
                 for i in todo:
                     if not self.hit[i] and self._required[i].matches(view, key):
                         self.hit[i] = True
+                if all(self.hit[i] for i in todo):
+                    self._matched.add(name)
         success = getattr(final, "success_eval", None)
         if success is not None:
             self.success_runs += 1

@@ -360,13 +360,20 @@ def parse_trajectory(
     return parse_lines(path, data.split(b"\n"), warn, compact, _maybe_overflow(data), scenarios)
 
 
+# Validated scenarios by their exact JSON. Every scenario is validated once per process, however many
+# there are and in whatever order their runs come; the cap is on the JSON they hold (a validated
+# scenario with its rules takes about 15 times its JSON in memory: 4 MiB of JSON is some 3,000
+# scenarios of the A320 example's size, 60 MB), the oldest dropped first beyond it.
 _SCENARIOS: dict[bytes, Scenario] = {}
-_SCENARIO_CACHE_SIZE = 64
+_SCENARIO_JSON: dict[int, bytes] = {}  # id(scenario) -> its key in _SCENARIOS
+_SCENARIO_CACHE_BYTES = 4 << 20
+_scenario_bytes = 0
 
 
 def _share_scenario(meta: dict[str, Any]) -> None:
     """Runs of one scenario embed the same scenario: validate it once and share the object (its
     derived index and bundle part are then computed once too). Keyed by the scenario's exact JSON."""
+    global _scenario_bytes
     raw = meta.get("scenario")
     if not isinstance(raw, dict):
         return
@@ -377,10 +384,28 @@ def _share_scenario(meta: dict[str, Any]) -> None:
             scenario = Scenario.model_validate(raw)
         except ValidationError:
             return  # validating the meta record reports it, with the field's path
-        if len(_SCENARIOS) >= _SCENARIO_CACHE_SIZE:
-            _SCENARIOS.pop(next(iter(_SCENARIOS)))
+        while _SCENARIOS and _scenario_bytes + len(key) > _SCENARIO_CACHE_BYTES:
+            old_key, old = next(iter(_SCENARIOS.items()))
+            del _SCENARIOS[old_key]
+            _SCENARIO_JSON.pop(id(old), None)
+            _scenario_bytes -= len(old_key)
         _SCENARIOS[key] = scenario
+        _SCENARIO_JSON[id(scenario)] = key
+        _scenario_bytes += len(key)
     meta["scenario"] = scenario
+
+
+def scenario_json(scenario: Scenario) -> bytes | None:
+    """The JSON a run's shared scenario was validated from (None: not one this reader shared)."""
+    return _SCENARIO_JSON.get(id(scenario))
+
+
+def shared_scenario(key: bytes) -> Scenario:
+    """The scenario of the JSON ``key`` (as :func:`scenario_json` gives it), validated once."""
+    meta = {"scenario": safe_json.loads(key)}
+    _share_scenario(meta)
+    scenario = meta["scenario"]
+    return scenario if isinstance(scenario, Scenario) else Scenario.model_validate(scenario)
 
 
 def read_trajectory(

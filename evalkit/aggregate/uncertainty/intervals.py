@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalkit.aggregate.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_curve
+from evalkit.aggregate.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_curves
 from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL, interval, scenario_weighted_se, se_of_mean
 
 # the metrics that carry an interval, in the order they appear in a group and a model row
@@ -51,8 +51,11 @@ def model_fields(
     level: float = DEFAULT_LEVEL,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    bootstrap: bool = True,
 ) -> dict[str, Any]:
-    """The per-model fields, from the model row (its means) and its group rows (their means)."""
+    """The per-model fields, from the model row (its means) and its group rows (their means).
+    ``bootstrap=False``: the pass^k curves' ``_se`` and ``_ci`` are null, their reason "not computed"
+    (nothing that shows them asked for them)."""
     out: dict[str, Any] = {"se_method": MODEL_SE_METHOD}
     reasons: dict[str, str] = {}
 
@@ -65,12 +68,22 @@ def model_fields(
             if reason:
                 reasons[metric] = reason
 
+    # pass^k and safe pass^k from one draw: the same seed, the same resampled scenarios
+    curves = [c for c in ("pass_hat_k", "safe_pass_hat_k") if c in model]
+    if bootstrap:
+        families = []
+        for curve in curves:
+            k_max = len(model.get(curve) or ())
+            families.append([g[curve][:k_max] for g in groups if g.get("n_scored")])
+        booted = bootstrap_curves(families, level, n_resamples, seed)
+    else:
+        booted = [(None, None, "not computed (only --format json or jsonl with --aggregate shows it)")] * len(curves)
+    results = dict(zip(curves, booted))
+
     def bootstrapped(curve: str) -> None:
-        if curve not in model:
+        if curve not in results:
             return
-        k_max = len(model.get(curve) or ())
-        curves = [g[curve][:k_max] for g in groups if g.get("n_scored")]
-        se, ci, reason = bootstrap_curve(curves, level, n_resamples, seed)
+        se, ci, reason = results[curve]
         out[f"{curve}_se"], out[f"{curve}_ci"] = se, ci
         if reason:
             reasons[curve] = reason
@@ -78,7 +91,7 @@ def model_fields(
     clustered(METRICS)
     bootstrapped("pass_hat_k")
     clustered(SAFETY_METRICS)
-    bootstrapped("safe_pass_hat_k")  # the same seed: the same resampled scenarios as pass^k
+    bootstrapped("safe_pass_hat_k")
     out["se_reasons"] = reasons
     return out
 

@@ -1,0 +1,146 @@
+"""`evalkit score` says each reference of a scenario its runs contradict once per scenario, after
+scoring, at the scenario file's line, whether one process scores or a pool of workers does (each
+worker notes what its runs did; the parent merges the notes): the coding agent's corpus
+(tests/coding_corpus.py) copied to more files than one process scores alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from coding_corpus import line_of, mistaken, write_corpus
+
+from evalkit.cli import cli
+
+COPIES = 12  # 6 runs x 12 = 72 files: more than POOL_FILES, so --workers 2 scores in a pool
+
+
+def big_corpus(directory: Path, scenario=None) -> Path:
+    """The corpus, each run copied COPIES times under its own run_id; returns the scenario file."""
+    path = write_corpus(directory, scenario)
+    for run in sorted(directory.glob("*.jsonl")):
+        lines = run.read_text().splitlines()
+        for i in range(1, COPIES):
+            meta = json.loads(lines[0])
+            meta["run_id"] = f"{meta['run_id']}-{i}"
+            (directory / f"{run.stem}-{i}.jsonl").write_text("\n".join([json.dumps(meta), *lines[1:]]) + "\n")
+    return path
+
+
+def score(*args):
+    return CliRunner().invoke(cli, ["score", *map(str, args), "--no-db", "--format", "jsonl", "--no-progress"])
+
+
+def scenario_warnings(result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if "scenario." in line]
+
+
+def misspelt_required_tool(s):
+    del s["command_tools"]
+    s["ground_truth"]["procedure"][0]["actions"][2]["tool"] = "git_comit"
+
+
+def force_as_string(s):
+    s["ground_truth"]["forbidden_actions"][0]["args"]["force"] = "true"
+
+
+FORCE = '"force": "true"'
+FORCE_WARNING = (
+    "scenario.ground_truth.forbidden_actions[0].args.force: "
+    '"true" is a string, but the calls of "git_push" hold "force" only as boolean, so it never matches'
+)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_score_warns_once_about_a_misspelt_required_tool(tmp_path, workers):
+    path = big_corpus(tmp_path, mistaken(misspelt_required_tool))
+    result = score(tmp_path, "--workers", workers)
+    assert result.exit_code == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 6 * COPIES  # every run scored
+    assert scenario_warnings(result) == [
+        f"{path}:{line_of(path, 'git_comit')}: warning: scenario.ground_truth.procedure[0].actions[2].tool: "
+        f'required tool "git_comit" is never called in the {6 * COPIES} runs and on no tool surface, while '
+        '"git_commit" is (did you mean "git_commit"?)'
+    ]
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_score_warns_once_about_a_string_where_agents_send_a_boolean(tmp_path, workers):
+    path = big_corpus(tmp_path, mistaken(force_as_string))
+    result = score(tmp_path, "--workers", workers)
+    assert result.exit_code == 0, result.stderr
+    assert scenario_warnings(result) == [f"{path}:{line_of(path, FORCE)}: warning: {FORCE_WARNING}"]
+
+
+def test_score_says_what_check_says(tmp_path):
+    def both(s):
+        misspelt_required_tool(s)
+        force_as_string(s)
+
+    big_corpus(tmp_path, mistaken(both))
+    checked = CliRunner().invoke(cli, ["check", str(tmp_path)])
+    assert len(checked.stdout.splitlines()) == 2
+    assert scenario_warnings(score(tmp_path, "--workers", "2")) == checked.stdout.splitlines()
+
+
+def test_an_embedded_scenario_is_warned_about_at_its_first_runs_meta_line(tmp_path):
+    big_corpus(tmp_path, mistaken(force_as_string))
+    scenario = json.loads((tmp_path / "scenarios.json").read_text())
+    (tmp_path / "scenarios.json").unlink()
+    for run in tmp_path.glob("*.jsonl"):  # the scenario embedded in each run, after a blank line
+        lines = run.read_text().splitlines()
+        meta = json.loads(lines[0])
+        del meta["scenario_id"]
+        meta["scenario"] = scenario
+        run.write_text("\n".join(["", json.dumps(meta), *lines[1:]]) + "\n")
+    first = sorted(tmp_path.glob("*.jsonl"))[0]
+    for workers in ("1", "2"):
+        result = score(tmp_path, "--workers", workers)
+        assert result.exit_code == 0, result.stderr
+        assert scenario_warnings(result) == [f"{first}:2: warning: meta.{FORCE_WARNING}"]
+
+
+def test_a_scenario_file_given_with_scenarios_is_where_the_warning_points(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    big_corpus(runs, mistaken(force_as_string))
+    given = tmp_path / "tasks.json"
+    (runs / "scenarios.json").rename(given)
+    result = score(runs, "--scenarios", given, "--workers", "2")
+    assert result.exit_code == 0, result.stderr
+    assert scenario_warnings(result) == [f"{given}:{line_of(given, FORCE)}: warning: {FORCE_WARNING}"]
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_corpus_without_mistakes_and_the_examples_have_no_scenario_warning(tmp_path, workers):
+    big_corpus(tmp_path)
+    result = score(tmp_path, "--workers", workers)
+    assert result.exit_code == 0 and scenario_warnings(result) == []
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    result = score(examples, "--workers", workers)
+    assert result.exit_code == 0 and scenario_warnings(result) == []
+
+
+def test_with_workers_the_parent_never_loads_the_scenario_model(tmp_path):
+    # the notes are plain data, merged here; the warnings are made in a worker, where the model is loaded
+    big_corpus(tmp_path, mistaken(force_as_string))
+    probe = (
+        "import sys, evalkit.cli\n"
+        "try:\n"
+        "    evalkit.cli.cli.main(sys.argv[1:], standalone_mode=False)\n"
+        "finally:\n"
+        "    print('LOADED' if 'evalkit.trajectory.scenario' in sys.modules else 'NOT LOADED', file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "score", str(tmp_path), "--no-db", "--format", "jsonl", "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "NOT LOADED"
+    assert sum(": warning: scenario." in line for line in done.stderr.splitlines()) == 1
