@@ -60,8 +60,8 @@ def register(group: click.Group) -> None:
     @click.option(
         "--all-runs",
         is_flag=True,
-        help="A drill-down for every run (default: every run up to 200, "
-        "else only the failed, unsafe and disagreed-on ones).",
+        help="Every run's details on its scenario's page (default: every run up to 200, else the worst "
+        "runs and the listed disagreements on the main page and each scenario's 10 worst on its page).",
     )
     @rate_option(
         "--min-safe-pass-rate", "After writing, exit 3 when a model's safe pass rate is below this (as evalkit score)."
@@ -81,9 +81,10 @@ def register(group: click.Group) -> None:
         min_safe_pass_rate,
         max_unsafe_rate,
     ):
-        """Make the report: headline pass rates and pass^k, the score vector, safety, every run's
-        commands, the judge's qualitative annotations, the agreement audit, provenance and the
-        contamination declaration.
+        """Make the report: headline pass rates and pass^k, the score vector, safety, the worst
+        runs with their details, one page per scenario listing every run (written beside the page,
+        in NAME-scenarios/), the judge's qualitative annotations, the agreement audit with its worst
+        disagreements, provenance and the contamination declaration.
 
         Sections without data (no judge run yet, no audit) say so. Exit codes: 0 written; 1 the
         database or the contamination file cannot be read, or an output cannot be written; 2 usage
@@ -97,11 +98,12 @@ def register(group: click.Group) -> None:
             html_path = DEFAULT_HTML
         if html_path == "-" and md_path == "-":
             raise click.UsageError("--html - and --markdown - cannot both go to stdout")
-        refuse_output_clash(
-            [("--html", html_path), ("--markdown", md_path)],
-            database=db_path,
-            inputs=[contamination_path] if contamination_path else [],
-        )
+        from evalkit.report import pages_clash
+
+        inputs = [contamination_path] if contamination_path else []
+        refuse_output_clash([("--html", html_path), ("--markdown", md_path)], database=db_path, inputs=inputs)
+        if problem := pages_clash(html_path, db_path, inputs):
+            raise click.UsageError(problem)
         try:
             data = api.report(
                 db_path, title=title, judge=judge, contamination_path=contamination_path, jury=jury, all_runs=all_runs
@@ -113,11 +115,13 @@ def register(group: click.Group) -> None:
         for path, fmt in ((html_path, "html"), (md_path, "markdown")):
             if path is None:
                 continue
-            text = views.report_page(data, fmt)
             if path == "-":
-                click.echo(text, nl=False)
+                click.echo(views.report_page(data, fmt), nl=False)
                 continue
-            write_or_fail(path, text)
+            if fmt == "html":
+                html_or_fail(db_path, data, path)
+            else:
+                write_or_fail(path, views.report_page(data, fmt))
             counts = data["counts"]
             warn(
                 f"wrote {path}: {counts['runs']} runs, {counts['scenarios']} scenarios, {counts['models']} models; "
@@ -128,6 +132,19 @@ def register(group: click.Group) -> None:
         if reason:
             warn(reason)
             sys.exit(EXIT_GATE)
+
+    def html_or_fail(db_path, data, path):
+        """The page and its scenario pages written (evalkit.report.write_html), or one error line, exit 1."""
+        from evalkit.errors import InputError
+        from evalkit.output.atomic import output_error
+        from evalkit.report import write_html
+
+        try:
+            write_html(db_path, data, path)
+        except InputError as exc:  # the database went away between reading and writing
+            fail(str(exc))
+        except OSError as exc:
+            fail(str(output_error(path, exc)))
 
     @group.command("schema")
     @click.argument(

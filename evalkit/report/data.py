@@ -9,8 +9,11 @@ Choices where the issue is silent:
 
 - The database is opened read-only (``mode=ro``): a report never creates, migrates or writes
   anything, and pointing it at a missing file is an error rather than a new empty database.
-- Scores come from the stored ScoreCards (``scorecards.card``) through :func:`evalkit.aggregate.groups.aggregate`,
-  the same code ``evalkit score --aggregate`` uses, so the report cannot disagree with it.
+- Scores come from the stored scorecards rows (the figures ``evalkit score`` wrote from each card,
+  with the run's command rows counted in SQL) through :class:`evalkit.aggregate.groups.Aggregator`,
+  the code ``evalkit score --aggregate`` uses, so the report cannot disagree with it. The runs are
+  streamed one scenario at a time (:func:`iter_scenarios`); no card is parsed per run, so time and
+  memory stay small at 10^5 runs.
 - A run is *ranked* only when it is ``scored`` and took no forbidden command of any severity; unsafe
   runs carry their worst kind (``safety``: dangerous, unapproved, anti_procedure) and are listed
   apart (the design note's safety gate: "safety is a gate, not a trade-off"). Ranks are per
@@ -24,31 +27,40 @@ Choices where the issue is silent:
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
+import math
 import os
+import re
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from evalkit import __version__
+from evalkit.aggregate.groups import RunSummary
 from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.config.files import ConfigError
 from evalkit.db import (
     Database,
+    decode_json,
     judge_models,
     open_readonly,
     read_annotation_rows,
-    read_commands,
     read_primary_values,
     read_ratings,
-    read_runs,
-    read_scorecards,
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
 from evalkit.errors import EvalkitError, InputError
 from evalkit.report.contamination import load_contamination
-from evalkit.report.drilldowns import drilldown_data
+from evalkit.report.drilldowns import ALL_RUNS_UP_TO, drilldown_data
+
+# What the summary lists, whatever the number of runs (each list says how many it left out).
+WORST_RUNS = 50  # the worst runs, on the main page with their details
+TOP_DISAGREEMENTS = 50  # the audit's ranked disagreements, on the main page
+DRILL_PER_SCENARIO = 10  # drill-downs of each scenario's worst runs, on its page
+UNSAFE_LISTED = 5  # unsafe runs named per (scenario, model) in the safety table
 
 
 class ReportError(EvalkitError):
@@ -100,67 +112,206 @@ def _latency(values: list[float]) -> dict[str, float | None]:
 
 
 def _rank(runs: list[dict]) -> None:
-    """Per-scenario competition ranks by scalar; unsafe and unscored runs get none."""
-    by_scenario: dict[str, list[dict]] = defaultdict(list)
+    """Competition ranks by scalar among one scenario's runs; unsafe and unscored runs get none."""
+    members = [r for r in runs if r["status"] == "scored" and not r["unsafe"] and r["scalar"] is not None]
     for run in runs:
         run["rank"] = None
-        if run["status"] == "scored" and not run["unsafe"] and run["scalar"] is not None:
-            by_scenario[run["scenario_id"]].append(run)
-    for members in by_scenario.values():
-        members.sort(key=lambda r: (-r["scalar"], r["run_id"]))
-        for i, run in enumerate(members):
-            if i and members[i - 1]["scalar"] == run["scalar"]:
-                run["rank"] = members[i - 1]["rank"]
-            else:
-                run["rank"] = i + 1
+    members.sort(key=lambda r: (-r["scalar"], r["run_id"]))
+    for i, run in enumerate(members):
+        if i and members[i - 1]["scalar"] == run["scalar"]:
+            run["rank"] = members[i - 1]["rank"]
+        else:
+            run["rank"] = i + 1
 
 
-def _safety(vector: dict, commands: list[dict]) -> str | None:
+def _safety(dangerous: int, anti: int, c: dict) -> str | None:
     """The run's worst forbidden command: ``dangerous``, ``unapproved`` (a gated action taken without
-    its approval), ``anti_procedure``, another severity as named, or None for a safe run."""
-    forbidden = [c for c in commands if c.get("class") == "forbidden"]
-    if vector.get("safety_dangerous") or any(c.get("severity") == "dangerous" for c in forbidden):
+    its approval), ``anti_procedure``, another severity as named, or None for a safe run. ``dangerous``
+    and ``anti`` are the vector's counts, ``c`` the counts of its forbidden command rows."""
+    if dangerous or c["dangerous"]:
         return "dangerous"
-    if any(c.get("subtype") == "unapproved" for c in forbidden):
+    if c["unapproved"]:
         return "unapproved"
-    if vector.get("safety_anti_procedure") or any(c.get("severity") == "anti_procedure" for c in forbidden):
+    if anti or c["anti"]:
         return "anti_procedure"
-    return str(forbidden[0].get("severity") or "forbidden") if forbidden else None
+    return str(c["first_severity"] or "forbidden") if c["forbidden"] else None
 
 
-def _runs_section(cards: list[Any], info: dict[str, dict], commands: dict[str, list[dict]]) -> list[dict]:
-    runs = []
-    for card in cards:
-        d = card.model_dump(mode="json")
-        vector = d.get("vector") or {}
-        extra = info.get(d["run_id"], {})
-        safety = _safety(vector, commands.get(d["run_id"], []))
-        runs.append(
-            {
-                "run_id": d["run_id"],
-                "scenario_id": d["scenario_id"],
-                "scenario_title": extra.get("scenario_title"),
-                "model": d["model"],
-                "path": d.get("path") or extra.get("path"),
-                "status": d["status"],
-                "final_reason": extra.get("final_reason"),
-                "scalar": d.get("scalar"),
-                "coverage": vector.get("coverage"),
-                "order": vector.get("order"),
-                "end_state": vector.get("end_state"),
-                "all_passed": vector.get("all_passed"),
-                "safety_dangerous": vector.get("safety_dangerous") or 0,
-                "safety_anti_procedure": vector.get("safety_anti_procedure") or 0,
-                "extraneous": vector.get("extraneous") or 0,
-                "unsafe": safety is not None,
-                "safety": safety,
-                "bundle_hash": d.get("bundle_hash"),
-                "commands": commands.get(d["run_id"], []),
-            }
-        )
-    runs.sort(key=lambda r: (r["scenario_id"], r["model"], r["run_id"]))
-    _rank(runs)
-    return runs
+# What the report reads of a run: the scorecards row's figures (written from the card in the same
+# transaction), the runs row and its command rows counted in SQL, so no card is parsed in Python.
+# The card is parsed once, by SQLite, for the few fields the row lacks; a card that is not a JSON
+# object naming this run and its status is not the row's ScoreCard, and the run is left out.
+RUN_SQL = """
+SELECT s.run_id, s.scenario_id, s.model, s.status, s.scalar, s.coverage, s.order_score, s.end_state,
+       s.all_passed, s.safety_dangerous, s.safety_anti_procedure, s.extraneous, s.bundle_hash,
+       json_extract(s.facts, '$[2]') AS scenario_hash, json_extract(s.facts, '$[3]') AS card_path,
+       (json_extract(s.facts, '$[0]') IS s.run_id AND json_extract(s.facts, '$[1]') IS s.status) AS card_ok,
+       r.path, r.scenario_title, r.final_reason,
+       c.n, c.forbidden, c.dangerous, c.anti, c.unapproved, c.first_forbidden
+FROM (
+    SELECT run_id, scenario_id, model, status, scalar, coverage, order_score, end_state, all_passed,
+           safety_dangerous, safety_anti_procedure, extraneous, bundle_hash,
+           CASE WHEN json_valid(card) THEN json_extract(card, '$.run_id', '$.status', '$.scenario_hash', '$.path')
+           END AS facts
+    FROM scorecards {where}
+) s
+LEFT JOIN runs r ON r.run_id = s.run_id
+LEFT JOIN (
+    SELECT run_id, count(*) AS n,
+           sum(class IS 'forbidden') AS forbidden,
+           sum(class IS 'forbidden' AND severity IS 'dangerous') AS dangerous,
+           sum(class IS 'forbidden' AND severity IS 'anti_procedure') AS anti,
+           sum(class IS 'forbidden' AND subtype IS 'unapproved') AS unapproved,
+           -- the first forbidden command's severity: the smallest (index, severity) pair, index padded
+           min(CASE WHEN class IS 'forbidden' THEN printf('%020d', idx) || ifnull(severity, '') END) AS first_forbidden
+    FROM commands {where} GROUP BY run_id
+) c ON c.run_id = s.run_id
+ORDER BY s.scenario_id, s.model, s.run_id
+"""
+ONLY_RUNS = "WHERE run_id IN (SELECT value FROM json_each(?))"
+
+
+def _real(value: Any) -> float | None:
+    """A REAL cell; an odd one (text, a blob, NaN) reads as missing, as odd_cells says."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _run(row: Any) -> tuple[dict, RunSummary]:
+    """One row of :data:`RUN_SQL` as the report's run dict and the summary aggregation takes."""
+    c = {k: _count(row[k]) for k in ("n", "forbidden", "dangerous", "anti", "unapproved")}
+    first = _text(row["first_forbidden"])
+    c["first_severity"] = first[20:] or None if first else None
+    dangerous, anti = _count(row["safety_dangerous"]), _count(row["safety_anti_procedure"])
+    safety = _safety(dangerous, anti, c)
+    passed = row["all_passed"]
+    passed = None if passed not in (0, 1) or isinstance(passed, float) else bool(passed)
+    run = {
+        "run_id": row["run_id"],
+        "scenario_id": row["scenario_id"],
+        "scenario_title": _text(row["scenario_title"]),
+        "model": row["model"],
+        "path": _text(row["card_path"]) or _text(row["path"]),
+        "status": row["status"],
+        "final_reason": _text(row["final_reason"]),
+        "scalar": _real(row["scalar"]),
+        "coverage": _real(row["coverage"]),
+        "order": _real(row["order_score"]),
+        "end_state": _real(row["end_state"]),
+        "all_passed": passed,
+        "safety_dangerous": dangerous,
+        "safety_anti_procedure": anti,
+        "extraneous": _count(row["extraneous"]),
+        "unsafe": safety is not None,
+        "safety": safety,
+        "bundle_hash": _text(row["bundle_hash"]),
+        "n_commands": c["n"],
+    }
+    d, a = max(dangerous, c["dangerous"]), max(anti, c["anti"])
+    summary = RunSummary(
+        run["scenario_id"],
+        run["model"],
+        run["status"],
+        run["scalar"],
+        run["coverage"],
+        run["order"],
+        run["end_state"],
+        passed,
+        d,
+        run["run_id"],
+        _text(row["scenario_hash"]) or "",
+        a,
+        max(c["forbidden"], d + a),
+    )
+    return run, summary
+
+
+def iter_scenarios(
+    db: Database,
+    disagreeing: Mapping[str, int] | None = None,
+    skipped: list[str] | None = None,
+    only: list[str] | None = None,
+) -> Iterator[tuple[str, list[tuple[dict, RunSummary]]]]:
+    """Every run (``only``: these runs), one scenario at a time in (scenario, model, run id) order,
+    ranked within its scenario, with its disagreement count; streamed from SQLite, so only one
+    scenario's runs are held. A run whose stored card is not a ScoreCard of that row is left out
+    (one line in ``skipped``)."""
+    disagreeing = disagreeing or {}
+    batch: list[tuple[dict, RunSummary]] = []
+    current: str | None = None
+    if only is None:
+        rows = db.rows(RUN_SQL.format(where=""))
+    else:
+        rows = db.rows(RUN_SQL.format(where=ONLY_RUNS), (json.dumps(only),) * 2)
+    for row in rows:
+        if not row["card_ok"] or not isinstance(row["run_id"], str) or not isinstance(row["scenario_id"], str):
+            if skipped is not None:
+                skipped.append(
+                    f"scorecards.card: row run_id={row['run_id']!r} is not a ScoreCard of its row "
+                    "(not a JSON object naming this run and its status); the run is left out"
+                )
+            continue
+        if row["scenario_id"] != current and batch:
+            _rank([r for r, _ in batch])
+            yield current, batch
+            batch = []
+        current = row["scenario_id"]
+        run, summary = _run(row)
+        run["disagreements"] = disagreeing.get(run["run_id"], 0)
+        batch.append((run, summary))
+    if batch:
+        _rank([r for r, _ in batch])
+        yield current, batch
+
+
+# The worst runs, by this rule: unsafe runs first (dangerous, then unapproved, then anti-procedure,
+# then any other forbidden severity), then the scored runs that failed a check by lowest score,
+# then the runs not scored (incomplete, invalid scenario, provider error); ties: more disagreements
+# with the judge first, then run id. A run that passed every check safely is never among them.
+WORST_RULE = (
+    "unsafe runs first (dangerous, unapproved, anti-procedure, other forbidden), then failed scored runs "
+    "by lowest score, then runs not scored; ties: most disagreements with the judge, then run id"
+)
+SEVERITY_ORDER = {"dangerous": 0, "unapproved": 1, "anti_procedure": 2}
+
+
+def failed(run: dict) -> bool:
+    """Worth opening: unsafe, not scored, or not every success check passed."""
+    return run["unsafe"] or run["status"] != "scored" or run["all_passed"] is not True
+
+
+def worst_key(run: dict) -> tuple:
+    """The sort key of :data:`WORST_RULE` (smallest first)."""
+    if run["unsafe"]:
+        tier = SEVERITY_ORDER.get(run["safety"], 3)
+    else:
+        tier = 4 if run["status"] == "scored" else 5
+    score = run["scalar"] if run["scalar"] is not None else math.inf
+    return (tier, score, -run["disagreements"], run["run_id"])
+
+
+class _Worst:
+    """The ``n`` smallest runs by :func:`worst_key` seen so far (bounded memory, deterministic)."""
+
+    def __init__(self, n: int):
+        self.n, self.items = n, []
+
+    def add(self, runs: list[dict]) -> None:
+        self.items += runs
+        if len(self.items) > 4 * self.n:
+            self.items = sorted(self.items, key=worst_key)[: self.n]
+
+    def result(self) -> list[dict]:
+        return sorted(self.items, key=worst_key)[: self.n]
 
 
 def _scales(values: dict[tuple[str, str, str], Counter]) -> dict[tuple[str, str], list[str]]:
@@ -257,14 +408,14 @@ def _warnings(own: list[str], agreement: dict) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _provenance(annotations: list[dict], human_raters: set[str], runs: list[dict], made_at: str) -> dict:
+def _provenance(annotations: list[dict], human_raters: set[str], scenarios, models, made_at: str) -> dict:
     judge_models = {str(row["judge_model"]) for row in annotations}
     rubrics = {(str(row["rubric_id"]), str(row["rubric_version"]), str(row["rubric_hash"])) for row in annotations}
     return {
         "evalkit_version": __version__,
         "made_at": made_at,
-        "scenarios": sorted({r["scenario_id"] for r in runs}),
-        "agent_models": sorted({r["model"] for r in runs}),
+        "scenarios": sorted(scenarios),
+        "agent_models": sorted(models),
         "judge_models": sorted(judge_models),
         "rubrics": [{"id": i, "version": v, "hash": h} for i, v, h in sorted(rubrics)],
         "human_raters": sorted(human_raters),
@@ -319,6 +470,64 @@ def _comparison_section(agg: dict) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
+def scenario_file(scenario_id: str) -> str:
+    """The file name of a scenario's page: its id made safe for any file system, and a short hash
+    of the id so two ids that read alike stay apart."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", scenario_id)[:48].strip(".-") or "scenario"
+    return f"{slug}-{hashlib.sha1(scenario_id.encode('utf-8')).hexdigest()[:8]}.html"
+
+
+def _scenario_entry(scenario_id: str, runs: list[dict]) -> dict:
+    return {
+        "scenario_id": scenario_id,
+        "title": next((r["scenario_title"] for r in runs if r["scenario_title"]), None),
+        "file": scenario_file(scenario_id),
+        "runs": len(runs),
+        "models": len({r["model"] for r in runs}),
+        "scored": sum(1 for r in runs if r["status"] == "scored"),
+        "passed": sum(1 for r in runs if not failed(r)),
+        "failed": sum(1 for r in runs if failed(r)),
+        "unsafe": sum(1 for r in runs if r["unsafe"]),
+        "disagreements": sum(r["disagreements"] for r in runs),
+    }
+
+
+def _commands_of(db: Database, run_ids: list[str]) -> dict[str, list[dict]]:
+    """The classified commands of these runs only, in order (the ScoreCard's ``commands`` entries)."""
+    out: dict[str, list[dict]] = {rid: [] for rid in run_ids}
+    for row in db.rows(
+        "SELECT * FROM commands WHERE run_id IN (SELECT value FROM json_each(?)) ORDER BY run_id, idx",
+        (json.dumps(run_ids),),
+    ):
+        out[row["run_id"]].append(
+            {
+                "index": row["idx"],
+                "step": row["step"],
+                "tool": row["tool"],
+                "control": row["control"],
+                "value": decode_json(row["value"]),
+                "args": decode_json(row["args"]),
+                "class": row["class"],
+                "subtype": row["subtype"],
+                "severity": row["severity"],
+            }
+        )
+    return out
+
+
+def _cut_disagreements(agreement: dict) -> Counter:
+    """The disagreement count of every run, then the audit's ranked list cut to the
+    :data:`TOP_DISAGREEMENTS` worst (``disagreements_left_out`` says how many more; the counts and
+    statistics stay the whole audit's)."""
+    audit = agreement.get("audit") or {}
+    items = audit.get("disagreements") or []
+    counts = Counter(d.get("run_id") for d in items)
+    if len(items) > TOP_DISAGREEMENTS:
+        audit["disagreements"] = items[:TOP_DISAGREEMENTS]
+        audit["disagreements_left_out"] = len(items) - TOP_DISAGREEMENTS + int(audit.get("disagreements_left_out") or 0)
+    return counts
+
+
 def build_report(
     db_path: str | os.PathLike[str],
     *,
@@ -329,10 +538,16 @@ def build_report(
     jury: bool = False,
     all_runs: bool = False,
 ) -> dict:
-    """Read ``db_path`` and return the report dict both renderers consume.
+    """Read ``db_path`` and return the report dict both renderers consume: the summary (headline,
+    tables, the audit with its :data:`TOP_DISAGREEMENTS` worst disagreements, the
+    :data:`WORST_RUNS` worst runs by :data:`WORST_RULE`, one entry per scenario) and the drill-downs
+    of the runs the report explains (:mod:`evalkit.report.drilldowns`). Its size does not grow with
+    the runs; every run is listed on its scenario's page (:func:`iter_scenarios`, written by
+    :func:`evalkit.report.write_report`).
 
-    ``all_runs`` gives every run a drill-down (:mod:`evalkit.report.drilldowns`; by default every
-    run of a small database, else the failed, unsafe and disagreed-on ones).
+    Drill-downs: the worst runs and the runs of the listed disagreements (on the main page), and
+    on each scenario's page its :data:`DRILL_PER_SCENARIO` worst runs; every run when the database
+    holds at most ``drilldowns.ALL_RUNS_UP_TO`` runs or ``all_runs`` is asked for.
 
     ``jury`` adds the derived ``jury@RUBRIC`` rater to the agreement audit (``evalkit audit --jury``).
 
@@ -342,7 +557,7 @@ def build_report(
     contamination file. Sections with no data (no scored runs, no judge run, no audit) are present
     with ``available: False`` and a reason, so renderers say so instead of failing.
     """
-    from evalkit.aggregate.groups import aggregate
+    from evalkit.aggregate.groups import Aggregator
 
     try:
         contamination = load_contamination(contamination_path)
@@ -351,50 +566,121 @@ def build_report(
     try:
         with open_readonly(db_path) as db:
             warnings = odd_cells(db)  # cells the readers below read as missing, and why
-            # the stored card omits the judge bundle (it lives in `bundles`); the report needs none
-            cards = list(read_scorecards(db, with_bundle=False, skipped=warnings))
-            runs = _runs_section(cards, read_runs(db), read_commands(db))
-            agg = aggregate(cards) if cards else {"groups": [], "models": []}
-            agg = json.loads(json.dumps(agg, sort_keys=True, default=str))
             if judge is not None:  # the full model string or the part after the provider prefix
                 judge = resolve_judge(judge, judge_models(db), db.path)
             annotations = read_annotation_rows(db, judge)
-            judge_section = _judge_section(db, annotations, judge)
             ratings = read_ratings(db)
-            made_at = made_at or made_at_now()
-            provenance = _provenance(annotations, {r.rater for r in ratings if r.rater_kind == "human"}, runs, made_at)
         agreement = _agreement_section(str(db_path), bool(annotations), bool(ratings), judge, jury)
+        disagreeing = _cut_disagreements(agreement)
+        with open_readonly(db_path) as db:
+            agg_state = Aggregator()
+            worst, by_status, scenarios, models = _Worst(WORST_RUNS), Counter(), [], set()
+            unsafe_by_group: dict[tuple[str, str], dict] = {}
+            per_scenario: dict[str, list[dict]] = {}
+            everything: list[dict] = []
+            for scenario_id, batch in iter_scenarios(db, disagreeing, warnings):
+                runs = [r for r, _ in batch]
+                for run, summary in batch:
+                    agg_state.add(summary)
+                    by_status[run["status"]] += 1
+                    models.add(run["model"])
+                    if run["unsafe"]:
+                        entry = unsafe_by_group.setdefault((scenario_id, run["model"]), {"n": 0, "runs": []})
+                        entry["n"] += 1
+                        if len(entry["runs"]) < UNSAFE_LISTED:
+                            entry["runs"].append({"run_id": run["run_id"], "safety": run["safety"]})
+                bad = [r for r in runs if failed(r)]
+                worst.add(bad)
+                per_scenario[scenario_id] = sorted(bad, key=worst_key)[:DRILL_PER_SCENARIO]
+                scenarios.append(_scenario_entry(scenario_id, runs))
+                if all_runs or len(everything) <= ALL_RUNS_UP_TO:  # every run's details: asked for, or few runs
+                    everything += runs
+            judge_section = _judge_section(db, annotations, judge)
+            made_at = made_at or made_at_now()
+            provenance = _provenance(
+                annotations,
+                {r.rater for r in ratings if r.rater_kind == "human"},
+                [s["scenario_id"] for s in scenarios],
+                models,
+                made_at,
+            )
+            worst_runs = worst.result()
+            commands = _commands_of(db, [r["run_id"] for r in worst_runs])
+            for run in worst_runs:
+                run["commands"] = commands[run["run_id"]]
     except InputError as exc:
         raise ReportError(str(exc)) from None
-    titles = {r["scenario_id"]: r["scenario_title"] for r in runs if r.get("scenario_title")}
+    agg = agg_state.result() if scenarios else {"groups": [], "models": []}
+    agg = json.loads(json.dumps(agg, sort_keys=True, default=str))
+    titles = {s["scenario_id"]: s["title"] for s in scenarios if s["title"]}
     for group in agg.get("groups", []):
         group.setdefault("scenario_title", titles.get(group.get("scenario_id")))
-    unsafe = [r for r in runs if r["unsafe"]]
+    n_runs = sum(by_status.values())
+    every_run = all_runs or n_runs <= ALL_RUNS_UP_TO
+    drills = _drilldowns(str(db_path), agreement, worst_runs, per_scenario, everything if every_run else [])
+    drills["all"] = every_run
+    drilled = {d["run_id"] for d in drills["runs"]}
+    drills["summarised"] = dict(sorted((Counter(by_status) - Counter(d["status"] for d in drills["runs"])).items()))
     comparison = _comparison_section(agg)
     return {
         "title": title or "evalkit report",
         "made_at": made_at,
         "counts": {
-            "runs": len(runs),
-            "scored": sum(1 for r in runs if r["status"] == "scored"),
-            "by_status": dict(sorted(Counter(r["status"] for r in runs).items())),
-            "unsafe": len(unsafe),
+            "runs": n_runs,
+            "scored": by_status.get("scored", 0),
+            "by_status": dict(sorted(by_status.items())),
+            "unsafe": sum(e["n"] for e in unsafe_by_group.values()),
             "scenarios": len(provenance["scenarios"]),
             "models": len(provenance["agent_models"]),
+            "drilled": len(drilled),
         },
         "groups": agg.get("groups", []),
         "models": agg.get("models", []),
         "uncertainty": agg.get("uncertainty"),
         "comparison": comparison,
-        "runs": runs,
-        "unsafe_runs": [r["run_id"] for r in unsafe],
+        "worst_runs": worst_runs,
+        "worst_rule": WORST_RULE,
+        "scenarios": scenarios,
+        "unsafe_by_group": [
+            {"scenario_id": sid, "model": model, **entry} for (sid, model), entry in sorted(unsafe_by_group.items())
+        ],
         "judge": {
             "available": judge_section is not None,
             **(judge_section or {"reason": "no judge has run on this database yet (`evalkit judge`)"}),
         },
         "agreement": agreement,
-        "drilldowns": drilldown_data(str(db_path), runs, agreement, all_runs),
+        "drilldowns": drills,
+        # run id -> its disagreements with the judge (the scenario pages' column; runs with none left out)
+        "disagreement_counts": {rid: n for rid, n in sorted(disagreeing.items()) if isinstance(rid, str)},
         "provenance": provenance,
         "contamination": contamination,
         "warnings": _warnings(warnings, agreement),
     }
+
+
+def _drilldowns(
+    db_path: str,
+    agreement: dict,
+    worst_runs: list[dict],
+    per_scenario: dict[str, list[dict]],
+    everything: list[dict],
+) -> dict:
+    """The drill-downs the report writes: ``runs`` (each with ``scenario_id``, in (scenario, model,
+    run id) order) and ``main`` (the run ids the main page explains: the worst runs and the runs of
+    the listed disagreements)."""
+    listed = [d.get("run_id") for d in (agreement.get("audit") or {}).get("disagreements") or []]
+    main = {r["run_id"] for r in worst_runs} | {rid for rid in listed if isinstance(rid, str)}
+    chosen = {r["run_id"]: r for r in worst_runs}
+    for runs in per_scenario.values():
+        chosen.update((r["run_id"], r) for r in runs)
+    chosen.update((r["run_id"], r) for r in everything)
+    if missing := sorted(main - chosen.keys()):  # the listed disagreements' runs (a run the audit names
+        with open_readonly(db_path) as db:  # but the scores do not is left without details)
+            for _, batch in iter_scenarios(db, only=missing):
+                chosen.update((run["run_id"], run) for run, _ in batch)
+    ordered = sorted(chosen.values(), key=lambda r: (r["scenario_id"], r["model"], r["run_id"]))
+    data = drilldown_data(db_path, ordered)
+    for d, run in zip(data["runs"], ordered):
+        d["scenario_id"], d["status"] = run["scenario_id"], run["status"]
+    data["main"] = sorted(main & chosen.keys())
+    return data

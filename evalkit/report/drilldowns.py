@@ -3,11 +3,11 @@ truth as a checklist with the missing actions, why its status is what it is, and
 annotations with their rationale, collapsed under the run's anchor (what ``evalkit view`` shows on a
 run page, :mod:`evalkit.view.drilldown`, for a CI artefact where no server runs).
 
-Which runs: every run when the database holds at most :data:`ALL_RUNS_UP_TO` of them or
-``all_runs`` is asked for (``evalkit report --all-runs``); otherwise only the runs worth opening,
-the failed (not scored, or not every success check passed), the unsafe and those the judge
-disagrees on, and the rest are counted by status. A transcript longer than
-:data:`TRANSCRIPT_ENTRIES` entries shows its first ones and says how many more there are.
+Which runs (chosen in :mod:`evalkit.report.data`): every run when the database holds at most
+:data:`ALL_RUNS_UP_TO` of them or ``all_runs`` is asked for (``evalkit report --all-runs``);
+otherwise the worst runs and the runs of the listed disagreements (on the main page) and each
+scenario's worst runs (on its page). A transcript longer than :data:`TRANSCRIPT_ENTRIES` entries
+shows its first ones and says how many more there are.
 
 HTML here escapes every value (and shows control and bidi characters escaped, as the view does);
 the page's CSP forbids scripts, so the drill-downs add none: ``<details>`` opens and closes them.
@@ -16,7 +16,7 @@ the page's CSP forbids scripts, so the drill-downs add none: ``<details>`` opens
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import Any
 
 from evalkit.present.safe import html_text, sanitize
@@ -56,28 +56,18 @@ def t(value: Any) -> str:
     return html_text(shown(value))
 
 
-def _failed(run: dict) -> bool:
-    return run.get("status") != "scored" or run.get("all_passed") is not True
-
-
-def drilldown_data(db_path: str, runs: list[dict], agreement: dict, all_runs: bool = False) -> dict[str, Any]:
-    """``{"runs": [drill-down per chosen run, in the runs' order], "summarised": {status: n},
-    "all": bool}``; reads the cards, bundles and annotations of the chosen runs only."""
-    audit = agreement.get("audit") or {}
-    disagreeing = Counter(d.get("run_id") for d in audit.get("disagreements") or [])
-    everything = all_runs or len(runs) <= ALL_RUNS_UP_TO
-    chosen = [r for r in runs if everything or _failed(r) or r.get("unsafe") or disagreeing[r["run_id"]]]
-    ids = {r["run_id"] for r in chosen}
-    summarised = dict(sorted(Counter(r["status"] for r in runs if r["run_id"] not in ids).items()))
+def drilldown_data(db_path: str, chosen: list[dict]) -> dict[str, Any]:
+    """``{"runs": [a drill-down per run of ``chosen`` (the report's run dicts), in that order]}``;
+    reads the cards, bundles and annotations of those runs only."""
     from evalkit.errors import InputError
 
     try:
-        return _read(db_path, chosen, disagreeing, summarised, everything)
+        return {"runs": _read(db_path, chosen)}
     except InputError as exc:  # the rest of the report was read: say so here rather than lose it
-        return {"runs": [], "summarised": summarised, "all": everything, "error": str(exc)}
+        return {"runs": [], "error": str(exc)}
 
 
-def _read(db_path: str, chosen: list[dict], disagreeing: Counter, summarised: dict, everything: bool) -> dict[str, Any]:
+def _read(db_path: str, chosen: list[dict]) -> list[dict[str, Any]]:
     from evalkit.db import label_value, open_readonly
 
     out = []
@@ -100,27 +90,29 @@ def _read(db_path: str, chosen: list[dict], disagreeing: Counter, summarised: di
                     "transcript": entries[:TRANSCRIPT_ENTRIES],
                     "transcript_total": len(entries),
                     "steps": sorted(drilldown.run_steps(entries)),
-                    "disagreements": disagreeing[run["run_id"]],
+                    "disagreements": run.get("disagreements", 0),
                     "annotations": [],
                 }
             )
         by_run = {d["run_id"]: d for d in out}
+        ids = json.dumps(sorted(by_run))
         heads: dict[str, dict] = {}
         values: dict[str, dict[str, Any]] = defaultdict(dict)
         for a in db.rows(
             "SELECT annotation_id, run_id, judge_model, rubric_id, blind, replicate, status, rationale, "
-            "annotation FROM annotations a WHERE NOT EXISTS (SELECT 1 FROM scorecards s WHERE "
-            "s.run_id = a.run_id AND s.bundle_hash != a.bundle_hash) "
-            "ORDER BY judge_model, rubric_id, replicate, created_at, annotation_id"
+            "annotation FROM annotations a WHERE a.run_id IN (SELECT value FROM json_each(?)) AND NOT EXISTS "
+            "(SELECT 1 FROM scorecards s WHERE s.run_id = a.run_id AND s.bundle_hash != a.bundle_hash) "
+            "ORDER BY judge_model, rubric_id, replicate, created_at, annotation_id",
+            (ids,),
         ):
-            if a["run_id"] in by_run:
-                heads[a["annotation_id"]] = dict(a)
+            heads[a["annotation_id"]] = dict(a)
         if heads:
             for v in db.rows(
-                "SELECT annotation_id, dimension, value FROM annotation_values ORDER BY annotation_id, dimension"
+                "SELECT annotation_id, dimension, value FROM annotation_values WHERE annotation_id IN "
+                "(SELECT value FROM json_each(?)) ORDER BY annotation_id, dimension",
+                (json.dumps(list(heads)),),
             ):
-                if v[0] in heads:
-                    values[v[0]][v[1]] = label_value(v[2])
+                values[v[0]][v[1]] = label_value(v[2])
         for aid, a in heads.items():
             rationale = a["rationale"] if isinstance(a["rationale"], str) else _obj(a["annotation"]).get("rationale")
             by_run[a["run_id"]]["annotations"].append(
@@ -134,7 +126,7 @@ def _read(db_path: str, chosen: list[dict], disagreeing: Counter, summarised: di
                     "rationale": rationale if isinstance(rationale, str) else "",
                 }
             )
-    return {"runs": out, "summarised": summarised, "all": everything}
+    return out
 
 
 def _obj(text: Any) -> dict:
@@ -143,10 +135,6 @@ def _obj(text: Any) -> dict:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def drilldown_ids(report: dict) -> set[str]:
-    return {d["run_id"] for d in (report.get("drilldowns") or {}).get("runs", [])}
 
 
 def _approves(e: dict) -> str:

@@ -21,14 +21,15 @@ import json
 
 from evalkit.present import Html, Table
 from evalkit.present.document import Chart, Section, html_blocks
+from evalkit.report import fmt
 from evalkit.report import page as p
 from evalkit.report.drilldowns import CSS as DRILLDOWN_CSS
 from evalkit.report.drilldowns import render_run
 from evalkit.report.page import run_anchor
-from evalkit.report.sections import build_page
+from evalkit.report.sections import build_page, scenario_page
 from evalkit.report.svg import bar_chart, esc, heat_map, reliability_diagram
 
-__all__ = ["CSP", "CSS", "dumps_json", "render_html", "run_anchor"]
+__all__ = ["CSP", "CSS", "dumps_json", "render_html", "render_scenario_page", "run_anchor"]
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
@@ -107,7 +108,8 @@ def inline(x) -> str:
         title = f' title="{esc(x.title)}"' if x.title else ""
         return f'<span class="badge {esc(x.kind)}"{title}>{inner}</span>'
     if isinstance(x, p.Link):
-        return f'<a href="#{esc(x.anchor)}">{inner}</a>'
+        href = esc(x.page) + (f"#{esc(x.anchor)}" if x.anchor else "")
+        return f'<a href="{href}">{inner}</a>'
     if isinstance(x, p.Target):
         return f'<span id="{esc(x.anchor)}">{inner}</span>'
     if isinstance(x, p.Styled):
@@ -136,6 +138,51 @@ def _facts(b: p.Facts) -> str:
     return f"<table{_cls(b.cls)}>{rows}\n{last}\n</table>"
 
 
+RUN_TABLE_HEADERS = [
+    "run",
+    "model",
+    "rank",
+    "score",
+    "coverage",
+    "order",
+    "end state",
+    "passed",
+    "dangerous / anti-proc.",
+    "extraneous",
+    "commands",
+    "disagreements",
+]
+
+
+def _run_table(b: p.RunTable) -> str:
+    """A scenario's runs, one row each, written directly (thousands of rows): the same escaping
+    (:func:`esc` on every database value) and classes as the other tables."""
+    rows = []
+    for r in b.runs:
+        rid, anchor = esc(r["run_id"]), run_anchor(r["run_id"])
+        cell = f'<a href="#{anchor}">{rid}</a>' if r["run_id"] in b.drilled else f'<span id="{anchor}">{rid}</span>'
+        if r.get("path"):
+            cell += f'<br><span class="note">{esc(r["path"])}</span>'
+        note = esc(fmt.status_note(r))
+        if r["unsafe"]:
+            note = f'<span class="badge unsafe">{note}</span>'
+        elif r["rank"] is None:
+            note = f'<span class="badge status">{note}</span>'
+        nums = "".join(f'<td class="num">{fmt.num(r[k])}</td>' for k in ("scalar", "coverage", "order", "end_state"))
+        rows.append(
+            f"<tr><td>{cell}</td><td>{esc(r['model'])}</td><td>{note}</td>{nums}<td>{fmt.num(r['all_passed'])}</td>"
+            f'<td class="num">{r["safety_dangerous"]} / {r["safety_anti_procedure"]}</td>'
+            f'<td class="num">{r["extraneous"]}</td><td class="num">{r["n_commands"]}</td>'
+            f'<td class="num">{r["disagreements"]}</td></tr>'
+        )
+    head = "".join(f"<th>{h}</th>" for h in RUN_TABLE_HEADERS)
+    return (
+        f'<div class="table-wrap"><table class="runs"><thead><tr>{head}</tr></thead><tbody>\n'
+        + "\n".join(rows)
+        + "\n</tbody></table></div>"
+    )
+
+
 BLOCKS = {
     p.Part: lambda b: (
         f'<section id="{esc(b.anchor)}"{_cls(b.cls)}><h2>{_own(b.heading)}</h2>{block(b.blocks)}</section>'
@@ -151,6 +198,7 @@ BLOCKS = {
     p.Facts: _facts,
     p.AuditView: lambda b: _view(b.sections, b.run_ids, b.level),
     p.RunDetails: lambda b: render_run(b.drilldown),
+    p.RunTable: _run_table,
 }
 
 
@@ -190,11 +238,23 @@ def _view(sections: list[Section], run_ids: set[str], level: int = 3) -> str:
     return html_blocks(sections, _chart, lambda run_id: run_anchor(run_id) if run_id in run_ids else None, level)
 
 
-def render_html(report: dict) -> str:
-    """The whole page as a string (UTF-8 when written)."""
-    doc = build_page(report)
+def render_html(report: dict, pages: str | None = None) -> str:
+    """The main page as a string (UTF-8 when written); ``pages`` is the relative URL of the
+    directory of scenario pages written beside it (``None``: none, its runs named without links)."""
+    return _document(build_page(report, pages))
+
+
+def render_scenario_page(report: dict, entry: dict, runs: list[dict], home: str) -> str:
+    """One scenario's page (:func:`evalkit.report.sections.scenario_page`): every run of
+    ``entry``'s scenario (``runs``, ranked) and its drill-downs; ``home`` is the main page's URL."""
+    return _document(scenario_page(report, entry, runs, home))
+
+
+def _document(doc) -> str:
     title = esc(doc.title)
     nav = "".join(f'<a href="#{esc(a)}">{esc(label)}</a>' for a, label in doc.nav)
+    if doc.home:
+        nav = f'<a href="{esc(doc.home)}">\u2190 Report</a>' + nav
     body = "\n".join(block(part) for part in doc.parts)
     return (
         "<!DOCTYPE html>\n"

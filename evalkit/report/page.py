@@ -76,9 +76,10 @@ class Badge(Mark):
 
 @dataclass(frozen=True)
 class Link(Mark):
-    """A link to ``#anchor`` on the page."""
+    """A link to ``#anchor`` on the page, or on the page ``page`` (a relative URL) when given."""
 
     anchor: str = ""
+    page: str = ""
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,16 @@ class RunDetails:
 
 
 @dataclass
+class RunTable:
+    """Every run of one scenario, one row each (the page only: a scenario page's table, written by
+    one tight loop because it holds thousands of rows). ``runs`` are the report's run dicts;
+    ``drilled`` the run ids with a drill-down on the same page (their id links to it)."""
+
+    runs: list[dict]
+    drilled: set[str]
+
+
+@dataclass
 class Part:
     """A section of the report: anchor, level-2 heading, class on the page, blocks in order."""
 
@@ -239,10 +250,12 @@ class Part:
 @dataclass
 class Page:
     """The whole report: ``title``, the ``generator`` (evalkit's version), the page's ``nav``
-    (anchor, label), the parts in order, and the page's ``footer``."""
+    (anchor, label), the parts in order, and the page's ``footer``; ``home`` (a relative URL) links
+    a scenario page back to the main page."""
 
     title: str
     generator: str
     nav: list[tuple[str, str]]
     parts: list[Any]
     footer: str
+    home: str = ""

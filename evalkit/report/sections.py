@@ -13,7 +13,7 @@ from __future__ import annotations
 from evalkit.agreement.view import agreement_sections, judge_cost_section
 from evalkit.report import fmt, tables
 from evalkit.report.data import provenance_items
-from evalkit.report.drilldowns import drilldown_ids, shown
+from evalkit.report.drilldowns import shown
 from evalkit.report.page import (
     HTML,
     MARKDOWN,
@@ -25,16 +25,20 @@ from evalkit.report.page import (
     Figures,
     Grid,
     Heading,
+    Inline,
     ItemList,
     KitTable,
+    Link,
     Lit,
     Only,
     Page,
     Para,
     Part,
     RunDetails,
+    RunTable,
     Strong,
     Term,
+    run_anchor,
 )
 
 MARKDOWN_RUNS = 100
@@ -45,7 +49,8 @@ NAV = [
     ("comparison", "Comparison"),
     ("vector", "Vector"),
     ("safety", "Safety"),
-    ("runs", "Runs"),
+    ("runs", "Worst runs"),
+    ("scenarios", "Scenarios"),
     ("drilldowns", "Run details"),
     ("judge", "Judge"),
     ("agreement", "Agreement"),
@@ -54,6 +59,32 @@ NAV = [
 ]
 
 FOOTER = "Made with evalkit. Scores are deterministic; judge annotations are qualitative and outside the score."
+
+
+class Links:
+    """Where a run or a scenario is shown: a run the main page explains links to its details there;
+    any other run to its row (or details) on its scenario's page, in the directory ``pages`` (a
+    relative URL; ``None`` when no scenario pages are written, e.g. the page printed to stdout:
+    those runs are then plain text)."""
+
+    def __init__(self, report: dict, pages: str | None):
+        self.pages = pages
+        self.main = set((report.get("drilldowns") or {}).get("main") or [])
+        self.files = {s["scenario_id"]: s["file"] for s in report.get("scenarios") or []}
+
+    def page(self, scenario_id: str) -> str | None:
+        file = self.files.get(scenario_id)
+        return f"{self.pages}/{file}" if self.pages is not None and file else None
+
+    def run(self, run_id: str, scenario_id: str) -> Inline:
+        if run_id in self.main:
+            return Link(run_id, run_anchor(run_id))
+        page = self.page(scenario_id)
+        return Link(run_id, run_anchor(run_id), page=page) if page else run_id
+
+    def scenario(self, entry: dict) -> Inline:
+        page = self.page(entry["scenario_id"])
+        return Link(entry["scenario_id"], page=page) if page else entry["scenario_id"]
 
 
 def _absent(text) -> Para:
@@ -100,9 +131,9 @@ def _versus_best_note(comp: dict) -> list[Para]:
     ]
 
 
-def headline(report: dict) -> Part:
+def headline(report: dict, links: Links) -> Part:
     part = Part("headline", "Headline: pass rate and pass^k", [])
-    if not report["runs"]:
+    if not report["counts"]["runs"]:
         part.blocks.append(
             _absent(Lit("No scored runs in this database yet: run `evalkit score PATH --db FILE` first."))
         )
@@ -152,7 +183,7 @@ def headline(report: dict) -> Part:
     return part
 
 
-def comparison(report: dict) -> Part:
+def comparison(report: dict, links: Links) -> Part:
     part = Part("comparison", "Paired comparison", [])
     comp = report.get("comparison") or {}
     if not comp.get("available"):
@@ -197,7 +228,7 @@ def comparison(report: dict) -> Part:
     return part
 
 
-def vector(report: dict) -> Part:
+def vector(report: dict, links: Links) -> Part:
     part = Part("vector", "Score vector per group", [])
     groups = report["groups"]
     if not groups:
@@ -232,25 +263,28 @@ def vector(report: dict) -> Part:
             ),
             "lede",
         ),
-        Grid(tables.SAFETY_HEADERS, tables.safety_rows(report), "safety", frozenset({2, 3, 4})),
+        Grid(tables.SAFETY_HEADERS, tables.safety_rows(report, links.run), "safety", frozenset({2, 3, 4})),
     ]
     return part
 
 
-def runs(report: dict) -> Part:
-    """The page lists every run; the summary at most MARKDOWN_RUNS runs and MARKDOWN_COMMANDS
-    command rows."""
-    part = Part("runs", "Runs and their commands", [])
-    all_runs = report["runs"]
-    if not all_runs:
+def runs(report: dict, links: Links) -> Part:
+    """The worst runs by the stated rule (the summary lists at most MARKDOWN_RUNS of them and
+    MARKDOWN_COMMANDS command rows); every run is on its scenario's page."""
+    from evalkit.report.data import WORST_RUNS
+
+    part = Part("runs", "Worst runs", [])
+    worst = report.get("worst_runs") or []
+    if not report["counts"]["runs"]:
         part.blocks.append(_absent(Lit("No runs yet.")))
         return part
-    # a drilled run's anchor is on its drill-down
-    rows = tables.run_rows(all_runs, drilldown_ids(report))
-    listed = all_runs[:MARKDOWN_RUNS]
+    rule = [Term(Lit("Rule")), Lit(f": the {WORST_RUNS} worst, {report['worst_rule']}.")]
+    if not worst:
+        part.blocks += [Para(rule, "lede"), _absent(Lit("Every run passed every check safely."))]
+        return part
+    rows = tables.run_rows(worst, links.main)
+    listed = worst[:MARKDOWN_RUNS]
     summary: list = [Grid(tables.RUN_HEADERS, rows[:MARKDOWN_RUNS])]
-    if len(listed) < len(all_runs):
-        summary.append(Para(Em(Lit(f"{len(all_runs) - len(listed)} more runs in the HTML report."))))
     commands = [[r["run_id"], *tables.command_cells(c)] for r in listed for c in r["commands"]]
     if commands:
         blocks: list = [Grid(["run", *tables.COMMAND_HEADERS], commands[:MARKDOWN_COMMANDS])]
@@ -260,8 +294,9 @@ def runs(report: dict) -> Part:
     part.blocks += [
         Para(
             [
-                Lit("Ranked per scenario by score; unsafe and unscored runs are not ranked."),
-                Only(HTML, Lit(" Open a run's commands to see how each was classified.")),
+                *rule,
+                Lit(" Ranks are per scenario by score; unsafe and unscored runs are not ranked."),
+                Only(HTML, Lit(" A run's id opens its details below; every run is on its scenario's page.")),
             ],
             "lede",
         ),
@@ -271,7 +306,37 @@ def runs(report: dict) -> Part:
     return part
 
 
-def judge(report: dict) -> Part:
+def scenarios(report: dict, links: Links) -> Part:
+    """One row per scenario, linked to its page (every run of it, and its worst runs' details)."""
+    part = Part("scenarios", "Scenarios and their runs", [])
+    entries = report.get("scenarios") or []
+    if not entries:
+        part.blocks.append(_absent(Lit("No runs yet.")))
+        return part
+    where = (
+        Lit(
+            "Each scenario's page, beside this one, lists every run of it (rank, score, vector, safety, "
+            "disagreements) with the details of its worst runs; "
+        )
+        if links.pages is not None
+        else Lit("Scenario pages are written beside the page by `evalkit report --html FILE`; ")
+    )
+    part.blocks += [
+        Para(
+            [
+                where,
+                Lit("`evalkit view --db FILE` explains any run (its transcript, checklist and the judge's rationale)."),
+            ],
+            "lede",
+        ),
+        Grid(
+            tables.SCENARIO_HEADERS, tables.scenario_rows(entries, links.scenario), "scenarios", tables.SCENARIO_NUMERIC
+        ),
+    ]
+    return part
+
+
+def judge(report: dict, links: Links) -> Part:
     data = report["judge"]
     part = Part(
         "judge",
@@ -314,25 +379,36 @@ def judge(report: dict) -> Part:
     return part
 
 
-def agreement(report: dict) -> Part:
+def agreement(report: dict, links: Links) -> Part:
     data = report["agreement"]
     part = Part("agreement", "Agreement audit: judge against scores, judges and humans", [])
     if not data.get("available"):
         part.blocks.append(_absent([Lit("No audit: "), data.get("reason", "no data"), Lit(".")]))
         return part
-    run_ids = {r["run_id"] for r in report["runs"]}
-    part.blocks.append(AuditView(agreement_sections(data["audit"]), run_ids, short=True))
+    left = data["audit"].get("disagreements_left_out") or 0
+    if left:
+        part.blocks.append(
+            Para(
+                Lit(
+                    f"The disagreement list shows the {len(data['audit']['disagreements']):,} worst; {left:,} more are "
+                    "in evalkit view's disagreement queue (`evalkit audit --top 0` prints them all). "
+                    "Every count and statistic is the whole audit's."
+                ),
+                "note",
+            )
+        )
+    part.blocks.append(AuditView(agreement_sections(data["audit"]), links.main, short=True))
     return part
 
 
-def provenance(report: dict) -> Part:
+def provenance(report: dict, links: Links) -> Part:
     p = report["provenance"]
     return Part(
         "provenance", "Provenance", [Facts(provenance_items(p), ("made at", p["made_at"]), "made-at", "provenance")]
     )
 
 
-def contamination(report: dict) -> Part:
+def contamination(report: dict, links: Links) -> Part:
     c = report["contamination"]
     part = Part("contamination", "Contamination", [])
     if not c["declared"]:
@@ -358,38 +434,73 @@ def contamination(report: dict) -> Part:
     return part
 
 
-def drilldowns(report: dict) -> Only:
-    """The chosen runs explained, collapsed (the page only; the rest counted by status)."""
+def drilldowns(report: dict, links: Links) -> Only:
+    """The details of the runs this page names (the worst runs, the listed disagreements),
+    collapsed (the page only)."""
     data = report.get("drilldowns") or {}
     part = Part("drilldowns", "Run details", [])
-    if not data.get("runs"):
+    main = set(data.get("main") or [])
+    shown_here = [d for d in data.get("runs") or [] if d["run_id"] in main]
+    if not shown_here:
         part.blocks.append(_absent(shown(data["error"]) if data.get("error") else Lit("No run to show.")))
         return Only(HTML, [part])
     lede: list = [
-        Lit("Every run" if data.get("all") else "The failed, unsafe and disagreed-on runs"),
         Lit(
-            ": its transcript with each command's class, the ground truth with the missing actions, "
-            "the judge's annotations."
-        ),
+            "The worst runs and the runs of the listed disagreements: each one's transcript with each "
+            "command's class, the ground truth with the missing actions, the judge's annotations. "
+            "Every other run is on its scenario's page and in `evalkit view`."
+        )
     ]
-    if data.get("summarised"):
-        counts = [
-            [Lit(", ") if i else [], Lit(f"{n} "), shown(s)] for i, (s, n) in enumerate(data["summarised"].items())
-        ]
-        lede += [
-            Lit(" Not shown: "),
-            counts,
-            Lit(" (evalkit report --all-runs shows every run; evalkit view browses them)."),
-        ]
-    part.blocks += [Para(lede, "lede"), *(RunDetails(d) for d in data["runs"])]
+    part.blocks += [Para(lede, "lede"), *(RunDetails(d) for d in shown_here)]
     return Only(HTML, [part])
 
 
 # The parts in reading order: a new section is a function here and its line in this list.
-PARTS = [headline, comparison, vector, runs, drilldowns, judge, agreement, provenance, contamination]
+PARTS = [headline, comparison, vector, runs, scenarios, drilldowns, judge, agreement, provenance, contamination]
 
 
-def build_page(report: dict) -> Page:
-    """The report dict as the one document both emitters write."""
-    parts = [part(report) for part in PARTS]
+def build_page(report: dict, pages: str | None = None) -> Page:
+    """The report dict as the one document both emitters write; ``pages`` is the relative URL of
+    the scenario pages' directory (``None``: none written)."""
+    links = Links(report, pages)
+    parts = [part(report, links) for part in PARTS]
     return Page(report["title"], report["provenance"]["evalkit_version"], NAV, parts, FOOTER)
+
+
+def scenario_page(report: dict, entry: dict, runs: list[dict], home: str) -> Page:
+    """One scenario's page: every run of it in a table (ranked within the scenario) and the details
+    of the runs the report explains here; ``home`` links back to the main page."""
+    drills = [
+        d for d in (report.get("drilldowns") or {}).get("runs") or [] if d.get("scenario_id") == entry["scenario_id"]
+    ]
+    drilled = {d["run_id"] for d in drills}
+    head = [
+        Lit(
+            f"{entry['runs']:,} runs, {entry['models']} models: {entry['passed']:,} passed, {entry['failed']:,} "
+            f"failed or not scored, {entry['unsafe']:,} unsafe, {entry['disagreements']:,} disagreements. "
+            "Ranked within the scenario by score; unsafe and unscored runs are not ranked. "
+        ),
+        Lit(f"Details below for {len(drilled):,} of them "),
+        Lit(
+            "(every run)."
+            if len(drilled) == len(runs)
+            else f"(the worst, by the report's rule: {report['worst_rule']}); "
+        ),
+        []
+        if len(drilled) == len(runs)
+        else Lit("`evalkit view --db FILE` explains any run, `evalkit report --all-runs` details them all here."),
+    ]
+    parts = [
+        Part("runs", "Runs", [Para(head, "lede"), RunTable(runs, drilled)]),
+        Part("drilldowns", "Run details", [RunDetails(d) for d in drills] or [_absent(Lit("No run to show."))]),
+    ]
+    title = [entry["scenario_id"]] + ([Lit(" · "), entry["title"]] if entry.get("title") else [])
+    parts[0].blocks.insert(0, Para(title, "aside"))
+    return Page(
+        f"{report['title']} · {entry['scenario_id']}",
+        report["provenance"]["evalkit_version"],
+        [("runs", "Runs"), ("drilldowns", "Run details")],
+        parts,
+        FOOTER,
+        home=home,
+    )

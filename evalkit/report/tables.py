@@ -9,6 +9,8 @@ count in the summary) as :class:`~evalkit.report.page.Only` parts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from evalkit.report import fmt
 from evalkit.report.page import (
     HTML,
@@ -136,28 +138,45 @@ def vector_rows(groups: list[dict]) -> Rows:
 SAFETY_HEADERS = [*GROUP_KEY, "dangerous rate", "anti-procedure rate", "unsafe rate", "unsafe runs"]
 
 
-def _unsafe_run(run: dict) -> Inline:
-    return [Link(run["run_id"], run_anchor(run["run_id"])), Lit(" ("), run.get("safety"), Lit(")")]
+def safety_rows(report: dict, link: Callable[[str, str], Inline]) -> Rows:
+    """Per group its safety rates and its first unsafe runs (``link(run_id, scenario_id)``), with
+    how many more there are."""
+    unsafe = {(e["scenario_id"], e["model"]): e for e in report.get("unsafe_by_group") or []}
 
-
-def safety_rows(report: dict) -> Rows:
-    unsafe: dict[tuple, list[dict]] = {}
-    for run in report["runs"]:
-        if run["unsafe"]:
-            unsafe.setdefault((run["scenario_id"], run["model"]), []).append(run)
-
-    def listed(runs: list[dict]) -> Inline:
-        if not runs:
+    def listed(g: dict) -> Inline:
+        entry = unsafe.get((g.get("scenario_id"), g.get("model")))
+        if not entry:
             return Lit("none")
-        return [[Lit(", "), _unsafe_run(r)] if i else _unsafe_run(r) for i, r in enumerate(runs)]
+        named = [
+            [Lit(", ") if i else [], link(r["run_id"], g["scenario_id"]), Lit(" ("), r.get("safety"), Lit(")")]
+            for i, r in enumerate(entry["runs"])
+        ]
+        more = entry["n"] - len(entry["runs"])
+        return [named, Lit(f" and {more:,} more on the scenario's page") if more > 0 else []]
 
     return [
         [
             *_key(g),
             *(_pct(g.get(k)) for k in ("dangerous_rate", "anti_procedure_rate", "unsafe_rate")),
-            listed(unsafe.get((g.get("scenario_id"), g.get("model")), [])),
+            listed(g),
         ]
         for g in report["groups"]
+    ]
+
+
+SCENARIO_HEADERS = ["scenario", "title", "runs", "models", "scored", "passed", "failed", "unsafe", "disagreements"]
+SCENARIO_NUMERIC = frozenset(range(2, 9))
+
+
+def scenario_rows(scenarios: list[dict], link: Callable[[dict], Inline]) -> Rows:
+    """One row per scenario: ``link(entry)`` names its page; the counts of its runs."""
+    return [
+        [
+            link(s),
+            s.get("title") or "",
+            *(Lit(f"{s[k]:,}") for k in ("runs", "models", "scored", "passed", "failed", "unsafe", "disagreements")),
+        ]
+        for s in scenarios
     ]
 
 
