@@ -22,7 +22,7 @@ from evalkit.commands.kit import (
 def register(group: click.Group) -> None:
     @group.command("score")
     @click.argument("paths", nargs=-1, required=True)
-    @format_option(["table", "json", "jsonl", "csv", "markdown"])
+    @format_option(["table", "json", "jsonl", "csv", "markdown", "junit"])
     @click.option("--aggregate", is_flag=True, help="Print only the aggregates (groups and per-model rollup).")
     @click.option("--include-errors", is_flag=True, help="Fold provider_error runs into the means.")
     @click.option(
@@ -153,7 +153,11 @@ def register(group: click.Group) -> None:
                     out.discard()
                 fail(str(exc))
             writer = ScoreWriter(
-                out or sys.stdout, fmt_name, aggregate_only=aggregate, width=None if wide else terminal_width()
+                out or sys.stdout,
+                fmt_name,
+                aggregate_only=aggregate,
+                width=None if wide else terminal_width(),
+                gates=gates,
             )
             job = api.ScoreJob(
                 output_format=None if aggregate else fmt_name,

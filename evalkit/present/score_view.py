@@ -14,6 +14,7 @@ every column; csv and json are always complete.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import os
 import textwrap
@@ -21,13 +22,13 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TextIO
 
-from evalkit.present import CsvRows, MarkdownRows, Table, TextRows, csv_line
+from evalkit.present import CsvRows, MarkdownRows, Table, TextRows, csv_line, md_text
 from evalkit.present.table import scalar_text
 
 if TYPE_CHECKING:  # writing what workers rendered needs no card model (the parent never loads it)
     from evalkit.scoring.scorecard import ScoreCard
 
-FORMATS = ("table", "json", "jsonl", "csv", "markdown")
+FORMATS = ("table", "json", "jsonl", "csv", "markdown", "junit")
 # A run's vector and safety counts: the runs table shows them after who, and keeps them first after the run id.
 _RUN_VECTOR = ("coverage", "order", "end_state", "all_passed", "dangerous", "anti_proc")
 RUN_COLUMNS = ("run_id", "scenario_id", "model", "status") + _RUN_VECTOR + ("extraneous", "scalar")
@@ -244,6 +245,10 @@ def card_parts(
         return (csv_line([_csv_value(v) for v in run_row(card)]),)
     if fmt_name == "markdown":
         return (RUNS_MARKDOWN.row([fmt(v) for v in run_row(card)]) + "\n",)
+    if fmt_name == "junit":
+        from evalkit.present.score_junit import run_line
+
+        return (run_line(card),)
     if columns is not None and columns != RUN_COLUMNS:
         emit, picked = _run_text(columns)
         row = run_row(card)
@@ -297,7 +302,14 @@ class ScoreWriter:
     given to :meth:`write_text` must be rendered with :attr:`run_columns`.
     """
 
-    def __init__(self, out: TextIO, fmt_name: str = "table", aggregate_only: bool = False, width: int | None = None):
+    def __init__(
+        self,
+        out: TextIO,
+        fmt_name: str = "table",
+        aggregate_only: bool = False,
+        width: int | None = None,
+        gates: dict[str, float | None] | None = None,
+    ):
         if fmt_name not in FORMATS:
             raise ValueError(f"unknown format {fmt_name!r}")
         self.out = out
@@ -307,6 +319,8 @@ class ScoreWriter:
         self.run_columns = run_columns(self.width)
         self._count = 0
         self._csv = CsvRows(out) if fmt_name == "csv" else None
+        self.gates = gates or {}  # junit: the gates its cases fail
+        self._junit: list[str] = []  # junit: the lines of the runs that did not pass, kept for the end
 
     def _line(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -330,6 +344,10 @@ class ScoreWriter:
         if self.aggregate_only:
             return
         parts = (text,) if isinstance(text, str) else text
+        if self.format == "junit":
+            self._count += 1
+            self._junit += "".join(p if isinstance(p, str) else p[0][: p[1]] for p in parts).splitlines()
+            return
         first = self._count == 0
         self._count += 1
         if self.format == "json":
@@ -375,6 +393,14 @@ class ScoreWriter:
         each card to :meth:`write_text`."""
         if self.aggregate_only or not count:
             return
+        if self.format == "junit":  # kept, not written: the document is written at the end
+            if not isinstance(data, (str, bytes)):
+                buffer = io.BytesIO()
+                data.copy_to(buffer)
+                data = buffer.getvalue()
+            self._junit += (data.decode("utf-8") if isinstance(data, bytes) else data).splitlines()
+            self._count += count
+            return
         self.write_text("")  # what comes before the first card, or between two
         self._count += count - 1
         if isinstance(data, str):
@@ -403,6 +429,11 @@ class ScoreWriter:
         if result is None:
             result = {"groups": [], "models": [], "include_errors": False}
         groups, models = result["groups"], result["models"]
+        if self.format == "junit":
+            from evalkit.present.score_junit import junit_xml
+
+            self.out.write(junit_xml(result, self._junit, self.gates))
+            return
         if self.format == "json":
             if self.aggregate_only:
                 self._line(json.dumps(result, ensure_ascii=False, indent=2))
@@ -446,6 +477,7 @@ class ScoreWriter:
             for line in model_table.markdown_lines():
                 self._line(line)
             self._line(f"\n_{note}; small_n = fewer than 3 scored runs._")
+            self._gates_markdown(result)
             return
         if self._count:
             self._line("")
@@ -473,6 +505,20 @@ class ScoreWriter:
             )
         for line in textwrap.wrap(note, self.width, break_on_hyphens=False, subsequent_indent="  "):
             self._line(line)
+
+    def _gates_markdown(self, result: dict[str, Any]) -> None:
+        """The gates' verdict under the markdown tables (a CI job summary shows it beside them)."""
+        from evalkit.aggregate.gates import MODEL_GATES, model_gate_failure
+
+        on = {name: limit for name, limit in self.gates.items() if limit is not None}
+        if not on:
+            return
+        named = ", ".join(f"`{MODEL_GATES[name].option} {limit:g}`" for name, limit in on.items())
+        failure = model_gate_failure(result, **on)
+        if failure:
+            self._line(f"\n**Gate failed:** {md_text(failure.removeprefix('gate failed: '))}")
+        else:
+            self._line(f"\n**Gates passed:** {named}")
 
 
 def _table(columns: Sequence[str], rows: list[dict[str, Any]], priority: Sequence[str], width: int | None) -> Table:
