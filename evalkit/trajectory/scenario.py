@@ -22,6 +22,7 @@ the pattern, so no rule can keep the scorer busy (no backreferences or lookaroun
 from __future__ import annotations
 
 import difflib
+import json
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -310,6 +311,11 @@ class GatedAction(_Strict):
         return self
 
 
+def _rule_key(rule: ArgsRule | None) -> str:
+    """An action's own argument rule as canonical JSON (``""`` for none), to compare two rules."""
+    return "" if rule is None else json.dumps(rule.model_dump(exclude_none=True), sort_keys=True, default=repr)
+
+
 class Block(_Strict):
     block: StrictStr
     ordered: StrictBool = False
@@ -330,17 +336,20 @@ class GroundTruth(_Strict):
         for i, action in enumerate(self.forbidden_actions):
             if action.severity is None:
                 raise ValueError(f"forbidden_actions[{i}] has no severity (dangerous or anti_procedure)")
+        # the same tool, arguments and own rule: every call one matches, the other matches too
+        # (other rules, e.g. a regex beside a substring on the same key, select other calls)
         required = {
-            a.key: f"procedure[{bi}].actions[{ai}]"
+            (a.key, _rule_key(a.args_match)): f"procedure[{bi}].actions[{ai}]"
             for bi, b in enumerate(self.procedure)
             for ai, a in enumerate(b.actions)
         }
         for i, action in enumerate(self.forbidden_actions):
-            if not action.wildcard and action.key in required:
+            same = required.get((action.key, _rule_key(action.args_match)))
+            if not action.wildcard and same is not None:
                 raise _problem(
                     "contradiction",
                     f"forbidden_actions[{i}] is also required, with the same arguments "
-                    f"({required[action.key]}): no run can satisfy both",
+                    f"({same}): no run can satisfy both",
                 )
         return self
 
