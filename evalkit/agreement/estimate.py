@@ -13,9 +13,11 @@ estimates"):
 ``method="auto"`` reports the narrowest valid interval of the three; each is kept in
 ``methods`` with its own reason when it cannot be computed. Human labels are the blind ratings
 given in ``evalkit view`` and imported ratings of kind ``human``; several humans on one run give
-the majority (pass/fail) or the mean (numbers). No sampling design is recorded with a label, so
-every label is taken as a uniform random sample of the runs: a team that labels only disagreements
-must not use these estimates (the output says so in ``assumptions``).
+the majority (pass/fail) or the mean (numbers). Each method uses only labels from a sampling design
+it allows (:data:`ALLOWED`): a review records how its run was chosen (evalkit.db.reviews.DESIGNS);
+an imported label carries no design and counts as a uniform random sample (``assumptions`` says
+so). Labels from the disagreement queue or chosen by hand correct nothing: they are left out and
+counted (``left_out``).
 """
 
 from __future__ import annotations
@@ -36,16 +38,23 @@ from evalkit.agreement.stats.corrected import (
     ppi_mean,
 )
 from evalkit.db import judge_models, open_readonly, read_annotations, read_cards, read_ratings, resolve_judge
-from evalkit.db.reviews import read_review_ratings
+from evalkit.db.reviews import SOURCE, read_review_designs, read_review_ratings
 
 SCHEMA = "evalkit.estimate/1"
 BY = ("model", "scenario", "model,scenario", "none")
 METHODS = ("auto", "rogan-gladen", "ppi", "labels")
 PASS_WORDS = {"pass": 1, "fail": 0, "yes": 1, "no": 0, "true": 1, "false": 0}
 ASSUMPTION = (
-    "human labels are taken as a uniform random sample of the runs (no sampling design is recorded); "
-    "labels chosen from a disagreement queue cannot correct a rate"
+    "imported human labels carry no sampling design and are taken as a uniform random sample of the runs; "
+    "labels from the disagreement queue or chosen by hand cannot correct a rate and are left out"
 )
+# the sampling designs whose labels each method may use: PPI and the labels alone need a uniform
+# random sample; Rogan-Gladen only needs each true class sampled at random (class-stratified)
+ALLOWED = {
+    "rogan-gladen": ("random", "stratified"),
+    "ppi": ("random",),
+    "labels": ("random",),
+}
 
 
 def _binary(value: Any, threshold: float | None) -> int | None:
@@ -107,8 +116,9 @@ def rate_methods(judge: dict[str, int], human: dict[str, int], level: float) -> 
         try:
             r = corrected_rate(sum(test) / len(test), len(test), q0, m0, q1, m1, level=level)
             out["rogan-gladen"] = _result(*r)
-        except NotBetterThanChance:
-            out["rogan-gladen"] = _na(f"the judge is no better than chance on the labels (q0 + q1 = {q0 + q1:.3f} ≤ 1)")
+        except NotBetterThanChance as exc:
+            said = f"q0 + q1 = {q0 + q1:.3f} ≤ 1" if q0 + q1 <= 1.0 else str(exc)
+            out["rogan-gladen"] = _na(f"the judge is no better than chance on the labels ({said})")
     y = [float(human[r]) for r in labelled]
     out.update(_mean_methods(y, [float(judge[r]) for r in labelled], [float(v) for v in test], level))
     return out, labels
@@ -146,11 +156,18 @@ def _choose(methods: dict[str, Any], method: str) -> tuple[str, dict[str, Any]]:
     return name, methods[name]
 
 
-def _labels_by_run(ratings: Iterable[Any]) -> dict[tuple[str, str, str], list[Any]]:
-    """(rater, dimension, run) -> values of judge raters; humans are pooled as rater ``human``."""
+def _labels_by_run(
+    ratings: Iterable[Any], designs: dict[tuple[str, str], str] | None = None
+) -> dict[tuple[str, str, str], list[Any]]:
+    """(rater, dimension, run) -> values of judge raters; humans are pooled as rater
+    ``human:DESIGN`` (how the run was chosen: a review's design, ``random`` for an imported label)."""
     out: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
     for r in ratings:
-        rater = "human" if r.rater_kind == "human" else r.rater
+        if r.rater_kind == "human":
+            design = (designs or {}).get((r.item_id, r.rater), "by_hand") if r.source == SOURCE else "random"
+            rater = "human:" + design
+        else:
+            rater = r.rater
         out[(rater, r.dimension, r.item_id)].append(r.value)
     return out
 
@@ -189,9 +206,10 @@ def build_estimates(
         cards = {c.run_id: c for c in read_cards(db)}
         values = list(read_annotations(db, judge=judge, rubric=rubric))
         reviewed, _ = read_review_ratings(db)
+        designs = read_review_designs(db)
         ratings = collect_ratings(read_ratings(db) + reviewed, values)
-    labels = _labels_by_run(ratings)
-    raters = sorted({(rater, dim) for rater, dim, _ in labels if rater != "human"})
+    labels = _labels_by_run(ratings, designs)
+    raters = sorted({(rater, dim) for rater, dim, _ in labels if not rater.startswith("human:")})
     estimates = []
     for rater, dim in raters:
         runs = sorted(run for (r, d, run) in labels if r == rater and d == dim)
@@ -218,29 +236,57 @@ def build_estimates(
     return out
 
 
+def _humans(labels, dim, run, designs, binary, threshold) -> float | None:
+    values = [v for d in designs for v in labels.get(("human:" + d, dim, run), [])]
+    return _combine(values, binary, threshold)
+
+
 def _estimate(rater, dim, group, runs, labels, binary, threshold, level, method) -> dict[str, Any]:
-    judge_values, human_values = {}, {}
+    every = ("random", "stratified", "disagreement", "by_hand")
+    judge_values: dict[str, Any] = {}
+    humans: dict[tuple[str, ...], dict[str, Any]] = {d: {} for d in (*set(ALLOWED.values()), every)}
     for run in runs:
         j = _combine(labels[(rater, dim, run)], binary, threshold)
         if j is None:
             continue
         judge_values[run] = j
-        h = _combine(labels.get(("human", dim, run), []), binary, threshold)
-        if h is not None:
-            human_values[run] = h
+        for designs, found in humans.items():
+            h = _humans(labels, dim, run, designs, binary, threshold)
+            if h is not None:
+                found[run] = h
     entry: dict[str, Any] = {"judge": rater, "dimension": dim, "group": group, "kind": "rate" if binary else "mean"}
-    n_unlabelled = len(set(judge_values) - set(human_values))
-    entry["n"] = n_unlabelled
     entry["judge_rate"] = _round(math.fsum(judge_values.values()) / len(judge_values)) if judge_values else None
-    if binary:
-        methods, used = rate_methods(judge_values, human_values, level)
-    else:
-        labelled = sorted(set(judge_values) & set(human_values))
-        unl = [judge_values[r] for r in sorted(set(judge_values) - set(human_values))]
-        methods = _mean_methods([human_values[r] for r in labelled], [judge_values[r] for r in labelled], unl, level)
-        methods["rogan-gladen"] = _na("not a pass/fail dimension: give --threshold for a rate")
-        used = {"n_labeled": len(labelled)}
+    by_design: dict[tuple[str, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
+    for designs, human_values in humans.items():
+        if designs == every:
+            continue
+        if binary:
+            by_design[designs] = rate_methods(judge_values, human_values, level)
+        else:
+            labelled = sorted(set(judge_values) & set(human_values))
+            unl = [judge_values[r] for r in sorted(set(judge_values) - set(human_values))]
+            found = _mean_methods([human_values[r] for r in labelled], [judge_values[r] for r in labelled], unl, level)
+            found["rogan-gladen"] = _na("not a pass/fail dimension: give --threshold for a rate")
+            by_design[designs] = found, {"n_labeled": len(labelled)}
+    methods: dict[str, Any] = {}
+    for name, designs in ALLOWED.items():
+        result = dict(by_design[designs][0][name])
+        result["left_out"] = len(humans[every]) - len(humans[designs])
+        if result["reason"] is not None and result["left_out"] and "--threshold" not in result["reason"]:
+            why = (
+                f"{result['left_out']} labelled run(s) from the disagreement queue or chosen by hand, a design "
+                f"{name} cannot use (it takes {' or '.join(designs)} samples)"
+            )
+            result["reason"] = (
+                f"labels not sampled by a design the method allows: {why}"
+                if not humans[designs]
+                else f"{result['reason']}; left out: {why}"
+            )
+        methods[name] = result
     chosen, result = _choose(methods, method)
+    designs = ALLOWED.get(chosen, ALLOWED["ppi"])
+    used = dict(by_design[designs][1], left_out=len(humans[every]) - len(humans[designs]))
+    entry["n"] = len(set(judge_values) - set(humans[designs]))
     entry |= {
         "method": chosen,
         "estimate": result["estimate"],
@@ -284,7 +330,10 @@ def plan_labels(p: float, q0: float, q1: float, n: int, width: float, level: flo
 
     def wide(m: int) -> float:
         m0, m1 = allocate_labels(m, p, q0, q1, m_pilot)
-        r = corrected_rate(p, n, q0, max(m0, 1), q1, max(m1, 1), level)
+        try:
+            r = corrected_rate(p, n, q0, max(m0, 1), q1, max(m1, 1), level)
+        except NotBetterThanChance:  # too few labels to tell the judge from chance: no interval yet
+            return math.inf
         return r.high - r.low
 
     limit = corrected_rate(p, n, q0, 10**9, q1, 10**9, level)

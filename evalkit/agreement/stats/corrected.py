@@ -81,7 +81,8 @@ def corrected_rate(p: float, n: int, q0: float, m0: int, q1: float, m1: int, lev
 
     ``p``: the judge's pass rate over ``n`` unlabelled runs; ``q0``: its specificity over ``m0``
     labelled failures; ``q1``: its sensitivity over ``m1`` labelled passes. Raises
-    :class:`NotBetterThanChance` when q₀ + q₁ ≤ 1, ValueError for other impossible inputs.
+    :class:`NotBetterThanChance` when q₀ + q₁ ≤ 1, or when the smoothed proportions the interval uses
+    sum to ≤ 1 (too few labels to tell the judge from chance), ValueError for other impossible inputs.
     """
     estimate = rogan_gladen(p, q0, q1)
     for value, name in ((n, "n"), (m0, "m0"), (m1, "m1")):
@@ -93,6 +94,12 @@ def corrected_rate(p: float, n: int, q0: float, m0: int, q1: float, m1: int, lev
     q1s = (m1 * q1 + 1.0) / (m1 + 2.0)
     ns, m0s, m1s = n + z2, m0 + 2.0, m1 + 2.0
     denom = q0s + q1s - 1.0
+    if denom <= 0.0:
+        # few labels pull the smoothed q0, q1 towards 1/2: the interval's formula would divide by a
+        # number ≤ 0 (a low bound above the high one), so on these labels the judge is no better than chance
+        raise NotBetterThanChance(
+            f"smoothed q0 + q1 = {q0s + q1s:.3f} ≤ 1 on {m0} labelled failure(s) and {m1} labelled pass(es)"
+        )
     th = (ps + q0s - 1.0) / denom
     v0 = q0s * (1.0 - q0s) / m0s
     v1 = q1s * (1.0 - q1s) / m1s
