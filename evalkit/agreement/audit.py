@@ -16,7 +16,7 @@ from typing import Any
 
 from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.agreement import drift as drift_mod
-from evalkit.agreement import judge_vs_mechanical, pairwise_bias, raters
+from evalkit.agreement import human_first, judge_vs_mechanical, pairwise_bias, raters
 from evalkit.agreement import jury as jury_mod
 from evalkit.agreement.adjudication import adjudication_entries
 from evalkit.agreement.pairings_config import AuditConfig, describe, load_audit_config
@@ -148,6 +148,10 @@ def build_audit_with_pairs(
         "disagreements_left_out": 0,  # how many `evalkit audit --top` cut from the list
         "adjudications": adjudication_entries(adjudicated, disagreements, [p.name for p in active]),
         "raters": rater_entries,
+        # human with human first, then each judge beside them (the Alt-Test asks if it can replace one)
+        "human_agreement": human_first.analyse(
+            collect_ratings(stored + reviewed, rated), sub, dict(bootstrap, ci=cfg.ci) if bootstrap else None
+        ),
         "raters_skipped": skipped,
         "drift": drift_mod.analyse(values, sub),
         "judge_costs": judge_costs(calls, cost_source),

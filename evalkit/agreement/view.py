@@ -333,7 +333,10 @@ def _pairwise_rows(entries: list[dict], notes: Notes) -> list[list[str]]:
 
 def raters_section(audit: dict) -> Section:
     entries = _dicts(audit.get("raters"))
+    from evalkit.agreement.human_first import blocks as human_first_blocks
+
     section = Section("Raters: agreement per dimension (judges, humans, mechanical scorers)")
+    section.blocks += human_first_blocks(audit)  # humans with each other first, judges beside them
     stats = rater_columns()
     notes = Notes()
     rows = []

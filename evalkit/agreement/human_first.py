@@ -1,0 +1,184 @@
+"""Human agreement first: how well the humans agree with each other, then each judge beside them.
+
+For every dimension with two or more human raters on the same items: the human↔human figures with
+the rater section's estimators (pooled pairwise agreement, Krippendorff's α, Gwet's AC1) over the
+human ratings alone, each with a bootstrap interval over items. Then, per judge rater of that
+dimension, on the items the judge rated that two or more humans rated too: the judge's mean
+agreement with each human (judge↔human), the humans' pooled pairwise agreement on the same items
+(human↔human), and their difference with its interval (the items resampled together). A plain
+sentence says which it is: about as well as the humans agree with each other (the interval of the
+difference covers 0), clearly less (it lies below 0), or more. Whether the judge can stand in for
+a human is the Alternative Annotator Test's question (the raters section's Alt-Test).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from evalkit.agreement.pairings_config import AuditConfig
+from evalkit.agreement.pairwise_bias import Boot, _figure, _with_interval, rate
+from evalkit.agreement.raters import level_and_labels, on_scale, same_label
+
+
+def _values(ratings: list[Any], kind: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = defaultdict(dict)
+    for r in ratings:
+        if r.rater_kind == kind:
+            out[r.item_id][r.rater] = r.value
+    return out
+
+
+def _multi(stat, matrix: list[list[Any]], boot: Boot | None, *args: Any) -> dict[str, Any]:
+    """A multi-rater statistic of a (raters × items) matrix with its bootstrap interval over items."""
+    from evalkit.agreement.stats import bootstrap_ci
+
+    point = stat(matrix, *args)
+    n = len(matrix[0]) if matrix else 0
+    fig = _figure(point["value"], n, point["reason"])
+    if boot is None or fig["value"] is None:
+        return fig
+    ci = bootstrap_ci(
+        lambda m: stat(m, *args),
+        np.asarray(matrix, dtype=object),
+        n_resamples=boot.n_resamples,
+        seed=boot.seed,
+        ci=boot.ci,
+    )
+    fig["ci_low"], fig["ci_high"] = ci["low"], ci["high"]
+    return fig
+
+
+def _sentence(judge: str, diff: dict[str, Any], jh: dict[str, Any], hh: dict[str, Any]) -> str:
+    if diff["value"] is None:
+        return f"{judge}: no item rated by the judge and two humans, so no comparison with the humans."
+    figures = f"judge\u2194human {jh['value']:.2f}, human\u2194human {hh['value']:.2f} on the same items"
+    if diff["ci_low"] is None:
+        how = "agrees with the humans (no interval: --resamples 0)"
+    elif diff["ci_high"] < 0:
+        how = "agrees with the humans clearly less than they agree with each other"
+    elif diff["ci_low"] > 0:
+        how = "agrees with the humans more than they agree with each other"
+    else:
+        how = "agrees with the humans about as well as they agree with each other"
+    return f"{judge} {how} ({figures}); whether it can replace a human is the Alt-Test's question."
+
+
+def analyse(ratings: list[Any], config: AuditConfig, bootstrap: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The audit's ``human_agreement`` list (docs/audit.md), sorted by dimension."""
+    from evalkit.agreement.stats import gwet_ac1_multi, krippendorff_alpha, pooled_pairwise_agreement
+
+    by_dim: dict[str, list[Any]] = defaultdict(list)
+    for r in ratings:
+        by_dim[r.dimension].append(r)
+    out = []
+    for dim in sorted(by_dim):
+        level, labels = level_and_labels([r.value for r in by_dim[dim]], config.dimensions.get(dim))
+        kept = [r for r in by_dim[dim] if on_scale(r.value, labels)]
+        humans = _values(kept, "human")
+        items = sorted(i for i, rs in humans.items() if len(rs) >= 2)
+        names = sorted({h for i in items for h in humans[i]})
+        if len(names) < 2 or not items:
+            continue
+        boot = Boot(bootstrap["n_resamples"], bootstrap["seed"], bootstrap["ci"]) if bootstrap else None
+        matrix = [[humans[i].get(h) for i in items] for h in names]
+        entry: dict[str, Any] = {
+            "dimension": dim,
+            "level": level,
+            "humans": names,
+            "n_items": len(items),
+            "percent_agreement": _multi(pooled_pairwise_agreement, matrix, boot),
+            "krippendorff_alpha": _multi(krippendorff_alpha, matrix, boot, level, labels),
+            "gwet_ac1": _multi(gwet_ac1_multi, matrix, boot, labels),
+            "judges": [],
+        }
+        judges = _values(kept, "judge")
+        for judge in sorted({j for rs in judges.values() for j in rs}):
+            shared = [i for i in items if judge in judges.get(i, {})]
+            jh_num, jh_den, hh_num, hh_den = [], [], [], []
+            for i in shared:
+                hv = [humans[i][h] for h in sorted(humans[i])]
+                jv = judges[i][judge]
+                jh_num.append(sum(same_label(jv, v) for v in hv))
+                jh_den.append(len(hv))
+                hh_num.append(sum(same_label(u, v) for k, u in enumerate(hv) for v in hv[k + 1 :]))
+                hh_den.append(len(hv) * (len(hv) - 1) / 2)
+            b = Boot(boot.n_resamples, boot.seed, boot.ci) if boot else None
+            empty = "no item rated by this judge and two or more humans"
+            jh = rate(jh_num, jh_den, b, empty)
+            hh = rate(hh_num, hh_den, b, empty)
+            diff = _figure(None, 0, empty)
+            if shared:
+                diff = _figure(jh["value"] - hh["value"], len(shared))
+                values = None
+                if b is not None:
+                    w = b.draws(len(shared))
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        values = (w @ np.asarray(jh_num, float)) / (w @ np.asarray(jh_den, float)) - (
+                            w @ np.asarray(hh_num, float)
+                        ) / (w @ np.asarray(hh_den, float))
+                diff = _with_interval(diff, values, b)
+            entry["judges"].append(
+                {
+                    "judge": judge,
+                    "n_items": len(shared),
+                    "judge_human_agreement": jh,
+                    "human_human_agreement": hh,
+                    "difference": diff,
+                    "verdict": _sentence(judge, diff, jh, hh),
+                }
+            )
+        out.append(entry)
+    return out
+
+
+def blocks(audit: dict) -> list[Any]:
+    """The tables the raters section shows first: human↔human per dimension, then each judge beside
+    the humans with the sentence; none when no dimension has two humans on the same items."""
+    from evalkit.present import Table
+    from evalkit.present.document import Notes, ViewTable, stat_text
+
+    entries = [e for e in audit.get("human_agreement") or [] if isinstance(e, dict)]
+    if not entries:
+        return []
+    notes = Notes()
+    rows = [
+        [str(e.get("dimension")), ", ".join(map(str, e.get("humans") or [])), stat_text(e.get("n_items"))]
+        + [stat_text(e.get(k), notes) for k in ("percent_agreement", "krippendorff_alpha", "gwet_ac1")]
+        for e in entries
+    ]
+    out = [
+        ViewTable(
+            Table(
+                ["dimension", "humans", "items", "agreement", "Krippendorff \u03b1", "Gwet AC1"],
+                rows,
+                notes=notes.lines(),
+                title="Humans with each other (first: the bar a judge is measured against)",
+                numeric={2, 3, 4, 5},
+            ),
+            "human-human",
+        )
+    ]
+    notes = Notes()
+    judged = [(e, j) for e in entries for j in e.get("judges") or [] if isinstance(j, dict)]
+    rows = [
+        [str(e.get("dimension")), str(j.get("judge")), stat_text(j.get("n_items"))]
+        + [stat_text(j.get(k), notes) for k in ("judge_human_agreement", "human_human_agreement", "difference")]
+        for e, j in judged
+    ]
+    if rows:
+        out.append(
+            ViewTable(
+                Table(
+                    ["dimension", "judge", "items", "judge\u2194human", "human\u2194human", "difference"],
+                    rows,
+                    notes=notes.lines() + [str(j.get("verdict")) for _, j in judged],
+                    title="Judges beside the humans (same items)",
+                    numeric={2, 3, 4, 5},
+                ),
+                "judge-human",
+            )
+        )
+    return out
