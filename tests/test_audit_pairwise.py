@@ -10,6 +10,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
@@ -334,3 +335,71 @@ def test_judgebench_claude_3_haiku_is_inconsistent_on_half_the_pairs(tmp_path):
     assert j["kappa_ba"]["value"] == pytest.approx(cohen_kappa_score([x for x, _ in seen], [g for _, g in seen]))
     assert j["kappa_ba"]["n"] == len(seen)
     assert_covered(j["position_consistency"])
+
+
+# --- pairs of runs in the database: lengths, win rates, Bradley–Terry, self-preference ---------------
+
+
+@pytest.fixture(scope="module")
+def runs_audit(tmp_path_factory) -> dict:
+    from audit_helpers import card, save_cards
+
+    tmp = tmp_path_factory.mktemp("runs")
+    db = tmp / "e.db"
+    # the baseline's run ids are longer, so are their judge bundles
+    save_cards(db, [card(f"n{i}", model="agent-new") for i in range(6)])
+    save_cards(db, [card(f"baseline-run-{i}", model="gpt-4o") for i in range(6)])
+    rows = []
+    for i in range(6):
+        pair = [f"p{i}", f"n{i}", f"baseline-run-{i}"]
+        own = "a" if i == 5 else "b"  # gpt-4o prefers its own model's run on 5 of 6 pairs
+        other = "a" if i >= 3 else "b"  # claude on 3 of 6
+        for order in ("ab", "ba"):
+            rows.append(pair + [order, "openai/gpt-4o@pairwise_v1", "judge", "preference", own])
+            rows.append(pair + [order, "claude-3@pairwise_v1", "judge", "preference", other])
+    res = invoke("annotations", "import", str(write_csv(tmp / "p.csv", rows)), "--db", str(db))
+    assert res.exit_code == 0, res.output
+    return json.loads(invoke("audit", "--db", str(db), "--format", "json").output)
+
+
+def test_longer_wins_reads_the_runs_judge_bundle_lengths(runs_audit):
+    fig = only_judge(runs_audit, "openai/gpt-4o@pairwise_v1")["longer_wins"]
+    assert (fig["value"], fig["n"]) == (pytest.approx(10 / 12), 12)
+
+
+def test_win_rate_per_model_pair_counts_the_pairs(runs_audit):
+    (w,) = only_judge(runs_audit, "openai/gpt-4o@pairwise_v1")["win_rates"]
+    assert (w["model"], w["opponent"], w["n_pairs"]) == ("agent-new", "gpt-4o", 6)
+    assert w["win_rate"]["value"] == pytest.approx(1 / 6)
+    assert_covered(w["win_rate"])
+
+
+def test_bradley_terry_two_models_is_the_log_odds_of_the_wins(runs_audit):
+    bt = only_judge(runs_audit, "openai/gpt-4o@pairwise_v1")["bradley_terry"]
+    strengths = {m["model"]: m["strength"] for m in bt["models"]}
+    # 2 wins of 12 for agent-new: log-strength difference log(2/10), mean 0
+    assert strengths["agent-new"]["value"] == pytest.approx(0.5 * np.log(2 / 10), abs=1e-6)
+    assert strengths["gpt-4o"]["value"] == pytest.approx(-0.5 * np.log(2 / 10), abs=1e-6)
+    assert_covered(strengths["agent-new"])
+
+
+def test_self_preference_compares_with_other_judges_on_the_same_pairs(runs_audit):
+    sp = only_judge(runs_audit, "openai/gpt-4o@pairwise_v1")["self_preference"]
+    assert sp["n_own_model_pairs"] == 6
+    assert sp["judge_win_rate"]["value"] == pytest.approx(5 / 6)
+    assert sp["other_judges_win_rate"]["value"] == pytest.approx(1 / 2)
+    assert sp["difference"]["value"] == pytest.approx(1 / 3)
+    claude = only_judge(runs_audit, "claude-3@pairwise_v1")["self_preference"]
+    assert claude["n_own_model_pairs"] == 0 and claude["difference"]["value"] is None
+
+
+def test_a_model_that_won_every_comparison_has_no_finite_strength(tmp_path):
+    from audit_helpers import card, save_cards
+
+    db = tmp_path / "e.db"
+    save_cards(db, [card("x1", model="m1"), card("y1", model="m2")])
+    rows = [["p", "x1", "y1", o, "j", "judge", "d", "a"] for o in ("ab", "ba")]
+    assert invoke("annotations", "import", str(write_csv(tmp_path / "p.csv", rows)), "--db", str(db)).exit_code == 0
+    bt = only_judge(json.loads(invoke("audit", "--db", str(db), "--format", "json").output), "j")["bradley_terry"]
+    assert "won all or none" in bt["reason"]
+    assert all(m["strength"]["value"] is None for m in bt["models"])

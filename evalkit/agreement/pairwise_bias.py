@@ -275,15 +275,15 @@ def _bt_fit(wins: np.ndarray) -> np.ndarray:
             denom = (games / (p[..., :, None] + p[..., None, :])).sum(axis=-1)
             new = np.where(denom > 0, w / denom, p)
             new = new / np.exp(np.log(np.where(new > 0, new, 1.0)).mean(axis=-1, keepdims=True))
-        done = np.nanmax(np.abs(new - p)) < BT_TOLERANCE
+        done = bool(np.all(~(np.abs(new - p) >= BT_TOLERANCE)))  # NaN (a degenerate resample) counts as done
         p = new
         if done:
             break
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.log(p)
     bad = ((w <= 0) | (w >= total)).any(axis=-1)
     logs[bad] = np.nan
-    return logs - np.nanmean(logs, axis=-1, keepdims=True) if logs.size else logs
+    return logs - logs.mean(axis=-1, keepdims=True)  # a NaN row stays NaN
 
 
 def bradley_terry(pairs: list[Judged], models: dict[str, str | None], boot: Boot | None) -> dict[str, Any]:
