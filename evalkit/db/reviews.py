@@ -10,6 +10,15 @@ Blindness is kept per rating, because it is what makes a rating count: a rating 
 was given while the judge's and the mechanical scores were hidden. An edit made after the reveal
 keeps a rating's blindness when its value did not change, and loses it when it did.
 
+How the run was chosen is kept with each review (``reviews.design``, :data:`DESIGNS`):
+``random`` or ``stratified`` (served by the label-next queue from a recorded sample, ``sample_id``),
+``disagreement`` (served by the disagreement queue) or ``by_hand`` (anything else; also a review
+without a design). An edit made by hand keeps the design of the review it supersedes: the run was
+chosen the first time. `evalkit estimate` uses a label only where its method allows its design.
+
+Queues also keep *claims* (``review_claims``): a reviewer holds a run for a while (:data:`CLAIM_MINUTES`)
+so that the queue serves it to nobody else meanwhile; saving a review of it releases it.
+
 What the audit reads (:func:`read_review_ratings`, :func:`read_adjudications`): the current
 reviews of runs whose transcript is still the one reviewed (a run re-scored since, with another
 bundle, makes its reviews *stale*, as it does annotations). Their blind ratings are ``human``
@@ -24,10 +33,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sqlite3
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from evalkit.db.connect import Database, open_write
@@ -36,6 +47,10 @@ from evalkit.db.ratings import Rating
 
 VERDICTS = ("judge_right", "mechanical_right", "both_wrong", "ground_truth_wrong", "unclear")
 REVIEW_TABLES = frozenset({"reviews", "review_ratings", "adjudications"})
+QUEUE_TABLES = frozenset({"review_claims", "label_samples", "label_sample_runs"})
+DESIGNS = ("random", "stratified", "disagreement", "by_hand")
+SAMPLE_DESIGNS = ("random", "stratified")
+CLAIM_MINUTES = 15
 SOURCE = "reviews"  # Rating.source of a rating given in a review
 
 # SQL, true for a review whose run now has another transcript than the one reviewed.
@@ -63,6 +78,8 @@ class Review:
     revision: int
     supersedes: str | None
     bundle_hash: str | None
+    design: str = "by_hand"
+    sample_id: str | None = None
     ratings: dict[str, Any] = field(default_factory=dict)
     blind_ratings: tuple[str, ...] = ()  # the dimensions rated blind
     verdicts: dict[str, str] = field(default_factory=dict)
@@ -80,6 +97,8 @@ class Review:
             "created_at": self.created_at,
             "revision": self.revision,
             "supersedes": self.supersedes,
+            "design": self.design,
+            "sample": self.sample_id,
             "ratings": dict(self.ratings),
             "blind_ratings": list(self.blind_ratings),
             "verdicts": dict(self.verdicts),
@@ -100,7 +119,7 @@ class Adjudication:
 
 def _only_review_tables(action: int, arg1: str | None, arg2: str | None, dbname: str | None, source: str | None) -> int:
     if action in (sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE) and dbname == "main":
-        return sqlite3.SQLITE_OK if arg1 in REVIEW_TABLES else sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK if arg1 in REVIEW_TABLES | QUEUE_TABLES else sqlite3.SQLITE_DENY
     if action in (
         sqlite3.SQLITE_CREATE_TABLE,
         sqlite3.SQLITE_DROP_TABLE,
@@ -117,7 +136,8 @@ def _only_review_tables(action: int, arg1: str | None, arg2: str | None, dbname:
 
 
 class ReviewTables:
-    """The review tables of one database file, open for appending reviews (and nothing else)."""
+    """The review tables of one database file, open for appending reviews, claiming runs and
+    recording label samples (and nothing else)."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = str(path)
@@ -138,18 +158,26 @@ class ReviewTables:
         note: str,
         blind: bool,
         bundle_hash: str | None,
+        design: str = "by_hand",
+        sample_id: str | None = None,
     ) -> Review:
         """Append one review (the caller has validated its fields) in one transaction; it supersedes
-        the reviewer's current review of the run. Returns the stored review."""
+        the reviewer's current review of the run (whose design an edit by hand keeps) and releases
+        the run's claim. Returns the stored review."""
         bad = sorted(set(verdicts.values()) - set(VERDICTS))
         if bad:
             raise ValueError(f"unknown verdict {bad[0]!r} (one of {', '.join(VERDICTS)})")
+        if design not in DESIGNS:
+            raise ValueError(f"unknown design {design!r} (one of {', '.join(DESIGNS)})")
         review_id = uuid.uuid4().hex
         with self.database.transaction() as conn:
             prev = conn.execute(
-                f"SELECT r.review_id, r.revision FROM reviews r WHERE r.run_id = ? AND r.reviewer = ? AND {CURRENT}",
+                f"SELECT r.review_id, r.revision, r.design, r.sample_id FROM reviews r WHERE r.run_id = ? "
+                f"AND r.reviewer = ? AND {CURRENT}",
                 (run_id, reviewer),
             ).fetchone()
+            if design == "by_hand" and prev is not None and prev[2] in DESIGNS:
+                design, sample_id = prev[2], prev[3]
             before = (
                 {}
                 if prev is None
@@ -163,7 +191,7 @@ class ReviewTables:
             created = now_utc()
             conn.execute(
                 "INSERT INTO reviews (review_id, run_id, reviewer, rubric_id, blind, note, created_at, "
-                "revision, supersedes, bundle_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "revision, supersedes, bundle_hash, design, sample_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     review_id,
                     run_id,
@@ -175,6 +203,8 @@ class ReviewTables:
                     1 if prev is None else int(prev[1]) + 1,
                     None if prev is None else prev[0],
                     bundle_hash,
+                    design,
+                    sample_id if design in SAMPLE_DESIGNS else None,
                 ),
             )
             for dim, value in ratings.items():
@@ -191,8 +221,98 @@ class ReviewTables:
                     "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (review_id, run_id, reviewer, pairing, verdict, int(blind), created),
                 )
+            conn.execute("DELETE FROM review_claims WHERE run_id = ? AND reviewer = ?", (run_id, reviewer))
         reviews = read_reviews(self.database, run_id=run_id)
         return next(r for r in reviews if r.review_id == review_id)
+
+    def claim_first(
+        self, candidates: Iterable[str], reviewer: str, minutes: float = CLAIM_MINUTES, *, now: datetime | None = None
+    ) -> str | None:
+        """Claim for ``reviewer`` the first of ``candidates`` (in order) that no other reviewer holds
+        now, for ``minutes``; one the reviewer holds already is theirs again. The run id, or None.
+        One transaction: two processes never claim the same run."""
+        at = now or datetime.now(UTC)
+        stamp, until = _stamp(at), _stamp(at + timedelta(minutes=minutes))
+        with self.database.transaction() as conn:
+            held = {
+                r[0]: r[1]
+                for r in conn.execute("SELECT run_id, reviewer FROM review_claims WHERE expires_at > ?", (stamp,))
+            }
+            for run_id in candidates:
+                if held.get(run_id, reviewer) == reviewer:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO review_claims (run_id, reviewer, claimed_at, expires_at) "
+                        "VALUES (?, ?, ?, ?)",
+                        (run_id, reviewer, stamp, until),
+                    )
+                    return run_id
+        return None
+
+    def create_sample(
+        self,
+        design: str,
+        seed: int,
+        run_ids: list[str],
+        *,
+        size: int | None,
+        dimension: str | None = None,
+        m0: int | None = None,
+        m1: int | None = None,
+        model: str | None = None,
+        scenario: str | None = None,
+        created_by: str | None = None,
+    ) -> str:
+        """Record a label sample: ``run_ids`` (the runs in scope, in any order) put in the seeded
+        random order the queue serves; its id."""
+        if design not in SAMPLE_DESIGNS:
+            raise ValueError(f"unknown sample design {design!r} (one of {', '.join(SAMPLE_DESIGNS)})")
+        order = sorted(run_ids)
+        random.Random(seed).shuffle(order)
+        sample_id = uuid.uuid4().hex[:12]
+        with self.database.transaction() as conn:
+            conn.execute(
+                "INSERT INTO label_samples (sample_id, design, seed, size, dimension, m0, m1, model, scenario, runs, "
+                "created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (sample_id, design, seed, size, dimension, m0, m1, model, scenario, len(order), now_utc(), created_by),
+            )
+            conn.executemany(
+                "INSERT INTO label_sample_runs (sample_id, position, run_id) VALUES (?, ?, ?)",
+                ((sample_id, i, run) for i, run in enumerate(order)),
+            )
+        return sample_id
+
+
+def _stamp(at: datetime) -> str:
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def active_claims(db: Database, *, now: datetime | None = None) -> dict[str, tuple[str, str]]:
+    """run → (reviewer, expires_at) of the claims not yet expired."""
+    stamp = _stamp(now or datetime.now(UTC))
+    return {
+        str(r[0]): (r[1], r[2])
+        for r in db.rows("SELECT run_id, reviewer, expires_at FROM review_claims WHERE expires_at > ?", (stamp,))
+    }
+
+
+def read_samples(db: Database) -> list[dict[str, Any]]:
+    """The label samples, oldest first."""
+    return [
+        dict(r)
+        for r in db.rows(
+            "SELECT sample_id, design, seed, size, dimension, m0, m1, model, scenario, runs, created_at, created_by "
+            "FROM label_samples ORDER BY created_at, sample_id"
+        )
+    ]
+
+
+def read_review_designs(db: Database) -> dict[tuple[str, str], str]:
+    """(run, reviewer) → how the run was chosen (:data:`DESIGNS`) for each current review that is
+    not stale; a review without a design is ``by_hand``."""
+    return {
+        (str(r[0]), r[1]): r[2] if r[2] in DESIGNS else "by_hand"
+        for r in db.rows(f"SELECT r.run_id, r.reviewer, r.design FROM reviews r WHERE {CURRENT} AND NOT {STALE}")
+    }
 
 
 def read_reviews(db: Database, run_id: str | None = None, *, current_only: bool = False) -> list[Review]:
@@ -242,6 +362,8 @@ def read_reviews(db: Database, run_id: str | None = None, *, current_only: bool 
             revision=int(h["revision"] or 0),
             supersedes=h["supersedes"],
             bundle_hash=h["bundle_hash"],
+            design=h["design"] if h["design"] in DESIGNS else "by_hand",
+            sample_id=h["sample_id"],
             ratings=ratings[h["review_id"]],
             blind_ratings=tuple(blind[h["review_id"]]),
             verdicts=verdicts[h["review_id"]],

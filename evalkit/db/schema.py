@@ -186,7 +186,10 @@ TABLES: dict[str, SqlTable] = {
             _cols(
                 "review_id TEXT, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, rubric_id TEXT, blind INTEGER, "
                 "note TEXT, "
-                "created_at TEXT NOT NULL, revision INTEGER NOT NULL, supersedes TEXT, bundle_hash TEXT"
+                "created_at TEXT NOT NULL, revision INTEGER NOT NULL, supersedes TEXT, bundle_hash TEXT, "
+                # how the run was chosen: random | stratified (a label sample's, sample_id) |
+                # disagreement | by_hand (also NULL); evalkit estimate uses only what its method allows
+                "design TEXT, sample_id TEXT"
             ),
             ("review_id",),
             (("idx_reviews_run", ("run_id", "reviewer")),),
@@ -198,6 +201,28 @@ TABLES: dict[str, SqlTable] = {
                 "value TEXT NOT NULL, blind INTEGER"
             ),
             ("review_id", "dimension"),
+        ),
+        # a reviewer's hold on a run for a while, so two reviewers of a queue do not take the same one
+        SqlTable(
+            "review_claims",
+            _cols("run_id TEXT, reviewer TEXT NOT NULL, claimed_at TEXT, expires_at TEXT NOT NULL"),
+            ("run_id",),
+        ),
+        # label samples (the view's label-next queue): a seeded random order of the runs in scope,
+        # served in that order; `stratified` fills quotas m0/m1 of a dimension's human classes
+        SqlTable(
+            "label_samples",
+            _cols(
+                "sample_id TEXT, design TEXT NOT NULL, seed INTEGER NOT NULL, size INTEGER, dimension TEXT, "
+                "m0 INTEGER, m1 INTEGER, model TEXT, scenario TEXT, runs INTEGER, created_at TEXT, created_by TEXT"
+            ),
+            ("sample_id",),
+        ),
+        SqlTable(
+            "label_sample_runs",
+            _cols("sample_id TEXT NOT NULL, position INTEGER NOT NULL, run_id TEXT NOT NULL"),
+            ("sample_id", "position"),
+            (("idx_label_sample_runs_run", ("run_id", "sample_id")),),
         ),
         SqlTable(
             "adjudications",

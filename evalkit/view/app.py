@@ -1,9 +1,17 @@
 """The ``evalkit view`` web app (Starlette + Jinja2): pages rendered on the server, no script.
 
-Pages: ``/runs`` (filter, sort, page), ``/runs/{run_id}`` (one run explained, the review form),
-``/disagreements`` (the audit's ranked list as a queue). JSON: ``GET /api/runs``,
-``GET /api/runs/{run_id}``, ``GET /api/disagreements``, ``POST /api/runs/{run_id}/reviews`` and
-``GET /api/session`` (the CSRF token a script sends back in ``X-CSRF-Token``).
+Pages: ``/runs`` (filter, sort, page; score columns and charts once revealed), ``/runs/{run_id}``
+(one run explained, the review form), ``/disagreements`` (the audit's ranked list as a queue:
+filters, progress, review next), ``/label`` (label samples, the label-next queue) and ``/compare``
+(two runs of a scenario side by side). JSON: ``GET /api/runs``, ``GET /api/runs/{run_id}``,
+``GET /api/disagreements``, ``POST /api/queue/next``, ``GET /api/label``, ``POST /api/label/samples``,
+``POST /api/label/{sample}/next``, ``POST /api/runs/{run_id}/reviews`` and ``GET /api/session`` (the
+CSRF token a script sends back in ``X-CSRF-Token``). A queue's *next* claims the run it serves
+(evalkit.db.reviews): the only state a POST changes besides the reviews.
+
+The reviewer is the ``reviewer`` query parameter, else the ``evalkit_reviewer`` cookie (set when a
+queue form names one), else ``--reviewer``: two people reviewing through one server each see their
+own progress and claims.
 
 A local server is still reachable by every web page the user opens, so (:class:`LocalOnly`):
 
@@ -38,7 +46,7 @@ import json
 import secrets
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
@@ -52,7 +60,7 @@ from evalkit.db.reviews import VERDICTS
 from evalkit.errors import InputError
 from evalkit.present.safe import sanitize
 from evalkit.view import drilldown
-from evalkit.view.queries import NotFound, ReviewError, ViewData, number
+from evalkit.view.queries import QUEUE_FILTERS, NotFound, ReviewError, ViewData, number
 
 CSP = (
     "default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; img-src 'self'; "
@@ -69,6 +77,15 @@ SECURITY_HEADERS = [
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_BODY = 1 << 20  # a review (JSON or form) is a few KiB; its note at most 10,000 characters
 MAX_QUEUE_PAGE = 1000  # per_page of /api/disagreements: a larger one is clamped to it
+REVIEWER_COOKIE = "evalkit_reviewer"
+# the verdicts by the first letter a focused <select> jumps to: the pages hold no script
+SHORTCUTS = (
+    ("j", "judge_right"),
+    ("m", "mechanical_right"),
+    ("b", "both_wrong"),
+    ("g", "ground_truth_wrong"),
+    ("u", "unclear"),
+)
 
 
 def shown(value: Any) -> Any:
@@ -249,10 +266,15 @@ def create_app(
             params = _params(request)
             if not revealed:
                 _blind_filters(params)
+            if revealed:  # the disagreements column: wait for the list (the blind page never does)
+                data.ensure_disagreements()
             result = data.list_runs(params)
+            charts = data.charts(params) if revealed else None
         except ValueError as exc:
             return error_page(request, 400, "Bad filter", str(exc))
-        return page(request, "runs.html", page=result, facets=data.facets(), title="Runs", revealed=revealed)
+        return page(
+            request, "runs.html", page=result, facets=data.facets(), title="Runs", revealed=revealed, charts=charts
+        )
 
     async def run_page(request: Request) -> Response:
         refreshed()
@@ -265,8 +287,41 @@ def create_app(
             return error_page(request, 400, "Bad parameter", str(exc))
         return _run_page(request, run)
 
+    def who_is(request: Request, form: dict[str, str] | None = None) -> str | None:
+        named = (form or {}).get("reviewer") or request.query_params.get("reviewer")
+        named = named or unquote(request.cookies.get(REVIEWER_COOKIE) or "") or reviewer
+        return named.strip()[:100] if named and named.strip() else None
+
+    def remember(response: Response, who: str | None) -> Response:
+        if who:
+            response.set_cookie(REVIEWER_COOKIE, quote(who, safe=""), httponly=True, samesite="strict", path="/")
+        return response
+
+    def queue_context(source: Any) -> dict[str, Any]:
+        """Where a run page was served from (its query or its form's hidden fields): the queue,
+        the design a review from it records, the sample, the disagreement queue's filters."""
+        queue = source.get("queue") or ""
+        if queue == "label" and source.get("sample"):
+            try:
+                design = data.sample(str(source["sample"]))["design"]
+            except NotFound:
+                return {"queue": "", "design": "by_hand", "sample": "", "filters": {}}
+            return {"queue": "label", "design": design, "sample": str(source["sample"]), "filters": {}}
+        if queue == "disagreement":
+            filters = {k: str(source.get("qf." + k) or source.get(k) or "") for k in QUEUE_FILTERS}
+            return {"queue": "disagreement", "design": "disagreement", "sample": "", "filters": filters}
+        return {"queue": "", "design": "by_hand", "sample": "", "filters": {}}
+
+    def queue_qs(ctx: dict[str, Any]) -> dict[str, str]:
+        if ctx["queue"] == "label":
+            return {"queue": "label", "sample": ctx["sample"]}
+        if ctx["queue"] == "disagreement":
+            return {"queue": "disagreement", **{k: v for k, v in ctx["filters"].items() if v}}
+        return {}
+
     def _run_page(request: Request, run: dict[str, Any], error: str | None = None, status: int = 200) -> HTMLResponse:
-        who = request.query_params.get("reviewer") or reviewer
+        who = who_is(request)
+        ctx = queue_context(request.query_params)
         current = next((r for r in run["reviews"] if r["current"] and r["reviewer"] == who), None) if who else None
         saved = request.query_params.get("saved") == "1"
         revealed = is_revealed(request) or saved or current is not None
@@ -287,6 +342,8 @@ def create_app(
             verdict_pairings=pairings,
             error=error,
             steps=drilldown.run_steps(run["transcript"]),
+            ctx=ctx,
+            shortcuts=SHORTCUTS,
         )
 
     async def review_form(request: Request) -> Response:
@@ -304,6 +361,8 @@ def create_app(
             "note": form.get("note", ""),
             "blind": form.get("blind") != "0",
         }
+        ctx = queue_context(form)
+        body |= {"design": ctx["design"], "sample": ctx["sample"] or None}
         try:
             stored = data.add_review(run_id, body, reviewer)
         except NotFound:
@@ -313,25 +372,128 @@ def create_app(
             return _run_page(request, data.run(run_id), error=str(exc), status=400)
         except InputError as exc:
             return error_page(request, 500, "Cannot save the review", str(exc))
+        if form.get("then") == "next" and ctx["queue"]:
+            return remember(serve_next(ctx, stored["reviewer"]), stored["reviewer"])
         target = (
             "/runs/"
             + quote(run_id, safe="")
             + "?"
-            + urlencode({"saved": "1", "blind": "1" if stored["blind"] else "0", "reviewer": stored["reviewer"]})
+            + urlencode(
+                {
+                    "saved": "1",
+                    "blind": "1" if stored["blind"] else "0",
+                    "reviewer": stored["reviewer"],
+                    **queue_qs(ctx),
+                }
+            )
         )
-        return RedirectResponse(target, status_code=303)
+        return remember(RedirectResponse(target, status_code=303), stored["reviewer"])
+
+    def serve_next(ctx: dict[str, Any], who: str) -> Response:
+        """Claim the queue's next run for ``who`` and open it; back to the queue when none is left."""
+        if ctx["queue"] == "label":
+            run_id = data.next_label(ctx["sample"], who)
+            back = "/label?" + urlencode({"done": ctx["sample"], "reviewer": who})
+        else:
+            run_id = data.next_disagreement(ctx["filters"], who)
+            back = "/disagreements?" + urlencode({**{k: v for k, v in ctx["filters"].items() if v}, "done": "1"})
+        if run_id is None:
+            return RedirectResponse(back, status_code=303)
+        return RedirectResponse(
+            "/runs/" + quote(run_id, safe="") + "?" + urlencode({"reviewer": who, **queue_qs(ctx)}), status_code=303
+        )
+
+    async def checked_form(request: Request) -> dict[str, str] | Response:
+        try:
+            form = await _form(request)
+        except BodyRefused as exc:
+            return error_page(request, exc.status, "Refused", str(exc))
+        if form is None or not hmac.compare_digest(form.get("csrf", ""), token):
+            return error_page(request, 403, "Refused", "the form's CSRF token is missing or wrong: reload the page")
+        return form
+
+    async def queue_next(request: Request) -> Response:
+        form = await checked_form(request)
+        if isinstance(form, Response):
+            return form
+        refreshed()
+        who = who_is(request, form)
+        if not who:
+            return error_page(request, 400, "Who are you?", "reviewer: give your name to take runs from a queue")
+        ctx = queue_context(form)
+        if not ctx["queue"]:
+            return error_page(request, 400, "Bad queue", "queue: disagreement or label (with its sample)")
+        try:
+            if ctx["queue"] == "disagreement":
+                ctx["filters"] = data.queue_filters(ctx["filters"])
+            return remember(serve_next(ctx, who), who)
+        except ValueError as exc:
+            return error_page(request, 400, "Bad filter", str(exc))
+
+    async def label_page(request: Request) -> Response:
+        refreshed()
+        return page(
+            request,
+            "label.html",
+            samples=data.samples(),
+            csrf=token,
+            reviewer=who_is(request),
+            done=request.query_params.get("done"),
+            facets=data.facets(),
+            title="Label next",
+        )
+
+    async def new_sample(request: Request) -> Response:
+        form = await checked_form(request)
+        if isinstance(form, Response):
+            return form
+        refreshed()
+        try:
+            data.create_sample(form, who_is(request, form))
+        except ValueError as exc:
+            return error_page(request, 400, "Bad sample", str(exc))
+        return RedirectResponse("/label", status_code=303)
+
+    async def compare_page(request: Request) -> Response:
+        refreshed()
+        try:
+            params = _params(request)
+            a, b = params.get("a") or "", params.get("b") or ""
+            if not a or not b:
+                raise ValueError("a and b: the two runs to compare (run ids)")
+            result = data.compare(a, b)
+        except NotFound as exc:
+            return error_page(request, 404, "No such run", f"no run {str(exc)!r} in {db_name}")
+        except ValueError as exc:
+            return error_page(request, 400, "Bad parameter", str(exc))
+        return page(request, "compare.html", cmp=result, title="Side by side", revealed=True)
 
     async def disagreements_page(request: Request) -> Response:
         refreshed()
+        who = who_is(request)
         try:
-            result = data.disagreements(_int_param(request, "page", 1, 1))
+            filters = data.queue_filters(_params(request))
+            result = data.disagreements(_int_param(request, "page", 1, 1), filters=filters, reviewer=who)
         except ValueError as exc:
-            return error_page(request, 400, "Bad page", str(exc))
-        return page(request, "disagreements.html", page=result, title="Disagreements", revealed=is_revealed(request))
+            return error_page(request, 400, "Bad filter", str(exc))
+        return page(
+            request,
+            "disagreements.html",
+            page=result,
+            title="Disagreements",
+            revealed=is_revealed(request),
+            csrf=token,
+            reviewer=who,
+            pairings=[p.name for p in data.pairings],
+            dimensions=sorted({p.judge_dimension for p in data.pairings}),
+            facets=data.facets(),
+            done=request.query_params.get("done") == "1",
+        )
 
     # -- JSON -------------------------------------------------------------------------------
     async def api_runs(request: Request) -> Response:
         refreshed()
+        data.ensure_disagreements()
         try:
             return JSONResponse(data.list_runs(_params(request)))
         except ValueError as exc:
@@ -352,9 +514,63 @@ def create_app(
         try:
             return JSONResponse(
                 data.disagreements(
-                    _int_param(request, "page", 1, 1), min(_int_param(request, "per_page", 100, 1), MAX_QUEUE_PAGE)
+                    _int_param(request, "page", 1, 1),
+                    min(_int_param(request, "per_page", 100, 1), MAX_QUEUE_PAGE),
+                    data.queue_filters(_params(request)),
+                    who_is(request),
                 )
             )
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+
+    async def json_body(request: Request) -> dict[str, Any] | Response:
+        """The checked JSON body of a POST (CSRF header, type, size, an object), or the error answer."""
+        if not hmac.compare_digest(request.headers.get("x-csrf-token", ""), token):
+            return JSONResponse({"error": "missing or wrong X-CSRF-Token (GET /api/session gives it)"}, status_code=403)
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return JSONResponse({"error": "the body must be application/json"}, status_code=415)
+        try:
+            body = json.loads(await read_body(request))
+        except BodyRefused as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        except ValueError as exc:
+            return JSONResponse({"error": f"the body is not JSON ({exc})"}, status_code=400)
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "the body must be a JSON object"}, status_code=400)
+        return body
+
+    async def api_next(request: Request) -> Response:
+        """``{"reviewer", ...filters}`` for the disagreement queue, or a label sample's next (path)."""
+        body = await json_body(request)
+        if isinstance(body, Response):
+            return body
+        refreshed()
+        who = str(body.get("reviewer") or who_is(request) or "").strip()[:100]
+        if not who:
+            return JSONResponse({"error": "reviewer: a name is required"}, status_code=400)
+        sample = request.path_params.get("sample")
+        try:
+            if sample is not None:
+                run_id = data.next_label(sample, who)
+                return JSONResponse({"run_id": run_id, "design": data.sample(sample)["design"], "sample": sample})
+            filters = data.queue_filters({k: str(body.get(k) or "") for k in QUEUE_FILTERS})
+            return JSONResponse({"run_id": data.next_disagreement(filters, who), "design": "disagreement"})
+        except NotFound:
+            return JSONResponse({"error": f"no label sample {sample!r}"}, status_code=404)
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+
+    async def api_label(request: Request) -> Response:
+        refreshed()
+        return JSONResponse({"samples": data.samples()})
+
+    async def api_new_sample(request: Request) -> Response:
+        body = await json_body(request)
+        if isinstance(body, Response):
+            return body
+        refreshed()
+        try:
+            return JSONResponse(data.create_sample(body, who_is(request)), status_code=201)
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
 
@@ -406,6 +622,14 @@ def create_app(
         Route("/runs/{run_id:path}/reviews", review_form, methods=["POST"]),
         Route("/runs/{run_id:path}", run_page),
         Route("/disagreements", disagreements_page),
+        Route("/queue/next", queue_next, methods=["POST"]),
+        Route("/label", label_page),
+        Route("/label/samples", new_sample, methods=["POST"]),
+        Route("/compare", compare_page),
+        Route("/api/queue/next", api_next, methods=["POST"]),
+        Route("/api/label", api_label),
+        Route("/api/label/samples", api_new_sample, methods=["POST"]),
+        Route("/api/label/{sample}/next", api_next, methods=["POST"]),
         Route("/api/session", api_session),
         Route("/api/runs", api_runs),
         Route("/api/runs/{run_id:path}/reviews", api_review, methods=["POST"]),

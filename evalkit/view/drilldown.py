@@ -444,3 +444,56 @@ def link_citations(escaped: str, steps: set[int], href: str = "#step-{n}") -> st
 
 def run_steps(entries: list[dict[str, Any]]) -> set[int]:
     return {e["step"] for e in entries if isinstance(e.get("step"), int) and not isinstance(e.get("step"), bool)}
+
+
+def _segments(entries: list[dict[str, Any]], anchors: list[int | None]) -> tuple[list[tuple], list[dict]]:
+    """``entries`` cut at the commands in ``anchors`` (a command index per required action, None
+    when missing): per action, (the entries since the previous anchor, the anchor's entry or None)
+    and the entries after the last. An anchor before the previous one (the run took the actions
+    out of order) is not cut at: its entry stays where it is, in a between part."""
+    where = {
+        e["command"]["index"]: i for i, e in enumerate(entries) if e.get("kind") == "tool_call" and e.get("command")
+    }
+    out, cur = [], 0
+    for index in anchors:
+        i = where.get(index) if index is not None else None
+        if i is None or i < cur:
+            out.append(([], None))
+            continue
+        out.append((entries[cur:i], entries[i]))
+        cur = i + 1
+    return out, entries[cur:]
+
+
+def align(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    """Two runs of one scenario (the view's run dicts) as rows aligned on the scenario's required
+    actions, from each scorecard's ``matches``: a ``between`` row with what each run did before
+    the next required action, then an ``action`` row with the command of each that took it (None:
+    missing, or taken out of order and shown where it happened); a last ``between`` row."""
+    actions = [x for block in a["checklist"]["blocks"] for x in block["actions"]]
+    others = [x for block in b["checklist"]["blocks"] for x in block["actions"]]
+
+    def anchors(acts: list[dict[str, Any]]) -> list[int | None]:
+        return [x["matched_by"]["index"] if x.get("matched_by") else None for x in acts]
+
+    seg_a, tail_a = _segments(a["transcript"], anchors(actions))
+    same = len(others) == len(actions)  # one scenario, one ground truth: always, unless re-scored apart
+    seg_b, tail_b = _segments(b["transcript"], anchors(others) if same else [None] * len(actions))
+    rows: list[dict[str, Any]] = []
+    for k, action in enumerate(actions):
+        (before_a, at_a), (before_b, at_b) = seg_a[k], seg_b[k]
+        if before_a or before_b:
+            rows.append({"kind": "between", "a": before_a, "b": before_b})
+        rows.append(
+            {
+                "kind": "action",
+                "action": action["action"],
+                "a": at_a,
+                "b": at_b,
+                "a_missing": action.get("missing"),
+                "b_missing": others[k].get("missing") if k < len(others) else None,
+            }
+        )
+    if tail_a or tail_b:
+        rows.append({"kind": "between", "a": tail_a, "b": tail_b})
+    return rows

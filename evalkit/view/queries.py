@@ -6,10 +6,13 @@ write the review tables and nothing else. Every function returns plain dicts: th
 JSON API show the same thing.
 
 Paging stays fast at 10^5 runs because the Runs table is a query, never a page of everything: on
-opening, one pass over ``scorecards`` fills a narrow TEMP table ``view_runs`` (one row per run: the
-columns the filters and sorts use, indexed) on the read-only connection, and the audit's ranked
-disagreements are computed once (:func:`evalkit.agreement.judge_vs_mechanical.disagreements`, the
-list ``evalkit audit`` prints) and counted into it. A page is then one indexed ``SELECT ... ORDER BY
+the first request, one pass over ``scorecards`` fills a narrow TEMP table ``view_runs`` (one row per
+run: the columns the filters and sorts use, indexed) on the read-only connection (0.5 s at 10^5
+runs). The audit's ranked disagreements (:func:`evalkit.agreement.judge_vs_mechanical.disagreements`,
+the list ``evalkit audit`` prints) take longer (most of the judge's annotations are read): they are
+computed in a background thread on a connection of its own, and put in place, counted into
+``view_runs``, by the first request that needs them (it waits for them if they are not ready yet):
+the blind Runs list and a run page never wait. A page is then one indexed ``SELECT ... ORDER BY
 ... LIMIT ... OFFSET`` and one ``count(*)`` (sqlite-utils' ``rows_where`` would do it, but it sees
 no TEMP table). Text search reads the transcripts (``bundles``) of the rows it tries, stopping when
 the page is full, so its total is not counted (``total`` is None).
@@ -28,13 +31,26 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import json
+import random
 import re
+import threading
 import unicodedata
 from pathlib import Path
 from typing import Any
 
 from evalkit.db import open_readonly, read_annotations, read_cards
-from evalkit.db.reviews import VERDICTS, ReviewTables, read_reviews
+from evalkit.db.reviews import (
+    CLAIM_MINUTES,
+    CURRENT,
+    DESIGNS,
+    SAMPLE_DESIGNS,
+    STALE,
+    VERDICTS,
+    ReviewTables,
+    active_claims,
+    read_reviews,
+    read_samples,
+)
 from evalkit.view import drilldown
 
 PER_PAGE = 50
@@ -55,6 +71,10 @@ SORTS = {
 FILTERS = ("model", "scenario", "status", "outcome", "unsafe", "disagrees", "reviewed", "q")
 MAX_NOTE = 10_000
 MAX_REVIEWER = 100
+QUEUE_FILTERS = ("pairing", "dimension", "model", "scenario", "mine")
+SCALAR_BINS = 10  # bars of the scalar histogram on the revealed Runs page
+CHART_MODELS = 12  # models in the outcome chart
+PASS_WORDS = {"pass": 1, "fail": 0, "yes": 1, "no": 0, "true": 1, "false": 0}
 
 _INDEX_DDL = (
     "CREATE TEMP TABLE view_runs (run_id TEXT PRIMARY KEY, scenario_id TEXT, model TEXT, status TEXT, "
@@ -106,11 +126,15 @@ class ViewData:
         self.rubric_name = rubric
         self.db = None
         self.writer: ReviewTables | None = None
+        self.claim_minutes: float = CLAIM_MINUTES
         self._version: Any = None  # PRAGMA data_version when the index was last brought up to date
         self._seq: int | None = None  # the last run_changes seq indexed (None: index whole again)
-        self.disagreement_rows: list[dict[str, Any]] = []  # ranked, as evalkit audit ranks them
+        self._rows: list[dict[str, Any]] = []  # the disagreements, ranked as evalkit audit ranks them
         self._keys: list[tuple] = []  # each row's rank key, in the same order
-        self._by_run: dict[str, list[tuple[tuple, dict[str, Any]]]] = {}  # run → its (key, row)s, ranked
+        # run → its (key, row)s, ranked; None until the disagreements are put in place
+        self._by_run: dict[str, list[tuple[tuple, dict[str, Any]]]] | None = None
+        self._dseq: int | None = None  # the run_changes seq the background computation started from
+        self._pending: dict[str, Any] | None = None  # the background computation: thread, result, error
         self._rubrics: dict[str, Any] = {}
 
     # -- connections ------------------------------------------------------------------------
@@ -121,8 +145,13 @@ class ViewData:
         self.pairings = self.config.pairings_for(None)
         self.db = open_readonly(self.path)
         self._version = self._seq = None
-        self.refresh()
         return self
+
+    @property
+    def disagreement_rows(self) -> list[dict[str, Any]]:
+        """The audit's ranked disagreements (waits for them when they are being computed)."""
+        self.ensure_disagreements()
+        return self._rows
 
     def close(self) -> None:
         if self.writer is not None:
@@ -159,7 +188,7 @@ class ViewData:
             return
         if self._seq is None:
             # the seq is read before the rows: a run written meanwhile is indexed again next time
-            self._seq = self.one("SELECT coalesce(max(seq), 0) FROM main.run_changes")[0]
+            self._seq = self._max_seq()
             self._build()
             return
         changed = self.rows("SELECT seq, run_id FROM main.run_changes WHERE seq > ? ORDER BY seq", (self._seq,))
@@ -172,6 +201,9 @@ class ViewData:
         else:
             self._update(runs)
 
+    def _max_seq(self) -> int:
+        return self.one("SELECT coalesce(max(seq), 0) FROM main.run_changes")[0]
+
     def _has(self, table: str) -> bool:
         return (
             self.db.conn.execute(
@@ -181,45 +213,105 @@ class ViewData:
         )
 
     def _build(self) -> None:
-        """The whole index and disagreement list, from the file as it is."""
-        self._by_run = self._disagreements(None)
-        ranked = sorted((e for entries in self._by_run.values() for e in entries), key=lambda e: e[0])
-        self._keys = [key for key, _ in ranked]
-        self.disagreement_rows = [row for _, row in ranked]
+        """The whole run index, from the file as it is; the disagreement list computed again in the
+        background."""
 
         def build(conn) -> None:
             conn.execute("DROP TABLE IF EXISTS temp.view_runs")
             conn.execute("BEGIN")
             for sql in (*_INDEX_DDL, _INDEX_INSERT):
                 conn.execute(sql)
-            conn.executemany(
-                "UPDATE view_runs SET disagreements = ? WHERE run_id = ?",
-                [(len(entries), run) for run, entries in self._by_run.items()],
-            )
             conn.execute("COMMIT")
             conn.execute("ANALYZE temp")
 
         self._writable(build)
+        self._by_run, self._rows, self._keys = None, [], []
+        self._dseq = self._seq
+        pending: dict[str, Any] = {}
 
-    def _update(self, runs: list[str]) -> None:
+        def compute() -> None:
+            try:
+                with open_readonly(self.path) as db:
+                    pending["result"] = self._disagreements(None, db)
+            except BaseException as exc:  # reported by _ensure, which computes them again in its thread
+                pending["error"] = exc
+
+        pending["thread"] = threading.Thread(target=compute, name="evalkit-view-disagreements", daemon=True)
+        self._pending = pending
+        pending["thread"].start()
+
+    def ensure_disagreements(self) -> None:
+        """Put the disagreement list in place (waiting for the background computation), count it
+        into ``view_runs`` and bring the runs changed since it started up to date."""
+        if self._by_run is not None:
+            return
+        pending, self._pending = self._pending, None
+        result = None
+        if pending is not None:
+            pending["thread"].join()
+            result = pending.get("result")
+        if result is None:
+            result = self._disagreements(None)
+        self._by_run = result
+        ranked = sorted((e for entries in result.values() for e in entries), key=lambda e: e[0])
+        self._keys = [key for key, _ in ranked]
+        self._rows = [row for _, row in ranked]
+
+        def count(conn) -> None:
+            conn.execute("BEGIN")
+            conn.executemany(
+                "UPDATE view_runs SET disagreements = ? WHERE run_id = ?",
+                [(len(entries), run) for run, entries in result.items()],
+            )
+            conn.execute("COMMIT")
+
+        self._writable(count)
+        if self._dseq is not None and self._seq is not None and self._seq > self._dseq:
+            since = sorted(
+                {
+                    r[0]
+                    for r in self.rows(
+                        "SELECT run_id FROM main.run_changes WHERE seq > ? AND seq <= ?", (self._dseq, self._seq)
+                    )
+                }
+            )
+            if since:
+                self._update(since, index=False)
+
+    def _update(self, runs: list[str], index: bool = True) -> None:
         """Index ``runs`` again (each scored, re-scored, judged or gone) and put their disagreements
-        in their ranked places; the other runs are not read."""
+        in their ranked places (when they are in place); the other runs are not read."""
+        if self._by_run is None:
+            if index:
+                ids = json.dumps(runs)
+                self._writable(
+                    lambda conn: (
+                        conn.execute("BEGIN"),
+                        conn.execute(f"DELETE FROM temp.view_runs WHERE {_IN_LIST}", (ids,)),
+                        conn.execute(f"{_INDEX_INSERT} WHERE {_IN_LIST}", (ids,)),
+                        conn.execute("COMMIT"),
+                    )
+                )
+            return  # _ensure brings these runs' disagreements up to date: they changed after _dseq
         fresh = self._disagreements(runs)
         for run in runs:
             for key, _ in self._by_run.pop(run, []):
                 i = bisect.bisect_left(self._keys, key)
-                del self._keys[i], self.disagreement_rows[i]
+                del self._keys[i], self._rows[i]
             for key, row in fresh.get(run, []):
                 i = bisect.bisect_left(self._keys, key)
                 self._keys.insert(i, key)
-                self.disagreement_rows.insert(i, row)
+                self._rows.insert(i, row)
         self._by_run.update(fresh)
         ids = json.dumps(runs)
 
         def update(conn) -> None:
             conn.execute("BEGIN")
-            conn.execute(f"DELETE FROM temp.view_runs WHERE {_IN_LIST}", (ids,))
-            conn.execute(f"{_INDEX_INSERT} WHERE {_IN_LIST}", (ids,))
+            if index:
+                conn.execute(f"DELETE FROM temp.view_runs WHERE {_IN_LIST}", (ids,))
+                conn.execute(f"{_INDEX_INSERT} WHERE {_IN_LIST}", (ids,))
+            else:
+                conn.execute(f"UPDATE temp.view_runs SET disagreements = 0 WHERE {_IN_LIST}", (ids,))
             conn.executemany(
                 "UPDATE view_runs SET disagreements = ? WHERE run_id = ?",
                 [(len(entries), run) for run, entries in fresh.items()],
@@ -228,16 +320,18 @@ class ViewData:
 
         self._writable(update)
 
-    def _disagreements(self, runs: list[str] | None) -> dict[str, list[tuple[tuple, dict[str, Any]]]]:
+    def _disagreements(self, runs: list[str] | None, db=None) -> dict[str, list[tuple[tuple, dict[str, Any]]]]:
         """run → its rows of the audit's ranked disagreement list (no judge or rubric filter, no
-        jury), each with its rank key; every run, or ``runs`` only."""
+        jury), each with its rank key; every run, or ``runs`` only; read through ``db`` (the view's
+        connection by default)."""
         from evalkit.agreement import judge_vs_mechanical as paired
 
-        values = list(read_annotations(self.db, runs=runs))
+        db = db or self.db
+        values = list(read_annotations(db, runs=runs))
         if not values:
             return {}
         sub = dataclasses.replace(self.config, pairings=self.pairings)
-        cards = list(read_cards(self.db, judged_only=runs is None, runs=runs))
+        cards = list(read_cards(db, judged_only=runs is None, runs=runs))
         order = {p.name: i for i, p in enumerate(self.pairings)}
         out: dict[str, list[tuple[tuple, dict[str, Any]]]] = {}
         for d in paired.disagreements(paired.build_pairs(cards, values, sub)):
@@ -258,10 +352,8 @@ class ViewData:
             ]
         return out
 
-    def list_runs(self, params: dict[str, str]) -> dict[str, Any]:
-        """One page of runs: ``params`` are the query's filters (:data:`FILTERS`), ``sort``,
-        ``order`` (asc|desc), ``page`` (from 1) and ``per_page``. Unknown values are usage errors
-        (ValueError naming the parameter)."""
+    def _runs_where(self, params: dict[str, str]) -> tuple[list[str], list[Any], str]:
+        """The Runs table's WHERE terms and arguments for ``params``' filters, and the search text."""
         where, args = [], []
         for key, col in (("model", "model"), ("scenario", "scenario_id"), ("status", "status")):
             if params.get(key):
@@ -297,6 +389,54 @@ class ViewData:
                 else "run_id LIKE ? ESCAPE '\\'"
             )
             args += [_like(q), text, text] if self._has("bundles") else [_like(q)]
+        return where, args, q
+
+    def charts(self, params: dict[str, str]) -> dict[str, Any]:
+        """What the revealed Runs page draws over the filtered runs (a search is not counted): the
+        scalar's histogram (:data:`SCALAR_BINS` bars) and each model's outcomes (pass, fail,
+        unknown; the :data:`CHART_MODELS` models with most runs)."""
+        where, args, q = self._runs_where(params)
+        if q:
+            return {"scalar": [], "models": [], "searched": True}
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        bins = [0] * SCALAR_BINS
+        for b, n in self.rows(
+            f"SELECT min(CAST(scalar * {SCALAR_BINS} AS INTEGER), {SCALAR_BINS - 1}), count(*) FROM view_runs"
+            f"{clause}{' AND' if clause else ' WHERE'} scalar IS NOT NULL GROUP BY 1",
+            args,
+        ):
+            if b is not None and 0 <= b < SCALAR_BINS:
+                bins[b] += n
+        models = [
+            {"model": r[0], "pass": r[1], "fail": r[2], "unknown": r[3], "runs": r[1] + r[2] + r[3]}
+            for r in self.rows(
+                "SELECT model, sum(outcome = 'pass'), sum(outcome = 'fail'), sum(outcome IS NULL) FROM view_runs"
+                f"{clause} GROUP BY model ORDER BY count(*) DESC, model LIMIT {CHART_MODELS}",
+                args,
+            )
+        ]
+        return {
+            "scalar": [{"low": i / SCALAR_BINS, "high": (i + 1) / SCALAR_BINS, "runs": n} for i, n in enumerate(bins)],
+            "models": models,
+            "searched": False,
+        }
+
+    def compare(self, a: str, b: str) -> dict[str, Any]:
+        """Two runs of one scenario side by side, their transcripts aligned on the required actions
+        (:func:`evalkit.view.drilldown.align`); ValueError when the scenarios differ."""
+        left, right = self.run(a), self.run(b)
+        if left["scenario_id"] != right["scenario_id"]:
+            raise ValueError(
+                f"b: run {b!r} is of scenario {right['scenario_id']!r}, not {left['scenario_id']!r}: "
+                "compare two runs of one scenario"
+            )
+        return {"a": left, "b": right, "rows": drilldown.align(left, right)}
+
+    def list_runs(self, params: dict[str, str]) -> dict[str, Any]:
+        """One page of runs: ``params`` are the query's filters (:data:`FILTERS`), ``sort``,
+        ``order`` (asc|desc), ``page`` (from 1) and ``per_page``. Unknown values are usage errors
+        (ValueError naming the parameter)."""
+        where, args, q = self._runs_where(params)
         sort = params.get("sort") or "run"
         if sort not in SORTS:
             raise ValueError(f"sort must be one of {', '.join(SORTS)}")
@@ -345,29 +485,242 @@ class ViewData:
         return {r[0] for r in self.rows(f"SELECT DISTINCT run_id FROM reviews WHERE run_id IN ({marks})", run_ids)}
 
     # -- the disagreement queue ---------------------------------------------------------------
-    def disagreements(self, page: int = 1, per_page: int = 100) -> dict[str, Any]:
-        rows = self.disagreement_rows
+    def queue_filters(self, params: dict[str, str]) -> dict[str, str]:
+        """The disagreement queue's filters from a query (:data:`QUEUE_FILTERS`); ValueError names a
+        bad one."""
+        filters = {k: (params.get(k) or "").strip() for k in QUEUE_FILTERS}
+        names = [p.name for p in self.pairings]
+        if filters["pairing"] and filters["pairing"] not in names:
+            raise ValueError(f"pairing must be one of {', '.join(names)}")
+        dims = sorted({p.judge_dimension for p in self.pairings})
+        if filters["dimension"] and filters["dimension"] not in dims:
+            raise ValueError(f"dimension must be one of {', '.join(dims)}")
+        if filters["mine"] not in ("", "yes", "no"):
+            raise ValueError("mine must be yes or no (reviewed by me or not)")
+        return filters
+
+    def _verdicts_given(self) -> dict[tuple[str, str], set[str]]:
+        """(run, pairing) → the reviewers whose current review (not stale) gives it a verdict."""
+        out: dict[tuple[str, str], set[str]] = {}
+        for row in self.rows(
+            "SELECT a.run_id, a.pairing, a.reviewer FROM adjudications a JOIN reviews r ON r.review_id = a.review_id "
+            f"WHERE {CURRENT} AND NOT {STALE}"
+        ):
+            out.setdefault((row[0], row[1]), set()).add(row[2])
+        return out
+
+    def _queue_rows(self, filters: dict[str, str], reviewer: str | None):
+        """The filtered queue's rows (ranked) and who gave a verdict on each (run, pairing)."""
+        dimension = {p.name: p.judge_dimension for p in self.pairings}
+        given = self._verdicts_given()
+        if filters["mine"] and not reviewer:
+            raise ValueError("mine: give your name (reviewer) to filter by what you reviewed")
+        rows = []
+        for d in self.disagreement_rows:
+            if (
+                (filters["pairing"] and d["pairing"] != filters["pairing"])
+                or (filters["dimension"] and dimension.get(d["pairing"]) != filters["dimension"])
+                or (filters["model"] and d["model"] != filters["model"])
+                or (filters["scenario"] and d["scenario_id"] != filters["scenario"])
+            ):
+                continue
+            if filters["mine"] and (reviewer in given.get((d["run_id"], d["pairing"]), ())) != (
+                filters["mine"] == "yes"
+            ):
+                continue
+            rows.append(d)
+        return rows, given
+
+    def disagreements(
+        self,
+        page: int = 1,
+        per_page: int = 100,
+        filters: dict[str, str] | None = None,
+        reviewer: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of the disagreement queue, filtered (:meth:`queue_filters`), with its progress:
+        how many of the filtered rows have a verdict (``done`` of ``total``) and from whom."""
+        filters = filters or {k: "" for k in QUEUE_FILTERS}
+        rows, given = self._queue_rows(filters, reviewer)
         start = (page - 1) * per_page
         chunk = rows[start : start + per_page]
         reviewed = self._reviewed(sorted({d["run_id"] for d in chunk}))
         verdicts = self._verdicts(sorted({d["run_id"] for d in chunk}))
+        claims = active_claims(self.db) if self._has("review_claims") else {}
         out = []
         for rank, d in enumerate(chunk, start=start + 1):
+            claim = claims.get(d["run_id"])
             out.append(
                 dict(
                     d,
                     rank=rank,
                     reviewed=d["run_id"] in reviewed,
                     verdicts=verdicts.get((d["run_id"], d["pairing"]), {}),
+                    claimed_by=claim[0] if claim else None,
                 )
             )
+        per_reviewer: dict[str, int] = {}
+        done = 0
+        for d in rows:
+            who = given.get((d["run_id"], d["pairing"]))
+            if who:
+                done += 1
+                for name in who:
+                    per_reviewer[name] = per_reviewer.get(name, 0) + 1
         return {
             "disagreements": out,
             "total": len(rows),
             "page": page,
             "per_page": per_page,
             "has_more": start + per_page < len(rows),
+            "filters": filters,
+            "progress": {"done": done, "total": len(rows), "by_reviewer": dict(sorted(per_reviewer.items()))},
         }
+
+    def _writer(self) -> ReviewTables:
+        had_tables = self._has("review_claims")
+        if self.writer is None:
+            self.writer = ReviewTables(self.path)
+        if not had_tables:  # the reader still shows the empty TEMP stand-ins of an older file
+            self._reopen()
+        return self.writer
+
+    def _reopen(self) -> None:
+        self.db.close()
+        self.db = open_readonly(self.path)
+        self._version = self._seq = None
+        self.refresh()
+
+    def next_disagreement(self, filters: dict[str, str], reviewer: str) -> str | None:
+        """Claim for ``reviewer`` the first run of the filtered queue with a row that nobody has
+        given a verdict on and another reviewer does not hold; its id, or None when none is left."""
+        rows, given = self._queue_rows(filters, reviewer)
+        candidates = (d["run_id"] for d in rows if not given.get((d["run_id"], d["pairing"])))
+        return self._writer().claim_first(candidates, reviewer, self.claim_minutes)
+
+    # -- label samples: the label-next queue ----------------------------------------------------
+    def create_sample(self, params: dict[str, Any], reviewer: str | None = None) -> dict[str, Any]:
+        """Record a label sample over the runs in scope (``model``, ``scenario``: every run when
+        empty): ``design`` random (``size`` runs) or stratified (``dimension``, quotas ``m0``
+        failures and ``m1`` passes); ``seed`` (a random one when empty) fixes the order."""
+        design = str(params.get("design") or "random")
+        if design not in SAMPLE_DESIGNS:
+            raise ValueError(f"design must be one of {', '.join(SAMPLE_DESIGNS)}")
+        seed = number(_text(params.get("seed")), "seed", random.SystemRandom().randrange(10**9), 0)
+        where, args = [], []
+        for key, col in (("model", "model"), ("scenario", "scenario_id")):
+            if params.get(key):
+                where.append(f"{col} = ?")
+                args.append(str(params[key]))
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        runs = [r[0] for r in self.rows(f"SELECT run_id FROM view_runs{clause}", args)]
+        if not runs:
+            raise ValueError("no run in the sample's scope (model, scenario)")
+        size = m0 = m1 = None
+        dimension = None
+        if design == "random":
+            size = number(_text(params.get("size")), "size", 0, 1)
+            if size == 0:
+                raise ValueError("size: how many runs to label (a whole number from 1)")
+            size = min(size, len(runs))
+        else:
+            dimension = str(params.get("dimension") or "outcome").strip()
+            m0 = number(_text(params.get("m0")), "m0", 0, 1)
+            m1 = number(_text(params.get("m1")), "m1", 0, 1)
+            if not m0 or not m1:
+                raise ValueError("m0 and m1: how many failures and passes to label (whole numbers from 1)")
+        sample_id = self._writer().create_sample(
+            design,
+            seed,
+            runs,
+            size=size,
+            dimension=dimension,
+            m0=m0,
+            m1=m1,
+            model=str(params.get("model") or "") or None,
+            scenario=str(params.get("scenario") or "") or None,
+            created_by=reviewer,
+        )
+        self.refresh()
+        return self.sample(sample_id)
+
+    def samples(self) -> list[dict[str, Any]]:
+        if not self._has("label_samples"):
+            return []
+        return [self._progress(s) for s in read_samples(self.db)]
+
+    def sample(self, sample_id: str) -> dict[str, Any]:
+        found = [
+            s for s in (read_samples(self.db) if self._has("label_samples") else []) if s["sample_id"] == sample_id
+        ]
+        if not found:
+            raise NotFound(sample_id)
+        return self._progress(found[0])
+
+    def _labelled(self, sample_id: str) -> dict[str, dict[str, list[Any]]]:
+        """run → {reviewer: [values of the sample's dimension, or nothing]} of the current reviews
+        (not stale) made through the sample that hold a rating."""
+        out: dict[str, dict[str, list[Any]]] = {}
+        for row in self.rows(
+            "SELECT r.run_id, r.reviewer, v.dimension, v.value FROM reviews r JOIN review_ratings v "
+            f"ON v.review_id = r.review_id WHERE r.sample_id = ? AND {CURRENT} AND NOT {STALE}",
+            (sample_id,),
+        ):
+            out.setdefault(row[0], {}).setdefault(row[1], []).append((row[2], _json(row[3])))
+        return out
+
+    def _progress(self, sample: dict[str, Any]) -> dict[str, Any]:
+        labelled = self._labelled(sample["sample_id"])
+        by_reviewer: dict[str, int] = {}
+        for who in labelled.values():
+            for name in who:
+                by_reviewer[name] = by_reviewer.get(name, 0) + 1
+        out = dict(sample, labelled=len(labelled), by_reviewer=dict(sorted(by_reviewer.items())))
+        if sample["design"] == "random":
+            out["done"], out["target"] = min(len(labelled), sample["size"] or 0), sample["size"] or 0
+            out["complete"] = len(labelled) >= (sample["size"] or 0)
+        else:
+            classes = [0, 0]
+            for who in labelled.values():
+                votes = [
+                    b
+                    for values in who.values()
+                    for dim, v in values
+                    if dim == sample["dimension"] and (b := pass_fail(v)) is not None
+                ]
+                if votes and sum(votes) * 2 != len(votes):
+                    classes[int(sum(votes) * 2 > len(votes))] += 1
+            out["failures"], out["passes"] = classes
+            m0, m1 = sample["m0"] or 0, sample["m1"] or 0
+            out["done"], out["target"] = min(classes[0], m0) + min(classes[1], m1), m0 + m1
+            out["complete"] = classes[0] >= m0 and classes[1] >= m1
+        return out
+
+    def next_label(self, sample_id: str, reviewer: str) -> str | None:
+        """Claim for ``reviewer`` the next run of the sample, in its recorded order, that nobody has
+        labelled through it and another reviewer does not hold; None when the sample is complete."""
+        sample = self.sample(sample_id)
+        if sample["complete"]:
+            return None
+        labelled = self._labelled(sample_id)
+        candidates = (
+            r[0]
+            for r in self.db.conn.execute(
+                "SELECT run_id FROM label_sample_runs WHERE sample_id = ? ORDER BY position", (sample_id,)
+            )
+            if r[0] not in labelled
+        )
+        return self._writer().claim_first(candidates, reviewer, self.claim_minutes)
+
+    def claim(self, run_id: str) -> dict[str, str] | None:
+        """Who holds ``run_id`` now, and until when."""
+        if not self._has("review_claims"):
+            return None
+        row = self.one(
+            "SELECT reviewer, expires_at FROM review_claims WHERE run_id = ? AND expires_at > ?",
+            (run_id, _now()),
+        )
+        return None if row is None else {"reviewer": row[0], "until": row[1]}
 
     def _verdicts(self, run_ids: list[str]) -> dict[tuple[str, str], dict[str, str]]:
         """(run, pairing) → {reviewer: verdict} of the current reviews."""
@@ -441,7 +794,15 @@ class ViewData:
             "checklist": drilldown.checklist(card, bundle),
             "annotations": annotations,
             "probes": self.probes(run_id),
-            "disagreements": [d for _, d in self._by_run.get(run_id, [])],
+            "disagreements": [
+                d
+                for _, d in (
+                    self._by_run.get(run_id, [])
+                    if self._by_run is not None
+                    else self._disagreements([run_id]).get(run_id, [])
+                )
+            ],
+            "claim": self.claim(run_id),
             "other_runs": [dict(r) for r in others],
             "other_runs_total": n_others,
             "reviews": [r.as_dict() for r in read_reviews(self.db, run_id=run_id)],
@@ -552,7 +913,8 @@ class ViewData:
             raise NotFound(run_id)
         rubric = self.rubric_for(self.annotations(run_id, head[0]))
         review = parse_review(body, rubric, [p.name for p in self.pairings], default_reviewer)
-        had_tables = self._has("reviews")
+        self._check_design(run_id, review)
+        had_tables = self._has("reviews") and self._has("review_claims")
         if self.writer is None:
             self.writer = ReviewTables(self.path)
         stored = self.writer.add(
@@ -564,13 +926,58 @@ class ViewData:
             note=review["note"],
             blind=review["blind"],
             bundle_hash=head[0],
+            design=review["design"],
+            sample_id=review["sample"],
         )
         if not had_tables:  # the reader still shows the empty TEMP stand-ins of an older file
-            self.db.close()
-            self.db = open_readonly(self.path)
-            self._version = self._seq = None
-            self.refresh()
+            self._reopen()
         return stored.as_dict()
+
+    def _check_design(self, run_id: str, review: dict[str, Any]) -> None:
+        """A review says the run came from a sample only when the sample holds it, and from the
+        disagreement queue only when the run is in it (ReviewError naming the field)."""
+        design, sample = review["design"], review["sample"]
+        if design in SAMPLE_DESIGNS:
+            if not sample:
+                raise ReviewError(f"sample: a {design} review names the label sample its run came from")
+            row = (
+                self.one(
+                    "SELECT s.design FROM label_samples s JOIN label_sample_runs r ON r.sample_id = s.sample_id "
+                    "WHERE s.sample_id = ? AND r.run_id = ?",
+                    (sample, run_id),
+                )
+                if self._has("label_samples")
+                else None
+            )
+            if row is None or row[0] != design:
+                raise ReviewError(f"sample: run {run_id!r} is not in a {design} sample {sample!r}")
+        elif sample:
+            raise ReviewError(f"sample: only a random or stratified review names a sample, not a {design} one")
+        elif design == "disagreement":
+            runs = self._by_run if self._by_run is not None else self._disagreements([run_id])
+            if not runs.get(run_id):
+                raise ReviewError(f"design: run {run_id!r} is not in the disagreement queue")
+
+
+def pass_fail(value: Any) -> int | None:
+    """A label as pass (1) or fail (0) — pass/fail, yes/no, a boolean, 0/1 — else None."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        return PASS_WORDS.get(value.strip().lower())
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return int(value)
+    return None
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def number(text: str | None, name: str, default: int, low: int) -> int:
@@ -622,11 +1029,12 @@ def _given(body: dict, name: str, shape: str) -> list[tuple[str, Any]]:
 
 def parse_review(body: Any, rubric, pairings: list[str], default_reviewer: str | None = None) -> dict[str, Any]:
     """A review body (``{"reviewer", "ratings": {dimension: value}, "verdicts": {pairing: verdict},
-    "note", "blind"}``) checked against the rubric and the pairings; ReviewError names the first
-    bad field. Empty values mean "not answered"; ``blind`` defaults to true."""
+    "note", "blind", "design", "sample"}``) checked against the rubric and the pairings; ReviewError
+    names the first bad field. Empty values mean "not answered"; ``blind`` defaults to true,
+    ``design`` (how the run was chosen, evalkit.db.reviews.DESIGNS) to ``by_hand``."""
     if not isinstance(body, dict):
         raise ReviewError("the body must be a JSON object")
-    unknown = sorted(set(body) - {"reviewer", "ratings", "verdicts", "note", "blind"})
+    unknown = sorted(set(body) - {"reviewer", "ratings", "verdicts", "note", "blind", "design", "sample"})
     if unknown:
         raise ReviewError(f"unknown field {unknown[0]!r}")
     reviewer = body.get("reviewer") or default_reviewer or ""
@@ -666,4 +1074,18 @@ def parse_review(body: Any, rubric, pairings: list[str], default_reviewer: str |
         raise ReviewError("blind: true or false")
     if not ratings and not verdicts and not note.strip():
         raise ReviewError("nothing to save: give a rating, a verdict or a note")
-    return {"reviewer": reviewer, "ratings": ratings, "verdicts": verdicts, "note": note, "blind": blind}
+    design = body.get("design") or "by_hand"
+    if design not in DESIGNS:
+        raise ReviewError(f"design: {str(design)[:40]!r} is not one of {', '.join(DESIGNS)}")
+    sample = body.get("sample") or None
+    if sample is not None and (not isinstance(sample, str) or len(sample) > 64):
+        raise ReviewError("sample: a label sample's id")
+    return {
+        "reviewer": reviewer,
+        "ratings": ratings,
+        "verdicts": verdicts,
+        "note": note,
+        "blind": blind,
+        "design": design,
+        "sample": sample,
+    }
