@@ -81,7 +81,14 @@ def test_estimate_reproduces_the_formulas_per_model(tmp_path):
     assert e["method"] == "rogan-gladen" and e["reason"] is None
     assert e["estimate"] == pytest.approx(want.estimate, abs=1e-6)
     assert e["ci"] == pytest.approx([want.low, want.high], abs=1e-6)
-    assert e["labels"] == {"n_labeled": 60, "m0": len(fails), "m1": len(passes), "q0": round(q0, 6), "q1": round(q1, 6)}
+    assert e["labels"] == {
+        "n_labeled": 60,
+        "m0": len(fails),
+        "m1": len(passes),
+        "q0": round(q0, 6),
+        "q1": round(q1, 6),
+        "left_out": 0,
+    }
     assert e["n"] == 140 and e["judge"] == "openai/gpt-judge@procedure_v1"
     ppi = _estimate(db, "--method", "ppi")
     p = _entry(ppi, "coder-alpha")
