@@ -44,11 +44,18 @@ def test_report_markdown_to_stdout(db):
 
 def test_source_date_epoch_makes_the_cli_output_byte_identical(db, tmp_path):
     env = {"SOURCE_DATE_EPOCH": "1767225600"}
-    a, b = tmp_path / "a.html", tmp_path / "b.html"
-    assert run("report", "--db", str(db), "--html", str(a), env=env).exit_code == 0
-    assert run("report", "--db", str(db), "--html", str(b), env=env).exit_code == 0
+    a, b = tmp_path / "a" / "report.html", tmp_path / "b" / "report.html"
+    for out in (a, b):
+        out.parent.mkdir()
+        assert run("report", "--db", str(db), "--html", str(out), env=env).exit_code == 0
     assert a.read_bytes() == b.read_bytes()
     assert "2026-01-01T00:00:00Z" in a.read_text(encoding="utf-8")
+    pages = sorted(p.name for p in (a.parent / "report-scenarios").iterdir())
+    assert pages and pages == sorted(p.name for p in (b.parent / "report-scenarios").iterdir())
+    for name in pages:
+        assert (a.parent / "report-scenarios" / name).read_bytes() == (
+            b.parent / "report-scenarios" / name
+        ).read_bytes()
 
 
 def test_missing_database_exits_2_with_one_line(tmp_path):

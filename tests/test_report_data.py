@@ -28,6 +28,20 @@ def report(full_db):
     return build_report(full_db, made_at="2026-01-01T00:00:00Z")
 
 
+def every_run(db) -> list[dict]:
+    """Every run as the scenario pages list it (evalkit.report.data.iter_scenarios)."""
+    from evalkit.db import open_readonly
+    from evalkit.report.data import iter_scenarios
+
+    with open_readonly(db) as d:
+        return [run for _, batch in iter_scenarios(d) for run, _ in batch]
+
+
+@pytest.fixture(scope="module")
+def runs(full_db):
+    return every_run(full_db)
+
+
 def _cards(paths):
     return [c for c in iter_scorecards([str(p) for p in paths]) if not isinstance(c, InputError)]
 
@@ -44,31 +58,68 @@ def test_groups_and_models_equal_the_aggregate_of_the_scored_files(report, full_
     assert report["counts"]["by_status"] == dict(Counter(c.status for c in cards))
 
 
-def test_every_run_lists_its_stored_commands_with_classes(report, full_db):
+def test_every_run_counts_its_stored_commands_and_the_worst_list_them_with_classes(report, runs, full_db):
     con = sqlite3.connect(full_db)
     stored = Counter(r[0] for r in con.execute("SELECT run_id FROM commands"))
     classes = {(r[0], r[1]): r[2] for r in con.execute("SELECT run_id, idx, class FROM commands")}
     con.close()
-    assert sum(len(r["commands"]) for r in report["runs"]) == sum(stored.values()) > 0
-    for run in report["runs"]:
+    assert sum(r["n_commands"] for r in runs) == sum(stored.values()) > 0
+    assert all(r["n_commands"] == stored.get(r["run_id"], 0) for r in runs)
+    assert report["worst_runs"]
+    for run in report["worst_runs"]:
         assert len(run["commands"]) == stored.get(run["run_id"], 0)
         for c in run["commands"]:
             assert c["class"] == classes[(run["run_id"], c["index"])]
 
 
-def test_unsafe_runs_are_flagged_and_not_ranked(report):
-    unsafe = [r for r in report["runs"] if r["unsafe"]]
+def test_unsafe_runs_are_flagged_and_not_ranked(report, runs):
+    unsafe = [r for r in runs if r["unsafe"]]
     assert unsafe, "the fixture has runs with a forbidden command"
     assert all(r["rank"] is None for r in unsafe)
     assert {r["safety"] for r in unsafe} == {"dangerous", "unapproved"}  # the support refunds made without approval
     assert all(r["safety_dangerous"] > 0 for r in unsafe if r["safety"] == "dangerous")
-    assert sorted(report["unsafe_runs"]) == sorted(r["run_id"] for r in unsafe)
-    assert report["counts"]["unsafe"] == len(unsafe)
+    named = {r["run_id"] for e in report["unsafe_by_group"] for r in e["runs"]}
+    assert named == {r["run_id"] for r in unsafe}
+    assert report["counts"]["unsafe"] == len(unsafe) == sum(e["n"] for e in report["unsafe_by_group"])
 
 
-def test_ranks_are_per_scenario_by_score_with_shared_ties(report):
+def test_worst_runs_follow_the_stated_rule(report, runs):
+    from evalkit.report.data import SEVERITY_ORDER, failed
+
+    worst = report["worst_runs"]
+    assert report["disagreement_counts"]  # the judge disagrees on some runs: the rule's tie-break
+    runs = [dict(r, disagreements=report["disagreement_counts"].get(r["run_id"], 0)) for r in runs]
+    assert [r["run_id"] for r in worst] == [r["run_id"] for r in sorted(runs, key=_rule) if failed(r)][: len(worst)]
+    assert all(failed(r) for r in worst) and not any(r["run_id"] == w for r in runs if not failed(r) for w in worst)
+    tiers = [SEVERITY_ORDER.get(r["safety"], 3) if r["unsafe"] else 4 if r["status"] == "scored" else 5 for r in worst]
+    assert tiers == sorted(tiers) and tiers[0] == 0  # the dangerous run first
+    assert "unsafe runs first" in report["worst_rule"]
+
+
+def _rule(r):
+    """The rule as docs/report.md states it, written out again."""
+    order = {"dangerous": 0, "unapproved": 1, "anti_procedure": 2}
+    tier = order.get(r["safety"], 3) if r["unsafe"] else (4 if r["status"] == "scored" else 5)
+    return (tier, r["scalar"] if r["scalar"] is not None else float("inf"), -r["disagreements"], r["run_id"])
+
+
+def test_worst_list_is_capped_and_scenario_entries_count_every_run(tmp_path, monkeypatch):
+    import evalkit.report.data as data
+
+    monkeypatch.setattr(data, "WORST_RUNS", 3)
+    db = rf.build_db(tmp_path)
+    report = build_report(db, made_at="2026-01-01T00:00:00Z")
+    runs = every_run(db)
+    assert len(report["worst_runs"]) == 3 < sum(1 for r in runs if data.failed(r))
+    assert sum(s["runs"] for s in report["scenarios"]) == len(runs) == report["counts"]["runs"]
+    for s in report["scenarios"]:
+        mine = [r for r in runs if r["scenario_id"] == s["scenario_id"]]
+        assert s["unsafe"] == sum(r["unsafe"] for r in mine) and s["failed"] == sum(data.failed(r) for r in mine)
+
+
+def test_ranks_are_per_scenario_by_score_with_shared_ties(runs):
     by_scenario = {}
-    for run in report["runs"]:
+    for run in runs:
         if run["rank"] is not None:
             by_scenario.setdefault(run["scenario_id"], []).append(run)
     assert by_scenario
@@ -76,7 +127,7 @@ def test_ranks_are_per_scenario_by_score_with_shared_ties(report):
         for a in runs:
             higher = sum(1 for b in runs if b["scalar"] > a["scalar"])
             assert a["rank"] == higher + 1
-    unranked = [r for r in report["runs"] if r["rank"] is None]
+    unranked = [r for r in runs if r["rank"] is None]
     assert all(r["unsafe"] or r["status"] != "scored" for r in unranked)
 
 
@@ -124,13 +175,13 @@ def test_dimension_values_sorted_numbers_then_words(report):
                 assert labels[-1] == "n/a" and labels[:-1] == sorted(labels[:-1], key=float)
 
 
-def test_provenance_names_versions_rubrics_judges_scenarios(report):
+def test_provenance_names_versions_rubrics_judges_scenarios(report, runs):
     p = report["provenance"]
     assert p["evalkit_version"]
     assert p["made_at"] == "2026-01-01T00:00:00Z"
     assert p["judge_models"] == ["openai/judge-large", "openai/judge-small"]
     assert p["rubrics"] == [{"id": "procedure_v1", "version": "1", "hash": "abc123def4567890"}]
-    assert p["scenarios"] == sorted({r["scenario_id"] for r in report["runs"]})
+    assert p["scenarios"] == sorted({r["scenario_id"] for r in runs})
 
 
 def test_agreement_section_is_the_audit(report, full_db):
@@ -146,14 +197,16 @@ def test_no_judge_yet_sections_say_so(tmp_path):
     report = build_report(db)
     assert report["judge"]["available"] is False and "no judge" in report["judge"]["reason"]
     assert report["agreement"]["available"] is False and "no judge annotations" in report["agreement"]["reason"]
-    assert report["runs"]
+    assert report["counts"]["runs"] and report["worst_runs"]
 
 
 def test_empty_database_gives_an_empty_report(tmp_path):
     db = tmp_path / "empty.db"
     Store(db).close()
     report = build_report(db)
-    assert report["runs"] == [] and report["groups"] == [] and report["models"] == []
+    assert (
+        report["worst_runs"] == [] and report["scenarios"] == [] and report["groups"] == [] and report["models"] == []
+    )
     assert report["counts"]["runs"] == 0
 
 
@@ -163,7 +216,7 @@ def test_database_without_evalkit_tables(tmp_path):
     con.execute("CREATE TABLE unrelated (x)")
     con.commit()
     con.close()
-    assert build_report(db)["runs"] == []
+    assert build_report(db)["counts"]["runs"] == 0
 
 
 def test_missing_database_is_an_error_and_is_not_created(tmp_path):
@@ -188,8 +241,8 @@ def test_corrupt_stored_card_is_left_out_with_a_warning_naming_the_row(tmp_path)
     con.commit()
     con.close()
     report = build_report(db)
-    assert "a320-opus-4-8-full-procedure" not in {r["run_id"] for r in report["runs"]}
-    assert report["runs"]  # the other runs are still reported
+    assert "a320-opus-4-8-full-procedure" not in {r["run_id"] for r in every_run(db)}
+    assert report["counts"]["runs"] == len(every_run(db)) > 0  # the other runs are still reported
     [warning] = [w for w in report["warnings"] if "a320-opus-4-8-full-procedure" in w]
     assert warning.startswith("scorecards.card: row run_id='a320-opus-4-8-full-procedure' is not a ScoreCard")
     assert warning.endswith("the run is left out") and "\n" not in warning

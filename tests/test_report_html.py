@@ -157,7 +157,7 @@ def test_headline_shows_pass_rate_and_pass_hat_k(report, html, markdown):
 
 
 def test_run_table_links_commands_with_their_classes(report, html):
-    run = next(r for r in report["runs"] if len(r["commands"]) >= 3)
+    run = next(r for r in report["worst_runs"] if len(r["commands"]) >= 3)
     anchor = run_anchor(run["run_id"])
     start = html.index(f'id="{anchor}"')
     row = html[start : html.index("</details>", start)]
@@ -166,7 +166,8 @@ def test_run_table_links_commands_with_their_classes(report, html):
 
 
 def test_unsafe_runs_flagged_in_page(report, html, markdown):
-    unsafe = [r for r in report["runs"] if r["unsafe"]]
+    unsafe = [r for r in report["worst_runs"] if r["unsafe"]]
+    assert len(unsafe) == report["counts"]["unsafe"]  # every unsafe run is among the worst
     assert html.count('class="badge unsafe"') == len(unsafe)
     # each unsafe run carries its worst kind's label (dangerous, unapproved, anti-procedure)
     labels = ("UNSAFE (not ranked)", "UNAPPROVED (not ranked)", "ANTI-PROCEDURE (not ranked)")
@@ -187,9 +188,9 @@ def test_disagreements_link_runs_and_quote_rationales(report, html, markdown):
     items = report["agreement"]["audit"]["disagreements"]
     assert items
     section = html[html.index('<section id="agreement"') :]
-    first = items[0]
-    if first["run_id"] in {r["run_id"] for r in report["runs"]}:
-        assert f'<a href="#{run_anchor(first["run_id"])}">' in section
+    for item in items:  # each listed disagreement links to its run's details on the page
+        assert f'<a href="#{run_anchor(item["run_id"])}">' in section
+        assert f'<summary id="{run_anchor(item["run_id"])}">' in html
     assert section.count("<blockquote>") == sum(1 for i in items if i.get("rationale"))
     assert "Disagreements, ranked" in markdown
 
@@ -213,7 +214,8 @@ def test_markdown_has_the_same_sections_and_numbers(report, markdown):
         "## Headline",
         "## Score vector",
         "### Safety",
-        "## Runs",
+        "## Worst runs",
+        "## Scenarios and their runs",
         "## Judge annotations",
         "## Agreement audit",
         "## Provenance",
@@ -294,17 +296,15 @@ def test_audit_cost_table_reads_judge_calls(with_humans):
     assert 'class="judge-calls"' in section and "<td>judge_calls</td>" in section
 
 
-def test_markdown_caps_runs_and_commands_for_pull_requests(report):
-    from evalkit.report.sections import MARKDOWN_COMMANDS, MARKDOWN_RUNS
+def test_markdown_caps_commands_for_pull_requests(report):
+    from evalkit.report.sections import MARKDOWN_COMMANDS
 
     big = copy.deepcopy(report)
-    template = next(r for r in big["runs"] if len(r["commands"]) >= 3)
-    big["runs"] = [dict(template, run_id=f"run-{i:04d}") for i in range(MARKDOWN_RUNS + 7)]
+    template = next(r for r in big["worst_runs"] if len(r["commands"]) >= 3)
+    n = MARKDOWN_COMMANDS // len(template["commands"]) + 10
+    big["worst_runs"] = [dict(template, run_id=f"run-{i:04d}") for i in range(n)]
     text = render_markdown(big)
-    assert "_7 more runs in the HTML report._" in text
-    runs_section = text[text.index("## Runs and their commands") : text.index("## Judge annotations")]
-    assert "run-0099" in runs_section and "run-0100" not in runs_section
-    commands = MARKDOWN_RUNS * len(template["commands"])
+    runs_section = text[text.index("## Worst runs") : text.index("## Scenarios")]
+    assert f"run-{n - 1:04d}" in runs_section
+    commands = n * len(template["commands"])
     assert f"_{commands - MARKDOWN_COMMANDS} more commands in the HTML report._" in text
-    html = render_html(big)
-    assert "run-0106" in html

@@ -77,7 +77,7 @@ def test_every_block_type_has_an_html_emitter():
 
 
 def test_the_summary_emits_every_block_but_the_page_only_ones():
-    assert set(_block_types()) - set(markdown.BLOCKS) == {p.Figure, p.Figures, p.RunDetails}
+    assert set(_block_types()) - set(markdown.BLOCKS) == {p.Figure, p.Figures, p.RunDetails, p.RunTable}
 
 
 def test_a_chart_outside_only_html_is_a_clear_error_in_the_summary():

@@ -41,7 +41,6 @@ from evalkit.report.page import (
     run_anchor,
 )
 
-MARKDOWN_RUNS = 100
 MARKDOWN_COMMANDS = 300
 
 NAV = [
@@ -269,8 +268,8 @@ def vector(report: dict, links: Links) -> Part:
 
 
 def runs(report: dict, links: Links) -> Part:
-    """The worst runs by the stated rule (the summary lists at most MARKDOWN_RUNS of them and
-    MARKDOWN_COMMANDS command rows); every run is on its scenario's page."""
+    """The worst runs by the stated rule (the summary lists at most MARKDOWN_COMMANDS of their
+    command rows); every run is on its scenario's page."""
     from evalkit.report.data import WORST_RUNS
 
     part = Part("runs", "Worst runs", [])
@@ -283,9 +282,8 @@ def runs(report: dict, links: Links) -> Part:
         part.blocks += [Para(rule, "lede"), _absent(Lit("Every run passed every check safely."))]
         return part
     rows = tables.run_rows(worst, links.main)
-    listed = worst[:MARKDOWN_RUNS]
-    summary: list = [Grid(tables.RUN_HEADERS, rows[:MARKDOWN_RUNS])]
-    commands = [[r["run_id"], *tables.command_cells(c)] for r in listed for c in r["commands"]]
+    summary: list = [Grid(tables.RUN_HEADERS, rows)]
+    commands = [[r["run_id"], *tables.command_cells(c)] for r in worst for c in r["commands"]]
     if commands:
         blocks: list = [Grid(["run", *tables.COMMAND_HEADERS], commands[:MARKDOWN_COMMANDS])]
         if len(commands) > MARKDOWN_COMMANDS:
