@@ -79,7 +79,14 @@ def build_audit_with_pairs(
         if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
             judge = resolve_judge(judge, judge_models(db), db.path)
         warnings = odd_cells(db)  # what the readers below read as missing, and why
-        cards = list(read_cards(db, warnings))
+        # each card keeps only the parts a pairing's signals or the probes read (a card is mostly commands)
+        keep = {"vector"} | {
+            signal.split(".")[0] for p in cfg.pairings for case in p.mechanical_cases for signal, _ in case.when
+        }
+        cards = [
+            dataclasses.replace(c, card={k: v for k, v in c.card.items() if k in keep})
+            for c in read_cards(db, warnings)
+        ]
         values = list(read_annotations(db, judge=judge, rubric=rubric))  # stale answers are not among them
         stale = read_stale_annotations(db, judge=judge, rubric=rubric)
         stored = read_ratings(db)

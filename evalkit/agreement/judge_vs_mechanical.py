@@ -41,7 +41,7 @@ def na(reason: str) -> dict[str, Any]:
     return {"value": None, "reason": reason}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per judged run and pairing: 10^6 at scale
 class Pair:
     pairing: str
     run_id: str
