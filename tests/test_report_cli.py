@@ -153,3 +153,57 @@ def test_written_report_has_ordinary_file_permissions(db, tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert out.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_scenario_pages_are_replaced_whole_and_leave_no_temporary_directory(db, tmp_path):
+    html = tmp_path / "r.html"
+    pages = tmp_path / "r-scenarios"
+    pages.mkdir()
+    (pages / "stale-scenario.html").write_text("from an earlier report", encoding="utf-8")
+    assert run("report", "--db", str(db), "--html", str(html)).exit_code == 0
+    names = sorted(p.name for p in pages.iterdir())
+    assert names and "stale-scenario.html" not in names and all(n.endswith(".html") for n in names)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r-scenarios", "r.html"]  # no staging left
+    main = html.read_text(encoding="utf-8")
+    for name in names:  # the main page links each scenario page, which links back
+        assert f'href="r-scenarios/{name}"' in main
+        assert '<a href="../r.html">' in (pages / name).read_text(encoding="utf-8")
+
+
+def test_a_failed_scenario_page_keeps_the_previous_report(db, tmp_path, monkeypatch):
+    import evalkit.report.html as report_html
+
+    html = tmp_path / "r.html"
+    assert run("report", "--db", str(db), "--html", str(html)).exit_code == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "r-scenarios").iterdir()}
+    page = html.read_bytes()
+
+    def broken(*_a, **_k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report_html, "render_scenario_page", broken)
+    result = run("report", "--db", str(db), "--html", str(html), "--title", "other")
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and "r-scenarios: cannot write: No space left on device" in result.stderr
+    assert html.read_bytes() == page
+    assert {p.name: p.read_bytes() for p in (tmp_path / "r-scenarios").iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r-scenarios", "r.html"]
+
+
+def test_scenario_pages_never_replace_a_directory_holding_the_database(db, tmp_path):
+    import shutil
+
+    pages = tmp_path / "r-scenarios"
+    pages.mkdir()
+    inside = pages / "evalkit.db"
+    shutil.copyfile(db, inside)
+    result = run("report", "--db", str(inside), "--html", str(tmp_path / "r.html"))
+    assert result.exit_code == 2
+    assert "would overwrite the database" in result.stderr and inside.exists()
+
+
+def test_page_to_stdout_writes_no_scenario_pages_and_names_runs_without_links(db, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("report", "--db", str(db), "--html", "-")
+    assert result.exit_code == 0 and result.stdout.startswith("<!DOCTYPE html>")
+    assert "-scenarios/" not in result.stdout and list(tmp_path.iterdir()) == []
