@@ -41,7 +41,8 @@ class EvalkitGroup(click.Group):
             exc.show()  # the help, as click prints it, not folded into one error line
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
-            where = exc.ctx.command_path if exc.ctx is not None else "evalkit"
+            argv = args[0] if args else kwargs.get("args")
+            where = exc.ctx.command_path if exc.ctx is not None else self._named(sys.argv[1:] if argv is None else argv)
             click.echo(f"error: {sanitize(exc.format_message())} (see '{where} -h')", err=True)
             sys.exit(EXIT_USAGE)
         except click.ClickException as exc:
@@ -53,6 +54,17 @@ class EvalkitGroup(click.Group):
         except _Interrupted:
             click.echo("error: interrupted; finished work is kept", err=True)
             sys.exit(EXIT_INTERRUPTED)
+
+    def _named(self, argv) -> str:
+        """The command ``argv`` names (``evalkit cache clear``): click raises a missing option
+        value's error (``--format`` last) without a context to say it."""
+        path, command = ["evalkit"], self
+        for token in argv:
+            command = command.commands.get(token) if isinstance(command, click.Group) else None
+            if command is None:
+                break
+            path.append(token)
+        return " ".join(path)
 
     def invoke(self, ctx):
         # click would turn Ctrl-C into Abort (exit 1); evalkit exits 130. Raised after the except

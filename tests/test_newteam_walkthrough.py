@@ -143,3 +143,14 @@ def test_estimate_rogan_gladen_is_na_when_few_labels_cannot_tell_the_judge_from_
     assert e["method"] != "rogan-gladen"
     for m in e["methods"].values():
         assert m["ci"] is None or m["ci"][0] <= m["ci"][1]
+
+
+def test_a_missing_option_value_points_at_the_commands_own_help():
+    """`evalkit score runs --format` (the value forgotten): the hint names `evalkit score -h`, as
+    every other usage error of the command does, not the top-level help."""
+    res = CliRunner().invoke(cli, ["score", "runs", "--format"])
+    assert res.exit_code == 2
+    assert res.stderr == "error: Option '--format' requires an argument. (see 'evalkit score -h')\n"
+    nested = CliRunner().invoke(cli, ["cache", "clear", "--model"])
+    assert nested.exit_code == 2
+    assert nested.stderr.endswith("(see 'evalkit cache clear -h')\n")
