@@ -578,12 +578,22 @@ class ViewData:
         }
 
     def _writer(self) -> ReviewTables:
-        had_tables = self._has("review_claims")
         if self.writer is None:
-            self.writer = ReviewTables(self.path)
-        if not had_tables:  # the reader still shows the empty TEMP stand-ins of an older file
+            self.writer = ReviewTables(self.path)  # migrates an older file
+        if self._stand_ins():
             self._reopen()
         return self.writer
+
+    def _stand_ins(self) -> bool:
+        """Whether the reader shows empty TEMP stand-ins of review tables an older file lacked
+        (the writer has added them since: open the file again to see them)."""
+        return (
+            self.db.conn.execute(
+                "SELECT 1 FROM temp.sqlite_master WHERE type = 'table' AND name IN "
+                "('reviews', 'review_claims', 'label_samples', 'label_sample_runs')"
+            ).fetchone()
+            is not None
+        )
 
     def _reopen(self) -> None:
         self.db.close()
@@ -914,10 +924,7 @@ class ViewData:
         rubric = self.rubric_for(self.annotations(run_id, head[0]))
         review = parse_review(body, rubric, [p.name for p in self.pairings], default_reviewer)
         self._check_design(run_id, review)
-        had_tables = self._has("reviews") and self._has("review_claims")
-        if self.writer is None:
-            self.writer = ReviewTables(self.path)
-        stored = self.writer.add(
+        stored = self._writer().add(
             run_id,
             review["reviewer"],
             rubric_id=rubric.id if rubric else None,
@@ -929,8 +936,6 @@ class ViewData:
             design=review["design"],
             sample_id=review["sample"],
         )
-        if not had_tables:  # the reader still shows the empty TEMP stand-ins of an older file
-            self._reopen()
         return stored.as_dict()
 
     def _check_design(self, run_id: str, review: dict[str, Any]) -> None:
