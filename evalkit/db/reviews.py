@@ -271,7 +271,8 @@ class ReviewTables:
         sample_id = uuid.uuid4().hex[:12]
         with self.database.transaction() as conn:
             conn.execute(
-                "INSERT INTO label_samples (sample_id, design, seed, size, stratified_on, m0, m1, model, scenario, runs, "
+                "INSERT INTO label_samples (sample_id, design, seed, size, stratified_on, m0, m1, model, scenario, "
+                "runs, "
                 "created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (sample_id, design, seed, size, dimension, m0, m1, model, scenario, len(order), now_utc(), created_by),
             )
@@ -300,7 +301,8 @@ def read_samples(db: Database) -> list[dict[str, Any]]:
     return [
         dict(r)
         for r in db.rows(
-            "SELECT sample_id, design, seed, size, stratified_on AS dimension, m0, m1, model, scenario, runs, created_at, "
+            "SELECT sample_id, design, seed, size, stratified_on AS dimension, m0, m1, model, scenario, runs, "
+            "created_at, "
             "created_by "
             "FROM label_samples ORDER BY created_at, sample_id"
         )
