@@ -154,3 +154,21 @@ def test_a_missing_option_value_points_at_the_commands_own_help():
     nested = CliRunner().invoke(cli, ["cache", "clear", "--model"])
     assert nested.exit_code == 2
     assert nested.stderr.endswith("(see 'evalkit cache clear -h')\n")
+
+
+def test_check_says_once_per_scenario_that_embedded_copies_differ_from_the_file(tmp_path):
+    """Three runs embed an older copy of the scenario than the --scenarios file holds: one line
+    names both and the next says how many more runs, as `evalkit score` says it (not one line per run)."""
+    (tmp_path / "tasks.json").write_text(json.dumps([KUBECTL_SCENARIO]))
+    older = json.loads(json.dumps(KUBECTL_SCENARIO))
+    older["success"]["final_state"][0]["value"] = "v40"
+    for i in range(3):
+        records = [json.loads(line) for line in _run([("rollback_deploy", {"service": "api"})]).splitlines()]
+        records[0] |= {"run_id": f"r{i}", "scenario": older}
+        del records[0]["scenario_id"]
+        (tmp_path / f"r{i}.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    res = CliRunner().invoke(cli, ["check", str(tmp_path), "--scenarios", str(tmp_path / "tasks.json")])
+    said = [line for line in res.stderr.splitlines() if "the embedded scenario" in line]
+    assert len(said) == 2, res.stderr
+    assert said[0].startswith(f"{tmp_path / 'r0.jsonl'}:1: warning: the embedded scenario " + '"rollback"')
+    assert said[1].startswith('warning: 2 more run(s) where the embedded scenario "rollback"')

@@ -35,13 +35,19 @@ def register(group: click.Group) -> None:
         """
         from evalkit import api
         from evalkit.errors import InputError
+        from evalkit.present.score_view import Repeats
 
         try:
             report = api.check(paths, scenario_files)
         except InputError as exc:
             fail(str(exc))
+        # a run whose embedded scenario differs from the file's: said once per scenario, as by score
+        repeats = Repeats()
         for message in report.warnings:
-            warn(message)
+            if not repeats.once_per_scenario(message):
+                warn(message)
+        for line in repeats.summary():
+            warn(line)
         for problem in report.problems:
             click.echo(str(problem))
         for finding in report.findings:
