@@ -79,9 +79,9 @@ def import_command(
     **format_options: object,
 ) -> None:
     """Convert FILEs recorded by another harness (FORMAT: a name `evalkit import --list` prints, `auto`
-    to sniff it from the content, or a plugin's name) into evalkit trajectories, one <run_id>.jsonl per run in DIR, ready for
-    `evalkit score`. Formats that record ratings (inspect: its scorers) also write DIR/ratings.jsonl
-    and, with --db, import those ratings into the database for `evalkit audit`.
+    to sniff it from the content, or a plugin's name) into evalkit trajectories, one <run_id>.jsonl per
+    run in DIR, ready for `evalkit score`. Formats that record ratings (inspect: its scorers) also
+    write DIR/ratings.jsonl and, with --db, import those ratings into the database for `evalkit audit`.
 
     Each input is all-or-nothing: a bad input leaves no files behind and the others are still
     converted. --workers N converts inputs in N worker processes; only this process puts files in
