@@ -21,7 +21,7 @@ import hashlib
 import json
 import math
 import random
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,57 +149,101 @@ def build_items(
     show_mechanical: bool = False,
     resample: float | None = None,
     seed: int | None = None,
-) -> tuple[list[WorkItem], dict]:
-    """One work item per (judged run, judge), in run order then judge order."""
-    skipped: dict[str, int] = {}
-    views: list[tuple[str, str, dict, dict]] = []
-    for card in cards:
-        status = _get(card, "status")
-        bundle = _plain(_get(card, "judge_bundle"))
-        if status not in JUDGED_STATUSES:
-            skipped[f"status {status}"] = skipped.get(f"status {status}", 0) + 1
-            continue
-        if not bundle or not _get(card, "bundle_hash"):
-            skipped["no judge bundle"] = skipped.get("no judge bundle", 0) + 1
-            continue
-        extra: dict = {}
-        if show_mechanical:
-            mech = mechanical_view(card)
-            bundle = dict(bundle, mechanical_scores=mech)
-            extra["mechanical"] = _sha(mech)
-        views.append((str(_get(card, "run_id")), str(_get(card, "bundle_hash")), bundle, extra))
-    views.sort(key=lambda v: v[0])
-    blind = not show_mechanical
-    items: list[WorkItem] = []
-    material_for = key_material(judges, rubric)
-    for judge in judges:
-        chosen = views
-        tag = "0"
-        if resample is not None:
-            judged = set(store.judged_runs(judge.model, rubric.id, rubric.version, blind))
-            pool = sorted(v[0] for v in views if v[0] in judged)
-            k = min(len(pool), math.ceil(resample * len(pool)))
-            sample = set(random.Random(seed).sample(pool, k))
-            chosen = [v for v in views if v[0] in sample]
-            tag = f"resample:{seed}"
-        for run_id, bundle_hash, bundle, extra in chosen:
-            key_extra = dict(extra)
-            if resample is not None:
-                key_extra["resample_seed"] = seed
-            ann_id = annotation_id(
-                run_id=run_id,
-                model=judge.model,
-                rubric_id=rubric.id,
-                rubric_version=rubric.version,
-                blind=blind,
-                replicate_tag=tag,
-            )
-            items.append(
-                work_item(
+) -> tuple[WorkItems, dict]:
+    """One work item per (judged run, judge), in judge order then run order: a lazy iterable
+    (:class:`WorkItems`), and the runs not judged by reason (filled as it is read)."""
+    items = WorkItems(cards, judges, rubric, store, show_mechanical, resample, seed)
+    return items, items.skipped
+
+
+class WorkItems:
+    """The work items of ``build_items``, made as they are read: judge after judge, each over the
+    runs in run-id order. Cards that can be read again are read once per judge (the stored cards
+    page by page; a list, sorted first); a one-shot iterator judged by one judge is read as it
+    comes, in its own order, and is otherwise read into a list first. ``total`` counts the items
+    (the progress bar's; None when only reading them would tell)."""
+
+    def __init__(self, cards, judges, rubric, store, show_mechanical, resample, seed):
+        if iter(cards) is cards and (len(judges) > 1 or resample is not None):
+            cards = list(cards)
+        if isinstance(cards, Collection) and not getattr(cards, "sorted_by_run_id", False):
+            cards = sorted(cards, key=lambda card: str(_get(card, "run_id")))
+        self.cards, self.judges, self.rubric, self.store = cards, judges, rubric, store
+        self.show_mechanical, self.resample, self.seed = show_mechanical, resample, seed
+        self.skipped: dict[str, int] = {}
+        self._counted = False
+        self._samples: list[set[str]] | None = None
+
+    def _views(self, count: bool = False):
+        """(run_id, bundle_hash, bundle, extra) of each judged card; ``count``: the others counted
+        in ``skipped`` (on the first pass that reads every card)."""
+        skipped = self.skipped if count else {}
+        for card in self.cards:
+            status = _get(card, "status")
+            bundle = _plain(_get(card, "judge_bundle"))
+            if status not in JUDGED_STATUSES:
+                skipped[f"status {status}"] = skipped.get(f"status {status}", 0) + 1
+                continue
+            if not bundle or not _get(card, "bundle_hash"):
+                skipped["no judge bundle"] = skipped.get("no judge bundle", 0) + 1
+                continue
+            extra: dict = {}
+            if self.show_mechanical:
+                mech = mechanical_view(card)
+                bundle = dict(bundle, mechanical_scores=mech)
+                extra["mechanical"] = _sha(mech)
+            yield str(_get(card, "run_id")), str(_get(card, "bundle_hash")), bundle, extra
+
+    def samples(self) -> list[set[str]]:
+        """With --resample: the runs each judge re-judges, ceil(F * n) of the n it already annotated."""
+        if self._samples is None:
+            runs = [view[0] for view in self._views(count=self._first_pass())]
+            self._samples = []
+            for judge in self.judges:
+                blind = not self.show_mechanical
+                judged = set(self.store.judged_runs(judge.model, self.rubric.id, self.rubric.version, blind))
+                pool = sorted(run for run in runs if run in judged)
+                k = min(len(pool), math.ceil(self.resample * len(pool)))
+                self._samples.append(set(random.Random(self.seed).sample(pool, k)))
+        return self._samples
+
+    def total(self) -> int | None:
+        if self.resample is not None:
+            return sum(len(sample) for sample in self.samples())
+        judgeable = getattr(self.cards, "judgeable", None)
+        if callable(judgeable):
+            return judgeable(JUDGED_STATUSES) * len(self.judges)
+        if isinstance(self.cards, Collection):
+            return sum(1 for _ in self._views()) * len(self.judges)
+        return None
+
+    def _first_pass(self) -> bool:
+        first, self._counted = not self._counted, True
+        return first
+
+    def __iter__(self) -> Iterator[WorkItem]:
+        rubric, blind = self.rubric, not self.show_mechanical
+        samples = self.samples() if self.resample is not None else None
+        tag = "0" if self.resample is None else f"resample:{self.seed}"
+        material_for = key_material(self.judges, rubric)
+        for position, judge in enumerate(self.judges):
+            for run_id, bundle_hash, bundle, extra in self._views(count=position == 0 and self._first_pass()):
+                if samples is not None and run_id not in samples[position]:
+                    continue
+                key_extra = dict(extra)
+                if self.resample is not None:
+                    key_extra["resample_seed"] = self.seed
+                ann_id = annotation_id(
+                    run_id=run_id,
+                    model=judge.model,
+                    rubric_id=rubric.id,
+                    rubric_version=rubric.version,
+                    blind=blind,
+                    replicate_tag=tag,
+                )
+                yield work_item(
                     material_for, judge, run_id, bundle_hash, bundle, ann_id, tag=tag, blind=blind, extra=key_extra
                 )
-            )
-    return items, skipped
 
 
 def work_item(
@@ -349,7 +393,9 @@ async def ajudge_cards(
                 wait=not batch_status,
             )
         else:
-            annotations, summary = await run_items(items, rub, store, **options, summary=Summary(skipped=skipped))
+            annotations, summary = await run_items(
+                items, rub, store, **options, summary=Summary(skipped=skipped), total=items.total
+            )
     finally:
         store.close()
         for judge in judges:
@@ -370,12 +416,12 @@ def judge_cards(cards: Iterable[Any], models: Iterable[str], **options: Any) -> 
     return run_sync(ajudge_cards(cards, models, **options))
 
 
-def stored_cards(db: str) -> list[Any]:
-    """The ScoreCards already in the database, read-only (evalkit.db; imported lazily)."""
-    from evalkit.db import open_readonly, read_scorecards
+def stored_cards(db: str) -> Iterable[Any]:
+    """The ScoreCards already in the database in run-id order, read-only and a page at a time as
+    they are iterated (evalkit.db.judge.StoredCards; imported lazily)."""
+    from evalkit.db.judge import StoredCards
 
-    with open_readonly(db) as database:
-        return list(read_scorecards(database))
+    return StoredCards(db)
 
 
 def stored_batches(
@@ -423,14 +469,18 @@ def dry_run(
         items, skipped = build_items(
             cards, judges, rub, store, show_mechanical=show_mechanical, resample=resample, seed=seed
         )
-        to_send = [item for item in items if refresh or store.get_ok(item.key) is None]
-        hits = 0 if refresh else len(items) - len(to_send)
+        count, to_send = 0, []
+        for item in items:
+            count += 1
+            if refresh or store.get_ok(item.key) is None:
+                to_send.append(item)
+        hits = 0 if refresh else count - len(to_send)
     finally:
         store.close()
     first = render_messages(to_send[0].bundle, rub) if to_send else None
     tokens = sum(estimate_tokens(render_messages(item.bundle, rub)) for item in to_send)
     return DryRun(
-        items=len(items),
+        items=count,
         cache_hits=hits,
         to_send=len(to_send),
         estimated_prompt_tokens=tokens,

@@ -2,15 +2,19 @@
 
 Rows are sorted (run, judge model, replicate) and keys are sorted, so the same results print the
 same bytes. Only the summary's latency (and which items came from the cache) varies between runs.
+The annotation shapes are iterators of text, reading the annotations back one at a time: printing
+10^5 of them holds no list of them.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 
 from evalkit.judges.rubrics import Rubric
 from evalkit.present import Table, sanitize
-from evalkit.present.table import scalar_text
+from evalkit.present.safe import md_text
+from evalkit.present.table import MarkdownRows, TextRows, scalar_text
 
 
 def _cell(value) -> str:
@@ -18,24 +22,48 @@ def _cell(value) -> str:
     return scalar_text(value, 2)
 
 
-def _rows(result) -> tuple[list[str], list[list[str]]]:
-    rubric: Rubric = result.rubric
-    dims = [d.name for d in rubric.dimensions] + (["outcome", "confidence"] if rubric.outcome else [])
-    header = ["run_id", "judge_model", "rep", "status", *dims, "source"]
-    rows = []
-    for ann in sorted(result.annotations, key=_order):
+def _dimensions(rubric: Rubric) -> list[str]:
+    return [d.name for d in rubric.dimensions] + (["outcome", "confidence"] if rubric.outcome else [])
+
+
+def _header(result) -> list[str]:
+    return ["run_id", "judge_model", "rep", "status", *_dimensions(result.rubric), "source"]
+
+
+def _ordered(result) -> Iterator[dict]:
+    """The annotations in printing order, (run, judge model, replicate): read back from the run's
+    result log one at a time, or sorted when they are a list."""
+    annotations = result.annotations
+    ordered = getattr(annotations, "in_output_order", None)
+    return ordered() if callable(ordered) else iter(sorted(annotations, key=_order))
+
+
+def _rows(result) -> Iterator[list[str]]:
+    dims = _dimensions(result.rubric)
+    for ann in _ordered(result):
         values = ann.get("values") or {}
-        rows.append(
-            [
-                ann["run_id"],
-                ann["judge_model"],
-                _cell(ann.get("replicate")),
-                ann["status"],
-                *(_cell(values.get(d)) for d in dims),
-                ann["source"],
-            ]
-        )
-    return header, rows
+        yield [
+            ann["run_id"],
+            ann["judge_model"],
+            _cell(ann.get("replicate")),
+            ann["status"],
+            *(_cell(values.get(d)) for d in dims),
+            ann["source"],
+        ]
+
+
+def _chunks(lines: Iterable[str], size: int = 1 << 16) -> Iterator[str]:
+    """Lines joined with newlines into pieces of about ``size`` characters, each ending in one."""
+    part: list[str] = []
+    length = 0
+    for line in lines:
+        part.append(line)
+        length += len(line) + 1
+        if length >= size:
+            yield "\n".join(part) + "\n"
+            part, length = [], 0
+    if part:
+        yield "\n".join(part) + "\n"
 
 
 def _order(ann: dict):
@@ -54,7 +82,7 @@ def _calls_line(s) -> str:
 def summary_lines(result) -> list[str]:
     s = result.summary
     rub = result.rubric
-    blind = "non-blind (--show-mechanical)" if any(not a["blind"] for a in result.annotations) else "blind"
+    blind = "non-blind (--show-mechanical)" if any(not a["blind"] for a in iter(result.annotations)) else "blind"
     lat = s.latency()
     lines = [
         f"rubric: {rub.id} v{rub.version} ({blind})",
@@ -99,28 +127,56 @@ def summary_lines(result) -> list[str]:
     return lines
 
 
-def annotations_text(result) -> str:
-    out = Table(*_rows(result)).text_lines()
-    errors = [a for a in sorted(result.annotations, key=_order) if a.get("error")]
-    out += [sanitize(f"error: {a['run_id']} {a['judge_model']}: {a['error']}") for a in errors]
-    return "\n".join(out + [""] + [sanitize(line) for line in summary_lines(result)]) + "\n"
+def annotations_text(result) -> Iterator[str]:
+    """The table (its widths read in a first pass over the annotations), the errors, the summary."""
+    header = _header(result)
+    widths = [len(sanitize(h)) for h in header]
+    for row in _rows(result):
+        widths = [max(w, len(sanitize(c))) for w, c in zip(widths, row)]
+    emit = TextRows(header, widths)
+
+    def lines() -> Iterator[str]:
+        yield from emit.head()
+        for row in _rows(result):
+            yield emit.row([sanitize(c) for c in row])
+        for a in _ordered(result):
+            if a.get("error"):
+                yield sanitize(f"error: {a['run_id']} {a['judge_model']}: {a['error']}")
+        yield ""
+        yield from (sanitize(line) for line in summary_lines(result))
+
+    return _chunks(lines())
 
 
-def annotations_markdown(result) -> str:
-    out = Table(*_rows(result), notes=summary_lines(result)).markdown_lines()
-    return "\n".join(out) + "\n"
+def annotations_markdown(result) -> Iterator[str]:
+    emit = MarkdownRows(_header(result))
+
+    def lines() -> Iterator[str]:
+        yield from emit.head()
+        yield from (emit.row(row) for row in _rows(result))
+        notes = summary_lines(result)
+        if notes:
+            yield ""
+            yield from (f"- {md_text(note)}" for note in notes)
+
+    return _chunks(lines())
 
 
-def annotations_json(result) -> str:
-    doc = result.as_dict()
-    doc["annotations"] = sorted(doc["annotations"], key=_order)
-    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+def annotations_json(result) -> Iterator[str]:
+    """``as_dict()`` as one JSON document (keys sorted, indent 2), the annotations written one by one."""
+    rest = {k: v for k, v in result.as_dict().items() if k != "annotations"}
+    yield '{\n  "annotations": ['
+    first = True
+    for a in _ordered(result):
+        text = json.dumps(a, sort_keys=True, indent=2, ensure_ascii=False).replace("\n", "\n    ")
+        yield ("\n    " if first else ",\n    ") + text
+        first = False
+    yield "]" if first else "\n  ]"
+    yield ",\n" + json.dumps(rest, sort_keys=True, indent=2, ensure_ascii=False)[2:] + "\n"
 
 
-def annotations_jsonl(result) -> str:
-    return "".join(
-        json.dumps(a, sort_keys=True, ensure_ascii=False) + "\n" for a in sorted(result.annotations, key=_order)
-    )
+def annotations_jsonl(result) -> Iterator[str]:
+    return _chunks(json.dumps(a, sort_keys=True, ensure_ascii=False) for a in _ordered(result))
 
 
 def render_dry_run(plan, fmt: str) -> str:

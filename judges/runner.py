@@ -8,14 +8,27 @@ checked before each new call is taken: once the cost of this run's calls reaches
 starts (calls already in flight finish and are stored), and the summary says so. A
 `JudgeFatalError` (bad key, bad request) stops scheduling the same way and is reported as the
 reason.
+
+Memory does not grow with the number of items: the items are pulled from their iterable as a
+worker becomes free (a generator is never read ahead), each result entry goes to a `ResultLog`
+(a temporary SQLite file, read back in order for printing), and of each call only its latency is
+kept in memory (8 bytes, for the median).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import os
+import shutil
+import sqlite3
 import sys
+import tempfile
 import time
+import weakref
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack
 
@@ -68,7 +81,7 @@ class Summary:
     stopped: str | None = None
     max_cost: float | None = None
     fatal: str | None = None
-    latencies_ms: list = field(default_factory=list)  # in call start order
+    latencies_ms: array = field(default_factory=lambda: array("d"))  # in call start order
     output_modes: dict = field(default_factory=dict)  # judge model -> mode of its last call
     notes: list = field(default_factory=list)  # output-mode step-downs, in order
     elided: int = 0  # calls whose transcript was shortened to fit the context window
@@ -246,9 +259,10 @@ def record_answer(
     return result
 
 
-def serve_from_cache(item: WorkItem, rubric: Rubric, store: JudgeStore) -> dict | None:
-    """Write the annotation for a cache hit; None when the key has no usable stored answer."""
-    cached = store.get_ok(item.key)
+def serve_from_cache(item: WorkItem, rubric: Rubric, store: JudgeStore, key: str | None = None) -> dict | None:
+    """Write the annotation for a cache hit; None when the key (default: the item's for the mode
+    its judge asks in now) has no usable stored answer."""
+    cached = store.get_ok(key or item.key)
     if cached is None:
         return None
     mode = cached.get("output_mode") or "json_schema"
@@ -277,24 +291,125 @@ def serve_from_cache(item: WorkItem, rubric: Rubric, store: JudgeStore) -> dict 
     return row
 
 
+def _discard(conn: sqlite3.Connection, folder: str) -> None:
+    conn.close()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+class ResultLog:
+    """The result entries of one run (one dict per work item, at its position), and which calls
+    the run made, in a temporary SQLite file instead of memory. Reads back in position order
+    (iteration, ``len``, indexing: it stands where a list of entries would) or, for printing, in
+    :meth:`in_output_order`. The file is deleted on :meth:`close` or when the log is collected."""
+
+    _FLUSH = 512
+
+    def __init__(self) -> None:
+        self._dir = tempfile.mkdtemp(prefix="evalkit-judge-")
+        self._conn = sqlite3.connect(os.path.join(self._dir, "results.db"), isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode = OFF")
+        self._conn.execute("PRAGMA synchronous = OFF")
+        self._conn.execute(
+            "CREATE TABLE results (pos INTEGER PRIMARY KEY, run_id TEXT, judge_model TEXT, rep INTEGER, doc TEXT)"
+        )
+        self._conn.execute("CREATE TABLE called (material TEXT PRIMARY KEY) WITHOUT ROWID")
+        self._rows: list[tuple] = []
+        self._positions: set[int] = set()  # of the rows not yet written
+        self._count = 0
+        self._finalizer = weakref.finalize(self, _discard, self._conn, self._dir)
+
+    def __setitem__(self, pos: int, result: dict) -> None:
+        rep = result.get("replicate")
+        text = json.dumps(result, ensure_ascii=False)
+        self._rows.append((pos, result["run_id"], result["judge_model"], -1 if rep is None else rep, text))
+        self._positions.add(pos)
+        self._count += 1
+        if len(self._rows) >= self._FLUSH:
+            self._flush()
+
+    def __contains__(self, pos: object) -> bool:
+        if pos in self._positions:
+            return True
+        return self._conn.execute("SELECT 1 FROM results WHERE pos = ?", (pos,)).fetchone() is not None
+
+    def _flush(self) -> None:
+        if self._rows:
+            self._conn.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)", self._rows)
+            self._rows, self._positions = [], set()
+
+    def _docs(self, sql: str, args: tuple = ()) -> Iterator[dict]:
+        self._flush()
+        cursor = self._conn.execute(sql, args)
+        while rows := cursor.fetchmany(256):
+            for (text,) in rows:
+                yield json.loads(text)
+
+    def __iter__(self) -> Iterator[dict]:
+        return self._docs("SELECT doc FROM results ORDER BY pos")
+
+    def in_output_order(self) -> Iterator[dict]:
+        """By (run, judge model, replicate), position among equals: the order every shape prints."""
+        return self._docs("SELECT doc FROM results ORDER BY run_id, judge_model, rep, pos")
+
+    def __len__(self) -> int:
+        self._flush()
+        return self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
+    def __getitem__(self, index: int) -> dict:
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError("result index out of range")
+        return next(self._docs("SELECT doc FROM results ORDER BY pos LIMIT 1 OFFSET ?", (index % n,)))
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, (list, tuple, ResultLog)) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+    def mark_called(self, material: str) -> None:
+        self._conn.execute("INSERT OR IGNORE INTO called VALUES (?)", (material,))
+
+    def was_called(self, material: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM called WHERE material = ?", (material,)).fetchone() is not None
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+def _material(item: WorkItem) -> str:
+    """What items share a call by: their cache key's material, whatever the output mode."""
+    return hashlib.sha256(json.dumps(item.key_material, sort_keys=True).encode()).hexdigest()
+
+
 class RunOptions(TypedDict, total=False):
-    """The keywords of :func:`run_items`, which judges/batch.py's `run_batch` takes too."""
+    """The keywords of :func:`run_items`, which judges/batch.py's `run_batch` takes too. ``total``:
+    how many items there are (or a function counting them, called only for a bar that is drawn),
+    for the progress bar; default ``len(items)`` when it has one."""
 
     concurrency: int
     max_cost: float | None
     refresh: bool
     progress: bool | None
     summary: Summary | None
+    total: int | Callable[[], int | None] | None
 
 
-def start_run(
-    items: list[WorkItem], rubric: Rubric, store: JudgeStore, options: RunOptions, on_hit=lambda summary: None
-) -> tuple[Summary, dict[int, dict], list[tuple[int, WorkItem]]]:
-    """(summary, results, pending): the items counted, cache hits answered (unless refresh), the
-    rest left to ask, with their positions."""
+def _check_options(options: RunOptions) -> None:
     unknown = sorted(set(options) - set(RunOptions.__annotations__))
     if unknown or "concurrency" not in options:  # what a keyword signature would refuse
         raise TypeError(f"run options: unknown {unknown}" if unknown else "run options: concurrency is required")
+
+
+def start_run(
+    items: Iterable[WorkItem], rubric: Rubric, store: JudgeStore, options: RunOptions, on_hit=lambda summary: None
+) -> tuple[Summary, dict[int, dict], list[tuple[int, WorkItem]]]:
+    """(summary, results, pending): the items counted, cache hits answered (unless refresh), the
+    rest left to ask, with their positions (judges/batch.py's start: it holds every item)."""
+    _check_options(options)
+    items = list(items)
     summary = options.get("summary") or Summary()
     summary.items += len(items)
     summary.max_cost = options.get("max_cost")
@@ -312,19 +427,54 @@ def start_run(
 
 
 async def run_items(
-    items: list[WorkItem], rubric: Rubric, store: JudgeStore, **options: Unpack[RunOptions]
-) -> tuple[list[dict], Summary]:
-    concurrency, max_cost = options["concurrency"], options.get("max_cost")
-    bar = Progress(len(items), options.get("progress"))
-    summary, results, pending = start_run(items, rubric, store, options, bar.update)
-
-    queue: asyncio.Queue = asyncio.Queue()
-    for entry in pending:
-        queue.put_nowait(entry)
-    started_seq: list[int] = [0]
-    timings: list[tuple[int, float]] = []
-    inflight: dict[str, asyncio.Future] = {}
+    items: Iterable[WorkItem], rubric: Rubric, store: JudgeStore, **options: Unpack[RunOptions]
+) -> tuple[ResultLog, Summary]:
+    """Judge ``items`` (any iterable, pulled one at a time as a worker becomes free): each one is
+    a cache hit (a stored answer from before this run, unless ``refresh``), shares the call of an
+    earlier item with the same cache key, is called, or is not run (after --max-cost or a fatal
+    error). Returns the result entries (in item order) and the summary."""
+    _check_options(options)
+    concurrency, max_cost, refresh = options["concurrency"], options.get("max_cost"), options.get("refresh")
+    bar = Progress(0, options.get("progress"))
+    if bar.enabled:  # counting may cost a query: only for a bar that is drawn
+        total = options.get("total")
+        total = total() if callable(total) else total
+        bar.total = len(items) if total is None and isinstance(items, Sized) else total or 0
+    summary = options.get("summary") or Summary()
+    summary.max_cost = max_cost
+    results = ResultLog()
+    source = enumerate(items)
+    broken: list[BaseException] = []  # what reading the items raised: the run stops, then it is raised
+    timings = array("d")  # latency by call start order; NaN for a call that reported none
+    inflight: dict[str, asyncio.Future] = {}  # calls in flight, by material: an item like one waits for it
+    first_mode: dict[int, str | None] = {}  # each judge's output mode before its first call: the cache's
+    called_judges: dict[int, Judge] = {}  # judges that made a call, in the order of their first
     remembered: dict[int, str | None] = {}
+
+    def pull() -> tuple[int, WorkItem] | None:
+        if broken:
+            return None
+        try:
+            entry = next(source, None)
+        except Exception as exc:  # noqa: BLE001 - raised once the calls in flight are stored
+            broken.append(exc)
+            return None
+        if entry is not None:
+            summary.items += 1
+            first_mode.setdefault(id(entry[1].judge), getattr(entry[1].judge, "output_mode", None))
+        return entry
+
+    def hit(index: int, item: WorkItem, material: str) -> bool:
+        """Answer ``item`` from an answer stored before this run; False when there is none."""
+        if refresh or results.was_called(material):
+            return False
+        row = serve_from_cache(item, rubric, store, item.key_for(first_mode[id(item.judge)]))
+        if row is None:
+            return False
+        summary.cache_hits += 1
+        results[index] = _result(item, "cache", row)
+        bar.update(summary)
+        return True
 
     def remember(judge: Judge, mode: str | None) -> None:
         """Store the mode that worked for (model, api_base) once it changes, for the next run."""
@@ -346,8 +496,9 @@ async def run_items(
 
     async def call_one(index: int, item: WorkItem) -> bool:
         """Make and store one call; False when a fatal error stops the run."""
-        seq = started_seq[0]
-        started_seq[0] += 1
+        seq = len(timings)
+        timings.append(float("nan"))
+        called_judges.setdefault(id(item.judge), item.judge)
         started = now_utc()
         try:
             with use_limiter(limiter_for(item.judge)):  # this task only: the judge's requests take its slots
@@ -362,7 +513,7 @@ async def run_items(
             bar.update(summary)
             return False
         if ann.latency_ms is not None:
-            timings.append((seq, ann.latency_ms))
+            timings[seq] = ann.latency_ms
         results[index] = record_answer(item, rubric, store, ann, started, summary)
         # the mode is about the server: one that answered (even with an invalid reply) is kept
         remember(
@@ -371,53 +522,69 @@ async def run_items(
         bar.update(summary)
         return True
 
+    def stopping() -> bool:
+        if summary.fatal or broken or (max_cost is not None and summary.cost_usd >= max_cost):
+            if summary.fatal is None and summary.stopped is None and not broken:
+                summary.stopped = (
+                    f"--max-cost ${max_cost:.4f} reached (spent ${summary.cost_usd:.4f}); no new calls were started"
+                )
+            return True
+        return False
+
     async def worker() -> None:
-        while True:
-            if summary.fatal or (max_cost is not None and summary.cost_usd >= max_cost):
-                if summary.fatal is None and summary.stopped is None:
-                    summary.stopped = (
-                        f"--max-cost ${max_cost:.4f} reached (spent ${summary.cost_usd:.4f}); no new calls were started"
-                    )
+        while not stopping():
+            entry = pull()
+            if entry is None:
                 return
-            try:
-                index, item = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            shared_key = json.dumps(item.key_material, sort_keys=True)
-            leader = inflight.get(shared_key)
-            if leader is not None:  # same bundle, judge and rubric as a call in this run: reuse it
-                await leader
+            index, item = entry
+            material = _material(item)
+            if hit(index, item, material):
+                continue
+            if results.was_called(material):  # same bundle, judge and rubric as a call in this run: reuse it
+                leader = inflight.get(material)
+                if leader is not None:
+                    await leader
                 row = serve_from_cache(item, rubric, store)
                 if row is not None:
                     summary.shared += 1
                     results[index] = _result(item, "shared", row)
                     bar.update(summary)
                     continue
-            done = inflight[shared_key] = asyncio.get_running_loop().create_future()
+            results.mark_called(material)
+            done = inflight[material] = asyncio.get_running_loop().create_future()
             try:
                 if not await call_one(index, item):
                     return
             finally:
+                if inflight.get(material) is done:
+                    del inflight[material]
                 if not done.done():
                     done.set_result(None)
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(pending) or 1)))]
-    await asyncio.gather(*workers)
-    for index, item in pending:
-        if index not in results:
+    width = max(1, concurrency)
+    if isinstance(items, Sized):
+        width = min(width, len(items) or 1)
+    await asyncio.gather(*(asyncio.create_task(worker()) for _ in range(width)))
+    if broken:
+        results.close()
+        raise broken[0]
+    for index, item in source:  # not started: answered from the cache when it can be, else not run
+        summary.items += 1
+        first_mode.setdefault(id(item.judge), getattr(item.judge, "output_mode", None))
+        if not hit(index, item, _material(item)):
             summary.not_run += 1
             results[index] = _result(item, "not_run", None, summary.fatal or summary.stopped)
-    summary.latencies_ms.extend(lat for _, lat in sorted(timings))
+    summary.latencies_ms.extend(lat for lat in timings if lat == lat)
     for limiter in limiters.values():
         summary.rate_limited += limiter.rate_limited
         if limiter.lowest < limiter.maximum:
             low = summary.concurrency_lowest
             summary.concurrency_lowest = limiter.lowest if low is None else min(low, limiter.lowest)
-    for judge in dict.fromkeys(item.judge for _, item in pending):
+    for judge in called_judges.values():
         summary.notes.extend(getattr(judge, "notes", None) or [])
     if bar.enabled and bar.total:
         bar.update(summary, force=True)
-    return [results[i] for i in sorted(results)], summary
+    return results, summary
 
 
 def run_sync(coro: Any):

@@ -63,7 +63,7 @@ def scored_db(tmp_path: Path, n: int, extra: list[dict] | None = None) -> str:
 def cards_of(db: str) -> list:
     from evalkit.judges.api import stored_cards
 
-    return stored_cards(db)
+    return list(stored_cards(db))
 
 
 def rows(db: str, sql: str, *args) -> list[tuple]:

@@ -99,7 +99,8 @@ def register(group: click.Group) -> None:
             if batch_status:
                 batches = api.judge_batches(db_path, models, call["rubric"], call["config_path"])
                 click.echo(views.judge_batches(batches, fmt), nl=False)
-        click.echo(views.judge_annotations(result, fmt), nl=False)
+        for piece in views.judge_annotations(result, fmt):  # written as read: no run holds its whole output
+            click.echo(piece, nl=False)
         if fmt == "jsonl":
             for line in views.judge_summary_lines(result):
                 warn(line)

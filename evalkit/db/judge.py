@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evalkit.db.cells import loads
-from evalkit.db.connect import Database, open_readonly, open_write
+from evalkit.db.connect import Database, DbError, open_readonly, open_write
 from evalkit.db.names import resolve_judge
 from evalkit.db.schema import TABLES
 
@@ -260,6 +260,64 @@ class JudgeTables:
 
 # ---------------------------------------------------------------------------------------------
 # readers
+
+
+class StoredCards:
+    """The ScoreCards of the database file ``path`` in run_id order with their judge bundles, as
+    :func:`evalkit.db.scores.read_scorecards` reads them, a page of ``page`` runs at a time, each
+    page one short read: a judge run over 10^5 runs holds neither every card nor a read
+    transaction (which would keep the judge's own writes from being checkpointed out of the WAL).
+    Iterable more than once (one pass per judge); a stored card that is not a ScoreCard raises
+    DbError."""
+
+    sorted_by_run_id = True  # the judge streams it as it comes, judge after judge
+
+    def __init__(self, path: str | os.PathLike[str], page: int = 256):
+        self.path = str(path)
+        self.page = page
+
+    def __iter__(self) -> Iterator[Any]:
+        from evalkit.db.scores import _card
+
+        database = open_readonly(self.path)
+        try:
+            after = None
+            while True:
+                rows = list(
+                    database.rows(
+                        "SELECT s.run_id, s.card, b.bundle FROM scorecards s "
+                        "JOIN bundles b ON b.bundle_hash = s.bundle_hash "
+                        + ("" if after is None else "WHERE s.run_id > ? ")
+                        + "ORDER BY s.run_id LIMIT ?",
+                        (self.page,) if after is None else (after, self.page),
+                    )
+                )
+                for row in rows:
+                    card = _card(row["run_id"], row["card"], row["bundle"])
+                    if isinstance(card, str):
+                        raise DbError(
+                            database.path, f"scorecards row {row['run_id']!r}: stored card is not a ScoreCard ({card})"
+                        )
+                    yield card
+                if len(rows) < self.page:
+                    return
+                after = rows[-1]["run_id"]
+        finally:
+            database.close()
+
+    def judgeable(self, statuses: tuple[str, ...]) -> int:
+        """How many stored runs have one of ``statuses`` and a judge bundle (the progress bar's total)."""
+        database = open_readonly(self.path)
+        try:
+            marks = ", ".join("?" for _ in statuses)
+            row = database.one(
+                "SELECT COUNT(*) FROM scorecards s JOIN bundles b ON b.bundle_hash = s.bundle_hash "
+                f"WHERE s.status IN ({marks}) AND s.bundle_hash != '' AND b.bundle NOT IN ('', '{{}}')",
+                statuses,
+            )
+            return int(row[0]) if row else 0
+        finally:
+            database.close()
 
 
 def judge_models(db: Database) -> list[str]:

@@ -10,13 +10,15 @@ for a judge command. Each function is named for the command and what it shows.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 # --- evalkit judge, evalkit cache ---------------------------------------------------------------
 
 
-def judge_annotations(result: Any, fmt: str) -> str:
-    """A judge run's annotations and summary (``table``, ``markdown``, ``json`` or ``jsonl``)."""
+def judge_annotations(result: Any, fmt: str) -> Iterator[str]:
+    """A judge run's annotations and summary (``table``, ``markdown``, ``json`` or ``jsonl``), in
+    pieces to write one after the other."""
     from evalkit.judges import render
 
     shape = {
