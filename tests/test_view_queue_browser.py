@@ -1,0 +1,113 @@
+"""The review queue in a real browser (Debian's chromium through Playwright, as
+test_view_browser.py launches it), two reviewers in two browser contexts against one `evalkit view`:
+filters, review next (a claim: the second reviewer is served another run), save and next, the
+access keys, progress per reviewer; and each page changed by the queue at 1,280 px, no wider."""
+
+from __future__ import annotations
+
+import pytest
+from test_view_browser import browser, served  # noqa: F401  (fixtures)
+
+WIDTH = 1280
+
+
+def _fits(page) -> None:
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH, page.url
+
+
+def test_two_reviewers_work_through_the_queue_with_filters_claims_and_save_and_next(served, browser):  # noqa: F811
+    base, _db = served
+    ann = browser.new_context(viewport={"width": WIDTH, "height": 900})
+    bob = browser.new_context(viewport={"width": WIDTH, "height": 900})
+    a, b = ann.new_page(), bob.new_page()
+    problems: list[str] = []
+    for p in (a, b):
+        p.on("pageerror", lambda e: problems.append(str(e)))
+
+    # filters: the outcome dimension only, named as ann
+    a.goto(base + "/disagreements?reveal=1")
+    _fits(a)
+    a.screenshot(path="/tmp/view-queue-revealed.png", full_page=True)
+    a.goto(base + "/disagreements")
+    total = int(a.locator("#progress strong").inner_text().split(" of ")[1])
+    a.select_option("select[name='dimension']", "outcome")
+    a.fill("#queue-filters input[name='reviewer']", "ann")
+    a.click("#queue-filters button[type='submit']")
+    a.wait_for_load_state()
+    assert "dimension=outcome" in a.url
+    outcome_total = int(a.locator("#progress strong").inner_text().split(" of ")[1])
+    assert 0 < outcome_total <= total
+    assert all(t.startswith("outcome") for t in a.locator("#disagreements tbody tr td:nth-child(3)").all_inner_texts())
+    a.screenshot(path="/tmp/view-queue.png", full_page=True)
+
+    # review next: ann gets a run and holds it; bob, on the same queue, gets another one
+    a.goto(base + "/disagreements?reviewer=ann")
+    a.click("#review-next")
+    a.wait_for_load_state()
+    assert a.locator("#review-form").count() == 1, (a.url, a.locator("main").inner_text()[:300])
+    run_a = a.locator("#run-id").inner_text()
+    assert a.locator("#queue-note").count() == 1 and a.locator("#save-next").count() == 1
+    b.goto(base + "/disagreements?reviewer=bob")
+    b.click("#review-next")
+    b.wait_for_selector("#review-form")
+    run_b = b.locator("#run-id").inner_text()
+    assert run_a != run_b
+    b.goto(base + "/runs/" + run_a)
+    assert "Held by ann" in b.locator("#claimed").inner_text()
+
+    # ann rates blind by keys: the access key o focuses the outcome (headless chromium does not
+    # deliver access keys, so the test focuses it) and f picks fail; saved, the page reveals
+    assert a.locator("select[accesskey='o']").get_attribute("name") == "rating.outcome"
+    a.focus("select[accesskey='o']")
+    a.keyboard.press("f")
+    assert a.locator("select[name='rating.outcome']").input_value() == "fail"
+    a.screenshot(path="/tmp/view-queue-run-blind.png", full_page=True)
+    _fits(a)
+    a.click("#save-review")
+    a.wait_for_selector("#saved")
+    assert a.locator("select.verdict").count() >= 1
+    _fits(a)
+    a.screenshot(path="/tmp/view-queue-run-revealed.png", full_page=True)
+    a.focus("select[accesskey='v']")
+    a.keyboard.press("m")
+    assert a.locator("select.verdict").first.input_value() == "mechanical_right"
+    assert a.locator("#save-next").get_attribute("accesskey") == "n"
+    a.click("#save-next")
+    a.wait_for_load_state()
+    a.wait_for_selector("#run-id")
+    nxt = a.locator("#run-id").inner_text() if a.locator("#run-id").count() else None
+    assert nxt not in (run_a, run_b)
+
+    # progress: ann's verdict is counted, per reviewer
+    b.goto(base + "/disagreements")
+    progress = b.locator("#progress").inner_text()
+    assert int(progress.split(" of ")[0]) >= 1 and "(ann " in progress
+    b.goto(base + "/disagreements?mine=yes&reviewer=ann")
+    assert run_a in b.locator("#disagreements").inner_text()
+    assert problems == []
+    ann.close()
+    bob.close()
+
+
+@pytest.mark.parametrize("path", ["/runs?reveal=1", "/label", "/runs"])
+def test_pages_fit_1280_px(served, browser, path):  # noqa: F811
+    base, _db = served
+    page = browser.new_page(viewport={"width": WIDTH, "height": 900})
+    page.goto(base + path)
+    _fits(page)
+    page.screenshot(path="/tmp/view-fit" + path.replace("/", "-").replace("?", "-") + ".png", full_page=True)
+    page.close()
+
+
+def test_side_by_side_fits_1280_px(served, browser):  # noqa: F811
+    base, _db = served
+    page = browser.new_page(viewport={"width": WIDTH, "height": 900})
+    page.goto(base + "/runs?reveal=1&per_page=500")
+    runs = page.locator("#runs td.runid a").all_inner_texts()
+    page.goto(base + "/runs/" + runs[0] + "?reveal=1")
+    page.locator("a.compare").first.click()
+    page.wait_for_selector("#compare")
+    assert page.locator("#compare tr.action").count() >= 1
+    _fits(page)
+    page.screenshot(path="/tmp/view-compare.png", full_page=True)
+    page.close()
