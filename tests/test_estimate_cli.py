@@ -188,3 +188,33 @@ def test_estimate_output_is_deterministic(tmp_path):
         for f in ("json", "json", "csv", "csv")
     ]
     assert runs[0] == runs[1] and runs[2] == runs[3]
+
+
+def test_estimate_rate_intervals_stay_in_0_1_and_keep_their_width_when_every_label_agrees(tmp_path):
+    """Every labelled run a pass: the labels alone still give an interval with width (Wilson), and
+    no rate's interval leaves [0, 1]."""
+    db, data = _db(tmp_path, q0=0.9, q1=0.95)
+    rows = ["item_id,rater,rater_kind,dimension,value"]
+    passes = sorted(r for r, t in data["truth"].items() if t and r.startswith("coder-alpha"))[:12]
+    rows += [f"{r},bo,human,outcome,pass" for r in passes]
+    (tmp_path / "allpass.csv").write_text("\n".join(rows) + "\n")
+    db2 = tmp_path / "only.db"
+    db2.write_bytes(db.read_bytes())
+    import sqlite3
+
+    con = sqlite3.connect(db2)
+    con.execute("DELETE FROM ratings")
+    con.commit()
+    con.close()
+    assert (
+        CliRunner().invoke(cli, ["annotations", "import", str(tmp_path / "allpass.csv"), "--db", str(db2)]).exit_code
+        == 0
+    )
+    result = _estimate(db2)
+    e = _entry(result, "coder-alpha")
+    alone = e["labels_alone"]
+    assert alone["estimate"] == 1.0 and alone["ci"][1] == 1.0 and alone["ci"][0] < 0.8
+    for entry in result["estimates"]:
+        for m in entry["methods"].values():
+            if m["ci"] is not None and entry["kind"] == "rate":
+                assert 0.0 <= m["ci"][0] <= m["ci"][1] <= 1.0, m

@@ -143,3 +143,14 @@ def test_ppi_interval_covers_the_true_mean():
         est = ppi_mean(truth[:n], judge[:n], judge[n:])
         covered += est.low <= true_mean <= est.high
     assert 0.93 <= covered / reps <= 0.97
+
+
+@pytest.mark.parametrize("k, n", [(0, 10), (10, 10), (3, 17), (50, 60)])
+def test_wilson_interval_matches_statsmodels(k, n):
+    from statsmodels.stats.proportion import proportion_confint
+
+    from evalkit.agreement.stats.corrected import wilson_interval
+
+    lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson")
+    got = wilson_interval(k, n)
+    assert (got.low, got.high) == pytest.approx((lo, hi), abs=1e-12)

@@ -36,6 +36,7 @@ from evalkit.agreement.stats.corrected import (
     classical_interval,
     corrected_rate,
     ppi_mean,
+    wilson_interval,
 )
 from evalkit.db import judge_models, open_readonly, read_annotations, read_cards, read_ratings, resolve_judge
 from evalkit.db.reviews import SOURCE, read_review_designs, read_review_ratings
@@ -120,7 +121,7 @@ def rate_methods(judge: dict[str, int], human: dict[str, int], level: float) -> 
             said = f"q0 + q1 = {q0 + q1:.3f} ≤ 1" if q0 + q1 <= 1.0 else str(exc)
             out["rogan-gladen"] = _na(f"the judge is no better than chance on the labels ({said})")
     y = [float(human[r]) for r in labelled]
-    out.update(_mean_methods(y, [float(judge[r]) for r in labelled], [float(v) for v in test], level))
+    out.update(_mean_methods(y, [float(judge[r]) for r in labelled], [float(v) for v in test], level, rate=True))
     return out, labels
 
 
@@ -128,20 +129,26 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
 
 
-def _mean_methods(y: list[float], yhat: list[float], unl: list[float], level: float) -> dict[str, Any]:
+def _mean_methods(y: list[float], yhat: list[float], unl: list[float], level: float, rate: bool = False) -> dict:
+    """PPI++ and the labels alone. For a rate, the labels alone get the Wilson interval (it keeps its
+    width when every label agrees) and every interval is clipped to [0, 1]."""
     out: dict[str, Any] = {}
     if len(y) < 2:
         out["ppi"] = out["labels"] = _na(f"too few human labels ({len(y)}; at least 2)")
         return out
-    alone = classical_interval(y, level)
+    alone = wilson_interval(int(sum(y)), len(y), level) if rate else classical_interval(y, level)
     out["labels"] = _result(*alone)
     if not unl:
         out["ppi"] = _na("no judged run without a human label")
         return out
     ppi = ppi_mean(y, yhat, unl, level)
-    width_alone, width_ppi = alone.high - alone.low, ppi.high - ppi.low
+    if ppi.high == ppi.low:
+        out["ppi"] = _na("no variation in the labels or the judge's values: a normal interval has no width")
+        return out
+    low, high = (max(0.0, ppi.low), min(1.0, ppi.high)) if rate else (ppi.low, ppi.high)
+    width_alone, width_ppi = alone.high - alone.low, high - low
     worth = None if width_ppi == 0 else round(len(y) * (width_alone / width_ppi) ** 2, 1)
-    out["ppi"] = _result(ppi.estimate, ppi.low, ppi.high, lam=round(ppi.lam, 6), effective_labels=worth)
+    out["ppi"] = _result(ppi.estimate, low, high, lam=round(ppi.lam, 6), effective_labels=worth)
     return out
 
 

@@ -180,3 +180,15 @@ def classical_interval(y: Sequence[float], level: float = 0.95) -> Interval:
     se = math.sqrt(math.fsum((v - mean) ** 2 for v in y) / n / n)
     z = _z(level)
     return Interval(mean, mean - z * se, mean + z * se)
+
+
+def wilson_interval(successes: int, n: int, level: float = 0.95) -> Interval:
+    """A rate from ``n`` labels alone: the share and its Wilson score interval, which keeps its width
+    (and stays in [0, 1]) when every label is a pass or every label a failure."""
+    if n < 1:
+        raise ValueError("an interval from labels alone needs at least one label")
+    z = _z(level)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Interval(p, _clip(centre - half), _clip(centre + half))
