@@ -20,13 +20,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
-import shutil
 import sqlite3
 import sys
-import tempfile
 import time
-import weakref
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
@@ -291,39 +287,30 @@ def serve_from_cache(item: WorkItem, rubric: Rubric, store: JudgeStore, key: str
     return row
 
 
-def _discard(conn: sqlite3.Connection, folder: str) -> None:
-    conn.close()
-    shutil.rmtree(folder, ignore_errors=True)
-
-
 class ResultLog:
     """The result entries of one run (one dict per work item, at its position), and which calls
-    the run made, in a temporary SQLite file instead of memory. Reads back in position order
-    (iteration, ``len``, indexing: it stands where a list of entries would) or, for printing, in
-    :meth:`in_output_order`. The file is deleted on :meth:`close` or when the log is collected."""
+    the run made, in a private temporary SQLite database (SQLite's own: a file it deletes itself,
+    whose pages stay in memory only up to its small page cache) instead of memory. Reads back in
+    position order (iteration, ``len``, indexing: it stands where a list of entries would) or, for
+    printing, in :meth:`in_output_order`."""
 
     _FLUSH = 512
 
     def __init__(self) -> None:
-        self._dir = tempfile.mkdtemp(prefix="evalkit-judge-")
-        self._conn = sqlite3.connect(os.path.join(self._dir, "results.db"), isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode = OFF")
-        self._conn.execute("PRAGMA synchronous = OFF")
+        self._conn = sqlite3.connect("", isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode = OFF")  # a scratch file: nothing to roll back to
         self._conn.execute(
             "CREATE TABLE results (pos INTEGER PRIMARY KEY, run_id TEXT, judge_model TEXT, rep INTEGER, doc TEXT)"
         )
         self._conn.execute("CREATE TABLE called (material TEXT PRIMARY KEY) WITHOUT ROWID")
         self._rows: list[tuple] = []
         self._positions: set[int] = set()  # of the rows not yet written
-        self._count = 0
-        self._finalizer = weakref.finalize(self, _discard, self._conn, self._dir)
 
     def __setitem__(self, pos: int, result: dict) -> None:
         rep = result.get("replicate")
         text = json.dumps(result, ensure_ascii=False)
         self._rows.append((pos, result["run_id"], result["judge_model"], -1 if rep is None else rep, text))
         self._positions.add(pos)
-        self._count += 1
         if len(self._rows) >= self._FLUSH:
             self._flush()
 
@@ -376,7 +363,7 @@ class ResultLog:
         return self._conn.execute("SELECT 1 FROM called WHERE material = ?", (material,)).fetchone() is not None
 
     def close(self) -> None:
-        self._finalizer()
+        self._conn.close()
 
 
 def _material(item: WorkItem) -> str:
