@@ -222,13 +222,30 @@ def judge(
     *,
     warn: Warn | None = None,
     allow_self_judging: bool = True,
+    pairwise: bool = False,
     **options,
 ):
     """``evalkit judge``: judge the runs stored in ``db`` (or, with ``paths``, score those files
     into ``db`` first) with each of ``models``; returns the judge layer's ``JudgeResult`` with the
     bad files in ``input_errors``. ``warn`` receives the reader's warnings, one line per bad file
     and, unless ``allow_self_judging``, one per judge model that would judge its own runs.
-    ``options`` as :func:`evalkit.judges.api.judge_cards`."""
+    ``options`` as :func:`evalkit.judges.api.judge_cards`. With ``pairwise``, pairs of the stored
+    runs are judged in both orders instead (``options`` as
+    :func:`evalkit.judges.pairwise.ajudge_pairs`: ``baseline`` and ``seed``, or ``pairs_file``) and
+    its ``PairwiseResult`` is returned."""
+    if pairwise:
+        from evalkit.judges.pairwise import judge_pairs
+
+        errors: list = []
+        if paths is not None:
+            from evalkit.engines.pipeline import score_to_db
+
+            _, errors = score_to_db(list(paths), str(db), warn=warn)
+            for error in errors if warn is not None else ():
+                warn(str(error))
+        result = judge_pairs(models, db=str(db), **options)
+        result.input_errors = [str(error) for error in errors]
+        return result
     from evalkit.judges.api import judge_cards
 
     cards, errors = _judged_cards(db, models, paths, warn, allow_self_judging)
