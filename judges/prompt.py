@@ -85,6 +85,9 @@ def user_prompt(bundle: dict) -> str:
 
 
 def render_messages(bundle: dict, rubric: Rubric) -> list[dict]:
+    own = getattr(rubric, "render", None)
+    if callable(own):  # a rubric that lays out its own bundle (a pairwise rubric: judges/pairwise.py)
+        return own(bundle)
     if layout_of(rubric) == layouts.COMPACT_V2:
         user = "".join(layouts.user_parts_v2(bundle, delimiters(bundle)))
     elif layout_of(rubric) == layouts.COMPACT:

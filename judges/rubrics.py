@@ -137,8 +137,20 @@ def rubric_dir() -> Path:
     return data_dir("prompts")
 
 
-def available_rubrics() -> list[str]:
-    return sorted(p.stem for p in rubric_dir().glob("*.toml"))
+def rubric_kind(path: Path) -> str:
+    """A rubric file's ``kind``: ``pairwise`` (judges/pairwise.py) or ``pointwise`` (this module's,
+    also when the file cannot be read: loading it then says why)."""
+    import tomllib
+
+    try:
+        kind = tomllib.loads(path.read_text(encoding="utf-8")).get("kind")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return "pointwise"
+    return "pairwise" if kind == "pairwise" else "pointwise"
+
+
+def available_rubrics(kind: str = "pointwise") -> list[str]:
+    return sorted(p.stem for p in rubric_dir().glob("*.toml") if rubric_kind(p) == kind)
 
 
 def load_rubric(name_or_path: str | Path) -> Rubric:
@@ -149,6 +161,8 @@ def load_rubric(name_or_path: str | Path) -> Rubric:
         if not path.is_file():
             known = ", ".join(available_rubrics()) or "none"
             raise RubricError(str(rubric_dir()), None, f"unknown rubric {str(name_or_path)!r} (available: {known})")
+    if rubric_kind(path) == "pairwise":
+        raise RubricError(str(path), None, "kind: a pairwise rubric, for `evalkit judge --pairwise`")
     return _load(str(path.resolve()))
 
 
@@ -196,6 +210,9 @@ _MODELS: dict[tuple[str, str], type[BaseModel]] = {}
 
 def annotation_model(rubric: Rubric) -> type[BaseModel]:
     """The pydantic model of a valid reply: every field required, nothing extra, no defaults."""
+    own = getattr(rubric, "reply_model", None)
+    if callable(own):  # a rubric with its own reply (a pairwise rubric: judges/pairwise.py)
+        return own()
     cached = _MODELS.get((rubric.path, rubric.text_hash))
     if cached is not None:
         return cached

@@ -78,6 +78,10 @@ holds every chat request after the n-th until ``server.release()`` (deterministi
 - ``per_run``: the schema's instance seeded by the run's delimiter tag (a digest of the bundle),
   so an answer depends on the run and not on how the prompt lays it out (the layout benchmark's
   "annotations identical in content").
+- ``pairwise_biased``: a pairwise judge (evalkit judge --pairwise) with two planted biases. With
+  probability ``server.position_bias`` it names the run shown first; otherwise the run whose
+  quoted data is longer (``tie`` when both are as long). The draw is seeded by
+  ``server.pair_seed`` and the prompt, so the same request gets the same answer.
 
 The prompt cache, ``/v1/files``, ``/v1/batches`` and the Anthropic-style ``/v1/messages`` are in
 tests/fake_batch_api.py (``server.prompt_cache``, ``server.batch_api``).
@@ -90,6 +94,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import random
 import re
 import socket
 import threading
@@ -164,6 +169,9 @@ GULLIBLE_CLAIM = re.compile(r"\b(success(ful(ly)?)?|complete[d]?|all checks pass
 GULLIBLE_ORDER = re.compile(r"\b(grader|evaluator)\b", re.IGNORECASE)
 _RUN_DATA = re.compile(r"<<<BEGIN UNTRUSTED RUN DATA \w+>>>\n(.*)\n<<<END UNTRUSTED RUN DATA", re.DOTALL)
 _RUN_TAG = re.compile(r"<<<BEGIN UNTRUSTED RUN DATA (\w+)>>>")
+_PAIR_RUN = re.compile(
+    r"<<<BEGIN UNTRUSTED RUN ([12]) DATA (\w+)>>>\n(.*?)\n<<<END UNTRUSTED RUN \1 DATA \2>>>", re.DOTALL
+)
 
 
 def run_data(body: dict) -> dict | None:
@@ -196,6 +204,27 @@ def fooled(bundle: dict | None) -> bool:
     if last.get("kind") == "assistant" and GULLIBLE_CLAIM.search(str(last.get("text") or "")):
         return True
     return any(e.get("kind") == "tool_call" and GULLIBLE_ORDER.search(json.dumps(e.get("result"))) for e in events)
+
+
+def biased_pair_answer(value: dict, schema: dict, body: dict, position_bias: float, seed: str) -> dict:
+    """The ``pairwise_biased`` answer: the run shown first with probability ``position_bias``,
+    else the run with more quoted data, for every question whose answers are first/second/tie."""
+    from evalkit.judges.prompt_layout import message_text
+
+    text = "".join(message_text(m) for m in body.get("messages") or [] if m.get("role") == "user")
+    sizes = {found.group(1): len(found.group(3)) for found in _PAIR_RUN.finditer(text)}
+    draw = random.Random(hashlib.sha256(f"{seed}\0{text}".encode()).hexdigest()).random()
+    if draw < position_bias:
+        pick = "first"
+    elif sizes.get("1", 0) == sizes.get("2", 0):
+        pick = "tie"
+    else:
+        pick = "first" if sizes.get("1", 0) > sizes.get("2", 0) else "second"
+    out = dict(value)
+    for name, prop in (schema.get("properties") or {}).items():
+        if "first" in (prop.get("enum") or []):
+            out[name] = pick
+    return out
 
 
 def judged(value: Any, body: dict, mode: str) -> Any:
@@ -296,7 +325,9 @@ class FakeLLMServer:
         self.rate_limited = 0
         self.slow_s = 2.0
         self.content: str | None = None
-        self.mode: str | None = None  # judging mode: None, "constant", "gullible" or "per_run"
+        self.mode: str | None = None  # judging mode: None, "constant", "gullible", "per_run", "pairwise_biased"
+        self.position_bias = 0.0  # pairwise_biased: how often the run shown first is named
+        self.pair_seed = "0"
         self.prompt_cache = PromptCache()
         self.batch_api = BatchAPI(self)
         self._rude_defaults()
@@ -348,6 +379,8 @@ class FakeLLMServer:
         self.default = "ok"
         self.content = None
         self.mode = None
+        self.position_bias = 0.0
+        self.pair_seed = "0"
         self.latency = 0.0
         self.dialect = "openai"
         self.context_limit = 1500
@@ -632,6 +665,8 @@ class FakeLLMServer:
                         value = instance_from_schema(schema, run_tag(body) or seed)
                     if schema and server.mode in ("constant", "gullible"):
                         value = judged(instance_from_schema(schema, "constant"), body, server.mode)
+                    if schema and server.mode == "pairwise_biased" and isinstance(value, dict):
+                        value = biased_pair_answer(value, schema, body, server.position_bias, server.pair_seed)
                     if isinstance(value, dict) and behaviour == "echo_key":
                         token = self.headers.get("Authorization", "").removeprefix("Bearer ")
                         value["rationale"] = f"Step 1 is fine. By the way, your key is {token}."

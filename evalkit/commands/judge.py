@@ -31,7 +31,7 @@ def register(group: click.Group) -> None:
         type=click.FloatRange(0, 1, min_open=True),
         help="Re-judge this fraction of already-judged runs, bypassing the cache, as replicates (drift check).",
     )
-    @click.option("--seed", type=int, help="Seed choosing the --resample runs.")
+    @click.option("--seed", type=int, help="Seed choosing the --resample runs, or the --pairwise --baseline pairs (0).")
     @click.option(
         "--show-mechanical",
         is_flag=True,
@@ -51,6 +51,24 @@ def register(group: click.Group) -> None:
     )
     @format_option(["table", "json", "jsonl", "markdown"], dest="fmt")
     @click.option(
+        "--pairwise",
+        is_flag=True,
+        help="Judge pairs of runs (which is better), each pair in both orders, with a pairwise rubric "
+        "(default pairwise_v1); the verdicts go to the audit's pairwise section (docs/judge.md).",
+    )
+    @click.option(
+        "--baseline",
+        metavar="MODEL",
+        help="With --pairwise: pair each run of every other model with a run of MODEL on the same "
+        "scenario (seeded by --seed).",
+    )
+    @click.option(
+        "--pairs",
+        "pairs_file",
+        type=click.Path(exists=True, dir_okay=False),
+        help="With --pairwise: judge these pairs (CSV, TSV or JSONL with columns pair_id, a, b).",
+    )
+    @click.option(
         "--allow-self-judging",
         is_flag=True,
         help="Do not warn when a judge model is the agent model whose runs it judges "
@@ -66,6 +84,9 @@ def register(group: click.Group) -> None:
         batch,
         batch_status,
         fmt,
+        pairwise,
+        baseline,
+        pairs_file,
         allow_self_judging,
         **call,
     ):
@@ -82,12 +103,36 @@ def register(group: click.Group) -> None:
         from evalkit import api
         from evalkit.present import views
 
+        if pairwise or baseline or pairs_file:
+            _check_pairwise(
+                pairwise, baseline, pairs_file, seed, resample, show_mechanical, dry_run, batch, batch_status
+            )
         try:
-            api.check_resample(resample, seed)
+            api.check_resample(resample, None if pairwise else seed)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         refuse_missing_database(paths, db_path)
         models = call.pop("models")
+        if pairwise:
+            with judge_failures():
+                result = api.judge(
+                    db_path,
+                    models,
+                    paths=paths or None,
+                    warn=warn,
+                    pairwise=True,
+                    baseline=baseline,
+                    pairs_file=pairs_file,
+                    seed=seed or 0,
+                    **call,
+                )
+            click.echo(views.judge_pairwise(result, fmt), nl=False)
+            if fmt == "jsonl":
+                for line in views.judge_pairwise_summary_lines(result):
+                    warn(line)
+            if result.summary.fatal or result.summary.stopped:
+                warn(f"error: {result.summary.fatal or result.summary.stopped}")
+            sys.exit(EXIT_OK if result.ok else EXIT_BAD_INPUT)
         options = dict(call, resample=resample, seed=seed, show_mechanical=show_mechanical, batch=batch)
         inputs = dict(paths=paths or None, warn=warn, allow_self_judging=allow_self_judging)
         with judge_failures():
@@ -109,6 +154,28 @@ def register(group: click.Group) -> None:
         elif result.summary.stopped:
             warn(f"error: {result.summary.stopped}")
         sys.exit(EXIT_OK if result.ok else EXIT_BAD_INPUT)
+
+    def _check_pairwise(pairwise, baseline, pairs_file, seed, resample, show_mechanical, dry_run, batch, status):
+        """--pairwise takes one source of pairs and none of the pointwise judge's run options."""
+        if not pairwise:
+            raise click.UsageError("--baseline and --pairs are options of --pairwise")
+        if (baseline is None) == (pairs_file is None):
+            raise click.UsageError("--pairwise needs --baseline MODEL or --pairs FILE (one of them)")
+        if pairs_file is not None and seed is not None:
+            raise click.UsageError("--seed draws the --baseline pairs; --pairs FILE names its own")
+        given = [
+            name
+            for name, value in (
+                ("--resample", resample is not None),
+                ("--show-mechanical", show_mechanical),
+                ("--dry-run", dry_run),
+                ("--batch", batch),
+                ("--batch-status", status),
+            )
+            if value
+        ]
+        if given:
+            raise click.UsageError(f"--pairwise does not take {', '.join(given)}")
 
     @group.group("cache")
     def cache() -> None:

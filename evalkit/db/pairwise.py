@@ -10,10 +10,11 @@ audit's pairwise section. Rewriting the same key replaces the row; one call is o
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 
 from evalkit.db.connect import Database, open_write
+from evalkit.db.judge import JudgeTables
 
 COLUMNS = (
     "pair_id",
@@ -110,3 +111,68 @@ def read_paired_runs(db: Database) -> dict[str, PairedRun]:
             "length(b.bundle) AS length FROM scorecards s LEFT JOIN bundles b ON b.bundle_hash = s.bundle_hash"
         )
     }
+
+
+@dataclass(frozen=True)
+class PairCandidate:
+    run_id: str
+    model: str
+    scenario_id: str
+    status: str
+    bundle_hash: str  # '' when the run has no judge bundle
+
+
+def read_pair_candidates(db: Database) -> list[PairCandidate]:
+    """Every scored run in run-id order, with what pairing needs (no bundle is read)."""
+    return [
+        PairCandidate(str(r[0]), str(r[1] or ""), str(r[2] or ""), str(r[3] or ""), str(r[4] or ""))
+        for r in db.rows(
+            "SELECT s.run_id, s.model, s.scenario_id, s.status, "
+            "CASE WHEN b.bundle IS NULL OR b.bundle IN ('', '{}') THEN '' ELSE s.bundle_hash END "
+            "FROM scorecards s LEFT JOIN bundles b ON b.bundle_hash = s.bundle_hash ORDER BY s.run_id"
+        )
+    ]
+
+
+def read_bundle(db: Database, bundle_hash: str) -> str | None:
+    """The stored judge bundle (its canonical JSON text) of ``bundle_hash``, or None."""
+    row = db.one("SELECT bundle FROM bundles WHERE bundle_hash = ?", (bundle_hash,))
+    return None if row is None else str(row[0])
+
+
+class PairwiseTables(JudgeTables):
+    """The judge's writer (cache, output modes) whose answers become ``pairwise_verdicts`` rows.
+
+    Before a work item runs, :meth:`expect` says which pair and order its annotation id stands for
+    and how to read its answer (``verdicts(values)``: dimension → ``a``/``b``/``tie`` in the pair's
+    frame). An ``ok`` answer writes one row per dimension in the call's transaction, replacing the
+    same (pair, rater, dimension, shown); a failed call writes no verdict (it is in ``judge_calls``
+    with its error, and the next run asks again), so a failure never replaces a verdict."""
+
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False):
+        super().__init__(path, readonly=readonly)
+        self._slots: dict[str, tuple[PairVerdict, Callable[[dict], dict[str, str]]]] = {}
+
+    def expect(self, annotation_id: str, template: PairVerdict, verdicts: Callable[[dict], dict[str, str]]) -> None:
+        """``template`` holds the row's pair, order, rater and lengths; dimension and verdict come
+        from the answer."""
+        self._slots[annotation_id] = (template, verdicts)
+
+    def judged_runs(self, model: str, rubric_id: str, rubric_version: int, blind: bool) -> list[str]:
+        return []  # drift replicates are not drawn from pairwise answers
+
+    def _write_annotation(self, conn, ann: dict, values: dict | None, confidence: float | None, tag: str) -> dict:
+        template, verdicts = self._slots[ann["annotation_id"]]
+        if ann["status"] == "ok" and values:
+            rows = [
+                replace(
+                    template,
+                    dimension=dimension,
+                    verdict=verdict,
+                    rationale=values.get("rationale"),
+                    cache_key=ann.get("cache_key"),
+                )
+                for dimension, verdict in verdicts(values).items()
+            ]
+            write_in(conn, [tuple(getattr(r, c) for c in COLUMNS) for r in rows])
+        return {"replicate": 0, "status": ann["status"], "annotation": ann.get("annotation")}

@@ -37,6 +37,20 @@ def judge_summary_lines(result: Any) -> list[str]:
     return render.summary_lines(result)
 
 
+def judge_pairwise(result: Any, fmt: str) -> str:
+    """``judge --pairwise``: one row per (pair, judge, order shown), then the summary."""
+    from evalkit.judges import pairwise
+
+    return pairwise.render_result(result, fmt)
+
+
+def judge_pairwise_summary_lines(result: Any) -> list[str]:
+    """``judge --pairwise``'s summary as stderr lines (what ``jsonl`` leaves out of stdout)."""
+    from evalkit.judges import pairwise
+
+    return pairwise.summary_lines(result)
+
+
 def judge_dry_run(plan: Any, fmt: str) -> str:
     """``judge --dry-run``: what would be sent."""
     from evalkit.judges import render
