@@ -111,6 +111,14 @@ def raw_exchange(port: int, head: bytes, body_chunks=(), pause: float = 0.0) -> 
                 if not more:
                     break
                 answer += more
+            # then the body its Content-Length declares (it may come in a later packet)
+            head_end = answer.find(b"\r\n\r\n") + 4
+            length = re.search(rb"(?im)^content-length:\s*(\d+)\r$", answer[:head_end])
+            while length and len(answer) - head_end < int(length.group(1)):
+                more = s.recv(65536)
+                if not more:
+                    break
+                answer += more
     return answer, sent
 
 
