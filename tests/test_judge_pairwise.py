@@ -276,3 +276,16 @@ def test_a_failed_call_stores_no_verdict_and_the_next_run_asks_again(tmp_path, s
         assert conn.execute("SELECT COUNT(*) FROM annotations").fetchone()[0] == 0  # never pointwise rows
     finally:
         conn.close()
+
+
+def test_pairwise_with_paths_scores_them_first_and_prints_markdown(tmp_path, server, cfg):
+    runs = write_corpus(tmp_path / "runs", base_runs=1, model_runs=1)
+    db = str(tmp_path / "fresh.db")
+    res = invoke(
+        "judge", runs, "--pairwise", "--baseline", BASE, "--db", db, "--model", "openai/judge-p",
+        "--api-base", server.api_base, "--config", cfg, "--format", "markdown",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("| pair_id | a | b | judge_model | shown | status | overall | source |")
+    assert "- pairs: 4 (baseline agent-base, seed 0), each asked in both orders" in res.stdout
+    assert rows(db, "SELECT COUNT(*) FROM scorecards")[0][0] == 6 and len(verdict_rows(db)) == 8
