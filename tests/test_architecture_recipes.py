@@ -113,14 +113,14 @@ def test_worked_example_a_report_section_is_one_part_and_one_list_line(tmp_path,
     from evalkit.report.page import Grid, Lit, Para, Part
 
     def commands(report):
-        rows = [[r["run_id"], Lit(str(len(r["commands"])))] for r in report["runs"]]
+        rows = [[r["run_id"], Lit(str(len(r["commands"])))] for r in report["worst_runs"]]
         return Part("commands", "Commands per run", [Para(Lit("One row per run."), "lede"), Grid(["run", "n"], rows)])
 
     monkeypatch.setattr(sections, "PARTS", [*sections.PARTS, commands])
     rf.score_into(tmp_path / "evalkit.db", [rf.EXAMPLES / "a320" / "a320-opus-4-8-full-procedure.jsonl"])
     report = build_report(tmp_path / "evalkit.db", made_at="2026-01-01T00:00:00Z")
-    run_id = report["runs"][0]["run_id"]
-    n = len(report["runs"][0]["commands"])
+    run_id = report["worst_runs"][0]["run_id"]
+    n = len(report["worst_runs"][0]["commands"])
     assert (
         '<section id="commands"><h2>Commands per run</h2><p class="lede">One row per run.</p>'
         f'<div class="table-wrap"><table><thead><tr><th>run</th><th>n</th></tr></thead><tbody><tr><td>{run_id}</td>'
