@@ -113,18 +113,19 @@ def test_worked_example_a_report_section_is_one_part_and_one_list_line(tmp_path,
     from evalkit.report.page import Grid, Lit, Para, Part
 
     def commands(report):
-        rows = [[r["run_id"], Lit(str(len(r["commands"])))] for r in report["worst_runs"]]
-        return Part("commands", "Commands per run", [Para(Lit("One row per run."), "lede"), Grid(["run", "n"], rows)])
+        rows = [[s["scenario_id"], Lit(str(s["runs"]))] for s in report["scenarios"]]
+        return Part(
+            "commands", "Runs per scenario", [Para(Lit("One row per scenario."), "lede"), Grid(["scenario", "n"], rows)]
+        )
 
     monkeypatch.setattr(sections, "PARTS", [*sections.PARTS, commands])
     rf.score_into(tmp_path / "evalkit.db", [rf.EXAMPLES / "a320" / "a320-opus-4-8-full-procedure.jsonl"])
     report = build_report(tmp_path / "evalkit.db", made_at="2026-01-01T00:00:00Z")
-    run_id = report["worst_runs"][0]["run_id"]
-    n = len(report["worst_runs"][0]["commands"])
+    scenario = report["scenarios"][0]["scenario_id"]
     assert (
-        '<section id="commands"><h2>Commands per run</h2><p class="lede">One row per run.</p>'
-        f'<div class="table-wrap"><table><thead><tr><th>run</th><th>n</th></tr></thead><tbody><tr><td>{run_id}</td>'
+        '<section id="commands"><h2>Runs per scenario</h2><p class="lede">One row per scenario.</p>'
+        f'<div class="table-wrap"><table><thead><tr><th>scenario</th><th>n</th></tr></thead><tbody><tr><td>{scenario}</td>'
     ) in render_html(report)
-    assert f"## Commands per run\n\nOne row per run.\n\n| run | n |\n|---|---|\n| {run_id} | {n} |\n" in (
+    assert f"## Runs per scenario\n\nOne row per scenario.\n\n| scenario | n |\n|---|---|\n| {scenario} | 1 |\n" in (
         render_markdown(report)
     )
