@@ -112,7 +112,7 @@ def test_worked_example_a_report_section_is_one_part_and_one_list_line(tmp_path,
     from evalkit.report import build_report, render_html, render_markdown, sections
     from evalkit.report.page import Grid, Lit, Para, Part
 
-    def commands(report):
+    def commands(report, links):
         rows = [[s["scenario_id"], Lit(str(s["runs"]))] for s in report["scenarios"]]
         return Part(
             "commands", "Runs per scenario", [Para(Lit("One row per scenario."), "lede"), Grid(["scenario", "n"], rows)]
