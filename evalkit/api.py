@@ -752,7 +752,7 @@ def score_run(
             store,
             on_error,
             warn,
-            job=replace(job, batched=True),
+            job=replace(job, batched=True, partial=aggregates is not None),
             engine=engine,
             workers=workers or default_workers(),
             ray_address=ray_address,

@@ -115,23 +115,38 @@ class _Sum:
         self.partials[den] = self.partials.get(den, 0) + sign * num
         self.squares[den] = self.squares.get(den, 0) + sign * num * num
 
+    def __reduce__(self):  # a tuple on the wire (a worker's partial): the default pickles a dict per object
+        return (_Sum._of, (self.count, self.partials, self.squares))
+
+    @classmethod
+    def _of(cls, count: int, partials: dict[int, int], squares: dict[int, int]) -> _Sum:
+        out = cls.__new__(cls)
+        out.count, out.partials, out.squares = count, partials, squares
+        return out
+
     def exact(self) -> Fraction:
         return sum((Fraction(n, d) for d, n in self.partials.items()), Fraction(0))
 
     def mean(self) -> float | None:
-        # fsum is the correctly rounded exact sum; so is float(Fraction) (int / int rounds correctly).
-        return float(self.exact()) / self.count if self.count else None
+        # fsum is the correctly rounded exact sum; so is SX / D (int / int rounds correctly), with D
+        # the largest denominator, a power of two that all the others divide (see stdev)
+        if not self.count:
+            return None
+        d = max(self.partials)
+        return sum(num * (d // den) for den, num in self.partials.items()) / d / self.count
 
     def stdev(self) -> float | None:
         """``statistics.stdev``: the same exact sum of squared deviations, the same correctly
-        rounded square root."""
-        if self.count < 2:
+        rounded square root. In integers: every denominator of a float is a power of two, so the
+        largest, D, is a common one: Σx = SX / D, Σx² = SXX / D², and the mean square of the
+        deviations is (n·SXX − SX²) / (n (n − 1) D²)."""
+        n = self.count
+        if n < 2:
             return None
-        sx = self.exact()
-        sxx = sum((Fraction(n, d * d) for d, n in self.squares.items()), Fraction(0))
-        ssd = (self.count * sxx - sx * sx) / self.count
-        mss = ssd / (self.count - 1)
-        return _sqrt_of_frac(mss.numerator, mss.denominator)
+        d = max(self.partials)
+        sx = sum(num * (d // den) for den, num in self.partials.items())
+        sxx = sum(num * (d // den) ** 2 for den, num in self.squares.items())
+        return _sqrt_of_frac(n * sxx - sx * sx, n * (n - 1) * d * d)
 
 
 _SQRT_BITS = 2 * sys.float_info.mant_dig + 3
@@ -191,6 +206,16 @@ class _Group:
         self.included = self.passes = self.dangerous = self.anti_procedure = self.unsafe = self.safe_passes = 0
         self.scores, self.coverage, self.order, self.end_state = _Sum(), _Sum(), _Sum(), _Sum()
         self.score_counts: dict[float, int] = {}
+
+    def __reduce__(self):  # a tuple on the wire (a worker's partial), as _Sum
+        return (_Group._of, tuple(getattr(self, name) for name in _Group.__slots__))
+
+    @classmethod
+    def _of(cls, *values: Any) -> _Group:
+        out = cls.__new__(cls)
+        for name, value in zip(cls.__slots__, values):
+            setattr(out, name, value)
+        return out
 
     def add(self, run: RunSummary, counted: frozenset[str], sign: int = 1) -> None:
         """Add a run (``sign=-1``: take back a run added before, when its run_id is read again)."""
@@ -252,8 +277,9 @@ def _group_stats(
     scenario_id: str, scenario_hash: str, model: str, g: _Group, level: float = DEFAULT_LEVEL
 ) -> dict[str, Any]:
     n, inc = g.n, g.included
+    score_std = g.scores.stdev()
     spread = {  # metric -> (sample std, runs it is over)
-        "score_mean": (g.scores.stdev(), g.scores.count),
+        "score_mean": (score_std, g.scores.count),
         "coverage_mean": (g.coverage.stdev(), g.coverage.count),
         "order_mean": (g.order.stdev(), g.order.count),
         "end_state_mean": (g.end_state.stdev(), g.end_state.count),
@@ -270,7 +296,7 @@ def _group_stats(
         "n": n,
         "n_scored": inc,
         "score_mean": g.scores.mean(),
-        "score_std": g.scores.stdev(),
+        "score_std": score_std,
         "score_median": _median(g.score_counts, g.scores.count),
         "coverage_mean": g.coverage.mean(),
         "order_mean": g.order.mean(),
@@ -355,11 +381,12 @@ def _merge_state(into: Any, other: Any) -> None:
 @dataclass(slots=True)
 class AggregatePartial:
     """What :meth:`Aggregator.partial` gives and :meth:`Aggregator.merge` takes: the runs by run_id
-    (as tuples of the RunSummary fields, for a later run_id to replace), the groups' sums, and the
-    (scenario id, content hash) pairs seen."""
+    (as tuples of the RunSummary fields, for a later run_id to replace), the groups' sums (None
+    when there are about as many groups as runs: the runs are sent anyway and cost less to add
+    again than the groups to send), and the (scenario id, content hash) pairs seen."""
 
     runs: dict[str, tuple]
-    groups: dict[tuple[str, str, str], _Group]
+    groups: dict[tuple[str, str, str], _Group] | None
     scenarios: list[tuple[str, str]]
     include_errors: bool
 
@@ -391,6 +418,7 @@ class Aggregator:
         self.seed = seed
         self._counted = frozenset({"scored", "provider_error"} if include_errors else {"scored"})
         self._groups: dict[tuple[str, str, str], _Group] = {}
+        self._anonymous = 0  # runs added without a run_id: in the groups only
 
     def note(self, scenario_id: str, scenario_hash: str) -> None:
         """A run of this scenario content is coming (``add`` and ``merge`` say so themselves): a
@@ -419,19 +447,25 @@ class Aggregator:
         self.note(run.scenario_id, run.scenario_hash)
         if run.run_id is not None:
             self._replace(run.run_id, run)
+        else:
+            self._anonymous += 1
         key = (run.scenario_id, run.scenario_hash, run.model)
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = _Group()
         group.add(run, self._counted)
 
-    def partial(self) -> AggregatePartial:
+    def partial(self, sparse: bool = True) -> AggregatePartial:
         """This aggregator's state, small and cheap to send: a worker aggregates its batch and the
         parent merges the partials (:meth:`merge`) in input order, with the same result, bit for bit, as
-        adding every run here (the sums are exact)."""
+        adding every run here (the sums are exact). It holds this aggregator's own groups, which a
+        merge may take as they are: take it when nothing more is added here (a batch's aggregator).
+        ``sparse=False``: the groups always (a partial merged in this process is not sent)."""
         runs = {run_id: run if isinstance(run, tuple) else _fields(run) for run_id, run in self._runs.items()}
         scenarios = [(sid, h) for sid, hashes in self._hashes.items() for h in sorted(hashes)]
-        return AggregatePartial(runs, self._groups, scenarios, self.include_errors)
+        # a group costs about two runs to send and merge: with fewer than two runs a group, the runs alone
+        groups = self._groups if not sparse or self._anonymous or 2 * len(self._groups) <= len(runs) else None
+        return AggregatePartial(runs, groups, scenarios, self.include_errors)
 
     def merge(self, partial: AggregatePartial) -> None:
         """Add the runs a :meth:`partial` holds, as if they were added here one by one after the
@@ -440,6 +474,10 @@ class Aggregator:
             raise ValueError("cannot merge aggregates counted with and without provider errors")
         for scenario_id, scenario_hash in partial.scenarios:
             self.note(scenario_id, scenario_hash)
+        if partial.groups is None:  # its runs, added here
+            for fields in partial.runs.values():
+                self.add(RunSummary(*fields))
+            return
         if self._runs.keys().isdisjoint(partial.runs):  # the usual batch: no run_id read before
             self._runs.update(partial.runs)
         else:
@@ -447,9 +485,10 @@ class Aggregator:
                 self._replace(run_id, run)
         for key, group in partial.groups.items():
             mine = self._groups.get(key)
-            if mine is None:
-                mine = self._groups[key] = _Group()
-            _merge_state(mine, group)
+            if mine is None:  # a partial's groups are its own (sent, or a batch's, dropped after): taken as they are
+                self._groups[key] = group
+            else:
+                _merge_state(mine, group)
 
     def result(self, bootstrap: bool = True) -> dict[str, Any]:
         """The groups and the per-model rollup with their error bars; ``bootstrap=False``: without

@@ -40,8 +40,11 @@ class ScoreJob:
     # batched, scored in the process that writes: a batch of several files keeps its rows for
     # executemany and its Parquet rows as they are (staging them is for a batch sent elsewhere)
     in_process: bool = False
-    # batched: note what each scenario's runs did, for the warnings of evalkit.engines.scenario_check
+    # batched: note what each scenario's runs did, for the warnings of evalkit.engines.scenario_check;
+    # ``observe_token`` names the scoring run (a worker then sends only what it has not sent for it)
     observe: bool = False
+    observe_token: str | None = None
+    partial: bool = True  # batched: the batch's aggregate partial (False: nothing aggregated is shown)
 
 
 @dataclass(slots=True)
@@ -191,6 +194,6 @@ def score_batch(job: ScoreJob, sources: list[Source]) -> list[Scored] | list[Sco
 
         batches = finish_batch(job, scored, job.include_errors)
         if noting is not None:
-            batches[0].seen = noting.seen()
+            batches[0].seen = noting.seen(job.observe_token)
         return batches
     return scored

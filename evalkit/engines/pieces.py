@@ -51,7 +51,7 @@ def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> l
     texts: list[str] = []
     rows: list[Any] = []
     parquet: list[Any] = []
-    agg = Aggregator(include_errors)
+    agg = Aggregator(include_errors) if job.partial else None
     batch = ScoredBatch([s.path for s in scored], [s.run_id for s in scored], [None] * len(scored), {}, {})
     distinct: dict[tuple[str, str], tuple[str, str]] = {}  # one object per scenario: pickled once
     for i, item in enumerate(scored):
@@ -61,7 +61,8 @@ def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> l
             batch.errors[i] = item.error
             continue
         summary = item.summary
-        agg.add(summary)
+        if agg is not None:
+            agg.add(summary)
         key = (summary.scenario_id, summary.scenario_hash)
         batch.scenarios[i] = distinct.setdefault(key, key)
         if item.parts is not None:
@@ -72,7 +73,7 @@ def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> l
             parquet.append(item.parquet)
     if len(batch.errors) == len(scored):
         return [batch]
-    pieces = BatchPieces(len(texts), partial=agg.partial())
+    pieces = BatchPieces(len(texts), partial=agg.partial(sparse=not job.in_process) if agg is not None else None)
     if job.output_format is not None:
         text = (",\n" if job.output_format == "json" else "").join(texts)
         pieces.output = text

@@ -123,6 +123,10 @@ def score_batches(
     batch is scored, ``on_finding`` (default ``warn``) hears each reference of a scenario its runs
     contradict, one line each (:mod:`evalkit.engines.scenario_check`)."""
     job = replace(job, db_rows=store is not None)
+    if job.observe and engine == "local":  # a local pool's worker takes its batches in input order
+        import secrets
+
+        job = replace(job, observe_token=secrets.token_hex(8))
     noted: dict = {}  # scenario hash -> what its runs did (scenario_check.Seen), merged in input order
     writer = _Writer(store, batch)
     seen: dict[str, str] = {}  # run_id -> path

@@ -3,12 +3,16 @@
 
 A worker notes what the runs of each scenario in its batch did (:class:`Seen`, the state of an
 ``Observed`` without the scenario model: plain counts, sets and dicts, so the parent merges it
-without loading the scorer); the parent merges the batches' notes in input order
-(:func:`merge`) and, after scoring, :func:`scenario_warnings` turns them into lines, in the order
-the scenarios first occur, at the scenario's file and line: the scenario file that holds it (the
-files given, else the one beside its first run) when its content is that file's, else the ``meta``
-line of its first run. Run where the scenario model is loaded: a pool's worker, or this process
-when it scores. The same lines whatever the engine and the number of workers.
+without loading the scorer). Within one scoring run (``token``) a worker sends only what it has
+not sent before: the counts, the names, keys and types it had not seen, the scenario's JSON and
+the sampled calls until the first batch that holds them (a pool's worker takes its batches in
+input order, so the first batch of a scenario in input order carries them). The parent merges
+the batches' notes in input order (:func:`merge`) and, after scoring, :func:`scenario_warnings`
+turns them into lines, in the order the scenarios first occur, at the scenario's file and line:
+the scenario file that holds it (the files given, else the one beside its first run) when its
+content is that file's, else the ``meta`` line of its first run. They are made where the scenario
+model is loaded: a pool's worker, or this process when it scores. The same lines whatever the
+engine and the number of workers.
 
 Runs are read for scoring: the calls of read tools (neither a command nor an approval tool) keep
 no arguments, so their keys and value types are not compared (``evalkit check`` compares them).
@@ -27,11 +31,19 @@ FIELDS = ("runs", "calls", "surface", "args", "results", "success_runs", "variab
 class Seen:
     """What the runs of one scenario did, as its ``Observed`` holds it, and where it came from."""
 
-    scenario: bytes  # the scenario's JSON, as the reader validated it (evalkit.trajectory.reader.scenario_json)
-    run: str  # the first run of it: its name as shown
-    source: str | None  # ... and its real path (None: standard input or a URL)
-    state: list[Any]  # Observed's FIELDS
+    scenario: bytes | None  # its JSON as the reader validated it (reader.scenario_json); None: sent before
+    run: str | None  # the first run of it: its name as shown (None: sent before)
+    source: str | None  # ... and its real path (None: standard input, a URL, or sent before)
+    state: list[Any]  # Observed's FIELDS (``calls`` a plain dict: cheaper to send than a Counter)
     sample_cap: int  # calls kept per required tool (Observed's)
+
+    def __reduce__(self):  # a plain tuple on the wire (the default for a slotted dataclass costs more)
+        return (Seen, (self.scenario, self.run, self.source, self.state, self.sample_cap))
+
+
+# what this process sent in the scoring run named by _SENT_TOKEN: scenario hash -> Observed's FIELDS
+_SENT: dict[str, list[Any]] = {}
+_SENT_TOKEN: list[str | None] = [None]
 
 
 class Noting:
@@ -52,18 +64,93 @@ class Noting:
             noted = self.observed[key] = (Observed(scenario), shown, source)
         noted[0].add_run(traj.meta.tool_surface, traj.tool_calls(), traj.final)
 
-    def seen(self) -> dict[str, Seen]:
+    def seen(self, token: str | None = None) -> dict[str, Seen]:
+        """The batch's notes; with ``token``, less what this process sent before for it."""
         from evalkit.trajectory.observed import _SAMPLE_CALLS
         from evalkit.trajectory.reader import scenario_json
 
+        if token != _SENT_TOKEN[0]:
+            _SENT.clear()
+            _SENT_TOKEN[0] = token
         out = {}
         for key, (observed, shown, source) in self.observed.items():
             raw = scenario_json(observed.scenario)
             if raw is None:  # not shared by the reader (never on the score path): nothing to place it by
                 continue
             state = [getattr(observed, name) for name in FIELDS]
+            state[1] = dict(state[1])
+            if token is not None:
+                sent = _SENT.get(key)
+                if sent is None:
+                    _SENT[key] = _copy(state)
+                else:
+                    raw = shown = source = None
+                    state = _unsent(state, sent, _SAMPLE_CALLS)
             out[key] = Seen(raw, shown, source, state, _SAMPLE_CALLS)
         return out
+
+
+def _copy(state: list[Any]) -> list[Any]:
+    """A copy of a state that later batches' merges into it do not change."""
+    runs, calls, surface, args, results, success_runs, variables, hit, samples = state
+    return [
+        runs,
+        dict(calls),
+        set(surface),
+        {t: {p: set(v) for p, v in paths.items()} for t, paths in args.items()},
+        {t: {p: set(v) for p, v in paths.items()} for t, paths in results.items()},
+        success_runs,
+        {k: set(v) for k, v in variables.items()},
+        list(hit),
+        {t: len(v) for t, v in samples.items()},  # sent: how many
+    ]
+
+
+def _unsent(state: list[Any], sent: list[Any], cap: int) -> list[Any]:
+    """``state`` less what ``sent`` holds (the counts are the batch's own); ``sent`` updated."""
+    runs, calls, surface, args, results, success_runs, variables, hit, samples = state
+    new_surface = surface - sent[2]
+    sent[2] |= new_surface
+    new_variables = {}
+    for var, ops in variables.items():
+        had = sent[6].setdefault(var, set())
+        if not ops <= had:
+            new_variables[var] = ops - had
+            had |= ops
+    new_samples = {}
+    for tool, kept in samples.items():
+        count = sent[8].get(tool, 0)
+        if count < cap:
+            new_samples[tool] = kept[: cap - count]
+            sent[8][tool] = count + len(new_samples[tool])
+    new_hit = [a and not b for a, b in zip(hit, sent[7])]
+    sent[7] = [a or b for a, b in zip(hit, sent[7])]
+    return [
+        runs,
+        calls,
+        new_surface,
+        _unsent_paths(args, sent[3]),
+        _unsent_paths(results, sent[4]),
+        success_runs,
+        new_variables,
+        new_hit,
+        new_samples,
+    ]
+
+
+def _unsent_paths(paths_by_tool: dict[str, dict[str, set[str]]], sent: dict[str, dict[str, set[str]]]) -> dict:
+    out: dict[str, dict[str, set[str]]] = {}
+    for tool, paths in paths_by_tool.items():
+        had = sent.setdefault(tool, {})
+        for path, types in paths.items():
+            have = had.get(path)
+            if have is None:
+                had[path] = set(types)
+                out.setdefault(tool, {})[path] = types
+            elif not types <= have:
+                out.setdefault(tool, {})[path] = types - have
+                have |= types
+    return out
 
 
 def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
@@ -74,10 +161,13 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         if mine is None:
             into[key] = theirs
             continue
+        if mine.scenario is None:  # sent first in a batch later in input order (not from a local pool)
+            mine.scenario, mine.run, mine.source = theirs.scenario, theirs.run, theirs.source
         a, b = mine.state, theirs.state
         runs, calls, surface, args, results, success_runs, variables, hit, samples = a
         a[0] = runs + b[0]
-        calls.update(b[1])
+        for tool, n in b[1].items():
+            calls[tool] = calls.get(tool, 0) + n
         surface |= b[2]
         _merge_paths(args, b[3])
         _merge_paths(results, b[4])
@@ -110,15 +200,19 @@ def scenario_warnings(seen: dict[str, Seen], scenarios: Any = None) -> list[str]
     """Every reference of each scenario its runs contradict, one line each (``path:line: warning:
     where: reason``; ``error: path:line: ...`` where the reference can never match), scenario by
     scenario in ``seen``'s order. ``scenarios``: the ScenarioSet of the files given (--scenarios)."""
+    from collections import Counter
+
     from evalkit.trajectory.observed import Observed, findings, where
     from evalkit.trajectory.reader import shared_scenario
 
     out: list[str] = []
     for note in seen.values():
+        if note.scenario is None:
+            continue
         scenario = shared_scenario(note.scenario)
         observed = Observed(scenario)
         for name, value in zip(FIELDS, note.state):
-            setattr(observed, name, value)
+            setattr(observed, name, Counter(value) if name == "calls" else value)
         found = findings(observed)
         if not found:
             continue
@@ -162,7 +256,7 @@ def _entry(scenario: Any, note: Seen, scenarios: Any) -> tuple[Any, str]:
                         return entry, "scenario"
             except InputError:  # changed since it was read: said at its run's meta line
                 pass
-    return Entry(note.run, _meta_line(note.source), "", None), "meta.scenario"
+    return Entry(note.run or "", _meta_line(note.source), "", None), "meta.scenario"
 
 
 def _meta_line(source: str | None) -> int | None:

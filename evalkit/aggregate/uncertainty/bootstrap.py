@@ -57,7 +57,8 @@ def bootstrap_curves(
     seed: int = DEFAULT_SEED,
 ) -> list[tuple[list[float] | None, list[list[float]] | None, str | None]]:
     """:func:`bootstrap_curve` of each family of curves (pass^k and safe pass^k of one model, over
-    the same scenarios), from one draw of the resamples: the same ones each family would draw alone.
+    the same scenarios), from one draw of the resamples: the same ones each family would draw alone
+    (and every model with as many scenarios: each model's stream starts from the seed).
 
     Each resample's mean at k is the plain sum of the picked scenarios' values in the order drawn,
     over C, as it always was; a resample drawn again (few scenarios: most are) is summed once, and
@@ -66,8 +67,6 @@ def bootstrap_curves(
     exact one, deterministic); the percentiles are exact (the sorted resampled values).
     """
     out: list[tuple[list[float] | None, list[list[float]] | None, str | None]] = []
-    picks: list[tuple[int, ...]] | None = None
-    index: list[int] = []
     for f, curves in enumerate(families):
         c = len(curves)
         if f and curves == families[f - 1]:  # safe pass^k where no run was unsafe: the same curves
@@ -85,17 +84,7 @@ def bootstrap_curves(
         if k_max == 0:
             out.append((None, None, "no scored runs"))
             continue
-        if picks is None or len(picks[0]) != c:
-            rng = random.Random(seed)
-            population = range(c)
-            distinct: dict[tuple[int, ...], int] = {}
-            index = [
-                distinct.setdefault(tuple(rng.choices(population, k=c)), len(distinct)) for _ in range(n_resamples)
-            ]
-            picks = list(distinct)
-        weights = [0] * len(picks)
-        for i in index:
-            weights[i] += 1
+        picks, weights = _draw(seed, c, n_resamples)
         se: list[float] = []
         ci: list[list[float]] = []
         tail = (1.0 - level) / 2.0
@@ -110,6 +99,30 @@ def bootstrap_curves(
             ci.append([stats[1], stats[2]])
         out.append((se, ci, None))
     return out
+
+
+_DRAWS: dict[tuple[int, int, int], tuple[list[tuple[int, ...]], list[int]]] = {}
+_DRAWS_KEPT = 4
+
+
+def _draw(seed: int, c: int, n_resamples: int) -> tuple[list[tuple[int, ...]], list[int]]:
+    """The resamples of ``random.Random(seed)`` over ``c`` scenarios: the distinct picks, in the
+    order first drawn, and how many resamples drew each. The same for every model with as many
+    scenarios (each model's stream starts from the seed), so drawn once."""
+    key = (seed, c, n_resamples)
+    drawn = _DRAWS.get(key)
+    if drawn is None:
+        rng = random.Random(seed)
+        population = range(c)
+        distinct: dict[tuple[int, ...], int] = {}
+        index = [distinct.setdefault(tuple(rng.choices(population, k=c)), len(distinct)) for _ in range(n_resamples)]
+        if len(_DRAWS) >= _DRAWS_KEPT:
+            _DRAWS.pop(next(iter(_DRAWS)))
+        weights = [0] * len(distinct)
+        for i in index:
+            weights[i] += 1
+        drawn = _DRAWS[key] = (list(distinct), weights)
+    return drawn
 
 
 def _weighted_stats(values: list[float], weights: list[int], n: int, tail: float) -> tuple[float, float, float]:

@@ -1,0 +1,123 @@
+"""Benchmark the score parent's serial work: its share of the CPU with `--workers 2`.
+
+    python benchmarks/bench_parent_share.py [--files 3000] [--repeat 3]
+
+Generates FILES runs (A320 scenario, four models each running every scenario, every fifth run
+failing) spread over 2 scenarios and over 200, interleaved in file order (run i is of scenario
+i mod S), and runs whole
+`evalkit score DIR --no-db --workers 2` processes (stdout to /dev/null, bytecode cached) for
+`--format jsonl` (nothing aggregated is shown), the default table, and `--format json --aggregate`
+(every error bar, the pass^k bootstrap too). Each process reports its own CPU time and its
+workers' (``resource.getrusage`` of RUSAGE_SELF and RUSAGE_CHILDREN); printed are the parent's share
+of the total (target <= 10 %) and the 2-worker wall time over one worker's, medians of REPEAT. Then
+one core, in this process: 200 scenarios in interleaved file order against the same files grouped
+by scenario (target: 1.0, every scenario validated once however they are ordered). The machine may
+be shared: only ratios measured in this one run are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from evalkit.trajectory.builders import a320_scenario, cmd, read, say, trajectory, write_jsonl
+
+CPU_PROBE = """
+import resource, sys, time
+t0 = time.perf_counter()
+import evalkit.cli
+try:
+    evalkit.cli.cli.main(sys.argv[1:], standalone_mode=False)
+except SystemExit:
+    pass
+me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime, time.perf_counter() - t0, file=sys.stderr)
+"""
+FORMATS = {"jsonl": ["--format", "jsonl"], "table": [], "json --aggregate": ["--format", "json", "--aggregate"]}
+PLANS = [
+    [read(), say("reset"), cmd("apu_gen", 0), cmd("apu_gen", 1), read(), cmd("apu_gen", 0), cmd("ext_pwr", 1)],
+    [read(), cmd("apu_gen", 0), cmd("apu_gen", 1), cmd("ext_pwr", 1), read("get_state"), read()],
+    [read(), read("get_state"), cmd("ext_pwr", 1), cmd("nav_lights", 1), read(), cmd("bat_1", 0)],
+]
+
+
+def make_runs(directory: Path, files: int, scenarios: int, grouped: bool = False) -> None:
+    """``files`` runs over ``scenarios`` scenarios: run i is of scenario i mod S; file names put
+    them in that order (interleaved), or grouped by scenario."""
+    directory.mkdir(parents=True)
+    kinds = [a320_scenario(id=f"task-{j:03d}", title=f"APU GEN fault, variant {j}") for j in range(scenarios)]
+    for i in range(files):
+        j = i % scenarios
+        calls = [say(f"Run {i}.")] + PLANS[i % 3] * 2
+        model = f"model-{(i // scenarios) % 4}"  # every scenario run by every model
+        recs = trajectory(kinds[j], calls, run_id=f"run-{i:06d}", model=model, passed=i % 5 != 0)
+        name = f"s{j:03d}-{i:06d}.jsonl" if grouped else f"{i:06d}.jsonl"
+        write_jsonl(directory / name, recs)
+
+
+def whole_process(directory: Path, fmt: list[str], workers: int, env: dict[str, str]) -> tuple[float, float, float]:
+    """(parent CPU s, workers' CPU s, wall s) of one `evalkit score` process."""
+    argv = [sys.executable, "-c", CPU_PROBE, "score", str(directory), "--no-db", *fmt, "--workers", str(workers)]
+    with open(os.devnull, "w") as devnull:
+        done = subprocess.run(argv, stdout=devnull, stderr=subprocess.PIPE, text=True, check=True, env=env)
+    parent, children, wall = map(float, done.stderr.strip().splitlines()[-1].split())
+    return parent, children, wall
+
+
+def one_core(directory: Path) -> float:
+    """CPU seconds of `evalkit score DIR --format jsonl --no-db --workers 1` in this process."""
+    import evalkit.cli
+
+    with open(os.devnull, "w") as devnull:
+        saved, sys.stdout = sys.stdout, devnull
+        t0 = time.process_time()
+        try:
+            evalkit.cli.cli.main(
+                ["score", str(directory), "--format", "jsonl", "--no-db", "--workers", "1", "--no-progress"],
+                standalone_mode=False,
+            )
+        finally:
+            sys.stdout = saved
+        return time.process_time() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=3000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = str(Path(tmp, "pycache"))
+        corpora = {s: Path(tmp, f"s{s}") for s in (2, 200)}
+        for s, directory in corpora.items():
+            make_runs(directory, args.files, s)
+        print(f"{args.files} files per corpus; load average {os.getloadavg()[0]:.1f}; medians of {args.repeat}")
+        for s, directory in corpora.items():
+            whole_process(directory, FORMATS["jsonl"], 2, env)  # fills the bytecode cache
+            for name, fmt in FORMATS.items():
+                runs = [whole_process(directory, fmt, 2, env) for _ in range(args.repeat)]
+                alone = [whole_process(directory, fmt, 1, env) for _ in range(args.repeat)]
+                share = statistics.median(p / (p + c) for p, c, _ in runs)
+                wall = statistics.median(w for _, _, w in runs) / statistics.median(w for _, _, w in alone)
+                print(
+                    f"{s:3d} scenarios, {name:16s}: parent {share:5.1%} of the CPU with --workers 2 (target <= 10%); "
+                    f"wall 2 workers / 1 worker = {wall:.2f}"
+                )
+        grouped = Path(tmp, "grouped")
+        make_runs(grouped, args.files, 200, grouped=True)
+        one_core(grouped)  # imports
+        inter = min(one_core(corpora[200]) for _ in range(args.repeat))
+        group = min(one_core(grouped) for _ in range(args.repeat))
+        print(f"one core, 200 scenarios: interleaved / grouped by scenario = {inter / group:.2f} (target 1.0)")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    main()
