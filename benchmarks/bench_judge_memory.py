@@ -13,7 +13,8 @@ on stdout written to a file. Printed per size: wall time, calls, peak RSS of the
 size's; then the bound (target: ≤ 400 MB at 10^5 runs, flat in N).
 
 ``--tracemalloc S`` runs the judge of the largest size under tracemalloc instead and prints, every
-S seconds, the ten source lines whose allocations grew most since the first snapshot (what grows).
+S seconds, the ten allocation sites (with their callers) that grew most since the first snapshot,
+taken S seconds in, after start-up (what grows).
 ``--keep DIR`` keeps the databases there (and reuses them on the next run).
 """
 
@@ -99,9 +100,10 @@ def database(folder: Path, runs: int) -> Path:
 
 TRACE = """
 import sys, threading, time, tracemalloc
-tracemalloc.start(1)
+tracemalloc.start(6)
 every, out = float(sys.argv[1]), sys.argv[2]
 def watch():
+    time.sleep(every)  # start-up (imports, litellm) done: growth is counted from here
     first = tracemalloc.take_snapshot()
     while True:
         time.sleep(every)
@@ -109,8 +111,10 @@ def watch():
         current, peak = tracemalloc.get_traced_memory()
         with open(out, "a") as fh:
             fh.write(f"-- {time.strftime('%H:%M:%S')} traced {current / 2**20:.1f} MiB (peak {peak / 2**20:.1f})\\n")
-            for stat in snap.compare_to(first, "lineno")[:10]:
+            for stat in snap.compare_to(first, "traceback")[:10]:
                 fh.write(f"   {stat}\\n")
+                for line in stat.traceback.format()[-6:]:
+                    fh.write(f"      {line}\\n")
 threading.Thread(target=watch, daemon=True).start()
 sys.argv = ["evalkit"] + sys.argv[3:]
 from evalkit.cli import main
