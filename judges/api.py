@@ -47,13 +47,15 @@ class JudgeResult:
         s = self.summary
         return not (s.failures or s.not_run or s.fatal or s.stopped or self.input_errors)
 
-    def as_dict(self) -> dict:
-        return {
+    def as_dict(self, annotations: bool = True) -> dict:
+        """The result as plain data; ``annotations=False`` leaves them out (a printer reads them
+        one at a time from ``self.annotations``)."""
+        out = {
             "rubric": {"id": self.rubric.id, "version": self.rubric.version},
-            "annotations": self.annotations,
             "summary": self.summary.as_dict(),
             "input_errors": self.input_errors,
         }
+        return {"annotations": list(self.annotations), **out} if annotations else out
 
 
 @dataclass

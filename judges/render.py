@@ -164,7 +164,7 @@ def annotations_markdown(result) -> Iterator[str]:
 
 def annotations_json(result) -> Iterator[str]:
     """``as_dict()`` as one JSON document (keys sorted, indent 2), the annotations written one by one."""
-    rest = {k: v for k, v in result.as_dict().items() if k != "annotations"}
+    rest = result.as_dict(annotations=False)
     yield '{\n  "annotations": ['
     first = True
     for a in _ordered(result):

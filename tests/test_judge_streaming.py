@@ -76,7 +76,8 @@ def test_cli_json_output_is_the_document_json_dumps_writes(tmp_path, server):
 def test_json_output_without_annotations_is_the_document_json_dumps_writes(tmp_path, server):
     res = judge_cards([make_card(0, status="incomplete")], ["openai/judge-a"], db=str(tmp_path / "j.db"))
     text = "".join(views.judge_annotations(res, "json"))
-    doc = dict(res.as_dict(), annotations=[])
+    doc = res.as_dict()
+    assert doc["annotations"] == [] and json.loads(text) == doc
     assert text == json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     assert '"annotations": []' in text and res.summary.skipped == {"status incomplete": 1}
 
