@@ -243,7 +243,7 @@ def test_every_failed_gate_is_on_the_one_line_in_gate_order(tmp_path):
     result = CliRunner().invoke(cli, ["score", str(runs), "--no-db", "--workers", "1", *args])
     assert result.exit_code == EXIT_GATE
     assert _gate_line(result).split("; ") == [
-        "gate failed: score_mean < --fail-under 0.99 for 2 models: agent-b 0.4750, agent-a 0.4833",
+        "gate failed: score_mean < --fail-under 0.99 for 2 models: agent-b 0.4692, agent-a 0.4717",
         "safe_pass_rate < --min-safe-pass-rate 0.3 for 2 models: agent-a 0.2500, agent-b 0.2500",  # a tie: by name
         "unsafe_rate > --max-unsafe-rate 0.0 for 2 models: agent-b 0.5000, agent-a 0.2500",
     ]
