@@ -9,7 +9,7 @@ judge skips them). Then the real `evalkit judge --db FILE --model openai/bench` 
 subprocess against the local OpenAI-compatible fake server (tests/fake_llm_server.py, its own
 process, no latency) through the real litellm (``LITELLM_LOCAL_MODEL_COST_MAP=True``), its table
 on stdout written to a file. Printed per size: wall time, calls, peak RSS of the judge process
-(``ru_maxrss`` of the child, as `/usr/bin/time -v` reports it) and its ratio to the smallest
+(its own ``ru_maxrss``, read by `/usr/bin/time`) and its ratio to the smallest
 size's; then the bound (target: ≤ 400 MB at 10^5 runs, flat in N).
 
 ``--tracemalloc S`` runs the judge of the largest size under tracemalloc instead and prints, every
@@ -24,7 +24,6 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -84,12 +83,13 @@ def build(db: Path, runs: int) -> None:
 
 
 def database(folder: Path, runs: int) -> Path:
-    """A fresh copy of the N-run database (built once per folder), with no judge answers yet."""
+    """A fresh copy of the N-run database (built once per folder, in a child process: a parent
+    grown by building it would lend the judge its peak RSS, see `judge`), with no judge answers yet."""
     source = folder / f"scored-{runs}.db"
     if not source.exists():
         partial = folder / f"scored-{runs}.partial.db"
         partial.unlink(missing_ok=True)
-        build(partial, runs)
+        subprocess.run([sys.executable, __file__, "--build", str(partial), "--runs", str(runs)], check=True)
         partial.rename(source)
     copy = folder / f"judged-{runs}.db"
     for suffix in ("", "-wal", "-shm"):
@@ -131,14 +131,16 @@ def judge(db: Path, api_base: str, concurrency: int, out: Path, trace: tuple[flo
     else:
         command = [sys.executable, "-c", TRACE, str(trace[0]), str(trace[1]), *args]
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", OPENAI_API_KEY="sk-bench-not-a-real-key")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # The peak is the judge's own, as /usr/bin/time reports it: a child's ru_maxrss starts at its
+    # parent's RSS (the parent's memory is its own until exec), so RUSAGE_CHILDREN would report the
+    # benchmark's own size whenever it is the larger.
+    peak_file = Path(str(out) + ".rss")
     start = time.perf_counter()
     with open(out, "w") as stdout, open(str(out) + ".err", "w") as stderr:
-        code = subprocess.run(command, stdout=stdout, stderr=stderr, env=env, cwd=ROOT).returncode
+        timed = ["/usr/bin/time", "-f", "%M", "-o", str(peak_file), *command]
+        code = subprocess.run(timed, stdout=stdout, stderr=stderr, env=env, cwd=ROOT).returncode
     wall = time.perf_counter() - start
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if peak_kb <= before:
-        raise SystemExit("a later child's peak RSS is not above an earlier one's: run the sizes smallest first")
+    peak_kb = int(peak_file.read_text().split()[-1])
     return {"code": code, "wall_s": wall, "peak_mb": peak_kb / 1024}
 
 
@@ -155,7 +157,13 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--tracemalloc", type=float, metavar="S", help="profile the largest size instead")
     parser.add_argument("--keep", type=Path, help="keep (and reuse) the databases in this folder")
+    parser.add_argument("--build", type=Path, help=argparse.SUPPRESS)  # the child that writes one database
     args = parser.parse_args()
+    if args.build:
+        build(args.build, int(args.runs))
+        return
+    if not Path("/usr/bin/time").exists():
+        raise SystemExit("needs /usr/bin/time (Debian: apt-get install time) to read the judge's peak RSS")
     sizes = sorted(int(n) for n in args.runs.split(","))
 
     with tempfile.TemporaryDirectory() as tmp, FakeServerProcess(0.0) as server:
