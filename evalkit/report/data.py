@@ -199,7 +199,7 @@ def _run(row: Any) -> tuple[dict, RunSummary]:
         "run_id": row["run_id"],
         "scenario_id": row["scenario_id"],
         "scenario_title": _text(row["scenario_title"]),
-        "model": row["model"],
+        "model": _text(row["model"]) or "",  # an odd cell reads as missing, as the scorecards reader reads it
         "path": _text(row["card_path"]) or _text(row["path"]),
         "status": row["status"],
         "final_reason": _text(row["final_reason"]),
