@@ -400,6 +400,7 @@ class _Server(ThreadingHTTPServer):
         self.receiver = receiver
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._deadlines: dict[socket.socket, float] = {}
+        self._holding: set[socket.socket] = set()  # the requests that hold a slot
         self._deadlines_lock = threading.Lock()
         self._closed = threading.Event()
         super().__init__(address, _handler(receiver))
@@ -438,18 +439,28 @@ class _Server(ThreadingHTTPServer):
             self.shutdown_request(request)
             return
         self.deadline(request, HEADER_TIMEOUT)
+        with self._deadlines_lock:
+            self._holding.add(request)
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self.deadline(request, None)
-            self.slots.release()
+            # Ctrl-C can arrive while the thread starts, after it took the request: the slot is
+            # given back once, whoever gets there first, and the interrupt goes on
+            self._release(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.deadline(request, None)
+            self._release(request)
+
+    def _release(self, request: Any) -> None:
+        self.deadline(request, None)
+        with self._deadlines_lock:
+            held = request in self._holding
+            self._holding.discard(request)
+        if held:
             self.slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
