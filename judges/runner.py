@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import sqlite3
 import sys
 import time
 from array import array
@@ -30,6 +29,7 @@ from typing import Any, TypedDict, Unpack
 
 from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.db.judge import now_utc
+from evalkit.db.scratch import scratch_connection
 from evalkit.judges.concurrency import AdaptiveLimiter, use_limiter
 from evalkit.judges.output_modes import extract_json
 from evalkit.judges.protocol import Annotation, Judge, JudgeFatalError
@@ -297,8 +297,7 @@ class ResultLog:
     _FLUSH = 512
 
     def __init__(self) -> None:
-        self._conn = sqlite3.connect("", isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode = OFF")  # a scratch file: nothing to roll back to
+        self._conn = scratch_connection()
         self._conn.execute(
             "CREATE TABLE results (pos INTEGER PRIMARY KEY, run_id TEXT, judge_model TEXT, rep INTEGER, doc TEXT)"
         )
