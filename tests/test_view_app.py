@@ -72,7 +72,7 @@ def test_blind_runs_list_neither_shows_filters_nor_sorts_by_verdicts(app):
 
 def test_runs_filters_by_unsafe_status_model_and_disagreement(app):
     def ids(**params):
-        return [r["run_id"] for r in app.get("/api/runs", params=params).json()["runs"]]
+        return [r["run_id"] for r in app.get("/api/runs", params=dict(params, reveal="1")).json()["runs"]]
 
     assert ids(unsafe="yes") == [RUN]
     assert ids(status="incomplete") == ["a320-gemini-2.5-flash-crashed-recorder"]
@@ -91,10 +91,12 @@ def test_runs_search_reads_run_ids_and_transcripts(app):
 
 
 def test_runs_sort_and_pages(app):
-    first = app.get("/api/runs", params={"sort": "scalar", "order": "desc", "per_page": 4}).json()
+    first = app.get("/api/runs", params={"sort": "scalar", "order": "desc", "per_page": 4, "reveal": "1"}).json()
     scalars = [r["scalar"] for r in first["runs"]]
     assert scalars == sorted(scalars, reverse=True) and first["has_more"] and first["total"] == 9
-    rest = app.get("/api/runs", params={"sort": "scalar", "order": "desc", "per_page": 4, "page": 3}).json()
+    rest = app.get(
+        "/api/runs", params={"sort": "scalar", "order": "desc", "per_page": 4, "page": 3, "reveal": 1}
+    ).json()
     assert [r["scalar"] for r in rest["runs"]] == [None]  # unscored last
     assert app.get("/api/runs", params={"sort": "nope"}).status_code == 400
     assert "sort must be one of" in app.get("/runs", params={"sort": "nope"}).text
@@ -132,18 +134,18 @@ def test_disagreements_queue_is_the_audit_list(app, db):
     from evalkit.agreement.audit import build_audit
 
     audit = build_audit(db, n_resamples=0)["disagreements"]
-    api = app.get("/api/disagreements").json()
+    api = app.get("/api/disagreements?reveal=1").json()
     assert api["total"] == len(audit) > 0
     assert [(d["pairing"], d["run_id"]) for d in api["disagreements"]] == [(d["pairing"], d["run_id"]) for d in audit]
     page = app.get("/disagreements").text
-    assert f'href="{vh.run_url(audit[0]["run_id"])}"' in page
+    assert vh.run_url(audit[0]["run_id"]) in page
     assert "fake judge" not in page  # blind by default
     revealed = app.get("/disagreements?reveal=1").text
     assert "fake judge" in revealed and f'href="{vh.run_url(audit[0]["run_id"])}?reveal=1"' in revealed
 
 
 def test_api_run_has_what_the_page_shows(app):
-    run = app.get(f"/api/runs/{MISSING}").json()
+    run = app.get(f"/api/runs/{MISSING}?reveal=1").json()
     assert run["checklist"]["missing"] == 3
     assert [e["label"] for e in run["transcript"] if e["kind"] == "tool_call"] == ["matched_required"]
     assert run["annotations"][0]["rationale"] and run["rubric"]["id"] == "procedure_v1"

@@ -142,12 +142,10 @@ def get(url: str) -> str:
 
 
 def api_run(base: str, run_id: str) -> dict:
-    return json.loads(get(f"{base}/api/runs/{quote(run_id, safe='')}"))
+    return json.loads(get(f"{base}/api/runs/{quote(run_id, safe='')}?reveal=1"))
 
 
-def test_checklist_counts_equal_the_vector_and_checks_for_every_run_through_the_api_and_the_report(
-    corpus_db, served
-):
+def test_checklist_counts_equal_the_vector_and_checks_for_every_run_through_the_api_and_the_report(corpus_db, served):
     from evalkit.report import build_report
 
     every = cards(corpus_db)
@@ -280,9 +278,7 @@ def test_checklist_agrees_with_the_card_for_any_sequence_of_calls(picks, passed)
     from evalkit.trajectory.reader import parse_trajectory
 
     scenario = json.loads(corpus.SCENARIOS.read_text())[0]
-    records = trajectory(
-        scenario, [CALLS[i] for i in picks], run_id="h", passed=passed, tool_surface=corpus.TOOLS
-    )
+    records = trajectory(scenario, [CALLS[i] for i in picks], run_id="h", passed=passed, tool_surface=corpus.TOOLS)
     card = score_trajectory(parse_trajectory("h.jsonl", dumps_jsonl(records).encode())).to_json_dict()
     assert_agrees(checklist(card, card["judge_bundle"]), card, str(picks))
 

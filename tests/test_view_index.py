@@ -40,7 +40,7 @@ def last_judged(db: str) -> str:
 
 
 def queue(port: int) -> list[tuple[str, str, object]]:
-    status, _, text = request(port, "GET", "/api/disagreements?per_page=1000")
+    status, _, text = request(port, "GET", "/api/disagreements?per_page=1000&reveal=1")
     assert status == 200, text
     return [(d["run_id"], d["pairing"], d["judge_value"]) for d in json.loads(text)["disagreements"]]
 
@@ -75,23 +75,23 @@ def test_a_rejudge_in_place_shows_in_the_open_viewer(db, _server, monkeypatch):
         after = queue(port)
         assert after == audit_list(db) and after != before
         assert {v for r, p, v in after if r == run} != {v for r, p, v in before if r == run}
-        page = json.loads(request(port, "GET", f"/api/runs/{run}")[2])
+        page = json.loads(request(port, "GET", f"/api/runs/{run}?reveal=1")[2])
         assert [(run, d["pairing"], d["judge_value"]) for d in page["disagreements"]] == [
             x for x in after if x[0] == run
         ]
-        runs = json.loads(request(port, "GET", "/api/runs?disagrees=yes&per_page=500")[2])["runs"]
+        runs = json.loads(request(port, "GET", "/api/runs?disagrees=yes&per_page=500&reveal=1")[2])["runs"]
         assert {r["run_id"] for r in runs} == {r for r, _, _ in after}
 
 
 def test_a_rescore_in_place_shows_in_the_open_viewer(db):
     with served(db) as (port, _line, _pid):
-        status, _, text = request(port, "GET", "/api/runs?sort=run&per_page=500")
+        status, _, text = request(port, "GET", "/api/runs?sort=run&per_page=500&reveal=1")
         first = json.loads(text)["runs"][0]
         conn = sqlite3.connect(db)  # what a re-score with another scorer writes: the same row, a new scalar
         conn.execute("UPDATE scorecards SET scalar = 0.125 WHERE run_id = ?", (first["run_id"],))
         conn.commit()
         conn.close()
-        again = json.loads(request(port, "GET", "/api/runs?sort=run&per_page=500")[2])["runs"][0]
+        again = json.loads(request(port, "GET", "/api/runs?sort=run&per_page=500&reveal=1")[2])["runs"][0]
         assert again["run_id"] == first["run_id"] and again["scalar"] == 0.125 != first["scalar"]
 
 

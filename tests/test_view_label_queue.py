@@ -99,7 +99,8 @@ def test_estimate_leaves_out_disagreement_and_by_hand_labels_and_says_how_many(d
             for r in app.get("/api/runs?per_page=500").json()["runs"]
             if r["run_id"] not in disagreeing and r["run_id"] in judged_runs
         )
-        outside = next(r["run_id"] for r in app.get("/api/runs?per_page=500").json()["runs"] if not r["disagreements"])
+        listed = app.get("/api/runs?per_page=500&reveal=1").json()["runs"]
+        outside = next(r["run_id"] for r in listed if not r["disagreements"])
         h = {"x-csrf-token": vh.TOKEN}
         for run in disagreeing[:2]:
             body = {"reviewer": "cy", "ratings": {"outcome": "fail"}, "design": "disagreement"}
@@ -157,12 +158,13 @@ def test_two_reviewers_never_get_the_same_run_from_the_disagreement_queue(db):
         page = app.get(vh.run_url(a) + "?reviewer=bob").text
         assert "Held by ann until" in page
         # saving releases the claim; a verdict takes the run's rows off the queue
-        pairing = next(d["pairing"] for d in app.get("/api/disagreements").json()["disagreements"] if d["run_id"] == a)
+        ranked = app.get("/api/disagreements?reveal=1").json()["disagreements"]
+        pairing = next(d["pairing"] for d in ranked if d["run_id"] == a)
         body = {"reviewer": "ann", "verdicts": {pairing: "mechanical_right"}, "blind": False, "design": "disagreement"}
         assert app.post(f"/api/runs/{a}/reviews", json=body, headers=h).status_code == 201
         q = app.get("/api/disagreements?reviewer=ann&mine=yes").json()
         assert {d["run_id"] for d in q["disagreements"]} == {a} and q["progress"]["by_reviewer"] == {"ann": q["total"]}
-        assert app.get(f"/api/disagreements?pairing={pairing}").json()["progress"]["done"] >= 1
+        assert app.get(f"/api/disagreements?pairing={pairing}&reveal=1").json()["progress"]["done"] >= 1
 
 
 def test_an_expired_claim_is_free_again(db):
@@ -186,7 +188,7 @@ def test_queue_filters_are_checked_and_narrow_the_queue(db):
         models = sorted({d["model"] for d in every["disagreements"]})
         one = app.get(f"/api/disagreements?model={models[0]}").json()
         assert 0 < one["total"] <= every["total"] and {d["model"] for d in one["disagreements"]} == {models[0]}
-        dim = app.get("/api/disagreements?dimension=outcome").json()
+        dim = app.get("/api/disagreements?dimension=outcome&reveal=1").json()
         assert all(d["pairing"].startswith("outcome") for d in dim["disagreements"])
         assert app.get("/api/disagreements?pairing=nope").status_code == 400
         assert app.get("/api/disagreements?mine=no&reviewer=zed").json()["total"] == every["total"]
@@ -201,7 +203,7 @@ def test_two_runs_of_a_scenario_side_by_side_align_on_the_required_actions(db):
         for r in runs:
             by_scenario.setdefault(r["scenario_id"], []).append(r["run_id"])
         a, b = next(v for v in by_scenario.values() if len(v) >= 2)[:2]
-        page = app.get(f"/compare?a={a}&b={b}")
+        page = app.get(f"/compare?a={a}&b={b}&reveal=1")
         assert page.status_code == 200 and page.text.count('<tr class="action">') >= 1
         left = app.get(f"/api/runs/{a}").json()
         required = sum(len(block["actions"]) for block in left["checklist"]["blocks"])

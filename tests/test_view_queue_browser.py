@@ -24,20 +24,29 @@ def test_two_reviewers_work_through_the_queue_with_filters_claims_and_save_and_n
     for p in (a, b):
         p.on("pageerror", lambda e: problems.append(str(e)))
 
-    # filters: the outcome dimension only, named as ann
-    a.goto(base + "/disagreements?reveal=1")
+    # the revealed queue, shown to zed (a reveal is recorded for whom it names): ranked, with the values
+    a.goto(base + "/disagreements?reveal=1&reviewer=zed")
     _fits(a)
     a.screenshot(path="/tmp/view-queue-revealed.png", full_page=True)
+    a.select_option("select[name='dimension']", "outcome")
+    a.click("#queue-filters button[type='submit']")
+    a.wait_for_load_state()
+    assert "dimension=outcome" in a.url and "reveal=1" in a.url
+    assert all(t.startswith("outcome") for t in a.locator("#disagreements tbody tr td:nth-child(3)").all_inner_texts())
+
+    # blind (ann): one row a run, no pairing or dimension filter; filtered by agent model
     a.goto(base + "/disagreements")
     total = int(a.locator("#progress strong").inner_text().split(" of ")[1])
-    a.select_option("select[name='dimension']", "outcome")
+    assert a.locator("select[name='dimension'], select[name='pairing']").count() == 0
+    model = a.locator("#disagreements tbody tr td:nth-child(4)").first.inner_text()
+    a.fill("#queue-filters input[name='model']", model)
     a.fill("#queue-filters input[name='reviewer']", "ann")
     a.click("#queue-filters button[type='submit']")
     a.wait_for_load_state()
-    assert "dimension=outcome" in a.url
-    outcome_total = int(a.locator("#progress strong").inner_text().split(" of ")[1])
-    assert 0 < outcome_total <= total
-    assert all(t.startswith("outcome") for t in a.locator("#disagreements tbody tr td:nth-child(3)").all_inner_texts())
+    model_total = int(a.locator("#progress strong").inner_text().split(" of ")[1])
+    assert 0 < model_total <= total
+    assert set(a.locator("#disagreements tbody tr td:nth-child(4)").all_inner_texts()) == {model}
+    _fits(a)
     a.screenshot(path="/tmp/view-queue.png", full_page=True)
 
     # review next: ann gets a run and holds it; bob, on the same queue, gets another one
@@ -78,8 +87,10 @@ def test_two_reviewers_work_through_the_queue_with_filters_claims_and_save_and_n
     nxt = a.locator("#run-id").inner_text() if a.locator("#run-id").count() else None
     assert nxt not in (run_a, run_b)
 
-    # progress: ann's verdict is counted, per reviewer
+    # progress: ann's verdict is counted, per reviewer (blind: runs; revealed: disagreements)
     b.goto(base + "/disagreements")
+    assert "(ann 1)" in b.locator("#progress").inner_text()
+    b.goto(base + "/disagreements?reveal=1")
     progress = b.locator("#progress").inner_text()
     assert int(progress.split(" of ")[0]) >= 1 and "(ann " in progress
     b.goto(base + "/disagreements?mine=yes&reviewer=ann")

@@ -259,17 +259,24 @@ def create_app(
         return request.query_params.get("reveal") == "1"
 
     # -- pages ------------------------------------------------------------------------------
+    def listed_runs(request: Request) -> dict[str, Any]:
+        """A page of the Runs list, blind unless ``reveal=1`` (ValueError for a bad parameter); the
+        runs of a revealed page are recorded as shown to the reviewer."""
+        revealed = is_revealed(request)
+        params = _params(request)
+        if revealed:  # the disagreements column: wait for the list (the blind page never does)
+            data.ensure_disagreements()
+        result = data.list_runs(params, blind=not revealed)
+        if revealed:
+            data.mark_revealed((r["run_id"] for r in result["runs"]), who_is(request))
+        return result
+
     async def runs_page(request: Request) -> Response:
         refreshed()
         revealed = is_revealed(request)
         try:
-            params = _params(request)
-            if not revealed:
-                _blind_filters(params)
-            if revealed:  # the disagreements column: wait for the list (the blind page never does)
-                data.ensure_disagreements()
-            result = data.list_runs(params)
-            charts = data.charts(params) if revealed else None
+            result = listed_runs(request)
+            charts = data.charts(_params(request)) if revealed else None
         except ValueError as exc:
             return error_page(request, 400, "Bad filter", str(exc))
         return page(
@@ -285,7 +292,25 @@ def create_app(
             return error_page(request, 404, "No such run", f"no run {run_id!r} in {db_name}")
         except ValueError as exc:
             return error_page(request, 400, "Bad parameter", str(exc))
-        return _run_page(request, run)
+        return _run_page(request, run, who_is(request))
+
+    def shown_run(request: Request, run: dict[str, Any], who: str | None) -> tuple[dict[str, Any], dict | None]:
+        """The run as ``who`` may see it, and their current review of it. The scores are shown when
+        the request asks (``reveal=1``, or ``saved=1`` after a save), when ``who`` has reviewed the
+        run, or when they were shown to ``who`` before; showing them is recorded, so that a review
+        ``who`` saves afterwards is not blind, whether the page or a script shows and saves it.
+        Else the run is :func:`evalkit.view.drilldown.blind`."""
+        current = next((r for r in run["reviews"] if r["current"] and r["reviewer"] == who), None) if who else None
+        revealed = (
+            is_revealed(request)
+            or request.query_params.get("saved") == "1"
+            or current is not None
+            or data.revealed_to(run["run_id"], who)
+        )
+        if not revealed:
+            return drilldown.blind(run), current
+        data.mark_revealed([run["run_id"]], who)
+        return dict(run, revealed=True), current
 
     def who_is(request: Request, form: dict[str, str] | None = None) -> str | None:
         named = (form or {}).get("reviewer") or request.query_params.get("reviewer")
@@ -309,23 +334,32 @@ def create_app(
             return {"queue": "label", "design": design, "sample": str(source["sample"]), "filters": {}}
         if queue == "disagreement":
             filters = {k: str(source.get("qf." + k) or source.get(k) or "") for k in QUEUE_FILTERS}
-            return {"queue": "disagreement", "design": "disagreement", "sample": "", "filters": filters}
+            ranked = source.get("ranked") == "1"  # served from the revealed queue, in the audit's order
+            return {
+                "queue": "disagreement",
+                "design": "disagreement",
+                "sample": "",
+                "filters": filters,
+                "ranked": ranked,
+            }
         return {"queue": "", "design": "by_hand", "sample": "", "filters": {}}
 
     def queue_qs(ctx: dict[str, Any]) -> dict[str, str]:
         if ctx["queue"] == "label":
             return {"queue": "label", "sample": ctx["sample"]}
         if ctx["queue"] == "disagreement":
-            return {"queue": "disagreement", **{k: v for k, v in ctx["filters"].items() if v}}
+            ranked = {"ranked": "1", "reveal": "1"} if ctx["ranked"] else {}
+            return {"queue": "disagreement", **{k: v for k, v in ctx["filters"].items() if v}, **ranked}
         return {}
 
-    def _run_page(request: Request, run: dict[str, Any], error: str | None = None, status: int = 200) -> HTMLResponse:
-        who = who_is(request)
+    def _run_page(
+        request: Request, run: dict[str, Any], who: str | None, error: str | None = None, status: int = 200
+    ) -> HTMLResponse:
         ctx = queue_context(request.query_params)
-        current = next((r for r in run["reviews"] if r["current"] and r["reviewer"] == who), None) if who else None
+        run, current = shown_run(request, run, who)
         saved = request.query_params.get("saved") == "1"
-        revealed = is_revealed(request) or saved or current is not None
-        pairings = sorted({d["pairing"] for d in run["disagreements"]}, key=run["pairings"].index)
+        revealed = run["revealed"]
+        pairings = sorted({d["pairing"] for d in run["disagreements"]}, key=run["pairings"].index) if revealed else []
         return page(
             request,
             "run.html",
@@ -337,7 +371,7 @@ def create_app(
             saved_blind=request.query_params.get("blind") == "1",
             csrf=token,
             reviewer=who,
-            current=current,
+            current=current if revealed else None,
             verdicts=VERDICTS,
             verdict_pairings=pairings,
             error=error,
@@ -369,7 +403,7 @@ def create_app(
             return error_page(request, 404, "No such run", f"no run {run_id!r} in {db_name}")
         except ReviewError as exc:
             refreshed()
-            return _run_page(request, data.run(run_id), error=str(exc), status=400)
+            return _run_page(request, data.run(run_id), who_is(request, form), error=str(exc), status=400)
         except InputError as exc:
             return error_page(request, 500, "Cannot save the review", str(exc))
         if form.get("then") == "next" and ctx["queue"]:
@@ -395,8 +429,9 @@ def create_app(
             run_id = data.next_label(ctx["sample"], who)
             back = "/label?" + urlencode({"done": ctx["sample"], "reviewer": who})
         else:
-            run_id = data.next_disagreement(ctx["filters"], who)
-            back = "/disagreements?" + urlencode({**{k: v for k, v in ctx["filters"].items() if v}, "done": "1"})
+            run_id = data.next_disagreement(ctx["filters"], who, ranked=ctx["ranked"])
+            shown = {k: v for k, v in ctx["filters"].items() if v} | ({"reveal": "1"} if ctx["ranked"] else {})
+            back = "/disagreements?" + urlencode({**shown, "done": "1"})
         if run_id is None:
             return RedirectResponse(back, status_code=303)
         return RedirectResponse(
@@ -425,7 +460,7 @@ def create_app(
             return error_page(request, 400, "Bad queue", "queue: disagreement or label (with its sample)")
         try:
             if ctx["queue"] == "disagreement":
-                ctx["filters"] = data.queue_filters(ctx["filters"])
+                ctx["filters"] = data.queue_filters(ctx["filters"], blind=not ctx["ranked"])
             return remember(serve_next(ctx, who), who)
         except ValueError as exc:
             return error_page(request, 400, "Bad filter", str(exc))
@@ -461,19 +496,35 @@ def create_app(
             a, b = params.get("a") or "", params.get("b") or ""
             if not a or not b:
                 raise ValueError("a and b: the two runs to compare (run ids)")
+            if not is_revealed(request):  # the two runs' classes and scores: shown only when asked
+                for run_id in (a, b):
+                    if not data.has_run(run_id):
+                        raise NotFound(run_id)
+                return page(request, "compare.html", cmp=None, a=a, b=b, title="Side by side")
             result = data.compare(a, b)
         except NotFound as exc:
             return error_page(request, 404, "No such run", f"no run {str(exc)!r} in {db_name}")
         except ValueError as exc:
             return error_page(request, 400, "Bad parameter", str(exc))
+        data.mark_revealed([a, b], who_is(request))
         return page(request, "compare.html", cmp=result, title="Side by side", revealed=True)
+
+    def queue_page(request: Request, per_page: int) -> dict[str, Any]:
+        """A page of the disagreement queue, blind unless ``reveal=1`` (ValueError for a bad
+        parameter); the runs of a revealed page are recorded as shown to the reviewer."""
+        who, revealed = who_is(request), is_revealed(request)
+        filters = data.queue_filters(_params(request), blind=not revealed)
+        page_no = _int_param(request, "page", 1, 1)
+        result = data.disagreements(page_no, per_page, filters=filters, reviewer=who, blind=not revealed)
+        if revealed:
+            data.mark_revealed({d["run_id"] for d in result["disagreements"]}, who)
+        return result
 
     async def disagreements_page(request: Request) -> Response:
         refreshed()
         who = who_is(request)
         try:
-            filters = data.queue_filters(_params(request))
-            result = data.disagreements(_int_param(request, "page", 1, 1), filters=filters, reviewer=who)
+            result = queue_page(request, 100)
         except ValueError as exc:
             return error_page(request, 400, "Bad filter", str(exc))
         return page(
@@ -493,9 +544,8 @@ def create_app(
     # -- JSON -------------------------------------------------------------------------------
     async def api_runs(request: Request) -> Response:
         refreshed()
-        data.ensure_disagreements()
         try:
-            return JSONResponse(data.list_runs(_params(request)))
+            return JSONResponse(listed_runs(request))
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
 
@@ -503,7 +553,7 @@ def create_app(
         refreshed()
         run_id = request.path_params["run_id"]
         try:
-            return JSONResponse(data.run(run_id, _start(request)))
+            return JSONResponse(shown_run(request, data.run(run_id, _start(request)), who_is(request))[0])
         except NotFound:
             return JSONResponse({"error": f"no run {run_id!r}"}, status_code=404)
         except ValueError as exc:
@@ -512,14 +562,7 @@ def create_app(
     async def api_disagreements(request: Request) -> Response:
         refreshed()
         try:
-            return JSONResponse(
-                data.disagreements(
-                    _int_param(request, "page", 1, 1),
-                    min(_int_param(request, "per_page", 100, 1), MAX_QUEUE_PAGE),
-                    data.queue_filters(_params(request)),
-                    who_is(request),
-                )
-            )
+            return JSONResponse(queue_page(request, min(_int_param(request, "per_page", 100, 1), MAX_QUEUE_PAGE)))
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
 
@@ -553,8 +596,10 @@ def create_app(
             if sample is not None:
                 run_id = data.next_label(sample, who)
                 return JSONResponse({"run_id": run_id, "design": data.sample(sample)["design"], "sample": sample})
-            filters = data.queue_filters({k: str(body.get(k) or "") for k in QUEUE_FILTERS})
-            return JSONResponse({"run_id": data.next_disagreement(filters, who), "design": "disagreement"})
+            ranked = body.get("reveal") is True  # the audit's order, which tells the verdicts
+            filters = data.queue_filters({k: str(body.get(k) or "") for k in QUEUE_FILTERS}, blind=not ranked)
+            run_id = data.next_disagreement(filters, who, ranked=ranked)
+            return JSONResponse({"run_id": run_id, "design": "disagreement"})
         except NotFound:
             return JSONResponse({"error": f"no label sample {sample!r}"}, status_code=404)
         except ValueError as exc:
@@ -695,18 +740,6 @@ def _int_param(request: Request, name: str, default: int, low: int) -> int:
 def _start(request: Request) -> int:
     """``t``: the first transcript entry shown (0 to :data:`evalkit.view.queries.MAX_NUMBER`)."""
     return _int_param(request, "t", 0, 0)
-
-
-def _blind_filters(params: dict[str, str]) -> None:
-    """While blind, the Runs list neither filters nor sorts by a mechanical verdict or the judge's
-    disagreement (the order alone would tell them): ValueError naming the parameter."""
-    for name in ("outcome", "unsafe", "disagrees"):
-        if params.get(name):
-            raise ValueError(f"{name}: hidden while reviewing blind; show the scores (reveal=1) to filter by it")
-    if params.get("sort") in ("scalar", "disagreements"):
-        raise ValueError(
-            f"sort={params['sort']}: hidden while reviewing blind; show the scores (reveal=1) to sort by it"
-        )
 
 
 def _qs(request: Request, changes: dict[str, Any]) -> str:

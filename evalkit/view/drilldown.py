@@ -497,3 +497,49 @@ def align(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     if tail_a or tail_b:
         rows.append({"kind": "between", "a": tail_a, "b": tail_b})
     return rows
+
+
+# What a blind reviewer is not shown of a run (``ViewData.run``'s keys): the mechanical scores, the
+# judge's annotations and probes, where they disagree, and other reviewers' answers.
+BLIND_HIDDEN = ("scalar", "vector", "checks", "informative", "annotations", "probes", "disagreements")
+_BLIND_ENTRY = ("label", "command", "approves")  # a tool call's class and what it approved
+_BLIND_REVIEW = ("ratings", "blind_ratings", "verdicts", "note")
+
+
+def _keep(row: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: row[k] for k in keys if k in row}
+
+
+def blind(run: dict[str, Any]) -> dict[str, Any]:
+    """The run as a blind reviewer sees it, on the page and in its JSON alike: the task, the
+    transcript without classes, the ground truth with its rules but no done / missing / hit /
+    approved / passed, the other runs without scores, and the reviews without their answers.
+    ``hidden`` names what was left out."""
+    out = {k: v for k, v in run.items() if k not in BLIND_HIDDEN}
+    out["transcript"] = [{k: v for k, v in e.items() if k not in _BLIND_ENTRY} for e in run["transcript"]]
+    cl = run["checklist"]
+    action = ("action", "rule", "rationale")
+    out["checklist"] = {
+        "blocks": [
+            {"block": b["block"], "ordered": b["ordered"], "actions": [_keep(a, action) for a in b["actions"]]}
+            for b in cl["blocks"]
+        ],
+        "optional": [_keep(a, action) for a in cl["optional"]],
+        "forbidden": [_keep(a, (*action, "severity")) for a in cl["forbidden"]],
+        "gated": [_keep(g, (*action, "approval", "severity", "per_call")) for g in cl["gated"]],
+        "end_state": {
+            "evaluated": cl["end_state"]["evaluated"],
+            "checks": [{"check": c["check"]} for c in cl["end_state"]["checks"]],
+        },
+    }
+    out["other_runs"] = [_keep(o, ("run_id", "model", "status")) for o in run["other_runs"]]
+    out["reviews"] = [{k: v for k, v in r.items() if k not in _BLIND_REVIEW} for r in run["reviews"]]
+    out["revealed"] = False
+    out["hidden"] = [
+        *BLIND_HIDDEN,
+        "transcript classes",
+        "checklist results",
+        "other runs' scores",
+        "review answers",
+    ]
+    return out

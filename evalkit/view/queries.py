@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import hashlib
 import json
 import random
 import re
@@ -69,6 +70,11 @@ SORTS = {
     "disagreements": "disagreements",
 }
 FILTERS = ("model", "scenario", "status", "outcome", "unsafe", "disagrees", "reviewed", "q")
+# what a blind list neither shows, filters nor sorts by: the mechanical verdicts and the judge's disagreement
+HIDDEN_COLUMNS = ("outcome", "scalar", "unsafe", "extraneous", "coverage", "disagreements")
+HIDDEN_FILTERS = ("outcome", "unsafe", "disagrees")
+HIDDEN_SORTS = ("scalar", "disagreements")
+HIDDEN_QUEUE_FILTERS = ("pairing", "dimension")  # each names the dimension the judge disagrees on
 MAX_NOTE = 10_000
 MAX_REVIEWER = 100
 QUEUE_FILTERS = ("pairing", "dimension", "model", "scenario", "mine")
@@ -136,6 +142,8 @@ class ViewData:
         self._dseq: int | None = None  # the run_changes seq the background computation started from
         self._pending: dict[str, Any] | None = None  # the background computation: thread, result, error
         self._rubrics: dict[str, Any] = {}
+        # reviewer (None: a request that named nobody) → the runs whose scores were shown to them
+        self._revealed: dict[str | None, set[str]] = {}
 
     # -- connections ------------------------------------------------------------------------
     def open(self) -> ViewData:
@@ -340,6 +348,17 @@ class ViewData:
             out.setdefault(d["run_id"], []).append((key + (str(d["rubric"] or ""),), d))
         return out
 
+    # -- what was shown to whom ---------------------------------------------------------------
+    def mark_revealed(self, run_ids: Any, reviewer: str | None) -> None:
+        """Record that the scores of ``run_ids`` were shown to ``reviewer`` (None: to a request that
+        named nobody, which counts for every reviewer): their reviews saved afterwards through this
+        server are not blind (:meth:`add_review`)."""
+        self._revealed.setdefault(reviewer, set()).update(str(r) for r in run_ids)
+
+    def revealed_to(self, run_id: str, reviewer: str | None) -> bool:
+        """Whether the scores of ``run_id`` were shown to ``reviewer``, or to a request that named nobody."""
+        return run_id in self._revealed.get(reviewer, ()) or run_id in self._revealed.get(None, ())
+
     # -- the Runs table -----------------------------------------------------------------------
     def facets(self) -> dict[str, list[str]]:
         out = {}
@@ -421,6 +440,9 @@ class ViewData:
             "searched": False,
         }
 
+    def has_run(self, run_id: str) -> bool:
+        return self.one("SELECT 1 FROM view_runs WHERE run_id = ?", (run_id,)) is not None
+
     def compare(self, a: str, b: str) -> dict[str, Any]:
         """Two runs of one scenario side by side, their transcripts aligned on the required actions
         (:func:`evalkit.view.drilldown.align`); ValueError when the scenarios differ."""
@@ -432,10 +454,13 @@ class ViewData:
             )
         return {"a": left, "b": right, "rows": drilldown.align(left, right)}
 
-    def list_runs(self, params: dict[str, str]) -> dict[str, Any]:
+    def list_runs(self, params: dict[str, str], blind: bool = False) -> dict[str, Any]:
         """One page of runs: ``params`` are the query's filters (:data:`FILTERS`), ``sort``,
         ``order`` (asc|desc), ``page`` (from 1) and ``per_page``. Unknown values are usage errors
-        (ValueError naming the parameter)."""
+        (ValueError naming the parameter). ``blind``: without :data:`HIDDEN_COLUMNS`, and a
+        hidden filter or sort is a ValueError (:func:`blind_params`)."""
+        if blind:
+            blind_params(params)
         where, args, q = self._runs_where(params)
         sort = params.get("sort") or "run"
         if sort not in SORTS:
@@ -467,6 +492,8 @@ class ViewData:
         ]
         for r in runs:
             r.pop("bundle_hash", None)
+            for column in HIDDEN_COLUMNS if blind else ():
+                r.pop(column, None)
         return {
             "runs": runs,
             "page": page,
@@ -475,7 +502,8 @@ class ViewData:
             "has_more": has_more,
             "sort": sort,
             "order": order,
-            "filters": {k: params.get(k) or "" for k in FILTERS},
+            "filters": {k: params.get(k) or "" for k in FILTERS if not (blind and k in HIDDEN_FILTERS)},
+            "revealed": not blind,
         }
 
     def _reviewed(self, run_ids: list[str]) -> set[str]:
@@ -485,10 +513,16 @@ class ViewData:
         return {r[0] for r in self.rows(f"SELECT DISTINCT run_id FROM reviews WHERE run_id IN ({marks})", run_ids)}
 
     # -- the disagreement queue ---------------------------------------------------------------
-    def queue_filters(self, params: dict[str, str]) -> dict[str, str]:
+    def queue_filters(self, params: dict[str, str], blind: bool = False) -> dict[str, str]:
         """The disagreement queue's filters from a query (:data:`QUEUE_FILTERS`); ValueError names a
-        bad one."""
+        bad one, and ``blind``, one of :data:`HIDDEN_QUEUE_FILTERS`."""
         filters = {k: (params.get(k) or "").strip() for k in QUEUE_FILTERS}
+        for name in HIDDEN_QUEUE_FILTERS if blind else ():
+            if filters[name]:
+                raise ValueError(
+                    f"{name}: hidden while reviewing blind (it names where the judge disagrees); "
+                    "show the scores (reveal=1) to filter by it"
+                )
         names = [p.name for p in self.pairings]
         if filters["pairing"] and filters["pairing"] not in names:
             raise ValueError(f"pairing must be one of {', '.join(names)}")
@@ -537,10 +571,14 @@ class ViewData:
         per_page: int = 100,
         filters: dict[str, str] | None = None,
         reviewer: str | None = None,
+        blind: bool = False,
     ) -> dict[str, Any]:
         """One page of the disagreement queue, filtered (:meth:`queue_filters`), with its progress:
-        how many of the filtered rows have a verdict (``done`` of ``total``) and from whom."""
+        how many of the filtered rows have a verdict (``done`` of ``total``) and from whom.
+        ``blind``: :meth:`blind_queue` instead."""
         filters = filters or {k: "" for k in QUEUE_FILTERS}
+        if blind:
+            return self.blind_queue(page, per_page, filters, reviewer)
         rows, given = self._queue_rows(filters, reviewer)
         start = (page - 1) * per_page
         chunk = rows[start : start + per_page]
@@ -575,6 +613,67 @@ class ViewData:
             "has_more": start + per_page < len(rows),
             "filters": filters,
             "progress": {"done": done, "total": len(rows), "by_reviewer": dict(sorted(per_reviewer.items()))},
+            "revealed": True,
+        }
+
+    def _blind_runs(self, filters: dict[str, str], reviewer: str | None):
+        """The filtered queue's runs in the blind order (:func:`blind_order`), each with its rows,
+        and who gave a verdict on each (run, pairing)."""
+        rows, given = self._queue_rows(filters, reviewer)
+        runs: dict[str, list[dict[str, Any]]] = {}
+        for d in rows:
+            runs.setdefault(d["run_id"], []).append(d)
+        return sorted(runs.items(), key=lambda item: blind_order(item[0])), given
+
+    def blind_queue(
+        self, page: int = 1, per_page: int = 100, filters: dict[str, str] | None = None, reviewer: str | None = None
+    ) -> dict[str, Any]:
+        """One page of the disagreement queue as a blind reviewer sees it: one row per run, in an
+        order that does not depend on any verdict (:func:`blind_order`), with only what gives no
+        verdict away (run, scenario, model, status, who reviewed it and who holds it); its progress
+        counts runs: ``done`` when each of its disagreements has a verdict."""
+        filters = filters or {k: "" for k in QUEUE_FILTERS}
+        runs, given = self._blind_runs(filters, reviewer)
+        start = (page - 1) * per_page
+        chunk = [run for run, _ in runs[start : start + per_page]]
+        ids = json.dumps(chunk)
+        status = dict(self.rows(f"SELECT run_id, status FROM view_runs WHERE {_IN_LIST}", (ids,))) if chunk else {}
+        reviewers: dict[str, list[str]] = {}
+        if chunk:
+            for run_id, who in self.rows(
+                f"SELECT DISTINCT run_id, reviewer FROM reviews r WHERE {_IN_LIST} AND {CURRENT} ORDER BY reviewer",
+                (ids,),
+            ):
+                reviewers.setdefault(run_id, []).append(who)
+        claims = active_claims(self.db) if self._has("review_claims") else {}
+        head = {d["run_id"]: d for _, rows in runs[start : start + per_page] for d in rows[:1]}
+        out = [
+            {
+                "position": position,
+                "run_id": run,
+                "scenario_id": head[run]["scenario_id"],
+                "model": head[run]["model"],
+                "status": status.get(run),
+                "reviewed_by": reviewers.get(run, []),
+                "claimed_by": claims[run][0] if run in claims else None,
+            }
+            for position, run in enumerate(chunk, start=start + 1)
+        ]
+        done, per_reviewer = 0, {}
+        for run, rows in runs:
+            verdicts = [given.get((run, d["pairing"]), set()) for d in rows]
+            done += all(verdicts)
+            for name in set().union(*verdicts):
+                per_reviewer[name] = per_reviewer.get(name, 0) + 1
+        return {
+            "disagreements": out,
+            "total": len(runs),
+            "page": page,
+            "per_page": per_page,
+            "has_more": start + per_page < len(runs),
+            "filters": {k: v for k, v in filters.items() if k not in HIDDEN_QUEUE_FILTERS},
+            "progress": {"done": done, "total": len(runs), "by_reviewer": dict(sorted(per_reviewer.items()))},
+            "revealed": False,
         }
 
     def _writer(self) -> ReviewTables:
@@ -601,11 +700,25 @@ class ViewData:
         self._version = self._seq = None
         self.refresh()
 
-    def next_disagreement(self, filters: dict[str, str], reviewer: str) -> str | None:
+    def next_disagreement(self, filters: dict[str, str], reviewer: str, ranked: bool = False) -> str | None:
         """Claim for ``reviewer`` the first run of the filtered queue with a row that nobody has
-        given a verdict on and another reviewer does not hold; its id, or None when none is left."""
-        rows, given = self._queue_rows(filters, reviewer)
-        candidates = (d["run_id"] for d in rows if not given.get((d["run_id"], d["pairing"])))
+        given a verdict on, that ``reviewer`` has not reviewed and another reviewer does not hold;
+        its id, or None when none is left. The queue's order is the blind one
+        (:func:`blind_order`), or with ``ranked`` the audit's."""
+        if ranked:
+            rows, given = self._queue_rows(filters, reviewer)
+        else:
+            runs, given = self._blind_runs(filters, reviewer)
+            rows = [d for _, run_rows in runs for d in run_rows]
+        mine = {
+            r[0]
+            for r in self.rows(
+                f"SELECT DISTINCT run_id FROM reviews r WHERE reviewer = ? AND {CURRENT} AND NOT {STALE}", (reviewer,)
+            )
+        }
+        candidates = (
+            d["run_id"] for d in rows if not given.get((d["run_id"], d["pairing"])) and d["run_id"] not in mine
+        )
         return self._writer().claim_first(candidates, reviewer, self.claim_minutes)
 
     # -- label samples: the label-next queue ----------------------------------------------------
@@ -923,6 +1036,7 @@ class ViewData:
             raise NotFound(run_id)
         rubric = self.rubric_for(self.annotations(run_id, head[0]))
         review = parse_review(body, rubric, [p.name for p in self.pairings], default_reviewer)
+        review["blind"] = review["blind"] and not self.revealed_to(run_id, review["reviewer"])
         self._check_design(run_id, review)
         stored = self._writer().add(
             run_id,
@@ -962,6 +1076,24 @@ class ViewData:
             runs = self._by_run if self._by_run is not None else self._disagreements([run_id])
             if not runs.get(run_id):
                 raise ReviewError(f"design: run {run_id!r} is not in the disagreement queue")
+
+
+def blind_order(run_id: str) -> str:
+    """The blind queue's sort key: the SHA-256 of the run id, a fixed pseudo-random order that no
+    verdict, rank or score changes (every reviewer and every server sees the same order)."""
+    return hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def blind_params(params: dict[str, str]) -> None:
+    """While blind, a list neither filters nor sorts by a mechanical verdict or the judge's
+    disagreement (the order alone would tell them): ValueError naming the parameter."""
+    for name in HIDDEN_FILTERS:
+        if params.get(name):
+            raise ValueError(f"{name}: hidden while reviewing blind; show the scores (reveal=1) to filter by it")
+    if params.get("sort") in HIDDEN_SORTS:
+        raise ValueError(
+            f"sort={params['sort']}: hidden while reviewing blind; show the scores (reveal=1) to sort by it"
+        )
 
 
 def pass_fail(value: Any) -> int | None:
