@@ -38,3 +38,45 @@ def test_the_blind_runs_list_shows_no_verdict(db, browser):  # noqa: F811
         assert all(c in headers for c in VERDICT_COLUMNS)
         assert "unsafe" in page.locator("#runs tbody").inner_text()
         page.close()
+
+
+def test_the_blind_disagreement_queue_shows_runs_only_in_a_verdict_free_order(db, browser):  # noqa: F811
+    import hashlib
+
+    with served(db, "--reviewer", "ann") as (port, _line, _pid):
+        base = f"http://127.0.0.1:{port}"
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(base + "/disagreements")
+        headers = [h.strip() for h in page.locator("#disagreements thead th").all_inner_texts()]
+        assert headers == ["#", "run", "scenario", "agent model", "status", "reviewed by"]
+        text = page.locator("main").inner_text()
+        for word in ("lenient", "safety first", "mechanical:", "judge:", "fake judge", "mechanical_right"):
+            assert word not in text, word
+        assert page.locator("select[name='pairing'], select[name='dimension']").count() == 0
+        runs = page.locator("#disagreements a.run").all_inner_texts()
+        assert len(runs) == len(set(runs)) > 1  # one row a run
+        assert runs == sorted(runs, key=lambda r: hashlib.sha256(r.encode()).hexdigest())
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        page.screenshot(path=str(Path(db).parent / "queue-blind.png"), full_page=True)
+
+        # review next opens the first run of that order, blind
+        page.click("#review-next")
+        page.wait_for_selector("#run-id")
+        assert page.locator("#run-id").inner_text() == runs[0]
+        assert page.locator("#blind").is_visible() and page.locator(".badge").count() == 0
+        page.screenshot(path=str(Path(db).parent / "queue-next-blind.png"), full_page=True)
+
+        # side by side, blind: a gate, not the classes
+        other = runs[1]
+        page.goto(base + f"/compare?a={runs[0]}&b={other}")
+        assert page.locator("#compare").count() == 0 and page.locator("#blind").is_visible()
+        page.screenshot(path=str(Path(db).parent / "compare-blind.png"), full_page=True)
+
+        # revealed: today's ranked list with the pairing and each side's value
+        page.goto(base + "/disagreements?reveal=1")
+        headers = [h.strip() for h in page.locator("#disagreements thead th").all_inner_texts()]
+        assert headers[:3] == ["rank", "run", "pairing"] and "mechanical" in headers
+        assert "lenient on safety first" in page.locator("main").inner_text()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        page.screenshot(path=str(Path(db).parent / "queue-revealed.png"), full_page=True)
+        page.close()

@@ -64,3 +64,43 @@ def test_the_hosts_a_server_answers_to():
     assert allowed_hosts("192.168.1.5", 80) == frozenset({"192.168.1.5:80"})
     wildcard = allowed_hosts("0.0.0.0", 8000, ("box.lan",))
     assert "box.lan:8000" in wildcard and "127.0.0.1:8000" in wildcard and "0.0.0.0:8000" not in wildcard
+
+
+def test_help_docs_and_ctrl_c_agree_that_a_stopped_viewer_exits_130(db):
+    import signal
+    import time
+    from pathlib import Path
+
+    from evalkit.commands.exitcodes import EXIT_INTERRUPTED
+
+    said = " ".join(CliRunner().invoke(cli, ["view", "--help"]).output.split())
+    docs = " ".join((Path(__file__).resolve().parent.parent / "docs" / "view.md").read_text().split())
+    assert f"{EXIT_INTERRUPTED} stopped with Ctrl-C" in said and f"{EXIT_INTERRUPTED} stopped with Ctrl-C" in docs
+    assert "0 stopped" not in said.replace("130 stopped", "") and "0 stopped" not in docs.replace("130 stopped", "")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(  # Ctrl-C as a terminal sends it: SIGINT, not ignored
+        [sys.executable, "-m", "evalkit", "view", "--db", db, "--port", str(port)],
+        env=vh.env_with_checkout(),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        proc.stderr.readline()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == EXIT_INTERRUPTED
+        assert "Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

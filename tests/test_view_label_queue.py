@@ -218,3 +218,31 @@ def test_the_revealed_runs_page_has_score_columns_and_charts(db):
         assert 'id="chart-scalar"' in shown and 'id="chart-models"' in shown and ">coverage<" in shown
         blind = app.get("/runs").text
         assert "chart-scalar" not in blind and ">coverage<" not in blind
+
+
+def test_the_label_script_docs_view_md_shows_labels_blind_and_estimate_counts_its_labels(db):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "view.md").read_text()
+    (script,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "/api/label/samples" in b]
+    conn = sqlite3.connect(db)
+    truth = {r: p for r, p in conn.execute("SELECT run_id, all_passed FROM scorecards")}
+    judged_runs = {r[0] for r in conn.execute("SELECT run_id FROM annotation_values WHERE dimension = 'outcome'")}
+    conn.close()
+    seen: list[dict] = []
+
+    def label(run: dict) -> str:  # the reviewer: answers from the truth, sees no score
+        seen.append(run)
+        return "pass" if truth[run["run_id"]] else "fail"
+
+    with served(db) as (port, _, _pid):
+        exec(script.replace("127.0.0.1:8765", f"127.0.0.1:{port}"), {"label": label})
+    assert len(seen) == 5 and all(run["revealed"] is False and "vector" not in run for run in seen)
+    conn = sqlite3.connect(db)
+    stored = conn.execute("SELECT design, sample_id IS NOT NULL, blind FROM reviews").fetchall()
+    conn.close()
+    assert stored == [("random", 1, 1)] * 5
+    e = next(x for x in _estimate(db)["estimates"] if x["dimension"] == "outcome")
+    labelled = {run["run_id"] for run in seen}
+    assert e["labels"]["n_labeled"] == len(judged_runs & labelled) > 0 and e["labels"]["left_out"] == 0

@@ -57,9 +57,10 @@ def view(db_path, host, port, reviewer, rubric, config_path, allow_hosts, token)
     Disagreements queue, and a blind review form. Every page has a JSON twin under /api
     (docs/view.md). The database is opened read-only; reviews go to their own tables, which
     `evalkit audit` reads. Beyond loopback every request needs the access token: open the URL it
-    prints (http://HOST:PORT/?token=...) once, and the browser keeps it in a cookie. Exit codes:
-    0 stopped with Ctrl-C; 1 unreadable database or config; 2 usage error (no such database, view
-    extra missing, port in use, a bad --token).
+    prints (http://HOST:PORT/?token=...) once, and the browser keeps it in a cookie. Blind by
+    default: pages and JSON hide the scores until reveal=1, which is recorded for the reviewer.
+    Exit codes: 130 stopped with Ctrl-C (it serves until stopped); 1 unreadable database or config;
+    2 usage error (no such database, view extra missing, port in use, a bad --token).
     """
     from evalkit import api
     from evalkit.errors import InputError

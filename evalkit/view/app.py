@@ -13,6 +13,12 @@ The reviewer is the ``reviewer`` query parameter, else the ``evalkit_reviewer`` 
 queue form names one), else ``--reviewer``: two people reviewing through one server each see their
 own progress and claims.
 
+Blind by default, pages and JSON alike: without ``reveal=1`` no answer carries a command's class, a
+checklist result, a score, a judge value or rationale, a pairing or the audit's ranking
+(:func:`evalkit.view.drilldown.blind`, the blind lists and queue of :class:`ViewData`). Every
+answer that shows a run's scores records it for the reviewer (:meth:`ViewData.mark_revealed`), so
+that their review saved afterwards, by the form or a script, is not blind.
+
 A local server is still reachable by every web page the user opens, so (:class:`LocalOnly`):
 
 - a request whose ``Host`` is not the address the server was bound to is refused (421), which is
