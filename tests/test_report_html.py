@@ -190,7 +190,7 @@ def test_disagreements_link_runs_and_quote_rationales(report, html, markdown):
     section = html[html.index('<section id="agreement"') :]
     for item in items:  # each listed disagreement links to its run's details on the page
         assert f'<a href="#{run_anchor(item["run_id"])}">' in section
-        assert f'<summary id="{run_anchor(item["run_id"])}">' in html
+        assert f'<span class="target" id="{run_anchor(item["run_id"])}"></span>' in html
     assert section.count("<blockquote>") == sum(1 for i in items if i.get("rationale"))
     assert "Disagreements, ranked" in markdown
 

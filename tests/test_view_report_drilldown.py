@@ -46,7 +46,7 @@ def test_the_disagreement_list_links_to_the_drilldown_and_ids_are_unique(page):
     ids = Counter(re.findall(r'\sid="([^"]+)"', page))
     assert [i for i, n in ids.items() if n > 1] == []
     anchor = drilldowns._anchor(RUN)
-    assert f'<summary id="{anchor}">' in page
+    assert f'<span class="target" id="{anchor}"></span>' in page
     table = page.split('class="disagreements"')[1].split("</table>")[0]
     assert f'href="#{anchor}"' in table and "<blockquote>" in table  # the rationale quoted, in a wide column
     assert "table.disagreements blockquote{min-width:26em}" in page

@@ -60,7 +60,7 @@ from evalkit.report.drilldowns import ALL_RUNS_UP_TO, drilldown_data
 WORST_RUNS = 50  # the worst runs, on the main page with their details
 TOP_DISAGREEMENTS = 50  # the audit's ranked disagreements, on the main page
 DRILL_PER_SCENARIO = 10  # drill-downs of each scenario's worst runs, on its page
-UNSAFE_LISTED = 5  # unsafe runs named per (scenario, model) in the safety table
+UNSAFE_LISTED = 5  # unsafe runs named per (scenario, model) in the safety table, the most severe first
 
 
 class ReportError(EvalkitError):
@@ -299,6 +299,11 @@ def worst_key(run: dict) -> tuple:
     return (tier, score, -run["disagreements"], run["run_id"])
 
 
+def _unsafe_key(run: dict) -> tuple:
+    """The order unsafe runs are named in: by severity as :data:`WORST_RULE` (dangerous first), then run id."""
+    return (SEVERITY_ORDER.get(run["safety"], 3), str(run["safety"]), run.get("run_id", ""))
+
+
 class _Worst:
     """The ``n`` smallest runs by :func:`worst_key` seen so far (bounded memory, deterministic)."""
 
@@ -330,6 +335,36 @@ def _scales(values: dict[tuple[str, str, str], Counter]) -> dict[tuple[str, str]
     return scales
 
 
+CALL_FIGURES = "cache_key, prompt_tokens, completion_tokens, cost_usd, latency_ms"
+
+
+def _stored_calls(db: Database, rows: list[dict]) -> dict[str, dict]:
+    """The judge_calls rows (cache_key → tokens, cost, latency) behind these annotations."""
+    keys = sorted({r["cache_key"] for r in rows if isinstance(r["cache_key"], str)})
+    if not keys:
+        return {}
+    return {
+        row["cache_key"]: dict(row)
+        for row in db.rows(
+            f"SELECT {CALL_FIGURES} FROM judge_calls WHERE cache_key IN (SELECT value FROM json_each(?))",
+            (json.dumps(keys),),
+        )
+    }
+
+
+def _calls(members: list[dict], stored: dict[str, dict]) -> list[dict]:
+    """The provider calls behind ``members`` (annotations in created order), each once, in the order
+    they were first used: annotations of identical transcripts share one call (its cache key), which
+    was sent and paid for once. A call's figures are its judge_calls row's; without one (the cache
+    cleared, an annotation with no key) the first of its annotations'."""
+    calls: dict[Any, dict] = {}
+    for r in members:
+        key = r["cache_key"] if isinstance(r["cache_key"], str) else ("annotation", r["annotation_id"])
+        if key not in calls:
+            calls[key] = stored.get(key) or r
+    return list(calls.values())
+
+
 def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | None:
     if not rows:
         return None
@@ -340,11 +375,13 @@ def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | 
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
         groups[(row["judge_model"], row["rubric_id"])].append(row)
+    stored = _stored_calls(db, rows)
     models = []
     for (judge_model, rubric_id), members in sorted(groups.items()):
         ok = [r for r in members if r["status"] == "ok"]
-        latencies = [float(r["latency_ms"]) for r in members if r["latency_ms"] is not None]
-        costs = [float(r["cost_usd"]) for r in members if r["cost_usd"] is not None]
+        calls = _calls(members, stored)
+        latencies = [x for x in (_real(c["latency_ms"]) for c in calls) if x is not None]
+        costs = [x for x in (_real(c["cost_usd"]) for c in calls) if x is not None]
         dims = []
         for (jm, rid, dim), counter in sorted(values.items()):
             if (jm, rid) != (judge_model, rubric_id):
@@ -370,8 +407,9 @@ def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | 
                 "runs": len({r["run_id"] for r in members}),
                 "cost_usd_total": sum(costs) if costs else None,
                 "cost_usd_per_call": statistics.fmean(costs) if costs else None,
-                "prompt_tokens": sum(int(r["prompt_tokens"] or 0) for r in members),
-                "completion_tokens": sum(int(r["completion_tokens"] or 0) for r in members),
+                "calls": len(calls),
+                "prompt_tokens": sum(_count(c["prompt_tokens"]) for c in calls),
+                "completion_tokens": sum(_count(c["completion_tokens"]) for c in calls),
                 **_latency(latencies),
                 "dimensions": dims,
             }
@@ -585,10 +623,14 @@ def build_report(
                     by_status[run["status"]] += 1
                     models.add(run["model"])
                     if run["unsafe"]:
-                        entry = unsafe_by_group.setdefault((scenario_id, run["model"]), {"n": 0, "runs": []})
+                        entry = unsafe_by_group.setdefault(
+                            (scenario_id, run["model"]), {"n": 0, "by_safety": Counter(), "runs": []}
+                        )
                         entry["n"] += 1
-                        if len(entry["runs"]) < UNSAFE_LISTED:
-                            entry["runs"].append({"run_id": run["run_id"], "safety": run["safety"]})
+                        entry["by_safety"][run["safety"]] += 1
+                        entry["runs"] = sorted(
+                            [*entry["runs"], {"run_id": run["run_id"], "safety": run["safety"]}], key=_unsafe_key
+                        )[:UNSAFE_LISTED]
                 bad = [r for r in runs if failed(r)]
                 worst.add(bad)
                 per_scenario[scenario_id] = sorted(bad, key=worst_key)[:DRILL_PER_SCENARIO]
@@ -642,7 +684,13 @@ def build_report(
         "worst_rule": WORST_RULE,
         "scenarios": scenarios,
         "unsafe_by_group": [
-            {"scenario_id": sid, "model": model, **entry} for (sid, model), entry in sorted(unsafe_by_group.items())
+            {
+                "scenario_id": sid,
+                "model": model,
+                **entry,
+                "by_safety": dict(sorted(entry["by_safety"].items(), key=lambda kv: _unsafe_key({"safety": kv[0]}))),
+            }
+            for (sid, model), entry in sorted(unsafe_by_group.items())
         ],
         "judge": {
             "available": judge_section is not None,

@@ -10,13 +10,16 @@ scenario's worst runs (on its page). A transcript longer than :data:`TRANSCRIPT_
 shows its first ones and says how many more there are.
 
 HTML here escapes every value (and shows control and bidi characters escaped, as the view does);
-the page's CSP forbids scripts, so the drill-downs add none: ``<details>`` opens and closes them.
+the page's CSP forbids scripts, so the drill-downs add none: ``<details>`` opens and closes them,
+and a link to a run opens its details because the run's anchor is inside them (the browser opens a
+closed ``<details>`` holding the target of the URL's fragment; where it does not, the
+``::details-content`` rule shows it).
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from evalkit.present.safe import html_text, sanitize
@@ -29,14 +32,21 @@ TRANSCRIPT_ENTRIES = 300
 CSS = """
 .drill{border:1px solid var(--line);margin:6px 0;padding:2px 10px}
 .drill[open]{padding-bottom:10px}
-.drill .cols{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:16px}
+.drill .cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:16px}
 .drill .entry{border-left:3px solid var(--line);padding:2px 8px;margin:4px 0}
 .drill .entry.call{border-left-color:var(--accent)}
 .drill .entry.forbidden,.drill .entry.unapproved{border-left-color:var(--bad)}
 .drill .entry pre{margin:2px 0;white-space:pre-wrap;overflow-wrap:anywhere;font:12px ui-monospace,Menlo,monospace}
 .drill .missing{color:var(--bad);font-weight:700}
+.drill .extra{color:var(--warn);font-weight:700}
 .drill .text{white-space:pre-wrap;overflow-wrap:anywhere}
 .drill .quote{margin:6px 0;padding:4px 10px;border-left:3px solid var(--line);white-space:pre-wrap}
+.drill table.checklist{table-layout:fixed;width:100%}
+.drill table.checklist td,.drill table.checklist th{overflow-wrap:anywhere}
+.drill table.checklist th:nth-child(1){width:20%}.drill table.checklist th:nth-child(2){width:30%}
+.drill table.checklist th:nth-child(3){width:26%}
+.drill .target{scroll-margin-top:3em}
+.drill:has(.target:target)::details-content{content-visibility:visible}
 table.disagreements blockquote{min-width:26em}
 """
 
@@ -247,6 +257,36 @@ def _annotations(d: dict) -> str:
     return "".join(out)
 
 
+VERDICT_SEVERITIES = ("dangerous", "anti_procedure")
+
+
+def verdicts(cl: dict) -> list[tuple[str, str]]:
+    """Every verdict the checklist holds, as (text, class) for the run's summary line: the required
+    actions missing, the forbidden commands by severity, the unapproved gated commands, the
+    extraneous commands (repeats and commands the ground truth lists nowhere) and the failed
+    end-state checks; class ``missing`` (red) for a failure, ``extra`` for extraneous."""
+    if not cl["classified"]:
+        return [("not classified", "missing")]
+    out = [(f"{cl['missing']} missing", "missing")] if cl["missing"] else []
+    hits: dict[object, str] = {}
+    for a in cl["forbidden"]:
+        for r in a["hit_by"]:
+            hits[r["index"]] = str(r.get("severity") or a.get("severity") or "forbidden")
+    by_severity = Counter(hits.values())
+    for sev in sorted(by_severity, key=lambda x: (VERDICT_SEVERITIES.index(x) if x in VERDICT_SEVERITIES else 2, x)):
+        out.append((f"{by_severity[sev]} {sev.replace('_', '-')}", "missing"))
+    unapproved = sum(1 for g in cl["gated"] for c in g["calls"] if not c["approved"])
+    if unapproved:
+        out.append((f"{unapproved} unapproved", "missing"))
+    extraneous = sum(len(a["repeated_by"]) for b in cl["blocks"] for a in b["actions"]) + len(cl["other_commands"])
+    if extraneous:
+        out.append((f"{extraneous} extraneous", "extra"))
+    failed = sum(1 for c in cl["end_state"]["checks"] if c["passed"] is False)
+    if failed:
+        out.append((f"{failed} end-state check{'s' if failed != 1 else ''} failed", "missing"))
+    return out
+
+
 def render_run(d: dict) -> str:
     """One run's drill-down (an entry of the report's ``drilldowns.runs``), collapsed."""
     first_of_step, entries = set(), []
@@ -262,18 +302,15 @@ def render_run(d: dict) -> str:
             f'<p class="note">{d["transcript_total"] - len(d["transcript"])} more entries: '
             "open the run in evalkit view.</p>"
         )
-    summary = (
-        f"{t(d['run_id'])} · {t(d['status_reason'][0].split(':')[0])}"
-        + (f' · <span class="missing">{d["checklist"]["missing"]} missing</span>' if d["checklist"]["missing"] else "")
-        + (
-            f" · {d['disagreements']} disagreement{'s' if d['disagreements'] != 1 else ''}"
-            if d["disagreements"]
-            else ""
-        )
+    flags = "".join(f' · <span class="{cls}">{t(text)}</span>' for text, cls in verdicts(d["checklist"]))
+    n = d["disagreements"]
+    summary = f"{t(d['run_id'])} · {t(d['status_reason'][0].split(':')[0])}{flags}" + (
+        f" · {n} disagreement{'s' if n != 1 else ''}" if n else ""
     )
     reasons = "".join(f"<li>{t(r)}</li>" for r in d["status_reason"])
     return (
-        f'<details class="drill"><summary id="{d["anchor"]}">{summary}</summary><ul>{reasons}</ul>'
+        f'<details class="drill"><summary>{summary}</summary><span class="target" id="{d["anchor"]}"></span>'
+        f"<ul>{reasons}</ul>"
         f'<div class="cols"><div><h4>Transcript</h4>{"".join(entries) or "<p class=absent>no transcript</p>"}</div>'
         f"<div><h4>Ground truth</h4>{_checklist(d['checklist'])}"
         f"<h4>Judge</h4>{_annotations(d)}</div></div></details>"

@@ -66,6 +66,9 @@ figure{margin:6px 0}figcaption{color:var(--mute);font-size:12px}
 details summary{cursor:pointer;color:var(--accent)}
 blockquote{margin:6px 0;padding:4px 10px;border-left:3px solid var(--line);color:#333;white-space:pre-wrap}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f3f5f8;padding:0 3px}
+td code,table.commands td{overflow-wrap:anywhere}
+table.commands{table-layout:fixed;width:18em}table.commands th:nth-child(-n+2){width:3.2em}
+table.runs td:first-child{overflow-wrap:anywhere;min-width:9em}
 .undeclared{border-left:4px solid var(--warn);padding-left:10px}
 footer{color:var(--mute);font-size:12px;padding:14px 20px 30px}
 @media print{details{display:block}nav{display:none}}

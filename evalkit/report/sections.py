@@ -262,7 +262,7 @@ def vector(report: dict, links: Links) -> Part:
             ),
             "lede",
         ),
-        Grid(tables.SAFETY_HEADERS, tables.safety_rows(report, links.run), "safety", frozenset({2, 3, 4})),
+        Grid(tables.SAFETY_HEADERS, tables.safety_rows(report, links.run, links.page), "safety", frozenset({2, 3, 4})),
     ]
     return part
 
@@ -346,8 +346,15 @@ def judge(report: dict, links: Links) -> Part:
         part.blocks.append(_absent(data.get("reason", "No judge annotations.")))
         return part
     part.blocks += [
-        Heading(3, Lit("Annotations, cost and latency per judge model (per stored annotation)")),
-        Grid(tables.JUDGE_HEADERS, tables.judge_rows(data["models"]), "judge-cost", frozenset(range(2, 11))),
+        Heading(3, Lit("Annotations, cost and latency per judge model")),
+        Grid(tables.JUDGE_HEADERS, tables.judge_rows(data["models"]), "judge-cost", frozenset(range(2, 12))),
+        Para(
+            Lit(
+                "Calls, cost, latency and tokens count each provider call once: annotations of identical "
+                "transcripts share one call."
+            ),
+            "note",
+        ),
     ]
     if report["agreement"].get("available"):
         part.blocks.append(AuditView([judge_cost_section(report["agreement"]["audit"])]))

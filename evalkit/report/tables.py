@@ -9,6 +9,7 @@ count in the summary) as :class:`~evalkit.report.page.Only` parts.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 from evalkit.report import fmt
@@ -138,10 +139,15 @@ def vector_rows(groups: list[dict]) -> Rows:
 SAFETY_HEADERS = [*GROUP_KEY, "dangerous rate", "anti-procedure rate", "unsafe rate", "unsafe runs"]
 
 
-def safety_rows(report: dict, link: Callable[[str, str], Inline]) -> Rows:
-    """Per group its safety rates and its first unsafe runs (``link(run_id, scenario_id)``), with
-    how many more there are."""
+def safety_rows(
+    report: dict, link: Callable[[str, str], Inline], page: Callable[[str], str | None] = lambda _: None
+) -> Rows:
+    """Per group its safety rates and its first unsafe runs, the most severe first
+    (``link(run_id, scenario_id)``), and how many more there are by severity and where they are:
+    on the page, its scenario's page (``page(scenario_id)``, its URL, ``None`` when none is
+    written); in the summary, that page's file name in the HTML report."""
     unsafe = {(e["scenario_id"], e["model"]): e for e in report.get("unsafe_by_group") or []}
+    files = {s["scenario_id"]: s.get("file") for s in report.get("scenarios") or []}
 
     def listed(g: dict) -> Inline:
         entry = unsafe.get((g.get("scenario_id"), g.get("model")))
@@ -152,7 +158,17 @@ def safety_rows(report: dict, link: Callable[[str, str], Inline]) -> Rows:
             for i, r in enumerate(entry["runs"])
         ]
         more = entry["n"] - len(entry["runs"])
-        return [named, Lit(f" and {more:,} more on the scenario's page") if more > 0 else []]
+        if more <= 0:
+            return named
+        rest = Counter(entry.get("by_safety") or {}) - Counter(r.get("safety") for r in entry["runs"])
+        kinds = ", ".join(f"{n:,} {safety}" for safety, n in rest.items())
+        tail: list = [Lit(f" and {more:,} more"), [Lit(" ("), kinds, Lit(")")] if kinds else []]
+        url, file = page(g["scenario_id"]), files.get(g["scenario_id"])
+        if url:
+            tail.append(Only(HTML, [Lit(" on "), Link(Lit("the scenario's page"), page=url)]))
+        if file:
+            tail.append(Only(MARKDOWN, [Lit(" on the HTML report's scenario page "), Code(file)]))
+        return [named, tail]
 
     return [
         [
@@ -214,7 +230,9 @@ def _commands(run: dict) -> Inline:
     if not run["commands"]:
         page: Inline = Styled(Lit("no commands"), cls="absent")
     else:
-        table = Grid(COMMAND_HEADERS, [command_cells(c) for c in run["commands"]], cls="commands", numeric={0, 1})
+        # the class under the command: the cell sits in the last column of a wide table
+        rows = [[n, step, [command, Break(), cls]] for n, step, command, cls in map(command_cells, run["commands"])]
+        table = Grid(["#", "step", "command, class"], rows, cls="commands", numeric={0, 1})
         page = Details(Lit(f"{len(run['commands'])} commands"), [table])
     return [Only(HTML, page), Only(MARKDOWN, Lit(str(len(run["commands"]))))]
 
@@ -253,7 +271,7 @@ def run_rows(runs: list[dict], drilled: set[str]) -> Rows:
     ]
 
 
-JUDGE_COUNTS = ["runs", "annotations", "judge errors", "replicates", "non-blind"]
+JUDGE_COUNTS = ["runs", "annotations", "judge errors", "replicates", "non-blind", "calls"]
 JUDGE_COSTS = ["cost", "latency median", "latency mean (excl. first)", "tokens in / out"]
 JUDGE_HEADERS = ["judge model", "rubric", *JUDGE_COUNTS, *JUDGE_COSTS]
 
@@ -263,7 +281,7 @@ def judge_rows(models: list[dict]) -> Rows:
         [
             m["judge_model"],
             f"{m['rubric_id']} {'/'.join(m['rubric_versions'])}",
-            *(Lit(str(m[k])) for k in ("runs", "annotations", "judge_errors", "replicates", "non_blind")),
+            *(Lit(str(m[k])) for k in ("runs", "annotations", "judge_errors", "replicates", "non_blind", "calls")),
             fmt.money(m["cost_usd_total"]),
             fmt.ms(m["latency_median_ms"]),
             fmt.ms(m["latency_mean_excl_first_ms"]),
