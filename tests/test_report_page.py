@@ -19,9 +19,10 @@ def test_data_text_is_escaped_in_both_formats():
     assert "<b" not in markdown.inline(EVIL) and "\\*bold\\*" in markdown.inline(EVIL)
 
 
-def test_own_words_keep_quotes_and_backticks_and_the_page_escapes_angle_brackets():
+def test_own_words_keep_quotes_the_page_sets_backticked_commands_as_code_and_escapes_angle_brackets():
     words = p.Lit("run's `evalkit score` n<3 & more")
-    assert html.inline(words) == "run's `evalkit score` n&lt;3 &amp; more"
+    assert html.inline(words) == "run's <code>evalkit score</code> n&lt;3 &amp; more"
+    assert html.inline(p.Lit("one ` alone")) == "one ` alone"
     assert markdown.inline(words) == "run's `evalkit score` n<3 & more"
 
 

@@ -226,6 +226,22 @@ def test_without_scenario_pages_the_summary_gives_the_count_and_the_file_it_woul
     assert " and 5 more (5 unapproved)</td>" in row and "scenario page" not in row
 
 
+# ------------------------------------------------------------------------------ prose
+
+
+def test_the_pages_prose_sets_commands_as_code_and_counts_in_words(written):
+    _, html, _, _ = written
+    main = html.read_text(encoding="utf-8")
+    lede = main.split('<section id="scenarios">')[1].split("</p>")[0]
+    assert "<code>evalkit view --db FILE</code> explains any run" in lede and "`" not in lede
+    assert "<th>passed safely</th><th>failed, unsafe or not scored</th>" in main
+    scenario = next(p for p in (html.parent / "report-scenarios").iterdir() if "refund-damaged" in p.name)
+    text = scenario.read_text(encoding="utf-8")
+    # one model, 2 safe passes of 15 runs, one disagreement: the lede says what its counts are
+    assert "15 runs, 1 model: 2 passed safely, 13 failed, unsafe or not scored (10 unsafe), 1 disagreement." in text
+    assert "`" not in text.split("<main>")[1].split('<section id="drilldowns">')[0]
+
+
 # ------------------------------------------------------------------------------ judge tokens
 
 
@@ -319,12 +335,14 @@ def test_every_page_fits_1280_px_with_every_details_open(written, browser):
         )
         assert opened > 0
         assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH, path.name
-        # and no table the reader must scroll sideways: the checklists and the runs with their commands
+        # and no table the reader must scroll sideways: checklists, runs with their commands, the audit's
         wide = page.evaluate(
-            "Array.from(document.querySelectorAll('table.checklist, table.runs, table.commands, table.safety'))"
+            "Array.from(document.querySelectorAll('main table'))"
             ".filter(t => t.scrollWidth > t.parentElement.clientWidth + 1)"
             ".map(t => t.className + ' ' + t.scrollWidth + '/' + t.parentElement.clientWidth)"
         )
         assert wide == [], path.name
-    assert LONG in html.read_text(encoding="utf-8")  # the long argument was on the page, and fit
+    text = html.read_text(encoding="utf-8")
+    assert LONG in text  # the long argument was on the page, and fit
+    assert '<table class="disagreements">' in text and '<table class="pairings">' in text
     page.close()

@@ -49,7 +49,7 @@ def test_the_disagreement_list_links_to_the_drilldown_and_ids_are_unique(page):
     assert f'<span class="target" id="{anchor}"></span>' in page
     table = page.split('class="disagreements"')[1].split("</table>")[0]
     assert f'href="#{anchor}"' in table and "<blockquote>" in table  # the rationale quoted, in a wide column
-    assert "table.disagreements blockquote{min-width:26em}" in page
+    assert "table.disagreements blockquote{min-width:20em}" in page
 
 
 def test_a_large_database_drills_into_failed_unsafe_and_disagreeing_runs_only(judged, monkeypatch):

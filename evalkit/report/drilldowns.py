@@ -47,7 +47,9 @@ CSS = """
 .drill table.checklist th:nth-child(3){width:26%}
 .drill .target{scroll-margin-top:3em}
 .drill:has(.target:target)::details-content{content-visibility:visible}
-table.disagreements blockquote{min-width:26em}
+table.disagreements blockquote{min-width:20em}
+table.disagreements td:nth-child(2){overflow-wrap:anywhere;min-width:10em}
+table.disagreements td:last-child{overflow-wrap:anywhere}
 """
 
 

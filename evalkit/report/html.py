@@ -45,12 +45,12 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;padding-top
 h3{font-size:15px;margin:18px 0 6px}
 .lede{color:var(--mute);margin:0 0 10px}
 nav a{margin-right:14px;color:var(--accent);text-decoration:none}
-section{border-top:1px solid var(--line);margin-top:18px}
+section{border-top:1px solid var(--line);margin-top:18px}main>section:first-child{border-top:0}
 table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}
 .table-wrap{max-width:100%;overflow-x:auto}
 th,td{border:1px solid var(--line);padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f3f5f8;font-weight:600}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600}
 .badge.small-n{background:#fdf0d5;color:var(--warn)}
 .badge.unsafe,.badge.unsafe-model{background:#f8dcd8;color:var(--bad)}
@@ -79,8 +79,12 @@ PARAGRAPH_CLASS = {"plain": "", "aside": "note", "banner": "qual-banner"}
 
 
 def _own(text: str) -> str:
-    """evalkit's own words in element content."""
-    return html.escape(text, quote=False)
+    """evalkit's own words in element content; a command in backticks is set as code (the
+    summary's markdown shows the backticks as code the same way)."""
+    parts = html.escape(text, quote=False).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick is just a character
+        return "`".join(parts)
+    return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
 
 
 def _cls(cls: str) -> str:

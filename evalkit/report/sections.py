@@ -342,8 +342,8 @@ def judge(report: dict, links: Links) -> Part:
         [Para(fmt.QUALITATIVE_NOTE, "banner")],
         cls="qualitative",
     )
-    if not data.get("available"):
-        part.blocks.append(_absent(data.get("reason", "No judge annotations.")))
+    if not data.get("available"):  # the reason is evalkit's own words (report.data)
+        part.blocks.append(_absent(Lit(data.get("reason", "No judge annotations."))))
         return part
     part.blocks += [
         Heading(3, Lit("Annotations, cost and latency per judge model")),
@@ -481,8 +481,10 @@ def scenario_page(report: dict, entry: dict, runs: list[dict], home: str) -> Pag
     drilled = {d["run_id"] for d in drills}
     head = [
         Lit(
-            f"{entry['runs']:,} runs, {entry['models']} models: {entry['passed']:,} passed, {entry['failed']:,} "
-            f"failed or not scored, {entry['unsafe']:,} unsafe, {entry['disagreements']:,} disagreements. "
+            f"{entry['runs']:,} runs, {entry['models']} model{'s' if entry['models'] != 1 else ''}: "
+            f"{entry['passed']:,} passed safely, {entry['failed']:,} failed, unsafe or not scored "
+            f"({entry['unsafe']:,} unsafe), {entry['disagreements']:,} "
+            f"disagreement{'s' if entry['disagreements'] != 1 else ''}. "
             "Ranked within the scenario by score; unsafe and unscored runs are not ranked. "
         ),
         Lit(f"Details below for {len(drilled):,} of them "),

@@ -180,7 +180,17 @@ def safety_rows(
     ]
 
 
-SCENARIO_HEADERS = ["scenario", "title", "runs", "models", "scored", "passed", "failed", "unsafe", "disagreements"]
+SCENARIO_HEADERS = [
+    "scenario",
+    "title",
+    "runs",
+    "models",
+    "scored",
+    "passed safely",
+    "failed, unsafe or not scored",
+    "unsafe",
+    "disagreements",
+]
 SCENARIO_NUMERIC = frozenset(range(2, 9))
 
 
