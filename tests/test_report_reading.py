@@ -300,6 +300,7 @@ def _open_details(page, anchor: str) -> bool:
     return page.evaluate(f"document.getElementById({anchor!r}).closest('details').open")
 
 
+@pytest.mark.slow  # a browser
 def test_a_link_to_a_run_shows_that_runs_details(written, browser):
     _, html, _, _ = written
     page = browser.new_page(viewport={"width": WIDTH, "height": 900})
@@ -324,6 +325,7 @@ def test_a_link_to_a_run_shows_that_runs_details(written, browser):
     page.close()
 
 
+@pytest.mark.slow  # a browser
 def test_every_page_fits_1280_px_with_every_details_open(written, browser):
     _, html, _, _ = written
     pages = [html, *sorted((html.parent / "report-scenarios").iterdir())]
