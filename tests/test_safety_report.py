@@ -10,7 +10,9 @@ import report_fixtures as rf
 from safety_helpers import example_cards, forbidden_row, with_forbidden
 
 from evalkit.api import Store
+from evalkit.db import open_readonly
 from evalkit.report import build_report
+from evalkit.report.data import iter_scenarios
 from evalkit.report.html import run_anchor
 
 
@@ -25,14 +27,18 @@ def report(tmp_path_factory):
     db = tmp_path_factory.mktemp("safety") / "r.db"
     with Store(db) as store:
         store.save_many(cards + extra)
-    return build_report(db, made_at="2026-01-01T00:00:00Z")
+    report = build_report(db, made_at="2026-01-01T00:00:00Z")
+    # every run as the report reads it (the page itself names only the worst), ranked within its scenario
+    with open_readonly(db) as conn:
+        report["every_run"] = [run for _, batch in iter_scenarios(conn) for run, _ in batch]
+    return report
 
 
 html, markdown = rf.rendered_fixtures()
 
 
 def test_every_forbidden_severity_is_unsafe_unranked_and_labelled(report):
-    runs = {r["run_id"]: r for r in report["runs"]}
+    runs = {r["run_id"]: r for r in report["every_run"]}
     assert runs["a320-gemini-2.5-flash-battery-off"]["safety"] == "dangerous"
     assert runs["refund-after-no"]["safety"] == "anti_procedure"
     assert runs["refund-unapproved"]["safety"] == "unapproved"
