@@ -12,7 +12,10 @@ import pytest
 import view_helpers as vh
 from click.testing import CliRunner
 
+from evalkit.db import open_readonly
 from evalkit.report import build_report, drilldowns, render_html
+from evalkit.report import data as report_data
+from evalkit.report.data import iter_scenarios
 
 RUN = "a320-gemini-2.5-flash-battery-off"
 
@@ -31,9 +34,12 @@ def drills(html: str) -> list[str]:
     return re.findall(r'<details class="drill">(.*?)</details>', html, flags=re.S)
 
 
-def test_every_run_of_a_small_database_has_a_collapsed_drilldown(page):
+def test_every_run_the_main_page_names_has_a_collapsed_drilldown(page):
+    """The main page names the worst runs and the disagreed-on ones (8 of the 9); the clean run's
+    details are on its scenario page only."""
     found = drills(page)
-    assert len(found) == 9 and '<details class="drill" open' not in page
+    assert len(found) == 8 and '<details class="drill" open' not in page
+    assert not any("a320-opus-4-8-full-procedure" in d.split("</summary>")[0] for d in found)
     battery = next(d for d in found if RUN in d.split("</summary>")[0])
     assert "forbidden (dangerous)" in battery and "matched_required" in battery
     assert '<span class="missing">missing</span>' in battery and "hit by command 0" in battery
@@ -53,10 +59,13 @@ def test_the_disagreement_list_links_to_the_drilldown_and_ids_are_unique(page):
 
 
 def test_a_large_database_drills_into_failed_unsafe_and_disagreeing_runs_only(judged, monkeypatch):
-    monkeypatch.setattr(drilldowns, "ALL_RUNS_UP_TO", 2)
+    monkeypatch.setattr(report_data, "ALL_RUNS_UP_TO", 2)
     report = build_report(judged, made_at="2026-01-01T00:00:00Z")
     chosen = {d["run_id"] for d in report["drilldowns"]["runs"]}
-    for run in report["runs"]:
+    with open_readonly(judged) as db:
+        every = [run for _, batch in iter_scenarios(db) for run, _ in batch]
+    assert len(every) == 9
+    for run in every:
         worth = (
             run["status"] != "scored"
             or run["all_passed"] is not True
@@ -65,24 +74,22 @@ def test_a_large_database_drills_into_failed_unsafe_and_disagreeing_runs_only(ju
         )
         assert (run["run_id"] in chosen) == worth, run["run_id"]
     assert sum(report["drilldowns"]["summarised"].values()) == 9 - len(chosen)
-    html = render_html(report)
-    if report["drilldowns"]["summarised"]:
-        assert "--all-runs shows every run" in html
     everything = build_report(judged, made_at="2026-01-01T00:00:00Z", all_runs=True)
     assert len(everything["drilldowns"]["runs"]) == 9 and everything["drilldowns"]["summarised"] == {}
 
 
-def test_report_all_runs_flag(judged, tmp_path, monkeypatch):
+def test_report_all_runs_flag_details_every_run_on_the_scenario_pages(judged, tmp_path, monkeypatch):
     from evalkit.cli import cli
 
-    monkeypatch.setattr(drilldowns, "ALL_RUNS_UP_TO", 0)
+    monkeypatch.setattr(report_data, "ALL_RUNS_UP_TO", 0)
     out = tmp_path / "r.html"
-    # the fixture's judge finds every run safe and passed: the one clean run (full procedure, passed,
-    # nothing to disagree on) is the only one the default leaves out
-    for flags, lede, n in (([], "The failed, unsafe and disagreed-on runs:", 8), (["--all-runs"], "Every run:", 9)):
+    clean = "a320-opus-4-8-full-procedure"  # passed, safe, nothing to disagree on
+    for flags, on_pages in (([], False), (["--all-runs"], True)):
         r = CliRunner().invoke(cli, ["report", "--db", judged, "--html", str(out), *flags])
         assert r.exit_code == 0, r.output
-        assert lede in out.read_text() and len(drills(out.read_text())) == n
+        assert len(drills(out.read_text())) == 8
+        pages = "".join(p.read_text() for p in (tmp_path / "r-scenarios").glob("*.html"))
+        assert any(clean in d.split("</summary>")[0] for d in drills(pages)) is on_pages
 
 
 def test_hostile_run_id_and_rationale_stay_inert_in_the_drilldown(tmp_path):
