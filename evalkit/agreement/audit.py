@@ -39,25 +39,18 @@ from evalkit.db.reviews import read_adjudications, read_review_ratings
 from evalkit.probes.stats import failed_run_ids, probe_entries
 
 SCHEMA = "evalkit.audit/1"
+PROBE_SIGNAL = "vector.all_passed"  # what failed_run_ids reads of a card
 SLICE_KINDS = judge_vs_mechanical.SLICE_KINDS
 EXCLUSION_KEYS = ("non_blind", "no_scorecard", "excluded_status", "unmapped_judge", "unmapped_mechanical")
 
 
 def build_audit(db_path: str | Path, **options: Any) -> dict[str, Any]:
-    """The audit dict alone; ``options`` as :func:`build_audit_with_pairs`."""
-    return build_audit_with_pairs(db_path, **options)[0]
+    """The audit dict alone (the compared pairs are never listed); ``options`` as
+    :func:`build_audit_with_pairs`."""
+    return _audit(db_path, False, **options)[0]
 
 
-def build_audit_with_pairs(
-    db_path: str | Path,
-    judge: str | None = None,
-    rubric: str | None = None,
-    by: str | None = None,
-    config: AuditConfig | str | Path | None = None,
-    seed: int = 0,
-    n_resamples: int = 1000,
-    jury: bool = False,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def build_audit_with_pairs(db_path: str | Path, **options: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Audit the judge annotations in ``db_path`` against the mechanical scores and other raters:
     the audit dict (docs/audit.md) and the compared pairs (the rows of ``--pairs-out``).
 
@@ -69,6 +62,23 @@ def build_audit_with_pairs(
     documented lookup; ``seed``/``n_resamples`` drive the bootstrap intervals; ``jury`` adds the
     derived ``jury@RUBRIC`` rater (:mod:`evalkit.agreement.jury`) to pairings, raters and Alt-Test.
     """
+    return _audit(db_path, True, **options)
+
+
+def _audit(
+    db_path: str | Path,
+    with_pairs: bool,
+    judge: str | None = None,
+    rubric: str | None = None,
+    by: str | None = None,
+    config: AuditConfig | str | Path | None = None,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    jury: bool = False,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The audit and, ``with_pairs``, the compared pairs (else an empty list); see
+    :func:`build_audit_with_pairs`. The pairs are let go as soon as the sections that read them
+    are done (at 10^5 runs they are 10^6 objects)."""
     if by is not None and by not in SLICE_KINDS:
         raise ValueError(f"by must be one of {', '.join(SLICE_KINDS)}, got {by!r}")
     if n_resamples < 0:
@@ -79,14 +89,9 @@ def build_audit_with_pairs(
         if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
             judge = resolve_judge(judge, judge_models(db), db.path)
         warnings = odd_cells(db)  # what the readers below read as missing, and why
-        # each card keeps only the parts a pairing's signals or the probes read (a card is mostly commands)
-        keep = {"vector"} | {
-            signal.split(".")[0] for p in cfg.pairings for case in p.mechanical_cases for signal, _ in case.when
-        }
-        cards = [
-            dataclasses.replace(c, card={k: v for k, v in c.card.items() if k in keep})
-            for c in read_cards(db, warnings)
-        ]
+        # each card keeps only the signals a pairing or the probes read (a card is mostly commands)
+        signals = {PROBE_SIGNAL} | {s for p in cfg.pairings for case in p.mechanical_cases for s, _ in case.when}
+        cards = list(read_cards(db, warnings, signals=signals))
         values = list(read_annotations(db, judge=judge, rubric=rubric))  # stale answers are not among them
         stale = read_stale_annotations(db, judge=judge, rubric=rubric)
         stored = read_ratings(db)
@@ -98,6 +103,7 @@ def build_audit_with_pairs(
         pair_verdicts = read_pair_verdicts(db)
         paired_runs = read_paired_runs(db) if pair_verdicts else {}
 
+    n_cards, statuses, failed = len(cards), status_counts(cards), failed_run_ids(cards)
     active = cfg.pairings_for(rubric)
     sub = dataclasses.replace(cfg, pairings=active)
     # The jury is a rater like any judge, but not an annotation: counts and drift see only judges.
@@ -124,7 +130,10 @@ def build_audit_with_pairs(
         pairing_entries.append(entry)
 
     disagreements = judge_vs_mechanical.disagreements(sets)
-    rater_entries, skipped = raters.analyse(collect_ratings(stored + reviewed, rated), sub)
+    pair_rows = judge_vs_mechanical.pair_rows(sets) if with_pairs else []
+    del sets, cards  # the failed runs are all the probes need of the cards
+    ratings = collect_ratings(stored + reviewed, rated)  # the raters and the human-agreement sections share them
+    rater_entries, skipped = raters.analyse(ratings, sub)
     report: dict[str, Any] = {
         "schema": SCHEMA,
         "filters": {"judge": judge, "rubric": rubric, "by": by, "jury": jury},
@@ -138,8 +147,8 @@ def build_audit_with_pairs(
         },
         "bootstrap": {"n_resamples": n_resamples, "seed": seed, "ci": cfg.ci},
         "counts": {
-            "scorecards": len(cards),
-            "scorecard_statuses": status_counts(cards),
+            "scorecards": n_cards,
+            "scorecard_statuses": statuses,
             "annotations": len({v.annotation_id for v in values}),
             "non_blind_annotations": len({v.annotation_id for v in values if not v.blind}),
             "replicate_annotations": len({v.annotation_id for v in values if v.blind and v.replicate != 0}),
@@ -156,15 +165,13 @@ def build_audit_with_pairs(
         "adjudications": adjudication_entries(adjudicated, disagreements, [p.name for p in active]),
         "raters": rater_entries,
         # human with human first, then each judge beside them (the Alt-Test asks if it can replace one)
-        "human_agreement": human_first.analyse(
-            collect_ratings(stored + reviewed, rated), sub, dict(bootstrap, ci=cfg.ci) if bootstrap else None
-        ),
+        "human_agreement": human_first.analyse(ratings, sub, dict(bootstrap, ci=cfg.ci) if bootstrap else None),
         "raters_skipped": skipped,
         "drift": drift_mod.analyse(values, sub),
         "judge_costs": judge_costs(calls, cost_source),
         # answers to counterfactual runs (evalkit probe): read here only, never paired or rated
         "probes": probe_entries(
-            failed_run_ids(cards), values, probe_answers, bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None
+            failed, values, probe_answers, bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None
         ),
         # pairwise judges (evalkit judge --pairwise, imported pair rows): position and length bias
         "pairwise": pairwise_bias.analyse(
@@ -172,7 +179,7 @@ def build_audit_with_pairs(
         ),
         "warnings": warnings,
     }
-    return report, judge_vs_mechanical.pair_rows(sets)
+    return report, pair_rows
 
 
 STALE_NAMED = 10  # run ids a stale note lists before "and N more"
@@ -202,12 +209,14 @@ def stale_note(audit: dict[str, Any]) -> str | None:
 def self_judging(p: Any, pairs: list[Any], config: AuditConfig) -> dict[str, Any]:
     """The pairs whose judge is the judged agent's own model (evalkit.agreement.self_judging), and the
     pairing's agreement without them (the pairing's own statistics are the "with")."""
-    own = [x for x in pairs if same_model(x.judge_model, x.model)]
+    models = {(x.judge_model, x.model) for x in pairs}  # few: each pair of names checked once
+    mine = {m for m in models if same_model(*m)}
+    own = [x for x in pairs if (x.judge_model, x.model) in mine] if mine else []
     return {
         "pairs": len(own),
         "judges": sorted({x.judge_model for x in own}),
         "without": judge_vs_mechanical.pairing_stats(
-            p, [x for x in pairs if not same_model(x.judge_model, x.model)], config
+            p, [x for x in pairs if (x.judge_model, x.model) not in mine], config
         )
         if own
         else None,

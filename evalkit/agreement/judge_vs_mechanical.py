@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalkit.agreement.pairings_config import AuditConfig, Pairing
 from evalkit.agreement.self_judging import same_model
@@ -41,8 +41,7 @@ def na(reason: str) -> dict[str, Any]:
     return {"value": None, "reason": reason}
 
 
-@dataclass(frozen=True, slots=True)  # one per judged run and pairing: 10^6 at scale
-class Pair:
+class Pair(NamedTuple):  # one per judged run and pairing: 10^6 at scale
     pairing: str
     run_id: str
     judge_model: str
@@ -90,6 +89,16 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
         if v.replicate != 0:
             continue
         latest[(v.run_id, v.judge_model, v.rubric_id, v.dimension)] = v
+    # a card's label per pairing is worked out once: cards with the same signals share one dict
+    mechanical: dict[tuple[str, int], Any] = {}
+    positions: dict[tuple[str, type, Any], int] = {}
+
+    def index(p: Pairing, label: Any) -> int:
+        key = (p.name, type(label), label)
+        if key not in positions:
+            positions[key] = p.index(label)
+        return positions[key]
+
     for key in sorted(latest):
         v = latest[key]
         card = by_run.get(v.run_id)
@@ -102,7 +111,10 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
                 ps.counts["excluded_status"] += 1
                 continue
             j = p.judge_label(v.value)
-            m = p.mechanical_label(card.card)
+            mkey = (p.name, id(card.card))
+            if mkey not in mechanical:
+                mechanical[mkey] = p.mechanical_label(card.card)
+            m = mechanical[mkey]
             if j is None:
                 ps.counts["unmapped_judge"] += 1
             if m is None:
@@ -111,20 +123,20 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
                 continue
             ps.pairs.append(
                 Pair(
-                    pairing=p.name,
-                    run_id=v.run_id,
-                    judge_model=v.judge_model,
-                    rubric=v.rubric_id,
-                    scenario_id=card.scenario_id,
-                    model=card.model,
-                    path=card.path,
-                    judge_raw=v.value,
-                    judge_value=j,
-                    mechanical_value=m,
-                    confidence=v.confidence if p.confidence else None,
-                    rationale=v.rationale,
-                    judge_index=p.index(j),
-                    mechanical_index=p.index(m),
+                    p.name,
+                    v.run_id,
+                    v.judge_model,
+                    v.rubric_id,
+                    card.scenario_id,
+                    card.model,
+                    card.path,
+                    v.value,
+                    j,
+                    m,
+                    v.confidence if p.confidence else None,
+                    v.rationale,
+                    index(p, j),
+                    index(p, m),
                 )
             )
     return [sets[p.name] for p in config.pairings]
@@ -256,16 +268,27 @@ def disagreements(sets: list[PairSet]) -> list[dict[str, Any]]:
     first, then by the size of the gap as a share of the scale, then pairing order, run, judge."""
     st = _stats()
     rows = []
+    own: dict[tuple[str, str], bool] = {}  # few judge and agent models: each pair checked once
+    excerpts: dict[str, str] = {}  # an annotation's rationale serves each of its dimensions
     for order, ps in enumerate(sets):
         p = ps.pairing
         labels = list(p.scale)
+        directions: dict[tuple[int, int], str | None] = {}
         for x in ps.pairs:
             if x.judge_index == x.mechanical_index:
                 continue
-            direction = st.direction(x.judge_value, x.mechanical_value, labels)
+            at = (x.judge_index, x.mechanical_index)  # the labels at these positions
+            if at not in directions:
+                directions[at] = st.direction(x.judge_value, x.mechanical_value, labels)
+            direction = directions[at]
             steps = abs(x.judge_index - x.mechanical_index)
             gap = steps / (len(labels) - 1)
             key = rank_key(p, order, direction, gap, x.run_id, x.judge_model)
+            models = (x.judge_model, x.model)
+            if models not in own:
+                own[models] = same_model(*models)
+            if x.rationale not in excerpts:
+                excerpts[x.rationale] = excerpt(x.rationale)
             rows.append(
                 (
                     key,
@@ -276,7 +299,7 @@ def disagreements(sets: list[PairSet]) -> list[dict[str, Any]]:
                         "scenario_id": x.scenario_id,
                         "model": x.model,
                         "judge_model": x.judge_model,
-                        "self_judged": same_model(x.judge_model, x.model),
+                        "self_judged": own[models],
                         "rubric": x.rubric,
                         "judge_value": x.judge_value,
                         "judge_raw": x.judge_raw,
@@ -284,7 +307,7 @@ def disagreements(sets: list[PairSet]) -> list[dict[str, Any]]:
                         "direction": direction,
                         "gap": steps,
                         "gap_share": gap,
-                        "rationale": excerpt(x.rationale),
+                        "rationale": excerpts[x.rationale],
                     },
                 )
             )

@@ -99,7 +99,14 @@ def analyse_dimension(dimension: str, ratings: list[Rating], config: AuditConfig
 
     spec = config.dimensions.get(dimension)
     level, labels = level_and_labels([r.value for r in ratings], spec)
-    kept = [r for r in ratings if on_scale(r.value, labels)]
+    scaled: dict[tuple[type, Any], bool] = {}  # few distinct values: each checked once
+    kept = []
+    for r in ratings:
+        key = (type(r.value), r.value)
+        if key not in scaled:
+            scaled[key] = on_scale(r.value, labels)
+        if scaled[key]:
+            kept.append(r)
     n_excluded = len(ratings) - len(kept)
     by_item: dict[str, dict[str, Any]] = defaultdict(dict)
     kinds: dict[str, str] = {}

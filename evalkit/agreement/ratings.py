@@ -378,15 +378,29 @@ def judge_rater_name(judge_model: str, rubric_id: str) -> str:
 
 def collect_ratings(stored: Iterable[Rating], judge_values: Iterable[Any]) -> list[Rating]:
     """Imported ratings plus blind, primary (replicate 0) judge annotations, one value per
-    (item, rater, dimension): the latest annotation wins when a rubric was re-run."""
-    out: dict[tuple[str, str, str], Rating] = {}
+    (item, rater, dimension): the latest annotation wins when a rubric was re-run. Ordered by
+    (item, rater, dimension)."""
+    by_item: dict[str, dict[tuple[str, str], Rating]] = {}  # item -> (rater, dimension) -> rating
+    keys: dict[tuple[str, str], tuple[str, str]] = {}  # one key object per (rater, dimension)
     for s in stored:
-        out[(s.item_id, s.rater, s.dimension)] = s
+        key = keys.setdefault((s.rater, s.dimension), (s.rater, s.dimension))
+        by_item.setdefault(s.item_id, {})[key] = s
+    names: dict[tuple[str, str], str] = {}
     for v in judge_values:  # ordered oldest first, so later answers overwrite
         if not v.blind or v.replicate != 0:
             continue
-        name = judge_rater_name(v.judge_model, v.rubric_id)
-        out[(v.run_id, name, v.dimension)] = Rating(
-            v.run_id, name, "judge", v.dimension, v.value, v.confidence, "annotations"
-        )
-    return [out[k] for k in sorted(out)]
+        name = names.get((v.judge_model, v.rubric_id))
+        if name is None:
+            name = names[(v.judge_model, v.rubric_id)] = judge_rater_name(v.judge_model, v.rubric_id)
+        key = keys.get((name, v.dimension))
+        if key is None:
+            key = keys[(name, v.dimension)] = (name, v.dimension)
+        item = by_item.get(v.run_id)
+        if item is None:
+            item = by_item[v.run_id] = {}
+        item[key] = Rating(v.run_id, name, "judge", v.dimension, v.value, v.confidence, "annotations")
+    out = []
+    for item_id in sorted(by_item):
+        rated = by_item[item_id]
+        out.extend(rated[k] for k in sorted(rated))
+    return out

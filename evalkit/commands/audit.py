@@ -76,8 +76,12 @@ def register(group: click.Group) -> None:
             inputs=[config_path] if config_path else [],
         )
         try:
-            # options: judge, rubric, by, seed, n_resamples and jury, named as the api names them
-            report, pairs = api.audit_with_pairs(db_path, config=config_path, **options)
+            # options: judge, rubric, by, seed, n_resamples and jury, named as the api names them;
+            # the compared pairs (10^6 rows at scale) only when they are written
+            if pairs_out:
+                report, pairs = api.audit_with_pairs(db_path, config=config_path, **options)
+            else:
+                report, pairs = api.audit(db_path, config=config_path, **options), []
         except InputError as exc:
             fail(str(exc))
         for line in views.audit_warnings(report):

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalkit.db.cells import loads
-from evalkit.db.connect import Database, DbError, open_readonly, open_write
+from evalkit.db.connect import Database, DbError, describe, open_readonly, open_write
 from evalkit.db.names import resolve_judge
 from evalkit.db.schema import TABLES
 
@@ -347,9 +348,9 @@ def label_value(raw: Any) -> Any:
     return v
 
 
-@dataclass(frozen=True)
-class JudgeValue:
-    """One dimension of one ok annotation."""
+class JudgeValue(NamedTuple):
+    """One dimension of one ok annotation (a tuple: an audit at 10^5 runs holds over 10^6 of them;
+    the strings of one annotation are shared by its values)."""
 
     annotation_id: str
     run_id: str
@@ -370,6 +371,14 @@ def _number(x: Any) -> float | None:
     return float(x) if isinstance(x, float) else x
 
 
+def _tuples(db: Database, sql: str, args: Any = ()) -> Iterator[tuple]:
+    """Rows of a query as plain tuples (cheaper than ``sqlite3.Row`` over millions of rows)."""
+    try:
+        yield from db.conn.execute(sql, args)
+    except sqlite3.Error as exc:
+        raise DbError(db.path, describe(exc)) from None
+
+
 def read_annotations(
     db: Database, judge: str | None = None, rubric: str | None = None, runs: list[str] | None = None
 ) -> Iterator[JudgeValue]:
@@ -383,68 +392,98 @@ def read_annotations(
     if runs is not None:
         where.append("a.run_id IN (SELECT value FROM json_each(?))")
         args.append(json.dumps(list(runs)))
-    # One row per annotation first (rationale, JSON), then its values: the annotation JSON is
-    # decoded at most once per annotation, and only when a column it backs up is empty.
-    heads = {
-        row[0]: row
-        for row in db.rows(
-            "SELECT a.annotation_id, a.rationale, a.annotation, a.created_at, a.blind, a.replicate "
-            f"FROM annotations a WHERE {' AND '.join(where)}",
+    # One row per annotation first, in answer order; then its values, each put with its
+    # annotation. The annotation JSON is decoded at most once per annotation, and only when a
+    # column it backs up is empty.
+    heads = list(
+        _tuples(
+            db,
+            # the JSON only where a value reads it: no rationale column, or an outcome without a
+            # numeric confidence column
+            "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL OR EXISTS (SELECT 1 FROM "
+            "annotation_values v WHERE v.annotation_id = a.annotation_id AND v.dimension = 'outcome' "
+            "AND typeof(v.confidence) NOT IN ('integer', 'real')) THEN a.annotation END, a.created_at, a.blind, "
+            f"a.replicate FROM annotations a WHERE {' AND '.join(where)}",
             args,
         )
-    }
-    docs: dict[Any, Any] = {}
+    )
+    heads.sort(key=lambda h: (str(h[3] or ""), str(h[0])))
+    rank = {h[0]: i for i, h in enumerate(heads)}
+    buckets: list[list[JudgeValue] | None] = [None] * len(heads)
+    docs: dict[int, Any] = {}
 
-    def doc_of(aid: Any) -> Any:
-        if aid not in docs:
-            raw = heads[aid]["annotation"]
+    def doc_of(i: int) -> Any:
+        if i not in docs:
+            raw = heads[i][2]
             try:
-                docs[aid] = loads(raw) if isinstance(raw, str) else raw
+                docs[i] = loads(raw) if isinstance(raw, str) else raw
             except ValueError:
-                docs[aid] = raw
-        return docs[aid]
+                docs[i] = raw
+        return docs[i]
 
-    keyed = []
-    for row in db.rows(
+    names: dict[Any, Any] = {}  # one object per distinct judge, rubric, dimension and run id
+    decoded: dict[Any, Any] = {}
+    texts: list[str | None] = [None] * len(heads)
+    for row in _tuples(
+        db,
         "SELECT annotation_id, run_id, judge_model, rubric_id, dimension, value, confidence, "
         "blind, replicate FROM annotation_values"
         + ("" if runs is None else " WHERE annotation_id IN (SELECT value FROM json_each(?))"),
-        () if runs is None else (json.dumps(list(heads)),),
+        () if runs is None else (json.dumps(list(rank)),),
     ):
-        head = heads.get(row[0])
-        if head is not None:
-            keyed.append((str(head["created_at"] or ""), str(row[0]), row[4], tuple(row), head))
-    keyed.sort(key=lambda k: k[:3])
-    decoded: dict[Any, Any] = {}
-    for created_at, aid, dimension, row, head in keyed:
-        text = head["rationale"]
+        i = rank.get(row[0])
+        if i is None:
+            continue
+        head = heads[i]
+        text = texts[i]
         if text is None:
-            doc = doc_of(row[0])
-            text = doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
+            text = head[1]
+            if text is None:
+                doc = doc_of(i)
+                text = doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
+            texts[i] = text = text or ""
+        dimension = names.setdefault(row[4], row[4])
         confidence = _number(row[6])
         if confidence is None and dimension == "outcome":
             # the rubric's single `confidence` belongs to `outcome` (procedure_v1)
-            doc = doc_of(row[0])
+            doc = doc_of(i)
             c = _number(doc.get("confidence")) if isinstance(doc, dict) else None
             confidence = None if c is None else float(c)
         raw = row[5]
         if raw not in decoded:
             decoded[raw] = label_value(raw)
-        blind = row[7] if row[7] is not None else head["blind"]
-        replicate = row[8] if row[8] is not None else head["replicate"]
-        yield JudgeValue(
-            annotation_id=aid,
-            run_id=str(row[1]),
-            judge_model=row[2],
-            rubric_id=row[3],
-            dimension=dimension,
-            value=decoded[raw],
-            confidence=confidence,
-            blind=bool(blind),
-            replicate=int(replicate or 0),
-            rationale=text or "",
-            created_at=created_at,
+        blind = row[7] if row[7] is not None else head[4]
+        replicate = row[8] if row[8] is not None else head[5]
+        run_id = str(row[1])
+        value = JudgeValue(
+            str(head[0]),
+            names.setdefault(run_id, run_id),
+            names.setdefault(row[2], row[2]),
+            names.setdefault(row[3], row[3]),
+            dimension,
+            decoded[raw],
+            confidence,
+            bool(blind),
+            int(replicate or 0),
+            text,
+            str(head[3] or ""),
         )
+        bucket = buckets[i]
+        if bucket is None:
+            buckets[i] = [value]
+        else:
+            bucket.append(value)
+    for i, bucket in enumerate(buckets):
+        if bucket is None:
+            continue
+        buckets[i] = None
+        if len(bucket) > 1:
+            bucket.sort(key=_by_dimension)
+        yield from bucket
+
+
+def _by_dimension(v: JudgeValue) -> Any:
+    return v.dimension
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalkit.db.connect import Database, open_write
 from evalkit.db.judge import label_value
 
 
-@dataclass(frozen=True)
-class Rating:
+class Rating(NamedTuple):
+    """One rating (a tuple: the audit holds one per judge value, 10^6 at scale)."""
+
     item_id: str
     rater: str
     rater_kind: str

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -430,7 +431,7 @@ def read_scorecards(db: Database, *, with_bundle: bool = True, skipped: list[str
             )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Card:
     """A stored ScoreCard as the audit reads it: a few columns plus the decoded JSON (lenient:
     an unreadable ``card`` reads as ``{}``)."""
@@ -447,38 +448,122 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+# A key the signal reader names in an SQLite JSON path as it is (`$."key"`); other keys are read
+# by decoding the whole card.
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_\- ]+")
+_CARD_FIELDS = ("path", "scenario_id", "model", "status")
+
+
 def read_cards(
-    db: Database, problems: list[str] | None = None, *, judged_only: bool = False, runs: list[str] | None = None
+    db: Database,
+    problems: list[str] | None = None,
+    *,
+    judged_only: bool = False,
+    runs: list[str] | None = None,
+    signals: Iterable[str] | None = None,
 ) -> Iterator[Card]:
     """``problems``, when given, gets one line per stored card that is not a JSON object (its
     signals then read as missing). ``judged_only`` keeps the runs with an annotation (all that
     judge-mechanical pairs need: ``evalkit view`` reads a large database's disagreements so);
-    ``runs``, when given, keeps those runs only."""
+    ``runs``, when given, keeps those runs only. ``signals`` (dotted paths such as
+    ``vector.all_passed``), when given, makes each ``card`` hold only those paths: SQLite cuts
+    their top-level parts out of the stored JSON and only those are decoded (a card is mostly
+    commands), and cards with the same parts share one dict (read them, never change them)."""
     conditions = ["run_id IN (SELECT run_id FROM annotations)"] if judged_only else []
     if runs is not None:
         conditions.append("run_id IN (SELECT value FROM json_each(?))")
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
-    for row in db.rows(
-        f"SELECT run_id, scenario_id, model, status, card FROM scorecards{where} ORDER BY run_id",
-        () if runs is None else (json.dumps(list(runs)),),
-    ):
-        try:
-            card = loads(row["card"]) if row["card"] else {}
-        except ValueError:
-            card = None
-        if not isinstance(card, dict):
-            if problems is not None:
-                problems.append(
-                    f"scorecards.card: row run_id={row['run_id']!r} is not a JSON object; "
-                    "its mechanical signals read as missing"
-                )
-            card = {}
+    args = () if runs is None else (json.dumps(list(runs)),)
+    if signals is not None:
+        yield from _read_card_signals(db, problems, where, args, signals)
+        return
+    for row in db.rows(f"SELECT run_id, scenario_id, model, status, card FROM scorecards{where} ORDER BY run_id", args):
+        card = _card_object(row["run_id"], row["card"], problems)
         yield Card(
             run_id=row["run_id"],
             scenario_id=row["scenario_id"] or _text(card.get("scenario_id")),
             model=row["model"] or _text(card.get("model")),
             path=_text(card.get("path")),
             status=row["status"] or _text(card.get("status")),
+            card=card,
+        )
+
+
+def _card_object(run_id: Any, raw: Any, problems: list[str] | None) -> dict[str, Any]:
+    """A stored card decoded; ``{}`` (and a line in ``problems``) when it is not a JSON object."""
+    try:
+        card = loads(raw) if raw else {}
+    except ValueError:
+        card = None
+    if not isinstance(card, dict):
+        if problems is not None:
+            problems.append(
+                f"scorecards.card: row run_id={run_id!r} is not a JSON object; its mechanical signals read as missing"
+            )
+        card = {}
+    return card
+
+
+def _prune(doc: dict[str, Any], paths: list[tuple[str, ...]]) -> dict[str, Any]:
+    """The parts of ``doc`` at ``paths`` (longest first, so a shorter path keeps its whole value)."""
+    out: dict[str, Any] = {}
+    for path in paths:
+        cur: Any = doc
+        for key in path:
+            if not isinstance(cur, dict) or key not in cur:
+                break
+            cur = cur[key]
+        else:
+            node = out
+            for key in path[:-1]:
+                node = node.setdefault(key, {})
+            node[path[-1]] = cur
+    return out
+
+
+def _read_card_signals(
+    db: Database, problems: list[str] | None, where: str, args: tuple, signals: Iterable[str]
+) -> Iterator[Card]:
+    paths = sorted({tuple(s.split(".")) for s in signals}, key=lambda p: (-len(p), p))
+    tops = sorted({p[0] for p in paths})
+    plain = all(_PLAIN_KEY.fullmatch(k) for k in tops)
+    # an object card gives its top-level parts as JSON text; any other card comes whole, for the
+    # same decoding (and the same warning) as a full read
+    parts = [*_CARD_FIELDS, *tops] if plain else []
+    cut = "".join(f", CASE WHEN ok THEN card -> '$.\"{k}\"' END" for k in parts)
+    sql = (
+        f"SELECT run_id, scenario_id, model, status, CASE WHEN ok THEN NULL ELSE card END{cut} FROM "
+        "(SELECT run_id, scenario_id, model, status, card, "
+        "CASE WHEN json_valid(card) THEN json_type(card) = 'object' ELSE 0 END AS ok "
+        f"FROM scorecards{where}) ORDER BY run_id"
+    )
+    if not plain:
+        sql = f"SELECT run_id, scenario_id, model, status, card FROM scorecards{where} ORDER BY run_id"
+    n = len(_CARD_FIELDS)
+    shared: dict[tuple, dict[str, Any]] = {}
+    names: dict[Any, Any] = {}  # one object per distinct scenario, model and status
+    for row in db.rows(sql, args):
+        columns = tuple(row)
+        if not plain or columns[4] is not None:  # not an object (or read whole): decoded as a full read does
+            card = _card_object(columns[0], columns[4], problems)
+            fields = [_text(card.get(k)) for k in _CARD_FIELDS]
+            card = _prune(card, paths)
+        else:  # NULL reads as {} here as in a full read
+            fields = [
+                _text(None if t is None else loads(t)) if i == 0 or not columns[i] else ""
+                for i, t in enumerate(columns[5 : 5 + n])
+            ]
+            texts = columns[5 + n :]
+            card = shared.get(texts)
+            if card is None:
+                card = shared[texts] = _prune({k: loads(t) for k, t in zip(tops, texts) if t is not None}, paths)
+        scenario, model, status = columns[1] or fields[1], columns[2] or fields[2], columns[3] or fields[3]
+        yield Card(
+            run_id=columns[0],
+            scenario_id=names.setdefault(scenario, scenario),
+            model=names.setdefault(model, model),
+            path=fields[0],
+            status=names.setdefault(status, status),
             card=card,
         )
 

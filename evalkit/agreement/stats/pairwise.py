@@ -113,9 +113,15 @@ def spearman(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any] | None = 
         return _undefined("the first rater gave the same value to every item")
     if np.all(yv == yv[0]):
         return _undefined("the second rater gave the same value to every item")
-    from scipy.stats import rankdata  # average ranks, ties sharing the mean rank
-
-    rx, ry = rankdata(xv), rankdata(yv)
+    rx, ry = average_ranks(xv), average_ranks(yv)
     rx -= rx.mean()
     ry -= ry.mean()
     return _ok(np.clip((rx * ry).sum() / math.sqrt((rx**2).sum() * (ry**2).sum()), -1.0, 1.0))
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, tied values sharing their mean rank (``scipy.stats.rankdata``'s "average");
+    exact: every rank is a whole or half number."""
+    uniq, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    last = np.cumsum(counts)  # the rank of each distinct value's last copy
+    return ((last - counts + 1 + last) / 2.0)[inverse.reshape(-1)]

@@ -84,6 +84,10 @@ def _label_lookup(labels: Sequence[Any]) -> dict[Any, int]:
 
 def _codes(values: np.ndarray, labels: Sequence[Any]) -> np.ndarray:
     """Positions of (non-missing) ``values`` on the scale ``labels``."""
+    if values.dtype.kind in "iu" and values.size and _is_positions(labels):
+        low, high = values.min(), values.max()
+        if low >= 0 and high < len(labels):  # positions already: each value is its own code
+            return values.astype(np.intp, copy=False)
     lookup = _label_lookup(labels)
     if values.size == 0:
         return np.zeros(0, dtype=np.intp)
@@ -100,6 +104,11 @@ def _codes(values: np.ndarray, labels: Sequence[Any]) -> np.ndarray:
     except KeyError as exc:
         raise ValueError(f"value {exc.args[0]!r} is not on the scale {list(labels)!r}") from None
     return mapped[inverse]
+
+
+def _is_positions(labels: Sequence[Any]) -> bool:
+    """True when ``labels`` are 0, 1, ..., k - 1 (the comparison engine's positions)."""
+    return list(labels) == list(range(len(labels)))
 
 
 def _pair_codes(x: Any, y: Any, labels: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
