@@ -446,6 +446,14 @@ def _warnings(own: list[str], agreement: dict) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _estimates(db_path, judge: str | None) -> list[dict]:
+    """Each judge dimension's rate (or mean) per model corrected with the human labels (`evalkit
+    estimate`), so the page never shows a judge's raw rate without what the labels make of it."""
+    from evalkit.agreement.estimate import build_estimates
+
+    return build_estimates(db_path, judge=judge, by="model")["estimates"]
+
+
 def _provenance(annotations: list[dict], human_raters: set[str], scenarios, models, made_at: str) -> dict:
     judge_models = {str(row["judge_model"]) for row in annotations}
     rubrics = {(str(row["rubric_id"]), str(row["rubric_version"]), str(row["rubric_hash"])) for row in annotations}
@@ -664,6 +672,8 @@ def build_report(
     drilled = {d["run_id"] for d in drills["runs"]}
     drills["summarised"] = dict(sorted((Counter(by_status) - Counter(d["status"] for d in drills["runs"])).items()))
     comparison = _comparison_section(agg)
+    if judge_section is not None:
+        judge_section["estimates"] = _estimates(db_path, judge)
     return {
         "title": title or "evalkit report",
         "made_at": made_at,

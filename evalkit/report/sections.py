@@ -358,6 +358,21 @@ def judge(report: dict, links: Links) -> Part:
     ]
     if report["agreement"].get("available"):
         part.blocks.append(AuditView([judge_cost_section(report["agreement"]["audit"])]))
+    if data.get("estimates"):
+        part.blocks += [
+            Heading(3, Lit("What each dimension says, corrected with the human labels")),
+            Para(
+                Lit(
+                    "The judge's own rate is biased by its errors; the corrected estimate and its interval come "
+                    "from the human labels (`evalkit estimate`: Rogan–Gladen, PPI++ or the labels alone, the "
+                    "narrowest valid). Labels are taken as a uniform random sample of the runs."
+                ),
+                "note",
+            ),
+            Grid(
+                tables.ESTIMATE_HEADERS, tables.estimate_rows(data["estimates"]), "judge-estimates", frozenset({3, 4})
+            ),
+        ]
     part.blocks.append(Heading(3, Lit("Distribution of each dimension (primary answers)")))
     for m in data["models"]:
         if not m["dimensions"]:

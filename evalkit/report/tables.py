@@ -307,3 +307,27 @@ def dimension_rows(m: dict) -> Rows:
         [d["dimension"], Lit(str(d["n"])), ", ".join(f"{label}: {count}" for label, count in d["counts"])]
         for d in m["dimensions"]
     ]
+
+
+ESTIMATE_HEADERS = ["judge", "dimension", "model", "judge's rate", "corrected", "interval", "method", "labels"]
+
+
+def _figure(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def estimate_rows(estimates: list[dict]) -> Rows:
+    """What each judge dimension says per model beside the estimate the human labels correct it to
+    (`evalkit estimate`), or n/a with the reason."""
+    rows = []
+    for e in estimates:
+        labels = e["labels"]
+        used = f"{labels['n_labeled']} labelled" + (
+            f" ({labels['m1']} pass, {labels['m0']} fail)" if "m0" in labels else ""
+        )
+        corrected = _figure(e["estimate"]) if e["reason"] is None else f"n/a ({e['reason']})"
+        interval = "-" if e["ci"] is None else f"{e['ci'][0]:.3f}–{e['ci'][1]:.3f}"
+        rows.append(
+            [e["judge"], e["dimension"], e["group"], _figure(e["judge_rate"]), corrected, interval, e["method"], used]
+        )
+    return rows
