@@ -2,7 +2,7 @@
 
     python benchmarks/bench_import.py [--logs 50] [--messages 2000]
 
-The corpus is the realistic many-file case (issue #13): inspect_ai logs, one per task run — the
+The corpus is the realistic many-file case: inspect_ai logs, one per task run — the
 tiny task of examples/inspect run once per log format by inspect_ai itself, then ``--logs`` copies of
 each under new eval ids, written by inspect_ai's own write_eval_log (14 samples × epochs a log) —
 and ``--messages`` per-task openai-messages files (the test fixture's three transcripts each, ids

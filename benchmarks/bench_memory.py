@@ -1,4 +1,4 @@
-"""Benchmark peak memory of `evalkit score` on one large trajectory (issue #9: 47 MB, 200k tool calls).
+"""Benchmark peak memory of `evalkit score` on one large trajectory (47 MB, 200k tool calls).
 
     python benchmarks/bench_memory.py [--calls 200000]
 

@@ -4,7 +4,7 @@
 
 On the corpus of bench_score.py (N files), each line below adds one stage to the one before and
 prints its CPU time (best of 3) and its ratio to decoding every line with ``json.loads`` (the floor
-of bench_score's one-core ratio, issue #13):
+of bench_score's one-core ratio):
   decode         read each file, json.loads every line
   parse          safe_json: the same lines parsed under evalkit's rules (duplicate keys, depth, size)
   + validate     each record validated by its pydantic model (as the reader does it)

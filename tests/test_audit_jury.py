@@ -1,4 +1,4 @@
-"""The jury rater (issue #12 item 2): majority for nominal, median for ordinal, ties to the lower
+"""The jury rater: majority for nominal, median for ordinal, ties to the lower
 credit; a rater like any judge in pairings, raters and the Alt-Test; only with --jury."""
 
 from __future__ import annotations

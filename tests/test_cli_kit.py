@@ -1,4 +1,4 @@
-"""The CLI kit (issue #11 item 4): shared options declared once, one fail() and one set of exit codes,
+"""The CLI kit: shared options declared once, one fail() and one set of exit codes,
 click.Path checks, one-line usage errors, the --resample/--seed rule in one place, click declared."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Console safety (issue #9): text from trajectories, databases and judges never reaches a terminal,
+"""Console safety: text from trajectories, databases and judges never reaches a terminal,
 a markdown page or a spreadsheet raw. ANSI/OSC escapes, CR and bidi overrides are shown escaped in
 every table, markdown and CSV output; CSV cells that a spreadsheet would run as a formula are
 neutralised. Each command and shape named in the issue has its own test, through the real CLI."""

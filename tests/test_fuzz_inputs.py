@@ -1,4 +1,4 @@
-"""Property-based fuzzing of `evalkit score` (issue #9): mutations of the bundled examples — field
+"""Property-based fuzzing of `evalkit score`: mutations of the bundled examples — field
 deletions, type swaps, random unicode (control and bidi characters included), extreme numbers,
 truncation at any byte — give ScoreCards or InputErrors and nothing else; their JSON output parses
 with a strict parser; stored cards read back equal.

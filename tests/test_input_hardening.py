@@ -1,4 +1,4 @@
-"""Hostile and messy input (issue #9, input side): one named test per row of the issue's table.
+"""Hostile and messy input (input side): one named test per row of the issue's table.
 
 Every reader gives a one-line `path:line: reason` and never a traceback; one bad file never stops the
 others; every JSON evalkit prints or stores is standard JSON.

@@ -1,4 +1,4 @@
-"""The score path holds a run compactly (issue #9's memory bound; figures in benchmarks/bench_memory.py):
+"""The score path holds a run compactly (the memory bound; figures in benchmarks/bench_memory.py):
 the reader keeps only what scoring needs and writes the judge bundle as text while reading, the card
 keeps that text, the output and the database rows are built from it. Every one of those shortcuts
 is checked here against the long way round it replaces, on runs with everything a run can hold
@@ -162,7 +162,7 @@ def test_scorecard_rejects_a_bundle_that_is_not_an_object(runs, bundle):
 
 
 def _reference_rows(card: ScoreCard) -> dict[str, list[tuple]]:
-    """The rows as they were built before: from a full dump of the card (issue #9's second copy)."""
+    """The rows as they were built before: from a full dump of the card (a second copy)."""
     data = card.to_json_dict(with_bundle=False)
     return {
         "scorecards_card": [compact_json(data)],

@@ -5,7 +5,7 @@ name across all importers (built-in and plugins), and passes to an importer only
 declared — any other given flag is a usage error naming the format. Two importers may declare the
 same option (``--model``): its kind must agree (else the registry is broken, an error at startup)
 and the help texts are joined, each prefixed with its formats. The option names an importer accepts
-(``options``) are the names of its ``cli_options`` unless it sets ``options`` itself (older plugins).
+(``options``) are the names of its ``cli_options`` unless it sets ``options`` itself.
 """
 
 from __future__ import annotations

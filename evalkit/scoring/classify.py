@@ -218,7 +218,7 @@ def _row(
     """A CommandRow from values of the right types (a validated record's, or the scenario's), built
     as ``model_construct`` would but with its fields stored one by one: the instance then keeps
     them inline (CPython's compact instance values, a quarter of the memory of the dict
-    ``model_construct`` or validation gives it; 100,000 commands of one long run, issue #9), every
+    ``model_construct`` or validation gives it; 100,000 commands of one long run), every
     row shares one fields-set, ``args`` is the record's own dict rather than a validated copy, and
     no validation is paid twice (a third of the time). ``tests/test_score_compact_path.py`` checks
     such a row equals a validated one; ``tests/test_score_fast_paths.py`` that every field is set."""

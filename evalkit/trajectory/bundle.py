@@ -16,7 +16,7 @@ exactly those bytes, so ``sha256(bundles.bundle) == bundle_hash``.
 
 The bundle is built as JSON text, never as one Python object: :class:`BundleBuilder` serialises the
 transcript a few hundred entries at a time as the reader validates them, so a long run's transcript
-is held once, as its text (issue #9: a 200,000-call run); the ScoreCard keeps that text.
+is held once, as its text (a 200,000-call run); the ScoreCard keeps that text.
 """
 
 from __future__ import annotations
