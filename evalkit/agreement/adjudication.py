@@ -39,7 +39,7 @@ def _rate(k: int, n: int) -> dict[str, Any]:
 
 
 def adjudication_entries(
-    adjudications: Iterable[Any], disagreements: list[dict[str, Any]], pairings: Iterable[str]
+    adjudications: Iterable[Any], disagreements: Iterable[dict[str, Any]], pairings: Iterable[str]
 ) -> list[dict[str, Any]]:
     """One entry per pairing that has disagreements or verdicts, in pairing order (then any other
     pairing a verdict names, by name)."""

@@ -60,7 +60,9 @@ def build_audit_with_pairs(db_path: str | Path, **options: Any) -> tuple[dict[st
     ``by`` names the one slice kind to break pairings down by (scenario, model, judge, rubric;
     None = all four); ``config`` is an AuditConfig, a path to a config file, or None for the
     documented lookup; ``seed``/``n_resamples`` drive the bootstrap intervals; ``jury`` adds the
-    derived ``jury@RUBRIC`` rater (:mod:`evalkit.agreement.jury`) to pairings, raters and Alt-Test.
+    derived ``jury@RUBRIC`` rater (:mod:`evalkit.agreement.jury`) to pairings, raters and Alt-Test;
+    ``top`` lists only the N worst disagreements (None or 0: all; ``disagreements_left_out`` counts
+    the rest, the counts and statistics stay the whole audit's).
     """
     return _audit(db_path, True, **options)
 
@@ -75,6 +77,7 @@ def _audit(
     seed: int = 0,
     n_resamples: int = 1000,
     jury: bool = False,
+    top: int | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The audit and, ``with_pairs``, the compared pairs (else an empty list); see
     :func:`build_audit_with_pairs`. The pairs are let go as soon as the sections that read them
@@ -129,7 +132,9 @@ def _audit(
         entry["self_judging"] = self_judging(p, ps.pairs, sub)
         pairing_entries.append(entry)
 
-    disagreements = judge_vs_mechanical.disagreements(sets)
+    n_disagreements = sum(1 for _ in judge_vs_mechanical.disagreeing(sets))
+    disagreements = judge_vs_mechanical.disagreements(sets, top)  # records for the listed ones only
+    adjudications = adjudication_entries(adjudicated, judge_vs_mechanical.disagreeing(sets), [p.name for p in active])
     pair_rows = judge_vs_mechanical.pair_rows(sets) if with_pairs else []
     del sets, cards  # the failed runs are all the probes need of the cards
     ratings = collect_ratings(stored + reviewed, rated)  # the raters and the human-agreement sections share them
@@ -155,14 +160,14 @@ def _audit(
             "imported_ratings": len(stored),
             "review_ratings": len(reviewed),
             "non_blind_review_ratings": non_blind_reviewed,
-            "disagreements": len(disagreements),  # all of them, however many a list shows
+            "disagreements": n_disagreements,  # all of them, however many a list shows
         },
         # answers to a transcript the run no longer has (re-scored since it was judged): left out
         "stale": {"annotations": sum(stale.values()), "run_ids": list(stale)},
         "pairings": pairing_entries,
         "disagreements": disagreements,
-        "disagreements_left_out": 0,  # how many `evalkit audit --top` cut from the list
-        "adjudications": adjudication_entries(adjudicated, disagreements, [p.name for p in active]),
+        "disagreements_left_out": n_disagreements - len(disagreements),  # how many `--top` cut from the list
+        "adjudications": adjudications,
         "raters": rater_entries,
         # human with human first, then each judge beside them (the Alt-Test asks if it can replace one)
         "human_agreement": human_first.analyse(ratings, sub, dict(bootstrap, ci=cfg.ci) if bootstrap else None),

@@ -45,10 +45,15 @@ def top_disagreements(report: dict[str, Any], top: int | None) -> dict[str, Any]
     return report | {"disagreements": items[:top], "disagreements_left_out": left}
 
 
+def listed(fmt: str, top: int | None) -> int | None:
+    """How many disagreements ``fmt`` lists for ``--top`` ``top`` (``None``: the format's default,
+    :data:`TOP_DEFAULTS`; 0 or None: every one)."""
+    return TOP_DEFAULTS.get(fmt) if top is None else top
+
+
 def render(report: dict[str, Any], fmt: str, top: int | None = None) -> str:
-    """``evalkit audit``'s output in ``fmt``; ``top`` as ``--top`` (``None``: the format's default,
-    :data:`TOP_DEFAULTS`; 0: every disagreement)."""
-    return RENDERERS[fmt](top_disagreements(report, TOP_DEFAULTS.get(fmt) if top is None else top))
+    """``evalkit audit``'s output in ``fmt``; ``top`` as ``--top`` (see :func:`listed`)."""
+    return RENDERERS[fmt](top_disagreements(report, listed(fmt, top)))
 
 
 def _header(report: dict[str, Any]) -> list[str]:

@@ -15,10 +15,11 @@ Choices the issue leaves open (documented in docs/audit.md):
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalkit.agreement.pairings_config import AuditConfig, Pairing
 from evalkit.agreement.self_judging import same_model
@@ -26,6 +27,9 @@ from evalkit.agreement.sources import EXCLUDED_STATUSES, Card, JudgeValue
 
 # NOT_APPLICABLE starts the reason of a statistic that does not apply (renderers show it quietly)
 from evalkit.agreement.stats.registry import NOT_APPLICABLE, ORDERED  # noqa: F401 (drift, raters)
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SLICE_KINDS = ("scenario", "model", "judge", "rubric")
 RATIONALE_CHARS = 240
@@ -149,18 +153,30 @@ def pairing_stats(
     return _pairing_result(p, _compare(p, pairs, config, bootstrap=bootstrap), pairs)
 
 
-def _compare(
-    p: Pairing,
-    pairs: list[Pair],
-    config: AuditConfig,
-    *,
-    bootstrap: dict[str, Any] | None = None,
-    slices: list[str] | None = None,
-):
+def _compare(p: Pairing, pairs: list[Pair], config: AuditConfig, *, bootstrap: dict[str, Any] | None = None):
     """The judge's labels (predictions) against the mechanical ones (references) on the pairing's
     scale, through the comparison engine; the judge's confidence feeds calibration when the
     pairing says so (see the module docstring for how a confidence becomes a forecast)."""
     from evalkit.agreement.label_comparison import compare
+
+    predictions, references, probabilities, confidences = _inputs(p, pairs)
+    return compare(
+        predictions,
+        references,
+        list(p.scale),
+        level=p.level,
+        probabilities=probabilities,
+        confidences=confidences,
+        threshold=config.escalation_threshold,
+        ece_bins=config.ece_bins,
+        bootstrap=None if bootstrap is None else dict(bootstrap, ci=config.ci),
+    )
+
+
+def _inputs(p: Pairing, pairs: list[Pair]) -> tuple[np.ndarray, np.ndarray, list | None, list | None]:
+    """The comparison engine's inputs for ``pairs``: judge and mechanical positions, and (when the
+    pairing uses the judge's confidence) each pair's forecast and confidence."""
+    import numpy as np  # only on the audit path
 
     k = len(p.scale)
     probabilities = confidences = None
@@ -173,18 +189,9 @@ def _compare(
             rest = (1.0 - c) / (k - 1) if usable else 0.0
             probabilities.append([c if i == x.judge_index else rest for i in range(k)] if usable else None)
             confidences.append(float(c) if usable else None)
-    return compare(
-        [x.judge_index for x in pairs],
-        [x.mechanical_index for x in pairs],
-        list(p.scale),
-        level=p.level,
-        probabilities=probabilities,
-        confidences=confidences,
-        threshold=config.escalation_threshold,
-        ece_bins=config.ece_bins,
-        bootstrap=None if bootstrap is None else dict(bootstrap, ci=config.ci),
-        slices=slices,
-    )
+    predictions = np.asarray([x.judge_index for x in pairs], dtype=np.int64)
+    references = np.asarray([x.mechanical_index for x in pairs], dtype=np.int64)
+    return predictions, references, probabilities, confidences
 
 
 def _pairing_result(p: Pairing, cmp, pairs: list[Pair]) -> dict[str, Any]:
@@ -246,14 +253,29 @@ def _calibration(p: Pairing, cmp, pairs: list[Pair]) -> dict[str, Any]:
 def slice_stats(
     p: Pairing, pairs: list[Pair], config: AuditConfig, kinds: Iterable[str]
 ) -> dict[str, list[dict[str, Any]]]:
+    """Per slice kind, the pairing's statistics over each key's pairs (keys sorted; no intervals)."""
+    from evalkit.agreement.label_comparison import compare
+
+    predictions, references, probabilities, confidences = _inputs(p, pairs)  # once for every kind
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in kinds:
-        keys = [x.slice_key(kind) for x in pairs]
-        cmp = _compare(p, pairs, config, slices=keys)
-        groups: dict[str, list[Pair]] = defaultdict(list)  # one pass: a scan per key is quadratic
-        for x, key in zip(pairs, keys):
-            groups[key].append(x)
-        out[kind] = [{"key": key} | _pairing_result(p, sub, groups[key]) for key, sub in cmp.slices.items()]
+        rows_of: dict[str, list[int]] = {}  # one pass: a scan per key is quadratic
+        for i, x in enumerate(pairs):
+            rows_of.setdefault(x.slice_key(kind), []).append(i)
+        out[kind] = []
+        for key in sorted(rows_of):
+            idx = rows_of[key]
+            sub = compare(
+                predictions[idx],
+                references[idx],
+                list(p.scale),
+                level=p.level,
+                probabilities=None if probabilities is None else [probabilities[i] for i in idx],
+                confidences=None if confidences is None else [confidences[i] for i in idx],
+                threshold=config.escalation_threshold,
+                ece_bins=config.ece_bins,
+            )
+            out[kind].append({"key": key} | _pairing_result(p, sub, [pairs[i] for i in idx]))
     return out
 
 
@@ -263,56 +285,71 @@ def rank_key(p: Pairing, order: int, direction: str, gap_share: float, run_id: s
     return (0 if rank is not None else 1, rank or 0, -gap_share, order, run_id, judge_model)
 
 
-def disagreements(sets: list[PairSet]) -> list[dict[str, Any]]:
-    """Every disagreement, ranked: lenient on pairings with a lenient_rank (safety 0, outcome 1)
-    first, then by the size of the gap as a share of the scale, then pairing order, run, judge."""
+def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str, Any]]:
+    """The disagreements, ranked: lenient on pairings with a lenient_rank (safety 0, outcome 1)
+    first, then by the size of the gap as a share of the scale, then pairing order, run, judge.
+    ``top`` lists only that many of the worst (None or 0: all of them); only those become records
+    (:func:`disagreeing` counts them all)."""
     st = _stats()
-    rows = []
     own: dict[tuple[str, str], bool] = {}  # few judge and agent models: each pair checked once
     excerpts: dict[str, str] = {}  # an annotation's rationale serves each of its dimensions
-    for order, ps in enumerate(sets):
-        p = ps.pairing
-        labels = list(p.scale)
-        directions: dict[tuple[int, int], str | None] = {}
+
+    def ranked():
+        for order, ps in enumerate(sets):
+            p = ps.pairing
+            labels = list(p.scale)
+            directions: dict[tuple[int, int], str | None] = {}
+            for x in ps.pairs:
+                if x.judge_index == x.mechanical_index:
+                    continue
+                at = (x.judge_index, x.mechanical_index)  # the labels at these positions
+                if at not in directions:
+                    directions[at] = st.direction(x.judge_value, x.mechanical_value, labels)
+                gap = abs(x.judge_index - x.mechanical_index) / (len(labels) - 1)
+                yield rank_key(p, order, directions[at], gap, x.run_id, x.judge_model), p, x, directions[at]
+
+    # the rank key is unique (one pair per pairing, run and judge): the top N are the sorted list's first N
+    chosen = heapq.nsmallest(top, ranked(), key=_first) if top else sorted(ranked(), key=_first)
+    rows = []
+    for _, p, x, direction in chosen:
+        steps = abs(x.judge_index - x.mechanical_index)
+        models = (x.judge_model, x.model)
+        if models not in own:
+            own[models] = same_model(*models)
+        if x.rationale not in excerpts:
+            excerpts[x.rationale] = excerpt(x.rationale)
+        rows.append(
+            {
+                "pairing": p.name,
+                "run_id": x.run_id,
+                "path": x.path,
+                "scenario_id": x.scenario_id,
+                "model": x.model,
+                "judge_model": x.judge_model,
+                "self_judged": own[models],
+                "rubric": x.rubric,
+                "judge_value": x.judge_value,
+                "judge_raw": x.judge_raw,
+                "mechanical_value": x.mechanical_value,
+                "direction": direction,
+                "gap": steps,
+                "gap_share": steps / (len(p.scale) - 1),
+                "rationale": excerpts[x.rationale],
+            }
+        )
+    return rows
+
+
+def _first(item: tuple) -> Any:
+    return item[0]
+
+
+def disagreeing(sets: list[PairSet]) -> Iterator[dict[str, str]]:
+    """The pairing and run of every disagreement, one at a time (what adjudications count)."""
+    for ps in sets:
         for x in ps.pairs:
-            if x.judge_index == x.mechanical_index:
-                continue
-            at = (x.judge_index, x.mechanical_index)  # the labels at these positions
-            if at not in directions:
-                directions[at] = st.direction(x.judge_value, x.mechanical_value, labels)
-            direction = directions[at]
-            steps = abs(x.judge_index - x.mechanical_index)
-            gap = steps / (len(labels) - 1)
-            key = rank_key(p, order, direction, gap, x.run_id, x.judge_model)
-            models = (x.judge_model, x.model)
-            if models not in own:
-                own[models] = same_model(*models)
-            if x.rationale not in excerpts:
-                excerpts[x.rationale] = excerpt(x.rationale)
-            rows.append(
-                (
-                    key,
-                    {
-                        "pairing": p.name,
-                        "run_id": x.run_id,
-                        "path": x.path,
-                        "scenario_id": x.scenario_id,
-                        "model": x.model,
-                        "judge_model": x.judge_model,
-                        "self_judged": own[models],
-                        "rubric": x.rubric,
-                        "judge_value": x.judge_value,
-                        "judge_raw": x.judge_raw,
-                        "mechanical_value": x.mechanical_value,
-                        "direction": direction,
-                        "gap": steps,
-                        "gap_share": gap,
-                        "rationale": excerpts[x.rationale],
-                    },
-                )
-            )
-    rows.sort(key=lambda r: r[0])
-    return [r[1] for r in rows]
+            if x.judge_index != x.mechanical_index:
+                yield {"pairing": x.pairing, "run_id": x.run_id}
 
 
 def excerpt(text: str, limit: int = RATIONALE_CHARS) -> str:

@@ -67,6 +67,7 @@ def register(group: click.Group) -> None:
         2 usage error (bad flags, missing database or config file).
         """
         from evalkit import api
+        from evalkit.agreement.audit_output import listed
         from evalkit.errors import InputError
         from evalkit.present import views
 
@@ -77,7 +78,9 @@ def register(group: click.Group) -> None:
         )
         try:
             # options: judge, rubric, by, seed, n_resamples and jury, named as the api names them;
-            # the compared pairs (10^6 rows at scale) only when they are written
+            # records only for the disagreements the output lists, the compared pairs (10^6 rows at
+            # scale) only when they are written
+            options["top"] = listed(fmt_name, top)
             if pairs_out:
                 report, pairs = api.audit_with_pairs(db_path, config=config_path, **options)
             else:
