@@ -36,6 +36,32 @@ CHROMIUM_FLAGS = [
 ]
 
 
+def playwright_chromium():
+    """Debian's chromium launched through Playwright's API (a generator for a pytest fixture: yields
+    the browser, closes it after). Without chromium or playwright the test skips, saying why; with
+    EVALKIT_REQUIRE_BROWSER=1 (CI) it fails instead."""
+    import pytest
+
+    def missing(why: str):
+        if os.environ.get("EVALKIT_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"EVALKIT_REQUIRE_BROWSER=1 but {why}")
+        pytest.skip(why)
+
+    path = find_chromium()
+    if path is None:
+        missing("chromium is not installed (apt-get install chromium; .ci/run installs it)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("playwright is not installed (pip install 'evalkit[test]')")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=path, headless=True, args=[f for f in CHROMIUM_FLAGS if f != "--headless"]
+        )
+        yield browser
+        browser.close()
+
+
 def find_chromium() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
         path = shutil.which(name)

@@ -16,7 +16,6 @@ EVALKIT_REQUIRE_BROWSER=1 (CI), where that is a failure.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 from collections import Counter
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from report_browser import CHROMIUM_FLAGS, find_chromium
+from report_browser import playwright_chromium
 
 from evalkit.cli import cli
 from evalkit.report.page import run_anchor
@@ -273,27 +272,9 @@ def test_the_judge_table_counts_each_provider_call_once(written, tmp_path):
 # ------------------------------------------------------------------------------ in a browser
 
 
-def _missing(why: str):
-    if os.environ.get("EVALKIT_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"EVALKIT_REQUIRE_BROWSER=1 but {why}")
-    pytest.skip(why)
-
-
 @pytest.fixture(scope="module")
 def browser():
-    path = find_chromium()
-    if path is None:
-        _missing("chromium is not installed (apt-get install chromium; .ci/run installs it)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("playwright is not installed (pip install 'evalkit[test]')")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(
-            executable_path=path, headless=True, args=[f for f in CHROMIUM_FLAGS if f != "--headless"]
-        )
-        yield b
-        b.close()
+    yield from playwright_chromium()
 
 
 def _open_details(page, anchor: str) -> bool:

@@ -10,7 +10,6 @@ EVALKIT_REQUIRE_BROWSER=1 (CI), where that is a failure.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
@@ -19,19 +18,13 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import report_scale
 from click.testing import CliRunner
-from report_browser import CHROMIUM_FLAGS, find_chromium
+from report_browser import playwright_chromium
 
 from evalkit.cli import cli
 
 RUNS = 10_000
 MAIN_PAGE_LIMIT = 5_000_000  # bytes: the goal at 10^5 runs, held at 10^4 too
 RENDER_LIMIT_S = 2.0
-
-
-def _missing(why: str):
-    if os.environ.get("EVALKIT_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"EVALKIT_REQUIRE_BROWSER=1 but {why}")
-    pytest.skip(why)
 
 
 @pytest.fixture(scope="module")
@@ -47,19 +40,7 @@ def written(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    path = find_chromium()
-    if path is None:
-        _missing("chromium is not installed (apt-get install chromium; .ci/run installs it)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("playwright is not installed (pip install 'evalkit[test]')")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(
-            executable_path=path, headless=True, args=[f for f in CHROMIUM_FLAGS if f != "--headless"]
-        )
-        yield b
-        b.close()
+    yield from playwright_chromium()
 
 
 def _hrefs(text: str) -> list[str]:

@@ -11,7 +11,6 @@ EVALKIT_REQUIRE_BROWSER=1 (CI), where that is a failure.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -20,30 +19,12 @@ import urllib.request
 
 import pytest
 import view_helpers as vh
-from report_browser import CHROMIUM_FLAGS, find_chromium
-
-
-def _missing(why: str):
-    if os.environ.get("EVALKIT_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"EVALKIT_REQUIRE_BROWSER=1 but {why}")
-    pytest.skip(why)
+from report_browser import playwright_chromium
 
 
 @pytest.fixture(scope="module")
 def browser():
-    path = find_chromium()
-    if path is None:
-        _missing("chromium is not installed (apt-get install chromium; .ci/run installs it)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("playwright is not installed (pip install 'evalkit[test]')")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(
-            executable_path=path, headless=True, args=[f for f in CHROMIUM_FLAGS if f != "--headless"]
-        )
-        yield b
-        b.close()
+    yield from playwright_chromium()
 
 
 def free_port() -> int:
