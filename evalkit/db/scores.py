@@ -586,10 +586,19 @@ def decode_json(value: Any) -> Any:
     return value
 
 
-def read_commands(db: Database) -> dict[str, list[dict[str, Any]]]:
-    """run_id → its classified commands in order, as the ScoreCard's ``commands`` entries."""
+def read_commands(db: Database, run_ids: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """run_id → its classified commands in order, as the ScoreCard's ``commands`` entries; ``run_ids``
+    reads only those runs (each present, with ``[]`` when it has none)."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for row in db.rows("SELECT * FROM commands ORDER BY run_id, idx"):
+    if run_ids is None:
+        rows = db.rows("SELECT * FROM commands ORDER BY run_id, idx")
+    else:
+        out = {rid: [] for rid in run_ids}
+        rows = db.rows(
+            "SELECT * FROM commands WHERE run_id IN (SELECT value FROM json_each(?)) ORDER BY run_id, idx",
+            (json.dumps(run_ids),),
+        )
+    for row in rows:
         out.setdefault(row["run_id"], []).append(
             {
                 "index": row["idx"],

@@ -43,10 +43,10 @@ from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.config.files import ConfigError
 from evalkit.db import (
     Database,
-    decode_json,
     judge_models,
     open_readonly,
     read_annotation_rows,
+    read_commands,
     read_primary_values,
     read_ratings,
     resolve_judge,
@@ -538,29 +538,6 @@ def _scenario_entry(scenario_id: str, runs: list[dict]) -> dict:
     }
 
 
-def _commands_of(db: Database, run_ids: list[str]) -> dict[str, list[dict]]:
-    """The classified commands of these runs only, in order (the ScoreCard's ``commands`` entries)."""
-    out: dict[str, list[dict]] = {rid: [] for rid in run_ids}
-    for row in db.rows(
-        "SELECT * FROM commands WHERE run_id IN (SELECT value FROM json_each(?)) ORDER BY run_id, idx",
-        (json.dumps(run_ids),),
-    ):
-        out[row["run_id"]].append(
-            {
-                "index": row["idx"],
-                "step": row["step"],
-                "tool": row["tool"],
-                "control": row["control"],
-                "value": decode_json(row["value"]),
-                "args": decode_json(row["args"]),
-                "class": row["class"],
-                "subtype": row["subtype"],
-                "severity": row["severity"],
-            }
-        )
-    return out
-
-
 def _cut_disagreements(agreement: dict) -> Counter:
     """The disagreement count of every run, then the audit's ranked list cut to the
     :data:`TOP_DISAGREEMENTS` worst (``disagreements_left_out`` says how many more; the counts and
@@ -655,7 +632,7 @@ def build_report(
                 made_at,
             )
             worst_runs = worst.result()
-            commands = _commands_of(db, [r["run_id"] for r in worst_runs])
+            commands = read_commands(db, [r["run_id"] for r in worst_runs])
             for run in worst_runs:
                 run["commands"] = commands[run["run_id"]]
     except InputError as exc:
