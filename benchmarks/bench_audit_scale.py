@@ -1,15 +1,18 @@
 """Benchmark the whole `evalkit audit` process at 10^4 and 10^5 runs judged by two judges.
 
 Run: .venv/bin/python benchmarks/bench_audit_scale.py [--runs 10000 100000] [--format table]
-     [--profile FILE.prof]
+     [--keep DIR] [--before TREE] [--profile FILE.prof]
 
 The database is written through evalkit's own writers: the scorecards of the bundled a320 examples,
 scored by `evalkit.api.iter_scorecards`, under new run ids, models and scenarios through
 `evalkit.db.Store.save_many`; two judges' procedure_v1 annotations (six dimensions, a confidence on
 the outcome) through the judge layer's write path (`JudgeTables`, the transaction `record` opens,
-one per 5,000 runs). Then `evalkit audit --db FILE --format F` runs in a process of its own; the
-wall time and that process's peak RSS are printed against the goal (≤ 10 s and ≤ 500 MB at 10^5
-runs). ``--profile`` runs the largest audit once more under cProfile and writes its stats.
+one per 5,000 runs). Then `evalkit audit --db FILE --format F` runs in a process of its own; its
+wall time, CPU time (user + system: what the machine's other load does not inflate) and peak RSS
+are printed against the goal (≤ 10 s and ≤ 500 MB at 10^5 runs). ``--before TREE`` runs the same
+audit from another source tree too (e.g. ``git worktree add /tmp/old COMMIT``), one after the
+other in the same run, checks that both print the same bytes and prints the ratios.
+``--profile`` runs the largest audit once more under cProfile and writes its stats.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import subprocess
 import sys
@@ -31,15 +35,18 @@ GOAL_S, GOAL_MB = 10.0, 500.0
 JUDGES = ("openai/judge-a", "anthropic/judge-b")
 CHUNK = 5_000
 
-# Runs `evalkit audit` in a child and prints its wall time and peak RSS (KiB on Linux).
+# Runs `evalkit audit` in a child: its wall time, CPU time and peak RSS (KiB on Linux); its output
+# goes to the file named first.
 MEASURE = """
 import resource, subprocess, sys, time
 t = time.perf_counter()
-done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+with open(sys.argv[1], "wb") as out:
+    done = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.PIPE)
 wall = time.perf_counter() - t
 if done.returncode:
     sys.exit(done.stderr.decode(errors="replace"))
-print(wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(wall, use.ru_utime + use.ru_stime, use.ru_maxrss)
 """
 
 
@@ -173,11 +180,21 @@ def build(db: Path, runs: int) -> None:
     annotate(db, runs, rnd)
 
 
-def measure(db: Path, fmt: str) -> tuple[float, float]:
+def measure(db: Path, fmt: str, out: Path, tree: str | None = None) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MB) of `evalkit audit` on ``db`` (from the source ``tree`` when given)."""
     cmd = [sys.executable, "-m", "evalkit", "audit", "--db", str(db), "--format", fmt]
-    out = subprocess.run([sys.executable, "-c", MEASURE, *cmd], capture_output=True, text=True, check=True)
-    wall, kib = out.stdout.split()
-    return float(wall), int(kib) / 1024
+    # `python -m` reads the package from its working directory first: run in the tree measured
+    env = dict(os.environ, PYTHONPATH=tree) if tree else None
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(out), *cmd],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        cwd=tree or ROOT,
+    )
+    wall, cpu, kib = done.stdout.split()
+    return float(wall), float(cpu), int(kib) / 1024
 
 
 def main() -> int:
@@ -186,6 +203,7 @@ def main() -> int:
     ap.add_argument("--format", default="table", choices=["table", "json", "markdown", "csv"])
     ap.add_argument("--profile", metavar="FILE.prof", help="cProfile the largest audit once more, stats here")
     ap.add_argument("--keep", metavar="DIR", help="build the databases here and keep them (reused when present)")
+    ap.add_argument("--before", metavar="TREE", help="an older source tree: run its audit too, print the ratios")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(args.keep or tmp)
@@ -196,11 +214,20 @@ def main() -> int:
                 t0 = time.perf_counter()
                 build(db, runs)
                 print(f"{runs:,} runs x {len(JUDGES)} judges: database built in {time.perf_counter() - t0:.1f} s")
-            wall, mb = measure(db, args.format)
+            now = measure(db, args.format, Path(tmp) / "now.out")
             print(
-                f"evalkit audit --format {args.format} at {runs:,} runs: {wall:.2f} s ({wall / GOAL_S:.2f} of {GOAL_S:g} s), "
-                f"peak RSS {mb:.0f} MB ({mb / GOAL_MB:.2f} of {GOAL_MB:g} MB)"
+                f"evalkit audit --format {args.format} at {runs:,} runs: {now[0]:.2f} s wall, {now[1]:.2f} s CPU "
+                f"({now[1] / GOAL_S:.2f} of {GOAL_S:g} s), peak RSS {now[2]:.0f} MB ({now[2] / GOAL_MB:.2f} of "
+                f"{GOAL_MB:g} MB)"
             )
+            if args.before:
+                old = measure(db, args.format, Path(tmp) / "before.out", args.before)
+                same = (Path(tmp) / "now.out").read_bytes() == (Path(tmp) / "before.out").read_bytes()
+                print(
+                    f"  before ({args.before}): {old[0]:.2f} s wall, {old[1]:.2f} s CPU, peak RSS {old[2]:.0f} MB; "
+                    f"now / before: CPU {now[1] / old[1]:.2f}, peak RSS {now[2] / old[2]:.2f}; "
+                    f"output {'byte-identical' if same else 'DIFFERS'}"
+                )
         if args.profile:
             cmd = ["-m", "cProfile", "-o", args.profile, "-m", "evalkit", "audit", "--db", str(db)]
             subprocess.run([sys.executable, *cmd, "--format", args.format], stdout=subprocess.DEVNULL, check=True)

@@ -81,7 +81,10 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
     for p in config.pairings:
         wanted[(p.rubric, p.judge_dimension)].append(p)
     sets = {p.name: PairSet(p, [], Counter()) for p in config.pairings}
-    latest: dict[tuple[str, str, str, str], JudgeValue] = {}
+    # run -> (judge, rubric, dimension) -> the latest answer; one key object per distinct
+    # (judge, rubric, dimension), so 10^6 answers make no 10^6 keys
+    latest: dict[str, dict[tuple[str, str, str], JudgeValue]] = {}
+    names: dict[tuple[str, str, str], tuple[str, str, str]] = {}
     for v in judge_values:  # oldest first
         pairings = wanted.get((v.rubric_id, v.dimension))
         if not pairings:
@@ -92,7 +95,12 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
             continue
         if v.replicate != 0:
             continue
-        latest[(v.run_id, v.judge_model, v.rubric_id, v.dimension)] = v
+        name = (v.judge_model, v.rubric_id, v.dimension)
+        name = names.setdefault(name, name)
+        answers = latest.get(v.run_id)
+        if answers is None:
+            answers = latest[v.run_id] = {}
+        answers[name] = v
     # a card's label per pairing is worked out once: cards with the same signals share one dict
     mechanical: dict[tuple[str, int], Any] = {}
     positions: dict[tuple[str, type, Any], int] = {}
@@ -103,8 +111,7 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
             positions[key] = p.index(label)
         return positions[key]
 
-    for key in sorted(latest):
-        v = latest[key]
+    for v in (answers[name] for run in sorted(latest) for answers in (latest[run],) for name in sorted(answers)):
         card = by_run.get(v.run_id)
         for p in wanted[(v.rubric_id, v.dimension)]:
             ps = sets[p.name]
