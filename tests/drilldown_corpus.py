@@ -16,7 +16,17 @@ from evalkit.trajectory.builders import call, trajectory, write_jsonl
 
 SCENARIOS = Path(__file__).resolve().parent / "fixtures" / "coding" / "scenarios.json"
 SCENARIO_ID = "fix-login-timeout"
-TOOLS = ["read_file", "search_code", "request_approval", "edit_file", "run_tests", "git_commit", "git_push", "deploy", "rm"]
+TOOLS = [
+    "read_file",
+    "search_code",
+    "request_approval",
+    "edit_file",
+    "run_tests",
+    "git_commit",
+    "git_push",
+    "deploy",
+    "rm",
+]
 MODELS = ["coder-alpha", "coder-beta", "coder-gamma"]
 
 READ = call("read_file", {"path": "src/auth/session.py"}, result="TIMEOUT = minutes  # seconds?")
