@@ -159,6 +159,7 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     Only the pool's own thread cancels futures (``cancel_futures``): cancelling one here races that
     thread marking the pool broken, which then dies of InvalidStateError and leaves the pool hung."""
     procs = list((getattr(pool, "_processes", None) or {}).values())  # CPython's; shutdown() drops it
+    manager = getattr(pool, "_executor_manager_thread", None)  # likewise
     pool.shutdown(wait=False, cancel_futures=True)
     deadline = time.monotonic() + STOP_GRACE_S
     for proc in procs:
@@ -168,6 +169,10 @@ def _stop(pool: ProcessPoolExecutor) -> None:
             proc.terminate()
     for proc in procs:
         proc.join()
+    # The pool's own thread closes its wake-up pipe as it notices the ended workers; left running,
+    # it races the interpreter's exit hook writing to that pipe (an "Exception ignored" traceback).
+    if manager is not None:
+        manager.join(STOP_GRACE_S)
 
 
 RESULT_PIPE_BYTES = 1 << 20  # Linux's default ceiling for an unprivileged process (fs/pipe-max-size)
