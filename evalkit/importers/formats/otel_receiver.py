@@ -14,6 +14,13 @@ cannot be built is answered with OTLP ``partial_success`` (``rejected_spans``: t
 the request, ``error_message``: why); the request's other runs are written. At Ctrl-C the spans
 whose run never completed (the root never came) are written as a file import would write them.
 
+Memory is bounded, so the receiver can run for days: a trace whose every span belongs to a written
+run and that has had no new span for :data:`TRACE_SETTLE` seconds is forgotten (its id is kept, the
+last :data:`MAX_FINISHED` of them); a span of a forgotten trace is refused with ``partial_success``
+and a warning, never written as a second, partial run. Spans of traces not yet complete are held
+up to :data:`MAX_HELD_SPANS`; a request that would exceed that is answered 503 with
+``Retry-After`` (OTLP exporters retry it) until traces complete.
+
 Limits, as the OpenTelemetry Collector's receiver has them: a body of at most :data:`MAX_BODY` bytes
 on the wire and again after decompression (decompressed incrementally; 413 as soon as it is
 exceeded), :data:`HEADER_TIMEOUT` seconds for the request line and headers, :data:`BODY_TIMEOUT`
@@ -48,6 +55,9 @@ IDLE_TIMEOUT = 5.0  # seconds without a byte, at any point
 MAX_CONNECTIONS = 64
 READ_CHUNK = 64 << 10
 LINGER = 2.0  # seconds spent draining an unread body after an early answer, so the client reads it
+TRACE_SETTLE = 60.0  # seconds without a span after which a trace whose runs are all written is forgotten
+MAX_HELD_SPANS = 1_000_000  # spans of traces still held (about 1-2 KB each)
+MAX_FINISHED = 100_000  # ids of forgotten traces remembered, to refuse their late spans
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -55,6 +65,10 @@ def parse_address(address: str) -> tuple[str, int]:
     if not sep or not port.isascii() or not port.isdigit() or not host or int(port) > 65535:
         raise ValueError(f"--listen needs HOST:PORT, not {address!r}")
     return host.strip("[]"), int(port)
+
+
+class Full(Exception):
+    """The receiver holds :data:`MAX_HELD_SPANS` spans of traces not yet complete."""
 
 
 class RequestError(Exception):
@@ -212,10 +226,11 @@ def response_body(rejected: int, message: str, is_json: bool) -> bytes:
 class TraceState:
     """One trace's spans (unlinked), who is whose child, and the runs built from it."""
 
-    __slots__ = ("lock", "spans", "children", "run_of", "failed", "written")
+    __slots__ = ("lock", "spans", "children", "run_of", "failed", "written", "last")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.last = time.monotonic()  # when its latest span arrived
         self.spans: dict[str, otel.Span] = {}
         self.children: dict[str, list[str]] = {}  # parent span id -> child span ids
         self.run_of: dict[str, str] = {}  # span id -> top span id of the run built with it
@@ -261,8 +276,14 @@ class Receiver:
         echo: Callable[[str], None] = print,
         warn: Callable[[str], None] | None = None,
         token: str | None = None,
+        settle: float = TRACE_SETTLE,
+        max_held: int = MAX_HELD_SPANS,
     ):
         self.host, self.port = parse_address(address)
+        self.settle, self.max_held = settle, max_held
+        self.held = 0  # spans in self.traces
+        self.finished: dict[str, None] = {}  # forgotten trace ids, oldest first
+        self._next_sweep = 0.0
         self.out_dir, self.options, self.echo = out_dir, options, echo
         self.warn = warn or (lambda line: print(line, file=sys.stderr))
         self.token = access_token(self.host, token)
@@ -280,18 +301,61 @@ class Receiver:
     def receive(self, spans: list[otel.Span]) -> tuple[int, str]:
         """Keep ``spans`` and write the runs they complete. Returns (spans rejected, why): the spans
         of this request that belong to a run that cannot be built. OSError: a run cannot be written."""
+        self._sweep()
         by_trace: dict[str, list[otel.Span]] = {}
         for span in spans:
             by_trace.setdefault(span.trace_id, []).append(span)
         rejected, reasons = 0, []
+        with self._traces_lock:
+            late = sorted(t for t in by_trace if t in self.finished)
+            if self.held + len(spans) > self.max_held:
+                raise Full(f"the receiver holds {self.held} spans of traces not yet complete; retry later")
+            self.held += sum(len(by_trace[t]) for t in by_trace if t not in self.finished)
+        for trace_id in late:
+            count = len(by_trace.pop(trace_id))
+            rejected += count
+            reason = (
+                f"{count} span(s) of trace {trace_id}, which was complete, written and forgotten after "
+                f"{self.settle:g} s without a span: not merged"
+            )
+            reasons.append(reason)
+            self.warn(f"warning: {reason}")
         for trace_id in sorted(by_trace):
             with self._traces_lock:
                 state = self.traces.setdefault(trace_id, TraceState())
             with state.lock:
+                before = len(state.spans)
                 n, why = self._receive_trace(state, by_trace[trace_id])
+                state.last = time.monotonic()
+                repeated = len(by_trace[trace_id]) - (len(state.spans) - before)
+            if repeated:  # spans sent again replace themselves
+                with self._traces_lock:
+                    self.held -= repeated
             rejected += n
             reasons += why
         return rejected, "; ".join(reasons)
+
+    def _sweep(self) -> None:
+        """Forget the traces whose runs are all written and that got no span for ``settle`` seconds
+        (checked at most once a second)."""
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + min(1.0, self.settle)
+        with self._traces_lock:
+            for trace_id, state in list(self.traces.items()):
+                if state.last + self.settle > now or not state.lock.acquire(blocking=False):
+                    continue
+                try:
+                    if state.failed or len(state.run_of) < len(state.spans):
+                        continue  # a run not built yet: kept for its root, or for flush() at Ctrl-C
+                    del self.traces[trace_id]
+                    self.held -= len(state.spans)
+                    self.finished[trace_id] = None
+                    if len(self.finished) > MAX_FINISHED:
+                        del self.finished[next(iter(self.finished))]
+                finally:
+                    state.lock.release()
 
     def _receive_trace(self, state: TraceState, spans: list[otel.Span]) -> tuple[int, list[str]]:
         tops: dict[str, None] = {}
@@ -541,6 +605,9 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             del body
             try:
                 rejected, message = receiver.receive(spans)
+            except Full as exc:
+                self._reply(503, str(exc).encode(), "text/plain; charset=utf-8", ("Retry-After", "5"))
+                return
             except OSError as exc:  # the output directory: retryable for the exporter
                 receiver.warn(f"error: cannot write a run into {receiver.out_dir}: {exc}")
                 raise RequestError(503, "cannot write the runs; retry later") from None
