@@ -323,3 +323,23 @@ def test_imported_taubench_and_tau2_runs_have_no_warning(tmp_path):
 
 def test_scenario_json_is_unchanged_by_the_corpus_helper():
     assert SCENARIO["id"] == "fix-null-check"  # the mistakes are made on copies
+
+
+def test_a_sibling_tool_that_differs_by_a_whole_word_is_not_a_typo(tmp_path):
+    """`git_pull` listed as optional and never called, beside a called `git_push` (as `restore_backup`
+    beside `create_backup`): no "did you mean"; `git_pusj` still is one."""
+
+    def edit(s):
+        s["command_tools"].append("git_pull")
+        s["ground_truth"]["optional_actions"].append({"tool": "git_pull"})
+
+    result, _ = corpus_with(tmp_path, edit)
+    assert result.exit_code == 0 and result.stdout == "", result.stdout
+
+    def typo(s):
+        s["command_tools"].append("git_pusj")
+        s["ground_truth"]["optional_actions"].append({"tool": "git_pusj"})
+
+    result, _ = corpus_with(tmp_path, typo)
+    assert 'optional tool "git_pusj" is never called' in only_line(result)
+    assert only_line(result).endswith('(did you mean "git_push"?)')

@@ -25,6 +25,7 @@ Forbidden actions nobody took are normal: only a name that cannot match at all i
 from __future__ import annotations
 
 import difflib
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -69,11 +70,23 @@ def _paths(value: Any, into: dict[str, set[str]], prefix: str = "", depth: int =
             _paths(item, into, path + ".", depth + 1)
 
 
+_WORDS = re.compile(r"[_.\-]+")
+
+
 def near(name: str, candidates: Iterable[str], cutoff: float = 0.75) -> str | None:
-    """The candidate closest to ``name`` (not ``name`` itself), or None."""
+    """The candidate closest to ``name`` (not ``name`` itself) that reads as its misspelling, or None.
+
+    Names of as many words (``_``, ``.``, ``-``) must differ word by word by a slip, not by a whole
+    word: ``git_comit`` is ``git_commit`` misspelt, while ``restore_backup`` is a sibling of
+    ``create_backup``, not a typo of it (a tool set often holds both; only one may be called)."""
     pool = sorted({c for c in candidates if c != name})
-    close = difflib.get_close_matches(name, pool, n=1, cutoff=cutoff)
-    return close[0] if close else None
+    for guess in difflib.get_close_matches(name, pool, n=5, cutoff=cutoff):
+        words, other = _WORDS.split(name), _WORDS.split(guess)
+        if len(words) != len(other) or all(
+            a == b or difflib.SequenceMatcher(None, a, b).ratio() >= cutoff for a, b in zip(words, other)
+        ):
+            return guess
+    return None
 
 
 def _mean(near_name: str | None) -> str:
