@@ -134,8 +134,14 @@ def test_estimate_table_says_na_with_the_reason(tmp_path):
     db, _ = _db(tmp_path, q0=0.4, q1=0.5)
     res = CliRunner().invoke(cli, ["estimate", "--db", str(db), "--method", "rogan-gladen"])
     assert res.exit_code == 0
-    assert "n/a (the judge is no better than chance" in res.output
+    lines = res.output.splitlines()
+    numbered = [line for line in lines if "n/a (1)" in line]
+    assert len(numbered) >= 1
+    reason = [line for line in lines if line.startswith("note: (1) ")]
+    assert len(reason) == 1 and "the judge is no better than chance" in reason[0]  # written once
     assert "uniform random sample" in res.output
+    csv = CliRunner().invoke(cli, ["estimate", "--db", str(db), "--method", "rogan-gladen", "--format", "csv"])
+    assert "n/a (the judge is no better than chance" in csv.output  # a csv cell holds its reason
 
 
 def test_estimate_baseline_difference(tmp_path):

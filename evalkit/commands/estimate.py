@@ -18,8 +18,12 @@ def _num(x, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def estimates_table(result: dict) -> Table:
+def estimates_table(result: dict, numbered: bool = True) -> Table:
+    """The estimates, one row per judge dimension and group. ``numbered``: an n/a cell names its
+    reason by number, each reason written once under the table (the same reason repeats for every
+    group of a dimension); else the reason is in the cell (csv)."""
     rows = []
+    reasons: dict[str, int] = {}
     for e in result["estimates"]:
         alone = e["labels_alone"]
         labels = e["labels"]
@@ -28,6 +32,12 @@ def estimates_table(result: dict) -> Table:
             if "m0" in labels
             else f"{labels['n_labeled']} labelled"
         )
+        if e["reason"] is None:
+            figure = _num(e["estimate"])
+        elif numbered:
+            figure = f"n/a ({reasons.setdefault(e['reason'], len(reasons) + 1)})"
+        else:
+            figure = f"n/a ({e['reason']})"
         rows.append(
             [
                 e["judge"],
@@ -35,7 +45,7 @@ def estimates_table(result: dict) -> Table:
                 e["group"],
                 e["n"],
                 _num(e["judge_rate"]),
-                _num(e["estimate"]) if e["reason"] is None else f"n/a ({e['reason']})",
+                figure,
                 _ci(e["ci"]),
                 e["method"],
                 _ci(alone["ci"]),
@@ -43,7 +53,11 @@ def estimates_table(result: dict) -> Table:
             ]
         )
     level = f"{result['level']:.0%}"
-    notes = [f"intervals at {level}; 'labels alone' is the interval from the human labels without the judge"]
+    notes = [f"({n}) {reason}" for reason, n in reasons.items()]
+    notes += [
+        f"intervals at {level}; 'labels alone' is the interval from the human labels without the judge",
+        "judge figure: the judge's pass rate on a pass/fail dimension, its mean on a scored one",
+    ]
     notes += result["assumptions"]
     return Table(
         [
@@ -51,7 +65,7 @@ def estimates_table(result: dict) -> Table:
             "dimension",
             result["by"],
             "n",
-            "judge rate",
+            "judge figure",
             "estimate",
             "interval",
             "method",
@@ -185,7 +199,7 @@ def register(group: click.Group) -> None:
                 )
                 if plan:
                     result["plan"] = _plans(est, result, width, level)
-                text = _render(estimates_table(result), fmt_name, result)
+                text = _render(estimates_table(result, numbered=fmt_name != "csv"), fmt_name, result)
                 if fmt_name in ("table", "markdown"):
                     if baseline is not None:
                         text += "\n" + _render(differences_table(result), fmt_name, None)
