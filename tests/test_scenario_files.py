@@ -133,3 +133,14 @@ def test_cli_score_with_a_bad_scenarios_file_exits_1(tmp_path):
         cli, ["score", str(named_run(tmp_path)), "--scenarios", str(tmp_path / "tasks.json"), "--no-db"]
     )
     assert result.exit_code == 1 and "tasks.json:1: scenario.id: Input should be a valid string" in result.stderr
+
+
+def test_a_misspelt_scenario_id_is_an_error_with_did_you_mean(tmp_path):
+    (tmp_path / "tasks.json").write_text(json.dumps([SC]))
+    run = named_run(tmp_path, scenario_id="refund-b2")
+    result = CliRunner().invoke(cli, ["score", str(run), "--scenarios", str(tmp_path / "tasks.json"), "--no-db"])
+    assert result.exit_code == 1
+    assert (
+        f'{run}:1: meta.scenario_id: no scenario "refund-b2" in the scenario file(s) given (did you mean "refund-b22"?)'
+        in result.stderr
+    )

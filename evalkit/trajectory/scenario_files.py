@@ -245,7 +245,11 @@ def fill_scenario(meta: dict[str, Any], scenarios: ScenarioSet | None, path: str
             )
         scenarios, where = beside[0], f"{beside[1]} (the scenario file beside the run)"
     if sid not in scenarios:
-        raise InputError(shown_name(path), lineno, f'meta.scenario_id: no scenario "{sid}" in {where}')
+        raise InputError(
+            shown_name(path),
+            lineno,
+            f'meta.scenario_id: no scenario "{sid}" in {where}{suggestion(sid, list(scenarios.by_id))}',
+        )
     meta["scenario"] = scenarios.by_id[sid][0]
     return True
 
