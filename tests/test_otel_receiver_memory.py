@@ -118,3 +118,53 @@ def test_spans_sent_twice_are_counted_once(make_receiver):
     for _ in range(3):
         assert _post(rec.url, children)[0] == 200
     assert rec.held == 1
+
+
+def _nested_agents():
+    """An orchestrator agent that calls a researcher agent, each with a chat turn; the spans in the
+    order the SDK exports them (each as it ends: the inner agent before the outer)."""
+    memory = oh.InMemorySpanExporter()
+    tp = oh.provider(memory)
+    tracer = tp.get_tracer("t")
+
+    def chat():
+        with tracer.start_as_current_span(
+            "chat m", attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}
+        ):
+            pass
+
+    agent = lambda name: {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name}  # noqa: E731
+    with tracer.start_as_current_span("invoke_agent orchestrator", attributes=agent("orchestrator")):
+        chat()
+        with tracer.start_as_current_span("invoke_agent researcher", attributes=agent("researcher")):
+            chat()
+        chat()
+    tp.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def test_nested_agents_sent_live_end_as_the_one_run_a_file_import_gives(make_receiver, tmp_path):
+    from evalkit.importers.formats.otel import IMPORTER
+
+    rec = make_receiver()
+    lines: list[str] = []
+    rec.echo = lines.append
+    spans = _nested_agents()
+    for span in spans:  # one request a span, as a SimpleSpanProcessor exports them
+        assert _post(rec.url, [span])[0] == 200
+    files = sorted((tmp_path / "live").glob("*.jsonl"))
+    path = oh.write_collector_file(tmp_path / "t.jsonl", [spans])
+    (expected,) = IMPORTER.convert(str(path)).runs  # the file import: the outermost agent's run
+    assert len(files) == 1
+    live = [json.loads(line) for line in files[0].read_text().splitlines()]
+    assert live[0]["run_id"] == expected[0]["run_id"]
+    assert any("is part of run" in line and "removed" in line for line in lines)  # the inner run written first
+
+
+def test_nested_agents_in_one_request_write_only_the_outer_run(make_receiver, tmp_path):
+    rec = make_receiver()
+    lines: list[str] = []
+    rec.echo = lines.append
+    assert _post(rec.url, _nested_agents())[0] == 200
+    assert len(list((tmp_path / "live").glob("*.jsonl"))) == 1
+    assert not any("removed" in line for line in lines)  # nothing written to be taken back

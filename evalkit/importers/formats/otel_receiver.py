@@ -9,7 +9,9 @@ Spans are kept per trace, each trace with its own lock. A run is built once its 
 an ``invoke_agent`` span or a trace's root ends after every span inside it, so an exporter has sent
 them by then — with the same mapping as a file import (:mod:`evalkit.importers.formats.otel`), and
 written (``DIR/<run_id>.jsonl``, through a temporary file); a span of that run arriving later builds
-it again. A request costs the spans it carries, plus one build of each run it completes. A run that
+it again. An agent called by another agent is part of the caller's run, as in a file import: its
+own run, written when it ended first, is removed once the caller's arrives (said on stdout). A
+request costs the spans it carries, plus one build of each run it completes. A run that
 cannot be built is answered with OTLP ``partial_success`` (``rejected_spans``: that run's spans in
 the request, ``error_message``: why); the request's other runs are written. At Ctrl-C the spans
 whose run never completed (the root never came) are written as a file import would write them.
@@ -226,7 +228,7 @@ def response_body(rejected: int, message: str, is_json: bool) -> bytes:
 class TraceState:
     """One trace's spans (unlinked), who is whose child, and the runs built from it."""
 
-    __slots__ = ("lock", "spans", "children", "run_of", "failed", "written", "last")
+    __slots__ = ("lock", "spans", "children", "run_of", "failed", "written", "last", "run_at")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -236,6 +238,7 @@ class TraceState:
         self.run_of: dict[str, str] = {}  # span id -> top span id of the run built with it
         self.failed: dict[str, str] = {}  # top span id -> why its run could not be built
         self.written: dict[str, str] = {}  # run_id -> the text last written
+        self.run_at: dict[str, str] = {}  # top span id -> the run_id written for it
 
     def add(self, span: otel.Span) -> None:
         if span.span_id not in self.spans and span.parent:
@@ -367,7 +370,7 @@ class Receiver:
                 tops[top] = None
         new = {span.span_id for span in spans}
         rejected, reasons = 0, []
-        for top_id in tops:
+        for top_id in [t for t in tops if not self._inside(state, t, tops)]:
             tree = state.tree(top_id)
             runs = [tree]
             if tree.operation != "invoke_agent":  # a trace's root: its outermost agents are the runs
@@ -377,11 +380,39 @@ class Receiver:
                 for span_id in members:
                     state.run_of[span_id] = run_top.span_id
                 error = self._build_and_write(state, run_top)
+                if not error:
+                    self._drop_runs_inside(state, run_top.span_id, members)
                 if error:
                     count = sum(1 for span_id in members if span_id in new)
                     rejected += count
                     reasons.append(f"{count} span(s) of {error}")
         return rejected, reasons
+
+    @staticmethod
+    def _inside(state: TraceState, span_id: str, tops: dict[str, None]) -> bool:
+        """Whether another of ``tops`` holds ``span_id`` (its run is built as part of that one)."""
+        seen = {span_id}
+        parent = state.spans[span_id].parent
+        while parent is not None and parent in state.spans and parent not in seen:
+            if parent in tops:
+                return True
+            seen.add(parent)
+            parent = state.spans[parent].parent
+        return False
+
+    def _drop_runs_inside(self, state: TraceState, top_id: str, members: list[str]) -> None:
+        """An agent's run written before the agent that called it arrived is part of the outer run,
+        as a file import of the trace makes it: its file is removed, and the line says so."""
+        outer = state.run_at.get(top_id)
+        for span_id in members:
+            inner = state.run_at.get(span_id) if span_id != top_id else None
+            if inner is None or inner == outer:
+                continue
+            del state.run_at[span_id]
+            state.written.pop(inner, None)
+            path = Path(self.out_dir) / file_name(inner)
+            path.unlink(missing_ok=True)
+            self.echo(f"{inner} is part of run {outer}: {path} removed")
 
     def _build_and_write(self, state: TraceState, top: otel.Span) -> str | None:
         """Build the run of ``top`` and write it if it changed; the error, or None."""
@@ -396,6 +427,7 @@ class Receiver:
             return message
         state.failed.pop(top.span_id, None)
         run_id = run[0]["run_id"]
+        state.run_at[top.span_id] = run_id
         if state.written.get(run_id) != text:
             path = self._write(run_id, text)
             state.written[run_id] = text
