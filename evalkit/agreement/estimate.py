@@ -210,16 +210,23 @@ def build_estimates(
     with open_readonly(db_path) as db:
         if judge is not None:
             judge = resolve_judge(judge, judge_models(db), db.path)
-        cards = {c.run_id: c for c in read_cards(db)}
+        cards = {c.run_id: c for c in read_cards(db, signals=())}  # the model and scenario only
         values = list(read_annotations(db, judge=judge, rubric=rubric))
         reviewed, _ = read_review_ratings(db)
         designs = read_review_designs(db)
         ratings = collect_ratings(read_ratings(db) + reviewed, values)
     labels = _labels_by_run(ratings, designs)
-    raters = sorted({(rater, dim) for rater, dim, _ in labels if not rater.startswith("human:")})
+    # indexes: a judge rater's runs per dimension; the human labels per dimension and run (few)
+    judged: dict[tuple[str, str], list[str]] = defaultdict(list)
+    human: dict[str, dict[str, dict[str, list[Any]]]] = defaultdict(lambda: defaultdict(dict))
+    for rater, dim, run in labels:
+        if rater.startswith("human:"):
+            human[dim][run][rater.removeprefix("human:")] = labels[(rater, dim, run)]
+        else:
+            judged[(rater, dim)].append(run)
     estimates = []
-    for rater, dim in raters:
-        runs = sorted(run for (r, d, run) in labels if r == rater and d == dim)
+    for rater, dim in sorted(judged):
+        runs = sorted(judged[(rater, dim)])
         every = [v for run in runs for v in labels[(rater, dim, run)]]
         informative = [v for v in every if _number(v) is not None]  # "n/a" and the like say nothing
         binary = bool(informative) and all(_binary(v, threshold) is not None for v in informative)
@@ -228,7 +235,9 @@ def build_estimates(
             card = cards.get(run)
             groups[_group(by, card.model if card else "unknown", card.scenario_id if card else "unknown")].append(run)
         for group, members in sorted(groups.items()):
-            estimates.append(_estimate(rater, dim, group, members, labels, binary, threshold, level, method))
+            estimates.append(
+                _estimate(rater, dim, group, members, labels, human[dim], binary, threshold, level, method)
+            )
     out: dict[str, Any] = {
         "schema": SCHEMA,
         "level": level,
@@ -243,12 +252,13 @@ def build_estimates(
     return out
 
 
-def _humans(labels, dim, run, designs, binary, threshold) -> float | None:
-    values = [v for d in designs for v in labels.get(("human:" + d, dim, run), [])]
+def _humans(by_design: dict[str, list[Any]], designs, binary, threshold) -> float | None:
+    values = [v for d in designs for v in by_design.get(d, [])]
     return _combine(values, binary, threshold)
 
 
-def _estimate(rater, dim, group, runs, labels, binary, threshold, level, method) -> dict[str, Any]:
+def _estimate(rater, dim, group, runs, labels, human, binary, threshold, level, method) -> dict[str, Any]:
+    """``human``: run -> design -> the human labels of this dimension."""
     every = ("random", "stratified", "disagreement", "by_hand")
     judge_values: dict[str, Any] = {}
     humans: dict[tuple[str, ...], dict[str, Any]] = {d: {} for d in (*set(ALLOWED.values()), every)}
@@ -257,8 +267,10 @@ def _estimate(rater, dim, group, runs, labels, binary, threshold, level, method)
         if j is None:
             continue
         judge_values[run] = j
+        if run not in human:
+            continue
         for designs, found in humans.items():
-            h = _humans(labels, dim, run, designs, binary, threshold)
+            h = _humans(human[run], designs, binary, threshold)
             if h is not None:
                 found[run] = h
     entry: dict[str, Any] = {"judge": rater, "dimension": dim, "group": group, "kind": "rate" if binary else "mean"}
