@@ -20,7 +20,7 @@ FAKE_KEY = "sk-test-DO-NOT-STORE-4f9c2a7b1e"
 
 
 def fast_config(directory: Path) -> str:
-    """``directory/fast.toml``: the tiny backoff of FAST as a --config file for the CLI; its path."""
+    """``directory/fast.toml``: the tiny backoff of FAST as a --judge-config file for the CLI; its path."""
     path = Path(directory) / "fast.toml"
     path.write_text("[retry]\nattempts = 3\ninitial_wait_s = 0.001\nmax_wait_s = 0.005\njitter_s = 0.001\n")
     return str(path)
@@ -153,7 +153,7 @@ def judge_cli(db, api_base: str, config, *extra, model: str = HOSTILE_MODEL):
         "json_schema",
         "--format",
         "json",
-        "--config",
+        "--judge-config",
         config,
         *extra,
     )

@@ -179,7 +179,7 @@ def test_bad_config_is_one_line_error(db, tmp_path):
     bad.write_text(
         '[[pairing]]\nname = "outcome"\nrubric = "procedure_v1"\njudge_dimension = "outcome"\nscale = ["x"]\n'
     )
-    res = run("audit", "--db", str(db), "--config", str(bad))
+    res = run("audit", "--db", str(db), "--pairings", str(bad))
     assert res.exit_code == 1
     lines = res.stderr.strip().splitlines()
     assert lines == [

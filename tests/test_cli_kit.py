@@ -104,7 +104,7 @@ def test_missing_config_and_rating_files_are_named(tmp_path):
     db = tmp_path / "x.db"
     db.write_bytes(b"")
     assert "none.toml: no such pairings file" in one_error_line(
-        invoke("audit", "--db", str(db), "--config", str(tmp_path / "none.toml")), 2
+        invoke("audit", "--db", str(db), "--pairings", str(tmp_path / "none.toml")), 2
     )
     assert "ratings.csv: no such file" in one_error_line(
         invoke("annotations", "import", str(tmp_path / "ratings.csv"), "--db", str(db)), 2
@@ -172,3 +172,10 @@ def test_fail_sanitizes_what_it_quotes(tmp_path):
     bad.write_text('{"type": "meta"\n')
     res = invoke("score", str(bad), "--no-db")
     assert res.exit_code == 1 and "\x1b" not in res.stderr and "evil\\x1b[2J.jsonl" in res.stderr
+
+
+def test_config_is_not_an_option_name(tmp_path):
+    """`--pairings` and `--judge-config` are the names; `--config` is a usage error (exit 2)."""
+    for command in (["audit"], ["view"], ["judge", "--model", "openai/x"]):
+        res = invoke(*command, "--config", str(tmp_path / "x.toml"))
+        assert res.exit_code == 2 and "No such option: --config" in res.stderr, (command, res.stderr)

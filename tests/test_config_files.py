@@ -101,7 +101,7 @@ def test_audit_cli_config_errors_are_one_line_exit_1(tmp_path):
     sqlite3.connect(db).close()
     for body in ('pairing = "x"\n', PAIRING + 'when = ">= banana"\n', "[drift]\nmoved_byy = 1\n"):
         cfg = user_config(tmp_path, body)
-        res = CliRunner().invoke(cli, ["audit", "--db", str(db), "--config", str(cfg)])
+        res = CliRunner().invoke(cli, ["audit", "--db", str(db), "--pairings", str(cfg)])
         assert res.exit_code == 1, res.output
         assert res.exception is None or isinstance(res.exception, SystemExit)
         assert "Traceback" not in res.output and res.output.count("\n") == 1 and str(cfg) in res.output

@@ -235,7 +235,7 @@ def test_judge_summary_and_table_show_escapes(tmp_path, runs):
                 "openai/judge-a",
                 "--api-base",
                 srv.api_base,
-                "--config",
+                "--judge-config",
                 str(config),
                 "--format",
                 fmt,

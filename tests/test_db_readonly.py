@@ -69,7 +69,7 @@ def _with_config(args: list[str], shared_dir: Path) -> list[str]:
     config = shared_dir / "pairings.toml"
     config.write_text("# defaults only\n", encoding="utf-8")
     config.chmod(0o644)
-    return [*args, "--config", str(config)]
+    return [*args, "--pairings", str(config)]
 
 
 def _make(shared_dir: Path, tmp_path: Path) -> tuple[Path, Path]:

@@ -372,7 +372,7 @@ def test_evalkit_judge_works_on_imported_runs_and_is_audited_with_the_scorers(lo
         "openai/judge-a",
         "--api-base",
         server.api_base,
-        "--config",
+        "--judge-config",
         fast_config(tmp_path),
     )
     assert res.exit_code == 0, res.output

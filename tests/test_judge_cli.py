@@ -20,7 +20,7 @@ def judge(db, srv, *args):
 
 def test_cli_judges_stored_runs_and_prints_summary(tmp_path, server):
     db = scored_db(tmp_path, 3)
-    res = judge(db, server, "--config", fast_config(tmp_path))
+    res = judge(db, server, "--judge-config", fast_config(tmp_path))
     assert res.exit_code == 0, res.stderr
     out = res.stdout
     assert out.splitlines()[0].split()[:4] == ["run_id", "judge_model", "rep", "status"]
@@ -42,7 +42,7 @@ def test_cli_with_paths_scores_first_and_reports_bad_files(tmp_path, server):
     runs = write_runs(tmp_path / "runs", 2)
     (runs / "broken.jsonl").write_text('{"type": "meta"\n')
     db = str(tmp_path / "new.db")
-    res = judge(db, server, str(runs), "--config", fast_config(tmp_path))
+    res = judge(db, server, str(runs), "--judge-config", fast_config(tmp_path))
     assert res.exit_code == 1
     bad = [line for line in res.stderr.splitlines() if "broken.jsonl" in line]
     assert bad and bad[0].startswith(str(runs / "broken.jsonl") + ":1:") and "Traceback" not in res.stderr
@@ -93,7 +93,7 @@ def test_cli_max_cost_says_it_stopped(tmp_path, server):
     db = scored_db(tmp_path, 4)
     cfg = tmp_path / "priced.toml"
     cfg.write_text('[prices."openai/judge-a"]\ninput_per_mtok = 1000000.0\noutput_per_mtok = 0.0\n')
-    res = judge(db, server, "--config", str(cfg), "--max-cost", "0.5", "--concurrency", "1")
+    res = judge(db, server, "--judge-config", str(cfg), "--max-cost", "0.5", "--concurrency", "1")
     assert res.exit_code == 1 and server.count == 1
     assert "--max-cost $0.5000 reached" in res.stderr and "stopped: --max-cost" in res.stdout
 

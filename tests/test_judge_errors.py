@@ -19,7 +19,7 @@ def judge_at(server, tmp_path, model: str, *options: str):
     """`evalkit judge` of two scored runs with ``model`` on the fake server, one request at a time."""
     db = scored_db(tmp_path, 2)
     config = fast_config(tmp_path)
-    args = ["--db", db, "--model", model, "--api-base", server.api_base, "--concurrency", "1", "--config", config]
+    args = ["--db", db, "--model", model, "--api-base", server.api_base, "--concurrency", "1", "--judge-config", config]
     return invoke("judge", *args, *options)
 
 

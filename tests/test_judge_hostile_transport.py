@@ -117,7 +117,7 @@ def test_huge_reply_is_refused_quickly_with_bounded_memory(tmp_path):
                 "json_schema",
                 "--format",
                 "json",
-                "--config",
+                "--judge-config",
                 str(config(tmp_path, 30.0, 2)),
             ),
             capture_output=True,

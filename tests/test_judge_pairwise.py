@@ -60,7 +60,7 @@ def scored(tmp_path, base_runs=2, model_runs=3) -> str:
 
 def pairwise(db, srv, cfg, *args, model="openai/judge-p"):
     return invoke(
-        "judge", "--pairwise", "--db", db, "--model", model, "--api-base", srv.api_base, "--config", cfg, *args
+        "judge", "--pairwise", "--db", db, "--model", model, "--api-base", srv.api_base, "--judge-config", cfg, *args
     )
 
 
@@ -283,7 +283,7 @@ def test_pairwise_with_paths_scores_them_first_and_prints_markdown(tmp_path, ser
     db = str(tmp_path / "fresh.db")
     res = invoke(
         "judge", runs, "--pairwise", "--baseline", BASE, "--db", db, "--model", "openai/judge-p",
-        "--api-base", server.api_base, "--config", cfg, "--format", "markdown",
+        "--api-base", server.api_base, "--judge-config", cfg, "--format", "markdown",
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("| pair_id | a | b | judge_model | shown | status | overall | source |")

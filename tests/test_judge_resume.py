@@ -17,7 +17,9 @@ from evalkit.judges.api import judge_db
 def start_judge(db, srv, config, model="openai/judge-a", concurrency="2"):
     env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
     return subprocess.Popen(
-        judge_command(db, model, srv.api_base, "--concurrency", concurrency, "--config", config, "--format", "jsonl"),
+        judge_command(
+            db, model, srv.api_base, "--concurrency", concurrency, "--judge-config", config, "--format", "jsonl"
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

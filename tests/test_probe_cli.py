@@ -61,7 +61,7 @@ def probe(db, srv, config, *args, paths=(), models=("openai/judge-a",), resample
         *judges,
         "--api-base",
         srv.api_base,
-        "--config",
+        "--judge-config",
         config,
         "--resamples",
         resamples,
@@ -88,7 +88,7 @@ def test_constant_judge_all_six_probes_unchanged_cached_and_walled_off(tmp_path,
     server.mode = "constant"
     db = tmp_path / "e.db"
     judged = invoke(
-        "judge", runs, "--db", db, "--model", "openai/judge-a", "--api-base", server.api_base, "--config", cfg
+        "judge", runs, "--db", db, "--model", "openai/judge-a", "--api-base", server.api_base, "--judge-config", cfg
     )
     assert judged.exit_code == 0, judged.stderr
     before = audit(db)

@@ -42,7 +42,7 @@ def register(group: click.Group) -> None:
     )
     @pairings_option(
         "Pairings/thresholds merged onto configs/pairings.toml (default: $EVALKIT_PAIRINGS_CONFIG, "
-        "else .evalkit/pairings.toml if present). --config is the old name."
+        "else .evalkit/pairings.toml if present)."
     )
     @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
     @resamples_option()

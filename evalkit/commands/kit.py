@@ -139,8 +139,8 @@ def config_file_option(*names: str, noun: str, help: str) -> Callable:
 
 
 def pairings_option(help: str) -> Callable:
-    """``--pairings FILE`` (``--config``, its old name): the audit's pairings file (`audit`, `view`)."""
-    return config_file_option("--pairings", "--config", "config_path", noun="pairings file", help=help)
+    """``--pairings FILE``: the audit's pairings file (`audit`, `view`)."""
+    return config_file_option("--pairings", "config_path", noun="pairings file", help=help)
 
 
 def rate_option(flag: str, help: str) -> Callable:
@@ -265,11 +265,10 @@ def judge_call_options(command: Callable) -> Callable:
         click.option("--refresh", is_flag=True, help="Ignore cache hits and call again."),
         config_file_option(
             "--judge-config",
-            "--config",
             "config_path",
             noun="judge config file",
             help="Judge settings merged onto configs/judge.toml (retries, timeouts, prices); default "
-            "$EVALKIT_JUDGE_CONFIG, else .evalkit/judge.toml if present. --config is the old name.",
+            "$EVALKIT_JUDGE_CONFIG, else .evalkit/judge.toml if present.",
         ),
         click.option(
             "--progress/--no-progress",

@@ -34,7 +34,7 @@ def register(group: click.Group) -> None:
     help="Rubric of the review form (name in prompts/ or a .toml path; default: "
     "the rubric of the run's annotations, else the judge config's).",
 )
-@pairings_option("Pairings file for the disagreements, as for evalkit audit (--config is the old name).")
+@pairings_option("Pairings file for the disagreements, as for evalkit audit.")
 @click.option(
     "--allow-host",
     "allow_hosts",

@@ -1,6 +1,6 @@
 """`configs/probes.toml`: the texts the probes plant, validated like every config (evalkit.config.files).
 
-The shipped file is always read; ``--config FILE`` is merged onto it table by table, key by key
+The shipped file is always read; ``--probes-config FILE`` is merged onto it table by table, key by key
 (a key you set replaces the shipped one). Unknown tables and keys are errors naming the key.
 """
 
