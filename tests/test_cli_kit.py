@@ -178,4 +178,4 @@ def test_config_is_not_an_option_name(tmp_path):
     """`--pairings` and `--judge-config` are the names; `--config` is a usage error (exit 2)."""
     for command in (["audit"], ["view"], ["judge", "--model", "openai/x"]):
         res = invoke(*command, "--config", str(tmp_path / "x.toml"))
-        assert res.exit_code == 2 and "No such option: --config" in res.stderr, (command, res.stderr)
+        assert res.exit_code == 2 and "No such option '--config'" in res.stderr, (command, res.stderr)
