@@ -1,7 +1,6 @@
 """The score writer's bulk path (evalkit/db: scores.py, schema.py): the commands table has one
-index, its primary key's, and a file made by schema version 5 (or by the sqlite-utils writer before
-versioning) loses the index that repeated it on its first write, its rows unchanged; a staged batch
-whose run_id is already in the file replaces that run's commands."""
+index, its primary key's, which every lookup by run_id uses; a staged batch whose run_id is already
+in the file replaces that run's commands."""
 
 from __future__ import annotations
 
@@ -9,10 +8,8 @@ import sqlite3
 
 import pytest
 from engine_helpers import make_corpus
-from test_db_schema import EXAMPLES, old_store
 
-from evalkit.api import iter_scorecards
-from evalkit.db import SCHEMA_VERSION, TABLES, open_readonly, open_write, read_scorecards
+from evalkit.db import TABLES
 from evalkit.db.scores import STAGE, Store, batch_rows, stage_rows
 from evalkit.engines import ScoreJob
 from evalkit.engines.job import score_batch
@@ -76,57 +73,6 @@ def test_commands_have_only_their_primary_key_index(tmp_path, rows):
     plan = " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN SELECT * FROM commands ORDER BY run_id, idx"))
     assert plan == "SCAN commands USING INDEX sqlite_autoindex_commands_1", plan
     conn.close()
-
-
-def version_5_file(path, rows) -> None:
-    """A file as schema version 5 made it: today's tables plus idx_commands_run_id, user_version 5."""
-    with Store(path) as store:
-        store.save_rows(rows)
-    conn = sqlite3.connect(path)
-    conn.execute('CREATE INDEX "idx_commands_run_id" ON "commands" ("run_id")')
-    conn.execute("PRAGMA user_version = 5")
-    conn.commit()
-    conn.close()
-
-
-def test_a_version_5_file_is_read_as_it_is(tmp_path, rows):
-    path = tmp_path / "v5.db"
-    version_5_file(path, rows)
-    before = path.read_bytes()
-    with open_readonly(path) as ro:
-        assert len(list(read_scorecards(ro))) == 8
-    assert path.read_bytes() == before
-    assert pragma(path, "user_version") == [(5,)]
-
-
-def test_a_version_5_file_loses_the_repeated_index_on_its_first_write(tmp_path, rows):
-    path = tmp_path / "v5.db"
-    version_5_file(path, rows)
-    assert indexes(path, "commands") == ["idx_commands_run_id", "sqlite_autoindex_commands_1"]
-    before = dump(path)
-    open_write(path).close()
-    assert pragma(path, "user_version") == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 7
-    assert indexes(path, "commands") == ["sqlite_autoindex_commands_1"]
-    assert dump(path) == before
-    assert pragma(path, "integrity_check") == [("ok",)]
-    with Store(path) as store:  # and it is written as a new file is
-        store.save_batches([stage_rows(batch_rows(rows[:4]))])
-    fresh = tmp_path / "fresh.db"
-    with Store(fresh) as store:
-        store.save_rows(rows)
-        store.save_batches([stage_rows(batch_rows(rows[:4]))])
-    assert dump(path) == dump(fresh)
-
-
-def test_a_file_from_before_versioning_loses_the_repeated_index_too(tmp_path):
-    cards = [c for c in iter_scorecards([EXAMPLES]) if not isinstance(c, Exception)]
-    path = tmp_path / "v0.db"
-    old_store(path, cards)  # sqlite-utils made idx_commands_run_id
-    assert "idx_commands_run_id" in indexes(path, "commands")
-    before = dump(path)
-    open_write(path).close()
-    assert indexes(path, "commands") == ["sqlite_autoindex_commands_1"]
-    assert dump(path) == before
 
 
 def test_a_staged_batch_whose_run_id_is_already_stored_replaces_its_commands(tmp_path, rows):

@@ -283,6 +283,11 @@ def _failure(command: Command, env: dict[str, str], cwd: Path, api_base: str) ->
     program, args = _program(command), []
     if program == "script":
         code, output = _run_script(command, env)
+    elif program == "sqlite-utils":  # the database opened by another tool, through its own CLI
+        from sqlite_utils.cli import cli as sqlite_utils_cli
+
+        result = CliRunner().invoke(sqlite_utils_cli, command.argv[1:])
+        code, output = result.exit_code, result.output
     else:
         args = _substituted(_evalkit_args(command), api_base)
         run_env = dict(env, **dict(command.env))
@@ -319,7 +324,7 @@ def test_doc_block_runs_as_documented(doc, line, commands, server, workspace_tem
                 name, value = assignment.split("=", 1)
                 env[name] = PLACEHOLDERS.get(value, value)
             continue
-        assert program in ("evalkit", "script"), (
+        assert program in ("evalkit", "script", "sqlite-utils"), (
             f"{command.where}: the test does not know how to run {program!r}: "
             "add it to NOT_RUN with the reason, or teach tests/test_docs_commands.py to run it"
         )

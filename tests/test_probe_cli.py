@@ -318,12 +318,12 @@ def test_an_older_database_without_the_probe_table_audits_with_no_probes(tmp_pat
     assert invoke("score", EXAMPLES[1], "--db", db, "--format", "csv").exit_code == 0
     conn = sqlite3.connect(db)
     conn.execute("DROP TABLE probe_annotations")
-    conn.execute("PRAGMA user_version = 2")
+    conn.execute("PRAGMA user_version = 0")
     conn.commit()
     conn.close()
     assert audit(db)["probes"] == []  # read-only: the missing table reads as empty, the file is untouched
     assert rows(db, "SELECT name FROM sqlite_master WHERE name = 'probe_annotations'") == []
-    assert rows(db, "PRAGMA user_version") == [(2,)]
+    assert rows(db, "PRAGMA user_version") == [(0,)]
 
 
 def test_a_judge_probing_its_own_model_is_warned_unless_allowed(tmp_path, server, runs, cfg):

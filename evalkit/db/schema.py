@@ -1,17 +1,16 @@
 """Every table evalkit keeps in its SQLite file, declared once, and the migrations between versions.
 
-The schema version lives in ``PRAGMA user_version``. Version 0 is a file made before versioning
-(evalkit ≤ 0.x wrote the same tables without setting it) or a brand-new file; version 1 is the
-layout below. Migrating is additive and idempotent: a missing table is created, a missing
-column is added (nullable), missing indexes are created, then the version-specific data steps
-in :data:`STEPS` run and ``user_version`` is set, all in one transaction.
+The schema version lives in ``PRAGMA user_version``: version 0 is a brand-new file, version 1 the
+layout below. Migrating is additive and idempotent: a missing table is created, a missing column is
+added (nullable), missing indexes are created, then the data steps of each newer version in
+:data:`STEPS` run and ``user_version`` is set, all in one transaction.
 
 To change the schema: edit :data:`TABLES`, bump :data:`SCHEMA_VERSION`, and add a step to
-:data:`STEPS` only when existing rows must change. An older evalkit refuses a file whose
-version is higher than it knows (it might misread it), with a one-line error.
+:data:`STEPS` only when existing rows must change. A file whose version is higher than this evalkit
+knows is refused (it might be misread), with a one-line error.
 
-The column types are the ones sqlite-utils gave the score tables (TEXT, REAL, INTEGER), so a
-file made by an older evalkit and one made today are the same.
+The column types are SQLite's plain ones (TEXT, REAL, INTEGER): sqlite-utils and Datasette open
+the file as it is.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -235,34 +234,28 @@ TABLES: dict[str, SqlTable] = {
     )
 }
 
-# Data steps per target version (run after the tables/columns of that version exist):
-# version 1 only declares what evalkit already wrote; version 2 adds judge_calls/annotations
-# output_mode and elided_events (NULL on older rows: unknown, json_schema was the only mode then)
-# and the judge_output_modes table; version 3 adds the probe_annotations table; version 4 adds the
-# review tables, append-only: triggers refuse changing or deleting a review; version 5 adds
-# cached_tokens, prompt_layout and batch_id to judge_calls, annotations and probe_annotations
-# (NULL on older rows: no cached tokens recorded, the indented layout, a live call) and the
-# judge_batches / judge_batch_items tables; version 6 drops idx_commands_run_id, which repeated the
-# primary key's own index (run_id, idx) on its first column: every lookup by run_id uses that one,
-# and every stored command cost a third B-tree insert; version 7 adds run_changes and the triggers
-# that keep it (a re-judge rewrites rows in place, so counts and rowids do not show a change).
+# Data steps per target version (run after the tables and columns of that version exist). Version 1:
+# the review tables are append-only (triggers refuse changing or deleting a review), and triggers
+# keep run_changes, the order in which runs last changed (a re-judge rewrites rows in place, so
+# counts and rowids do not show a change; `evalkit view` pages by it).
 STEPS: dict[int, tuple[str, ...]] = {
-    4: tuple(
-        f"CREATE TRIGGER IF NOT EXISTS {table}_append_only_{op.lower()} BEFORE {op} ON {table} "
-        f"BEGIN SELECT RAISE(ABORT, '{table} are append-only: a new review supersedes an old one'); END"
-        for table in ("reviews", "review_ratings", "adjudications")
-        for op in ("UPDATE", "DELETE")
-    ),
-    6: ("DROP INDEX IF EXISTS idx_commands_run_id",),
-    7: tuple(
-        f"CREATE TRIGGER IF NOT EXISTS run_changes_{table}_{op.lower()} AFTER {op} ON {table} BEGIN "
-        # a run seen before moves above every other seq; a new one gets the next (never a reused) seq
-        f"UPDATE run_changes SET seq = (SELECT max(seq) + 1 FROM run_changes) WHERE run_id = {row}.run_id; "
-        f"INSERT INTO run_changes (seq, run_id) SELECT coalesce((SELECT max(seq) FROM run_changes), 0) + 1, "
-        f"{row}.run_id WHERE {row}.run_id IS NOT NULL "
-        f"AND NOT EXISTS (SELECT 1 FROM run_changes WHERE run_id = {row}.run_id); END"
-        for table in ("scorecards", "annotations")
-        for op, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))
+    1: (
+        *(
+            f"CREATE TRIGGER IF NOT EXISTS {table}_append_only_{op.lower()} BEFORE {op} ON {table} "
+            f"BEGIN SELECT RAISE(ABORT, '{table} are append-only: a new review supersedes an old one'); END"
+            for table in ("reviews", "review_ratings", "adjudications")
+            for op in ("UPDATE", "DELETE")
+        ),
+        *(
+            f"CREATE TRIGGER IF NOT EXISTS run_changes_{table}_{op.lower()} AFTER {op} ON {table} BEGIN "
+            # a run seen before moves above every other seq; a new one gets the next (never a reused) seq
+            f"UPDATE run_changes SET seq = (SELECT max(seq) + 1 FROM run_changes) WHERE run_id = {row}.run_id; "
+            f"INSERT INTO run_changes (seq, run_id) SELECT coalesce((SELECT max(seq) FROM run_changes), 0) + 1, "
+            f"{row}.run_id WHERE {row}.run_id IS NOT NULL "
+            f"AND NOT EXISTS (SELECT 1 FROM run_changes WHERE run_id = {row}.run_id); END"
+            for table in ("scorecards", "annotations")
+            for op, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))
+        ),
     ),
 }
 
