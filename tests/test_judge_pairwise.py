@@ -106,7 +106,8 @@ def test_pairwise_judge_then_audit_finds_the_planted_position_and_length_bias_an
     assert entry["first_shown"]["ci_low"] > 0.5  # a position bias, found
     assert entry["longer_wins"]["ci_low"] > 0.5  # a length bias, found
     assert entry["position_consistency"]["ci_high"] < 1.0
-    assert {(w["model"], w["opponent"]) for w in entry["win_rates"]} == {(BASE, m) for m in MODELS}
+    # each candidate's win rate against the baseline (the side every pair put as a)
+    assert {(w["model"], w["opponent"]) for w in entry["win_rates"]} == {(m, BASE) for m in MODELS}
     assert {m["model"] for m in entry["bradley_terry"]["models"]} == {BASE, *MODELS}
 
     again = pairwise(db, server, cfg, "--baseline", BASE, "--format", "json")
@@ -289,3 +290,25 @@ def test_pairwise_with_paths_scores_them_first_and_prints_markdown(tmp_path, ser
     assert res.stdout.startswith("| pair_id | a | b | judge_model | shown | status | overall | source |")
     assert "- pairs: 4 (baseline agent-base, seed 0), each asked in both orders" in res.stdout
     assert rows(db, "SELECT COUNT(*) FROM scorecards")[0][0] == 6 and len(verdict_rows(db)) == 8
+
+
+def test_audit_judge_keeps_that_judges_pairwise_verdicts_and_the_references(tmp_path, server, cfg):
+    """`audit --judge X` shows X's pairwise figures only (another judge's are left out), by the
+    full model string or the part after the provider."""
+    db = scored(tmp_path)
+    server.mode = "pairwise_biased"
+    for model in ("openai/judge-p", "openai/judge-q"):
+        res = pairwise(db, server, cfg, "--baseline", BASE, model=model)
+        assert res.exit_code == 0, res.output
+    every = json.loads(invoke("audit", "--db", db, "--format", "json", "--resamples", 0).stdout)
+    assert {e["judge"] for e in every["pairwise"]["judges"]} == {
+        "openai/judge-p@pairwise_v1",
+        "openai/judge-q@pairwise_v1",
+    }
+    for name in ("openai/judge-q", "judge-q"):
+        res = invoke("audit", "--db", db, "--judge", name, "--format", "json", "--resamples", 0)
+        assert res.exit_code == 0, res.output
+        judges = json.loads(res.stdout)["pairwise"]["judges"]
+        assert [e["judge"] for e in judges] == ["openai/judge-q@pairwise_v1"]
+    table = invoke("audit", "--db", db, "--judge", "judge-q", "--resamples", 0).stdout
+    assert "judge-q@pairwise_v1" in table and "judge-p@pairwise_v1" not in table

@@ -89,8 +89,10 @@ def _audit(
     cfg = config if isinstance(config, AuditConfig) else load_audit_config(config)
     kinds = SLICE_KINDS if by is None else (by,)
     with open_readonly(db_path) as db:
+        pair_verdicts = read_pair_verdicts(db)
         if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
-            judge = resolve_judge(judge, judge_models(db), db.path)
+            pair_judges = {pairwise_bias.judge_model_of(v.rater) for v in pair_verdicts if v.rater_kind == "judge"}
+            judge = resolve_judge(judge, {*judge_models(db), *pair_judges}, db.path)
         warnings = odd_cells(db)  # what the readers below read as missing, and why
         # each card keeps only the signals a pairing or the probes read (a card is mostly commands)
         signals = {PROBE_SIGNAL} | {s for p in cfg.pairings for case in p.mechanical_cases for s, _ in case.when}
@@ -103,7 +105,8 @@ def _audit(
         adjudicated = read_adjudications(db)
         cost_source, calls = read_call_costs(db, judge=judge, rubric=rubric)
         probe_answers = read_probe_annotations(db, judge=judge, rubric=rubric)
-        pair_verdicts = read_pair_verdicts(db)
+        # the judge and rubric filters keep that judge's verdicts and every human or gold reference
+        pair_verdicts = [v for v in pair_verdicts if pairwise_bias.kept(v, judge, rubric)]
         paired_runs = read_paired_runs(db) if pair_verdicts else {}
 
     n_cards, statuses, failed = len(cards), status_counts(cards), failed_run_ids(cards)

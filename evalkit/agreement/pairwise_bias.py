@@ -21,7 +21,8 @@ dimension, over the pairs it judged:
   on the same pairs.
 
 Win rates: per judge, dimension and (model, opponent) pair of models, the model's mean score over
-the pairs (1 win, ½ tie, 0 loss; both orders averaged). Bradley–Terry: per judge and dimension,
+the pairs (1 win, ½ tie, 0 loss; both orders averaged). The model is the side every pair put as
+``a`` (with ``--baseline``: the candidate, its opponent the baseline), else the first name. Bradley–Terry: per judge and dimension,
 every verdict a comparison (a tie half a win each), strengths fitted by Hunter's MM algorithm and
 given as log-strengths with a mean of 0.
 
@@ -247,17 +248,21 @@ def win_rates(pairs: list[Judged], models: dict[str, str | None], boot: Boot | N
     """Per (model, opponent): the model's mean score over the pairs setting a run of one against a
     run of the other (ties half)."""
     groups: dict[tuple[str, str], list[float | None]] = defaultdict(list)
+    frames: dict[tuple[str, str], set[str]] = defaultdict(set)  # which model each unordered pair put as a
     for p in pairs:
         ma, mb = models.get(p.a), models.get(p.b)
         if not ma or not mb or ma == mb:
             continue
         s = p.a_score()
+        frames[tuple(sorted((ma, mb)))].add(ma)
         if ma > mb:  # each unordered pair of models once, the first name as "model"
             ma, mb, s = mb, ma, None if s is None else 1.0 - s
         groups[(ma, mb)].append(s)
     out = []
     for (ma, mb), scores in sorted(groups.items()):
         known = [s for s in scores if s is not None]
+        if frames[(ma, mb)] == {mb}:  # every pair set mb's run as a (a candidate against its baseline)
+            ma, mb, known = mb, ma, [1.0 - s for s in known]
         fig = rate(known, [1.0] * len(known), boot, "no verdict on these pairs")
         out.append({"model": ma, "opponent": mb, "n_pairs": len(scores), "win_rate": fig})
     return out
@@ -317,6 +322,15 @@ def bradley_terry(pairs: list[Judged], models: dict[str, str | None], boot: Boot
 def judge_model_of(rater: str) -> str:
     """The model of a judge rater: ``MODEL@RUBRIC`` → MODEL (an imported name is taken whole)."""
     return rater.rsplit("@", 1)[0] if "@" in rater else rater
+
+
+def kept(verdict: Any, judge: str | None, rubric: str | None) -> bool:
+    """Whether ``audit --judge/--rubric`` keeps a stored verdict: a judge's when it is that judge
+    (and rubric, ``MODEL@RUBRIC``), every human or gold verdict (the reference) always."""
+    if verdict.rater_kind != "judge":
+        return True
+    model, _, used = verdict.rater.rpartition("@") if "@" in verdict.rater else (verdict.rater, "", "")
+    return (judge is None or model == judge) and (rubric is None or used == rubric)
 
 
 def self_preference(
