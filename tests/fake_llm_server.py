@@ -82,6 +82,9 @@ holds every chat request after the n-th until ``server.release()`` (deterministi
   probability ``server.position_bias`` it names the run shown first; otherwise the run whose
   quoted data is longer (``tie`` when both are as long). The draw is seeded by
   ``server.pair_seed`` and the prompt, so the same request gets the same answer.
+- ``length_scored``: a pointwise judge whose ``procedure`` score follows the run's outcome (its
+  last message says ``RESULT ok``) plus a point of noise, or with ``server.length_bias`` a point
+  for a long run (6 or more tool calls): :func:`length_scored`.
 
 The prompt cache, ``/v1/files``, ``/v1/batches`` and the Anthropic-style ``/v1/messages`` are in
 tests/fake_batch_api.py (``server.prompt_cache``, ``server.batch_api``).
@@ -227,6 +230,21 @@ def biased_pair_answer(value: dict, schema: dict, body: dict, position_bias: flo
     return out
 
 
+def length_scored(value: dict, body: dict, length_bias: bool) -> dict:
+    """The ``length_scored`` answer: ``procedure`` 2 when the run's last assistant message says
+    ``RESULT ok``, else 0, plus one point drawn from the run's digest (noise unrelated to length) or,
+    with ``length_bias``, one point when the run made 6 or more tool calls."""
+    events = (run_data(body) or {}).get("transcript") or []
+    text = " ".join(str(e.get("text") or "") for e in events if e.get("kind") == "assistant")
+    calls = sum(1 for e in events if e.get("kind") == "tool_call")
+    base = 2 if "RESULT ok" in text else 0
+    if length_bias:
+        extra = int(calls >= 6)
+    else:
+        extra = hashlib.sha256(json.dumps(events, sort_keys=True).encode()).digest()[0] % 2
+    return dict(value, procedure=base + extra)
+
+
 def judged(value: Any, body: dict, mode: str) -> Any:
     """The ``constant`` / ``gullible`` answer built from the schema's constant instance."""
     if mode == "constant" or not isinstance(value, dict):
@@ -325,8 +343,9 @@ class FakeLLMServer:
         self.rate_limited = 0
         self.slow_s = 2.0
         self.content: str | None = None
-        self.mode: str | None = None  # judging mode: None, "constant", "gullible", "per_run", "pairwise_biased"
+        self.mode: str | None = None  # judging mode: None, "constant", "gullible", "per_run", "pairwise_biased", ...
         self.position_bias = 0.0  # pairwise_biased: how often the run shown first is named
+        self.length_bias = False  # length_scored: a point more for a run of 6 or more tool calls
         self.pair_seed = "0"
         self.prompt_cache = PromptCache()
         self.batch_api = BatchAPI(self)
@@ -380,6 +399,7 @@ class FakeLLMServer:
         self.content = None
         self.mode = None
         self.position_bias = 0.0
+        self.length_bias = False
         self.pair_seed = "0"
         self.latency = 0.0
         self.dialect = "openai"
@@ -665,6 +685,8 @@ class FakeLLMServer:
                         value = instance_from_schema(schema, run_tag(body) or seed)
                     if schema and server.mode in ("constant", "gullible"):
                         value = judged(instance_from_schema(schema, "constant"), body, server.mode)
+                    if schema and server.mode == "length_scored" and isinstance(value, dict):
+                        value = length_scored(value, body, server.length_bias)
                     if schema and server.mode == "pairwise_biased" and isinstance(value, dict):
                         value = biased_pair_answer(value, schema, body, server.position_bias, server.pair_seed)
                     if isinstance(value, dict) and behaviour == "echo_key":

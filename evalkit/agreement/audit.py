@@ -16,7 +16,7 @@ from typing import Any
 
 from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.agreement import drift as drift_mod
-from evalkit.agreement import human_first, judge_vs_mechanical, pairwise_bias, raters
+from evalkit.agreement import human_first, judge_vs_mechanical, length_bias, pairwise_bias, raters
 from evalkit.agreement import jury as jury_mod
 from evalkit.agreement.adjudication import adjudication_entries
 from evalkit.agreement.pairings_config import AuditConfig, describe, load_audit_config
@@ -34,7 +34,7 @@ from evalkit.db import (
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
-from evalkit.db.pairwise import read_pair_verdicts, read_paired_runs
+from evalkit.db.pairwise import read_judged_lengths, read_pair_verdicts, read_paired_runs
 from evalkit.db.reviews import read_adjudications, read_review_ratings
 from evalkit.probes.stats import failed_run_ids, probe_entries
 
@@ -108,8 +108,10 @@ def _audit(
         # the judge and rubric filters keep that judge's verdicts and every human or gold reference
         pair_verdicts = [v for v in pair_verdicts if pairwise_bias.kept(v, judge, rubric)]
         paired_runs = read_paired_runs(db) if pair_verdicts else {}
+        lengths = read_judged_lengths(db) if values else {}
 
     n_cards, statuses, failed = len(cards), status_counts(cards), failed_run_ids(cards)
+    outcomes = _outcomes(cards) if lengths else {}
     active = cfg.pairings_for(rubric)
     sub = dataclasses.replace(cfg, pairings=active)
     # The jury is a rater like any judge, but not an annotation: counts and drift see only judges.
@@ -185,9 +187,21 @@ def _audit(
         "pairwise": pairwise_bias.analyse(
             pair_verdicts, paired_runs, dict(bootstrap, ci=cfg.ci) if bootstrap else None
         ),
+        # pointwise judges: the score's slope on the run's length, the outcome held equal
+        "length_bias": length_bias.analyse(values, lengths, outcomes, cfg.ci),
         "warnings": warnings,
     }
     return report, pair_rows
+
+
+def _outcomes(cards: list[Any]) -> dict[str, bool]:
+    """run_id → the mechanical outcome (``vector.all_passed``) of each card that has one."""
+    out = {}
+    for c in cards:
+        passed = (c.card.get("vector") or {}).get("all_passed") if isinstance(c.card, dict) else None
+        if isinstance(passed, bool):
+            out[c.run_id] = passed
+    return out
 
 
 STALE_NAMED = 10  # run ids a stale note lists before "and N more"

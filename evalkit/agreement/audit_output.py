@@ -190,6 +190,9 @@ def audit_csv(report: dict[str, Any]) -> str:
     from evalkit.agreement.pairwise_view import csv_rows as pairwise_csv_rows
 
     rows += pairwise_csv_rows(report)
+    from evalkit.agreement.length_bias import csv_rows as length_csv_rows
+
+    rows += length_csv_rows(report)
     # Numbers stay numbers (csv writes a float as its repr); text cells are sanitized and
     # neutralised against formula injection by the kit.
     return Table(CSV_COLUMNS, rows).to_csv()

@@ -22,9 +22,9 @@ dimension, over the pairs it judged:
 
 Win rates: per judge, dimension and (model, opponent) pair of models, the model's mean score over
 the pairs (1 win, ½ tie, 0 loss; both orders averaged). The model is the side every pair put as
-``a`` (with ``--baseline``: the candidate, its opponent the baseline), else the first name. Bradley–Terry: per judge and dimension,
-every verdict a comparison (a tie half a win each), strengths fitted by Hunter's MM algorithm and
-given as log-strengths with a mean of 0.
+``a`` (with ``--baseline``: the candidate, its opponent the baseline), else the first name.
+Bradley–Terry: per judge and dimension, every verdict a comparison (a tie half a win each),
+strengths fitted by Hunter's MM algorithm and given as log-strengths with a mean of 0.
 
 Intervals are percentile bootstrap intervals resampling pairs (the unit a judge saw twice), with
 the audit's seed, resample count and level; a figure is ``{value, reason, n, ci_low, ci_high}``

@@ -645,6 +645,7 @@ def probes_section(audit: dict) -> Section:
 
 def agreement_sections(audit: dict) -> list[Section]:
     """The agreement audit in reading order (the report shows the costs with the judge instead)."""
+    from evalkit.agreement import length_bias
     from evalkit.agreement.adjudication import adjudications_section
     from evalkit.agreement.pairwise_view import pairwise_section
 
@@ -656,6 +657,7 @@ def agreement_sections(audit: dict) -> list[Section]:
         drift_section,
         probes_section,
         pairwise_section,
+        length_bias.section,
     ]
     # a builder returns None for a section with nothing to say that older audits never showed
     return [s for s in (build(audit) for build in builders) if s is not None]

@@ -113,6 +113,17 @@ def read_paired_runs(db: Database) -> dict[str, PairedRun]:
     }
 
 
+def read_judged_lengths(db: Database) -> dict[str, int]:
+    """run_id → characters of the judge bundle of every run with an annotation (what the judge read)."""
+    return {
+        str(r[0]): r[1]
+        for r in db.rows(
+            "SELECT s.run_id, length(b.bundle) FROM scorecards s JOIN bundles b ON b.bundle_hash = s.bundle_hash "
+            "WHERE s.run_id IN (SELECT run_id FROM annotations) AND typeof(b.bundle) = 'text'"
+        )
+    }
+
+
 @dataclass(frozen=True)
 class PairCandidate:
     run_id: str

@@ -1,0 +1,129 @@
+"""Length bias of pointwise judges: does a judge score longer runs higher, the runs' outcome held equal?
+
+Per judge rater (``MODEL@RUBRIC``) and dimension with numeric scores (a 0–3 scale; ``pass``/``fail``
+and booleans as 1/0), one ordinary least-squares fit over the judged runs (each run's latest answer)::
+
+    score = b0 + b1 · length + b2 · outcome
+
+``length`` is the run's judge bundle (what the judge read) in thousands of characters; ``outcome``
+is the mechanical ``vector.all_passed`` (1/0). The slope ``b1`` is the judge's score per 1,000 more
+characters among runs with the same outcome; its interval is the classical t interval with
+n − p degrees of freedom (statsmodels' ``OLS(...).fit().conf_int()``, which the tests check against).
+The outcome is left out of the fit (and ``controlled_for`` says so) when some judged run has none,
+or when it does not vary. A slope is n/a with a reason when fewer than p + 2 runs are judged or
+the lengths do not vary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from evalkit.aggregate.uncertainty.distributions import t_quantile
+from evalkit.present import Table
+from evalkit.present.document import Notes, Section, ViewTable, stat_text
+
+PER = 1000.0  # characters a slope is per
+
+
+def _score(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value) if value == value else None
+    if isinstance(value, str) and value in ("pass", "fail"):
+        return 1.0 if value == "pass" else 0.0
+    return None
+
+
+def slope(
+    y: list[float], length: list[float], outcome: list[float] | None, level: float
+) -> tuple[dict[str, Any], list[str]]:
+    """The length slope of ``y`` (with ``outcome`` as a covariate when given and varying) and the
+    covariates used."""
+    import numpy as np
+
+    n = len(y)
+    controls = ["outcome"] if outcome is not None and len(set(outcome)) > 1 else []
+    p = 2 + len(controls)
+    if n < p + 2:
+        return {"value": None, "reason": f"{n} judged runs: a slope needs at least {p + 2}", "n": n}, controls
+    x = np.asarray(length, dtype=float) / PER
+    if float(np.ptp(x)) == 0.0:
+        return {"value": None, "reason": "every judged run has the same length", "n": n}, controls
+    columns = [np.ones(n), x] + ([np.asarray(outcome, dtype=float)] if controls else [])
+    design = np.column_stack(columns)
+    target = np.asarray(y, dtype=float)
+    beta, *_ = np.linalg.lstsq(design, target, rcond=None)
+    resid = target - design @ beta
+    df = n - p
+    sigma2 = float(resid @ resid) / df
+    cov = sigma2 * np.linalg.inv(design.T @ design)
+    se = float(np.sqrt(cov[1, 1]))
+    b1 = float(beta[1])
+    half = t_quantile(1 - (1 - level) / 2, df) * se
+    return {"value": b1, "reason": None, "n": n, "se": se, "ci_low": b1 - half, "ci_high": b1 + half}, controls
+
+
+def analyse(
+    values: Iterable[Any], lengths: dict[str, int | None], outcomes: dict[str, bool], level: float = 0.95
+) -> list[dict[str, Any]]:
+    """The audit's ``length_bias`` entries (docs/audit.md) from the judge values (in answer order:
+    a run's latest answer wins), the runs' bundle lengths and their mechanical outcomes."""
+    latest: dict[tuple[str, str], dict[str, float]] = {}
+    for v in values:
+        score = _score(v.value)
+        if score is None:
+            continue
+        latest.setdefault((f"{v.judge_model}@{v.rubric_id}", v.dimension), {})[v.run_id] = score
+    out = []
+    for (rater, dimension), scores in sorted(latest.items()):
+        runs = sorted(r for r in scores if lengths.get(r) is not None)
+        y = [scores[r] for r in runs]
+        x = [float(lengths[r]) for r in runs]
+        outcome = [float(outcomes[r]) for r in runs] if all(r in outcomes for r in runs) else None
+        fig, controls = slope(y, x, outcome, level)
+        out.append({"judge": rater, "dimension": dimension, "slope_per_1000_chars": fig, "controlled_for": controls})
+    return out
+
+
+def section(audit: dict) -> Section | None:
+    """The audit's length-bias table; None when no pointwise judge gave a numeric score."""
+    entries = [e for e in audit.get("length_bias") or [] if isinstance(e, dict)]
+    if not entries:
+        return None
+    section = Section(
+        "Pointwise judges: length",
+        intro="The judge's score per 1,000 more characters of the run it read, among runs with the same "
+        "mechanical outcome (least squares with the outcome as a covariate; pass/fail as 1/0). A slope whose "
+        "interval excludes 0 means the judge rates longer runs differently for the same result.",
+    )
+    notes = Notes()
+    rows = [
+        [
+            str(e.get("judge")),
+            str(e.get("dimension")),
+            stat_text((e.get("slope_per_1000_chars") or {}).get("n")),
+            stat_text(e.get("slope_per_1000_chars"), notes),
+            ", ".join(e.get("controlled_for") or []) or "nothing",
+        ]
+        for e in entries
+    ]
+    headers = ["judge", "dimension", "runs", "slope per 1,000 chars", "controlled for"]
+    section.blocks.append(ViewTable(Table(headers, rows, notes=notes.lines(), numeric={2, 3}), "length-bias"))
+    return section
+
+
+def csv_rows(audit: dict) -> list[list[Any]]:
+    """Rows ``section, name, slice, key, statistic, value, reason`` (the audit csv's columns)."""
+    out: list[list[Any]] = []
+    for e in audit.get("length_bias") or []:
+        fig = e.get("slope_per_1000_chars") or {}
+        value = fig.get("value")
+        name, dim = str(e.get("judge")), str(e.get("dimension"))
+        shown = "" if value is None else value
+        out.append(["length_bias", name, "dimension", dim, "slope_per_1000_chars", shown, fig.get("reason") or ""])
+        if fig.get("ci_low") is not None:
+            out.append(["length_bias", name, "dimension", dim, "slope_per_1000_chars_ci_low", fig["ci_low"], ""])
+            out.append(["length_bias", name, "dimension", dim, "slope_per_1000_chars_ci_high", fig["ci_high"], ""])
+    return out
