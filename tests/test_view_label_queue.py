@@ -246,3 +246,59 @@ def test_the_label_script_docs_view_md_shows_labels_blind_and_estimate_counts_it
     e = next(x for x in _estimate(db)["estimates"] if x["dimension"] == "outcome")
     labelled = {run["run_id"] for run in seen}
     assert e["labels"]["n_labeled"] == len(judged_runs & labelled) > 0 and e["labels"]["left_out"] == 0
+
+
+def test_a_share_of_the_sample_is_served_again_to_a_second_reviewer_blind_and_the_audit_gets_human_agreement(db):
+    """`second: 0.5`: ann labels the sample; the runs drawn for a second rating (and only those) are
+    served to bob, never back to ann, their pages blind to ann's rating; the sample is complete once
+    bob has rated them, and the audit's human agreement counts them."""
+    from evalkit.db.reviews import second_rating
+
+    with served(db) as (port, _, _pid):
+        headers = _session(port)
+        body = {"design": "random", "size": 8, "seed": 3, "second": "0.5"}
+        status, sample = _post(port, "/api/label/samples", body, headers)
+        assert status == 201 and sample["second_share"] == 0.5
+        sid = sample["sample_id"]
+
+        def label(who: str) -> str | None:
+            status, nxt = _post(port, f"/api/label/{sid}/next", {"reviewer": who}, headers)
+            assert status == 200
+            run = nxt["run_id"]
+            if run is not None:
+                review = {"reviewer": who, "ratings": {"outcome": "pass"}, "design": "random", "sample": sid}
+                path = "/api/runs/" + vh.run_url(run).removeprefix("/runs/") + "/reviews"
+                assert _post(port, path, review, headers)[0] == 201
+            return run
+
+        first = [label("ann") for _ in range(8)]
+        assert None not in first and len(set(first)) == 8
+        due = [run for run in first if second_rating(3, run, 0.5)]
+        assert 0 < len(due) < 8  # a share, drawn from the seed
+        assert label("ann") is None  # ann is never served her own run again
+        (listed,) = json.loads(request(port, "GET", "/api/label")[2])["samples"]
+        assert not listed["complete"] and (listed["second_due"], listed["second_done"]) == (len(due), 0)
+        # bob's page for a run ann rated is blind to her rating
+        page = request(port, "GET", vh.run_url(due[0]) + "?reviewer=bob")[2]
+        assert "hidden until you answer" in page and "outcome pass" not in page
+        second = []
+        while (run := label("bob")) is not None:
+            second.append(run)
+        assert second == due  # exactly the drawn runs, in the sample's order
+        (listed,) = json.loads(request(port, "GET", "/api/label")[2])["samples"]
+        assert listed["complete"] and listed["second_done"] == len(due)
+        page = request(port, "GET", "/label")[2]
+        assert f"second ratings: {len(due)} of {len(due)}" in page
+    res = CliRunner().invoke(cli, ["audit", "--db", db, "--format", "json", "--resamples", "0"])
+    assert res.exit_code == 0, res.output
+    humans = json.loads(res.stdout)["human_agreement"]
+    outcome = next(h for h in humans if h["dimension"] == "outcome")
+    assert outcome["n_items"] == len(due)
+
+
+def test_a_second_share_that_is_not_a_number_from_0_to_1_is_refused_naming_the_field(db):
+    with served(db) as (port, _, _pid):
+        headers = _session(port)
+        for bad in ("1.5", "-0.1", "half", "nan"):
+            status, answer = _post(port, "/api/label/samples", {"design": "random", "size": 2, "second": bad}, headers)
+            assert status == 400 and answer["error"].startswith("second:"), (bad, answer)

@@ -31,6 +31,7 @@ other (an SQLite authorizer refuses the rest), so the view that holds it cannot 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -261,9 +262,11 @@ class ReviewTables:
         model: str | None = None,
         scenario: str | None = None,
         created_by: str | None = None,
+        second_share: float | None = None,
     ) -> str:
         """Record a label sample: ``run_ids`` (the runs in scope, in any order) put in the seeded
-        random order the queue serves; its id."""
+        random order the queue serves; ``second_share`` of its runs get a second reviewer's rating
+        (:func:`second_rating`); its id."""
         if design not in SAMPLE_DESIGNS:
             raise ValueError(f"unknown sample design {design!r} (one of {', '.join(SAMPLE_DESIGNS)})")
         order = sorted(run_ids)
@@ -272,15 +275,37 @@ class ReviewTables:
         with self.database.transaction() as conn:
             conn.execute(
                 "INSERT INTO label_samples (sample_id, design, seed, size, stratified_on, m0, m1, model, scenario, "
-                "runs, "
-                "created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (sample_id, design, seed, size, dimension, m0, m1, model, scenario, len(order), now_utc(), created_by),
+                "runs, created_at, created_by, second_share) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sample_id,
+                    design,
+                    seed,
+                    size,
+                    dimension,
+                    m0,
+                    m1,
+                    model,
+                    scenario,
+                    len(order),
+                    now_utc(),
+                    created_by,
+                    second_share,
+                ),
             )
             conn.executemany(
                 "INSERT INTO label_sample_runs (sample_id, position, run_id) VALUES (?, ?, ?)",
                 ((sample_id, i, run) for i, run in enumerate(order)),
             )
         return sample_id
+
+
+def second_rating(seed: int, run_id: str, share: float) -> bool:
+    """Whether a sample's run is one of the ``share`` that get a second reviewer's rating: a draw
+    from the sample's seed and the run (uniform, independent of the order and of any rating)."""
+    if not share:
+        return False
+    digest = hashlib.sha256(f"{seed}:second:{run_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < share
 
 
 def _stamp(at: datetime) -> str:
@@ -302,8 +327,7 @@ def read_samples(db: Database) -> list[dict[str, Any]]:
         dict(r)
         for r in db.rows(
             "SELECT sample_id, design, seed, size, stratified_on AS dimension, m0, m1, model, scenario, runs, "
-            "created_at, "
-            "created_by "
+            "created_at, created_by, coalesce(second_share, 0) AS second_share "
             "FROM label_samples ORDER BY created_at, sample_id"
         )
     ]

@@ -213,7 +213,8 @@ TABLES: dict[str, SqlTable] = {
             "label_samples",
             _cols(
                 "sample_id TEXT, design TEXT NOT NULL, seed INTEGER NOT NULL, size INTEGER, stratified_on TEXT, "
-                "m0 INTEGER, m1 INTEGER, model TEXT, scenario TEXT, runs INTEGER, created_at TEXT, created_by TEXT"
+                "m0 INTEGER, m1 INTEGER, model TEXT, scenario TEXT, runs INTEGER, created_at TEXT, created_by TEXT, "
+                "second_share REAL"
             ),
             ("sample_id",),
         ),

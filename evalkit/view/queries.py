@@ -51,6 +51,7 @@ from evalkit.db.reviews import (
     active_claims,
     read_reviews,
     read_samples,
+    second_rating,
 )
 from evalkit.view import drilldown
 
@@ -752,6 +753,7 @@ class ViewData:
             m1 = number(_text(params.get("m1")), "m1", 0, 1)
             if not m0 or not m1:
                 raise ValueError("m0 and m1: how many failures and passes to label (whole numbers from 1)")
+        share = _share(_text(params.get("second")))
         sample_id = self._writer().create_sample(
             design,
             seed,
@@ -763,6 +765,7 @@ class ViewData:
             model=str(params.get("model") or "") or None,
             scenario=str(params.get("scenario") or "") or None,
             created_by=reviewer,
+            second_share=share or None,
         )
         self.refresh()
         return self.sample(sample_id)
@@ -817,21 +820,37 @@ class ViewData:
             m0, m1 = sample["m0"] or 0, sample["m1"] or 0
             out["done"], out["target"] = min(classes[0], m0) + min(classes[1], m1), m0 + m1
             out["complete"] = classes[0] >= m0 and classes[1] >= m1
+        # the labelled runs drawn for a second reviewer's rating, and how many have it
+        share = sample.get("second_share") or 0
+        due = [run for run in labelled if second_rating(sample["seed"], run, share)]
+        out["second_due"], out["second_done"] = len(due), sum(1 for run in due if len(labelled[run]) >= 2)
+        out["first_complete"] = out["complete"]
+        out["complete"] = out["complete"] and out["second_done"] == out["second_due"]
         return out
 
     def next_label(self, sample_id: str, reviewer: str) -> str | None:
-        """Claim for ``reviewer`` the next run of the sample, in its recorded order, that nobody has
-        labelled through it and another reviewer does not hold; None when the sample is complete."""
+        """Claim for ``reviewer`` the next run of the sample, in its recorded order, that another
+        reviewer does not hold and that either nobody has labelled through it (while the sample
+        wants more first labels) or is drawn for a second rating that another reviewer's label
+        awaits (never the same reviewer twice); None when the sample is complete."""
         sample = self.sample(sample_id)
         if sample["complete"]:
             return None
         labelled = self._labelled(sample_id)
+        share, seed, first_open = sample["second_share"] or 0, sample["seed"], not sample["first_complete"]
+
+        def wanted(run: str) -> bool:
+            if run not in labelled:
+                return first_open
+            by = labelled[run]
+            return len(by) < 2 and reviewer not in by and second_rating(seed, run, share)
+
         candidates = (
             r[0]
             for r in self.db.conn.execute(
                 "SELECT run_id FROM label_sample_runs WHERE sample_id = ? ORDER BY position", (sample_id,)
             )
-            if r[0] not in labelled
+            if wanted(r[0])
         )
         return self._writer().claim_first(candidates, reviewer, self.claim_minutes)
 
@@ -1115,6 +1134,19 @@ def _now() -> str:
     from datetime import UTC, datetime
 
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _share(text: str | None) -> float:
+    """The share of a sample's runs that get a second rating: empty is 0, else a decimal from 0 to 1."""
+    if text is None or text.strip() == "":
+        return 0.0
+    try:
+        share = float(text)
+    except ValueError:
+        share = -1.0
+    if not 0.0 <= share <= 1.0 or text.strip().lower() in ("nan", "inf"):
+        raise ValueError(f"second: the share of runs rated twice, a number from 0 to 1 (e.g. 0.2), not {text[:40]!r}")
+    return share
 
 
 def number(text: str | None, name: str, default: int, low: int) -> int:
