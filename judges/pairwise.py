@@ -372,22 +372,8 @@ class PairwiseResult:
         }
 
 
-async def ajudge_pairs(
-    models: Iterable[str],
-    *,
-    db: str,
-    baseline: str | None = None,
-    pairs_file: str | None = None,
-    seed: int = 0,
-    rubric: str | None = None,
-    concurrency: int | None = None,
-    max_cost: float | None = None,
-    refresh: bool = False,
-    progress: bool | None = False,
-    **panel: Any,
-) -> PairwiseResult:
-    """Judge the pairs of ``baseline`` (seeded by ``seed``) or of ``pairs_file`` in both orders
-    with each of ``models``; ``panel``: the other options of evalkit.judges.api.Panel."""
+def _pairs(db: str, baseline: str | None, pairs_file: str | None, seed: int):
+    """(pairs, skipped counts, run id → bundle hash) of ``baseline`` (seeded) or of ``pairs_file``."""
     if (baseline is None) == (pairs_file is None):
         raise ValueError("pairwise judging needs either a baseline model or a pairs file")
     reader = open_readonly(db)
@@ -400,7 +386,67 @@ async def ajudge_pairs(
         pairs = read_pairs(pairs_file, runs)
     else:
         pairs, skipped = baseline_pairs(runs, baseline, seed)
-    hashes = {r.run_id: r.bundle_hash for r in runs}
+    return pairs, skipped, {r.run_id: r.bundle_hash for r in runs}
+
+
+def dry_run_pairs(
+    models: Iterable[str],
+    *,
+    db: str,
+    baseline: str | None = None,
+    pairs_file: str | None = None,
+    seed: int = 0,
+    rubric: str | None = None,
+    refresh: bool = False,
+    batch: bool = False,
+    **panel: Any,
+):
+    """What `judge --pairwise` would send (both orders of every pair), sending nothing and writing
+    nothing: the judge layer's ``DryRun`` (with ``batch``: the batch plan and its cost too)."""
+    from evalkit.judges.api import DryRun, batch_plan
+    from evalkit.judges.prompt import estimate_tokens, render_messages
+
+    pairs, skipped, hashes = _pairs(db, baseline, pairs_file, seed)
+    names = {k: v for k, v in panel.items() if k not in ("concurrency", "max_cost", "progress", "api_key")}
+    cfg, rub, store, judges = Panel(db=db, rubric=load_pairwise_rubric(rubric), **names).open(models, readonly=True)
+    store.close()
+    store = PairwiseTables(db, readonly=True)
+    try:
+        items = list(_items(list(_slots(judges, rub, pairs, hashes, store)), store, rub))
+        to_send = [item for item in items if refresh or store.get_ok(item.key) is None]
+    finally:
+        store.close()
+    return DryRun(
+        items=len(items),
+        cache_hits=0 if refresh else len(items) - len(to_send),
+        to_send=len(to_send),
+        estimated_prompt_tokens=sum(estimate_tokens(render_messages(item.bundle, rub)) for item in to_send),
+        first_prompt=render_messages(to_send[0].bundle, rub) if to_send else None,
+        skipped=skipped,
+        models=[j.model for j in judges],
+        batch=batch_plan(to_send, rub, cfg) if batch else None,
+    )
+
+
+async def ajudge_pairs(
+    models: Iterable[str],
+    *,
+    db: str,
+    baseline: str | None = None,
+    pairs_file: str | None = None,
+    seed: int = 0,
+    rubric: str | None = None,
+    concurrency: int | None = None,
+    max_cost: float | None = None,
+    refresh: bool = False,
+    progress: bool | None = False,
+    batch: bool = False,
+    **panel: Any,
+) -> PairwiseResult:
+    """Judge the pairs of ``baseline`` (seeded by ``seed``) or of ``pairs_file`` in both orders
+    with each of ``models``, live or (``batch``) through the provider's batch API, the same
+    machinery as pointwise judging; ``panel``: the other options of evalkit.judges.api.Panel."""
+    pairs, skipped, hashes = _pairs(db, baseline, pairs_file, seed)
     rub = load_pairwise_rubric(rubric)
     cfg, rub, store, judges = Panel(db=db, rubric=rub, **panel).open(models)
     store.close()
@@ -409,11 +455,20 @@ async def ajudge_pairs(
         _preflight(judges)
         items = list(_slots(judges, rub, pairs, hashes, store))
         options = run_options(cfg, concurrency=concurrency, max_cost=max_cost, refresh=refresh, progress=progress)
-        results, summary = await run_items(
-            _items(items, store, rub), rub, store, **options, summary=Summary(skipped=skipped), total=len(items)
-        )
+        if batch:
+            from evalkit.judges.batch import run_batch
+
+            results, summary = await run_batch(
+                list(_items(items, store, rub)), rub, store, **options, summary=Summary(skipped=skipped)
+            )
+        else:
+            results, summary = await run_items(
+                _items(items, store, rub), rub, store, **options, summary=Summary(skipped=skipped), total=len(items)
+            )
         verdicts = [_verdict(slot, result) for slot, result in zip(items, results)]
-        results.close()
+        close_results = getattr(results, "close", None)
+        if callable(close_results):
+            close_results()
     finally:
         store.close()
         for judge in judges:
@@ -579,6 +634,7 @@ __all__ = [
     "PairwiseRubric",
     "ajudge_pairs",
     "baseline_pairs",
+    "dry_run_pairs",
     "judge_pairs",
     "load_pairwise_rubric",
     "read_pairs",

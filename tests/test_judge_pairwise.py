@@ -196,8 +196,7 @@ def test_a_bad_pairs_file_is_one_line_naming_file_and_line(tmp_path, server, cfg
         (("--pairwise",), "--pairwise needs --baseline MODEL or --pairs FILE"),
         (("--baseline", BASE), "--baseline and --pairs are options of --pairwise"),
         (("--pairwise", "--baseline", BASE, "--resample", "0.5"), "--pairwise does not take --resample"),
-        (("--pairwise", "--baseline", BASE, "--batch"), "--pairwise does not take --batch"),
-        (("--pairwise", "--baseline", BASE, "--dry-run"), "--pairwise does not take --dry-run"),
+        (("--pairwise", "--baseline", BASE, "--batch-status"), "--pairwise does not take --batch-status"),
         (("--pairwise", "--baseline", BASE, "--rubric", "procedure_v1"), "not a pairwise rubric"),
     ],
 )
@@ -312,3 +311,40 @@ def test_audit_judge_keeps_that_judges_pairwise_verdicts_and_the_references(tmp_
         assert [e["judge"] for e in judges] == ["openai/judge-q@pairwise_v1"]
     table = invoke("audit", "--db", db, "--judge", "judge-q", "--resamples", 0).stdout
     assert "judge-q@pairwise_v1" in table and "judge-p@pairwise_v1" not in table
+
+
+def test_pairwise_dry_run_sends_and_writes_nothing_and_counts_both_orders(tmp_path, server, cfg):
+    db = scored(tmp_path)  # 2 scenarios x 2 models x 3 runs = 12 pairs
+    before = Path(db).read_bytes()
+    res = pairwise(db, server, cfg, "--baseline", BASE, "--dry-run", "--format", "json")
+    assert res.exit_code == 0, res.output
+    plan = json.loads(res.stdout)
+    assert (plan["items"], plan["to_send"], plan["cache_hits"]) == (24, 24, 0)  # each pair in both orders
+    assert "run 1" in json.dumps(plan["first_prompt"]) and server.count == 0
+    assert Path(db).read_bytes() == before and verdict_rows(db) == []
+    assert pairwise(db, server, cfg, "--baseline", BASE).exit_code == 0
+    again = json.loads(pairwise(db, server, cfg, "--baseline", BASE, "--dry-run", "--format", "json").stdout)
+    assert (again["to_send"], again["cache_hits"]) == (0, 24)  # what was answered is not asked again
+
+
+def test_pairwise_batch_goes_through_the_batch_api_and_stores_the_same_verdicts_as_live(tmp_path, server):
+    from batch_helpers import batch_config
+
+    cfg = batch_config(tmp_path)
+    server.mode = "pairwise_biased"
+    live_db = scored(tmp_path / "live")
+    assert pairwise(live_db, server, cfg, "--baseline", BASE).exit_code == 0
+    batch_db = scored(tmp_path / "batch")
+    created = server.batch_api.created
+    plan = json.loads(
+        pairwise(batch_db, server, cfg, "--baseline", BASE, "--dry-run", "--batch", "--format", "json").stdout
+    )
+    assert plan["batch"] is not None and plan["to_send"] == 24
+    res = pairwise(batch_db, server, cfg, "--baseline", BASE, "--batch", "--format", "json")
+    assert res.exit_code == 0, res.output
+    assert server.batch_api.created == created + 1
+    # the batch answers all but the first call, asked live to find the model's output mode (as pointwise)
+    assert rows(batch_db, "SELECT COUNT(*), COUNT(batch_id) FROM judge_calls") == [(24, 23)]
+    diff = set(verdict_rows(batch_db)) ^ set(verdict_rows(live_db))
+    assert not diff, sorted(diff)
+    assert len(verdict_rows(batch_db)) == 24

@@ -113,6 +113,15 @@ def register(group: click.Group) -> None:
             raise click.UsageError(str(exc)) from None
         refuse_missing_database(paths, db_path)
         models = call.pop("models")
+        if pairwise and dry_run:
+            from evalkit.judges.pairwise import dry_run_pairs
+
+            refuse_missing_database((), db_path)
+            with judge_failures():
+                sources = dict(baseline=baseline, pairs_file=pairs_file, seed=seed or 0)
+                plan = dry_run_pairs(models, db=str(db_path), batch=batch, **sources, **call)
+            click.echo(views.judge_dry_run(plan, fmt), nl=False)
+            sys.exit(EXIT_OK)
         if pairwise:
             with judge_failures():
                 result = api.judge(
@@ -124,6 +133,7 @@ def register(group: click.Group) -> None:
                     baseline=baseline,
                     pairs_file=pairs_file,
                     seed=seed or 0,
+                    batch=batch,
                     **call,
                 )
             click.echo(views.judge_pairwise(result, fmt), nl=False)
@@ -168,8 +178,6 @@ def register(group: click.Group) -> None:
             for name, value in (
                 ("--resample", resample is not None),
                 ("--show-mechanical", show_mechanical),
-                ("--dry-run", dry_run),
-                ("--batch", batch),
                 ("--batch-status", status),
             )
             if value
