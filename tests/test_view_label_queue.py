@@ -302,3 +302,18 @@ def test_a_second_share_that_is_not_a_number_from_0_to_1_is_refused_naming_the_f
         for bad in ("1.5", "-0.1", "half", "nan"):
             status, answer = _post(port, "/api/label/samples", {"design": "random", "size": 2, "second": bad}, headers)
             assert status == 400 and answer["error"].startswith("second:"), (bad, answer)
+
+
+def test_a_view_started_on_a_file_without_the_share_column_sees_it_once_a_sample_adds_it(db):
+    """The reader of an older file shows the column as NULL; the first write migrates the file, and
+    the view reads it again instead of its stale stand-in."""
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE label_samples DROP COLUMN second_share")
+    conn.commit()
+    conn.close()
+    with served(db) as (port, _, _pid):
+        headers = _session(port)
+        status, sample = _post(port, "/api/label/samples", {"design": "random", "size": 6, "second": "0.5"}, headers)
+        assert status == 201 and sample["second_share"] == 0.5
+        (listed,) = json.loads(request(port, "GET", "/api/label")[2])["samples"]
+        assert listed["second_share"] == 0.5

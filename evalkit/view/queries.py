@@ -685,15 +685,20 @@ class ViewData:
         return self.writer
 
     def _stand_ins(self) -> bool:
-        """Whether the reader shows empty TEMP stand-ins of review tables an older file lacked
-        (the writer has added them since: open the file again to see them)."""
-        return (
-            self.db.conn.execute(
-                "SELECT 1 FROM temp.sqlite_master WHERE type = 'table' AND name IN "
-                "('reviews', 'review_claims', 'label_samples', 'label_sample_runs')"
-            ).fetchone()
-            is not None
-        )
+        """Whether the reader shows an older file through stand-ins: empty TEMP tables for tables it
+        lacked, or TEMP views reading NULL for columns it lacked (the writer has added them since:
+        open the file again to see them)."""
+        from evalkit.db.schema import TABLES
+
+        temp = {
+            name: (kind, sql)
+            for kind, name, sql in self.db.conn.execute("SELECT type, name, sql FROM temp.sqlite_master")
+        }
+        for name, table in TABLES.items():
+            kind, sql = temp.get(name, (None, None))
+            if kind == "table" or (kind == "view" and any(f'NULL AS "{c}"' in sql for c in table.column_names)):
+                return True
+        return False
 
     def _reopen(self) -> None:
         self.db.close()
