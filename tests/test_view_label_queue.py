@@ -288,7 +288,7 @@ def test_a_share_of_the_sample_is_served_again_to_a_second_reviewer_blind_and_th
         (listed,) = json.loads(request(port, "GET", "/api/label")[2])["samples"]
         assert listed["complete"] and listed["second_done"] == len(due)
         page = request(port, "GET", "/label")[2]
-        assert f"second ratings: {len(due)} of {len(due)}" in page
+        assert f"second ratings: {len(due)} of {len(due)} so far (each labelled run drawn with chance 50%)" in page
     res = CliRunner().invoke(cli, ["audit", "--db", db, "--format", "json", "--resamples", "0"])
     assert res.exit_code == 0, res.output
     humans = json.loads(res.stdout)["human_agreement"]
