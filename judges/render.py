@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from evalkit.judges.rubrics import Rubric
 from evalkit.present import Table, sanitize
@@ -270,3 +271,15 @@ def render_stats(rows: list[dict], fmt: str, modes: list[dict] | None = None) ->
             + "\n"
         )
     return out
+
+
+def annotations(result: Any, fmt: str) -> Iterator[str]:
+    """A judge run's annotations and summary (``table``, ``markdown``, ``json`` or ``jsonl``), in
+    pieces to write one after the other."""
+    shape = {
+        "table": annotations_text,
+        "markdown": annotations_markdown,
+        "json": annotations_json,
+        "jsonl": annotations_jsonl,
+    }[fmt]
+    return shape(result)

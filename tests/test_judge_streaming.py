@@ -15,8 +15,8 @@ from judge_helpers import FAST, scored_db
 import evalkit.cli
 from evalkit.db import open_readonly, read_scorecards
 from evalkit.db.judge import StoredCards
+from evalkit.judges import render
 from evalkit.judges.api import judge_cards
-from evalkit.present import views
 
 
 def judge(db, srv, *args):
@@ -75,7 +75,7 @@ def test_cli_json_output_is_the_document_json_dumps_writes(tmp_path, server):
 
 def test_json_output_without_annotations_is_the_document_json_dumps_writes(tmp_path, server):
     res = judge_cards([make_card(0, status="incomplete")], ["openai/judge-a"], db=str(tmp_path / "j.db"))
-    text = "".join(views.judge_annotations(res, "json"))
+    text = "".join(render.annotations(res, "json"))
     doc = res.as_dict()
     assert doc["annotations"] == [] and json.loads(text) == doc
     assert text == json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

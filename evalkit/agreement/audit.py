@@ -208,6 +208,12 @@ STALE_NAMED = 10  # run ids a stale note lists before "and N more"
 STALE_NAMES_CHARS = 160  # ... within this many characters, so the note stays one short line
 
 
+def warning_lines(audit: dict[str, Any]) -> list[str]:
+    """The audit's warnings for stderr: its stale annotations first, then each odd value."""
+    note = stale_note(audit)
+    return [f"warning: {line}" for line in ([note] if note else []) + list(audit["warnings"])]
+
+
 def stale_note(audit: dict[str, Any]) -> str | None:
     """One line on the audit's stale annotations (None when there are none): how many, which runs,
     why they were left out and what refreshes them."""

@@ -67,9 +67,9 @@ def register(group: click.Group) -> None:
         2 usage error (bad flags, missing database or config file).
         """
         from evalkit import api
-        from evalkit.agreement.audit_output import listed
+        from evalkit.agreement.audit import warning_lines
+        from evalkit.agreement.audit_output import listed, pairs_csv, render
         from evalkit.errors import InputError
-        from evalkit.present import views
 
         refuse_output_clash(
             [("--pairs-out", pairs_out), ("--out", out_path)],
@@ -87,11 +87,11 @@ def register(group: click.Group) -> None:
                 report, pairs = api.audit(db_path, config=config_path, **options), []
         except InputError as exc:
             fail(str(exc))
-        for line in views.audit_warnings(report):
+        for line in warning_lines(report):
             warn(line)
-        text = views.audit(report, fmt_name, top)
+        text = render(report, fmt_name, top)
         if pairs_out:
-            write_or_fail(pairs_out, views.audit_pairs_csv(pairs))
+            write_or_fail(pairs_out, pairs_csv(pairs))
         if out_path:
             write_or_fail(out_path, text)
         else:

@@ -101,7 +101,8 @@ def register(group: click.Group) -> None:
         or --max-cost reached; 2 usage error.
         """
         from evalkit import api
-        from evalkit.present import views
+        from evalkit.judges import pairwise as pairwise_judge
+        from evalkit.judges import render
 
         if pairwise or baseline or pairs_file:
             _check_pairwise(
@@ -120,7 +121,7 @@ def register(group: click.Group) -> None:
             with judge_failures():
                 sources = dict(baseline=baseline, pairs_file=pairs_file, seed=seed or 0)
                 plan = dry_run_pairs(models, db=str(db_path), batch=batch, **sources, **call)
-            click.echo(views.judge_dry_run(plan, fmt), nl=False)
+            click.echo(render.render_dry_run(plan, fmt), nl=False)
             sys.exit(EXIT_OK)
         if pairwise:
             with judge_failures():
@@ -136,9 +137,9 @@ def register(group: click.Group) -> None:
                     batch=batch,
                     **call,
                 )
-            click.echo(views.judge_pairwise(result, fmt), nl=False)
+            click.echo(pairwise_judge.render_result(result, fmt), nl=False)
             if fmt == "jsonl":
-                for line in views.judge_pairwise_summary_lines(result):
+                for line in pairwise_judge.summary_lines(result):
                     warn(line)
             if result.summary.fatal or result.summary.stopped:
                 warn(f"error: {result.summary.fatal or result.summary.stopped}")
@@ -148,16 +149,16 @@ def register(group: click.Group) -> None:
         with judge_failures():
             if dry_run:
                 plan, input_errors = api.judge_dry_run(db_path, models, **inputs, **options)
-                click.echo(views.judge_dry_run(plan, fmt), nl=False)
+                click.echo(render.render_dry_run(plan, fmt), nl=False)
                 sys.exit(EXIT_BAD_INPUT if input_errors else EXIT_OK)
             result = api.judge(db_path, models, **inputs, batch_status=batch_status, **options)
             if batch_status:
                 batches = api.judge_batches(db_path, models, call["rubric"], call["config_path"])
-                click.echo(views.judge_batches(batches, fmt), nl=False)
-        for piece in views.judge_annotations(result, fmt):  # written as read: no run holds its whole output
+                click.echo(render.render_batches(batches, fmt), nl=False)
+        for piece in render.annotations(result, fmt):  # written as read: no run holds its whole output
             click.echo(piece, nl=False)
         if fmt == "jsonl":
-            for line in views.judge_summary_lines(result):
+            for line in render.summary_lines(result):
                 warn(line)
         if result.summary.fatal:
             warn(f"error: {result.summary.fatal}")
@@ -197,13 +198,13 @@ def register(group: click.Group) -> None:
         remembered per (judge model, api base)."""
         from evalkit import api
         from evalkit.errors import InputError
-        from evalkit.present import views
+        from evalkit.judges import render
 
         try:
             rows, modes = api.cache_stats(db_path)
         except InputError as exc:
             fail(str(exc))
-        click.echo(views.cache_stats(rows, fmt, modes), nl=False)
+        click.echo(render.render_stats(rows, fmt, modes), nl=False)
 
     @cache.command("clear")
     @db_option(existing=True)

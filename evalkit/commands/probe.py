@@ -89,7 +89,7 @@ def register(group: click.Group) -> None:
         3 a --fail-if condition held (or could not be measured).
         """
         from evalkit import api
-        from evalkit.present import views
+        from evalkit.probes import view
 
         try:
             probes = api.check_probes(probe_list.split(",") if probe_list is not None else None, fail_if)
@@ -114,7 +114,9 @@ def register(group: click.Group) -> None:
             )
         for error in result.input_errors:
             warn(error)
-        click.echo(views.probe_run(result.as_dict(), fmt), nl=False)
+        doc = result.as_dict()
+        text = view.probe_run_json(doc) if fmt == "json" else view.probe_run_text(doc, markdown=fmt == "markdown")
+        click.echo(text, nl=False)
         for summary in (result.judging.originals, result.judging.probes):
             if summary.fatal or summary.stopped:
                 warn(f"error: {summary.fatal or summary.stopped}")

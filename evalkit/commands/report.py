@@ -92,7 +92,9 @@ def register(group: click.Group) -> None:
         report is written first, so a CI job can publish it).
         """
         from evalkit import api
-        from evalkit.present import views
+        from evalkit.report import render_html, render_markdown
+
+        pages = {"html": render_html, "markdown": render_markdown}
 
         if html_path is None and md_path is None:
             html_path = DEFAULT_HTML
@@ -116,12 +118,12 @@ def register(group: click.Group) -> None:
             if path is None:
                 continue
             if path == "-":
-                click.echo(views.report_page(data, fmt), nl=False)
+                click.echo(pages[fmt](data), nl=False)
                 continue
             if fmt == "html":
                 html_or_fail(db_path, data, path)
             else:
-                write_or_fail(path, views.report_page(data, fmt))
+                write_or_fail(path, pages[fmt](data))
             counts = data["counts"]
             warn(
                 f"wrote {path}: {counts['runs']} runs, {counts['scenarios']} scenarios, {counts['models']} models; "

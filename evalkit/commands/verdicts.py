@@ -47,7 +47,8 @@ def register(group: click.Group) -> None:
         the file; the others are still scored); 2 usage error (bad --order, no files found).
         """
         from evalkit import api
-        from evalkit.present import ascii_text, views
+        from evalkit.present import ascii_text
+        from evalkit.verdicts import analysis
 
         try:
             order = api.verdict_order(order_text)
@@ -61,11 +62,11 @@ def register(group: click.Group) -> None:
         summary = api.verdicts(paths, patterns, order=order, threshold=threshold)
         scores = summary["files"]
         if scores:
-            click.echo(views.verdicts(scores, markdown=markdown))
+            click.echo(analysis.render_verdicts_markdown(scores) if markdown else analysis.render_verdicts_text(scores))
         if not markdown:
             click.echo(f"verdicts: files scored {len(scores)}, files with errors {len(summary['errors'])}")
         for err in summary["errors"]:
             warn(ascii_text(err))
         if json_out:
-            write_or_fail(json_out, views.verdicts_json(summary))
+            write_or_fail(json_out, analysis.summary_json(summary))
         sys.exit(EXIT_BAD_INPUT if summary["errors"] else EXIT_OK)

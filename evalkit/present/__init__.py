@@ -6,8 +6,6 @@
   charts, :class:`~evalkit.present.document.ViewTable`) and its text, markdown and HTML emitters.
 - :mod:`evalkit.present.table`: :class:`Table` (headers, rows, notes) with text, markdown, csv and
   html emitters; the row-at-a-time emitters serve streamed output (``evalkit score``).
-- :mod:`evalkit.present.views`: the shapes of the judge, probe, audit, verdicts and report
-  commands, reached from here (their emitters are imported when called).
 
 Standard library only, so a command may import it without slowing ``evalkit --help``.
 """
