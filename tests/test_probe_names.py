@@ -22,10 +22,11 @@ def test_the_transforms_are_the_registrys_names_in_its_order():
 
 
 def test_the_gates_statistics_and_pipeline_read_the_same_names():
-    from evalkit.probes import gates, pipeline, stats
+    from evalkit.agreement import probe_stats
+    from evalkit.probes import gates, pipeline
 
-    assert gates.PROBES is stats.PROBES is pipeline.PROBES is names.PROBES
-    assert stats.FOOLING_PROBES is names.FOOLING_PROBES
+    assert gates.PROBES is probe_stats.PROBES is pipeline.PROBES is names.PROBES
+    assert probe_stats.FOOLING_PROBES is names.FOOLING_PROBES
 
 
 def test_the_api_exports_the_names():

@@ -1,4 +1,4 @@
-"""The audit's probe statistics (evalkit/probes/stats.py) and the --fail-if gates, against hand
+"""The audit's probe statistics (evalkit/agreement/probe_stats.py) and the --fail-if gates, against hand
 counts and against the shared bootstrap called directly."""
 
 from __future__ import annotations
@@ -9,11 +9,19 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from evalkit.agreement.probe_stats import (
+    LENIENT,
+    STRICT,
+    UNCHANGED,
+    UNDIRECTED,
+    direction,
+    failed_run_ids,
+    probe_entries,
+)
 from evalkit.agreement.stats import bootstrap_ci
 from evalkit.db.judge import JudgeValue
 from evalkit.db.probes import ProbeAnswer
 from evalkit.probes.gates import crossed, parse_gate
-from evalkit.probes.stats import LENIENT, STRICT, UNCHANGED, UNDIRECTED, direction, failed_run_ids, probe_entries
 
 
 @dataclass

@@ -20,6 +20,7 @@ from evalkit.agreement import human_first, judge_vs_mechanical, length_bias, pai
 from evalkit.agreement import jury as jury_mod
 from evalkit.agreement.adjudication import adjudication_entries
 from evalkit.agreement.pairings_config import AuditConfig, describe, load_audit_config
+from evalkit.agreement.probe_stats import failed_run_ids, probe_entries
 from evalkit.agreement.ratings import collect_ratings
 from evalkit.agreement.self_judging import same_model
 from evalkit.db import (
@@ -36,7 +37,6 @@ from evalkit.db import (
 from evalkit.db.cells import odd_cells
 from evalkit.db.pairwise import read_judged_lengths, read_pair_verdicts, read_paired_runs
 from evalkit.db.reviews import read_adjudications, read_review_ratings
-from evalkit.probes.stats import failed_run_ids, probe_entries
 
 SCHEMA = "evalkit.audit/1"
 PROBE_SIGNAL = "vector.all_passed"  # what failed_run_ids reads of a card

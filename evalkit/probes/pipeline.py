@@ -11,7 +11,7 @@ does) → a seeded sample (``sample`` runs, ``random.Random(seed)`` over sorted 
 run's trajectory file read again (its judge bundle must hash to the stored one) → one
 counterfactual per applicable probe (`evalkit.probes.cases`, mechanical score checked unchanged)
 → the originals and the counterfactuals judged through the judge layer and its cache
-(`evalkit.judges.probe_runner`) → the statistics (`evalkit.probes.stats`) → the gates.
+(`evalkit.judges.probe_runner`) → the statistics (`evalkit.agreement.probe_stats`) → the gates.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class ProbeResult:
     runs: list[str]  # the runs probed (the sample), sorted
     cases: dict[str, int]  # probe -> counterfactuals judged
     skipped: dict[str, dict[str, int]]  # probe -> reason -> runs
-    entries: list[dict[str, Any]]  # evalkit.probes.stats entries for this run
+    entries: list[dict[str, Any]]  # evalkit.agreement.probe_stats entries for this run
     judging: Any = None  # evalkit.judges.probe_runner.ProbeJudging
     gates: list[str] = field(default_factory=list)
     gate_failures: list[str] = field(default_factory=list)
@@ -141,10 +141,10 @@ def run_probes(
     RubricError / UnknownJudgeError.
     """
     from evalkit.agreement.pairings_config import load_audit_config
+    from evalkit.agreement.probe_stats import probe_entries
     from evalkit.db import open_readonly, read_annotations, read_probe_annotations
     from evalkit.judges import api as judge_api
     from evalkit.judges.probe_runner import probe_cases
-    from evalkit.probes.stats import probe_entries
 
     models = list(models)
     gates = parse_gates(fail_if)
