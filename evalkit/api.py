@@ -20,9 +20,9 @@ from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL
 from evalkit.errors import InputError
 
 if TYPE_CHECKING:  # the scorer, the reader and the card model load on first use (SCORING, BLOCKS)
+    from evalkit.agreement.probe_names import PROBES as PROBE_NAMES
     from evalkit.db.scores import Store
     from evalkit.engines import ScoreJob
-    from evalkit.probes.names import PROBES as PROBE_NAMES
     from evalkit.scoring.scorecard import ScoreCard
     from evalkit.trajectory.reader import Warn
 
@@ -105,7 +105,7 @@ __all__ = [
 
 # where each name resolved on first use lives (its layer's module), and under what name there
 _HOMES = {
-    "PROBE_NAMES": ("evalkit.probes.names", "PROBES"),  # the names alone: `probe --help` loads no transform
+    "PROBE_NAMES": ("evalkit.agreement.probe_names", "PROBES"),  # the names alone: `probe --help` loads no transform
     "DbError": ("evalkit.db", None),
     "JudgeNotStored": ("evalkit.db", None),
     "OutputError": ("evalkit.output.atomic", None),
@@ -116,7 +116,8 @@ _HOMES = {
     "derive_scalar": ("evalkit.scoring", None),
     "score_trajectory": ("evalkit.scoring", None),
     "ScoreCard": ("evalkit.scoring.scorecard", None),
-    **dict.fromkeys(("expand_paths", "parse_trajectory", "read_trajectory"), ("evalkit.trajectory.reader", None)),
+    **dict.fromkeys(("parse_trajectory", "read_trajectory"), ("evalkit.trajectory.reader", None)),
+    "expand_paths": ("evalkit.engines.sources", None),
     **dict.fromkeys(("Aggregator", "RunSummary", "aggregate", "pass_hat_k"), ("evalkit.aggregate.groups", None)),
     **dict.fromkeys(("DEFAULT_DB", "Store"), ("evalkit.db.scores", None)),
     **dict.fromkeys(("Scored", "ScoreJob"), ("evalkit.engines", None)),
@@ -420,8 +421,8 @@ def verdict_files(paths: Iterable[str], patterns: Iterable[str] = ()) -> tuple[l
 
 def check(paths: Iterable[str], scenarios: Iterable[str] = ()):
     """``evalkit check``: every problem of scenario files and runs, nothing scored; see
-    :func:`evalkit.trajectory.checking.check_paths`."""
-    from evalkit.trajectory.checking import check_paths
+    :func:`evalkit.engines.checking.check_paths`."""
+    from evalkit.engines.checking import check_paths
 
     return check_paths(paths, scenarios)
 
@@ -440,7 +441,7 @@ def annotations_list(
     """``evalkit annotations list``: the stored judge annotations that are not stale, as plain dicts
     (the database opened read-only); JudgeNotStored for a judge with none."""
     from evalkit.db import open_readonly
-    from evalkit.present.annotations_view import annotation_listing
+    from evalkit.db.annotation_listing import annotation_listing
 
     with open_readonly(db) as database:
         return annotation_listing(database, judge=judge, rubric=rubric, run=run)

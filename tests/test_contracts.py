@@ -1,10 +1,10 @@
 """The architecture's import contracts (pyproject.toml, [tool.importlinter]), checked statically
-with import-linter: the scoring core stays pure, only one module imports litellm, only the inspect
-importer imports inspect_ai, and the judge layer reaches only the parts of evalkit it is allowed to."""
+with import-linter: the folders are layers in the order docs/architecture.md draws, the scoring
+core stays pure, the judge layer never runs the engines, only one module imports litellm and only
+the inspect importer imports inspect_ai."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import pkgutil
 import subprocess
@@ -13,22 +13,6 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# the intended rule: the data layer, values, ScoreCard and resources; plus the config loader and
-# the error type it raises (judge.toml is validated by evalkit.config.files)
-JUDGE_MAY_IMPORT = {
-    "evalkit.db",
-    "evalkit.trajectory.values",
-    "evalkit.scoring.scorecard",
-    "evalkit.config.resources",
-    "evalkit.config.files",
-    "evalkit.config.outbound",  # the one outbound HTTP client
-    "evalkit.errors",
-    "evalkit.present",
-    "evalkit.aggregate.per_call",
-    # the one JSON parser and file opener every reader uses
-    "evalkit.trajectory.safe_json",
-    "evalkit.trajectory.input_files",
-}
 
 
 def _config() -> dict:
@@ -45,22 +29,22 @@ def test_import_contracts_hold(monkeypatch, capsys):
     assert f"{len(_config()['contracts'])} kept, 0 broken" in out
 
 
-def test_judge_contract_names_every_other_evalkit_module():
-    """A new evalkit module must be placed: allowed for the judge layer, or forbidden to it."""
+def test_the_drawn_flow_is_the_layers_contract():
+    """docs/architecture.md's flow, top to bottom, names the contract's layers in their order."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    drawing = page.split("## The flow\n", 1)[1].split("```\n", 2)[1]
+    drawn = [f"evalkit.{line.split()[0].removesuffix('/').removesuffix('.py')}" for line in drawing.splitlines()]
+    (layers,) = [c["layers"] for c in _config()["contracts"] if c["type"] == "layers"]
+    assert drawn == layers
+
+
+def test_every_evalkit_folder_is_a_layer():
+    """A new folder (or top-level module) of evalkit/ must take its place in the flow."""
     import evalkit
 
-    contract = next(c for c in _config()["contracts"] if c["source_modules"] == ["evalkit.judges"])
-    placed = set(contract["forbidden_modules"]) | JUDGE_MAY_IMPORT | {"evalkit.judges"}
-    modules = set()
-    for m in pkgutil.iter_modules(evalkit.__path__):
-        name = f"evalkit.{m.name}"
-        split = m.ispkg and name not in placed and any(p.startswith(name + ".") for p in placed)
-        if split:  # a package the rule cuts through: each of its modules must be placed
-            package = importlib.import_module(name)
-            modules |= {f"{name}.{s.name}" for s in pkgutil.iter_modules(package.__path__)}
-        else:
-            modules.add(name)
-    assert modules - placed == set(), "add the new module to the judge-layer contract in pyproject.toml"
+    (layers,) = [c["layers"] for c in _config()["contracts"] if c["type"] == "layers"]
+    found = {f"evalkit.{m.name}" for m in pkgutil.iter_modules(evalkit.__path__)} - {"evalkit.__main__"}
+    assert found - set(layers) == set()
 
 
 def test_a_broken_contract_is_reported(tmp_path):

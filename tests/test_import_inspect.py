@@ -328,7 +328,7 @@ def test_ratings_file_merges_and_score_skips_it(logs, tmp_path):
     n_eval = len(ratings_of(tmp_path))
     import_files("inspect", [logs["json"]], tmp_path)
     assert len(ratings_of(tmp_path)) == 2 * n_eval == 96
-    res = run("score", tmp_path, "--format", "json")
+    res = run("score", tmp_path, "--format", "json", "--no-db")
     assert res.exit_code == 0, res.output
     assert "ratings.jsonl" not in res.output
 

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from evalkit.cli import cli
+from evalkit.engines.sources import RATINGS_FILE, expand_paths
 from evalkit.trajectory import input_files
 from evalkit.trajectory.builders import a320_scenario, trajectory, write_jsonl
-from evalkit.trajectory.reader import RATINGS_FILE, expand_paths
 
 
 def run(path: Path, run_id: str = "r1") -> Path:

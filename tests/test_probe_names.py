@@ -1,6 +1,7 @@
-"""The probes' names have one home, evalkit.probes.names: the transforms are keyed by it, the API
-re-exports it lazily, and `evalkit probe --help` lists exactly those names without loading the
-transforms (nor the trajectory model, nor pydantic)."""
+"""The probes' names have one home, evalkit.agreement.probe_names (below the probes and the audit,
+which both read them): the transforms are keyed by it, the API re-exports it lazily, and
+`evalkit probe --help` lists exactly those names without loading the transforms (nor the
+trajectory model, nor pydantic)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from click.testing import CliRunner
 from loaded_modules import loaded_after
 
-from evalkit.probes import names
+from evalkit.agreement import probe_names as names
 
 
 def test_the_transforms_are_the_registrys_names_in_its_order():
@@ -47,8 +48,8 @@ def test_probe_help_lists_exactly_the_registrys_names():
 
 def test_the_names_module_imports_nothing():
     package = set(loaded_after("import evalkit", "evalkit", "pydantic"))
-    loaded = set(loaded_after("import evalkit.probes.names", "evalkit", "pydantic"))
-    assert loaded - package == {"evalkit.probes", "evalkit.probes.names"}
+    loaded = set(loaded_after("import evalkit.agreement.probe_names", "evalkit", "pydantic"))
+    assert loaded - package == {"evalkit.agreement", "evalkit.agreement.probe_names"}
 
 
 def test_the_cli_and_probe_help_leave_the_transforms_unloaded():

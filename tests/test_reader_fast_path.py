@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from evalkit.engines import sources
 from evalkit.errors import InputError
 from evalkit.present.score_view import card_head_json
 from evalkit.scoring import score_trajectory
@@ -148,6 +149,6 @@ def test_directories_are_listed_in_path_order_not_string_order(tmp_path):
         for f in ("1.jsonl", "a-.jsonl", "a.jsonl", "B.jsonl"):
             (tmp_path / d / f).write_text("")
     (tmp_path / "a0.jsonl").write_text("")
-    listed = list(reader.expand_paths([tmp_path]))
+    listed = list(sources.expand_paths([tmp_path]))
     assert listed == [str(p) for p in sorted(tmp_path.rglob("*.jsonl"))]
     assert listed.index(str(tmp_path / "a" / "x" / "1.jsonl")) < listed.index(str(tmp_path / "a-b" / "1.jsonl"))

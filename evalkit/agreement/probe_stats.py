@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from evalkit.agreement.probe_names import FOOLING_PROBES, PROBES
 from evalkit.agreement.raters import label_credit, same_label
 from evalkit.agreement.stats import bootstrap_ci
 from evalkit.agreement.stats.stat import Stat, _ok, _undefined
 from evalkit.db.judge import JudgeValue
 from evalkit.db.probes import ProbeAnswer
-from evalkit.probes.names import FOOLING_PROBES, PROBES
 
 RATES = ("unchanged_rate", "lenient_flip_rate", "strict_flip_rate", "fooled_rate")
 OUTCOME = "outcome"

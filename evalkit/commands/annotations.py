@@ -28,8 +28,8 @@ def list_(db_path, judge, rubric, run_id, fmt_name):
     error); 1 unreadable database; 2 usage error (no such database, unknown judge)."""
     from evalkit import api
     from evalkit.api import JudgeNotStored
+    from evalkit.db.annotation_listing import render
     from evalkit.errors import InputError
-    from evalkit.present.annotations_view import render
 
     try:
         items = api.annotations_list(db_path, judge=judge, rubric=rubric, run=run_id)

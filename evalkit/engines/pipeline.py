@@ -35,7 +35,7 @@ def score_file(path: str | Path, warn: Warn | None = None, scenarios: ScenarioSe
 
 def iter_scorecards(paths: Iterable[str | Path], warn: Warn | None = None) -> Iterator[ScoreCard | InputError]:
     """Score files one at a time (directories: ``*.jsonl``, recursive, sorted); bad files yield their error."""
-    from evalkit.trajectory.reader import expand_paths
+    from evalkit.engines.sources import expand_paths
 
     for path in expand_paths(paths, warn):
         try:

@@ -1,5 +1,5 @@
 """Each scenario checked against its runs while they are scored (``evalkit score``): the warnings
-``evalkit check`` gives (:mod:`evalkit.trajectory.observed`), once per scenario.
+``evalkit check`` gives (:mod:`evalkit.engines.observed`), once per scenario.
 
 A worker notes what the runs of each scenario in its batch did (:class:`Seen`, the state of an
 ``Observed`` without the scenario model: plain counts, sets and dicts, so the parent merges it
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# Observed's fields (evalkit.trajectory.observed), in the order ``Seen.state`` holds them
+# Observed's fields (evalkit.engines.observed), in the order ``Seen.state`` holds them
 FIELDS = ("runs", "calls", "surface", "args", "results", "success_runs", "variables", "hit", "samples")
 
 
@@ -59,14 +59,14 @@ class Noting:
         key = scenario.content_hash
         noted = self.observed.get(key)
         if noted is None:
-            from evalkit.trajectory.observed import Observed
+            from evalkit.engines.observed import Observed
 
             noted = self.observed[key] = (Observed(scenario), shown, source)
         noted[0].add_run(traj.meta.tool_surface, traj.tool_calls(), traj.final)
 
     def seen(self, token: str | None = None) -> dict[str, Seen]:
         """The batch's notes; with ``token``, less what this process sent before for it."""
-        from evalkit.trajectory.observed import _SAMPLE_CALLS
+        from evalkit.engines.observed import _SAMPLE_CALLS
         from evalkit.trajectory.reader import scenario_json
 
         if token != _SENT_TOKEN[0]:
@@ -202,7 +202,7 @@ def scenario_warnings(seen: dict[str, Seen], scenarios: Any = None) -> list[str]
     scenario in ``seen``'s order. ``scenarios``: the ScenarioSet of the files given (--scenarios)."""
     from collections import Counter
 
-    from evalkit.trajectory.observed import Observed, findings, where
+    from evalkit.engines.observed import Observed, findings, where
     from evalkit.trajectory.reader import shared_scenario
 
     out: list[str] = []
@@ -226,7 +226,7 @@ def scenario_warnings(seen: dict[str, Seen], scenarios: Any = None) -> list[str]
 
 
 def _line(entry: Any, finding: Any) -> int | None:
-    from evalkit.trajectory.checking import locate
+    from evalkit.engines.checking import locate
 
     return locate(entry, finding.loc, finding.needle) if entry.text else entry.line
 

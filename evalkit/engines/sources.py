@@ -81,7 +81,7 @@ def expand(
     ``*.jsonl``, sorted, except the ``RATINGS_FILE`` an importer writes beside its runs and the
     ``SCENARIOS_FILE`` of the runs' tasks (named
     explicitly, it is read as given); ``warn`` is told what a local search skips. The one copy of
-    the rule: evalkit.trajectory.reader.expand_paths calls it too."""
+    the rule: :func:`expand_paths` is it for local paths."""
     from evalkit.trajectory.input_files import find_files
 
     if isinstance(paths, Listed):
@@ -95,3 +95,11 @@ def expand(
             yield from find_files(name, ".jsonl", warn, exclude=(RATINGS_FILE, SCENARIOS_FILE))
         else:
             yield name
+
+
+def expand_paths(paths: Iterable[str | Path], warn: Callable[[str], None] | None = None) -> Iterator[str]:
+    """Files as given; directories searched recursively for ``*.jsonl`` in sorted order, except the
+    ``ratings.jsonl`` an importer writes beside its runs (named explicitly, it is read as given).
+    What a search skips (a FIFO, a link to nothing, a directory it cannot list, ...) is reported
+    through ``warn`` (:func:`evalkit.trajectory.input_files.find_files`). URLs are left as given."""
+    return expand(paths, warn, urls=False)

@@ -1,19 +1,20 @@
 """Judge robustness probes (`evalkit probe`, docs/probes.md): counterfactual runs whose mechanical
 score is provably unchanged, judged like any run, stored apart from the annotations.
 
-- :mod:`evalkit.probes.names` — the probes' names (``PROBES``, ``FOOLING_PROBES``); it imports nothing;
+- :mod:`evalkit.agreement.probe_names` — the probes' names (``PROBES``, ``FOOLING_PROBES``), beside
+  the audit's probe statistics, which read them too; it imports nothing;
 - :mod:`evalkit.probes.transforms` — the six transforms, pure (``transform``, ``dress_bundle``);
 - :mod:`evalkit.probes.cases` — a scored run + a probe → the counterfactual bundle, with the
   mechanical score checked unchanged (``build_case``), and the seeded sample (``sample_runs``);
 - :mod:`evalkit.probes.config` — ``configs/probes.toml``, validated (``load_probes_config``);
 
-The names below resolve on first use, so that ``evalkit.probes.names`` (read by ``evalkit probe
---help``) loads without the transforms and the trajectory model under them.
+The names below resolve on first use, so that the names (read by ``evalkit probe --help``) load
+without the transforms and the trajectory model under them.
 """
 
 import importlib
 
-from evalkit.probes.names import FOOLING_PROBES, PROBES
+from evalkit.agreement.probe_names import FOOLING_PROBES, PROBES
 
 # where each lazily resolved name lives
 _HOMES = {

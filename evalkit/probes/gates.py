@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.aggregate.gates import OPS, crossed_line, unmeasured_line
-from evalkit.probes.names import PROBES
+from evalkit.agreement.probe_names import PROBES
 
 METRICS = ("unchanged_rate", "lenient_flip_rate", "strict_flip_rate", "fooled_rate")
 _GATE = re.compile(r"^\s*(?P<path>[A-Za-z0-9_.]+?)\s*(?P<op>>=|<=|>|<)\s*(?P<limit>[-+0-9.eE]+)\s*$")

@@ -20,11 +20,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.agreement.probe_names import PROBES
 from evalkit.errors import InputError
 from evalkit.probes.cases import NotApplicable, ProbeCase, ScoreMoved, build_case, check_source, sample_runs
 from evalkit.probes.config import ProbesConfig, load_probes_config
 from evalkit.probes.gates import Gate, crossed, parse_gate
-from evalkit.probes.names import PROBES
 
 UNREADABLE = "its trajectory file cannot be read"
 

@@ -38,8 +38,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from evalkit.agreement.probe_names import PROBES
 from evalkit.probes.config import ProbesConfig
-from evalkit.probes.names import PROBES
 from evalkit.trajectory.records import Assistant, Event, ToolCall, Trajectory
 from evalkit.trajectory.values import canonical_json
 
@@ -212,7 +212,7 @@ def identity(traj: Trajectory, cfg: ProbesConfig) -> Trajectory:
     return traj
 
 
-# Each probe of the registry (evalkit.probes.names) is the function of its name above, in the
+# Each probe of the registry (evalkit.agreement.probe_names) is the function of its name above, in the
 # registry's order: a name added there without its function here fails at import, naming it.
 TRANSFORMS: dict[str, Callable[[Trajectory, ProbesConfig], Trajectory]] = {name: globals()[name] for name in PROBES}
 

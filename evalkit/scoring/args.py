@@ -330,3 +330,13 @@ class Catalog:
             gates=gates,
             required_tools=frozenset(e.tool for e in required),
         )
+
+
+def rules_of(scenario: Any) -> Catalog:
+    """The scenario's argument rules and gates resolved for matching, built once per scenario
+    object (kept in its ``__dict__``, beside its fields); only scenarios that are not
+    ``index.plain`` need them."""
+    found = scenario.__dict__.get("_rules")
+    if found is None:
+        found = scenario.__dict__["_rules"] = Catalog.of(scenario)
+    return found

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from evalkit.scoring.approvals import gate_uses
+from evalkit.scoring.args import rules_of
 from evalkit.scoring.checks import mechanical_checks, no_checks
 from evalkit.scoring.classify import (
     call_key,
@@ -43,7 +44,7 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
         rows = classify_commands(commands, keys, taken, index)
         listed = listed_plain(rows, keys, index, gt)
     else:
-        catalog = scenario.rules
+        catalog = rules_of(scenario)
         taken = match_with_rules(catalog.required, commands, keys)
         uses = gate_uses(traj.tool_calls(), surface, index.command_tools, catalog.gates) if catalog.gates else {}
         listed = []

@@ -8,7 +8,7 @@ the run then has no ``final`` record (status ``incomplete``).
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -429,24 +429,3 @@ def read_trajectory(
             return parse_lines(name, fh, warn, compact, scenarios=scenarios)
         except OSError as exc:
             raise InputError(shown_name(name), None, f"cannot read: {exc.strerror or exc}") from None
-
-
-def __getattr__(name: str) -> Any:
-    # RATINGS_FILE, the name a directory search skips, lives with the search (evalkit.engines.sources),
-    # read from there on first use: importing the engines here would slow every reader's start
-    if name == "RATINGS_FILE":
-        from evalkit.engines.sources import RATINGS_FILE
-
-        return RATINGS_FILE
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def expand_paths(paths: Iterable[str | Path], warn: Warn | None = None) -> Iterator[str]:
-    """Files as given; directories searched recursively for ``*.jsonl`` in sorted order, except the
-    ``ratings.jsonl`` an importer writes beside its runs (named explicitly, it is read as given).
-    What a search skips (a FIFO, a link to nothing, a directory it cannot list, ...) is reported
-    through ``warn`` (see :func:`evalkit.trajectory.input_files.find_files`). The engines' search
-    (:func:`evalkit.engines.sources.expand`), URLs left as given."""
-    from evalkit.engines.sources import expand
-
-    return expand(paths, warn, urls=False)

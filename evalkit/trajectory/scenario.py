@@ -462,14 +462,6 @@ class Scenario(_Open):
         )
 
     @cached_property
-    def rules(self) -> Any:
-        """The argument rules and gates resolved for matching (``evalkit.scoring.args.Catalog``),
-        built once per scenario object; only scenarios that are not ``index.plain`` need it."""
-        from evalkit.scoring.args import Catalog  # the scorer's own module: loaded only when used
-
-        return Catalog.of(self)
-
-    @cached_property
     def bundle_part(self) -> dict[str, Any]:
         """The scenario's share of every judge bundle of its runs (built once per scenario object)."""
         gt = self.ground_truth

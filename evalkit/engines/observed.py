@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
+from evalkit.scoring.args import args_match, rules_of
 from evalkit.trajectory.values import match_key
 
 KNOWN_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not_in", "contains", "not_contains", "in_reply", "matches")
@@ -119,7 +120,7 @@ class Observed:
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # required tool -> some calls' args
 
     def __post_init__(self) -> None:
-        self._required = self.scenario.rules.required
+        self._required = rules_of(self.scenario).required
         self.hit = [False] * len(self._required)
         self._by_tool: dict[str, list[int]] = {}
         for i, expect in enumerate(self._required):
@@ -374,7 +375,7 @@ def findings(seen: Observed) -> list[Finding]:
                     out.append(_type_finding((*loc, "result", key), key, value, keys[key], ap.tool, "results"))
 
     # -- value types -----------------------------------------------------------------------------
-    catalog = sc.rules
+    catalog = rules_of(sc)
     expects = (
         list(zip(required, catalog.required))
         + list(zip(optional, catalog.optional.expects))
@@ -457,8 +458,6 @@ def _type_finding(loc: tuple, key: str, value: Any, types: set[str], tool: str, 
 
 def _disagreeing_keys(expect: Any, samples: list[dict[str, Any]]) -> list[str]:
     """The keys of a required action on which no sampled call agrees, each compared alone."""
-    from evalkit.scoring.args import args_match
-
     rule = expect.rule
     if rule.mode == "ignore" or not samples:
         return []

@@ -7,7 +7,7 @@ a run's embedded scenario is checked the same way, then the run is read once, as
 reads it (the first problem of the rest of the file, as the reader reports it). The scenario files
 a run uses (``--scenarios``, or the one beside it) are checked and counted once.
 
-Then each scenario is checked against all of its runs (:mod:`evalkit.trajectory.observed`): every
+Then each scenario is checked against all of its runs (:mod:`evalkit.engines.observed`): every
 reference the runs contradict is a warning (an error where it can never match) at the scenario's
 file and line. Keys of the runs' records that evalkit does not know are warnings too, each distinct
 one once with how many runs and records have it.
@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.engines.observed import Finding, Observed, findings, near, where
+from evalkit.engines.sources import expand_paths
 from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.input_files import open_regular, shown_name
-from evalkit.trajectory.observed import Finding, Observed, findings, near, where
-from evalkit.trajectory.reader import _Builder, expand_paths
+from evalkit.trajectory.reader import _Builder
 from evalkit.trajectory.records import RECORD_TYPES, FinalStateCheck, SuccessEval
 from evalkit.trajectory.scenario import USER_PREFIX
 from evalkit.trajectory.scenario_files import Entry, ScenarioSet, read_entries, scenario_problems, scenarios_beside

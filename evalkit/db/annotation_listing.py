@@ -38,7 +38,7 @@ def annotation_listing(
 ) -> list[dict[str, Any]]:
     """The annotations of an open read-only :class:`evalkit.db.Database`, as plain dicts;
     ``judge`` is resolved as everywhere (an unknown name raises ``JudgeNotStored``)."""
-    from evalkit.db import label_value, read_annotation_rows
+    from evalkit.db.judge import label_value, read_annotation_rows
 
     heads = [
         a
