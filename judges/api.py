@@ -68,6 +68,7 @@ class DryRun:
     skipped: dict
     models: list[str]
     batch: dict | None = None  # with --batch: the batch plan and the input cost, live and batch
+    unit: str = "runs x models"  # what one item is
 
     def as_dict(self) -> dict:
         out = dataclasses.asdict(self)

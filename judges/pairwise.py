@@ -425,6 +425,7 @@ def dry_run_pairs(
         skipped=skipped,
         models=[j.model for j in judges],
         batch=batch_plan(to_send, rub, cfg) if batch else None,
+        unit="pairs x 2 orders x models",
     )
 
 

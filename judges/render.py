@@ -188,7 +188,7 @@ def render_dry_run(plan, fmt: str) -> str:
     lines = [
         "dry run: nothing was sent",
         f"models: {', '.join(plan.models)}",
-        f"items (runs x models): {plan.items}",
+        f"items ({plan.unit}): {plan.items}",
         f"cache hits: {plan.cache_hits}",
         f"would send: {plan.to_send}",
         f"estimated prompt tokens (chars/4): {plan.estimated_prompt_tokens}",
