@@ -78,10 +78,12 @@ def _audit(
     n_resamples: int = 1000,
     jury: bool = False,
     top: int | None = None,
+    odd: list[str] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The audit and, ``with_pairs``, the compared pairs (else an empty list); see
     :func:`build_audit_with_pairs`. The pairs are let go as soon as the sections that read them
-    are done (at 10^5 runs they are 10^6 objects)."""
+    are done (at 10^5 runs they are 10^6 objects). ``odd``: the file's odd cells
+    (:func:`~evalkit.db.cells.odd_cells`) when the caller has read them already (the report)."""
     if by is not None and by not in SLICE_KINDS:
         raise ValueError(f"by must be one of {', '.join(SLICE_KINDS)}, got {by!r}")
     if n_resamples < 0:
@@ -93,7 +95,7 @@ def _audit(
         if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
             pair_judges = {pairwise_bias.judge_model_of(v.rater) for v in pair_verdicts if v.rater_kind == "judge"}
             judge = resolve_judge(judge, {*judge_models(db), *pair_judges}, db.path)
-        warnings = odd_cells(db)  # what the readers below read as missing, and why
+        warnings = odd_cells(db) if odd is None else list(odd)  # what the readers below read as missing, and why
         # each card keeps only the signals a pairing or the probes read (a card is mostly commands)
         signals = {PROBE_SIGNAL} | {s for p in cfg.pairings for case in p.mechanical_cases for s, _ in case.when}
         cards = list(read_cards(db, warnings, signals=signals))

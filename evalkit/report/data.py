@@ -417,7 +417,9 @@ def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | 
     return {"models": models, "annotations": len(rows)}
 
 
-def _agreement_section(db_path: str, has_judge: bool, has_ratings: bool, judge: str | None, jury: bool = False) -> dict:
+def _agreement_section(
+    db_path: str, has_judge: bool, has_ratings: bool, judge: str | None, jury: bool = False, odd: list[str] = ()
+) -> dict:
     """The audit's own dict (evalkit.agreement.audit.build_audit), or why there is none."""
     if not (has_judge or has_ratings):
         return {"available": False, "reason": "no judge annotations or imported ratings in this database yet"}
@@ -426,7 +428,7 @@ def _agreement_section(db_path: str, has_judge: bool, has_ratings: bool, judge: 
     except ImportError as exc:
         return {"available": False, "reason": f"the audit module is not installed ({exc.name})"}
     try:
-        audit = build_audit(db_path, judge=judge, jury=jury)
+        audit = build_audit(db_path, judge=judge, jury=jury, odd=list(odd))  # the scan is done once
     except (ValueError, OSError) as exc:  # a broken pairings config must not cost the whole report
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return {"available": False, "reason": f"the audit failed: {first}", "warning": True}
@@ -593,7 +595,7 @@ def build_report(
                 judge = resolve_judge(judge, judge_models(db), db.path)
             annotations = read_annotation_rows(db, judge)
             ratings = read_ratings(db)
-        agreement = _agreement_section(str(db_path), bool(annotations), bool(ratings), judge, jury)
+        agreement = _agreement_section(str(db_path), bool(annotations), bool(ratings), judge, jury, warnings)
         disagreeing = _cut_disagreements(agreement)
         with open_readonly(db_path) as db:
             agg_state = Aggregator()
