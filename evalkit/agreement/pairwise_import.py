@@ -20,7 +20,7 @@ from typing import Any
 from evalkit.db.pairwise import PairVerdict
 from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
-from evalkit.trajectory.input_files import read_text
+from evalkit.trajectory.input_files import csv_rows, read_text
 
 KINDS = ("judge", "human", "gold")
 VERDICTS = ("a", "b", "tie")
@@ -48,9 +48,7 @@ def read_pair_file(
                 raise InputError(name, line, "each line must be a JSON object")
             rows.append((line, {str(k).lower(): v for k, v in data.items()}))
     else:
-        from evalkit.agreement.ratings import _csv_rows
-
-        lines = _csv_rows(name, text, "\t" if suffix == ".tsv" else ",")
+        lines = csv_rows(name, text, "\t" if suffix == ".tsv" else ",")
         first = next(lines, None)
         if first is None:
             return None

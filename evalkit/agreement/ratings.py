@@ -20,11 +20,9 @@ same ``(item_id, rater, dimension)``.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -35,7 +33,7 @@ from evalkit.db import Rating, write_ratings
 from evalkit.db.schema import TABLES
 from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
-from evalkit.trajectory.input_files import read_text
+from evalkit.trajectory.input_files import csv_rows, read_text
 from evalkit.trajectory.safe_json import MAX_INT_DIGITS
 
 Value = int | float | str | bool
@@ -214,31 +212,8 @@ def _read_jsonl(name: str, text: str, rater: str | None, kind: str | None) -> li
     return out
 
 
-# Appended after the text: a quoted field the file leaves open swallows it, else it is a row alone.
-# A noncharacter, so no file's own row is ever exactly this.
-_END = "\ufdd0"
-
-
-def _csv_rows(name: str, text: str, delimiter: str) -> Iterator[tuple[int, list[str]]]:
-    """The rows of a CSV text with the line each ends on; InputError for malformed CSV and for a
-    quoted field still open at the end of the text (Python's csv reads it as ending there)."""
-    ends_a_line = not text or text.endswith(("\n", "\r"))
-    reader = csv.reader(io.StringIO(text + ("" if ends_a_line else "\n") + _END, newline=""), delimiter=delimiter)
-    last = 0  # the line the previous row ended on
-    try:
-        for cells in reader:
-            if cells == [_END]:
-                return
-            if cells and cells[-1].endswith(_END) and next(reader, None) is None:
-                raise InputError(name, last + 1, "a quoted field is never closed (the file ends inside it: cut short?)")
-            last = reader.line_num
-            yield last, cells
-    except csv.Error as exc:
-        raise InputError(name, reader.line_num, f"malformed CSV: {exc}") from None
-
-
 def _read_csv(name: str, text: str, delimiter: str, rater: str | None, kind: str | None) -> list[tuple[int, RatingRow]]:
-    rows = _csv_rows(name, text, delimiter)
+    rows = csv_rows(name, text, delimiter)
     try:
         _, header = next(rows)
     except StopIteration:

@@ -91,6 +91,18 @@ def clean_view(table: Any, present: dict[str, tuple]) -> str:
     return f'CREATE TEMP VIEW "{table.name}" AS SELECT {", ".join(cols)} FROM main."{table.name}" WHERE {where}'
 
 
+def overlay(conn: Any, present: dict[str, dict[str, tuple]]) -> None:
+    """On a read-only connection, make an older file look current without writing it: a missing
+    table becomes an empty TEMP table, every other table is shadowed by a TEMP view that reads
+    NULL for columns it lacks and for odd cells (:func:`clean_view`; TEMP names are looked up
+    before the file's own)."""
+    for name, table in TABLES.items():
+        if name not in present:
+            conn.execute(table.ddl(temp=True))
+        else:
+            conn.execute(clean_view(table, present[name]))
+
+
 def _what(column: str) -> str:
     """SQL describing an odd cell for :func:`_describe`: its type, ``-`` when negative, ``f`` when
     a fraction (evaluated only where the cell is odd)."""

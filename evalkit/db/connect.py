@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from evalkit.db import schema
+from evalkit.db import cells, schema
 from evalkit.errors import InputError
 
 BUSY_TIMEOUT_MS = 60_000
@@ -231,7 +231,7 @@ def open_readonly(path: str | os.PathLike[str]) -> Database:
     uri = p.as_uri() + "?mode=ro"
 
     def prepare(conn: sqlite3.Connection) -> None:
-        schema.overlay(conn, schema.check(conn))
+        cells.overlay(conn, schema.check(conn))
         conn.execute("PRAGMA query_only = 1")
 
     if os.access(p.parent, os.W_OK):

@@ -333,17 +333,3 @@ def migrate(conn: sqlite3.Connection) -> None:
         for sql in STEPS.get(version, ()):
             conn.execute(sql)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-
-def overlay(conn: sqlite3.Connection, present: dict[str, dict[str, tuple]]) -> None:
-    """On a read-only connection, make an older file look current without writing it: a missing
-    table becomes an empty TEMP table, every other table is shadowed by a TEMP view that reads
-    NULL for columns it lacks and for odd cells (evalkit.db.cells; TEMP names are looked up
-    before the file's own)."""
-    from evalkit.db.cells import clean_view
-
-    for name, table in TABLES.items():
-        if name not in present:
-            conn.execute(table.ddl(temp=True))
-        else:
-            conn.execute(clean_view(table, present[name]))

@@ -9,10 +9,12 @@ Standard input (``-``) and URLs are read up to the same limit.
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import stat
 import sys
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -207,3 +209,26 @@ def _entry_kind(entry: os.DirEntry, path: str, suffix: str) -> str:
     if not candidate:
         return _IGNORE
     return _READ if stat.S_ISREG(mode) else f"{_kind(mode)}, not a regular file"
+
+
+# Appended after the text: a quoted field the file leaves open swallows it, else it is a row alone.
+# A noncharacter, so no file's own row is ever exactly this.
+_END = "\ufdd0"
+
+
+def csv_rows(name: str, text: str, delimiter: str) -> Iterator[tuple[int, list[str]]]:
+    """The rows of a CSV text with the line each ends on; InputError for malformed CSV and for a
+    quoted field still open at the end of the text (Python's csv reads it as ending there)."""
+    ends_a_line = not text or text.endswith(("\n", "\r"))
+    reader = csv.reader(io.StringIO(text + ("" if ends_a_line else "\n") + _END, newline=""), delimiter=delimiter)
+    last = 0  # the line the previous row ended on
+    try:
+        for cells in reader:
+            if cells == [_END]:
+                return
+            if cells and cells[-1].endswith(_END) and next(reader, None) is None:
+                raise InputError(name, last + 1, "a quoted field is never closed (the file ends inside it: cut short?)")
+            last = reader.line_num
+            yield last, cells
+    except csv.Error as exc:
+        raise InputError(name, reader.line_num, f"malformed CSV: {exc}") from None
