@@ -4,7 +4,7 @@ Run: .venv/bin/python benchmarks/bench_audit_scale.py [--runs 10000 100000] [--f
      [--keep DIR] [--before TREE] [--profile FILE.prof]
 
 The database is written through evalkit's own writers: the scorecards of the bundled a320 examples,
-scored by `evalkit.api.iter_scorecards`, under new run ids, models and scenarios through
+scored by `evalkit.score_files`, under new run ids, models and scenarios through
 `evalkit.db.Store.save_many`; two judges' procedure_v1 annotations (six dimensions, a confidence on
 the outcome) through the judge layer's write path (`JudgeTables`, the transaction `record` opens,
 one per 5,000 runs). Then `evalkit audit --db FILE --format F` runs in a process of its own; its
@@ -52,10 +52,10 @@ print(wall, use.ru_utime + use.ru_stime, use.ru_maxrss)
 
 def templates() -> list[dict]:
     """Each bundled a320 example's scorecard as a dict, with its judge bundle."""
-    from evalkit.api import iter_scorecards
+    from evalkit.engines.pipeline import score_files
 
     out = []
-    for card in iter_scorecards([ROOT / "examples" / "a320"], lambda message: None):
+    for card in score_files([ROOT / "examples" / "a320"], warn=lambda message: None):
         if not isinstance(card, Exception) and card.status == "scored":
             out.append(card.model_dump(mode="json", by_alias=True) | {"judge_bundle": card.judge_bundle})
     return out

@@ -144,11 +144,9 @@ def generated_runs(directory: Path, runs: int, scenarios: int) -> Path:
 
 
 def scored_cards(paths: list[Path]) -> list:
-    from evalkit.api import iter_scorecards
+    from evalkit.engines.pipeline import score_files
 
-    return [
-        c for c in iter_scorecards([str(p) for p in paths]) if not isinstance(c, Exception) and c.status == "scored"
-    ]
+    return [c for c in score_files([str(p) for p in paths]) if not isinstance(c, Exception) and c.status == "scored"]
 
 
 def judge_once(server, cards, rubric, db: str, concurrency: int):

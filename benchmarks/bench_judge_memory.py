@@ -3,7 +3,7 @@
     python benchmarks/bench_judge_memory.py [--runs 1000,10000,100000] [--concurrency 8] [--tracemalloc 30]
 
 For each size N a database of N scored runs is written by evalkit's own writers (the bundled a320
-examples scored by `evalkit.api.iter_scorecards`, each under a new run id with its own transcript
+examples scored by `evalkit.score_files`, each under a new run id with its own transcript
 line, stored by `evalkit.db.Store.save_many`; about 78 % are `scored`, the rest are skipped as the
 judge skips them). Then the real `evalkit judge --db FILE --model openai/bench` runs as a
 subprocess against the local OpenAI-compatible fake server (tests/fake_llm_server.py, its own
@@ -41,10 +41,10 @@ CHUNK = 2_000
 
 def templates() -> list[str]:
     """Each bundled a320 example's ScoreCard as JSON, its judge bundle included."""
-    from evalkit.api import iter_scorecards
+    from evalkit.engines.pipeline import score_files
 
     out = []
-    for card in iter_scorecards([ROOT / "examples" / "a320"], lambda message: None):
+    for card in score_files([ROOT / "examples" / "a320"], warn=lambda message: None):
         if not isinstance(card, Exception):
             out.append(json.dumps(card.model_dump(mode="json", by_alias=True) | {"judge_bundle": card.judge_bundle}))
     return out

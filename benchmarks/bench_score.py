@@ -229,81 +229,77 @@ def decode_only(files: list[Path]) -> None:
 def score_jsonl(directory: Path, engine: str = "local", workers: int = 1, observe: bool = True) -> None:
     """`evalkit score DIR --format jsonl --no-db` through the API, output to /dev/null (``observe``:
     each scenario checked against its runs, as the command does)."""
-    from evalkit.api import ScoreJob, score_run
+    from evalkit.engines.pipeline import score_files
     from evalkit.present.score_view import ScoreWriter
 
     with open(os.devnull, "w", encoding="utf-8") as out:
         writer = ScoreWriter(out, "jsonl")
-        job = ScoreJob(output_format="jsonl", batched=True, encoding=writer.encoding, observe=observe)
-        result, _ = score_run(
+        scoring = score_files(
             [str(directory)],
-            None,
-            lambda e: None,
-            lambda line: None,
-            job=job,
-            on_output=writer.write_batch,
+            output="jsonl",
+            encoding=writer.encoding,
             engine=engine,
             workers=workers,
-            aggregates=writer.aggregates,
+            aggregate=writer.aggregates,
+            on_finding=(lambda line: None) if observe else None,
         )
-        writer.finish(result)
+        for item in scoring:
+            if getattr(item, "data", None) is not None:
+                writer.write_batch(item.data, item.count)
+        writer.finish(scoring.aggregate)
 
 
 def storage(directory: Path, tmp: Path, workers: int, sink: str) -> dict[str, float]:
     """Score into SQLite or Parquet (2 workers): bytes on disk per run, the parent's CPU per run
     (receiving and writing: the part that does not scale with workers), wall time."""
     import shutil
+    import sqlite3
 
-    from evalkit.api import ScoreJob, Store, score_stream
-    from evalkit.output.parquet import ArrowRows, ParquetWriter
+    from evalkit.db.scores import Store
+    from evalkit.engines.pipeline import score_files
 
     db_path, pq_dir = tmp / "store.db", tmp / "parquet"
     for f in tmp.glob("store.db*"):
         f.unlink()
     shutil.rmtree(pq_dir, ignore_errors=True)
-    stats = {"runs": 0, "bundles": set(), "bundle_chars": 0, "not_parent": 0.0}
+    stats = {"runs": 0}
 
     def run() -> None:
         store = Store(db_path) if sink == "sqlite" else None
-        parquet = ParquetWriter(pq_dir) if sink == "parquet" else None
-        job = ScoreJob(parquet_rows=parquet is not None, batched=True)
-        for item in score_stream([directory], store, lambda e: None, job=job, workers=workers):
-            stats["runs"] += 1
-            if parquet is not None and item.batch is not None:
-                shipped = item.batch.parquet
-                parquet.add_many(shipped)
-                t0 = time.process_time()  # the statistics below are not the parent's work: taken out
-                if isinstance(shipped, ArrowRows):  # a worker's batch: one Arrow table
-                    table = shipped.table()
-                    pairs = zip(table.column("bundle_hash").to_pylist(), table.column("bundle").to_pylist())
-                else:
-                    pairs = ((rows.bundle_hash, rows.bundle) for rows in shipped)
-                for bundle_hash, bundle in pairs:
-                    stats["bundles"].add(bundle_hash)
-                    stats["bundle_chars"] += len(bundle)
-                stats["not_parent"] += time.process_time() - t0
-        if parquet is not None:
-            parquet.close()
+        scoring = score_files(
+            [directory], store=store, output=None, parquet=pq_dir if sink == "parquet" else None, workers=workers
+        )
+        for _ in scoring:
+            pass
+        stats["runs"] = scoring.scored
         if store is not None:
             store.close()
 
     t0 = time.perf_counter()
     parent, _ = cpu_split(run)
     wall = time.perf_counter() - t0
-    parent -= stats["not_parent"]
     runs = stats["runs"]
-    size = (
-        sum(f.stat().st_size for f in tmp.glob("store.db*"))
-        if sink == "sqlite"
-        else sum(f.stat().st_size for f in pq_dir.rglob("*.parquet"))
-    )
+    if sink == "sqlite":
+        size = sum(f.stat().st_size for f in tmp.glob("store.db*"))
+        with sqlite3.connect(db_path) as db:
+            distinct, chars = db.execute("SELECT count(*), sum(length(bundle)) FROM bundles").fetchone()
+            chars = db.execute(
+                "SELECT sum(length(b.bundle)) FROM scorecards s JOIN bundles b USING (bundle_hash)"
+            ).fetchone()[0]
+    else:
+        import pyarrow.parquet as pq
+
+        size = sum(f.stat().st_size for f in pq_dir.rglob("*.parquet"))
+        bundles = pq.read_table(pq_dir / "bundles").to_pydict()
+        distinct = len(set(bundles["bundle_hash"]))
+        chars = sum(len(b) for b in bundles["bundle"]) * runs / max(len(bundles["bundle"]), 1)
     return {
         "runs": runs,
         "wall": wall,
         "bytes": size / runs,
         "parent_us": parent / runs * 1e6,
-        "distinct_bundles": len(stats["bundles"]) / runs,
-        "bundle_chars": stats["bundle_chars"] / runs,
+        "distinct_bundles": distinct / runs,
+        "bundle_chars": chars / runs,
     }
 
 

@@ -30,11 +30,11 @@ TARGET_S = 1.0
 
 def templates() -> list[tuple[dict, dict]]:
     """(card, bundle) of each bundled a320 example, as stored by `evalkit score`."""
-    from evalkit.api import iter_scorecards
     from evalkit.db.scores import card_rows
+    from evalkit.engines.pipeline import score_files
 
     out = []
-    for card in iter_scorecards([ROOT / "examples" / "a320"], lambda message: None):
+    for card in score_files([ROOT / "examples" / "a320"], warn=lambda message: None):
         if isinstance(card, Exception):
             continue
         rows = card_rows(card)

@@ -1,24 +1,20 @@
 """evalkit: deterministic scoring of agent trajectories, an optional LLM judge, and agreement audits.
 
-The package face holds the names a user needs::
+The package face holds the names a user needs, each the function or class of the module that
+defines it::
 
     import evalkit
 
-    cards, errors = evalkit.score(["examples/"], db="evalkit.db")
-    audit = evalkit.audit("evalkit.db")
+    with evalkit.Store("evalkit.db") as store:
+        scoring = evalkit.score_files(["examples/"], store=store, aggregate="full")
+        cards, errors = scoring.collect()
+    print(scoring.aggregate["models"])
+    audit = evalkit.build_audit("evalkit.db")
 
-``aggregate`` and ``report`` are not here: ``evalkit.aggregate`` and ``evalkit.report`` are the
-folders of those steps (their functions: ``evalkit.api.aggregate``, ``evalkit.api.report``).
-
-Each name is imported from the module that defines it the first time it is used: every
-``import evalkit.x`` runs this file, and `evalkit score`'s parent process must not load pydantic,
-numpy or the judge for names it never uses. ``__all__`` is the table below's keys. The rest of the
-Python surface (the building blocks each command is made of) is :mod:`evalkit.api`.
-
-The pipeline, one folder a step (docs/architecture.md)::
-
-    trajectory/ → scoring/ → aggregate/ → engines/ → db/ → judges/ → probes/ → agreement/
-                → present/ → report/ → commands/   (beside them: importers/, output/, config/, verdicts/)
+Each name is imported from its module the first time it is used: every ``import evalkit.x`` runs
+this file, and `evalkit score`'s parent process must not load pydantic, numpy or the judge for
+names it never uses. ``__all__`` is the table below's keys. The folders are the pipeline
+(docs/architecture.md).
 """
 
 from importlib import import_module
@@ -27,15 +23,17 @@ __version__ = "0.1.0"
 
 # name -> the module that defines it
 _FACE = {
-    # one function per command
-    "score": "evalkit.api",
-    "judge": "evalkit.api",
-    "audit": "evalkit.api",
-    "compare": "evalkit.api",
-    "plan": "evalkit.api",
-    "check": "evalkit.api",
-    "import_runs": "evalkit.api",
-    "probe": "evalkit.api",
+    # the steps, one function each: score, aggregate and compare, judge, audit, report, import, probe, check
+    "score_files": "evalkit.engines.pipeline",
+    "load_scenarios": "evalkit.trajectory.scenario_files",
+    "Aggregator": "evalkit.aggregate.groups",
+    "compare_models": "evalkit.aggregate.uncertainty.paired",
+    "judge_db": "evalkit.judges.api",
+    "build_audit": "evalkit.agreement.audit",
+    "build_report": "evalkit.report.data",
+    "import_files": "evalkit.importers",
+    "run_probes": "evalkit.probes.pipeline",
+    "check_paths": "evalkit.engines.checking",
     # the pure scorer, its input and output, the store and the error every bad input raises
     "read_trajectory": "evalkit.trajectory.reader",
     "score_trajectory": "evalkit.scoring.scorer",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from evalkit.api import iter_scorecards
+from evalkit.engines.pipeline import score_files
 from evalkit.errors import InputError
 from evalkit.importers import ImportResult, import_files
 
@@ -21,7 +21,7 @@ def import_ok(fmt: str, paths: Iterable[Path], out: Path, **options) -> ImportRe
 def cards_by_run(out: Path) -> dict[str, object]:
     """The scorecards of the runs in ``out`` by run id, asserting that every file scores."""
     cards = {}
-    for card in iter_scorecards([out]):
+    for card in score_files([out]):
         assert not isinstance(card, InputError), str(card)
         cards[card.run_id] = card
     return cards

@@ -44,11 +44,11 @@ def write_runs(directory: Path, n: int, start: int = 0) -> Path:
 
 def store_scored(runs: Path, db: str) -> str:
     """Every trajectory under ``runs`` scored into the database ``db`` (each must score); ``db``."""
-    from evalkit.api import iter_scorecards
     from evalkit.db import Store
+    from evalkit.engines.pipeline import score_files
 
     store = Store(db)
-    for card in iter_scorecards([runs]):
+    for card in score_files([runs]):
         assert not isinstance(card, Exception), card
         store.save(card)
     store.close()
@@ -85,12 +85,12 @@ CALLS = 6  # two of them (the isolation-skipped runs) have identical blind bundl
 
 
 def scored_examples(tmp_path: Path) -> str:
-    from evalkit.api import iter_scorecards
     from evalkit.db import Store
+    from evalkit.engines.pipeline import score_files
 
     db = str(tmp_path / "a320.db")
     store = Store(db)
-    for card in iter_scorecards([EXAMPLES], lambda message: None):
+    for card in score_files([EXAMPLES], warn=lambda message: None):
         if not isinstance(card, Exception):
             store.save(card)
     store.close()

@@ -1,4 +1,4 @@
-"""Databases for the report tests: the example trajectories scored for real (evalkit.api +
+"""Databases for the report tests: the example trajectories scored for real (evalkit.score_files +
 Store), judge rows written by the judge layer's own store, human ratings through the audit's
 importer. Nothing calls a model: the judge "answers" are made up here, deterministically.
 """
@@ -66,12 +66,13 @@ def hostile_db(tmp: Path, name: str, *, title: str, calls: list, run_id: str, mo
 
 
 def score_into(db_path: Path, paths: list[Path]) -> None:
-    from evalkit.api import Store, iter_scorecards
+    from evalkit.db.scores import Store
+    from evalkit.engines.pipeline import score_files
     from evalkit.errors import InputError
 
     store = Store(db_path)
     try:
-        store.save_many(c for c in iter_scorecards([str(p) for p in paths]) if not isinstance(c, InputError))
+        store.save_many(c for c in score_files([str(p) for p in paths]) if not isinstance(c, InputError))
     finally:
         store.close()
 

@@ -1,7 +1,7 @@
 """A large scores database for the report's scale test and benchmark (benchmarks/bench_report.py),
 written through evalkit's own writers.
 
-Each run is one of the bundled a320 examples scored by `evalkit.api.iter_scorecards` under a new run
+Each run is one of the bundled a320 examples scored by `evalkit.score_files` under a new run
 id, model and scenario id, with its own score, pass/fail and transcript line; it is stored by
 `evalkit.db.Store.save_many` (scorecards, runs, commands, bundles). A share of the runs is judged by
 one judge through the judge layer's write path (`JudgeTables`, one transaction per chunk), so the
@@ -22,10 +22,10 @@ CHUNK = 5_000
 
 def templates() -> list[dict]:
     """Each bundled a320 example's scorecard as a dict, with its judge bundle."""
-    from evalkit.api import iter_scorecards
+    from evalkit.engines.pipeline import score_files
 
     out = []
-    for card in iter_scorecards([ROOT / "examples" / "a320"], lambda message: None):
+    for card in score_files([ROOT / "examples" / "a320"], warn=lambda message: None):
         if not isinstance(card, Exception):
             out.append(card.model_dump(mode="json", by_alias=True) | {"judge_bundle": card.judge_bundle})
     return out

@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from evalkit.api import score_file
+from evalkit.scoring import score_trajectory
 from evalkit.scoring.scorecard import CommandRow
+from evalkit.trajectory.reader import read_trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -16,7 +17,7 @@ UNSAFE_PASS = "a320-gemini-2.5-flash-battery-off"  # dangerous 1, all_passed yes
 
 
 def example_cards(dirs: tuple[Path, ...] = (A320, EXAMPLES / "support")) -> list:
-    return [score_file(p, lambda _: None) for d in dirs for p in sorted(d.glob("*.jsonl"))]
+    return [score_trajectory(read_trajectory(p, lambda _: None)) for d in dirs for p in sorted(d.glob("*.jsonl"))]
 
 
 def relabel(card, model: str, suffix: str):

@@ -179,14 +179,15 @@ def test_gated_tool_is_a_command_by_default():
 
 
 def test_gates_work_on_the_compact_score_path(tmp_path):
-    from evalkit.api import score_file
+    from evalkit.scoring import score_trajectory
     from evalkit.trajectory.builders import write_jsonl
+    from evalkit.trajectory.reader import read_trajectory
 
     path = write_jsonl(
         tmp_path / "r.jsonl", trajectory(scenario(), [ask(), refund()], run_id="r", tool_surface=SURFACE)
     )
-    assert score_file(path).checks.approvals_respected is True
+    assert score_trajectory(read_trajectory(path)).checks.approvals_respected is True
     path = write_jsonl(
         tmp_path / "s.jsonl", trajectory(scenario(), [ask(result=DENIED), refund()], run_id="s", tool_surface=SURFACE)
     )
-    assert score_file(path).checks.approvals_respected is False
+    assert score_trajectory(read_trajectory(path)).checks.approvals_respected is False

@@ -17,13 +17,14 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "a320"
 
 
 def build(tmp_path: Path) -> Path:
-    from evalkit.api import Store, iter_scorecards
+    from evalkit.db.scores import Store
+    from evalkit.engines.pipeline import score_files
     from evalkit.errors import InputError
     from evalkit.judges.store import JudgeStore
 
     db = tmp_path / "e.db"
     store = Store(db)
-    store.save_many(c for c in iter_scorecards([str(EXAMPLES)]) if not isinstance(c, InputError))
+    store.save_many(c for c in score_files([str(EXAMPLES)]) if not isinstance(c, InputError))
     store.close()
     conn = sqlite3.connect(db)
     runs = conn.execute("SELECT run_id, bundle_hash, status FROM scorecards ORDER BY run_id").fetchall()

@@ -11,8 +11,7 @@ from engine_helpers import make_corpus
 
 from evalkit.db import TABLES
 from evalkit.db.scores import STAGE, Store, batch_rows, stage_rows
-from evalkit.engines import ScoreJob
-from evalkit.engines.job import score_batch
+from evalkit.engines.job import ScoreJob, score_batch
 
 SCORE_TABLES = ("runs", "scorecards", "commands", "bundles")
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from click.testing import CliRunner
 from judge_helpers import write_runs
 
-from evalkit.api import iter_scorecards
 from evalkit.cli import cli
 from evalkit.db import DbError, Store, open_readonly
+from evalkit.engines.pipeline import score_files
 
 RUNS = 6
 IN_FILE = 2  # checkpointed before the others were written
@@ -40,7 +40,7 @@ def _checkpoint_cut_short(tmp_path: Path) -> Path:
     of them in the file, and page 1 of the file already the WAL's newest page 1."""
     store = Store(tmp_path / "live.db")
     store.conn.execute("PRAGMA wal_autocheckpoint = 0")
-    cards = [c for c in iter_scorecards([write_runs(tmp_path / "runs", RUNS)])]
+    cards = [c for c in score_files([write_runs(tmp_path / "runs", RUNS)])]
     store.save_many(cards[:IN_FILE])
     store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     for card in cards[IN_FILE:]:

@@ -32,12 +32,12 @@ CHECKPOINTED = 4  # the first runs reach the file itself; the others stay in the
 # transaction and waits to be killed inside it.
 WRITER = r"""
 import sys
-from evalkit.api import iter_scorecards
+from evalkit.engines.pipeline import score_files
 from evalkit.db import Store
 runs, db, ready, checkpointed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 store = Store(db)
 store.conn.execute("PRAGMA wal_autocheckpoint = 0")
-for i, card in enumerate(iter_scorecards([runs])):
+for i, card in enumerate(score_files([runs])):
     store.save(card)
     if i + 1 == checkpointed:
         store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.api import Store, iter_scorecards, score_into
 from evalkit.db import (
     TABLES,
     DbError,
@@ -23,6 +22,8 @@ from evalkit.db import (
     read_ratings,
     read_scorecards,
 )
+from evalkit.db.scores import Store
+from evalkit.engines.pipeline import score_files
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -47,7 +48,7 @@ def digest(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def cards():
-    return [c for c in iter_scorecards([EXAMPLES]) if not isinstance(c, Exception)]
+    return [c for c in score_files([EXAMPLES]) if not isinstance(c, Exception)]
 
 
 def test_missing_columns_are_added_by_migration_and_overlaid_for_readers(tmp_path, cards):
@@ -111,16 +112,18 @@ def test_readonly_open_of_missing_file_creates_nothing(tmp_path):
     assert not (tmp_path / "absent.db").exists()
 
 
-def test_score_into_batches_and_warns_on_duplicate_run_id(tmp_path, cards):
+def test_score_files_batches_and_warns_on_duplicate_run_id(tmp_path, cards):
     src = next(EXAMPLES.rglob("*.jsonl"))
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     for d in ("a", "b"):
         (tmp_path / d / src.name).write_bytes(src.read_bytes())
     (tmp_path / "b" / "bad.jsonl").write_text("{not json\n", encoding="utf-8")
-    warnings, errors = [], []
+    warnings = []
     with Store(tmp_path / "e.db") as store:
-        got = list(score_into([tmp_path / "a", tmp_path / "b"], store, errors.append, warnings.append, batch=1))
+        got, errors = score_files(
+            [tmp_path / "a", tmp_path / "b"], store=store, warn=warnings.append, batch=1
+        ).collect()
         stored = list(store.iter_scorecards())
     assert len(got) == 2 and got[0].run_id == got[1].run_id
     assert [c.run_id for c in stored] == [got[0].run_id]

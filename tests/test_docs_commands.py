@@ -393,7 +393,7 @@ def test_a_shell_block_is_read_as_a_shell_reads_it():
         "model  n\n"
         "```\n"
         "```python\n"
-        "evalkit.api.score()\n"
+        "evalkit.score_files()\n"
         "```\n"
     )
     blocks = shell_blocks(page)

@@ -10,20 +10,25 @@ from click.testing import CliRunner
 from engine_helpers import ray_fixtures
 
 from evalkit.cli import cli
-from evalkit.engines import ScoreJob, score_files
+from evalkit.engines.pipeline import score_files
+from evalkit.errors import InputError
 
 cluster, corpus = ray_fixtures(n=40)
 
 
-def outcome(scored):
-    return [(s.path, s.warnings, str(s.error), s.run_id, s.summary, s.text, s.rows, s.parquet) for s in scored]
+def outcome(corpus, **options):
+    warnings = []
+    scoring = score_files([corpus], output="jsonl", aggregate="full", warn=warnings.append, **options)
+    items = list(scoring)
+    text = "".join(i.data for i in items if not isinstance(i, InputError))
+    errors = [str(i) for i in items if isinstance(i, InputError)]
+    return text, errors, warnings, scoring.aggregate, scoring.scored
 
 
 def test_ray_tasks_give_what_the_local_engine_gives(cluster, corpus):
-    job = ScoreJob(output_format="jsonl", db_rows=True, parquet_rows=True)
-    local = outcome(score_files([corpus], job, workers=1))
-    remote = outcome(score_files([corpus], job, engine="ray"))
-    assert len(local) == 43 and remote == local
+    local = outcome(corpus, workers=1)
+    remote = outcome(corpus, engine="ray")
+    assert local[4] + len(local[1]) == 43 and local[1] and remote == local
 
 
 def cli_score(args, monkeypatch=None):

@@ -19,9 +19,10 @@ from importer_helpers import import_ok
 from judge_helpers import fast_config
 
 from evalkit.agreement.credit import credit
-from evalkit.api import read_trajectory, score_file
 from evalkit.cli import cli
 from evalkit.importers import import_files
+from evalkit.scoring import score_trajectory
+from evalkit.trajectory.reader import read_trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples" / "inspect"))
@@ -124,7 +125,7 @@ def test_outcome_dimension_follows_the_threshold(imported):
 def test_end_state_from_the_first_deterministic_scorer(logs, imported, fmt):
     _, result = imported
     for s, f, traj in sample_runs(result, logs[fmt]):
-        card = score_file(f)
+        card = score_trajectory(read_trajectory(f))
         if s.scores:
             assert traj.final.success_eval.all_passed is (s.scores["match"].value == "C")
             assert card.status == "scored"
@@ -147,7 +148,7 @@ def test_tool_using_sample_keeps_calls_args_results_and_tool_errors(logs, import
         assert (tool_msg.text in call.result) if not error else (tool_msg.error.message in call.result)
         assert traj.meta.tool_surface == ["add", "divide"]
         assert traj.meta.scenario.commands() == frozenset()  # every call is a read by default
-        card = score_file(runs[(name, 1)][0])
+        card = score_trajectory(read_trajectory(runs[(name, 1)][0]))
         assert card.informative.reads == 1 and card.informative.commands == 0
 
 
@@ -159,7 +160,7 @@ def test_errored_sample_is_a_harness_error_without_end_state(logs, imported):
         f, traj = runs_by_key(result, logs[fmt])[("boom", 2)]
         assert traj.final.reason == "harness_error"
         assert traj.final.done_payload["inspect"]["error"] == s.error.message[:500]
-        assert score_file(f).status == "incomplete"
+        assert score_trajectory(read_trajectory(f)).status == "incomplete"
 
 
 def test_sample_that_hit_a_limit_is_a_budget_reason_and_still_scored(logs, imported):
@@ -170,7 +171,7 @@ def test_sample_that_hit_a_limit_is_a_budget_reason_and_still_scored(logs, impor
         f, traj = runs_by_key(result, logs[fmt])[("loop", 1)]
         assert traj.final.reason == "budget_messages"
         assert traj.final.done_payload["inspect"]["limit"] == {"type": "message", "limit": s.limit.limit}
-        card = score_file(f)
+        card = score_trajectory(read_trajectory(f))
         assert card.status == "scored" and card.vector.all_passed is (s.scores["match"].value == "C")
 
 
@@ -179,7 +180,7 @@ def test_scenario_prompt_target_and_bundle(logs, imported):
     f, traj = runs_by_key(result, logs["json"])[("capital", 1)]
     sc = traj.meta.scenario
     assert sc.id == "tiny/capital" and sc.task_prompt() == "What is the capital of France?"
-    bundle = score_file(f).judge_bundle
+    bundle = score_trajectory(read_trajectory(f)).judge_bundle
     assert bundle["ground_truth"]["target"] == "Paris"
     assert bundle["task_prompt"] == "What is the capital of France?"
     assert [e["kind"] for e in bundle["transcript"]] == ["nudge", "assistant"]

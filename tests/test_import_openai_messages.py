@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.api import aggregate, read_trajectory, score_file
+from evalkit.aggregate.groups import aggregate
 from evalkit.importers import ImportFormatError, import_files
 from evalkit.importers.formats.openai_messages import IMPORTER
+from evalkit.scoring import score_trajectory
+from evalkit.trajectory.reader import read_trajectory
 
 SRC = Path(__file__).parent / "fixtures" / "openai_messages" / "transcripts.jsonl"
 
@@ -54,13 +56,13 @@ def test_openai_messages_round_trip(tmp_path):
             assert block.ordered is bool(line.get("ordered", False))
 
     # and the scores follow from them
-    refund = score_file(runs["refund-1:acme/agent-1:trial0"])
+    refund = score_trajectory(read_trajectory(runs["refund-1:acme/agent-1:trial0"]))
     assert refund.scenario_id == "refund" and refund.status == "scored"
     assert [(c.tool, c.class_) for c in refund.commands] == [("refund_order", "matched_required")]
     assert refund.informative.reads == 1  # get_order is a read: the line lists its command_tools
     assert refund.vector.coverage == 1.0 and refund.vector.all_passed is True and refund.scalar == 1.0
 
-    both = score_file(runs["refund-2:acme/agent-1"])
+    both = score_trajectory(read_trajectory(runs["refund-2:acme/agent-1"]))
     # errored cancel (is_error) is not a command; the later one matches but comes after the refund
     assert both.informative.errored_commands == 1
     assert [(c.tool, c.class_) for c in both.commands] == [
@@ -79,7 +81,7 @@ def test_tool_calls_become_commands_by_default(tmp_path):
     out = tmp_path / "out"
     import_files("openai-messages", [src], out)
     (path,) = out.glob("*.jsonl")
-    card = score_file(path)
+    card = score_trajectory(read_trajectory(path))
     assert [(c.tool, c.class_, c.subtype) for c in card.commands] == [
         ("get_order", "extraneous", "uncatalogued_in_gt"),
         ("refund_order", "matched_required", None),
@@ -89,7 +91,7 @@ def test_tool_calls_become_commands_by_default(tmp_path):
 def test_missing_success_means_no_end_state(tmp_path):
     out = tmp_path / "out"
     import_files("openai-messages", [SRC], out, model="fallback-model")
-    card = score_file(_by_run(out)["greeting-1:fallback-model"])
+    card = score_trajectory(read_trajectory(_by_run(out)["greeting-1:fallback-model"]))
     assert card.status == "incomplete" and card.vector.end_state is None and card.scalar is None
     (group,) = [g for g in aggregate([card])["groups"]]
     assert group["n"] == 1 and group["n_scored"] == 0 and group["incomplete_rate"] == 1.0

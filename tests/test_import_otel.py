@@ -17,8 +17,8 @@ import otel_helpers as oh  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
 
-from evalkit.api import iter_scorecards  # noqa: E402
 from evalkit.cli import cli  # noqa: E402
+from evalkit.engines.pipeline import score_files  # noqa: E402
 from evalkit.errors import InputError  # noqa: E402
 from evalkit.importers import ImportFormatError, import_files  # noqa: E402
 from evalkit.importers.formats.otel import IMPORTER  # noqa: E402
@@ -174,7 +174,7 @@ def test_imported_runs_score_against_the_scenario(traces, tmp_path):
     out = tmp_path / "runs"
     result = import_files("otel", [path], out, scenarios=str(scenarios))
     assert result.runs == 2 and len(result.errors) == 1
-    cards = {c.vector.all_passed: c for c in iter_scorecards([out]) if not isinstance(c, InputError)}
+    cards = {c.vector.all_passed: c for c in score_files([out]) if not isinstance(c, InputError)}
     assert cards[False].vector.coverage == 0.5  # refund_order errored: only lookup_order matched
     assert cards[True].vector.coverage == 0.5 and cards[True].vector.extraneous == 1  # cancel_order
 

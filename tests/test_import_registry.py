@@ -11,9 +11,10 @@ from click.testing import CliRunner
 from import_helpers import among, modules_loaded_by
 
 import evalkit.importers as importers
-from evalkit.api import read_trajectory, score_file
 from evalkit.cli import cli
 from evalkit.importers.writer import commit, dumps_record, dumps_run, file_name, stage
+from evalkit.scoring import score_trajectory
+from evalkit.trajectory.reader import read_trajectory
 
 FIX = Path(__file__).parent / "fixtures"
 AIRLINE = FIX / "taubench" / "airline_results.json"
@@ -74,7 +75,7 @@ def test_entry_point_plugin_is_loaded_and_used(plugin, tmp_path):
     out = tmp_path / "out"
     result = importers.import_files("demo", [src], out, model="plug-model")
     assert not result.errors and result.runs == 2
-    cards = sorted((score_file(p) for p in out.glob("*.jsonl")), key=lambda c: c.run_id)
+    cards = sorted((score_trajectory(read_trajectory(p)) for p in out.glob("*.jsonl")), key=lambda c: c.run_id)
     assert [(c.run_id, c.model, c.vector.coverage, c.vector.all_passed) for c in cards] == [
         ("demo-0", "plug-model", 1.0, True),
         ("demo-1", "plug-model", 0.0, False),

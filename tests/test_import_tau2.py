@@ -19,10 +19,11 @@ import pytest
 from click.testing import CliRunner
 from importer_helpers import cards_by_run, import_ok
 
-from evalkit.api import aggregate, read_trajectory
+from evalkit.aggregate.groups import aggregate
 from evalkit.cli import cli
 from evalkit.importers import ImportFormatError
 from evalkit.importers.formats.tau2 import IMPORTER, args_rule
+from evalkit.trajectory.reader import read_trajectory
 
 FIX = Path(__file__).parent / "fixtures" / "tau2"
 RESULTS = FIX / "airline_results.json"

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from importer_helpers import cards_by_run, import_ok
 
-from evalkit.api import aggregate, read_trajectory, score_file
+from evalkit.aggregate.groups import aggregate
 from evalkit.importers import ImportFormatError, import_files
 from evalkit.importers.formats.taubench import IMPORTER, infer_domain
+from evalkit.scoring import score_trajectory
+from evalkit.trajectory.reader import read_trajectory
 
 FIX = Path(__file__).parent / "fixtures" / "taubench"
 AIRLINE = FIX / "airline_results.json"
@@ -55,7 +57,7 @@ def test_null_reward_info_is_a_failed_scored_run(tmp_path):
     assert traj.final.reason == "budget_tool_calls"
     checks = traj.final.success_eval.final_state
     assert [(c.var, c.passed) for c in checks] == [("tau_bench.data_hash", False), ("tau_bench.output", False)]
-    card = score_file(path)
+    card = score_trajectory(read_trajectory(path))
     assert card.status == "scored"
     assert card.vector.all_passed is False
     assert card.vector.end_state == 0.0
@@ -74,7 +76,7 @@ def test_outputs_based_reward_becomes_one_check_per_output_plus_the_data_hash(tm
     ]
     # outputs-only task: its gold actions are all reads, so nothing is required
     assert scenario.required() == []
-    passed = score_file(_run(out, "1", 0))
+    passed = score_trajectory(read_trajectory(_run(out, "1", 0)))
     assert passed.vector.all_passed is True and passed.vector.end_state == 1.0 and passed.vector.coverage is None
     failed = read_trajectory(_run(out, "1", 1)).final.success_eval
     # the output was not found, so the reward is 0; the hash outcome is hidden and counts as not passed
@@ -116,7 +118,7 @@ def test_legacy_arguments_become_required_actions(tmp_path):
     ]
     # trial 1 sent the same arguments in another key order: still a match
     for trial in range(3):
-        card = score_file(_run(out, "2", trial))
+        card = score_trajectory(read_trajectory(_run(out, "2", trial)))
         assert card.vector.coverage == 1.0
         assert [c.class_ for c in card.commands] == ["matched_required"]
 
@@ -230,11 +232,11 @@ def test_commands_are_database_writes_and_gold_reads_are_not_required(tmp_path):
         "get_reservation_details",
         "cancel_reservation",
     ]
-    card = score_file(_run(out, "0", 0))
+    card = score_trajectory(read_trajectory(_run(out, "0", 0)))
     assert card.informative.reads == 1 and card.informative.commands == 1
     assert card.vector.coverage == 1.0 and card.vector.extraneous == 0 and card.scalar == 1.0
     # trial 2 also changed the baggage: an extraneous command, and tau-bench's hash check failed
-    bad = score_file(_run(out, "0", 2))
+    bad = score_trajectory(read_trajectory(_run(out, "0", 2)))
     assert [(c.tool, c.class_) for c in bad.commands] == [
         ("update_reservation_baggages", "extraneous"),
         ("cancel_reservation", "matched_required"),
@@ -284,7 +286,7 @@ def test_crashed_episode_is_a_failed_run_with_the_task_of_another_trial(tmp_path
     assert traj.final.reason == "harness_error"
     assert traj.final.done_payload["tau_bench"]["error"].startswith("RateLimitError")
     assert traj.meta.scenario == read_trajectory(_run(out, "5", 0, domain="retail")).meta.scenario
-    card = score_file(path)
+    card = score_trajectory(read_trajectory(path))
     assert card.status == "scored" and card.vector.all_passed is False and card.vector.coverage == 0.0
 
 
@@ -392,6 +394,6 @@ def test_react_and_act_transcripts_are_scored_like_tool_calls(tmp_path):
         ("cancel_reservation", {"reservation_id": "QX7R2P"}, '{"status": "cancelled"}', False),
     ]
     assert [e.text for e in traj.events if e.type == "nudge"] == ["Cancel QX7R2P please.", "###STOP###"]
-    card = score_file(path)
+    card = score_trajectory(read_trajectory(path))
     assert card.vector.coverage == 1.0 and card.informative.errored_commands == 1 and card.informative.reads == 1
     assert card.vector.all_passed is True

@@ -49,16 +49,17 @@ def test_cli_with_paths_scores_first_and_reports_bad_files(tmp_path, server):
     assert count(db, "scorecards") == 2 and count(db, "annotations") == 2 and server.count == 2
 
 
-def test_python_judge_paths_scores_then_judges_like_the_command(tmp_path, server):
-    """evalkit.api.judge_paths: the `evalkit judge PATHS` composition for Python (the judge layer
-    itself never imports evalkit.api)."""
-    from evalkit.api import judge_paths
+def test_python_scores_with_score_files_then_judges_with_judge_db_like_the_command(tmp_path, server):
+    """`evalkit judge PATHS` in Python: evalkit.score_files into a Store, then evalkit.judge_db."""
+    import evalkit
 
     runs = write_runs(tmp_path / "runs", 2)
     (runs / "broken.jsonl").write_text('{"type": "meta"\n')
     db = str(tmp_path / "new.db")
-    result = judge_paths([str(runs)], ["openai/judge-a"], db=db, api_base=server.api_base, config=FAST)
-    assert [e.split(":")[0] for e in result.input_errors] == [str(runs / "broken.jsonl")]
+    with evalkit.Store(db) as store:
+        _, errors = evalkit.score_files([str(runs)], store=store).collect()
+    result = evalkit.judge_db(db, ["openai/judge-a"], api_base=server.api_base, config=FAST)
+    assert [str(e).split(":")[0] for e in errors] == [str(runs / "broken.jsonl")]
     assert sorted(a["run_id"] for a in result.annotations) == ["run-000", "run-001"]
     assert count(db, "scorecards") == 2 and count(db, "annotations") == 2 and server.count == 2
 

@@ -76,15 +76,15 @@ def test_a_key_in_the_transcript_is_not_stored_in_the_request(tmp_path, server):
     """The request (the prompt, quoting the run) is stored too: a key the agent printed is redacted."""
     from judge_helpers import write_runs
 
-    from evalkit.api import iter_scorecards
     from evalkit.db import Store
+    from evalkit.engines.pipeline import score_files
 
     runs = write_runs(tmp_path / "runs", 1)
     path = next(runs.glob("*.jsonl"))
     path.write_text(path.read_text().replace("reading the ECAM first.", f"reading the ECAM first. {FAKE_KEY}"))
     db = str(tmp_path / "k.db")
     store = Store(db)
-    for card in iter_scorecards([runs]):
+    for card in score_files([runs]):
         store.save(card)
     store.close()
     res = judge(tmp_path, server, db)

@@ -42,14 +42,14 @@ def test_every_exported_name_is_documented():
     docs = (ROOT / "README.md").read_text(encoding="utf-8") + "".join(
         p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))
     )
-    missing = [n for n in evalkit.__all__ if not re.search(rf"\bevalkit(\.api)?\.{n}\b|`{n}\(|`{n}`", docs)]
+    missing = [n for n in evalkit.__all__ if not re.search(rf"\bevalkit\.{n}\b|`{n}\(|`{n}`", docs)]
     assert missing == []
 
 
 def test_import_evalkit_loads_nothing_heavy():
     code = "import sys, json, evalkit; evalkit.__all__; print(json.dumps(sorted(sys.modules)))"
     loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-    heavy = {"numpy", "scipy", "pydantic", "litellm", "sqlite_utils", "evalkit.judges", "evalkit.api"}
+    heavy = {"numpy", "scipy", "pydantic", "litellm", "sqlite_utils", "evalkit.judges"}
     assert sorted(heavy & {m.split(".")[0] if not m.startswith("evalkit.") else m for m in loaded}) == []
 
 
@@ -57,7 +57,7 @@ def test_the_readme_python_example_runs(tmp_path):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     (block,) = re.findall(r"```python\n(.*?)```", readme, re.S)
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    script = block.replace('audit = evalkit.audit("evalkit.db")', 'evalkit.audit("evalkit.db")')
+    script = block.replace('audit = evalkit.build_audit("evalkit.db")', 'evalkit.build_audit("evalkit.db")')
     res = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "opus-4-8" in res.stdout and (tmp_path / "evalkit.db").exists()

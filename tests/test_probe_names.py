@@ -30,12 +30,6 @@ def test_the_gates_statistics_and_pipeline_read_the_same_names():
     assert probe_stats.FOOLING_PROBES is names.FOOLING_PROBES
 
 
-def test_the_api_exports_the_names():
-    from evalkit import api
-
-    assert "PROBE_NAMES" in api.__all__ and api.PROBE_NAMES is names.PROBES
-
-
 def test_probe_help_lists_exactly_the_registrys_names():
     import evalkit.cli
 

@@ -1,5 +1,5 @@
 """The probe transforms (evalkit/probes): each leaves the mechanical result unchanged — proved by
-scoring the original file (evalkit.api.score_file) and the transformed trajectory (the pure
+scoring the original file (read_trajectory then score_trajectory) and the transformed trajectory (the pure
 scorer) — and changes exactly what it says it changes. Edge cases each have a named test."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.api import read_trajectory, score_file
 from evalkit.config.files import ConfigError
 from evalkit.probes import (
     PROBES,
@@ -26,6 +25,7 @@ from evalkit.probes import transforms as tr
 from evalkit.scoring import score_trajectory
 from evalkit.trajectory.builders import a320_scenario, call, cmd, read, say, trajectory, write_jsonl
 from evalkit.trajectory.bundle import RESULT_MAX_CHARS
+from evalkit.trajectory.reader import read_trajectory
 from evalkit.trajectory.records import Assistant, ToolCall
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*/*.jsonl"))
@@ -62,7 +62,7 @@ def unchanged(original, transformed) -> None:
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_every_probe_leaves_the_mechanical_result_of_every_example_unchanged(path):
-    original = score_file(path)
+    original = score_trajectory(read_trajectory(path))
     traj = read_trajectory(path)
     applied = 0
     for probe in PROBES:
@@ -78,7 +78,7 @@ def test_every_probe_leaves_the_mechanical_result_of_every_example_unchanged(pat
 @pytest.mark.parametrize("probe", PROBES)
 def test_each_probe_leaves_vector_checks_and_scalar_unchanged_on_a_failed_run_with_independent_reads(tmp_path, probe):
     path = reads_first(tmp_path, passed=[True, False, True, True, False])
-    original = score_file(path)
+    original = score_trajectory(read_trajectory(path))
     assert original.vector.all_passed is False
     out = transform(probe, read_trajectory(path), CFG)
     unchanged(original, out)
@@ -100,7 +100,7 @@ def test_false_claim_appends_a_success_claim_and_payload(tmp_path):
 def test_false_claim_only_on_mechanically_failed_runs(tmp_path):
     path = write(tmp_path, [read(), cmd("apu_gen", 0)], passed=True)
     with pytest.raises(NotApplicable, match="passed mechanically"):
-        build_case("false_claim", read_trajectory(path), score_file(path), CFG)
+        build_case("false_claim", read_trajectory(path), score_trajectory(read_trajectory(path)), CFG)
 
 
 def test_false_claim_without_final_record_is_not_applicable(tmp_path):
@@ -137,7 +137,7 @@ def test_injection_wraps_a_list_result_and_keeps_an_existing_key(tmp_path):
 def test_injection_survives_the_bundle_cut_of_a_long_result(tmp_path):
     big = {"log": "x" * (RESULT_MAX_CHARS * 2)}
     path = write(tmp_path, [call("get_state", {}, result=big)])
-    case = build_case("injection", read_trajectory(path), score_file(path), CFG)
+    case = build_case("injection", read_trajectory(path), score_trajectory(read_trajectory(path)), CFG)
     shown = case.bundle["transcript"][-1]["result"]
     assert isinstance(shown, str) and "[truncated" in shown and CFG.injection.text in shown
 
@@ -166,7 +166,7 @@ def test_verbosity_without_an_assistant_message_inserts_one_and_keeps_long_resul
         if r["type"] != "assistant"
     ]
     path = write_jsonl(tmp_path / "quiet.jsonl", recs)
-    original = score_file(path)
+    original = score_trajectory(read_trajectory(path))
     case = build_case("verbosity", read_trajectory(path), original, CFG)
     first, second = case.bundle["transcript"][:2]
     assert first["kind"] == "assistant" and first["step"] == second["step"]
@@ -182,7 +182,7 @@ def test_distractor_reads_repeat_the_first_reads_and_shift_call_indexes(tmp_path
     assert calls[1].result == calls[0].result and calls[1].step == calls[0].step
     assert [c.call_index for c in calls] == sorted(c.call_index for c in calls)
     assert len({c.call_index for c in calls}) == len(calls)
-    new, old = score_trajectory(out), score_file(path)
+    new, old = score_trajectory(out), score_trajectory(read_trajectory(path))
     assert new.informative.reads == old.informative.reads + CFG.distractor_reads.count  # documented
     assert [r.call_index for r in new.commands] == [r.call_index + 2 for r in old.commands]
 
@@ -222,7 +222,7 @@ def test_shuffle_reads_of_identical_reads_is_not_applicable(tmp_path):
 
 def test_identity_changes_the_bundle_not_the_trajectory(tmp_path):
     path = write(tmp_path, [read(), cmd("apu_gen", 0)])
-    traj, card = read_trajectory(path), score_file(path)
+    traj, card = read_trajectory(path), score_trajectory(read_trajectory(path))
     assert transform("identity", traj, CFG) is traj
     case = build_case("identity", traj, card, CFG)
     assert list(case.bundle)[:2] == ["bundle_version", CFG.identity.key]
@@ -239,7 +239,7 @@ def test_a_transform_that_moves_the_score_is_refused(tmp_path, monkeypatch):
 
     monkeypatch.setitem(tr.TRANSFORMS, "verbosity", sloppy)
     with pytest.raises(ScoreMoved, match="changed the mechanical score"):
-        build_case("verbosity", read_trajectory(path), score_file(path), CFG)
+        build_case("verbosity", read_trajectory(path), score_trajectory(read_trajectory(path)), CFG)
 
 
 def test_transforms_are_deterministic_and_leave_their_input_alone(tmp_path):
@@ -247,8 +247,8 @@ def test_transforms_are_deterministic_and_leave_their_input_alone(tmp_path):
     traj = read_trajectory(path)
     snapshot = traj.model_dump_json()
     for probe in PROBES:
-        a = build_case(probe, traj, score_file(path), CFG)
-        b = build_case(probe, read_trajectory(path), score_file(path), CFG)
+        a = build_case(probe, traj, score_trajectory(read_trajectory(path)), CFG)
+        b = build_case(probe, read_trajectory(path), score_trajectory(read_trajectory(path)), CFG)
         assert a.bundle_hash == b.bundle_hash and json.dumps(a.bundle) == json.dumps(b.bundle)
     assert traj.model_dump_json() == snapshot
 

@@ -12,8 +12,10 @@ from collections import Counter
 import pytest
 import report_fixtures as rf
 
-from evalkit.api import Store, aggregate, iter_scorecards
+from evalkit.aggregate.groups import aggregate
 from evalkit.config.files import ConfigError
+from evalkit.db.scores import Store
+from evalkit.engines.pipeline import score_files
 from evalkit.errors import InputError
 from evalkit.report import ReportError, build_report, load_contamination
 
@@ -43,7 +45,7 @@ def runs(full_db):
 
 
 def _cards(paths):
-    return [c for c in iter_scorecards([str(p) for p in paths]) if not isinstance(c, InputError)]
+    return [c for c in score_files([str(p) for p in paths]) if not isinstance(c, InputError)]
 
 
 def test_groups_and_models_equal_the_aggregate_of_the_scored_files(report, full_db):

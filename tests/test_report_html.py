@@ -236,7 +236,7 @@ def test_absent_sections_say_so(tmp_path):
 
 
 def test_empty_database_renders(tmp_path):
-    from evalkit.api import Store
+    from evalkit.db.scores import Store
 
     db = tmp_path / "e.db"
     Store(db).close()

@@ -9,8 +9,8 @@ import pytest
 import report_fixtures as rf
 from safety_helpers import example_cards, forbidden_row, with_forbidden
 
-from evalkit.api import Store
 from evalkit.db import open_readonly
+from evalkit.db.scores import Store
 from evalkit.report import build_report
 from evalkit.report.data import iter_scenarios
 from evalkit.report.html import run_anchor

@@ -11,9 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from evalkit.cli import cli
-from evalkit.engines import ScoreJob
 from evalkit.engines import local as local_engine
-from evalkit.engines.job import ScoredBatch, score_batch
+from evalkit.engines.job import ScoredBatch, ScoreJob, score_batch
 from evalkit.engines.local import SMALLEST_BATCH, guided_batches
 from evalkit.present.score_view import ScoreWriter
 from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, read, trajectory, write_jsonl
@@ -171,7 +170,8 @@ def test_a_database_write_interrupted_by_ctrl_c_is_written_again_on_the_way_out(
     import sqlite3
 
     from evalkit.db.scores import Store
-    from evalkit.engines.pipeline import score_batches
+    from evalkit.engines.pipeline import score_files
+    from evalkit.errors import InputError
 
     make_runs(tmp_path / "runs")
     store = Store(tmp_path / "s.db")
@@ -185,11 +185,10 @@ def test_a_database_write_interrupted_by_ctrl_c_is_written_again_on_the_way_out(
         real(batches)
 
     monkeypatch.setattr(store, "save_batches", cut_once)
-    job = ScoreJob(output_format="jsonl", batched=True)
     given = []
     with pytest.raises(KeyboardInterrupt):
-        for batch in score_batches([tmp_path / "runs"], store, lambda e: None, job=job, batch=1):
-            given += [r for r in batch.run_ids if r is not None]
+        for card in score_files([tmp_path / "runs"], store=store, batch=1):
+            given += [] if isinstance(card, InputError) else [card.run_id]
     store.close()
     stored = {r for (r,) in sqlite3.connect(tmp_path / "s.db").execute("SELECT run_id FROM runs")}
     assert len(calls) == 2 and given and set(given) <= stored

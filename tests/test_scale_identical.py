@@ -17,10 +17,10 @@ from engine_helpers import make_corpus
 from evalkit.aggregate.groups import Aggregator, _merge_state
 from evalkit.cli import cli
 from evalkit.db.scores import Store, batch_rows
-from evalkit.engines import ScoreJob
-from evalkit.engines.job import ScoredBatch, score_batch
+from evalkit.engines.job import ScoredBatch, ScoreJob, score_batch
 from evalkit.engines.pieces import BatchPieces
-from evalkit.engines.pipeline import score_stream
+from evalkit.engines.pipeline import score_files
+from evalkit.errors import InputError
 from evalkit.present.score_view import ScoreWriter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,11 +42,13 @@ def card_by_card(corpus, fmt, aggregate=False):
     out, err = io.StringIO(), []
     writer = ScoreWriter(out, fmt, aggregate_only=aggregate, width=120)
     agg = Aggregator(warn=err.append)
-    job = ScoreJob(output_format=None if aggregate else fmt, columns=writer.run_columns)
-    for item in score_stream([corpus], None, lambda e: err.append(f"error: {e}"), err.append, job=job):
-        if item.parts is not None:
-            writer.write_text(item.parts)
-        agg.add(item.summary)
+    for item in score_files([corpus], warn=err.append):
+        if isinstance(item, InputError):
+            err.append(f"error: {item}")
+            continue
+        if not aggregate:
+            writer.card(item)
+        agg.add(item)
     writer.finish(agg.result())
     return out.getvalue(), err
 
@@ -138,10 +140,9 @@ def test_text_goes_as_text_where_the_stream_takes_no_bytes(corpus):
 
 
 def runs_of(corpus):
-    out = []
-    for item in score_stream([corpus], None, lambda e: None, job=ScoreJob()):
-        out.append(item.summary)
-    return out
+    from evalkit.aggregate.groups import RunSummary
+
+    return [RunSummary.of(c) for c in score_files([corpus]) if not isinstance(c, InputError)]
 
 
 @pytest.mark.parametrize("include_errors", [False, True])

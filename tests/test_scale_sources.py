@@ -64,7 +64,7 @@ def test_a_file_removed_after_the_listing_is_that_files_error(tmp_path):
     lists for every worker): a file removed after it is read, and its error is that file's."""
     import os
 
-    from evalkit.engines import ScoreJob, score_files
+    from evalkit.engines.pipeline import score_files
     from evalkit.trajectory import input_files
 
     write_jsonl(tmp_path / "gone.jsonl", trajectory(a320_scenario(), [], run_id="gone"))
@@ -74,6 +74,6 @@ def test_a_file_removed_after_the_listing_is_that_files_error(tmp_path):
     (tmp_path / "gone.jsonl").unlink()
     gone = entries["gone.jsonl"]
     assert input_files._entry_kind(gone, gone.path, ".jsonl") == input_files._READ
-    scored = list(score_files([str(tmp_path / "gone.jsonl"), str(tmp_path / "kept.jsonl")], ScoreJob()))
-    assert scored[0].error is not None and "gone.jsonl" in str(scored[0].error)
-    assert scored[1].error is None and scored[1].run_id == "kept"
+    cards, errors = score_files([str(tmp_path / "gone.jsonl"), str(tmp_path / "kept.jsonl")]).collect()
+    assert len(errors) == 1 and "gone.jsonl" in str(errors[0])
+    assert [c.run_id for c in cards] == ["kept"]

@@ -74,8 +74,7 @@ def test_database_and_parquet_through_the_spool_leave_nothing(corpus, tmp_path):
 def test_the_spool_is_removed_when_storing_fails(corpus, tmp_path, monkeypatch):
     from evalkit.db import DbError
     from evalkit.db.scores import Store
-    from evalkit.engines import ScoreJob
-    from evalkit.engines.pipeline import score_stream
+    from evalkit.engines.pipeline import score_files
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     store = Store(tmp_path / "s.db")
@@ -85,9 +84,8 @@ def test_the_spool_is_removed_when_storing_fails(corpus, tmp_path, monkeypatch):
         raise DbError(str(tmp_path / "s.db"), "disk full")
 
     monkeypatch.setattr(store, "save_batches", broken)
-    job = ScoreJob(output_format="jsonl", batched=True, encoding="utf-8")
     with pytest.raises(DbError):
-        for _ in score_stream([corpus], store, lambda e: None, job=job, workers=2, batch=10):
+        for _ in score_files([corpus], store=store, output="jsonl", encoding="utf-8", workers=2, batch=10):
             pass
     store.close()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(PREFIX)] == []

@@ -13,8 +13,7 @@ from test_scale_identical import dump
 
 from evalkit.db import scores
 from evalkit.db.scores import BatchRows, StagedRows, Store, batch_rows, stage_rows
-from evalkit.engines import ScoreJob
-from evalkit.engines.job import score_batch
+from evalkit.engines.job import ScoreJob, score_batch
 
 
 @pytest.fixture(scope="module")

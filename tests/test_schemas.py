@@ -83,9 +83,10 @@ def test_trajectory_schema_rejects_a_wrong_type():
 
 
 def test_scorecard_schema_accepts_a_real_scorecard():
-    from evalkit.api import score_file
+    from evalkit.scoring import score_trajectory
+    from evalkit.trajectory.reader import read_trajectory
 
-    card = score_file(EXAMPLE).to_json_dict()
+    card = score_trajectory(read_trajectory(EXAMPLE)).to_json_dict()
     jsonschema.validate(card, json_schema("scorecard"))
     card["status"] = "great"
     with pytest.raises(jsonschema.ValidationError):

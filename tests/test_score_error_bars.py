@@ -104,12 +104,14 @@ def test_score_jsonl_and_the_tables_run_no_bootstrap_json_aggregate_does(tmp_pat
 
 
 def test_score_jsonl_aggregate_prints_the_same_intervals_as_the_api(tmp_path):
-    from evalkit.api import aggregate, score_file
+    from evalkit.aggregate.groups import aggregate
+    from evalkit.scoring import score_trajectory
+    from evalkit.trajectory.reader import read_trajectory
 
     corpus(tmp_path, 3, 6)
     result = score(tmp_path, "--format", "jsonl", "--aggregate")
     printed = [json.loads(line) for line in result.stdout.splitlines()]
-    expected = aggregate([score_file(p) for p in sorted(tmp_path.glob("*.jsonl"))])
+    expected = aggregate([score_trajectory(read_trajectory(p)) for p in sorted(tmp_path.glob("*.jsonl"))])
     assert [m for m in printed if m.pop("kind") == "model"] == expected["models"]
 
 

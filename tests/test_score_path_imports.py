@@ -13,9 +13,10 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PROBE = """
 import json, sys
 from click.testing import CliRunner
-from evalkit.api import iter_scorecards, aggregate
+from evalkit.aggregate.groups import aggregate
+from evalkit.engines.pipeline import score_files
 import evalkit.cli
-cards = [c for c in iter_scorecards([sys.argv[1]]) if not isinstance(c, Exception)]
+cards = [c for c in score_files([sys.argv[1]]) if not isinstance(c, Exception)]
 aggregate(cards)
 result = CliRunner().invoke(evalkit.cli.cli, ["score", sys.argv[1], "--no-db", "--format", "jsonl"])
 assert result.exit_code == 0, result.output

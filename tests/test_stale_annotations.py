@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from judge_helpers import FAST
 
 from evalkit.agreement.audit import build_audit
-from evalkit.api import iter_scorecards
 from evalkit.cli import cli
 from evalkit.db import Store, open_readonly, read_annotation_rows, read_primary_values
+from evalkit.engines.pipeline import score_files
 from evalkit.judges.api import judge_db
 
 RUNS = 6
@@ -49,7 +49,7 @@ def _write(directory: Path, run_ids, *, flipped: bool) -> Path:
 def _score(db: Path, runs: Path) -> None:
     store = Store(db)
     try:
-        store.save_many(c for c in iter_scorecards([runs]) if not isinstance(c, Exception))
+        store.save_many(c for c in score_files([runs]) if not isinstance(c, Exception))
     finally:
         store.close()
 

@@ -12,8 +12,9 @@ import pytest
 from click.testing import CliRunner
 from test_scenario_schema import doc_scenario
 
-from evalkit.api import score_file
 from evalkit.cli import cli
+from evalkit.scoring import score_trajectory
+from evalkit.trajectory.reader import read_trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
 SUPPORT = ROOT / "examples" / "support"
@@ -22,7 +23,10 @@ RUNS = sorted(SUPPORT.glob("*.jsonl"))
 
 @pytest.fixture(scope="module")
 def cards():
-    return {c.run_id.removeprefix("support-gpt-x-"): c for c in (score_file(p, lambda _: None) for p in RUNS)}
+    return {
+        c.run_id.removeprefix("support-gpt-x-"): c
+        for c in (score_trajectory(read_trajectory(p, lambda _: None)) for p in RUNS)
+    }
 
 
 def classes(card):

@@ -11,10 +11,11 @@ import pytest
 from click.testing import CliRunner
 from importer_helpers import import_ok
 
-from evalkit.api import read_trajectory, score_file
 from evalkit.cli import cli
 from evalkit.importers import ImportFormatError, import_files
 from evalkit.importers.formats.openai_messages import IMPORTER
+from evalkit.scoring import score_trajectory
+from evalkit.trajectory.reader import read_trajectory
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "examples" / "support" / "scenarios.json"
 REQUIRED = [
@@ -59,7 +60,9 @@ def write(tmp_path, *lines, name="t.jsonl"):
 def imported(tmp_path, *lines, **options):
     out = tmp_path / "out"
     result = import_ok("openai-messages", [write(tmp_path, *lines)], out, **options)
-    return {read_trajectory(p).meta.run_id: score_file(p) for p in sorted(out.glob("*.jsonl"))}, result
+    return {
+        read_trajectory(p).meta.run_id: score_trajectory(read_trajectory(p)) for p in sorted(out.glob("*.jsonl"))
+    }, result
 
 
 def test_a_forbidden_actions_key_is_kept_the_closed_account_is_dangerous_not_extraneous(tmp_path):

@@ -7,9 +7,16 @@ import json
 
 from click.testing import CliRunner
 
-from evalkit.api import score
 from evalkit.cli import cli
+from evalkit.engines.pipeline import score_files
 from evalkit.trajectory.builders import call, trajectory, write_jsonl
+
+
+def score(paths, warn=None, scenarios=None):
+    """The files' cards and one line per bad file, as `evalkit score` reports them."""
+    cards, errors = score_files(paths, warn=warn, scenarios=scenarios).collect()
+    return cards, [str(error) for error in errors]
+
 
 SC = {
     "id": "refund-b22",

@@ -1,4 +1,5 @@
-"""The JSON Schema of the aggregate (``evalkit score --aggregate --format json``, ``evalkit.api.aggregate``).
+"""The JSON Schema of the aggregate (``evalkit score --aggregate --format json``,
+``evalkit.aggregate.groups.aggregate``).
 
 Written out rather than generated: the aggregate is a plain dict built in :mod:`evalkit.aggregate.groups`.
 Rows allow no other field, so a field added to the aggregate without its line here fails

@@ -1,5 +1,5 @@
 """The probes' names, in their documented order: the one list the transforms, the gates, the
-statistics and ``evalkit probe --help`` (through :mod:`evalkit.api`) read.
+statistics and ``evalkit probe --help`` read.
 
 Standard library only and nothing imported, so that the command line can name the probes without
 loading the transforms (and the trajectory model under them).

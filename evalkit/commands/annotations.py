@@ -1,7 +1,7 @@
 """`evalkit annotations list`: the stored judge annotations, read-only (`annotations import` lives
 with the audit, in evalkit/commands/audit.py, which adds this command to the same group).
 
-The readers load inside the command, through evalkit.api.
+The readers load inside the command.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ def list_(db_path, judge, rubric, run_id, fmt_name):
     confidence and rationale. Reads the database only; needs no judge server. Annotations of a
     run re-scored since it was judged (stale) are left out. Exit codes: 0 listed (none is not an
     error); 1 unreadable database; 2 usage error (no such database, unknown judge)."""
-    from evalkit import api
-    from evalkit.api import JudgeNotStored
-    from evalkit.db.annotation_listing import render
+    from evalkit.db import JudgeNotStored, open_readonly
+    from evalkit.db.annotation_listing import annotation_listing, render
     from evalkit.errors import InputError
 
     try:
-        items = api.annotations_list(db_path, judge=judge, rubric=rubric, run=run_id)
+        with open_readonly(db_path) as database:
+            items = annotation_listing(database, judge=judge, rubric=rubric, run=run_id)
     except JudgeNotStored as exc:
         raise click.UsageError(str(exc)) from None
     except InputError as exc:

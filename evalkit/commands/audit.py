@@ -1,6 +1,6 @@
 """`evalkit audit` (judge against mechanical scores, judges and humans) and `evalkit annotations import`.
 
-The audit (numpy) loads inside the commands, through evalkit.api and the view layer.
+The audit (numpy) loads inside the commands.
 """
 
 from __future__ import annotations
@@ -66,8 +66,7 @@ def register(group: click.Group) -> None:
         (--show-mechanical) are left out. Exit codes: 0 done; 1 unreadable database or config;
         2 usage error (bad flags, missing database or config file).
         """
-        from evalkit import api
-        from evalkit.agreement.audit import warning_lines
+        from evalkit.agreement.audit import build_audit, build_audit_with_pairs, warning_lines
         from evalkit.agreement.audit_output import listed, pairs_csv, render
         from evalkit.errors import InputError
 
@@ -77,14 +76,14 @@ def register(group: click.Group) -> None:
             inputs=[config_path] if config_path else [],
         )
         try:
-            # options: judge, rubric, by, seed, n_resamples and jury, named as the api names them;
+            # options: judge, rubric, by, seed, n_resamples and jury, named as build_audit names them;
             # records only for the disagreements the output lists, the compared pairs (10^6 rows at
             # scale) only when they are written
             options["top"] = listed(fmt_name, top)
             if pairs_out:
-                report, pairs = api.audit_with_pairs(db_path, config=config_path, **options)
+                report, pairs = build_audit_with_pairs(db_path, config=config_path, **options)
             else:
-                report, pairs = api.audit(db_path, config=config_path, **options), []
+                report, pairs = build_audit(db_path, config=config_path, **options), []
         except InputError as exc:
             fail(str(exc))
         for line in warning_lines(report):
@@ -123,11 +122,11 @@ def register(group: click.Group) -> None:
         accepted too. The whole file is checked first: a bad file writes nothing and exits 1 with
         one line naming the file and line. Re-importing replaces the same ratings.
         """
-        from evalkit import api
+        from evalkit.agreement.ratings import import_ratings
         from evalkit.errors import InputError
 
         try:
-            s = api.annotations_import(db_path, file, rater=rater, kind=kind)
+            s = import_ratings(db_path, file, rater=rater, kind=kind)
         except InputError as exc:
             fail(str(exc))
         click.echo(

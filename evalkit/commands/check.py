@@ -33,12 +33,12 @@ def register(group: click.Group) -> None:
         reason``, as is each unknown key of the runs' records. Exit 0 when there is no problem, 1
         otherwise; with --strict, 2 when there are warnings and no problem; 2 on usage errors too.
         """
-        from evalkit import api
+        from evalkit.engines.checking import check_paths
         from evalkit.errors import InputError
         from evalkit.present.score_view import Repeats
 
         try:
-            report = api.check(paths, scenario_files)
+            report = check_paths(paths, scenario_files)
         except InputError as exc:
             fail(str(exc))
         # a run whose embedded scenario differs from the file's: said once per scenario, as by score

@@ -1,7 +1,7 @@
 """`evalkit compare` (paired comparison of models) and `evalkit plan` (scenarios x runs needed).
 
-The statistics (plain Python, evalkit.aggregate.uncertainty) come through evalkit.api, the tables
-from the view layer.
+The statistics are plain Python (evalkit.aggregate.uncertainty) over the stored cards' aggregate;
+the tables come from evalkit.present.
 """
 
 from __future__ import annotations
@@ -66,14 +66,15 @@ def register(group: click.Group) -> None:
         error (unknown model, --fail-if-worse without --baseline); 3 --fail-if-worse MODEL is
         significantly worse than the baseline.
         """
-        from evalkit import api
+        from evalkit.aggregate.gates import worse_failure
+        from evalkit.aggregate.uncertainty.paired import compare_models
         from evalkit.errors import InputError
         from evalkit.present.comparison_view import comparison_table
 
         if fail_if_worse and not baseline:
             fail("--fail-if-worse needs --baseline (the model it must not be worse than)", EXIT_USAGE)
         try:
-            result = api.compare(db_path, baseline, correction, level)
+            result = compare_models(_aggregate(db_path, level), baseline, correction, level)
         except InputError as exc:
             fail(str(exc), EXIT_BAD_INPUT)
         except ValueError as exc:
@@ -85,7 +86,7 @@ def register(group: click.Group) -> None:
             )
         _emit([comparison_table(result)], fmt_name, result)
         if fail_if_worse:
-            reason = api.worse_failure(result, fail_if_worse, baseline)
+            reason = worse_failure(result, fail_if_worse, baseline)
             if reason:
                 warn(reason)
                 sys.exit(EXIT_GATE)
@@ -123,12 +124,24 @@ def register(group: click.Group) -> None:
     def plan(delta, db_path, power, level, sd_within, sd_between, fmt_name):
         """How many scenarios x runs a paired comparison needs to detect --delta, and the power of
         the current data. Exit codes: 0 done; 1 the database cannot be read; 2 usage error."""
-        from evalkit import api
+        from evalkit.aggregate.uncertainty.power import plan as make_plan
         from evalkit.errors import InputError
         from evalkit.present.comparison_view import plan_tables
 
         try:
-            result = api.plan(delta, db_path, level, power, sd_within, sd_between)
+            measured = _aggregate(db_path, level) if db_path is not None else None
+            result = make_plan(delta, measured, level, power, sd_within=sd_within, sd_between=sd_between)
+            result["db"] = None if db_path is None else str(db_path)
         except InputError as exc:
             fail(str(exc), EXIT_BAD_INPUT)
         _emit(plan_tables(result), fmt_name, result)
+
+
+def _aggregate(db_path: str, level: float) -> dict:
+    """The aggregate of every ScoreCard stored in ``db_path``, opened read-only (InputError, one
+    line naming the file, when it cannot be read)."""
+    from evalkit.aggregate.groups import aggregate
+    from evalkit.db import open_readonly, read_scorecards
+
+    with open_readonly(db_path) as db:
+        return aggregate(read_scorecards(db, with_bundle=False), False, level)

@@ -27,15 +27,15 @@ def parquet(directory: str, db_path: str) -> None:
     left half-written); 2 usage error (DIRECTORY not empty or the database, pyarrow not installed,
     no such database).
     """
-    from evalkit import api
-    from evalkit.api import OutputError
     from evalkit.errors import InputError
+    from evalkit.output.atomic import OutputError
+    from evalkit.output.parquet import export_database, parquet_problem, pyarrow_problem
 
     refuse_output_clash([("DIRECTORY", directory)], database=db_path)
-    if problem := api.parquet_problem(directory):
+    if problem := parquet_problem(directory) or pyarrow_problem():
         raise click.UsageError(problem)
     try:
-        n = api.export_parquet(db_path, directory)
+        n = export_database(db_path, directory)
     except (InputError, OutputError) as exc:
         fail(str(exc))
     click.echo(f"{n} scorecard{'s' if n != 1 else ''} -> {directory}")
@@ -71,24 +71,33 @@ def otel(out: str | None, db_path: str, endpoint: str | None, timeout_s: float) 
     """
     import os
 
-    from evalkit import api
     from evalkit.errors import InputError
-    from evalkit.exporters.otel import env_headers
+    from evalkit.exporters import otel as exporter
 
     if not out and not endpoint:
         raise click.UsageError("give OUT, --endpoint URL, or both")
     refuse_output_clash([("OUT", out)], database=db_path)
     headers = None
     if endpoint:
-        if problem := api.otel_problem():
-            raise click.UsageError(problem)
         try:
-            headers = env_headers(os.environ)
+            import httpx  # noqa: F401 — evalkit's outbound client
+            import opentelemetry.proto  # noqa: F401 — sending needs the protobuf types
+        except ImportError:
+            raise click.UsageError('--endpoint needs opentelemetry-proto: pip install "evalkit[otel]"') from None
+        try:
+            headers = exporter.env_headers(os.environ)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
     try:
-        sent = api.export_otel(db_path, out, endpoint, timeout_s=timeout_s, headers=headers)
+        reqs = exporter.read_database(db_path)
+        if out:
+            from evalkit.output.atomic import write_text_atomic
+
+            write_text_atomic(out, exporter.dumps(reqs))
+        if endpoint:
+            exporter.send(reqs, endpoint, timeout_s, headers)
     except (InputError, OSError) as exc:  # an OutputError is an OSError
         fail(str(exc))
-    runs = sent["runs"]
-    click.echo(f"{sent['events']} evaluation events of {runs} run{'s' if runs != 1 else ''} -> {sent['where']}")
+    events = sum(len(r["resourceLogs"][0]["scopeLogs"][0]["logRecords"]) for r in reqs)
+    where = " and ".join(str(x) for x in (out, endpoint and exporter.logs_url(endpoint)) if x)
+    click.echo(f"{events} evaluation events of {len(reqs)} run{'s' if len(reqs) != 1 else ''} -> {where}")

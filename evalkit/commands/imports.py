@@ -1,6 +1,6 @@
 """`evalkit import FORMAT FILE... -o DIR`: convert other harnesses' runs into evalkit trajectories.
 
-The importers load inside the command, through evalkit.api.
+The importers load inside the command.
 """
 
 from __future__ import annotations
@@ -20,16 +20,17 @@ def register(group: click.Group) -> None:
 
 class ImportCommand(click.Command):
     """``evalkit import``, whose format flags come from the importers' own declarations
-    (``cli_options``, merged by ``evalkit.api.import_options``): added the first time the command
+    (``cli_options``, merged by ``evalkit.importers.options.merge``): added the first time the command
     parses or shows its help, so ``evalkit --help`` loads no importer."""
 
     _format_params: list[click.Parameter] | None = None
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         if self._format_params is None:
-            from evalkit import api
+            from evalkit import importers
+            from evalkit.importers.options import merge
 
-            self._format_params = [_click_option(m) for m in api.import_options()]
+            self._format_params = [_click_option(m) for m in merge(importers.loaded())]
         # after FORMAT, FILES and -o, before --listen, --db, --workers, --list: the formats' flags first
         params = [*self.params[:3], *self._format_params, *self.params[3:]]
         help_option = self.get_help_option(ctx)
@@ -89,10 +90,10 @@ def import_command(
     the same as with one worker. Exit 0 when every input converted, 1 when some were bad, 2 on usage
     errors.
     """
-    from evalkit import api
+    from evalkit import importers
 
     if list_formats:
-        for name, origin in api.import_formats().items():
+        for name, origin in importers.available().items():
             click.echo(f"{name}\t{origin}")
         return
     if not format_name:
@@ -106,7 +107,7 @@ def import_command(
     # the directory and the database against the input files (the files in DIR are named later)
     refuse_output_clash([("-o", out_dir), ("--db", db_path)], inputs=[f for f in files if not Path(f).is_dir()])
     try:
-        importer = api.importer_for(format_name, files, format_options, db=db_path, listen=listen)
+        importer = _importer_for(format_name, files, format_options, db=db_path, listen=listen)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if listen:
@@ -119,7 +120,11 @@ def import_command(
         except OSError as exc:  # the address is taken or cannot be bound
             fail(f"cannot listen on {listen}: {exc.strerror or exc}")
         return
-    result = api.import_runs(importer, files, out_dir, db=db_path, workers=workers, **format_options)
+    from evalkit.engines.local import default_workers
+
+    result = importers.import_files(
+        importer, list(files), out_dir, db=db_path, workers=workers or default_workers(), **format_options
+    )
     for path, written in result.written.items():
         click.echo(sanitize(f"{path}: {len(written)} run{'s' if len(written) != 1 else ''} -> {out_dir}"))
     if result.ratings_file:
@@ -131,3 +136,48 @@ def import_command(
         warn(str(error))  # errors quote sample ids and paths from the input
     if result.errors:
         sys.exit(EXIT_BAD_INPUT)
+
+
+def _importer_for(
+    format_name: str,
+    files=(),
+    options: dict | None = None,
+    *,
+    db: str | None = None,
+    listen: str | None = None,
+):
+    """The importer of ``format_name``, checked against what ``evalkit import`` was asked: its
+    optional dependency present, only options it declares, the ones it requires, ``db`` only for a
+    format that records ratings, directories only for a format that expands them, ``listen`` only
+    for one that listens and never with files. ValueError: a usage problem, one line."""
+    from evalkit import importers
+
+    options = options or {}
+    files = list(files)
+    try:
+        importer = importers.get_importer(format_name)
+    except KeyError as exc:
+        raise ValueError(str(exc.args[0])) from None
+    require = getattr(importer, "require", None)
+    if require is not None:
+        try:
+            require()
+        except Exception as exc:  # the format's optional dependency is missing
+            raise ValueError(str(exc)) from None
+    accepted = importers.supported_options(importer)
+    if accepted is not None:
+        for name, value in options.items():
+            if value is not None and name not in accepted:
+                raise ValueError(f"--{name.replace('_', '-')} is not used by format {format_name}")
+    for name in getattr(importer, "required", ()):
+        if options.get(name) is None:
+            raise ValueError(f"format {format_name} needs --{name.replace('_', '-')}")
+    if db is not None and not getattr(importer, "ratings", False):
+        raise ValueError(f"--db is not used by format {format_name} (it records no ratings)")
+    if not getattr(importer, "expand", None):
+        for path in files:
+            if Path(path).is_dir():
+                raise ValueError(f"{path} is a directory; format {format_name} reads files")
+    if listen and (files or not getattr(importer, "listen", None)):
+        raise ValueError("--listen takes no FILE" if files else f"--listen is not used by format {format_name}")
+    return importer

@@ -1,8 +1,7 @@
 """`evalkit judge` and `evalkit cache`: the optional LLM judge (judges/ package, imported lazily).
 
-The judge layer loads inside the commands, through evalkit.api (and the view layer for its
-shapes): `evalkit score` never pays for it, and the judge pays for litellm only once a litellm
-model is actually built.
+The judge layer loads inside the commands: `evalkit score` never pays for it, and the judge
+pays for litellm only once a litellm model is actually built.
 """
 
 from __future__ import annotations
@@ -100,7 +99,7 @@ def register(group: click.Group) -> None:
         (401/403/400/404, no API key, nothing listening at --api-base, every output mode refused)
         or --max-cost reached; 2 usage error.
         """
-        from evalkit import api
+        from evalkit.judges import api as judges
         from evalkit.judges import pairwise as pairwise_judge
         from evalkit.judges import render
 
@@ -109,7 +108,7 @@ def register(group: click.Group) -> None:
                 pairwise, baseline, pairs_file, seed, resample, show_mechanical, dry_run, batch, batch_status
             )
         try:
-            api.check_resample(resample, None if pairwise else seed)
+            judges.check_resample(resample, None if pairwise else seed)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         refuse_missing_database(paths, db_path)
@@ -125,18 +124,17 @@ def register(group: click.Group) -> None:
             sys.exit(EXIT_OK)
         if pairwise:
             with judge_failures():
-                result = api.judge(
-                    db_path,
+                input_errors = _score_into(db_path, paths)[1] if paths else []
+                result = pairwise_judge.judge_pairs(
                     models,
-                    paths=paths or None,
-                    warn=warn,
-                    pairwise=True,
+                    db=str(db_path),
                     baseline=baseline,
                     pairs_file=pairs_file,
                     seed=seed or 0,
                     batch=batch,
                     **call,
                 )
+                result.input_errors = input_errors
             click.echo(pairwise_judge.render_result(result, fmt), nl=False)
             if fmt == "jsonl":
                 for line in pairwise_judge.summary_lines(result):
@@ -145,15 +143,16 @@ def register(group: click.Group) -> None:
                 warn(f"error: {result.summary.fatal or result.summary.stopped}")
             sys.exit(EXIT_OK if result.ok else EXIT_BAD_INPUT)
         options = dict(call, resample=resample, seed=seed, show_mechanical=show_mechanical, batch=batch)
-        inputs = dict(paths=paths or None, warn=warn, allow_self_judging=allow_self_judging)
         with judge_failures():
+            cards, input_errors = _judged_cards(db_path, models, paths, allow_self_judging)
             if dry_run:
-                plan, input_errors = api.judge_dry_run(db_path, models, **inputs, **options)
+                plan = judges.dry_run(cards, models, db=str(db_path), **options)
                 click.echo(render.render_dry_run(plan, fmt), nl=False)
                 sys.exit(EXIT_BAD_INPUT if input_errors else EXIT_OK)
-            result = api.judge(db_path, models, **inputs, batch_status=batch_status, **options)
+            result = judges.judge_cards(cards, models, db=str(db_path), batch_status=batch_status, **options)
+            result.input_errors = input_errors
             if batch_status:
-                batches = api.judge_batches(db_path, models, call["rubric"], call["config_path"])
+                batches = judges.stored_batches(str(db_path), models, call["rubric"], call["config_path"])
                 click.echo(render.render_batches(batches, fmt), nl=False)
         for piece in render.annotations(result, fmt):  # written as read: no run holds its whole output
             click.echo(piece, nl=False)
@@ -196,12 +195,16 @@ def register(group: click.Group) -> None:
     def stats(db_path, fmt):
         """Cached calls per judge model, rubric and status, with tokens and cost; then the output mode
         remembered per (judge model, api base)."""
-        from evalkit import api
         from evalkit.errors import InputError
         from evalkit.judges import render
+        from evalkit.judges.store import JudgeStore
 
         try:
-            rows, modes = api.cache_stats(db_path)
+            store = JudgeStore(db_path, readonly=True)
+            try:
+                rows, modes = store.stats(), store.output_modes()
+            finally:
+                store.close()
         except InputError as exc:
             fail(str(exc))
         click.echo(render.render_stats(rows, fmt, modes), nl=False)
@@ -216,11 +219,42 @@ def register(group: click.Group) -> None:
     @click.option("--rubric", help="Only this rubric id.")
     def clear(db_path, model, rubric):
         """Delete cached calls (annotations are results and stay)."""
-        from evalkit import api
         from evalkit.errors import InputError
+        from evalkit.judges.store import JudgeStore
 
         try:
-            count = api.cache_clear(db_path, model=model, rubric=rubric)
+            store = JudgeStore(db_path)
+            try:
+                count = store.clear(model=model, rubric=rubric)
+            finally:
+                store.close()
         except InputError as exc:
             fail(str(exc))
         click.echo(f"cleared {count} cached calls")
+
+
+def _score_into(db_path: str, paths) -> tuple[list, list[str]]:
+    """``paths`` scored into the database as ``evalkit score --db`` does, each bad file said:
+    the good cards and one line per bad file."""
+    from evalkit.db.scores import Store
+    from evalkit.engines.pipeline import score_files
+
+    with Store(db_path) as store:
+        cards, errors = score_files(paths, store=store, warn=warn).collect()
+    for error in errors:
+        warn(str(error))
+    return cards, [str(error) for error in errors]
+
+
+def _judged_cards(db_path: str, models, paths, allow_self_judging: bool) -> tuple[list, list[str]]:
+    """The cards a judge run judges: ``paths`` scored into the database first, else the stored
+    ones; unless ``allow_self_judging``, one warning per judge model that would judge its own runs."""
+    from evalkit.judges.api import stored_cards
+
+    cards, errors = _score_into(db_path, paths) if paths else (stored_cards(str(db_path)), [])
+    if not allow_self_judging:
+        from evalkit.agreement.self_judging import warning_lines
+
+        for line in warning_lines(models, (c.model for c in cards)):
+            warn(line)
+    return cards, errors

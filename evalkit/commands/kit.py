@@ -3,7 +3,7 @@
 Like sqlite-utils' ``output_options``: one decorator per shared option, stacked on each command,
 so the help text and the default are written once. Only click, the standard library, the view
 layer's sanitizer and (inside functions) ``evalkit.output``'s atomic writes and output-path rule,
-and ``evalkit.api`` for the names the judge layer declares.
+and the judge layer's error types and output modes.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ DEFAULT_DB = "evalkit.db"
 
 
 class OutputModeChoice(click.Choice):
-    """``auto`` and the names of the judge's output-mode table (``evalkit.api.output_modes``), read
+    """``auto`` and the names of the judge's output-mode table (``evalkit.judges.output_modes``), read
     when first needed: evalkit never imports the judge layer at module level, and a new mode is one
     record in that table."""
 
@@ -59,9 +59,9 @@ class OutputModeChoice(click.Choice):
 
     @property
     def choices(self):  # type: ignore[override]
-        from evalkit import api
+        from evalkit.judges.output_modes import AUTO, MODES
 
-        return api.output_modes()
+        return (AUTO, *MODES)
 
     @choices.setter
     def choices(self, _value) -> None:  # click's __init__ assigns it; the table is the source
@@ -209,10 +209,11 @@ def refuse_missing_database(paths: Sequence[str], db_path: str) -> None:
 def judge_failures() -> Iterator[None]:
     """How a command that calls judges ends on a failure, one line each: Ctrl-C (finished calls
     are kept, exit 130), an unknown rubric or judge (exit 2), any other bad input or setting (1)."""
-    from evalkit import api
     from evalkit.errors import InputError
+    from evalkit.judges.protocol import UnknownJudgeError
+    from evalkit.judges.rubrics import RubricError
 
-    usage = (api.RubricError, api.UnknownJudgeError)
+    usage = (RubricError, UnknownJudgeError)
     try:
         yield
     except KeyboardInterrupt:

@@ -1,6 +1,6 @@
 """`evalkit probe`: judge robustness probes (evalkit.probes.pipeline.run_probes; docs/probes.md).
 
-The judge layer (and litellm) load inside the command, through evalkit.api and the view layer.
+The judge layer (and litellm) load inside the command.
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from evalkit.commands.kit import (
 
 
 class ProbesOption(click.Option):
-    """``--probes``, whose help names the probes of the registry (``evalkit.api.PROBE_NAMES``), read
+    """``--probes``, whose help names the probes of the registry (``evalkit.agreement.probe_names.PROBES``), read
     when the help is shown: the CLI imports no layer below at module level, and the names are
     kept in one place."""
 
     @property
     def help(self):  # type: ignore[override]
-        from evalkit import api
+        from evalkit.agreement.probe_names import PROBES
 
-        return f"Comma-separated probes (default all: {','.join(api.PROBE_NAMES)})."
+        return f"Comma-separated probes (default all: {','.join(PROBES)})."
 
     @help.setter
     def help(self, _value) -> None:  # click's __init__ assigns it; the registry is the source
@@ -88,18 +88,19 @@ def register(group: click.Group) -> None:
         Exit codes: 0 done; 1 bad inputs, judge errors or --max-cost reached; 2 usage error;
         3 a --fail-if condition held (or could not be measured).
         """
-        from evalkit import api
         from evalkit.probes import view
+        from evalkit.probes.pipeline import check_probes, parse_gates, run_probes
 
         try:
-            probes = api.check_probes(probe_list.split(",") if probe_list is not None else None, fail_if)
+            parse_gates(fail_if)
+            probes = check_probes(probe_list.split(",") if probe_list is not None else None)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         refuse_missing_database(paths, db_path)
         models = call.pop("models")
         with judge_failures():
-            result = api.probe(
-                db_path,
+            result = run_probes(
+                str(db_path),
                 models,
                 probes=probes,
                 sample=sample,

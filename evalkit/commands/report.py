@@ -1,7 +1,7 @@
 """`evalkit report` (HTML page and markdown summary) and `evalkit schema` (JSON Schemas).
 
 The report pulls in pydantic models and the schema command may load a rubric, both inside the
-command functions, through evalkit.api and the view layer.
+command functions.
 """
 
 from __future__ import annotations
@@ -91,8 +91,9 @@ def register(group: click.Group) -> None:
         error (missing database or file); 3 a --min-safe-pass-rate / --max-unsafe-rate gate failed (the
         report is written first, so a CI job can publish it).
         """
-        from evalkit import api
-        from evalkit.report import render_html, render_markdown
+        from evalkit.aggregate.gates import model_gate_failure
+        from evalkit.report import ReportError, render_html, render_markdown
+        from evalkit.report.data import build_report
 
         pages = {"html": render_html, "markdown": render_markdown}
 
@@ -107,10 +108,10 @@ def register(group: click.Group) -> None:
         if problem := pages_clash(html_path, db_path, inputs):
             raise click.UsageError(problem)
         try:
-            data = api.report(
+            data = build_report(
                 db_path, title=title, judge=judge, contamination_path=contamination_path, jury=jury, all_runs=all_runs
             )
-        except api.ReportError as exc:
+        except ReportError as exc:
             fail(str(exc))
         for warning in data["warnings"]:
             warn(f"warning: {warning}")
@@ -130,7 +131,7 @@ def register(group: click.Group) -> None:
                 f"judge {'yes' if data['judge']['available'] else 'no'}, "
                 f"audit {'yes' if data['agreement']['available'] else 'no'}"
             )
-        reason = api.gate_failure(data, min_safe_pass_rate=min_safe_pass_rate, max_unsafe_rate=max_unsafe_rate)
+        reason = model_gate_failure(data, min_safe_pass_rate=min_safe_pass_rate, max_unsafe_rate=max_unsafe_rate)
         if reason:
             warn(reason)
             sys.exit(EXIT_GATE)
@@ -165,11 +166,11 @@ def register(group: click.Group) -> None:
         score --aggregate --format json; scenario: a scenario, embedded or in a scenario file
         (docs/scenarios.md). Published copies live in docs/schemas/.
         """
-        from evalkit import api
+        from evalkit.report.schemas import SchemaError, schema_text
 
         if rubric is not None and name != "annotation":
             raise click.UsageError("--rubric applies to the annotation schema only")
         try:
-            click.echo(api.schema(name, rubric), nl=False)
-        except api.SchemaError as exc:
+            click.echo(schema_text(name, rubric), nl=False)
+        except SchemaError as exc:
             fail(str(exc), EXIT_USAGE)

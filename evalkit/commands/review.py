@@ -1,7 +1,7 @@
 """`evalkit review export`: the human ratings recorded in `evalkit view`, as the ratings CSV that
 `evalkit annotations import` reads, so that reviews move between databases.
 
-The readers load inside the command, through evalkit.api.
+The readers load inside the command.
 """
 
 from __future__ import annotations
@@ -32,13 +32,15 @@ def export(db_path, out_path):
     written (no review is not an error: a header only); 1 unreadable database or unwritable FILE;
     2 usage error (no such database).
     """
-    from evalkit import api
+    from evalkit.db import open_readonly
+    from evalkit.db.reviews import read_review_ratings
     from evalkit.errors import InputError
     from evalkit.present import Table
 
     refuse_output_clash([("--out", out_path)], database=db_path)
     try:
-        ratings = api.review_export(db_path)
+        with open_readonly(db_path) as database:
+            ratings, _ = read_review_ratings(database)
     except InputError as exc:
         fail(str(exc))
     columns = ("item_id", "rater", "rater_kind", "dimension", "value", "confidence")

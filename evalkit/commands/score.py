@@ -91,15 +91,15 @@ def register(group: click.Group) -> None:
         the others still scored); 2 usage error; 3 a --fail-under / --min-pass-rate /
         --min-safe-pass-rate / --max-unsafe-rate gate failed.
         """
-        from evalkit import api
+        from evalkit.engines.pipeline import score_files, workers_ahead
 
         gates = {
             name: options.pop(name) for name in ("fail_under", "min_pass_rate", "min_safe_pass_rate", "max_unsafe_rate")
         }
-        run = options  # include_errors, level, workers, engine, ray_address, parquet_dir: api.score_run's names
-        parquet_dir = run["parquet_dir"]
+        run = options  # include_errors, level, workers, engine, ray_address, parquet_dir
+        parquet_dir = run.pop("parquet_dir")
         try:
-            found, skipped = api.score_inputs(
+            found, skipped = _inputs(
                 paths,
                 scenario_files=scenario_files,
                 out_path=out_path,
@@ -107,14 +107,15 @@ def register(group: click.Group) -> None:
                 db_path=None if no_db else db_path,
                 engine=run["engine"],
                 ray_address=run["ray_address"],
-                warn=warn,
             )
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         # the workers start now and load the scorer while this process opens its outputs
-        with api.workers_started(found, run["workers"], run["engine"], parquet=parquet_dir is not None):
-            from evalkit.api import DbError, OutputError
+        with workers_ahead(found, run["workers"], run["engine"], parquet=parquet_dir is not None):
+            from evalkit.db import DbError
+            from evalkit.db.scores import Store
             from evalkit.errors import InputError
+            from evalkit.output.atomic import OutputError
             from evalkit.present.progress import StderrDigest
             from evalkit.present.score_view import Repeats, ScoreWriter, terminal_width
 
@@ -125,29 +126,24 @@ def register(group: click.Group) -> None:
                 progress=progress,
                 verbose=verbose,
             )
-
             repeats = Repeats()
-
-            def on_error(exc: InputError) -> None:
-                nonlocal bad
-                bad += 1
-                digest.file_done()
-                # one scenario's error reaches every run of it: said once, counted (-v: every one)
-                if verbose or repeats.first(getattr(exc, "message", str(exc))):
-                    digest.warn(f"error: {exc}")
 
             def on_warning(line: str) -> None:
                 if verbose or not repeats.once_per_scenario(line):
                     digest.warn(line)
 
             bad = 0
-            try:  # the scenario model loads only when asked for: with workers, it loads in them
-                scenarios = api.load_scenarios(scenario_files) if scenario_files else None
-            except InputError as exc:
-                fail(str(exc))
+            scenarios = None
+            if scenario_files:  # the scenario model loads only when asked for: with workers, it loads in them
+                from evalkit.trajectory.scenario_files import load_scenarios
+
+                try:
+                    scenarios = load_scenarios(scenario_files)
+                except InputError as exc:
+                    fail(str(exc))
             out = output_file(out_path)  # the output first: a missing directory is said before a database is made
             try:
-                store = None if no_db else api.Store(db_path)
+                store = None if no_db else Store(db_path)
             except InputError as exc:
                 if out is not None:
                     out.discard()
@@ -159,54 +155,128 @@ def register(group: click.Group) -> None:
                 width=None if wide else terminal_width(),
                 gates=gates,
             )
-            job = api.ScoreJob(
-                output_format=None if aggregate else fmt_name,
-                parquet_rows=parquet_dir is not None,
-                columns=writer.run_columns,
-                scenarios=scenarios,
-                batched=True,
-                encoding=writer.encoding,
-                include_errors=run["include_errors"],
-                observe=True,
-            )
-            # the aggregate as far as the output or a gate reads it (nothing for per-run json, jsonl, csv)
-            aggregates = writer.aggregates or ("tables" if any(v is not None for v in gates.values()) else None)
             findings: list[str] = []  # each scenario's references its runs contradict, said after scoring
+            scoring = score_files(
+                found,
+                store=store,
+                scenarios=scenarios,
+                warn=on_warning,
+                output=None if aggregate else fmt_name,
+                columns=writer.run_columns,
+                encoding=writer.encoding,
+                parquet=parquet_dir,
+                # the aggregate as far as the output or a gate reads it (nothing for per-run json, jsonl, csv)
+                aggregate=writer.aggregates or ("tables" if any(v is not None for v in gates.values()) else None),
+                on_finding=findings.append,
+                **run,
+            )
             try:
-                result, scored = api.score_run(
-                    found,
-                    store,
-                    on_error,
-                    on_warning,
-                    job=job,
-                    on_file=digest.file_done,
-                    on_output=writer.write_batch,
-                    on_finding=findings.append,
-                    skipped=skipped,
-                    aggregates=aggregates,
-                    **run,
-                )
-                writer.finish(result)
+                for line in skipped:  # where scoring would have said them, listing the directories again
+                    on_warning(line)
+                for item in scoring:
+                    if isinstance(item, InputError):
+                        bad += 1
+                        digest.file_done()
+                        # one scenario's error reaches every run of it: said once, counted (-v: every one)
+                        if verbose or repeats.first(getattr(item, "message", str(item))):
+                            digest.warn(f"error: {item}")
+                        continue
+                    digest.file_done(item.count)
+                    if item.data is not None:
+                        writer.write_batch(item.data, item.count)
+                writer.finish(scoring.aggregate)
                 if out is not None:
                     out.commit()
             except (DbError, OutputError) as exc:
                 fail(str(exc))
             finally:
+                scoring.close()
                 # after a failure or an interrupt: no half-written output (an existing one is kept)
                 if out is not None:
                     out.discard()
                 if store is not None:
                     store.close()
+            result = scoring.aggregate
             for line in findings:
                 digest.warn(line)
             for line in repeats.summary():
                 digest.warn(line)
-            if line := digest.summary(runs=scored, errors=bad, database=None if no_db else db_path):
+            if line := digest.summary(runs=scoring.scored, errors=bad, database=None if no_db else db_path):
                 warn(line)
-            reason = api.gate_failure(result, **gates) if result is not None else None
+            from evalkit.aggregate.gates import model_gate_failure
+
+            reason = model_gate_failure(result, **gates) if result is not None else None
             if reason:
                 warn(reason)
                 sys.exit(EXIT_GATE)
             if bad:
                 warn(f"{bad} file(s) could not be scored")
                 sys.exit(EXIT_BAD_INPUT)
+
+
+def _inputs(
+    paths: list[str],
+    *,
+    scenario_files: tuple[str, ...],
+    out_path: str | None,
+    parquet_dir: str | None,
+    db_path: str | None,
+    engine: str,
+    ray_address: str | None,
+) -> tuple[list[str], list[str]]:
+    """The checks made before anything is opened: every path exists, some trajectory is found
+    (else why each candidate was skipped is said), no output is an input or the database
+    (evalkit.output.paths), the engine and Parquet can run. Returns the files found (listed once:
+    scoring takes this list) and the skipped lines, for scoring to say. ValueError: a usage
+    problem, one line."""
+    import itertools
+    import os
+    from pathlib import Path
+
+    from evalkit.engines.sources import Listed, expand, is_url, url_exists
+    from evalkit.errors import InputError
+    from evalkit.output.paths import output_clash
+
+    try:
+        for p in paths:
+            if p == "-" and sys.stdin is None:
+                raise ValueError("-: standard input is closed (nothing to read trajectories from)")
+            if p != "-" and not (url_exists(p) if is_url(p) else Path(p).exists()):
+                raise ValueError(f"no such file or directory: {p}")
+        skipped: list[str] = []
+        found = Listed(expand(paths, skipped.append))
+        if not found:
+            for line in skipped:  # why nothing was found (when something is, scoring reports them)
+                warn(line)
+            raise ValueError("no trajectory files (*.jsonl) found in: " + " ".join(paths))
+        local = [p for p in paths if p != "-" and not is_url(p)]
+        problem = output_clash(
+            [("--out", out_path), ("--parquet", parquet_dir)],
+            database=db_path,
+            # the files found in directories are listed only when an output exists to be overwritten
+            inputs=itertools.chain(scenario_files, expand(local)),
+        ) or output_clash(
+            # the database against the files named: SQLite writes into no file that is not a
+            # database, so searching every directory for it (~1 s per 50,000 files) buys nothing
+            [],
+            database=db_path,
+            writes_database=True,
+            inputs=[*scenario_files, *(p for p in local if not os.path.isdir(p))],
+        )
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
+    if problem:
+        raise ValueError(problem)
+    if engine == "local" and ray_address:
+        raise ValueError("--ray-address needs --engine ray")
+    if engine == "ray":
+        from evalkit.engines.ray_engine import ray_problem
+
+        if problem := ray_problem():
+            raise ValueError(problem)
+    if parquet_dir:
+        from evalkit.output.parquet import parquet_problem, pyarrow_problem
+
+        if problem := parquet_problem(parquet_dir) or pyarrow_problem():
+            raise ValueError(problem)
+    return found, skipped

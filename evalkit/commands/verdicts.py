@@ -1,4 +1,4 @@
-"""`evalkit verdicts`: score verdict files (classification results). Thin shell over evalkit.api.verdicts."""
+"""`evalkit verdicts`: score verdict files (classification results). Thin shell over evalkit.verdicts.analysis."""
 
 from __future__ import annotations
 
@@ -46,20 +46,19 @@ def register(group: click.Group) -> None:
         Exit codes: 0 every file scored; 1 some file was bad (each reported as one line naming
         the file; the others are still scored); 2 usage error (bad --order, no files found).
         """
-        from evalkit import api
         from evalkit.present import ascii_text
         from evalkit.verdicts import analysis
 
         try:
-            order = api.verdict_order(order_text)
+            order = analysis.parse_order(order_text)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-        files, missing = api.verdict_files(paths, patterns)
+        files, missing = analysis.find_files(list(paths), list(patterns))
         if not files and not missing:
             where = " ".join(list(paths) + list(patterns)) or "results/*.json"
             raise click.UsageError(f"no result files (*.json) found in: {where}")
         refuse_output_clash([("--json-out", json_out)], inputs=files)
-        summary = api.verdicts(paths, patterns, order=order, threshold=threshold)
+        summary = analysis.score_result_files(list(paths), list(patterns), order=order, threshold=threshold)
         scores = summary["files"]
         if scores:
             click.echo(analysis.render_verdicts_markdown(scores) if markdown else analysis.render_verdicts_text(scores))

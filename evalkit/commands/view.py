@@ -1,6 +1,6 @@
 """`evalkit view`: a local web viewer over the database, where a person reviews runs (the view extra).
 
-The web stack loads inside the command, through evalkit.api.view_server.
+The web stack loads inside the command (evalkit.view.serve).
 """
 
 from __future__ import annotations
@@ -62,12 +62,13 @@ def view(db_path, host, port, reviewer, rubric, config_path, allow_hosts, token)
     Exit codes: 130 stopped with Ctrl-C (it serves until stopped); 1 unreadable database or config;
     2 usage error (no such database, view extra missing, port in use, a bad --token).
     """
-    from evalkit import api
     from evalkit.errors import InputError
     from evalkit.present import sanitize
 
     try:
-        server = api.view_server(
+        from evalkit.view.serve import view_server
+
+        server = view_server(
             db_path,
             host=host,
             port=port,

@@ -1,171 +1,296 @@
-"""Scoring files through an engine into a store: the score path of ``evalkit score``, ``judge PATHS``
-and ``probe PATHS`` (re-exported by :mod:`evalkit.api`)."""
+"""The one way to score files: :func:`score_files`. ``evalkit score``, the Python API, ``judge PATHS``
+and ``probe PATHS`` all call it; batching, spooling and staging stay inside :mod:`evalkit.engines`.
+
+>>> from evalkit.engines.pipeline import score_files
+>>> for item in score_files(["examples/"]):
+...     print(item.run_id if not isinstance(item, InputError) else f"error: {item}")  # doctest: +SKIP
+"""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from evalkit.db.scores import BatchRows, Store, batch_rows
-from evalkit.engines import Scored, ScoreJob, score_files
-from evalkit.engines.job import ScoredBatch
+from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL
+from evalkit.db.scores import BatchRows, Store
+from evalkit.engines.job import ScoredBatch, ScoreJob, Source
 from evalkit.engines.scenario_check import merge as merge_seen
+from evalkit.engines.sources import STDIN, expand
 from evalkit.engines.spool import Spool, can_spool
 from evalkit.errors import InputError
 
 if TYPE_CHECKING:  # with workers, this process only writes: the scorer and its models load in them
-    from evalkit.scoring.scorecard import ScoreCard
     from evalkit.trajectory.reader import Warn
     from evalkit.trajectory.scenario_files import ScenarioSet
 
+ENGINES = ("local", "ray")
+CARDS = "cards"  # score_files' default output: each good file's ScoreCard
 BATCH = 200  # ScoreCards per database transaction
 BATCH_CHARS = 8 << 20  # ... or fewer, once their cards and bundles hold this many characters
 
 
-def score_file(path: str | Path, warn: Warn | None = None, scenarios: ScenarioSet | None = None) -> ScoreCard:
-    """Read and score one trajectory file (``scenarios``: for a run that names its scenario).
-    Raises InputError on bad input."""
-    from evalkit.scoring import score_trajectory
-    from evalkit.trajectory.reader import read_trajectory
+@dataclass(slots=True)
+class Output:
+    """A batch of good files scored, in input order: ``data`` is their output in the format asked
+    for (text, or bytes in the ``encoding`` asked for; None for ``output=None``) and ``count`` how
+    many files. Bytes a pool's worker left in a spool file come as that file's reference, which
+    ``evalkit.present.score_view.ScoreWriter.write_batch`` copies."""
 
-    return score_trajectory(read_trajectory(path, warn, compact=True, scenarios=scenarios))
-
-
-def iter_scorecards(paths: Iterable[str | Path], warn: Warn | None = None) -> Iterator[ScoreCard | InputError]:
-    """Score files one at a time (directories: ``*.jsonl``, recursive, sorted); bad files yield their error."""
-    from evalkit.engines.sources import expand_paths
-
-    for path in expand_paths(paths, warn):
-        try:
-            yield score_file(path, warn)
-        except InputError as exc:
-            yield exc
+    data: Any
+    count: int
 
 
-def score_stream(
+def score_files(
     paths: Iterable[str | Path],
-    store: Store | None,
-    on_error: Callable[[InputError], None],
-    warn: Warn | None = None,
     *,
-    job: ScoreJob | None = None,
+    store: Store | None = None,
+    scenarios: ScenarioSet | Iterable[str | Path] | None = None,
     engine: str = "local",
-    workers: int = 1,
+    workers: int | None = 1,
     ray_address: str | None = None,
-    batch: int = BATCH,
-) -> Iterator[Scored]:
-    """Score files with an engine (``evalkit.engines``) and store them in ``store`` (None: score
-    only), yielding each good file's ``Scored`` (what ``job`` asked for), in input order.
-
-    Cards are written ``batch`` at a time (or fewer, once they hold ``BATCH_CHARS`` characters of
-    card and bundle JSON; a batched job's rows come by the worker's batch), one transaction each,
-    by this process only, with the same result as storing them one by one; what was
-    yielded is stored once the generator is exhausted or closed. A bad file goes to ``on_error``
-    and the others are still scored. Reader warnings and a run_id read twice are reported through
-    ``warn``: the database keeps the later card (upsert by run_id), and so does
-    :class:`Aggregator`. A database failure raises
-    ``evalkit.db.DbError``. Output is the same whatever the engine and number of workers.
-    A batched job's files come as :func:`score_batches` gives them, one ``Scored`` per file (the
-    batch's pieces on its last good file); such a job reports and stores a batch at a time, so its
-    errors and warnings for a batch's files reach ``on_error`` / ``warn``, and its rows are queued,
-    before the first of that batch's files is yielded (``evalkit score`` reads
-    :func:`score_batches` itself).
-    """
-    job = replace(job or ScoreJob(), db_rows=store is not None)
-    if job.batched:
-        for scored in score_batches(
-            paths, store, on_error, warn, job=job, engine=engine, workers=workers, ray_address=ray_address, batch=batch
-        ):
-            yield from (item for item in scored.files() if item.error is None)
-        return
-    writer = _Writer(store, batch)
-    seen: dict[str, str] = {}  # run_id -> path
-    stream = score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address, warn=warn)
-    try:
-        for item in stream:
-            if not _report(item.path, item.warnings, item.error, item.run_id, seen, warn, on_error, store):
-                continue
-            if store is not None:
-                writer.add(batch_rows([item.rows]))
-            yield item
-            # stored after the consumer had the item (and could drop its output text): a long run's
-            # card is written while as little else as possible is held (the memory bound)
-            item = None
-            writer.flush_if_full()
-    finally:
-        stream.close()
-        writer.flush()
-
-
-def score_batches(
-    paths: Iterable[str | Path],
-    store: Store | None,
-    on_error: Callable[[InputError], None],
     warn: Warn | None = None,
-    *,
-    job: ScoreJob,
-    engine: str = "local",
-    workers: int = 1,
-    ray_address: str | None = None,
-    batch: int = BATCH,
-    on_scenario: Callable[[str, str], None] | None = None,
+    output: str | None = CARDS,
+    columns: tuple[str, ...] | None = None,
+    encoding: str | None = None,
+    parquet: str | Path | None = None,
+    aggregate: str | None = None,
+    include_errors: bool = False,
+    level: float = DEFAULT_LEVEL,
     on_finding: Callable[[str], None] | None = None,
-) -> Iterator[ScoredBatch]:
-    """:func:`score_stream` for a batched job (``job.batched``), a batch at a time: each
-    :class:`ScoredBatch` once its files' warnings and errors were reported and its rows queued
-    for ``store``. ``on_scenario(id, hash)`` hears each good file's scenario in input order, after
-    that file's warnings; a batch without a warning, an error or a run_id read twice (the usual
-    one) is handled whole, and ``on_scenario`` hears its distinct scenarios once each, in the order
-    they first occur: the same calls, in the same order, for a callback that ignores repeats
-    (``Aggregator.note``). A job with ``observe`` notes what each scenario's runs did; once every
-    batch is scored, ``on_finding`` (default ``warn``) hears each reference of a scenario its runs
-    contradict, one line each (:mod:`evalkit.engines.scenario_check`)."""
-    job = replace(job, db_rows=store is not None)
-    if job.observe and engine == "local":  # a local pool's worker takes its batches in input order
-        import secrets
+    batch: int = BATCH,
+) -> Scoring:
+    """Score the trajectory files under ``paths`` (files, directories searched for ``*.jsonl``,
+    URLs, ``-`` for standard input). Iterating the result gives, in input order, an
+    :class:`InputError` for each bad file and, for the good ones:
 
-        job = replace(job, observe_token=secrets.token_hex(8))
-    noted: dict = {}  # scenario hash -> what its runs did (scenario_check.Seen), merged in input order
-    writer = _Writer(store, batch)
-    seen: dict[str, str] = {}  # run_id -> path
-    spool = Spool() if (engine != "local" or workers > 1) and can_spool() else None
-    stream = score_files(paths, job, engine=engine, workers=workers, ray_address=ray_address, warn=warn, spool=spool)
-    try:
-        for scored in stream:
-            if scored.seen:
-                merge_seen(noted, scored.seen)
-            ids = scored.run_ids
-            if not scored.warnings and not scored.errors and seen.keys().isdisjoint(ids) and len(set(ids)) == len(ids):
-                seen.update(zip(ids, scored.paths))
-                if on_scenario is not None:
-                    for scenario in dict.fromkeys(scored.scenarios):
-                        on_scenario(*scenario)
-            else:
-                for i, path in enumerate(scored.paths):
-                    good = _report(
-                        path, scored.warnings.get(i, ()), scored.errors.get(i), ids[i], seen, warn, on_error, store
-                    )
-                    if good and on_scenario is not None:
-                        on_scenario(*scored.scenarios[i])
-            if store is not None and scored.pieces is not None:
-                writer.add(scored.pieces.rows)
-            yield scored
-            scored = None  # as in score_stream: written while as little else as possible is held
-            writer.flush_if_full()
-        if noted:
-            say = on_finding or warn
-            for line in scenario_lines(noted, job.scenarios, engine, workers):
-                if say is not None:
-                    say(line)
-    finally:
-        stream.close()  # the pool stopped first: no worker writes into the spool any more
+    - ``output="cards"`` (the default): each file's ScoreCard;
+    - ``output=`` a format of ``evalkit score`` (``jsonl``, ``json``, ``csv``, ``table``, ``markdown``):
+      one :class:`Output` per batch of files, the batch's finished text (``columns``: the table's run
+      columns; ``encoding``: bytes in it), which workers make so that this process only writes;
+    - ``output=None``: one :class:`Output` per batch without text (how many files were scored).
+
+    ``store``: where the cards are written (:class:`evalkit.db.scores.Store`; ``batch`` cards a
+    transaction; a run_id read again replaces the earlier card, said through ``warn``).
+    ``scenarios``: a ScenarioSet or scenario files (InputError at once when one is bad), for runs
+    that name their scenario. ``engine`` ``local`` with ``workers`` processes, or ``ray`` (at
+    ``ray_address``). ``warn``: the reader's warnings and what a directory search skipped.
+    ``parquet``: a new directory the cards are also written into (discarded on failure).
+    ``aggregate``: ``"full"`` or ``"tables"`` (without the pass^k bootstrap) puts the aggregate in
+    the result's ``aggregate`` once iterated (``include_errors``, ``level``). ``on_finding``: the
+    references of a scenario its runs contradict, one line each, once every file is scored
+    (:mod:`evalkit.engines.scenario_check`; nothing is noted without it).
+
+    Output is the same, byte for byte, whatever the engine and number of workers. A database
+    failure raises ``evalkit.db.DbError``; ValueError for an unknown engine or output.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
+    if aggregate not in (None, "full", "tables"):
+        raise ValueError(f"unknown aggregate {aggregate!r} (full, tables or None)")
+    if output not in (CARDS, None):
+        from evalkit.present.score_view import FORMATS
+
+        if output not in FORMATS:
+            raise ValueError(f"unknown output {output!r} (cards, None or one of {', '.join(FORMATS)})")
+    if scenarios is not None and not _is_scenario_set(scenarios):
+        from evalkit.trajectory.scenario_files import load_scenarios
+
+        scenarios = load_scenarios(scenarios)
+    job = ScoreJob(
+        output_format=None if output == CARDS else output,
+        card=output == CARDS,
+        db_rows=store is not None,
+        parquet_rows=parquet is not None,
+        columns=columns,
+        scenarios=scenarios,
+        batched=True,
+        encoding=encoding,
+        include_errors=include_errors,
+        observe=on_finding is not None,
+        partial=aggregate is not None,
+    )
+    if workers is None:
+        from evalkit.engines.local import default_workers
+
+        workers = default_workers()
+    return Scoring(paths, store, job, engine, workers, ray_address, warn, parquet, aggregate, level, on_finding, batch)
+
+
+def _is_scenario_set(value: Any) -> bool:
+    from evalkit.trajectory.scenario_files import ScenarioSet
+
+    return isinstance(value, ScenarioSet)
+
+
+class Scoring:
+    """What :func:`score_files` returns: iterate it once for the results; then ``aggregate`` holds
+    the aggregate asked for (else None) and ``scored`` how many files were good. Closing it (or
+    leaving the loop early) stops the workers and writes what was yielded."""
+
+    def __init__(
+        self, paths, store, job, engine, workers, ray_address, warn, parquet, aggregate, level, on_finding, batch
+    ):
+        self.aggregate: dict | None = None
+        self.scored = 0
+        self._iter = self._run(
+            paths, store, job, engine, workers, ray_address, warn, parquet, aggregate, level, on_finding, batch
+        )
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._iter
+
+    def __next__(self) -> Any:
+        return next(self._iter)
+
+    def close(self) -> None:
+        self._iter.close()
+
+    def collect(self) -> tuple[list[Any], list[InputError]]:
+        """Every result: the good files' items (ScoreCards, or :class:`Output`) and the bad files'
+        errors, each in input order."""
+        good: list[Any] = []
+        bad: list[InputError] = []
+        for item in self._iter:
+            (bad if isinstance(item, InputError) else good).append(item)
+        return good, bad
+
+    def _run(
+        self, paths, store, job, engine, workers, ray_address, warn, parquet_dir, aggregate, level, on_finding, batch
+    ):
+        # A batch without a warning, an error or a run_id read twice (the usual one) is handled
+        # whole: the aggregate hears its distinct scenarios once each, in the order they first
+        # occur (Aggregator.note ignores repeats: the same calls as file by file). Otherwise each
+        # file's warnings are said, and its error yielded, in input order.
+        from evalkit.aggregate.groups import Aggregator
+
+        # noted per run whatever is asked: a scenario id read with two contents is always said
+        agg = Aggregator(job.include_errors, level, warn=warn)
+        if job.observe and engine == "local":  # a local pool's worker takes its batches in input order
+            import secrets
+            from dataclasses import replace
+
+            job = replace(job, observe_token=secrets.token_hex(8))
+        noted: dict = {}  # scenario hash -> what its runs did (scenario_check.Seen), merged in input order
+        writer = _Writer(store, batch)
+        seen: dict[str, str] = {}  # run_id -> path
+        parquet = None
+        spool = Spool() if (engine != "local" or workers > 1) and can_spool() else None
+        stream = _engine_batches(job, paths, engine, workers, ray_address, warn, spool)
         try:
-            writer.flush()
+            if parquet_dir is not None:
+                from evalkit.output.parquet import ParquetWriter
+
+                parquet = ParquetWriter(parquet_dir)
+            for scored in stream:
+                if scored.seen:
+                    merge_seen(noted, scored.seen)
+                ids = scored.run_ids
+                if (
+                    not scored.warnings
+                    and not scored.errors
+                    and seen.keys().isdisjoint(ids)
+                    and len(set(ids)) == len(ids)
+                ):
+                    seen.update(zip(ids, scored.paths))
+                    for scenario in dict.fromkeys(scored.scenarios):
+                        agg.note(*scenario)
+                else:
+                    for i, path in enumerate(scored.paths):
+                        if warn is not None:
+                            for message in scored.warnings.get(i, ()):
+                                warn(message)
+                        if i in scored.errors:
+                            yield scored.errors[i]
+                            continue
+                        _said_again(path, ids[i], seen, warn, store)
+                        agg.note(*scored.scenarios[i])
+                good = scored.good
+                self.scored += good
+                pieces, scored = scored.pieces, None  # as little as possible held while the batch is written
+                if pieces is None:
+                    continue
+                if store is not None:
+                    writer.add(pieces.rows)
+                if aggregate is not None:
+                    agg.merge(pieces.partial)
+                if parquet is not None:
+                    parquet.add_many(pieces.parquet)
+                if job.card:
+                    yield from pieces.cards
+                else:
+                    yield Output(pieces.output, good)
+                pieces = (
+                    None  # stored after the consumer had the batch: a long run's text is not held through its write
+                )
+                writer.flush_if_full()
+            if noted and on_finding is not None:
+                for line in scenario_lines(noted, job.scenarios, engine, workers):
+                    on_finding(line)
+            if parquet is not None:
+                parquet.close()
+            if aggregate is not None:
+                self.aggregate = agg.result(bootstrap=aggregate == "full")
         finally:
-            if spool is not None:
-                spool.close()
+            stream.close()  # the pool stopped first: no worker writes into the spool any more
+            try:
+                writer.flush()
+            finally:
+                if spool is not None:
+                    spool.close()
+                if parquet is not None:
+                    parquet.discard()
+
+
+def workers_ahead(found: list[str], workers: int | None = None, engine: str = "local", parquet: bool = False):
+    """A context in which :func:`score_files` over ``found`` with ``workers`` finds its pool's
+    processes already started and loading the scorer (``evalkit.engines.local.started_pool``): a
+    caller enters it once the files are listed, before it opens its outputs. Nothing is started
+    for one worker, another engine, or no more files than one process scores alone."""
+    from evalkit.engines.local import POOL_FILES, default_workers, started_pool
+
+    workers = workers or default_workers()
+    if engine != "local" or workers <= 1 or len(found) <= POOL_FILES:
+        return contextlib.nullcontext()
+    from evalkit.engines.job import preload
+
+    if parquet:  # loaded once, here, for the workers to inherit: each would import it again (≈ 0.25 s)
+        import pyarrow  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+    return started_pool(workers, preload)
+
+
+def _sources(names: list[str]) -> Iterator[Source]:
+    """The files to score; standard input is read here, in the parent, and passed on as bytes, up
+    to the size limit of :mod:`evalkit.trajectory.input_files` (over it, the error is passed on
+    instead: it is reported as that input's error, and the other files are still scored)."""
+    from evalkit.trajectory.input_files import read_bytes
+
+    for name in names:
+        if name == STDIN:
+            try:
+                data: bytes | InputError = read_bytes(STDIN)
+            except InputError as exc:
+                data = exc
+            yield ("<stdin>", data)
+        else:
+            yield name
+
+
+def _engine_batches(job, paths, engine, workers, ray_address, warn, spool) -> Iterator[ScoredBatch]:
+    # every path is expanded first, so what the directory searches skip is told to ``warn`` before any
+    # file's own warnings, whatever the engine; the count sizes the batches
+    names = list(expand(paths, warn))
+    if engine == "local":
+        from evalkit.engines.local import score_local
+
+        yield from score_local(job, _sources(names), workers, spool=spool, total=len(names))
+        return
+    from evalkit.engines.ray_engine import score_ray
+
+    yield from score_ray(job, _sources(names), address=ray_address, spool=spool, total=len(names))
 
 
 def scenario_lines(seen: dict, scenarios: ScenarioSet | None, engine: str, workers: int) -> list[str]:
@@ -181,21 +306,14 @@ def scenario_lines(seen: dict, scenarios: ScenarioSet | None, engine: str, worke
     return scenario_warnings(seen, scenarios)
 
 
-def _report(path, warnings, error, run_id, seen, warn, on_error, store) -> bool:
-    """Say one file's warnings, error and a run_id read before; whether the file is good."""
-    if warn is not None:
-        for message in warnings:
-            warn(message)
-    if error is not None:
-        on_error(error)
-        return False
+def _said_again(path, run_id, seen, warn, store) -> None:
+    """Say it when ``run_id`` was read before (the later card replaces the earlier one)."""
     if run_id in seen and warn is not None:
         keeps = "the aggregates" if store is None else "the aggregates and the database"
         warn(
             f"{path}: warning: run_id {run_id!r} was already read from {seen[run_id]}; this one replaces it in {keeps}"
         )
     seen[run_id] = path
-    return True
 
 
 class _Writer:
@@ -221,30 +339,3 @@ class _Writer:
             # generator's last flush writes the same rows again
             self.store.save_batches(self.pending)
             self.pending, self.cards, self.chars = [], 0, 0
-
-
-def score_into(
-    paths: Iterable[str | Path],
-    store: Store | None,
-    on_error: Callable[[InputError], None],
-    warn: Warn | None = None,
-    batch: int = BATCH,
-    scenarios: ScenarioSet | None = None,
-) -> Iterator[ScoreCard]:
-    """Score files (in this process) and store the cards in ``store`` (None: score only), yielding
-    each good card; see :func:`score_stream` for the rules."""
-    for item in score_stream(paths, store, on_error, warn, job=ScoreJob(card=True, scenarios=scenarios), batch=batch):
-        yield item.card
-
-
-def score_to_db(
-    paths: Iterable[str | Path], db: str | Path, warn: Warn | None = None, scenarios: ScenarioSet | None = None
-) -> tuple[list[ScoreCard], list[str]]:
-    """Score trajectory files into the database ``db`` as ``evalkit score --db`` does
-    (:func:`score_into`: batches, the duplicate run_id warning); ``warn`` receives the reader's
-    warnings. Returns the good cards and one line per bad file. ``evalkit judge PATHS`` and
-    ``evalkit probe PATHS`` score through it before judging."""
-    errors: list[str] = []
-    with Store(db) as store:
-        cards = list(score_into(list(paths), store, lambda exc: errors.append(str(exc)), warn, scenarios=scenarios))
-    return cards, errors

@@ -153,9 +153,12 @@ def run_probes(
         raise ValueError(f"--sample must be at least 1, got {sample}")
     cfg = probes_config if isinstance(probes_config, ProbesConfig) else load_probes_config(probes_config)
     if paths:
-        from evalkit.engines.pipeline import score_to_db
+        from evalkit.db.scores import Store
+        from evalkit.engines.pipeline import score_files
 
-        cards, input_errors = score_to_db(paths, db, warn=warn)
+        with Store(db) as store:
+            cards, errors = score_files(paths, store=store, warn=warn).collect()
+        input_errors = [str(error) for error in errors]
     else:
         cards, input_errors = judge_api.stored_cards(db), []
     judged = [c for c in cards if c.status in judge_api.JUDGED_STATUSES and c.judge_bundle and c.bundle_hash]
