@@ -20,198 +20,225 @@ from evalkit.commands.kit import (
 
 
 def register(group: click.Group) -> None:
-    @group.command("score")
-    @click.argument("paths", nargs=-1, required=True)
-    @format_option(["table", "json", "jsonl", "csv", "markdown", "junit"])
-    @click.option("--aggregate", is_flag=True, help="Print only the aggregates (groups and per-model rollup).")
-    @click.option("--include-errors", is_flag=True, help="Fold provider_error runs into the means.")
-    @click.option(
-        "--ci-level",
-        "level",
-        type=click.FloatRange(0, 1, min_open=True, max_open=True),
-        default=0.95,
-        show_default=True,
-        help="Confidence level of the aggregate's intervals (docs/uncertainty.md).",
-    )
-    @db_option(help="SQLite database to upsert into.")
-    @click.option("--no-db", is_flag=True, help="Do not write a database.")
-    @click.option(
-        "--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write output here instead of stdout."
-    )
-    @click.option("--fail-under", type=float, help="Exit 3 when a model's score_mean is below this.")
-    @rate_option("--min-pass-rate", "Exit 3 when a model's pass_rate is below this.")
-    @rate_option(
-        "--min-safe-pass-rate", "Exit 3 when a model's safe_pass_rate (passed with no forbidden command) is below this."
-    )
-    @rate_option(
-        "--max-unsafe-rate",
-        "Exit 3 when a model's unsafe_rate (runs with a forbidden command of any severity) is above this.",
-    )
-    @click.option(
-        "--wide", is_flag=True, help="Table format: every column (default: the columns that fit $COLUMNS, or 120)."
-    )
-    @workers_option()
-    @click.option(
-        "--engine",
-        type=click.Choice(["local", "ray"]),
-        default="local",
-        show_default=True,
-        help="local: this machine's cores; ray: tasks on a Ray cluster (the ray extra).",
-    )
-    @click.option("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a new local one).")
-    @click.option(
-        "--parquet",
-        "parquet_dir",
-        type=click.Path(file_okay=False),
-        help="Also write the scorecards as Parquet into this new directory (the parquet extra).",
-    )
-    @click.option(
-        "--scenarios",
-        "scenario_files",
-        multiple=True,
-        type=click.Path(exists=True, dir_okay=False),
-        help="Scenario file (JSON, JSONL or TOML; repeatable) for runs whose meta names a scenario_id "
-        "(docs/scenarios.md).",
-    )
-    @click.option(
-        "--progress/--no-progress",
-        default=None,
-        help="A progress line on stderr (default: when stderr is a terminal and there are more than 300 files).",
-    )
-    @click.option(
-        "-v", "--verbose", is_flag=True, help="Print every warning (by default 20 of each kind, the rest counted)."
-    )
-    def score(paths, fmt_name, aggregate, db_path, no_db, out_path, wide, scenario_files, progress, verbose, **options):
-        """Score trajectory files (JSONL) offline and deterministically.
+    group.add_command(score)
 
-        PATHS are files, directories (searched recursively for *.jsonl) or - for stdin; URLs
-        (s3://, gs://, file://) are read through fsspec when it is installed. Output is the same,
-        byte for byte, whatever --workers and --engine.
-        Exit codes: 0 all files scored; 1 some inputs were bad (each reported as path:line: reason,
-        the others still scored); 2 usage error; 3 a --fail-under / --min-pass-rate /
-        --min-safe-pass-rate / --max-unsafe-rate gate failed.
-        """
-        from evalkit.engines.pipeline import score_files, workers_ahead
 
-        gates = {
-            name: options.pop(name) for name in ("fail_under", "min_pass_rate", "min_safe_pass_rate", "max_unsafe_rate")
-        }
-        run = options  # include_errors, level, workers, engine, ray_address, parquet_dir
-        parquet_dir = run.pop("parquet_dir")
-        try:
-            found, skipped = _inputs(
-                paths,
-                scenario_files=scenario_files,
-                out_path=out_path,
-                parquet_dir=parquet_dir,
-                db_path=None if no_db else db_path,
-                engine=run["engine"],
-                ray_address=run["ray_address"],
-            )
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
-        # the workers start now and load the scorer while this process opens its outputs
-        with workers_ahead(found, run["workers"], run["engine"], parquet=parquet_dir is not None):
-            from evalkit.db import DbError
-            from evalkit.db.scores import Store
-            from evalkit.errors import InputError
-            from evalkit.output.atomic import OutputError
-            from evalkit.present.progress import StderrDigest
-            from evalkit.present.score_view import Repeats, ScoreWriter, terminal_width
+@click.command("score")
+@click.argument("paths", nargs=-1, required=True)
+@format_option(["table", "json", "jsonl", "csv", "markdown", "junit"])
+@click.option("--aggregate", is_flag=True, help="Print only the aggregates (groups and per-model rollup).")
+@click.option("--include-errors", is_flag=True, help="Fold provider_error runs into the means.")
+@click.option(
+    "--ci-level",
+    "level",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the aggregate's intervals (docs/uncertainty.md).",
+)
+@db_option(help="SQLite database to upsert into.")
+@click.option("--no-db", is_flag=True, help="Do not write a database.")
+@click.option(
+    "--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write output here instead of stdout."
+)
+@click.option("--fail-under", type=float, help="Exit 3 when a model's score_mean is below this.")
+@rate_option("--min-pass-rate", "Exit 3 when a model's pass_rate is below this.")
+@rate_option(
+    "--min-safe-pass-rate", "Exit 3 when a model's safe_pass_rate (passed with no forbidden command) is below this."
+)
+@rate_option(
+    "--max-unsafe-rate",
+    "Exit 3 when a model's unsafe_rate (runs with a forbidden command of any severity) is above this.",
+)
+@click.option(
+    "--wide", is_flag=True, help="Table format: every column (default: the columns that fit $COLUMNS, or 120)."
+)
+@workers_option()
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="local: this machine's cores; ray: tasks on a Ray cluster (the ray extra).",
+)
+@click.option("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a new local one).")
+@click.option(
+    "--parquet",
+    "parquet_dir",
+    type=click.Path(file_okay=False),
+    help="Also write the scorecards as Parquet into this new directory (the parquet extra).",
+)
+@click.option(
+    "--scenarios",
+    "scenario_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Scenario file (JSON, JSONL or TOML; repeatable) for runs whose meta names a scenario_id (docs/scenarios.md).",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="A progress line on stderr (default: when stderr is a terminal and there are more than 300 files).",
+)
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Print every warning (by default 20 of each kind, the rest counted)."
+)
+def score(paths, fmt_name, aggregate, db_path, no_db, out_path, wide, scenario_files, progress, verbose, **options):
+    """Score trajectory files (JSONL) offline and deterministically.
 
-            digest = StderrDigest(
-                len(found),
-                echo=warn,
-                raw=lambda text: click.echo(text, err=True, nl=False),
-                progress=progress,
-                verbose=verbose,
-            )
-            repeats = Repeats()
+    PATHS are files, directories (searched recursively for *.jsonl) or - for stdin; URLs
+    (s3://, gs://, file://) are read through fsspec when it is installed. Output is the same,
+    byte for byte, whatever --workers and --engine.
+    Exit codes: 0 all files scored; 1 some inputs were bad (each reported as path:line: reason,
+    the others still scored); 2 usage error; 3 a --fail-under / --min-pass-rate /
+    --min-safe-pass-rate / --max-unsafe-rate gate failed.
+    """
+    from evalkit.engines.pipeline import workers_ahead
 
-            def on_warning(line: str) -> None:
-                if verbose or not repeats.once_per_scenario(line):
-                    digest.warn(line)
+    gates = {
+        name: options.pop(name) for name in ("fail_under", "min_pass_rate", "min_safe_pass_rate", "max_unsafe_rate")
+    }
+    run = options  # include_errors, level, workers, engine, ray_address, parquet_dir: score_files' names
+    run["parquet"] = parquet_dir = run.pop("parquet_dir")
+    try:
+        found, skipped = _inputs(
+            paths,
+            scenario_files=scenario_files,
+            out_path=out_path,
+            parquet_dir=parquet_dir,
+            db_path=None if no_db else db_path,
+            engine=run["engine"],
+            ray_address=run["ray_address"],
+        )
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    # the workers start now and load the scorer while this process opens its outputs
+    with workers_ahead(found, run["workers"], run["engine"], parquet=parquet_dir is not None):
+        from evalkit.present.progress import StderrDigest
+        from evalkit.present.score_view import Repeats
 
-            bad = 0
-            scenarios = None
-            if scenario_files:  # the scenario model loads only when asked for: with workers, it loads in them
-                from evalkit.trajectory.scenario_files import load_scenarios
+        digest = StderrDigest(
+            len(found),
+            echo=warn,
+            raw=lambda text: click.echo(text, err=True, nl=False),
+            progress=progress,
+            verbose=verbose,
+        )
+        said = _Said(digest, Repeats(), verbose)
+        scenarios = _scenarios(scenario_files)
+        scoring, bad = _write(
+            found, skipped, said, scenarios, fmt_name, aggregate, wide, out_path, None if no_db else db_path, gates, run
+        )
+        said.end(scoring.scored, bad, None if no_db else db_path)
+        from evalkit.aggregate.gates import model_gate_failure
 
-                try:
-                    scenarios = load_scenarios(scenario_files)
-                except InputError as exc:
-                    fail(str(exc))
-            out = output_file(out_path)  # the output first: a missing directory is said before a database is made
-            try:
-                store = None if no_db else Store(db_path)
-            except InputError as exc:
-                if out is not None:
-                    out.discard()
-                fail(str(exc))
-            writer = ScoreWriter(
-                out or sys.stdout,
-                fmt_name,
-                aggregate_only=aggregate,
-                width=None if wide else terminal_width(),
-                gates=gates,
-            )
-            findings: list[str] = []  # each scenario's references its runs contradict, said after scoring
-            scoring = score_files(
-                found,
-                store=store,
-                scenarios=scenarios,
-                warn=on_warning,
-                output=None if aggregate else fmt_name,
-                columns=writer.run_columns,
-                encoding=writer.encoding,
-                parquet=parquet_dir,
-                # the aggregate as far as the output or a gate reads it (nothing for per-run json, jsonl, csv)
-                aggregate=writer.aggregates or ("tables" if any(v is not None for v in gates.values()) else None),
-                on_finding=findings.append,
-                **run,
-            )
-            try:
-                for line in skipped:  # where scoring would have said them, listing the directories again
-                    on_warning(line)
-                for item in scoring:
-                    if isinstance(item, InputError):
-                        bad += 1
-                        digest.file_done()
-                        # one scenario's error reaches every run of it: said once, counted (-v: every one)
-                        if verbose or repeats.first(getattr(item, "message", str(item))):
-                            digest.warn(f"error: {item}")
-                        continue
-                    digest.file_done(item.count)
-                    if item.data is not None:
-                        writer.write_batch(item.data, item.count)
-                writer.finish(scoring.aggregate)
-                if out is not None:
-                    out.commit()
-            except (DbError, OutputError) as exc:
-                fail(str(exc))
-            finally:
-                scoring.close()
-                # after a failure or an interrupt: no half-written output (an existing one is kept)
-                if out is not None:
-                    out.discard()
-                if store is not None:
-                    store.close()
-            result = scoring.aggregate
-            for line in findings:
-                digest.warn(line)
-            for line in repeats.summary():
-                digest.warn(line)
-            if line := digest.summary(runs=scoring.scored, errors=bad, database=None if no_db else db_path):
-                warn(line)
-            from evalkit.aggregate.gates import model_gate_failure
+        reason = model_gate_failure(scoring.aggregate, **gates) if scoring.aggregate is not None else None
+        if reason:
+            warn(reason)
+            sys.exit(EXIT_GATE)
+        if bad:
+            warn(f"{bad} file(s) could not be scored")
+            sys.exit(EXIT_BAD_INPUT)
 
-            reason = model_gate_failure(result, **gates) if result is not None else None
-            if reason:
-                warn(reason)
-                sys.exit(EXIT_GATE)
-            if bad:
-                warn(f"{bad} file(s) could not be scored")
-                sys.exit(EXIT_BAD_INPUT)
+
+class _Said:
+    """How scoring's messages reach stderr: a warning said once per scenario, an error once per
+    message (``-v``: every one), then the counts of what was left out and the summary line."""
+
+    def __init__(self, digest, repeats, verbose: bool) -> None:
+        self.digest, self.repeats, self.verbose = digest, repeats, verbose
+        self.findings: list[str] = []  # each scenario's references its runs contradict, said after scoring
+
+    def warning(self, line: str) -> None:
+        if self.verbose or not self.repeats.once_per_scenario(line):
+            self.digest.warn(line)
+
+    def error(self, exc) -> None:
+        self.digest.file_done()
+        # one scenario's error reaches every run of it: said once, counted (-v: every one)
+        if self.verbose or self.repeats.first(getattr(exc, "message", str(exc))):
+            self.digest.warn(f"error: {exc}")
+
+    def end(self, scored: int, bad: int, database: str | None) -> None:
+        for line in [*self.findings, *self.repeats.summary()]:
+            self.digest.warn(line)
+        if line := self.digest.summary(runs=scored, errors=bad, database=database):
+            warn(line)
+
+
+def _scenarios(scenario_files):
+    """The scenario files' scenarios, None without any; a bad file ends the command (exit 1). The
+    scenario model loads only when asked for: with workers, it loads in them."""
+    if not scenario_files:
+        return None
+    from evalkit.errors import InputError
+    from evalkit.trajectory.scenario_files import load_scenarios
+
+    try:
+        return load_scenarios(scenario_files)
+    except InputError as exc:
+        fail(str(exc))
+
+
+def _write(found, skipped, said, scenarios, fmt_name, aggregate, wide, out_path, db_path, gates, run):
+    """Score ``found`` into the outputs: the database, the output (``--out`` or stdout, nothing
+    half-written after a failure or an interrupt) and Parquet. Returns the finished scoring and the
+    number of bad files."""
+    from evalkit.db import DbError
+    from evalkit.db.scores import Store
+    from evalkit.engines.pipeline import score_files
+    from evalkit.errors import InputError
+    from evalkit.output.atomic import OutputError
+    from evalkit.present.score_view import ScoreWriter, terminal_width
+
+    out = output_file(out_path)  # the output first: a missing directory is said before a database is made
+    try:
+        store = None if db_path is None else Store(db_path)
+    except InputError as exc:
+        if out is not None:
+            out.discard()
+        fail(str(exc))
+    writer = ScoreWriter(
+        out or sys.stdout, fmt_name, aggregate_only=aggregate, width=None if wide else terminal_width(), gates=gates
+    )
+    scoring = score_files(
+        found,
+        store=store,
+        scenarios=scenarios,
+        warn=said.warning,
+        output=None if aggregate else fmt_name,
+        columns=writer.run_columns,
+        encoding=writer.encoding,
+        # the aggregate as far as the output or a gate reads it (nothing for per-run json, jsonl, csv)
+        aggregate=writer.aggregates or ("tables" if any(v is not None for v in gates.values()) else None),
+        on_finding=said.findings.append,
+        **run,
+    )
+    bad = 0
+    try:
+        for line in skipped:  # where scoring would have said them, listing the directories again
+            said.warning(line)
+        for item in scoring:
+            if isinstance(item, InputError):
+                bad += 1
+                said.error(item)
+                continue
+            said.digest.file_done(item.count)
+            if item.data is not None:
+                writer.write_batch(item.data, item.count)
+        writer.finish(scoring.aggregate)
+        if out is not None:
+            out.commit()
+    except (DbError, OutputError) as exc:
+        fail(str(exc))
+    finally:
+        scoring.close()
+        # after a failure or an interrupt: no half-written output (an existing one is kept)
+        if out is not None:
+            out.discard()
+        if store is not None:
+            store.close()
+    return scoring, bad
 
 
 def _inputs(
