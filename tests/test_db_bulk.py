@@ -11,7 +11,7 @@ from engine_helpers import make_corpus
 
 from evalkit.db import TABLES
 from evalkit.db.scores import STAGE, Store, batch_rows, stage_rows
-from evalkit.engines.job import ScoreJob, score_batch
+from evalkit.engines.job import ScoreJob, score_one
 
 SCORE_TABLES = ("runs", "scorecards", "commands", "bundles")
 
@@ -21,7 +21,7 @@ def rows(tmp_path_factory):
     """CardRows of 8 runs (run-0001 twice: the later one, at the end, has fewer commands)."""
     corpus = make_corpus(tmp_path_factory.mktemp("corpus"), n=30)
     files = [corpus / "part-0" / f"run-{i:04d}.jsonl" for i in range(8)] + [corpus / "part-2" / "run-0055a-dup.jsonl"]
-    return [s.rows for s in score_batch(ScoreJob(db_rows=True), [str(f) for f in files])]
+    return [score_one(ScoreJob(db_rows=True), str(f)).rows for f in files]
 
 
 def dump(path) -> dict[str, list[tuple]]:

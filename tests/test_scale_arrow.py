@@ -12,7 +12,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from cli_process_helpers import evalkit_then_print  # noqa: E402
 from engine_helpers import make_corpus  # noqa: E402
 
-from evalkit.engines.job import ScoreJob, score_batch  # noqa: E402
+from evalkit.engines.job import ScoreJob, score_batch, score_one  # noqa: E402
 from evalkit.output import parquet  # noqa: E402
 from evalkit.output.parquet import ArrowRows, ParquetWriter, arrow_rows  # noqa: E402
 
@@ -21,7 +21,7 @@ from evalkit.output.parquet import ArrowRows, ParquetWriter, arrow_rows  # noqa:
 def rows(tmp_path_factory):
     corpus = make_corpus(tmp_path_factory.mktemp("corpus"), n=40)
     files = sorted(str(p) for p in corpus.rglob("*.jsonl"))
-    out = [s.parquet for s in score_batch(ScoreJob(parquet_rows=True), files) if s.error is None]
+    out = [s.parquet for s in (score_one(ScoreJob(parquet_rows=True), f) for f in files) if s.error is None]
     return out + out[:3]  # bundles repeated in a later batch: stored once per part
 
 
@@ -83,7 +83,7 @@ def test_an_empty_dataset_is_written_as_before(tmp_path):
 def test_a_batch_of_several_files_ships_arrow_ipc_bytes(tmp_path):
     corpus = make_corpus(tmp_path, n=8)
     files = sorted(str(p) for p in (corpus / "part-0").glob("run-000?.jsonl"))
-    job = ScoreJob(parquet_rows=True, batched=True)
+    job = ScoreJob(parquet_rows=True)
     (batch,) = score_batch(job, files)
     shipped = batch.pieces.parquet
     assert isinstance(shipped, ArrowRows) and isinstance(shipped.ipc, bytes) and shipped.count == 8

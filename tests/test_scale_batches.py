@@ -131,15 +131,15 @@ def test_a_run_id_twice_inside_one_clean_batch_is_still_said(tmp_path, pooled):
 
 def test_a_batch_of_only_bad_files_has_no_pieces(tmp_path):
     (tmp_path / "x.jsonl").write_text("{not json\n", encoding="utf-8")
-    (batch,) = score_batch(ScoreJob(output_format="jsonl", batched=True), [str(tmp_path / "x.jsonl")] * 2)
+    (batch,) = score_batch(ScoreJob(output_format="jsonl"), [str(tmp_path / "x.jsonl")] * 2)
     assert batch.pieces is None and sorted(batch.errors) == [0, 1] and batch.good == 0
-    assert [s.error is not None for s in batch.files()] == [True, True]
+    assert sorted(batch.errors) == [0, 1] and batch.pieces is None
 
 
 def test_a_scored_batch_goes_through_pickle_whole(tmp_path):
     make_runs(tmp_path)
     files = sorted(str(p) for p in tmp_path.glob("*.jsonl"))
-    (batch,) = score_batch(ScoreJob(output_format="jsonl", batched=True, encoding="utf-8"), files)
+    (batch,) = score_batch(ScoreJob(output_format="jsonl", encoding="utf-8"), files)
     back = pickle.loads(pickle.dumps(batch))
     assert isinstance(back, ScoredBatch) and back.paths == files and back.run_ids == batch.run_ids
     assert back.warnings.keys() == {1} and back.errors.keys() == {4} and back.pieces.output == batch.pieces.output
@@ -236,7 +236,7 @@ def test_a_batch_scored_where_it_is_written_keeps_its_rows_as_they_are(tmp_path)
 
     root = make_runs(tmp_path)
     files = sorted(str(p) for p in root.glob("*.jsonl"))
-    job = ScoreJob(output_format="jsonl", db_rows=True, parquet_rows=True, batched=True)
+    job = ScoreJob(output_format="jsonl", db_rows=True, parquet_rows=True)
     (here,) = score_batch(replace(job, in_process=True), files)
     (sent,) = score_batch(job, files)
     assert isinstance(here.pieces.rows, BatchRows) and isinstance(here.pieces.parquet, list)

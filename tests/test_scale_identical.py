@@ -17,7 +17,7 @@ from engine_helpers import make_corpus
 from evalkit.aggregate.groups import Aggregator, _merge_state
 from evalkit.cli import cli
 from evalkit.db.scores import Store, batch_rows
-from evalkit.engines.job import ScoredBatch, ScoreJob, score_batch
+from evalkit.engines.job import ScoredBatch, ScoreJob, score_batch, score_one
 from evalkit.engines.pieces import BatchPieces
 from evalkit.engines.pipeline import score_files
 from evalkit.errors import InputError
@@ -101,9 +101,9 @@ def test_a_run_id_read_twice_keeps_only_the_later_cards_commands(corpus, tmp_pat
     """The earlier card had more commands than the later one: none of its rows is left behind,
     wherever the transaction and batch boundaries fall."""
     job = ScoreJob(db_rows=True)
-    first = score_batch(job, [str(corpus / "part-0" / "run-0001.jsonl")])[0].rows
-    later = score_batch(job, [str(corpus / "part-2" / "run-0055a-dup.jsonl")])[0].rows
-    other = score_batch(job, [str(corpus / "part-0" / "run-0002.jsonl")])[0].rows
+    first = score_one(job, str(corpus / "part-0" / "run-0001.jsonl")).rows
+    later = score_one(job, str(corpus / "part-2" / "run-0055a-dup.jsonl")).rows
+    other = score_one(job, str(corpus / "part-0" / "run-0002.jsonl")).rows
     assert len(first["commands"]) > len(later["commands"])
     ways = {
         "one transaction": lambda s: s.save_rows([first, other, later]),
@@ -121,7 +121,7 @@ def test_a_run_id_read_twice_keeps_only_the_later_cards_commands(corpus, tmp_pat
 
 def test_workers_send_pieces_not_cards(corpus):
     files = sorted(str(p) for p in (corpus / "part-1").glob("*.jsonl"))[:6]
-    (batch,) = score_batch(ScoreJob(output_format="jsonl", db_rows=True, batched=True, encoding="utf-8"), files)
+    (batch,) = score_batch(ScoreJob(output_format="jsonl", db_rows=True, encoding="utf-8"), files)
     assert isinstance(batch, ScoredBatch) and batch.paths == files  # one object for the batch, no card
     good = [i for i in range(len(files)) if i not in batch.errors]
     assert all(batch.scenarios[i] is not None and batch.run_ids[i] is not None for i in good)
@@ -129,7 +129,6 @@ def test_workers_send_pieces_not_cards(corpus):
     pieces = batch.pieces
     assert isinstance(pieces, BatchPieces) and isinstance(pieces.output, bytes) and pieces.count == len(good)
     assert pieces.output.count(b"\n") == len(good) and len(pieces.rows.run_ids) == len(good)
-    assert [s.run_id for s in batch.files() if s.error is None] == [batch.run_ids[i] for i in good]
 
 
 def test_text_goes_as_text_where_the_stream_takes_no_bytes(corpus):

@@ -13,14 +13,14 @@ from test_scale_identical import dump
 
 from evalkit.db import scores
 from evalkit.db.scores import BatchRows, StagedRows, Store, batch_rows, stage_rows
-from evalkit.engines.job import ScoreJob, score_batch
+from evalkit.engines.job import ScoreJob, score_batch, score_one
 
 
 @pytest.fixture(scope="module")
 def cards(tmp_path_factory):
     corpus = make_corpus(tmp_path_factory.mktemp("corpus"), n=30)
     files = [corpus / "part-0" / f"run-{i:04d}.jsonl" for i in range(8)] + [corpus / "part-2" / "run-0055a-dup.jsonl"]
-    return [s.rows for s in score_batch(ScoreJob(db_rows=True), [str(f) for f in files])]
+    return [score_one(ScoreJob(db_rows=True), str(f)).rows for f in files]
 
 
 def stored(path, batches):
@@ -32,7 +32,7 @@ def stored(path, batches):
 def test_a_batch_of_several_files_ships_as_a_staging_database(tmp_path):
     corpus = make_corpus(tmp_path, n=8)
     files = sorted(str(p) for p in (corpus / "part-0").glob("run-000?.jsonl"))
-    job = ScoreJob(db_rows=True, batched=True)
+    job = ScoreJob(db_rows=True)
     (batch,) = score_batch(job, files)
     several = batch.pieces.rows
     assert isinstance(several, StagedRows) and isinstance(several.data, bytes)

@@ -29,56 +29,42 @@ class ScoreJob:
     card: bool = False  # the ScoreCard itself (for in-process callers: it is slow to send)
     scenarios: Any = None  # evalkit.trajectory.scenario_files.ScenarioSet, for runs that name their scenario
     columns: tuple[str, ...] | None = None  # the table format's run columns (score_view.run_columns); None: all
-    # finished pieces per batch instead of parts per file (evalkit.engines.pieces): the output joined
-    # (bytes in ``encoding`` when set), the database rows by table, an aggregate partial counted with
-    # or without provider errors (``include_errors``)
-    batched: bool = False
+    # the batch's finished pieces (evalkit.engines.pieces): the output joined (bytes in ``encoding``
+    # when set), the database rows by table, an aggregate partial counted with or without provider
+    # errors (``include_errors``)
     encoding: str | None = None
     include_errors: bool = False
-    # batched, in a pool: the directory the pieces' bytes are left in (evalkit.engines.spool)
+    # in a pool: the directory the pieces' bytes are left in (evalkit.engines.spool)
     spool: str | None = None
-    # batched, scored in the process that writes: a batch of several files keeps its rows for
+    # scored in the process that writes: a batch of several files keeps its rows for
     # executemany and its Parquet rows as they are (staging them is for a batch sent elsewhere)
     in_process: bool = False
-    # batched: note what each scenario's runs did, for the warnings of evalkit.engines.scenario_check;
+    # note what each scenario's runs did, for the warnings of evalkit.engines.scenario_check;
     # ``observe_token`` names the scoring run (a worker then sends only what it has not sent for it)
     observe: bool = False
     observe_token: str | None = None
-    partial: bool = True  # batched: the batch's aggregate partial (False: nothing aggregated is shown)
+    partial: bool = True  # the batch's aggregate partial (False: nothing aggregated is shown)
 
 
 @dataclass(slots=True)
 class Scored:
-    """One file's outcome. ``error`` is set for bad input; otherwise the card's prepared parts."""
+    """One file scored in a worker, before its batch is folded (finish_batch): ``error`` for bad
+    input, otherwise the card's prepared parts."""
 
     path: str
     warnings: list[str] = field(default_factory=list)
     error: InputError | None = None
     run_id: str | None = None
     summary: RunSummary | None = None
-    parts: tuple[Any, ...] | None = None  # the output, in pieces (render.card_parts); see ``text``
+    parts: tuple[Any, ...] | None = None  # the output, in pieces (score_view.card_parts)
     rows: Any = None  # evalkit.db.scores.CardRows
     parquet: Any = None  # evalkit.output.parquet.ParquetRows
     card: Any = None  # ScoreCard, when the job asks for it
-    scenario: tuple[str, str] | None = None  # batched: (scenario id, content hash), for Aggregator.note
-    batch: Any = None  # batched: the batch's evalkit.engines.pieces.BatchPieces, on its last good file
-
-    def __reduce__(self):
-        # a plain tuple on the wire: the default for a slotted dataclass costs the parent a call
-        # per field on every file
-        return (Scored, tuple(getattr(self, name) for name in Scored.__slots__))
-
-    @property
-    def text(self) -> str | None:
-        """The output text of this file (``parts`` joined; the writer writes the parts as they are)."""
-        from evalkit.present.score_view import join_parts
-
-        return None if self.parts is None else join_parts(self.parts)
 
 
 @dataclass(slots=True)
 class ScoredBatch:
-    """A batched job's outcome for one batch of files (:func:`score_batch` with ``batched=True``):
+    """The outcome of one batch of files (:func:`score_batch`):
     what the parent says per file, as columns in input order, and the batch's finished pieces.
 
     ``run_ids[i]`` is None where ``errors[i]`` holds that file's error; ``scenarios[i]`` the good
@@ -102,18 +88,6 @@ class ScoredBatch:
     @property
     def good(self) -> int:
         return len(self.paths) - len(self.errors)
-
-    def files(self) -> list[Scored]:
-        """One ``Scored`` per file, as the per-file stream gives them (the pieces on the last good
-        file)."""
-        out = [
-            Scored(path, self.warnings.get(i, []), self.errors.get(i), self.run_ids[i], scenario=self.scenarios[i])
-            for i, path in enumerate(self.paths)
-        ]
-        good = [s for s in out if s.error is None]
-        if good:
-            good[-1].batch = self.pieces
-        return out
 
 
 def preload() -> None:
@@ -181,20 +155,18 @@ def score_one(job: ScoreJob, source: Source, noting: Any = None) -> Scored:
     return out
 
 
-def score_batch(job: ScoreJob, sources: list[Source]) -> list[Scored] | list[ScoredBatch]:
-    """One ``Scored`` per source, or for a batched job one :class:`ScoredBatch` for them all."""
+def score_batch(job: ScoreJob, sources: list[Source]) -> list[ScoredBatch]:
+    """One :class:`ScoredBatch` for the sources (a list of it: the shape every engine's batch
+    function has)."""
     noting = None
-    if job.batched and job.observe:
+    if job.observe:
         from evalkit.engines.scenario_check import Noting
 
         noting = Noting()
-    scored = [score_one(job, s, noting) for s in sources]
-    if job.batched:
-        batches = finish_batch(job, scored, job.include_errors)
-        if noting is not None:
-            batches[0].seen = noting.seen(job.observe_token)
-        return batches
-    return scored
+    batches = finish_batch(job, [score_one(job, s, noting) for s in sources], job.include_errors)
+    if noting is not None:
+        batches[0].seen = noting.seen(job.observe_token)
+    return batches
 
 
 def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> list[Any]:

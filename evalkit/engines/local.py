@@ -29,7 +29,7 @@ from functools import partial
 from itertools import chain, islice
 from typing import TypeVar
 
-from evalkit.engines.job import Scored, ScoredBatch, ScoreJob, Source, score_batch
+from evalkit.engines.job import ScoredBatch, ScoreJob, Source, score_batch
 from evalkit.engines.spool import Spool
 
 # Files per task, at most: the parent pays ≈ 0.3 ms per batch whatever its size (the pool's
@@ -307,15 +307,14 @@ def score_local(
     batch_files: int | None = None,
     spool: Spool | None = None,
     total: int | None = None,
-) -> Iterator[Scored] | Iterator[ScoredBatch]:
+) -> Iterator[ScoredBatch]:
     """Score every source, in order (see :func:`map_local`; ``total``: how many sources there are,
-    when known, for batches that shrink toward the end). With ``spool``, a batched job's workers
+    when known, for batches that shrink toward the end). With ``spool``, the workers
     leave their pieces' bytes in its directory (:mod:`evalkit.engines.spool`); the caller closes it
     once it has taken them."""
     pooled = lambda: partial(score_batch, job)  # noqa: E731
-    if spool is not None and job.batched:
+    if spool is not None:
         pooled = lambda: partial(score_batch, replace(job, spool=spool.path))  # noqa: E731
     size = batch_files or BATCH_FILES
     here = partial(score_batch, replace(job, in_process=True))
-    local = LOCAL_FILES if job.batched else 1  # a job that is not batched has no batch cost to share
-    return map_local(here, sources, workers, size, pooled, total, min(size, POOL_FILES), local)
+    return map_local(here, sources, workers, size, pooled, total, min(size, POOL_FILES), LOCAL_FILES)

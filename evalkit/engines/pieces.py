@@ -1,6 +1,6 @@
 """A batch's finished pieces: what a worker hands the parent so that the parent only writes.
 
-For a job with ``batched=True`` a worker scores its batch of files and returns one
+A worker scores its batch of files and returns one
 :class:`~evalkit.engines.job.ScoredBatch`: what the parent says about each file (path, warnings,
 error, run_id and scenario, as columns in input order) and one :class:`BatchPieces`:
 

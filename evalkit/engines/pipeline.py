@@ -106,7 +106,6 @@ def score_files(
         parquet_rows=parquet is not None,
         columns=columns,
         scenarios=scenarios,
-        batched=True,
         encoding=encoding,
         include_errors=include_errors,
         observe=on_finding is not None,

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
-from evalkit.engines.job import Scored, ScoredBatch, ScoreJob, Source, score_batch
+from evalkit.engines.job import ScoredBatch, ScoreJob, Source, score_batch
 from evalkit.engines.local import BATCH_FILES, guided_batches
 from evalkit.engines.spool import Spool
 
@@ -36,7 +36,7 @@ def ray_problem() -> str | None:
     return None
 
 
-def _batch_in(cwd: str, job: ScoreJob, sources: list[Source], node: str | None = None) -> list[Scored]:
+def _batch_in(cwd: str, job: ScoreJob, sources: list[Source], node: str | None = None) -> list[ScoredBatch]:
     if os.path.isdir(cwd) and os.getcwd() != cwd:
         os.chdir(cwd)  # a worker process serves one task at a time; relative paths mean the driver's
     if job.spool is not None and _node() != node:  # the driver's spool is on its own machine only
@@ -60,9 +60,9 @@ def score_ray(
     batch_files: int = BATCH_FILES,
     spool: Spool | None = None,
     total: int | None = None,
-) -> Iterator[Scored] | Iterator[ScoredBatch]:
+) -> Iterator[ScoredBatch]:
     """Score every source as Ray tasks, in order (``total``: how many, when known, for batches that
-    shrink toward the end, as the local pool's). With ``spool``, a batched job's tasks that run on
+    shrink toward the end, as the local pool's). With ``spool``, the tasks that run on
     the driver's node leave their pieces' bytes in its directory (as the local pool's workers do);
     the others send them."""
     import ray
@@ -77,7 +77,7 @@ def score_ray(
         limit = cpus * IN_FLIGHT_PER_CPU
         cwd = os.getcwd()
         node = _node()
-        if spool is not None and job.batched and node is not None:
+        if spool is not None and node is not None:
             job = replace(job, spool=spool.path)
         job_ref = ray.put(job)
         pending: deque = deque()
