@@ -21,7 +21,7 @@ from evalkit.cli import cli  # noqa: E402
 from evalkit.engines.pipeline import score_files  # noqa: E402
 from evalkit.errors import InputError  # noqa: E402
 from evalkit.importers import ImportFormatError, import_files  # noqa: E402
-from evalkit.importers.formats.otel import IMPORTER  # noqa: E402
+from evalkit.importers.formats.otel_importer import IMPORTER  # noqa: E402
 
 SCENARIO = {
     "id": "refund",

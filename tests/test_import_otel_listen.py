@@ -18,7 +18,8 @@ from click.testing import CliRunner  # noqa: E402
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
 
 from evalkit.cli import cli  # noqa: E402
-from evalkit.importers.formats.otel import IMPORTER, Options  # noqa: E402
+from evalkit.importers.formats.otel import Options  # noqa: E402
+from evalkit.importers.formats.otel_importer import IMPORTER  # noqa: E402
 from evalkit.importers.formats.otel_receiver import Receiver, parse_address  # noqa: E402
 from evalkit.trajectory.reader import read_trajectory  # noqa: E402
 

@@ -144,7 +144,7 @@ def _nested_agents():
 
 
 def test_nested_agents_sent_live_end_as_the_one_run_a_file_import_gives(make_receiver, tmp_path):
-    from evalkit.importers.formats.otel import IMPORTER
+    from evalkit.importers.formats.otel_importer import IMPORTER
 
     rec = make_receiver()
     lines: list[str] = []

@@ -34,6 +34,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evalkit.errors import InputError
+
+# what an importer returns, named here for plugins (``from evalkit.importers import Converted``)
+from evalkit.importers.converted import Converted as Converted
+from evalkit.importers.converted import ImportFormatError, Records
+from evalkit.importers.converted import RunList as RunList
 from evalkit.importers.notes import Note
 from evalkit.importers.notes import merge as merge_notes
 from evalkit.importers.options import ImportOption, accepted_names
@@ -48,45 +53,11 @@ BUILTIN = {
     "mini-swe-agent": "evalkit.importers.formats.mini_swe_agent:IMPORTER",
     "openai-messages": "evalkit.importers.formats.openai_messages:IMPORTER",
     "openhands": "evalkit.importers.formats.openhands:IMPORTER",
-    "otel": "evalkit.importers.formats.otel:IMPORTER",
+    "otel": "evalkit.importers.formats.otel_importer:IMPORTER",
     "swe-agent": "evalkit.importers.formats.swe_agent:IMPORTER",
     "taubench": "evalkit.importers.formats.taubench:IMPORTER",
     "tau2": "evalkit.importers.formats.tau2:IMPORTER",
 }
-
-Records = list[dict[str, Any]]
-
-
-class ImportFormatError(InputError):
-    """An input file an importer cannot convert. ``str()`` is ``path:line: message``.
-
-    ``line`` is the line where the offending record starts when the importer knows it; the message
-    itself names the record (index, ids), so the error is useful even without a line.
-    """
-
-
-@dataclass
-class Converted:
-    """What an importer returns when it has more than runs to give.
-
-    ``ratings``: rating rows (dicts with ``item_id`` = a run_id of ``runs``, ``rater``, ``rater_kind``,
-    ``dimension``, ``value``, optional ``confidence``); ``errors``: runs that could not be converted
-    (each names the file and the record), while the other runs of the file are still written.
-    """
-
-    runs: list[Records]
-    ratings: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[InputError] = field(default_factory=list)
-    notes: list[Note] = field(default_factory=list)  # said once per import (evalkit.importers.notes)
-
-
-class RunList(list):
-    """Runs, as an importer returns them, with ``notes`` (evalkit.importers.notes: a default the
-    importer chose, said once per import). A plain list to every other caller."""
-
-    def __init__(self, runs: Sequence[Records] = (), notes: Sequence[Note] = ()):
-        super().__init__(runs)
-        self.notes = list(notes)
 
 
 class Importer(Protocol):

@@ -85,7 +85,7 @@ _FILE_FIELDS = ConvertedFile.__dataclass_fields__.keys()  # in the order of Impo
 
 
 def convert_one(job: ImportJob, path: str) -> ConvertedFile:
-    from evalkit.importers import Converted, ImportFormatError
+    from evalkit.importers.converted import Converted, ImportFormatError
     from evalkit.importers.writer import dumps_run, file_name, stage
 
     imp = job.importer
@@ -164,7 +164,7 @@ def group_inputs(
 
 def _check_runs(path: str, runs: list[Any]) -> list[str]:
     """The run_ids of ``runs``; ImportFormatError for a run an importer built wrongly or twice."""
-    from evalkit.importers import ImportFormatError
+    from evalkit.importers.converted import ImportFormatError
 
     mine: dict[str, None] = {}
     for i, run in enumerate(runs):
