@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 
 from evalkit.config.files import ConfigModel, find_user_config, load_layered, load_toml, validate
 from evalkit.config.resources import data_dir
@@ -204,20 +204,22 @@ class DimensionSpec:
 
 @dataclass(frozen=True)
 class AuditConfig:
+    """The audit's settings as the statistics read them: the merged file (:class:`PairingsFile`,
+    where every default and bound is stated) with its pairings compiled."""
+
     path: str
     pairings: tuple[Pairing, ...]
-    escalation_threshold: float = 0.7
-    ece_bins: int = 10
-    ci: float = 0.95
-    epsilon: float = 0.2
-    q: float = 0.05
-    min_humans: int = 3
-    alt_min_items: int = 30
-    # "auto": accuracy for nominal labels, neg_rmse for numbers (the Alt-Test authors' choice).
-    alt_metric: str = "auto"
-    moved_by: float = 2
-    max_moved: int = 1
-    dimensions: dict[str, DimensionSpec] = field(default_factory=dict)
+    escalation_threshold: float
+    ece_bins: int
+    ci: float
+    epsilon: float
+    q: float
+    min_humans: int
+    alt_min_items: int
+    alt_metric: str  # "auto": accuracy for nominal labels, neg_rmse for numbers (the Alt-Test authors' choice)
+    moved_by: float
+    max_moved: int
+    dimensions: dict[str, DimensionSpec]
 
     def pairings_for(self, rubric: str | None = None) -> tuple[Pairing, ...]:
         return tuple(p for p in self.pairings if rubric is None or p.rubric == rubric)
@@ -270,34 +272,36 @@ class PairingSpec(ConfigModel):
 
 
 class CalibrationSpec(ConfigModel):
-    escalation_threshold: float = 0.7
-    ece_bins: int = 10
+    escalation_threshold: float = Field(0.7, ge=0.0, le=1.0)
+    ece_bins: int = Field(10, ge=1, le=1000)
 
 
 class BootstrapSpec(ConfigModel):
-    ci: float = 0.95
+    ci: float = Field(0.95, ge=0.5, le=0.999999)
 
 
 class AltTestSpec(ConfigModel):
-    epsilon: float = 0.2
-    q: float = 0.05
-    min_humans: int = 3
-    min_items: int = 30
+    epsilon: float = Field(0.2, ge=0.0, le=1.0)
+    q: float = Field(0.05, ge=1e-9, le=1.0)
+    min_humans: int = Field(3, ge=3)
+    min_items: int = Field(30, ge=2)
     metric: Literal["auto", "accuracy", "neg_rmse", "neg_abs_error"] = "auto"
 
 
 class DriftSpec(ConfigModel):
-    moved_by: float = 2
-    max_moved: int = 1
+    moved_by: float = Field(2, ge=0)
+    max_moved: int = Field(1, ge=0)
 
 
 class DimensionSpecModel(ConfigModel):
     level: Level | None = None
-    scale: list[Label] | None = None
+    scale: list[Label] | None = Field(None, min_length=1)
 
 
 class PairingsFile(ConfigModel):
-    """The layout of configs/pairings.toml (and of a user's pairings file)."""
+    """The layout of configs/pairings.toml (and of a user's pairings file): every key, its default
+    and its bounds, stated once. A file is checked against it as read; the merged result again,
+    then compiled (:func:`_build`)."""
 
     replace_defaults: bool = False
     calibration: CalibrationSpec = CalibrationSpec()
@@ -331,23 +335,10 @@ def load_audit_config(config: str | Path | None = None) -> AuditConfig:
 
 
 def _build(doc: dict[str, Any], path: str) -> AuditConfig:
-    def section(name: str) -> dict[str, Any]:
-        value = doc.get(name) or {}
-        if not isinstance(value, dict):
-            raise InputError(path, None, f"[{name}] must be a table")
-        return value
-
-    def number(sec: str, key: str, default: float, lo: float, hi: float, integer: bool = False) -> Any:
-        value = section(sec).get(key, default)
-        ok = _is_number(value) and lo <= value <= hi and (not integer or isinstance(value, int))
-        if not ok:
-            kind = "an integer" if integer else "a number"
-            raise InputError(path, None, f"{sec}.{key}: must be {kind} in [{lo}, {hi}], got {value!r}")
-        return value
-
+    raw_pairings = doc.get("pairing", [])
+    model = validate(PairingsFile, {**doc, "pairing": []}, path)  # the pairings: checked by name below
     pairings = []
     seen: set[str] = set()
-    raw_pairings = doc.get("pairing", [])
     if not isinstance(raw_pairings, list):
         raise InputError(path, None, "pairing: must be an array of tables ([[pairing]])")
     for i, raw in enumerate(raw_pairings):
@@ -356,34 +347,23 @@ def _build(doc: dict[str, Any], path: str) -> AuditConfig:
             raise InputError(path, None, f"pairing[{i}].name: duplicate pairing name {p.name!r}")
         seen.add(p.name)
         pairings.append(p)
-
-    dims = {}
-    for name, spec in sorted(section("dimensions").items()):
-        where = f"dimensions.{name}"
-        if not isinstance(spec, dict):
-            raise InputError(path, None, f"{where}: must be a table")
-        level = spec.get("level")
-        if level is not None and level not in LEVELS:
-            raise InputError(path, None, f"{where}.level: must be one of {', '.join(LEVELS)}, got {level!r}")
-        scale = spec.get("scale")
-        if scale is not None and (not isinstance(scale, list) or not scale):
-            raise InputError(path, None, f"{where}.scale: must be a non-empty array")
-        dims[name] = DimensionSpec(level=level, scale=tuple(scale) if scale is not None else None)
-
     return AuditConfig(
         path=path,
         pairings=tuple(pairings),
-        escalation_threshold=number("calibration", "escalation_threshold", 0.7, 0.0, 1.0),
-        ece_bins=number("calibration", "ece_bins", 10, 1, 1000, integer=True),
-        ci=number("bootstrap", "ci", 0.95, 0.5, 0.999999),
-        epsilon=number("alt_test", "epsilon", 0.2, 0.0, 1.0),
-        q=number("alt_test", "q", 0.05, 1e-9, 1.0),
-        min_humans=number("alt_test", "min_humans", 3, 3, 10**6, integer=True),
-        alt_min_items=number("alt_test", "min_items", 30, 2, 10**9, integer=True),
-        alt_metric=section("alt_test").get("metric", "auto"),
-        moved_by=number("drift", "moved_by", 2, 0, 1e9),
-        max_moved=number("drift", "max_moved", 1, 0, 10**6, integer=True),
-        dimensions=dims,
+        escalation_threshold=model.calibration.escalation_threshold,
+        ece_bins=model.calibration.ece_bins,
+        ci=model.bootstrap.ci,
+        epsilon=model.alt_test.epsilon,
+        q=model.alt_test.q,
+        min_humans=model.alt_test.min_humans,
+        alt_min_items=model.alt_test.min_items,
+        alt_metric=model.alt_test.metric,
+        moved_by=model.drift.moved_by,
+        max_moved=model.drift.max_moved,
+        dimensions={
+            name: DimensionSpec(spec.level, tuple(spec.scale) if spec.scale is not None else None)
+            for name, spec in sorted(model.dimensions.items())
+        },
     )
 
 
