@@ -56,10 +56,6 @@ def _undefined(reason: str) -> Stat:
 # encoding ratings
 
 
-def _is_missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and v != v)
-
-
 def _as_1d(values: Any, name: str) -> np.ndarray:
     arr = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
     if arr.ndim != 1:
@@ -70,8 +66,8 @@ def _as_1d(values: Any, name: str) -> np.ndarray:
 def _missing_mask(arr: np.ndarray) -> np.ndarray:
     if arr.dtype.kind == "f":
         return np.isnan(arr)
-    if arr.dtype.kind == "O":
-        return np.frompyfunc(_is_missing, 1, 1)(arr).astype(bool) if arr.size else np.zeros(0, bool)
+    if arr.dtype.kind == "O":  # None, or NaN (the one value unequal to itself), compared in numpy's loop
+        return np.asarray((arr == None) | (arr != arr), dtype=bool) if arr.size else np.zeros(0, bool)  # noqa: E711
     return np.zeros(arr.shape, dtype=bool)
 
 
