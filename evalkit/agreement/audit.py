@@ -79,11 +79,15 @@ def _audit(
     jury: bool = False,
     top: int | None = None,
     odd: list[str] | None = None,
+    share: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The audit and, ``with_pairs``, the compared pairs (else an empty list); see
     :func:`build_audit_with_pairs`. The pairs are let go as soon as the sections that read them
     are done (at 10^5 runs they are 10^6 objects). ``odd``: the file's odd cells
-    (:func:`~evalkit.db.cells.odd_cells`) when the caller has read them already (the report)."""
+    (:func:`~evalkit.db.cells.odd_cells`) when the caller has read them already (the report).
+    ``share``: a dict that receives what :func:`evalkit.agreement.estimate.build_estimates` reads
+    of the same filters (``estimate_inputs``), so the report reads the annotations once; not with
+    ``jury``, whose derived rater the estimates do not count."""
     if by is not None and by not in SLICE_KINDS:
         raise ValueError(f"by must be one of {', '.join(SLICE_KINDS)}, got {by!r}")
     if n_resamples < 0:
@@ -143,8 +147,11 @@ def _audit(
     disagreements = judge_vs_mechanical.disagreements(sets, top)  # records for the listed ones only
     adjudications = adjudication_entries(adjudicated, judge_vs_mechanical.disagreeing(sets), [p.name for p in active])
     pair_rows = judge_vs_mechanical.pair_rows(sets) if with_pairs else []
+    groups_of = {c.run_id: (c.model, c.scenario_id) for c in cards} if share is not None and not jury else None
     del sets, cards  # the failed runs are all the probes need of the cards
     ratings = collect_ratings(stored + reviewed, rated)  # the raters and the human-agreement sections share them
+    if groups_of is not None:
+        share["estimate_inputs"] = (groups_of, ratings)
     rater_entries, skipped = raters.analyse(ratings, sub)
     report: dict[str, Any] = {
         "schema": SCHEMA,

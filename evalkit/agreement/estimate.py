@@ -199,8 +199,12 @@ def build_estimates(
     level: float = 0.95,
     method: str = "auto",
     baseline: str | None = None,
+    read: tuple[dict[str, tuple[str, str]], list[Any]] | None = None,
 ) -> dict[str, Any]:
-    """Every estimate of ``db_path``'s judge dimensions (docs/audit.md, "Corrected estimates")."""
+    """Every estimate of ``db_path``'s judge dimensions (docs/audit.md, "Corrected estimates").
+    ``read``: the runs' (model, scenario) by run_id and the collected ratings of these filters,
+    when the caller has them (the report, from the audit: :func:`evalkit.agreement.audit.build_audit`'s
+    ``share``); else they are read here."""
     if by not in BY:
         raise ValueError(f"by must be one of {', '.join(BY)}, got {by!r}")
     if method not in METHODS:
@@ -208,13 +212,16 @@ def build_estimates(
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, got {level}")
     with open_readonly(db_path) as db:
-        if judge is not None:
-            judge = resolve_judge(judge, judge_models(db), db.path)
-        cards = {c.run_id: c for c in read_cards(db, signals=())}  # the model and scenario only
-        values = list(read_annotations(db, judge=judge, rubric=rubric))
-        reviewed, _ = read_review_ratings(db)
         designs = read_review_designs(db)
-        ratings = collect_ratings(read_ratings(db) + reviewed, values)
+        if read is None:
+            if judge is not None:
+                judge = resolve_judge(judge, judge_models(db), db.path)
+            groups_of = {c.run_id: (c.model, c.scenario_id) for c in read_cards(db, signals=())}
+            values = list(read_annotations(db, judge=judge, rubric=rubric))
+            reviewed, _ = read_review_ratings(db)
+            ratings = collect_ratings(read_ratings(db) + reviewed, values)
+        else:
+            groups_of, ratings = read
     labels = _labels_by_run(ratings, designs)
     # indexes: a judge rater's runs per dimension; the human labels per dimension and run (few)
     judged: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -232,8 +239,8 @@ def build_estimates(
         binary = bool(informative) and all(_binary(v, threshold) is not None for v in informative)
         groups: dict[str, list[str]] = defaultdict(list)
         for run in runs:
-            card = cards.get(run)
-            groups[_group(by, card.model if card else "unknown", card.scenario_id if card else "unknown")].append(run)
+            model, scenario = groups_of.get(run, ("unknown", "unknown"))
+            groups[_group(by, model, scenario)].append(run)
         for group, members in sorted(groups.items()):
             estimates.append(
                 _estimate(rater, dim, group, members, labels, human[dim], binary, threshold, level, method)

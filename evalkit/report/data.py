@@ -418,7 +418,13 @@ def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | 
 
 
 def _agreement_section(
-    db_path: str, has_judge: bool, has_ratings: bool, judge: str | None, jury: bool = False, odd: list[str] = ()
+    db_path: str,
+    has_judge: bool,
+    has_ratings: bool,
+    judge: str | None,
+    jury: bool = False,
+    odd: list[str] = (),
+    share: dict | None = None,
 ) -> dict:
     """The audit's own dict (evalkit.agreement.audit.build_audit), or why there is none."""
     if not (has_judge or has_ratings):
@@ -428,7 +434,7 @@ def _agreement_section(
     except ImportError as exc:
         return {"available": False, "reason": f"the audit module is not installed ({exc.name})"}
     try:
-        audit = build_audit(db_path, judge=judge, jury=jury, odd=list(odd))  # the scan is done once
+        audit = build_audit(db_path, judge=judge, jury=jury, odd=list(odd), share=share)  # each read done once
     except (ValueError, OSError) as exc:  # a broken pairings config must not cost the whole report
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return {"available": False, "reason": f"the audit failed: {first}", "warning": True}
@@ -448,12 +454,13 @@ def _warnings(own: list[str], agreement: dict) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _estimates(db_path, judge: str | None) -> list[dict]:
+def _estimates(db_path, judge: str | None, read=None) -> list[dict]:
     """Each judge dimension's rate (or mean) per model corrected with the human labels (`evalkit
-    estimate`), so the page never shows a judge's raw rate without what the labels make of it."""
+    estimate`), so the page never shows a judge's raw rate without what the labels make of it
+    (``read``: the audit's readings of the same annotations, when it shared them)."""
     from evalkit.agreement.estimate import build_estimates
 
-    return build_estimates(db_path, judge=judge, by="model")["estimates"]
+    return build_estimates(db_path, judge=judge, by="model", read=read)["estimates"]
 
 
 def _provenance(annotations: list[dict], human_raters: set[str], scenarios, models, made_at: str) -> dict:
@@ -595,7 +602,8 @@ def build_report(
                 judge = resolve_judge(judge, judge_models(db), db.path)
             annotations = read_annotation_rows(db, judge)
             ratings = read_ratings(db)
-        agreement = _agreement_section(str(db_path), bool(annotations), bool(ratings), judge, jury, warnings)
+        share: dict = {}
+        agreement = _agreement_section(str(db_path), bool(annotations), bool(ratings), judge, jury, warnings, share)
         disagreeing = _cut_disagreements(agreement)
         with open_readonly(db_path) as db:
             agg_state = Aggregator()
@@ -652,7 +660,7 @@ def build_report(
     drills["summarised"] = dict(sorted((Counter(by_status) - Counter(d["status"] for d in drills["runs"])).items()))
     comparison = _comparison_section(agg)
     if judge_section is not None:
-        judge_section["estimates"] = _estimates(db_path, judge)
+        judge_section["estimates"] = _estimates(db_path, judge, share.get("estimate_inputs"))
     return {
         "title": title or "evalkit report",
         "made_at": made_at,
