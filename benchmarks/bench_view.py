@@ -199,7 +199,7 @@ def pages(runs: int) -> list[tuple[str, str]]:
         ("disagreement queue", "/disagreements"),
         ("disagreement queue, page 20", "/disagreements?page=20"),
         ("one run", f"/runs/run-{mid}?reveal=1"),
-        ("JSON: filtered runs", "/api/runs?model=model-1&sort=scalar&order=desc"),
+        ("JSON: filtered runs", "/api/runs?model=model-1&sort=scalar&order=desc&reveal=1"),
         ("JSON: one run", f"/api/runs/run-{mid}"),
     ]
 
