@@ -27,7 +27,8 @@ from typing import Any
 
 from evalkit.judges.config import JudgeConfig, load_config
 from evalkit.judges.prompt import estimate_tokens, render_messages
-from evalkit.judges.protocol import Judge, make_judge
+from evalkit.judges.protocol import Judge
+from evalkit.judges.registry import make_judge
 from evalkit.judges.rubrics import Rubric, load_rubric, schema_hash
 from evalkit.judges.runner import Summary, WorkItem, run_items, run_sync, serve_from_cache
 from evalkit.judges.store import JudgeStore, annotation_id

@@ -91,3 +91,59 @@ def test_checkout_imports_the_judge_layer_through_the_symlink():
 
     assert (ROOT / "evalkit" / "judges").is_symlink()
     assert Path(evalkit.judges.api.__file__).resolve() == (ROOT / "judges" / "api.py").resolve()
+
+
+def cycles(graph) -> list[list[str]]:
+    """The import cycles of ``graph`` (a grimp graph): its strongly connected components of more than
+    one module, function-level imports included."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph.modules):
+        if root in order:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in order:
+                    order[nxt] = low[nxt] = len(order)
+                    stack.append(nxt)
+                    work.append((nxt, iter(sorted(graph.find_modules_directly_imported_by(nxt)))))
+                    break
+                if nxt in stack:
+                    low[node] = min(low[node], order[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == order[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_no_module_imports_itself_back():
+    import grimp
+
+    assert cycles(grimp.build_graph("evalkit")) == []
+
+
+def test_a_cycle_is_found():
+    class Graph:
+        edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+        modules = set(edges)
+
+        def find_modules_directly_imported_by(self, module):
+            return self.edges[module]
+
+    assert cycles(Graph()) == [["a", "b", "c"]]

@@ -58,7 +58,7 @@ sys.path.insert(0, sys.argv[2])
 sys.path.insert(0, sys.argv[3])
 from judge_fixtures import make_cards
 from evalkit.judges.api import judge_cards
-from evalkit.judges.protocol import plugin_names
+from evalkit.judges.registry import plugin_names
 first = judge_cards(make_cards(3), ["echojudge:v1"], db=sys.argv[1])
 second = judge_cards(make_cards(3), ["echojudge:v1"], db=sys.argv[1])
 print(json.dumps({"plugins": plugin_names(), "ok": first.summary.ok, "hits": second.summary.cache_hits,
@@ -104,7 +104,7 @@ def test_plugin_judge_from_entry_point_group(tmp_path):
 
 def test_model_strings_with_colons_still_go_to_litellm():
     pytest.importorskip("litellm")
-    from evalkit.judges.protocol import make_judge
+    from evalkit.judges.registry import make_judge
 
     judge = make_judge("ollama/llama3:8b")
     assert judge.model == "ollama/llama3:8b" and type(judge).__name__ == "LiteLLMJudge"

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from judge_fixtures import make_bundle
 
 from evalkit.cli import cli
-from evalkit.judges import protocol
+from evalkit.judges import registry
 from evalkit.judges.prompt import render_messages
 from evalkit.judges.rubrics import available_rubrics, load_rubric, response_format
 
@@ -55,7 +55,7 @@ class _Silent:
 
 
 def test_the_judge_dry_run_on_the_support_examples_uses_tool_use_v1(tmp_path, monkeypatch):
-    monkeypatch.setitem(protocol._REGISTERED, "silent", _Silent)
+    monkeypatch.setitem(registry._REGISTERED, "silent", _Silent)
     res = CliRunner().invoke(
         cli,
         [
