@@ -70,6 +70,8 @@ def _status(processing: str | None, counts: dict) -> str:
 class AnthropicBatches:
     """The Message Batches calls of one judge (model, API base, key)."""
 
+    inline = True  # the requests go in the create call (no uploaded file)
+
     def __init__(
         self,
         model: str,
@@ -144,27 +146,29 @@ class AnthropicBatches:
             raise JudgeFatalError(f"{self.model}: {method} {url.split('?', 1)[0]}: the reply is not an object")
         return value
 
-    # -- the batch calls judges/batch.py makes ------------------------------------------------
+    # -- the batch calls judges/batch.py makes (batch.BatchProvider) -----------------------------
     def request(self, line: dict) -> dict:
         """One batch line (OpenAI-style, as judges/batch.py writes it) as an Anthropic request."""
         return {"custom_id": str(line.get("custom_id")), "params": self._to_params(dict(line.get("body") or {}))}
 
-    async def create(self, data: bytes) -> dict:
+    async def create(self, sub: dict, data: bytes) -> dict:
+        """The message batch of the submission's requests (``data``: its batch lines)."""
         lines = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
         made = await self._json(
             "POST", f"{self.base}/v1/messages/batches", {"requests": [self.request(x) for x in lines]}
         )
         return self.state(made)
 
-    async def find(self, custom_ids: set[str], since: str) -> dict | None:
-        """The batch made for these requests by a process killed before it stored the batch's id.
+    async def find(self, sub: dict) -> dict | None:
+        """The batch made for the submission's requests (its custom ids, ``sub["items"]``) by a
+        process killed before it stored the batch's id.
         Message batches carry no metadata, so: every page of the list (newest first, `after_id`
         the last id of the page before, while `has_more`) down to the batches created before the
         submission was stored (`since`, less 10 minutes of clock skew); of those with as many
         requests, the one whose results hold exactly these custom ids. A candidate still running
         cannot be checked yet: it is returned with ``"unverified": True`` (wait for it; submitting
         again could pay twice)."""
-        threshold = _when(since)
+        custom_ids, threshold = set(sub["items"]), _when(sub["created_at"])
         threshold = threshold - datetime.timedelta(minutes=10) if threshold else None
         waiting, after = None, None
         while True:

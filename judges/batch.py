@@ -30,7 +30,7 @@ import hashlib
 import json
 import sys
 import time
-from typing import Any, Unpack
+from typing import Any, Protocol, Unpack
 
 from evalkit.db import batches as stored
 from evalkit.db.judge import now_utc
@@ -77,6 +77,24 @@ class _WithPrior:
             setattr(ann, name, None if mine is None or theirs is None else mine + theirs)
         ann.attempts += prior.attempts
         return ann
+
+
+class BatchProvider(Protocol):
+    """A provider's batch API as a judge gives it (``judge.batches()``): one module per provider,
+    judges/openai_batch.py and judges/anthropic_batch.py. ``sub`` is the stored submission row
+    (its id, input file, custom ids, creation time); every batch is returned in OpenAI's shape (id,
+    status, request_counts, output_file_id, error_file_id)."""
+
+    inline: bool  # the requests go in the create call; else in a file uploaded first, by
+    # ``async upload(data, name) -> file id``, which only such a provider has
+
+    async def create(self, sub: dict, data: bytes) -> dict: ...
+
+    async def find(self, sub: dict) -> dict | None: ...  # a batch a killed process made for ``sub``
+
+    async def retrieve(self, batch_id: str) -> dict: ...
+
+    async def results(self, file_id: str) -> bytes: ...  # OpenAI-style output lines
 
 
 def batch_unsupported(judge: Any) -> str | None:
@@ -319,31 +337,29 @@ async def _submit(
 async def _poll(judge: Any, sub: dict, store: JudgeStore) -> dict | None:
     """Bring one submission forward: upload, create (or adopt) its batch, then read its status."""
     db = store.database
-    inline = getattr(judge, "batch_inline", False)  # Anthropic: the requests go in the create call
+    provider = judge.batches()
     resumed = "_data" not in sub  # a submission stored by an earlier process, which may have made its batch
     uploaded_now = False  # a file this process uploaded has no batch yet: nothing to look for
-    if sub["input_file_id"] is None and sub["batch_id"] is None and not inline:
-        sub["input_file_id"] = await judge.batch_upload(_data(judge, sub), f"evalkit-{sub['submission_id']}.jsonl")
+    if sub["input_file_id"] is None and sub["batch_id"] is None and not provider.inline:
+        sub["input_file_id"] = await provider.upload(_data(judge, sub), f"evalkit-{sub['submission_id']}.jsonl")
         stored.update_submission(db, sub["submission_id"], input_file_id=sub["input_file_id"], updated_at=now_utc())
         uploaded_now = True
     if sub["batch_id"] is None:
-        if inline:  # no metadata to find a batch by: the batch whose results hold these requests
-            found = None
-            if resumed and sub["status"] == "submitting":
-                found = await judge.batch_find_inline(set(sub["items"]), sub["created_at"])
+        if provider.inline:  # no metadata to find a batch by: the batch whose results hold these requests
+            found = await provider.find(sub) if resumed and sub["status"] == "submitting" else None
             if found is not None and found.get("unverified"):
                 return found  # it may be this submission's batch: wait for it to end, never submit twice
-            made = found or await judge.batch_create_inline(_data(judge, sub))
+            made = found or await provider.create(sub, _data(judge, sub))
         else:
             search = sub["status"] == "submitting" and not uploaded_now
-            found = await judge.batch_find(sub["submission_id"]) if search else None
-            made = found or await judge.batch_create(sub["input_file_id"], sub["submission_id"])
+            found = await provider.find(sub) if search else None
+            made = found or await provider.create(sub, b"")
         sub["batch_id"], sub["status"] = made.get("id"), made.get("status") or "validating"
         stored.update_submission(
             db, sub["submission_id"], batch_id=sub["batch_id"], status=sub["status"], updated_at=now_utc()
         )
         return made
-    info = await judge.batch_retrieve(sub["batch_id"])
+    info = await provider.retrieve(sub["batch_id"])
     status = info.get("status") or sub["status"]
     if status != sub["status"]:
         sub["status"] = status
@@ -403,7 +419,7 @@ async def _collect(
     failed: dict[str, str] = {}
     for name in ("output_file_id", "error_file_id"):
         if info.get(name):
-            for line in _lines(await judge.batch_file(info[name])):
+            for line in _lines(await judge.batches().results(info[name])):
                 cid, response = str(line.get("custom_id")), line.get("response") or {}
                 if response.get("status_code") == 200 and isinstance(response.get("body"), dict):
                     answered[cid] = response["body"]

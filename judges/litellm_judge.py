@@ -83,7 +83,6 @@ logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)
 logging.getLogger("litellm").setLevel(logging.CRITICAL)
 
 # the metadata key of a provider batch that holds evalkit's submission id (judges/batch.py)
-BATCH_TAG = "evalkit_submission"
 # how the judge's requests are named in the errors of evalkit's HTTP client
 REQUESTS = outbound.Purpose(
     request="the judge request",
@@ -262,13 +261,6 @@ def cached_tokens(usage) -> int:
     if value is None:
         value = getattr(usage, "cache_read_input_tokens", None)
     return value or 0
-
-
-def _as_dict(value) -> dict:
-    if isinstance(value, dict):
-        return value
-    dump = getattr(value, "model_dump", None)
-    return dump() if callable(dump) else dict(getattr(value, "__dict__", {}))
 
 
 def _key_like(name: str) -> bool:
@@ -640,106 +632,39 @@ class LiteLLMJudge:
             f"{self.provider or 'unknown'} has neither"
         )
 
-    def _batch_kwargs(self) -> dict:
+    def batches(self):
+        """This judge's provider batches (judges/batch.py's BatchProvider): Anthropic's Message
+        Batches (judges/anthropic_batch.py; litellm cannot create them) over evalkit's bounded
+        client of the running loop, else the OpenAI Batch API through litellm
+        (judges/openai_batch.py)."""
+        if self.provider == "anthropic":
+            from evalkit.judges.anthropic_batch import AnthropicBatches
+
+            def client():
+                loop = asyncio.get_running_loop()
+                if self._batch_http is None or self._batch_http[0] is not loop:
+                    http = outbound.http_client(self.config.reply_max_bytes, self.config.timeout_s, REQUESTS)
+                    self._batch_http = (loop, http)
+                return self._batch_http[1]
+
+            return AnthropicBatches(
+                self.model,
+                api_base=self.api_base,
+                key=lambda: self._api_key or os.environ.get("ANTHROPIC_API_KEY"),
+                client=client,
+                timeout_s=self.config.timeout_s,
+                to_params=anthropic_params,
+                to_chat=anthropic_chat,
+                attempts=self.config.attempts,
+            )
+        from evalkit.judges.openai_batch import OpenAIBatches
+
         kwargs: dict = {"custom_llm_provider": "openai", "timeout": self.config.timeout_s, "max_retries": 0}
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self._key():
             kwargs["api_key"] = self._key()
-        return kwargs
-
-    @property
-    def batch_inline(self) -> bool:
-        """Whether the provider takes a batch's requests in the create call (Anthropic), not as
-        an uploaded file (OpenAI)."""
-        return self.provider == "anthropic"
-
-    def _anthropic_batches(self):
-        """Anthropic's Message Batches (judges/anthropic_batch.py; litellm cannot create them),
-        over evalkit's bounded client of the running loop."""
-        from evalkit.judges.anthropic_batch import AnthropicBatches
-
-        def client():
-            loop = asyncio.get_running_loop()
-            if self._batch_http is None or self._batch_http[0] is not loop:
-                http = outbound.http_client(self.config.reply_max_bytes, self.config.timeout_s, REQUESTS)
-                self._batch_http = (loop, http)
-            return self._batch_http[1]
-
-        return AnthropicBatches(
-            self.model,
-            api_base=self.api_base,
-            key=lambda: self._api_key or os.environ.get("ANTHROPIC_API_KEY"),
-            client=client,
-            timeout_s=self.config.timeout_s,
-            to_params=anthropic_params,
-            to_chat=anthropic_chat,
-            attempts=self.config.attempts,
-        )
-
-    async def batch_create_inline(self, data: bytes) -> dict:
-        return await self._anthropic_batches().create(data)
-
-    async def batch_find_inline(self, custom_ids: set[str], since: str) -> dict | None:
-        """The message batch made for these requests, if a killed process made one (marked
-        ``unverified`` while it runs); see AnthropicBatches.find."""
-        return await self._anthropic_batches().find(custom_ids, since)
-
-    async def _batch_api(self, call, **kwargs):
-        """One call of litellm's batch and file functions; whatever it raises (a 401, a refused
-        connection, a 5xx after litellm's own retries) becomes one JudgeFatalError line, redacted:
-        the submission is stored, so running the command again resumes it."""
-        try:
-            return await call(**kwargs, **self._batch_kwargs())
-        except JudgeFatalError:
-            raise
-        except Exception as exc:  # litellm and openai raise many unrelated classes here
-            message = self._fatal_message(exc).replace(" — not retried;", " — batch call refused;")
-            raise JudgeFatalError(redact(f"{call.__name__.lstrip('a')}: {message}")) from None
-
-    async def batch_upload(self, data: bytes, name: str) -> str:
-        made = await self._batch_api(litellm.acreate_file, file=(name, data, "application/jsonl"), purpose="batch")
-        return str(made.id)
-
-    async def batch_create(self, file_id: str, submission_id: str) -> dict:
-        """The batch of an uploaded file, with evalkit's submission id in its metadata (what
-        batch_find looks for)."""
-        made = await self._batch_api(
-            litellm.acreate_batch,
-            completion_window="24h",
-            endpoint="/v1/chat/completions",
-            input_file_id=file_id,
-            metadata={BATCH_TAG: submission_id},
-        )
-        return _as_dict(made)
-
-    async def batch_retrieve(self, batch_id: str) -> dict:
-        if self.batch_inline:
-            return await self._anthropic_batches().retrieve(batch_id)
-        return _as_dict(await self._batch_api(litellm.aretrieve_batch, batch_id=batch_id))
-
-    async def batch_find(self, submission_id: str) -> dict | None:
-        """The batch whose metadata carries this submission id, if the provider has one (a process
-        killed between creating a batch and storing its id). Every page of the account's batches
-        is read (newest first, `after` the last id of the page before, while `has_more`): a batch
-        on a later page, missed, would be submitted and billed again."""
-        after: str | None = None
-        while True:
-            page = await self._batch_api(litellm.alist_batches, limit=100, after=after)
-            listed = [_as_dict(batch) for batch in getattr(page, "data", None) or []]
-            for found in listed:
-                if (found.get("metadata") or {}).get(BATCH_TAG) == submission_id:
-                    return found
-            last = listed[-1].get("id") if listed else None
-            if not getattr(page, "has_more", False) or not last or last == after:
-                return None
-            after = str(last)
-
-    async def batch_file(self, file_id: str) -> bytes:
-        if self.batch_inline:  # the batch's results_url, read as OpenAI-style output lines
-            return await self._anthropic_batches().results(file_id)
-        content = await self._batch_api(litellm.afile_content, file_id=file_id)
-        return bytes(getattr(content, "content", b"") or b"")
+        return OpenAIBatches(litellm, kwargs, self._fatal_message)
 
     def batch_line(self, bundle: dict, rubric: Rubric) -> tuple[dict, dict, int] | Annotation:
         """(request body, request record, elided events) for a batch file in the current mode,

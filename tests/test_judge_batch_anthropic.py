@@ -123,7 +123,7 @@ def test_killed_before_the_batch_was_made_submits_it_once_on_resume(tmp_path, se
     db = scored_db(tmp_path, 2)
     real = AnthropicBatches.create
 
-    async def killed(self, data):
+    async def killed(self, sub, data):
         raise KeyboardInterrupt  # the process dies before the create call is sent
 
     monkeypatch.setattr(AnthropicBatches, "create", killed)
