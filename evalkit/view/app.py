@@ -238,16 +238,29 @@ def create_app(
     """The ASGI app over ``data`` (opened on startup, in the serving thread, and closed on
     shutdown), accepting requests addressed to ``host:port``, and only those carrying
     ``access_token`` when it is set."""
-    env = _environment()
-    token = csrf_token or secrets.token_urlsafe(32)
-    db_name = Path(data.path).name
+    view = _View(data, reviewer, csrf_token)
+    app = Starlette(routes=view.routes(), lifespan=view.lifespan)
+    return LocalOnly(app, allowed_hosts(host, port, extra_hosts), access_token)
 
-    def page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+
+class _View:
+    """The pages and the JSON of the view over one ViewData: the handlers of :func:`create_app`'s
+    routes, with what they share (the data, the templates, the form token, the reviewer named at
+    start)."""
+
+    def __init__(self, data: ViewData, reviewer: str | None, csrf_token: str | None) -> None:
+        self.data = data
+        self.reviewer = reviewer
+        self.env = _environment()
+        self.token = csrf_token or secrets.token_urlsafe(32)
+        self.db_name = Path(data.path).name
+
+    def page(self, request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         revealed = context.pop("revealed", False)
         context.setdefault("title", name.removesuffix(".html"))
-        html = env.get_template(name).render(
+        html = self.env.get_template(name).render(
             nonce=request.state.nonce,
-            db_name=db_name,
+            db_name=self.db_name,
             revealed=revealed,
             reveal_qs="?reveal=1" if revealed else "",
             qs=lambda **changes: _qs(request, changes),
@@ -255,52 +268,52 @@ def create_app(
         )
         return HTMLResponse(html, status_code=status)
 
-    def error_page(request: Request, status: int, heading: str, message: str) -> HTMLResponse:
-        return page(request, "error.html", status, heading=heading, message=message, title=heading)
+    def error_page(self, request: Request, status: int, heading: str, message: str) -> HTMLResponse:
+        return self.page(request, "error.html", status, heading=heading, message=message, title=heading)
 
-    def refreshed() -> None:
-        data.refresh()
+    def refreshed(self) -> None:
+        self.data.refresh()
 
-    def is_revealed(request: Request) -> bool:
+    def is_revealed(self, request: Request) -> bool:
         return request.query_params.get("reveal") == "1"
 
     # -- pages ------------------------------------------------------------------------------
-    def listed_runs(request: Request) -> dict[str, Any]:
+    def listed_runs(self, request: Request) -> dict[str, Any]:
         """A page of the Runs list, blind unless ``reveal=1`` (ValueError for a bad parameter); the
         runs of a revealed page are recorded as shown to the reviewer."""
-        revealed = is_revealed(request)
+        revealed = self.is_revealed(request)
         params = _params(request)
         if revealed:  # the disagreements column: wait for the list (the blind page never does)
-            data.ensure_disagreements()
-        result = data.list_runs(params, blind=not revealed)
+            self.data.ensure_disagreements()
+        result = self.data.list_runs(params, blind=not revealed)
         if revealed:
-            data.mark_revealed((r["run_id"] for r in result["runs"]), who_is(request))
+            self.data.mark_revealed((r["run_id"] for r in result["runs"]), self.who_is(request))
         return result
 
-    async def runs_page(request: Request) -> Response:
-        refreshed()
-        revealed = is_revealed(request)
+    async def runs_page(self, request: Request) -> Response:
+        self.refreshed()
+        revealed = self.is_revealed(request)
         try:
-            result = listed_runs(request)
-            charts = data.charts(_params(request)) if revealed else None
+            result = self.listed_runs(request)
+            charts = self.data.charts(_params(request)) if revealed else None
         except ValueError as exc:
-            return error_page(request, 400, "Bad filter", str(exc))
-        return page(
-            request, "runs.html", page=result, facets=data.facets(), title="Runs", revealed=revealed, charts=charts
+            return self.error_page(request, 400, "Bad filter", str(exc))
+        return self.page(
+            request, "runs.html", page=result, facets=self.data.facets(), title="Runs", revealed=revealed, charts=charts
         )
 
-    async def run_page(request: Request) -> Response:
-        refreshed()
+    async def run_page(self, request: Request) -> Response:
+        self.refreshed()
         run_id = request.path_params["run_id"]
         try:
-            run = data.run(run_id, _start(request))
+            run = self.data.run(run_id, _start(request))
         except NotFound:
-            return error_page(request, 404, "No such run", f"no run {run_id!r} in {db_name}")
+            return self.error_page(request, 404, "No such run", f"no run {run_id!r} in {self.db_name}")
         except ValueError as exc:
-            return error_page(request, 400, "Bad parameter", str(exc))
-        return _run_page(request, run, who_is(request))
+            return self.error_page(request, 400, "Bad parameter", str(exc))
+        return self._run_page(request, run, self.who_is(request))
 
-    def shown_run(request: Request, run: dict[str, Any], who: str | None) -> tuple[dict[str, Any], dict | None]:
+    def shown_run(self, request: Request, run: dict[str, Any], who: str | None) -> tuple[dict[str, Any], dict | None]:
         """The run as ``who`` may see it, and their current review of it. The scores are shown when
         the request asks (``reveal=1``, or ``saved=1`` after a save), when ``who`` has reviewed the
         run, or when they were shown to ``who`` before; showing them is recorded, so that a review
@@ -308,33 +321,33 @@ def create_app(
         Else the run is :func:`evalkit.view.drilldown.blind`."""
         current = next((r for r in run["reviews"] if r["current"] and r["reviewer"] == who), None) if who else None
         revealed = (
-            is_revealed(request)
+            self.is_revealed(request)
             or request.query_params.get("saved") == "1"
             or current is not None
-            or data.revealed_to(run["run_id"], who)
+            or self.data.revealed_to(run["run_id"], who)
         )
         if not revealed:
             return drilldown.blind(run), current
-        data.mark_revealed([run["run_id"]], who)
+        self.data.mark_revealed([run["run_id"]], who)
         return dict(run, revealed=True), current
 
-    def who_is(request: Request, form: dict[str, str] | None = None) -> str | None:
+    def who_is(self, request: Request, form: dict[str, str] | None = None) -> str | None:
         named = (form or {}).get("reviewer") or request.query_params.get("reviewer")
-        named = named or unquote(request.cookies.get(REVIEWER_COOKIE) or "") or reviewer
+        named = named or unquote(request.cookies.get(REVIEWER_COOKIE) or "") or self.reviewer
         return named.strip()[:100] if named and named.strip() else None
 
-    def remember(response: Response, who: str | None) -> Response:
+    def remember(self, response: Response, who: str | None) -> Response:
         if who:
             response.set_cookie(REVIEWER_COOKIE, quote(who, safe=""), httponly=True, samesite="strict", path="/")
         return response
 
-    def queue_context(source: Any) -> dict[str, Any]:
+    def queue_context(self, source: Any) -> dict[str, Any]:
         """Where a run page was served from (its query or its form's hidden fields): the queue,
         the design a review from it records, the sample, the disagreement queue's filters."""
         queue = source.get("queue") or ""
         if queue == "label" and source.get("sample"):
             try:
-                design = data.sample(str(source["sample"]))["design"]
+                design = self.data.sample(str(source["sample"]))["design"]
             except NotFound:
                 return {"queue": "", "design": "by_hand", "sample": "", "filters": {}}
             return {"queue": "label", "design": design, "sample": str(source["sample"]), "filters": {}}
@@ -350,7 +363,7 @@ def create_app(
             }
         return {"queue": "", "design": "by_hand", "sample": "", "filters": {}}
 
-    def queue_qs(ctx: dict[str, Any]) -> dict[str, str]:
+    def queue_qs(self, ctx: dict[str, Any]) -> dict[str, str]:
         if ctx["queue"] == "label":
             return {"queue": "label", "sample": ctx["sample"]}
         if ctx["queue"] == "disagreement":
@@ -359,14 +372,14 @@ def create_app(
         return {}
 
     def _run_page(
-        request: Request, run: dict[str, Any], who: str | None, error: str | None = None, status: int = 200
+        self, request: Request, run: dict[str, Any], who: str | None, error: str | None = None, status: int = 200
     ) -> HTMLResponse:
-        ctx = queue_context(request.query_params)
-        run, current = shown_run(request, run, who)
+        ctx = self.queue_context(request.query_params)
+        run, current = self.shown_run(request, run, who)
         saved = request.query_params.get("saved") == "1"
         revealed = run["revealed"]
         pairings = sorted({d["pairing"] for d in run["disagreements"]}, key=run["pairings"].index) if revealed else []
-        return page(
+        return self.page(
             request,
             "run.html",
             status,
@@ -375,7 +388,7 @@ def create_app(
             revealed=revealed,
             saved=saved,
             saved_blind=request.query_params.get("blind") == "1",
-            csrf=token,
+            csrf=self.token,
             reviewer=who,
             current=current if revealed else None,
             verdicts=VERDICTS,
@@ -386,14 +399,16 @@ def create_app(
             shortcuts=SHORTCUTS,
         )
 
-    async def review_form(request: Request) -> Response:
+    async def review_form(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         try:
             form = await _form(request)
         except BodyRefused as exc:
-            return error_page(request, exc.status, "Refused", str(exc))
-        if form is None or not hmac.compare_digest(form.get("csrf", ""), token):
-            return error_page(request, 403, "Refused", "the form's CSRF token is missing or wrong: reload the page")
+            return self.error_page(request, exc.status, "Refused", str(exc))
+        if form is None or not hmac.compare_digest(form.get("csrf", ""), self.token):
+            return self.error_page(
+                request, 403, "Refused", "the form's CSRF token is missing or wrong: reload the page"
+            )
         body = {
             "reviewer": form.get("reviewer", ""),
             "ratings": {k.removeprefix("rating."): v for k, v in form.items() if k.startswith("rating.")},
@@ -401,19 +416,21 @@ def create_app(
             "note": form.get("note", ""),
             "blind": form.get("blind") != "0",
         }
-        ctx = queue_context(form)
+        ctx = self.queue_context(form)
         body |= {"design": ctx["design"], "sample": ctx["sample"] or None}
         try:
-            stored = data.add_review(run_id, body, reviewer)
+            stored = self.data.add_review(run_id, body, self.reviewer)
         except NotFound:
-            return error_page(request, 404, "No such run", f"no run {run_id!r} in {db_name}")
+            return self.error_page(request, 404, "No such run", f"no run {run_id!r} in {self.db_name}")
         except ReviewError as exc:
-            refreshed()
-            return _run_page(request, data.run(run_id), who_is(request, form), error=str(exc), status=400)
+            self.refreshed()
+            return self._run_page(
+                request, self.data.run(run_id), self.who_is(request, form), error=str(exc), status=400
+            )
         except InputError as exc:
-            return error_page(request, 500, "Cannot save the review", str(exc))
+            return self.error_page(request, 500, "Cannot save the review", str(exc))
         if form.get("then") == "next" and ctx["queue"]:
-            return remember(serve_next(ctx, stored["reviewer"]), stored["reviewer"])
+            return self.remember(self.serve_next(ctx, stored["reviewer"]), stored["reviewer"])
         target = (
             "/runs/"
             + quote(run_id, safe="")
@@ -423,158 +440,163 @@ def create_app(
                     "saved": "1",
                     "blind": "1" if stored["blind"] else "0",
                     "reviewer": stored["reviewer"],
-                    **queue_qs(ctx),
+                    **self.queue_qs(ctx),
                 }
             )
         )
-        return remember(RedirectResponse(target, status_code=303), stored["reviewer"])
+        return self.remember(RedirectResponse(target, status_code=303), stored["reviewer"])
 
-    def serve_next(ctx: dict[str, Any], who: str) -> Response:
+    def serve_next(self, ctx: dict[str, Any], who: str) -> Response:
         """Claim the queue's next run for ``who`` and open it; back to the queue when none is left."""
         if ctx["queue"] == "label":
-            run_id = data.next_label(ctx["sample"], who)
+            run_id = self.data.next_label(ctx["sample"], who)
             back = "/label?" + urlencode({"done": ctx["sample"], "reviewer": who})
         else:
-            run_id = data.next_disagreement(ctx["filters"], who, ranked=ctx["ranked"])
+            run_id = self.data.next_disagreement(ctx["filters"], who, ranked=ctx["ranked"])
             shown = {k: v for k, v in ctx["filters"].items() if v} | ({"reveal": "1"} if ctx["ranked"] else {})
             back = "/disagreements?" + urlencode({**shown, "done": "1"})
         if run_id is None:
             return RedirectResponse(back, status_code=303)
         return RedirectResponse(
-            "/runs/" + quote(run_id, safe="") + "?" + urlencode({"reviewer": who, **queue_qs(ctx)}), status_code=303
+            "/runs/" + quote(run_id, safe="") + "?" + urlencode({"reviewer": who, **self.queue_qs(ctx)}),
+            status_code=303,
         )
 
-    async def checked_form(request: Request) -> dict[str, str] | Response:
+    async def checked_form(self, request: Request) -> dict[str, str] | Response:
         try:
             form = await _form(request)
         except BodyRefused as exc:
-            return error_page(request, exc.status, "Refused", str(exc))
-        if form is None or not hmac.compare_digest(form.get("csrf", ""), token):
-            return error_page(request, 403, "Refused", "the form's CSRF token is missing or wrong: reload the page")
+            return self.error_page(request, exc.status, "Refused", str(exc))
+        if form is None or not hmac.compare_digest(form.get("csrf", ""), self.token):
+            return self.error_page(
+                request, 403, "Refused", "the form's CSRF token is missing or wrong: reload the page"
+            )
         return form
 
-    async def queue_next(request: Request) -> Response:
-        form = await checked_form(request)
+    async def queue_next(self, request: Request) -> Response:
+        form = await self.checked_form(request)
         if isinstance(form, Response):
             return form
-        refreshed()
-        who = who_is(request, form)
+        self.refreshed()
+        who = self.who_is(request, form)
         if not who:
-            return error_page(request, 400, "Who are you?", "reviewer: give your name to take runs from a queue")
-        ctx = queue_context(form)
+            return self.error_page(request, 400, "Who are you?", "reviewer: give your name to take runs from a queue")
+        ctx = self.queue_context(form)
         if not ctx["queue"]:
-            return error_page(request, 400, "Bad queue", "queue: disagreement or label (with its sample)")
+            return self.error_page(request, 400, "Bad queue", "queue: disagreement or label (with its sample)")
         try:
             if ctx["queue"] == "disagreement":
-                ctx["filters"] = data.queue_filters(ctx["filters"], blind=not ctx["ranked"])
-            return remember(serve_next(ctx, who), who)
+                ctx["filters"] = self.data.queue_filters(ctx["filters"], blind=not ctx["ranked"])
+            return self.remember(self.serve_next(ctx, who), who)
         except ValueError as exc:
-            return error_page(request, 400, "Bad filter", str(exc))
+            return self.error_page(request, 400, "Bad filter", str(exc))
 
-    async def label_page(request: Request) -> Response:
-        refreshed()
-        return page(
+    async def label_page(self, request: Request) -> Response:
+        self.refreshed()
+        return self.page(
             request,
             "label.html",
-            samples=data.samples(),
-            csrf=token,
-            reviewer=who_is(request),
+            samples=self.data.samples(),
+            csrf=self.token,
+            reviewer=self.who_is(request),
             done=request.query_params.get("done"),
-            facets=data.facets(),
+            facets=self.data.facets(),
             title="Label next",
         )
 
-    async def new_sample(request: Request) -> Response:
-        form = await checked_form(request)
+    async def new_sample(self, request: Request) -> Response:
+        form = await self.checked_form(request)
         if isinstance(form, Response):
             return form
-        refreshed()
+        self.refreshed()
         try:
-            data.create_sample(form, who_is(request, form))
+            self.data.create_sample(form, self.who_is(request, form))
         except ValueError as exc:
-            return error_page(request, 400, "Bad sample", str(exc))
+            return self.error_page(request, 400, "Bad sample", str(exc))
         return RedirectResponse("/label", status_code=303)
 
-    async def compare_page(request: Request) -> Response:
-        refreshed()
+    async def compare_page(self, request: Request) -> Response:
+        self.refreshed()
         try:
             params = _params(request)
             a, b = params.get("a") or "", params.get("b") or ""
             if not a or not b:
                 raise ValueError("a and b: the two runs to compare (run ids)")
-            if not is_revealed(request):  # the two runs' classes and scores: shown only when asked
+            if not self.is_revealed(request):  # the two runs' classes and scores: shown only when asked
                 for run_id in (a, b):
-                    if not data.has_run(run_id):
+                    if not self.data.has_run(run_id):
                         raise NotFound(run_id)
-                return page(request, "compare.html", cmp=None, a=a, b=b, title="Side by side")
-            result = data.compare(a, b)
+                return self.page(request, "compare.html", cmp=None, a=a, b=b, title="Side by side")
+            result = self.data.compare(a, b)
         except NotFound as exc:
-            return error_page(request, 404, "No such run", f"no run {str(exc)!r} in {db_name}")
+            return self.error_page(request, 404, "No such run", f"no run {str(exc)!r} in {self.db_name}")
         except ValueError as exc:
-            return error_page(request, 400, "Bad parameter", str(exc))
-        data.mark_revealed([a, b], who_is(request))
-        return page(request, "compare.html", cmp=result, title="Side by side", revealed=True)
+            return self.error_page(request, 400, "Bad parameter", str(exc))
+        self.data.mark_revealed([a, b], self.who_is(request))
+        return self.page(request, "compare.html", cmp=result, title="Side by side", revealed=True)
 
-    def queue_page(request: Request, per_page: int) -> dict[str, Any]:
+    def queue_page(self, request: Request, per_page: int) -> dict[str, Any]:
         """A page of the disagreement queue, blind unless ``reveal=1`` (ValueError for a bad
         parameter); the runs of a revealed page are recorded as shown to the reviewer."""
-        who, revealed = who_is(request), is_revealed(request)
-        filters = data.queue_filters(_params(request), blind=not revealed)
+        who, revealed = self.who_is(request), self.is_revealed(request)
+        filters = self.data.queue_filters(_params(request), blind=not revealed)
         page_no = _int_param(request, "page", 1, 1)
-        result = data.disagreements(page_no, per_page, filters=filters, reviewer=who, blind=not revealed)
+        result = self.data.disagreements(page_no, per_page, filters=filters, reviewer=who, blind=not revealed)
         if revealed:
-            data.mark_revealed({d["run_id"] for d in result["disagreements"]}, who)
+            self.data.mark_revealed({d["run_id"] for d in result["disagreements"]}, who)
         return result
 
-    async def disagreements_page(request: Request) -> Response:
-        refreshed()
-        who = who_is(request)
+    async def disagreements_page(self, request: Request) -> Response:
+        self.refreshed()
+        who = self.who_is(request)
         try:
-            result = queue_page(request, 100)
+            result = self.queue_page(request, 100)
         except ValueError as exc:
-            return error_page(request, 400, "Bad filter", str(exc))
-        return page(
+            return self.error_page(request, 400, "Bad filter", str(exc))
+        return self.page(
             request,
             "disagreements.html",
             page=result,
             title="Disagreements",
-            revealed=is_revealed(request),
-            csrf=token,
+            revealed=self.is_revealed(request),
+            csrf=self.token,
             reviewer=who,
-            pairings=[p.name for p in data.pairings],
-            dimensions=sorted({p.judge_dimension for p in data.pairings}),
-            facets=data.facets(),
+            pairings=[p.name for p in self.data.pairings],
+            dimensions=sorted({p.judge_dimension for p in self.data.pairings}),
+            facets=self.data.facets(),
             done=request.query_params.get("done") == "1",
         )
 
     # -- JSON -------------------------------------------------------------------------------
-    async def api_runs(request: Request) -> Response:
-        refreshed()
+    async def api_runs(self, request: Request) -> Response:
+        self.refreshed()
         try:
-            return JSONResponse(listed_runs(request))
+            return JSONResponse(self.listed_runs(request))
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
 
-    async def api_run(request: Request) -> Response:
-        refreshed()
+    async def api_run(self, request: Request) -> Response:
+        self.refreshed()
         run_id = request.path_params["run_id"]
         try:
-            return JSONResponse(shown_run(request, data.run(run_id, _start(request)), who_is(request))[0])
+            return JSONResponse(
+                self.shown_run(request, self.data.run(run_id, _start(request)), self.who_is(request))[0]
+            )
         except NotFound:
             return JSONResponse({"error": f"no run {run_id!r}"}, status_code=404)
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
 
-    async def api_disagreements(request: Request) -> Response:
-        refreshed()
+    async def api_disagreements(self, request: Request) -> Response:
+        self.refreshed()
         try:
-            return JSONResponse(queue_page(request, min(_int_param(request, "per_page", 100, 1), MAX_QUEUE_PAGE)))
+            return JSONResponse(self.queue_page(request, min(_int_param(request, "per_page", 100, 1), MAX_QUEUE_PAGE)))
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
 
-    async def json_body(request: Request) -> dict[str, Any] | Response:
+    async def json_body(self, request: Request) -> dict[str, Any] | Response:
         """The checked JSON body of a POST (CSRF header, type, size, an object), or the error answer."""
-        if not hmac.compare_digest(request.headers.get("x-csrf-token", ""), token):
+        if not hmac.compare_digest(request.headers.get("x-csrf-token", ""), self.token):
             return JSONResponse({"error": "missing or wrong X-CSRF-Token (GET /api/session gives it)"}, status_code=403)
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "the body must be application/json"}, status_code=415)
@@ -588,49 +610,49 @@ def create_app(
             return JSONResponse({"error": "the body must be a JSON object"}, status_code=400)
         return body
 
-    async def api_next(request: Request) -> Response:
+    async def api_next(self, request: Request) -> Response:
         """``{"reviewer", ...filters}`` for the disagreement queue, or a label sample's next (path)."""
-        body = await json_body(request)
+        body = await self.json_body(request)
         if isinstance(body, Response):
             return body
-        refreshed()
-        who = str(body.get("reviewer") or who_is(request) or "").strip()[:100]
+        self.refreshed()
+        who = str(body.get("reviewer") or self.who_is(request) or "").strip()[:100]
         if not who:
             return JSONResponse({"error": "reviewer: a name is required"}, status_code=400)
         sample = request.path_params.get("sample")
         try:
             if sample is not None:
-                run_id = data.next_label(sample, who)
-                return JSONResponse({"run_id": run_id, "design": data.sample(sample)["design"], "sample": sample})
+                run_id = self.data.next_label(sample, who)
+                return JSONResponse({"run_id": run_id, "design": self.data.sample(sample)["design"], "sample": sample})
             ranked = body.get("reveal") is True  # the audit's order, which tells the verdicts
-            filters = data.queue_filters({k: str(body.get(k) or "") for k in QUEUE_FILTERS}, blind=not ranked)
-            run_id = data.next_disagreement(filters, who, ranked=ranked)
+            filters = self.data.queue_filters({k: str(body.get(k) or "") for k in QUEUE_FILTERS}, blind=not ranked)
+            run_id = self.data.next_disagreement(filters, who, ranked=ranked)
             return JSONResponse({"run_id": run_id, "design": "disagreement"})
         except NotFound:
             return JSONResponse({"error": f"no label sample {sample!r}"}, status_code=404)
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
 
-    async def api_label(request: Request) -> Response:
-        refreshed()
-        return JSONResponse({"samples": data.samples()})
+    async def api_label(self, request: Request) -> Response:
+        self.refreshed()
+        return JSONResponse({"samples": self.data.samples()})
 
-    async def api_new_sample(request: Request) -> Response:
-        body = await json_body(request)
+    async def api_new_sample(self, request: Request) -> Response:
+        body = await self.json_body(request)
         if isinstance(body, Response):
             return body
-        refreshed()
+        self.refreshed()
         try:
-            return JSONResponse(data.create_sample(body, who_is(request)), status_code=201)
+            return JSONResponse(self.data.create_sample(body, self.who_is(request)), status_code=201)
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
 
-    async def api_session(request: Request) -> Response:
+    async def api_session(self, request: Request) -> Response:
         # readable by this origin only: no CORS header, and the Host check stops rebinding
-        return JSONResponse({"csrf_token": token, "reviewer": reviewer})
+        return JSONResponse({"csrf_token": self.token, "reviewer": self.reviewer})
 
-    async def api_review(request: Request) -> Response:
-        if not hmac.compare_digest(request.headers.get("x-csrf-token", ""), token):
+    async def api_review(self, request: Request) -> Response:
+        if not hmac.compare_digest(request.headers.get("x-csrf-token", ""), self.token):
             return JSONResponse({"error": "missing or wrong X-CSRF-Token (GET /api/session gives it)"}, status_code=403)
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "the body must be application/json"}, status_code=415)
@@ -644,7 +666,7 @@ def create_app(
             return JSONResponse({"error": f"the body is not JSON ({exc})"}, status_code=400)
         run_id = request.path_params["run_id"]
         try:
-            return JSONResponse(data.add_review(run_id, body, reviewer), status_code=201)
+            return JSONResponse(self.data.add_review(run_id, body, self.reviewer), status_code=201)
         except NotFound:
             return JSONResponse({"error": f"no run {run_id!r}"}, status_code=404)
         except ReviewError as exc:
@@ -652,43 +674,42 @@ def create_app(
         except InputError as exc:
             return JSONResponse({"error": str(exc)}, status_code=500)
 
-    async def home(request: Request) -> Response:
+    async def home(self, request: Request) -> Response:
         return RedirectResponse("/runs", status_code=303)
 
-    async def no_icon(request: Request) -> Response:
+    async def no_icon(self, request: Request) -> Response:
         return Response(status_code=204)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app):
-        data.open()
+    async def lifespan(self, app):
+        self.data.open()
         try:
             yield
         finally:
-            data.close()
+            self.data.close()
 
-    routes = [
-        Route("/", home),
-        Route("/favicon.ico", no_icon),
-        Route("/runs", runs_page),
-        Route("/runs/{run_id:path}/reviews", review_form, methods=["POST"]),
-        Route("/runs/{run_id:path}", run_page),
-        Route("/disagreements", disagreements_page),
-        Route("/queue/next", queue_next, methods=["POST"]),
-        Route("/label", label_page),
-        Route("/label/samples", new_sample, methods=["POST"]),
-        Route("/compare", compare_page),
-        Route("/api/queue/next", api_next, methods=["POST"]),
-        Route("/api/label", api_label),
-        Route("/api/label/samples", api_new_sample, methods=["POST"]),
-        Route("/api/label/{sample}/next", api_next, methods=["POST"]),
-        Route("/api/session", api_session),
-        Route("/api/runs", api_runs),
-        Route("/api/runs/{run_id:path}/reviews", api_review, methods=["POST"]),
-        Route("/api/runs/{run_id:path}", api_run),
-        Route("/api/disagreements", api_disagreements),
-    ]
-    app = Starlette(routes=routes, lifespan=lifespan)
-    return LocalOnly(app, allowed_hosts(host, port, extra_hosts), access_token)
+    def routes(self) -> list[Route]:
+        return [
+            Route("/", self.home),
+            Route("/favicon.ico", self.no_icon),
+            Route("/runs", self.runs_page),
+            Route("/runs/{run_id:path}/reviews", self.review_form, methods=["POST"]),
+            Route("/runs/{run_id:path}", self.run_page),
+            Route("/disagreements", self.disagreements_page),
+            Route("/queue/next", self.queue_next, methods=["POST"]),
+            Route("/label", self.label_page),
+            Route("/label/samples", self.new_sample, methods=["POST"]),
+            Route("/compare", self.compare_page),
+            Route("/api/queue/next", self.api_next, methods=["POST"]),
+            Route("/api/label", self.api_label),
+            Route("/api/label/samples", self.api_new_sample, methods=["POST"]),
+            Route("/api/label/{sample}/next", self.api_next, methods=["POST"]),
+            Route("/api/session", self.api_session),
+            Route("/api/runs", self.api_runs),
+            Route("/api/runs/{run_id:path}/reviews", self.api_review, methods=["POST"]),
+            Route("/api/runs/{run_id:path}", self.api_run),
+            Route("/api/disagreements", self.api_disagreements),
+        ]
 
 
 class BodyRefused(Exception):
