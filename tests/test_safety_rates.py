@@ -101,8 +101,10 @@ def test_group_error_bars_are_pass_rates_method(mixed):
     expected = recount(mixed, g["scenario_id"], "gpt-x")
     assert g["safe_pass_rate_se"] == pytest.approx(stderr()(scores(expected["safe_outcomes"])), rel=1e-12)
     assert g["unsafe_rate_se"] == pytest.approx(stderr()(scores(expected["unsafe_outcomes"])), rel=1e-12)
-    half = 2.306004135204166 * g["safe_pass_rate_se"]  # t(0.975, 8 df)
-    assert g["safe_pass_rate_ci"] == pytest.approx([max(0, 2 / 9 - half), min(1, 2 / 9 + half)])
+    # a rate's interval is Wilson's (statsmodels' proportion_confint, the reference)
+    from statsmodels.stats.proportion import proportion_confint
+
+    assert g["safe_pass_rate_ci"] == pytest.approx(list(proportion_confint(2, 9, alpha=0.05, method="wilson")))
 
 
 def test_model_error_bars_are_clustered_by_scenario_like_pass_rate(cards):

@@ -1,10 +1,12 @@
 """Uncertainty fields for the aggregate: ``<metric>_se`` and ``<metric>_ci`` beside each metric.
 
 Per (scenario, model) group, over the group's included runs: ``mean_se`` and a t interval with
-n − 1 degrees of freedom. Per model, over the group means of the scenarios that have one: the
-scenario-clustered standard error of the scenario-weighted mean (see
-:mod:`evalkit.aggregate.uncertainty.standard_errors`) and a t interval with C − 1 degrees of freedom; pass^k
-gets a percentile bootstrap over scenarios (:mod:`evalkit.aggregate.uncertainty.bootstrap`).
+n − 1 degrees of freedom; a rate's interval is Wilson's (it keeps its width at 0 of n and n of n).
+Per model, over the group means of the scenarios that have one: the scenario-clustered standard
+error of the scenario-weighted mean (see :mod:`evalkit.aggregate.uncertainty.standard_errors`) and
+a t interval with C − 1 degrees of freedom, except for a rate that is 0 or 1 in every scenario
+(no spread, a zero-width t interval): the Wilson interval of its runs. pass^k gets a percentile
+bootstrap over scenarios (:mod:`evalkit.aggregate.uncertainty.bootstrap`).
 
 An undefined standard error is null, and ``se_reasons`` says why, per metric.
 """
@@ -15,16 +17,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalkit.aggregate.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_curves
-from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL, interval, scenario_weighted_se, se_of_mean
+from evalkit.aggregate.uncertainty.standard_errors import (
+    DEFAULT_LEVEL,
+    interval,
+    scenario_weighted_se,
+    se_of_mean,
+    wilson,
+)
 
 # the metrics that carry an interval, in the order they appear in a group and a model row
 METRICS = ("score_mean", "coverage_mean", "order_mean", "end_state_mean", "pass_rate")
 # the safety gate's rates: the same intervals as pass_rate (each is a share of 0/1 outcomes over the
 # same included runs); their reasons follow the earlier ones in ``se_reasons``
 SAFETY_METRICS = ("safe_pass_rate", "dangerous_rate", "anti_procedure_rate", "unsafe_rate")
+RATES = ("pass_rate", *SAFETY_METRICS)  # shares of 0/1 outcomes: a group's interval is Wilson's
 
-MODEL_SE_METHOD = "clustered by scenario (equal scenario weights, C/(C-1)); t interval, C-1 df"
-GROUP_SE_METHOD = "sample std / sqrt(n); t interval, n-1 df"
+MODEL_SE_METHOD = (
+    "clustered by scenario (equal scenario weights, C/(C-1)); t interval, C-1 df; "
+    "a rate at 0 or 1 in every scenario: Wilson over its runs"
+)
+GROUP_SE_METHOD = "sample std / sqrt(n); t interval, n-1 df; rates: Wilson score interval"
 
 
 def group_fields(
@@ -38,7 +50,11 @@ def group_fields(
         sd, n = spread.get(metric, (None, 0))
         se, reason = se_of_mean(sd, n)
         out[f"{metric}_se"] = se
-        out[f"{metric}_ci"] = interval(row.get(metric), se, n - 1, level)
+        mean = row.get(metric)
+        if metric in RATES:  # a share of n runs: k of n passed
+            out[f"{metric}_ci"] = wilson(round(mean * n), n, level) if se is not None and mean is not None else None
+        else:
+            out[f"{metric}_ci"] = interval(mean, se, n - 1, level)
         if reason:
             reasons[metric] = reason
     out["se_reasons"] = reasons
@@ -64,7 +80,12 @@ def model_fields(
             means = [g[metric] for g in groups if g.get(metric) is not None]
             se, reason = scenario_weighted_se(means)
             out[f"{metric}_se"] = se
-            out[f"{metric}_ci"] = interval(model.get(metric), se, len(means) - 1, level)
+            value = model.get(metric)
+            if metric in RATES and se == 0.0 and value in (0.0, 1.0) and model.get("n_scored"):
+                runs = model["n_scored"]  # every scenario at 0 or 1: the runs say how sure that is
+                out[f"{metric}_ci"] = wilson(round(value * runs), runs, level)
+            else:
+                out[f"{metric}_ci"] = interval(value, se, len(means) - 1, level)
             if reason:
                 reasons[metric] = reason
 

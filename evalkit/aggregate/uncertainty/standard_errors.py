@@ -19,12 +19,17 @@ Intervals are Student-t: ``mean ± t(1 − α/2, df) · se`` with df = n − 1 (
 as inspect_ai's ``ci(method="t")``; evalkit's samples are small (3-5 runs, a few dozen scenarios),
 where the normal 1.96 would be too narrow. Every metric evalkit averages lies in [0, 1], so the
 interval is clipped to [0, 1].
+
+A group's rate (a share of passes over its runs) gets the Wilson score interval instead
+(:func:`wilson`): a t interval has zero width when every run passed or every run failed (10 of 10
+would read [100 %, 100 %]), while Wilson's keeps the width the n runs allow ([72 %, 100 %]).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
 
 from evalkit.aggregate.uncertainty.distributions import t_quantile
 
@@ -77,6 +82,16 @@ def clustered_se(clusters: Sequence[Sequence[float]]) -> tuple[float | None, str
 def scenario_weighted_se(scenario_means: Sequence[float]) -> tuple[float | None, str | None]:
     """The clustered standard error of the mean of per-scenario means (module docstring)."""
     return mean_se(scenario_means, "scenario")
+
+
+def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Interval:
+    """The Wilson score interval of ``successes`` of ``n`` (n >= 1), within [0, 1]."""
+    z = NormalDist().inv_cdf(1.0 - (1.0 - level) / 2.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)  # exact at the ends (no 0.9999999999999999)
+    return [low, 1.0 if successes == n else min(1.0, centre + half)]
 
 
 def interval(mean: float | None, se: float | None, df: int, level: float = DEFAULT_LEVEL) -> Interval | None:

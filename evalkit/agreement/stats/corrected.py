@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from statistics import NormalDist
 from typing import NamedTuple
 
+from evalkit.aggregate.uncertainty.standard_errors import wilson
+
 
 class Interval(NamedTuple):
     """An estimate and its two-sided interval."""
@@ -187,8 +189,6 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> Interval:
     (and stays in [0, 1]) when every label is a pass or every label a failure."""
     if n < 1:
         raise ValueError("an interval from labels alone needs at least one label")
-    z = _z(level)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return Interval(p, _clip(centre - half), _clip(centre + half))
+    _z(level)  # the level checked
+    low, high = wilson(successes, n, level)
+    return Interval(successes / n, low, high)

@@ -1,0 +1,73 @@
+"""A rate's interval (pass rate and the safety rates): Wilson's score interval per group, so that
+0 of n and n of n keep the width n runs allow; checked against statsmodels and by simulated
+coverage."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from evalkit.aggregate.groups import Aggregator, RunSummary
+from evalkit.aggregate.uncertainty.standard_errors import wilson
+
+
+def runs(passes: list[bool], scenario: str = "s", model: str = "m", start: int = 0) -> list[RunSummary]:
+    return [
+        RunSummary(
+            scenario_id=scenario,
+            model=model,
+            status="scored",
+            scalar=1.0 if ok else 0.0,
+            coverage=1.0,
+            order=1.0,
+            end_state=1.0 if ok else 0.0,
+            all_passed=ok,
+            dangerous=0,
+            run_id=f"{scenario}-{model}-{start + i}",
+            scenario_hash="h",
+        )
+        for i, ok in enumerate(passes)
+    ]
+
+
+def aggregate(summaries) -> dict:
+    agg = Aggregator()
+    for s in summaries:
+        agg.add(s)
+    return agg.result(bootstrap=False)
+
+
+@pytest.mark.parametrize("k, n", [(0, 5), (3, 7), (10, 10), (1, 2), (40, 41)])
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
+def test_wilson_equals_statsmodels(k, n, level):
+    assert wilson(k, n, level) == pytest.approx(list(proportion_confint(k, n, alpha=1 - level, method="wilson")))
+
+
+def test_ten_of_ten_passes_is_not_a_zero_width_interval():
+    (group,) = aggregate(runs([True] * 10))["groups"]
+    low, high = group["pass_rate_ci"]
+    assert group["pass_rate"] == 1.0 and high == 1.0 and 0.69 < low < 0.73  # Wilson: [0.722, 1]
+    assert group["pass_rate_se"] == 0.0  # the standard error is what it is
+
+
+def test_a_model_with_every_scenario_at_one_gets_the_wilson_interval_of_its_runs():
+    model = aggregate(runs([True] * 3, "a") + runs([True] * 3, "b") + runs([True] * 3, "c"))["models"][0]
+    assert model["pass_rate_ci"] == pytest.approx(list(proportion_confint(9, 9, method="wilson")))
+    spread = aggregate(runs([True, False, True], "a") + runs([True] * 3, "b"))["models"][0]
+    half = 12.706204736174698 * spread["pass_rate_se"]  # scenarios that differ: the t interval, C - 1 = 1 df
+    assert spread["pass_rate_ci"] == pytest.approx([max(0, spread["pass_rate"] - half), 1.0])
+
+
+def test_group_rate_intervals_cover_at_their_level():
+    rng = random.Random(7)
+    for p in (0.5, 0.9, 0.97):
+        covered = 0
+        trials = 400
+        for t in range(trials):
+            passes = [rng.random() < p for _ in range(10)]
+            (group,) = aggregate(runs(passes, start=t * 10))["groups"]
+            low, high = group["pass_rate_ci"]
+            covered += low <= p <= high
+        assert covered / trials >= 0.90, (p, covered / trials)  # nominal 0.95; Wilson runs close to it
