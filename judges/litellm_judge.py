@@ -82,7 +82,6 @@ litellm.drop_params = False
 logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)
 logging.getLogger("litellm").setLevel(logging.CRITICAL)
 
-# the metadata key of a provider batch that holds evalkit's submission id (judges/batch.py)
 # how the judge's requests are named in the errors of evalkit's HTTP client
 REQUESTS = outbound.Purpose(
     request="the judge request",

@@ -151,3 +151,53 @@ def test_cache_stats_and_clear(tmp_path, server):
     assert invoke("cache", "clear", "--db", db).stdout.strip() == "cleared 2 cached calls"
     judge(db, server)
     assert server.count == 6  # cleared entries are asked again
+
+
+def _runs_naming_their_scenario(directory):
+    """Two runs that name their scenario instead of embedding it, and the scenario file elsewhere."""
+    from evalkit.trajectory.builders import a320_scenario, cmd, trajectory, write_jsonl
+
+    scenario = a320_scenario()
+    (directory / "runs").mkdir(parents=True)
+    for i in range(2):
+        records = trajectory(scenario, [cmd("apu_gen", 0), cmd("apu_gen", 1 + i)], run_id=f"named-{i}")
+        del records[0]["scenario"]
+        records[0]["scenario_id"] = scenario["id"]
+        write_jsonl(directory / "runs" / f"named-{i}.jsonl", records)
+    (directory / "tasks.json").write_text(json.dumps([scenario]), encoding="utf-8")
+    return directory / "runs", directory / "tasks.json"
+
+
+def test_cli_judge_paths_takes_the_scenario_files_their_runs_name(tmp_path, server):
+    runs, tasks = _runs_naming_their_scenario(tmp_path)
+    db = str(tmp_path / "j.db")
+    without = judge(db, server, str(runs))
+    assert without.exit_code == 1 and "names a scenario that is not embedded" in without.stderr
+    res = judge(db, server, str(runs), "--scenarios", str(tasks), "--judge-config", fast_config(tmp_path))
+    assert res.exit_code == 0, res.stderr
+    assert count(db, "scorecards") == 2 and count(db, "annotations") == 2
+
+
+def test_cli_judge_scenarios_without_paths_is_a_usage_error(tmp_path, server):
+    runs, tasks = _runs_naming_their_scenario(tmp_path / "named")
+    db = scored_db(tmp_path, 1)
+    res = judge(db, server, "--scenarios", str(tasks))
+    assert res.exit_code == 2 and "--scenarios applies to trajectory PATHS" in res.stderr
+
+
+def test_cli_judge_without_the_judge_extra_says_how_to_install_it(tmp_path, server):
+    """The built-in judge in an environment without litellm: one line naming the extra, exit 2."""
+    import subprocess
+    import sys
+
+    db = scored_db(tmp_path, 1)
+    code = (
+        "import sys; sys.modules['litellm'] = None\n"  # as if it were not installed
+        "import evalkit.cli; sys.argv = ['evalkit'] + sys.argv[1:]; evalkit.cli.main()"
+    )
+    args = ["judge", "--db", db, "--model", "openai/judge-a", "--api-base", server.api_base]
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: the built-in judge needs the judge extra: pip install 'evalkit[judge]' (litellm is missing)"
+    )

@@ -362,3 +362,22 @@ def test_probes_are_asked_again_when_the_schema_sent_changes(tmp_path, server, r
     narrower.write_text(Path(cfg).read_text() + "[request]\nrationale_max_chars = 200\n")
     assert probe(db, server, str(narrower), *args, paths=[runs]).exit_code == 0
     assert server.count == 2 * first
+
+
+def test_probe_paths_take_the_scenario_files_their_runs_name(tmp_path, server, cfg):
+    """`probe PATHS --scenarios FILE` scores runs that name their scenario, as `evalkit score` does."""
+    from evalkit.trajectory.builders import a320_scenario, cmd, read, trajectory, write_jsonl
+
+    scenario = a320_scenario()
+    for i in range(2):
+        records = trajectory(scenario, [read("get_ecam"), cmd("apu_gen", 0), cmd("apu_gen", 1)], run_id=f"n-{i}")
+        del records[0]["scenario"]
+        records[0]["scenario_id"] = scenario["id"]
+        write_jsonl(tmp_path / "named" / f"n-{i}.jsonl", records)
+    (tmp_path / "tasks.json").write_text(json.dumps([scenario]), encoding="utf-8")
+    db = tmp_path / "p.db"
+    res = probe(
+        db, server, cfg, "--probes", "identity", "--scenarios", tmp_path / "tasks.json", paths=[tmp_path / "named"]
+    )
+    assert res.exit_code == 0, res.stderr
+    assert count(str(db), "scorecards") == 2 and count(str(db), "probe_annotations") == 2

@@ -111,7 +111,8 @@ def register(group: click.Group) -> None:
             judges.check_resample(resample, None if pairwise else seed)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-        refuse_missing_database(paths, db_path)
+        scenario_files = call.pop("scenario_files")
+        refuse_missing_database(paths, db_path, scenario_files)
         models = call.pop("models")
         if pairwise and dry_run:
             from evalkit.judges.pairwise import dry_run_pairs
@@ -124,7 +125,7 @@ def register(group: click.Group) -> None:
             sys.exit(EXIT_OK)
         if pairwise:
             with judge_failures():
-                input_errors = _score_into(db_path, paths)[1] if paths else []
+                input_errors = _score_into(db_path, paths, scenario_files)[1] if paths else []
                 result = pairwise_judge.judge_pairs(
                     models,
                     db=str(db_path),
@@ -144,7 +145,7 @@ def register(group: click.Group) -> None:
             sys.exit(EXIT_OK if result.ok else EXIT_BAD_INPUT)
         options = dict(call, resample=resample, seed=seed, show_mechanical=show_mechanical, batch=batch)
         with judge_failures():
-            cards, input_errors = _judged_cards(db_path, models, paths, allow_self_judging)
+            cards, input_errors = _judged_cards(db_path, models, paths, scenario_files, allow_self_judging)
             if dry_run:
                 plan = judges.dry_run(cards, models, db=str(db_path), **options)
                 click.echo(render.render_dry_run(plan, fmt), nl=False)
@@ -233,25 +234,26 @@ def register(group: click.Group) -> None:
         click.echo(f"cleared {count} cached calls")
 
 
-def _score_into(db_path: str, paths) -> tuple[list, list[str]]:
-    """``paths`` scored into the database as ``evalkit score --db`` does, each bad file said:
-    the good cards and one line per bad file."""
+def _score_into(db_path: str, paths, scenario_files=()) -> tuple[list, list[str]]:
+    """``paths`` scored into the database as ``evalkit score --db`` does (with ``scenario_files``
+    for runs that name their scenario), each bad file said: the good cards and one line per bad
+    file."""
     from evalkit.db.scores import Store
     from evalkit.engines.pipeline import score_files
 
     with Store(db_path) as store:
-        cards, errors = score_files(paths, store=store, warn=warn).collect()
+        cards, errors = score_files(paths, store=store, scenarios=scenario_files or None, warn=warn).collect()
     for error in errors:
         warn(str(error))
     return cards, [str(error) for error in errors]
 
 
-def _judged_cards(db_path: str, models, paths, allow_self_judging: bool) -> tuple[list, list[str]]:
+def _judged_cards(db_path: str, models, paths, scenario_files, allow_self_judging: bool) -> tuple[list, list[str]]:
     """The cards a judge run judges: ``paths`` scored into the database first, else the stored
     ones; unless ``allow_self_judging``, one warning per judge model that would judge its own runs."""
     from evalkit.judges.api import stored_cards
 
-    cards, errors = _score_into(db_path, paths) if paths else (stored_cards(str(db_path)), [])
+    cards, errors = _score_into(db_path, paths, scenario_files) if paths else (stored_cards(str(db_path)), [])
     if not allow_self_judging:
         from evalkit.agreement.self_judging import warning_lines
 

@@ -189,9 +189,17 @@ def format_option(
 
 def judge_command(group: click.Group, name: str, db_help: str) -> Callable:
     """A command that calls judges (`judge`, `probe`): its trajectory PATHS (files, directories,
-    ``-``; none: the runs in the database), :func:`judge_call_options` and ``--db``."""
+    ``-``; none: the runs in the database), scored first with their ``--scenarios`` files,
+    :func:`judge_call_options` and ``--db``."""
 
     def declare(function: Callable) -> Callable:
+        function = click.option(
+            "--scenarios",
+            "scenario_files",
+            multiple=True,
+            type=click.Path(exists=True, dir_okay=False),
+            help="Scenario file (repeatable) for runs that name a scenario_id, as evalkit score takes it.",
+        )(function)
         function = judge_call_options(db_option(help=db_help)(function))
         function = click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))(function)
         return group.command(name)(function)
@@ -199,10 +207,13 @@ def judge_command(group: click.Group, name: str, db_help: str) -> Callable:
     return declare
 
 
-def refuse_missing_database(paths: Sequence[str], db_path: str) -> None:
-    """A command that judges the stored runs when given no PATHS needs its database (exit 2)."""
+def refuse_missing_database(paths: Sequence[str], db_path: str, scenario_files: Sequence[str] = ()) -> None:
+    """A command that judges the stored runs when given no PATHS needs its database; ``judge``
+    has no use for scenario files then (exit 2)."""
     if not paths and not os.path.exists(db_path):
         raise click.UsageError(f"no database {db_path}: score runs first, or pass trajectory PATHS")
+    if scenario_files and not paths:
+        raise click.UsageError("--scenarios applies to trajectory PATHS (the stored runs are scored already)")
 
 
 @contextlib.contextmanager
@@ -216,6 +227,13 @@ def judge_failures() -> Iterator[None]:
     usage = (RubricError, UnknownJudgeError)
     try:
         yield
+    except ModuleNotFoundError as exc:  # the built-in judge without the judge extra installed
+        if (exc.name or "").split(".")[0] not in ("litellm", "tenacity"):
+            raise
+        fail(
+            f"the built-in judge needs the judge extra: pip install 'evalkit[judge]' ({exc.name} is missing)",
+            EXIT_USAGE,
+        )
     except KeyboardInterrupt:
         fail("interrupted; finished calls are stored, run the same command again to resume", EXIT_INTERRUPTED)
     except usage as exc:

@@ -96,7 +96,8 @@ def register(group: click.Group) -> None:
             probes = check_probes(probe_list.split(",") if probe_list is not None else None)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-        refuse_missing_database(paths, db_path)
+        scenario_files = call.pop("scenario_files")
+        refuse_missing_database(paths, db_path)  # the scenario files serve the stored runs too: read again
         models = call.pop("models")
         with judge_failures():
             result = run_probes(
@@ -106,6 +107,7 @@ def register(group: click.Group) -> None:
                 sample=sample,
                 seed=seed,
                 paths=list(paths) or None,
+                scenarios=list(scenario_files) or None,
                 probes_config=probes_config,
                 fail_if=fail_if,
                 n_resamples=n_resamples,

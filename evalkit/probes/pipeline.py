@@ -123,6 +123,7 @@ def run_probes(
     sample: int | None = None,
     seed: int = 0,
     paths: Sequence[str] | None = None,
+    scenarios: Sequence[str] | None = None,
     probes_config: ProbesConfig | str | None = None,
     fail_if: Iterable[str] = (),
     n_resamples: int = 1000,
@@ -135,10 +136,12 @@ def run_probes(
     ``judge_options`` are `evalkit judge`'s: concurrency, api_base, temperature, max_cost, refresh,
     config, config_path, progress, api_key, output_mode, max_input_tokens. ``fail_if`` holds
     conditions for :mod:`evalkit.probes.gates` (parsed first: a bad one is a ValueError before any
-    work). ``warn`` receives the reader's warnings and, unless ``allow_self_judging``, one line per
-    judge model that would judge runs of its own model (as `evalkit judge` warns). Raises
-    InputError (bad config, unreadable database), ValueError (bad arguments), the judge layer's
-    RubricError / UnknownJudgeError.
+    work). ``scenarios``: scenario files for runs that name their scenario (to score ``paths`` and to read
+    every probed run's file again). ``warn``
+    receives the reader's warnings and, unless ``allow_self_judging``, one line per judge model
+    that would judge runs of its own model (as `evalkit judge` warns). Raises InputError (bad
+    config, unreadable database), ValueError (bad arguments), the judge layer's RubricError /
+    UnknownJudgeError.
     """
     from evalkit.agreement.pairings_config import load_audit_config
     from evalkit.agreement.probe_stats import probe_entries
@@ -152,12 +155,19 @@ def run_probes(
     if sample is not None and sample < 1:
         raise ValueError(f"--sample must be at least 1, got {sample}")
     cfg = probes_config if isinstance(probes_config, ProbesConfig) else load_probes_config(probes_config)
+    read = None  # each run's file is read again to build its counterfactuals, with its scenario files
+    if scenarios:
+        from evalkit.trajectory.reader import read_trajectory
+        from evalkit.trajectory.scenario_files import load_scenarios
+
+        scenarios = load_scenarios(scenarios)
+        read = lambda path: read_trajectory(path, scenarios=scenarios)  # noqa: E731
     if paths:
         from evalkit.db.scores import Store
         from evalkit.engines.pipeline import score_files
 
         with Store(db) as store:
-            cards, errors = score_files(paths, store=store, warn=warn).collect()
+            cards, errors = score_files(paths, store=store, scenarios=scenarios, warn=warn).collect()
         input_errors = [str(error) for error in errors]
     else:
         cards, input_errors = judge_api.stored_cards(db), []
@@ -169,7 +179,7 @@ def run_probes(
 
         for line in warning_lines(models, (c.model for c in runs)):
             warn(line)
-    cases, skipped, notes = build_cases(runs, chosen, cfg)
+    cases, skipped, notes = build_cases(runs, chosen, cfg, read)
     judging = probe_cases(runs, cases, models, db=db, rubric=rubric, **judge_options)
 
     probed = {c.run_id for c in runs}
