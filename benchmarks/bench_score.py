@@ -1,7 +1,7 @@
 """Benchmark `evalkit score`: one core against json.loads, two workers against one, Ray against one,
 and peak memory at N and 10·N files.
 
-    python benchmarks/bench_score.py [--n 300] [--no-ray]
+    python benchmarks/bench_score.py [--n 300] [--no-ray] [--argument-rules]
 
 Generates N and 10·N realistic trajectories (tens of records each, snapshots of a few KB) in a
 temporary directory, then measures in one run (best of 3 for each timing):
@@ -21,7 +21,9 @@ Timings use the 10·N corpus (3,000 files by default).
               once against one alone (two busy cores of a shared VM each run slower). Peak RSS is
 measured in a fresh `evalkit score --format jsonl` (database written, default workers) over N and
 over 10·N files: the parent's and the largest worker's. Targets: one core ≤ 1.3× decode; 2 workers
-≤ 0.6× one worker; Ray output identical; RSS flat (ratio close to 1).
+≤ 0.6× one worker; Ray output identical; RSS flat (ratio close to 1). ``--argument-rules``: the
+one-core lines only, on runs of 5 to 40 calls against a scenario with argument rules (target ≤ 4×
+decode).
 """
 
 from __future__ import annotations
@@ -197,6 +199,75 @@ def make_runs(directory: Path, n: int) -> None:
         write_jsonl(directory / f"run-{i:06d}.jsonl", recs)
 
 
+# A scenario whose required and forbidden actions carry argument rules (keys, contains, a regular
+# expression, a number's tolerance): the corpus of ``--argument-rules``, runs of 5 to 40 calls.
+ARGUMENT_SCENARIO = {
+    "id": "book-trip",
+    "command_tools": ["hold_seat", "charge_card", "send_itinerary", "update_profile"],
+    "ground_truth": {
+        "procedure": [
+            {
+                "block": "book",
+                "ordered": True,
+                "actions": [
+                    {"tool": "hold_seat", "args": {"flight": "TP201"}, "args_match": {"keys": ["flight"]}},
+                    {
+                        "tool": "charge_card",
+                        "args": {"amount": 612.4, "currency": "EUR"},
+                        "args_match": {"keys": ["amount", "currency"], "compare": {"amount": {"abs_tol": 0.01}}},
+                    },
+                ],
+            },
+            {
+                "block": "tell",
+                "actions": [
+                    {
+                        "tool": "send_itinerary",
+                        "args": {"to": "ana@example.com", "body": "TP201"},
+                        "args_match": {"mode": "contains", "compare": {"body": {"regex": "(?i)tp ?201"}}},
+                    }
+                ],
+            },
+        ],
+        "forbidden_actions": [
+            {
+                "tool": "charge_card",
+                "args": {"amount": 1224.8},
+                "args_match": {"keys": ["amount"]},
+                "severity": "dangerous",
+            }
+        ],
+    },
+    "success": {"final_state": [{"var": "booking.status", "op": "==", "value": "ticketed"}]},
+}
+
+
+def make_argument_runs(directory: Path, n: int) -> None:
+    from evalkit.trajectory.builders import call
+
+    tools = ARGUMENT_SCENARIO["command_tools"]
+    for i in range(n):
+        calls = [say(f"Run {i}: looking for flights.")]
+        for k in range(5 + i % 36):  # 5 to 40 calls
+            kind = (i + k) % 5
+            if kind == 0:
+                calls.append(
+                    call("search_flights", {"from": "LIS", "to": "JFK", "day": k}, result={"flights": ["TP201"]})
+                )
+            elif kind == 1:
+                calls.append(call("hold_seat", {"flight": "TP201", "seat": f"{k}A"}))
+            elif kind == 2:
+                calls.append(call("charge_card", {"amount": 612.4 + (k % 3) * 0.001, "currency": "EUR", "ref": i}))
+            elif kind == 3:
+                calls.append(
+                    call("send_itinerary", {"to": "ana@example.com", "body": f"Your flight TP 201, seat {k}A"})
+                )
+            else:
+                calls.append(call("update_profile", {"name": "Ana", "prefs": {"seat": "window", "meal": "veg"}}))
+        recs = trajectory(ARGUMENT_SCENARIO, calls, run_id=f"args-{i:06d}", model=f"model-{i % 4}", tool_surface=tools)
+        write_jsonl(directory / f"run-{i:06d}.jsonl", recs)
+
+
 def best_of(fn, repeat: int = 3, clock=time.process_time) -> float:
     times = []
     for _ in range(repeat):
@@ -318,11 +389,19 @@ def main() -> None:
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray measurement")
     parser.add_argument("--ceiling-only", action="store_true", help="only the whole-process CPU split and Amdahl lines")
     parser.add_argument("--one-core-only", action="store_true", help="only the decode and one-core lines (best of 5)")
+    parser.add_argument(
+        "--argument-rules",
+        action="store_true",
+        help="the one-core lines on runs of 5-40 calls against a scenario with argument rules (target <= 4)",
+    )
     args = parser.parse_args()
+    if args.argument_rules:
+        args.one_core_only = True
     with tempfile.TemporaryDirectory() as tmp:
         small, large = Path(tmp, "n"), Path(tmp, "n10")
-        make_runs(small, args.n)
-        make_runs(large, args.n * 10)
+        make = make_argument_runs if args.argument_rules else make_runs
+        make(small, args.n)
+        make(large, args.n * 10)
         files = sorted(large.glob("*.jsonl"))
         size = sum(f.stat().st_size for f in files)
         records = sum(1 for f in files for line in f.read_text().splitlines() if line.strip())
@@ -339,7 +418,8 @@ def main() -> None:
         t_one = best_of(lambda: score_jsonl(large), repeat)
         print(f"json-decode only      : {t_decode:.3f} s CPU")
         print(
-            f"one core, jsonl no db : {t_one:.3f} s CPU   ratio one-core/decode = {t_one / t_decode:.2f}  (target <= 1.3)"
+            f"one core, jsonl no db : {t_one:.3f} s CPU   ratio one-core/decode = {t_one / t_decode:.2f}  "
+            f"(target <= {4 if args.argument_rules else 1.3})"
         )
         t_plain = best_of(lambda: score_jsonl(large, observe=False), repeat)
         print(
