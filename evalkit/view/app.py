@@ -401,14 +401,9 @@ class _View:
 
     async def review_form(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        try:
-            form = await _form(request)
-        except BodyRefused as exc:
-            return self.error_page(request, exc.status, "Refused", str(exc))
-        if form is None or not hmac.compare_digest(form.get("csrf", ""), self.token):
-            return self.error_page(
-                request, 403, "Refused", "the form's CSRF token is missing or wrong: reload the page"
-            )
+        form = await self.checked_form(request)
+        if isinstance(form, Response):
+            return form
         body = {
             "reviewer": form.get("reviewer", ""),
             "ratings": {k.removeprefix("rating."): v for k, v in form.items() if k.startswith("rating.")},
