@@ -45,7 +45,7 @@ def gate_uses(
         if (surface is not None and call.name not in surface) or call.is_error:
             continue
         if call.name in command_tools:
-            key = match_key(call.name, call.args)
+            key = match_key(call.name, call.args) if any(g.action.key is not None for g in gates) else None
             for gate in gates:
                 if gate.action.matches(call, key):
                     pool = pools[gate.index]

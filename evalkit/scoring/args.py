@@ -281,7 +281,8 @@ class Gate:
     per_call: bool
 
     def approves(self, call: Any) -> bool:
-        if not self.approval.matches(call, match_key(call.name, call.args)):
+        key = match_key(call.name, call.args) if self.approval.key is not None else None
+        if not self.approval.matches(call, key):
             return False
         return not self.has_result or result_contains(self.result, getattr(call, "result", None))
 
@@ -297,6 +298,9 @@ class Catalog:
     required_lookup: Lookup
     gates: list[Gate]
     required_tools: frozenset[str]  # tools a required action names: their other calls are extraneous
+    # the tools of the actions compared by match key (no argument rule of their own): a call of any
+    # other tool is matched by its tool and arguments alone, and its key is never computed
+    key_tools: frozenset[str]
 
     @classmethod
     def of(cls, scenario: Any) -> Catalog:
@@ -321,14 +325,18 @@ class Catalog:
             )
             for i, g in enumerate(gt.gated_actions)
         ]
+        optional = [expect(a) for a in gt.optional_actions]
+        forbidden = [expect(a) for a in gt.forbidden_actions]
+        keyed = [*required, *optional, *forbidden, *(e for g in gates for e in (g.action, g.approval))]
         return cls(
             required=required,
-            optional=Lookup([expect(a) for a in gt.optional_actions]),
-            forbidden=Lookup([expect(a) for a in gt.forbidden_actions]),
+            optional=Lookup(optional),
+            forbidden=Lookup(forbidden),
             severities=[a.severity or "dangerous" for a in gt.forbidden_actions],
             required_lookup=Lookup(required),
             gates=gates,
             required_tools=frozenset(e.tool for e in required),
+            key_tools=frozenset(e.key[0] for e in keyed if e.key is not None),
         )
 
 

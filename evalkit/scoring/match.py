@@ -32,7 +32,8 @@ def match_with_rules(required: list[Expect], commands: list[Any], keys: list[tup
     free: dict[tuple, deque[int]] = {}
     by_tool: dict[str, list[int]] = {}
     for pos, (call, key) in enumerate(zip(commands, keys)):
-        free.setdefault(key, deque()).append(pos)
+        if key is not None:  # None: a call no action compares by key (Catalog.key_tools)
+            free.setdefault(key, deque()).append(pos)
         by_tool.setdefault(call.name, []).append(pos)
     assigned = bytearray(len(keys))
     taken: list[int | None] = []

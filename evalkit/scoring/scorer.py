@@ -36,15 +36,18 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
 
     calls = split_calls(traj.tool_calls(), surface, index.command_tools)
     commands = calls.commands
-    keys = [call_key(c) for c in commands]
     gated: list[GatedCall] | None = None
     gt = scenario.ground_truth
     if index.plain:
+        keys = [call_key(c) for c in commands]
         taken = match_required(index.required, keys)
         rows = classify_commands(commands, keys, taken, index)
         listed = listed_plain(rows, keys, index, gt)
     else:
         catalog = rules_of(scenario)
+        # a call's match key only where an action compares by it: freezing arguments is most of the cost
+        keyed = catalog.key_tools
+        keys = [call_key(c) if c.name in keyed else None for c in commands]
         taken = match_with_rules(catalog.required, commands, keys)
         uses = gate_uses(traj.tool_calls(), surface, index.command_tools, catalog.gates) if catalog.gates else {}
         listed = []
