@@ -221,9 +221,8 @@ class Scoring:
                     yield from pieces.cards
                 else:
                     yield Output(pieces.output, good)
-                pieces = (
-                    None  # stored after the consumer had the batch: a long run's text is not held through its write
-                )
+                # written after the consumer had the batch: a long run's text is not held through its write
+                pieces = None
                 writer.flush_if_full()
             if noted and on_finding is not None:
                 for line in scenario_lines(noted, job.scenarios, engine, workers):
