@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.scoring.args import Gate
-from evalkit.trajectory.values import match_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +44,8 @@ def gate_uses(
         if (surface is not None and call.name not in surface) or call.is_error:
             continue
         if call.name in command_tools:
-            key = match_key(call.name, call.args) if any(g.action.key is not None for g in gates) else None
             for gate in gates:
-                if gate.action.matches(call, key):
+                if gate.action.matches(call):
                     pool = pools[gate.index]
                     used = pool[0] if pool else None
                     if used is not None and gate.per_call:

@@ -234,9 +234,13 @@ class Expect:
         self.rule = rule
         self.key = action.key if cockpit or (rule.plain and not self.any_args) else None
 
-    def matches(self, call: Any, key: tuple) -> bool:
+    def matches(self, call: Any, key: tuple | None = None) -> bool:
+        """Whether ``call`` is this action; ``key``: the call's match key, computed here when it is
+        None and this action is compared by key (a key's first part is always the call's tool)."""
         if self.key is not None:
-            return key == self.key
+            if call.name != self.key[0]:
+                return False
+            return (key if key is not None else match_key(call.name, call.args)) == self.key
         if call.name != self.tool:
             return False
         return self.any_args or args_match(self.rule, self.args, call.args)
@@ -281,8 +285,7 @@ class Gate:
     per_call: bool
 
     def approves(self, call: Any) -> bool:
-        key = match_key(call.name, call.args) if self.approval.key is not None else None
-        if not self.approval.matches(call, key):
+        if not self.approval.matches(call):
             return False
         return not self.has_result or result_contains(self.result, getattr(call, "result", None))
 
