@@ -7,19 +7,13 @@ import sys
 import click
 
 from evalkit.commands.exitcodes import EXIT_WARNINGS
-from evalkit.commands.kit import EXIT_BAD_INPUT, fail, warn
+from evalkit.commands.kit import EXIT_BAD_INPUT, fail, scenarios_option, warn
 
 
 def register(group: click.Group) -> None:
     @group.command("check")
     @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-    @click.option(
-        "--scenarios",
-        "scenario_files",
-        multiple=True,
-        type=click.Path(exists=True, dir_okay=False),
-        help="Scenario file (repeatable) for runs whose meta names a scenario_id.",
-    )
+    @scenarios_option("Scenario file (repeatable) for runs whose meta names a scenario_id.")
     @click.option("--strict", is_flag=True, help="Exit 2 when there are warnings (for CI).")
     def check(paths, scenario_files, strict):
         """Check scenario files and runs: every problem, one line each, nothing scored.

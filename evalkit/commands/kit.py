@@ -160,6 +160,14 @@ def resamples_option() -> Callable:
     )
 
 
+def scenarios_option(help: str) -> Callable:
+    """``--scenarios FILE`` (repeatable): scenario files for runs that name their scenario
+    (docs/scenarios.md); every command that reads runs takes it the same way."""
+    return click.option(
+        "--scenarios", "scenario_files", multiple=True, type=click.Path(exists=True, dir_okay=False), help=help
+    )
+
+
 def db_option(*, existing: bool = False, help: str = "SQLite database.") -> Callable:
     """``--db FILE`` (default evalkit.db). ``existing=True`` for commands that only read: a missing
     file is a usage error (exit 2) naming it, checked by click before the command runs."""
@@ -193,12 +201,8 @@ def judge_command(group: click.Group, name: str, db_help: str) -> Callable:
     :func:`judge_call_options` and ``--db``."""
 
     def declare(function: Callable) -> Callable:
-        function = click.option(
-            "--scenarios",
-            "scenario_files",
-            multiple=True,
-            type=click.Path(exists=True, dir_okay=False),
-            help="Scenario file (repeatable) for runs that name a scenario_id, as evalkit score takes it.",
+        function = scenarios_option(
+            "Scenario file (repeatable) for runs that name a scenario_id, as evalkit score takes it."
         )(function)
         function = judge_call_options(db_option(help=db_help)(function))
         function = click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))(function)

@@ -14,6 +14,7 @@ from evalkit.commands.kit import (
     format_option,
     output_file,
     rate_option,
+    scenarios_option,
     warn,
     workers_option,
 )
@@ -68,12 +69,8 @@ def register(group: click.Group) -> None:
     type=click.Path(file_okay=False),
     help="Also write the scorecards as Parquet into this new directory (the parquet extra).",
 )
-@click.option(
-    "--scenarios",
-    "scenario_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Scenario file (JSON, JSONL or TOML; repeatable) for runs whose meta names a scenario_id (docs/scenarios.md).",
+@scenarios_option(
+    "Scenario file (JSON, JSONL or TOML; repeatable) for runs whose meta names a scenario_id (docs/scenarios.md)."
 )
 @click.option(
     "--progress/--no-progress",
