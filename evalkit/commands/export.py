@@ -29,10 +29,10 @@ def parquet(directory: str, db_path: str) -> None:
     """
     from evalkit.errors import InputError
     from evalkit.output.atomic import OutputError
-    from evalkit.output.parquet import export_database, parquet_problem, pyarrow_problem
+    from evalkit.output.parquet import export_database, parquet_problem
 
     refuse_output_clash([("DIRECTORY", directory)], database=db_path)
-    if problem := parquet_problem(directory) or pyarrow_problem():
+    if problem := parquet_problem(directory):
         raise click.UsageError(problem)
     try:
         n = export_database(db_path, directory)

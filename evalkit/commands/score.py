@@ -299,8 +299,8 @@ def _inputs(
         if problem := ray_problem():
             raise ValueError(problem)
     if parquet_dir:
-        from evalkit.output.parquet import parquet_problem, pyarrow_problem
+        from evalkit.output.parquet import parquet_problem
 
-        if problem := parquet_problem(parquet_dir) or pyarrow_problem():
+        if problem := parquet_problem(parquet_dir):
             raise ValueError(problem)
     return found, skipped

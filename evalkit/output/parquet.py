@@ -184,16 +184,13 @@ def partition_name(scenario_id: str) -> str:
 
 
 def parquet_problem(directory: str | os.PathLike[str]) -> str | None:
-    """Why a directory cannot receive a Parquet export (it must be new or empty), or None."""
+    """Why Parquet cannot be written into ``directory`` (it must be new or empty, and pyarrow
+    installed), or None: `score --parquet` and `export parquet` say it as a usage error."""
     path = Path(directory)
     if path.exists() and not path.is_dir():
         return f"{path}: not a directory"
     if path.is_dir() and any(path.iterdir()):
         return f"{path}: directory is not empty (Parquet output goes to a new or empty directory)"
-    return None
-
-
-def pyarrow_problem() -> str | None:
     import importlib.util
 
     if importlib.util.find_spec("pyarrow") is None:
