@@ -201,3 +201,15 @@ def test_cli_judge_without_the_judge_extra_says_how_to_install_it(tmp_path, serv
     assert done.stderr.strip().splitlines()[-1] == (
         "error: the built-in judge needs the judge extra: pip install 'evalkit[judge]' (litellm is missing)"
     )
+
+
+def test_cli_judge_paths_with_a_bad_scenario_file_is_one_line_and_makes_no_database(tmp_path, server):
+    runs, _ = _runs_naming_their_scenario(tmp_path)
+    (tmp_path / "broken.json").write_text('[{"id": "x", "ground_truth": ', encoding="utf-8")
+    db = tmp_path / "never.db"
+    res = judge(str(db), server, str(runs), "--scenarios", str(tmp_path / "broken.json"))
+    assert res.exit_code == 1 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'broken.json'}:1: not valid JSON: EOF while parsing a value (column 29)"
+    ]
+    assert not db.exists() and server.count == 0

@@ -241,8 +241,13 @@ def _score_into(db_path: str, paths, scenario_files=()) -> tuple[list, list[str]
     from evalkit.db.scores import Store
     from evalkit.engines.pipeline import score_files
 
+    scenarios = None
+    if scenario_files:  # read first: a bad file makes no database
+        from evalkit.trajectory.scenario_files import load_scenarios
+
+        scenarios = load_scenarios(scenario_files)
     with Store(db_path) as store:
-        cards, errors = score_files(paths, store=store, scenarios=scenario_files or None, warn=warn).collect()
+        cards, errors = score_files(paths, store=store, scenarios=scenarios, warn=warn).collect()
     for error in errors:
         warn(str(error))
     return cards, [str(error) for error in errors]
