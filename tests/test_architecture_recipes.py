@@ -106,17 +106,16 @@ def test_worked_example_an_output_mode_is_one_record(monkeypatch):
 
 
 def test_worked_example_a_report_section_is_one_part_and_one_list_line(tmp_path, monkeypatch):
-    """A section built of page blocks and listed in PARTS shows in both outputs, emitters unchanged."""
+    """A section built of document blocks and listed in PARTS shows in both outputs, emitters unchanged."""
     import report_fixtures as rf
 
+    from evalkit.present.document import Grid, Lit, Para, Section
     from evalkit.report import build_report, render_html, render_markdown, sections
-    from evalkit.report.page import Grid, Lit, Para, Part
 
     def commands(report, links):
         rows = [[s["scenario_id"], Lit(str(s["runs"]))] for s in report["scenarios"]]
-        return Part(
-            "commands", "Runs per scenario", [Para(Lit("One row per scenario."), "lede"), Grid(["scenario", "n"], rows)]
-        )
+        blocks = [Para(Lit("One row per scenario."), "lede"), Grid(["scenario", "n"], rows)]
+        return Section(Lit("Runs per scenario"), blocks, anchor="commands")
 
     monkeypatch.setattr(sections, "PARTS", [*sections.PARTS, commands])
     rf.score_into(tmp_path / "evalkit.db", [rf.EXAMPLES / "a320" / "a320-opus-4-8-full-procedure.jsonl"])

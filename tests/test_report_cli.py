@@ -141,7 +141,7 @@ def test_report_never_imports_litellm(db, tmp_path):
         str(db),
         str(tmp_path / "l.html"),
     )
-    assert "evalkit.report.html" in loaded  # the report was made
+    assert "evalkit.report.render" in loaded  # the report was made
     assert among(loaded, ("litellm", "evalkit.judges.litellm_judge")) == []
 
 
@@ -171,7 +171,7 @@ def test_scenario_pages_are_replaced_whole_and_leave_no_temporary_directory(db, 
 
 
 def test_a_failed_scenario_page_keeps_the_previous_report(db, tmp_path, monkeypatch):
-    import evalkit.report.html as report_html
+    import evalkit.report.render as report_html
 
     html = tmp_path / "r.html"
     assert run("report", "--db", str(db), "--html", str(html)).exit_code == 0

@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 import pytest
 import report_fixtures as rf
 
+from evalkit.present.document import run_anchor
 from evalkit.report import build_report, render_html, render_markdown
-from evalkit.report.html import run_anchor
 
 SECTIONS = ("headline", "vector", "safety", "runs", "judge", "agreement", "provenance", "contamination")
 

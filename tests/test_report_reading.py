@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from report_browser import playwright_chromium
 
 from evalkit.cli import cli
-from evalkit.report.page import run_anchor
+from evalkit.present.document import run_anchor
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 WIDTH = 1280

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from evalkit.report.svg import bar_chart, heat_map, reliability_diagram
+from evalkit.present.svg import bar_chart, heat_map, reliability_diagram
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 

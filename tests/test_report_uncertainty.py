@@ -8,8 +8,8 @@ import re
 import pytest
 from audit_helpers import card, save_cards
 
+from evalkit.present.svg import bar_chart
 from evalkit.report import build_report, render_html, render_markdown
-from evalkit.report.svg import bar_chart
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ from safety_helpers import example_cards, forbidden_row, with_forbidden
 
 from evalkit.db import open_readonly
 from evalkit.db.scores import Store
+from evalkit.present.document import run_anchor
 from evalkit.report import build_report
 from evalkit.report.data import iter_scenarios
-from evalkit.report.html import run_anchor
 
 
 @pytest.fixture(scope="module")

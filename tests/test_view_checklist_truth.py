@@ -171,7 +171,7 @@ def test_a_forced_push_is_hit_by_its_command_on_the_page_the_api_and_the_report(
     row = page.split('id="forbidden"')[1].split("</tr>")[0]
     assert "git_push" in row and "hit by" in row and "not done" not in row
     html = render_html(build_report(corpus_db, made_at="2026-01-01T00:00:00Z", all_runs=True))
-    from evalkit.report.page import run_anchor
+    from evalkit.present.document import run_anchor
 
     drill = html.split(f'id="{run_anchor("alpha-force-push")}"')[1].split("</details>")[0]
     assert "forbidden (dangerous)</td><td>git_push({&quot;force&quot;:true})" in drill

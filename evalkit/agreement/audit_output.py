@@ -12,7 +12,8 @@ from typing import Any
 
 from evalkit.agreement.view import audit_sections
 from evalkit.present import Table, md_text, sanitize
-from evalkit.present.document import markdown_lines, text_lines
+from evalkit.present.to_markdown import markdown_lines
+from evalkit.present.to_text import text_lines
 
 CSV_COLUMNS = ("section", "name", "slice", "key", "statistic", "value", "reason")
 # The tidy CSV lists, per pairing and per dimension, these fields around the registered statistics

@@ -583,6 +583,7 @@ def _probe_bars(entries: list[dict]) -> list[Chart]:
                     f"{name}: unchanged rate on the least robust dimension (1 = the probe never moved "
                     "the judge) and fooled rate (0 = never fooled)",
                     bars=bars,
+                    label_chars=48,
                 )
             )
     return charts

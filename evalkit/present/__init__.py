@@ -2,8 +2,10 @@
 
 - :mod:`evalkit.present.safe`: the one console sanitizer (control and bidi characters shown
   escaped), the markdown-cell rule and the CSV-cell rule (formula injection neutralised).
-- :mod:`evalkit.present.document`: the document model of every view (sections of tables and
-  charts, :class:`~evalkit.present.document.ViewTable`) and its text, markdown and HTML emitters.
+- :mod:`evalkit.present.document`: the one document model (sections of headings, paragraphs,
+  tables, charts and details; whole pages) that the audit, the probes and the report build, and
+  its emitters :mod:`~evalkit.present.to_text`, :mod:`~evalkit.present.to_markdown` and
+  :mod:`~evalkit.present.to_html` (SVG charts from :mod:`~evalkit.present.svg`).
 - :mod:`evalkit.present.table`: :class:`Table` (headers, rows, notes) with text, markdown, csv and
   html emitters; the row-at-a-time emitters serve streamed output (``evalkit score``).
 

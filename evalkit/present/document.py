@@ -1,31 +1,134 @@
-"""The document model of every view: sections of tables and charts, built once and emitted as
-text, markdown or HTML (all three here; the HTML page draws each chart with a function it is
-given, the report's SVG charts, since the view layer sits below the report).
+"""The one document model: what the audit, the probes, the report and its summary show, as sections
+of blocks with inline content, built once and written by the emitters in text
+(:mod:`evalkit.present.to_text`), markdown (:mod:`evalkit.present.to_markdown`) or HTML
+(:mod:`evalkit.present.to_html`). A builder states everything, including where two formats show
+different things (an :class:`Only` part); an emitter walks the structure and writes its syntax, it
+chooses nothing.
 
-A view is a list of :class:`Section`: a heading, an optional intro sentence, and blocks in reading
-order, each a :class:`ViewTable` (a :class:`~evalkit.present.Table` plus the hints a renderer
-needs: which column holds run ids, which the judge's own words) or a :class:`Charts` block
-(confusion matrices, reliability bands and rates as bars: SVG in HTML, tables in text and
-markdown). Cells are text computed once by the view that builds the section: :func:`stat_text`
-writes numbers to 3 places, a statistic's bootstrap interval in brackets after it, and an
-undefined statistic as ``n/a (k)`` with its reason as note ``(k) ...`` under its table
-(:class:`Notes`).
+Inline content (a heading, a paragraph, a grid cell) is a ``str``, a mark, or a list of them:
 
-The audit's sections are :mod:`evalkit.agreement.view`; ``evalkit probe`` adds its own
-(:mod:`evalkit.probes.view`); the report renders the same sections.
+- ``str`` is text from a database or a formatter: every emitter escapes it (through
+  :mod:`evalkit.present.safe`);
+- :class:`Lit` is evalkit's own words (may hold backticks for a command): written as they are,
+  HTML escaping only ``& < >``;
+- the marks (:class:`Strong`, :class:`Em`, :class:`Term`, :class:`Badge`, :class:`Link`,
+  :class:`Target`, :class:`Code`, :class:`Styled`) say what a piece is; each emitter has one way
+  of writing each (markdown and text have no anchors: a link shows its text).
+
+Blocks: :class:`Section` (a heading, an intro sentence, blocks; a section inside a section is one
+heading level down), :class:`Heading`, :class:`Para`, :class:`Grid` (cells of inline content),
+:class:`ViewTable` (a :class:`~evalkit.present.Table` built by a view, with the hints a renderer
+needs: which column holds run ids, which the judge's own words), :class:`Chart` and
+:class:`Charts` (SVG in HTML, a table in text and markdown), :class:`Details`, :class:`ItemList`,
+:class:`Facts`; :class:`Page` is a whole HTML page of sections. A layer above may add blocks of its
+own and give each emitter the function that writes it (the report's run table and drill-downs).
+
+Cells of a view's tables are text computed once by the view: :func:`stat_text` writes numbers to
+3 places, a statistic's interval in brackets after it, and an undefined statistic as ``n/a (k)``
+with its reason as note ``(k) ...`` under its table (:class:`Notes`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Union
 
-from evalkit.present.safe import html_text, md_text, sanitize
-from evalkit.present.table import Html, Markdown, Table, scalar_text
+from evalkit.present.safe import md_text
+from evalkit.present.table import Markdown, Table, scalar_text
 
+HTML, MARKDOWN, TEXT = "html", "markdown", "text"
 RATIONALE_IN_TEXT = 80  # a terminal line; HTML and markdown show the whole rationale
+
+
+def run_anchor(run_id: str) -> str:
+    """A stable, id-safe page anchor for a run, whatever characters its id holds."""
+    return "run-" + hashlib.sha1(run_id.encode("utf-8")).hexdigest()[:12]
+
+
+# ------------------------------------------------------------------------------------------ inline
+
+
+@dataclass(frozen=True)
+class Lit:
+    """evalkit's own words (never text from a database)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Content with a meaning; each emitter writes each kind of mark one way."""
+
+    content: Inline
+
+
+class Strong(Mark):
+    pass
+
+
+class Em(Mark):
+    pass
+
+
+class Term(Mark):
+    """A term being defined: plain on the page, bold in markdown (which has no small print)."""
+
+
+class Code(Mark):
+    pass
+
+
+@dataclass(frozen=True)
+class Badge(Mark):
+    """A flag after a value (``n<3``, ``unsafe runs``, a run's status): a coloured pill of class
+    ``badge kind`` on the page (with ``title`` as its tooltip), bold in markdown."""
+
+    kind: str = ""
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Link(Mark):
+    """A link to ``#anchor`` on the page, or on the page ``page`` (a relative URL) when given."""
+
+    anchor: str = ""
+    page: str = ""
+
+
+@dataclass(frozen=True)
+class Target(Mark):
+    """Content carrying the page anchor ``anchor`` (where links to it land)."""
+
+    anchor: str = ""
+
+
+@dataclass(frozen=True)
+class Styled(Mark):
+    """Content in the page's style ``cls`` (a command class colour, small print)."""
+
+    cls: str = ""
+
+
+@dataclass(frozen=True)
+class Break:
+    """A line break inside a cell."""
+
+
+@dataclass(frozen=True)
+class Only:
+    """Content (inline or blocks) shown in one format only: ``HTML``, ``MARKDOWN`` or ``TEXT``."""
+
+    format: str
+    content: Any
+
+
+Inline = Union[str, Lit, Mark, Break, Only, "Details", list]
+
+
+# ------------------------------------------------------------------------------- cells of a view
 
 
 class Notes:
@@ -72,15 +175,69 @@ def stat_text(value: Any, notes: Notes | None = None) -> str:
     return num(value)
 
 
+# ------------------------------------------------------------------------------------------ blocks
+
+
+@dataclass
+class Section:
+    """A heading, an optional ``intro`` sentence (text, escaped) and blocks in reading order. A
+    section with an ``anchor`` is a part of a page (an ``<section>`` of class ``cls`` that the
+    page's menu links to); a section inside a section is one heading level down."""
+
+    heading: Inline
+    blocks: list[Any] = field(default_factory=list)
+    intro: str = ""
+    anchor: str = ""
+    cls: str = ""
+
+
+@dataclass
+class Heading:
+    """A sub-heading of ``level`` with an optional page anchor."""
+
+    level: int
+    content: Inline
+    anchor: str = ""
+
+
+# A paragraph's kind: its class on the page, and how markdown marks it.
+PARAGRAPH_KINDS = ("plain", "lede", "note", "absent", "aside", "banner", "undeclared")
+
+
+@dataclass
+class Para:
+    """A paragraph of ``kind`` (one of :data:`PARAGRAPH_KINDS`): ``lede`` introduces a section,
+    ``note`` is small print, ``absent`` says a section has no data, ``aside`` is a by-line,
+    ``banner`` the judge section's warning, ``undeclared`` the missing contamination declaration."""
+
+    content: Inline
+    kind: str = "plain"
+
+    def __post_init__(self) -> None:
+        if self.kind not in PARAGRAPH_KINDS:
+            raise ValueError(f"paragraph kind {self.kind!r}: one of {', '.join(PARAGRAPH_KINDS)}")
+
+
+@dataclass
+class Grid:
+    """A table of inline cells; ``numeric`` columns are right-aligned on the page (markdown's are
+    left-aligned); ``cls`` is its class on the page."""
+
+    headers: list[str]
+    rows: list[list[Inline]]
+    cls: str = ""
+    numeric: frozenset[int] = frozenset()
+
+
 @dataclass
 class ViewTable:
-    """A kit :class:`Table` (its ``title`` is the block's sub-heading) and rendering hints:
-    ``name`` (stable; the HTML class), ``run_column`` (cells that are run ids: the report links
-    them to its run table), ``quote_column`` (the judge's own words: quoted in HTML, excerpted in a
+    """A kit :class:`Table` (its ``title``, when set, is the block's sub-heading) and rendering
+    hints: ``name`` (stable; the HTML class), ``run_column`` (cells that are run ids: a page links
+    those it explains), ``quote_column`` (the judge's own words: quoted in HTML, excerpted in a
     terminal) and ``short_limit`` (rows shown where the output must stay short)."""
 
     table: Table
-    name: str
+    name: str = ""
     run_column: int | None = None
     quote_column: int | None = None
     short_limit: int | None = None
@@ -111,8 +268,11 @@ class ViewTable:
 @dataclass
 class Chart:
     """A confusion matrix (``rows`` judge labels, ``cols`` mechanical labels, ``matrix`` counts),
-    reliability bands (``bands``: ``lo``, ``hi``, ``n``, ``confidence``, ``accuracy``) or rates as
-    bars (``bars``: ``label``, ``value``, ``low``, ``high`` on [0, 1])."""
+    reliability bands (``bands``: ``lo``, ``hi``, ``n``, ``confidence``, ``accuracy``) or bars
+    (``bars``: ``label``, ``value``, ``low``, ``high``, ``flag``; drawn on an axis to
+    ``max_value``, ``None`` scaling to the largest value; values written with ``value_format``;
+    labels clipped at ``label_chars``). Alone it is a block; :class:`Charts` sets several side by
+    side."""
 
     kind: str  # "confusion" | "reliability" | "bars"
     title: str
@@ -124,6 +284,9 @@ class Chart:
     bars: list[dict] = field(default_factory=list)
     row_axis: str = "judge"
     col_axis: str = "mechanical"
+    max_value: float | None = 1.0
+    value_format: str = ".2f"
+    label_chars: int = 40
 
     def table(self) -> Table:
         """The chart as a table, where no picture can be drawn (text, markdown)."""
@@ -147,102 +310,63 @@ class Chart:
         return Table(["band", "n", "mean confidence", "accuracy"], rows, title=self.caption)
 
 
+def bars(items: list[tuple[str, Any]], intervals: list | None = None, flags: list | None = None) -> list[dict]:
+    """:attr:`Chart.bars` from ``(label, value)`` pairs, each one's ``[low, high]`` (or None) and flag."""
+    out = []
+    for i, (label, value) in enumerate(items):
+        ci = intervals[i] if intervals else None
+        low, high = (ci[0], ci[1]) if ci is not None else (None, None)
+        flag = bool(flags[i]) if flags else False
+        out.append({"label": label, "value": value, "low": low, "high": high, "flag": flag})
+    return out
+
+
 @dataclass
 class Charts:
+    """Charts side by side under an optional sub-heading."""
+
     title: str
     charts: list[Chart]
 
 
 @dataclass
-class Section:
-    heading: str
-    blocks: list[ViewTable | Charts] = field(default_factory=list)
-    intro: str = ""
+class Details:
+    """Collapsed content: ``summary`` is shown, ``blocks`` open under it."""
+
+    summary: Inline
+    blocks: list[Any]
 
 
-def text_lines(sections: list[Section]) -> list[str]:
-    """Fixed-width text: ``== heading ==``, the intro, ``-- title --`` above each sub-table."""
-    out: list[str] = []
-    for s in sections:
-        out += ["", f"== {sanitize(s.heading)} =="]
-        if s.intro:
-            out.append(sanitize(s.intro))
-        for block in s.blocks:
-            tables = [block.excerpted()] if isinstance(block, ViewTable) else [c.table() for c in block.charts]
-            if block.title:
-                out += ["", f"-- {sanitize(block.title)} --"]
-            for t in tables:
-                if isinstance(block, Charts):
-                    out += ["", sanitize(t.title)]
-                out += t.text_lines()
-    return out
+@dataclass
+class ItemList:
+    """A titled bullet list."""
+
+    title: str
+    items: list[Inline]
 
 
-def markdown_lines(sections: list[Section], level: int = 2, short: bool = False) -> list[str]:
-    """GitHub markdown, headings from ``level``; ``short`` cuts long tables (a pull-request comment)."""
-    out: list[str] = []
-    h, sub = "#" * level, "#" * (level + 1)
-    for s in sections:
-        out += [f"{h} {md_text(s.heading)}", ""]
-        if s.intro:
-            out += [md_text(s.intro), ""]
-        for block in s.blocks:
-            if block.title:
-                out += [f"{sub} {md_text(block.title)}", ""]
-            if isinstance(block, Charts):
-                for chart in block.charts:
-                    t = chart.table()
-                    out += [f"**{md_text(t.title)}**", ""] + t.markdown_lines() + [""]
-                continue
-            table, left = block.shortened() if short else (block.table, 0)
-            out += table.markdown_lines() + [""]
-            if left:
-                out += [f"_{left} more in the HTML report._", ""]
-    return out
+@dataclass
+class Facts:
+    """Key/value lines (the provenance); ``last`` is the one line that changes between two
+    documents of the same database (``made at``), set apart (class ``last_cls`` on the page)."""
+
+    items: list[tuple[str, str]]
+    last: tuple[str, str]
+    last_cls: str
+    cls: str = ""
 
 
-def _html_table(vt: ViewTable, run_link: Callable[[str], str | None]) -> str:
-    """A view table as HTML: a run id ``run_link`` gives an anchor for links there, the judge's
-    words are quoted."""
-    table = vt.table
-    r, q = vt.run_column, vt.quote_column
-    if r is not None or q is not None:
-        rows = []
-        for row in table.rows:
-            cells = list(row)
-            anchor = run_link(cells[r]) if r is not None else None
-            if anchor is not None:
-                cells[r] = Html(f'<a href="#{html_text(anchor)}">{html_text(cells[r])}</a>', cells[r])
-            if q is not None and cells[q]:
-                cells[q] = Html(f"<blockquote>{html_text(cells[q])}</blockquote>", cells[q])
-            rows.append(cells)
-        table = replace(table, rows=rows)
-    return table.to_html(vt.name)
+@dataclass
+class Page:
+    """A whole HTML page: ``title``, the ``generator`` (evalkit's version), the ``nav`` (anchor,
+    label), the sections in order, and the ``footer``; ``home`` (a relative URL) links back to a
+    main page; ``runs`` are the run ids whose details the page holds (a run id in a view table's
+    run column links there)."""
 
-
-def html_blocks(
-    sections: list[Section],
-    draw: Callable[[Chart], str],
-    run_link: Callable[[str], str | None] = lambda run_id: None,
-    level: int = 3,
-) -> str:
-    """HTML: a heading of ``level`` per section, one level below per block's title; each chart is
-    ``draw(chart)`` (an ``<svg>`` element) in a figure with its caption; ``run_link(run_id)`` is
-    the anchor a run-id cell links to (``None``: no link)."""
-    h, sub = f"h{level}", f"h{level + 1}"
-    out = []
-    for s in sections:
-        out.append(f"<{h}>{html_text(s.heading)}</{h}>")
-        if s.intro:
-            out.append(f'<p class="lede">{html_text(s.intro)}</p>')
-        for block in s.blocks:
-            if block.title:
-                out.append(f"<{sub}>{html_text(block.title)}</{sub}>")
-            if isinstance(block, ViewTable):
-                out.append(_html_table(block, run_link))
-                continue
-            figures = "".join(
-                f"<figure>{draw(c)}<figcaption>{html_text(c.caption)}</figcaption></figure>" for c in block.charts
-            )
-            out.append(f'<div class="charts">{figures}</div>')
-    return "".join(out)
+    title: str
+    generator: str
+    nav: list[tuple[str, str]]
+    sections: list[Any]
+    footer: str
+    home: str = ""
+    runs: Collection[str] = ()

@@ -10,7 +10,9 @@ from typing import Any
 
 from evalkit.agreement.view import probes_section
 from evalkit.present import Table, md_text, sanitize
-from evalkit.present.document import Section, ViewTable, markdown_lines, text_lines
+from evalkit.present.document import Section, ViewTable
+from evalkit.present.to_markdown import markdown_lines
+from evalkit.present.to_text import text_lines
 
 
 def cases_section(result: dict[str, Any]) -> Section:

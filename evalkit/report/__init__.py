@@ -23,8 +23,7 @@ from urllib.parse import quote
 from evalkit.output.atomic import output_error, write_text_atomic
 from evalkit.report.contamination import load_contamination
 from evalkit.report.data import ReportError, build_report, made_at_now
-from evalkit.report.html import render_html
-from evalkit.report.markdown import render_markdown
+from evalkit.report.render import render_html, render_markdown
 
 __all__ = [
     "ReportError",
@@ -68,7 +67,7 @@ def write_html(db_path: str | os.PathLike[str], report: dict, html: str | os.Pat
     through a temporary file and a rename. Raises OutputError naming the path that failed."""
     from evalkit.db import open_readonly
     from evalkit.report.data import iter_scenarios
-    from evalkit.report.html import render_scenario_page
+    from evalkit.report.render import render_scenario_page
 
     html = Path(html)
     final = pages_dir(html)

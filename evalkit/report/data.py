@@ -1,7 +1,7 @@
 """Assemble the report: one plain dict, read from the evalkit SQLite database.
 
-The dict is the single source both renderers (:mod:`evalkit.report.html`,
-:mod:`evalkit.report.markdown`) draw from, so the HTML page and the markdown summary always say
+The dict is the single source both outputs (:mod:`evalkit.report.render`:
+the page and the summary) draw from, so the HTML page and the markdown summary always say
 the same thing. It holds only JSON-compatible values; lists are sorted, so the same database gives
 the same dict (the one exception is ``made_at``, which the caller may pin).
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from typing import Any
 
+from evalkit.present.document import run_anchor
 from evalkit.present.safe import html_text, sanitize
-from evalkit.report.page import run_anchor
+from evalkit.report import fmt
 from evalkit.view import drilldown
 
 ALL_RUNS_UP_TO = 200
@@ -317,3 +319,71 @@ def render_run(d: dict) -> str:
         f"<div><h4>Ground truth</h4>{_checklist(d['checklist'])}"
         f"<h4>Judge</h4>{_annotations(d)}</div></div></details>"
     )
+
+
+@dataclass
+class RunDetails:
+    """One run's drill-down, collapsed (a page block: its transcript, checklist and judge
+    annotations, as :func:`drilldown_data` reads them)."""
+
+    drilldown: dict
+
+
+@dataclass
+class RunTable:
+    """Every run of one scenario, one row each (a page block: a scenario page's table, written by
+    one tight loop because it holds thousands of rows). ``runs`` are the report's run dicts;
+    ``drilled`` the run ids with a drill-down on the same page (their id links to it)."""
+
+    runs: list[dict]
+    drilled: set[str]
+
+
+RUN_TABLE_HEADERS = [
+    "run",
+    "model",
+    "rank",
+    "score",
+    "coverage",
+    "order",
+    "end state",
+    "passed",
+    "dangerous / anti-proc.",
+    "extraneous",
+    "commands",
+    "disagreements",
+]
+
+
+def render_run_table(b: RunTable) -> str:
+    """A scenario's runs, one row each, written directly: the same escaping (:func:`html_text` on
+    every database value) and classes as the other tables."""
+    rows = []
+    for r in b.runs:
+        rid, anchor = html_text(r["run_id"]), run_anchor(r["run_id"])
+        cell = f'<a href="#{anchor}">{rid}</a>' if r["run_id"] in b.drilled else f'<span id="{anchor}">{rid}</span>'
+        if r.get("path"):
+            cell += f'<br><span class="note">{html_text(r["path"])}</span>'
+        note = html_text(fmt.status_note(r))
+        if r["unsafe"]:
+            note = f'<span class="badge unsafe">{note}</span>'
+        elif r["rank"] is None:
+            note = f'<span class="badge status">{note}</span>'
+        nums = "".join(f'<td class="num">{fmt.num(r[k])}</td>' for k in ("scalar", "coverage", "order", "end_state"))
+        rows.append(
+            f"<tr><td>{cell}</td><td>{html_text(r['model'])}</td><td>{note}</td>{nums}"
+            f"<td>{fmt.num(r['all_passed'])}</td>"
+            f'<td class="num">{r["safety_dangerous"]} / {r["safety_anti_procedure"]}</td>'
+            f'<td class="num">{r["extraneous"]}</td><td class="num">{r["n_commands"]}</td>'
+            f'<td class="num">{r["disagreements"]}</td></tr>'
+        )
+    head = "".join(f"<th>{h}</th>" for h in RUN_TABLE_HEADERS)
+    return (
+        f'<div class="table-wrap"><table class="runs"><thead><tr>{head}</tr></thead><tbody>\n'
+        + "\n".join(rows)
+        + "\n</tbody></table></div>"
+    )
+
+
+# The page blocks defined here and the functions that write them (the HTML emitter's ``custom``).
+BLOCKS = {RunDetails: lambda b: render_run(b.drilldown), RunTable: render_run_table}

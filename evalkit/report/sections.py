@@ -1,45 +1,45 @@
 """The report's sections, built once from the report dict (:mod:`evalkit.report.data`) as one
-:class:`~evalkit.report.page.Page`: every heading, sentence, table and chart the page and the
+:class:`~evalkit.present.document.Page`: every heading, sentence, table and chart the page and the
 summary show, and where they differ (the page's charts, links and run details; the summary's
 caps for a pull-request comment, GitHub allowing 65,536 characters).
 
-To add a section: its data in :mod:`evalkit.report.data`, its :class:`~evalkit.report.page.Part`
+To add a section: its data in :mod:`evalkit.report.data`, its :class:`~evalkit.present.document.Section`
 here (a function and its line in :data:`PARTS`; for the page's menu, a line in :data:`NAV`);
 the emitters need no change.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from evalkit.agreement.view import agreement_sections, judge_cost_section
-from evalkit.report import fmt, tables
-from evalkit.report.data import provenance_items
-from evalkit.report.drilldowns import shown
-from evalkit.report.page import (
+from evalkit.present.document import (
     HTML,
     MARKDOWN,
-    AuditView,
+    Chart,
+    Charts,
     Details,
     Em,
     Facts,
-    Figure,
-    Figures,
     Grid,
     Heading,
     Inline,
     ItemList,
-    KitTable,
     Link,
     Lit,
     Only,
     Page,
     Para,
-    Part,
-    RunDetails,
-    RunTable,
+    Section,
     Strong,
     Term,
+    ViewTable,
+    bars,
     run_anchor,
 )
+from evalkit.report import fmt, tables
+from evalkit.report.data import provenance_items
+from evalkit.report.drilldowns import RunDetails, RunTable, shown
 
 MARKDOWN_COMMANDS = 300
 
@@ -86,6 +86,11 @@ class Links:
         return Link(entry["scenario_id"], page=page) if page else entry["scenario_id"]
 
 
+def _part(anchor: str, heading: str, blocks: list, cls: str = "") -> Section:
+    """A part of the page: a section the menu links to, its heading evalkit's own words."""
+    return Section(Lit(heading), blocks, anchor=anchor, cls=cls)
+
+
 def _absent(text) -> Para:
     return Para(text, "absent")
 
@@ -94,17 +99,17 @@ def _group_label(group: dict) -> str:
     return f"{group.get('scenario_id')} / {group.get('model')}"
 
 
-def _pass_rate_chart(items: list[dict], label, title: str, flag, caption: str) -> Figure:
-    return Figure(
-        "bar_chart",
-        {
-            "items": [(label(x), x.get("pass_rate")) for x in items],
-            "title": title,
-            "value_format": ".0%",
-            "flagged": [flag(x) for x in items],
-            "intervals": [x.get("pass_rate_ci") for x in items],
-        },
+def _pass_rate_chart(items: list[dict], label, title: str, flag, caption: str) -> Chart:
+    return Chart(
+        "bars",
+        title,
         caption,
+        bars=bars(
+            [(label(x), x.get("pass_rate")) for x in items],
+            [x.get("pass_rate_ci") for x in items],
+            [flag(x) for x in items],
+        ),
+        value_format=".0%",
     )
 
 
@@ -130,8 +135,8 @@ def _versus_best_note(comp: dict) -> list[Para]:
     ]
 
 
-def headline(report: dict, links: Links) -> Part:
-    part = Part("headline", "Headline: pass rate and pass^k", [])
+def headline(report: dict, links: Links) -> Section:
+    part = _part("headline", "Headline: pass rate and pass^k", [])
     if not report["counts"]["runs"]:
         part.blocks.append(
             _absent(Lit("No scored runs in this database yet: run `evalkit score PATH --db FILE` first."))
@@ -175,15 +180,15 @@ def headline(report: dict, links: Links) -> Part:
         *_versus_best_note(report.get("comparison") or {}),
         Heading(3, Lit("Per scenario and model")),
         Grid(tables.group_headers(level), tables.group_rows(groups), "groups", frozenset({2, 3, 4, 6, 7})),
-        Only(HTML, [Figures(charts)]),
+        Only(HTML, [Charts("", charts)]),
     ]
     if any(fmt.small_n(g) for g in groups):
         part.blocks.append(Para([Term(Lit("n<3")), Lit(": "), fmt.SMALL_N_NOTE, Lit(".")], "note"))
     return part
 
 
-def comparison(report: dict, links: Links) -> Part:
-    part = Part("comparison", "Paired comparison", [])
+def comparison(report: dict, links: Links) -> Section:
+    part = _part("comparison", "Paired comparison", [])
     comp = report.get("comparison") or {}
     if not comp.get("available"):
         part.blocks.append(_absent(comp.get("reason", "no comparison")))
@@ -222,26 +227,26 @@ def comparison(report: dict, links: Links) -> Part:
     part.blocks += [
         Only(HTML, [Para(page, "lede")]),
         Only(MARKDOWN, [Para(summary)]),
-        KitTable(comparison_table(comp["all_pairs"]), "comparison"),
+        ViewTable(replace(comparison_table(comp["all_pairs"]), title=""), "comparison"),
     ]
     return part
 
 
-def vector(report: dict, links: Links) -> Part:
-    part = Part("vector", "Score vector per group", [])
+def vector(report: dict, links: Links) -> Section:
+    part = _part("vector", "Score vector per group", [])
     groups = report["groups"]
     if not groups:
         part.blocks.append(_absent(Lit("No scored runs yet.")))
         return part
-    mean_chart = Figure(
-        "bar_chart",
-        {
-            "items": [(_group_label(g), g.get("score_mean")) for g in groups],
-            "title": "Mean score per scenario and model",
-            "flagged": [bool(fmt.small_n(g)) for g in groups],
-            "intervals": [g.get("score_mean_ci") for g in groups],
-        },
+    mean_chart = Chart(
+        "bars",
+        "Mean score per scenario and model",
         f"Mean score (scalar) per scenario and model, whiskers: {fmt.level(report)} interval over the runs",
+        bars=bars(
+            [(_group_label(g), g.get("score_mean")) for g in groups],
+            [g.get("score_mean_ci") for g in groups],
+            [bool(fmt.small_n(g)) for g in groups],
+        ),
     )
     part.blocks += [
         Para(
@@ -267,12 +272,12 @@ def vector(report: dict, links: Links) -> Part:
     return part
 
 
-def runs(report: dict, links: Links) -> Part:
+def runs(report: dict, links: Links) -> Section:
     """The worst runs by the stated rule (the summary lists at most MARKDOWN_COMMANDS of their
     command rows); every run is on its scenario's page."""
     from evalkit.report.data import WORST_RUNS
 
-    part = Part("runs", "Worst runs", [])
+    part = _part("runs", "Worst runs", [])
     worst = report.get("worst_runs") or []
     if not report["counts"]["runs"]:
         part.blocks.append(_absent(Lit("No runs yet.")))
@@ -304,9 +309,9 @@ def runs(report: dict, links: Links) -> Part:
     return part
 
 
-def scenarios(report: dict, links: Links) -> Part:
+def scenarios(report: dict, links: Links) -> Section:
     """One row per scenario, linked to its page (every run of it, and its worst runs' details)."""
-    part = Part("scenarios", "Scenarios and their runs", [])
+    part = _part("scenarios", "Scenarios and their runs", [])
     entries = report.get("scenarios") or []
     if not entries:
         part.blocks.append(_absent(Lit("No runs yet.")))
@@ -334,9 +339,9 @@ def scenarios(report: dict, links: Links) -> Part:
     return part
 
 
-def judge(report: dict, links: Links) -> Part:
+def judge(report: dict, links: Links) -> Section:
     data = report["judge"]
-    part = Part(
+    part = _part(
         "judge",
         "Judge annotations (qualitative, outside the score)",
         [Para(fmt.QUALITATIVE_NOTE, "banner")],
@@ -357,7 +362,7 @@ def judge(report: dict, links: Links) -> Part:
         ),
     ]
     if report["agreement"].get("available"):
-        part.blocks.append(AuditView([judge_cost_section(report["agreement"]["audit"])]))
+        part.blocks.append(judge_cost_section(report["agreement"]["audit"]))
     if data.get("estimates"):
         part.blocks += [
             Heading(3, Lit("What each dimension says, corrected with the human labels")),
@@ -378,30 +383,28 @@ def judge(report: dict, links: Links) -> Part:
         if not m["dimensions"]:
             continue
         charts = [
-            Figure(
-                "bar_chart",
-                {
-                    "items": [(str(label), count) for label, count in dim["counts"]],
-                    "title": f"{m['judge_model']} {dim['dimension']}",
-                    "max_value": None,
-                    "value_format": "d",
-                    "label_chars": 12,
-                },
+            Chart(
+                "bars",
+                f"{m['judge_model']} {dim['dimension']}",
                 f"{dim['dimension']} (n={dim['n']})",
+                bars=bars([(str(label), count) for label, count in dim["counts"]]),
+                max_value=None,
+                value_format="d",
+                label_chars=12,
             )
             for dim in m["dimensions"]
         ]
         part.blocks += [
             Heading(4, [m["judge_model"], Lit(" \u00b7 "), m["rubric_id"]]),
-            Only(HTML, [Figures(charts)]),
+            Only(HTML, [Charts("", charts)]),
             Only(MARKDOWN, [Grid(["dimension", "n", "counts"], tables.dimension_rows(m))]),
         ]
     return part
 
 
-def agreement(report: dict, links: Links) -> Part:
+def agreement(report: dict, links: Links) -> Section:
     data = report["agreement"]
-    part = Part("agreement", "Agreement audit: judge against scores, judges and humans", [])
+    part = _part("agreement", "Agreement audit: judge against scores, judges and humans", [])
     if not data.get("available"):
         part.blocks.append(_absent([Lit("No audit: "), data.get("reason", "no data"), Lit(".")]))
         return part
@@ -417,20 +420,20 @@ def agreement(report: dict, links: Links) -> Part:
                 "note",
             )
         )
-    part.blocks.append(AuditView(agreement_sections(data["audit"]), links.main, short=True))
+    part.blocks += agreement_sections(data["audit"])
     return part
 
 
-def provenance(report: dict, links: Links) -> Part:
+def provenance(report: dict, links: Links) -> Section:
     p = report["provenance"]
-    return Part(
+    return _part(
         "provenance", "Provenance", [Facts(provenance_items(p), ("made at", p["made_at"]), "made-at", "provenance")]
     )
 
 
-def contamination(report: dict, links: Links) -> Part:
+def contamination(report: dict, links: Links) -> Section:
     c = report["contamination"]
-    part = Part("contamination", "Contamination", [])
+    part = _part("contamination", "Contamination", [])
     if not c["declared"]:
         source = [Lit(" ("), c["source"], Lit(")")] if c.get("source") else []
         part.blocks.append(
@@ -458,7 +461,7 @@ def drilldowns(report: dict, links: Links) -> Only:
     """The details of the runs this page names (the worst runs, the listed disagreements),
     collapsed (the page only)."""
     data = report.get("drilldowns") or {}
-    part = Part("drilldowns", "Run details", [])
+    part = _part("drilldowns", "Run details", [])
     main = set(data.get("main") or [])
     shown_here = [d for d in data.get("runs") or [] if d["run_id"] in main]
     if not shown_here:
@@ -484,7 +487,7 @@ def build_page(report: dict, pages: str | None = None) -> Page:
     the scenario pages' directory (``None``: none written)."""
     links = Links(report, pages)
     parts = [part(report, links) for part in PARTS]
-    return Page(report["title"], report["provenance"]["evalkit_version"], NAV, parts, FOOTER)
+    return Page(report["title"], report["provenance"]["evalkit_version"], NAV, parts, FOOTER, runs=links.main)
 
 
 def scenario_page(report: dict, entry: dict, runs: list[dict], home: str) -> Page:
@@ -513,8 +516,8 @@ def scenario_page(report: dict, entry: dict, runs: list[dict], home: str) -> Pag
         else Lit("`evalkit view --db FILE` explains any run, `evalkit report --all-runs` details them all here."),
     ]
     parts = [
-        Part("runs", "Runs", [Para(head, "lede"), RunTable(runs, drilled)]),
-        Part("drilldowns", "Run details", [RunDetails(d) for d in drills] or [_absent(Lit("No run to show."))]),
+        _part("runs", "Runs", [Para(head, "lede"), RunTable(runs, drilled)]),
+        _part("drilldowns", "Run details", [RunDetails(d) for d in drills] or [_absent(Lit("No run to show."))]),
     ]
     title = [entry["scenario_id"]] + ([Lit(" · "), entry["title"]] if entry.get("title") else [])
     parts[0].blocks.insert(0, Para(title, "aside"))

@@ -1,10 +1,10 @@
 """The report's tables, built once for the page and the summary: headers and rows of the
 per-model, per-group, score-vector, safety, run and judge tables.
 
-Cells are inline content of :mod:`evalkit.report.page`: text from the database as ``str``,
-formatted numbers as :class:`~evalkit.report.page.Lit`, flags as badges, run ids as links, and
+Cells are inline content of :mod:`evalkit.present.document`: text from the database as ``str``,
+formatted numbers as :class:`~evalkit.present.document.Lit`, flags as badges, run ids as links, and
 the one cell the formats show differently (a run's commands: a collapsed table on the page, a
-count in the summary) as :class:`~evalkit.report.page.Only` parts.
+count in the summary) as :class:`~evalkit.present.document.Only` parts.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from evalkit.report import fmt
-from evalkit.report.page import (
+from evalkit.present.document import (
     HTML,
     MARKDOWN,
     Badge,
@@ -29,6 +28,7 @@ from evalkit.report.page import (
     Target,
     run_anchor,
 )
+from evalkit.report import fmt
 
 Rows = list[list[Inline]]
 

@@ -1,4 +1,5 @@
-"""Inline SVG charts for the HTML report: bar charts, heat maps, a reliability diagram.
+"""Inline SVG charts for the HTML emitter (:mod:`evalkit.present.to_html`): bar charts, heat maps,
+a reliability diagram.
 
 Every function returns a complete ``<svg>`` element as a string. The charts need no script and no
 network: geometry is computed here and written with fixed precision, so the same data always gives
