@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field
@@ -74,27 +74,31 @@ class JudgeFile(ConfigModel):
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    default_rubric: str = "procedure_v1"
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    rationale_max_chars: int = 800
-    timeout_s: float = 120.0  # one attempt, whole: connect, headers and body
-    reply_max_bytes: int = 4 * 2**20  # a longer reply is not read further (a judge_error)
-    rationale_limit_chars: int = 20_000  # a longer rationale makes the reply invalid
-    concurrency: int = 4
-    reask: int = 1
-    output_mode: str = "auto"
-    max_input_tokens: int | None = None
-    attempts: int = 5
-    initial_wait_s: float = 1.0
-    max_wait_s: float = 60.0
-    jitter_s: float = 1.0
-    max_retry_after_s: float = 120.0
-    batch_poll_s: float = 30.0
-    batch_max_requests: int = 50_000
-    batch_max_file_bytes: int = 190 * 2**20
-    batch_max_wait_s: float = 86_400.0
-    prices: dict = field(default_factory=dict)
+    """The validated :class:`JudgeFile` flattened for the judge: ``[request]`` and ``[retry]`` keys
+    by their names, ``[batch]`` keys prefixed ``batch_``. Every default and bound is
+    :class:`JudgeFile`'s (its tables'); :func:`load_config` makes the one instance."""
+
+    default_rubric: str
+    temperature: float
+    max_tokens: int
+    rationale_max_chars: int
+    timeout_s: float  # one attempt, whole: connect, headers and body
+    reply_max_bytes: int  # a longer reply is not read further (a judge_error)
+    rationale_limit_chars: int  # a longer rationale makes the reply invalid
+    concurrency: int
+    reask: int
+    output_mode: str
+    max_input_tokens: int | None
+    attempts: int
+    initial_wait_s: float
+    max_wait_s: float
+    jitter_s: float
+    max_retry_after_s: float
+    batch_poll_s: float
+    batch_max_requests: int
+    batch_max_file_bytes: int
+    batch_max_wait_s: float
+    prices: dict
 
     def price_for(self, *models: str) -> tuple[float, float] | None:
         """(input, output) USD per million tokens for the first model a price entry matches.
@@ -104,7 +108,7 @@ class JudgeConfig:
         return (
             None
             if entry is None
-            else (float(entry.get("input_per_mtok", 0.0)), float(entry.get("output_per_mtok", 0.0)))
+            else (float(entry["input_per_mtok"]), float(entry["output_per_mtok"]))
         )
 
     def price_entry(self, *models: str) -> dict | None:
@@ -126,14 +130,14 @@ class JudgeConfig:
         entry = self.price_entry(*models)
         if entry is None:
             return None
-        price_in = float(entry.get("input_per_mtok", 0.0))
+        price_in = float(entry["input_per_mtok"])
         price_cached = entry.get("cached_input_per_mtok")
         price_cached = price_in if price_cached is None else float(price_cached)
         cached = min(max(cached, 0), prompt)
         usd = (
-            (prompt - cached) * price_in + cached * price_cached + completion * float(entry.get("output_per_mtok", 0.0))
+            (prompt - cached) * price_in + cached * price_cached + completion * float(entry["output_per_mtok"])
         ) / 1e6
-        return usd * float(entry.get("batch_factor", 0.5)) if batch else usd
+        return usd * float(entry["batch_factor"]) if batch else usd
 
 
 def _merge(base: dict, extra: dict) -> dict:
@@ -152,8 +156,7 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
     if overrides:
         raw = _merge(raw, overrides)
     parsed = validate(JudgeFile, raw, source)
-    # JudgeConfig is the tables flattened: [request] and [retry] keys by their names, [batch] keys
-    # prefixed batch_ (a key added to a table reaches the config with no line here)
+    # a key added to a table reaches JudgeConfig with no line here (and one field there)
     return JudgeConfig(
         default_rubric=parsed.default_rubric,
         **parsed.request.model_dump(),
