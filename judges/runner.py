@@ -353,7 +353,10 @@ class ResultLog:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return repr(list(self))
+        # never the entries themselves: a repr is taken where nobody prints it (asyncio formats the
+        # finished main task, result included, when asyncio.run restores its SIGINT handler), and
+        # reading every entry back would hold them all in memory at once
+        return f"<ResultLog: {len(self)} results>"
 
     def mark_called(self, material: str) -> None:
         self._conn.execute("INSERT OR IGNORE INTO called VALUES (?)", (material,))
