@@ -7,6 +7,30 @@ from __future__ import annotations
 import pytest
 
 from evalkit.db import DbError, Store, open_readonly, open_write
+from evalkit.db.batches import add_submission, submissions
+
+
+def test_a_failed_sqlite_utils_insert_rolls_back_the_whole_evalkit_transaction(tmp_path):
+    db = open_write(tmp_path / "e.db")
+    with pytest.raises(DbError, match="NOT NULL constraint failed: judge_batch_items.custom_id"):
+        add_submission(
+            db,
+            {"submission_id": "s1", "judge_model": "m", "rubric_id": "r", "status": "submitting"},
+            [{"custom_id": "c1", "run_id": "r1"}, {"custom_id": None, "run_id": "r2"}],
+        )
+    assert not db.conn.in_transaction
+    assert db.one("SELECT count(*) FROM judge_batches")[0] == 0
+    assert db.one("SELECT count(*) FROM judge_batch_items")[0] == 0
+    add_submission(
+        db,
+        {"submission_id": "s1", "judge_model": "m", "rubric_id": "r", "status": "submitting"},
+        [{"custom_id": "c1", "run_id": "r1"}],
+    )
+    db.close()
+    with open_readonly(tmp_path / "e.db") as ro:
+        (sub,) = submissions(ro, model="m")
+    assert sub["submission_id"] == "s1" and sub["status"] == "submitting"
+    assert list(sub["items"]) == ["c1"] and sub["items"]["c1"]["run_id"] == "r1"
 
 
 def test_sqlite_utils_leaves_recursive_triggers_off_so_a_replace_moves_a_run_once(tmp_path):
