@@ -8,6 +8,7 @@ import pytest
 
 from evalkit.db import DbError, Store, open_readonly, open_write
 from evalkit.db.batches import add_submission, submissions
+from evalkit.db.reviews import ReviewTables, read_reviews
 
 
 def test_a_failed_sqlite_utils_insert_rolls_back_the_whole_evalkit_transaction(tmp_path):
@@ -31,6 +32,43 @@ def test_a_failed_sqlite_utils_insert_rolls_back_the_whole_evalkit_transaction(t
         (sub,) = submissions(ro, model="m")
     assert sub["submission_id"] == "s1" and sub["status"] == "submitting"
     assert list(sub["items"]) == ["c1"] and sub["items"]["c1"]["run_id"] == "r1"
+
+
+def test_a_review_whose_rating_cannot_be_written_leaves_no_review(tmp_path):
+    tables = ReviewTables(tmp_path / "e.db")
+    with pytest.raises(DbError, match="NOT NULL constraint failed: review_ratings.dimension"):
+        tables.add(
+            "run-1",
+            "ann",
+            rubric_id="r",
+            ratings={"safety": 1, None: 2},
+            verdicts={},
+            note="",
+            blind=True,
+            bundle_hash=None,
+        )
+    assert read_reviews(tables.database) == []
+    review = tables.add(
+        "run-1",
+        "ann",
+        rubric_id="r",
+        ratings={"safety": 1},
+        verdicts={"safety": "judge_right"},
+        note="n",
+        blind=True,
+        bundle_hash=None,
+    )
+    assert (review.revision, review.ratings, review.verdicts) == (1, {"safety": 1}, {"safety": "judge_right"})
+    tables.close()
+
+
+def test_the_review_writer_may_still_write_only_the_review_tables_through_sqlite_utils(tmp_path):
+    tables = ReviewTables(tmp_path / "e.db")
+    with pytest.raises(DbError, match="not authorized"), tables.database.transaction():
+        tables.database.utils.table("ratings").insert(
+            {"item_id": "i", "rater": "r", "rater_kind": "human", "dimension": "d", "value": "1"}
+        )
+    tables.close()
 
 
 def test_sqlite_utils_leaves_recursive_triggers_off_so_a_replace_moves_a_run_once(tmp_path):
