@@ -4,11 +4,14 @@ reads see what evalkit's readers see (a read-only file's TEMP views and tables).
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from evalkit.db import DbError, Store, open_readonly, open_write
 from evalkit.db.batches import add_submission, submissions
-from evalkit.db.reviews import ReviewTables, read_reviews
+from evalkit.db.probes import read_probe_annotations
+from evalkit.db.reviews import ReviewTables, read_reviews, read_samples
 
 
 def test_a_failed_sqlite_utils_insert_rolls_back_the_whole_evalkit_transaction(tmp_path):
@@ -82,6 +85,20 @@ def test_sqlite_utils_leaves_recursive_triggers_off_so_a_replace_moves_a_run_onc
     # on, the REPLACE's implicit delete would fire the delete trigger too, moving `a` twice
     assert store.conn.execute("SELECT run_id, seq FROM run_changes ORDER BY seq").fetchall() == [("b", 2), ("a", 3)]
     store.close()
+
+
+def test_readers_on_an_older_file_see_its_missing_tables_as_empty(tmp_path):
+    path = tmp_path / "old.db"
+    open_write(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE probe_annotations")
+    conn.execute("DROP TABLE label_samples")
+    conn.commit()
+    conn.close()
+    with open_readonly(path) as ro:
+        assert read_probe_annotations(ro) == []
+        assert read_samples(ro) == []
+        assert list(ro.query("SELECT count(*) AS n FROM probe_annotations")) == [{"n": 0}]
 
 
 def test_a_query_error_is_one_line_naming_the_file(tmp_path):
