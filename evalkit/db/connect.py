@@ -152,8 +152,8 @@ class Database:
     @property
     def utils(self) -> Any:
         """The same connection as a ``sqlite_utils.Database``, made on first use (importing
-        sqlite-utils imports numpy, so the score path never asks for it). Its writes run as
-        SAVEPOINTs inside an open :meth:`transaction`, so they stay all or nothing with it. It
+        sqlite-utils imports numpy, so the score path never asks for it). Its writes (sqlite-utils
+        4) run as SAVEPOINTs inside an open :meth:`transaction`, so they stay all or nothing with it. It
         leaves the connection as evalkit set it up: ``recursive_triggers`` stays off (on, an
         ``INSERT OR REPLACE`` would also fire the delete triggers that keep ``run_changes``) and
         no sqlite-utils plugin runs on it."""
