@@ -136,7 +136,13 @@ class PairCandidate:
 def read_pair_candidates(db: Database) -> list[PairCandidate]:
     """Every scored run in run-id order, with what pairing needs (no bundle is read)."""
     return [
-        PairCandidate(**{k: str(v or "") for k, v in r.items()})
+        PairCandidate(
+            str(r["run_id"]),
+            str(r["model"] or ""),
+            str(r["scenario_id"] or ""),
+            str(r["status"] or ""),
+            str(r["bundle_hash"] or ""),
+        )
         for r in db.query(
             "SELECT s.run_id AS run_id, s.model AS model, s.scenario_id AS scenario_id, s.status AS status, "
             "CASE WHEN b.bundle IS NULL OR b.bundle IN ('', '{}') THEN '' ELSE s.bundle_hash END AS bundle_hash "
