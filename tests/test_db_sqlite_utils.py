@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from import_helpers import among, modules_loaded_by
 
 from evalkit.db import DbError, Store, open_readonly, open_write
 from evalkit.db.batches import add_submission, submissions
@@ -110,3 +111,15 @@ def _made(tmp_path):
     path = tmp_path / "e.db"
     open_write(path).close()
     return path
+
+
+@pytest.mark.parametrize("command", [["annotations", "list"], ["review", "export"], ["compare"]])
+def test_commands_that_import_nothing_heavy_read_without_sqlite_utils(tmp_path, command):
+    path = _made(tmp_path)
+    loaded = modules_loaded_by(
+        "import sys; from evalkit.cli import cli; cli(sys.argv[2:] + ['--db', sys.argv[1]], standalone_mode=False)",
+        str(path),
+        *command,
+    )
+    assert "evalkit.db" in loaded
+    assert among(loaded, ("sqlite_utils", "numpy", "pandas")) == []

@@ -48,14 +48,14 @@ def annotation_listing(
     wanted = {a["annotation_id"] for a in heads}
     values: dict[str, dict[str, Any]] = {}
     confidence: dict[str, float] = {}
-    for row in db.rows_where(
-        "annotation_values", select="annotation_id, dimension, value, confidence", order_by="annotation_id, dimension"
+    # sqlite3 rows: this command imports nothing heavy, and sqlite-utils would load numpy and pandas
+    for row in db.rows(
+        "SELECT annotation_id, dimension, value, confidence FROM annotation_values ORDER BY annotation_id, dimension"
     ):
-        ann, conf = row["annotation_id"], row["confidence"]
-        if ann in wanted:
-            values.setdefault(ann, {})[row["dimension"]] = label_value(row["value"])
-            if isinstance(conf, (int, float)) and not isinstance(conf, bool):
-                confidence[ann] = conf
+        if row[0] in wanted:
+            values.setdefault(row[0], {})[row[1]] = label_value(row[2])
+            if isinstance(row[3], (int, float)) and not isinstance(row[3], bool):
+                confidence[row[0]] = row[3]
     out = []
     for a in heads:
         rationale = a["rationale"]

@@ -417,18 +417,15 @@ def read_reviews(db: Database, run_id: str | None = None, *, current_only: bool 
 def read_review_ratings(db: Database) -> tuple[list[Rating], int]:
     """The blind ratings of current reviews that are not stale, as ``human`` ratings (the reviewer
     as rater), ordered by (item, rater, dimension); and how many non-blind ones were left out."""
+    # sqlite3 rows: `evalkit review export` reads this and imports nothing heavy (no sqlite-utils)
     rows = list(
-        db.query(
+        db.rows(
             "SELECT v.run_id, v.reviewer, v.dimension, v.value, v.blind FROM review_ratings v "
             f"JOIN reviews r ON r.review_id = v.review_id WHERE {CURRENT} AND NOT {STALE} "
             "ORDER BY v.run_id, v.reviewer, v.dimension"
         )
     )
-    kept = [
-        Rating(str(r["run_id"]), r["reviewer"], "human", r["dimension"], label_value(r["value"]), None, SOURCE)
-        for r in rows
-        if r["blind"]
-    ]
+    kept = [Rating(str(r[0]), r[1], "human", r[2], label_value(r[3]), None, SOURCE) for r in rows if r[4]]
     return kept, len(rows) - len(kept)
 
 
