@@ -48,6 +48,7 @@ def annotation_listing(
     wanted = {a["annotation_id"] for a in heads}
     values: dict[str, dict[str, Any]] = {}
     confidence: dict[str, float] = {}
+    # sqlite3 rows: this command imports nothing heavy, and sqlite-utils would load numpy and pandas
     for row in db.rows(
         "SELECT annotation_id, dimension, value, confidence FROM annotation_values ORDER BY annotation_id, dimension"
     ):

@@ -24,16 +24,11 @@ OPEN = ("submitting", "validating", "in_progress", "finalizing", "cancelling", *
 
 def add_submission(db: Database, row: dict, items: list[dict]) -> None:
     """The submission and its requests, in one transaction (before any upload)."""
-    with db.transaction() as conn:
-        conn.execute(
-            f"INSERT OR IGNORE INTO judge_batches ({', '.join(BATCH_COLUMNS)}) VALUES "
-            f"({', '.join('?' for _ in BATCH_COLUMNS)})",
-            [row.get(c) for c in BATCH_COLUMNS],
-        )
-        conn.executemany(
-            f"INSERT OR REPLACE INTO judge_batch_items ({', '.join(ITEM_COLUMNS)}) VALUES "
-            f"({', '.join('?' for _ in ITEM_COLUMNS)})",
-            [[dict(item, submission_id=row["submission_id"]).get(c) for c in ITEM_COLUMNS] for item in items],
+    with db.transaction():
+        db.utils.table("judge_batches").insert({c: row.get(c) for c in BATCH_COLUMNS}, ignore=True)
+        db.utils.table("judge_batch_items").insert_all(
+            ({c: dict(item, submission_id=row["submission_id"]).get(c) for c in ITEM_COLUMNS} for item in items),
+            replace=True,
         )
 
 
@@ -63,17 +58,17 @@ def submissions(
     if open_only:
         where.append(f"status IN ({', '.join('?' for _ in OPEN)})")
         args += list(OPEN)
-    sql = (
-        "SELECT * FROM judge_batches"
-        + (" WHERE " + " AND ".join(where) if where else "")
-        + " ORDER BY created_at, submission_id"
-    )
-    out = [{c: row[c] for c in BATCH_COLUMNS} for row in db.rows(sql, args)]
+    out = [
+        {c: row[c] for c in BATCH_COLUMNS}
+        for row in db.rows_where(
+            "judge_batches", " AND ".join(where) or None, args, order_by="created_at, submission_id"
+        )
+    ]
     for sub in out:
         sub["items"] = {
             row["custom_id"]: {c: row[c] for c in ITEM_COLUMNS}
-            for row in db.rows(
-                "SELECT * FROM judge_batch_items WHERE submission_id = ? ORDER BY custom_id", (sub["submission_id"],)
+            for row in db.rows_where(
+                "judge_batch_items", "submission_id = ?", [sub["submission_id"]], order_by="custom_id"
             )
         }
     return out

@@ -76,14 +76,14 @@ def write_in(conn, values: list[tuple]) -> None:
 
 def read_pair_verdicts(db: Database, rater: str | None = None) -> list[PairVerdict]:
     """Every stored verdict ordered by (pair, rater, dimension, shown); ``rater`` keeps one rater."""
-    sql = f"SELECT {', '.join(COLUMNS)} FROM pairwise_verdicts"
-    args: tuple = ()
-    if rater is not None:
-        sql += " WHERE rater = ?"
-        args = (rater,)
     out = []
-    for r in db.rows(sql + " ORDER BY pair_id, rater, dimension, shown", args):
-        data = {c: r[c] for c in COLUMNS}
+    for data in db.rows_where(
+        "pairwise_verdicts",
+        None if rater is None else "rater = ?",
+        [] if rater is None else [rater],
+        select=", ".join(COLUMNS),
+        order_by="pair_id, rater, dimension, shown",
+    ):
         for c in ("pair_id", "a", "b", "rater", "rater_kind", "dimension"):
             data[c] = str(data[c])
         data["shown"] = str(data["shown"] or "")
@@ -136,10 +136,16 @@ class PairCandidate:
 def read_pair_candidates(db: Database) -> list[PairCandidate]:
     """Every scored run in run-id order, with what pairing needs (no bundle is read)."""
     return [
-        PairCandidate(str(r[0]), str(r[1] or ""), str(r[2] or ""), str(r[3] or ""), str(r[4] or ""))
-        for r in db.rows(
-            "SELECT s.run_id, s.model, s.scenario_id, s.status, "
-            "CASE WHEN b.bundle IS NULL OR b.bundle IN ('', '{}') THEN '' ELSE s.bundle_hash END "
+        PairCandidate(
+            str(r["run_id"]),
+            str(r["model"] or ""),
+            str(r["scenario_id"] or ""),
+            str(r["status"] or ""),
+            str(r["bundle_hash"] or ""),
+        )
+        for r in db.query(
+            "SELECT s.run_id AS run_id, s.model AS model, s.scenario_id AS scenario_id, s.status AS status, "
+            "CASE WHEN b.bundle IS NULL OR b.bundle IN ('', '{}') THEN '' ELSE s.bundle_hash END AS bundle_hash "
             "FROM scorecards s LEFT JOIN bundles b ON b.bundle_hash = s.bundle_hash ORDER BY s.run_id"
         )
     ]

@@ -20,7 +20,7 @@ from typing import Any
 
 from evalkit.db.cells import loads
 from evalkit.db.connect import Database
-from evalkit.db.judge import JudgeTables, _keeps_stored, _stored, _upsert, judge_filter, where_sql
+from evalkit.db.judge import JudgeTables, _keeps_stored, _stored, _upsert, judge_filter
 from evalkit.db.schema import TABLES
 
 PROBE_COLUMNS = TABLES["probe_annotations"].column_names
@@ -79,18 +79,27 @@ def read_probe_annotations(db: Database, judge: str | None = None, rubric: str |
     resolved like every judge name (:func:`~evalkit.db.names.resolve_judge`)."""
     where, args = judge_filter(db, judge, rubric, ["status = 'ok'"])
     out = []
-    for row in db.rows(
-        "SELECT probe, run_id, judge_model, rubric_id, rubric_version, annotation, created_at "
-        f"FROM probe_annotations{where_sql(where)} "
-        "ORDER BY probe, run_id, judge_model, rubric_id, created_at, annotation_id",
+    for row in db.rows_where(
+        "probe_annotations",
+        " AND ".join(where),
         args,
+        select="probe, run_id, judge_model, rubric_id, rubric_version, annotation, created_at",
+        order_by="probe, run_id, judge_model, rubric_id, created_at, annotation_id",
     ):
         try:
-            values = loads(row[5]) if row[5] else {}
+            values = loads(row["annotation"]) if row["annotation"] else {}
         except ValueError:
             values = {}
         if isinstance(values, dict):
             out.append(
-                ProbeAnswer(str(row[0]), str(row[1]), row[2], row[3], int(row[4] or 0), values, str(row[6] or ""))
+                ProbeAnswer(
+                    str(row["probe"]),
+                    str(row["run_id"]),
+                    row["judge_model"],
+                    row["rubric_id"],
+                    int(row["rubric_version"] or 0),
+                    values,
+                    str(row["created_at"] or ""),
+                )
             )
     return out

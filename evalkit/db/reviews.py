@@ -171,57 +171,68 @@ class ReviewTables:
         if design not in DESIGNS:
             raise ValueError(f"unknown design {design!r} (one of {', '.join(DESIGNS)})")
         review_id = uuid.uuid4().hex
-        with self.database.transaction() as conn:
-            prev = conn.execute(
-                f"SELECT r.review_id, r.revision, r.design, r.sample_id FROM reviews r WHERE r.run_id = ? "
-                f"AND r.reviewer = ? AND {CURRENT}",
-                (run_id, reviewer),
-            ).fetchone()
-            if design == "by_hand" and prev is not None and prev[2] in DESIGNS:
-                design, sample_id = prev[2], prev[3]
+        db = self.database
+        with db.transaction() as conn:
+            current = list(
+                db.query(
+                    "SELECT r.review_id, r.revision, r.design, r.sample_id FROM reviews r WHERE r.run_id = ? "
+                    f"AND r.reviewer = ? AND {CURRENT}",
+                    (run_id, reviewer),
+                )
+            )
+            prev = current[0] if current else None
+            if design == "by_hand" and prev is not None and prev["design"] in DESIGNS:
+                design, sample_id = prev["design"], prev["sample_id"]
             before = (
                 {}
                 if prev is None
                 else {
-                    d: (label_value(v), bool(b))
-                    for d, v, b in conn.execute(
-                        "SELECT dimension, value, blind FROM review_ratings WHERE review_id = ?", (prev[0],)
+                    r["dimension"]: (label_value(r["value"]), bool(r["blind"]))
+                    for r in db.rows_where(
+                        "review_ratings", "review_id = ?", [prev["review_id"]], select="dimension, value, blind"
                     )
                 }
             )
             created = now_utc()
-            conn.execute(
-                "INSERT INTO reviews (review_id, run_id, reviewer, rubric_id, blind, note, created_at, "
-                "revision, supersedes, bundle_hash, design, sample_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    review_id,
-                    run_id,
-                    reviewer,
-                    rubric_id,
-                    int(blind),
-                    note,
-                    created,
-                    1 if prev is None else int(prev[1]) + 1,
-                    None if prev is None else prev[0],
-                    bundle_hash,
-                    design,
-                    sample_id if design in SAMPLE_DESIGNS else None,
-                ),
+            db.utils.table("reviews").insert(
+                {
+                    "review_id": review_id,
+                    "run_id": run_id,
+                    "reviewer": reviewer,
+                    "rubric_id": rubric_id,
+                    "blind": int(blind),
+                    "note": note,
+                    "created_at": created,
+                    "revision": 1 if prev is None else int(prev["revision"]) + 1,
+                    "supersedes": None if prev is None else prev["review_id"],
+                    "bundle_hash": bundle_hash,
+                    "design": design,
+                    "sample_id": sample_id if design in SAMPLE_DESIGNS else None,
+                }
             )
-            for dim, value in ratings.items():
-                old = before.get(dim)
-                rated_blind = blind or (old is not None and old[1] and old[0] == value)
-                conn.execute(
-                    "INSERT INTO review_ratings (review_id, run_id, reviewer, dimension, value, blind) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (review_id, run_id, reviewer, dim, json.dumps(value), int(rated_blind)),
-                )
-            for pairing, verdict in verdicts.items():
-                conn.execute(
-                    "INSERT INTO adjudications (review_id, run_id, reviewer, pairing, verdict, blind, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (review_id, run_id, reviewer, pairing, verdict, int(blind), created),
-                )
+            db.utils.table("review_ratings").insert_all(
+                {
+                    "review_id": review_id,
+                    "run_id": run_id,
+                    "reviewer": reviewer,
+                    "dimension": dim,
+                    "value": json.dumps(value),
+                    "blind": int(blind or (dim in before and before[dim][1] and before[dim][0] == value)),
+                }
+                for dim, value in ratings.items()
+            )
+            db.utils.table("adjudications").insert_all(
+                {
+                    "review_id": review_id,
+                    "run_id": run_id,
+                    "reviewer": reviewer,
+                    "pairing": pairing,
+                    "verdict": verdict,
+                    "blind": int(blind),
+                    "created_at": created,
+                }
+                for pairing, verdict in verdicts.items()
+            )
             conn.execute("DELETE FROM review_claims WHERE run_id = ? AND reviewer = ?", (run_id, reviewer))
         reviews = read_reviews(self.database, run_id=run_id)
         return next(r for r in reviews if r.review_id == review_id)
@@ -234,17 +245,17 @@ class ReviewTables:
         One transaction: two processes never claim the same run."""
         at = now or datetime.now(UTC)
         stamp, until = _stamp(at), _stamp(at + timedelta(minutes=minutes))
-        with self.database.transaction() as conn:
+        db = self.database
+        with db.transaction():
             held = {
-                r[0]: r[1]
-                for r in conn.execute("SELECT run_id, reviewer FROM review_claims WHERE expires_at > ?", (stamp,))
+                r["run_id"]: r["reviewer"]
+                for r in db.rows_where("review_claims", "expires_at > ?", [stamp], select="run_id, reviewer")
             }
             for run_id in candidates:
                 if held.get(run_id, reviewer) == reviewer:
-                    conn.execute(
-                        "INSERT OR REPLACE INTO review_claims (run_id, reviewer, claimed_at, expires_at) "
-                        "VALUES (?, ?, ?, ?)",
-                        (run_id, reviewer, stamp, until),
+                    db.utils.table("review_claims").insert(
+                        {"run_id": run_id, "reviewer": reviewer, "claimed_at": stamp, "expires_at": until},
+                        replace=True,
                     )
                     return run_id
         return None
@@ -272,29 +283,26 @@ class ReviewTables:
         order = sorted(run_ids)
         random.Random(seed).shuffle(order)
         sample_id = uuid.uuid4().hex[:12]
-        with self.database.transaction() as conn:
-            conn.execute(
-                "INSERT INTO label_samples (sample_id, design, seed, size, stratified_on, m0, m1, model, scenario, "
-                "runs, created_at, created_by, second_share) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    sample_id,
-                    design,
-                    seed,
-                    size,
-                    dimension,
-                    m0,
-                    m1,
-                    model,
-                    scenario,
-                    len(order),
-                    now_utc(),
-                    created_by,
-                    second_share,
-                ),
+        with self.database.transaction():
+            self.database.utils.table("label_samples").insert(
+                {
+                    "sample_id": sample_id,
+                    "design": design,
+                    "seed": seed,
+                    "size": size,
+                    "stratified_on": dimension,
+                    "m0": m0,
+                    "m1": m1,
+                    "model": model,
+                    "scenario": scenario,
+                    "runs": len(order),
+                    "created_at": now_utc(),
+                    "created_by": created_by,
+                    "second_share": second_share,
+                }
             )
-            conn.executemany(
-                "INSERT INTO label_sample_runs (sample_id, position, run_id) VALUES (?, ?, ?)",
-                ((sample_id, i, run) for i, run in enumerate(order)),
+            self.database.utils.table("label_sample_runs").insert_all(
+                [("sample_id", "position", "run_id"), *((sample_id, i, run) for i, run in enumerate(order))]
             )
         return sample_id
 
@@ -316,29 +324,29 @@ def active_claims(db: Database, *, now: datetime | None = None) -> dict[str, tup
     """run → (reviewer, expires_at) of the claims not yet expired."""
     stamp = _stamp(now or datetime.now(UTC))
     return {
-        str(r[0]): (r[1], r[2])
-        for r in db.rows("SELECT run_id, reviewer, expires_at FROM review_claims WHERE expires_at > ?", (stamp,))
+        str(r["run_id"]): (r["reviewer"], r["expires_at"])
+        for r in db.rows_where("review_claims", "expires_at > ?", [stamp], select="run_id, reviewer, expires_at")
     }
 
 
 def read_samples(db: Database) -> list[dict[str, Any]]:
     """The label samples, oldest first."""
-    return [
-        dict(r)
-        for r in db.rows(
-            "SELECT sample_id, design, seed, size, stratified_on AS dimension, m0, m1, model, scenario, runs, "
-            "created_at, created_by, coalesce(second_share, 0) AS second_share "
-            "FROM label_samples ORDER BY created_at, sample_id"
+    return list(
+        db.rows_where(
+            "label_samples",
+            select="sample_id, design, seed, size, stratified_on AS dimension, m0, m1, model, scenario, runs, "
+            "created_at, created_by, coalesce(second_share, 0) AS second_share",
+            order_by="created_at, sample_id",
         )
-    ]
+    )
 
 
 def read_review_designs(db: Database) -> dict[tuple[str, str], str]:
     """(run, reviewer) → how the run was chosen (:data:`DESIGNS`) for each current review that is
     not stale; a review without a design is ``by_hand``."""
     return {
-        (str(r[0]), r[1]): r[2] if r[2] in DESIGNS else "by_hand"
-        for r in db.rows(f"SELECT r.run_id, r.reviewer, r.design FROM reviews r WHERE {CURRENT} AND NOT {STALE}")
+        (str(r["run_id"]), r["reviewer"]): r["design"] if r["design"] in DESIGNS else "by_hand"
+        for r in db.query(f"SELECT r.run_id, r.reviewer, r.design FROM reviews r WHERE {CURRENT} AND NOT {STALE}")
     }
 
 
@@ -356,7 +364,7 @@ def read_reviews(db: Database, run_id: str | None = None, *, current_only: bool 
         + (" WHERE " + " AND ".join(where) if where else "")
         + " ORDER BY r.created_at DESC, r.revision DESC, r.review_id"
     )
-    heads = list(db.rows(sql, args))
+    heads = list(db.query(sql, args))
     if not heads:
         return []
     ids = [h["review_id"] for h in heads]
@@ -364,19 +372,24 @@ def read_reviews(db: Database, run_id: str | None = None, *, current_only: bool 
     blind: dict[str, list[str]] = {i: [] for i in ids}
     verdicts: dict[str, dict[str, str]] = {i: {} for i in ids}
     wanted = set(ids)
-    rating_sql = "SELECT review_id, dimension, value, blind FROM review_ratings"
-    verdict_sql = "SELECT review_id, pairing, verdict FROM adjudications"
-    if run_id is not None:
-        rating_sql += " WHERE run_id = ?"
-        verdict_sql += " WHERE run_id = ?"
-    for row in db.rows(rating_sql + " ORDER BY review_id, dimension", [run_id] if run_id is not None else []):
-        if row[0] in wanted:
-            ratings[row[0]][row[1]] = label_value(row[2])
-            if row[3]:
-                blind[row[0]].append(row[1])
-    for row in db.rows(verdict_sql + " ORDER BY review_id, pairing", [run_id] if run_id is not None else []):
-        if row[0] in wanted:
-            verdicts[row[0]][row[1]] = row[2]
+    where_run = None if run_id is None else "run_id = ?"
+    run_args = [] if run_id is None else [run_id]
+    for row in db.rows_where(
+        "review_ratings",
+        where_run,
+        run_args,
+        select="review_id, dimension, value, blind",
+        order_by="review_id, dimension",
+    ):
+        if row["review_id"] in wanted:
+            ratings[row["review_id"]][row["dimension"]] = label_value(row["value"])
+            if row["blind"]:
+                blind[row["review_id"]].append(row["dimension"])
+    for row in db.rows_where(
+        "adjudications", where_run, run_args, select="review_id, pairing, verdict", order_by="review_id, pairing"
+    ):
+        if row["review_id"] in wanted:
+            verdicts[row["review_id"]][row["pairing"]] = row["verdict"]
     return [
         Review(
             review_id=h["review_id"],
@@ -404,6 +417,7 @@ def read_reviews(db: Database, run_id: str | None = None, *, current_only: bool 
 def read_review_ratings(db: Database) -> tuple[list[Rating], int]:
     """The blind ratings of current reviews that are not stale, as ``human`` ratings (the reviewer
     as rater), ordered by (item, rater, dimension); and how many non-blind ones were left out."""
+    # sqlite3 rows: `evalkit review export` reads this and imports nothing heavy (no sqlite-utils)
     rows = list(
         db.rows(
             "SELECT v.run_id, v.reviewer, v.dimension, v.value, v.blind FROM review_ratings v "
@@ -418,8 +432,10 @@ def read_review_ratings(db: Database) -> tuple[list[Rating], int]:
 def read_adjudications(db: Database) -> list[Adjudication]:
     """The verdicts of current reviews that are not stale, ordered by (pairing, run, reviewer)."""
     return [
-        Adjudication(str(r[0]), r[1], r[2], r[3], bool(r[4]), r[5] or "")
-        for r in db.rows(
+        Adjudication(
+            str(r["run_id"]), r["reviewer"], r["pairing"], r["verdict"], bool(r["blind"]), r["created_at"] or ""
+        )
+        for r in db.query(
             "SELECT a.run_id, a.reviewer, a.pairing, a.verdict, a.blind, a.created_at FROM adjudications a "
             f"JOIN reviews r ON r.review_id = a.review_id WHERE {CURRENT} AND NOT {STALE} "
             "ORDER BY a.pairing, a.run_id, a.reviewer"
@@ -430,15 +446,15 @@ def read_adjudications(db: Database) -> list[Adjudication]:
 def reviewed_run_ids(db: Database, run_ids: Iterable[str] | None = None) -> set[str]:
     """The runs that have at least one review (of any transcript)."""
     if run_ids is None:
-        return {str(r[0]) for r in db.rows("SELECT DISTINCT run_id FROM reviews")}
+        return {str(r["run_id"]) for r in db.rows_where("reviews", select="DISTINCT run_id")}
     ids = list(run_ids)
     out: set[str] = set()
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
         out |= {
-            str(r[0])
-            for r in db.rows(
-                f"SELECT DISTINCT run_id FROM reviews WHERE run_id IN ({', '.join('?' for _ in chunk)})", chunk
+            str(r["run_id"])
+            for r in db.rows_where(
+                "reviews", f"run_id IN ({', '.join('?' for _ in chunk)})", chunk, select="DISTINCT run_id"
             )
         }
     return out

@@ -303,10 +303,9 @@ class Store:
 
     @property
     def db(self):
-        """The connection as a ``sqlite_utils.Database`` (imported on first use: it pulls in numpy)."""
-        import sqlite_utils
-
-        return sqlite_utils.Database(self.conn)
+        """The connection as a ``sqlite_utils.Database`` (:attr:`evalkit.db.Database.utils`: imported
+        on first use, as it pulls in numpy; the connection's settings are left as they are)."""
+        return self.database.utils
 
     def save(self, card: ScoreCard) -> None:
         self.save_many([card])
