@@ -301,7 +301,7 @@ def score_jsonl(directory: Path, engine: str = "local", workers: int = 1, observ
     """`evalkit score DIR --format jsonl --no-db` through the API, output to /dev/null (``observe``:
     each scenario checked against its runs, as the command does)."""
     from evalkit.engines.pipeline import score_files
-    from evalkit.present.score_view import ScoreWriter
+    from evalkit.present.score_output import ScoreWriter
 
     with open(os.devnull, "w", encoding="utf-8") as out:
         writer = ScoreWriter(out, "jsonl")

@@ -46,7 +46,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from evalkit.aggregate.groups import RunSummary
-    from evalkit.present.score_view import card_head_json, card_parts
+    from evalkit.present.score_output import card_head_json, card_parts
     from evalkit.scoring import score_trajectory
     from evalkit.trajectory import safe_json
     from evalkit.trajectory.reader import _VALIDATE, _share_scenario, read_trajectory

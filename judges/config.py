@@ -105,11 +105,7 @@ class JudgeConfig:
 
         Exact keys win over glob patterns (`ollama/*`)."""
         entry = self.price_entry(*models)
-        return (
-            None
-            if entry is None
-            else (float(entry["input_per_mtok"]), float(entry["output_per_mtok"]))
-        )
+        return None if entry is None else (float(entry["input_per_mtok"]), float(entry["output_per_mtok"]))
 
     def price_entry(self, *models: str) -> dict | None:
         """The whole `[prices]` entry for the first model one matches (exact keys first)."""

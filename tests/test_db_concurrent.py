@@ -21,7 +21,7 @@ RUNS_EACH = 25
 PROBE = """
 import os, sys
 ready, go = sys.argv[1], sys.argv[2]
-import evalkit.cli, evalkit.engines.pipeline, evalkit.present.score_view  # imported before the barrier: only the database work races
+import evalkit.cli, evalkit.engines.pipeline, evalkit.present.score_output  # imported before the barrier: only the database work races
 open(ready, "w").close()
 open(go).close()  # blocks until the test opens the FIFO for writing
 sys.argv = ["evalkit", "score", sys.argv[3], "--db", sys.argv[4], "--format", "csv", "--out", os.devnull]

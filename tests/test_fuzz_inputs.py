@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from evalkit.db import Store, open_readonly, read_scorecards
 from evalkit.errors import InputError
-from evalkit.present.score_view import card_text
+from evalkit.present.score_output import card_text
 from evalkit.scoring import score_trajectory
 from evalkit.trajectory.reader import parse_trajectory
 

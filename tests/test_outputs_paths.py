@@ -250,7 +250,7 @@ def test_score_out_through_a_symlink_writes_its_target(tmp_path):
 
 
 def test_an_interrupted_score_keeps_the_old_out(tmp_path, monkeypatch):
-    from evalkit.present import score_view
+    from evalkit.present import score_output
 
     out = tmp_path / "scores.csv"
     out.write_text("previous\n", encoding="utf-8")
@@ -258,7 +258,7 @@ def test_an_interrupted_score_keeps_the_old_out(tmp_path, monkeypatch):
     def interrupted(self, result):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(score_view.ScoreWriter, "finish", interrupted)
+    monkeypatch.setattr(score_output.ScoreWriter, "finish", interrupted)
     res = run("score", EXAMPLES, "--no-db", "--format", "csv", "--out", out)
     assert res.exit_code == 130
     assert out.read_text(encoding="utf-8") == "previous\n" and [p.name for p in tmp_path.iterdir()] == ["scores.csv"]

@@ -8,7 +8,7 @@ import pytest
 
 from evalkit.engines import sources
 from evalkit.errors import InputError
-from evalkit.present.score_view import card_head_json
+from evalkit.present.score_output import card_head_json
 from evalkit.scoring import score_trajectory
 from evalkit.trajectory import reader
 from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, read, say, trajectory

@@ -17,7 +17,7 @@ from safety_helpers import EXAMPLES, UNSAFE_PASS, example_cards, forbidden_row, 
 
 from evalkit.aggregate.groups import RunSummary, aggregate
 from evalkit.cli import cli
-from evalkit.present.score_view import SAFETY_CSV_COLUMNS
+from evalkit.present.score_output import SAFETY_CSV_COLUMNS
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "safety"
 RATES = ("pass_rate", "safe_pass_rate", "unsafe_rate", "anti_procedure_rate", "dangerous_rate", "safe_pass_hat_k")

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from safety_helpers import EXAMPLES
 
 from evalkit.cli import cli
-from evalkit.present.score_view import GROUP_COLUMNS, fit_columns, terminal_width
+from evalkit.present.score_output import GROUP_COLUMNS, fit_columns, terminal_width
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "safety"
 

@@ -14,7 +14,7 @@ from evalkit.cli import cli
 from evalkit.engines import local as local_engine
 from evalkit.engines.job import ScoredBatch, ScoreJob, score_batch
 from evalkit.engines.local import SMALLEST_BATCH, guided_batches
-from evalkit.present.score_view import ScoreWriter
+from evalkit.present.score_output import ScoreWriter
 from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, read, trajectory, write_jsonl
 
 

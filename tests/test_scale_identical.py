@@ -21,7 +21,7 @@ from evalkit.engines.job import ScoredBatch, ScoreJob, score_batch, score_one
 from evalkit.engines.pieces import BatchPieces
 from evalkit.engines.pipeline import score_files
 from evalkit.errors import InputError
-from evalkit.present.score_view import ScoreWriter
+from evalkit.present.score_output import ScoreWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ("runs", "scorecards", "commands", "bundles")

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.db.scores import Store, card_rows
-from evalkit.present.score_view import FORMATS, ScoreWriter, card_head_json, card_json, card_parts, card_text
+from evalkit.present.score_output import FORMATS, ScoreWriter, card_head_json, card_json, card_parts, card_text
 from evalkit.scoring import score_trajectory
 from evalkit.scoring.scorecard import CommandRow, ScoreCard
 from evalkit.trajectory.builders import a320_scenario, call, cmd, dumps_jsonl, read, say, trajectory, write_jsonl
@@ -215,7 +215,7 @@ def test_stored_cards_read_back_equal_the_scored_ones(runs, tmp_path):
 def test_writer_writes_long_parts_in_chunks_with_the_same_bytes(runs, fmt, monkeypatch):
     import io
 
-    from evalkit.present import score_view as render
+    from evalkit.present import score_output as render
 
     cards = [score_trajectory(read_trajectory(p, lambda w: None, compact=True)) for p in runs]
 

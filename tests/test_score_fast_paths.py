@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from evalkit.present.score_view import card_json
+from evalkit.present.score_output import card_json
 from evalkit.scoring import score_trajectory
 from evalkit.trajectory.builders import a320_scenario, cmd, dumps_jsonl, read, trajectory
 from evalkit.trajectory.reader import parse_trajectory

@@ -8,7 +8,7 @@ import json
 from click.testing import CliRunner
 
 from evalkit.cli import cli
-from evalkit.present.score_view import PASS_HAT_K_SHOWN, fmt
+from evalkit.present.score_output import PASS_HAT_K_SHOWN, fmt
 
 EXAMPLE = "examples/support/support-gpt-x-good.jsonl"
 

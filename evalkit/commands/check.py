@@ -29,7 +29,7 @@ def register(group: click.Group) -> None:
         """
         from evalkit.engines.checking import check_paths
         from evalkit.errors import InputError
-        from evalkit.present.score_view import Repeats
+        from evalkit.present.score_output import Repeats
 
         try:
             report = check_paths(paths, scenario_files)

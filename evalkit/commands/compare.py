@@ -69,7 +69,7 @@ def register(group: click.Group) -> None:
         from evalkit.aggregate.gates import worse_failure
         from evalkit.aggregate.uncertainty.paired import compare_models
         from evalkit.errors import InputError
-        from evalkit.present.comparison_view import comparison_table
+        from evalkit.present.comparison_tables import comparison_table
 
         if fail_if_worse and not baseline:
             fail("--fail-if-worse needs --baseline (the model it must not be worse than)", EXIT_USAGE)
@@ -126,7 +126,7 @@ def register(group: click.Group) -> None:
         the current data. Exit codes: 0 done; 1 the database cannot be read; 2 usage error."""
         from evalkit.aggregate.uncertainty.power import plan as make_plan
         from evalkit.errors import InputError
-        from evalkit.present.comparison_view import plan_tables
+        from evalkit.present.comparison_tables import plan_tables
 
         try:
             measured = _aggregate(db_path, level) if db_path is not None else None

@@ -88,7 +88,7 @@ def register(group: click.Group) -> None:
         Exit codes: 0 done; 1 bad inputs, judge errors or --max-cost reached; 2 usage error;
         3 a --fail-if condition held (or could not be measured).
         """
-        from evalkit.probes import view
+        from evalkit.probes import sections
         from evalkit.probes.pipeline import check_probes, parse_gates, run_probes
 
         try:
@@ -118,7 +118,10 @@ def register(group: click.Group) -> None:
         for error in result.input_errors:
             warn(error)
         doc = result.as_dict()
-        text = view.probe_run_json(doc) if fmt == "json" else view.probe_run_text(doc, markdown=fmt == "markdown")
+        if fmt == "json":
+            text = sections.probe_run_json(doc)
+        else:
+            text = sections.probe_run_text(doc, markdown=fmt == "markdown")
         click.echo(text, nl=False)
         for summary in (result.judging.originals, result.judging.probes):
             if summary.fatal or summary.stopped:

@@ -112,7 +112,7 @@ def score(paths, fmt_name, aggregate, db_path, no_db, out_path, wide, scenario_f
     # the workers start now and load the scorer while this process opens its outputs
     with workers_ahead(found, run["workers"], run["engine"], parquet=parquet_dir is not None):
         from evalkit.present.progress import StderrDigest
-        from evalkit.present.score_view import Repeats
+        from evalkit.present.score_output import Repeats
 
         digest = StderrDigest(
             len(found),
@@ -186,7 +186,7 @@ def _write(found, skipped, said, scenarios, fmt_name, aggregate, wide, out_path,
     from evalkit.engines.pipeline import score_files
     from evalkit.errors import InputError
     from evalkit.output.atomic import OutputError
-    from evalkit.present.score_view import ScoreWriter, terminal_width
+    from evalkit.present.score_output import ScoreWriter, terminal_width
 
     out = output_file(out_path)  # the output first: a missing directory is said before a database is made
     try:

@@ -28,7 +28,7 @@ class ScoreJob:
     parquet_rows: bool = False
     card: bool = False  # the ScoreCard itself (for in-process callers: it is slow to send)
     scenarios: Any = None  # evalkit.trajectory.scenario_files.ScenarioSet, for runs that name their scenario
-    columns: tuple[str, ...] | None = None  # the table format's run columns (score_view.run_columns); None: all
+    columns: tuple[str, ...] | None = None  # the table format's run columns (score_output.run_columns); None: all
     # the batch's finished pieces (evalkit.engines.pieces): the output joined (bytes in ``encoding``
     # when set), the database rows by table, an aggregate partial counted with or without provider
     # errors (``include_errors``)
@@ -56,7 +56,7 @@ class Scored:
     error: InputError | None = None
     run_id: str | None = None
     summary: RunSummary | None = None
-    parts: tuple[Any, ...] | None = None  # the output, in pieces (score_view.card_parts)
+    parts: tuple[Any, ...] | None = None  # the output, in pieces (score_output.card_parts)
     rows: Any = None  # evalkit.db.scores.CardRows
     parquet: Any = None  # evalkit.output.parquet.ParquetRows
     card: Any = None  # ScoreCard, when the job asks for it
@@ -94,7 +94,7 @@ def preload() -> None:
     """Import what scoring a file needs, ahead of the first file (a pool's worker as it starts:
     evalkit.engines.local.started_pool): the same modules :func:`score_one` imports on first use."""
     import evalkit.db.scores
-    import evalkit.present.score_view
+    import evalkit.present.score_output
     import evalkit.scoring
     import evalkit.scoring.scorecard
     import evalkit.trajectory.reader  # noqa: F401
@@ -141,7 +141,7 @@ def score_one(job: ScoreJob, source: Source, noting: Any = None) -> Scored:
 
         head = card_head_json(card)
     if job.output_format is not None:
-        from evalkit.present.score_view import card_parts
+        from evalkit.present.score_output import card_parts
 
         out.parts = card_parts(card, job.output_format, head, job.columns)
     if job.db_rows:
@@ -176,7 +176,7 @@ def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> l
     every engine's batch function has."""
     from evalkit.aggregate.groups import Aggregator
     from evalkit.engines.pieces import BatchPieces
-    from evalkit.present.score_view import join_parts
+    from evalkit.present.score_output import join_parts
 
     texts: list[str] = []
     rows: list[Any] = []

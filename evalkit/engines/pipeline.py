@@ -37,7 +37,7 @@ class Output:
     """A batch of good files scored, in input order: ``data`` is their output in the format asked
     for (text, or bytes in the ``encoding`` asked for; None for ``output=None``) and ``count`` how
     many files. Bytes a pool's worker left in a spool file come as that file's reference, which
-    ``evalkit.present.score_view.ScoreWriter.write_batch`` copies."""
+    ``evalkit.present.score_output.ScoreWriter.write_batch`` copies."""
 
     data: Any
     count: int
@@ -91,7 +91,7 @@ def score_files(
     if aggregate not in (None, "full", "tables"):
         raise ValueError(f"unknown aggregate {aggregate!r} (full, tables or None)")
     if output not in (CARDS, None):
-        from evalkit.present.score_view import FORMATS
+        from evalkit.present.score_output import FORMATS
 
         if output not in FORMATS:
             raise ValueError(f"unknown output {output!r} (cards, None or one of {', '.join(FORMATS)})")

@@ -50,7 +50,7 @@ def versus_best(model: dict) -> str:
     versus = model.get("versus_best")
     if versus is None:
         return "best" if "versus_best" in model else "n/a"
-    from evalkit.present.comparison_view import METRIC_LABELS, p_value
+    from evalkit.present.comparison_tables import METRIC_LABELS, p_value
     from evalkit.present.table import scalar_text
 
     worse = [

@@ -117,7 +117,7 @@ def _versus_best_note(comp: dict) -> list[Para]:
     """Under the per-model table: where its "vs best" claims come from (the comparison's family)."""
     if not comp.get("available"):
         return []
-    from evalkit.present.comparison_view import family_text
+    from evalkit.present.comparison_tables import family_text
 
     return [
         Para(
@@ -193,7 +193,7 @@ def comparison(report: dict, links: Links) -> Section:
     if not comp.get("available"):
         part.blocks.append(_absent(comp.get("reason", "no comparison")))
         return part
-    from evalkit.present.comparison_view import comparison_table, family_text
+    from evalkit.present.comparison_tables import comparison_table, family_text
 
     family = family_text(comp["all_pairs"])
     page = [
