@@ -128,6 +128,21 @@ def test_a_misspelt_key_of_a_forbidden_action(tmp_path):
     )
 
 
+def test_a_rule_written_in_args_says_where_it_goes(tmp_path):
+    """A comparison written as the expected value ({"regex": ...} in args) matches no call: the
+    warning says so and shows the rule where it belongs, in args_match.compare."""
+    result, path = corpus_with(
+        tmp_path, lambda s: s["ground_truth"]["forbidden_actions"][0]["args"].update(force={"one_of": [True]})
+    )
+    line = only_line(result)
+    where = line_of(path, '"force": {')
+    assert line.startswith(f"{path}:{where}: warning: scenario.ground_truth.forbidden_actions[0].args.force: ")
+    assert '{"one_of": [true]} is an object, but the calls of "git_push" hold "force" only as boolean' in line
+    assert line.endswith(
+        'a rule goes in args_match.compare, not in args: "args_match": {"compare": {"force": {"one_of": [true]}}}'
+    )
+
+
 def test_a_string_where_agents_send_a_boolean(tmp_path):
     result, path = corpus_with(
         tmp_path, lambda s: s["ground_truth"]["forbidden_actions"][0]["args"].update(force="true")

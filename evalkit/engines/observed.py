@@ -444,14 +444,24 @@ def findings(seen: Observed) -> list[Finding]:
     return out
 
 
+# The comparisons args_match.compare takes as {kind: parameter}: an expected value of that shape in
+# ``args`` is most likely a rule put in the wrong place.
+_RULE_KINDS = ("regex", "fullmatch", "substring", "nonempty", "has_items", "one_of", "abs_tol", "rel_tol")
+
+
 def _type_finding(loc: tuple, key: str, value: Any, types: set[str], tool: str, what: str) -> Finding:
     import json
 
     sent = " or ".join(sorted(types))
+    kind = json_type(value)
+    hint = ""
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in _RULE_KINDS:
+        rule = json.dumps({key: value}, ensure_ascii=False)
+        hint = f'; a rule goes in args_match.compare, not in args: "args_match": {{"compare": {rule}}}'
     return Finding(
         loc,
-        f'{json.dumps(value, ensure_ascii=False)} is a {json_type(value)}, but the {what} of "{tool}" hold '
-        f'"{key}" only as {sent}, so it never matches',
+        f"{json.dumps(value, ensure_ascii=False)} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}, but the {what} "
+        f'of "{tool}" hold "{key}" only as {sent}, so it never matches{hint}',
         _q(key),
     )
 
