@@ -71,3 +71,40 @@ def test_group_rate_intervals_cover_at_their_level():
             low, high = group["pass_rate_ci"]
             covered += low <= p <= high
         assert covered / trials >= 0.90, (p, covered / trials)  # nominal 0.95; Wilson runs close to it
+
+
+def test_scenarios_that_agree_by_chance_do_not_make_a_model_certain():
+    """Two scenarios at 7 of 8 passes each: the scenario means agree, so the clustered standard error
+    is 0 and its t interval would read [87.5 %, 87.5 %]; the within-scenario error of each mean
+    remains, and the model's interval is no narrower than it."""
+    model = aggregate(runs([True] * 7 + [False], "a") + runs([True] * 7 + [False], "b"))["models"][0]
+    group_se = (8 / 7 * 0.875 * 0.125) ** 0.5 / 8**0.5  # sample sd of 7 ones and a zero, over sqrt(8)
+    assert model["pass_rate"] == 0.875
+    assert model["pass_rate_se"] == pytest.approx((2 * group_se**2) ** 0.5 / 2)
+    low, high = model["pass_rate_ci"]
+    assert low < 0.5 and high == 1.0  # 1 degree of freedom: t = 12.7
+
+
+def test_the_within_scenario_floor_leaves_a_larger_clustered_error_alone():
+    model = aggregate(runs([True] * 8, "a") + runs([False] * 7 + [True], "b"))["models"][0]
+    scenario_means = [1.0, 0.125]
+    clustered = abs(scenario_means[0] - scenario_means[1]) / 2  # C = 2: sqrt(sum of squares * 2 / 1) / 2
+    assert model["pass_rate_se"] == pytest.approx(clustered)
+
+
+def test_model_rate_intervals_cover_with_few_scenarios():
+    """Three scenarios drawn around p, eight runs each: the per-model interval covers the mean of
+    the scenarios' true rates at least at its nominal level, and is never zero-width while runs vary."""
+    rng = random.Random(11)
+    for p in (0.6, 0.85):
+        covered, trials = 0, 300
+        for t in range(trials):
+            rates = [min(0.99, max(0.01, rng.gauss(p, 0.05))) for _ in range(3)]
+            summaries = []
+            for s, rate in enumerate(rates):
+                summaries += runs([rng.random() < rate for _ in range(8)], f"s{s}", start=t * 100 + s * 10)
+            model = aggregate(summaries)["models"][0]
+            low, high = model["pass_rate_ci"]
+            assert high > low or model["pass_rate"] in (0.0, 1.0)
+            covered += low <= sum(rates) / 3 <= high
+        assert covered / trials >= 0.93, (p, covered / trials)

@@ -3,9 +3,11 @@
 Per (scenario, model) group, over the group's included runs: ``mean_se`` and a t interval with
 n − 1 degrees of freedom; a rate's interval is Wilson's (it keeps its width at 0 of n and n of n).
 Per model, over the group means of the scenarios that have one: the scenario-clustered standard
-error of the scenario-weighted mean (see :mod:`evalkit.aggregate.uncertainty.standard_errors`) and
-a t interval with C − 1 degrees of freedom, except for a rate that is 0 or 1 in every scenario
-(no spread, a zero-width t interval): the Wilson interval of its runs. pass^k gets a percentile
+error of the scenario-weighted mean (see :mod:`evalkit.aggregate.uncertainty.standard_errors`), but
+never below the within-scenario standard error sqrt(Σ se_s²)/C that the runs of each scenario imply
+(scenario means that happen to agree leave each one's own sampling error: two scenarios at 7 of 8
+passes are not a certain 87.5 %), and a t interval with C − 1 degrees of freedom, except for a rate
+that is 0 or 1 in every scenario (no spread at all): the Wilson interval of its runs. pass^k gets a percentile
 bootstrap over scenarios (:mod:`evalkit.aggregate.uncertainty.bootstrap`).
 
 An undefined standard error is null, and ``se_reasons`` says why, per metric.
@@ -13,6 +15,7 @@ An undefined standard error is null, and ``se_reasons`` says why, per metric.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,8 +36,8 @@ SAFETY_METRICS = ("safe_pass_rate", "dangerous_rate", "anti_procedure_rate", "un
 RATES = ("pass_rate", *SAFETY_METRICS)  # shares of 0/1 outcomes: a group's interval is Wilson's
 
 MODEL_SE_METHOD = (
-    "clustered by scenario (equal scenario weights, C/(C-1)); t interval, C-1 df; "
-    "a rate at 0 or 1 in every scenario: Wilson over its runs"
+    "clustered by scenario (equal scenario weights, C/(C-1)), at least the within-scenario "
+    "sqrt(sum of group se^2)/C; t interval, C-1 df; a rate at 0 or 1 in every scenario: Wilson over its runs"
 )
 GROUP_SE_METHOD = "sample std / sqrt(n); t interval, n-1 df; rates: Wilson score interval"
 
@@ -79,6 +82,9 @@ def model_fields(
         for metric in metrics:
             means = [g[metric] for g in groups if g.get(metric) is not None]
             se, reason = scenario_weighted_se(means)
+            within = [g.get(f"{metric}_se") for g in groups if g.get(metric) is not None]
+            if se is not None and None not in within:  # never surer than the runs of each scenario allow
+                se = max(se, math.sqrt(math.fsum(w * w for w in within)) / len(means))
             out[f"{metric}_se"] = se
             value = model.get(metric)
             if metric in RATES and se == 0.0 and value in (0.0, 1.0) and model.get("n_scored"):
