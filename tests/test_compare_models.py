@@ -161,3 +161,25 @@ def test_uncertainty_imports_no_numpy_or_scipy():
         "evalkit.aggregate.uncertainty.multitest"
     )
     assert among(loaded, ("numpy", "scipy", "litellm")) == []
+
+
+def test_one_failed_run_in_each_of_two_scenarios_is_not_significant():
+    """7 of 8 passes against 8 of 8 in each of two scenarios: the differences agree by chance (sd 0),
+    which alone would give an infinite t and p = 0; the runs' own error keeps it honest."""
+    runs = []
+    for s in ("a", "b"):
+        runs += [rs(s, "base", 1.0 if i else 0.0, passed=bool(i)) for i in range(8)]
+        runs += [rs(s, "cand", 1.0, passed=True) for _ in range(8)]
+    row = next(r for r in compare_models(aggregate(runs), baseline="base")["rows"] if r["metric"] == "pass_rate")
+    group_se = math.sqrt(8 / 7 * 0.875 * 0.125) / math.sqrt(8)
+    assert row["delta"] == pytest.approx(0.125)
+    assert row["delta_se"] == pytest.approx(math.sqrt(2 * group_se**2) / 2)
+    assert row["p_value"] > 0.3 and row["verdict"] == "no detectable difference"
+
+
+def test_the_runs_floor_leaves_a_larger_paired_error_as_scipy_has_it():
+    runs = []
+    for s, cand in (("a", 1.0), ("b", 0.0), ("c", 1.0)):  # every run agrees within its group
+        runs += [rs(s, "base", 0.5) for _ in range(3)] + [rs(s, "cand", cand) for _ in range(3)]
+    row = next(r for r in compare_models(aggregate(runs), baseline="base")["rows"] if r["metric"] == "score_mean")
+    assert row["p_value"] == pytest.approx(stats.ttest_rel([1.0, 0.0, 1.0], [0.5, 0.5, 0.5]).pvalue)

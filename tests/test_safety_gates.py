@@ -90,13 +90,13 @@ def test_gates_are_checked_in_a_fixed_order_per_model():
 
 
 def _suite(unsafe_in_candidate: bool) -> dict:
-    """Six scenarios, four runs each: both models pass every run; the candidate's first run of
-    each scenario took a forbidden command."""
+    """Six scenarios, eight runs each: both models pass every run; the candidate's first four runs of
+    each scenario took a forbidden command (24 of 48 runs unsafe, against none)."""
     runs = []
     for s in range(6):
-        for i in range(4):
+        for i in range(8):
             runs.append(RunSummary(f"s{s}", "base", "scored", 1.0, 1.0, 1.0, 1.0, True, 0, f"b{s}{i}"))
-            unsafe = unsafe_in_candidate and i == 0
+            unsafe = unsafe_in_candidate and i < 4
             runs.append(
                 RunSummary(
                     f"s{s}",
@@ -120,9 +120,9 @@ def _suite(unsafe_in_candidate: bool) -> dict:
 def test_compare_counts_a_higher_unsafe_rate_as_worse():
     comparison = compare_models(_suite(True), baseline="base")
     by_metric = {r["metric"]: r for r in comparison["rows"]}
-    assert by_metric["unsafe_rate"]["delta"] == pytest.approx(0.25) and by_metric["unsafe_rate"]["verdict"] == WORSE
+    assert by_metric["unsafe_rate"]["delta"] == pytest.approx(0.5) and by_metric["unsafe_rate"]["verdict"] == WORSE
     assert (
-        by_metric["safe_pass_rate"]["delta"] == pytest.approx(-0.25) and by_metric["safe_pass_rate"]["verdict"] == WORSE
+        by_metric["safe_pass_rate"]["delta"] == pytest.approx(-0.5) and by_metric["safe_pass_rate"]["verdict"] == WORSE
     )
     assert by_metric["pass_rate"]["delta"] == 0.0  # the harness saw every run pass
     assert comparison["family"] == 4  # Holm over every row, the safety metrics included
@@ -133,7 +133,7 @@ def test_compare_counts_a_higher_unsafe_rate_as_worse():
 def test_fail_if_worse_names_the_safety_metrics():
     line = worse_failure(compare_models(_suite(True), baseline="base"), "cand", "base")
     assert line.startswith("gate failed: cand is significantly worse than base: ")
-    assert "safe_pass_rate -0.250" in line and "unsafe_rate +0.250" in line
+    assert "safe_pass_rate -0.500" in line and "unsafe_rate +0.500" in line
     assert worse_failure(compare_models(_suite(False), baseline="base"), "cand", "base") is None
 
 
@@ -154,15 +154,15 @@ def _support_run(tmp_path, i: int, name: str, model: str, scenario: str) -> None
 
 
 def test_compare_cli_fail_if_worse_exits_3_on_an_unsafe_candidate(tmp_path):
-    # two scenarios; in each the candidate closes the account once (a passed run, but dangerous)
-    # where the baseline does not
+    # two scenarios; in each the candidate closes the account in every run (a passed run, but
+    # dangerous) where the baseline never does
     runs = tmp_path / "runs"
     runs.mkdir()
     i = 0
     for scenario in ("one", "two"):
         for model, names in (
             ("base", ("good", "free-text", "good")),
-            ("cand", ("good", "free-text", "closed-account")),
+            ("cand", ("closed-account", "closed-account", "closed-account")),
         ):
             for name in names:
                 _support_run(runs, i, name, model, scenario)
@@ -175,8 +175,8 @@ def test_compare_cli_fail_if_worse_exits_3_on_an_unsafe_candidate(tmp_path):
     )
     assert res.exit_code == EXIT_GATE
     rows = {r["metric"]: r for r in json.loads(res.stdout)["rows"]}
-    assert rows["unsafe_rate"]["delta"] == pytest.approx(1 / 3) and rows["unsafe_rate"]["verdict"] == WORSE
-    assert "unsafe_rate +0.333" in res.stderr.strip().splitlines()[-1]
+    assert rows["unsafe_rate"]["delta"] == pytest.approx(1.0) and rows["unsafe_rate"]["verdict"] == WORSE
+    assert "unsafe_rate +1.000" in res.stderr.strip().splitlines()[-1]
 
 
 def test_report_gates_exit_3_after_writing_the_summary(tmp_path):

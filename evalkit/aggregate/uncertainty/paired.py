@@ -4,9 +4,9 @@ For a baseline model A and a candidate B, and a metric (``score_mean``, ``pass_r
 gate's ``safe_pass_rate`` and ``unsafe_rate``), the unit
 is the scenario: d_c = m_B,c − m_A,c, the difference of the two group means on each scenario c both
 models have a value for. The reported delta is mean(d), its standard error sd(d)/√n, and the test
-is the paired t-test with n − 1 degrees of freedom — exactly ``scipy.stats.ttest_rel(B, A)`` on the
-per-scenario means. (The normal approximation, ``method="z"``, is available for comparison; evalkit
-uses t because a suite has tens of scenarios, not thousands, and z would be too eager there.)
+is the paired t-test with n − 1 degrees of freedom — ``scipy.stats.ttest_rel(B, A)`` on the
+per-scenario means (with the floor below). (The normal approximation, ``method="z"``, is available
+for comparison; evalkit uses t because a suite has tens of scenarios, not thousands, and z would be too eager there.)
 Pairing removes the scenario-difficulty variance both models share, so it detects differences an
 unpaired comparison of the two per-model intervals would miss.
 
@@ -19,9 +19,16 @@ after the correction (its ``reason`` says so).
 Direction: for ``unsafe_rate`` lower is better, so a significant positive delta is "worse"; for
 every other metric higher is better.
 
+Never surer than the runs allow: each scenario's mean is itself estimated from a few runs, so the
+standard error of the mean difference is never below sqrt(Σ_c se_A,c² + se_B,c²)/n, the error the
+runs alone imply (se: the group's sd/√runs). Without it, scenarios that show the same difference by
+chance (7 of 8 passes against 8 of 8, twice) have sd(d) = 0, an infinite t and p = 0: "significant"
+on one failed run. Where the differences vary more than that, the SE is sd(d)/√n as in scipy.
+
 Undefined is not zero: with no shared scenario, or only one, a row has ``verdict`` "not comparable"
-and a ``reason``. When every scenario shows the same difference (sd 0) the t statistic is infinite
-and p is 0, as in scipy; when that difference is 0 as well, p is 1.
+and a ``reason``. When every scenario shows the same difference and no group has a spread of its
+own (every run of both models agrees within each scenario), the t statistic is infinite and p is 0,
+as in scipy; when that difference is 0 as well, p is 1.
 """
 
 from __future__ import annotations
@@ -40,11 +47,17 @@ BETTER, WORSE, NO_DIFFERENCE, NOT_COMPARABLE = "better", "worse", "no detectable
 
 
 def paired_difference(
-    candidate: Sequence[float], baseline: Sequence[float], level: float = DEFAULT_LEVEL, method: str = "t"
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    level: float = DEFAULT_LEVEL,
+    method: str = "t",
+    within_se: float | None = None,
 ) -> dict[str, Any]:
     """Mean difference candidate − baseline of paired values, its SE, interval, statistic and p-value.
 
-    Returns the fields with None and a ``reason`` when fewer than two pairs exist.
+    ``within_se``: the standard error of the mean difference that the runs behind each value imply
+    (module docstring); the SE used is never below it. Returns the fields with None and a ``reason``
+    when fewer than two pairs exist.
     """
     if len(candidate) != len(baseline):
         raise ValueError("paired values must be equally many")
@@ -69,6 +82,8 @@ def paired_difference(
         out["reason"] = "1 scenario in common: a paired standard error needs at least 2"
         return out
     se, _ = mean_se(diffs)
+    if within_se is not None:
+        se = max(se, within_se)
     df = n - 1
     tail = 1.0 - (1.0 - level) / 2.0
     crit = t_quantile(tail, df) if method == "t" else normal_quantile(tail)
@@ -84,8 +99,22 @@ def paired_difference(
     return out
 
 
-def _means(groups: Sequence[Mapping[str, Any]], model: str, metric: str) -> dict[str, float]:
-    return {g["scenario_id"]: g[metric] for g in groups if g["model"] == model and g.get(metric) is not None}
+def _means(groups: Sequence[Mapping[str, Any]], model: str, metric: str) -> dict[str, tuple[float, float | None]]:
+    """scenario → (the model's group mean, its standard error over the group's runs)."""
+    return {
+        g["scenario_id"]: (g[metric], g.get(f"{metric}_se"))
+        for g in groups
+        if g["model"] == model and g.get(metric) is not None
+    }
+
+
+def _within_se(a: Mapping, b: Mapping, shared: Sequence[str]) -> float | None:
+    """sqrt(Σ_c se_A,c² + se_B,c²) / n: the mean difference's error from the runs alone (None when a
+    group's se is undefined: a single run)."""
+    errors = [se for s in shared for se in (a[s][1], b[s][1])]
+    if not shared or None in errors:
+        return None
+    return math.sqrt(math.fsum(e * e for e in errors)) / len(shared)
 
 
 def compare_models(
@@ -115,15 +144,17 @@ def compare_models(
         for metric in metrics:
             a, b = _means(groups, base, metric), _means(groups, cand, metric)
             shared = sorted(a.keys() & b.keys())
-            diff = paired_difference([b[s] for s in shared], [a[s] for s in shared], level)
+            diff = paired_difference(
+                [b[s][0] for s in shared], [a[s][0] for s in shared], level, within_se=_within_se(a, b, shared)
+            )
             rows.append(
                 {
                     "baseline": base,
                     "candidate": cand,
                     "metric": metric,
                     "scenarios": diff.pop("n"),
-                    "baseline_mean": math.fsum(a[s] for s in shared) / len(shared) if shared else None,
-                    "candidate_mean": math.fsum(b[s] for s in shared) / len(shared) if shared else None,
+                    "baseline_mean": math.fsum(a[s][0] for s in shared) / len(shared) if shared else None,
+                    "candidate_mean": math.fsum(b[s][0] for s in shared) / len(shared) if shared else None,
                     **diff,
                 }
             )
@@ -135,7 +166,7 @@ def compare_models(
     return {
         "level": level,
         "correction": correction,
-        "test": "paired t-test on per-scenario means (scenarios both models ran)",
+        "test": "paired t-test on per-scenario means (scenarios both models ran), se at least the runs' own",
         "family": len([r for r in rows if r["p_value"] is not None]),
         "models": models,
         "baseline": baseline,
