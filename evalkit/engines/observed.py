@@ -97,13 +97,6 @@ def _mean(near_name: str | None) -> str:
 _name = attrgetter("name")
 
 
-class _CallView:
-    __slots__ = ("name", "args", "is_error", "result")
-
-    def __init__(self, name: str, args: dict[str, Any], is_error: bool = False, result: Any = None):
-        self.name, self.args, self.is_error, self.result = name, args, is_error, result
-
-
 @dataclass
 class Observed:
     """What the runs of one scenario did, as far as :func:`findings` needs (fed run by run)."""
@@ -158,10 +151,14 @@ class Observed:
                     sample.append(args)
                 if name in self._matched:  # nothing left to learn from its calls
                     continue
-                view = _CallView(name, args)
-                key = match_key(name, args)
+                key = None
                 for i in todo:
-                    if not self.hit[i] and self._required[i].matches(view, key):
+                    if self.hit[i]:
+                        continue
+                    expect = self._required[i]
+                    if key is None and expect.key is not None:  # computed once, where an action needs it
+                        key = match_key(name, args)
+                    if expect.matches(call, key):
                         self.hit[i] = True
                 if all(self.hit[i] for i in todo):
                     self._matched.add(name)
