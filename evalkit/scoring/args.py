@@ -360,19 +360,24 @@ class Lookup:
     def __init__(self, expects: list[Expect]):
         self.expects = expects
         self._by_key: dict[tuple, int] = {}
-        self._by_tool: dict[str, list[int]] = {}
+        # tool -> (index, its arguments test) of the actions of that tool not compared by key
+        self._by_tool: dict[str, list[tuple[int, Callable[[Any], bool]]]] = {}
         for i, e in enumerate(expects):
             if e.key is not None:
                 self._by_key.setdefault(e.key, i)
             else:
-                self._by_tool.setdefault(e.tool, []).append(i)
+                self._by_tool.setdefault(e.tool, []).append((i, e.args_ok))
 
-    def first(self, call: Any, key: tuple) -> int | None:
-        best = self._by_key.get(key)
-        for i in self._by_tool.get(call.name, ()):
+    def first(self, call: Any, key: tuple | None) -> int | None:
+        best = self._by_key.get(key) if key is not None else None
+        tests = self._by_tool.get(call.name)
+        if tests is None:
+            return best
+        args = call.args
+        for i, args_ok in tests:
             if best is not None and i > best:
                 break
-            if self.expects[i].matches(call, key):
+            if args_ok(args):
                 return i
         return best
 
