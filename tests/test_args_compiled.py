@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from evalkit.scoring.args import Compare, Rule, args_match, args_test
 
 NAMES = ["a", "b", "c", "a.b", "a.c"]
-scalars = st.sampled_from([0, 1, 1.0, 2.5, 10**20, 1e20, True, False, None, "x", "X ", "", "  ", "tp 201", math.nan, math.inf])
+scalars = st.sampled_from(
+    [0, 1, 1.0, 2.5, 10**20, 1e20, True, False, None, "x", "X ", "", "  ", "tp 201", math.nan, math.inf]
+)
 values = st.recursive(
     scalars,
     lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from(["b", "c"]), inner, max_size=2),

@@ -331,15 +331,10 @@ def parse_lines(
             continue
         if may_overflow and _maybe_overflow(line):
             builder.non_finite += count_non_finite(obj)
-        if rtype == "tool_call" and _plain_call(obj):  # its values are what validation would give
-            get = obj.get
-            name, args, is_error, step = obj["name"], get("args"), get("is_error", False), get("step")
-            if args is None:
-                args = {}
-            result, call_index = get("result"), get("call_index")
-        elif rtype == "assistant" and _plain_assistant(obj):
-            get = obj.get
-            bundle.add_assistant_values(get("step"), get("text"), get("stop_reason"))
+        if rtype == "tool_call" and (values := _call_values(obj)) is not None:
+            name, args, is_error, step, result, call_index = values
+        elif rtype == "assistant" and (values := _assistant_values(obj)) is not None:
+            bundle.add_assistant_values(*values)
             continue
         else:
             try:  # inline, not _validated: a call per record is 1% of this loop's time
@@ -375,33 +370,40 @@ _FLOAT_OR_NONE = (float, type(None))
 _STR_OR_NONE = (str, type(None))
 
 
-def _int64_or_none(value: Any) -> bool:
-    return value is None or (type(value) is int and _INT64_MIN <= value <= _INT64_MAX)
-
-
-def _plain_call(obj: dict[str, Any]) -> bool:
+def _call_values(obj: dict[str, Any]) -> tuple[str, dict[str, Any], bool, int | None, Any, int | None] | None:
+    """A plain tool_call's (name, args, is_error, step, result, call_index), or None."""
     get = obj.get
-    return (
-        obj.keys() <= _CALL_FIELDS
-        and type(get("name")) is str
-        and type(get("args", {})) is dict  # absent: the model's default, {}
-        and type(get("is_error", False)) is bool
-        and _int64_or_none(get("step"))
-        and _int64_or_none(get("call_index"))
+    name, args, is_error = get("name"), get("args"), get("is_error", False)
+    step, call_index = get("step"), get("call_index")
+    if args is None and "args" not in obj:
+        args = {}  # the model's default
+    if (
+        type(name) is str
+        and type(args) is dict
+        and type(is_error) is bool
+        and (step is None or (type(step) is int and _INT64_MIN <= step <= _INT64_MAX))
+        and (call_index is None or (type(call_index) is int and _INT64_MIN <= call_index <= _INT64_MAX))
         and type(get("sim_time_before")) in _FLOAT_OR_NONE
         and type(get("sim_time_after")) in _FLOAT_OR_NONE
         and type(get("wall_ms")) in _FLOAT_OR_NONE
-    )
+        and obj.keys() <= _CALL_FIELDS
+    ):
+        return name, args, is_error, step, get("result"), call_index
+    return None
 
 
-def _plain_assistant(obj: dict[str, Any]) -> bool:
+def _assistant_values(obj: dict[str, Any]) -> tuple[int | None, str | None, str | None] | None:
+    """A plain assistant record's (step, text, stop_reason), or None."""
     get = obj.get
-    return (
-        obj.keys() <= _ASSISTANT_FIELDS
-        and _int64_or_none(get("step"))
-        and type(get("text")) in _STR_OR_NONE
-        and type(get("stop_reason")) in _STR_OR_NONE
-    )
+    step, text, stop_reason = get("step"), get("text"), get("stop_reason")
+    if (
+        (step is None or (type(step) is int and _INT64_MIN <= step <= _INT64_MAX))
+        and type(text) in _STR_OR_NONE
+        and type(stop_reason) in _STR_OR_NONE
+        and obj.keys() <= _ASSISTANT_FIELDS
+    ):
+        return step, text, stop_reason
+    return None
 
 
 def parse_trajectory(
