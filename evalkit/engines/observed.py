@@ -54,7 +54,15 @@ def json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-_TYPE_NAMES = {bool: "boolean", int: "number", float: "number", str: "string", type(None): "null", list: "array"}
+_TYPE_NAMES = {
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    str: "string",
+    type(None): "null",
+    list: "array",
+    dict: "object",
+}
 
 
 def _paths(value: Any, into: dict[str, set[str]], prefix: str = "", depth: int = 0) -> None:
@@ -67,7 +75,7 @@ def _paths(value: Any, into: dict[str, set[str]], prefix: str = "", depth: int =
             into[path] = {kind}
         elif kind not in types:
             types.add(kind)
-        if kind == "object" and depth < _DEPTH and isinstance(item, dict):
+        if kind == "object" and depth < _DEPTH and isinstance(item, dict) and item:
             _paths(item, into, path + ".", depth + 1)
 
 
@@ -134,7 +142,10 @@ class Observed:
             if not args and result is None and name not in by_tool:  # most reads, as scoring keeps them
                 continue
             if args:
-                _paths(args, self.args.setdefault(name, {}))
+                paths = self.args.get(name)
+                if paths is None:
+                    paths = self.args[name] = {}
+                _paths(args, paths)
             if isinstance(result, str) and result[:1] == "{":
                 import json
 
