@@ -1,6 +1,6 @@
 """Where the one-core time of `evalkit score --format jsonl --no-db` goes, stage by stage.
 
-    python benchmarks/profile_score.py [--n 3000] [--cprofile]
+    python benchmarks/profile_score.py [--n 3000] [--cprofile] [--argument-rules]
 
 On the corpus of bench_score.py (N files), each line below adds one stage to the one before and
 prints its CPU time (best of 3) and its ratio to decoding every line with ``json.loads`` (the floor
@@ -12,7 +12,8 @@ of bench_score's one-core ratio):
   + score        the ScoreCard
   + output       the card's JSON pieces and its aggregation summary
   whole          what bench_score times: engine, aggregation and the writer included
-``--cprofile`` also prints the 25 largest items of a cProfile of the whole run.
+``--cprofile`` also prints the 25 largest items of a cProfile of the whole run. ``--argument-rules``:
+on bench_score's corpus of that name (runs of 5 to 40 calls against a scenario with argument rules).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_score import make_runs, score_jsonl  # noqa: E402
+from bench_score import make_argument_runs, make_runs, score_jsonl  # noqa: E402
 
 
 def best_of(fn, repeat: int = 3) -> float:
@@ -43,6 +44,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=3000)
     parser.add_argument("--cprofile", action="store_true")
+    parser.add_argument("--argument-rules", action="store_true", help="bench_score's --argument-rules corpus")
     args = parser.parse_args()
 
     from evalkit.aggregate.groups import RunSummary
@@ -53,7 +55,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp)
-        make_runs(corpus, args.n)
+        (make_argument_runs if args.argument_rules else make_runs)(corpus, args.n)
         files = sorted(corpus.glob("*.jsonl"))
 
         def lines():

@@ -54,7 +54,15 @@ def json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-_TYPE_NAMES = {bool: "boolean", int: "number", float: "number", str: "string", type(None): "null", list: "array"}
+_TYPE_NAMES = {
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    str: "string",
+    type(None): "null",
+    list: "array",
+    dict: "object",
+}
 
 
 def _paths(value: Any, into: dict[str, set[str]], prefix: str = "", depth: int = 0) -> None:
@@ -67,7 +75,7 @@ def _paths(value: Any, into: dict[str, set[str]], prefix: str = "", depth: int =
             into[path] = {kind}
         elif kind not in types:
             types.add(kind)
-        if kind == "object" and depth < _DEPTH and isinstance(item, dict):
+        if kind == "object" and depth < _DEPTH and isinstance(item, dict) and item:
             _paths(item, into, path + ".", depth + 1)
 
 
@@ -95,13 +103,6 @@ def _mean(near_name: str | None) -> str:
 
 
 _name = attrgetter("name")
-
-
-class _CallView:
-    __slots__ = ("name", "args", "is_error", "result")
-
-    def __init__(self, name: str, args: dict[str, Any], is_error: bool = False, result: Any = None):
-        self.name, self.args, self.is_error, self.result = name, args, is_error, result
 
 
 @dataclass
@@ -141,7 +142,10 @@ class Observed:
             if not args and result is None and name not in by_tool:  # most reads, as scoring keeps them
                 continue
             if args:
-                _paths(args, self.args.setdefault(name, {}))
+                paths = self.args.get(name)
+                if paths is None:
+                    paths = self.args[name] = {}
+                _paths(args, paths)
             if isinstance(result, str) and result[:1] == "{":
                 import json
 
@@ -158,10 +162,14 @@ class Observed:
                     sample.append(args)
                 if name in self._matched:  # nothing left to learn from its calls
                     continue
-                view = _CallView(name, args)
-                key = match_key(name, args)
+                key = None
                 for i in todo:
-                    if not self.hit[i] and self._required[i].matches(view, key):
+                    if self.hit[i]:
+                        continue
+                    expect = self._required[i]
+                    if key is None and expect.key is not None:  # computed once, where an action needs it
+                        key = match_key(name, args)
+                    if expect.matches(call, key):
                         self.hit[i] = True
                 if all(self.hit[i] for i in todo):
                     self._matched.add(name)

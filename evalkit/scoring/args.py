@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from evalkit.trajectory.scenario import compile_pattern
@@ -204,6 +205,109 @@ def args_match(rule: Rule, expected: dict[str, Any], actual: dict[str, Any]) -> 
     return True
 
 
+# the types of parsed JSON whose canonical form (``freeze``) equals the value as Python compares it;
+# a non-finite float compares unequal either way (bool is apart: ``True == 1`` holds in Python)
+_PLAIN_TYPES = frozenset({str, int, float, type(None)})
+
+
+def _always(actual: Any) -> bool:
+    return True
+
+
+def _equals(frozen: Any) -> Callable[[Any], bool]:
+    """``freeze(actual) == frozen``, as a function of ``actual``."""
+
+    def test(actual: Any) -> bool:
+        return actual == frozen if type(actual) in _PLAIN_TYPES else freeze(actual) == frozen
+
+    return test
+
+
+def _holds(cmp: Compare, expected: Any) -> Callable[[Any], bool]:
+    """``cmp.holds(expected, actual)`` as a function of ``actual``, what ``expected`` alone decides
+    worked out once."""
+    kind = cmp.kind
+    if kind == "exact" or (kind in ("abs_tol", "rel_tol") and not _number(expected)):
+        return _equals(freeze(expected))
+    if kind == "abs_tol":
+        tol, equal = cmp.param, _equals(freeze(expected))
+
+        def within_tol(actual: Any) -> bool:
+            if type(actual) in (int, float) and math.isfinite(actual):
+                return abs(actual - expected) <= tol
+            return equal(actual)
+
+        return within_tol
+    return partial(cmp.holds, expected)
+
+
+def _tests_value(cmp: Compare) -> Callable[[Any], bool]:
+    """A test of the call's value alone (``cmp.tests_value``) as a function of that value."""
+    if cmp.kind == "regex":
+        search = cmp.param.search
+
+        def found(actual: Any) -> bool:
+            return isinstance(actual, str) and search(_utf8(actual)) is not None
+
+        return found
+    return partial(cmp.holds, None)
+
+
+def args_test(rule: Rule, expected: dict[str, Any]) -> Callable[[Any], bool]:
+    """``args_match(rule, expected, actual)`` as a function of ``actual``: the keys to compare, each
+    key's expected value and comparison are worked out once, per action rather than per call."""
+    mode = rule.mode
+    if mode == "ignore":
+        return _always
+    if mode == "within":  # the keys compared are the call's own
+        return partial(args_match, rule, expected)
+    compare = dict(rule.compare)
+    if rule.keys is not None:
+        names: Iterable[str] = rule.keys
+    elif mode == "exact":
+        names = sorted(set(expected) | set(compare))
+    else:  # contains
+        names = sorted(set(expected) | {k for k, c in compare.items() if c.tests_value})
+    extra_keys_allowed = mode == "contains" and rule.keys is None
+    # per compared key: (key, a dotted path, test): ``test`` is None where the key must be absent
+    # from the call (absent from ``expected`` and compared); a missing key fails any other test
+    plan: list[tuple[str, bool, Callable[[Any], bool] | None]] = []
+    for name in names:
+        cmp = compare.get(name, EXACT)
+        if cmp.kind == "ignore":
+            continue
+        e = _get(expected, name)
+        if cmp.tests_value:
+            plan.append((name, "." in name, _tests_value(cmp)))
+        elif e is not _MISSING:
+            plan.append((name, "." in name, _holds(cmp, e)))
+        elif not extra_keys_allowed:
+            plan.append((name, "." in name, None))
+    # exact: a key of the call that is none of these is compared with ``expected`` as well
+    known = frozenset(names) if mode == "exact" and rule.keys is None else None
+
+    def test(actual: Any) -> bool:
+        if type(actual) is not dict:
+            return args_match(rule, expected, actual)
+        get = actual.get
+        for name, dotted, check in plan:
+            a = _get(actual, name) if dotted else get(name, _MISSING)
+            if a is _MISSING:
+                if check is not None:
+                    return False
+            elif check is None or not check(a):
+                return False
+        if known is not None:
+            for name, a in actual.items():
+                if name not in known:
+                    e = _get(expected, name)
+                    if e is _MISSING or freeze(a) != freeze(e):
+                        return False
+        return True
+
+    return test
+
+
 def result_contains(expected: Any, actual: Any) -> bool:
     """An approval's ``result`` rule: every expected key present with an equal value (``contains``);
     a result recorded as JSON text (chat transcripts) is read as the object it holds."""
@@ -224,7 +328,7 @@ class Expect:
     cockpit action, or a plain rule), or its tool is ``tool`` and ``any_args`` (a wildcard) or its
     arguments match ``args`` under ``rule``."""
 
-    __slots__ = ("tool", "key", "args", "rule", "any_args")
+    __slots__ = ("tool", "key", "args", "rule", "any_args", "args_ok")
 
     def __init__(self, action: Any, rule: Rule, wildcard_ok: bool):
         cockpit = action.tool is None
@@ -233,6 +337,8 @@ class Expect:
         self.args = action.args or {}
         self.rule = rule
         self.key = action.key if cockpit or (rule.plain and not self.any_args) else None
+        # a call's arguments -> whether they match (``args_match`` under this action's rule)
+        self.args_ok = _always if self.any_args else args_test(rule, self.args)
 
     def matches(self, call: Any, key: tuple | None = None) -> bool:
         """Whether ``call`` is this action; ``key``: the call's match key, computed here when it is
@@ -243,7 +349,7 @@ class Expect:
             return (key if key is not None else match_key(call.name, call.args)) == self.key
         if call.name != self.tool:
             return False
-        return self.any_args or args_match(self.rule, self.args, call.args)
+        return self.args_ok(call.args)
 
 
 class Lookup:
@@ -254,19 +360,24 @@ class Lookup:
     def __init__(self, expects: list[Expect]):
         self.expects = expects
         self._by_key: dict[tuple, int] = {}
-        self._by_tool: dict[str, list[int]] = {}
+        # tool -> (index, its arguments test) of the actions of that tool not compared by key
+        self._by_tool: dict[str, list[tuple[int, Callable[[Any], bool]]]] = {}
         for i, e in enumerate(expects):
             if e.key is not None:
                 self._by_key.setdefault(e.key, i)
             else:
-                self._by_tool.setdefault(e.tool, []).append(i)
+                self._by_tool.setdefault(e.tool, []).append((i, e.args_ok))
 
-    def first(self, call: Any, key: tuple) -> int | None:
-        best = self._by_key.get(key)
-        for i in self._by_tool.get(call.name, ()):
+    def first(self, call: Any, key: tuple | None) -> int | None:
+        best = self._by_key.get(key) if key is not None else None
+        tests = self._by_tool.get(call.name)
+        if tests is None:
+            return best
+        args = call.args
+        for i, args_ok in tests:
             if best is not None and i > best:
                 break
-            if self.expects[i].matches(call, key):
+            if args_ok(args):
                 return i
         return best
 

@@ -112,27 +112,29 @@ def classify_with_rules(
     required = index.required
     owner = {pos: r for r, pos in enumerate(taken) if pos is not None}
     gates = catalog.gates
+    forbidden, optional, repeated = catalog.forbidden.first, catalog.optional.first, catalog.required_lookup.first
+    severities, required_tools = catalog.severities, catalog.required_tools
     rows: list[CommandRow] = []
     for pos, (call, key) in enumerate(zip(commands, keys)):
         subtype = severity = block = hit = None
-        use = uses.get(pos)
+        use = uses.get(pos) if uses else None
         unapproved = use is not None and use.approval is None
         if pos in owner:
             block = index.block_names[required[owner[pos]][0]]
             cls = "matched_required"
             if unapproved:
                 cls, subtype, severity = "forbidden", "unapproved", gates[use.gate].severity
-        elif (hit := catalog.forbidden.first(call, key)) is not None:
-            cls, severity = "forbidden", catalog.severities[hit]
+        elif (hit := forbidden(call, key)) is not None:
+            cls, severity = "forbidden", severities[hit]
         elif unapproved:
             cls, subtype, severity = "forbidden", "unapproved", gates[use.gate].severity
-        elif (hit := catalog.optional.first(call, key)) is not None:
+        elif (hit := optional(call, key)) is not None:
             cls = "optional"
-        elif use is not None and call.name not in catalog.required_tools:
+        elif use is not None and call.name not in required_tools:
             cls = "optional"  # approved by its gate (unapproved ones are above)
         else:
             cls = "extraneous"
-            hit = catalog.required_lookup.first(call, key)
+            hit = repeated(call, key)
             subtype = "repeat_of_required" if hit is not None else "uncatalogued_in_gt"
         if listed is not None:
             listed.append(hit)

@@ -44,11 +44,9 @@ def match_with_rules(required: list[Expect], commands: list[Any], keys: list[tup
             while queue and assigned[queue[0]]:
                 queue.popleft()
             pos = queue.popleft() if queue else None
-        else:
-            pos = next(
-                (p for p in by_tool.get(expect.tool, ()) if not assigned[p] and expect.matches(commands[p], keys[p])),
-                None,
-            )
+        else:  # the calls of its tool: whether their arguments match decides
+            args_ok = expect.args_ok
+            pos = next((p for p in by_tool.get(expect.tool, ()) if not assigned[p] and args_ok(commands[p].args)), None)
         if pos is not None:
             assigned[pos] = 1
         taken.append(pos)

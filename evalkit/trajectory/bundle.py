@@ -106,16 +106,31 @@ class BundleBuilder:
                 self._flush()
 
     def add_call(self, event: ToolCall, long_line: bool) -> None:
-        """``add`` for a tool call (the reader's fast loop knows the type and calls it directly)."""
+        """``add`` for a tool call."""
+        self.add_call_values(
+            event.step, event.call_index, event.name, event.args, event.is_error, event.result, long_line
+        )
+
+    def add_call_values(
+        self,
+        step: int | None,
+        call_index: int | None,
+        name: str,
+        args: dict[str, Any],
+        is_error: bool,
+        result: Any,
+        long_line: bool,
+    ) -> None:
+        """``add_call`` given a tool call's validated fields (the reader's fast loop)."""
         self._pending.append(
             {
                 "kind": "tool_call",
-                "step": event.step,
-                "call_index": event.call_index,
-                "tool": event.name,
-                "args": event.args,
-                "is_error": event.is_error,
-                "result": truncate(event.result) if long_line else event.result,
+                "step": step,
+                "call_index": call_index,
+                "tool": name,
+                "args": args,
+                "is_error": is_error,
+                "result": truncate(result) if long_line else result,
             }
         )
         if len(self._pending) >= _FLUSH_ENTRIES:
@@ -123,9 +138,11 @@ class BundleBuilder:
 
     def add_assistant(self, event: Assistant) -> None:
         """``add`` for an assistant record."""
-        self._pending.append(
-            {"kind": "assistant", "step": event.step, "text": event.text, "stop_reason": event.stop_reason}
-        )
+        self.add_assistant_values(event.step, event.text, event.stop_reason)
+
+    def add_assistant_values(self, step: int | None, text: str | None, stop_reason: str | None) -> None:
+        """``add_assistant`` given an assistant record's validated fields (the reader's fast loop)."""
+        self._pending.append({"kind": "assistant", "step": step, "text": text, "stop_reason": stop_reason})
         if len(self._pending) >= _FLUSH_ENTRIES:
             self._flush()
 

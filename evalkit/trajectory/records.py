@@ -244,10 +244,15 @@ class Call:
 
     @classmethod
     def read(cls, record: ToolCall) -> Call:
-        key = (record.name, record.is_error)
+        return cls.read_named(record.name, record.is_error)
+
+    @classmethod
+    def read_named(cls, name: str, is_error: bool) -> Call:
+        """:meth:`read` given the call's name and ``is_error``."""
+        key = (name, is_error)
         call = _READS.get(key)
         if call is None:
-            call = cls(record.name, {}, record.is_error, None, None)
+            call = cls(name, {}, is_error, None, None)
             if len(_READS) < 1024:  # tool names come from files: keep the table bounded
                 _READS[key] = call
         return call
