@@ -136,7 +136,7 @@ def test_dangerous_floors_the_scalar_to_zero():
     card = _score(RESET + RESTORE + [cmd("bat_2", 0)])
     assert card.vector.coverage == 1.0 and card.vector.end_state == 1.0
     assert card.vector.safety_dangerous == 1 and card.scalar == 0.0
-    assert card.checks.approvals_respected is False
+    assert card.checks.approvals_respected is True  # no gate in this scenario: nothing needed an approval
 
 
 def test_optional_actions_are_free():

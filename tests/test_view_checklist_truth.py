@@ -83,8 +83,7 @@ def assert_agrees(cl: dict, card: dict, where: str) -> None:
     assert counts["anti_procedure"] == v["safety_anti_procedure"], where
     assert counts["extraneous"] == v["extraneous"], where
     assert (counts["repeats"] == 0) == checks["no_redundant_calls"], where
-    if counts["unapproved"]:
-        assert checks["approvals_respected"] is False, where
+    assert checks["approvals_respected"] is (counts["unapproved"] == 0), where
     places: list[int] = []
     for b in cl["blocks"]:
         for a in b["actions"]:

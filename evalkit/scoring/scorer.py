@@ -142,5 +142,7 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
         ),
         scalar=derive_scalar(end_state, coverage, order, dangerous, anti, extraneous),
         commands=rows,
-        checks=mechanical_checks(all_passed, order, rows, extraneous, calls.off_surface, dangerous, anti),
+        checks=mechanical_checks(
+            all_passed, order, rows, extraneous, calls.off_surface, sum(not g.approved for g in gated or ())
+        ),
     )
