@@ -16,9 +16,10 @@ A prediction granting more credit than its reference is an error of *more credit
 it "lenient", verdict files "grants more"), less credit is *less credit* ("strict", "grants less").
 
 Calibration is computed when ``probabilities`` are given (one row per item, ``None`` for an item
-without a usable forecast; or an ``(n, k)`` array with a row of NaN there): the Brier score against the reference, and, with the top probability
-as the confidence (or ``confidences`` when the caller defines confidence otherwise), the expected
-calibration error, reliability bands and escalation of decisions below ``threshold``.
+without a usable forecast; or an ``(n, k)`` array with a row of NaN there): the Brier score
+against the reference, and, with the top probability as the confidence (or ``confidences`` when
+the caller defines confidence otherwise), the expected calibration error, reliability bands and
+escalation of decisions below ``threshold``.
 """
 
 from __future__ import annotations
