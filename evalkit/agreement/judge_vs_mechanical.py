@@ -109,9 +109,12 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
 
     def index(p: Pairing, label: Any) -> int:
         key = (p.name, type(label), label)
-        if key not in positions:
-            positions[key] = p.index(label)
-        return positions[key]
+        at = positions.get(key)
+        if at is None:
+            at = positions[key] = p.index(label)
+        return at
+
+    new = tuple.__new__  # a Pair straight from its fields (10^6 of them at scale)
 
     for v in (answers[name] for run in sorted(latest) for answers in (latest[run],) for name in sorted(answers)):
         card = by_run.get(v.run_id)
@@ -135,21 +138,24 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
             if j is None or m is None:
                 continue
             ps.pairs.append(
-                Pair(
-                    p.name,
-                    v.run_id,
-                    v.judge_model,
-                    v.rubric_id,
-                    card.scenario_id,
-                    card.model,
-                    card.path,
-                    v.value,
-                    j,
-                    m,
-                    v.confidence if p.confidence else None,
-                    v.rationale,
-                    index(p, j),
-                    index(p, m),
+                new(
+                    Pair,
+                    (
+                        p.name,
+                        v.run_id,
+                        v.judge_model,
+                        v.rubric_id,
+                        card.scenario_id,
+                        card.model,
+                        card.path,
+                        v.value,
+                        j,
+                        m,
+                        v.confidence if p.confidence else None,
+                        v.rationale,
+                        index(p, j),
+                        index(p, m),
+                    ),
                 )
             )
     return [sets[p.name] for p in config.pairings]
@@ -274,9 +280,9 @@ def slice_stats(
     p: Pairing, pairs: list[Pair], config: AuditConfig, kinds: Iterable[str]
 ) -> dict[str, list[dict[str, Any]]]:
     """Per slice kind, the pairing's statistics over each key's pairs (keys sorted; no intervals)."""
-    from evalkit.agreement.label_comparison import compare
-
     import numpy as np  # only on the audit path
+
+    from evalkit.agreement.label_comparison import compare
 
     predictions, references, probabilities, confidences = _inputs(p, pairs)  # once for every kind
     recorded = np.fromiter((x.confidence is not None for x in pairs), bool, len(pairs))
