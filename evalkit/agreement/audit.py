@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -272,7 +273,7 @@ def judge_costs(calls: list[Any], source: str) -> list[dict[str, Any]]:
         rows = by_model[model]  # in call order
         entry: dict[str, Any] = {"judge_model": model, "source": source, "n_calls": len(rows)}
         for field, name, unit in (("cost_usd", "cost", "usd"), ("latency_ms", "latency", "ms")):
-            vals = [None if v is None else float(v) for v in (getattr(c, field) for c in rows)]
+            vals = [None if v is None else float(v) for v in map(operator.attrgetter(field), rows)]
             known = [v for v in vals if v is not None]
             entry[f"n_with_{name}"] = len(known)
             entry[f"{name}_median_{unit}"], entry[f"{name}_mean_excluding_first_{unit}"] = median_and_mean_after_first(

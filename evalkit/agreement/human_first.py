@@ -75,8 +75,17 @@ def analyse(ratings: list[Any], config: AuditConfig, bootstrap: dict[str, Any] |
         by_dim[r.dimension].append(r)
     out = []
     for dim in sorted(by_dim):
+        if len({r.rater for r in by_dim[dim] if r.rater_kind == "human"}) < 2:
+            continue  # fewer than two humans: no item can have two
         level, labels = level_and_labels([r.value for r in by_dim[dim]], config.dimensions.get(dim))
-        kept = [r for r in by_dim[dim] if on_scale(r.value, labels)]
+        scaled: dict[tuple[type, Any], bool] = {}  # few distinct values: each checked once
+        kept = []
+        for r in by_dim[dim]:
+            key = (type(r.value), r.value)
+            if key not in scaled:
+                scaled[key] = on_scale(r.value, labels)
+            if scaled[key]:
+                kept.append(r)
         humans = _values(kept, "human")
         items = sorted(i for i, rs in humans.items() if len(rs) >= 2)
         names = sorted({h for i in items for h in humans[i]})

@@ -16,6 +16,8 @@ Choices the issue leaves open (documented in docs/audit.md):
 from __future__ import annotations
 
 import heapq
+import math
+import operator
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -107,9 +109,12 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
 
     def index(p: Pairing, label: Any) -> int:
         key = (p.name, type(label), label)
-        if key not in positions:
-            positions[key] = p.index(label)
-        return positions[key]
+        at = positions.get(key)
+        if at is None:
+            at = positions[key] = p.index(label)
+        return at
+
+    new = tuple.__new__  # a Pair straight from its fields (10^6 of them at scale)
 
     for v in (answers[name] for run in sorted(latest) for answers in (latest[run],) for name in sorted(answers)):
         card = by_run.get(v.run_id)
@@ -133,21 +138,24 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
             if j is None or m is None:
                 continue
             ps.pairs.append(
-                Pair(
-                    p.name,
-                    v.run_id,
-                    v.judge_model,
-                    v.rubric_id,
-                    card.scenario_id,
-                    card.model,
-                    card.path,
-                    v.value,
-                    j,
-                    m,
-                    v.confidence if p.confidence else None,
-                    v.rationale,
-                    index(p, j),
-                    index(p, m),
+                new(
+                    Pair,
+                    (
+                        p.name,
+                        v.run_id,
+                        v.judge_model,
+                        v.rubric_id,
+                        card.scenario_id,
+                        card.model,
+                        card.path,
+                        v.value,
+                        j,
+                        m,
+                        v.confidence if p.confidence else None,
+                        v.rationale,
+                        index(p, j),
+                        index(p, m),
+                    ),
                 )
             )
     return [sets[p.name] for p in config.pairings]
@@ -157,7 +165,7 @@ def pairing_stats(
     p: Pairing, pairs: list[Pair], config: AuditConfig, bootstrap: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Every statistic of one pairing over ``pairs``; undefined ones are null with a reason."""
-    return _pairing_result(p, _compare(p, pairs, config, bootstrap=bootstrap), pairs)
+    return _pairing_result(p, _compare(p, pairs, config, bootstrap=bootstrap), _recorded(pairs))
 
 
 def _compare(p: Pairing, pairs: list[Pair], config: AuditConfig, *, bootstrap: dict[str, Any] | None = None):
@@ -180,29 +188,40 @@ def _compare(p: Pairing, pairs: list[Pair], config: AuditConfig, *, bootstrap: d
     )
 
 
-def _inputs(p: Pairing, pairs: list[Pair]) -> tuple[np.ndarray, np.ndarray, list | None, list | None]:
+def _inputs(p: Pairing, pairs: list[Pair]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """The comparison engine's inputs for ``pairs``: judge and mechanical positions, and (when the
-    pairing uses the judge's confidence) each pair's forecast and confidence."""
+    pairing uses the judge's confidence) each pair's forecast and confidence (a row of NaN, and
+    NaN, where a pair has none)."""
     import numpy as np  # only on the audit path
 
-    k = len(p.scale)
+    n, k = len(pairs), len(p.scale)
+    predictions = np.fromiter(map(_judge_index, pairs), np.int64, n)
+    references = np.fromiter(map(_mechanical_index, pairs), np.int64, n)
     probabilities = confidences = None
     if p.confidence:
         # a confidence outside [0, 1] (or NaN) is not a probability: left out, and counted
-        probabilities, confidences = [], []
-        for x in pairs:
-            c = x.confidence
-            usable = c is not None and 0.0 <= c <= 1.0
-            rest = (1.0 - c) / (k - 1) if usable else 0.0
-            probabilities.append([c if i == x.judge_index else rest for i in range(k)] if usable else None)
-            confidences.append(float(c) if usable else None)
-    predictions = np.asarray([x.judge_index for x in pairs], dtype=np.int64)
-    references = np.asarray([x.mechanical_index for x in pairs], dtype=np.int64)
+        confidences = np.fromiter(
+            (c if c is not None and 0.0 <= c <= 1.0 else math.nan for c in map(_confidence, pairs)), float, n
+        )
+        rest = (1.0 - confidences) / (k - 1)
+        top = np.arange(k)[None, :] == predictions[:, None]
+        probabilities = np.where(top, confidences[:, None], rest[:, None])
     return predictions, references, probabilities, confidences
 
 
-def _pairing_result(p: Pairing, cmp, pairs: list[Pair]) -> dict[str, Any]:
-    """The audit's JSON layout of one comparison."""
+_judge_index = operator.attrgetter("judge_index")
+_mechanical_index = operator.attrgetter("mechanical_index")
+_confidence = operator.attrgetter("confidence")
+
+
+def _recorded(pairs: list[Pair]) -> int:
+    """How many of ``pairs`` carry a judge confidence (usable or not)."""
+    return sum(1 for x in pairs if x.confidence is not None)
+
+
+def _pairing_result(p: Pairing, cmp, recorded: int) -> dict[str, Any]:
+    """The audit's JSON layout of one comparison; ``recorded``: how many of its pairs carry a
+    judge confidence (usable or not)."""
     out: dict[str, Any] = {"n": cmp.n}
     out.update(cmp.stats)  # every registered statistic, in the registry's order
     out["confusion_matrix"] = {
@@ -213,13 +232,13 @@ def _pairing_result(p: Pairing, cmp, pairs: list[Pair]) -> dict[str, Any]:
     }
     out["lenient"] = cmp.more_credit
     out["strict"] = cmp.less_credit
-    out.update(_calibration(p, cmp, pairs))
+    out.update(_calibration(p, cmp, recorded))
     for name, interval in cmp.intervals.items():
         out[name] = dict(out[name], ci_low=interval["low"], ci_high=interval["high"], bootstrap=interval)
     return out
 
 
-def _calibration(p: Pairing, cmp, pairs: list[Pair]) -> dict[str, Any]:
+def _calibration(p: Pairing, cmp, recorded: int) -> dict[str, Any]:
     empty = {
         "n_with_confidence": 0,
         "n_invalid_confidence": 0,
@@ -237,7 +256,7 @@ def _calibration(p: Pairing, cmp, pairs: list[Pair]) -> dict[str, Any]:
             "escalation": na(reason),
         }
     cal = cmp.calibration
-    invalid = sum(1 for x in pairs if x.confidence is not None) - len(cal.rows)
+    invalid = recorded - len(cal.rows)
     if not cal.rows:
         reason = "no judge confidence recorded" if not invalid else "no judge confidence within [0, 1]"
         return empty | {
@@ -261,29 +280,39 @@ def slice_stats(
     p: Pairing, pairs: list[Pair], config: AuditConfig, kinds: Iterable[str]
 ) -> dict[str, list[dict[str, Any]]]:
     """Per slice kind, the pairing's statistics over each key's pairs (keys sorted; no intervals)."""
+    import numpy as np  # only on the audit path
+
     from evalkit.agreement.label_comparison import compare
 
     predictions, references, probabilities, confidences = _inputs(p, pairs)  # once for every kind
+    recorded = np.fromiter((x.confidence is not None for x in pairs), bool, len(pairs))
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in kinds:
-        rows_of: dict[str, list[int]] = {}  # one pass: a scan per key is quadratic
-        for i, x in enumerate(pairs):
-            rows_of.setdefault(x.slice_key(kind), []).append(i)
+        code_of: dict[str, int] = {}  # one pass: a scan per key is quadratic
+        codes = np.fromiter(
+            (code_of.setdefault(key, len(code_of)) for key in map(_SLICE_GETTERS[kind], pairs)), np.intp, len(pairs)
+        )
+        order = np.argsort(codes, kind="stable")  # each key's rows in pair order
+        bounds = np.cumsum(np.bincount(codes, minlength=len(code_of)))
         out[kind] = []
-        for key in sorted(rows_of):
-            idx = rows_of[key]
+        for key in sorted(code_of):
+            c = code_of[key]
+            idx = order[(bounds[c - 1] if c else 0) : bounds[c]]
             sub = compare(
                 predictions[idx],
                 references[idx],
                 list(p.scale),
                 level=p.level,
-                probabilities=None if probabilities is None else [probabilities[i] for i in idx],
-                confidences=None if confidences is None else [confidences[i] for i in idx],
+                probabilities=None if probabilities is None else probabilities[idx],
+                confidences=None if confidences is None else confidences[idx],
                 threshold=config.escalation_threshold,
                 ece_bins=config.ece_bins,
             )
-            out[kind].append({"key": key} | _pairing_result(p, sub, [pairs[i] for i in idx]))
+            out[kind].append({"key": key} | _pairing_result(p, sub, int(recorded[idx].sum())))
     return out
+
+
+_SLICE_GETTERS = {kind: operator.attrgetter(name) for kind, name in _SLICE_FIELDS.items()}
 
 
 def rank_key(p: Pairing, order: int, direction: str, gap_share: float, run_id: str, judge_model: str) -> tuple:

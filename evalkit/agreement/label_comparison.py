@@ -16,9 +16,10 @@ A prediction granting more credit than its reference is an error of *more credit
 it "lenient", verdict files "grants more"), less credit is *less credit* ("strict", "grants less").
 
 Calibration is computed when ``probabilities`` are given (one row per item, ``None`` for an item
-without a usable forecast): the Brier score against the reference, and, with the top probability
-as the confidence (or ``confidences`` when the caller defines confidence otherwise), the expected
-calibration error, reliability bands and escalation of decisions below ``threshold``.
+without a usable forecast; or an ``(n, k)`` array with a row of NaN there): the Brier score
+against the reference, and, with the top probability as the confidence (or ``confidences`` when
+the caller defines confidence otherwise), the expected calibration error, reliability bands and
+escalation of decisions below ``threshold``.
 """
 
 from __future__ import annotations
@@ -152,13 +153,18 @@ def compare(
                 labels,
                 level=level,
                 more_credit=more_credit,
-                probabilities=None if probabilities is None else [probabilities[i] for i in idx],
-                confidences=None if confidences is None else [confidences[i] for i in idx],
+                probabilities=None if probabilities is None else _rows(probabilities, idx),
+                confidences=None if confidences is None else _rows(confidences, idx),
                 threshold=threshold,
                 ece_bins=ece_bins,
                 band_edges=band_edges,
             )
     return result
+
+
+def _rows(data: Sequence[Any], idx: list[int]) -> Sequence[Any]:
+    """The rows ``idx`` of a list or an array."""
+    return data[idx] if isinstance(data, np.ndarray) else [data[i] for i in idx]
 
 
 def _calibration(
@@ -174,10 +180,17 @@ def _calibration(
 ) -> Calibration:
     if len(probabilities) != ref.size:
         raise ValueError(f"probabilities has {len(probabilities)} rows for {ref.size} items")
-    rows = [i for i, p in enumerate(probabilities) if p is not None]
-    probs = np.array([probabilities[i] for i in rows], dtype=float).reshape(len(rows), k)
-    if confidences is not None:
-        top = np.array([confidences[i] for i in rows], dtype=float)
+    if isinstance(probabilities, np.ndarray):  # (n, k) floats, a row of NaN for an item without a forecast
+        at = np.flatnonzero(~np.isnan(probabilities).all(axis=1))
+        rows = at.tolist()
+        probs = np.asarray(probabilities[at], dtype=float).reshape(len(rows), k)
+        given = None if confidences is None else np.asarray(confidences, dtype=float)[at]
+    else:
+        rows = [i for i, p in enumerate(probabilities) if p is not None]
+        probs = np.array([probabilities[i] for i in rows], dtype=float).reshape(len(rows), k)
+        given = None if confidences is None else np.array([confidences[i] for i in rows], dtype=float)
+    if given is not None:
+        top = given
     else:
         top = probs.max(axis=1) if rows else np.zeros(0)
     ok = correct[rows] if rows else np.zeros(0, dtype=bool)

@@ -71,11 +71,23 @@ def analyse(
     """The audit's ``length_bias`` entries (docs/audit.md) from the judge values (in answer order:
     a run's latest answer wins), the runs' bundle lengths and their mechanical outcomes."""
     latest: dict[tuple[str, str], dict[str, float]] = {}
+    # 10^6 values share a few judges, dimensions and labels: each is worked out once
+    groups: dict[tuple[str, str, str], dict[str, float]] = {}
+    scores_of: dict[tuple[type, Any], float | None] = {}
     for v in values:
-        score = _score(v.value)
+        value = v.value
+        try:
+            label = (type(value), value)
+            score = scores_of[label] if label in scores_of else scores_of.setdefault(label, _score(value))
+        except TypeError:  # an unhashable value
+            score = _score(value)
         if score is None:
             continue
-        latest.setdefault((f"{v.judge_model}@{v.rubric_id}", v.dimension), {})[v.run_id] = score
+        group = groups.get((v.judge_model, v.rubric_id, v.dimension))
+        if group is None:
+            group = latest.setdefault((f"{v.judge_model}@{v.rubric_id}", v.dimension), {})
+            groups[(v.judge_model, v.rubric_id, v.dimension)] = group
+        group[v.run_id] = score
     out = []
     for (rater, dimension), scores in sorted(latest.items()):
         runs = sorted(r for r in scores if lengths.get(r) is not None)

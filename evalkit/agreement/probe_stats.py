@@ -101,12 +101,12 @@ def probe_entries(
     ``failed``: the run ids that failed mechanically (`failed_run_ids`); ``bootstrap`` is
     ``{"n_resamples", "seed", "ci"}`` or None (no intervals)."""
     failed = set(failed)
-    before = originals(values)
     latest: dict[tuple[str, str, str, str], Any] = {}
     for a in answers:  # time order within a key: the latest answer wins
         for dim, value in a.values.items():
             if dim not in NOT_REPLIES:
                 latest[(a.probe, a.judge_model, a.rubric_id, dim, a.run_id)] = value
+    before = originals(values) if latest else {}  # no probe answered: no original is looked up
     groups: dict[tuple[str, str, str, str], list[tuple[str, Any, Any]]] = {}
     for (probe, judge, rubric, dim, run_id), after in latest.items():
         key = (run_id, judge, rubric, dim)

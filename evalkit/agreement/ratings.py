@@ -360,20 +360,21 @@ def collect_ratings(stored: Iterable[Rating], judge_values: Iterable[Any]) -> li
     for s in stored:
         key = keys.setdefault((s.rater, s.dimension), (s.rater, s.dimension))
         by_item.setdefault(s.item_id, {})[key] = s
-    names: dict[tuple[str, str], str] = {}
+    # (judge, rubric, dimension) -> the (rater, dimension) key: worked out once per judge and dimension
+    judged: dict[tuple[str, str, str], tuple[str, str]] = {}
+    new = tuple.__new__  # a Rating straight from its fields (10^6 of them at scale)
     for v in judge_values:  # ordered oldest first, so later answers overwrite
         if not v.blind or v.replicate != 0:
             continue
-        name = names.get((v.judge_model, v.rubric_id))
-        if name is None:
-            name = names[(v.judge_model, v.rubric_id)] = judge_rater_name(v.judge_model, v.rubric_id)
-        key = keys.get((name, v.dimension))
+        key = judged.get((v.judge_model, v.rubric_id, v.dimension))
         if key is None:
-            key = keys[(name, v.dimension)] = (name, v.dimension)
+            name = judge_rater_name(v.judge_model, v.rubric_id)
+            key = keys.setdefault((name, v.dimension), (name, v.dimension))
+            judged[(v.judge_model, v.rubric_id, v.dimension)] = key
         item = by_item.get(v.run_id)
         if item is None:
             item = by_item[v.run_id] = {}
-        item[key] = Rating(v.run_id, name, "judge", v.dimension, v.value, v.confidence, "annotations")
+        item[key] = new(Rating, (v.run_id, key[0], "judge", v.dimension, v.value, v.confidence, "annotations"))
     out = []
     for item_id in sorted(by_item):
         rated = by_item[item_id]

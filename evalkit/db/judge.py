@@ -25,6 +25,7 @@ figure pairs an old answer with a new score; :func:`read_stale_annotations` name
 from __future__ import annotations
 
 import json
+import operator
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -423,50 +424,53 @@ def read_annotations(
 
     names: dict[Any, Any] = {}  # one object per distinct judge, rubric, dimension and run id
     decoded: dict[Any, Any] = {}
-    texts: list[str | None] = [None] * len(heads)
-    for row in _tuples(
+    # per annotation, what each of its values carries: id, rationale, created_at, blind, replicate
+    shared: list[tuple[str, str, str, Any, Any] | None] = [None] * len(heads)
+    new = tuple.__new__
+    for ann, run_id, judge_model, rubric_id, dimension, raw, conf, blind, replicate in _tuples(
         db,
         "SELECT annotation_id, run_id, judge_model, rubric_id, dimension, value, confidence, "
         "blind, replicate FROM annotation_values"
         + ("" if runs is None else " WHERE annotation_id IN (SELECT value FROM json_each(?))"),
         () if runs is None else (json.dumps(list(rank)),),
     ):
-        i = rank.get(row[0])
+        i = rank.get(ann)
         if i is None:
             continue
-        head = heads[i]
-        text = texts[i]
-        if text is None:
+        own = shared[i]
+        if own is None:
+            head = heads[i]
             text = head[1]
             if text is None:
                 doc = doc_of(i)
                 text = doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
-            texts[i] = text = text or ""
-        dimension = names.setdefault(row[4], row[4])
-        confidence = _number(row[6])
+            own = shared[i] = (str(head[0]), text or "", str(head[3] or ""), head[4], head[5])
+        dimension = names.setdefault(dimension, dimension)
+        confidence = None if conf is None else _number(conf)
         if confidence is None and dimension == "outcome":
             # the rubric's single `confidence` belongs to `outcome` (procedure_v1)
             doc = doc_of(i)
             c = _number(doc.get("confidence")) if isinstance(doc, dict) else None
             confidence = None if c is None else float(c)
-        raw = row[5]
-        if raw not in decoded:
-            decoded[raw] = label_value(raw)
-        blind = row[7] if row[7] is not None else head[4]
-        replicate = row[8] if row[8] is not None else head[5]
-        run_id = str(row[1])
-        value = JudgeValue(
-            str(head[0]),
-            names.setdefault(run_id, run_id),
-            names.setdefault(row[2], row[2]),
-            names.setdefault(row[3], row[3]),
-            dimension,
-            decoded[raw],
-            confidence,
-            bool(blind),
-            int(replicate or 0),
-            text,
-            str(head[3] or ""),
+        value = decoded.get(raw, _UNDECODED)
+        if value is _UNDECODED:
+            value = decoded[raw] = label_value(raw)
+        run_id = str(run_id)
+        value = new(
+            JudgeValue,
+            (
+                own[0],
+                names.setdefault(run_id, run_id),
+                names.setdefault(judge_model, judge_model),
+                names.setdefault(rubric_id, rubric_id),
+                dimension,
+                value,
+                confidence,
+                bool(blind if blind is not None else own[3]),
+                int((replicate if replicate is not None else own[4]) or 0),
+                own[1],
+                own[2],
+            ),
         )
         bucket = buckets[i]
         if bucket is None:
@@ -482,8 +486,8 @@ def read_annotations(
         yield from bucket
 
 
-def _by_dimension(v: JudgeValue) -> Any:
-    return v.dimension
+_UNDECODED = object()  # a stored value not decoded yet
+_by_dimension = operator.itemgetter(4)  # JudgeValue.dimension
 
 
 @dataclass(frozen=True)
@@ -507,16 +511,8 @@ def read_call_costs(db: Database, judge: str | None = None, rubric: str | None =
             f"batch_id FROM {table}{where_sql(where)}"
         )
         rows = [
-            CallCost(
-                r["judge_model"],
-                r["cost_usd"],
-                r["latency_ms"],
-                (str(r["ts"] or ""), str(r["k"])),
-                r["prompt_tokens"],
-                r["cached_tokens"],
-                r["batch_id"] is not None,
-            )
-            for r in db.rows(sql, args)
+            CallCost(model, cost, latency, (str(ts or ""), str(k)), prompt, cached, batch is not None)
+            for model, cost, latency, ts, k, prompt, cached, batch in _tuples(db, sql, args)
         ]
         if not rows:
             continue  # an empty cache (e.g. after `evalkit cache clear`): fall back to annotations

@@ -87,14 +87,15 @@ def _codes(values: np.ndarray, labels: Sequence[Any]) -> np.ndarray:
     lookup = _label_lookup(labels)
     if values.size == 0:
         return np.zeros(0, dtype=np.intp)
-    # Factorise first so the dictionary lookup runs once per distinct value, not once per item.
+    # Numbers and strings are factorised first: the dictionary lookup runs once per distinct value.
     if values.dtype.kind in "iufUSb":
         uniq, inverse = np.unique(values, return_inverse=True)
         uniq = [u.item() for u in uniq]
-    else:
-        first: dict[Any, int] = {}
-        inverse = np.fromiter((first.setdefault(v, len(first)) for v in values), np.intp, values.size)
-        uniq = list(first)
+    else:  # any hashable values: each looked up in C, one dictionary probe per item
+        try:
+            return np.fromiter(map(lookup.__getitem__, values.tolist()), np.intp, values.size)
+        except KeyError as exc:
+            raise ValueError(f"value {exc.args[0]!r} is not on the scale {list(labels)!r}") from None
     try:
         mapped = np.array([lookup[u] for u in uniq], dtype=np.intp)
     except KeyError as exc:
