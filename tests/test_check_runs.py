@@ -358,3 +358,22 @@ def test_a_sibling_tool_that_differs_by_a_whole_word_is_not_a_typo(tmp_path):
     result, _ = corpus_with(tmp_path, typo)
     assert 'optional tool "git_pusj" is never called' in only_line(result)
     assert only_line(result).endswith('(did you mean "git_push"?)')
+
+
+def test_runs_naming_an_invalid_scenario_point_at_it_not_at_a_missing_one(tmp_path):
+    """With --scenarios FILE, a run naming a scenario that is there but invalid is told where it is
+    (not "no scenario"), and a misspelt id is offered the invalid one's id."""
+
+    def unknown_key(s):
+        s["ground_truth"]["order_constraints"] = []
+
+    path = write_corpus(tmp_path, mistaken(unknown_key))
+    run = next(p for p in sorted(tmp_path.glob("*.jsonl")))
+    run.write_text(run.read_text().replace(f'"{SCENARIO["id"]}"', f'"{SCENARIO["id"]}x"', 1))
+    result = check(tmp_path, "--scenarios", path)
+    lines = result.stdout.splitlines()
+    assert result.exit_code == 1
+    assert 'unknown key "order_constraints"' in lines[0]
+    pointed = [x for x in lines if "is invalid" in x]
+    assert len(pointed) == 5 and all(f'the scenario "{SCENARIO["id"]}" at {path}:1 is invalid' in x for x in pointed)
+    assert any(f'no scenario "{SCENARIO["id"]}x"' in x and f'(did you mean "{SCENARIO["id"]}"?)' in x for x in lines)

@@ -104,10 +104,11 @@ class _Checker:
         self.keys: dict[tuple[str, str], _KeyNote] = {}
         self.seen_problems: set[str] = set()
         self.by_content: dict[str, Entry] = {}  # a file scenario's content hash -> where it is
+        self.invalid: dict[str, str] = {}  # an invalid scenario's id -> where it is
         found: dict = {}
         for path in scenario_files:
             self.scenario_file(str(path), found)
-        self.scenario_set = ScenarioSet(found) if scenario_files else None
+        self.scenario_set = ScenarioSet(found, self.invalid) if scenario_files else None
 
     def problem(self, exc: InputError) -> None:
         text = str(exc)
@@ -133,6 +134,9 @@ class _Checker:
             for p in problems:
                 self.problem(p)
             if scenario is None:
+                sid = entry.raw.get("id") if isinstance(entry.raw, dict) else None
+                if isinstance(sid, str):
+                    self.invalid.setdefault(sid, f"{entry.path}:{entry.line}" if entry.line is not None else entry.path)
                 continue
             mine.setdefault(scenario.id, entry)
             self.by_content.setdefault(scenario.content_hash, entry)

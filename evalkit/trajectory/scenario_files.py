@@ -19,7 +19,7 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ class ScenarioSet:
     """Scenarios by id, each as written (``raw``) and where (``path:line``); sent to workers as is."""
 
     by_id: dict[str, tuple[dict[str, Any], str]]
+    invalid: dict[str, str] = field(default_factory=dict)  # an invalid scenario's id -> where it is
 
     def __contains__(self, scenario_id: object) -> bool:
         return scenario_id in self.by_id
@@ -244,11 +245,19 @@ def fill_scenario(meta: dict[str, Any], scenarios: ScenarioSet | None, path: str
                 f"pass the file that holds it (--scenarios FILE) or put it beside the run ({BESIDE_NAMES[0]})",
             )
         scenarios, where = beside[0], f"{beside[1]} (the scenario file beside the run)"
+    if sid in scenarios.invalid:
+        raise InputError(
+            shown_name(path),
+            lineno,
+            f'meta.scenario_id: the scenario "{sid}" at {scenarios.invalid[sid]} is invalid '
+            "(its problem is named there)",
+        )
     if sid not in scenarios:
         raise InputError(
             shown_name(path),
             lineno,
-            f'meta.scenario_id: no scenario "{sid}" in {where}{suggestion(sid, list(scenarios.by_id))}',
+            f'meta.scenario_id: no scenario "{sid}" in {where}'
+            + suggestion(sid, [*scenarios.by_id, *scenarios.invalid]),
         )
     meta["scenario"] = scenarios.by_id[sid][0]
     return True
