@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from evalkit.aggregate.groups import Aggregator, RunSummary
@@ -82,7 +83,11 @@ def test_scenarios_that_agree_by_chance_do_not_make_a_model_certain():
     assert model["pass_rate"] == 0.875
     assert model["pass_rate_se"] == pytest.approx((2 * group_se**2) ** 0.5 / 2)
     low, high = model["pass_rate_ci"]
-    assert low < 0.5 and high == 1.0  # 1 degree of freedom: t = 12.7
+    # the floor's own degrees of freedom (Welch-Satterthwaite: (2 se^2)^2 / (2 se^4 / 7) = 14), not
+    # the two scenarios' one, which would stretch 14 of 16 passes to [0, 1]
+    assert low == pytest.approx(0.875 - stats.t.ppf(0.975, 14) * model["pass_rate_se"]) and high == 1.0
+    nine = aggregate(runs([True] * 8, "a") + runs([True] * 8, "b"))["models"][0]
+    assert nine["pass_rate_ci"][0] > low  # 16 of 16 is surer than 14 of 16, never the reverse
 
 
 def test_the_within_scenario_floor_leaves_a_larger_clustered_error_alone():

@@ -20,7 +20,7 @@ HOLM = "adjusted together by Holm (family-wise error)"
 
 # Passed runs (of 3) per scenario. The third model's pass rate is borderline against the best: a
 # family of the 8 tests against the best alone would adjust it less than the one family of all 12
-# that the per-model column and the pairwise table both read (p(holm) 0.298 in each).
+# that the per-model column and the pairwise table both read (p(holm) 0.173 in each).
 BEST = [3, 3, 3, 3, 3, 2, 3, 2]
 CLEARLY_WORSE = [2, 0, 2, 1, 1, 1, 2, 0]
 BORDERLINE = [3, 2, 3, 2, 2, 0, 2, 1]
@@ -150,9 +150,9 @@ def test_per_model_column_and_pairwise_table_agree_on_every_pair(tmp_path, best,
     for models, pairs in ((html_models, html_pairs), (md_models, md_pairs)):
         claims = _claims(models)
         assert _assert_agree(claims, pairs, best) == 3  # the clearly worse model: score, pass rate, safe pass rate
-        assert claims[borderline] == "no detectable difference"  # p(holm) 0.298 in both places
+        assert claims[borderline] == "no detectable difference"  # p(holm) 0.173 in both places
         row = next(r for r in pairs if {r[0], r[1]} == {best, borderline} and r[2] == "pass rate")
-        assert (row[10], row[11]) == ("0.298", "no detectable difference")
+        assert (row[10], row[11]) == ("0.173", "no detectable difference")
     for text in (page, summary):
         assert text.count(FAMILY) == 2 and HOLM in text  # under the per-model table and over the pairwise one
     assert "Every significance statement on this page" in page
@@ -164,6 +164,6 @@ def test_compare_names_the_same_family_as_the_report(tmp_path):
     assert CliRunner().invoke(cli, ["score", str(tmp_path / "runs"), "--db", str(db), "--workers", "1"]).exit_code == 0
     out = CliRunner().invoke(cli, ["compare", "--db", str(db), "--format", "json"])
     rows = {(r["baseline"], r["candidate"], r["metric"]): r for r in json.loads(out.stdout)["rows"]}
-    assert round(rows[("coder-alpha", "coder-gamma", "pass_rate")]["p_adjusted"], 3) == 0.298
+    assert round(rows[("coder-alpha", "coder-gamma", "pass_rate")]["p_adjusted"], 3) == 0.173
     text = CliRunner().invoke(cli, ["compare", "--db", str(db)]).stdout
     assert "p-values of 12 test(s) adjusted by Holm (family-wise error)" in text

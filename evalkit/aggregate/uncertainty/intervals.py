@@ -6,8 +6,11 @@ Per model, over the group means of the scenarios that have one: the scenario-clu
 error of the scenario-weighted mean (see :mod:`evalkit.aggregate.uncertainty.standard_errors`), but
 never below the within-scenario standard error sqrt(Σ se_s²)/C that the runs of each scenario imply
 (scenario means that happen to agree leave each one's own sampling error: two scenarios at 7 of 8
-passes are not a certain 87.5 %), and a t interval with C − 1 degrees of freedom, except for a rate
-that is 0 or 1 in every scenario (no spread at all): the Wilson interval of its runs. pass^k gets a percentile
+passes are not a certain 87.5 %), and a t interval with C − 1 degrees of freedom; where the floor
+is the larger, its own (Welch–Satterthwaite over the groups' runs), so that scenarios agreeing by
+chance give the interval their runs allow, neither a zero-width one nor one as wide as two scenarios'
+t with 1 degree of freedom makes it. A rate that is 0 or 1 in every scenario (no spread at all):
+the Wilson interval of its runs. pass^k gets a percentile
 bootstrap over scenarios (:mod:`evalkit.aggregate.uncertainty.bootstrap`).
 
 An undefined standard error is null, and ``se_reasons`` says why, per metric.
@@ -15,7 +18,6 @@ An undefined standard error is null, and ``se_reasons`` says why, per metric.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,6 +28,7 @@ from evalkit.aggregate.uncertainty.standard_errors import (
     scenario_weighted_se,
     se_of_mean,
     wilson,
+    within_error,
 )
 
 # the metrics that carry an interval, in the order they appear in a group and a model row
@@ -37,7 +40,8 @@ RATES = ("pass_rate", *SAFETY_METRICS)  # shares of 0/1 outcomes: a group's inte
 
 MODEL_SE_METHOD = (
     "clustered by scenario (equal scenario weights, C/(C-1)), at least the within-scenario "
-    "sqrt(sum of group se^2)/C; t interval, C-1 df; a rate at 0 or 1 in every scenario: Wilson over its runs"
+    "sqrt(sum of group se^2)/C; t interval, C-1 df (the floor: Welch-Satterthwaite df over the groups' runs); "
+    "a rate at 0 or 1 in every scenario: Wilson over its runs"
 )
 GROUP_SE_METHOD = "sample std / sqrt(n); t interval, n-1 df; rates: Wilson score interval"
 
@@ -82,16 +86,19 @@ def model_fields(
         for metric in metrics:
             means = [g[metric] for g in groups if g.get(metric) is not None]
             se, reason = scenario_weighted_se(means)
-            within = [g.get(f"{metric}_se") for g in groups if g.get(metric) is not None]
-            if se is not None and None not in within:  # never surer than the runs of each scenario allow
-                se = max(se, math.sqrt(math.fsum(w * w for w in within)) / len(means))
+            df: float | None = len(means) - 1
+            parts = [(g.get(f"{metric}_se"), g["n_scored"]) for g in groups if g.get(metric) is not None]
+            if se is not None and all(e is not None for e, _ in parts):  # never surer than the runs allow
+                floor, within_df = within_error(parts, len(means))
+                if floor > se:
+                    se, df = floor, within_df
             out[f"{metric}_se"] = se
             value = model.get(metric)
             if metric in RATES and se == 0.0 and value in (0.0, 1.0) and model.get("n_scored"):
                 runs = model["n_scored"]  # every scenario at 0 or 1: the runs say how sure that is
                 out[f"{metric}_ci"] = wilson(round(value * runs), runs, level)
             else:
-                out[f"{metric}_ci"] = interval(value, se, len(means) - 1, level)
+                out[f"{metric}_ci"] = interval(value, se, df, level) if df else None
             if reason:
                 reasons[metric] = reason
 

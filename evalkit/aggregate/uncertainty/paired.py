@@ -23,7 +23,9 @@ Never surer than the runs allow: each scenario's mean is itself estimated from a
 standard error of the mean difference is never below sqrt(Σ_c se_A,c² + se_B,c²)/n, the error the
 runs alone imply (se: the group's sd/√runs). Without it, scenarios that show the same difference by
 chance (7 of 8 passes against 8 of 8, twice) have sd(d) = 0, an infinite t and p = 0: "significant"
-on one failed run. Where the differences vary more than that, the SE is sd(d)/√n as in scipy.
+on one failed run. Where the floor is the larger, the test takes its degrees of freedom too
+(Welch–Satterthwaite over the groups' runs): the runs' noise is what it measures. Where the
+differences vary more than that, the SE is sd(d)/√n with n − 1 degrees of freedom, as in scipy.
 
 Undefined is not zero: with no shared scenario, or only one, a row has ``verdict`` "not comparable"
 and a ``reason``. When every scenario shows the same difference and no group has a spread of its
@@ -39,7 +41,7 @@ from typing import Any
 
 from evalkit.aggregate.uncertainty.distributions import normal_quantile, normal_two_sided_p, t_quantile, t_two_sided_p
 from evalkit.aggregate.uncertainty.multitest import adjust
-from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL, check_level, mean_se
+from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL, check_level, mean_se, within_error
 
 COMPARED = ("score_mean", "pass_rate", "safe_pass_rate", "unsafe_rate")
 LOWER_IS_BETTER = frozenset({"unsafe_rate"})
@@ -51,12 +53,13 @@ def paired_difference(
     baseline: Sequence[float],
     level: float = DEFAULT_LEVEL,
     method: str = "t",
-    within_se: float | None = None,
+    within: tuple[float, float | None] | None = None,
 ) -> dict[str, Any]:
     """Mean difference candidate − baseline of paired values, its SE, interval, statistic and p-value.
 
-    ``within_se``: the standard error of the mean difference that the runs behind each value imply
-    (module docstring); the SE used is never below it. Returns the fields with None and a ``reason``
+    ``within``: the standard error of the mean difference that the runs behind each value imply and
+    its degrees of freedom (module docstring); the SE used is never below it, and where it is the
+    larger its degrees of freedom are the test's. Returns the fields with None and a ``reason``
     when fewer than two pairs exist.
     """
     if len(candidate) != len(baseline):
@@ -82,9 +85,9 @@ def paired_difference(
         out["reason"] = "1 scenario in common: a paired standard error needs at least 2"
         return out
     se, _ = mean_se(diffs)
-    if within_se is not None:
-        se = max(se, within_se)
-    df = n - 1
+    df: float = n - 1
+    if within is not None and within[0] > se and within[1] is not None:
+        se, df = within
     tail = 1.0 - (1.0 - level) / 2.0
     crit = t_quantile(tail, df) if method == "t" else normal_quantile(tail)
     if se == 0.0:
@@ -99,22 +102,22 @@ def paired_difference(
     return out
 
 
-def _means(groups: Sequence[Mapping[str, Any]], model: str, metric: str) -> dict[str, tuple[float, float | None]]:
-    """scenario → (the model's group mean, its standard error over the group's runs)."""
+def _means(groups: Sequence[Mapping[str, Any]], model: str, metric: str) -> dict[str, tuple[float, float | None, int]]:
+    """scenario → (the model's group mean, its standard error over the group's runs, their number)."""
     return {
-        g["scenario_id"]: (g[metric], g.get(f"{metric}_se"))
+        g["scenario_id"]: (g[metric], g.get(f"{metric}_se"), g["n_scored"])
         for g in groups
         if g["model"] == model and g.get(metric) is not None
     }
 
 
-def _within_se(a: Mapping, b: Mapping, shared: Sequence[str]) -> float | None:
-    """sqrt(Σ_c se_A,c² + se_B,c²) / n: the mean difference's error from the runs alone (None when a
-    group's se is undefined: a single run)."""
-    errors = [se for s in shared for se in (a[s][1], b[s][1])]
-    if not shared or None in errors:
+def _within(a: Mapping, b: Mapping, shared: Sequence[str]) -> tuple[float, float | None] | None:
+    """sqrt(Σ_c se_A,c² + se_B,c²) / n, the mean difference's error from the runs alone, and its
+    Welch–Satterthwaite degrees of freedom (None when a group's se is undefined: a single run)."""
+    parts = [(group[1], group[2]) for s in shared for group in (a[s], b[s])]
+    if not shared or any(se is None for se, _ in parts):
         return None
-    return math.sqrt(math.fsum(e * e for e in errors)) / len(shared)
+    return within_error(parts, len(shared))
 
 
 def compare_models(
@@ -145,7 +148,7 @@ def compare_models(
             a, b = _means(groups, base, metric), _means(groups, cand, metric)
             shared = sorted(a.keys() & b.keys())
             diff = paired_difference(
-                [b[s][0] for s in shared], [a[s][0] for s in shared], level, within_se=_within_se(a, b, shared)
+                [b[s][0] for s in shared], [a[s][0] for s in shared], level, within=_within(a, b, shared)
             )
             rows.append(
                 {

@@ -84,6 +84,15 @@ def scenario_weighted_se(scenario_means: Sequence[float]) -> tuple[float | None,
     return mean_se(scenario_means, "scenario")
 
 
+def within_error(parts: Sequence[tuple[float, int]], count: int) -> tuple[float, float | None]:
+    """The standard error of a mean of ``count`` independent means from their own errors and run
+    counts ``parts`` ((se, runs) each): sqrt(Σ se²)/count, and its Welch–Satterthwaite degrees of
+    freedom (Σ se²)² / Σ se⁴/(runs − 1) (None when every se is 0)."""
+    total = math.fsum(se * se for se, _ in parts)
+    den = math.fsum(se**4 / (runs - 1) for se, runs in parts if se > 0.0 and runs > 1)
+    return math.sqrt(total) / count, (total * total / den if den > 0.0 else None)
+
+
 def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Interval:
     """The Wilson score interval of ``successes`` of ``n`` (n >= 1), within [0, 1]."""
     z = NormalDist().inv_cdf(1.0 - (1.0 - level) / 2.0)
@@ -94,7 +103,7 @@ def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Interval:
     return [low, 1.0 if successes == n else min(1.0, centre + half)]
 
 
-def interval(mean: float | None, se: float | None, df: int, level: float = DEFAULT_LEVEL) -> Interval | None:
+def interval(mean: float | None, se: float | None, df: float, level: float = DEFAULT_LEVEL) -> Interval | None:
     """``mean ± t·se`` clipped to [0, 1]; None when either is undefined."""
     if mean is None or se is None:
         return None
