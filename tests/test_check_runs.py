@@ -377,3 +377,13 @@ def test_runs_naming_an_invalid_scenario_point_at_it_not_at_a_missing_one(tmp_pa
     pointed = [x for x in lines if "is invalid" in x]
     assert len(pointed) == 5 and all(f'the scenario "{SCENARIO["id"]}" at {path}:1 is invalid' in x for x in pointed)
     assert any(f'no scenario "{SCENARIO["id"]}x"' in x and f'(did you mean "{SCENARIO["id"]}"?)' in x for x in lines)
+
+
+def test_a_misspelt_severity_names_the_value_and_the_one_it_meant(tmp_path):
+    def misspelt(s):
+        s["ground_truth"]["forbidden_actions"][0]["severity"] = "dangerus"
+
+    result, path = corpus_with(tmp_path, misspelt)
+    first = result.stdout.splitlines()[0]
+    assert first.startswith(f"{path}:{line_of(path, 'dangerus')}: ")
+    assert '.severity: "dangerus": Input should be' in first and '(did you mean "dangerous"?)' in first

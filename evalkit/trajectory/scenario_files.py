@@ -163,6 +163,9 @@ def scenario_problems(entry: Entry) -> tuple[Scenario | None, list[InputError]]:
     except ValidationError as exc:
         for err in exc.errors():
             message = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "literal_error" and isinstance(err.get("input"), str):
+                allowed = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
+                message = f'"{err["input"]}": {message}{suggestion(err["input"], allowed)}'
             problems.append(
                 InputError(entry.path, _line_of(entry, err["loc"], message), f"{_where(err['loc'])}: {message}")
             )
