@@ -119,7 +119,7 @@ def test_checks_read_off_the_vector_and_rows():
     commands = [_set("apu_gen", 0), _set("apu_gen", 0), _set("apu_gen", 0)]
     keys = [call_key(c) for c in commands]
     rows = classify_commands(commands, keys, match_required(INDEX.required, keys), INDEX)
-    checks = mechanical_checks(True, None, rows, extraneous=1, off_surface=0, dangerous=0, anti_procedure=0)
+    checks = mechanical_checks(True, None, rows, extraneous=1, off_surface=0, unapproved=0)
     assert checks.model_dump() == {
         "reached_goal": True,
         "used_only_expected_tools": False,
