@@ -29,10 +29,12 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import marshal
 import math
 import os
 import re
 import statistics
+import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -271,6 +273,55 @@ def iter_scenarios(
     if batch:
         _rank([r for r, _ in batch])
         yield current, batch
+
+
+# What a scenario page's table shows of a run (evalkit.report.drilldowns.render_run_table).
+PAGE_FIELDS = (
+    "run_id",
+    "path",
+    "model",
+    "status",
+    "unsafe",
+    "safety",
+    "rank",
+    "scalar",
+    "coverage",
+    "order",
+    "end_state",
+    "all_passed",
+    "safety_dangerous",
+    "safety_anti_procedure",
+    "extraneous",
+    "n_commands",
+    "disagreements",
+)
+
+
+class ScenarioRuns:
+    """Every run of the report as its scenario's page lists it, kept from the report's one pass
+    over the runs so the pages are written without reading the runs again: per scenario, in
+    :func:`iter_scenarios` order, the :data:`PAGE_FIELDS` of each run, packed (marshal keeps
+    str, int, float, bool and None exactly; zlib makes it a few bytes a run)."""
+
+    def __init__(self, db_path: str | os.PathLike[str]):
+        self.db_path = os.fspath(db_path)
+        self.packed: dict[str, bytes] = {}
+
+    def add(self, scenario_id: str, runs: list[dict]) -> None:
+        rows = [tuple(run[k] for k in PAGE_FIELDS) for run in runs]
+        self.packed[scenario_id] = zlib.compress(marshal.dumps(rows), 1)
+
+    def __iter__(self) -> Iterator[tuple[str, list[dict]]]:
+        """(scenario id, its runs as dicts of :data:`PAGE_FIELDS`), one scenario at a time."""
+        for scenario_id, packed in self.packed.items():
+            yield scenario_id, [dict(zip(PAGE_FIELDS, row)) for row in marshal.loads(zlib.decompress(packed))]
+
+
+class Report(dict):
+    """The report dict; ``scenario_runs`` (not part of the dict) holds its runs for the scenario
+    pages (:class:`ScenarioRuns`), or None."""
+
+    scenario_runs: ScenarioRuns | None = None
 
 
 # The worst runs, by this rule: unsafe runs first (dangerous, then unapproved, then anti-procedure,
@@ -611,8 +662,10 @@ def build_report(
             unsafe_by_group: dict[tuple[str, str], dict] = {}
             per_scenario: dict[str, list[dict]] = {}
             everything: list[dict] = []
+            pages = ScenarioRuns(db_path)
             for scenario_id, batch in iter_scenarios(db, disagreeing, warnings):
                 runs = [r for r, _ in batch]
+                pages.add(scenario_id, runs)
                 for run, summary in batch:
                     agg_state.add(summary)
                     by_status[run["status"]] += 1
@@ -661,46 +714,52 @@ def build_report(
     comparison = _comparison_section(agg)
     if judge_section is not None:
         judge_section["estimates"] = _estimates(db_path, judge, share.get("estimate_inputs"))
-    return {
-        "title": title or "evalkit report",
-        "made_at": made_at,
-        "counts": {
-            "runs": n_runs,
-            "scored": by_status.get("scored", 0),
-            "by_status": dict(sorted(by_status.items())),
-            "unsafe": sum(e["n"] for e in unsafe_by_group.values()),
-            "scenarios": len(provenance["scenarios"]),
-            "models": len(provenance["agent_models"]),
-            "drilled": len(drilled),
-        },
-        "groups": agg.get("groups", []),
-        "models": agg.get("models", []),
-        "uncertainty": agg.get("uncertainty"),
-        "comparison": comparison,
-        "worst_runs": worst_runs,
-        "worst_rule": WORST_RULE,
-        "scenarios": scenarios,
-        "unsafe_by_group": [
-            {
-                "scenario_id": sid,
-                "model": model,
-                **entry,
-                "by_safety": dict(sorted(entry["by_safety"].items(), key=lambda kv: _unsafe_key({"safety": kv[0]}))),
-            }
-            for (sid, model), entry in sorted(unsafe_by_group.items())
-        ],
-        "judge": {
-            "available": judge_section is not None,
-            **(judge_section or {"reason": "no judge has run on this database yet (`evalkit judge`)"}),
-        },
-        "agreement": agreement,
-        "drilldowns": drills,
-        # run id -> its disagreements with the judge (the scenario pages' column; runs with none left out)
-        "disagreement_counts": {rid: n for rid, n in sorted(disagreeing.items()) if isinstance(rid, str)},
-        "provenance": provenance,
-        "contamination": contamination,
-        "warnings": _warnings(warnings, agreement),
-    }
+    report = Report(
+        {
+            "title": title or "evalkit report",
+            "made_at": made_at,
+            "counts": {
+                "runs": n_runs,
+                "scored": by_status.get("scored", 0),
+                "by_status": dict(sorted(by_status.items())),
+                "unsafe": sum(e["n"] for e in unsafe_by_group.values()),
+                "scenarios": len(provenance["scenarios"]),
+                "models": len(provenance["agent_models"]),
+                "drilled": len(drilled),
+            },
+            "groups": agg.get("groups", []),
+            "models": agg.get("models", []),
+            "uncertainty": agg.get("uncertainty"),
+            "comparison": comparison,
+            "worst_runs": worst_runs,
+            "worst_rule": WORST_RULE,
+            "scenarios": scenarios,
+            "unsafe_by_group": [
+                {
+                    "scenario_id": sid,
+                    "model": model,
+                    **entry,
+                    "by_safety": dict(
+                        sorted(entry["by_safety"].items(), key=lambda kv: _unsafe_key({"safety": kv[0]}))
+                    ),
+                }
+                for (sid, model), entry in sorted(unsafe_by_group.items())
+            ],
+            "judge": {
+                "available": judge_section is not None,
+                **(judge_section or {"reason": "no judge has run on this database yet (`evalkit judge`)"}),
+            },
+            "agreement": agreement,
+            "drilldowns": drills,
+            # run id -> its disagreements with the judge (the scenario pages' column; runs with none left out)
+            "disagreement_counts": {rid: n for rid, n in sorted(disagreeing.items()) if isinstance(rid, str)},
+            "provenance": provenance,
+            "contamination": contamination,
+            "warnings": _warnings(warnings, agreement),
+        }
+    )
+    report.scenario_runs = pages
+    return report
 
 
 def _drilldowns(
