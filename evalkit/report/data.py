@@ -49,11 +49,12 @@ from evalkit.db import (
     open_readonly,
     read_annotation_rows,
     read_commands,
-    read_primary_values,
     read_ratings,
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
+from evalkit.db.judge import judge_filter, stale, where_sql
+from evalkit.db.scores import decode_json
 from evalkit.errors import EvalkitError, InputError
 from evalkit.report.contamination import load_contamination
 from evalkit.report.drilldowns import ALL_RUNS_UP_TO, drilldown_data
@@ -416,12 +417,35 @@ def _calls(members: list[dict], stored: dict[str, dict]) -> list[dict]:
     return list(calls.values())
 
 
+def _primary_value_counts(db: Database, judge: str | None) -> dict[tuple[str, str, str], Counter]:
+    """(judge model, rubric, dimension) → value label → how many of the primary values
+    :func:`evalkit.db.read_primary_values` yields have it: the same rows (its filter), each distinct
+    stored value decoded once (equal cells decode to one label: text and blobs alike are the same
+    bytes, and numbers that compare equal, such as 1 and 1.0, have one label)."""
+    where, args = judge_filter(
+        db,
+        judge,
+        where=[
+            "replicate = 0",
+            f"annotation_id NOT IN (SELECT a.annotation_id FROM annotations a WHERE {stale('a.')})",
+        ],
+    )
+    cells = Counter(
+        tuple(row)
+        for row in db.rows(
+            f"SELECT judge_model, rubric_id, dimension, value FROM annotation_values{where_sql(where)}", args
+        )
+    )
+    values: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    for (judge_model, rubric_id, dimension, value), n in cells.items():  # in the order first read
+        values[(judge_model, rubric_id, dimension)][value_label(decode_json(value))] += n
+    return values
+
+
 def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | None:
     if not rows:
         return None
-    values: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
-    for judge_model, rubric_id, dimension, value in read_primary_values(db, judge):
-        values[(judge_model, rubric_id, dimension)][value_label(value)] += 1
+    values = _primary_value_counts(db, judge)
     scales = _scales(values)
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
@@ -514,9 +538,15 @@ def _estimates(db_path, judge: str | None, read=None) -> list[dict]:
     return build_estimates(db_path, judge=judge, by="model", read=read)["estimates"]
 
 
-def _provenance(annotations: list[dict], human_raters: set[str], scenarios, models, made_at: str) -> dict:
+def _judged(annotations: list[dict]) -> tuple[set[str], set[tuple[str, str, str]]]:
+    """The judge models and the rubrics (id, version, hash) of these annotations, for the provenance."""
     judge_models = {str(row["judge_model"]) for row in annotations}
     rubrics = {(str(row["rubric_id"]), str(row["rubric_version"]), str(row["rubric_hash"])) for row in annotations}
+    return judge_models, rubrics
+
+
+def _provenance(judged: tuple[set, set], human_raters: set[str], scenarios, models, made_at: str) -> dict:
+    judge_models, rubrics = judged
     return {
         "evalkit_version": __version__,
         "made_at": made_at,
@@ -653,8 +683,13 @@ def build_report(
                 judge = resolve_judge(judge, judge_models(db), db.path)
             annotations = read_annotation_rows(db, judge)
             ratings = read_ratings(db)
+            # what the report shows of the annotations, read before the audit so their rows are
+            # not held while it runs
+            judge_section = _judge_section(db, annotations, judge)
+            judged, has_judge = _judged(annotations), bool(annotations)
+            del annotations
         share: dict = {}
-        agreement = _agreement_section(str(db_path), bool(annotations), bool(ratings), judge, jury, warnings, share)
+        agreement = _agreement_section(str(db_path), has_judge, bool(ratings), judge, jury, warnings, share)
         disagreeing = _cut_disagreements(agreement)
         with open_readonly(db_path) as db:
             agg_state = Aggregator()
@@ -685,10 +720,9 @@ def build_report(
                 scenarios.append(_scenario_entry(scenario_id, runs))
                 if all_runs or len(everything) <= ALL_RUNS_UP_TO:  # every run's details: asked for, or few runs
                     everything += runs
-            judge_section = _judge_section(db, annotations, judge)
             made_at = made_at or made_at_now()
             provenance = _provenance(
-                annotations,
+                judged,
                 {r.rater for r in ratings if r.rater_kind == "human"},
                 [s["scenario_id"] for s in scenarios],
                 models,
