@@ -500,20 +500,25 @@ def _agreement_section(
     jury: bool = False,
     odd: list[str] = (),
     share: dict | None = None,
-) -> dict:
-    """The audit's own dict (evalkit.agreement.audit.build_audit), or why there is none."""
+) -> tuple[dict, Counter]:
+    """The audit's own dict (evalkit.agreement.audit.build_audit), or why there is none, and the
+    disagreement count of every run (:func:`_cut_disagreements`)."""
     if not (has_judge or has_ratings):
-        return {"available": False, "reason": "no judge annotations or imported ratings in this database yet"}
+        return {
+            "available": False,
+            "reason": "no judge annotations or imported ratings in this database yet",
+        }, Counter()
     try:
         from evalkit.agreement.audit import build_audit
     except ImportError as exc:
-        return {"available": False, "reason": f"the audit module is not installed ({exc.name})"}
+        return {"available": False, "reason": f"the audit module is not installed ({exc.name})"}, Counter()
     try:
         audit = build_audit(db_path, judge=judge, jury=jury, odd=list(odd), share=share)  # each read done once
     except (ValueError, OSError) as exc:  # a broken pairings config must not cost the whole report
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return {"available": False, "reason": f"the audit failed: {first}", "warning": True}
-    return {"available": True, "audit": json.loads(json.dumps(audit, sort_keys=True, default=str))}
+        return {"available": False, "reason": f"the audit failed: {first}", "warning": True}, Counter()
+    counts = _cut_disagreements(audit)
+    return {"available": True, "audit": _json_copy(audit)}, counts
 
 
 def _warnings(own: list[str], agreement: dict) -> list[str]:
@@ -628,16 +633,22 @@ def _scenario_entry(scenario_id: str, runs: list[dict]) -> dict:
     }
 
 
-def _cut_disagreements(agreement: dict) -> Counter:
+def _json_copy(value: Any) -> Any:
+    """``value`` as the report holds it: through JSON (keys sorted, any other object as its str)."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def _cut_disagreements(audit: dict) -> Counter:
     """The disagreement count of every run, then the audit's ranked list cut to the
     :data:`TOP_DISAGREEMENTS` worst (``disagreements_left_out`` says how many more; the counts and
-    statistics stay the whole audit's)."""
-    audit = agreement.get("audit") or {}
+    statistics stay the whole audit's). Done on the audit as built, before its JSON copy, so the
+    copy holds only the listed ones; the values read are taken as that copy gives them."""
     items = audit.get("disagreements") or []
-    counts = Counter(d.get("run_id") for d in items)
+    counts = Counter(_json_copy([d.get("run_id") for d in items]))
     if len(items) > TOP_DISAGREEMENTS:
+        left_out = _json_copy(audit.get("disagreements_left_out"))
         audit["disagreements"] = items[:TOP_DISAGREEMENTS]
-        audit["disagreements_left_out"] = len(items) - TOP_DISAGREEMENTS + int(audit.get("disagreements_left_out") or 0)
+        audit["disagreements_left_out"] = len(items) - TOP_DISAGREEMENTS + int(left_out or 0)
     return counts
 
 
@@ -689,8 +700,9 @@ def build_report(
             judged, has_judge = _judged(annotations), bool(annotations)
             del annotations
         share: dict = {}
-        agreement = _agreement_section(str(db_path), has_judge, bool(ratings), judge, jury, warnings, share)
-        disagreeing = _cut_disagreements(agreement)
+        agreement, disagreeing = _agreement_section(
+            str(db_path), has_judge, bool(ratings), judge, jury, warnings, share
+        )
         with open_readonly(db_path) as db:
             agg_state = Aggregator()
             worst, by_status, scenarios, models = _Worst(WORST_RUNS), Counter(), [], set()
