@@ -31,6 +31,7 @@ import hashlib
 import json
 import marshal
 import math
+import operator
 import os
 import re
 import statistics
@@ -297,6 +298,8 @@ PAGE_FIELDS = (
     "disagreements",
 )
 
+_page_fields = operator.itemgetter(*PAGE_FIELDS)  # a run's PAGE_FIELDS as a tuple
+
 
 class ScenarioRuns:
     """Every run of the report as its scenario's page lists it, kept from the report's one pass
@@ -309,7 +312,7 @@ class ScenarioRuns:
         self.packed: dict[str, bytes] = {}
 
     def add(self, scenario_id: str, runs: list[dict]) -> None:
-        rows = [tuple(run[k] for k in PAGE_FIELDS) for run in runs]
+        rows = list(map(_page_fields, runs))
         self.packed[scenario_id] = zlib.compress(marshal.dumps(rows), 1)
 
     def __iter__(self) -> Iterator[tuple[str, list[dict]]]:
