@@ -177,12 +177,16 @@ ONLY_RUNS = "WHERE run_id IN (SELECT value FROM json_each(?))"
 
 def _real(value: Any) -> float | None:
     """A REAL cell; an odd one (text, a blob, NaN) reads as missing, as odd_cells says."""
+    if type(value) is float:  # the usual cell, first
+        return value if math.isfinite(value) else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
 
 
 def _count(value: Any) -> int:
+    if type(value) is int:  # the usual cell, first
+        return value if value > 0 else 0
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
@@ -192,7 +196,13 @@ def _text(value: Any) -> str | None:
 
 def _run(row: Any) -> tuple[dict, RunSummary]:
     """One row of :data:`RUN_SQL` as the report's run dict and the summary aggregation takes."""
-    c = {k: _count(row[k]) for k in ("n", "forbidden", "dangerous", "anti", "unapproved")}
+    c = {
+        "n": _count(row["n"]),
+        "forbidden": _count(row["forbidden"]),
+        "dangerous": _count(row["dangerous"]),
+        "anti": _count(row["anti"]),
+        "unapproved": _count(row["unapproved"]),
+    }
     first = _text(row["first_forbidden"])
     c["first_severity"] = first[20:] or None if first else None
     dangerous, anti = _count(row["safety_dangerous"]), _count(row["safety_anti_procedure"])
