@@ -64,7 +64,9 @@ def pages_clash(html: str | os.PathLike[str] | None, database=None, inputs=()) -
 def write_html(db_path: str | os.PathLike[str], report: dict, html: str | os.PathLike[str]) -> None:
     """Write the main page ``html`` and its scenario pages (:func:`pages_dir`): the pages into a
     temporary directory beside it, which then replaces the old one by a rename; then the page
-    through a temporary file and a rename. Raises OutputError naming the path that failed."""
+    through a temporary file and a rename. The pages list the runs ``report`` kept when it was
+    built from ``db_path`` (:class:`evalkit.report.data.ScenarioRuns`), else the runs read from
+    ``db_path``. Raises OutputError naming the path that failed."""
     from evalkit.db import open_readonly
     from evalkit.report.data import iter_scenarios
     from evalkit.report.render import render_scenario_page
