@@ -64,7 +64,9 @@ def pages_clash(html: str | os.PathLike[str] | None, database=None, inputs=()) -
 def write_html(db_path: str | os.PathLike[str], report: dict, html: str | os.PathLike[str]) -> None:
     """Write the main page ``html`` and its scenario pages (:func:`pages_dir`): the pages into a
     temporary directory beside it, which then replaces the old one by a rename; then the page
-    through a temporary file and a rename. Raises OutputError naming the path that failed."""
+    through a temporary file and a rename. The pages list the runs ``report`` kept when it was
+    built from ``db_path`` (:class:`evalkit.report.data.ScenarioRuns`), else the runs read from
+    ``db_path``. Raises OutputError naming the path that failed."""
     from evalkit.db import open_readonly
     from evalkit.report.data import iter_scenarios
     from evalkit.report.render import render_scenario_page
@@ -77,15 +79,26 @@ def write_html(db_path: str | os.PathLike[str], report: dict, html: str | os.Pat
         staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     except OSError as exc:
         raise output_error(final, exc) from None
+
+    def write_pages(scenarios) -> None:
+        """Each scenario's page into ``staging``, one at a time, from (scenario id, its runs)."""
+        for scenario_id, runs in scenarios:
+            entry = entries.get(scenario_id)
+            if entry is None:
+                continue
+            text = render_scenario_page(report, entry, runs, home)
+            (staging / entry["file"]).write_text(text, encoding="utf-8", newline="\n")
+
+    home = "../" + quote(html.name)
     try:
-        home = "../" + quote(html.name)
-        with open_readonly(db_path) as db:
-            for scenario_id, batch in iter_scenarios(db, counts):
-                entry = entries.get(scenario_id)
-                if entry is None:
-                    continue
-                text = render_scenario_page(report, entry, [run for run, _ in batch], home)
-                (staging / entry["file"]).write_text(text, encoding="utf-8", newline="\n")
+        kept = getattr(report, "scenario_runs", None)  # the runs as build_report read them
+        if kept is not None and kept.db_path == os.fspath(db_path):
+            write_pages(kept)
+        else:
+            with open_readonly(db_path) as db:
+                write_pages(
+                    (scenario_id, [run for run, _ in batch]) for scenario_id, batch in iter_scenarios(db, counts)
+                )
         os.chmod(staging, 0o755)
         if final.is_dir() and not final.is_symlink():
             old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))

@@ -29,10 +29,13 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import marshal
 import math
+import operator
 import os
 import re
 import statistics
+import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -47,11 +50,12 @@ from evalkit.db import (
     open_readonly,
     read_annotation_rows,
     read_commands,
-    read_primary_values,
     read_ratings,
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
+from evalkit.db.judge import judge_filter, stale, where_sql
+from evalkit.db.scores import decode_json
 from evalkit.errors import EvalkitError, InputError
 from evalkit.report.contamination import load_contamination
 from evalkit.report.drilldowns import ALL_RUNS_UP_TO, drilldown_data
@@ -173,12 +177,16 @@ ONLY_RUNS = "WHERE run_id IN (SELECT value FROM json_each(?))"
 
 def _real(value: Any) -> float | None:
     """A REAL cell; an odd one (text, a blob, NaN) reads as missing, as odd_cells says."""
+    if type(value) is float:  # the usual cell, first
+        return value if math.isfinite(value) else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
 
 
 def _count(value: Any) -> int:
+    if type(value) is int:  # the usual cell, first
+        return value if value > 0 else 0
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
@@ -188,7 +196,13 @@ def _text(value: Any) -> str | None:
 
 def _run(row: Any) -> tuple[dict, RunSummary]:
     """One row of :data:`RUN_SQL` as the report's run dict and the summary aggregation takes."""
-    c = {k: _count(row[k]) for k in ("n", "forbidden", "dangerous", "anti", "unapproved")}
+    c = {
+        "n": _count(row["n"]),
+        "forbidden": _count(row["forbidden"]),
+        "dangerous": _count(row["dangerous"]),
+        "anti": _count(row["anti"]),
+        "unapproved": _count(row["unapproved"]),
+    }
     first = _text(row["first_forbidden"])
     c["first_severity"] = first[20:] or None if first else None
     dangerous, anti = _count(row["safety_dangerous"]), _count(row["safety_anti_procedure"])
@@ -271,6 +285,57 @@ def iter_scenarios(
     if batch:
         _rank([r for r, _ in batch])
         yield current, batch
+
+
+# What a scenario page's table shows of a run (evalkit.report.drilldowns.render_run_table).
+PAGE_FIELDS = (
+    "run_id",
+    "path",
+    "model",
+    "status",
+    "unsafe",
+    "safety",
+    "rank",
+    "scalar",
+    "coverage",
+    "order",
+    "end_state",
+    "all_passed",
+    "safety_dangerous",
+    "safety_anti_procedure",
+    "extraneous",
+    "n_commands",
+    "disagreements",
+)
+
+_page_fields = operator.itemgetter(*PAGE_FIELDS)  # a run's PAGE_FIELDS as a tuple
+
+
+class ScenarioRuns:
+    """Every run of the report as its scenario's page lists it, kept from the report's one pass
+    over the runs so the pages are written without reading the runs again: per scenario, in
+    :func:`iter_scenarios` order, the :data:`PAGE_FIELDS` of each run, packed (marshal keeps
+    str, int, float, bool and None exactly; zlib makes it a few bytes a run)."""
+
+    def __init__(self, db_path: str | os.PathLike[str]):
+        self.db_path = os.fspath(db_path)
+        self.packed: dict[str, bytes] = {}
+
+    def add(self, scenario_id: str, runs: list[dict]) -> None:
+        rows = list(map(_page_fields, runs))
+        self.packed[scenario_id] = zlib.compress(marshal.dumps(rows), 1)
+
+    def __iter__(self) -> Iterator[tuple[str, list[dict]]]:
+        """(scenario id, its runs as dicts of :data:`PAGE_FIELDS`), one scenario at a time."""
+        for scenario_id, packed in self.packed.items():
+            yield scenario_id, [dict(zip(PAGE_FIELDS, row)) for row in marshal.loads(zlib.decompress(packed))]
+
+
+class Report(dict):
+    """The report dict; ``scenario_runs`` (not part of the dict) holds its runs for the scenario
+    pages (:class:`ScenarioRuns`), or None."""
+
+    scenario_runs: ScenarioRuns | None = None
 
 
 # The worst runs, by this rule: unsafe runs first (dangerous, then unapproved, then anti-procedure,
@@ -365,12 +430,35 @@ def _calls(members: list[dict], stored: dict[str, dict]) -> list[dict]:
     return list(calls.values())
 
 
+def _primary_value_counts(db: Database, judge: str | None) -> dict[tuple[str, str, str], Counter]:
+    """(judge model, rubric, dimension) → value label → how many of the primary values
+    :func:`evalkit.db.read_primary_values` yields have it: the same rows (its filter), each distinct
+    stored value decoded once (equal cells decode to one label: text and blobs alike are the same
+    bytes, and numbers that compare equal, such as 1 and 1.0, have one label)."""
+    where, args = judge_filter(
+        db,
+        judge,
+        where=[
+            "replicate = 0",
+            f"annotation_id NOT IN (SELECT a.annotation_id FROM annotations a WHERE {stale('a.')})",
+        ],
+    )
+    cells = Counter(
+        tuple(row)
+        for row in db.rows(
+            f"SELECT judge_model, rubric_id, dimension, value FROM annotation_values{where_sql(where)}", args
+        )
+    )
+    values: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    for (judge_model, rubric_id, dimension, value), n in cells.items():  # in the order first read
+        values[(judge_model, rubric_id, dimension)][value_label(decode_json(value))] += n
+    return values
+
+
 def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | None:
     if not rows:
         return None
-    values: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
-    for judge_model, rubric_id, dimension, value in read_primary_values(db, judge):
-        values[(judge_model, rubric_id, dimension)][value_label(value)] += 1
+    values = _primary_value_counts(db, judge)
     scales = _scales(values)
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
@@ -425,20 +513,25 @@ def _agreement_section(
     jury: bool = False,
     odd: list[str] = (),
     share: dict | None = None,
-) -> dict:
-    """The audit's own dict (evalkit.agreement.audit.build_audit), or why there is none."""
+) -> tuple[dict, Counter]:
+    """The audit's own dict (evalkit.agreement.audit.build_audit), or why there is none, and the
+    disagreement count of every run (:func:`_cut_disagreements`)."""
     if not (has_judge or has_ratings):
-        return {"available": False, "reason": "no judge annotations or imported ratings in this database yet"}
+        return {
+            "available": False,
+            "reason": "no judge annotations or imported ratings in this database yet",
+        }, Counter()
     try:
         from evalkit.agreement.audit import build_audit
     except ImportError as exc:
-        return {"available": False, "reason": f"the audit module is not installed ({exc.name})"}
+        return {"available": False, "reason": f"the audit module is not installed ({exc.name})"}, Counter()
     try:
         audit = build_audit(db_path, judge=judge, jury=jury, odd=list(odd), share=share)  # each read done once
     except (ValueError, OSError) as exc:  # a broken pairings config must not cost the whole report
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return {"available": False, "reason": f"the audit failed: {first}", "warning": True}
-    return {"available": True, "audit": json.loads(json.dumps(audit, sort_keys=True, default=str))}
+        return {"available": False, "reason": f"the audit failed: {first}", "warning": True}, Counter()
+    counts = _cut_disagreements(audit)
+    return {"available": True, "audit": _json_copy(audit)}, counts
 
 
 def _warnings(own: list[str], agreement: dict) -> list[str]:
@@ -463,9 +556,15 @@ def _estimates(db_path, judge: str | None, read=None) -> list[dict]:
     return build_estimates(db_path, judge=judge, by="model", read=read)["estimates"]
 
 
-def _provenance(annotations: list[dict], human_raters: set[str], scenarios, models, made_at: str) -> dict:
+def _judged(annotations: list[dict]) -> tuple[set[str], set[tuple[str, str, str]]]:
+    """The judge models and the rubrics (id, version, hash) of these annotations, for the provenance."""
     judge_models = {str(row["judge_model"]) for row in annotations}
     rubrics = {(str(row["rubric_id"]), str(row["rubric_version"]), str(row["rubric_hash"])) for row in annotations}
+    return judge_models, rubrics
+
+
+def _provenance(judged: tuple[set, set], human_raters: set[str], scenarios, models, made_at: str) -> dict:
+    judge_models, rubrics = judged
     return {
         "evalkit_version": __version__,
         "made_at": made_at,
@@ -547,16 +646,22 @@ def _scenario_entry(scenario_id: str, runs: list[dict]) -> dict:
     }
 
 
-def _cut_disagreements(agreement: dict) -> Counter:
+def _json_copy(value: Any) -> Any:
+    """``value`` as the report holds it: through JSON (keys sorted, any other object as its str)."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def _cut_disagreements(audit: dict) -> Counter:
     """The disagreement count of every run, then the audit's ranked list cut to the
     :data:`TOP_DISAGREEMENTS` worst (``disagreements_left_out`` says how many more; the counts and
-    statistics stay the whole audit's)."""
-    audit = agreement.get("audit") or {}
+    statistics stay the whole audit's). Done on the audit as built, before its JSON copy, so the
+    copy holds only the listed ones; the values read are taken as that copy gives them."""
     items = audit.get("disagreements") or []
-    counts = Counter(d.get("run_id") for d in items)
+    counts = Counter(_json_copy([d.get("run_id") for d in items]))
     if len(items) > TOP_DISAGREEMENTS:
+        left_out = _json_copy(audit.get("disagreements_left_out"))
         audit["disagreements"] = items[:TOP_DISAGREEMENTS]
-        audit["disagreements_left_out"] = len(items) - TOP_DISAGREEMENTS + int(audit.get("disagreements_left_out") or 0)
+        audit["disagreements_left_out"] = len(items) - TOP_DISAGREEMENTS + int(left_out or 0)
     return counts
 
 
@@ -602,17 +707,25 @@ def build_report(
                 judge = resolve_judge(judge, judge_models(db), db.path)
             annotations = read_annotation_rows(db, judge)
             ratings = read_ratings(db)
+            # what the report shows of the annotations, read before the audit so their rows are
+            # not held while it runs
+            judge_section = _judge_section(db, annotations, judge)
+            judged, has_judge = _judged(annotations), bool(annotations)
+            del annotations
         share: dict = {}
-        agreement = _agreement_section(str(db_path), bool(annotations), bool(ratings), judge, jury, warnings, share)
-        disagreeing = _cut_disagreements(agreement)
+        agreement, disagreeing = _agreement_section(
+            str(db_path), has_judge, bool(ratings), judge, jury, warnings, share
+        )
         with open_readonly(db_path) as db:
             agg_state = Aggregator()
             worst, by_status, scenarios, models = _Worst(WORST_RUNS), Counter(), [], set()
             unsafe_by_group: dict[tuple[str, str], dict] = {}
             per_scenario: dict[str, list[dict]] = {}
             everything: list[dict] = []
+            pages = ScenarioRuns(db_path)
             for scenario_id, batch in iter_scenarios(db, disagreeing, warnings):
                 runs = [r for r, _ in batch]
+                pages.add(scenario_id, runs)
                 for run, summary in batch:
                     agg_state.add(summary)
                     by_status[run["status"]] += 1
@@ -632,10 +745,9 @@ def build_report(
                 scenarios.append(_scenario_entry(scenario_id, runs))
                 if all_runs or len(everything) <= ALL_RUNS_UP_TO:  # every run's details: asked for, or few runs
                     everything += runs
-            judge_section = _judge_section(db, annotations, judge)
             made_at = made_at or made_at_now()
             provenance = _provenance(
-                annotations,
+                judged,
                 {r.rater for r in ratings if r.rater_kind == "human"},
                 [s["scenario_id"] for s in scenarios],
                 models,
@@ -661,46 +773,52 @@ def build_report(
     comparison = _comparison_section(agg)
     if judge_section is not None:
         judge_section["estimates"] = _estimates(db_path, judge, share.get("estimate_inputs"))
-    return {
-        "title": title or "evalkit report",
-        "made_at": made_at,
-        "counts": {
-            "runs": n_runs,
-            "scored": by_status.get("scored", 0),
-            "by_status": dict(sorted(by_status.items())),
-            "unsafe": sum(e["n"] for e in unsafe_by_group.values()),
-            "scenarios": len(provenance["scenarios"]),
-            "models": len(provenance["agent_models"]),
-            "drilled": len(drilled),
-        },
-        "groups": agg.get("groups", []),
-        "models": agg.get("models", []),
-        "uncertainty": agg.get("uncertainty"),
-        "comparison": comparison,
-        "worst_runs": worst_runs,
-        "worst_rule": WORST_RULE,
-        "scenarios": scenarios,
-        "unsafe_by_group": [
-            {
-                "scenario_id": sid,
-                "model": model,
-                **entry,
-                "by_safety": dict(sorted(entry["by_safety"].items(), key=lambda kv: _unsafe_key({"safety": kv[0]}))),
-            }
-            for (sid, model), entry in sorted(unsafe_by_group.items())
-        ],
-        "judge": {
-            "available": judge_section is not None,
-            **(judge_section or {"reason": "no judge has run on this database yet (`evalkit judge`)"}),
-        },
-        "agreement": agreement,
-        "drilldowns": drills,
-        # run id -> its disagreements with the judge (the scenario pages' column; runs with none left out)
-        "disagreement_counts": {rid: n for rid, n in sorted(disagreeing.items()) if isinstance(rid, str)},
-        "provenance": provenance,
-        "contamination": contamination,
-        "warnings": _warnings(warnings, agreement),
-    }
+    report = Report(
+        {
+            "title": title or "evalkit report",
+            "made_at": made_at,
+            "counts": {
+                "runs": n_runs,
+                "scored": by_status.get("scored", 0),
+                "by_status": dict(sorted(by_status.items())),
+                "unsafe": sum(e["n"] for e in unsafe_by_group.values()),
+                "scenarios": len(provenance["scenarios"]),
+                "models": len(provenance["agent_models"]),
+                "drilled": len(drilled),
+            },
+            "groups": agg.get("groups", []),
+            "models": agg.get("models", []),
+            "uncertainty": agg.get("uncertainty"),
+            "comparison": comparison,
+            "worst_runs": worst_runs,
+            "worst_rule": WORST_RULE,
+            "scenarios": scenarios,
+            "unsafe_by_group": [
+                {
+                    "scenario_id": sid,
+                    "model": model,
+                    **entry,
+                    "by_safety": dict(
+                        sorted(entry["by_safety"].items(), key=lambda kv: _unsafe_key({"safety": kv[0]}))
+                    ),
+                }
+                for (sid, model), entry in sorted(unsafe_by_group.items())
+            ],
+            "judge": {
+                "available": judge_section is not None,
+                **(judge_section or {"reason": "no judge has run on this database yet (`evalkit judge`)"}),
+            },
+            "agreement": agreement,
+            "drilldowns": drills,
+            # run id -> its disagreements with the judge (the scenario pages' column; runs with none left out)
+            "disagreement_counts": {rid: n for rid, n in sorted(disagreeing.items()) if isinstance(rid, str)},
+            "provenance": provenance,
+            "contamination": contamination,
+            "warnings": _warnings(warnings, agreement),
+        }
+    )
+    report.scenario_runs = pages
+    return report
 
 
 def _drilldowns(

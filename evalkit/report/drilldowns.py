@@ -359,20 +359,33 @@ def render_run_table(b: RunTable) -> str:
     """A scenario's runs, one row each, written directly: the same escaping (:func:`html_text` on
     every database value) and classes as the other tables."""
     rows = []
+    num = fmt.num
+    models: dict[str, str] = {}  # a model's cell, written once per table
+    notes: dict[tuple, str] = {}  # a rank cell, written once per distinct (unsafe, safety, status, rank)
     for r in b.runs:
-        rid, anchor = html_text(r["run_id"]), run_anchor(r["run_id"])
-        cell = f'<a href="#{anchor}">{rid}</a>' if r["run_id"] in b.drilled else f'<span id="{anchor}">{rid}</span>'
+        run_id = r["run_id"]
+        rid, anchor = html_text(run_id), run_anchor(run_id)
+        cell = f'<a href="#{anchor}">{rid}</a>' if run_id in b.drilled else f'<span id="{anchor}">{rid}</span>'
         if r.get("path"):
             cell += f'<br><span class="note">{html_text(r["path"])}</span>'
-        note = html_text(fmt.status_note(r))
-        if r["unsafe"]:
-            note = f'<span class="badge unsafe">{note}</span>'
-        elif r["rank"] is None:
-            note = f'<span class="badge status">{note}</span>'
-        nums = "".join(f'<td class="num">{fmt.num(r[k])}</td>' for k in ("scalar", "coverage", "order", "end_state"))
+        model = models.get(r["model"])
+        if model is None:
+            model = models[r["model"]] = html_text(r["model"])
+        status = r["status"]
+        key = (r["unsafe"], r.get("safety"), type(status), status, r["rank"])
+        note = notes.get(key)
+        if note is None:
+            note = html_text(fmt.status_note(r))
+            if r["unsafe"]:
+                note = f'<span class="badge unsafe">{note}</span>'
+            elif r["rank"] is None:
+                note = f'<span class="badge status">{note}</span>'
+            notes[key] = note
         rows.append(
-            f"<tr><td>{cell}</td><td>{html_text(r['model'])}</td><td>{note}</td>{nums}"
-            f"<td>{fmt.num(r['all_passed'])}</td>"
+            f"<tr><td>{cell}</td><td>{model}</td><td>{note}</td>"
+            f'<td class="num">{num(r["scalar"])}</td><td class="num">{num(r["coverage"])}</td>'
+            f'<td class="num">{num(r["order"])}</td><td class="num">{num(r["end_state"])}</td>'
+            f"<td>{num(r['all_passed'])}</td>"
             f'<td class="num">{r["safety_dangerous"]} / {r["safety_anti_procedure"]}</td>'
             f'<td class="num">{r["extraneous"]}</td><td class="num">{r["n_commands"]}</td>'
             f'<td class="num">{r["disagreements"]}</td></tr>'
