@@ -103,8 +103,13 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
         if answers is None:
             answers = latest[v.run_id] = {}
         answers[name] = v
-    # a card's label per pairing is worked out once: cards with the same signals share one dict
-    mechanical: dict[tuple[str, int], Any] = {}
+    # Per pairing, a judge value's label and a card's label are worked out once, each with its
+    # position on the scale (taken only when the pair is kept): few distinct values, and cards with
+    # the same signals share one dict.
+    judged: dict[str, dict[Any, Any]] = {p.name: {} for p in config.pairings}  # value -> label
+    judged_at: dict[str, dict[Any, int]] = {p.name: {} for p in config.pairings}  # value -> position
+    marked: dict[str, dict[int, Any]] = {p.name: {} for p in config.pairings}  # id(card dict) -> label
+    marked_at: dict[str, dict[int, int]] = {p.name: {} for p in config.pairings}  # id(card dict) -> position
     positions: dict[tuple[str, type, Any], int] = {}
 
     def index(p: Pairing, label: Any) -> int:
@@ -114,50 +119,83 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
             at = positions[key] = p.index(label)
         return at
 
+    # the runs in order, each run's answers in (judge, rubric, dimension) order: few distinct
+    # names, so one sorted list of them serves every run
+    order = sorted(names)
+    few = len(order) <= 32
     new = tuple.__new__  # a Pair straight from its fields (10^6 of them at scale)
-
-    for v in (answers[name] for run in sorted(latest) for answers in (latest[run],) for name in sorted(answers)):
-        card = by_run.get(v.run_id)
-        for p in wanted[(v.rubric_id, v.dimension)]:
-            ps = sets[p.name]
-            if card is None:
-                ps.counts["no_scorecard"] += 1
+    per_name = {name: wanted[name[1:]] for name in order}
+    for run in sorted(latest):
+        answers = latest[run]
+        card = by_run.get(run)
+        for name in order if few else sorted(answers):
+            v = answers.get(name) if few else answers[name]
+            if v is None:
                 continue
-            if card.status in EXCLUDED_STATUSES:
-                ps.counts["excluded_status"] += 1
-                continue
-            j = p.judge_label(v.value)
-            mkey = (p.name, id(card.card))
-            if mkey not in mechanical:
-                mechanical[mkey] = p.mechanical_label(card.card)
-            m = mechanical[mkey]
-            if j is None:
-                ps.counts["unmapped_judge"] += 1
-            if m is None:
-                ps.counts["unmapped_mechanical"] += 1
-            if j is None or m is None:
-                continue
-            ps.pairs.append(
-                new(
-                    Pair,
-                    (
-                        p.name,
-                        v.run_id,
-                        v.judge_model,
-                        v.rubric_id,
-                        card.scenario_id,
-                        card.model,
-                        card.path,
-                        v.value,
-                        j,
-                        m,
-                        v.confidence if p.confidence else None,
-                        v.rationale,
-                        index(p, j),
-                        index(p, m),
-                    ),
+            value = v.value
+            try:
+                vkey = (type(value), value)
+                hash(vkey)
+            except TypeError:  # an unhashable value: its label is not kept
+                vkey = None
+            for p in per_name[name]:
+                ps = sets[p.name]
+                if card is None:
+                    ps.counts["no_scorecard"] += 1
+                    continue
+                if card.status in EXCLUDED_STATUSES:
+                    ps.counts["excluded_status"] += 1
+                    continue
+                labels = judged[p.name]
+                if vkey is None:
+                    j = p.judge_label(value)
+                elif vkey in labels:
+                    j = labels[vkey]
+                else:
+                    j = labels[vkey] = p.judge_label(value)
+                mkey = id(card.card)
+                mechanical = marked[p.name]
+                if mkey in mechanical:
+                    m = mechanical[mkey]
+                else:
+                    m = mechanical[mkey] = p.mechanical_label(card.card)
+                if j is None:
+                    ps.counts["unmapped_judge"] += 1
+                if m is None:
+                    ps.counts["unmapped_mechanical"] += 1
+                if j is None or m is None:
+                    continue
+                at = judged_at[p.name]
+                ji = at.get(vkey) if vkey is not None else None
+                if ji is None:
+                    ji = index(p, j)
+                    if vkey is not None:
+                        at[vkey] = ji
+                at = marked_at[p.name]
+                mi = at.get(mkey)
+                if mi is None:
+                    mi = at[mkey] = index(p, m)
+                ps.pairs.append(
+                    new(
+                        Pair,
+                        (
+                            p.name,
+                            v.run_id,
+                            v.judge_model,
+                            v.rubric_id,
+                            card.scenario_id,
+                            card.model,
+                            card.path,
+                            value,
+                            j,
+                            m,
+                            v.confidence if p.confidence else None,
+                            v.rationale,
+                            ji,
+                            mi,
+                        ),
+                    )
                 )
-            )
     return [sets[p.name] for p in config.pairings]
 
 
