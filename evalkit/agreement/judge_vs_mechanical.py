@@ -21,6 +21,7 @@ import operator
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalkit.agreement.pairings_config import AuditConfig, Pairing
@@ -323,13 +324,14 @@ def slice_stats(
     from evalkit.agreement.label_comparison import compare
 
     predictions, references, probabilities, confidences = _inputs(p, pairs)  # once for every kind
-    recorded = np.fromiter((x.confidence is not None for x in pairs), bool, len(pairs))
+    n = len(pairs)
+    recorded = np.fromiter(map(operator.is_not, map(_confidence, pairs), repeat(None)), bool, n)
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in kinds:
-        code_of: dict[str, int] = {}  # one pass: a scan per key is quadratic
-        codes = np.fromiter(
-            (code_of.setdefault(key, len(code_of)) for key in map(_SLICE_GETTERS[kind], pairs)), np.intp, len(pairs)
-        )
+        keys = list(map(_SLICE_GETTERS[kind], pairs))
+        code_of = {key: c for c, key in enumerate(dict.fromkeys(keys))}  # one pass: a scan per key is quadratic
+        codes = np.fromiter(map(code_of.__getitem__, keys), np.intp, n)
+        del keys
         order = np.argsort(codes, kind="stable")  # each key's rows in pair order
         bounds = np.cumsum(np.bincount(codes, minlength=len(code_of)))
         out[kind] = []
