@@ -145,23 +145,9 @@ def _audit(
     sets = judge_vs_mechanical.build_pairs(cards, rated, sub)
     bootstrap = {"n_resamples": n_resamples, "seed": seed} if n_resamples > 0 else None
 
-    pairing_entries = []
-    for ps in sets:
-        p = ps.pairing
-        entry: dict[str, Any] = {
-            "pairing": p.name,
-            "rubric": p.rubric,
-            "judge_dimension": p.judge_dimension,
-            "level": p.level,
-            "scale": list(p.scale),
-            "lenient_rank": p.lenient_rank,
-            "mapping": describe(p),
-            "excluded": {k: ps.counts.get(k, 0) for k in EXCLUSION_KEYS},
-        }
-        entry |= judge_vs_mechanical.pairing_stats(p, ps.pairs, sub, bootstrap=bootstrap)
-        entry["slices"] = judge_vs_mechanical.slice_stats(p, ps.pairs, sub, kinds)
-        entry["self_judging"] = self_judging(p, ps.pairs, sub)
-        pairing_entries.append(entry)
+    # no name outlives the comprehension: the pairs go with ``sets`` (a pool of them held by one
+    # pairing's list would keep every other pairing's memory too)
+    pairing_entries = [pairing_entry(ps, sub, kinds, bootstrap) for ps in sets]
 
     n_disagreements = sum(1 for _ in judge_vs_mechanical.disagreeing(sets))
     disagreements = judge_vs_mechanical.disagreements(sets, top)  # records for the listed ones only
@@ -221,6 +207,27 @@ def _audit(
         "warnings": warnings,
     }
     return report, pair_rows
+
+
+def pairing_entry(
+    ps: Any, config: AuditConfig, kinds: tuple[str, ...], bootstrap: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A pairing's entry of the audit: its mapping, exclusions, statistics, slices and self-judging."""
+    p = ps.pairing
+    entry: dict[str, Any] = {
+        "pairing": p.name,
+        "rubric": p.rubric,
+        "judge_dimension": p.judge_dimension,
+        "level": p.level,
+        "scale": list(p.scale),
+        "lenient_rank": p.lenient_rank,
+        "mapping": describe(p),
+        "excluded": {k: ps.counts.get(k, 0) for k in EXCLUSION_KEYS},
+    }
+    entry |= judge_vs_mechanical.pairing_stats(p, ps.pairs, config, bootstrap=bootstrap)
+    entry["slices"] = judge_vs_mechanical.slice_stats(p, ps.pairs, config, kinds)
+    entry["self_judging"] = self_judging(p, ps.pairs, config)
+    return entry
 
 
 def _outcomes(cards: list[Any]) -> dict[str, bool]:

@@ -355,16 +355,14 @@ def collect_ratings(stored: Iterable[Rating], judge_values: Iterable[Any]) -> li
     """Imported ratings plus blind, primary (replicate 0) judge annotations, one value per
     (item, rater, dimension): the latest annotation wins when a rubric was re-run. Ordered by
     (item, rater, dimension)."""
-    # item -> (rater, dimension) -> the stored rating, and the judge value a Rating is made of at
-    # the end (a judge value wins over a stored rating under the same key)
-    stored_of: dict[str, dict[tuple[str, str], Rating]] = {}
-    judged_of: dict[str, dict[tuple[str, str], Any]] = {}
+    by_item: dict[str, dict[tuple[str, str], Rating]] = {}  # item -> (rater, dimension) -> rating
     keys: dict[tuple[str, str], tuple[str, str]] = {}  # one key object per (rater, dimension)
     for s in stored:
         key = keys.setdefault((s.rater, s.dimension), (s.rater, s.dimension))
-        stored_of.setdefault(s.item_id, {})[key] = s
+        by_item.setdefault(s.item_id, {})[key] = s
     # (judge, rubric, dimension) -> the (rater, dimension) key: worked out once per judge and dimension
     judged: dict[tuple[str, str, str], tuple[str, str]] = {}
+    new = tuple.__new__  # a Rating straight from its fields (10^6 of them at scale)
     for v in judge_values:  # ordered oldest first, so later answers overwrite
         if not v.blind or v.replicate != 0:
             continue
@@ -373,23 +371,18 @@ def collect_ratings(stored: Iterable[Rating], judge_values: Iterable[Any]) -> li
             name = judge_rater_name(v.judge_model, v.rubric_id)
             key = keys.setdefault((name, v.dimension), (name, v.dimension))
             judged[(v.judge_model, v.rubric_id, v.dimension)] = key
-        item = judged_of.get(v.run_id)
+        item = by_item.get(v.run_id)
         if item is None:
-            item = judged_of[v.run_id] = {}
-        item[key] = v
+            item = by_item[v.run_id] = {}
+        item[key] = new(Rating, (v.run_id, key[0], "judge", v.dimension, v.value, v.confidence, "annotations"))
     # each item's ratings in (rater, dimension) order: with few keys, one sorted list serves every item
     order = sorted(keys.values())
     few = len(order) <= 32
-    new = tuple.__new__  # a Rating straight from its fields (10^6 of them at scale)
-    nothing: dict[tuple[str, str], Any] = {}
     out = []
-    for item_id in sorted(stored_of.keys() | judged_of.keys()):
-        own = stored_of.get(item_id, nothing)
-        answers = judged_of.get(item_id, nothing)
-        for k in order if few else sorted(own.keys() | answers.keys()):
-            v = answers.get(k)
-            if v is not None:
-                out.append(new(Rating, (v.run_id, k[0], "judge", v.dimension, v.value, v.confidence, "annotations")))
-            elif k in own:
-                out.append(own[k])
+    for item_id in sorted(by_item):
+        rated = by_item[item_id]
+        if few:
+            out.extend(rated[k] for k in order if k in rated)
+        else:
+            out.extend(rated[k] for k in sorted(rated))
     return out
