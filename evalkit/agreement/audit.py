@@ -149,7 +149,7 @@ def _audit(
     # pairing's list would keep every other pairing's memory too)
     pairing_entries = [pairing_entry(ps, sub, kinds, bootstrap) for ps in sets]
 
-    n_disagreements = sum(1 for _ in judge_vs_mechanical.disagreeing(sets))
+    n_disagreements = judge_vs_mechanical.count_disagreements(sets)
     disagreements = judge_vs_mechanical.disagreements(sets, top)  # records for the listed ones only
     adjudications = adjudication_entries(adjudicated, judge_vs_mechanical.disagreeing(sets), [p.name for p in active])
     pair_rows = judge_vs_mechanical.pair_rows(sets) if with_pairs else []

@@ -420,6 +420,11 @@ def _first(item: tuple) -> Any:
     return item[0]
 
 
+def count_disagreements(sets: list[PairSet]) -> int:
+    """How many pairs disagree (what :func:`disagreeing` yields, counted in C)."""
+    return sum(sum(map(operator.ne, map(_judge_index, ps.pairs), map(_mechanical_index, ps.pairs))) for ps in sets)
+
+
 def disagreeing(sets: list[PairSet]) -> Iterator[dict[str, str]]:
     """The pairing and run of every disagreement, one at a time (what adjudications count)."""
     for ps in sets:
