@@ -273,7 +273,7 @@ def stale_note(audit: dict[str, Any]) -> str | None:
 def self_judging(p: Any, pairs: list[Any], config: AuditConfig) -> dict[str, Any]:
     """The pairs whose judge is the judged agent's own model (evalkit.agreement.self_judging), and the
     pairing's agreement without them (the pairing's own statistics are the "with")."""
-    models = {(x.judge_model, x.model) for x in pairs}  # few: each pair of names checked once
+    models = set(judge_vs_mechanical.judge_and_agent_models(pairs))  # few: each pair of names checked once
     mine = {m for m in models if same_model(*m)}
     own = [x for x in pairs if (x.judge_model, x.model) in mine] if mine else []
     return {

@@ -18,8 +18,9 @@ from __future__ import annotations
 import heapq
 import math
 import operator
+from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -71,10 +72,82 @@ class Pair(NamedTuple):  # one per judged run and pairing: 10^6 at scale
 _SLICE_FIELDS = {"scenario": "scenario_id", "model": "model", "judge": "judge_model", "rubric": "rubric"}
 
 
+class PairList(Sequence[Pair]):
+    """One pairing's pairs held as columns (10^6 pairs at scale): each pair's judge value and card,
+    its two labels and their positions on the scale. A :class:`Pair` is made when one is read;
+    the audit's statistics read the columns."""
+
+    __slots__ = ("pairing", "answers", "cards", "judge_labels", "mechanical_labels", "judge_at", "mechanical_at")
+
+    def __init__(self, pairing: Pairing) -> None:
+        self.pairing = pairing
+        self.answers: list[JudgeValue] = []
+        self.cards: list[Card] = []
+        self.judge_labels: list[Any] = []
+        self.mechanical_labels: list[Any] = []
+        self.judge_at = array("q")  # positions on the pairing's scale
+        self.mechanical_at = array("q")
+
+    def __len__(self) -> int:
+        return len(self.answers)
+
+    def _pair(self, i: int) -> Pair:
+        v, card = self.answers[i], self.cards[i]
+        return tuple.__new__(
+            Pair,
+            (
+                self.pairing.name,
+                v.run_id,
+                v.judge_model,
+                v.rubric_id,
+                card.scenario_id,
+                card.model,
+                card.path,
+                v.value,
+                self.judge_labels[i],
+                self.mechanical_labels[i],
+                v.confidence if self.pairing.confidence else None,
+                v.rationale,
+                self.judge_at[i],
+                self.mechanical_at[i],
+            ),
+        )
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self._pair(k) for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("pair index out of range")
+        return self._pair(i)
+
+    def __iter__(self) -> Iterator[Pair]:
+        return map(self._pair, range(len(self)))
+
+    def disagreeing_at(self) -> list[int]:
+        """The rows whose judge and mechanical positions differ, in order."""
+        import numpy as np  # only on the audit path
+
+        return np.flatnonzero(np.array(self.judge_at) != np.array(self.mechanical_at)).tolist()
+
+    def confidences(self) -> Iterator[float | None]:
+        """Each pair's ``confidence`` (None throughout when the pairing does not use it)."""
+        if self.pairing.confidence:
+            return map(_confidence, self.answers)
+        return repeat(None, len(self))
+
+    def column(self, field: str) -> Iterator[Any]:
+        """One of the Pair fields a slice reads (scenario_id, model, judge_model, rubric), per pair."""
+        if field in ("scenario_id", "model"):
+            return map(operator.attrgetter(field), self.cards)
+        return map(operator.attrgetter("rubric_id" if field == "rubric" else field), self.answers)
+
+
 @dataclass
 class PairSet:
     pairing: Pairing
-    pairs: list[Pair]
+    pairs: Sequence[Pair]  # a PairList from build_pairs
     counts: Counter  # why candidate pairs were left out
 
 
@@ -83,7 +156,7 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
     wanted: dict[tuple[str, str], list[Pairing]] = defaultdict(list)
     for p in config.pairings:
         wanted[(p.rubric, p.judge_dimension)].append(p)
-    sets = {p.name: PairSet(p, [], Counter()) for p in config.pairings}
+    sets = {p.name: PairSet(p, PairList(p), Counter()) for p in config.pairings}
     # run -> (judge, rubric, dimension) -> the latest answer; one key object per distinct
     # (judge, rubric, dimension), so 10^6 answers make no 10^6 keys
     latest: dict[str, dict[tuple[str, str, str], JudgeValue]] = {}
@@ -124,8 +197,14 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
     # names, so one sorted list of them serves every run
     order = sorted(names)
     few = len(order) <= 32
-    new = tuple.__new__  # a Pair straight from its fields (10^6 of them at scale)
     per_name = {name: wanted[name[1:]] for name in order}
+    # each pairing's columns, appended to in step
+    columns = {
+        p.name: (ps.pairs.answers, ps.pairs.cards, ps.pairs.judge_labels, ps.pairs.mechanical_labels)
+        + (ps.pairs.judge_at, ps.pairs.mechanical_at)
+        for p in config.pairings
+        for ps in (sets[p.name],)
+    }
     for run in sorted(latest):
         answers = latest[run]
         card = by_run.get(run)
@@ -176,27 +255,13 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
                 mi = at.get(mkey)
                 if mi is None:
                     mi = at[mkey] = index(p, m)
-                ps.pairs.append(
-                    new(
-                        Pair,
-                        (
-                            p.name,
-                            v.run_id,
-                            v.judge_model,
-                            v.rubric_id,
-                            card.scenario_id,
-                            card.model,
-                            card.path,
-                            value,
-                            j,
-                            m,
-                            v.confidence if p.confidence else None,
-                            v.rationale,
-                            ji,
-                            mi,
-                        ),
-                    )
-                )
+                held_values, held_cards, judge_labels, mechanical_labels, judge_at, mechanical_at = columns[p.name]
+                held_values.append(v)
+                held_cards.append(card)
+                judge_labels.append(j)
+                mechanical_labels.append(m)
+                judge_at.append(ji)
+                mechanical_at.append(mi)
     return [sets[p.name] for p in config.pairings]
 
 
@@ -234,13 +299,17 @@ def _inputs(p: Pairing, pairs: list[Pair]) -> tuple[np.ndarray, np.ndarray, np.n
     import numpy as np  # only on the audit path
 
     n, k = len(pairs), len(p.scale)
-    predictions = np.fromiter(map(_judge_index, pairs), np.int64, n)
-    references = np.fromiter(map(_mechanical_index, pairs), np.int64, n)
+    if isinstance(pairs, PairList):
+        predictions = np.array(pairs.judge_at, dtype=np.int64)
+        references = np.array(pairs.mechanical_at, dtype=np.int64)
+    else:
+        predictions = np.fromiter(map(_judge_index, pairs), np.int64, n)
+        references = np.fromiter(map(_mechanical_index, pairs), np.int64, n)
     probabilities = confidences = None
     if p.confidence:
         # a confidence outside [0, 1] (or NaN) is not a probability: left out, and counted
         confidences = np.fromiter(
-            (c if c is not None and 0.0 <= c <= 1.0 else math.nan for c in map(_confidence, pairs)), float, n
+            (c if c is not None and 0.0 <= c <= 1.0 else math.nan for c in _confidences(pairs)), float, n
         )
         rest = (1.0 - confidences) / (k - 1)
         top = np.arange(k)[None, :] == predictions[:, None]
@@ -253,9 +322,13 @@ _mechanical_index = operator.attrgetter("mechanical_index")
 _confidence = operator.attrgetter("confidence")
 
 
-def _recorded(pairs: list[Pair]) -> int:
+def _confidences(pairs: Sequence[Pair]) -> Iterator[float | None]:
+    return pairs.confidences() if isinstance(pairs, PairList) else map(_confidence, pairs)
+
+
+def _recorded(pairs: Sequence[Pair]) -> int:
     """How many of ``pairs`` carry a judge confidence (usable or not)."""
-    return sum(1 for x in pairs if x.confidence is not None)
+    return sum(1 for c in _confidences(pairs) if c is not None)
 
 
 def _pairing_result(p: Pairing, cmp, recorded: int) -> dict[str, Any]:
@@ -325,10 +398,13 @@ def slice_stats(
 
     predictions, references, probabilities, confidences = _inputs(p, pairs)  # once for every kind
     n = len(pairs)
-    recorded = np.fromiter(map(operator.is_not, map(_confidence, pairs), repeat(None)), bool, n)
+    recorded = np.fromiter(map(operator.is_not, _confidences(pairs), repeat(None)), bool, n)
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in kinds:
-        keys = list(map(_SLICE_GETTERS[kind], pairs))
+        if isinstance(pairs, PairList):
+            keys = list(pairs.column(_SLICE_FIELDS[kind]))
+        else:
+            keys = list(map(_SLICE_GETTERS[kind], pairs))
         code_of = {key: c for c, key in enumerate(dict.fromkeys(keys))}  # one pass: a scan per key is quadratic
         codes = np.fromiter(map(code_of.__getitem__, keys), np.intp, n)
         del keys
@@ -375,19 +451,32 @@ def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str,
             p = ps.pairing
             labels = list(p.scale)
             directions: dict[tuple[int, int], str | None] = {}
-            for x in ps.pairs:
+            pairs = ps.pairs
+            if isinstance(pairs, PairList):  # read from the columns; a Pair is made for the listed ones only
+                judge_at, mechanical_at, answers = pairs.judge_at, pairs.mechanical_at, pairs.answers
+                for i in pairs.disagreeing_at():
+                    at = (judge_at[i], mechanical_at[i])  # the labels at these positions
+                    if at not in directions:
+                        directions[at] = st.direction(pairs.judge_labels[i], pairs.mechanical_labels[i], labels)
+                    gap = abs(at[0] - at[1]) / (len(labels) - 1)
+                    v = answers[i]
+                    yield rank_key(p, order, directions[at], gap, v.run_id, v.judge_model), p, i, directions[at], pairs
+                continue
+            for x in pairs:
                 if x.judge_index == x.mechanical_index:
                     continue
                 at = (x.judge_index, x.mechanical_index)  # the labels at these positions
                 if at not in directions:
                     directions[at] = st.direction(x.judge_value, x.mechanical_value, labels)
                 gap = abs(x.judge_index - x.mechanical_index) / (len(labels) - 1)
-                yield rank_key(p, order, directions[at], gap, x.run_id, x.judge_model), p, x, directions[at]
+                yield rank_key(p, order, directions[at], gap, x.run_id, x.judge_model), p, x, directions[at], None
 
     # the rank key is unique (one pair per pairing, run and judge): the top N are the sorted list's first N
     chosen = heapq.nsmallest(top, ranked(), key=_first) if top else sorted(ranked(), key=_first)
     rows = []
-    for _, p, x, direction in chosen:
+    for _, p, x, direction, held in chosen:
+        if held is not None:  # a row of a PairList
+            x = held[x]
         steps = abs(x.judge_index - x.mechanical_index)
         models = (x.judge_model, x.model)
         if models not in own:
@@ -420,14 +509,32 @@ def _first(item: tuple) -> Any:
     return item[0]
 
 
+def _positions(pairs: Sequence[Pair]) -> tuple[Iterable[int], Iterable[int]]:
+    if isinstance(pairs, PairList):
+        return pairs.judge_at, pairs.mechanical_at
+    return map(_judge_index, pairs), map(_mechanical_index, pairs)
+
+
+def judge_and_agent_models(pairs: Sequence[Pair]) -> Iterator[tuple[str, str]]:
+    """Each pair's (judge_model, model)."""
+    if isinstance(pairs, PairList):
+        return zip(pairs.column("judge_model"), pairs.column("model"))
+    return ((x.judge_model, x.model) for x in pairs)
+
+
 def count_disagreements(sets: list[PairSet]) -> int:
     """How many pairs disagree (what :func:`disagreeing` yields, counted in C)."""
-    return sum(sum(map(operator.ne, map(_judge_index, ps.pairs), map(_mechanical_index, ps.pairs))) for ps in sets)
+    return sum(sum(map(operator.ne, *_positions(ps.pairs))) for ps in sets)
 
 
 def disagreeing(sets: list[PairSet]) -> Iterator[dict[str, str]]:
     """The pairing and run of every disagreement, one at a time (what adjudications count)."""
     for ps in sets:
+        if isinstance(ps.pairs, PairList):
+            name, answers = ps.pairing.name, ps.pairs.answers
+            for i in ps.pairs.disagreeing_at():
+                yield {"pairing": name, "run_id": answers[i].run_id}
+            continue
         for x in ps.pairs:
             if x.judge_index != x.mechanical_index:
                 yield {"pairing": x.pairing, "run_id": x.run_id}
