@@ -155,7 +155,20 @@ def _audit(
     pair_rows = judge_vs_mechanical.pair_rows(sets) if with_pairs else []
     groups_of = {c.run_id: (c.model, c.scenario_id) for c in cards} if share is not None and not jury else None
     del sets, cards  # the failed runs are all the probes need of the cards
-    ratings = collect_ratings(stored + reviewed, rated)  # the raters and the human-agreement sections share them
+    # what reads the judge values alone, before the ratings are made of them, so that the values
+    # can go as soon as the ratings are made
+    annotation_counts = {
+        "annotations": len({v.annotation_id for v in values}),
+        "non_blind_annotations": len({v.annotation_id for v in values if not v.blind}),
+        "replicate_annotations": len({v.annotation_id for v in values if v.blind and v.replicate != 0}),
+    }
+    drift = drift_mod.analyse(values, sub)
+    probes = probe_entries(failed, values, probe_answers, bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None)
+    lengths_bias = length_bias.analyse(values, lengths, outcomes, cfg.ci)
+    # the raters and the human-agreement sections share the ratings; each judge value is let go
+    # once its rating is made (nothing reads them after), so the ratings take the values' memory
+    ratings = collect_ratings(stored + reviewed, _drain(rated))
+    del values, rated
     if groups_of is not None:
         share["estimate_inputs"] = (groups_of, ratings)
     rater_entries, skipped = raters.analyse(ratings, sub)
@@ -174,9 +187,7 @@ def _audit(
         "counts": {
             "scorecards": n_cards,
             "scorecard_statuses": statuses,
-            "annotations": len({v.annotation_id for v in values}),
-            "non_blind_annotations": len({v.annotation_id for v in values if not v.blind}),
-            "replicate_annotations": len({v.annotation_id for v in values if v.blind and v.replicate != 0}),
+            **annotation_counts,
             "imported_ratings": len(stored),
             "review_ratings": len(reviewed),
             "non_blind_review_ratings": non_blind_reviewed,
@@ -192,18 +203,16 @@ def _audit(
         # human with human first, then each judge beside them (the Alt-Test asks if it can replace one)
         "human_agreement": human_first.analyse(ratings, sub, dict(bootstrap, ci=cfg.ci) if bootstrap else None),
         "raters_skipped": skipped,
-        "drift": drift_mod.analyse(values, sub),
+        "drift": drift,
         "judge_costs": judge_costs(calls, cost_source),
         # answers to counterfactual runs (evalkit probe): read here only, never paired or rated
-        "probes": probe_entries(
-            failed, values, probe_answers, bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None
-        ),
+        "probes": probes,
         # pairwise judges (evalkit judge --pairwise, imported pair rows): position and length bias
         "pairwise": pairwise_bias.analyse(
             pair_verdicts, paired_runs, dict(bootstrap, ci=cfg.ci) if bootstrap else None
         ),
         # pointwise judges: the score's slope on the run's length, the outcome held equal
-        "length_bias": length_bias.analyse(values, lengths, outcomes, cfg.ci),
+        "length_bias": lengths_bias,
         "warnings": warnings,
     }
     return report, pair_rows
@@ -228,6 +237,13 @@ def pairing_entry(
     entry["slices"] = judge_vs_mechanical.slice_stats(p, ps.pairs, config, kinds)
     entry["self_judging"] = self_judging(p, ps.pairs, config)
     return entry
+
+
+def _drain(items: list[Any]) -> Iterator[Any]:
+    """The items of ``items`` in order, each let go by the list as it is read (the list ends empty)."""
+    items.reverse()
+    while items:
+        yield items.pop()
 
 
 def _outcomes(cards: list[Any]) -> dict[str, bool]:
