@@ -125,11 +125,11 @@ class PairList(Sequence[Pair]):
     def __iter__(self) -> Iterator[Pair]:
         return map(self._pair, range(len(self)))
 
-    def disagreeing_at(self) -> list[int]:
-        """The rows whose judge and mechanical positions differ, in order."""
+    def disagreeing_at(self) -> Iterator[int]:
+        """The rows whose judge and mechanical positions differ, in order (one at a time)."""
         import numpy as np  # only on the audit path
 
-        return np.flatnonzero(np.array(self.judge_at) != np.array(self.mechanical_at)).tolist()
+        return map(int, np.flatnonzero(np.array(self.judge_at) != np.array(self.mechanical_at)))
 
     def confidences(self) -> Iterator[float | None]:
         """Each pair's ``confidence`` (None throughout when the pairing does not use it)."""
@@ -157,10 +157,10 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
     for p in config.pairings:
         wanted[(p.rubric, p.judge_dimension)].append(p)
     sets = {p.name: PairSet(p, PairList(p), Counter()) for p in config.pairings}
-    # run -> (judge, rubric, dimension) -> the latest answer; one key object per distinct
-    # (judge, rubric, dimension), so 10^6 answers make no 10^6 keys
-    latest: dict[str, dict[tuple[str, str, str], JudgeValue]] = {}
-    names: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+    # run -> the latest answer per (judge, rubric, dimension), in a list at the name's code (a
+    # list per run, not a dict: 10^5 of them at scale)
+    latest: dict[str, list[JudgeValue | None]] = {}
+    code_of: dict[tuple[str, str, str], int] = {}
     for v in judge_values:  # oldest first
         pairings = wanted.get((v.rubric_id, v.dimension))
         if not pairings:
@@ -172,11 +172,15 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
         if v.replicate != 0:
             continue
         name = (v.judge_model, v.rubric_id, v.dimension)
-        name = names.setdefault(name, name)
-        answers = latest.get(v.run_id)
-        if answers is None:
-            answers = latest[v.run_id] = {}
-        answers[name] = v
+        code = code_of.get(name)
+        if code is None:
+            code = code_of[name] = len(code_of)
+        slots = latest.get(v.run_id)
+        if slots is None:
+            slots = latest[v.run_id] = [None] * len(code_of)
+        elif len(slots) <= code:
+            slots.extend([None] * (code + 1 - len(slots)))
+        slots[code] = v
     # Per pairing, a judge value's label and a card's label are worked out once, each with its
     # position on the scale (taken only when the pair is kept): few distinct values, and cards with
     # the same signals share one dict.
@@ -195,9 +199,13 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
 
     # the runs in order, each run's answers in (judge, rubric, dimension) order: few distinct
     # names, so one sorted list of them serves every run
-    order = sorted(names)
+    names = list(code_of)  # by code
+    order = sorted(range(len(names)), key=names.__getitem__)  # codes in name order
+    rank = [0] * len(names)  # code -> its place in name order
+    for place, code in enumerate(order):
+        rank[code] = place
     few = len(order) <= 32
-    per_name = {name: wanted[name[1:]] for name in order}
+    per_name = [wanted[name[1:]] for name in names]  # by code
     # each pairing's columns, appended to in step
     columns = {
         p.name: (ps.pairs.answers, ps.pairs.cards, ps.pairs.judge_labels, ps.pairs.mechanical_labels)
@@ -206,10 +214,11 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
         for ps in (sets[p.name],)
     }
     for run in sorted(latest):
-        answers = latest[run]
+        slots = latest[run]
         card = by_run.get(run)
-        for name in order if few else sorted(answers):
-            v = answers.get(name) if few else answers[name]
+        present = len(slots)
+        for code in order if few else sorted((c for c in range(present) if slots[c] is not None), key=rank.__getitem__):
+            v = slots[code] if code < present else None
             if v is None:
                 continue
             value = v.value
@@ -218,7 +227,7 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
                 hash(vkey)
             except TypeError:  # an unhashable value: its label is not kept
                 vkey = None
-            for p in per_name[name]:
+            for p in per_name[code]:
                 ps = sets[p.name]
                 if card is None:
                     ps.counts["no_scorecard"] += 1
