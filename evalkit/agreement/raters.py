@@ -98,7 +98,15 @@ def analyse_dimension(dimension: str, ratings: list[Rating], config: AuditConfig
     from evalkit.agreement.stats import registry  # numpy: only on the audit path
 
     spec = config.dimensions.get(dimension)
-    level, labels = level_and_labels([r.value for r in ratings], spec)
+    # the level and labels depend on the distinct values alone: each (type, value) once, its first
+    # occurrence, in order of first occurrence (what a set of all the values keeps)
+    values = [r.value for r in ratings]
+    try:
+        distinct = [v for _, v in dict.fromkeys(zip(map(type, values), values))]
+    except TypeError:  # an unhashable value
+        distinct = values
+    level, labels = level_and_labels(distinct, spec)
+    del values, distinct
     scaled: dict[tuple[type, Any], bool] = {}  # few distinct values: each checked once
     n_excluded = 0
     by_item: dict[str, dict[str, Any]] = {}
