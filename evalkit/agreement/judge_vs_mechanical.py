@@ -157,12 +157,17 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
     for p in config.pairings:
         wanted[(p.rubric, p.judge_dimension)].append(p)
     sets = {p.name: PairSet(p, PairList(p), Counter()) for p in config.pairings}
-    # run -> the latest answer per (judge, rubric, dimension), in a list at the name's code (a
-    # list per run, not a dict: 10^5 of them at scale)
+    # (judge, rubric, dimension) -> its pairings and its code: the place of its answer in a run's
+    # list of latest answers (a list per run, not a dict: 10^5 of them at scale)
+    known: dict[tuple[str, str, str], tuple[list[Pairing], int]] = {}
+    names: list[tuple[str, str, str]] = []  # by code: those with a blind, primary answer
     latest: dict[str, list[JudgeValue | None]] = {}
-    code_of: dict[tuple[str, str, str], int] = {}
     for v in judge_values:  # oldest first
-        pairings = wanted.get((v.rubric_id, v.dimension))
+        name = (v.judge_model, v.rubric_id, v.dimension)
+        seen = known.get(name)
+        if seen is None:
+            seen = known[name] = (wanted.get(name[1:]) or [], -1)
+        pairings, code = seen
         if not pairings:
             continue
         if not v.blind:
@@ -171,23 +176,20 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
             continue
         if v.replicate != 0:
             continue
-        name = (v.judge_model, v.rubric_id, v.dimension)
-        code = code_of.get(name)
-        if code is None:
-            code = code_of[name] = len(code_of)
+        if code < 0:
+            code = len(names)
+            names.append(name)
+            known[name] = (pairings, code)
         slots = latest.get(v.run_id)
         if slots is None:
-            slots = latest[v.run_id] = [None] * len(code_of)
+            slots = latest[v.run_id] = [None] * len(names)
         elif len(slots) <= code:
             slots.extend([None] * (code + 1 - len(slots)))
         slots[code] = v
     # Per pairing, a judge value's label and a card's label are worked out once, each with its
     # position on the scale (taken only when the pair is kept): few distinct values, and cards with
-    # the same signals share one dict.
-    judged: dict[str, dict[Any, Any]] = {p.name: {} for p in config.pairings}  # value -> label
-    judged_at: dict[str, dict[Any, int]] = {p.name: {} for p in config.pairings}  # value -> position
-    marked: dict[str, dict[int, Any]] = {p.name: {} for p in config.pairings}  # id(card dict) -> label
-    marked_at: dict[str, dict[int, int]] = {p.name: {} for p in config.pairings}  # id(card dict) -> position
+    # the same signals share one dict. What a pairing reads and fills, by name:
+    state = {p.name: _Filling(sets[p.name], p, {}, {}, {}, {}, sets[p.name].pairs) for p in config.pairings}
     positions: dict[tuple[str, type, Any], int] = {}
 
     def index(p: Pairing, label: Any) -> int:
@@ -197,27 +199,21 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
             at = positions[key] = p.index(label)
         return at
 
-    # the runs in order, each run's answers in (judge, rubric, dimension) order: few distinct
-    # names, so one sorted list of them serves every run
-    names = list(code_of)  # by code
-    order = sorted(range(len(names)), key=names.__getitem__)  # codes in name order
-    rank = [0] * len(names)  # code -> its place in name order
-    for place, code in enumerate(order):
-        rank[code] = place
-    few = len(order) <= 32
-    per_name = [wanted[name[1:]] for name in names]  # by code
-    # each pairing's columns, appended to in step
-    columns = {
-        p.name: (ps.pairs.answers, ps.pairs.cards, ps.pairs.judge_labels, ps.pairs.mechanical_labels)
-        + (ps.pairs.judge_at, ps.pairs.mechanical_at)
-        for p in config.pairings
-        for ps in (sets[p.name],)
-    }
+    # the runs in order, each run's answers in (judge, rubric, dimension) order: with few names,
+    # one sorted list of their codes serves every run
+    try:
+        order = sorted(range(len(names)), key=names.__getitem__)
+        few = len(order) <= 32
+    except TypeError:  # names that do not compare (a missing judge): each run's sorted as they are
+        order, few = [], False
+    filling = [[state[p.name] for p in known[name][0]] for name in names]  # by code
     for run in sorted(latest):
         slots = latest[run]
         card = by_run.get(run)
         present = len(slots)
-        for code in order if few else sorted((c for c in range(present) if slots[c] is not None), key=rank.__getitem__):
+        for code in (
+            order if few else sorted((c for c in range(present) if slots[c] is not None), key=names.__getitem__)
+        ):
             v = slots[code] if code < present else None
             if v is None:
                 continue
@@ -227,51 +223,58 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
                 hash(vkey)
             except TypeError:  # an unhashable value: its label is not kept
                 vkey = None
-            for p in per_name[code]:
-                ps = sets[p.name]
+            for f in filling[code]:
                 if card is None:
-                    ps.counts["no_scorecard"] += 1
+                    f.ps.counts["no_scorecard"] += 1
                     continue
                 if card.status in EXCLUDED_STATUSES:
-                    ps.counts["excluded_status"] += 1
+                    f.ps.counts["excluded_status"] += 1
                     continue
-                labels = judged[p.name]
+                p = f.pairing
                 if vkey is None:
                     j = p.judge_label(value)
-                elif vkey in labels:
-                    j = labels[vkey]
+                elif vkey in f.judged:
+                    j = f.judged[vkey]
                 else:
-                    j = labels[vkey] = p.judge_label(value)
+                    j = f.judged[vkey] = p.judge_label(value)
                 mkey = id(card.card)
-                mechanical = marked[p.name]
-                if mkey in mechanical:
-                    m = mechanical[mkey]
+                if mkey in f.marked:
+                    m = f.marked[mkey]
                 else:
-                    m = mechanical[mkey] = p.mechanical_label(card.card)
+                    m = f.marked[mkey] = p.mechanical_label(card.card)
                 if j is None:
-                    ps.counts["unmapped_judge"] += 1
+                    f.ps.counts["unmapped_judge"] += 1
                 if m is None:
-                    ps.counts["unmapped_mechanical"] += 1
+                    f.ps.counts["unmapped_mechanical"] += 1
                 if j is None or m is None:
                     continue
-                at = judged_at[p.name]
-                ji = at.get(vkey) if vkey is not None else None
+                ji = f.judged_at.get(vkey) if vkey is not None else None
                 if ji is None:
                     ji = index(p, j)
                     if vkey is not None:
-                        at[vkey] = ji
-                at = marked_at[p.name]
-                mi = at.get(mkey)
+                        f.judged_at[vkey] = ji
+                mi = f.marked_at.get(mkey)
                 if mi is None:
-                    mi = at[mkey] = index(p, m)
-                held_values, held_cards, judge_labels, mechanical_labels, judge_at, mechanical_at = columns[p.name]
-                held_values.append(v)
-                held_cards.append(card)
-                judge_labels.append(j)
-                mechanical_labels.append(m)
-                judge_at.append(ji)
-                mechanical_at.append(mi)
+                    mi = f.marked_at[mkey] = index(p, m)
+                f.pairs.answers.append(v)
+                f.pairs.cards.append(card)
+                f.pairs.judge_labels.append(j)
+                f.pairs.mechanical_labels.append(m)
+                f.pairs.judge_at.append(ji)
+                f.pairs.mechanical_at.append(mi)
     return [sets[p.name] for p in config.pairings]
+
+
+class _Filling(NamedTuple):
+    """What build_pairs reads and fills for one pairing."""
+
+    ps: PairSet
+    pairing: Pairing
+    judged: dict[Any, Any]  # (type, value) -> the judge's label
+    judged_at: dict[Any, int]  # (type, value) -> that label's position
+    marked: dict[int, Any]  # id(card dict) -> the mechanical label
+    marked_at: dict[int, int]  # id(card dict) -> that label's position
+    pairs: PairList
 
 
 def pairing_stats(
