@@ -75,19 +75,22 @@ def analyse(
     # 10^6 values share a few judges, dimensions and labels: each is worked out once
     groups: dict[tuple[str, str, str], dict[str, float]] = {}
     scores_of: dict[tuple[type, Any], float | None] = {}
+    unknown = object()  # a label not scored yet
     for v in values:
         value = v.value
         try:
             label = (type(value), value)
-            score = scores_of[label] if label in scores_of else scores_of.setdefault(label, _score(value))
+            score = scores_of.get(label, unknown)
+            if score is unknown:
+                score = scores_of[label] = _score(value)
         except TypeError:  # an unhashable value
             score = _score(value)
         if score is None:
             continue
-        group = groups.get((v.judge_model, v.rubric_id, v.dimension))
+        name = (v.judge_model, v.rubric_id, v.dimension)
+        group = groups.get(name)
         if group is None:
-            group = latest.setdefault((f"{v.judge_model}@{v.rubric_id}", v.dimension), {})
-            groups[(v.judge_model, v.rubric_id, v.dimension)] = group
+            group = groups[name] = latest.setdefault((f"{v.judge_model}@{v.rubric_id}", v.dimension), {})
         group[v.run_id] = score
     if not latest:
         return []
