@@ -8,10 +8,13 @@ read-only.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import math
 import operator
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +51,8 @@ EXCLUSION_KEYS = ("non_blind", "no_scorecard", "excluded_status", "unmapped_judg
 def build_audit(db_path: str | Path, **options: Any) -> dict[str, Any]:
     """The audit dict alone (the compared pairs are never listed); ``options`` as
     :func:`build_audit_with_pairs`."""
-    return _audit(db_path, False, **options)[0]
+    with _no_cycle_collection():
+        return _audit(db_path, False, **options)[0]
 
 
 def build_audit_with_pairs(db_path: str | Path, **options: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -65,7 +69,22 @@ def build_audit_with_pairs(db_path: str | Path, **options: Any) -> tuple[dict[st
     ``top`` lists only the N worst disagreements (None or 0: all; ``disagreements_left_out`` counts
     the rest, the counts and statistics stay the whole audit's).
     """
-    return _audit(db_path, True, **options)
+    with _no_cycle_collection():
+        return _audit(db_path, True, **options)
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused: an audit at 10^5 runs makes millions of tuples that
+    hold no cycles, and each full collection would walk all of them again. Reference counting
+    still frees everything the audit lets go; the collector's state is restored after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _audit(
@@ -126,31 +145,30 @@ def _audit(
     sets = judge_vs_mechanical.build_pairs(cards, rated, sub)
     bootstrap = {"n_resamples": n_resamples, "seed": seed} if n_resamples > 0 else None
 
-    pairing_entries = []
-    for ps in sets:
-        p = ps.pairing
-        entry: dict[str, Any] = {
-            "pairing": p.name,
-            "rubric": p.rubric,
-            "judge_dimension": p.judge_dimension,
-            "level": p.level,
-            "scale": list(p.scale),
-            "lenient_rank": p.lenient_rank,
-            "mapping": describe(p),
-            "excluded": {k: ps.counts.get(k, 0) for k in EXCLUSION_KEYS},
-        }
-        entry |= judge_vs_mechanical.pairing_stats(p, ps.pairs, sub, bootstrap=bootstrap)
-        entry["slices"] = judge_vs_mechanical.slice_stats(p, ps.pairs, sub, kinds)
-        entry["self_judging"] = self_judging(p, ps.pairs, sub)
-        pairing_entries.append(entry)
+    # no name outlives the comprehension: the pairs go with ``sets`` (a pool of them held by one
+    # pairing's list would keep every other pairing's memory too)
+    pairing_entries = [pairing_entry(ps, sub, kinds, bootstrap) for ps in sets]
 
-    n_disagreements = sum(1 for _ in judge_vs_mechanical.disagreeing(sets))
+    n_disagreements = judge_vs_mechanical.count_disagreements(sets)
     disagreements = judge_vs_mechanical.disagreements(sets, top)  # records for the listed ones only
     adjudications = adjudication_entries(adjudicated, judge_vs_mechanical.disagreeing(sets), [p.name for p in active])
     pair_rows = judge_vs_mechanical.pair_rows(sets) if with_pairs else []
     groups_of = {c.run_id: (c.model, c.scenario_id) for c in cards} if share is not None and not jury else None
     del sets, cards  # the failed runs are all the probes need of the cards
-    ratings = collect_ratings(stored + reviewed, rated)  # the raters and the human-agreement sections share them
+    # what reads the judge values alone, before the ratings are made of them, so that the values
+    # can go as soon as the ratings are made
+    annotation_counts = {
+        "annotations": len({v.annotation_id for v in values}),
+        "non_blind_annotations": len({v.annotation_id for v in values if not v.blind}),
+        "replicate_annotations": len({v.annotation_id for v in values if v.blind and v.replicate != 0}),
+    }
+    drift = drift_mod.analyse(values, sub)
+    probes = probe_entries(failed, values, probe_answers, bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None)
+    lengths_bias = length_bias.analyse(values, lengths, outcomes, cfg.ci)
+    # the raters and the human-agreement sections share the ratings; each judge value is let go
+    # once its rating is made (nothing reads them after), so the ratings take the values' memory
+    ratings = collect_ratings(stored + reviewed, _drain(rated))
+    del values, rated
     if groups_of is not None:
         share["estimate_inputs"] = (groups_of, ratings)
     rater_entries, skipped = raters.analyse(ratings, sub)
@@ -169,9 +187,7 @@ def _audit(
         "counts": {
             "scorecards": n_cards,
             "scorecard_statuses": statuses,
-            "annotations": len({v.annotation_id for v in values}),
-            "non_blind_annotations": len({v.annotation_id for v in values if not v.blind}),
-            "replicate_annotations": len({v.annotation_id for v in values if v.blind and v.replicate != 0}),
+            **annotation_counts,
             "imported_ratings": len(stored),
             "review_ratings": len(reviewed),
             "non_blind_review_ratings": non_blind_reviewed,
@@ -187,21 +203,47 @@ def _audit(
         # human with human first, then each judge beside them (the Alt-Test asks if it can replace one)
         "human_agreement": human_first.analyse(ratings, sub, dict(bootstrap, ci=cfg.ci) if bootstrap else None),
         "raters_skipped": skipped,
-        "drift": drift_mod.analyse(values, sub),
+        "drift": drift,
         "judge_costs": judge_costs(calls, cost_source),
         # answers to counterfactual runs (evalkit probe): read here only, never paired or rated
-        "probes": probe_entries(
-            failed, values, probe_answers, bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None
-        ),
+        "probes": probes,
         # pairwise judges (evalkit judge --pairwise, imported pair rows): position and length bias
         "pairwise": pairwise_bias.analyse(
             pair_verdicts, paired_runs, dict(bootstrap, ci=cfg.ci) if bootstrap else None
         ),
         # pointwise judges: the score's slope on the run's length, the outcome held equal
-        "length_bias": length_bias.analyse(values, lengths, outcomes, cfg.ci),
+        "length_bias": lengths_bias,
         "warnings": warnings,
     }
     return report, pair_rows
+
+
+def pairing_entry(
+    ps: Any, config: AuditConfig, kinds: tuple[str, ...], bootstrap: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A pairing's entry of the audit: its mapping, exclusions, statistics, slices and self-judging."""
+    p = ps.pairing
+    entry: dict[str, Any] = {
+        "pairing": p.name,
+        "rubric": p.rubric,
+        "judge_dimension": p.judge_dimension,
+        "level": p.level,
+        "scale": list(p.scale),
+        "lenient_rank": p.lenient_rank,
+        "mapping": describe(p),
+        "excluded": {k: ps.counts.get(k, 0) for k in EXCLUSION_KEYS},
+    }
+    entry |= judge_vs_mechanical.pairing_stats(p, ps.pairs, config, bootstrap=bootstrap)
+    entry["slices"] = judge_vs_mechanical.slice_stats(p, ps.pairs, config, kinds)
+    entry["self_judging"] = self_judging(p, ps.pairs, config)
+    return entry
+
+
+def _drain(items: list[Any]) -> Iterator[Any]:
+    """The items of ``items`` in order, each let go by the list as it is read (the list ends empty)."""
+    items.reverse()
+    while items:
+        yield items.pop()
 
 
 def _outcomes(cards: list[Any]) -> dict[str, bool]:
@@ -247,7 +289,7 @@ def stale_note(audit: dict[str, Any]) -> str | None:
 def self_judging(p: Any, pairs: list[Any], config: AuditConfig) -> dict[str, Any]:
     """The pairs whose judge is the judged agent's own model (evalkit.agreement.self_judging), and the
     pairing's agreement without them (the pairing's own statistics are the "with")."""
-    models = {(x.judge_model, x.model) for x in pairs}  # few: each pair of names checked once
+    models = set(judge_vs_mechanical.judge_and_agent_models(pairs))  # few: each pair of names checked once
     mine = {m for m in models if same_model(*m)}
     own = [x for x in pairs if (x.judge_model, x.model) in mine] if mine else []
     return {

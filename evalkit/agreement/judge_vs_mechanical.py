@@ -18,9 +18,11 @@ from __future__ import annotations
 import heapq
 import math
 import operator
+from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalkit.agreement.pairings_config import AuditConfig, Pairing
@@ -70,10 +72,82 @@ class Pair(NamedTuple):  # one per judged run and pairing: 10^6 at scale
 _SLICE_FIELDS = {"scenario": "scenario_id", "model": "model", "judge": "judge_model", "rubric": "rubric"}
 
 
+class PairList(Sequence[Pair]):
+    """One pairing's pairs held as columns (10^6 pairs at scale): each pair's judge value and card,
+    its two labels and their positions on the scale. A :class:`Pair` is made when one is read;
+    the audit's statistics read the columns."""
+
+    __slots__ = ("pairing", "answers", "cards", "judge_labels", "mechanical_labels", "judge_at", "mechanical_at")
+
+    def __init__(self, pairing: Pairing) -> None:
+        self.pairing = pairing
+        self.answers: list[JudgeValue] = []
+        self.cards: list[Card] = []
+        self.judge_labels: list[Any] = []
+        self.mechanical_labels: list[Any] = []
+        self.judge_at = array("q")  # positions on the pairing's scale
+        self.mechanical_at = array("q")
+
+    def __len__(self) -> int:
+        return len(self.answers)
+
+    def _pair(self, i: int) -> Pair:
+        v, card = self.answers[i], self.cards[i]
+        return tuple.__new__(
+            Pair,
+            (
+                self.pairing.name,
+                v.run_id,
+                v.judge_model,
+                v.rubric_id,
+                card.scenario_id,
+                card.model,
+                card.path,
+                v.value,
+                self.judge_labels[i],
+                self.mechanical_labels[i],
+                v.confidence if self.pairing.confidence else None,
+                v.rationale,
+                self.judge_at[i],
+                self.mechanical_at[i],
+            ),
+        )
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self._pair(k) for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("pair index out of range")
+        return self._pair(i)
+
+    def __iter__(self) -> Iterator[Pair]:
+        return map(self._pair, range(len(self)))
+
+    def disagreeing_at(self) -> Iterator[int]:
+        """The rows whose judge and mechanical positions differ, in order (one at a time)."""
+        import numpy as np  # only on the audit path
+
+        return map(int, np.flatnonzero(np.array(self.judge_at) != np.array(self.mechanical_at)))
+
+    def confidences(self) -> Iterator[float | None]:
+        """Each pair's ``confidence`` (None throughout when the pairing does not use it)."""
+        if self.pairing.confidence:
+            return map(_confidence, self.answers)
+        return repeat(None, len(self))
+
+    def column(self, field: str) -> Iterator[Any]:
+        """One of the Pair fields a slice reads (scenario_id, model, judge_model, rubric), per pair."""
+        if field in ("scenario_id", "model"):
+            return map(operator.attrgetter(field), self.cards)
+        return map(operator.attrgetter("rubric_id" if field == "rubric" else field), self.answers)
+
+
 @dataclass
 class PairSet:
     pairing: Pairing
-    pairs: list[Pair]
+    pairs: Sequence[Pair]  # a PairList from build_pairs
     counts: Counter  # why candidate pairs were left out
 
 
@@ -82,13 +156,18 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
     wanted: dict[tuple[str, str], list[Pairing]] = defaultdict(list)
     for p in config.pairings:
         wanted[(p.rubric, p.judge_dimension)].append(p)
-    sets = {p.name: PairSet(p, [], Counter()) for p in config.pairings}
-    # run -> (judge, rubric, dimension) -> the latest answer; one key object per distinct
-    # (judge, rubric, dimension), so 10^6 answers make no 10^6 keys
-    latest: dict[str, dict[tuple[str, str, str], JudgeValue]] = {}
-    names: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+    sets = {p.name: PairSet(p, PairList(p), Counter()) for p in config.pairings}
+    # (judge, rubric, dimension) -> its pairings and its code: the place of its answer in a run's
+    # list of latest answers (a list per run, not a dict: 10^5 of them at scale)
+    known: dict[tuple[str, str, str], tuple[list[Pairing], int]] = {}
+    names: list[tuple[str, str, str]] = []  # by code: those with a blind, primary answer
+    latest: dict[str, list[JudgeValue | None]] = {}
     for v in judge_values:  # oldest first
-        pairings = wanted.get((v.rubric_id, v.dimension))
+        name = (v.judge_model, v.rubric_id, v.dimension)
+        seen = known.get(name)
+        if seen is None:
+            seen = known[name] = (wanted.get(name[1:]) or [], -1)
+        pairings, code = seen
         if not pairings:
             continue
         if not v.blind:
@@ -97,14 +176,20 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
             continue
         if v.replicate != 0:
             continue
-        name = (v.judge_model, v.rubric_id, v.dimension)
-        name = names.setdefault(name, name)
-        answers = latest.get(v.run_id)
-        if answers is None:
-            answers = latest[v.run_id] = {}
-        answers[name] = v
-    # a card's label per pairing is worked out once: cards with the same signals share one dict
-    mechanical: dict[tuple[str, int], Any] = {}
+        if code < 0:
+            code = len(names)
+            names.append(name)
+            known[name] = (pairings, code)
+        slots = latest.get(v.run_id)
+        if slots is None:
+            slots = latest[v.run_id] = [None] * len(names)
+        elif len(slots) <= code:
+            slots.extend([None] * (code + 1 - len(slots)))
+        slots[code] = v
+    # Per pairing, a judge value's label and a card's label are worked out once, each with its
+    # position on the scale (taken only when the pair is kept): few distinct values, and cards with
+    # the same signals share one dict. What a pairing reads and fills, by name:
+    state = {p.name: _Filling(sets[p.name], p, {}, {}, {}, {}, sets[p.name].pairs) for p in config.pairings}
     positions: dict[tuple[str, type, Any], int] = {}
 
     def index(p: Pairing, label: Any) -> int:
@@ -114,51 +199,82 @@ def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], confi
             at = positions[key] = p.index(label)
         return at
 
-    new = tuple.__new__  # a Pair straight from its fields (10^6 of them at scale)
-
-    for v in (answers[name] for run in sorted(latest) for answers in (latest[run],) for name in sorted(answers)):
-        card = by_run.get(v.run_id)
-        for p in wanted[(v.rubric_id, v.dimension)]:
-            ps = sets[p.name]
-            if card is None:
-                ps.counts["no_scorecard"] += 1
+    # the runs in order, each run's answers in (judge, rubric, dimension) order: with few names,
+    # one sorted list of their codes serves every run
+    try:
+        order = sorted(range(len(names)), key=names.__getitem__)
+        few = len(order) <= 32
+    except TypeError:  # names that do not compare (a missing judge): each run's sorted as they are
+        order, few = [], False
+    filling = [[state[p.name] for p in known[name][0]] for name in names]  # by code
+    for run in sorted(latest):
+        slots = latest[run]
+        card = by_run.get(run)
+        present = len(slots)
+        for code in (
+            order if few else sorted((c for c in range(present) if slots[c] is not None), key=names.__getitem__)
+        ):
+            v = slots[code] if code < present else None
+            if v is None:
                 continue
-            if card.status in EXCLUDED_STATUSES:
-                ps.counts["excluded_status"] += 1
-                continue
-            j = p.judge_label(v.value)
-            mkey = (p.name, id(card.card))
-            if mkey not in mechanical:
-                mechanical[mkey] = p.mechanical_label(card.card)
-            m = mechanical[mkey]
-            if j is None:
-                ps.counts["unmapped_judge"] += 1
-            if m is None:
-                ps.counts["unmapped_mechanical"] += 1
-            if j is None or m is None:
-                continue
-            ps.pairs.append(
-                new(
-                    Pair,
-                    (
-                        p.name,
-                        v.run_id,
-                        v.judge_model,
-                        v.rubric_id,
-                        card.scenario_id,
-                        card.model,
-                        card.path,
-                        v.value,
-                        j,
-                        m,
-                        v.confidence if p.confidence else None,
-                        v.rationale,
-                        index(p, j),
-                        index(p, m),
-                    ),
-                )
-            )
+            value = v.value
+            try:
+                vkey = (type(value), value)
+                hash(vkey)
+            except TypeError:  # an unhashable value: its label is not kept
+                vkey = None
+            for f in filling[code]:
+                if card is None:
+                    f.ps.counts["no_scorecard"] += 1
+                    continue
+                if card.status in EXCLUDED_STATUSES:
+                    f.ps.counts["excluded_status"] += 1
+                    continue
+                p = f.pairing
+                if vkey is None:
+                    j = p.judge_label(value)
+                elif vkey in f.judged:
+                    j = f.judged[vkey]
+                else:
+                    j = f.judged[vkey] = p.judge_label(value)
+                mkey = id(card.card)
+                if mkey in f.marked:
+                    m = f.marked[mkey]
+                else:
+                    m = f.marked[mkey] = p.mechanical_label(card.card)
+                if j is None:
+                    f.ps.counts["unmapped_judge"] += 1
+                if m is None:
+                    f.ps.counts["unmapped_mechanical"] += 1
+                if j is None or m is None:
+                    continue
+                ji = f.judged_at.get(vkey) if vkey is not None else None
+                if ji is None:
+                    ji = index(p, j)
+                    if vkey is not None:
+                        f.judged_at[vkey] = ji
+                mi = f.marked_at.get(mkey)
+                if mi is None:
+                    mi = f.marked_at[mkey] = index(p, m)
+                f.pairs.answers.append(v)
+                f.pairs.cards.append(card)
+                f.pairs.judge_labels.append(j)
+                f.pairs.mechanical_labels.append(m)
+                f.pairs.judge_at.append(ji)
+                f.pairs.mechanical_at.append(mi)
     return [sets[p.name] for p in config.pairings]
+
+
+class _Filling(NamedTuple):
+    """What build_pairs reads and fills for one pairing."""
+
+    ps: PairSet
+    pairing: Pairing
+    judged: dict[Any, Any]  # (type, value) -> the judge's label
+    judged_at: dict[Any, int]  # (type, value) -> that label's position
+    marked: dict[int, Any]  # id(card dict) -> the mechanical label
+    marked_at: dict[int, int]  # id(card dict) -> that label's position
+    pairs: PairList
 
 
 def pairing_stats(
@@ -195,13 +311,17 @@ def _inputs(p: Pairing, pairs: list[Pair]) -> tuple[np.ndarray, np.ndarray, np.n
     import numpy as np  # only on the audit path
 
     n, k = len(pairs), len(p.scale)
-    predictions = np.fromiter(map(_judge_index, pairs), np.int64, n)
-    references = np.fromiter(map(_mechanical_index, pairs), np.int64, n)
+    if isinstance(pairs, PairList):
+        predictions = np.array(pairs.judge_at, dtype=np.int64)
+        references = np.array(pairs.mechanical_at, dtype=np.int64)
+    else:
+        predictions = np.fromiter(map(_judge_index, pairs), np.int64, n)
+        references = np.fromiter(map(_mechanical_index, pairs), np.int64, n)
     probabilities = confidences = None
     if p.confidence:
         # a confidence outside [0, 1] (or NaN) is not a probability: left out, and counted
         confidences = np.fromiter(
-            (c if c is not None and 0.0 <= c <= 1.0 else math.nan for c in map(_confidence, pairs)), float, n
+            (c if c is not None and 0.0 <= c <= 1.0 else math.nan for c in _confidences(pairs)), float, n
         )
         rest = (1.0 - confidences) / (k - 1)
         top = np.arange(k)[None, :] == predictions[:, None]
@@ -214,9 +334,13 @@ _mechanical_index = operator.attrgetter("mechanical_index")
 _confidence = operator.attrgetter("confidence")
 
 
-def _recorded(pairs: list[Pair]) -> int:
+def _confidences(pairs: Sequence[Pair]) -> Iterator[float | None]:
+    return pairs.confidences() if isinstance(pairs, PairList) else map(_confidence, pairs)
+
+
+def _recorded(pairs: Sequence[Pair]) -> int:
     """How many of ``pairs`` carry a judge confidence (usable or not)."""
-    return sum(1 for x in pairs if x.confidence is not None)
+    return sum(1 for c in _confidences(pairs) if c is not None)
 
 
 def _pairing_result(p: Pairing, cmp, recorded: int) -> dict[str, Any]:
@@ -285,13 +409,17 @@ def slice_stats(
     from evalkit.agreement.label_comparison import compare
 
     predictions, references, probabilities, confidences = _inputs(p, pairs)  # once for every kind
-    recorded = np.fromiter((x.confidence is not None for x in pairs), bool, len(pairs))
+    n = len(pairs)
+    recorded = np.fromiter(map(operator.is_not, _confidences(pairs), repeat(None)), bool, n)
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in kinds:
-        code_of: dict[str, int] = {}  # one pass: a scan per key is quadratic
-        codes = np.fromiter(
-            (code_of.setdefault(key, len(code_of)) for key in map(_SLICE_GETTERS[kind], pairs)), np.intp, len(pairs)
-        )
+        if isinstance(pairs, PairList):
+            keys = list(pairs.column(_SLICE_FIELDS[kind]))
+        else:
+            keys = list(map(_SLICE_GETTERS[kind], pairs))
+        code_of = {key: c for c, key in enumerate(dict.fromkeys(keys))}  # one pass: a scan per key is quadratic
+        codes = np.fromiter(map(code_of.__getitem__, keys), np.intp, n)
+        del keys
         order = np.argsort(codes, kind="stable")  # each key's rows in pair order
         bounds = np.cumsum(np.bincount(codes, minlength=len(code_of)))
         out[kind] = []
@@ -335,19 +463,32 @@ def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str,
             p = ps.pairing
             labels = list(p.scale)
             directions: dict[tuple[int, int], str | None] = {}
-            for x in ps.pairs:
+            pairs = ps.pairs
+            if isinstance(pairs, PairList):  # read from the columns; a Pair is made for the listed ones only
+                judge_at, mechanical_at, answers = pairs.judge_at, pairs.mechanical_at, pairs.answers
+                for i in pairs.disagreeing_at():
+                    at = (judge_at[i], mechanical_at[i])  # the labels at these positions
+                    if at not in directions:
+                        directions[at] = st.direction(pairs.judge_labels[i], pairs.mechanical_labels[i], labels)
+                    gap = abs(at[0] - at[1]) / (len(labels) - 1)
+                    v = answers[i]
+                    yield rank_key(p, order, directions[at], gap, v.run_id, v.judge_model), p, i, directions[at], pairs
+                continue
+            for x in pairs:
                 if x.judge_index == x.mechanical_index:
                     continue
                 at = (x.judge_index, x.mechanical_index)  # the labels at these positions
                 if at not in directions:
                     directions[at] = st.direction(x.judge_value, x.mechanical_value, labels)
                 gap = abs(x.judge_index - x.mechanical_index) / (len(labels) - 1)
-                yield rank_key(p, order, directions[at], gap, x.run_id, x.judge_model), p, x, directions[at]
+                yield rank_key(p, order, directions[at], gap, x.run_id, x.judge_model), p, x, directions[at], None
 
     # the rank key is unique (one pair per pairing, run and judge): the top N are the sorted list's first N
     chosen = heapq.nsmallest(top, ranked(), key=_first) if top else sorted(ranked(), key=_first)
     rows = []
-    for _, p, x, direction in chosen:
+    for _, p, x, direction, held in chosen:
+        if held is not None:  # a row of a PairList
+            x = held[x]
         steps = abs(x.judge_index - x.mechanical_index)
         models = (x.judge_model, x.model)
         if models not in own:
@@ -380,9 +521,32 @@ def _first(item: tuple) -> Any:
     return item[0]
 
 
+def _positions(pairs: Sequence[Pair]) -> tuple[Iterable[int], Iterable[int]]:
+    if isinstance(pairs, PairList):
+        return pairs.judge_at, pairs.mechanical_at
+    return map(_judge_index, pairs), map(_mechanical_index, pairs)
+
+
+def judge_and_agent_models(pairs: Sequence[Pair]) -> Iterator[tuple[str, str]]:
+    """Each pair's (judge_model, model)."""
+    if isinstance(pairs, PairList):
+        return zip(pairs.column("judge_model"), pairs.column("model"))
+    return ((x.judge_model, x.model) for x in pairs)
+
+
+def count_disagreements(sets: list[PairSet]) -> int:
+    """How many pairs disagree (what :func:`disagreeing` yields, counted in C)."""
+    return sum(sum(map(operator.ne, *_positions(ps.pairs))) for ps in sets)
+
+
 def disagreeing(sets: list[PairSet]) -> Iterator[dict[str, str]]:
     """The pairing and run of every disagreement, one at a time (what adjudications count)."""
     for ps in sets:
+        if isinstance(ps.pairs, PairList):
+            name, answers = ps.pairing.name, ps.pairs.answers
+            for i in ps.pairs.disagreeing_at():
+                yield {"pairing": name, "run_id": answers[i].run_id}
+            continue
         for x in ps.pairs:
             if x.judge_index != x.mechanical_index:
                 yield {"pairing": x.pairing, "run_id": x.run_id}

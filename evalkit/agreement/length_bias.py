@@ -17,6 +17,7 @@ the lengths do not vary.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import repeat
 from typing import Any
 
 from evalkit.aggregate.uncertainty.distributions import t_quantile
@@ -74,27 +75,44 @@ def analyse(
     # 10^6 values share a few judges, dimensions and labels: each is worked out once
     groups: dict[tuple[str, str, str], dict[str, float]] = {}
     scores_of: dict[tuple[type, Any], float | None] = {}
+    unknown = object()  # a label not scored yet
     for v in values:
         value = v.value
         try:
             label = (type(value), value)
-            score = scores_of[label] if label in scores_of else scores_of.setdefault(label, _score(value))
+            score = scores_of.get(label, unknown)
+            if score is unknown:
+                score = scores_of[label] = _score(value)
         except TypeError:  # an unhashable value
             score = _score(value)
         if score is None:
             continue
-        group = groups.get((v.judge_model, v.rubric_id, v.dimension))
+        name = (v.judge_model, v.rubric_id, v.dimension)
+        group = groups.get(name)
         if group is None:
-            group = latest.setdefault((f"{v.judge_model}@{v.rubric_id}", v.dimension), {})
-            groups[(v.judge_model, v.rubric_id, v.dimension)] = group
+            group = groups[name] = latest.setdefault((f"{v.judge_model}@{v.rubric_id}", v.dimension), {})
         group[v.run_id] = score
+    if not latest:
+        return []
+    import numpy as np
+
+    # every run with a length, by its place in run-id order: a group's runs are sorted by that place
+    known = sorted(r for r, n in lengths.items() if n is not None)
+    place = {r: i for i, r in enumerate(known)}
+    length_at = np.array([float(lengths[r]) for r in known], dtype=float)
+    has_outcome = np.array([r in outcomes for r in known], dtype=bool)
+    outcome_at = np.array([float(outcomes[r]) if r in outcomes else 0.0 for r in known], dtype=float)
     out = []
     for (rater, dimension), scores in sorted(latest.items()):
-        runs = sorted(r for r in scores if lengths.get(r) is not None)
-        y = [scores[r] for r in runs]
-        x = [float(lengths[r]) for r in runs]
-        outcome = [float(outcomes[r]) for r in runs] if all(r in outcomes for r in runs) else None
-        fig, controls = slope(y, x, outcome, level)
+        at = np.fromiter(map(place.get, scores, repeat(-1)), np.intp, len(scores))
+        y = np.fromiter(scores.values(), float, len(scores))
+        kept = at >= 0
+        at, y = at[kept], y[kept]
+        order = np.argsort(at)  # places are distinct
+        at, y = at[order], y[order]
+        x = length_at[at]
+        outcome = outcome_at[at].tolist() if has_outcome[at].all() else None
+        fig, controls = slope(y.tolist(), x.tolist(), outcome, level)
         out.append({"judge": rater, "dimension": dimension, "slope_per_1000_chars": fig, "controlled_for": controls})
     return out
 

@@ -98,27 +98,40 @@ def analyse_dimension(dimension: str, ratings: list[Rating], config: AuditConfig
     from evalkit.agreement.stats import registry  # numpy: only on the audit path
 
     spec = config.dimensions.get(dimension)
-    level, labels = level_and_labels([r.value for r in ratings], spec)
+    # the level and labels depend on the distinct values alone: each (type, value) once, its first
+    # occurrence, in order of first occurrence (what a set of all the values keeps)
+    values = [r.value for r in ratings]
+    try:
+        distinct = [v for _, v in dict.fromkeys(zip(map(type, values), values))]
+    except TypeError:  # an unhashable value
+        distinct = values
+    level, labels = level_and_labels(distinct, spec)
+    del values, distinct
     scaled: dict[tuple[type, Any], bool] = {}  # few distinct values: each checked once
-    kept = []
-    for r in ratings:
-        key = (type(r.value), r.value)
-        if key not in scaled:
-            scaled[key] = on_scale(r.value, labels)
-        if scaled[key]:
-            kept.append(r)
-    n_excluded = len(ratings) - len(kept)
-    by_item: dict[str, dict[str, Any]] = defaultdict(dict)
+    n_excluded = 0
+    by_item: dict[str, dict[str, Any]] = {}
     kinds: dict[str, str] = {}
-    for r in kept:
-        by_item[r.item_id][r.rater] = r.value
+    for r in ratings:
+        value = r.value
+        key = (type(value), value)
+        ok = scaled.get(key)
+        if ok is None:
+            ok = scaled[key] = on_scale(value, labels)
+        if not ok:
+            n_excluded += 1
+            continue
+        item = by_item.get(r.item_id)
+        if item is None:
+            item = by_item[r.item_id] = {}
+        item[r.rater] = value
         kinds[r.rater] = r.rater_kind
     items = sorted(i for i, rs in by_item.items() if len(rs) >= 2)
     dropped = len(by_item) - len(items)
     raters = sorted({name for i in items for name in by_item[i]})
     if len(raters) < 2:
         return None
-    matrix = [[by_item[i].get(name) for i in items] for name in raters]
+    rows = [by_item[i] for i in items]
+    matrix = [[row.get(name) for row in rows] for name in raters]
     entry: dict[str, Any] = {
         "dimension": dimension,
         "raters": raters,

@@ -375,8 +375,17 @@ def collect_ratings(stored: Iterable[Rating], judge_values: Iterable[Any]) -> li
         if item is None:
             item = by_item[v.run_id] = {}
         item[key] = new(Rating, (v.run_id, key[0], "judge", v.dimension, v.value, v.confidence, "annotations"))
+    # each item's ratings in (rater, dimension) order: with few keys, one sorted list serves every item
+    try:
+        order = sorted(keys.values())
+        few = len(order) <= 32
+    except TypeError:  # keys that do not compare: each item's sorted as they are
+        order, few = [], False
     out = []
     for item_id in sorted(by_item):
         rated = by_item[item_id]
-        out.extend(rated[k] for k in sorted(rated))
+        if few:
+            out.extend(rated[k] for k in order if k in rated)
+        else:
+            out.extend(rated[k] for k in sorted(rated))
     return out
