@@ -29,6 +29,7 @@ Every failure is a :class:`DbError`: one line naming the file, never a sqlite3 t
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import random
 import shutil
@@ -137,6 +138,21 @@ def retry_locked(fn: Callable[[], T], budget_s: float = LOCK_RETRY_S) -> T:
                 raise
         time.sleep(delay * (1 + random.random()))
         delay = min(delay * 2, 0.25)
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection inside the block (as it was before, after it). A reader that
+    builds millions of small objects (1.2 M annotation values at 10^5 runs) would otherwise have
+    the collector walk every one of them again and again; they hold no reference cycles, so
+    reference counting frees them all the same."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Database:
