@@ -549,22 +549,27 @@ class CallCost:
     batch: bool = False  # answered by a provider batch (billed at the batch rate)
 
 
+_call_order = operator.attrgetter("judge_model", "order_key")
+
+
 def read_call_costs(db: Database, judge: str | None = None, rubric: str | None = None) -> tuple[str, list[CallCost]]:
     """Per-call cost/latency: from the judge cache (every call, failed ones too) when it has
     rows, else from the annotations. Returns (source table, calls in call order)."""
     where, args = judge_filter(db, judge, rubric)
     for table, ts, key in (("judge_calls", "started_at", "cache_key"), ("annotations", "created_at", "annotation_id")):
+        # read in call order, so that the sort below (which decides it) has nothing to move
         sql = (
             f"SELECT judge_model, cost_usd, latency_ms, {ts} AS ts, {key} AS k, prompt_tokens, cached_tokens, "
-            f"batch_id FROM {table}{where_sql(where)}"
+            f"batch_id FROM {table}{where_sql(where)} ORDER BY judge_model, COALESCE({ts}, ''), {key}"
         )
-        rows = [
-            CallCost(model, cost, latency, (str(ts or ""), str(k)), prompt, cached, batch is not None)
-            for model, cost, latency, ts, k, prompt, cached, batch in _tuples(db, sql, args)
-        ]
+        with paused_gc():
+            rows = [
+                CallCost(model, cost, latency, (str(ts or ""), str(k)), prompt, cached, batch is not None)
+                for model, cost, latency, ts, k, prompt, cached, batch in _tuples(db, sql, args)
+            ]
         if not rows:
             continue  # an empty cache (e.g. after `evalkit cache clear`): fall back to annotations
-        rows.sort(key=lambda c: (c.judge_model, c.order_key))
+        rows.sort(key=_call_order)
         return table, rows
     return "", []
 
