@@ -211,7 +211,14 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
+_STRICT = json.JSONDecoder(parse_constant=_not_json)  # one decoder for every cell (json.loads makes one a call)
+
+
 def loads(text: str | bytes) -> Any:
     """A JSON cell decoded as strict JSON (RFC 8259: no ``NaN``/``Infinity``); raises
     ``ValueError`` (``json.JSONDecodeError`` is one) for anything else."""
+    if isinstance(text, str):
+        if text.startswith("\ufeff"):  # as json.loads
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        return _STRICT.decode(text)
     return json.loads(text, parse_constant=_not_json)
