@@ -432,7 +432,7 @@ def _values_by_annotation(
                 docs[i] = raw
         return docs[i]
 
-    names: dict[Any, Any] = {}  # one object per distinct judge, rubric, dimension and run id
+    names: dict[Any, Any] = {}  # one object per distinct judge, rubric, dimension, run id, time and rationale
     intern = names.setdefault
     decoded: dict[Any, Any] = {}
     # per annotation: what each of its values carries (id, rationale, created_at, the annotation's
@@ -459,10 +459,12 @@ def _values_by_annotation(
                 doc = doc_of(i)
                 text = doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
             run_id = str(run_id)
+            text = text or ""
+            created = str(head[3] or "")
             own = shared[i] = (
                 str(head[0]),
-                text or "",
-                str(head[3] or ""),
+                intern(text, text),
+                intern(created, created),
                 bool(head[4]),
                 head[5],
                 intern(run_id, run_id),
@@ -563,10 +565,13 @@ def read_call_costs(db: Database, judge: str | None = None, rubric: str | None =
             f"batch_id FROM {table}{where_sql(where)} ORDER BY judge_model, COALESCE({ts}, ''), {key}"
         )
         with paused_gc():
-            rows = [
-                CallCost(model, cost, latency, (str(ts or ""), str(k)), prompt, cached, batch is not None)
-                for model, cost, latency, ts, k, prompt, cached, batch in _tuples(db, sql, args)
-            ]
+            names: dict[Any, Any] = {}  # one object per distinct judge and time (200,000 calls at 10^5 runs)
+            intern = names.setdefault
+            rows = []
+            for model, cost, latency, t, k, prompt, cached, batch in _tuples(db, sql, args):
+                t = str(t or "")
+                order = (intern(t, t), str(k))
+                rows.append(CallCost(intern(model, model), cost, latency, order, prompt, cached, batch is not None))
         if not rows:
             continue  # an empty cache (e.g. after `evalkit cache clear`): fall back to annotations
         rows.sort(key=_call_order)
