@@ -487,8 +487,8 @@ def _values_by_annotation(
         else:
             confidence = _number(conf)
         # the rubric's single `confidence` belongs to `outcome` (procedure_v1): without a number
-        # in its column, the annotation JSON's (a number SQLite cannot hold reads as NULL, so
-        # only an empty column sends a reader there)
+        # in its column, the annotation JSON's (read when the column is empty: through the view
+        # it holds a number or NULL)
         if confidence is None and dimension == "outcome" and (conf is None or heads[i][1] is None):
             doc = doc_of(i)
             c = _number(doc.get("confidence")) if isinstance(doc, dict) else None
