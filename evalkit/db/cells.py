@@ -122,6 +122,17 @@ def _describe(what: str) -> str:
     return "a fraction" if "f" in what else "a number out of range"
 
 
+def _odd(column: str, declared: str, key: bool) -> str:
+    """SQL that is true when the cell is odd: a key that is not :func:`_key_ok`, any other cell
+    that is not NULL and not :func:`_valid`. A text cell is odd only as a blob (``typeof`` has five
+    answers), which ``typeof`` tells without reading the value: a large JSON cell is not loaded."""
+    if key:
+        return f"NOT ({_key_ok(column, declared)})"
+    if _kind(declared) in ("INTEGER", "REAL"):
+        return f"({_q(column)} IS NOT NULL AND NOT {_valid(column, declared)})"
+    return f"typeof({_q(column)}) = 'blob'"
+
+
 def odd_cells(db: Any) -> list[str]:
     """One line per (table, column) of ``db`` (a :class:`~evalkit.db.connect.Database`) holding
     odd cells: how many rows, what the first one holds (rows in key order), and what readers do
@@ -138,15 +149,15 @@ def odd_cells(db: Any) -> list[str]:
         for col in table.column_names:
             if col not in have:
                 continue
-            if col in keys:
-                bad = f"NOT ({_key_ok(col, declared[col])})"
-            else:
-                bad = f"({_q(col)} IS NOT NULL AND NOT {_valid(col, declared[col])})"
-            checks.append((col, bad))
+            checks.append((col, _odd(col, declared[col], col in keys)))
         if not checks:
             continue
-        select = ", ".join(f"CASE WHEN {bad} THEN {_what(col)} END" for col, bad in checks)
         where = " OR ".join(bad for _, bad in checks)
+        # most files hold no odd cell: a scan that stops at the first one, in file order (no sort
+        # by key), tells whether the table needs the ordered read below
+        if db.one(f'SELECT 1 FROM main."{name}" WHERE {where} LIMIT 1') is None:
+            continue
+        select = ", ".join(f"CASE WHEN {bad} THEN {_what(col)} END" for col, bad in checks)
         named = [c for c in table.pk if c in have] or ["rowid"]
         order = ", ".join(_q(c) if c != "rowid" else c for c in named)
         sql = (
@@ -200,7 +211,14 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
+_STRICT = json.JSONDecoder(parse_constant=_not_json)  # one decoder for every cell (json.loads makes one a call)
+
+
 def loads(text: str | bytes) -> Any:
     """A JSON cell decoded as strict JSON (RFC 8259: no ``NaN``/``Infinity``); raises
     ``ValueError`` (``json.JSONDecodeError`` is one) for anything else."""
+    if isinstance(text, str):
+        if text.startswith("\ufeff"):  # as json.loads
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        return _STRICT.decode(text)
     return json.loads(text, parse_constant=_not_json)

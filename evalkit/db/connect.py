@@ -29,6 +29,7 @@ Every failure is a :class:`DbError`: one line naming the file, never a sqlite3 t
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import random
 import shutil
@@ -139,6 +140,21 @@ def retry_locked(fn: Callable[[], T], budget_s: float = LOCK_RETRY_S) -> T:
         delay = min(delay * 2, 0.25)
 
 
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection inside the block (as it was before, after it). A reader that
+    builds millions of small objects (1.2 M annotation values at 10^5 runs) would otherwise have
+    the collector walk every one of them again and again; they hold no reference cycles, so
+    reference counting frees them all the same."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class Database:
     """An open evalkit database: the connection plus the file name its errors carry."""
 
@@ -170,6 +186,14 @@ class Database:
             cursor = self.conn.execute(sql, args)
             cursor.row_factory = sqlite3.Row
             yield from cursor
+        except sqlite3.Error as exc:
+            raise DbError(self.path, describe(exc)) from None
+
+    def tuples(self, sql: str, args: Any = ()) -> Iterator[tuple]:
+        """Rows of a query as plain tuples (cheaper than ``sqlite3.Row`` over 10^5 rows and more);
+        a sqlite3 error becomes a DbError."""
+        try:
+            yield from self.conn.execute(sql, args)
         except sqlite3.Error as exc:
             raise DbError(self.path, describe(exc)) from None
 

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from evalkit.db.cells import loads
-from evalkit.db.connect import Database, DbError, describe, open_readonly, open_write
+from evalkit.db.connect import Database, DbError, describe, open_readonly, open_write, paused_gc
 from evalkit.db.names import resolve_judge
 from evalkit.db.schema import TABLES
 
@@ -393,40 +393,54 @@ def read_annotations(
     if runs is not None:
         where.append("a.run_id IN (SELECT value FROM json_each(?))")
         args.append(json.dumps(list(runs)))
+    with paused_gc():
+        buckets = _values_by_annotation(db, where, args, runs)
+    buckets.reverse()
+    while buckets:  # each list let go once its values are out
+        yield from buckets.pop()
+
+
+def _values_by_annotation(
+    db: Database, where: list[str], args: list[Any], runs: list[str] | None
+) -> list[list[JudgeValue]]:
+    """:func:`read_annotations`' values, one list per annotation (with a value) in answer order,
+    each in dimension order."""
     # One row per annotation first, in answer order; then its values, each put with its
     # annotation. The annotation JSON is decoded at most once per annotation, and only when a
     # column it backs up is empty.
     heads = list(
         _tuples(
             db,
-            # the JSON only where a value reads it: no rationale column, or an outcome without a
-            # numeric confidence column
-            "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL OR EXISTS (SELECT 1 FROM "
-            "annotation_values v WHERE v.annotation_id = a.annotation_id AND v.dimension = 'outcome' "
-            "AND typeof(v.confidence) NOT IN ('integer', 'real')) THEN a.annotation END, a.created_at, a.blind, "
-            f"a.replicate FROM annotations a WHERE {' AND '.join(where)}",
+            # the JSON with the head where the rationale column is empty; an outcome without a
+            # numeric confidence column reads it when it comes (:func:`doc_of`)
+            "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
+            f"a.created_at, a.blind, a.replicate FROM annotations a WHERE {' AND '.join(where)}",
             args,
         )
     )
     heads.sort(key=lambda h: (str(h[3] or ""), str(h[0])))
     rank = {h[0]: i for i, h in enumerate(heads)}
-    buckets: list[list[JudgeValue] | None] = [None] * len(heads)
     docs: dict[int, Any] = {}
 
     def doc_of(i: int) -> Any:
         if i not in docs:
-            raw = heads[i][2]
+            head = heads[i]
+            raw = head[2] if head[1] is None else _annotation_json(db, head[0])
             try:
                 docs[i] = loads(raw) if isinstance(raw, str) else raw
             except ValueError:
                 docs[i] = raw
         return docs[i]
 
-    names: dict[Any, Any] = {}  # one object per distinct judge, rubric, dimension and run id
+    names: dict[Any, Any] = {}  # one object per distinct judge, rubric, dimension, run id, time and rationale
+    intern = names.setdefault
     decoded: dict[Any, Any] = {}
-    # per annotation, what each of its values carries: id, rationale, created_at, blind, replicate
-    shared: list[tuple[str, str, str, Any, Any] | None] = [None] * len(heads)
+    # per annotation: what each of its values carries (id, rationale, created_at, the annotation's
+    # blind and replicate as a value without its own reads them), the run id, judge and rubric of
+    # its first value (its other values most often name the same ones) and its values so far
+    shared: list[tuple | None] = [None] * len(heads)
     new = tuple.__new__
+    rank_of = rank.get
     for ann, run_id, judge_model, rubric_id, dimension, raw, conf, blind, replicate in _tuples(
         db,
         "SELECT annotation_id, run_id, judge_model, rubric_id, dimension, value, confidence, "
@@ -434,7 +448,7 @@ def read_annotations(
         + ("" if runs is None else " WHERE annotation_id IN (SELECT value FROM json_each(?))"),
         () if runs is None else (json.dumps(list(rank)),),
     ):
-        i = rank.get(ann)
+        i = rank_of(ann)
         if i is None:
             continue
         own = shared[i]
@@ -444,46 +458,82 @@ def read_annotations(
             if text is None:
                 doc = doc_of(i)
                 text = doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
-            own = shared[i] = (str(head[0]), text or "", str(head[3] or ""), head[4], head[5])
-        dimension = names.setdefault(dimension, dimension)
-        confidence = None if conf is None else _number(conf)
-        if confidence is None and dimension == "outcome":
-            # the rubric's single `confidence` belongs to `outcome` (procedure_v1)
+            run_id = str(run_id)
+            text = text or ""
+            created = str(head[3] or "")
+            own = shared[i] = (
+                str(head[0]),
+                intern(text, text),
+                intern(created, created),
+                bool(head[4]),
+                head[5],
+                intern(run_id, run_id),
+                intern(judge_model, judge_model),
+                intern(rubric_id, rubric_id),
+                [],
+            )
+        if run_id == own[5]:
+            run_id = own[5]
+        else:
+            run_id = str(run_id)
+            run_id = intern(run_id, run_id)
+        judge_model = own[6] if judge_model == own[6] else intern(judge_model, judge_model)
+        rubric_id = own[7] if rubric_id == own[7] else intern(rubric_id, rubric_id)
+        dimension = intern(dimension, dimension)
+        if conf is None:
+            confidence = None
+        elif conf.__class__ is float:
+            confidence = conf if conf == conf else None
+        else:
+            confidence = _number(conf)
+        # the rubric's single `confidence` belongs to `outcome` (procedure_v1): without a number
+        # in its column, the annotation JSON's (read when the column is empty: through the view
+        # it holds a number or NULL)
+        if confidence is None and dimension == "outcome" and (conf is None or heads[i][1] is None):
             doc = doc_of(i)
             c = _number(doc.get("confidence")) if isinstance(doc, dict) else None
             confidence = None if c is None else float(c)
         value = decoded.get(raw, _UNDECODED)
         if value is _UNDECODED:
             value = decoded[raw] = label_value(raw)
-        run_id = str(run_id)
-        value = new(
-            JudgeValue,
-            (
-                own[0],
-                names.setdefault(run_id, run_id),
-                names.setdefault(judge_model, judge_model),
-                names.setdefault(rubric_id, rubric_id),
-                dimension,
-                value,
-                confidence,
-                bool(blind if blind is not None else own[3]),
-                int((replicate if replicate is not None else own[4]) or 0),
-                own[1],
-                own[2],
-            ),
+        if blind is None:
+            blind = own[3]
+        if replicate is None or replicate.__class__ is not int:
+            replicate = int((own[4] if replicate is None else replicate) or 0)
+        own[8].append(
+            new(
+                JudgeValue,
+                (
+                    own[0],
+                    run_id,
+                    judge_model,
+                    rubric_id,
+                    dimension,
+                    value,
+                    confidence,
+                    True if blind else False,
+                    replicate,
+                    own[1],
+                    own[2],
+                ),
+            )
         )
-        bucket = buckets[i]
-        if bucket is None:
-            buckets[i] = [value]
-        else:
-            bucket.append(value)
-    for i, bucket in enumerate(buckets):
-        if bucket is None:
+    out = []
+    for own in shared:
+        if own is None:
             continue
-        buckets[i] = None
+        bucket = own[8]
         if len(bucket) > 1:
             bucket.sort(key=_by_dimension)
-        yield from bucket
+        out.append(bucket)
+    return out
+
+
+def _annotation_json(db: Database, annotation_id: str) -> Any:
+    """The ``annotation`` column of one annotation (its JSON text, as the view reads it)."""
+    for row in _tuples(db, "SELECT annotation FROM annotations WHERE annotation_id = ?", (annotation_id,)):
+        return row[0]
+    return None
 
 
 _UNDECODED = object()  # a stored value not decoded yet
@@ -501,22 +551,30 @@ class CallCost:
     batch: bool = False  # answered by a provider batch (billed at the batch rate)
 
 
+_call_order = operator.attrgetter("judge_model", "order_key")
+
+
 def read_call_costs(db: Database, judge: str | None = None, rubric: str | None = None) -> tuple[str, list[CallCost]]:
     """Per-call cost/latency: from the judge cache (every call, failed ones too) when it has
     rows, else from the annotations. Returns (source table, calls in call order)."""
     where, args = judge_filter(db, judge, rubric)
     for table, ts, key in (("judge_calls", "started_at", "cache_key"), ("annotations", "created_at", "annotation_id")):
+        # read in call order, so that the sort below (which decides it) has nothing to move
         sql = (
             f"SELECT judge_model, cost_usd, latency_ms, {ts} AS ts, {key} AS k, prompt_tokens, cached_tokens, "
-            f"batch_id FROM {table}{where_sql(where)}"
+            f"batch_id FROM {table}{where_sql(where)} ORDER BY judge_model, COALESCE({ts}, ''), {key}"
         )
-        rows = [
-            CallCost(model, cost, latency, (str(ts or ""), str(k)), prompt, cached, batch is not None)
-            for model, cost, latency, ts, k, prompt, cached, batch in _tuples(db, sql, args)
-        ]
+        with paused_gc():
+            names: dict[Any, Any] = {}  # one object per distinct judge and time (200,000 calls at 10^5 runs)
+            intern = names.setdefault
+            rows = []
+            for model, cost, latency, t, k, prompt, cached, batch in _tuples(db, sql, args):
+                t = str(t or "")
+                order = (intern(t, t), str(k))
+                rows.append(CallCost(intern(model, model), cost, latency, order, prompt, cached, batch is not None))
         if not rows:
             continue  # an empty cache (e.g. after `evalkit cache clear`): fall back to annotations
-        rows.sort(key=lambda c: (c.judge_model, c.order_key))
+        rows.sort(key=_call_order)
         return table, rows
     return "", []
 

@@ -530,19 +530,21 @@ def _read_card_signals(
     # same decoding (and the same warning) as a full read
     parts = [*_CARD_FIELDS, *tops] if plain else []
     cut = "".join(f", CASE WHEN ok THEN card -> '$.\"{k}\"' END" for k in parts)
+    # the inner SELECT has a LIMIT so that SQLite runs it as a subroutine rather than merging it
+    # into the outer one: `ok` is then worked out once per card, not again for each column that
+    # tests it (each time reading the card off its overflow pages)
     sql = (
         f"SELECT run_id, scenario_id, model, status, CASE WHEN ok THEN NULL ELSE card END{cut} FROM "
         "(SELECT run_id, scenario_id, model, status, card, "
         "CASE WHEN json_valid(card) THEN json_type(card) = 'object' ELSE 0 END AS ok "
-        f"FROM scorecards{where}) ORDER BY run_id"
+        f"FROM scorecards{where} ORDER BY run_id LIMIT -1) ORDER BY run_id"
     )
     if not plain:
         sql = f"SELECT run_id, scenario_id, model, status, card FROM scorecards{where} ORDER BY run_id"
     n = len(_CARD_FIELDS)
     shared: dict[tuple, dict[str, Any]] = {}
     names: dict[Any, Any] = {}  # one object per distinct scenario, model and status
-    for row in db.rows(sql, args):
-        columns = tuple(row)
+    for columns in db.tuples(sql, args):
         if not plain or columns[4] is not None:  # not an object (or read whole): decoded as a full read does
             card = _card_object(columns[0], columns[4], problems)
             fields = [_text(card.get(k)) for k in _CARD_FIELDS]

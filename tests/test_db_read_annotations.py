@@ -1,0 +1,67 @@
+"""read_annotations: each value carries its annotation's fields, the annotation JSON backs up an empty
+rationale column and an outcome without a confidence column, a value's own run, judge, blind and
+replicate columns win over its annotation's, and the order is answer order (created_at, id), then
+dimension, whatever order the rows are stored in."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from audit_helpers import Annotator
+
+from evalkit.db import open_readonly, read_annotations
+
+
+def _read(path, **kw):
+    with open_readonly(path) as db:
+        return list(read_annotations(db, **kw))
+
+
+def test_json_backs_up_empty_columns_and_values_keep_their_own(tmp_path):
+    path = tmp_path / "a.db"
+    ann = Annotator(path)
+    first = ann.add("r1", {"outcome": "pass", "safety": 3}, confidence=0.75, rationale="kept")
+    second = ann.add("r2", {"safety": 1, "outcome": "fail"}, confidence=0.5, rationale="from json", judge="judge-b")
+    third = ann.add("r3", {"outcome": "pass"}, confidence=None, rationale="none")
+    ann.close()
+    con = sqlite3.connect(path)
+    # the confidence column of the first outcome is empty: the annotation JSON's is read
+    con.execute("UPDATE annotation_values SET confidence = NULL WHERE annotation_id = ?", (first,))
+    # no rationale column on the second: the JSON's; its safety value names its own run and replicate
+    con.execute("UPDATE annotations SET rationale = NULL WHERE annotation_id = ?", (second,))
+    con.execute(
+        "UPDATE annotation_values SET run_id = 'r9', replicate = 4, blind = 0 "
+        "WHERE annotation_id = ? AND dimension = 'safety'",
+        (second,),
+    )
+    # an outcome whose column and JSON both lack a confidence, and a value without blind/replicate
+    con.execute("UPDATE annotation_values SET blind = NULL, replicate = NULL WHERE annotation_id = ?", (third,))
+    con.commit()
+    con.close()
+    got = [(v.annotation_id, v.run_id, v.judge_model, v.dimension, v.value, v.confidence, v.blind, v.replicate,
+            v.rationale) for v in _read(path)]  # fmt: skip
+    assert got == [
+        (first, "r1", "judge-a", "outcome", "pass", 0.75, True, 0, "kept"),
+        (first, "r1", "judge-a", "safety", 3, None, True, 0, "kept"),
+        (second, "r2", "judge-b", "outcome", "fail", 0.5, True, 0, "from json"),
+        (second, "r9", "judge-b", "safety", 1, None, False, 4, "from json"),
+        (third, "r3", "judge-a", "outcome", "pass", None, True, 0, "none"),
+    ]
+    assert all(type(v.blind) is bool and type(v.replicate) is int for v in _read(path))
+    assert [v.dimension for v in _read(path, judge="judge-b")] == ["outcome", "safety"]
+
+
+def test_answer_order_not_storage_order(tmp_path):
+    path = tmp_path / "a.db"
+    ann = Annotator(path)
+    ids = [ann.add(f"r{i}", {"safety": i, "outcome": "pass", "procedure": 1}) for i in range(4)]
+    ann.close()
+    con = sqlite3.connect(path)
+    # the last answer stored first, and one without a time (it comes first: an empty time)
+    con.execute("UPDATE annotations SET created_at = '2025-06-01T00:00:00Z' WHERE annotation_id = ?", (ids[3],))
+    con.execute("UPDATE annotations SET created_at = NULL WHERE annotation_id = ?", (ids[2],))
+    con.commit()
+    con.close()
+    got = [(v.annotation_id, v.dimension) for v in _read(path)]
+    order = [ids[2], ids[3], ids[0], ids[1]]
+    assert got == [(a, d) for a in order for d in ("outcome", "procedure", "safety")]
