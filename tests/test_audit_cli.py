@@ -265,3 +265,30 @@ def test_out_into_a_missing_directory_names_the_file(db, tmp_path):
     res = run("audit", "--db", str(db), "--resamples", "0", "--out", str(out))
     assert res.exit_code == 1
     assert res.stderr.strip() == f"error: {out}: cannot write: No such file or directory"
+
+
+def test_a_judge_value_beyond_a_floats_range_is_a_text_label_not_infinity(tmp_path):
+    """A stored value of 1e400 decodes to infinity; as a label it is its text (as NaN is), so the
+    audit's JSON is still JSON and no statistic reads an infinite grade."""
+    path = tmp_path / "e.db"
+    save_cards(path, [card(f"r{i}", all_passed=i % 2 == 0) for i in range(6)])
+    ann = Annotator(path)
+    for i in range(6):
+        ann.add(f"r{i}", {"outcome": "pass", "safety": 3, "action_execution": 3}, confidence=0.9)
+    ann.close()
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute("UPDATE annotation_values SET value = '1e400' WHERE run_id = 'r1' AND dimension = 'action_execution'")
+    con.execute("UPDATE annotation_values SET value = '-1e400' WHERE run_id = 'r2' AND dimension = 'safety'")
+    con.commit()
+    con.close()
+    res = run("audit", "--db", str(path), "--format", "json", "--resamples", "0")
+    assert res.exit_code == 0, res.output
+    json.loads(res.stdout)
+    assert "Infinity" not in res.stdout
+    from evalkit.db import open_readonly, read_annotations
+
+    with open_readonly(path) as db:
+        labels = {(v.run_id, v.dimension): v.value for v in read_annotations(db)}
+    assert labels[("r1", "action_execution")] == "1e400" and labels[("r2", "safety")] == "-1e400"

@@ -25,6 +25,7 @@ figure pairs an old answer with a new score; :func:`read_stale_annotations` name
 from __future__ import annotations
 
 import json
+import math
 import operator
 import os
 import sqlite3
@@ -334,16 +335,21 @@ def judge_models(db: Database) -> list[str]:
 
 def label_value(raw: Any) -> Any:
     """A stored value (JSON text) as a label: decoded, a non-JSON string taken literally,
-    integral floats as integers (3.0 == 3, as the importer normalises), and a structured value
-    (object/array) as its canonical JSON text so that it is still a hashable label."""
+    integral floats as integers (3.0 == 3, as the importer normalises), a number beyond a float's
+    range (``1e400``) as its text, like ``NaN`` (no scale holds it, and no statistic may read it as
+    infinity), and a structured value (object/array) as its canonical JSON text so that it is still
+    a hashable label."""
     v = raw
     if isinstance(raw, str):
         try:
             v = loads(raw)
         except ValueError:
             v = raw
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return raw if isinstance(raw, str) else repr(v)
+        if v.is_integer():
+            return int(v)
     if isinstance(v, (dict, list)):
         return json.dumps(v, sort_keys=True, separators=(",", ":"))
     return v
