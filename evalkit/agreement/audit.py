@@ -8,9 +8,7 @@ read-only.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import math
 import operator
 from collections import Counter
@@ -39,6 +37,7 @@ from evalkit.db import (
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
+from evalkit.db.connect import paused_gc
 from evalkit.db.pairwise import read_judged_lengths, read_pair_verdicts, read_paired_runs
 from evalkit.db.reviews import read_adjudications, read_review_ratings
 
@@ -51,7 +50,7 @@ EXCLUSION_KEYS = ("non_blind", "no_scorecard", "excluded_status", "unmapped_judg
 def build_audit(db_path: str | Path, **options: Any) -> dict[str, Any]:
     """The audit dict alone (the compared pairs are never listed); ``options`` as
     :func:`build_audit_with_pairs`."""
-    with _no_cycle_collection():
+    with paused_gc():
         return _audit(db_path, False, **options)[0]
 
 
@@ -69,22 +68,8 @@ def build_audit_with_pairs(db_path: str | Path, **options: Any) -> tuple[dict[st
     ``top`` lists only the N worst disagreements (None or 0: all; ``disagreements_left_out`` counts
     the rest, the counts and statistics stay the whole audit's).
     """
-    with _no_cycle_collection():
+    with paused_gc():  # millions of acyclic tuples: a full collection would walk them all again
         return _audit(db_path, True, **options)
-
-
-@contextlib.contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """The cyclic garbage collector paused: an audit at 10^5 runs makes millions of tuples that
-    hold no cycles, and each full collection would walk all of them again. Reference counting
-    still frees everything the audit lets go; the collector's state is restored after."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _audit(
