@@ -26,6 +26,7 @@ from typing import Any
 from evalkit.present.document import run_anchor
 from evalkit.present.safe import html_text, sanitize
 from evalkit.report import fmt
+from evalkit.report.tables import RUN_HEADERS
 from evalkit.view import drilldown
 
 ALL_RUNS_UP_TO = 200
@@ -339,20 +340,9 @@ class RunTable:
     drilled: set[str]
 
 
-RUN_TABLE_HEADERS = [
-    "run",
-    "model",
-    "rank",
-    "score",
-    "coverage",
-    "order",
-    "end state",
-    "passed",
-    "dangerous / anti-proc.",
-    "extraneous",
-    "commands",
-    "disagreements",
-]
+# a scenario page's run table: the report's run columns but the scenario (one page, one scenario),
+# then the disagreements
+RUN_TABLE_HEADERS = [h for h in RUN_HEADERS if h != "scenario"] + ["disagreements"]
 
 
 def render_run_table(b: RunTable) -> str:
