@@ -759,7 +759,8 @@ def build_report(
                 run["commands"] = commands[run["run_id"]]
     except InputError as exc:
         raise ReportError(str(exc)) from None
-    agg = agg_state.result() if scenarios else {"groups": [], "models": []}
+    # the pages show pass^k, not its bootstrap interval: not computed
+    agg = agg_state.result(bootstrap=False) if scenarios else {"groups": [], "models": []}
     agg = json.loads(json.dumps(agg, sort_keys=True, default=str))
     titles = {s["scenario_id"]: s["title"] for s in scenarios if s["title"]}
     for group in agg.get("groups", []):

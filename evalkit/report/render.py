@@ -10,8 +10,6 @@ between runs is the "Made at" provenance line, because the dict's ``made_at`` do
 
 from __future__ import annotations
 
-import json
-
 from evalkit.present.safe import md_text
 from evalkit.present.to_html import html_page
 from evalkit.present.to_markdown import markdown_lines
@@ -38,8 +36,3 @@ def render_markdown(report: dict) -> str:
     doc = build_page(report)
     out = [f"# {md_text(doc.title)}", ""] + markdown_lines(doc.sections, level=2, short=True)
     return "\n".join(out).rstrip("\n") + "\n"
-
-
-def dumps_json(report: dict) -> str:
-    """The report dict as canonical JSON (handy for debugging a page)."""
-    return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False)
