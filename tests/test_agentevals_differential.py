@@ -27,6 +27,8 @@ from scoring_helpers import score_records  # noqa: E402
 
 from evalkit.trajectory.builders import call, trajectory  # noqa: E402
 
+pytestmark = pytest.mark.slow  # the differential run against agentevals
+
 TOOLS = ["lookup", "refund", "notify"]
 KEYS = ["a", "b", "c", "m"]  # "m" holds an object, so that dotted keys ("m.x") walk into it
 KEY_PATHS = ["a", "b", "c", "m.x", "m.y"]

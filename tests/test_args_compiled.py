@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -55,6 +56,7 @@ def edited(draw, expected: dict) -> dict:
     return actual
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None)
 @given(rules, arguments, st.data())
 def test_args_test_answers_as_args_match(rule, expected, data):

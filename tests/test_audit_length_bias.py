@@ -67,6 +67,7 @@ def statsmodels_slope(db: str) -> tuple[float, float, float, int]:
     return float(fit.params[1]), float(low), float(high), len(rows)
 
 
+@pytest.mark.slow
 def test_a_judge_that_scores_by_outcome_has_no_length_slope_once_the_outcome_is_held(tmp_path, server):
     entry, db = audit_entry(tmp_path, server, length_bias=False)
     fig = entry["slope_per_1000_chars"]

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from judge_helpers import write_runs
 
 WRITERS = 8
@@ -29,6 +30,7 @@ evalkit.cli.main()
 """
 
 
+@pytest.mark.slow
 def test_eight_concurrent_first_time_writers_store_every_run(tmp_path):
     db = tmp_path / "new.db"
     go = tmp_path / "go"

@@ -123,6 +123,7 @@ def mutated_file(draw):
     return name, b"\n".join(lines)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(0 if PROFILE == "long" else 120)
 @given(mutated_file())
 def test_mutated_examples_give_scorecards_or_input_errors(tmp_path_factory, case):
@@ -155,6 +156,7 @@ def _nulled(value):
     return value
 
 
+@pytest.mark.slow
 def test_every_truncation_of_an_example_is_a_card_or_an_input_error():
     """Truncation at every byte of one example (exhaustive, not sampled)."""
     name, data = next((n, d) for n, d in SOURCES if n == "a320-opus-4-8-full-procedure.jsonl")

@@ -118,6 +118,7 @@ def test_a_folder_made_unreadable_with_chmod_000(inputs):
     assert result.runs == 2
 
 
+@pytest.mark.slow
 def test_cli_inspect_directory_that_cannot_be_listed_is_one_line_and_the_others_convert(
     tmp_path, inspect_logs, monkeypatch
 ):

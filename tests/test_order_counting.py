@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +48,7 @@ def procedures(draw, max_actions: int = 40):
     return blocks, ordered, taken
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(procedures())
 def test_counted_order_equals_the_definition(case):

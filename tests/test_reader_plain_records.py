@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,6 +33,7 @@ def _outcome(validate, obj):
     return rec
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(records("tool_call", CALL_FIELDS))
 def test_a_plain_tool_call_validates_to_its_own_values(obj):
@@ -46,6 +48,7 @@ def test_a_plain_tool_call_validates_to_its_own_values(obj):
         assert value == obj.get(field, {"name": None, **expected}[field])
 
 
+@pytest.mark.slow
 @settings(max_examples=800, deadline=None)
 @given(records("assistant", ASSISTANT_FIELDS))
 def test_a_plain_assistant_record_validates_to_its_own_values(obj):

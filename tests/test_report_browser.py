@@ -22,6 +22,8 @@ from report_browser import Browser, find_chromium
 
 from evalkit.report import build_report, render_html
 
+pytestmark = pytest.mark.slow  # a browser
+
 SECTIONS = ["headline", "vector", "safety", "runs", "judge", "agreement", "provenance", "contamination"]
 
 PROBES = {

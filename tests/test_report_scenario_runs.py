@@ -26,6 +26,7 @@ def db(request, tmp_path_factory):
     return report_scale.build(tmp / "scale.db", 600, scenarios=4, judged=0.5)  # the worst runs detailed
 
 
+@pytest.mark.slow
 def test_kept_runs_are_the_runs_read_again(db):
     from evalkit.db import open_readonly
 

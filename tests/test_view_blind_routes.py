@@ -149,6 +149,7 @@ def assert_blind(where: str, status: int, headers: dict, text: str, secrets: lis
     assert found == [], (where, found)
 
 
+@pytest.mark.slow
 def test_every_route_walked_blind_gives_no_verdict_away(db):
     from evalkit.view.app import create_app
     from evalkit.view.queries import ViewData
@@ -211,6 +212,7 @@ def test_every_route_walked_blind_gives_no_verdict_away(db):
     assert routes - walked == set()  # a new route is walked here before it ships
 
 
+@pytest.mark.slow
 def test_api_run_is_blind_until_reveal_and_the_reveal_makes_the_next_review_not_blind(db):
     from evalkit.agreement.audit import build_audit
 
@@ -254,6 +256,7 @@ def test_api_run_is_blind_until_reveal_and_the_reveal_makes_the_next_review_not_
     assert (counts["review_ratings"], counts["non_blind_review_ratings"]) == (1, 2)  # bob's only
 
 
+@pytest.mark.slow
 def test_a_reveal_by_a_request_that_names_nobody_counts_for_every_reviewer(db):
     with served(db) as (port, _line, _pid):  # no --reviewer: a script that names nobody
         token = json.loads(get(port, "/api/session")[2])["csrf_token"]
@@ -270,6 +273,7 @@ def test_a_reveal_by_a_request_that_names_nobody_counts_for_every_reviewer(db):
         assert status == 201 and json.loads(text)["blind"] is True
 
 
+@pytest.mark.slow
 def test_the_blind_queue_is_one_row_a_run_in_an_order_no_verdict_decides(db):
     rows = audit_rows(db)
     ranked_runs = list(dict.fromkeys(d["run_id"] for d in rows))

@@ -37,6 +37,7 @@ def _estimate(db: str) -> dict:
     return json.loads(res.output)
 
 
+@pytest.mark.slow
 def test_label_next_serves_a_seeded_sample_blind_and_estimate_uses_its_labels(db):
     conn = sqlite3.connect(db)
     runs = sorted(r[0] for r in conn.execute("SELECT run_id FROM scorecards"))
@@ -220,6 +221,7 @@ def test_the_revealed_runs_page_has_score_columns_and_charts(db):
         assert "chart-scalar" not in blind and ">coverage<" not in blind
 
 
+@pytest.mark.slow
 def test_the_label_script_docs_view_md_shows_labels_blind_and_estimate_counts_its_labels(db):
     import re
     from pathlib import Path
@@ -248,6 +250,7 @@ def test_the_label_script_docs_view_md_shows_labels_blind_and_estimate_counts_it
     assert e["labels"]["n_labeled"] == len(judged_runs & labelled) > 0 and e["labels"]["left_out"] == 0
 
 
+@pytest.mark.slow
 def test_a_share_of_the_sample_is_served_again_to_a_second_reviewer_blind_and_the_audit_gets_human_agreement(db):
     """`second: 0.5`: ann labels the sample; the runs drawn for a second rating (and only those) are
     served to bob, never back to ann, their pages blind to ann's rating; the sample is complete once
@@ -304,6 +307,7 @@ def test_a_second_share_that_is_not_a_number_from_0_to_1_is_refused_naming_the_f
             assert status == 400 and answer["error"].startswith("second:"), (bad, answer)
 
 
+@pytest.mark.slow
 def test_a_view_started_on_a_file_without_the_share_column_sees_it_once_a_sample_adds_it(db):
     """The reader of an older file shows the column as NULL; the first write migrates the file, and
     the view reads it again instead of its stale stand-in."""
