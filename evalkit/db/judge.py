@@ -620,12 +620,10 @@ def read_annotation_rows(db: Database, judge: str | None = None) -> list[dict[st
     ]
 
 
-def read_primary_values(db: Database, judge: str | None = None) -> Iterator[tuple[str, str, str, Any]]:
-    """(judge_model, rubric_id, dimension, decoded value) of every primary (replicate 0) value of
-    an annotation that is not stale."""
-    from evalkit.db.scores import decode_json
-
-    where, args = judge_filter(
+def primary_values_filter(db: Database, judge: str | None = None) -> tuple[list[str], list]:
+    """The WHERE terms and arguments that pick the primary values from ``annotation_values``: the
+    replicate-0 value of every annotation that is not stale, of ``judge`` when given."""
+    return judge_filter(
         db,
         judge,
         where=[
@@ -633,6 +631,14 @@ def read_primary_values(db: Database, judge: str | None = None) -> Iterator[tupl
             f"annotation_id NOT IN (SELECT a.annotation_id FROM annotations a WHERE {stale('a.')})",
         ],
     )
+
+
+def read_primary_values(db: Database, judge: str | None = None) -> Iterator[tuple[str, str, str, Any]]:
+    """(judge_model, rubric_id, dimension, decoded value) of every primary (replicate 0) value of
+    an annotation that is not stale."""
+    from evalkit.db.scores import decode_json
+
+    where, args = primary_values_filter(db, judge)
     for row in db.rows(
         f"SELECT judge_model, rubric_id, dimension, value FROM annotation_values{where_sql(where)}", args
     ):

@@ -54,7 +54,7 @@ from evalkit.db import (
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
-from evalkit.db.judge import judge_filter, stale, where_sql
+from evalkit.db.judge import primary_values_filter, where_sql
 from evalkit.db.scores import decode_json
 from evalkit.errors import EvalkitError, InputError
 from evalkit.report.contamination import load_contamination
@@ -435,14 +435,7 @@ def _primary_value_counts(db: Database, judge: str | None) -> dict[tuple[str, st
     :func:`evalkit.db.read_primary_values` yields have it: the same rows (its filter), each distinct
     stored value decoded once (equal cells decode to one label: text and blobs alike are the same
     bytes, and numbers that compare equal, such as 1 and 1.0, have one label)."""
-    where, args = judge_filter(
-        db,
-        judge,
-        where=[
-            "replicate = 0",
-            f"annotation_id NOT IN (SELECT a.annotation_id FROM annotations a WHERE {stale('a.')})",
-        ],
-    )
+    where, args = primary_values_filter(db, judge)
     cells = Counter(
         tuple(row)
         for row in db.rows(
