@@ -224,3 +224,17 @@ def test_estimate_rate_intervals_stay_in_0_1_and_keep_their_width_when_every_lab
         for m in entry["methods"].values():
             if m["ci"] is not None and entry["kind"] == "rate":
                 assert 0.0 <= m["ci"][0] <= m["ci"][1] <= 1.0, m
+
+
+def test_a_ppi_interval_from_few_labels_says_it_covers_less_than_its_level(tmp_path):
+    few, _ = _db(tmp_path, labelled=30)
+    result = _estimate(few, "--method", "ppi")
+    assert {e["labels"]["n_labeled"] for e in result["estimates"]} == {30}
+    assert any("fewer than 60 labels covers less than its level" in a for a in result["assumptions"])
+    table = CliRunner().invoke(cli, ["estimate", "--db", str(few), "--method", "ppi"]).output
+    assert "fewer than 60 labels covers less than its level" in table
+    many_dir = tmp_path / "many"
+    many_dir.mkdir()
+    many, _ = _db(many_dir, labelled=80)
+    assert not any("fewer than" in a for a in _estimate(many, "--method", "ppi")["assumptions"])
+    assert not any("fewer than" in a for a in _estimate(few, "--method", "rogan-gladen")["assumptions"])

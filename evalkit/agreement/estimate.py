@@ -49,6 +49,13 @@ ASSUMPTION = (
     "imported human labels carry no sampling design and are taken as a uniform random sample of the runs; "
     "labels from the disagreement queue or chosen by hand cannot correct a rate and are left out"
 )
+# PPI++'s normal interval covers less than its level with few labels (simulated: 88 % at 20
+# labels, 91-92 % at 40-60, at a nominal 95 %; docs/audit.md): said whenever it is reported so
+FEW_LABELS = 60
+FEW_LABELS_NOTE = (
+    f"a PPI++ interval from fewer than {FEW_LABELS} labels covers less than its level "
+    "(about 88-92 % at 95 % in simulation, docs/audit.md); --method rogan-gladen holds it"
+)
 # the sampling designs whose labels each method may use: PPI and the labels alone need a uniform
 # random sample; Rogan-Gladen only needs each true class sampled at random (class-stratified)
 ALLOWED = {
@@ -254,6 +261,8 @@ def build_estimates(
         "assumptions": [ASSUMPTION],
         "estimates": estimates,
     }
+    if any(e["method"] == "ppi" and e["labels"]["n_labeled"] < FEW_LABELS for e in estimates):
+        out["assumptions"].append(FEW_LABELS_NOTE)
     if baseline is not None:
         out["differences"] = differences(estimates, baseline, level)
     return out
