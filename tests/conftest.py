@@ -6,12 +6,19 @@ and are imported normally.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 from fake_llm_server import FakeLLMServer
 from judge_helpers import FAKE_KEY
+
+# Bytecode caches written even where PYTHONDONTWRITEBYTECODE is set: without them every `evalkit`
+# process a test starts compiles the package from source again (0.1-0.3 s each, hundreds of them),
+# and pytest rewrites every test module's asserts again on each run.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # examples/inspect/tiny_task.py writes real inspect_ai logs for the inspect importer's tests
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "inspect"))
