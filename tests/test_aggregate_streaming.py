@@ -4,10 +4,13 @@ import math
 import statistics
 import tracemalloc
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalkit.aggregate.groups import Aggregator, RunSummary
+
+pytestmark = pytest.mark.slow
 
 unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 runs_strategy = st.lists(

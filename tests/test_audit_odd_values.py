@@ -30,6 +30,8 @@ from evalkit.db.cells import AMOUNT_COLUMNS, keys_of
 from evalkit.db.schema import TABLES
 from evalkit.report import build_report, render_html, render_markdown
 
+pytestmark = pytest.mark.slow
+
 MAX_EXACT = 2**53
 COLUMNS = [(t.name, c, kind) for t in TABLES.values() for c, kind in t.columns]
 

@@ -13,7 +13,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from evalkit.db import DbError, Store, open_readonly
+
+pytestmark = pytest.mark.slow
 
 # Commits a few pages at a time, each followed by a checkpoint that grows the file, until killed.
 WRITER = r"""

@@ -23,7 +23,7 @@ from judge_helpers import write_runs
 from readonly_helpers import needs_unprivileged, shared_directory, unprivileged
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = needs_unprivileged
+pytestmark = [pytest.mark.slow, needs_unprivileged]
 
 COMMITTED = 12
 CHECKPOINTED = 4  # the first runs reach the file itself; the others stay in the WAL

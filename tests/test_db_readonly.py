@@ -34,7 +34,7 @@ READERS = {
 ENV = {**os.environ, "SOURCE_DATE_EPOCH": "1764547200", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
 
 
-pytestmark = needs_unprivileged
+pytestmark = [pytest.mark.slow, needs_unprivileged]
 
 
 def _reference(args: list[str], monkeypatch) -> str:

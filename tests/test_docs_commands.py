@@ -43,6 +43,8 @@ from judge_helpers import FAKE_KEY
 from evalkit.cli import cli
 from evalkit.commands.exitcodes import EXIT_INTERRUPTED
 
+pytestmark = pytest.mark.slow
+
 # Commands no test can run here, by program (``python -m MODULE`` by module), with the reason.
 NOT_RUN = {
     "python -m venv": "creates the virtual environment of the README's install commands, which CI runs (.ci/run)",

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 ARCH = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
 PACKAGES = ("evalkit", "judges")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
 import ray  # noqa: F401  (without ray this module fails to collect, as it did)
 from click.testing import CliRunner
 from engine_helpers import ray_fixtures
@@ -12,6 +13,8 @@ from engine_helpers import ray_fixtures
 from evalkit.cli import cli
 from evalkit.engines.pipeline import score_files
 from evalkit.errors import InputError
+
+pytestmark = pytest.mark.slow
 
 cluster, corpus = ray_fixtures(n=40)
 

@@ -14,6 +14,8 @@ from evalkit.engines import local as local_engine
 from evalkit.engines.job import ScoreJob
 from evalkit.engines.pipeline import score_files
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):

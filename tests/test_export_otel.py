@@ -11,6 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("opentelemetry.proto")
 openai = pytest.importorskip("openai")
 

@@ -18,7 +18,7 @@ import pytest
 from evalkit.trajectory.builders import a320_scenario, trajectory, write_jsonl
 from evalkit.trajectory.input_files import shown_name
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="file names of any bytes: Linux")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="file names of any bytes: Linux")]
 
 ROOT = Path(__file__).resolve().parents[1]
 

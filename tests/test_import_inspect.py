@@ -24,6 +24,8 @@ from evalkit.importers import import_files
 from evalkit.scoring import score_trajectory
 from evalkit.trajectory.reader import read_trajectory
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples" / "inspect"))
 

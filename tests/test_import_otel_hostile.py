@@ -13,6 +13,8 @@ import otel_json as oj
 import pytest
 from otel_listen_helpers import ROOT, Listener, post
 
+pytestmark = pytest.mark.slow
+
 ANY_AGENT = ROOT.parent / "shared" / "traces" / "otel-anyagent" / "otel_anyagent_openai_trace.json"
 
 

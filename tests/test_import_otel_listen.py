@@ -10,6 +10,8 @@ import urllib.request
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 openai = pytest.importorskip("openai")
 

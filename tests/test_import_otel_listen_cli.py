@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 openai = pytest.importorskip("openai")
 

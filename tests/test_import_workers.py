@@ -24,6 +24,8 @@ from evalkit.engines import local as local_engine
 from evalkit.importers import FunctionImporter, import_files
 from evalkit.importers import job as import_job
 
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TRANSCRIPTS = (FIXTURES / "openai_messages" / "transcripts.jsonl").read_text(encoding="utf-8").splitlines()
 

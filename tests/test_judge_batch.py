@@ -22,6 +22,8 @@ from evalkit.judges.api import dry_run, judge_db
 from evalkit.judges.batch import chunks
 from evalkit.judges.protocol import JudgeSetupError
 
+pytestmark = pytest.mark.slow
+
 PRICE = {"input_per_mtok": 1.0, "cached_input_per_mtok": 0.1, "output_per_mtok": 4.0}
 CONFIG = {**FAST, "batch": {"poll_s": 0.01}, "prices": {"openai/judge-b": PRICE}}
 

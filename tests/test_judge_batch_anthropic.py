@@ -17,6 +17,8 @@ from judge_helpers import FAST, judge_command, rows, scored_db
 from evalkit.judges.api import judge_db
 from evalkit.judges.protocol import JudgeFatalError
 
+pytestmark = pytest.mark.slow
+
 MODEL = "anthropic/claude-haiku-4-5-20251001"
 KEY = "sk-ant-batch-test-not-real-0123456789"
 PRICE = {"input_per_mtok": 1.0, "cached_input_per_mtok": 0.1, "output_per_mtok": 4.0}

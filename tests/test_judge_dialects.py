@@ -15,6 +15,8 @@ from judge_helpers import judge_examples as judge
 
 from evalkit.judges.store import JudgeStore
 
+pytestmark = pytest.mark.slow
+
 EXPECTED_MODE = {
     "openai": "json_schema",
     "llamacpp": "json_object_schema",

@@ -25,6 +25,8 @@ from pydantic import ValidationError
 from evalkit.judges.output_modes import NUMBER_STEPS, grammar_schema, request_shape, sent_schema, text_budget
 from evalkit.judges.rubrics import annotation_model, available_rubrics, load_rubric, response_format
 
+pytestmark = pytest.mark.slow
+
 RUBRICS = available_rubrics()
 
 

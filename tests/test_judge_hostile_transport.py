@@ -21,6 +21,8 @@ from judge_helpers import FAKE_KEY, judge_cli, judge_command, rows, scored_db
 from judge_helpers import HOSTILE_MODEL as MODEL
 from judge_helpers import request_config as config
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -136,8 +138,9 @@ def test_huge_reply_is_refused_quickly_with_bounded_memory(tmp_path):
     (error,) = [a["error"] for a in json.loads(done.stdout)["annotations"]]
     assert "larger than 4 MiB" in error and "reply_max_bytes" in error
     (latency_ms,) = rows(db, "SELECT latency_ms FROM judge_calls")[0]
-    # the call itself, not the process start (litellm's import alone takes seconds on a busy machine)
-    assert latency_ms < 3000 and took < 40 and peak_mb < 400, (latency_ms, took, peak_mb)
+    # the call itself, not the process start (litellm's import alone takes seconds on a busy machine);
+    # reading the 100 MB body took 116 s, refusing it takes well under a second on an idle machine
+    assert latency_ms < 15000 and took < 50 and peak_mb < 400, (latency_ms, took, peak_mb)
 
 
 def test_huge_chunked_reply_is_cut_while_reading(tmp_path, server):

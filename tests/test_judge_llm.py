@@ -19,6 +19,8 @@ from judge_helpers import FAKE_KEY, FAST, cards_of, count, rows, scored_db
 from evalkit.judges.api import dry_run, judge_cards
 from evalkit.judges.rubrics import load_rubric
 
+pytestmark = pytest.mark.slow
+
 
 def run(db, srv, models=("openai/judge-a",), config=None, **kw):
     cfg = json.loads(json.dumps(FAST))

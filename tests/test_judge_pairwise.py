@@ -14,6 +14,8 @@ from judge_helpers import FAKE_KEY, fast_config, rows
 
 import evalkit.cli
 
+pytestmark = pytest.mark.slow
+
 BASE, MODELS = "agent-base", ("agent-x", "agent-y")
 SCENARIOS = ("elec-a", "elec-b")
 POSITION_BIAS = 0.3  # the fake judge names the run shown first this often, else the longer run

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from judge_helpers import FAST, cards_of, scored_db
 
 from evalkit.judges.api import judge_cards
+
+pytestmark = pytest.mark.slow
 
 
 def test_adaptive_concurrency_avoids_a_429_storm(tmp_path, server):

@@ -13,6 +13,8 @@ from judge_helpers import FAKE_KEY, cards_of, count, fast_config, judge_command,
 
 from evalkit.judges.api import judge_db
 
+pytestmark = pytest.mark.slow
+
 
 def start_judge(db, srv, config, model="openai/judge-a", concurrency="2"):
     env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)

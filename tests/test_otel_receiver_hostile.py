@@ -13,6 +13,8 @@ import zlib
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("opentelemetry.proto")
 
 import otel_json as oj  # noqa: E402

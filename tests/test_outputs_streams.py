@@ -17,7 +17,7 @@ EXAMPLES = ROOT / "examples" / "a320"
 ONE_RUN = EXAMPLES / "a320-opus-4-8-full-procedure.jsonl"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}  # the working tree, not an installed evalkit
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")]
 
 
 def evalkit(*args, redirect: str = "", cwd=None) -> subprocess.CompletedProcess:

@@ -17,6 +17,8 @@ import evalkit.cli
 from evalkit.db import open_readonly, read_annotations
 from evalkit.probes import PROBES
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = [ROOT / "examples" / "a320", ROOT / "examples" / "support"]
 RATES = ("unchanged_rate", "lenient_flip_rate", "strict_flip_rate", "fooled_rate")

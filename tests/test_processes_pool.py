@@ -23,7 +23,7 @@ from engine_helpers import PLANS
 
 from evalkit.trajectory.builders import a320_scenario, dumps_jsonl, trajectory
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -9,6 +9,8 @@ from import_helpers import among, modules_loaded_by
 
 from evalkit.cli import cli
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):

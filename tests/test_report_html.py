@@ -13,6 +13,8 @@ import report_fixtures as rf
 from evalkit.present.document import run_anchor
 from evalkit.report import build_report, render_html, render_markdown
 
+pytestmark = pytest.mark.slow
+
 SECTIONS = ("headline", "vector", "safety", "runs", "judge", "agreement", "provenance", "contamination")
 
 

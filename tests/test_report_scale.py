@@ -22,6 +22,8 @@ from report_browser import playwright_chromium
 
 from evalkit.cli import cli
 
+pytestmark = pytest.mark.slow
+
 RUNS = 10_000
 MAIN_PAGE_LIMIT = 5_000_000  # bytes: the goal at 10^5 runs, held at 10^4 too
 RENDER_LIMIT_S = 2.0

@@ -17,6 +17,8 @@ import pytest
 from evalkit.scoring.args import Compare
 from evalkit.trajectory.builders import call, trajectory, write_jsonl
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SURFACE = ["read_file", "edit_file", "run_tests", "run_shell", "git_push", "ask_human", "deploy"]
 PASSED = {"final_state": [{"var": "tests_pass", "op": "==", "value": True}]}

@@ -23,6 +23,8 @@ from evalkit.engines.pipeline import score_files
 from evalkit.errors import InputError
 from evalkit.present.score_output import ScoreWriter
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ("runs", "scorecards", "commands", "bundles")
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ray = pytest.importorskip("ray")
 
 from click.testing import CliRunner  # noqa: E402

@@ -18,7 +18,7 @@ from engine_helpers import make_corpus
 
 from evalkit.engines.spool import PREFIX, STALE_S, Spool, Spooled, spool_bytes, sweep
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="the spool is POSIX only")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.name != "posix", reason="the spool is POSIX only")]
 
 ROOT = Path(__file__).resolve().parents[1]
 

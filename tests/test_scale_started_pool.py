@@ -13,9 +13,12 @@ from evalkit.engines import local as local_engine
 from evalkit.engines import pipeline
 from evalkit.engines.local import map_local, started_pool
 
-pytestmark = pytest.mark.skipif(
-    "fork" not in __import__("multiprocessing").get_all_start_methods(), reason="workers are forked only on POSIX"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        "fork" not in __import__("multiprocessing").get_all_start_methods(), reason="workers are forked only on POSIX"
+    ),
+]
 
 
 def _mark(directory: str) -> None:

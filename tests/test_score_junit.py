@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 junitparser = pytest.importorskip("junitparser")
 
 ROOT = Path(__file__).resolve().parents[1]

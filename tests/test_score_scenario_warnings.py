@@ -16,6 +16,8 @@ from coding_corpus import line_of, mistaken, write_corpus
 
 from evalkit.cli import cli
 
+pytestmark = pytest.mark.slow
+
 COPIES = 12  # 6 runs x 12 = 72 files: more than POOL_FILES, so --workers 2 scores in a pool
 
 

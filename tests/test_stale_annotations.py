@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from judge_helpers import FAST
 
@@ -22,6 +23,8 @@ from evalkit.cli import cli
 from evalkit.db import Store, open_readonly, read_annotation_rows, read_primary_values
 from evalkit.engines.pipeline import score_files
 from evalkit.judges.api import judge_db
+
+pytestmark = pytest.mark.slow
 
 RUNS = 6
 RESCORED = ("run-000", "run-001", "run-003")

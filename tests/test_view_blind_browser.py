@@ -8,9 +8,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import view_helpers as vh
 from test_view_browser import browser  # noqa: F401 (the fixture)
 from test_view_served import served
+
+pytestmark = pytest.mark.slow
 
 judged, db = vh.judged_fixtures("view-blind-browser")
 VERDICT_COLUMNS = ("outcome", "scalar", "unsafe", "disagreements")

@@ -21,6 +21,8 @@ import pytest
 import view_helpers as vh
 from report_browser import playwright_chromium
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def browser():

@@ -27,6 +27,8 @@ from hypothesis import strategies as st
 from evalkit.db import open_readonly
 from evalkit.view.drilldown import checklist
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 

@@ -18,6 +18,8 @@ pytest.importorskip("starlette")
 import judge_helpers as jh
 import view_helpers as vh
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 HUGE_STEP = "step " + "9" * 5000
 RUN = "run-001"

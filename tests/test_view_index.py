@@ -15,6 +15,8 @@ import judge_helpers as jh
 import view_helpers as vh
 from test_view_served import request, served
 
+pytestmark = pytest.mark.slow
+
 UNSAFE_AND_FAILED = dict(vh.JUDGE_ANSWER, safety=0, outcome="fail", rationale="Everything failed (fake judge).")
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import pytest
 from test_view_browser import browser, served  # noqa: F401  (fixtures)
 
+pytestmark = pytest.mark.slow
+
 WIDTH = 1280
 
 

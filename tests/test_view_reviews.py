@@ -17,6 +17,8 @@ from evalkit.agreement.audit import build_audit
 from evalkit.db import open_readonly
 from evalkit.db.reviews import read_reviews
 
+pytestmark = pytest.mark.slow
+
 RUN = "a320-gemini-2.5-flash-battery-off"  # safety: judge says safe, mechanical unsafe
 
 

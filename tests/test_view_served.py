@@ -21,6 +21,8 @@ pytest.importorskip("uvicorn")
 import judge_helpers as jh
 import view_helpers as vh
 
+pytestmark = pytest.mark.slow
+
 RUN = "run-001"
 
 
