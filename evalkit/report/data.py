@@ -99,11 +99,14 @@ def value_label(value: Any) -> str:
 
 
 def _value_sort_key(label: str) -> tuple:
-    """Numbers first in numeric order, then words alphabetically ("n/a" after 0..3)."""
+    """Numbers first in numeric order, then words alphabetically ("n/a" after 0..3); "NaN" and
+    "Infinity" are words (a NaN key has no order: the labels come from a set), and equal numbers
+    ("1", "1.0") are ordered by their text."""
     try:
-        return (0, float(label), "")
+        number = float(label)
     except ValueError:
         return (1, 0.0, label)
+    return (0, number, label) if math.isfinite(number) else (1, 0.0, label)
 
 
 def _latency(values: list[float]) -> dict[str, float | None]:
