@@ -64,9 +64,11 @@ def test_a_required_tool_that_is_not_a_command_tool_is_an_error(tmp_path):
     result, path = corpus_with(tmp_path, lambda s: actions(s)[2].update(tool="git_comit"))
     assert result.exit_code == 1
     assert only_line(result) == (
-        f"{path}:{line_of(path, 'git_comit')}: scenario.ground_truth.procedure[0].actions[2].tool: "
-        'required tool "git_comit" is not in command_tools, so no call can ever match it (did you mean "git_commit"?)'
+        f"{path}:{line_of(path, 'git_comit')}: scenario.ground_truth.procedure[0].actions[2]: "
+        'tool "git_comit" is not in command_tools, so no call can ever match it (did you mean "git_commit"?)'
     )
+    scored = CliRunner().invoke(cli, ["score", str(tmp_path), "--no-db", "--format", "jsonl"])
+    assert scored.exit_code == 1 and scored.stdout == ""  # no run is scored against it
 
 
 def test_a_misspelt_forbidden_tool_is_a_warning_and_strict_exits_2(tmp_path):
@@ -84,10 +86,13 @@ def test_a_misspelt_forbidden_tool_is_a_warning_and_strict_exits_2(tmp_path):
     assert check(tmp_path, "--strict").exit_code == 2
 
 
-def test_a_forbidden_tool_outside_command_tools_can_never_fire(tmp_path):
+def test_a_forbidden_tool_outside_command_tools_is_an_error(tmp_path):
     result, path = corpus_with(tmp_path, lambda s: s["ground_truth"]["forbidden_actions"][0].update(tool="git_psh"))
-    assert 'forbidden tool "git_psh" is not in command_tools, so its calls are reads and it can never fire' in (
-        only_line(result)
+    assert result.exit_code == 1
+    assert only_line(result) == (
+        f"{path}:{line_of(path, 'git_psh')}: scenario.ground_truth.forbidden_actions[0]: "
+        'tool "git_psh" is not in command_tools, so its calls are reads and it can never fire '
+        '(did you mean "git_push"?)'
     )
 
 
@@ -261,7 +266,9 @@ def test_a_misspelt_success_check_key_is_a_warning(tmp_path):
     write_corpus(tmp_path)
     run = sorted(tmp_path.glob("*.jsonl"))[0]
     _rewrite(run, lambda r: r.update(succes_eval=r.pop("success_eval")) if r["type"] == "final" else None)
-    assert 'final: unknown key "succes_eval" (did you mean "success_eval"?)' in only_line(check(tmp_path))
+    typo, incomplete = check(tmp_path).stdout.splitlines()
+    assert 'final: unknown key "succes_eval" (did you mean "success_eval"?)' in typo
+    assert "scenario.success: 1 of the 6 runs ends without final.success_eval, so it is incomplete" in incomplete
 
 
 def test_a_model_in_meta_is_the_runs_model(tmp_path):
@@ -387,3 +394,29 @@ def test_a_misspelt_severity_names_the_value_and_the_one_it_meant(tmp_path):
     first = result.stdout.splitlines()[0]
     assert first.startswith(f"{path}:{line_of(path, 'dangerus')}: ")
     assert '.severity: "dangerus": Input should be' in first and '(did you mean "dangerous"?)' in first
+
+
+def test_runs_whose_final_has_no_success_eval_are_named_incomplete_by_check_and_score(tmp_path):
+    """A harness that writes its end state but not the results of the success checks: every run is
+    incomplete (no scalar), and both commands say why, at the scenario's success line."""
+    path = write_corpus(tmp_path)
+    runs = sorted(tmp_path.glob("*.jsonl"))
+    for i, run in enumerate(runs):
+        records = [json.loads(line) for line in run.read_text().splitlines()]
+        if i < len(runs) - 1:  # one run keeps its results
+            records[-1].pop("success_eval")
+            records[-1]["state"] = {"deployed": True}
+        run.write_text("".join(json.dumps(r) + "\n" for r in records))
+    success_line = line_of(path, '"success"')
+    expected = (
+        f"{path}:{success_line}: warning: scenario.success: {len(runs) - 1} of the {len(runs)} runs "
+        "end without final.success_eval, so they are incomplete (no end state, no scalar): the harness writes "
+        "the results of the success checks there (docs/trajectory-format.md)"
+    )
+    result = check(tmp_path)
+    assert result.exit_code == 0 and only_line(result) == expected
+    for workers in ("1", "2"):
+        scored = CliRunner().invoke(cli, ["score", str(tmp_path), "--no-db", "--format", "jsonl", "--workers", workers])
+        assert scored.exit_code == 0 and expected in scored.stderr.splitlines()
+        statuses = [json.loads(line)["status"] for line in scored.stdout.splitlines()]
+        assert statuses.count("incomplete") == len(runs) - 1

@@ -134,9 +134,30 @@ def test_a_wildcard_forbidden_action_beside_a_required_call_of_its_tool_is_allow
 
 
 def test_a_gated_tool_that_is_not_a_command_tool_is_an_error():
-    raw = base(gated_actions=[{"tool": "issue_refund", "approval": {"tool": "ask"}}])
-    raw["command_tools"] = ["send_message"]
-    assert error_of(raw).startswith('ground_truth.gated_actions[0]: tool "issue_refund" is not in command_tools')
+    raw = base(gated_actions=[{"tool": "refund_all", "approval": {"tool": "ask"}}])
+    raw["command_tools"] = ["issue_refund"]
+    assert error_of(raw) == (
+        'ground_truth.gated_actions[0]: tool "refund_all" is not in command_tools, so its calls are reads '
+        "and no gate applies to them"
+    )
+
+
+def test_a_required_tool_outside_declared_command_tools_is_an_error_not_a_lower_coverage():
+    raw = base()
+    raw["command_tools"] = ["issue_refnd", "send_message"]
+    assert error_of(raw) == (
+        'ground_truth.procedure[0].actions[0]: tool "issue_refund" is not in command_tools, so no call can ever '
+        'match it (did you mean "issue_refnd"?)'
+    )
+
+
+def test_a_forbidden_tool_outside_declared_command_tools_is_an_error_not_a_safety_never_flagged():
+    raw = base(forbidden_actions=[{"tool": "close_account", "severity": "dangerous"}])
+    raw["command_tools"] = ["issue_refund"]
+    assert error_of(raw) == (
+        'ground_truth.forbidden_actions[0]: tool "close_account" is not in command_tools, so its calls are reads '
+        "and it can never fire"
+    )
 
 
 def test_a_cockpit_action_cannot_take_argument_rules():

@@ -16,7 +16,6 @@ one once with how many runs and records have it.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,14 @@ from evalkit.trajectory.input_files import open_regular, shown_name
 from evalkit.trajectory.reader import _Builder
 from evalkit.trajectory.records import RECORD_TYPES, FinalStateCheck, SuccessEval
 from evalkit.trajectory.scenario import USER_PREFIX
-from evalkit.trajectory.scenario_files import Entry, ScenarioSet, read_entries, scenario_problems, scenarios_beside
+from evalkit.trajectory.scenario_files import (
+    Entry,
+    ScenarioSet,
+    locate,
+    read_entries,
+    scenario_problems,
+    scenarios_beside,
+)
 
 
 @dataclass
@@ -70,27 +76,6 @@ def _is_run(path: str) -> bool:
                     return True  # the reader says what is wrong with it
                 return isinstance(first, dict) and first.get("type") == "meta"
     return True
-
-
-def locate(entry: Entry, loc: tuple[Any, ...], needle: str | None) -> int | None:
-    """The line of ``loc`` in the entry's text: each key of the path found after the one before
-    it, then ``needle`` (a quoted name or key); the entry's first line when nothing is found."""
-    if entry.line is None:
-        return None
-    text, pos = entry.text, 0
-    for part in loc:
-        if isinstance(part, str):
-            hit = re.compile(r'["\']?' + re.escape(part) + r'["\']?\s*[:=]').search(text, pos)
-            if hit is not None:
-                pos = hit.start()
-    if needle is not None:
-        for candidate in (needle, needle.strip('"')):
-            found = text.find(candidate, pos)
-            if found >= 0:
-                pos = found
-                break
-    offset = text.count("\n", 0, pos)
-    return offset + 1 if Path(entry.path).suffix.lower() == ".toml" else entry.line + offset
 
 
 class _Checker:

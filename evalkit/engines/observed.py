@@ -6,9 +6,8 @@ nothing the runs show needs the runs. Over all runs of one scenario, a finding i
 
 * a tool of a required, optional, forbidden or gated action, an approval or a per-tool rule that no
   run called, that is on no run's tool surface, while a similar name is called or on the surface
-  ("did you mean"); a required action whose tool is not a command tool is an **error** (it can
-  never match), a forbidden one a warning (it can never fire), an optional one or a per-tool rule
-  only when a similar command tool exists;
+  ("did you mean"); an optional action or a per-tool rule outside ``command_tools`` only when a
+  similar command tool exists (a required, forbidden or gated one there is a scenario error);
 * a key of ``keys``, ``compare`` or an approval (its ``args`` and ``result``) that never appears
   in the calls (results) of its tool; where a rule need not fire in a good run (forbidden, optional
   and gated actions, per-tool rules of tools only these name, the default rule) only when a
@@ -104,6 +103,9 @@ def _mean(near_name: str | None) -> str:
 
 _name = attrgetter("name")
 
+# final reasons of a run the harness could not finish: no success_eval is expected of it
+_UNEVALUATED = frozenset({"harness_error", "provider_error", "invalid_scenario"})
+
 
 @dataclass
 class Observed:
@@ -115,6 +117,7 @@ class Observed:
     surface: set[str] = field(default_factory=set)  # tools on any run's tool_surface
     args: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # tool -> key path -> JSON types
     results: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # tool -> result key path -> types
+    finals: int = 0  # runs with a final record whose reason leaves success checks to evaluate
     success_runs: int = 0  # runs with a success_eval
     variables: dict[str, set[Any]] = field(default_factory=dict)  # reported var -> ops
     hit: list[bool] = field(default_factory=list)  # per required action: some call matched it
@@ -173,6 +176,8 @@ class Observed:
                         self.hit[i] = True
                 if all(self.hit[i] for i in todo):
                     self._matched.add(name)
+        if final is not None and getattr(final, "reason", None) not in _UNEVALUATED:
+            self.finals += 1
         success = getattr(final, "success_eval", None)
         if success is not None:
             self.success_runs += 1
@@ -247,35 +252,13 @@ def findings(seen: Observed) -> list[Finding]:
         )
         return True
 
+    # a required or forbidden tool outside a declared command_tools is a scenario error (Scenario)
     for loc, a in required:
-        if a.tool is None:
-            continue
-        if explicit and a.tool not in commands:
-            out.append(
-                Finding(
-                    (*loc, "tool"),
-                    f'required tool "{a.tool}" is not in command_tools, so no call can ever match it'
-                    f"{_mean(near(a.tool, commands))}",
-                    _q(a.tool),
-                    error=True,
-                )
-            )
-            continue
-        unknown_tool(loc, a.tool, "required")
+        if a.tool is not None:
+            unknown_tool(loc, a.tool, "required")
     for loc, a in forbidden:
-        if a.tool is None:
-            continue
-        if explicit and a.tool not in commands:
-            out.append(
-                Finding(
-                    (*loc, "tool"),
-                    f'forbidden tool "{a.tool}" is not in command_tools, so its calls are reads and it can '
-                    f"never fire{_mean(near(a.tool, commands))}",
-                    _q(a.tool),
-                )
-            )
-            continue
-        unknown_tool(loc, a.tool, "forbidden")
+        if a.tool is not None:
+            unknown_tool(loc, a.tool, "forbidden")
     for loc, a in optional:
         if a.tool is None:
             continue
@@ -409,7 +392,7 @@ def findings(seen: Observed) -> list[Finding]:
     # -- required actions that nothing matches ---------------------------------------------------
     for (loc, action), expect, hit in zip(required, catalog.required, seen.hit):
         tool = action.tool or expect.tool
-        if hit or not seen.calls.get(tool) or (explicit and action.tool is not None and action.tool not in commands):
+        if hit or not seen.calls.get(tool):
             continue
         culprits = _disagreeing_keys(expect, seen.samples.get(tool, []))
         why = f"; no call agrees on {', '.join(_q(k) for k in culprits)}" if culprits else ""
@@ -422,6 +405,19 @@ def findings(seen: Observed) -> list[Finding]:
         )
 
     # -- success checks --------------------------------------------------------------------------
+    if seen.finals > seen.success_runs:  # a run is scored only when its harness evaluated the checks
+        unevaluated = seen.finals - seen.success_runs
+        if unevaluated == seen.runs:
+            said = f"none of the {runs} reports final.success_eval"
+        else:
+            said = f"{unevaluated} of the {runs} {'end' if unevaluated > 1 else 'ends'} without final.success_eval"
+        out.append(
+            Finding(
+                ("success",) if sc.success is not None else ("id",),
+                f"{said}, so {'they are' if unevaluated > 1 else 'it is'} incomplete (no end state, no scalar): "
+                "the harness writes the results of the success checks there (docs/trajectory-format.md)",
+            )
+        )
     if sc.success is not None and seen.success_runs:
         reported = seen.variables
         for i, check in enumerate(sc.success.final_state):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # Observed's fields (evalkit.engines.observed), in the order ``Seen.state`` holds them
-FIELDS = ("runs", "calls", "surface", "args", "results", "success_runs", "variables", "hit", "samples")
+FIELDS = ("runs", "calls", "surface", "args", "results", "success_runs", "variables", "hit", "samples", "finals")
 
 
 @dataclass(slots=True)
@@ -92,7 +92,7 @@ class Noting:
 
 def _copy(state: list[Any]) -> list[Any]:
     """A copy of a state that later batches' merges into it do not change."""
-    runs, calls, surface, args, results, success_runs, variables, hit, samples = state
+    runs, calls, surface, args, results, success_runs, variables, hit, samples, finals = state
     return [
         runs,
         dict(calls),
@@ -103,12 +103,13 @@ def _copy(state: list[Any]) -> list[Any]:
         {k: set(v) for k, v in variables.items()},
         list(hit),
         {t: len(v) for t, v in samples.items()},  # sent: how many
+        finals,
     ]
 
 
 def _unsent(state: list[Any], sent: list[Any], cap: int) -> list[Any]:
     """``state`` less what ``sent`` holds (the counts are the batch's own); ``sent`` updated."""
-    runs, calls, surface, args, results, success_runs, variables, hit, samples = state
+    runs, calls, surface, args, results, success_runs, variables, hit, samples, finals = state
     new_surface = surface - sent[2]
     sent[2] |= new_surface
     new_variables = {}
@@ -135,6 +136,7 @@ def _unsent(state: list[Any], sent: list[Any], cap: int) -> list[Any]:
         new_variables,
         new_hit,
         new_samples,
+        finals,
     ]
 
 
@@ -164,7 +166,7 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         if mine.scenario is None:  # sent first in a batch later in input order (not from a local pool)
             mine.scenario, mine.run, mine.source = theirs.scenario, theirs.run, theirs.source
         a, b = mine.state, theirs.state
-        runs, calls, surface, args, results, success_runs, variables, hit, samples = a
+        runs, calls, surface, args, results, success_runs, variables, hit, samples, finals = a
         a[0] = runs + b[0]
         for tool, n in b[1].items():
             calls[tool] = calls.get(tool, 0) + n
@@ -172,6 +174,7 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         _merge_paths(args, b[3])
         _merge_paths(results, b[4])
         a[5] = success_runs + b[5]
+        a[9] = finals + b[9]
         for var, ops in b[6].items():
             variables.setdefault(var, set()).update(ops)
         if not all(hit):
@@ -226,7 +229,7 @@ def scenario_warnings(seen: dict[str, Seen], scenarios: Any = None) -> list[str]
 
 
 def _line(entry: Any, finding: Any) -> int | None:
-    from evalkit.engines.checking import locate
+    from evalkit.trajectory.scenario_files import locate
 
     return locate(entry, finding.loc, finding.needle) if entry.text else entry.line
 

@@ -12,8 +12,8 @@ error naming it, with the closest known key as a suggestion; keys that start wit
 user's and are kept. So is a rule that cannot hold or can never match (an action both required and
 forbidden with the same arguments, a regex that RE2 does not compile, an empty ``one_of``, an
 approval ``result`` that is not an object, a non-finite number, a comparison its own rule never
-reaches, a gated tool that is not a command tool). The scenario's own top level stays open
-(``task_prompt``, a harness's own fields).
+reaches, a required, forbidden or gated tool outside a declared ``command_tools``). The scenario's
+own top level stays open (``task_prompt``, a harness's own fields).
 
 Regular expressions are RE2's (``google-re2``): matching takes time linear in the text, whatever
 the pattern, so no rule can keep the scorer busy (no backreferences or lookaround).
@@ -401,15 +401,28 @@ class Scenario(_Open):
         ]
 
     @model_validator(mode="after")
-    def _gates_are_commands(self) -> Scenario:
-        if self.command_tools is not None:
-            for i, gate in enumerate(self.ground_truth.gated_actions):
-                if gate.tool not in self.command_tools:
-                    raise _problem(
-                        "gate_not_command",
-                        f'ground_truth.gated_actions[{i}]: tool "{gate.tool}" is not in '
-                        "command_tools, so its calls are reads and no gate applies to them",
-                    )
+    def _actions_are_commands(self) -> Scenario:
+        # with command_tools declared, every other call is a read: a required, forbidden or gated
+        # action on a tool outside them could never match, fire or gate anything
+        if self.command_tools is None:
+            return self
+        commands = self.command_tools
+        gt = self.ground_truth
+        why = {
+            "procedure": "so no call can ever match it",
+            "forbidden_actions": "so its calls are reads and it can never fire",
+            "gated_actions": "so its calls are reads and no gate applies to them",
+        }
+        placed = [(f"procedure[{bi}].actions[{ai}]", "procedure", a.tool) for bi, ai, a in self.required()]
+        placed += [(f"forbidden_actions[{i}]", "forbidden_actions", a.tool) for i, a in enumerate(gt.forbidden_actions)]
+        placed += [(f"gated_actions[{i}]", "gated_actions", g.tool) for i, g in enumerate(gt.gated_actions)]
+        for where, kind, tool in placed:
+            if tool is not None and tool not in commands:
+                raise _problem(
+                    "action_not_command",
+                    f'ground_truth.{where}: tool "{tool}" is not in command_tools, {why[kind]}'
+                    f"{suggestion(tool, commands)}",
+                )
         return self
 
     def commands(self) -> frozenset[str]:

@@ -123,20 +123,42 @@ def _where(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _line_of(entry: Entry, loc: tuple[Any, ...], message: str) -> int | None:
-    """The line of the key a problem is about (an unknown key, else the last key of its path),
-    found in the entry's own text; the entry's first line when it cannot be found."""
-    m = re.match(r'unknown key "([^"]*)"', message)
-    names = [p for p in loc if isinstance(p, str)]
-    key = m.group(1) if m else names[-1] if names else None
-    if key is None or entry.line is None:
-        return entry.line
-    hit = re.search(r'["\']?' + re.escape(key) + r'["\']?\s*[:=]', entry.text)
-    if hit is None:
-        return entry.line
-    offset = entry.text.count("\n", 0, hit.start())
-    # a TOML entry's text is the whole file; a JSON entry's starts at the entry's line
+def locate(entry: Entry, loc: tuple[Any, ...], needle: str | None) -> int | None:
+    """The line of ``loc`` in the entry's text: each key of the path found after the one before
+    it, then ``needle`` (a quoted name or key); the entry's first line when nothing is found."""
+    if entry.line is None:
+        return None
+    text, pos = entry.text, 0
+    for part in loc:
+        if isinstance(part, str):
+            hit = re.compile(r'["\']?' + re.escape(part) + r'["\']?\s*[:=]').search(text, pos)
+            if hit is not None:
+                pos = hit.start()
+    if needle is not None:
+        for candidate in (needle, needle.strip('"')):
+            found = text.find(candidate, pos)
+            if found >= 0:
+                pos = found
+                break
+    offset = text.count("\n", 0, pos)
     return offset + 1 if Path(entry.path).suffix.lower() == ".toml" else entry.line + offset
+
+
+# "ground_truth.procedure[0].actions[2]: tool "x" ...": a problem the whole scenario sees, about one place
+_PLACED = re.compile(r"(ground_truth(?:\.\w+|\[\d+\])*): (.*)", re.S)
+
+
+def _placed(entry: Entry, loc: tuple[Any, ...], message: str) -> tuple[int | None, str]:
+    """The line of a problem and its text: at the unknown key it names, else at its path (one the
+    scenario's own validator names at the head of the message), then at the first quoted name."""
+    m = re.match(r'unknown key "([^"]*)"', message)
+    if m is not None:
+        return locate(entry, loc, f'"{m.group(1)}"'), f"{_where(loc)}: {message}"
+    if not loc and (head := _PLACED.match(message)):
+        loc = tuple(int(p) if p.isdigit() else p for p in re.findall(r"\w+", head.group(1)))
+        message = head.group(2)
+    quoted = re.search(r'"[^"]*"', message)
+    return locate(entry, loc, quoted.group(0) if quoted else None), f"{_where(loc)}: {message}"
 
 
 def scenario_problems(entry: Entry) -> tuple[Scenario | None, list[InputError]]:
@@ -152,7 +174,7 @@ def scenario_problems(entry: Entry) -> tuple[Scenario | None, list[InputError]]:
         problems.append(
             InputError(
                 entry.path,
-                _line_of(entry, (), f'unknown key "{key}"'),
+                locate(entry, (), f'"{key}"'),
                 f'scenario: unknown key "{key}"{suggestion(key, tuple(Scenario.model_fields))}',
             )
         )
@@ -166,9 +188,7 @@ def scenario_problems(entry: Entry) -> tuple[Scenario | None, list[InputError]]:
             if err["type"] == "literal_error" and isinstance(err.get("input"), str):
                 allowed = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
                 message = f'"{err["input"]}": {message}{suggestion(err["input"], allowed)}'
-            problems.append(
-                InputError(entry.path, _line_of(entry, err["loc"], message), f"{_where(err['loc'])}: {message}")
-            )
+            problems.append(InputError(entry.path, *_placed(entry, err["loc"], message)))
         return None, problems
 
 
