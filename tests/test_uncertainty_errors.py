@@ -207,3 +207,16 @@ def test_bootstrap_can_be_turned_off_but_not_set_to_one_resample():
     assert m["pass_hat_k_ci"] is None and m["se_reasons"]["pass_hat_k"] == "bootstrap turned off (0 resamples)"
     with pytest.raises(ValueError, match="resamples"):
         aggregate(balanced_runs(), n_resamples=1)
+
+
+def test_a_wilson_interval_or_pass_hat_k_curve_given_out_is_the_callers_own():
+    # both are worked out once per (successes, runs): changing one given out changes no later one
+    from evalkit.aggregate.groups import pass_hat_k
+    from evalkit.aggregate.uncertainty.standard_errors import wilson
+
+    first = wilson(3, 4)
+    first[0] = -1.0
+    assert wilson(3, 4)[0] > 0.0
+    curve = pass_hat_k(2, 3)
+    curve.append(9.0)
+    assert pass_hat_k(2, 3) == [2 / 3, 1 / 3, 0.0]

@@ -39,6 +39,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from evalkit.aggregate.uncertainty import intervals
@@ -252,7 +253,13 @@ def pass_hat_k(c: int, n: int) -> list[float]:
     The binomials are carried from k to k+1 (one small multiplication and division each) instead of
     recomputed, and once the ratio is below the smallest float it stays 0.0 (it only falls as k
     grows): linear in n instead of quadratic, which matters for groups of many thousands of runs.
+    The groups of an aggregate share a few (c, n) pairs: each curve is worked out once.
     """
+    return list(_pass_hat_k(c, n))
+
+
+@lru_cache(maxsize=256)
+def _pass_hat_k(c: int, n: int) -> tuple[float, ...]:
     out: list[float] = []
     a = b = 1  # C(c, k), C(n, k)
     for k in range(1, n + 1):
@@ -262,7 +269,7 @@ def pass_hat_k(c: int, n: int) -> list[float]:
             out.extend([0.0] * (n - k + 1))
             break
         out.append(a / b)
-    return out
+    return tuple(out)
 
 
 _FLOAT_BITS = 1100  # a ratio below 2**-1100 rounds to 0.0 (the smallest float is 2**-1074)

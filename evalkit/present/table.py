@@ -147,11 +147,15 @@ class Table:
     numeric: Collection[int] = ()
     display: Callable[[Any], str] = plain_text
 
-    def _text_cells(self) -> list[list[str]]:
+    def text_cells(self) -> list[list[str]]:
+        """Each cell as the text emitter shows it (displayed, sanitized)."""
         return [[sanitize(_plain(c, self.display)) for c in row] for row in self.rows]
 
-    def widths(self) -> list[int]:
-        cells = self._text_cells()
+    def widths(self, cells: list[list[str]] | None = None) -> list[int]:
+        """Each column's width: its longest text, header included (``cells``: :meth:`text_cells`,
+        when the caller has them)."""
+        if cells is None:
+            cells = self.text_cells()
         return [max([len(sanitize(h))] + [len(r[i]) for r in cells]) for i, h in enumerate(self.headers)]
 
     def text_lines(self) -> list[str]:
@@ -159,8 +163,9 @@ class Table:
         if not self.rows and self.empty:
             out = [f"({sanitize(self.empty)})"]
         else:
-            emit = TextRows(self.headers, self.widths())
-            out = emit.head() + [emit.row(r) for r in self._text_cells()]
+            cells = self.text_cells()
+            emit = TextRows(self.headers, self.widths(cells))
+            out = emit.head() + [emit.row(r) for r in cells]
         return out + [f"note: {sanitize(n)}" for n in self.notes]
 
     def markdown_lines(self) -> list[str]:
