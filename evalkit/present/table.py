@@ -88,8 +88,9 @@ class TextRows:
     def head(self) -> list[str]:
         return [self._join(self.headers), "  ".join("-" * w for w in self.widths)]
 
-    def row(self, cells: Sequence[str]) -> str:
-        return self._join([sanitize(c) for c in cells])
+    def row(self, cells: Sequence[str], sanitized: bool = False) -> str:
+        """One row; ``sanitized``: the cells have been through :func:`sanitize` already."""
+        return self._join(cells if sanitized else [sanitize(c) for c in cells])
 
     def _join(self, cells: Sequence[str]) -> str:
         return "  ".join(c.ljust(w) for c, w in zip(cells, self.widths)).rstrip()
@@ -165,7 +166,7 @@ class Table:
         else:
             cells = self.text_cells()
             emit = TextRows(self.headers, self.widths(cells))
-            out = emit.head() + [emit.row(r) for r in cells]
+            out = emit.head() + [emit.row(r, sanitized=True) for r in cells]
         return out + [f"note: {sanitize(n)}" for n in self.notes]
 
     def markdown_lines(self) -> list[str]:

@@ -18,9 +18,8 @@ An undefined standard error is null, and ``se_reasons`` says why, per metric.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from operator import itemgetter
 from typing import Any
 
 from evalkit.aggregate.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_curves
@@ -139,15 +138,14 @@ def model_fields(
 def beside(row: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
     """``row`` with each ``<metric>_se`` / ``<metric>_ci`` placed right after ``<metric>``; the rest
     of ``fields`` (the reasons, the method) at the end."""
-    keys, values = _layout(tuple(row), tuple(fields))
-    return dict(zip(keys, values(row, fields)))
+    return {key: (fields if field else row)[key] for key, field in _layout(tuple(row), tuple(fields))}
 
 
 @lru_cache(maxsize=64)
-def _layout(row: tuple[str, ...], fields: tuple[str, ...]) -> tuple[tuple[str, ...], Callable[..., tuple]]:
-    """:func:`beside`'s keys in order, and a function of (row, fields) giving their values: worked
+def _layout(row: tuple[str, ...], fields: tuple[str, ...]) -> tuple[tuple[str, bool], ...]:
+    """:func:`beside`'s keys in order, each with whether its value comes from ``fields``: worked
     out once per shape (every group's row has the same keys)."""
-    out: dict[str, bool] = {}  # key -> whether its value is the one in fields
+    out: dict[str, bool] = {}
     placed = set()
     for key in row:
         out[key] = False
@@ -158,9 +156,4 @@ def _layout(row: tuple[str, ...], fields: tuple[str, ...]) -> tuple[tuple[str, .
     for key in fields:
         if key not in placed:
             out[key] = True
-    keys = tuple(out)
-    if len(keys) > 1 and all(field or key not in fields for key, field in out.items()):
-        get = itemgetter(*keys)  # every value is the one {**row, **fields} holds
-        return keys, lambda row, fields: get({**row, **fields})
-    pairs = tuple(out.items())
-    return keys, lambda row, fields: tuple((fields if field else row)[key] for key, field in pairs)
+    return tuple(out.items())
