@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scoring_helpers import classes, score_records
 
-from evalkit.scoring.args import Rule, args_match, resolve
+from evalkit.scoring.args import Rule, args_test, resolve
 from evalkit.trajectory.builders import call, trajectory
 from evalkit.trajectory.scenario import ArgsRule
 
@@ -20,57 +20,55 @@ def rule(**kw) -> Rule:
 def test_exact_is_the_default_and_needs_the_same_keys():
     r = rule()
     assert r == Rule() and r.plain
-    assert args_match(r, {"a": 1, "b": "x"}, {"b": "x", "a": 1.0})
-    assert not args_match(r, {"a": 1}, {"a": 1, "b": 2})
-    assert not args_match(r, {"a": 1, "b": 2}, {"a": 1})
-    assert not args_match(r, {"a": 1}, {"a": True})
+    assert args_test(r, {"a": 1, "b": "x"})({"b": "x", "a": 1.0})
+    assert not args_test(r, {"a": 1})({"a": 1, "b": 2})
+    assert not args_test(r, {"a": 1, "b": 2})({"a": 1})
+    assert not args_test(r, {"a": 1})({"a": True})
 
 
 def test_contains_allows_extra_keys_of_the_call_but_not_missing_ones():
     r = rule(mode="contains")
-    assert args_match(r, {"a": 1}, {"a": 1, "extra": "anything"})
-    assert not args_match(r, {"a": 1, "b": 2}, {"a": 1})
-    assert not args_match(r, {"a": 1}, {"a": 2, "extra": 0})
+    assert args_test(r, {"a": 1})({"a": 1, "extra": "anything"})
+    assert not args_test(r, {"a": 1, "b": 2})({"a": 1})
+    assert not args_test(r, {"a": 1})({"a": 2, "extra": 0})
 
 
 def test_within_allows_missing_expected_keys_but_not_extra_ones():
     r = rule(mode="within")
-    assert args_match(r, {"a": 1, "b": 2}, {"a": 1})
-    assert args_match(r, {"a": 1}, {})
-    assert not args_match(r, {"a": 1}, {"a": 1, "c": 3})
-    assert not args_match(r, {"a": 1}, {"a": 2})
+    assert args_test(r, {"a": 1, "b": 2})({"a": 1})
+    assert args_test(r, {"a": 1})({})
+    assert not args_test(r, {"a": 1})({"a": 1, "c": 3})
+    assert not args_test(r, {"a": 1})({"a": 2})
 
 
 def test_ignore_compares_the_tool_name_alone():
-    assert args_match(rule(mode="ignore"), {"a": 1}, {"zzz": [1, 2]})
+    assert args_test(rule(mode="ignore"), {"a": 1})({"zzz": [1, 2]})
 
 
 def test_keys_compare_only_the_listed_keys():
     r = rule(keys=["customer_id", "template"])
-    assert args_match(
-        r,
-        {"customer_id": "C7", "template": "t", "body": "Hello"},
-        {"customer_id": "C7", "template": "t", "body": "Hi!"},
+    assert args_test(r, {"customer_id": "C7", "template": "t", "body": "Hello"})(
+        {"customer_id": "C7", "template": "t", "body": "Hi!"}
     )
-    assert not args_match(r, {"customer_id": "C7", "template": "t"}, {"customer_id": "C8", "template": "t"})
+    assert not args_test(r, {"customer_id": "C7", "template": "t"})({"customer_id": "C8", "template": "t"})
 
 
 def test_keys_absent_on_both_sides_is_equal_and_on_one_side_a_mismatch():
     r = rule(keys=["note"])
-    assert args_match(r, {"a": 1}, {"a": 2})
-    assert not args_match(r, {"note": "x"}, {})
-    assert not args_match(r, {}, {"note": "x"})
+    assert args_test(r, {"a": 1})({"a": 2})
+    assert not args_test(r, {"note": "x"})({})
+    assert not args_test(r, {})({"note": "x"})
 
 
 def test_dotted_keys_walk_into_objects():
     r = rule(keys=["order.id"])
-    assert args_match(r, {"order": {"id": "B22", "n": 1}}, {"order": {"id": "B22", "n": 9}})
-    assert not args_match(r, {"order": {"id": "B22"}}, {"order": {"id": "B23"}})
-    assert not args_match(r, {"order": {"id": "B22"}}, {"order": "B22"})
+    assert args_test(r, {"order": {"id": "B22", "n": 1}})({"order": {"id": "B22", "n": 9}})
+    assert not args_test(r, {"order": {"id": "B22"}})({"order": {"id": "B23"}})
+    assert not args_test(r, {"order": {"id": "B22"}})({"order": "B22"})
 
 
 def test_a_literal_key_with_a_dot_is_found_before_the_path():
-    assert args_match(rule(keys=["a.b"]), {"a.b": 1}, {"a.b": 1, "a": {"b": 2}})
+    assert args_test(rule(keys=["a.b"]), {"a.b": 1})({"a.b": 1, "a": {"b": 2}})
 
 
 # --- comparisons ------------------------------------------------------------------------------
@@ -78,102 +76,102 @@ def test_a_literal_key_with_a_dot_is_found_before_the_path():
 
 def test_casefold_folds_case_and_collapses_whitespace():
     r = rule(compare={"q": "casefold"})
-    assert args_match(r, {"q": "Broken  Mug"}, {"q": " broken mug "})
-    assert args_match(r, {"q": "STRASSE"}, {"q": "straße"})
-    assert not args_match(r, {"q": "broken mug"}, {"q": "broken cup"})
+    assert args_test(r, {"q": "Broken  Mug"})({"q": " broken mug "})
+    assert args_test(r, {"q": "STRASSE"})({"q": "straße"})
+    assert not args_test(r, {"q": "broken mug"})({"q": "broken cup"})
 
 
 def test_casefold_on_non_strings_compares_exactly():
     r = rule(compare={"q": "casefold"})
-    assert args_match(r, {"q": 1}, {"q": 1.0}) and not args_match(r, {"q": 1}, {"q": "1"})
+    assert args_test(r, {"q": 1})({"q": 1.0}) and not args_test(r, {"q": 1})({"q": "1"})
 
 
 def test_compare_ignore_leaves_the_key_out_even_when_absent():
     r = rule(compare={"body": "ignore"})
-    assert args_match(r, {"to": "C7", "body": "Hello"}, {"to": "C7", "body": "Hi there"})
-    assert args_match(r, {"to": "C7", "body": "Hello"}, {"to": "C7"})
+    assert args_test(r, {"to": "C7", "body": "Hello"})({"to": "C7", "body": "Hi there"})
+    assert args_test(r, {"to": "C7", "body": "Hello"})({"to": "C7"})
 
 
 def test_nonempty_needs_a_non_empty_value_in_the_call():
     r = rule(compare={"body": "nonempty"})
-    assert args_match(r, {"body": "template text"}, {"body": "anything at all"})
+    assert args_test(r, {"body": "template text"})({"body": "anything at all"})
     for empty in ("", "   ", None, [], {}):
-        assert not args_match(r, {"body": "x"}, {"body": empty})
-    assert not args_match(r, {"body": "x"}, {})
+        assert not args_test(r, {"body": "x"})({"body": empty})
+    assert not args_test(r, {"body": "x"})({})
 
 
 def test_a_key_with_a_test_counts_as_expected_even_when_args_lack_it():
-    assert args_match(rule(compare={"body": "nonempty"}), {"to": "C7"}, {"to": "C7", "body": "hi"})
-    assert args_match(rule(mode="contains", compare={"body": "nonempty"}), {}, {"to": "C7", "body": "hi"})
-    assert not args_match(rule(mode="contains", compare={"body": "nonempty"}), {}, {"to": "C7"})
+    assert args_test(rule(compare={"body": "nonempty"}), {"to": "C7"})({"to": "C7", "body": "hi"})
+    assert args_test(rule(mode="contains", compare={"body": "nonempty"}), {})({"to": "C7", "body": "hi"})
+    assert not args_test(rule(mode="contains", compare={"body": "nonempty"}), {})({"to": "C7"})
 
 
 def test_regex_searches_strings():
     r = rule(compare={"command": {"regex": "pytest"}})
-    assert args_match(r, {}, {"command": "pytest"})
-    assert args_match(r, {}, {"command": "python -m pytest -x tests/"})
-    assert not args_match(r, {}, {"command": "make test"})
-    assert not args_match(r, {}, {"command": ["pytest"]})
+    assert args_test(r, {})({"command": "pytest"})
+    assert args_test(r, {})({"command": "python -m pytest -x tests/"})
+    assert not args_test(r, {})({"command": "make test"})
+    assert not args_test(r, {})({"command": ["pytest"]})
 
 
 def test_regex_anchors_still_pin_both_ends():
     r = rule(compare={"id": {"regex": "^[A-Z][0-9]+$"}})
-    assert args_match(r, {}, {"id": "B22"}) and not args_match(r, {}, {"id": "xB22"})
+    assert args_test(r, {})({"id": "B22"}) and not args_test(r, {})({"id": "xB22"})
 
 
 def test_fullmatch_needs_the_whole_string():
     r = rule(compare={"id": {"fullmatch": "[A-Z][0-9]+"}})
-    assert args_match(r, {"id": "?"}, {"id": "B22"})
-    assert not args_match(r, {"id": "?"}, {"id": "B22x"})
-    assert not args_match(r, {"id": "?"}, {"id": 22})
+    assert args_test(r, {"id": "?"})({"id": "B22"})
+    assert not args_test(r, {"id": "?"})({"id": "B22x"})
+    assert not args_test(r, {"id": "?"})({"id": 22})
 
 
 def test_regex_reads_a_lone_surrogate_without_failing():
     r = rule(compare={"path": {"regex": "src/"}})
-    assert args_match(r, {}, {"path": "src/\ud800.py"})
-    assert not args_match(rule(compare={"path": {"fullmatch": "src/.*"}}), {}, {"path": "lib/\ud800"})
+    assert args_test(r, {})({"path": "src/\ud800.py"})
+    assert not args_test(rule(compare={"path": {"fullmatch": "src/.*"}}), {})({"path": "lib/\ud800"})
 
 
 def test_substring_finds_text_inside_a_string():
     r = rule(compare={"command": {"substring": "--force"}})
-    assert args_match(r, {}, {"command": "git push --force origin main"})
-    assert not args_match(r, {}, {"command": "git push origin main"})
-    assert not args_match(r, {}, {"command": ["git", "push", "--force"]})
+    assert args_test(r, {})({"command": "git push --force origin main"})
+    assert not args_test(r, {})({"command": "git push origin main"})
+    assert not args_test(r, {})({"command": ["git", "push", "--force"]})
 
 
 def test_has_items_needs_every_value_in_the_list():
     r = rule(compare={"flags": {"has_items": ["--force"]}})
-    assert args_match(r, {}, {"flags": ["-u", "--force"]})
-    assert not args_match(r, {}, {"flags": ["-u"]})
-    assert not args_match(r, {}, {"flags": "--force"})  # a string is not a list
+    assert args_test(r, {})({"flags": ["-u", "--force"]})
+    assert not args_test(r, {})({"flags": ["-u"]})
+    assert not args_test(r, {})({"flags": "--force"})  # a string is not a list
     both = rule(compare={"flags": {"has_items": ["--force", 1]}})
-    assert args_match(both, {}, {"flags": [1.0, "x", "--force"]})
-    assert not args_match(both, {}, {"flags": ["--force", True]})
+    assert args_test(both, {})({"flags": [1.0, "x", "--force"]})
+    assert not args_test(both, {})({"flags": ["--force", True]})
 
 
 def test_abs_tol_compares_numbers_within_the_tolerance():
     r = rule(compare={"amount": {"abs_tol": 0.01}})
-    assert args_match(r, {"amount": 80}, {"amount": 80.004})
-    assert not args_match(r, {"amount": 80}, {"amount": 80.02})
-    assert not args_match(r, {"amount": 80}, {"amount": "80"})
-    assert not args_match(r, {"amount": 80}, {"amount": float("nan")})
+    assert args_test(r, {"amount": 80})({"amount": 80.004})
+    assert not args_test(r, {"amount": 80})({"amount": 80.02})
+    assert not args_test(r, {"amount": 80})({"amount": "80"})
+    assert not args_test(r, {"amount": 80})({"amount": float("nan")})
 
 
 def test_rel_tol_compares_numbers_relative_to_their_size():
     r = rule(compare={"amount": {"rel_tol": 0.01}})
-    assert args_match(r, {"amount": 1000}, {"amount": 1009})
-    assert not args_match(r, {"amount": 1000}, {"amount": 1011})
+    assert args_test(r, {"amount": 1000})({"amount": 1009})
+    assert not args_test(r, {"amount": 1000})({"amount": 1011})
 
 
 def test_tolerances_do_not_make_booleans_numbers():
-    assert not args_match(rule(compare={"x": {"abs_tol": 1}}), {"x": 1}, {"x": True})
+    assert not args_test(rule(compare={"x": {"abs_tol": 1}}), {"x": 1})({"x": True})
 
 
 def test_one_of_accepts_any_listed_value():
     r = rule(compare={"reason": {"one_of": ["damaged", "broken", 3]}})
-    assert args_match(r, {"reason": "?"}, {"reason": "broken"})
-    assert args_match(r, {"reason": "?"}, {"reason": 3.0})
-    assert not args_match(r, {"reason": "?"}, {"reason": "late"})
+    assert args_test(r, {"reason": "?"})({"reason": "broken"})
+    assert args_test(r, {"reason": "?"})({"reason": 3.0})
+    assert not args_test(r, {"reason": "?"})({"reason": "late"})
 
 
 # --- precedence -------------------------------------------------------------------------------

@@ -55,14 +55,16 @@ def test_the_bootstrap_is_the_same_on_every_call_and_for_both_curves_of_one_draw
     assert bootstrap_curve(one, 0.95)[0] == [0.0] * 8
 
 
-def test_a_groups_standard_deviation_is_statistics_stdev_bit_for_bit():
+def test_a_groups_mean_and_standard_deviation_are_fsum_and_statistics_stdev_bit_for_bit():
     rng = random.Random(5)
     for _ in range(500):
-        values = [rng.choice([0.0, 0.5, 1.0, 1 / 3, rng.random()]) for _ in range(rng.randint(2, 30))]
+        values = [rng.choice([0.0, 0.5, 1.0, 1 / 3, rng.random()]) for _ in range(rng.randint(1, 30))]
         total = _Sum()
         for v in values:
             total.add(v)
-        assert total.stdev() == statistics.stdev(values)
+        stdev = statistics.stdev(values) if len(values) > 1 else None
+        assert total.moments() == (math.fsum(values) / len(values), stdev)
+    assert _Sum().moments() == (None, None)
 
 
 def corpus(directory, scenarios: int, runs_each: int) -> None:

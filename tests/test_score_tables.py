@@ -54,3 +54,32 @@ def test_twenty_rollouts_table_is_cut_csv_and_json_keep_every_value(tmp_path):
     assert len(rows[0]["pass_hat_k"].split(";")) == 20
     data = json.loads(_score(runs, "--aggregate", "--format", "json"))
     assert len(data["groups"][0]["pass_hat_k"]) == 20
+
+
+def test_a_table_cut_to_a_width_shows_each_value_as_the_whole_table_does():
+    # the cut table formats its cells column by column; with room for every column it must show
+    # exactly what the table of every column (--wide) shows, whatever the values
+    from evalkit.present.score_output import GROUP_PRIORITY, GROUP_TABLE_COLUMNS, _table
+
+    odd = [0.5, -0.0, 0.0, 1.0, float("nan"), float("inf"), None, 1e-9, 0.9995]
+    rows = []
+    for i, value in enumerate(odd):
+        row = {c: value for c in GROUP_TABLE_COLUMNS}
+        row.update(
+            scenario_id=["task\x1b[2J", "ok", "\u202eevil", "tab\there"][i % 4],
+            model=f"m{i}",
+            n=i,
+            n_scored=i,
+            small_n=i % 2 == 0,
+            pass_hat_k=[value, 0.25] if value is not None else [],
+            safe_pass_hat_k=[0.5] * (i + 7),
+        )
+        for c in GROUP_TABLE_COLUMNS:
+            if c.endswith("_ci"):
+                row[c] = None if value is None else [value, 1.0]
+        rows.append(row)
+    rows.append({**rows[0], "pass_rate_ci": [1, 0.5], "score_mean_ci": None, "coverage_mean": 1})
+    cut = _table(GROUP_TABLE_COLUMNS, rows, GROUP_PRIORITY, 10_000)
+    assert list(cut.headers) == list(GROUP_TABLE_COLUMNS)
+    assert cut.text_lines() == _table(GROUP_TABLE_COLUMNS, rows, GROUP_PRIORITY, None).text_lines()
+    assert "task\\x1b[2J" in cut.text_lines()[2] and "\\u202eevil" in cut.text_lines()[4]

@@ -35,3 +35,18 @@ def test_t_quantile_rejects_bad_arguments():
         t_quantile(1.0, 3)
     with pytest.raises(ValueError):
         t_quantile(0.9, 0)
+
+
+def test_the_continued_fraction_answers_the_same_with_its_terms_kept_or_made_afresh():
+    # a quantile's bisection keeps each (a, b)'s coefficients and extends them as deeper terms are
+    # needed; whatever was kept before, every value is the same
+    from evalkit.aggregate.uncertainty import distributions
+
+    points = [(t, df) for df in (1, 2.5, 7, 199, 541.3768617341364) for t in (0.01, 0.7, 1.96, 4.0, 30.0)]
+    warm = [t_cdf(t, df) for t, df in reversed(points)][::-1]
+    fresh = []
+    for t, df in points:
+        distributions._fraction_terms.cache_clear()
+        fresh.append(t_cdf(t, df))
+    assert fresh == warm
+    assert all(abs(v - stats.t.cdf(t, df)) < 1e-10 for v, (t, df) in zip(fresh, points))

@@ -207,3 +207,31 @@ def test_bootstrap_can_be_turned_off_but_not_set_to_one_resample():
     assert m["pass_hat_k_ci"] is None and m["se_reasons"]["pass_hat_k"] == "bootstrap turned off (0 resamples)"
     with pytest.raises(ValueError, match="resamples"):
         aggregate(balanced_runs(), n_resamples=1)
+
+
+def test_a_wilson_interval_or_pass_hat_k_curve_given_out_is_the_callers_own():
+    # both are worked out once per (successes, runs): changing one given out changes no later one
+    from evalkit.aggregate.groups import pass_hat_k
+    from evalkit.aggregate.uncertainty.standard_errors import wilson
+
+    first = wilson(3, 4)
+    first[0] = -1.0
+    assert wilson(3, 4)[0] > 0.0
+    curve = pass_hat_k(2, 3)
+    curve.append(9.0)
+    assert pass_hat_k(2, 3) == [2 / 3, 1 / 3, 0.0]
+
+
+def test_beside_puts_each_metrics_interval_after_it_and_the_rest_of_the_fields_at_the_end():
+    from evalkit.aggregate.uncertainty.intervals import beside
+
+    row = {"model": "m", "pass_rate": 0.5, "n": 4}
+    fields = {"se_reasons": {}, "pass_rate_ci": [0.1, 0.9], "pass_rate_se": 0.25}
+    out = beside(row, fields)
+    assert list(out) == ["model", "pass_rate", "pass_rate_se", "pass_rate_ci", "n", "se_reasons"]
+    assert out["pass_rate_ci"] == [0.1, 0.9] and out["n"] == 4
+    # the same shape again (its layout kept) with other values, and shapes where a key is in both
+    assert beside({**row, "n": 5}, fields)["n"] == 5
+    assert beside({"a": 1, "a_se": "row"}, {"a_se": "fields"}) == {"a": 1, "a_se": "row"}
+    assert beside({"a": 1}, {"a": 2, "b": 3}) == {"a": 2, "b": 3}
+    assert beside({}, {"x": 1}) == {"x": 1} and beside({}, {}) == {}

@@ -39,6 +39,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from evalkit.aggregate.uncertainty import intervals
@@ -127,26 +128,22 @@ class _Sum:
     def exact(self) -> Fraction:
         return sum((Fraction(n, d) for d, n in self.partials.items()), Fraction(0))
 
-    def mean(self) -> float | None:
-        # fsum is the correctly rounded exact sum; so is SX / D (int / int rounds correctly), with D
-        # the largest denominator, a power of two that all the others divide (see stdev)
-        if not self.count:
-            return None
-        d = max(self.partials)
-        return sum(num * (d // den) for den, num in self.partials.items()) / d / self.count
-
-    def stdev(self) -> float | None:
-        """``statistics.stdev``: the same exact sum of squared deviations, the same correctly
-        rounded square root. In integers: every denominator of a float is a power of two, so the
-        largest, D, is a common one: Σx = SX / D, Σx² = SXX / D², and the mean square of the
-        deviations is (n·SXX − SX²) / (n (n − 1) D²)."""
+    def moments(self) -> tuple[float | None, float | None]:
+        """The mean (``math.fsum(values) / n``) and ``statistics.stdev``, bit for bit; None where
+        undefined. In integers: every denominator of a float is a power of two, so the largest, D,
+        is a common one: Σx = SX / D (int / int rounds correctly, as fsum does), Σx² = SXX / D²,
+        and the mean square of the deviations is (n·SXX − SX²) / (n (n − 1) D²), its square root
+        rounded correctly as statistics does."""
         n = self.count
-        if n < 2:
-            return None
+        if not n:
+            return None, None
         d = max(self.partials)
         sx = sum(num * (d // den) for den, num in self.partials.items())
+        mean = sx / d / n
+        if n < 2:
+            return mean, None
         sxx = sum(num * (d // den) ** 2 for den, num in self.squares.items())
-        return _sqrt_of_frac(n * sxx - sx * sx, n * (n - 1) * d * d)
+        return mean, _sqrt_of_frac(n * sxx - sx * sx, n * (n - 1) * d * d)
 
 
 _SQRT_BITS = 2 * sys.float_info.mant_dig + 3
@@ -237,9 +234,12 @@ class _Group:
                 self.score_counts[run.scalar] = left
             else:
                 del self.score_counts[run.scalar]
-        for acc, value in ((self.coverage, run.coverage), (self.order, run.order), (self.end_state, run.end_state)):
-            if value is not None:
-                acc.add(value, sign)
+        if run.coverage is not None:
+            self.coverage.add(run.coverage, sign)
+        if run.order is not None:
+            self.order.add(run.order, sign)
+        if run.end_state is not None:
+            self.end_state.add(run.end_state, sign)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -252,7 +252,13 @@ def pass_hat_k(c: int, n: int) -> list[float]:
     The binomials are carried from k to k+1 (one small multiplication and division each) instead of
     recomputed, and once the ratio is below the smallest float it stays 0.0 (it only falls as k
     grows): linear in n instead of quadratic, which matters for groups of many thousands of runs.
+    The groups of an aggregate share a few (c, n) pairs: each curve is worked out once.
     """
+    return list(_pass_hat_k(c, n))
+
+
+@lru_cache(maxsize=256)
+def _pass_hat_k(c: int, n: int) -> tuple[float, ...]:
     out: list[float] = []
     a = b = 1  # C(c, k), C(n, k)
     for k in range(1, n + 1):
@@ -262,7 +268,7 @@ def pass_hat_k(c: int, n: int) -> list[float]:
             out.extend([0.0] * (n - k + 1))
             break
         out.append(a / b)
-    return out
+    return tuple(out)
 
 
 _FLOAT_BITS = 1100  # a ratio below 2**-1100 rounds to 0.0 (the smallest float is 2**-1074)
@@ -277,12 +283,15 @@ def _group_stats(
     scenario_id: str, scenario_hash: str, model: str, g: _Group, level: float = DEFAULT_LEVEL
 ) -> dict[str, Any]:
     n, inc = g.n, g.included
-    score_std = g.scores.stdev()
+    score_mean, score_std = g.scores.moments()
+    coverage_mean, coverage_std = g.coverage.moments()
+    order_mean, order_std = g.order.moments()
+    end_state_mean, end_state_std = g.end_state.moments()
     spread = {  # metric -> (sample std, runs it is over)
         "score_mean": (score_std, g.scores.count),
-        "coverage_mean": (g.coverage.stdev(), g.coverage.count),
-        "order_mean": (g.order.stdev(), g.order.count),
-        "end_state_mean": (g.end_state.stdev(), g.end_state.count),
+        "coverage_mean": (coverage_std, g.coverage.count),
+        "order_mean": (order_std, g.order.count),
+        "end_state_mean": (end_state_std, g.end_state.count),
         "pass_rate": (_pass_sd(g.passes, inc), inc),
         "safe_pass_rate": (_pass_sd(g.safe_passes, inc), inc),
         "dangerous_rate": (_pass_sd(g.dangerous, inc), inc),
@@ -295,12 +304,12 @@ def _group_stats(
         "model": model,
         "n": n,
         "n_scored": inc,
-        "score_mean": g.scores.mean(),
+        "score_mean": score_mean,
         "score_std": score_std,
         "score_median": _median(g.score_counts, g.scores.count),
-        "coverage_mean": g.coverage.mean(),
-        "order_mean": g.order.mean(),
-        "end_state_mean": g.end_state.mean(),
+        "coverage_mean": coverage_mean,
+        "order_mean": order_mean,
+        "end_state_mean": end_state_mean,
         "pass_rate": g.passes / inc if inc else None,
         "pass_hat_k": pass_hat_k(g.passes, inc),
         "dangerous_rate": g.dangerous / inc if inc else None,
@@ -475,8 +484,19 @@ class Aggregator:
         for scenario_id, scenario_hash in partial.scenarios:
             self.note(scenario_id, scenario_hash)
         if partial.groups is None:  # its runs, added here
+            if not self._runs.keys().isdisjoint(partial.runs):  # a run_id read before: replaced
+                for fields in partial.runs.values():
+                    self.add(RunSummary(*fields))
+                return
+            self._runs.update(partial.runs)  # the usual batch (its scenarios were noted above)
+            groups, counted = self._groups, self._counted
             for fields in partial.runs.values():
-                self.add(RunSummary(*fields))
+                run = RunSummary(*fields)
+                key = (run.scenario_id, run.scenario_hash, run.model)
+                group = groups.get(key)
+                if group is None:
+                    group = groups[key] = _Group()
+                group.add(run, counted)
             return
         if self._runs.keys().isdisjoint(partial.runs):  # the usual batch: no run_id read before
             self._runs.update(partial.runs)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
-from evalkit.scoring.args import args_match, rules_of
+from evalkit.scoring.args import args_test, rules_of
 from evalkit.trajectory.values import match_key
 
 KNOWN_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not_in", "contains", "not_contains", "in_reply", "matches")
@@ -478,7 +478,7 @@ def _disagreeing_keys(expect: Any, samples: list[dict[str, Any]]) -> list[str]:
     names = list(rule.keys) if rule.keys is not None else sorted(set(expect.args) | {k for k, _ in rule.compare})
     out = []
     for key in names:
-        alone = replace(rule, keys=(key,))
-        if not any(args_match(alone, expect.args, actual) for actual in samples):
+        agrees = args_test(replace(rule, keys=(key,)), expect.args)
+        if not any(agrees(actual) for actual in samples):
             out.append(key)
     return out

@@ -168,10 +168,11 @@ class Scoring:
         # noted per run whatever is asked: a scenario id read with two contents is always said
         agg = Aggregator(job.include_errors, level, warn=warn)
         if job.observe and engine == "local":  # a local pool's worker takes its batches in input order
-            import secrets
+            import os
             from dataclasses import replace
 
-            job = replace(job, observe_token=secrets.token_hex(8))
+            # random bytes from the OS, as secrets.token_hex gives (secrets loads hashlib and hmac)
+            job = replace(job, observe_token=os.urandom(8).hex())
         noted: dict = {}  # scenario hash -> what its runs did (scenario_check.Seen), merged in input order
         writer = _Writer(store, batch)
         seen: dict[str, str] = {}  # run_id -> path

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TextIO
 
-from evalkit.present import CsvRows, MarkdownRows, Table, TextRows, csv_line, md_text
+from evalkit.present import CsvRows, MarkdownRows, Table, TextRows, csv_line, md_text, sanitize
 from evalkit.present.table import scalar_text
 
 if TYPE_CHECKING:  # writing what workers rendered needs no card model (the parent never loads it)
@@ -154,6 +154,8 @@ PASS_HAT_K_SHOWN = 8
 
 
 def fmt(value: Any) -> str:
+    if type(value) is float:  # most cells
+        return f"{value:.3f}"
     if isinstance(value, Interval):
         return f"[{fmt(value[0])}, {fmt(value[1])}]"
     if isinstance(value, list):
@@ -522,10 +524,21 @@ class ScoreWriter:
 
 
 def _table(columns: Sequence[str], rows: list[dict[str, Any]], priority: Sequence[str], width: int | None) -> Table:
-    """The aggregate ``rows`` as a table of ``columns``, cut to ``width`` (None: all)."""
-    table = Table(columns, [[_cell(r, c) for c in columns] for r in rows], display=fmt)
+    """The aggregate ``rows`` as a table of ``columns``, cut to ``width`` (None: all); cut, its
+    cells hold their text, each value displayed once (it sizes the columns and fills the rows)."""
     if width is None:
-        return table
-    kept = fit_columns(columns, table.widths(), priority, width)
-    picked = [columns.index(c) for c in kept]
-    return Table(kept, [[row[i] for i in picked] for row in table.rows], display=fmt)
+        return Table(columns, [[_cell(r, c) for c in columns] for r in rows], display=fmt)
+    texts = [_column_text([r[c] for r in rows], c.endswith("_ci")) for c in columns]
+    widths = [max([len(c), *map(len, t)]) for c, t in zip(columns, texts)]
+    kept = fit_columns(columns, widths, priority, width)
+    return Table(kept, [list(row) for row in zip(*(texts[columns.index(c)] for c in kept))], display=str)
+
+
+def _column_text(values: list[Any], interval: bool) -> list[str]:
+    """A column of the aggregate as a text table's cells show it (``sanitize(fmt(_cell(...)))``),
+    a column of numbers or of intervals of numbers (most of them) formatted in one pass."""
+    if not interval and all(v is None or type(v) is float for v in values):
+        return ["-" if v is None else f"{v:.3f}" for v in values]
+    if interval and all(v is None or (type(v[0]) is float and type(v[1]) is float) for v in values):
+        return ["-" if v is None else f"[{v[0]:.3f}, {v[1]:.3f}]" for v in values]
+    return [sanitize(fmt(Interval(v) if interval and v is not None else v)) for v in values]

@@ -88,8 +88,9 @@ class TextRows:
     def head(self) -> list[str]:
         return [self._join(self.headers), "  ".join("-" * w for w in self.widths)]
 
-    def row(self, cells: Sequence[str]) -> str:
-        return self._join([sanitize(c) for c in cells])
+    def row(self, cells: Sequence[str], sanitized: bool = False) -> str:
+        """One row; ``sanitized``: the cells have been through :func:`sanitize` already."""
+        return self._join(cells if sanitized else [sanitize(c) for c in cells])
 
     def _join(self, cells: Sequence[str]) -> str:
         return "  ".join(c.ljust(w) for c, w in zip(cells, self.widths)).rstrip()
@@ -147,11 +148,15 @@ class Table:
     numeric: Collection[int] = ()
     display: Callable[[Any], str] = plain_text
 
-    def _text_cells(self) -> list[list[str]]:
+    def text_cells(self) -> list[list[str]]:
+        """Each cell as the text emitter shows it (displayed, sanitized)."""
         return [[sanitize(_plain(c, self.display)) for c in row] for row in self.rows]
 
-    def widths(self) -> list[int]:
-        cells = self._text_cells()
+    def widths(self, cells: list[list[str]] | None = None) -> list[int]:
+        """Each column's width: its longest text, header included (``cells``: :meth:`text_cells`,
+        when the caller has them)."""
+        if cells is None:
+            cells = self.text_cells()
         return [max([len(sanitize(h))] + [len(r[i]) for r in cells]) for i, h in enumerate(self.headers)]
 
     def text_lines(self) -> list[str]:
@@ -159,8 +164,9 @@ class Table:
         if not self.rows and self.empty:
             out = [f"({sanitize(self.empty)})"]
         else:
-            emit = TextRows(self.headers, self.widths())
-            out = emit.head() + [emit.row(r) for r in self._text_cells()]
+            cells = self.text_cells()
+            emit = TextRows(self.headers, self.widths(cells))
+            out = emit.head() + [emit.row(r, sanitized=True) for r in cells]
         return out + [f"note: {sanitize(n)}" for n in self.notes]
 
     def markdown_lines(self) -> list[str]:

@@ -33,7 +33,6 @@ import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from evalkit.trajectory.scenario import compile_pattern
@@ -69,40 +68,58 @@ class Compare:
     def tests_value(self) -> bool:
         return self.kind in _VALUE_TESTS
 
-    def holds(self, expected: Any, actual: Any) -> bool:
-        kind = self.kind
-        if kind == "exact":
-            return freeze(actual) == freeze(expected)
-        if kind == "casefold":
-            if isinstance(expected, str) and isinstance(actual, str):
-                return _fold(actual) == _fold(expected)
-            return freeze(actual) == freeze(expected)
+    def test(self, expected: Any = None) -> Callable[[Any], bool]:
+        """This comparison of the call's value with ``expected`` as a function of the call's value,
+        what ``expected`` alone decides worked out once (a test of the value alone ignores it)."""
+        kind, param = self.kind, self.param
         if kind == "nonempty":
-            return (
-                actual is not None
-                and actual != []
-                and actual != {}
-                and not (isinstance(actual, str) and not actual.strip())
-            )
-        if kind == "regex":
-            return isinstance(actual, str) and self.param.search(_utf8(actual)) is not None
-        if kind == "fullmatch":
-            return isinstance(actual, str) and self.param.fullmatch(_utf8(actual)) is not None
+            return _nonempty
+        if kind in ("regex", "fullmatch"):
+            find = param.search if kind == "regex" else param.fullmatch
+
+            def matched(actual: Any) -> bool:
+                return isinstance(actual, str) and find(_utf8(actual)) is not None
+
+            return matched
         if kind == "substring":
-            return isinstance(actual, str) and self.param in actual
+            return lambda actual: isinstance(actual, str) and param in actual
         if kind == "one_of":
-            frozen = freeze(actual)
-            return any(frozen == v for v in self.param)
+
+            def listed(actual: Any) -> bool:
+                frozen = freeze(actual)
+                return any(frozen == v for v in param)
+
+            return listed
         if kind == "has_items":
-            if not isinstance(actual, list):
-                return False
-            items = {freeze(v) for v in actual}
-            return all(v in items for v in self.param)
-        if _number(expected) and _number(actual):
+
+            def holds_items(actual: Any) -> bool:
+                if not isinstance(actual, list):
+                    return False
+                items = {freeze(v) for v in actual}
+                return all(v in items for v in param)
+
+            return holds_items
+        equal = _equals(freeze(expected))
+        if kind == "casefold" and isinstance(expected, str):
+            folded = _fold(expected)
+            return lambda actual: _fold(actual) == folded if isinstance(actual, str) else equal(actual)
+        if kind in ("abs_tol", "rel_tol") and _number(expected):
             if kind == "abs_tol":
-                return abs(actual - expected) <= self.param
-            return math.isclose(actual, expected, rel_tol=self.param, abs_tol=0.0)
-        return freeze(actual) == freeze(expected)
+
+                def within_abs(actual: Any) -> bool:
+                    if type(actual) in (int, float) and math.isfinite(actual):
+                        return abs(actual - expected) <= param
+                    return equal(actual)
+
+                return within_abs
+
+            def within_rel(actual: Any) -> bool:
+                if type(actual) in (int, float) and math.isfinite(actual):
+                    return math.isclose(actual, expected, rel_tol=param, abs_tol=0.0)
+                return equal(actual)
+
+            return within_rel
+        return equal  # exact, and casefold or a tolerance where ``expected`` is no string or number
 
 
 EXACT = Compare("exact")
@@ -120,6 +137,25 @@ def _fold(text: str) -> str:
 
 def _number(value: Any) -> bool:
     return type(value) in (int, float) and math.isfinite(value)
+
+
+def _nonempty(actual: Any) -> bool:
+    """Not null, "", [] or {}; a string of spaces is empty."""
+    return actual is not None and actual != [] and actual != {} and not (isinstance(actual, str) and not actual.strip())
+
+
+# the types of parsed JSON whose canonical form (``freeze``) equals the value as Python compares it;
+# a non-finite float compares unequal either way (bool is apart: ``True == 1`` holds in Python)
+_PLAIN_TYPES = frozenset({str, int, float, type(None)})
+
+
+def _equals(frozen: Any) -> Callable[[Any], bool]:
+    """``freeze(actual) == frozen``, as a function of ``actual``."""
+
+    def test(actual: Any) -> bool:
+        return actual == frozen if type(actual) in _PLAIN_TYPES else freeze(actual) == frozen
+
+    return test
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,124 +207,79 @@ def _get(args: Any, path: str) -> Any:
     return value
 
 
-def args_match(rule: Rule, expected: dict[str, Any], actual: dict[str, Any]) -> bool:
-    """Whether a call's ``actual`` arguments match an action's ``expected`` ones under ``rule``."""
-    mode = rule.mode
-    if mode == "ignore":
-        return True
-    compare = dict(rule.compare)
-    if rule.keys is not None:
-        names: Iterable[str] = rule.keys
-    elif mode == "exact":
-        names = set(expected) | set(actual) | set(compare)
-    elif mode == "contains":
-        names = set(expected) | {k for k, c in compare.items() if c.tests_value}
-    else:  # within
-        names = actual.keys()
-    for name in names:
-        cmp = compare.get(name, EXACT)
-        if cmp.kind == "ignore":
-            continue
-        e, a = _get(expected, name), _get(actual, name)
-        if cmp.tests_value:
-            if a is _MISSING or not cmp.holds(e, a):
-                return False
-            continue
-        if e is _MISSING and a is _MISSING:
-            continue
-        if e is _MISSING:
-            if mode == "contains" and rule.keys is None:
-                continue  # an extra key of the call
-            return False
-        if a is _MISSING or not cmp.holds(e, a):
-            return False
-    return True
-
-
-# the types of parsed JSON whose canonical form (``freeze``) equals the value as Python compares it;
-# a non-finite float compares unequal either way (bool is apart: ``True == 1`` holds in Python)
-_PLAIN_TYPES = frozenset({str, int, float, type(None)})
-
-
 def _always(actual: Any) -> bool:
     return True
 
 
-def _equals(frozen: Any) -> Callable[[Any], bool]:
-    """``freeze(actual) == frozen``, as a function of ``actual``."""
-
-    def test(actual: Any) -> bool:
-        return actual == frozen if type(actual) in _PLAIN_TYPES else freeze(actual) == frozen
-
-    return test
+def _never(actual: Any) -> bool:
+    return False
 
 
-def _holds(cmp: Compare, expected: Any) -> Callable[[Any], bool]:
-    """``cmp.holds(expected, actual)`` as a function of ``actual``, what ``expected`` alone decides
-    worked out once."""
-    kind = cmp.kind
-    if kind == "exact" or (kind in ("abs_tol", "rel_tol") and not _number(expected)):
-        return _equals(freeze(expected))
-    if kind == "abs_tol":
-        tol, equal = cmp.param, _equals(freeze(expected))
-
-        def within_tol(actual: Any) -> bool:
-            if type(actual) in (int, float) and math.isfinite(actual):
-                return abs(actual - expected) <= tol
-            return equal(actual)
-
-        return within_tol
-    return partial(cmp.holds, expected)
-
-
-def _tests_value(cmp: Compare) -> Callable[[Any], bool]:
-    """A test of the call's value alone (``cmp.tests_value``) as a function of that value."""
-    if cmp.kind == "regex":
-        search = cmp.param.search
-
-        def found(actual: Any) -> bool:
-            return isinstance(actual, str) and search(_utf8(actual)) is not None
-
-        return found
-    return partial(cmp.holds, None)
+_NO_KEYS: dict[str, Any] = {}
 
 
 def args_test(rule: Rule, expected: dict[str, Any]) -> Callable[[Any], bool]:
-    """``args_match(rule, expected, actual)`` as a function of ``actual``: the keys to compare, each
-    key's expected value and comparison are worked out once, per action rather than per call."""
+    """Whether a call's arguments match an action's ``expected`` ones under ``rule``, as a function
+    of the call's arguments (a value that is no object has no keys): the keys to compare, each key's
+    expected value and comparison are worked out once, per action rather than per call."""
     mode = rule.mode
     if mode == "ignore":
         return _always
-    if mode == "within":  # the keys compared are the call's own
-        return partial(args_match, rule, expected)
     compare = dict(rule.compare)
+    extra_keys_allowed = mode == "contains" and rule.keys is None
+
+    def check_of(name: str) -> Callable[[Any], bool] | None:
+        """The comparison of key ``name`` as a function of the call's value; None where the call
+        must not hold the key (absent from ``expected`` and compared)."""
+        cmp = compare.get(name, EXACT)
+        if cmp.kind == "ignore":
+            return _always
+        if cmp.tests_value:
+            return cmp.test()
+        e = _get(expected, name)
+        if e is not _MISSING:
+            return cmp.test(e)
+        return _always if extra_keys_allowed else None
+
+    def extra_key_ok(name: str, a: Any) -> bool:
+        """A key of the call that ``rule`` names nowhere: equal to the expected value at its path."""
+        e = _get(expected, name)
+        return e is not _MISSING and freeze(a) == freeze(e)
+
+    if mode == "within" and rule.keys is None:  # the keys compared are the call's own
+        checks = {name: check_of(name) or _never for name in sorted(set(expected) | set(compare))}
+
+        def within(actual: Any) -> bool:
+            if type(actual) is not dict:
+                return True
+            for name, a in actual.items():
+                check = checks.get(name)
+                if check is None:
+                    if not extra_key_ok(name, a):
+                        return False
+                elif not check(a):
+                    return False
+            return True
+
+        return within
     if rule.keys is not None:
         names: Iterable[str] = rule.keys
     elif mode == "exact":
         names = sorted(set(expected) | set(compare))
     else:  # contains
         names = sorted(set(expected) | {k for k, c in compare.items() if c.tests_value})
-    extra_keys_allowed = mode == "contains" and rule.keys is None
-    # per compared key: (key, a dotted path, test): ``test`` is None where the key must be absent
-    # from the call (absent from ``expected`` and compared); a missing key fails any other test
+    # per compared key: (key, a dotted path, test); a key missing from the call fails any test
     plan: list[tuple[str, bool, Callable[[Any], bool] | None]] = []
     for name in names:
-        cmp = compare.get(name, EXACT)
-        if cmp.kind == "ignore":
-            continue
-        e = _get(expected, name)
-        if cmp.tests_value:
-            plan.append((name, "." in name, _tests_value(cmp)))
-        elif e is not _MISSING:
-            plan.append((name, "." in name, _holds(cmp, e)))
-        elif not extra_keys_allowed:
-            plan.append((name, "." in name, None))
+        check = check_of(name)
+        if check is not _always:
+            plan.append((name, "." in name, check))
     # exact: a key of the call that is none of these is compared with ``expected`` as well
     known = frozenset(names) if mode == "exact" and rule.keys is None else None
 
     def test(actual: Any) -> bool:
         if type(actual) is not dict:
-            return args_match(rule, expected, actual)
+            actual = _NO_KEYS
         get = actual.get
         for name, dotted, check in plan:
             a = _get(actual, name) if dotted else get(name, _MISSING)
@@ -299,10 +290,8 @@ def args_test(rule: Rule, expected: dict[str, Any]) -> Callable[[Any], bool]:
                 return False
         if known is not None:
             for name, a in actual.items():
-                if name not in known:
-                    e = _get(expected, name)
-                    if e is _MISSING or freeze(a) != freeze(e):
-                        return False
+                if name not in known and not extra_key_ok(name, a):
+                    return False
         return True
 
     return test
@@ -337,7 +326,7 @@ class Expect:
         self.args = action.args or {}
         self.rule = rule
         self.key = action.key if cockpit or (rule.plain and not self.any_args) else None
-        # a call's arguments -> whether they match (``args_match`` under this action's rule)
+        # a call's arguments -> whether they match under this action's rule
         self.args_ok = _always if self.any_args else args_test(rule, self.args)
 
     def matches(self, call: Any, key: tuple | None = None) -> bool:

@@ -17,22 +17,48 @@ _TINY = 1e-300
 
 
 def _beta_fraction(a: float, b: float, x: float) -> float:
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    qab, qap = a + b, a + 1.0
     c, d = 1.0, 1.0 - qab * x / qap
     d = 1.0 / (d if abs(d) > _TINY else _TINY)
     h = d
+    terms = _fraction_terms(a, b)
+    tiny = _TINY
     for m in range(1, 500):
-        m2 = 2 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1.0 + aa * d
-            d = 1.0 / (d if abs(d) > _TINY else _TINY)
-            c = 1.0 + aa / c
-            c = c if abs(c) > _TINY else _TINY
-            step = d * c
-            h *= step
+        if m > len(terms):
+            _more_terms(a, b, terms)
+        odd_num, odd_den, even_num, even_den = terms[m - 1]
+        # the m-th pair of steps of Lentz's method, one coefficient each
+        aa = odd_num * x / odd_den
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = even_num * x / even_den
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        step = d * c
+        h *= step
         if abs(step - 1.0) < 1e-16:
             break
     return h
+
+
+@lru_cache(maxsize=64)
+def _fraction_terms(a: float, b: float) -> list[tuple[float, float, float, float]]:
+    """The parts of the continued fraction's m-th pair of coefficients that do not depend on x
+    (a quantile's bisection evaluates it at many x for one a, b): m(b − m) over
+    (a − 1 + 2m)(a + 2m), and −(a + m)(a + b + m) over (a + 2m)(a + 1 + 2m), as many as used."""
+    return []
+
+
+def _more_terms(a: float, b: float, terms: list[tuple[float, float, float, float]]) -> None:
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    for m in range(len(terms) + 1, len(terms) + 17):
+        m2 = 2 * m
+        terms.append((m * (b - m), (qam + m2) * (a + m2), -(a + m) * (qab + m), (a + m2) * (qap + m2)))
 
 
 def regularized_beta(a: float, b: float, x: float) -> float:

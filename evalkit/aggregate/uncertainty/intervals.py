@@ -19,6 +19,7 @@ An undefined standard error is null, and ``se_reasons`` says why, per metric.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from evalkit.aggregate.uncertainty.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_curves
@@ -53,19 +54,23 @@ def group_fields(
     ``row``) and its sample standard deviation and number of runs (``spread``)."""
     out: dict[str, Any] = {}
     reasons: dict[str, str] = {}
-    for metric in METRICS + SAFETY_METRICS:
+    for metric, se_key, ci_key, rate in _GROUP_KEYS:
         sd, n = spread.get(metric, (None, 0))
         se, reason = se_of_mean(sd, n)
-        out[f"{metric}_se"] = se
+        out[se_key] = se
         mean = row.get(metric)
-        if metric in RATES:  # a share of n runs: k of n passed
-            out[f"{metric}_ci"] = wilson(round(mean * n), n, level) if se is not None and mean is not None else None
+        if rate:  # a share of n runs: k of n passed
+            out[ci_key] = wilson(round(mean * n), n, level) if se is not None and mean is not None else None
         else:
-            out[f"{metric}_ci"] = interval(mean, se, n - 1, level)
+            out[ci_key] = interval(mean, se, n - 1, level)
         if reason:
             reasons[metric] = reason
     out["se_reasons"] = reasons
     return out
+
+
+# per metric of a group: its name, its two fields, whether it is a rate
+_GROUP_KEYS = tuple((m, f"{m}_se", f"{m}_ci", m in RATES) for m in METRICS + SAFETY_METRICS)
 
 
 def model_fields(
@@ -133,16 +138,22 @@ def model_fields(
 def beside(row: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
     """``row`` with each ``<metric>_se`` / ``<metric>_ci`` placed right after ``<metric>``; the rest
     of ``fields`` (the reasons, the method) at the end."""
-    out: dict[str, Any] = {}
+    return {key: (fields if field else row)[key] for key, field in _layout(tuple(row), tuple(fields))}
+
+
+@lru_cache(maxsize=64)
+def _layout(row: tuple[str, ...], fields: tuple[str, ...]) -> tuple[tuple[str, bool], ...]:
+    """:func:`beside`'s keys in order, each with whether its value comes from ``fields``: worked
+    out once per shape (every group's row has the same keys)."""
+    out: dict[str, bool] = {}
     placed = set()
-    for key, value in row.items():
-        out[key] = value
-        for suffix in ("_se", "_ci"):
-            name = key + suffix
+    for key in row:
+        out[key] = False
+        for name in (key + "_se", key + "_ci"):
             if name in fields:
-                out[name] = fields[name]
+                out[name] = True
                 placed.add(name)
-    for key, value in fields.items():
+    for key in fields:
         if key not in placed:
-            out[key] = value
-    return out
+            out[key] = True
+    return tuple(out.items())

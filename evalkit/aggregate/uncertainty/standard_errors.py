@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from statistics import NormalDist
 
 from evalkit.aggregate.uncertainty.distributions import t_quantile
@@ -95,12 +96,24 @@ def within_error(parts: Sequence[tuple[float, int]], count: int) -> tuple[float,
 
 def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Interval:
     """The Wilson score interval of ``successes`` of ``n`` (n >= 1), within [0, 1]."""
-    z = NormalDist().inv_cdf(1.0 - (1.0 - level) / 2.0)
+    return list(_wilson(successes, n, level))
+
+
+# an aggregate's groups share a few (successes, runs) pairs: each interval is worked out once
+@lru_cache(maxsize=4096)
+def _wilson(successes: int, n: int, level: float) -> tuple[float, float]:
+    z = _z(level)
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     low = 0.0 if successes == 0 else max(0.0, centre - half)  # exact at the ends (no 0.9999999999999999)
-    return [low, 1.0 if successes == n else min(1.0, centre + half)]
+    return low, 1.0 if successes == n else min(1.0, centre + half)
+
+
+@lru_cache(maxsize=16)
+def _z(level: float) -> float:
+    """The normal quantile of a two-sided interval at ``level``."""
+    return NormalDist().inv_cdf(1.0 - (1.0 - level) / 2.0)
 
 
 def interval(mean: float | None, se: float | None, df: float, level: float = DEFAULT_LEVEL) -> Interval | None:
