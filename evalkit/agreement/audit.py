@@ -121,7 +121,10 @@ def _audit(
         lengths = read_judged_lengths(db) if values else {}
 
     n_cards, statuses, failed = len(cards), status_counts(cards), failed_run_ids(cards)
-    outcomes = _outcomes(cards) if lengths else {}
+    # the length bias reads the values, the lengths and the outcomes alone: done first, so that the
+    # lengths and outcomes are let go before the pairs are made
+    lengths_bias = length_bias.analyse(values, lengths, _outcomes(cards) if lengths else {}, cfg.ci)
+    del lengths
     active = cfg.pairings_for(rubric)
     sub = dataclasses.replace(cfg, pairings=active)
     # The jury is a rater like any judge, but not an annotation: counts and drift see only judges.
@@ -148,7 +151,6 @@ def _audit(
     }
     drift = drift_mod.analyse(values, sub)
     probes = probe_entries(failed, values, probe_answers, bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None)
-    lengths_bias = length_bias.analyse(values, lengths, outcomes, cfg.ci)
     # the raters and the human-agreement sections share the ratings; each judge value is let go
     # once its rating is made (nothing reads them after), so the ratings take the values' memory
     ratings = collect_ratings(stored + reviewed, _drain(rated))

@@ -465,7 +465,11 @@ def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str,
     for order, ps in enumerate(sets):
         p, pairs = ps.pairing, ps.pairs
         labels = list(p.scale)
-        judge_at, mechanical_at = (np.fromiter(c, np.int64) for c in _positions(pairs))
+        if isinstance(pairs, PairList):  # the columns' own buffers, not copies
+            judge_at = np.frombuffer(pairs.judge_at, np.int64)
+            mechanical_at = np.frombuffer(pairs.mechanical_at, np.int64)
+        else:
+            judge_at, mechanical_at = (np.fromiter(c, np.int64) for c in _positions(pairs))
         rows = np.flatnonzero(judge_at != mechanical_at)
         j, m = judge_at[rows], mechanical_at[rows]
         # the direction of each (judge, mechanical) position pair, from its first pair's labels
@@ -477,22 +481,17 @@ def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str,
         code = code.reshape(-1)
         lenient = np.array([d == "lenient" for d in found], dtype=bool)[code]
         ranked = lenient if p.lenient_rank is not None else np.zeros(len(rows), dtype=bool)
-        columns["first"].append(np.where(ranked, 0, 1))
+        columns["first"].append((~ranked).astype(np.int8))
         columns["rank"].append(np.where(ranked, p.lenient_rank or 0, 0))
         columns["gap"].append(-(np.abs(j - m) / (len(labels) - 1)))
-        columns["order"].append(np.full(len(rows), order))
+        columns["order"].append(np.full(len(rows), order, dtype=np.int32))
         columns["row"].append(rows)
-        if isinstance(pairs, PairList):
-            answers = pairs.answers
-            picked = [answers[i] for i in rows.tolist()]
-            columns["runs"].extend(v.run_id for v in picked)
-            columns["judges"].extend(v.judge_model for v in picked)
-        else:
-            picked = [pairs[i] for i in rows.tolist()]
-            columns["runs"].extend(x.run_id for x in picked)
-            columns["judges"].extend(x.judge_model for x in picked)
-        del picked
-        columns["direction"].append(code)
+        records = pairs.answers if isinstance(pairs, PairList) else pairs  # each with run_id and judge_model
+        at = rows.tolist()
+        columns["runs"].extend(records[i].run_id for i in at)
+        columns["judges"].extend(records[i].judge_model for i in at)
+        del at
+        columns["direction"].append(code.astype(np.int32))
         held.append((p, pairs, found))
     if not columns["runs"]:
         return []

@@ -76,38 +76,37 @@ def analyse(
     import numpy as np
 
     values = values if isinstance(values, list) else list(values)
+    n = len(values)
     # 10^6 values share a few judges, dimensions and labels: each is coded once (C-level passes
     # over the values), and the latest score of each (rater, dimension, run) is found by numpy
     try:
-        labels: dict[tuple[type, Any], int] = {}
-        label_codes = [labels.setdefault(k, len(labels)) for k in zip(map(type, _VALUE(values)), _VALUE(values))]
+        labels = _index(zip(map(type, _VALUE(values)), _VALUE(values)))
     except TypeError:  # an unhashable value: each scored where it stands
-        labels, label_codes = {}, []
-    if labels:
-        score_of = np.array([math.nan if (s := _score(v)) is None else s for _, v in labels], dtype=float)
-        scores = score_of[np.array(label_codes, dtype=np.intp)]
+        scores = np.fromiter((math.nan if (s := _score(v)) is None else s for v in _VALUE(values)), float, n)
     else:
-        scores = np.fromiter((math.nan if (s := _score(v)) is None else s for v in _VALUE(values)), float, len(values))
-    del label_codes
-    named: dict[tuple[str, str, str], int] = {}
-    name_codes = np.array(
-        [named.setdefault(k, len(named)) for k in zip(_JUDGE(values), _RUBRIC(values), _DIMENSION(values))],
-        dtype=np.intp,
-    )
+        score_of = np.array([math.nan if (s := _score(v)) is None else s for _, v in labels], dtype=float)
+        scores = score_of[
+            np.fromiter(map(labels.__getitem__, zip(map(type, _VALUE(values)), _VALUE(values))), np.int32, n)
+        ]
+    kept = np.flatnonzero(~np.isnan(scores))
+    if not len(kept):
+        return []
+    scores = scores[kept]
+    named = _index(zip(_JUDGE(values), _RUBRIC(values), _DIMENSION(values)))
     # (judge, rubric, dimension) -> (rater, dimension): a rater is MODEL@RUBRIC
     groups: dict[tuple[str, str], int] = {}
-    group_of = np.array([groups.setdefault((f"{j}@{r}", d), len(groups)) for j, r, d in named], dtype=np.intp)
-    runs: dict[str, int] = {}
-    run_codes = np.array([runs.setdefault(r, len(runs)) for r in _RUN(values)], dtype=np.intp)
-    kept = ~np.isnan(scores)
-    if not kept.any():
-        return []
-    group_codes = group_of[name_codes][kept]
-    run_codes, scores = run_codes[kept], scores[kept]
+    group_of = np.array([groups.setdefault((f"{j}@{r}", d), len(groups)) for j, r, d in named], dtype=np.int64)
+    group_codes = group_of[
+        np.fromiter(map(named.__getitem__, zip(_JUDGE(values), _RUBRIC(values), _DIMENSION(values))), np.int32, n)[kept]
+    ]
+    runs = _index(_RUN(values))
+    run_codes = np.fromiter(map(runs.__getitem__, _RUN(values)), np.int32, n)[kept]
+    del kept
     # the last value of each (group, run): unique over the reversed order keeps the latest
     key = group_codes * len(runs) + run_codes
     _, last = np.unique(key[::-1], return_index=True)
     last = len(key) - 1 - last
+    del key
     group_codes, run_codes, scores = group_codes[last], run_codes[last], scores[last]
 
     # every run with a length, by its place in run-id order: a group's runs are sorted by that place
@@ -132,6 +131,14 @@ def analyse(
         fig, controls = slope(y.tolist(), x.tolist(), outcome, level)
         out.append({"judge": rater, "dimension": dimension, "slope_per_1000_chars": fig, "controlled_for": controls})
     return out
+
+
+def _index(keys: Iterable[Any]) -> dict[Any, int]:
+    """Each distinct key's place in order of first occurrence."""
+    index = dict.fromkeys(keys)
+    for i, key in enumerate(index):
+        index[key] = i
+    return index
 
 
 _VALUE = functools.partial(map, operator.attrgetter("value"))
