@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,7 +121,10 @@ def _audit(
         lengths = read_judged_lengths(db) if values else {}
 
     n_cards, statuses, failed = len(cards), status_counts(cards), failed_run_ids(cards)
-    outcomes = _outcomes(cards) if lengths else {}
+    # the length bias reads the values, the lengths and the outcomes alone: done first, so that the
+    # lengths and outcomes are let go before the pairs are made
+    lengths_bias = length_bias.analyse(values, lengths, _outcomes(cards) if lengths else {}, cfg.ci)
+    del lengths
     active = cfg.pairings_for(rubric)
     sub = dataclasses.replace(cfg, pairings=active)
     # The jury is a rater like any judge, but not an annotation: counts and drift see only judges.
@@ -149,7 +151,6 @@ def _audit(
     }
     drift = drift_mod.analyse(values, sub)
     probes = probe_entries(failed, values, probe_answers, bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None)
-    lengths_bias = length_bias.analyse(values, lengths, outcomes, cfg.ci)
     # the raters and the human-agreement sections share the ratings; each judge value is let go
     # once its rating is made (nothing reads them after), so the ratings take the values' memory
     ratings = collect_ratings(stored + reviewed, _drain(rated))
@@ -288,33 +289,30 @@ def self_judging(p: Any, pairs: list[Any], config: AuditConfig) -> dict[str, Any
     }
 
 
-def judge_costs(calls: list[Any], source: str) -> list[dict[str, Any]]:
-    """Per judge model: median cost and latency per call, and the mean excluding the first call
-    (a mean over a batch is dominated by the cold first call). ``source`` names the
-    table read (``judge_calls`` when present: every call, failed ones too; else ``annotations``)."""
-    by_model: dict[str, list[Any]] = {}
-    for c in calls:
-        by_model.setdefault(c.judge_model, []).append(c)
-    models = []
-    for model in sorted(by_model):
-        rows = by_model[model]  # in call order
-        entry: dict[str, Any] = {"judge_model": model, "source": source, "n_calls": len(rows)}
-        for field, name, unit in (("cost_usd", "cost", "usd"), ("latency_ms", "latency", "ms")):
-            vals = [None if v is None else float(v) for v in map(operator.attrgetter(field), rows)]
+def judge_costs(models: list[Any], source: str) -> list[dict[str, Any]]:
+    """Per judge model (:class:`~evalkit.db.judge.CallCosts`, in model order): median cost and
+    latency per call, and the mean excluding the first call (a mean over a batch is dominated by
+    the cold first call). ``source`` names the table read (``judge_calls`` when present: every
+    call, failed ones too; else ``annotations``)."""
+    out = []
+    for calls in models:
+        entry: dict[str, Any] = {"judge_model": calls.judge_model, "source": source, "n_calls": len(calls.cost_usd)}
+        for column, name, unit in ((calls.cost_usd, "cost", "usd"), (calls.latency_ms, "latency", "ms")):
+            vals = [None if v is None else float(v) for v in column]
             known = [v for v in vals if v is not None]
             entry[f"n_with_{name}"] = len(known)
             entry[f"{name}_median_{unit}"], entry[f"{name}_mean_excluding_first_{unit}"] = median_and_mean_after_first(
                 vals
             )
-            if field == "cost_usd":
+            if name == "cost":
                 entry["cost_total_usd"] = math.fsum(known) if known else None
         # what the cost is made of: input read from the provider's prompt cache and batch calls
         # are billed at their own (lower) prices
-        entry["prompt_tokens"] = sum(int(getattr(c, "prompt_tokens", None) or 0) for c in rows)
-        entry["cached_tokens"] = sum(int(getattr(c, "cached_tokens", None) or 0) for c in rows)
-        entry["n_batch_calls"] = sum(1 for c in rows if getattr(c, "batch", False))
-        models.append(entry)
-    return models
+        entry["prompt_tokens"] = sum(int(v or 0) for v in calls.prompt_tokens)
+        entry["cached_tokens"] = sum(int(v or 0) for v in calls.cached_tokens)
+        entry["n_batch_calls"] = sum(calls.batch)
+        out.append(entry)
+    return out
 
 
 def status_counts(cards: list[Any]) -> dict[str, int]:

@@ -15,7 +15,6 @@ Choices the issue leaves open (documented in docs/audit.md):
 
 from __future__ import annotations
 
-import heapq
 import math
 import operator
 from array import array
@@ -451,51 +450,70 @@ def rank_key(p: Pairing, order: int, direction: str, gap_share: float, run_id: s
 
 def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str, Any]]:
     """The disagreements, ranked: lenient on pairings with a lenient_rank (safety 0, outcome 1)
-    first, then by the size of the gap as a share of the scale, then pairing order, run, judge.
-    ``top`` lists only that many of the worst (None or 0: all of them); only those become records
-    (:func:`disagreeing` counts them all)."""
+    first, then by the size of the gap as a share of the scale, then pairing order, run, judge
+    (:func:`rank_key`). ``top`` lists only that many of the worst (None or 0: all of them); only
+    those become records (:func:`disagreeing` counts them all). The ranking is one lexsort over
+    columns: the rank key is unique (one pair per pairing, run and judge)."""
+    import numpy as np  # only on the audit path
+
     st = _stats()
     own: dict[tuple[str, str], bool] = {}  # few judge and agent models: each pair checked once
     excerpts: dict[str, str] = {}  # an annotation's rationale serves each of its dimensions
-
-    def ranked():
-        for order, ps in enumerate(sets):
-            p = ps.pairing
-            labels = list(p.scale)
-            directions: dict[tuple[int, int], str | None] = {}
-            pairs = ps.pairs
-            if isinstance(pairs, PairList):  # read from the columns; a Pair is made for the listed ones only
-                judge_at, mechanical_at, answers = pairs.judge_at, pairs.mechanical_at, pairs.answers
-                for i in pairs.disagreeing_at():
-                    at = (judge_at[i], mechanical_at[i])  # the labels at these positions
-                    if at not in directions:
-                        directions[at] = st.direction(pairs.judge_labels[i], pairs.mechanical_labels[i], labels)
-                    gap = abs(at[0] - at[1]) / (len(labels) - 1)
-                    v = answers[i]
-                    yield rank_key(p, order, directions[at], gap, v.run_id, v.judge_model), p, i, directions[at], pairs
-                continue
-            for x in pairs:
-                if x.judge_index == x.mechanical_index:
-                    continue
-                at = (x.judge_index, x.mechanical_index)  # the labels at these positions
-                if at not in directions:
-                    directions[at] = st.direction(x.judge_value, x.mechanical_value, labels)
-                gap = abs(x.judge_index - x.mechanical_index) / (len(labels) - 1)
-                yield rank_key(p, order, directions[at], gap, x.run_id, x.judge_model), p, x, directions[at], None
-
-    # the rank key is unique (one pair per pairing, run and judge): the top N are the sorted list's first N
-    chosen = heapq.nsmallest(top, ranked(), key=_first) if top else sorted(ranked(), key=_first)
-    rows = []
-    for _, p, x, direction, held in chosen:
-        if held is not None:  # a row of a PairList
-            x = held[x]
+    names = ("first", "rank", "gap", "order", "row", "direction", "runs", "judges")
+    columns: dict[str, list[Any]] = {k: [] for k in names}
+    held: list[tuple[Pairing, Sequence[Pair], list[str | None]]] = []  # per pairing: its pairs and directions
+    for order, ps in enumerate(sets):
+        p, pairs = ps.pairing, ps.pairs
+        labels = list(p.scale)
+        if isinstance(pairs, PairList):  # the columns' own buffers, not copies
+            judge_at = np.frombuffer(pairs.judge_at, np.int64)
+            mechanical_at = np.frombuffer(pairs.mechanical_at, np.int64)
+        else:
+            judge_at, mechanical_at = (np.fromiter(c, np.int64) for c in _positions(pairs))
+        rows = np.flatnonzero(judge_at != mechanical_at)
+        j, m = judge_at[rows], mechanical_at[rows]
+        # the direction of each (judge, mechanical) position pair, from its first pair's labels
+        _, first, code = np.unique(np.stack([j, m]), axis=1, return_index=True, return_inverse=True)
+        found = [
+            st.direction(x.judge_value, x.mechanical_value, labels)
+            for x in map(pairs.__getitem__, rows[first].tolist())
+        ]
+        code = code.reshape(-1)
+        lenient = np.array([d == "lenient" for d in found], dtype=bool)[code]
+        ranked = lenient if p.lenient_rank is not None else np.zeros(len(rows), dtype=bool)
+        columns["first"].append((~ranked).astype(np.int8))
+        columns["rank"].append(np.where(ranked, p.lenient_rank or 0, 0))
+        columns["gap"].append(-(np.abs(j - m) / (len(labels) - 1)))
+        columns["order"].append(np.full(len(rows), order, dtype=np.int32))
+        columns["row"].append(rows)
+        records = pairs.answers if isinstance(pairs, PairList) else pairs  # each with run_id and judge_model
+        at = rows.tolist()
+        columns["runs"].extend(records[i].run_id for i in at)
+        columns["judges"].extend(records[i].judge_model for i in at)
+        del at
+        columns["direction"].append(code.astype(np.int32))
+        held.append((p, pairs, found))
+    if not columns["runs"]:
+        return []
+    run_codes, judge_codes = (_sorted_codes(columns[k]) for k in ("runs", "judges"))
+    del columns["runs"], columns["judges"]
+    first, rank, gap, order, row, direction = (
+        np.concatenate(columns[k]) for k in ("first", "rank", "gap", "order", "row", "direction")
+    )
+    ranking = np.lexsort((judge_codes, run_codes, order, gap, rank, first))
+    if top:
+        ranking = ranking[:top]
+    out = []
+    for k in ranking.tolist():
+        p, pairs, found = held[order[k]]
+        x = pairs[int(row[k])]
         steps = abs(x.judge_index - x.mechanical_index)
         models = (x.judge_model, x.model)
         if models not in own:
             own[models] = same_model(*models)
         if x.rationale not in excerpts:
             excerpts[x.rationale] = excerpt(x.rationale)
-        rows.append(
+        out.append(
             {
                 "pairing": p.name,
                 "run_id": x.run_id,
@@ -508,13 +526,21 @@ def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str,
                 "judge_value": x.judge_value,
                 "judge_raw": x.judge_raw,
                 "mechanical_value": x.mechanical_value,
-                "direction": direction,
+                "direction": found[direction[k]],
                 "gap": steps,
                 "gap_share": steps / (len(p.scale) - 1),
                 "rationale": excerpts[x.rationale],
             }
         )
-    return rows
+    return out
+
+
+def _sorted_codes(keys: list[str]) -> np.ndarray:
+    """Each key's place among the distinct keys in sorted order (an order-preserving integer code)."""
+    import numpy as np  # only on the audit path
+
+    place = {key: i for i, key in enumerate(sorted(set(keys)))}
+    return np.fromiter(map(place.__getitem__, keys), np.int64, len(keys))
 
 
 def _first(item: tuple) -> Any:

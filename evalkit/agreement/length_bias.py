@@ -16,8 +16,10 @@ the lengths do not vary.
 
 from __future__ import annotations
 
+import functools
+import math
+import operator
 from collections.abc import Iterable
-from itertools import repeat
 from typing import Any
 
 from evalkit.aggregate.uncertainty.distributions import t_quantile
@@ -71,30 +73,41 @@ def analyse(
 ) -> list[dict[str, Any]]:
     """The audit's ``length_bias`` entries (docs/audit.md) from the judge values (in answer order:
     a run's latest answer wins), the runs' bundle lengths and their mechanical outcomes."""
-    latest: dict[tuple[str, str], dict[str, float]] = {}
-    # 10^6 values share a few judges, dimensions and labels: each is worked out once
-    groups: dict[tuple[str, str, str], dict[str, float]] = {}
-    scores_of: dict[tuple[type, Any], float | None] = {}
-    unknown = object()  # a label not scored yet
-    for v in values:
-        value = v.value
-        try:
-            label = (type(value), value)
-            score = scores_of.get(label, unknown)
-            if score is unknown:
-                score = scores_of[label] = _score(value)
-        except TypeError:  # an unhashable value
-            score = _score(value)
-        if score is None:
-            continue
-        name = (v.judge_model, v.rubric_id, v.dimension)
-        group = groups.get(name)
-        if group is None:
-            group = groups[name] = latest.setdefault((f"{v.judge_model}@{v.rubric_id}", v.dimension), {})
-        group[v.run_id] = score
-    if not latest:
-        return []
     import numpy as np
+
+    values = values if isinstance(values, list) else list(values)
+    n = len(values)
+    # 10^6 values share a few judges, dimensions and labels: each is coded once (C-level passes
+    # over the values), and the latest score of each (rater, dimension, run) is found by numpy
+    try:
+        labels = _index(zip(map(type, _VALUE(values)), _VALUE(values)))
+    except TypeError:  # an unhashable value: each scored where it stands
+        scores = np.fromiter((math.nan if (s := _score(v)) is None else s for v in _VALUE(values)), float, n)
+    else:
+        score_of = np.array([math.nan if (s := _score(v)) is None else s for _, v in labels], dtype=float)
+        scores = score_of[
+            np.fromiter(map(labels.__getitem__, zip(map(type, _VALUE(values)), _VALUE(values))), np.int32, n)
+        ]
+    kept = np.flatnonzero(~np.isnan(scores))
+    if not len(kept):
+        return []
+    scores = scores[kept]
+    named = _index(zip(_JUDGE(values), _RUBRIC(values), _DIMENSION(values)))
+    # (judge, rubric, dimension) -> (rater, dimension): a rater is MODEL@RUBRIC
+    groups: dict[tuple[str, str], int] = {}
+    group_of = np.array([groups.setdefault((f"{j}@{r}", d), len(groups)) for j, r, d in named], dtype=np.int64)
+    group_codes = group_of[
+        np.fromiter(map(named.__getitem__, zip(_JUDGE(values), _RUBRIC(values), _DIMENSION(values))), np.int32, n)[kept]
+    ]
+    runs = _index(_RUN(values))
+    run_codes = np.fromiter(map(runs.__getitem__, _RUN(values)), np.int32, n)[kept]
+    del kept
+    # the last value of each (group, run): unique over the reversed order keeps the latest
+    key = group_codes * len(runs) + run_codes
+    _, last = np.unique(key[::-1], return_index=True)
+    last = len(key) - 1 - last
+    del key
+    group_codes, run_codes, scores = group_codes[last], run_codes[last], scores[last]
 
     # every run with a length, by its place in run-id order: a group's runs are sorted by that place
     known = sorted(r for r, n in lengths.items() if n is not None)
@@ -102,10 +115,13 @@ def analyse(
     length_at = np.array([float(lengths[r]) for r in known], dtype=float)
     has_outcome = np.array([r in outcomes for r in known], dtype=bool)
     outcome_at = np.array([float(outcomes[r]) if r in outcomes else 0.0 for r in known], dtype=float)
+    place_of_run = np.array([place.get(r, -1) for r in runs], dtype=np.intp)
     out = []
-    for (rater, dimension), scores in sorted(latest.items()):
-        at = np.fromiter(map(place.get, scores, repeat(-1)), np.intp, len(scores))
-        y = np.fromiter(scores.values(), float, len(scores))
+    for (rater, dimension), g in sorted(groups.items()):
+        mine = group_codes == g
+        if not mine.any():
+            continue  # no numeric score
+        at, y = place_of_run[run_codes[mine]], scores[mine]
         kept = at >= 0
         at, y = at[kept], y[kept]
         order = np.argsort(at)  # places are distinct
@@ -115,6 +131,21 @@ def analyse(
         fig, controls = slope(y.tolist(), x.tolist(), outcome, level)
         out.append({"judge": rater, "dimension": dimension, "slope_per_1000_chars": fig, "controlled_for": controls})
     return out
+
+
+def _index(keys: Iterable[Any]) -> dict[Any, int]:
+    """Each distinct key's place in order of first occurrence."""
+    index = dict.fromkeys(keys)
+    for i, key in enumerate(index):
+        index[key] = i
+    return index
+
+
+_VALUE = functools.partial(map, operator.attrgetter("value"))
+_JUDGE = functools.partial(map, operator.attrgetter("judge_model"))
+_RUBRIC = functools.partial(map, operator.attrgetter("rubric_id"))
+_DIMENSION = functools.partial(map, operator.attrgetter("dimension"))
+_RUN = functools.partial(map, operator.attrgetter("run_id"))
 
 
 def section(audit: dict) -> Section | None:

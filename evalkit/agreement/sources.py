@@ -6,7 +6,7 @@ Kept as the audit's vocabulary: the readers and row types are :mod:`evalkit.db`'
 from __future__ import annotations
 
 from evalkit.db import (
-    CallCost,
+    CallCosts,
     Card,
     JudgeValue,
     label_value,
@@ -22,7 +22,7 @@ from evalkit.db import (
 EXCLUDED_STATUSES = ("provider_error", "invalid_scenario")
 
 __all__ = [
-    "CallCost",
+    "CallCosts",
     "Card",
     "EXCLUDED_STATUSES",
     "JudgeValue",

@@ -17,7 +17,7 @@ imports this package).
 
 from evalkit.db.connect import Database, DbError, open_readonly, open_write
 from evalkit.db.judge import (
-    CallCost,
+    CallCosts,
     JudgeTables,
     JudgeValue,
     judge_models,
@@ -44,7 +44,7 @@ from evalkit.db.scores import (
 )
 
 __all__ = [
-    "CallCost",
+    "CallCosts",
     "Card",
     "DEFAULT_DB",
     "Database",

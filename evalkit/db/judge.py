@@ -30,7 +30,7 @@ import operator
 import os
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -546,42 +546,44 @@ _UNDECODED = object()  # a stored value not decoded yet
 _by_dimension = operator.itemgetter(4)  # JudgeValue.dimension
 
 
-@dataclass(frozen=True)
-class CallCost:
+@dataclass
+class CallCosts:
+    """One judge model's calls in call order, as columns (200,000 calls at 10^5 runs)."""
+
     judge_model: str
-    cost_usd: float | None
-    latency_ms: float | None
-    order_key: tuple[str, str]
-    prompt_tokens: int | None = None
-    cached_tokens: int | None = None  # of prompt_tokens, read from the provider's prompt cache
-    batch: bool = False  # answered by a provider batch (billed at the batch rate)
+    cost_usd: list[float | None] = field(default_factory=list)
+    latency_ms: list[float | None] = field(default_factory=list)
+    prompt_tokens: list[int | None] = field(default_factory=list)
+    # of prompt_tokens, read from the provider's prompt cache
+    cached_tokens: list[int | None] = field(default_factory=list)
+    batch: list[bool] = field(default_factory=list)  # answered by a provider batch (billed at the batch rate)
 
 
-_call_order = operator.attrgetter("judge_model", "order_key")
-
-
-def read_call_costs(db: Database, judge: str | None = None, rubric: str | None = None) -> tuple[str, list[CallCost]]:
+def read_call_costs(db: Database, judge: str | None = None, rubric: str | None = None) -> tuple[str, list[CallCosts]]:
     """Per-call cost/latency: from the judge cache (every call, failed ones too) when it has
-    rows, else from the annotations. Returns (source table, calls in call order)."""
+    rows, else from the annotations. Returns (source table, one :class:`CallCosts` per judge model
+    in model order). Call order is (started or created time, key): the columns are text, so
+    SQLite's binary order is Python's string order."""
     where, args = judge_filter(db, judge, rubric)
     for table, ts, key in (("judge_calls", "started_at", "cache_key"), ("annotations", "created_at", "annotation_id")):
-        # read in call order, so that the sort below (which decides it) has nothing to move
         sql = (
-            f"SELECT judge_model, cost_usd, latency_ms, {ts} AS ts, {key} AS k, prompt_tokens, cached_tokens, "
-            f"batch_id FROM {table}{where_sql(where)} ORDER BY judge_model, COALESCE({ts}, ''), {key}"
+            f"SELECT judge_model, cost_usd, latency_ms, prompt_tokens, cached_tokens, batch_id IS NOT NULL "
+            f"FROM {table}{where_sql(where)} ORDER BY judge_model, COALESCE({ts}, ''), {key}"
         )
-        with paused_gc():
-            names: dict[Any, Any] = {}  # one object per distinct judge and time (200,000 calls at 10^5 runs)
-            intern = names.setdefault
-            rows = []
-            for model, cost, latency, t, k, prompt, cached, batch in _tuples(db, sql, args):
-                t = str(t or "")
-                order = (intern(t, t), str(k))
-                rows.append(CallCost(intern(model, model), cost, latency, order, prompt, cached, batch is not None))
-        if not rows:
+        models: list[CallCosts] = []
+        calls = CallCosts("")
+        for model, cost, latency, prompt, cached, batch in _tuples(db, sql, args):
+            if not models or model != calls.judge_model:
+                calls = CallCosts(model)
+                models.append(calls)
+            calls.cost_usd.append(cost)
+            calls.latency_ms.append(latency)
+            calls.prompt_tokens.append(prompt)
+            calls.cached_tokens.append(cached)
+            calls.batch.append(batch == 1)
+        if not models:
             continue  # an empty cache (e.g. after `evalkit cache clear`): fall back to annotations
-        rows.sort(key=_call_order)
-        return table, rows
+        return table, models
     return "", []
 
 
