@@ -109,6 +109,22 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)
 
 
+def _watch_owner(owner: int) -> None:
+    """Exit once ``owner`` (the process that runs the pool) has. A fork server's worker needs it: the
+    fork server outlives its clients while any worker holds the pipe CPython gives each of them, so
+    its death, and the parent-death signal with it, never come while the workers wait for work."""
+    try:
+        handle = os.pidfd_open(owner)
+    except (AttributeError, OSError):  # no pidfd (not Linux >= 5.3): look for it
+        while _alive(owner):
+            time.sleep(WATCH_PARENT_S)
+    else:
+        import select
+
+        select.select([handle], [], [])  # readable once the process has exited
+    os._exit(1)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -132,6 +148,8 @@ def _init_worker(owner: int, owner_is_parent: bool, death_signal_holds: bool, pr
     parent = os.getppid()
     if not (death_signal_holds and _kill_me_with_parent()):
         threading.Thread(target=_watch_parent, args=(parent,), name="evalkit-watch-parent", daemon=True).start()
+    if not owner_is_parent:
+        threading.Thread(target=_watch_owner, args=(owner,), name="evalkit-watch-owner", daemon=True).start()
     # the parent may have died before the signal was armed (this process is then someone else's)
     if (owner_is_parent and os.getppid() != owner) or not _alive(owner):
         os._exit(1)
