@@ -420,3 +420,31 @@ def test_runs_whose_final_has_no_success_eval_are_named_incomplete_by_check_and_
         assert scored.exit_code == 0 and expected in scored.stderr.splitlines()
         statuses = [json.loads(line)["status"] for line in scored.stdout.splitlines()]
         assert statuses.count("incomplete") == len(runs) - 1
+
+
+def test_an_approval_tool_among_the_commands_that_no_action_names_is_said_to_count_as_extraneous(tmp_path):
+    """Asking before deploying is the procedure; with the asking tool a command no action names, each
+    ask is an extraneous command, and a run that asks scores below one that does not."""
+
+    def edit(s):
+        blocks = s["ground_truth"]["procedure"]
+        for block in blocks:
+            block["actions"] = [a for a in block["actions"] if a.get("tool") != "run_tests"]
+        gt = s["ground_truth"]
+        gt["optional_actions"] = [a for a in gt.get("optional_actions", []) if a.get("tool") != "run_tests"]
+
+    result, path = corpus_with(tmp_path, edit)
+    assert result.exit_code == 0
+    at = line_of(path, '"run_tests"', after="gated_actions")
+    assert only_line(result) == (
+        f"{path}:{at}: warning: "
+        'scenario.ground_truth.gated_actions[0].approval.tool: approval tool "run_tests" is in command_tools but '
+        "no required or optional action names it, so each of its 6 call(s) in the 6 runs counts as extraneous "
+        "(list it as an optional action, or leave it out of command_tools)"
+    )
+
+    def listed_optional(s):
+        edit(s)
+        s["ground_truth"].setdefault("optional_actions", []).append({"tool": "run_tests"})
+
+    assert corpus_with(tmp_path, listed_optional)[0].stdout == ""

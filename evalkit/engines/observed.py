@@ -8,6 +8,8 @@ nothing the runs show needs the runs. Over all runs of one scenario, a finding i
   run called, that is on no run's tool surface, while a similar name is called or on the surface
   ("did you mean"); an optional action or a per-tool rule outside ``command_tools`` only when a
   similar command tool exists (a required, forbidden or gated one there is a scenario error);
+* an approval tool among the commands that no required or optional action names, while the runs
+  call it (each call is then an extraneous command);
 * a key of ``keys``, ``compare`` or an approval (its ``args`` and ``result``) that never appears
   in the calls (results) of its tool; where a rule need not fire in a good run (forbidden, optional
   and gated actions, per-tool rules of tools only these name, the default rule) only when a
@@ -274,8 +276,23 @@ def findings(seen: Observed) -> list[Finding]:
         unknown_tool(loc, a.tool, "optional")
     for loc, g in gated:
         unknown_tool(loc, g.tool, "gated")
+    listed = {a.tool for _, a in required + optional if a.tool is not None}
+    warned: set[str] = set()
     for loc, ap in approvals:
-        unknown_tool(loc, ap.tool, "approval")
+        if unknown_tool(loc, ap.tool, "approval"):
+            continue
+        # a command no action names is extraneous: asking first would cost the run that asks
+        if ap.tool in commands and ap.tool not in listed and seen.calls.get(ap.tool) and ap.tool not in warned:
+            warned.add(ap.tool)
+            out.append(
+                Finding(
+                    (*loc, "tool"),
+                    f'approval tool "{ap.tool}" is in command_tools but no required or optional action names it, '
+                    f"so each of its {seen.calls[ap.tool]} call(s) in the {runs} counts as extraneous (list it "
+                    "as an optional action, or leave it out of command_tools)",
+                    _q(ap.tool),
+                )
+            )
     approval_tools = {ap.tool for _, ap in approvals}
     for tool in per_tool:
         loc = ("ground_truth", "args_match", "tools", tool)
