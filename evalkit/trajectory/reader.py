@@ -7,6 +7,7 @@ the run then has no ``final`` record (status ``incomplete``).
 
 from __future__ import annotations
 
+import difflib
 import io
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -66,12 +67,22 @@ def _share_fields(record: Any) -> None:
         object.__setattr__(record, "__pydantic_fields_set__", shared)
 
 
-def _describe(exc: ValidationError, record_type: str) -> str:
+# keys other recorders give a field that this format names otherwise
+_WRITTEN_AS = {"name": ("tool", "tool_name", "function", "function_name")}
+
+
+def _describe(exc: ValidationError, record_type: str, obj: Any = None) -> str:
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err["loc"])
     where = f"{record_type}.{field}" if field else record_type
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {err['msg']}{more}"
+    hint = ""
+    if err["type"] == "missing" and isinstance(obj, dict) and len(err["loc"]) == 1:
+        given = [k for k in _WRITTEN_AS.get(field, ()) if k in obj]
+        given = given or difflib.get_close_matches(field, [k for k in obj if isinstance(k, str)], 1, 0.75)
+        if given:
+            hint = f' (the record has "{given[0]}": write it as "{field}")'
+    return f"{where}: {err['msg']}{hint}{more}"
 
 
 def _validated(builder: _Builder, validate: Callable[[Any], Any], obj: Any, rtype: str, lineno: int) -> Any:
@@ -80,7 +91,7 @@ def _validated(builder: _Builder, validate: Callable[[Any], Any], obj: Any, rtyp
     try:
         record = validate(obj)
     except ValidationError as exc:
-        raise InputError(builder.path, lineno, _describe(exc, rtype)) from None
+        raise InputError(builder.path, lineno, _describe(exc, rtype, obj)) from None
     if record.__pydantic_extra__:
         builder.extra += len(record.__pydantic_extra__)
     return record
