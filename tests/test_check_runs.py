@@ -448,3 +448,45 @@ def test_an_approval_tool_among_the_commands_that_no_action_names_is_said_to_cou
         s["ground_truth"].setdefault("optional_actions", []).append({"tool": "run_tests"})
 
     assert corpus_with(tmp_path, listed_optional)[0].stdout == ""
+
+
+TWO_TOML_SCENARIOS = """[[scenarios]]
+id = "a"
+command_tools = ["x"]
+
+[[scenarios.ground_truth.procedure]]
+block = "b"
+
+[[scenarios.ground_truth.procedure.actions]]
+tool = "x"
+args = {}
+
+[[scenarios.ground_truth.optional_actions]]
+tool = "y"
+
+[[scenarios]]
+id = "b"
+command_tools = ["x"]
+
+[[scenarios.ground_truth.procedure]]
+block = "b"
+
+[[scenarios.ground_truth.procedure.actions]]
+tool = "y"
+args = {}
+"""
+
+
+def test_a_problem_in_the_second_scenario_of_a_toml_file_is_placed_in_that_scenario(tmp_path):
+    """A TOML file's text is one for all its scenarios: the line is searched in the scenario's own
+    table, not at the first "y" of the file (the first scenario's optional action)."""
+    path = tmp_path / "scenarios.toml"
+    path.write_text(TWO_TOML_SCENARIOS)
+    result = check(path)
+    assert result.exit_code == 1
+    at = line_of(path, 'tool = "y"', after='id = "b"')
+    assert at == 23
+    assert only_line(result) == (
+        f"{path}:{at}: scenario.ground_truth.procedure[0].actions[0]: "
+        'tool "y" is not in command_tools, so no call can ever match it'
+    )

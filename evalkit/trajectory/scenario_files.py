@@ -125,10 +125,18 @@ def _where(loc: tuple[Any, ...]) -> str:
 
 def locate(entry: Entry, loc: tuple[Any, ...], needle: str | None) -> int | None:
     """The line of ``loc`` in the entry's text: each key of the path found after the one before
-    it, then ``needle`` (a quoted name or key); the entry's first line when nothing is found."""
+    it, then ``needle`` (a quoted name or key); the entry's first line when nothing is found. A TOML
+    entry's text is the whole file: the search keeps to the entry's own table (from its ``id``
+    line to the next ``[[scenarios]]``)."""
     if entry.line is None:
         return None
     text, pos = entry.text, 0
+    toml = Path(entry.path).suffix.lower() == ".toml"
+    if toml:
+        for _ in range(entry.line - 1):
+            pos = text.index("\n", pos) + 1
+        end = re.compile(r"^\s*\[\[\s*scenarios\s*\]\]", re.M).search(text, pos)
+        text = text if end is None else text[: end.start()]
     for part in loc:
         if isinstance(part, str):
             hit = re.compile(r'["\']?' + re.escape(part) + r'["\']?\s*[:=]').search(text, pos)
@@ -141,7 +149,7 @@ def locate(entry: Entry, loc: tuple[Any, ...], needle: str | None) -> int | None
                 pos = found
                 break
     offset = text.count("\n", 0, pos)
-    return offset + 1 if Path(entry.path).suffix.lower() == ".toml" else entry.line + offset
+    return offset + 1 if toml else entry.line + offset
 
 
 # "ground_truth.procedure[0].actions[2]: tool "x" ...": a problem the whole scenario sees, about one place
