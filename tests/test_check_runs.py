@@ -397,19 +397,23 @@ def test_a_misspelt_severity_names_the_value_and_the_one_it_meant(tmp_path):
 
 
 def test_runs_whose_final_has_no_success_eval_are_named_incomplete_by_check_and_score(tmp_path):
-    """A harness that writes its end state but not the results of the success checks: every run is
-    incomplete (no scalar), and both commands say why, at the scenario's success line."""
+    """A harness that writes its end state but not the results of the success checks: those runs are
+    incomplete (no scalar), and both commands say why, at the scenario's success line. A run whose
+    validity gate failed is invalid_scenario, as the scorer says, not counted among them."""
     path = write_corpus(tmp_path)
     runs = sorted(tmp_path.glob("*.jsonl"))
     for i, run in enumerate(runs):
         records = [json.loads(line) for line in run.read_text().splitlines()]
-        if i < len(runs) - 1:  # one run keeps its results
+        if i < len(runs) - 1:  # the last run keeps its results
             records[-1].pop("success_eval")
             records[-1]["state"] = {"deployed": True}
+        if i == len(runs) - 2:
+            (setup,) = [r for r in records if r["type"] == "setup"]
+            setup["validity_gate"] = {"passed": False}
         run.write_text("".join(json.dumps(r) + "\n" for r in records))
     success_line = line_of(path, '"success"')
     expected = (
-        f"{path}:{success_line}: warning: scenario.success: {len(runs) - 1} of the {len(runs)} runs "
+        f"{path}:{success_line}: warning: scenario.success: {len(runs) - 2} of the {len(runs)} runs "
         "end without final.success_eval, so they are incomplete (no end state, no scalar): the harness writes "
         "the results of the success checks there (docs/trajectory-format.md)"
     )
@@ -419,7 +423,7 @@ def test_runs_whose_final_has_no_success_eval_are_named_incomplete_by_check_and_
         scored = CliRunner().invoke(cli, ["score", str(tmp_path), "--no-db", "--format", "jsonl", "--workers", workers])
         assert scored.exit_code == 0 and expected in scored.stderr.splitlines()
         statuses = [json.loads(line)["status"] for line in scored.stdout.splitlines()]
-        assert statuses.count("incomplete") == len(runs) - 1
+        assert statuses.count("incomplete") == len(runs) - 2 and statuses.count("invalid_scenario") == 1
 
 
 def test_an_approval_tool_among_the_commands_that_no_action_names_is_said_to_count_as_extraneous(tmp_path):

@@ -106,7 +106,7 @@ def _mean(near_name: str | None) -> str:
 _name = attrgetter("name")
 
 # final reasons of a run the harness could not finish: no success_eval is expected of it
-_UNEVALUATED = frozenset({"harness_error", "provider_error", "invalid_scenario"})
+_HARNESS_FAILED = frozenset({"harness_error", "provider_error"})
 
 
 @dataclass
@@ -119,7 +119,7 @@ class Observed:
     surface: set[str] = field(default_factory=set)  # tools on any run's tool_surface
     args: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # tool -> key path -> JSON types
     results: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # tool -> result key path -> types
-    finals: int = 0  # runs with a final record whose reason leaves success checks to evaluate
+    unevaluated: int = 0  # runs the scorer calls incomplete though their harness finished them
     success_runs: int = 0  # runs with a success_eval
     variables: dict[str, set[Any]] = field(default_factory=dict)  # reported var -> ops
     hit: list[bool] = field(default_factory=list)  # per required action: some call matched it
@@ -133,9 +133,10 @@ class Observed:
             self._by_tool.setdefault(expect.tool, []).append(i)
         self._matched: set[str] = set()  # tools whose required actions are all matched already
 
-    def add_run(self, tool_surface: list[str] | None, tool_calls: Iterable[Any], final: Any) -> None:
-        """One run: its ``meta.tool_surface``, its tool calls (``name``, ``args``, ``result``) and its
-        ``final`` record (or None)."""
+    def add_run(self, tool_surface: list[str] | None, tool_calls: Iterable[Any], final: Any, status: str) -> None:
+        """One run: its ``meta.tool_surface``, its tool calls (``name``, ``args``, ``result``), its
+        ``final`` record (or None) and the status the scorer gives it
+        (:func:`evalkit.scoring.status.run_status`)."""
         self.runs += 1
         if tool_surface:
             self.surface.update(tool_surface)
@@ -178,8 +179,8 @@ class Observed:
                         self.hit[i] = True
                 if all(self.hit[i] for i in todo):
                     self._matched.add(name)
-        if final is not None and getattr(final, "reason", None) not in _UNEVALUATED:
-            self.finals += 1
+        if status == "incomplete" and final is not None and final.reason not in _HARNESS_FAILED:
+            self.unevaluated += 1  # a final record without success_eval
         success = getattr(final, "success_eval", None)
         if success is not None:
             self.success_runs += 1
@@ -422,8 +423,8 @@ def findings(seen: Observed) -> list[Finding]:
         )
 
     # -- success checks --------------------------------------------------------------------------
-    if seen.finals > seen.success_runs:  # a run is scored only when its harness evaluated the checks
-        unevaluated = seen.finals - seen.success_runs
+    if seen.unevaluated:  # a run is scored only when its harness evaluated the checks
+        unevaluated = seen.unevaluated
         if unevaluated == seen.runs:
             said = f"none of the {runs} reports final.success_eval"
         else:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # Observed's fields (evalkit.engines.observed), in the order ``Seen.state`` holds them
-FIELDS = ("runs", "calls", "surface", "args", "results", "success_runs", "variables", "hit", "samples", "finals")
+FIELDS = ("runs", "calls", "surface", "args", "results", "success_runs", "variables", "hit", "samples", "unevaluated")
 
 
 @dataclass(slots=True)
@@ -55,6 +55,8 @@ class Noting:
         self.observed: dict[str, tuple[Any, str, str | None]] = {}
 
     def add(self, traj: Any, shown: str, source: str | None) -> None:
+        from evalkit.scoring.status import run_status  # loaded by then: the worker scored the run
+
         scenario = traj.meta.scenario
         key = scenario.content_hash
         noted = self.observed.get(key)
@@ -62,7 +64,7 @@ class Noting:
             from evalkit.engines.observed import Observed
 
             noted = self.observed[key] = (Observed(scenario), shown, source)
-        noted[0].add_run(traj.meta.tool_surface, traj.tool_calls(), traj.final)
+        noted[0].add_run(traj.meta.tool_surface, traj.tool_calls(), traj.final, run_status(traj))
 
     def seen(self, token: str | None = None) -> dict[str, Seen]:
         """The batch's notes; with ``token``, less what this process sent before for it."""
@@ -92,7 +94,7 @@ class Noting:
 
 def _copy(state: list[Any]) -> list[Any]:
     """A copy of a state that later batches' merges into it do not change."""
-    runs, calls, surface, args, results, success_runs, variables, hit, samples, finals = state
+    runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated = state
     return [
         runs,
         dict(calls),
@@ -103,13 +105,13 @@ def _copy(state: list[Any]) -> list[Any]:
         {k: set(v) for k, v in variables.items()},
         list(hit),
         {t: len(v) for t, v in samples.items()},  # sent: how many
-        finals,
+        unevaluated,
     ]
 
 
 def _unsent(state: list[Any], sent: list[Any], cap: int) -> list[Any]:
     """``state`` less what ``sent`` holds (the counts are the batch's own); ``sent`` updated."""
-    runs, calls, surface, args, results, success_runs, variables, hit, samples, finals = state
+    runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated = state
     new_surface = surface - sent[2]
     sent[2] |= new_surface
     new_variables = {}
@@ -136,7 +138,7 @@ def _unsent(state: list[Any], sent: list[Any], cap: int) -> list[Any]:
         new_variables,
         new_hit,
         new_samples,
-        finals,
+        unevaluated,
     ]
 
 
@@ -166,7 +168,7 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         if mine.scenario is None:  # sent first in a batch later in input order (not from a local pool)
             mine.scenario, mine.run, mine.source = theirs.scenario, theirs.run, theirs.source
         a, b = mine.state, theirs.state
-        runs, calls, surface, args, results, success_runs, variables, hit, samples, finals = a
+        runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated = a
         a[0] = runs + b[0]
         for tool, n in b[1].items():
             calls[tool] = calls.get(tool, 0) + n
@@ -174,7 +176,7 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         _merge_paths(args, b[3])
         _merge_paths(results, b[4])
         a[5] = success_runs + b[5]
-        a[9] = finals + b[9]
+        a[9] = unevaluated + b[9]
         for var, ops in b[6].items():
             variables.setdefault(var, set()).update(ops)
         if not all(hit):
