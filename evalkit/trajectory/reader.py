@@ -71,7 +71,7 @@ def _share_fields(record: Any) -> None:
 _WRITTEN_AS = {"name": ("tool", "tool_name", "function", "function_name")}
 
 
-def _describe(exc: ValidationError, record_type: str, obj: Any = None) -> str:
+def _describe(exc: ValidationError, record_type: str, obj: Any) -> str:
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err["loc"])
     where = f"{record_type}.{field}" if field else record_type

@@ -408,20 +408,21 @@ class Scenario(_Open):
             return self
         commands = self.command_tools
         gt = self.ground_truth
-        why = {
-            "procedure": "so no call can ever match it",
-            "forbidden_actions": "so its calls are reads and it can never fire",
-            "gated_actions": "so its calls are reads and no gate applies to them",
-        }
-        placed = [(f"procedure[{bi}].actions[{ai}]", "procedure", a.tool) for bi, ai, a in self.required()]
-        placed += [(f"forbidden_actions[{i}]", "forbidden_actions", a.tool) for i, a in enumerate(gt.forbidden_actions)]
-        placed += [(f"gated_actions[{i}]", "gated_actions", g.tool) for i, g in enumerate(gt.gated_actions)]
-        for where, kind, tool in placed:
+        never_match = "so no call can ever match it"
+        placed = [(f"procedure[{bi}].actions[{ai}]", a.tool, never_match) for bi, ai, a in self.required()]
+        placed += [
+            (f"forbidden_actions[{i}]", a.tool, "so its calls are reads and it can never fire")
+            for i, a in enumerate(gt.forbidden_actions)
+        ]
+        placed += [
+            (f"gated_actions[{i}]", g.tool, "so its calls are reads and no gate applies to them")
+            for i, g in enumerate(gt.gated_actions)
+        ]
+        for where, tool, why in placed:
             if tool is not None and tool not in commands:
                 raise _problem(
                     "action_not_command",
-                    f'ground_truth.{where}: tool "{tool}" is not in command_tools, {why[kind]}'
-                    f"{suggestion(tool, commands)}",
+                    f'ground_truth.{where}: tool "{tool}" is not in command_tools, {why}{suggestion(tool, commands)}',
                 )
         return self
 
