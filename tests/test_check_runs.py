@@ -426,6 +426,19 @@ def test_runs_whose_final_has_no_success_eval_are_named_incomplete_by_check_and_
         assert statuses.count("incomplete") == len(runs) - 2 and statuses.count("invalid_scenario") == 1
 
 
+def test_imported_runs_whose_source_recorded_no_outcome_are_not_blamed_on_a_harness(tmp_path):
+    """An importer writes no success_eval where its source records no outcome (an OpenTelemetry
+    trace, an unscored inspect sample): those runs are incomplete by design, and --strict stays 0."""
+    write_corpus(tmp_path)
+    for run in tmp_path.glob("*.jsonl"):
+        records = [json.loads(line) for line in run.read_text().splitlines()]
+        records[0]["versions"] = {"importer": "otel/1"}
+        records[-1].pop("success_eval")
+        run.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = check(tmp_path, "--strict")
+    assert result.exit_code == 0 and result.stdout == ""
+
+
 def test_an_approval_tool_among_the_commands_that_no_action_names_is_said_to_count_as_extraneous(tmp_path):
     """Asking before deploying is the procedure; with the asking tool a command no action names, each
     ask is an extraneous command, and a run that asks scores below one that does not."""

@@ -24,7 +24,6 @@ from typing import Any
 from evalkit.engines.observed import Finding, Observed, findings, near, where
 from evalkit.engines.sources import expand_paths
 from evalkit.errors import InputError
-from evalkit.scoring.status import run_status
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.input_files import open_regular, shown_name
 from evalkit.trajectory.reader import _Builder
@@ -188,7 +187,7 @@ class _Checker:
         if group is None:
             group = self._group(shown, meta_line, meta_raw, scenario, beside_file)
             self.groups[scenario.content_hash] = group
-        group.seen.add_run(traj.meta.tool_surface, traj.tool_calls(), traj.final, run_status(traj))
+        group.seen.add_run(traj)
 
     def _embedded_ok(self, shown: str, lineno: int, line: bytes, meta: Any) -> bool:
         """Every problem of a run's embedded scenario (the reader would stop at the first)."""

@@ -34,6 +34,7 @@ from operator import attrgetter
 from typing import Any
 
 from evalkit.scoring.args import args_test, rules_of
+from evalkit.scoring.status import run_status
 from evalkit.trajectory.values import match_key
 
 KNOWN_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not_in", "contains", "not_contains", "in_reply", "matches")
@@ -133,10 +134,11 @@ class Observed:
             self._by_tool.setdefault(expect.tool, []).append(i)
         self._matched: set[str] = set()  # tools whose required actions are all matched already
 
-    def add_run(self, tool_surface: list[str] | None, tool_calls: Iterable[Any], final: Any, status: str) -> None:
-        """One run: its ``meta.tool_surface``, its tool calls (``name``, ``args``, ``result``), its
-        ``final`` record (or None) and the status the scorer gives it
-        (:func:`evalkit.scoring.status.run_status`)."""
+    def add_run(self, traj: Any) -> None:
+        """One run (a :class:`~evalkit.trajectory.records.Trajectory`): its ``meta.tool_surface``, its
+        tool calls (``name``, ``args``, ``result``), its ``final`` record and the status the scorer
+        gives it."""
+        tool_surface, tool_calls, final = traj.meta.tool_surface, traj.tool_calls(), traj.final
         self.runs += 1
         if tool_surface:
             self.surface.update(tool_surface)
@@ -179,8 +181,12 @@ class Observed:
                         self.hit[i] = True
                 if all(self.hit[i] for i in todo):
                     self._matched.add(name)
-        if status == "incomplete" and final is not None and final.reason not in _HARNESS_FAILED:
-            self.unevaluated += 1  # a final record without success_eval
+        if final is not None and final.reason not in _HARNESS_FAILED and run_status(traj) == "incomplete":
+            # a final record without success_eval, from the user's harness (an importer writes none
+            # where its source records no outcome, as docs/importers.md says)
+            versions = traj.meta.versions
+            if not (isinstance(versions, dict) and "importer" in versions):
+                self.unevaluated += 1
         success = getattr(final, "success_eval", None)
         if success is not None:
             self.success_runs += 1

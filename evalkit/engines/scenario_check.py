@@ -55,8 +55,6 @@ class Noting:
         self.observed: dict[str, tuple[Any, str, str | None]] = {}
 
     def add(self, traj: Any, shown: str, source: str | None) -> None:
-        from evalkit.scoring.status import run_status  # loaded by then: the worker scored the run
-
         scenario = traj.meta.scenario
         key = scenario.content_hash
         noted = self.observed.get(key)
@@ -64,7 +62,7 @@ class Noting:
             from evalkit.engines.observed import Observed
 
             noted = self.observed[key] = (Observed(scenario), shown, source)
-        noted[0].add_run(traj.meta.tool_surface, traj.tool_calls(), traj.final, run_status(traj))
+        noted[0].add_run(traj)
 
     def seen(self, token: str | None = None) -> dict[str, Seen]:
         """The batch's notes; with ``token``, less what this process sent before for it."""
