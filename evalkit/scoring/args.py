@@ -2,8 +2,9 @@
 
 A rule has a **selection** and per-key **comparisons** (docs/scenarios.md):
 
-* selection, one of: ``mode`` ``exact`` (the same keys, every value equal; the default), ``contains``
-  (every expected key present and equal, extra keys allowed), ``within`` (every key of the call is
+* selection, one of: ``mode`` ``exact`` (the same keys, every value equal; the default of a
+  required action), ``contains`` (every expected key present and equal, extra keys allowed; the
+  default of an optional, forbidden or gated action and of an approval), ``within`` (every key of the call is
   an expected key and equal, expected keys may be missing), ``ignore`` (the tool name alone); or
   ``keys``: compare only these keys (dotted paths walk into objects), a key absent on both sides is
   equal, absent on one side is a mismatch.
@@ -175,8 +176,9 @@ class Rule:
 PLAIN = Rule()
 
 
-def resolve(levels: Iterable[Any]) -> Rule:
-    """The rule of ``levels`` (``ArgsRule`` models or None), most specific first."""
+def resolve(levels: Iterable[Any], selection: str = "exact") -> Rule:
+    """The rule of ``levels`` (``ArgsRule`` models or None), most specific first; ``selection`` is the
+    mode when no level sets ``mode`` or ``keys``."""
     mode: str | None = None
     keys: tuple[str, ...] | None = None
     selected = False
@@ -190,7 +192,7 @@ def resolve(levels: Iterable[Any]) -> Rule:
             keys = tuple(level.keys) if level.keys is not None else None
         for key, raw in (level.compare or {}).items():
             compare.setdefault(key, Compare.of(raw))
-    return Rule(mode or "exact", keys, tuple(sorted(compare.items())))
+    return Rule(mode or selection, keys, tuple(sorted(compare.items())))
 
 
 def _get(args: Any, path: str) -> Any:
@@ -411,11 +413,15 @@ class Catalog:
         default = gt.args_match
         tools = (default.tools or {}) if default is not None else {}
 
-        def expect(action: Any, wildcard_ok: bool = True) -> Expect:
-            rule = resolve([action.args_match, tools.get(action.tool), default]) if action.tool is not None else PLAIN
-            return Expect(action, rule, wildcard_ok)
+        def expect(action: Any, required: bool = False) -> Expect:
+            # a required action says what the call is; any other action's args name what makes a
+            # call that action (a call with more arguments is still it): ``contains`` unless set
+            selection = "exact" if required else "contains"
+            levels = [action.args_match, tools.get(action.tool), default]
+            rule = resolve(levels, selection) if action.tool is not None else PLAIN
+            return Expect(action, rule, wildcard_ok=not required)
 
-        required = [expect(a, wildcard_ok=False) for _, _, a in scenario.required()]
+        required = [expect(a, required=True) for _, _, a in scenario.required()]
         gates = [
             Gate(
                 i,

@@ -459,7 +459,8 @@ class Scenario(_Open):
             gt.args_match is None
             and not gt.gated_actions
             and all(a.args_match is None for a in listed)
-            and not any(a.wildcard for a in gt.optional_actions + gt.forbidden_actions)
+            # an optional or forbidden tool action matches by ``contains``, never by its key alone
+            and all(a.tool is None for a in gt.optional_actions + gt.forbidden_actions)
         )
         return ScenarioIndex(
             required=required,
