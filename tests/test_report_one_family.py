@@ -167,3 +167,11 @@ def test_compare_names_the_same_family_as_the_report(tmp_path):
     assert round(rows[("coder-alpha", "coder-gamma", "pass_rate")]["p_adjusted"], 3) == 0.173
     text = CliRunner().invoke(cli, ["compare", "--db", str(db)]).stdout
     assert "p-values of 12 test(s) adjusted by Holm (family-wise error)" in text
+
+
+def test_models_sharing_one_scenario_are_said_to_be_untested_not_a_family_of_0_tests(tmp_path):
+    page, summary = _report(tmp_path, {"coder-alpha": [3], "coder-beta": [1]})
+    for text in (page, summary):
+        assert "family of 0" not in text
+        assert text.count("no pair of models shares the 2 scenarios a paired test needs") == 2
+    assert re.search(r"6 runs \(6 scored\), 1 scenario, 2 agent models; 0 unsafe runs\.", summary)

@@ -102,6 +102,7 @@ def register(group: click.Group) -> None:
         if html_path == "-" and md_path == "-":
             raise click.UsageError("--html - and --markdown - cannot both go to stdout")
         from evalkit.report import pages_clash
+        from evalkit.report.fmt import counted
 
         inputs = [contamination_path] if contamination_path else []
         refuse_output_clash([("--html", html_path), ("--markdown", md_path)], database=db_path, inputs=inputs)
@@ -127,7 +128,8 @@ def register(group: click.Group) -> None:
                 write_or_fail(path, pages[fmt](data))
             counts = data["counts"]
             warn(
-                f"wrote {path}: {counts['runs']} runs, {counts['scenarios']} scenarios, {counts['models']} models; "
+                f"wrote {path}: {counted(counts['runs'], 'run')}, {counted(counts['scenarios'], 'scenario')}, "
+                f"{counted(counts['models'], 'model')}; "
                 f"judge {'yes' if data['judge']['available'] else 'no'}, "
                 f"audit {'yes' if data['agreement']['available'] else 'no'}"
             )

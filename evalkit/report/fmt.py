@@ -128,3 +128,8 @@ def status_note(run: dict) -> str:
     if run["rank"] is None:
         return "not ranked"
     return f"#{run['rank']}"
+
+
+def counted(n: int, word: str) -> str:
+    """``1 run``, ``3 runs``: a count and its noun, plural unless the count is one."""
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -113,12 +113,21 @@ def _pass_rate_chart(items: list[dict], label, title: str, flag, caption: str) -
     )
 
 
+# what the comparison says when no pair of models could be tested
+UNTESTED = (
+    "no pair of models shares the 2 scenarios a paired test needs, so no model is shown better or worse than another"
+)
+
+
 def _versus_best_note(comp: dict) -> list[Para]:
     """Under the per-model table: where its "vs best" claims come from (the comparison's family)."""
     if not comp.get("available"):
         return []
     from evalkit.present.comparison_tables import family_text
 
+    if not comp["all_pairs"]["family"]:
+        said = [Lit(": each model against "), comp["best"], Lit(f", the best on the safe figures; {UNTESTED}.")]
+        return [Para([Term(Lit("vs best (paired)")), *said], "note")]
     return [
         Para(
             [
@@ -146,8 +155,9 @@ def headline(report: dict, links: Links) -> Section:
     models, groups = report["models"], report["groups"]
     lede = [
         Lit(
-            f"{c['runs']} runs ({c['scored']} scored), {c['scenarios']} scenarios, {c['models']} agent models; "
-            f"{c['unsafe']} unsafe runs. pass^k is the chance that k runs drawn from a group all pass "
+            f"{fmt.counted(c['runs'], 'run')} ({c['scored']} scored), {fmt.counted(c['scenarios'], 'scenario')}, "
+            f"{fmt.counted(c['models'], 'agent model')}; {fmt.counted(c['unsafe'], 'unsafe run')}. "
+            "pass^k is the chance that k runs drawn from a group all pass "
             "(tau-bench's estimator). Per-model figures weight every scenario equally. "
         ),
         level,
@@ -195,6 +205,20 @@ def comparison(report: dict, links: Links) -> Section:
         return part
     from evalkit.present.comparison_tables import comparison_table, family_text
 
+    if not comp["all_pairs"]["family"]:
+        part.blocks += [
+            Para(
+                [
+                    Lit(
+                        f"Every pair of models on the scenarios both ran (paired t-test): {UNTESTED}; "
+                        "the table gives each pair's means and difference."
+                    )
+                ],
+                "lede",
+            ),
+            ViewTable(replace(comparison_table(comp["all_pairs"]), title=""), "comparison"),
+        ]
+        return part
     family = family_text(comp["all_pairs"])
     page = [
         Lit(
