@@ -507,3 +507,30 @@ def test_a_problem_in_the_second_scenario_of_a_toml_file_is_placed_in_that_scena
         f"{path}:{at}: scenario.ground_truth.procedure[0].actions[0]: "
         'tool "y" is not in command_tools, so no call can ever match it'
     )
+
+
+def test_an_approval_no_call_gives_names_what_the_results_hold(tmp_path):
+    # every run's tests report {"passed": true, "failed": 0} or a failure: none reports 2 failures
+    def edit(s):
+        s["ground_truth"]["gated_actions"][0]["approval"]["result"] = {"passed": True, "failed": 2}
+
+    result, path = corpus_with(tmp_path, edit)
+    assert only_line(result) == (
+        f"{path}:{line_of(path, 'run_tests', after='approval')}: warning: scenario.ground_truth.gated_actions[0]."
+        'approval: none of the 6 call(s) of "run_tests" in the 6 runs is this approval, so every gated command is '
+        'unapproved: no result of the 6 that match its arguments holds {"failed": 2, "passed": true}; they hold '
+        '"passed": true (5), false (1); "failed": 0 (5), 1 (1)'
+    )
+    assert check(tmp_path, "--strict").exit_code == 2
+
+
+def test_an_approval_whose_arguments_no_call_has_is_named(tmp_path):
+    def edit(s):
+        approval = s["ground_truth"]["gated_actions"][0]["approval"]
+        approval["args"], approval["args_match"] = {"target": "test/"}, {"mode": "contains"}
+
+    result, _ = corpus_with(tmp_path, edit)
+    assert only_line(result).endswith(
+        'none of the 6 call(s) of "run_tests" in the 6 runs is this approval, so every gated command is '
+        "unapproved: no executed call's arguments match it"
+    )

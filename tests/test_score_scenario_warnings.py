@@ -146,3 +146,24 @@ def test_with_workers_the_parent_never_loads_the_scenario_model(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1] == "NOT LOADED"
     assert sum(": warning: scenario." in line for line in done.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_score_names_an_approval_no_call_gives_with_counts_over_every_batch(tmp_path, workers):
+    # the harness reports a passing test run as the text "true"; the scenario says "True"
+    def edit(s):
+        s["ground_truth"]["gated_actions"][0]["approval"]["result"] = {"passed": "True"}
+
+    path = big_corpus(tmp_path, mistaken(edit))
+    for run in tmp_path.glob("*.jsonl"):
+        run.write_text(run.read_text().replace('"passed": true, "failed"', '"passed": "true", "failed"'))
+    result = score(tmp_path, "--workers", workers)
+    assert result.exit_code == 0, result.stderr
+    n = 6 * COPIES
+    assert scenario_warnings(result) == [
+        f"{path}:{line_of(path, 'run_tests', after='approval')}: warning: scenario.ground_truth.gated_actions[0]."
+        f'approval: none of the {n} call(s) of "run_tests" in the {n} runs is this approval, so every gated command '
+        f'is unapproved: no result of the {n} that match its arguments holds {{"passed": "True"}}; they hold '
+        f'"passed": "true" ({5 * COPIES}), false ({COPIES})'
+    ]
+    assert scenario_warnings(result) == CliRunner().invoke(cli, ["check", str(tmp_path)]).stdout.splitlines()

@@ -17,6 +17,8 @@ nothing the runs show needs the runs. Over all runs of one scenario, a finding i
 * a value whose JSON type never matches what the runs send for that key (``"true"`` where calls
   send ``true``), for every action, gate and approval, and the values of ``one_of``;
 * a required action that none of the calls of its tool matches, naming the keys no call agrees on;
+* an approval that no executed call of its tool gives (every gated command is then unapproved),
+  with what the results of the calls its arguments match hold under the keys of its ``result``;
 * a success variable the runs' ``success_eval`` never reports, and an operator that is neither a
   known one nor the one the runs report for that variable.
 
@@ -125,6 +127,11 @@ class Observed:
     variables: dict[str, set[Any]] = field(default_factory=dict)  # reported var -> ops
     hit: list[bool] = field(default_factory=list)  # per required action: some call matched it
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # required tool -> some calls' args
+    approved: list[bool] = field(default_factory=list)  # per gate: some executed call was its approval
+    # per gate: executed calls of its approval tool whose arguments match, and their results' values
+    # of each key the approval's result names (JSON text -> calls)
+    asked: list[int] = field(default_factory=list)
+    answers: list[dict[str, Counter]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._required = rules_of(self.scenario).required
@@ -133,6 +140,13 @@ class Observed:
         for i, expect in enumerate(self._required):
             self._by_tool.setdefault(expect.tool, []).append(i)
         self._matched: set[str] = set()  # tools whose required actions are all matched already
+        self._gates = rules_of(self.scenario).gates
+        self.approved = [False] * len(self._gates)
+        self.asked = [0] * len(self._gates)
+        self.answers = [{} for _ in self._gates]
+        self._gates_of: dict[str, list[int]] = {}
+        for i, gate in enumerate(self._gates):
+            self._gates_of.setdefault(gate.approval.tool, []).append(i)
 
     def add_run(self, traj: Any) -> None:
         """One run (a :class:`~evalkit.trajectory.records.Trajectory`): its ``meta.tool_surface``, its
@@ -147,6 +161,8 @@ class Observed:
         by_tool = self._by_tool
         for call in tool_calls:
             name, args, result = call.name, call.args, call.result
+            if name in self._gates_of and call.is_error is False:
+                self._ask(call)
             if not args and result is None and name not in by_tool:  # most reads, as scoring keeps them
                 continue
             if args:
@@ -194,6 +210,44 @@ class Observed:
                 if check.var is not None:
                     self.variables.setdefault(check.var, set()).add(check.op)
 
+    def _ask(self, call: Any) -> None:
+        """An executed call of an approval tool: which gates it approves, and for the others whose
+        arguments it matches, what its result says under the keys their ``result`` names."""
+        for i in self._gates_of[call.name]:
+            if self.approved[i]:
+                continue
+            gate = self._gates[i]
+            if gate.approves(call):
+                self.approved[i] = True
+            elif gate.approval.matches(call):
+                self.asked[i] += 1
+                if isinstance(gate.result, dict):
+                    said = _result_object(call.result)
+                    for key in gate.result:
+                        value = said.get(key, _ABSENT) if isinstance(said, dict) else _ABSENT
+                        self.answers[i].setdefault(key, Counter())[_shown(value)] += 1
+
+
+_ABSENT = object()
+
+
+def _result_object(result: Any) -> Any:
+    """A call's result as the gate reads it: JSON text is read as the value it holds."""
+    if isinstance(result, str) and result[:1] == "{":
+        import json
+
+        try:
+            return json.loads(result)
+        except ValueError:
+            return result
+    return result
+
+
+def _shown(value: Any) -> str:
+    import json
+
+    return "absent" if value is _ABSENT else json.dumps(value, ensure_ascii=False, sort_keys=True)[:60]
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -217,6 +271,12 @@ def _q(text: str) -> str:
     import json
 
     return json.dumps(text, ensure_ascii=False)
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def findings(seen: Observed) -> list[Finding]:
@@ -425,6 +485,31 @@ def findings(seen: Observed) -> list[Finding]:
                 loc,
                 f'none of the {seen.calls[tool]} call(s) of "{tool}" in the {runs} matches this required action{why}',
                 _q(action.tool) if action.tool else None,
+            )
+        )
+
+    # -- approvals that no call gives ------------------------------------------------------------
+    for i, ((loc, ap), gate) in enumerate(zip(approvals, catalog.gates)):
+        if seen.approved[i] or not seen.calls.get(ap.tool):
+            continue
+        if any(f.loc[: len(loc)] == loc for f in out):  # a finding above already names why
+            continue
+        if not seen.asked[i]:
+            why = "no executed call's arguments match it"
+        else:
+            said = []
+            for key, values in seen.answers[i].items():
+                top = ", ".join(f"{v} ({c})" for v, c in sorted(values.items(), key=lambda vc: (-vc[1], vc[0]))[:3])
+                said.append(f"{_q(key)}: {top}")
+            why = f"no result of the {seen.asked[i]} that match its arguments holds {_json(gate.result)}" + (
+                f"; they hold {'; '.join(said)}" if said else ""
+            )
+        out.append(
+            Finding(
+                loc,
+                f'none of the {seen.calls[ap.tool]} call(s) of "{ap.tool}" in the {runs} is this approval, so every '
+                f"gated command is unapproved: {why}",
+                _q(ap.tool),
             )
         )
 

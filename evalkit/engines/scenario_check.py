@@ -20,11 +20,27 @@ no arguments, so their keys and value types are not compared (``evalkit check`` 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 # Observed's fields (evalkit.engines.observed), in the order ``Seen.state`` holds them
-FIELDS = ("runs", "calls", "surface", "args", "results", "success_runs", "variables", "hit", "samples", "unevaluated")
+FIELDS = (
+    "runs",
+    "calls",
+    "surface",
+    "args",
+    "results",
+    "success_runs",
+    "variables",
+    "hit",
+    "samples",
+    "unevaluated",
+    # per gate, each batch's own (merged by or, sum and sum)
+    "approved",
+    "asked",
+    "answers",
+)
 
 
 @dataclass(slots=True)
@@ -92,7 +108,7 @@ class Noting:
 
 def _copy(state: list[Any]) -> list[Any]:
     """A copy of a state that later batches' merges into it do not change."""
-    runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated = state
+    runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated, *gates = state
     return [
         runs,
         dict(calls),
@@ -104,12 +120,13 @@ def _copy(state: list[Any]) -> list[Any]:
         list(hit),
         {t: len(v) for t, v in samples.items()},  # sent: how many
         unevaluated,
+        *gates,
     ]
 
 
 def _unsent(state: list[Any], sent: list[Any], cap: int) -> list[Any]:
     """``state`` less what ``sent`` holds (the counts are the batch's own); ``sent`` updated."""
-    runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated = state
+    runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated, *gates = state
     new_surface = surface - sent[2]
     sent[2] |= new_surface
     new_variables = {}
@@ -137,6 +154,7 @@ def _unsent(state: list[Any], sent: list[Any], cap: int) -> list[Any]:
         new_hit,
         new_samples,
         unevaluated,
+        *gates,
     ]
 
 
@@ -166,7 +184,7 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         if mine.scenario is None:  # sent first in a batch later in input order (not from a local pool)
             mine.scenario, mine.run, mine.source = theirs.scenario, theirs.run, theirs.source
         a, b = mine.state, theirs.state
-        runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated = a
+        runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated, approved, asked, _ = a
         a[0] = runs + b[0]
         for tool, n in b[1].items():
             calls[tool] = calls.get(tool, 0) + n
@@ -179,6 +197,11 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
             variables.setdefault(var, set()).update(ops)
         if not all(hit):
             a[7] = [x or y for x, y in zip(hit, b[7])]
+        a[10] = [x or y for x, y in zip(approved, b[10])]
+        a[11] = [x + y for x, y in zip(asked, b[11])]
+        for mine_said, theirs_said in zip(a[12], b[12]):
+            for key, values in theirs_said.items():
+                mine_said.setdefault(key, Counter()).update(values)
         for tool, calls_args in b[8].items():
             kept = samples.setdefault(tool, [])
             if len(kept) < mine.sample_cap:
