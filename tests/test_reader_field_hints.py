@@ -29,3 +29,16 @@ def test_a_tool_call_with_its_name_under_another_key_says_which(tmp_path, key, h
     result = CliRunner().invoke(cli, ["score", str(run), "--no-db", "--format", "jsonl"])
     assert result.exit_code == 1
     assert result.stderr.splitlines()[0] == f"error: {run}:2: tool_call.name: Field required{hint}"
+
+
+def test_arguments_written_as_json_text_say_to_write_the_object(tmp_path):
+    run = tmp_path / "run.jsonl"
+    text_args = {"type": "tool_call", "name": "search", "args": json.dumps({"q": "mug"})}  # OpenAI's "arguments"
+    records = [META, text_args, {"type": "final", "reason": "agent_done"}]
+    run.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = CliRunner().invoke(cli, ["score", str(run), "--no-db", "--format", "jsonl"])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == (
+        f"error: {run}:2: tool_call.args: Input should be a valid dictionary "
+        "(it is JSON text: write the object itself, not its text)"
+    )

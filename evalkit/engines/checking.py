@@ -155,7 +155,7 @@ class _Checker:
             if beside is not None:
                 beside_file = beside[1]
                 self.scenario_file(beside_file)
-        builder = _Builder(path, report.warnings.append, scenarios=self.scenario_set)
+        builder = _Builder(path, report.warnings.append, scenarios=self.scenario_set, finding=report.findings.append)
         meta_raw: Any = None
         meta_line = (0, b"")
         try:

@@ -82,6 +82,11 @@ def _describe(exc: ValidationError, record_type: str, obj: Any) -> str:
         given = given or difflib.get_close_matches(field, [k for k in obj if isinstance(k, str)], 1, 0.75)
         if given:
             hint = f' (the record has "{given[0]}": write it as "{field}")'
+    elif err["type"] == "dict_type" and len(err["loc"]) == 1 and isinstance(obj, dict):
+        given = obj.get(field)
+        if isinstance(given, str) and given.lstrip()[:1] == "{":
+            # OpenAI-style function calls carry their arguments as JSON text
+            hint = " (it is JSON text: write the object itself, not its text)"
     return f"{where}: {err['msg']}{hint}{more}"
 
 
@@ -117,11 +122,15 @@ class _Builder:
         compact: bool = False,
         may_overflow: bool = True,
         scenarios: ScenarioSet | None = None,
+        finding: Warn | None = None,
     ):
+        # ``finding``: where a note on what the recording says against itself goes (``evalkit check``
+        # counts it as a warning); ``warn`` when not given
         # ``source``: the file's real name, for what is looked up beside it; ``path``: the name as
         # the card, the errors and the warnings show it (input_files.shown_name)
         self.source, self.path = path, shown_name(path)
         self.warn, self.compact = warn, compact
+        self.finding = finding or warn
         self.scenarios = scenarios
         self.may_overflow = may_overflow
         self.bundle: BundleBuilder | None = None
@@ -238,6 +247,10 @@ class _Builder:
                     f"line {self.harness_error_line} (expected 'harness_error')",
                 )
             self.final = record
+            if self.finding and record.success_eval is not None and not _imported(self.meta):
+                said = contradiction(record.success_eval)
+                if said:
+                    self.finding(f"{path}:{lineno}: warning: {said}")
 
     def finish(self) -> Trajectory:
         if not self.seen_any:
@@ -276,6 +289,40 @@ class _Builder:
         _set(traj, "__pydantic_extra__", None)
         _set(traj, "__pydantic_private__", None)
         return traj
+
+
+def _imported(meta: Meta | None) -> bool:
+    """A run an importer wrote: its success_eval follows its source's own success test."""
+    versions = meta.versions if meta is not None else None
+    return isinstance(versions, dict) and "importer" in versions
+
+
+def contradiction(success: Any) -> str | None:
+    """What a harness's ``success_eval`` says against itself, or None: ``all_passed`` true while a
+    check failed, or false while every check (one at least) passed. The run's pass is
+    ``all_passed`` either way; the end state is the share of checks passed."""
+    failed = [f"final_state[{i}] ({_check_text(c)})" for i, c in enumerate(success.final_state) if not c.passed]
+    failed += [f"ecam_clear_of[{i}] ({c.message})" for i, c in enumerate(success.ecam_clear_of) if not c.clear]
+    checks = len(success.final_state) + len(success.ecam_clear_of)
+    if success.all_passed and failed:
+        more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
+        return (
+            f"final.success_eval.all_passed is true, but {failed[0]}{more} failed: the run counts as passed "
+            "(all_passed decides the pass; the end state is the share of checks passed)"
+        )
+    if not success.all_passed and checks and not failed:
+        return (
+            f"final.success_eval.all_passed is false, but {'its one check' if checks == 1 else f'all {checks} checks'} "
+            "passed: the run counts as failed (all_passed decides the pass)"
+        )
+    return None
+
+
+def _check_text(check: Any) -> str:
+    from evalkit.trajectory.values import canonical_json
+
+    value = canonical_json(check.value)
+    return f"{check.var} {check.op} {value if len(value) <= 40 else value[:39] + '…'}"
 
 
 _TRAJECTORY_FIELDS = tuple(Trajectory.model_fields)
