@@ -199,3 +199,43 @@ def test_jsonl_with_a_raw_line_separator_in_a_string_and_crlf_line_ends(tmp_path
     db = tmp_path / "e.db"
     import_ratings(db, f)
     assert rows(db) == [("a\u2028b", "bob", "human", "d", "1", None), ("c", "bob", "human", "d", "2", None)]
+
+
+def test_a_label_written_in_another_case_in_the_same_file_is_an_error_naming_both_lines(tmp_path):
+    f = tmp_path / "r.csv"
+    f.write_text(LONG_HEADER + "r1,dana,human,outcome,pass\nr2,dana,human,outcome,fail\nr3,dana,human,outcome,Pass \n")
+    db = tmp_path / "e.db"
+    res = invoke("annotations", "import", str(f), "--db", str(db))
+    assert res.exit_code == 1 and not db.exists()
+    assert res.output.strip() == (
+        f'error: {f}:4: outcome: "Pass" is "pass" written another way (line 2): a label is one string, so write it one way'
+    )
+
+
+def test_a_label_the_database_holds_another_way_is_an_error_and_nothing_is_written(tmp_path):
+    db, _ = import_text(tmp_path, "judge.csv", LONG_HEADER + "r1,gpt,judge,outcome,pass\n")
+    f = tmp_path / "human.csv"
+    f.write_text(LONG_HEADER + "r1,dana,human,outcome,PASS\n")
+    res = invoke("annotations", "import", str(f), "--db", str(db))
+    assert res.exit_code == 1 and len(rows(db)) == 1
+    assert '"PASS" is "pass" written another way (as the database already holds it)' in res.output
+    # another dimension may spell it its own way: labels are compared within a dimension
+    g = tmp_path / "g.csv"
+    g.write_text(LONG_HEADER + "r1,dana,human,verdict,PASS\n")
+    assert invoke("annotations", "import", str(g), "--db", str(db)).exit_code == 0
+
+
+def test_items_that_are_not_runs_of_a_database_with_runs_are_named_with_the_run_they_mean(tmp_path):
+    db = tmp_path / "e.db"
+    examples = Path(__file__).resolve().parent.parent / "examples" / "support"
+    assert invoke("score", str(examples), "--db", str(db), "--format", "jsonl").exit_code == 0
+    f = tmp_path / "human.csv"
+    f.write_text("run_id,outcome\nsupport-gpt-x-good,pass\nsupport-gpt-x-wrong-amount.jsonl,fail\n")
+    res = CliRunner().invoke(cli, ["annotations", "import", str(f), "--db", str(db), "--rater", "dana"])
+    assert res.exit_code == 0
+    assert res.stderr.strip() == (
+        f'warning: 1 of the 2 items is not a run in {db}: "support-gpt-x-wrong-amount.jsonl" (did you mean '
+        '"support-gpt-x-wrong-amount"?); its ratings are stored, and the audit compares them with other raters '
+        "of the same items only"
+    )
+    assert len(rows(db)) == 2

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -169,8 +169,16 @@ def _row(path: str, line: int, data: dict[str, Any]) -> RatingRow:
 # parsing
 
 
-def read_rating_file(path: str | Path, rater: str | None = None, kind: str | None = None) -> list[RatingRow]:
-    """Parse and validate a whole rating file; raise InputError(path, line, ...) on the first problem."""
+def read_rating_file(
+    path: str | Path,
+    rater: str | None = None,
+    kind: str | None = None,
+    stored: Callable[[set[str]], dict[str, set[str]]] | None = None,
+) -> list[RatingRow]:
+    """Parse and validate a whole rating file; raise InputError(path, line, ...) on the first problem.
+    A label that differs from another of the same dimension only in case or spacing is an error
+    (``"Pass"`` against ``"pass"`` would count as a disagreement): against the file's own labels
+    and the ones ``stored`` gives for the file's dimensions (what the database holds)."""
     p = Path(path)
     name = str(path)
     text = read_text(name)  # only a regular file, within the size limit; bad UTF-8 names its line
@@ -192,7 +200,32 @@ def read_rating_file(path: str | Path, rater: str | None = None, kind: str | Non
                 f"(first at line {seen[key]})",
             )
         seen[key] = line
+    _one_spelling(name, rows, stored({r.dimension for _, r in rows}) if stored is not None else {})
     return [r for _, r in rows]
+
+
+def _one_spelling(name: str, rows: list[tuple[int, RatingRow]], stored: dict[str, set[str]]) -> None:
+    """Each string label of a dimension written one way (see :func:`read_rating_file`)."""
+    spelt: dict[tuple[str, str], tuple[str, int | None]] = {}  # (dimension, folded) -> (label, line)
+    for dimension, labels in stored.items():
+        for label in sorted(labels):
+            spelt.setdefault((dimension, _folded(label)), (label, None))
+    for line, row in rows:
+        if not isinstance(row.value, str):
+            continue
+        first = spelt.setdefault((row.dimension, _folded(row.value)), (row.value, line))
+        if first[0] != row.value:
+            where = f"line {first[1]}" if first[1] is not None else "as the database already holds it"
+            raise InputError(
+                name,
+                line,
+                f'{row.dimension}: "{row.value}" is "{first[0]}" written another way ({where}): '
+                "a label is one string, so write it one way",
+            )
+
+
+def _folded(label: str) -> str:
+    return " ".join(label.casefold().split())
 
 
 def _fill(data: dict[str, Any], rater: str | None, kind: str | None) -> dict[str, Any]:
@@ -307,6 +340,8 @@ class ImportSummary:
     dimensions: tuple[str, ...]
     what: str = "ratings"  # or "pairwise verdicts"
     item_word: str = "items"  # or "pairs"
+    not_runs: tuple[str, ...] = ()  # items that are not runs of a database that holds runs
+    runs: tuple[str, ...] = ()  # the database's runs, when some items are not among them
 
 
 def import_ratings(
@@ -330,15 +365,21 @@ def import_ratings(
             what="pairwise verdicts",
             item_word="pairs",
         )
-    rows = read_rating_file(file, rater=rater, kind=kind)
+    from evalkit.db.ratings import stored_labels, stored_runs
+
+    rows = read_rating_file(file, rater=rater, kind=kind, stored=lambda dims: stored_labels(db_path, dims))
     source = str(file)
+    runs = stored_runs(db_path)
+    items = sorted({r.item_id for r in rows})
     write_ratings(db_path, rows, source)
     return ImportSummary(
         source=source,
         rows=len(rows),
-        items=len({r.item_id for r in rows}),
+        items=len(items),
         raters=tuple(sorted({r.rater for r in rows})),
         dimensions=tuple(sorted({r.dimension for r in rows})),
+        not_runs=tuple(i for i in items if i not in runs) if runs else (),
+        runs=tuple(sorted(runs)) if runs and any(i not in runs for i in items) else (),
     )
 
 
@@ -389,3 +430,30 @@ def collect_ratings(stored: Iterable[Rating], judge_values: Iterable[Any]) -> li
         else:
             out.extend(rated[k] for k in sorted(rated))
     return out
+
+
+NOT_RUNS_NAMED = 5  # item ids a note names before "and N more"
+
+
+def not_runs_note(summary: ImportSummary, db_path: str | Path) -> str | None:
+    """One line on the imported items that are not runs of a database that holds runs (None when
+    every item is one): how many, which, and the run each most likely means."""
+    import difflib
+
+    missing = summary.not_runs
+    if not missing:
+        return None
+    named = []
+    for item in missing[:NOT_RUNS_NAMED]:
+        stem = re.sub(r"\.(jsonl|json)$", "", Path(item).name)
+        guess = stem if stem != item and stem in summary.runs else None
+        guess = guess or next(iter(difflib.get_close_matches(item, summary.runs, 1, 0.8)), None)
+        named.append(f'"{item}"' + (f' (did you mean "{guess}"?)' if guess else ""))
+    rest = len(missing) - len(named)
+    n = summary.items
+    return (
+        f"warning: {len(missing)} of the {n} item{'s' if n != 1 else ''} {'is' if len(missing) == 1 else 'are'} "
+        f"not a run in {db_path}: {', '.join(named)}{f' and {rest} more' if rest else ''}; "
+        f"{'its' if len(missing) == 1 else 'their'} ratings are stored, and the audit compares them with "
+        "other raters of the same items only"
+    )

@@ -122,13 +122,15 @@ def register(group: click.Group) -> None:
         accepted too. The whole file is checked first: a bad file writes nothing and exits 1 with
         one line naming the file and line. Re-importing replaces the same ratings.
         """
-        from evalkit.agreement.ratings import import_ratings
+        from evalkit.agreement.ratings import import_ratings, not_runs_note
         from evalkit.errors import InputError
 
         try:
             s = import_ratings(db_path, file, rater=rater, kind=kind)
         except InputError as exc:
             fail(str(exc))
+        if note := not_runs_note(s, db_path):
+            warn(sanitize(note))
         click.echo(
             sanitize(
                 f"imported {s.rows} {s.what} from {s.source}: {s.items} {s.item_word}, raters {', '.join(s.raters)}, "

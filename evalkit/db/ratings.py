@@ -73,3 +73,35 @@ def read_ratings(db: Database, kind: str | None = None) -> list[Rating]:
         )
         for r in db.rows(sql + " ORDER BY item_id, rater, dimension", args)
     ]
+
+
+def stored_labels(path: str | os.PathLike[str], dimensions: Iterable[str]) -> dict[str, set[str]]:
+    """The string labels stored for each of ``dimensions`` (imported ratings and judge values), for
+    a file about to be imported to be checked against; {} when the database does not exist yet."""
+    from evalkit.db.connect import open_readonly
+
+    if not os.path.exists(path):
+        return {}
+    wanted = json.dumps(sorted(set(dimensions)))
+    out: dict[str, set[str]] = {}
+    with open_readonly(path) as db:
+        for table in ("ratings", "annotation_values"):
+            sql = (
+                f"SELECT DISTINCT dimension, value FROM {table} "
+                "WHERE dimension IN (SELECT value FROM json_each(?)) AND value LIKE '\"%'"
+            )
+            for dimension, value in db.tuples(sql, [wanted]):
+                label = label_value(value)
+                if isinstance(label, str):
+                    out.setdefault(dimension, set()).add(label)
+    return out
+
+
+def stored_runs(path: str | os.PathLike[str]) -> set[str]:
+    """The run ids the database holds scorecards for (none when it does not exist yet)."""
+    from evalkit.db.connect import open_readonly
+
+    if not os.path.exists(path):
+        return set()
+    with open_readonly(path) as db:
+        return {r[0] for r in db.tuples("SELECT run_id FROM scorecards")}
