@@ -208,7 +208,7 @@ def test_a_label_written_in_another_case_in_the_same_file_is_an_error_naming_bot
     res = invoke("annotations", "import", str(f), "--db", str(db))
     assert res.exit_code == 1 and not db.exists()
     assert res.output.strip() == (
-        f'error: {f}:4: outcome: "Pass" is "pass" written another way (line 2): a label is one string, so write it one way'
+        f'error: {f}:4: outcome: "Pass" is "pass" written another way (line 2): a label compares as written, so write it one way'
     )
 
 
@@ -239,3 +239,15 @@ def test_items_that_are_not_runs_of_a_database_with_runs_are_named_with_the_run_
         "of the same items only"
     )
     assert len(rows(db)) == 2
+
+
+def test_a_number_written_as_text_where_the_judges_wrote_the_number_is_an_error(tmp_path):
+    db, _ = import_text(tmp_path, "judge.csv", LONG_HEADER + "r1,gpt,judge,safety,3\n")
+    f = tmp_path / "human.jsonl"
+    f.write_text('{"item_id": "r1", "rater": "dana", "dimension": "safety", "value": "3"}\n')
+    res = invoke("annotations", "import", str(f), "--db", str(db))
+    assert res.exit_code == 1 and len(rows(db)) == 1
+    assert res.output.strip() == (
+        f'error: {f}:1: safety: "3" is 3 written another way (as the database already holds it): '
+        "a label compares as written, so write it one way"
+    )

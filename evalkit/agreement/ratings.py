@@ -20,6 +20,7 @@ same ``(item_id, rater, dimension)``.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -173,12 +174,13 @@ def read_rating_file(
     path: str | Path,
     rater: str | None = None,
     kind: str | None = None,
-    stored: Callable[[set[str]], dict[str, set[str]]] | None = None,
+    stored: Callable[[set[str]], dict[str, set[Any]]] | None = None,
 ) -> list[RatingRow]:
     """Parse and validate a whole rating file; raise InputError(path, line, ...) on the first problem.
-    A label that differs from another of the same dimension only in case or spacing is an error
-    (``"Pass"`` against ``"pass"`` would count as a disagreement): against the file's own labels
-    and the ones ``stored`` gives for the file's dimensions (what the database holds)."""
+    A label that means another of the same dimension but is written another way is an error
+    (``"Pass"`` against ``"pass"``, ``"3"`` against ``3``: it would count as a disagreement): against
+    the file's own labels and the ones ``stored`` gives for the file's dimensions (what the
+    database holds)."""
     p = Path(path)
     name = str(path)
     text = read_text(name)  # only a regular file, within the size limit; bad UTF-8 names its line
@@ -204,28 +206,41 @@ def read_rating_file(
     return [r for _, r in rows]
 
 
-def _one_spelling(name: str, rows: list[tuple[int, RatingRow]], stored: dict[str, set[str]]) -> None:
-    """Each string label of a dimension written one way (see :func:`read_rating_file`)."""
-    spelt: dict[tuple[str, str], tuple[str, int | None]] = {}  # (dimension, folded) -> (label, line)
+def _one_spelling(name: str, rows: list[tuple[int, RatingRow]], stored: dict[str, set[Any]]) -> None:
+    """Each label of a dimension written one way (see :func:`read_rating_file`)."""
+    spelt: dict[tuple[str, Any], tuple[Any, int | None]] = {}  # (dimension, label's sense) -> (label, line)
     for dimension, labels in stored.items():
-        for label in sorted(labels):
-            spelt.setdefault((dimension, _folded(label)), (label, None))
+        for label in sorted(labels, key=repr):
+            spelt.setdefault((dimension, _sense(label)), (label, None))
     for line, row in rows:
-        if not isinstance(row.value, str):
-            continue
-        first = spelt.setdefault((row.dimension, _folded(row.value)), (row.value, line))
-        if first[0] != row.value:
+        first = spelt.setdefault((row.dimension, _sense(row.value)), (row.value, line))
+        if first[0] != row.value or type(first[0]) is not type(row.value):
             where = f"line {first[1]}" if first[1] is not None else "as the database already holds it"
             raise InputError(
                 name,
                 line,
-                f'{row.dimension}: "{row.value}" is "{first[0]}" written another way ({where}): '
-                "a label is one string, so write it one way",
+                f"{row.dimension}: {json.dumps(row.value)} is {json.dumps(first[0])} written another way ({where}): "
+                "a label compares as written, so write it one way",
             )
 
 
-def _folded(label: str) -> str:
-    return " ".join(label.casefold().split())
+def _sense(label: Any) -> tuple[str, Any]:
+    """What a label means, whatever its spelling: a number (``3``, ``"3"``, ``"3.0"``), a boolean
+    (``true``, ``"True"``) or a string up to case and spacing."""
+    if isinstance(label, bool):
+        return ("boolean", label)
+    if isinstance(label, (int, float)):
+        return ("number", label)
+    folded = " ".join(str(label).casefold().split())
+    if folded in ("true", "false"):
+        return ("boolean", folded == "true")
+    try:
+        number = parse_cell(folded)
+    except ValueError:
+        number = None
+    if isinstance(number, (int, float)):
+        return ("number", number)
+    return ("string", folded)
 
 
 def _fill(data: dict[str, Any], rater: str | None, kind: str | None) -> dict[str, Any]:

@@ -75,24 +75,21 @@ def read_ratings(db: Database, kind: str | None = None) -> list[Rating]:
     ]
 
 
-def stored_labels(path: str | os.PathLike[str], dimensions: Iterable[str]) -> dict[str, set[str]]:
-    """The string labels stored for each of ``dimensions`` (imported ratings and judge values), for
-    a file about to be imported to be checked against; {} when the database does not exist yet."""
+def stored_labels(path: str | os.PathLike[str], dimensions: Iterable[str]) -> dict[str, set[Any]]:
+    """The labels stored for each of ``dimensions`` (imported ratings and judge values), for a file
+    about to be imported to be checked against; {} when the database does not exist yet."""
     from evalkit.db.connect import open_readonly
 
     if not os.path.exists(path):
         return {}
     wanted = json.dumps(sorted(set(dimensions)))
-    out: dict[str, set[str]] = {}
+    out: dict[str, set[Any]] = {}
     with open_readonly(path) as db:
         for table in ("ratings", "annotation_values"):
-            sql = (
-                f"SELECT DISTINCT dimension, value FROM {table} "
-                "WHERE dimension IN (SELECT value FROM json_each(?)) AND value LIKE '\"%'"
-            )
+            sql = f"SELECT DISTINCT dimension, value FROM {table} WHERE dimension IN (SELECT value FROM json_each(?))"
             for dimension, value in db.tuples(sql, [wanted]):
                 label = label_value(value)
-                if isinstance(label, str):
+                if isinstance(label, (str, int, float)):
                     out.setdefault(dimension, set()).add(label)
     return out
 
