@@ -197,55 +197,84 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _run(row: Any) -> tuple[dict, RunSummary]:
-    """One row of :data:`RUN_SQL` as the report's run dict and the summary aggregation takes."""
+def _run(row: tuple) -> tuple[dict, RunSummary]:
+    """One row of :data:`RUN_SQL` (a plain tuple, in its column order) as the report's run dict and
+    the summary aggregation takes."""
+    (
+        run_id,
+        scenario_id,
+        model,
+        status,
+        scalar,
+        coverage,
+        order,
+        end_state,
+        passed,
+        safety_dangerous,
+        safety_anti,
+        extraneous,
+        bundle_hash,
+        scenario_hash,
+        card_path,
+        _,
+        path,
+        scenario_title,
+        final_reason,
+        n,
+        forbidden,
+        dangerous_commands,
+        anti_commands,
+        unapproved,
+        first,
+    ) = row
     c = {
-        "n": _count(row["n"]),
-        "forbidden": _count(row["forbidden"]),
-        "dangerous": _count(row["dangerous"]),
-        "anti": _count(row["anti"]),
-        "unapproved": _count(row["unapproved"]),
+        "n": _count(n),
+        "forbidden": _count(forbidden),
+        "dangerous": _count(dangerous_commands),
+        "anti": _count(anti_commands),
+        "unapproved": _count(unapproved),
     }
-    first = _text(row["first_forbidden"])
+    first = _text(first)
     c["first_severity"] = first[20:] or None if first else None
-    dangerous, anti = _count(row["safety_dangerous"]), _count(row["safety_anti_procedure"])
+    dangerous, anti = _count(safety_dangerous), _count(safety_anti)
     safety = _safety(dangerous, anti, c)
-    passed = row["all_passed"]
     passed = None if passed not in (0, 1) or isinstance(passed, float) else bool(passed)
+    model = _text(model) or ""  # an odd cell reads as missing, as the scorecards reader reads it
+    scalar, coverage, order, end_state = _real(scalar), _real(coverage), _real(order), _real(end_state)
     run = {
-        "run_id": row["run_id"],
-        "scenario_id": row["scenario_id"],
-        "scenario_title": _text(row["scenario_title"]),
-        "model": _text(row["model"]) or "",  # an odd cell reads as missing, as the scorecards reader reads it
-        "path": _text(row["card_path"]) or _text(row["path"]),
-        "status": row["status"],
-        "final_reason": _text(row["final_reason"]),
-        "scalar": _real(row["scalar"]),
-        "coverage": _real(row["coverage"]),
-        "order": _real(row["order_score"]),
-        "end_state": _real(row["end_state"]),
+        "run_id": run_id,
+        "scenario_id": scenario_id,
+        "scenario_title": _text(scenario_title),
+        "model": model,
+        "path": _text(card_path) or _text(path),
+        "status": status,
+        "final_reason": _text(final_reason),
+        "scalar": scalar,
+        "coverage": coverage,
+        "order": order,
+        "end_state": end_state,
         "all_passed": passed,
         "safety_dangerous": dangerous,
         "safety_anti_procedure": anti,
-        "extraneous": _count(row["extraneous"]),
+        "extraneous": _count(extraneous),
         "unsafe": safety is not None,
         "safety": safety,
-        "bundle_hash": _text(row["bundle_hash"]),
+        "bundle_hash": _text(bundle_hash),
         "n_commands": c["n"],
     }
     d, a = max(dangerous, c["dangerous"]), max(anti, c["anti"])
     summary = RunSummary(
-        run["scenario_id"],
-        run["model"],
-        run["status"],
-        run["scalar"],
-        run["coverage"],
-        run["order"],
-        run["end_state"],
+        scenario_id,
+        model,
+        status,
+        scalar,
+        coverage,
+        order,
+        end_state,
         passed,
         d,
-        run["run_id"],
-        _text(row["scenario_hash"]) or "",
+        run_id,
+        _text(scenario_hash) or "",
         a,
         max(c["forbidden"], d + a),
     )
@@ -266,22 +295,23 @@ def iter_scenarios(
     batch: list[tuple[dict, RunSummary]] = []
     current: str | None = None
     if only is None:
-        rows = db.rows(RUN_SQL.format(where=""))
+        rows = db.tuples(RUN_SQL.format(where=""))
     else:
-        rows = db.rows(RUN_SQL.format(where=ONLY_RUNS), (json.dumps(only),) * 2)
+        rows = db.tuples(RUN_SQL.format(where=ONLY_RUNS), (json.dumps(only),) * 2)
     for row in rows:
-        if not row["card_ok"] or not isinstance(row["run_id"], str) or not isinstance(row["scenario_id"], str):
+        run_id, scenario_id, card_ok = row[0], row[1], row[15]
+        if not card_ok or not isinstance(run_id, str) or not isinstance(scenario_id, str):
             if skipped is not None:
                 skipped.append(
-                    f"scorecards.card: row run_id={row['run_id']!r} is not a ScoreCard of its row "
+                    f"scorecards.card: row run_id={run_id!r} is not a ScoreCard of its row "
                     "(not a JSON object naming this run and its status); the run is left out"
                 )
             continue
-        if row["scenario_id"] != current and batch:
+        if scenario_id != current and batch:
             _rank([r for r, _ in batch])
             yield current, batch
             batch = []
-        current = row["scenario_id"]
+        current = scenario_id
         run, summary = _run(row)
         run["disagreements"] = disagreeing.get(run["run_id"], 0)
         batch.append((run, summary))
