@@ -42,6 +42,7 @@ CSS = """
 .drill .entry pre{margin:2px 0;white-space:pre-wrap;overflow-wrap:anywhere;font:12px ui-monospace,Menlo,monospace}
 .drill .missing{color:var(--bad);font-weight:700}
 .drill .extra{color:var(--warn);font-weight:700}
+.drill .near{color:var(--mute);font-size:12px}
 .drill .text{white-space:pre-wrap;overflow-wrap:anywhere}
 .drill .quote{margin:6px 0;padding:4px 10px;border-left:3px solid var(--line);white-space:pre-wrap}
 .drill table.checklist{table-layout:fixed;width:100%}
@@ -200,6 +201,10 @@ def _checklist(cl: dict) -> str:
     for b in cl["blocks"]:
         for a in b["actions"]:
             done = unknown or ('<span class="missing">missing</span>' if a["missing"] else t(_cmd(a["matched_by"])))
+            if a.get("nearest"):
+                near = a["nearest"]
+                said = "nearest: " + _cmd(near["command"]) + ": " + near["text"]
+                done += f'<div class="near">{t(said)}</div>'
             if a["repeated_by"]:
                 done += t("; repeated by " + ", ".join(_cmd(r) for r in a["repeated_by"]))
             rows.append(_row(t(b["block"]), a, done))

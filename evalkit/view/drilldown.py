@@ -248,13 +248,15 @@ def checklist(card: dict[str, Any], bundle: dict[str, Any]) -> dict[str, Any]:
         for action in map(_dict, _list(block.get("actions"))):
             rule = _rule(expect("required", k), action, gt)
             cmd = by_index.get(taken[k]) if k < len(taken) and type(taken[k]) is int else None
+            missing = (cmd is None) if classified else None
             rows.append(
                 {
                     "action": _action_text(action, rule),
                     "rule": rule,
                     "rationale": action.get("rationale"),
                     "matched_by": None if cmd is None else _ref(cmd),
-                    "missing": (cmd is None) if classified else None,
+                    "missing": missing,
+                    "nearest": nearest(expect("required", k), commands) if missing else None,
                     "repeated_by": refs(repeats[k]) if k < len(repeats) else [],
                 }
             )
@@ -290,6 +292,83 @@ def checklist(card: dict[str, Any], bundle: dict[str, Any]) -> dict[str, Any]:
         "counts": _counts(blocks, forbidden, gated, other, by_index) if classified else None,
         "end_state": end_state(bundle),
     }
+
+
+NEAREST_KEYS = 3  # differing keys a near miss names
+
+
+def nearest(expect: Any, commands: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Why a missing required action took no call: the run's command of its tool that comes
+    closest (the fewest differing keys; the first such in run order, a command no other required
+    action took before one that did), with the keys it differs on (``key``, ``expected``, ``got``;
+    ``got`` absent when the call has no such key). None when no command calls the action's tool
+    or the action is a cockpit one (its one control and value say it all)."""
+    if expect is None:
+        return None
+    best: tuple | None = None
+    for cmd in commands:
+        if cmd.get("tool") != expect.tool or cmd.get("control") is not None:
+            continue
+        args = cmd.get("args")
+        differs = differing_keys(expect, args if isinstance(args, dict) else {})
+        rank = (len(differs), cmd.get("class") == "matched_required", cmd.get("index", 0))
+        if differs and (best is None or rank < best[0]):
+            best = (rank, cmd, differs)
+    if best is None:
+        return None
+    _, cmd, differs = best
+    shown = differs[:NEAREST_KEYS]
+    more = len(differs) - len(shown)
+    text = "; ".join(map(_difference_text, shown)) + (
+        f"; and {more} more key{'s' if more != 1 else ''}" if more else ""
+    )
+    return {"command": _ref(cmd), "differs": shown, "more": more, "text": text}
+
+
+def _difference_text(row: dict[str, Any]) -> str:
+    """``instance_id is "i-0a3 ", not "i-0a3"``; ``volume_id is absent``; ``force: true is not expected``."""
+    key, expected = row["key"], row["expected"]
+    if "got" not in row:
+        return f"{key} is absent"
+    got = _short_json(row["got"])
+    if expected is _ABSENT_TEXT:
+        return f"{key}: {got} is not expected"
+    return f"{key} is {got}, not {_short_json(expected)}"
+
+
+def _short_json(value: Any, limit: int = 60) -> str:
+    text = canonical_json(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def differing_keys(expect: Any, args: dict[str, Any]) -> list[dict[str, Any]]:
+    """The keys on which ``args`` fails ``expect``'s rule, each compared alone, in key order:
+    the expected keys (and the rule's ``keys``/``compare`` keys), plus the call's own extra keys
+    under ``exact`` and ``within``."""
+    from dataclasses import replace
+
+    from evalkit.scoring.args import args_test
+
+    rule = expect.rule
+    if rule.mode == "ignore" or expect.any_args:
+        return []
+    names = set(rule.keys) if rule.keys is not None else set(expect.args) | {k for k, _ in rule.compare}
+    if rule.keys is None and rule.mode in ("exact", "within"):
+        names |= set(args)
+    out = []
+    for key in sorted(names, key=str):
+        single = replace(rule, keys=(key,), mode="exact")
+        if rule.keys is None and rule.mode == "within" and key not in args:
+            continue  # under within an expected key may be missing
+        if not args_test(single, expect.args)(args):
+            row = {"key": key, "expected": expect.args.get(key, _ABSENT_TEXT)}
+            if key in args:
+                row["got"] = args[key]
+            out.append(row)
+    return out
+
+
+_ABSENT_TEXT = "(absent)"
 
 
 def _unclassified_why(card: dict[str, Any]) -> str:
