@@ -534,3 +534,15 @@ def test_an_approval_whose_arguments_no_call_has_is_named(tmp_path):
         'none of the 6 call(s) of "run_tests" in the 6 runs is this approval, so every gated command is '
         "unapproved: no executed call's arguments match it"
     )
+
+
+def test_two_files_with_one_run_id_are_a_warning_since_score_keeps_one(tmp_path):
+    write_corpus(tmp_path)
+    (tmp_path / "zz-copy.jsonl").write_text((tmp_path / "alpha-good.jsonl").read_text())
+    result = check(tmp_path, "--strict")
+    assert result.exit_code == 2
+    assert only_line(result) == (
+        f"{tmp_path / 'zz-copy.jsonl'}:1: warning: meta.run_id: 'alpha-good' is also the run id of "
+        f"{tmp_path / 'alpha-good.jsonl'}: score keeps one card per run id, so this run replaces that one in the "
+        "aggregates and the database"
+    )

@@ -90,6 +90,7 @@ class _Checker:
         self.seen_problems: set[str] = set()
         self.by_content: dict[str, Entry] = {}  # a file scenario's content hash -> where it is
         self.invalid: dict[str, str] = {}  # an invalid scenario's id -> where it is
+        self.run_ids: dict[str, str] = {}  # run id -> the file that first had it
         found: dict = {}
         for path in scenario_files:
             self.scenario_file(str(path), found)
@@ -182,6 +183,13 @@ class _Checker:
         except OSError as exc:
             self.problem(InputError(shown, None, f"cannot read: {exc.strerror or exc}"))
             return
+        run_id = traj.meta.run_id
+        first = self.run_ids.setdefault(run_id, shown)
+        if first != shown:  # scoring keeps one card per run id
+            report.findings.append(
+                f"{shown}:{meta_line[0]}: warning: meta.run_id: {run_id!r} is also the run id of {first}: "
+                "score keeps one card per run id, so this run replaces that one in the aggregates and the database"
+            )
         scenario = traj.meta.scenario
         group = self.groups.get(scenario.content_hash)
         if group is None:
