@@ -63,3 +63,46 @@ def test_content_no_format_fits_names_the_formats_tried(tmp_path):
         for line in lines
     )
     assert "Traceback" not in result.output
+
+
+TRACES_IN_A_FOLDER = (
+    ("atif", "atif/atif_v1.5_terminus-2_hermes-4-70b_et-8863b346.trajectory.json"),
+    ("mini-swe-agent", "mini-swe-agent/mswea_v1.13.4_claude-sonnet_hello-world.traj.json"),
+    ("openhands", "openhands/oh_events_basic.json"),
+)
+
+
+def test_a_directory_is_searched_for_every_format_and_harbor_results_are_read_with_their_trajectory(tmp_path):
+    folder = tmp_path / "traces"
+    harbor = "atif/atif_v1.5_terminus-2_hermes-4-70b_et-8863b346.result.json"  # read by its trajectory
+    for relative in [r for _, r in TRACES_IN_A_FOLDER] + [harbor]:
+        target = folder / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(trace(relative).read_bytes())
+    (folder / "README.md").write_text("not a trace")  # not a trace's name: never read
+    import_("auto", folder, "-o", tmp_path / "auto", "--model", "gpt4")
+    for fmt, relative in TRACES_IN_A_FOLDER:
+        import_(fmt, folder / relative, "-o", tmp_path / "named", "--model", "gpt4")
+    auto, named = sorted((tmp_path / "auto").iterdir()), sorted((tmp_path / "named").iterdir())
+    assert len(auto) == 3 and [p.name for p in auto] == [p.name for p in named]
+    assert [p.read_bytes() for p in auto] == [p.read_bytes() for p in named]
+
+
+def test_a_tau2_run_folder_given_whole_or_as_its_results_file_is_sniffed(tmp_path):
+    from test_import_tau2_folder import FIX, _folder
+
+    one = tmp_path / "one"
+    import_("tau2", FIX, "-o", one)
+    folder = _folder(tmp_path, json.loads(FIX.read_text()))
+    for given in (folder, folder / "results.json"):
+        out = tmp_path / f"auto-{given.name}"
+        import_("auto", given, "-o", out)
+        assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in one.iterdir())
+
+
+def test_a_directory_without_any_trace_file_is_one_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("x")
+    result = import_("auto", tmp_path / "empty", "-o", tmp_path / "out", ok=False)
+    assert result.exit_code == 1
+    assert "no *.json, *.jsonl, *.traj, *.eval file in this directory" in result.output

@@ -25,7 +25,9 @@ ZIP_MAGIC = b"PK\x03\x04"
 
 
 def _is_tau2(doc: Any) -> bool:
-    return isinstance(doc, dict) and isinstance(doc.get("info"), dict) and "simulations" in doc
+    """tau2-bench's results: ``{info, tasks, simulations}``, or in its run-folder layout
+    ``{info, tasks}`` with the simulations in a folder beside it."""
+    return isinstance(doc, dict) and isinstance(doc.get("info"), dict) and ("simulations" in doc or "tasks" in doc)
 
 
 def _is_taubench(doc: Any) -> bool:
@@ -95,11 +97,39 @@ def sniff(path: str) -> str:
     raise ImportFormatError(path, 1, f"no known format fits this content (tried {TRIED})")
 
 
+# what a directory given to auto is searched for: the files the formats are written as
+SUFFIXES = (".json", ".jsonl", ".traj", ".eval")
+
+
 class AutoImporter:
     name = "auto"
     summary = "each file's format sniffed from its content (" + TRIED + ")"
     cli_options = agent_log.OPTIONS
     ratings = True  # tau2 and inspect record ratings
+
+    def expand(self, directory: str) -> list[str]:
+        """The files in ``directory`` and below whose name ends as a format's does (``*.json``,
+        ``*.jsonl``, ``*.traj``, ``*.eval``), sorted by path; a tau2-bench run folder
+        (``results.json`` beside ``simulations/``) is its results file, its simulations read with it."""
+        import os
+
+        from evalkit.importers.formats.tau2 import SIMULATIONS_DIR
+
+        found = []
+        for root, dirs, files in os.walk(directory, onerror=_raise):
+            if "results.json" in files and SIMULATIONS_DIR in dirs:
+                dirs.remove(SIMULATIONS_DIR)  # read by the results file
+            dirs.sort()
+            found += [
+                os.path.join(root, f)
+                for f in sorted(files)
+                if f.lower().endswith(SUFFIXES) and not _companion(root, f, files)
+            ]
+        if not found:
+            raise ImportFormatError(
+                directory, None, f"no {', '.join('*' + x for x in SUFFIXES)} file in this directory"
+            )
+        return found
 
     def convert(self, path: str, **options: Any) -> Any:
         importer = get_importer(sniff(path))
@@ -117,6 +147,20 @@ class AutoImporter:
             raise ImportFormatError(path, None, f"sniffed as {importer.name}, which does not use {flags}")
         given = {k: v for k, v in given.items() if accepted is None or k in accepted}
         return importer.convert(path, **given)
+
+
+def _companion(folder: str, name: str, names: list[str]) -> bool:
+    """Harbor's trial ``result.json`` (or ``<name>.result.json``): read by the ATIF trajectory it
+    belongs to (beside it, or in ``agent/`` below), not a run of its own."""
+    import os
+
+    if name == "result.json":
+        return "trajectory.json" in names or os.path.isfile(os.path.join(folder, "agent", "trajectory.json"))
+    return name.endswith(".result.json") and name[: -len(".result.json")] + ".trajectory.json" in names
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
 
 
 IMPORTER = AutoImporter()
