@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 
 import pytest
 from hypothesis import given, settings
@@ -17,7 +18,7 @@ from evalkit.scoring.args import Compare, Rule, args_test
 NAMES = ["a", "b", "c", "a.b", "a.c", "ключ"]
 scalars = st.sampled_from(
     [0, 1, 1.0, -0.0, 2.5, 10**20, 1e20, True, False, None, "x", "X ", "", "  ", "tp 201", "TP201", "Straße"]
-    + ["STRASSE", "\ud800", math.nan, math.inf]
+    + ["STRASSE", "\ud800", math.nan, math.inf, "Caf\u00e9", "cafe\u0301", "\uff38"]
 )
 values = st.recursive(
     scalars,
@@ -91,7 +92,11 @@ def holds(raw, e, a) -> bool:
     """One key's comparison of the call's value ``a`` with the expected ``e``."""
     kind, param = (raw, None) if isinstance(raw, str) else next(iter(raw.items()))
     if kind == "casefold" and isinstance(e, str) and isinstance(a, str):
-        return " ".join(e.split()).casefold() == " ".join(a.split()).casefold()
+
+        def fold(text: str) -> str:  # Unicode's compatibility caseless match, spaces collapsed
+            return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", " ".join(text.split())).casefold())
+
+        return fold(e) == fold(a)
     if kind == "nonempty":
         return a not in (None, [], {}) and not (isinstance(a, str) and a.strip() == "")
     if kind in ("regex", "fullmatch", "substring"):
@@ -208,6 +213,10 @@ CASES = [
     (_rule(a={"one_of": [1]}), {}, {"a": -0.0 + 1}, True),
     (_rule(a={"has_items": [True]}), {}, {"a": [1, 1.0]}, False),
     (_rule(a="casefold"), {"a": "STRASSE"}, {"a": "straße"}, True),
+    (_rule(a="casefold"), {"a": "Caf\u00e9"}, {"a": "cafe\u0301"}, True),  # composed and decomposed
+    (_rule(a="casefold"), {"a": "B22"}, {"a": "\uff42\uff12\uff12"}, True),  # full-width
+    (_rule(a="casefold"), {"a": "Cafe"}, {"a": "Caf\u00e9"}, False),
+    (_rule(), {"a": "Caf\u00e9"}, {"a": "Cafe\u0301"}, False),  # exact stays exact
     (_rule("contains", a={"substring": "\ud800"}), {}, {"a": "x\ud800"}, True),
     (_rule(), {"a": None}, None, False),  # arguments that are no object have no keys
     (_rule(), {}, [], True),

@@ -9,7 +9,8 @@ A rule has a **selection** and per-key **comparisons** (docs/scenarios.md):
   ``keys``: compare only these keys (dotted paths walk into objects), a key absent on both sides is
   equal, absent on one side is a mismatch.
 * ``compare``, per key: ``exact`` (values equal as evalkit compares values: 1 == 1.0, true != 1),
-  ``casefold`` (strings equal after Unicode casefolding with whitespace collapsed), ``ignore`` (the
+  ``casefold`` (strings equal after Unicode casefolding and NFKC normalization with whitespace
+  collapsed), ``ignore`` (the
   key is left out), and tests of the call's value alone, which need the key in the call:
   ``nonempty`` (not null, "", [] or {}; a string of spaces is empty), ``{"regex": p}`` (a string
   in which RE2 pattern ``p`` matches somewhere), ``{"fullmatch": p}`` (a string ``p`` matches
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -133,7 +135,12 @@ def _utf8(text: str) -> bytes:
 
 
 def _fold(text: str) -> str:
-    return " ".join(text.split()).casefold()
+    """Whitespace collapsed, then Unicode caseless matching under compatibility normalization
+    (NFKC before and after casefolding): "Café" composed or decomposed, "Ｂ２２" and "b22" fold alike."""
+    text = " ".join(text.split())
+    if text.isascii():
+        return text.casefold()
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
 def _number(value: Any) -> bool:
