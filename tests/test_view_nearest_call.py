@@ -99,3 +99,28 @@ def test_the_page_shows_it_once_revealed_and_never_blind(tmp_path):
     assert CliRunner().invoke(cli, ["report", "--db", db, "--html", str(html)]).exit_code == 0
     page = (tmp_path / "r-scenarios" / next(p.name for p in (tmp_path / "r-scenarios").iterdir())).read_text()
     assert "nearest: command 0, step 1: instance_id is &quot;i-0a3 &quot;, not &quot;i-0a3&quot;" in page
+
+
+def test_values_that_look_alike_are_spelt_out():
+    decomposed = "Cafe\u0301"
+    scenario_calls = [call("terminate_instance", {"instance_id": decomposed})]
+    card = score_records(
+        trajectory(
+            dict(
+                SCENARIO,
+                ground_truth={
+                    "procedure": [
+                        {
+                            "block": "b",
+                            "actions": [{"tool": "terminate_instance", "args": {"instance_id": "Caf\u00e9"}}],
+                        }
+                    ]
+                },
+            ),
+            scenario_calls,
+            run_id="r",
+            tool_surface=SURFACE,
+        )
+    )
+    cl = checklist(json.loads(card.model_dump_json(by_alias=True)), card.judge_bundle)
+    assert cl["blocks"][0]["actions"][0]["nearest"]["text"] == 'instance_id is "Cafe\\u0301", not "Caf\\u00e9"'

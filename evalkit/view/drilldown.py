@@ -17,7 +17,9 @@ and says so. Each end-state check is the harness's success evaluation as recorde
 
 from __future__ import annotations
 
+import json
 import re
+import unicodedata
 from typing import Any
 
 from evalkit.trajectory.values import canonical_json
@@ -333,11 +335,14 @@ def _difference_text(row: dict[str, Any]) -> str:
     got = _short_json(row["got"])
     if expected is _ABSENT_TEXT:
         return f"{key}: {got} is not expected"
-    return f"{key} is {got}, not {_short_json(expected)}"
+    want = _short_json(expected)
+    if unicodedata.normalize("NFC", got) == unicodedata.normalize("NFC", want):  # they look alike: spell them out
+        got, want = _short_json(row["got"], ascii=True), _short_json(expected, ascii=True)
+    return f"{key} is {got}, not {want}"
 
 
-def _short_json(value: Any, limit: int = 60) -> str:
-    text = canonical_json(value)
+def _short_json(value: Any, limit: int = 60, ascii: bool = False) -> str:
+    text = json.dumps(value, ensure_ascii=True, sort_keys=True) if ascii else canonical_json(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
