@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
-from evalkit.scoring.args import args_test, rules_of
+from evalkit.scoring.args import args_test, result_object, rules_of
 from evalkit.scoring.status import run_status
 from evalkit.trajectory.values import match_key
 
@@ -222,25 +222,13 @@ class Observed:
             elif gate.approval.matches(call):
                 self.asked[i] += 1
                 if isinstance(gate.result, dict):
-                    said = _result_object(call.result)
+                    said = result_object(call.result)
                     for key in gate.result:
                         value = said.get(key, _ABSENT) if isinstance(said, dict) else _ABSENT
                         self.answers[i].setdefault(key, Counter())[_shown(value)] += 1
 
 
 _ABSENT = object()
-
-
-def _result_object(result: Any) -> Any:
-    """A call's result as the gate reads it: JSON text is read as the value it holds."""
-    if isinstance(result, str) and result[:1] == "{":
-        import json
-
-        try:
-            return json.loads(result)
-        except ValueError:
-            return result
-    return result
 
 
 def _shown(value: Any) -> str:

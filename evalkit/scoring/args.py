@@ -306,15 +306,22 @@ def args_test(rule: Rule, expected: dict[str, Any]) -> Callable[[Any], bool]:
     return test
 
 
-def result_contains(expected: Any, actual: Any) -> bool:
-    """An approval's ``result`` rule: every expected key present with an equal value (``contains``);
-    a result recorded as JSON text (chat transcripts) is read as the object it holds."""
-    if isinstance(actual, str) and isinstance(expected, dict):
+def result_object(actual: Any) -> Any:
+    """A call's result as an approval's ``result`` rule reads it: a result recorded as JSON text
+    (chat transcripts) is the value it holds, text that is no JSON stays as it is."""
+    if isinstance(actual, str):
         try:
-            actual = json.loads(actual)
+            return json.loads(actual)
         except ValueError:
-            return False
+            return actual
+    return actual
+
+
+def result_contains(expected: Any, actual: Any) -> bool:
+    """An approval's ``result`` rule: every expected key present with an equal value (``contains``),
+    in the result as :func:`result_object` reads it."""
     if isinstance(expected, dict):
+        actual = result_object(actual)
         return isinstance(actual, dict) and all(
             k in actual and freeze(actual[k]) == freeze(v) for k, v in expected.items()
         )
