@@ -40,16 +40,19 @@ def analyse(values: Iterable[JudgeValue], config: AuditConfig) -> list[dict[str,
     """One entry per judge model and rubric that has replicates."""
     from evalkit.agreement import stats
 
+    values = values if isinstance(values, list) else list(values)
     primary: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
     replicas: dict[tuple[str, str], dict[tuple[str, str, int], dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
+    for v in values:
+        if v.blind and v.replicate != 0:
+            replicas[(v.judge_model, v.rubric_id)][(v.run_id, v.annotation_id, v.replicate)][v.dimension] = v.value
+    if not replicas:
+        return []
+    # only the primaries a replicate is compared with are kept (10^6 values at scale, few replicates)
+    wanted = {(key, run_id) for key, held in replicas.items() for run_id, _, _ in held}
     for v in values:  # oldest first: later primaries overwrite earlier ones
-        if not v.blind:
-            continue
-        key = (v.judge_model, v.rubric_id)
-        if v.replicate == 0:
+        if v.blind and v.replicate == 0 and ((key := (v.judge_model, v.rubric_id)), v.run_id) in wanted:
             primary[key][v.run_id][v.dimension] = v.value
-        else:
-            replicas[key][(v.run_id, v.annotation_id, v.replicate)][v.dimension] = v.value
 
     judges = []
     for key in sorted(replicas):
