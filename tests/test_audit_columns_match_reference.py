@@ -11,7 +11,7 @@ from audit_helpers import Annotator, card, save_cards
 from evalkit.agreement import judge_vs_mechanical as jvm
 from evalkit.agreement.pairings_config import load_audit_config
 from evalkit.agreement.stats import direction
-from evalkit.db import open_readonly, read_annotations, read_cards
+from evalkit.db import open_readonly, read_cards, read_judge_columns
 
 ODD_VALUES = ["pass", "fail", "n/a", 1, 1.0, True, None, 0, 2, 3, "3", [1], {"a": 1}]
 
@@ -61,7 +61,7 @@ def sets_of(path):
     config = load_audit_config(None)
     with open_readonly(path) as db:
         cards = list(read_cards(db, []))
-        values = list(read_annotations(db))
+        values = read_judge_columns(db)
     return jvm.build_pairs(cards, values, config)
 
 
@@ -123,7 +123,7 @@ def test_length_bias_as_the_reference(tmp_path, seed):
     random_db(path, seed)
     rnd = random.Random(seed)
     with open_readonly(path) as db:
-        values = list(read_annotations(db))
+        values = read_judge_columns(db)
     runs = sorted({v.run_id for v in values})
     lengths = {r: rnd.choice([None, 100, 2000, 5000, 5000]) for r in runs if rnd.random() < 0.9}
     outcomes = {r: rnd.random() < 0.5 for r in runs if rnd.random() < (0.8 if seed % 2 else 1.0)}
@@ -174,7 +174,7 @@ RATER_VALUES = ["pass", "fail", "n/a", 0, 1, 2, 3, 1.0, 2.5, True, False, None, 
 @pytest.mark.parametrize("seed", range(16))
 def test_raters_as_the_reference(seed):
     from evalkit.agreement import raters as rt
-    from evalkit.agreement.ratings import Rating
+    from evalkit.agreement.ratings import Rating, RatingColumns
 
     rnd = random.Random(seed)
     config = load_audit_config(None)
@@ -188,7 +188,7 @@ def test_raters_as_the_reference(seed):
         pool = RATER_VALUES if rnd.random() < 0.3 else (["pass", "fail"] if dimension == "outcome" else [0, 1, 2, 3])
         item = f"i{rnd.randint(0, 25):02d}"
         ratings.append(Rating(item, rater, kind, dimension, rnd.choice(pool), None, "test"))
-    entries, skipped = rt.analyse(ratings, config)
+    entries, skipped = rt.analyse(RatingColumns.of(ratings), config)
     expected = {}
     for dimension in sorted({r.dimension for r in ratings}):
         expected[dimension] = reference_raters_dimension(

@@ -18,15 +18,15 @@ imports this package).
 from evalkit.db.connect import Database, DbError, open_readonly, open_write
 from evalkit.db.judge import (
     CallCosts,
-    JudgeTables,
     JudgeColumns,
+    JudgeTables,
     JudgeValue,
     judge_models,
     label_value,
     read_annotation_rows,
     read_annotations,
-    read_judge_columns,
     read_call_costs,
+    read_judge_columns,
     read_primary_values,
     read_stale_annotations,
 )

@@ -440,15 +440,19 @@ def read_judge_columns(
             n = len(rows)
             ann, *named, conf, blind, replicate = zip(*rows)
             del rows
-            parts[0].append(np.fromiter(map(rank.get, ann, repeat(-1)), np.int64, n))
+            parts[0].append(np.fromiter(map(rank.get, ann, repeat(-1)), np.int32, n))
             for k, column in enumerate(named):
                 parts[1 + k].append(_codes(column, codes[k], np))
-            # NULL reads as NaN: the value's own blind and replicate are taken where they are not NaN
-            parts[6].append(np.array(conf, dtype=float))
-            parts[7].append(np.array(blind, dtype=float))
-            parts[8].append(np.array(replicate, dtype=float))
+            parts[6].append(np.array(conf, dtype=float))  # NULL reads as NaN
+            # -1 where the value has no blind or replicate of its own (its annotation's is taken)
+            own = np.array(blind, dtype=float)
+            parts[7].append(np.where(np.isnan(own), -1, own != 0).astype(np.int8))
+            own = np.array(replicate, dtype=float)
+            parts[8].append(np.where(np.isnan(own), -1, own).astype(np.int64))
+            del ann, named, conf, blind, replicate
+        dtypes = (np.int32,) * 6 + (float, np.int8, np.int64)
         ann_at, run, judge_at, rubric_at, dim, raw, conf, blind, replicate = (
-            np.concatenate(p) if p else np.zeros(0, dtype=float if k >= 6 else np.int64) for k, p in enumerate(parts)
+            np.concatenate(parts[k]) if parts[k] else np.zeros(0, dtype=dtypes[k]) for k in range(9)
         )
         del parts
         keep = np.flatnonzero(ann_at >= 0)
@@ -459,14 +463,13 @@ def read_judge_columns(
         ann_at, run, judge_at, rubric_at, dim, raw, conf, blind, replicate = (
             c[keep] for c in (ann_at, run, judge_at, rubric_at, dim, raw, conf, blind, replicate)
         )
+        del keep
         used, annotation = np.unique(ann_at, return_inverse=True)
         annotation = annotation.reshape(-1).astype(np.int32)
         head_blind = np.array([bool(heads[i][4]) for i in used.tolist()], dtype=bool)
         head_replicate = np.array([heads[i][5] or 0 for i in used.tolist()], dtype=np.int64)
-        own = ~np.isnan(blind)
-        blind = np.where(own, blind != 0, head_blind[annotation])
-        own = ~np.isnan(replicate)
-        replicate = np.where(own, np.nan_to_num(replicate), head_replicate[annotation]).astype(np.int64)
+        blind = np.where(blind >= 0, blind == 1, head_blind[annotation])
+        replicate = np.where(replicate >= 0, replicate, head_replicate[annotation])
         docs: dict[int, Any] = {}
 
         def doc_of(i: int) -> Any:
@@ -500,10 +503,10 @@ def read_judge_columns(
         )
         return JudgeColumns(
             annotation=annotation,
-            run=run.astype(np.int32),
-            judge=judge_at.astype(np.int32),
-            rubric=rubric_at.astype(np.int32),
-            dimension=dim.astype(np.int32),
+            run=run,
+            judge=judge_at,
+            rubric=rubric_at,
+            dimension=dim,
             value=label_of[raw] if len(raw) else np.zeros(0, np.int32),
             confidence=conf,
             blind=blind.astype(bool),
@@ -524,7 +527,7 @@ def _codes(column: tuple, index: dict[Any, int], np: Any) -> Any:
     for item in dict.fromkeys(column):
         if item not in index:
             index[item] = len(index)
-    return np.fromiter(map(index.__getitem__, column), np.int64, len(column))
+    return np.fromiter(map(index.__getitem__, column), np.int32, len(column))
 
 
 def _chunks(db: Database, sql: str, args: Any = ()) -> Iterator[list[tuple]]:
