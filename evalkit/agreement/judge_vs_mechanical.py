@@ -77,14 +77,18 @@ class PairList(Sequence[Pair]):
     the audit's statistics read the columns."""
 
     __slots__ = ("pairing", "values", "rows", "cards", "card_at", "labels", "judge_label", "mechanical_label")
-    __slots__ += ("judge_at", "mechanical_at")
+    __slots__ += ("judge_at", "mechanical_at", "card_codes")
 
-    def __init__(self, pairing: Pairing, values: JudgeColumns, cards: list[Card]) -> None:
+    def __init__(
+        self, pairing: Pairing, values: JudgeColumns, cards: list[Card], card_codes: dict[str, Any] | None = None
+    ) -> None:
         import numpy as np  # only on the audit path
 
         self.pairing = pairing
         self.values = values
         self.cards = cards  # every card; card_at: each pair's
+        # field -> (each card's code, the distinct keys): worked out once for the pairings sharing the cards
+        self.card_codes = {} if card_codes is None else card_codes
         self.labels: list[Any] = []  # the labels the pairs hold, each once
         empty = np.zeros(0, dtype=np.int64)
         self.rows = self.card_at = self.judge_label = self.mechanical_label = empty
@@ -166,9 +170,12 @@ class PairList(Sequence[Pair]):
             return v.judge[self.rows], v.judges
         if field == "rubric":
             return v.rubric[self.rows], v.rubrics
-        index: dict[str, int] = {}
-        of_card = np.array([index.setdefault(getattr(c, field), len(index)) for c in self.cards], dtype=np.int64)
-        return of_card[self.card_at], list(index)
+        if field not in self.card_codes:
+            index: dict[str, int] = {}
+            of_card = np.array([index.setdefault(getattr(c, field), len(index)) for c in self.cards], dtype=np.int64)
+            self.card_codes[field] = (of_card, list(index))
+        of_card, keys = self.card_codes[field]
+        return of_card[self.card_at], keys
 
     def column(self, field: str) -> Iterator[Any]:
         """One of the Pair fields a slice reads (scenario_id, model, judge_model, rubric), per pair."""
@@ -190,7 +197,8 @@ def build_pairs(cards: Iterable[Card], values: JudgeColumns, config: AuditConfig
 
     cards = list(cards)
     by_run = {c.run_id: i for i, c in enumerate(cards)}  # a run stored twice: its last card
-    sets = {p.name: PairSet(p, PairList(p, values, cards), Counter()) for p in config.pairings}
+    shared: dict[str, Any] = {}
+    sets = {p.name: PairSet(p, PairList(p, values, cards, shared), Counter()) for p in config.pairings}
     n_rubrics, n_dims = len(values.rubrics), len(values.dimensions)
     # (rubric, dimension) -> the pairings that read it
     wanted: dict[int, list[Pairing]] = defaultdict(list)
