@@ -394,7 +394,7 @@ def read_annotations(
     yield from read_judge_columns(db, judge, rubric, runs)
 
 
-READ_CHUNK = 50_000  # annotation_values rows decoded at a time (their tuples are let go chunk by chunk)
+READ_CHUNK = 10_000  # annotation_values rows decoded at a time (their tuples are let go chunk by chunk)
 
 
 def read_judge_columns(
@@ -536,6 +536,7 @@ def _chunks(db: Database, sql: str, args: Any = ()) -> Iterator[list[tuple]]:
         cursor = db.conn.execute(sql, args)
         while rows := cursor.fetchmany(READ_CHUNK):
             yield rows
+            del rows  # let go before the next chunk is fetched
     except sqlite3.Error as exc:
         raise DbError(db.path, describe(exc)) from None
 
