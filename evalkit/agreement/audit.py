@@ -87,7 +87,7 @@ def _audit(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The audit and, ``with_pairs``, the compared pairs (else an empty list); see
     :func:`build_audit_with_pairs`. The pairs are let go as soon as the sections that read them
-    are done (at 10^5 runs they are 10^6 objects). ``odd``: the file's odd cells
+    are done (at 10^5 runs they are 10^6 rows). ``odd``: the file's odd cells
     (:func:`~evalkit.db.cells.odd_cells`) when the caller has read them already (the report).
     ``share``: a dict that receives what :func:`evalkit.agreement.estimate.build_estimates` reads
     of the same filters (``estimate_inputs``), so the report reads the annotations once; not with
@@ -142,8 +142,7 @@ def _audit(
     pair_rows = judge_vs_mechanical.pair_rows(sets) if with_pairs else []
     groups_of = {c.run_id: (c.model, c.scenario_id) for c in cards} if share is not None and not jury else None
     del sets, cards  # the failed runs are all the probes need of the cards
-    # what reads the judge values alone, before the ratings are made of them, so that the values
-    # can go as soon as the ratings are made
+    # what reads the judge values alone
     annotation_counts = {
         "annotations": values.distinct_annotations(),
         "non_blind_annotations": values.distinct_annotations(~values.blind),

@@ -97,40 +97,65 @@ class PairList(Sequence[Pair]):
     def __len__(self) -> int:
         return len(self.rows)
 
-    def _pair(self, i: int) -> Pair:
-        v, r, card = self.values, int(self.rows[i]), self.cards[self.card_at[i]]
-        c = float(v.confidence[r])
-        return tuple.__new__(
-            Pair,
-            (
-                self.pairing.name,
-                v.runs[v.run[r]],
-                v.judges[v.judge[r]],
-                v.rubrics[v.rubric[r]],
-                card.scenario_id,
-                card.model,
-                card.path,
-                v.labels[v.value[r]],
-                self.labels[self.judge_label[i]],
-                self.labels[self.mechanical_label[i]],
-                None if c != c or not self.pairing.confidence else c,
-                v.rationales[v.annotation[r]],
-                int(self.judge_at[i]),
-                int(self.mechanical_at[i]),
-            ),
-        )
-
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
-            return [self._pair(k) for k in range(*i.indices(len(self)))]
+            return self.take(range(*i.indices(len(self))))
         if i < 0:
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError("pair index out of range")
-        return self._pair(i)
+        return self.take((i,))[0]
 
     def __iter__(self) -> Iterator[Pair]:
-        return map(self._pair, range(len(self)))
+        for start in range(0, len(self), 10_000):  # a chunk's pairs made column by column at a time
+            yield from self.take(range(start, min(start + 10_000, len(self))))
+
+    def take(self, at: Iterable[int]) -> list[Pair]:
+        """The pairs at ``at`` (positions), made column by column."""
+        import numpy as np  # only on the audit path
+
+        at = np.fromiter(at, np.int64)
+        v, r = self.values, self.rows[at]
+        cards = [self.cards[c] for c in self.card_at[at].tolist()]
+        if self.pairing.confidence:
+            confidences = [None if c != c else c for c in v.confidence[r].tolist()]
+        else:
+            confidences = [None] * len(at)
+        name, labels, new = self.pairing.name, self.labels, tuple.__new__
+        return [
+            new(
+                Pair,
+                (
+                    name,
+                    run,
+                    judge,
+                    rubric,
+                    card.scenario_id,
+                    card.model,
+                    card.path,
+                    raw,
+                    labels[j],
+                    labels[m],
+                    c,
+                    why,
+                    ji,
+                    mi,
+                ),
+            )
+            for run, judge, rubric, card, raw, j, m, c, why, ji, mi in zip(
+                map(v.runs.__getitem__, v.run[r].tolist()),
+                map(v.judges.__getitem__, v.judge[r].tolist()),
+                map(v.rubrics.__getitem__, v.rubric[r].tolist()),
+                cards,
+                map(v.labels.__getitem__, v.value[r].tolist()),
+                self.judge_label[at].tolist(),
+                self.mechanical_label[at].tolist(),
+                confidences,
+                map(v.rationales.__getitem__, v.annotation[r].tolist()),
+                self.judge_at[at].tolist(),
+                self.mechanical_at[at].tolist(),
+            )
+        ]
 
     def disagreeing_at(self) -> Iterator[int]:
         """The rows whose judge and mechanical positions differ, in order (one at a time)."""
@@ -544,10 +569,18 @@ def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str,
     ranking = np.lexsort((judge_codes, run_codes, order, gap, rank, first))
     if top:
         ranking = ranking[:top]
+    # the listed pairs, made per pairing column by column
+    listed: list[Any] = [None] * len(ranking)
+    for o in np.unique(order[ranking]).tolist():
+        mine = np.flatnonzero(order[ranking] == o)
+        pairs = held[o][1]
+        at = row[ranking[mine]].tolist()
+        made = pairs.take(at) if isinstance(pairs, PairList) else [pairs[i] for i in at]
+        for k, x in zip(mine.tolist(), made):
+            listed[k] = x
     out = []
-    for k in ranking.tolist():
+    for k, x in zip(ranking.tolist(), listed):
         p, pairs, found = held[order[k]]
-        x = pairs[int(row[k])]
         steps = abs(x.judge_index - x.mechanical_index)
         models = (x.judge_model, x.model)
         if models not in own:
