@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -438,7 +439,7 @@ def read_judge_columns(
         )
         for rows in _chunks(db, sql, () if runs is None else (json.dumps(list(rank)),)):
             n = len(rows)
-            ann, *named, conf, blind, replicate = zip(*rows)
+            ann, *named, conf, blind, replicate = [list(map(get, rows)) for get in _COLUMNS]  # cheaper than zip(*rows)
             del rows
             parts[0].append(np.fromiter(map(rank.get, ann, repeat(-1)), np.int32, n))
             for k, column in enumerate(named):
@@ -522,7 +523,10 @@ def read_judge_columns(
         )
 
 
-def _codes(column: tuple, index: dict[Any, int], np: Any) -> Any:
+_COLUMNS = [operator.itemgetter(k) for k in range(9)]  # each column of a row of annotation_values
+
+
+def _codes(column: list[Any], index: dict[Any, int], np: Any) -> Any:
     """Each item's code in ``index`` (the distinct items in order of first sight; new ones are added)."""
     for item in dict.fromkeys(column):
         if item not in index:
