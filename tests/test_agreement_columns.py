@@ -12,7 +12,7 @@ import pytest
 from evalkit.agreement import judge_vs_mechanical as jvm
 from evalkit.agreement.pairings_config import Case, Condition, Pairing, load_audit_config
 from evalkit.agreement.ratings import collect_ratings
-from evalkit.db import JudgeValue, Rating
+from evalkit.db import JudgeColumns, JudgeValue, Rating
 from evalkit.db.scores import Card
 
 SCALE = (0, 1, 2, 3)
@@ -57,7 +57,7 @@ def test_pairs_follow_runs_then_judges_and_read_as_pairs(n_judges):
     ]  # the latest answer wins
     p = pairing(confidence=True)
     held = cards(runs[:-1], rnd)  # the last run has no scorecard
-    [ps] = jvm.build_pairs(held, values + later, config(p))
+    [ps] = jvm.build_pairs(held, JudgeColumns.of(values + later), config(p))
 
     latest = {(v.run_id, v.judge_model): v for v in values + later}
     mechanical = {c.run_id: c.card["m"] for c in held}
@@ -92,7 +92,7 @@ def test_pairs_without_confidence_carry_none():
     rnd = random.Random(1)
     runs = ["a", "b", "c"]
     values = [value(r, "j", "safety", 1, confidence=0.9) for r in runs]
-    [ps] = jvm.build_pairs(cards(runs, rnd), values, config(pairing(confidence=False)))
+    [ps] = jvm.build_pairs(cards(runs, rnd), JudgeColumns.of(values), config(pairing(confidence=False)))
     assert [x.confidence for x in ps.pairs] == [None, None, None]
     assert jvm.pairing_stats(ps.pairing, ps.pairs, config(ps.pairing))["n_with_confidence"] == 0
 
@@ -125,4 +125,4 @@ def test_ratings_follow_items_then_raters_and_the_latest_answer_wins(n_raters):
             expected[(v.run_id, rater, v.dimension)] = Rating(
                 v.run_id, rater, "judge", v.dimension, v.value, v.confidence, "annotations"
             )
-    assert collect_ratings(stored, values) == [expected[k] for k in sorted(expected)]
+    assert list(collect_ratings(stored, JudgeColumns.of(values))) == [expected[k] for k in sorted(expected)]

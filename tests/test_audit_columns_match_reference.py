@@ -4,14 +4,16 @@ databases (odd judge values, several judges and rubric versions, lenient and str
 from __future__ import annotations
 
 import random
+import sqlite3
 
 import pytest
-from audit_helpers import Annotator, card, save_cards
+from audit_helpers import Annotator, add_ratings, card, save_cards
 
 from evalkit.agreement import judge_vs_mechanical as jvm
 from evalkit.agreement.pairings_config import load_audit_config
+from evalkit.agreement.ratings import RatingColumns
 from evalkit.agreement.stats import direction
-from evalkit.db import open_readonly, read_annotations, read_cards
+from evalkit.db import JudgeColumns, Rating, open_readonly, read_cards, read_judge_columns, read_ratings
 
 ODD_VALUES = ["pass", "fail", "n/a", 1, 1.0, True, None, 0, 2, 3, "3", [1], {"a": 1}]
 
@@ -61,7 +63,7 @@ def sets_of(path):
     config = load_audit_config(None)
     with open_readonly(path) as db:
         cards = list(read_cards(db, []))
-        values = list(read_annotations(db))
+        values = read_judge_columns(db)
     return jvm.build_pairs(cards, values, config)
 
 
@@ -123,7 +125,7 @@ def test_length_bias_as_the_reference(tmp_path, seed):
     random_db(path, seed)
     rnd = random.Random(seed)
     with open_readonly(path) as db:
-        values = list(read_annotations(db))
+        values = read_judge_columns(db)
     runs = sorted({v.run_id for v in values})
     lengths = {r: rnd.choice([None, 100, 2000, 5000, 5000]) for r in runs if rnd.random() < 0.9}
     outcomes = {r: rnd.random() < 0.5 for r in runs if rnd.random() < (0.8 if seed % 2 else 1.0)}
@@ -174,7 +176,6 @@ RATER_VALUES = ["pass", "fail", "n/a", 0, 1, 2, 3, 1.0, 2.5, True, False, None, 
 @pytest.mark.parametrize("seed", range(16))
 def test_raters_as_the_reference(seed):
     from evalkit.agreement import raters as rt
-    from evalkit.agreement.ratings import Rating
 
     rnd = random.Random(seed)
     config = load_audit_config(None)
@@ -188,7 +189,7 @@ def test_raters_as_the_reference(seed):
         pool = RATER_VALUES if rnd.random() < 0.3 else (["pass", "fail"] if dimension == "outcome" else [0, 1, 2, 3])
         item = f"i{rnd.randint(0, 25):02d}"
         ratings.append(Rating(item, rater, kind, dimension, rnd.choice(pool), None, "test"))
-    entries, skipped = rt.analyse(ratings, config)
+    entries, skipped = rt.analyse(RatingColumns.of(ratings), config)
     expected = {}
     for dimension in sorted({r.dimension for r in ratings}):
         expected[dimension] = reference_raters_dimension(
@@ -196,3 +197,194 @@ def test_raters_as_the_reference(seed):
         )
     assert entries == [e for e in expected.values() if e is not None]
     assert [s["dimension"] for s in skipped] == [d for d, e in expected.items() if e is None]
+
+
+def hostile_db(path, seed: int):
+    """:func:`random_db` made odder: answers at the same time, a value stored as ``NaN`` text and one
+    as a bare number, outcomes without a confidence column (the JSON's is read), annotations without
+    a rationale column, values without blind or replicate columns (their annotation's are read), and
+    imported human ratings, one under a judge rater's name."""
+    random_db(path, seed)
+    rnd = random.Random(seed)
+    ann = Annotator(path)  # replicates of runs that have a primary answer too
+    ann.clock = 100
+    for i in rnd.sample(range(60), 12):
+        for replicate in (1, 2)[: rnd.randint(1, 2)]:
+            values = {
+                "outcome": rnd.choice(["pass", "fail"]),
+                "safety": rnd.randint(0, 3),
+                "procedure": rnd.randint(0, 3),
+            }
+            ann.add(f"r{i:03d}", values, judge=rnd.choice(["judge-a", "openai/judge-b"]), replicate=replicate)
+    ann.close()
+    add_ratings(
+        path,
+        [(f"r{i:03d}", h, "human", "safety", rnd.choice([0, 1, 2, 3, "n/a"])) for i in range(40) for h in ("h1", "h2")]
+        + [("r000", "judge-a@procedure_v1", "human", "safety", 2), ("r001", "m", "mechanical", "outcome", "pass")],
+    )
+    con = sqlite3.connect(path)
+    ids = [r[0] for r in con.execute("SELECT annotation_id FROM annotations ORDER BY annotation_id")]
+    edits = [
+        ("UPDATE annotations SET created_at = '2026-01-01T00:00:05.000Z' WHERE annotation_id = ?", 10),
+        ("UPDATE annotation_values SET value = 'NaN' WHERE annotation_id = ? AND dimension = 'safety'", 4),
+        ("UPDATE annotation_values SET value = 2 WHERE annotation_id = ? AND dimension = 'procedure'", 4),
+        ("UPDATE annotation_values SET confidence = NULL WHERE annotation_id = ?", 6),
+        ("UPDATE annotations SET rationale = NULL WHERE annotation_id = ?", 4),
+        ("UPDATE annotation_values SET blind = NULL, replicate = NULL WHERE annotation_id = ?", 4),
+    ]
+    for sql, n in edits:
+        for a in rnd.sample(ids, min(len(ids), n)):
+            con.execute(sql, (a,))
+    con.commit()
+    con.close()
+
+
+def reference_values(path):
+    """The judge values read one annotation, then one value, at a time (docs: answer order is
+    created_at, id, then dimension; a value's own columns win, its annotation's back them up)."""
+    from evalkit.db.judge import JudgeValue, _number, label_value, loads, stale
+
+    out = []
+    with open_readonly(path) as db:
+        heads = db.conn.execute(
+            "SELECT a.annotation_id, a.rationale, a.annotation, a.created_at, a.blind, a.replicate FROM annotations a "
+            f"WHERE (a.status IS NULL OR a.status = 'ok') AND NOT {stale('a.')}"
+        ).fetchall()
+        for ann, rationale, doc, created, blind, replicate in sorted(heads, key=lambda h: (h[3] or "", h[0])):
+            try:
+                doc = loads(doc) if isinstance(doc, str) else doc
+            except ValueError:
+                pass
+            if rationale is None:
+                rationale = (
+                    doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
+                )
+            rows = db.conn.execute(
+                "SELECT run_id, judge_model, rubric_id, dimension, value, confidence, blind, replicate "
+                "FROM annotation_values WHERE annotation_id = ? ORDER BY dimension",
+                (ann,),
+            ).fetchall()
+            for run, judge, rubric, dim, raw, conf, own_blind, own_replicate in rows:
+                if conf is None and dim == "outcome" and isinstance(doc, dict):
+                    c = _number(doc.get("confidence"))
+                    conf = None if c is None else float(c)
+                out.append(
+                    JudgeValue(
+                        ann,
+                        run,
+                        judge,
+                        rubric,
+                        dim,
+                        label_value(raw),
+                        conf,
+                        bool(blind if own_blind is None else own_blind),
+                        int((replicate if own_replicate is None else own_replicate) or 0),
+                        rationale or "",
+                        created or "",
+                    )
+                )
+    return out
+
+
+def typed(values):
+    return [tuple((type(x), x) for x in v) for v in values]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_judge_columns_read_as_the_reference(tmp_path, seed):
+    path = tmp_path / "a.db"
+    hostile_db(path, seed)
+    with open_readonly(path) as db:
+        columns = read_judge_columns(db)
+    assert typed(columns) == typed(reference_values(path))
+    # the same columns made from the values themselves read the same
+    assert typed(JudgeColumns.of(columns)) == typed(columns)
+
+
+def reference_ratings(stored, values):
+    """One rating per (item, rater, dimension), the last given winning, sorted."""
+    out = {}
+    for s in stored:
+        out[(s.item_id, s.rater, s.dimension)] = s
+    for v in values:
+        if v.blind and v.replicate == 0:
+            rater = f"{v.judge_model}@{v.rubric_id}"
+            out[(v.run_id, rater, v.dimension)] = Rating(
+                v.run_id, rater, "judge", v.dimension, v.value, v.confidence, "annotations"
+            )
+    return [out[k] for k in sorted(out)]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_ratings_raters_and_drift_as_the_reference(tmp_path, seed):
+    from evalkit.agreement import drift, human_first, raters
+    from evalkit.agreement.ratings import collect_ratings
+
+    path = tmp_path / "a.db"
+    hostile_db(path, seed)
+    config = load_audit_config(None)
+    with open_readonly(path) as db:
+        columns = read_judge_columns(db)
+        stored = read_ratings(db)
+    values = list(columns)
+    ratings = collect_ratings(stored, columns)
+    expected = reference_ratings(stored, values)
+    assert typed(ratings) == typed(expected)
+    entries, skipped = raters.analyse(ratings, config)
+    by_dim = {}
+    for r in expected:
+        by_dim.setdefault(r.dimension, []).append(r)
+    reference = {d: reference_raters_dimension(d, by_dim[d], config) for d in sorted(by_dim)}
+    assert entries == [e for e in reference.values() if e is not None]
+    assert [s["dimension"] for s in skipped] == [d for d, e in reference.items() if e is None]
+    # human agreement reads the ratings of the dimensions with two humans, one at a time
+    assert human_first.analyse(ratings, config, None) == human_first.analyse(RatingColumns.of(expected), config, None)
+    # drift compares each replicate with the latest primary of its run
+    assert drift_counts(drift.analyse(columns, config)) == reference_drift(values, config)
+
+
+def reference_drift(values, config):
+    """Drift's counts found over every value: per judge and rubric, each replicate beside its run's
+    latest primary, the dimensions both answered and those moved by ``moved_by`` or more."""
+    from evalkit.agreement.drift import moved_dimensions
+
+    primary, replicas = {}, {}
+    for v in values:
+        if v.blind:
+            key = (v.judge_model, v.rubric_id)
+            if v.replicate == 0:
+                primary.setdefault(key, {}).setdefault(v.run_id, {})[v.dimension] = v.value
+            else:
+                held = replicas.setdefault(key, {}).setdefault((v.run_id, v.annotation_id, v.replicate), {})
+                held[v.dimension] = v.value
+    out = []
+    for key in sorted(replicas):
+        n, shared, moved, flagged = 0, {}, {}, []
+        for run_id, annotation_id, rep in sorted(replicas[key]):
+            first = primary.get(key, {}).get(run_id)
+            if not first:
+                continue
+            n += 1
+            again = replicas[key][(run_id, annotation_id, rep)]
+            for dim in set(first) & set(again):
+                shared[dim] = shared.get(dim, 0) + 1
+            dims = moved_dimensions(first, again, config.moved_by)
+            for dim in dims:
+                moved[dim] = moved.get(dim, 0) + 1
+            if len(dims) > config.max_moved:
+                flagged.append(run_id)
+        out.append((key, n, sorted(shared.items()), sorted(moved.items()), flagged))
+    return out
+
+
+def drift_counts(entries):
+    return [
+        (
+            (e["judge_model"], e["rubric"]),
+            e["n_replicates"],
+            [(d["dimension"], d["n"]) for d in e["dimensions"]],
+            [(d["dimension"], d["n_moved"]) for d in e["dimensions"] if d["n_moved"]],
+            [f["run_id"] for f in e["flagged"]],
+        )
+        for e in entries
+    ]

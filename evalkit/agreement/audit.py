@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +24,12 @@ from evalkit.agreement.probe_stats import failed_run_ids, probe_entries
 from evalkit.agreement.ratings import collect_ratings
 from evalkit.agreement.self_judging import same_model
 from evalkit.db import (
+    JudgeColumns,
     judge_models,
     open_readonly,
-    read_annotations,
     read_call_costs,
     read_cards,
+    read_judge_columns,
     read_probe_annotations,
     read_ratings,
     read_stale_annotations,
@@ -87,7 +87,7 @@ def _audit(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The audit and, ``with_pairs``, the compared pairs (else an empty list); see
     :func:`build_audit_with_pairs`. The pairs are let go as soon as the sections that read them
-    are done (at 10^5 runs they are 10^6 objects). ``odd``: the file's odd cells
+    are done (at 10^5 runs they are 10^6 rows). ``odd``: the file's odd cells
     (:func:`~evalkit.db.cells.odd_cells`) when the caller has read them already (the report).
     ``share``: a dict that receives what :func:`evalkit.agreement.estimate.build_estimates` reads
     of the same filters (``estimate_inputs``), so the report reads the annotations once; not with
@@ -107,7 +107,7 @@ def _audit(
         # each card keeps only the signals a pairing or the probes read (a card is mostly commands)
         signals = {PROBE_SIGNAL} | {s for p in cfg.pairings for case in p.mechanical_cases for s, _ in case.when}
         cards = list(read_cards(db, warnings, signals=signals))
-        values = list(read_annotations(db, judge=judge, rubric=rubric))  # stale answers are not among them
+        values = read_judge_columns(db, judge=judge, rubric=rubric)  # stale answers are not among them
         stale = read_stale_annotations(db, judge=judge, rubric=rubric)
         stored = read_ratings(db)
         # human ratings given in evalkit view count like imported ones (blind ones only)
@@ -118,7 +118,7 @@ def _audit(
         # the judge and rubric filters keep that judge's verdicts and every human or gold reference
         pair_verdicts = [v for v in pair_verdicts if pairwise_bias.kept(v, judge, rubric)]
         paired_runs = read_paired_runs(db) if pair_verdicts else {}
-        lengths = read_judged_lengths(db) if values else {}
+        lengths = read_judged_lengths(db) if len(values) else {}
 
     n_cards, statuses, failed = len(cards), status_counts(cards), failed_run_ids(cards)
     # the length bias reads the values, the lengths and the outcomes alone: done first, so that the
@@ -128,7 +128,7 @@ def _audit(
     active = cfg.pairings_for(rubric)
     sub = dataclasses.replace(cfg, pairings=active)
     # The jury is a rater like any judge, but not an annotation: counts and drift see only judges.
-    rated = values + jury_mod.jury_values(values, sub) if jury else values
+    rated = JudgeColumns.of([*values, *jury_mod.jury_values(values, sub)]) if jury else values
     sets = judge_vs_mechanical.build_pairs(cards, rated, sub)
     bootstrap = {"n_resamples": n_resamples, "seed": seed} if n_resamples > 0 else None
 
@@ -142,18 +142,16 @@ def _audit(
     pair_rows = judge_vs_mechanical.pair_rows(sets) if with_pairs else []
     groups_of = {c.run_id: (c.model, c.scenario_id) for c in cards} if share is not None and not jury else None
     del sets, cards  # the failed runs are all the probes need of the cards
-    # what reads the judge values alone, before the ratings are made of them, so that the values
-    # can go as soon as the ratings are made
+    # what reads the judge values alone
     annotation_counts = {
-        "annotations": len({v.annotation_id for v in values}),
-        "non_blind_annotations": len({v.annotation_id for v in values if not v.blind}),
-        "replicate_annotations": len({v.annotation_id for v in values if v.blind and v.replicate != 0}),
+        "annotations": values.distinct_annotations(),
+        "non_blind_annotations": values.distinct_annotations(~values.blind),
+        "replicate_annotations": values.distinct_annotations(values.blind & (values.replicate != 0)),
     }
     drift = drift_mod.analyse(values, sub)
     probes = probe_entries(failed, values, probe_answers, bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None)
-    # the raters and the human-agreement sections share the ratings; each judge value is let go
-    # once its rating is made (nothing reads them after), so the ratings take the values' memory
-    ratings = collect_ratings(stored + reviewed, _drain(rated))
+    # the raters and the human-agreement sections share the ratings
+    ratings = collect_ratings(stored + reviewed, rated)
     del values, rated
     if groups_of is not None:
         share["estimate_inputs"] = (groups_of, ratings)
@@ -223,13 +221,6 @@ def pairing_entry(
     entry["slices"] = judge_vs_mechanical.slice_stats(p, ps.pairs, config, kinds)
     entry["self_judging"] = self_judging(p, ps.pairs, config)
     return entry
-
-
-def _drain(items: list[Any]) -> Iterator[Any]:
-    """The items of ``items`` in order, each let go by the list as it is read (the list ends empty)."""
-    items.reverse()
-    while items:
-        yield items.pop()
 
 
 def _outcomes(cards: list[Any]) -> dict[str, bool]:

@@ -14,13 +14,12 @@ with the blind primary answer (``replicate = 0``, latest if re-run) of the same 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
 from evalkit.agreement.judge_vs_mechanical import NOT_APPLICABLE, ORDERED
 from evalkit.agreement.pairings_config import AuditConfig
 from evalkit.agreement.raters import level_and_labels, on_scale
-from evalkit.agreement.sources import JudgeValue
+from evalkit.agreement.sources import JudgeColumns
 
 
 def _num(v: Any) -> bool:
@@ -36,21 +35,24 @@ def moved_dimensions(primary: dict[str, Any], replicate: dict[str, Any], moved_b
     )
 
 
-def analyse(values: Iterable[JudgeValue], config: AuditConfig) -> list[dict[str, Any]]:
+def analyse(values: JudgeColumns, config: AuditConfig) -> list[dict[str, Any]]:
     """One entry per judge model and rubric that has replicates."""
+    import numpy as np
+
     from evalkit.agreement import stats
 
     primary: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
     replicas: dict[tuple[str, str], dict[tuple[str, str, int], dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
-    for v in values:  # oldest first: later primaries overwrite earlier ones
-        if not v.blind:
-            continue
-        key = (v.judge_model, v.rubric_id)
-        if v.replicate == 0:
-            primary[key][v.run_id][v.dimension] = v.value
-        else:
-            replicas[key][(v.run_id, v.annotation_id, v.replicate)][v.dimension] = v.value
-
+    again = np.flatnonzero(values.blind & (values.replicate != 0))
+    if not len(again):
+        return []
+    for v in values.at(again):
+        replicas[(v.judge_model, v.rubric_id)][(v.run_id, v.annotation_id, v.replicate)][v.dimension] = v.value
+    # only the primaries a replicate is compared with: those of its judge, rubric and run
+    named = (values.judge.astype(np.int64) * len(values.rubrics) + values.rubric) * len(values.runs) + values.run
+    first = np.flatnonzero(values.blind & (values.replicate == 0) & np.isin(named, named[again]))
+    for v in values.at(first):  # oldest first: later primaries overwrite earlier ones
+        primary[(v.judge_model, v.rubric_id)][v.run_id][v.dimension] = v.value
     judges = []
     for key in sorted(replicas):
         judge_model, rubric = key

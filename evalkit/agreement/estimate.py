@@ -38,7 +38,7 @@ from evalkit.agreement.stats.corrected import (
     ppi_mean,
     wilson_interval,
 )
-from evalkit.db import judge_models, open_readonly, read_annotations, read_cards, read_ratings, resolve_judge
+from evalkit.db import judge_models, open_readonly, read_cards, read_judge_columns, read_ratings, resolve_judge
 from evalkit.db.reviews import SOURCE, read_review_designs, read_review_ratings
 
 SCHEMA = "evalkit.estimate/1"
@@ -224,7 +224,7 @@ def build_estimates(
             if judge is not None:
                 judge = resolve_judge(judge, judge_models(db), db.path)
             groups_of = {c.run_id: (c.model, c.scenario_id) for c in read_cards(db, signals=())}
-            values = list(read_annotations(db, judge=judge, rubric=rubric))
+            values = read_judge_columns(db, judge=judge, rubric=rubric)
             reviewed, _ = read_review_ratings(db)
             ratings = collect_ratings(read_ratings(db) + reviewed, values)
         else:
@@ -409,7 +409,7 @@ def validate(
             passed = (c.card.get("vector") or {}).get("all_passed")
             if isinstance(passed, bool):
                 truth[c.run_id] = int(passed)
-        values = list(read_annotations(db, judge=judge))
+        values = read_judge_columns(db, judge=judge)
     labels = _labels_by_run(collect_ratings([], values))
     out = []
     for rater, dim in sorted({(r, d) for r, d, _ in labels if d == dimension}):

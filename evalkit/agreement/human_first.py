@@ -21,6 +21,7 @@ import numpy as np
 from evalkit.agreement.pairings_config import AuditConfig
 from evalkit.agreement.pairwise_bias import Boot, _figure, _with_interval, rate
 from evalkit.agreement.raters import level_and_labels, on_scale, same_label
+from evalkit.agreement.ratings import RatingColumns
 
 
 def _values(ratings: list[Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -66,13 +67,15 @@ def _sentence(judge: str, diff: dict[str, Any], jh: dict[str, Any], hh: dict[str
     return f"{judge} {how} ({figures}); whether it can replace a human is the Alt-Test's question."
 
 
-def analyse(ratings: list[Any], config: AuditConfig, bootstrap: dict[str, Any] | None) -> list[dict[str, Any]]:
+def analyse(ratings: RatingColumns, config: AuditConfig, bootstrap: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The audit's ``human_agreement`` list (docs/audit.md), sorted by dimension."""
     from evalkit.agreement.stats import gwet_ac1_multi, krippendorff_alpha, pooled_pairwise_agreement
 
     by_dim: dict[str, list[Any]] = defaultdict(list)
-    for r in ratings:
-        by_dim[r.dimension].append(r)
+    for dim, rows in ratings.dimension_rows():
+        human = ratings.kind[rows] == ratings.kinds.index("human") if "human" in ratings.kinds else None
+        if human is not None and len(np.unique(ratings.rater[rows][human])) >= 2:
+            by_dim[dim] = list(ratings.at(rows))  # only a dimension with two humans is read rating by rating
     out = []
     for dim in sorted(by_dim):
         if len({r.rater for r in by_dim[dim] if r.rater_kind == "human"}) < 2:

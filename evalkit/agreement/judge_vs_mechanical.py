@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import operator
-from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalkit.agreement.pairings_config import AuditConfig, Pairing
 from evalkit.agreement.self_judging import same_model
-from evalkit.agreement.sources import EXCLUDED_STATUSES, Card, JudgeValue
+from evalkit.agreement.sources import EXCLUDED_STATUSES, Card, JudgeColumns
 
 # NOT_APPLICABLE starts the reason of a statistic that does not apply (renderers show it quietly)
 from evalkit.agreement.stats.registry import NOT_APPLICABLE, ORDERED  # noqa: F401 (drift, raters)
@@ -72,75 +71,141 @@ _SLICE_FIELDS = {"scenario": "scenario_id", "model": "model", "judge": "judge_mo
 
 
 class PairList(Sequence[Pair]):
-    """One pairing's pairs held as columns (10^6 pairs at scale): each pair's judge value and card,
-    its two labels and their positions on the scale. A :class:`Pair` is made when one is read;
+    """One pairing's pairs held as columns (10^6 pairs at scale): each pair's row in the judge
+    values (:class:`~evalkit.db.judge.JudgeColumns`), its card, its two labels (codes into the
+    pairing's labels) and their positions on the scale. A :class:`Pair` is made when one is read;
     the audit's statistics read the columns."""
 
-    __slots__ = ("pairing", "answers", "cards", "judge_labels", "mechanical_labels", "judge_at", "mechanical_at")
+    __slots__ = ("pairing", "values", "rows", "cards", "card_at", "labels", "judge_label", "mechanical_label")
+    __slots__ += ("judge_at", "mechanical_at", "card_codes")
 
-    def __init__(self, pairing: Pairing) -> None:
+    def __init__(
+        self, pairing: Pairing, values: JudgeColumns, cards: list[Card], card_codes: dict[str, Any] | None = None
+    ) -> None:
+        import numpy as np  # only on the audit path
+
         self.pairing = pairing
-        self.answers: list[JudgeValue] = []
-        self.cards: list[Card] = []
-        self.judge_labels: list[Any] = []
-        self.mechanical_labels: list[Any] = []
-        self.judge_at = array("q")  # positions on the pairing's scale
-        self.mechanical_at = array("q")
+        self.values = values
+        self.cards = cards  # every card; card_at: each pair's
+        # field -> (each card's code, the distinct keys): worked out once for the pairings sharing the cards
+        self.card_codes = {} if card_codes is None else card_codes
+        self.labels: list[Any] = []  # the labels the pairs hold, each once
+        empty = np.zeros(0, dtype=np.int64)
+        self.rows = self.card_at = self.judge_label = self.mechanical_label = empty
+        self.judge_at = self.mechanical_at = empty  # positions on the pairing's scale
 
     def __len__(self) -> int:
-        return len(self.answers)
-
-    def _pair(self, i: int) -> Pair:
-        v, card = self.answers[i], self.cards[i]
-        return tuple.__new__(
-            Pair,
-            (
-                self.pairing.name,
-                v.run_id,
-                v.judge_model,
-                v.rubric_id,
-                card.scenario_id,
-                card.model,
-                card.path,
-                v.value,
-                self.judge_labels[i],
-                self.mechanical_labels[i],
-                v.confidence if self.pairing.confidence else None,
-                v.rationale,
-                self.judge_at[i],
-                self.mechanical_at[i],
-            ),
-        )
+        return len(self.rows)
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
-            return [self._pair(k) for k in range(*i.indices(len(self)))]
+            return self.take(range(*i.indices(len(self))))
         if i < 0:
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError("pair index out of range")
-        return self._pair(i)
+        return self.take((i,))[0]
 
     def __iter__(self) -> Iterator[Pair]:
-        return map(self._pair, range(len(self)))
+        for start in range(0, len(self), 10_000):  # a chunk's pairs made column by column at a time
+            yield from self.take(range(start, min(start + 10_000, len(self))))
+
+    def take(self, at: Iterable[int]) -> list[Pair]:
+        """The pairs at ``at`` (positions), made column by column."""
+        import numpy as np  # only on the audit path
+
+        at = np.fromiter(at, np.int64)
+        v, r = self.values, self.rows[at]
+        cards = [self.cards[c] for c in self.card_at[at].tolist()]
+        if self.pairing.confidence:
+            confidences = [None if c != c else c for c in v.confidence[r].tolist()]
+        else:
+            confidences = [None] * len(at)
+        name, labels, new = self.pairing.name, self.labels, tuple.__new__
+        return [
+            new(
+                Pair,
+                (
+                    name,
+                    run,
+                    judge,
+                    rubric,
+                    card.scenario_id,
+                    card.model,
+                    card.path,
+                    raw,
+                    labels[j],
+                    labels[m],
+                    c,
+                    why,
+                    ji,
+                    mi,
+                ),
+            )
+            for run, judge, rubric, card, raw, j, m, c, why, ji, mi in zip(
+                map(v.runs.__getitem__, v.run[r].tolist()),
+                map(v.judges.__getitem__, v.judge[r].tolist()),
+                map(v.rubrics.__getitem__, v.rubric[r].tolist()),
+                cards,
+                map(v.labels.__getitem__, v.value[r].tolist()),
+                self.judge_label[at].tolist(),
+                self.mechanical_label[at].tolist(),
+                confidences,
+                map(v.rationales.__getitem__, v.annotation[r].tolist()),
+                self.judge_at[at].tolist(),
+                self.mechanical_at[at].tolist(),
+            )
+        ]
 
     def disagreeing_at(self) -> Iterator[int]:
         """The rows whose judge and mechanical positions differ, in order (one at a time)."""
         import numpy as np  # only on the audit path
 
-        return map(int, np.flatnonzero(np.array(self.judge_at) != np.array(self.mechanical_at)))
+        return iter(np.flatnonzero(self.judge_at != self.mechanical_at).tolist())
+
+    def confidence_column(self) -> np.ndarray:
+        """Each pair's ``confidence``, NaN where there is none (throughout when the pairing does not use it)."""
+        import numpy as np  # only on the audit path
+
+        if self.pairing.confidence:
+            return self.values.confidence[self.rows]
+        return np.full(len(self), math.nan)
 
     def confidences(self) -> Iterator[float | None]:
         """Each pair's ``confidence`` (None throughout when the pairing does not use it)."""
-        if self.pairing.confidence:
-            return map(_confidence, self.answers)
-        return repeat(None, len(self))
+        return (None if c != c else c for c in self.confidence_column().tolist())
+
+    def run_ids(self, at: list[int]) -> list[str]:
+        """The run ids of the pairs at ``at``."""
+        v = self.values
+        return [v.runs[r] for r in v.run[self.rows[at]].tolist()]
+
+    def judge_models(self, at: list[int]) -> list[str]:
+        """The judge models of the pairs at ``at``."""
+        v = self.values
+        return [v.judges[j] for j in v.judge[self.rows[at]].tolist()]
+
+    def coded(self, field: str) -> tuple[np.ndarray, list[str]]:
+        """One of the Pair fields a slice reads (scenario_id, model, judge_model, rubric) as each
+        pair's code into a list of the distinct keys."""
+        import numpy as np  # only on the audit path
+
+        v = self.values
+        if field == "judge_model":
+            return v.judge[self.rows], v.judges
+        if field == "rubric":
+            return v.rubric[self.rows], v.rubrics
+        if field not in self.card_codes:
+            index: dict[str, int] = {}
+            of_card = np.array([index.setdefault(getattr(c, field), len(index)) for c in self.cards], dtype=np.int64)
+            self.card_codes[field] = (of_card, list(index))
+        of_card, keys = self.card_codes[field]
+        return of_card[self.card_at], keys
 
     def column(self, field: str) -> Iterator[Any]:
         """One of the Pair fields a slice reads (scenario_id, model, judge_model, rubric), per pair."""
-        if field in ("scenario_id", "model"):
-            return map(operator.attrgetter(field), self.cards)
-        return map(operator.attrgetter("rubric_id" if field == "rubric" else field), self.answers)
+        codes, keys = self.coded(field)
+        return map(keys.__getitem__, codes.tolist())
 
 
 @dataclass
@@ -150,130 +215,117 @@ class PairSet:
     counts: Counter  # why candidate pairs were left out
 
 
-def build_pairs(cards: Iterable[Card], judge_values: Iterable[JudgeValue], config: AuditConfig) -> list[PairSet]:
-    by_run = {c.run_id: c for c in cards}
-    wanted: dict[tuple[str, str], list[Pairing]] = defaultdict(list)
+def build_pairs(cards: Iterable[Card], values: JudgeColumns, config: AuditConfig) -> list[PairSet]:
+    """Each pairing's pairs: per run (in run order) the latest blind, primary answer of each judge,
+    rubric and dimension (in that order) the pairing reads, with the run's card."""
+    import numpy as np  # only on the audit path
+
+    cards = list(cards)
+    by_run = {c.run_id: i for i, c in enumerate(cards)}  # a run stored twice: its last card
+    shared: dict[str, Any] = {}
+    sets = {p.name: PairSet(p, PairList(p, values, cards, shared), Counter()) for p in config.pairings}
+    n_rubrics, n_dims = len(values.rubrics), len(values.dimensions)
+    # (rubric, dimension) -> the pairings that read it
+    wanted: dict[int, list[Pairing]] = defaultdict(list)
+    rubric_code = {name: k for k, name in enumerate(values.rubrics)}
+    dim_code = {name: k for k, name in enumerate(values.dimensions)}
     for p in config.pairings:
-        wanted[(p.rubric, p.judge_dimension)].append(p)
-    sets = {p.name: PairSet(p, PairList(p), Counter()) for p in config.pairings}
-    # (judge, rubric, dimension) -> its pairings and its code: the place of its answer in a run's
-    # list of latest answers (a list per run, not a dict: 10^5 of them at scale)
-    known: dict[tuple[str, str, str], tuple[list[Pairing], int]] = {}
-    names: list[tuple[str, str, str]] = []  # by code: those with a blind, primary answer
-    latest: dict[str, list[JudgeValue | None]] = {}
-    for v in judge_values:  # oldest first
-        name = (v.judge_model, v.rubric_id, v.dimension)
-        seen = known.get(name)
-        if seen is None:
-            seen = known[name] = (wanted.get(name[1:]) or [], -1)
-        pairings, code = seen
-        if not pairings:
-            continue
-        if not v.blind:
-            for p in pairings:
-                sets[p.name].counts["non_blind"] += 1
-            continue
-        if v.replicate != 0:
-            continue
-        if code < 0:
-            code = len(names)
-            names.append(name)
-            known[name] = (pairings, code)
-        slots = latest.get(v.run_id)
-        if slots is None:
-            slots = latest[v.run_id] = [None] * len(names)
-        elif len(slots) <= code:
-            slots.extend([None] * (code + 1 - len(slots)))
-        slots[code] = v
-    # Per pairing, a judge value's label and a card's label are worked out once, each with its
-    # position on the scale (taken only when the pair is kept): few distinct values, and cards with
-    # the same signals share one dict. What a pairing reads and fills, by name:
-    state = {p.name: _Filling(sets[p.name], p, {}, {}, {}, {}, sets[p.name].pairs) for p in config.pairings}
-    positions: dict[tuple[str, type, Any], int] = {}
-
-    def index(p: Pairing, label: Any) -> int:
-        key = (p.name, type(label), label)
-        at = positions.get(key)
-        if at is None:
-            at = positions[key] = p.index(label)
-        return at
-
-    # the runs in order, each run's answers in (judge, rubric, dimension) order: with few names,
-    # one sorted list of their codes serves every run
-    try:
-        order = sorted(range(len(names)), key=names.__getitem__)
-        few = len(order) <= 32
-    except TypeError:  # names that do not compare (a missing judge): each run's sorted as they are
-        order, few = [], False
-    filling = [[state[p.name] for p in known[name][0]] for name in names]  # by code
-    for run in sorted(latest):
-        slots = latest[run]
-        card = by_run.get(run)
-        present = len(slots)
-        for code in (
-            order if few else sorted((c for c in range(present) if slots[c] is not None), key=names.__getitem__)
-        ):
-            v = slots[code] if code < present else None
-            if v is None:
-                continue
-            value = v.value
-            try:
-                vkey = (type(value), value)
-                hash(vkey)
-            except TypeError:  # an unhashable value: its label is not kept
-                vkey = None
-            for f in filling[code]:
-                if card is None:
-                    f.ps.counts["no_scorecard"] += 1
-                    continue
-                if card.status in EXCLUDED_STATUSES:
-                    f.ps.counts["excluded_status"] += 1
-                    continue
-                p = f.pairing
-                if vkey is None:
-                    j = p.judge_label(value)
-                elif vkey in f.judged:
-                    j = f.judged[vkey]
-                else:
-                    j = f.judged[vkey] = p.judge_label(value)
-                mkey = id(card.card)
-                if mkey in f.marked:
-                    m = f.marked[mkey]
-                else:
-                    m = f.marked[mkey] = p.mechanical_label(card.card)
-                if j is None:
-                    f.ps.counts["unmapped_judge"] += 1
-                if m is None:
-                    f.ps.counts["unmapped_mechanical"] += 1
-                if j is None or m is None:
-                    continue
-                ji = f.judged_at.get(vkey) if vkey is not None else None
-                if ji is None:
-                    ji = index(p, j)
-                    if vkey is not None:
-                        f.judged_at[vkey] = ji
-                mi = f.marked_at.get(mkey)
-                if mi is None:
-                    mi = f.marked_at[mkey] = index(p, m)
-                f.pairs.answers.append(v)
-                f.pairs.cards.append(card)
-                f.pairs.judge_labels.append(j)
-                f.pairs.mechanical_labels.append(m)
-                f.pairs.judge_at.append(ji)
-                f.pairs.mechanical_at.append(mi)
+        if p.rubric in rubric_code and p.judge_dimension in dim_code:
+            wanted[rubric_code[p.rubric] * n_dims + dim_code[p.judge_dimension]].append(p)
+    if not wanted:
+        return [sets[p.name] for p in config.pairings]
+    read = values.rubric.astype(np.int64) * n_dims + values.dimension
+    for code, pairings in wanted.items():
+        mine = read == code
+        non_blind = int(np.count_nonzero(mine & ~values.blind))
+        for p in pairings:
+            if non_blind:
+                sets[p.name].counts["non_blind"] += non_blind
+    rows = np.flatnonzero(np.isin(read, list(wanted)) & values.blind & (values.replicate == 0))
+    # the latest answer of each (run, judge, rubric, dimension): the last in answer order
+    name = (values.judge[rows].astype(np.int64) * n_rubrics + values.rubric[rows]) * n_dims + values.dimension[rows]
+    n_names = max(len(values.judges) * n_rubrics * n_dims, 1)
+    key = values.run[rows].astype(np.int64) * n_names + name
+    _, last = np.unique(key[::-1], return_index=True)
+    rows = rows[np.sort(len(key) - 1 - last)]
+    del key, name, last
+    # runs in order, each run's answers in (judge, rubric, dimension) order
+    run_place = _places(values.runs)
+    judge_place, rubric_place, dim_place = (_places(x) for x in (values.judges, values.rubrics, values.dimensions))
+    rows = rows[
+        np.lexsort(
+            (
+                dim_place[values.dimension[rows]],
+                rubric_place[values.rubric[rows]],
+                judge_place[values.judge[rows]],
+                run_place[values.run[rows]],
+            )
+        )
+    ]
+    card_of_run = np.array([by_run.get(r, -1) for r in values.runs], dtype=np.int64)
+    card_at = card_of_run[values.run[rows]]
+    excluded = np.array([c.status in EXCLUDED_STATUSES for c in cards] + [False], dtype=bool)[card_at]
+    reads = read[rows]
+    for code, pairings in wanted.items():
+        mine = reads == code
+        for p in pairings:
+            _fill(sets[p.name], p, rows[mine], card_at[mine], excluded[mine], values, cards)
     return [sets[p.name] for p in config.pairings]
 
 
-class _Filling(NamedTuple):
-    """What build_pairs reads and fills for one pairing."""
+def _fill(ps: PairSet, p: Pairing, rows: np.ndarray, card_at: np.ndarray, excluded: np.ndarray, values, cards) -> None:
+    """Put in ``ps`` the pairs of candidate ``rows`` (with their cards' places, -1 for none) and count
+    the ones left out."""
+    import numpy as np  # only on the audit path
 
-    ps: PairSet
-    pairing: Pairing
-    judged: dict[Any, Any]  # (type, value) -> the judge's label
-    judged_at: dict[Any, int]  # (type, value) -> that label's position
-    marked: dict[int, Any]  # id(card dict) -> the mechanical label
-    marked_at: dict[int, int]  # id(card dict) -> that label's position
-    pairs: PairList
+    pairs: PairList = ps.pairs  # type: ignore[assignment]
+    labels: dict[tuple[type, Any], int] = {}  # the labels the pairs hold, each once: its code
+    none = -1
+    # the judge's label of each distinct value, and the mechanical label of each distinct card dict
+    judged = np.array(
+        [
+            none if (j := p.judge_label(v)) is None else labels.setdefault((type(j), j), len(labels))
+            for v in values.labels
+        ],
+        dtype=np.int64,
+    )
+    marked_of: dict[int, int] = {}
+    marked = []
+    for c in cards:
+        m = marked_of.get(id(c.card))
+        if m is None:
+            label = p.mechanical_label(c.card)
+            m = marked_of[id(c.card)] = none if label is None else labels.setdefault((type(label), label), len(labels))
+        marked.append(m)
+    no_card = card_at < 0
+    ps.counts["no_scorecard"] += int(np.count_nonzero(no_card))
+    ps.counts["excluded_status"] += int(np.count_nonzero(~no_card & excluded))
+    candidate = ~no_card & ~excluded
+    rows, card_at = rows[candidate], card_at[candidate]
+    j = judged[values.value[rows]] if len(judged) else np.zeros(len(rows), dtype=np.int64)
+    m = np.array(marked + [none], dtype=np.int64)[card_at]
+    if n := int(np.count_nonzero(j == none)):
+        ps.counts["unmapped_judge"] += n
+    if n := int(np.count_nonzero(m == none)):
+        ps.counts["unmapped_mechanical"] += n
+    kept = (j != none) & (m != none)
+    pairs.labels = [label for _, label in labels]
+    # positions on the scale, of the labels a kept pair holds only
+    at = np.full(len(labels), -1, dtype=np.int64)
+    for code in np.unique(np.concatenate([j[kept], m[kept]])).tolist():
+        at[code] = p.index(pairs.labels[code])
+    pairs.rows, pairs.card_at = rows[kept], card_at[kept]
+    pairs.judge_label, pairs.mechanical_label = j[kept], m[kept]
+    pairs.judge_at, pairs.mechanical_at = at[pairs.judge_label], at[pairs.mechanical_label]
+
+
+def _places(keys: list[Any]) -> np.ndarray:
+    """Each key's place among ``keys`` sorted (an order-preserving code)."""
+    import numpy as np  # only on the audit path
+
+    place = np.zeros(len(keys), dtype=np.int64)
+    place[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+    return place
 
 
 def pairing_stats(
@@ -319,9 +371,13 @@ def _inputs(p: Pairing, pairs: list[Pair]) -> tuple[np.ndarray, np.ndarray, np.n
     probabilities = confidences = None
     if p.confidence:
         # a confidence outside [0, 1] (or NaN) is not a probability: left out, and counted
-        confidences = np.fromiter(
-            (c if c is not None and 0.0 <= c <= 1.0 else math.nan for c in _confidences(pairs)), float, n
-        )
+        if isinstance(pairs, PairList):
+            confidences = pairs.confidence_column()
+            confidences = np.where((confidences >= 0.0) & (confidences <= 1.0), confidences, math.nan)
+        else:
+            confidences = np.fromiter(
+                (c if c is not None and 0.0 <= c <= 1.0 else math.nan for c in _confidences(pairs)), float, n
+            )
         rest = (1.0 - confidences) / (k - 1)
         top = np.arange(k)[None, :] == predictions[:, None]
         probabilities = np.where(top, confidences[:, None], rest[:, None])
@@ -339,6 +395,10 @@ def _confidences(pairs: Sequence[Pair]) -> Iterator[float | None]:
 
 def _recorded(pairs: Sequence[Pair]) -> int:
     """How many of ``pairs`` carry a judge confidence (usable or not)."""
+    if isinstance(pairs, PairList):
+        import numpy as np  # only on the audit path
+
+        return int(np.count_nonzero(~np.isnan(pairs.confidence_column())))
     return sum(1 for c in _confidences(pairs) if c is not None)
 
 
@@ -409,18 +469,22 @@ def slice_stats(
 
     predictions, references, probabilities, confidences = _inputs(p, pairs)  # once for every kind
     n = len(pairs)
-    recorded = np.fromiter(map(operator.is_not, _confidences(pairs), repeat(None)), bool, n)
+    if isinstance(pairs, PairList):
+        recorded = ~np.isnan(pairs.confidence_column())
+    else:
+        recorded = np.fromiter(map(operator.is_not, _confidences(pairs), repeat(None)), bool, n)
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in kinds:
         if isinstance(pairs, PairList):
-            keys = list(pairs.column(_SLICE_FIELDS[kind]))
+            codes, names = pairs.coded(_SLICE_FIELDS[kind])
+            code_of = {names[c]: c for c in np.unique(codes).tolist()}
         else:
             keys = list(map(_SLICE_GETTERS[kind], pairs))
-        code_of = {key: c for c, key in enumerate(dict.fromkeys(keys))}  # one pass: a scan per key is quadratic
-        codes = np.fromiter(map(code_of.__getitem__, keys), np.intp, n)
-        del keys
+            code_of = {key: c for c, key in enumerate(dict.fromkeys(keys))}  # one pass: a scan per key is quadratic
+            codes = np.fromiter(map(code_of.__getitem__, keys), np.intp, n)
+            del keys
         order = np.argsort(codes, kind="stable")  # each key's rows in pair order
-        bounds = np.cumsum(np.bincount(codes, minlength=len(code_of)))
+        bounds = np.cumsum(np.bincount(codes, minlength=max(code_of.values(), default=-1) + 1))
         out[kind] = []
         for key in sorted(code_of):
             c = code_of[key]
@@ -465,9 +529,8 @@ def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str,
     for order, ps in enumerate(sets):
         p, pairs = ps.pairing, ps.pairs
         labels = list(p.scale)
-        if isinstance(pairs, PairList):  # the columns' own buffers, not copies
-            judge_at = np.frombuffer(pairs.judge_at, np.int64)
-            mechanical_at = np.frombuffer(pairs.mechanical_at, np.int64)
+        if isinstance(pairs, PairList):
+            judge_at, mechanical_at = pairs.judge_at, pairs.mechanical_at
         else:
             judge_at, mechanical_at = (np.fromiter(c, np.int64) for c in _positions(pairs))
         rows = np.flatnonzero(judge_at != mechanical_at)
@@ -486,10 +549,13 @@ def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str,
         columns["gap"].append(-(np.abs(j - m) / (len(labels) - 1)))
         columns["order"].append(np.full(len(rows), order, dtype=np.int32))
         columns["row"].append(rows)
-        records = pairs.answers if isinstance(pairs, PairList) else pairs  # each with run_id and judge_model
         at = rows.tolist()
-        columns["runs"].extend(records[i].run_id for i in at)
-        columns["judges"].extend(records[i].judge_model for i in at)
+        if isinstance(pairs, PairList):
+            columns["runs"].extend(pairs.run_ids(at))
+            columns["judges"].extend(pairs.judge_models(at))
+        else:
+            columns["runs"].extend(pairs[i].run_id for i in at)
+            columns["judges"].extend(pairs[i].judge_model for i in at)
         del at
         columns["direction"].append(code.astype(np.int32))
         held.append((p, pairs, found))
@@ -503,10 +569,18 @@ def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str,
     ranking = np.lexsort((judge_codes, run_codes, order, gap, rank, first))
     if top:
         ranking = ranking[:top]
+    # the listed pairs, made per pairing column by column
+    listed: list[Any] = [None] * len(ranking)
+    for o in np.unique(order[ranking]).tolist():
+        mine = np.flatnonzero(order[ranking] == o)
+        pairs = held[o][1]
+        at = row[ranking[mine]].tolist()
+        made = pairs.take(at) if isinstance(pairs, PairList) else [pairs[i] for i in at]
+        for k, x in zip(mine.tolist(), made):
+            listed[k] = x
     out = []
-    for k in ranking.tolist():
+    for k, x in zip(ranking.tolist(), listed):
         p, pairs, found = held[order[k]]
-        x = pairs[int(row[k])]
         steps = abs(x.judge_index - x.mechanical_index)
         models = (x.judge_model, x.model)
         if models not in own:
@@ -556,22 +630,33 @@ def _positions(pairs: Sequence[Pair]) -> tuple[Iterable[int], Iterable[int]]:
 def judge_and_agent_models(pairs: Sequence[Pair]) -> Iterator[tuple[str, str]]:
     """Each pair's (judge_model, model)."""
     if isinstance(pairs, PairList):
-        return zip(pairs.column("judge_model"), pairs.column("model"))
+        import numpy as np  # only on the audit path
+
+        (judges, judge_names), (models, model_names) = pairs.coded("judge_model"), pairs.coded("model")
+        both = np.unique(judges.astype(np.int64) * max(len(model_names), 1) + models).tolist()
+        return ((judge_names[k // max(len(model_names), 1)], model_names[k % max(len(model_names), 1)]) for k in both)
     return ((x.judge_model, x.model) for x in pairs)
 
 
 def count_disagreements(sets: list[PairSet]) -> int:
     """How many pairs disagree (what :func:`disagreeing` yields, counted in C)."""
-    return sum(sum(map(operator.ne, *_positions(ps.pairs))) for ps in sets)
+    import numpy as np  # only on the audit path
+
+    return sum(
+        int(np.count_nonzero(ps.pairs.judge_at != ps.pairs.mechanical_at))
+        if isinstance(ps.pairs, PairList)
+        else sum(map(operator.ne, *_positions(ps.pairs)))
+        for ps in sets
+    )
 
 
 def disagreeing(sets: list[PairSet]) -> Iterator[dict[str, str]]:
     """The pairing and run of every disagreement, one at a time (what adjudications count)."""
     for ps in sets:
         if isinstance(ps.pairs, PairList):
-            name, answers = ps.pairing.name, ps.pairs.answers
-            for i in ps.pairs.disagreeing_at():
-                yield {"pairing": name, "run_id": answers[i].run_id}
+            name = ps.pairing.name
+            for run_id in ps.pairs.run_ids(list(ps.pairs.disagreeing_at())):
+                yield {"pairing": name, "run_id": run_id}
             continue
         for x in ps.pairs:
             if x.judge_index != x.mechanical_index:

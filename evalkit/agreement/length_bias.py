@@ -16,13 +16,11 @@ the lengths do not vary.
 
 from __future__ import annotations
 
-import functools
 import math
-import operator
-from collections.abc import Iterable
 from typing import Any
 
 from evalkit.aggregate.uncertainty.distributions import t_quantile
+from evalkit.db import JudgeColumns
 from evalkit.present import Table
 from evalkit.present.document import Notes, Section, ViewTable, stat_text
 
@@ -69,38 +67,36 @@ def slope(
 
 
 def analyse(
-    values: Iterable[Any], lengths: dict[str, int | None], outcomes: dict[str, bool], level: float = 0.95
+    values: JudgeColumns, lengths: dict[str, int | None], outcomes: dict[str, bool], level: float = 0.95
 ) -> list[dict[str, Any]]:
     """The audit's ``length_bias`` entries (docs/audit.md) from the judge values (in answer order:
     a run's latest answer wins), the runs' bundle lengths and their mechanical outcomes."""
     import numpy as np
 
-    values = values if isinstance(values, list) else list(values)
-    n = len(values)
-    # 10^6 values share a few judges, dimensions and labels: each is coded once (C-level passes
-    # over the values), and the latest score of each (rater, dimension, run) is found by numpy
-    try:
-        labels = _index(zip(map(type, _VALUE(values)), _VALUE(values)))
-    except TypeError:  # an unhashable value: each scored where it stands
-        scores = np.fromiter((math.nan if (s := _score(v)) is None else s for v in _VALUE(values)), float, n)
-    else:
-        score_of = np.array([math.nan if (s := _score(v)) is None else s for _, v in labels], dtype=float)
-        scores = score_of[
-            np.fromiter(map(labels.__getitem__, zip(map(type, _VALUE(values)), _VALUE(values))), np.int32, n)
-        ]
+    # each distinct label scored once; the latest score of each (rater, dimension, run) found by numpy
+    score_of = np.array([math.nan if (s := _score(v)) is None else s for v in values.labels], dtype=float)
+    scores = score_of[values.value] if len(values.labels) else np.zeros(0)
     kept = np.flatnonzero(~np.isnan(scores))
     if not len(kept):
         return []
     scores = scores[kept]
-    named = _index(zip(_JUDGE(values), _RUBRIC(values), _DIMENSION(values)))
     # (judge, rubric, dimension) -> (rater, dimension): a rater is MODEL@RUBRIC
+    n_rubrics, n_dims = len(values.rubrics), len(values.dimensions)
+    named, at = np.unique(
+        (values.judge[kept].astype(np.int64) * n_rubrics + values.rubric[kept]) * n_dims + values.dimension[kept],
+        return_inverse=True,
+    )
     groups: dict[tuple[str, str], int] = {}
-    group_of = np.array([groups.setdefault((f"{j}@{r}", d), len(groups)) for j, r, d in named], dtype=np.int64)
-    group_codes = group_of[
-        np.fromiter(map(named.__getitem__, zip(_JUDGE(values), _RUBRIC(values), _DIMENSION(values))), np.int32, n)[kept]
-    ]
-    runs = _index(_RUN(values))
-    run_codes = np.fromiter(map(runs.__getitem__, _RUN(values)), np.int32, n)[kept]
+    group_of = []
+    for code in named.tolist():
+        judge_rubric, d = divmod(code, n_dims)
+        j, r = divmod(judge_rubric, n_rubrics)
+        group_of.append(
+            groups.setdefault((f"{values.judges[j]}@{values.rubrics[r]}", values.dimensions[d]), len(groups))
+        )
+    group_codes = np.array(group_of, dtype=np.int64)[at.reshape(-1)]
+    runs = values.runs
+    run_codes = values.run[kept].astype(np.int64)
     del kept
     # the last value of each (group, run): unique over the reversed order keeps the latest
     key = group_codes * len(runs) + run_codes
@@ -131,21 +127,6 @@ def analyse(
         fig, controls = slope(y.tolist(), x.tolist(), outcome, level)
         out.append({"judge": rater, "dimension": dimension, "slope_per_1000_chars": fig, "controlled_for": controls})
     return out
-
-
-def _index(keys: Iterable[Any]) -> dict[Any, int]:
-    """Each distinct key's place in order of first occurrence."""
-    index = dict.fromkeys(keys)
-    for i, key in enumerate(index):
-        index[key] = i
-    return index
-
-
-_VALUE = functools.partial(map, operator.attrgetter("value"))
-_JUDGE = functools.partial(map, operator.attrgetter("judge_model"))
-_RUBRIC = functools.partial(map, operator.attrgetter("rubric_id"))
-_DIMENSION = functools.partial(map, operator.attrgetter("dimension"))
-_RUN = functools.partial(map, operator.attrgetter("run_id"))
 
 
 def section(audit: dict) -> Section | None:

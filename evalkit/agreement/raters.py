@@ -24,13 +24,12 @@ Choices the issue leaves open (documented in docs/audit.md):
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from evalkit.agreement.credit import credit
 from evalkit.agreement.pairings_config import AuditConfig, DimensionSpec
-from evalkit.agreement.ratings import Rating
+from evalkit.agreement.ratings import RatingColumns
 
 
 def _stats():
@@ -93,45 +92,56 @@ def on_scale(v: Any, labels: list[Any]) -> bool:
     return any(same_label(v, lab) for lab in labels)
 
 
-def analyse_dimension(dimension: str, ratings: list[Rating], config: AuditConfig) -> dict[str, Any] | None:
-    """The raters entry of one dimension, or None when fewer than two raters remain."""
-    from evalkit.agreement.stats import registry  # numpy: only on the audit path
+def analyse_dimension(dimension: str, ratings: RatingColumns, rows: Any, config: AuditConfig) -> dict[str, Any] | None:
+    """The raters entry of one dimension (its ratings at ``rows``), or None when fewer than two raters remain."""
+    import numpy as np  # only on the audit path
+
+    from evalkit.agreement.stats import registry
 
     spec = config.dimensions.get(dimension)
-    # the level and labels depend on the distinct values alone: each (type, value) once, its first
-    # occurrence, in order of first occurrence (what a set of all the values keeps)
-    values = [r.value for r in ratings]
-    try:
-        distinct = [v for _, v in dict.fromkeys(zip(map(type, values), values))]
-    except TypeError:  # an unhashable value
-        distinct = values
-    level, labels = level_and_labels(distinct, spec)
-    del values, distinct
-    scaled: dict[tuple[type, Any], bool] = {}  # few distinct values: each checked once
-    n_excluded = 0
-    by_item: dict[str, dict[str, Any]] = {}
-    kinds: dict[str, str] = {}
-    for r in ratings:
-        value = r.value
-        key = (type(value), value)
-        ok = scaled.get(key)
-        if ok is None:
-            ok = scaled[key] = on_scale(value, labels)
-        if not ok:
-            n_excluded += 1
-            continue
-        item = by_item.get(r.item_id)
-        if item is None:
-            item = by_item[r.item_id] = {}
-        item[r.rater] = value
-        kinds[r.rater] = r.rater_kind
-    items = sorted(i for i, rs in by_item.items() if len(rs) >= 2)
-    dropped = len(by_item) - len(items)
-    raters = sorted({name for i in items for name in by_item[i]})
+    # the level and labels depend on the distinct values alone: each (type, value) once, in order
+    # of first occurrence (what a set of all the values keeps)
+    value = ratings.value[rows]
+    codes, first = np.unique(value, return_index=True)
+    level, labels = level_and_labels([ratings.labels[c] for c in codes[np.argsort(first)].tolist()], spec)
+    scaled = np.zeros(len(ratings.labels), dtype=bool)
+    scaled[codes] = [on_scale(ratings.labels[c], labels) for c in codes.tolist()]
+    ok = scaled[value]
+    n_excluded = int(np.count_nonzero(~ok))
+    rows = rows[ok]
+    item, rater = ratings.item[rows].astype(np.int64), ratings.rater[rows].astype(np.int64)
+    # each rater's kind: that of its last rating; each item's value per rater: the last one
+    _, last = np.unique(rater[::-1], return_index=True)
+    kinds = {
+        ratings.raters[r]: ratings.kinds[k]
+        for r, k in zip(rater[len(rater) - 1 - last].tolist(), ratings.kind[rows[len(rater) - 1 - last]].tolist())
+    }
+    key = item * max(len(ratings.raters), 1) + rater
+    _, last = np.unique(key[::-1], return_index=True)
+    last = len(key) - 1 - last
+    item, rater, value = item[last], rater[last], ratings.value[rows[last]]
+    per_item = np.bincount(item, minlength=len(ratings.items))
+    kept_item = per_item >= 2
+    items = sorted(ratings.items[i] for i in np.flatnonzero(kept_item).tolist())
+    dropped = int(np.count_nonzero(per_item)) - len(items)
+    mine = kept_item[item]
+    item, rater, value = item[mine], rater[mine], value[mine]
+    raters = sorted(ratings.raters[r] for r in np.unique(rater).tolist())
     if len(raters) < 2:
         return None
-    rows = [by_item[i] for i in items]
-    matrix = [[row.get(name) for row in rows] for name in raters]
+    item_place = {name: k for k, name in enumerate(items)}
+    rater_place = {name: k for k, name in enumerate(raters)}
+    at_item = np.full(len(ratings.items), -1, dtype=np.int64)
+    at_item[kept_item] = [item_place[ratings.items[i]] for i in np.flatnonzero(kept_item).tolist()]
+    at_rater = np.full(len(ratings.raters), -1, dtype=np.int64)
+    for r in np.unique(rater).tolist():
+        at_rater[r] = rater_place[ratings.raters[r]]
+    grid = np.full((len(raters), len(items)), len(ratings.labels), dtype=np.int64)  # the last code: no rating
+    grid[at_rater[rater], at_item[item]] = value
+    held = np.empty(len(ratings.labels) + 1, dtype=object)
+    held[:-1] = ratings.labels
+    matrix = held[grid].tolist()
+    del grid
     entry: dict[str, Any] = {
         "dimension": dimension,
         "raters": raters,
@@ -141,7 +151,7 @@ def analyse_dimension(dimension: str, ratings: list[Rating], config: AuditConfig
         "n": len(items),
         "n_items": len(items),
         "n_items_dropped": dropped,
-        "n_ratings": sum(len(by_item[i]) for i in items),
+        "n_ratings": len(item),
         "n_excluded": n_excluded,
     }
     rated = registry.Raters(matrix, raters, labels, level)
@@ -261,16 +271,15 @@ def alt_tests(
     return out
 
 
-def analyse(ratings: Iterable[Rating], config: AuditConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def analyse(ratings: RatingColumns, config: AuditConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(entries for dimensions with two or more raters, skipped dimensions with the reason)."""
-    by_dim: dict[str, list[Rating]] = defaultdict(list)
-    for r in ratings:
-        by_dim[r.dimension].append(r)
+    import numpy as np  # only on the audit path
+
     entries, skipped = [], []
-    for dim in sorted(by_dim):
-        entry = analyse_dimension(dim, by_dim[dim], config)
+    for dim, rows in ratings.dimension_rows():
+        entry = analyse_dimension(dim, ratings, rows, config)
         if entry is None:
-            names = sorted({r.rater for r in by_dim[dim]})
+            names = sorted(ratings.raters[r] for r in np.unique(ratings.rater[rows]).tolist())
             skipped.append({"dimension": dim, "raters": names, "reason": "fewer than two raters on a shared item"})
         else:
             entries.append(entry)

@@ -23,14 +23,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from evalkit.db import Rating, write_ratings
+from evalkit.db import JudgeColumns, Rating, write_ratings
 from evalkit.db.schema import TABLES
 from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
@@ -407,44 +407,190 @@ def judge_rater_name(judge_model: str, rubric_id: str) -> str:
     return f"{judge_model}@{rubric_id}"
 
 
-def collect_ratings(stored: Iterable[Rating], judge_values: Iterable[Any]) -> list[Rating]:
+class RatingColumns:
+    """Ratings as columns, in the order they were given (from :func:`collect_ratings`: item, rater,
+    dimension): each rating's item, rater, rater kind, dimension and label as codes into the lists
+    of the distinct ones (labels distinct by type and value). A rating is an imported
+    :class:`Rating` (``origin`` ≥ 0: its place in ``stored``) or a judge value (``origin`` = -1 -
+    its row in ``judged``); iterating gives them as :class:`Rating` tuples."""
+
+    __slots__ = ("item", "rater", "kind", "dimension", "value", "origin", "items", "raters", "kinds")
+    __slots__ += ("dimensions", "labels", "stored", "judged")
+
+    def __init__(self, **columns: Any) -> None:
+        for name in self.__slots__:
+            setattr(self, name, columns[name])
+
+    @classmethod
+    def of(cls, ratings: Iterable[Rating]) -> RatingColumns:
+        """The columns of ``ratings``, in their order (every one kept); their values must be hashable."""
+        import numpy as np  # only on the audit path
+
+        stored = list(ratings)
+        index: list[dict[Any, int]] = [{} for _ in range(5)]
+        item, rater, kind, dimension, value = (
+            np.array([ix.setdefault(k, len(ix)) for k in keys], dtype=np.int32)
+            for ix, keys in zip(
+                index,
+                (
+                    (r.item_id for r in stored),
+                    (r.rater for r in stored),
+                    (r.rater_kind for r in stored),
+                    (r.dimension for r in stored),
+                    ((type(r.value), r.value) for r in stored),
+                ),
+            )
+        )
+        return cls(
+            item=item,
+            rater=rater,
+            kind=kind,
+            dimension=dimension,
+            value=value,
+            origin=np.arange(len(stored), dtype=np.int64),
+            items=list(index[0]),
+            raters=list(index[1]),
+            kinds=list(index[2]),
+            dimensions=list(index[3]),
+            labels=[v for _, v in index[4]],
+            stored=stored,
+            judged=None,
+        )
+
+    def __len__(self) -> int:
+        return len(self.item)
+
+    def __iter__(self) -> Iterator[Rating]:
+        import numpy as np  # only on the audit path
+
+        return self.at(np.arange(len(self)))
+
+    def at(self, rows: Any) -> Iterator[Rating]:
+        """The ratings at ``rows`` (an array of positions), one at a time."""
+        for start in range(0, len(rows), 50_000):  # a chunk's judge ratings made at a time
+            part = self.origin[rows[start : start + 50_000]]
+            judged = iter(_judge_ratings(self.judged, -part[part < 0] - 1)) if self.judged is not None else iter(())
+            for k in part.tolist():
+                yield self.stored[k] if k >= 0 else next(judged)
+
+    def dimension_rows(self) -> list[tuple[str, Any]]:
+        """Each dimension (sorted by name) with its rows, in order."""
+        import numpy as np  # only on the audit path
+
+        order = np.argsort(self.dimension, kind="stable")
+        bounds = np.cumsum(np.bincount(self.dimension, minlength=len(self.dimensions)))
+        return sorted(
+            (name, order[(bounds[d - 1] if d else 0) : bounds[d]])
+            for d, name in enumerate(self.dimensions)
+            if bounds[d] > (bounds[d - 1] if d else 0)
+        )
+
+
+def collect_ratings(stored: Iterable[Rating], judge_values: JudgeColumns) -> RatingColumns:
     """Imported ratings plus blind, primary (replicate 0) judge annotations, one value per
-    (item, rater, dimension): the latest annotation wins when a rubric was re-run. Ordered by
-    (item, rater, dimension)."""
-    by_item: dict[str, dict[tuple[str, str], Rating]] = {}  # item -> (rater, dimension) -> rating
-    keys: dict[tuple[str, str], tuple[str, str]] = {}  # one key object per (rater, dimension)
-    for s in stored:
-        key = keys.setdefault((s.rater, s.dimension), (s.rater, s.dimension))
-        by_item.setdefault(s.item_id, {})[key] = s
-    # (judge, rubric, dimension) -> the (rater, dimension) key: worked out once per judge and dimension
-    judged: dict[tuple[str, str, str], tuple[str, str]] = {}
+    (item, rater, dimension): a later one wins (a judge value over an imported rating, the latest
+    annotation when a rubric was re-run). Ordered by (item, rater, dimension)."""
+    import numpy as np  # only on the audit path
+
+    v = judge_values
+    given = RatingColumns.of(stored)
+    rows = np.flatnonzero(v.blind & (v.replicate == 0))
+    items = {name: k for k, name in enumerate(given.items)}
+    # the (rater, dimension) key of each rating: imported ones first, then each judge value's,
+    # worked out once per (judge, rubric, dimension)
+    pair: dict[tuple[str, str], int] = {}
+    stored_key = np.array(
+        [
+            pair.setdefault((given.raters[r], given.dimensions[d]), len(pair))
+            for r, d in zip(given.rater.tolist(), given.dimension.tolist())
+        ],
+        dtype=np.int64,
+    )
+    named, key_at = np.unique(
+        (v.judge[rows].astype(np.int64) * len(v.rubrics) + v.rubric[rows]) * len(v.dimensions) + v.dimension[rows],
+        return_inverse=True,
+    )
+    codes = []
+    for code in named.tolist():
+        judge_rubric, dim = divmod(code, len(v.dimensions))
+        judge, rubric = divmod(judge_rubric, len(v.rubrics))
+        codes.append(
+            pair.setdefault((judge_rater_name(v.judges[judge], v.rubrics[rubric]), v.dimensions[dim]), len(pair))
+        )
+    item_of_run = np.array([items.setdefault(run, len(items)) for run in v.runs], dtype=np.int64)
+    item = np.concatenate([given.item.astype(np.int64), item_of_run[v.run[rows]]])
+    key = np.concatenate([stored_key, np.array(codes, dtype=np.int64)[key_at.reshape(-1)]])
+    # the last rating of each (item, key) wins; the winners in (item, rater, dimension) order
+    keys = list(pair)
+    order = _places(list(items))[item] * max(len(keys), 1) + _places(keys)[key]
+    _, last = np.unique(order[::-1], return_index=True)  # sorted by (item, key) place, each its last rating
+    chosen = len(order) - 1 - last
+    del order, last
+    item, key = item[chosen], key[chosen]
+    n_given = len(given)
+    judged = chosen >= n_given
+    # the kinds, dimensions and labels of imported ratings and judge values, coded together
+    kinds = {name: k for k, name in enumerate(given.kinds)}
+    judge_kind = kinds.setdefault("judge", len(kinds))
+    labels = {(type(x), x): k for k, x in enumerate(given.labels)}
+    label_of = np.array([labels.setdefault((type(x), x), len(labels)) for x in v.labels], dtype=np.int32)
+    dims = {name: k for k, name in enumerate(dict.fromkeys(k[1] for k in keys))}
+    rater_names = {name: k for k, name in enumerate(dict.fromkeys(k[0] for k in keys))}
+    key_rater = np.array([rater_names[k[0]] for k in keys], dtype=np.int32)
+    key_dim = np.array([dims[k[1]] for k in keys], dtype=np.int32)
+    imported = chosen[~judged]
+    rows_at = rows[chosen[judged] - n_given]  # the judge values taken: their rows
+    value = np.zeros(len(chosen), dtype=np.int32)
+    value[~judged], value[judged] = given.value[imported], label_of[v.value[rows_at]]
+    kind = np.full(len(chosen), judge_kind, dtype=np.int32)
+    kind[~judged] = given.kind[imported]
+    origin = chosen.astype(np.int64)
+    origin[judged] = -rows_at - 1
+    return RatingColumns(
+        item=item.astype(np.int32),
+        rater=key_rater[key],
+        kind=kind,
+        dimension=key_dim[key],
+        value=value,
+        origin=origin,
+        items=list(items),
+        raters=list(rater_names),
+        kinds=list(kinds),
+        dimensions=list(dims),
+        labels=[x for _, x in labels],
+        stored=given.stored,
+        judged=v,
+    )
+
+
+def _places(keys: list[Any]) -> Any:
+    """Each key's place among ``keys`` sorted (an order-preserving code)."""
+    import numpy as np  # only on the audit path
+
+    place = np.zeros(len(keys), dtype=np.int64)
+    place[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+    return place
+
+
+def _judge_ratings(v: JudgeColumns, rows: Any) -> Iterator[Rating]:
+    """The judge values at ``rows`` as ratings (rater ``JUDGE@RUBRIC``), in order."""
     new = tuple.__new__  # a Rating straight from its fields (10^6 of them at scale)
-    for v in judge_values:  # ordered oldest first, so later answers overwrite
-        if not v.blind or v.replicate != 0:
-            continue
-        key = judged.get((v.judge_model, v.rubric_id, v.dimension))
-        if key is None:
-            name = judge_rater_name(v.judge_model, v.rubric_id)
-            key = keys.setdefault((name, v.dimension), (name, v.dimension))
-            judged[(v.judge_model, v.rubric_id, v.dimension)] = key
-        item = by_item.get(v.run_id)
-        if item is None:
-            item = by_item[v.run_id] = {}
-        item[key] = new(Rating, (v.run_id, key[0], "judge", v.dimension, v.value, v.confidence, "annotations"))
-    # each item's ratings in (rater, dimension) order: with few keys, one sorted list serves every item
-    try:
-        order = sorted(keys.values())
-        few = len(order) <= 32
-    except TypeError:  # keys that do not compare: each item's sorted as they are
-        order, few = [], False
-    out = []
-    for item_id in sorted(by_item):
-        rated = by_item[item_id]
-        if few:
-            out.extend(rated[k] for k in order if k in rated)
-        else:
-            out.extend(rated[k] for k in sorted(rated))
-    return out
+    names: dict[tuple[int, int], str] = {}
+    for run, judge, rubric, dim, label, c in zip(
+        v.run[rows].tolist(),
+        v.judge[rows].tolist(),
+        v.rubric[rows].tolist(),
+        v.dimension[rows].tolist(),
+        v.value[rows].tolist(),
+        v.confidence[rows].tolist(),
+    ):
+        rater = names.get((judge, rubric))
+        if rater is None:
+            rater = names[(judge, rubric)] = judge_rater_name(v.judges[judge], v.rubrics[rubric])
+        yield new(
+            Rating,
+            (v.runs[run], rater, "judge", v.dimensions[dim], v.labels[label], None if c != c else c, "annotations"),
+        )
 
 
 NOT_RUNS_NAMED = 5  # item ids a note names before "and N more"

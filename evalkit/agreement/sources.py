@@ -8,6 +8,7 @@ from __future__ import annotations
 from evalkit.db import (
     CallCosts,
     Card,
+    JudgeColumns,
     JudgeValue,
     label_value,
     open_readonly,
@@ -25,6 +26,7 @@ __all__ = [
     "CallCosts",
     "Card",
     "EXCLUDED_STATUSES",
+    "JudgeColumns",
     "JudgeValue",
     "label_value",
     "open_readonly",

@@ -18,6 +18,7 @@ imports this package).
 from evalkit.db.connect import Database, DbError, open_readonly, open_write
 from evalkit.db.judge import (
     CallCosts,
+    JudgeColumns,
     JudgeTables,
     JudgeValue,
     judge_models,
@@ -25,6 +26,7 @@ from evalkit.db.judge import (
     read_annotation_rows,
     read_annotations,
     read_call_costs,
+    read_judge_columns,
     read_primary_values,
     read_stale_annotations,
 )
@@ -50,6 +52,7 @@ __all__ = [
     "Database",
     "DbError",
     "JudgeTables",
+    "JudgeColumns",
     "JudgeValue",
     "ProbeAnswer",
     "ProbeTables",
@@ -65,6 +68,7 @@ __all__ = [
     "open_write",
     "read_annotation_rows",
     "read_annotations",
+    "read_judge_columns",
     "read_call_costs",
     "read_cards",
     "read_commands",

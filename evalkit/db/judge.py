@@ -29,9 +29,10 @@ import math
 import operator
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from evalkit.db.cells import loads
@@ -390,9 +391,27 @@ def read_annotations(
     db: Database, judge: str | None = None, rubric: str | None = None, runs: list[str] | None = None
 ) -> Iterator[JudgeValue]:
     """Values of ``ok`` annotations that are not stale, ordered so that later answers come last
-    (created_at, id, dimension). ``judge`` is resolved by :func:`~evalkit.db.names.resolve_judge`
-    (full model string or the part after the provider prefix); an unknown name raises ``JudgeNotStored``.
-    ``runs``, when given, keeps those runs' annotations only (read through the indexes)."""
+    (created_at, id, dimension): :func:`read_judge_columns`' values one at a time."""
+    yield from read_judge_columns(db, judge, rubric, runs)
+
+
+READ_CHUNK = 10_000  # annotation_values rows decoded at a time (their tuples are let go chunk by chunk)
+
+
+def read_judge_columns(
+    db: Database, judge: str | None = None, rubric: str | None = None, runs: list[str] | None = None
+) -> JudgeColumns:
+    """:func:`read_annotations`' values as :class:`JudgeColumns`. ``judge`` is resolved by
+    :func:`~evalkit.db.names.resolve_judge` (full model string or the part after the provider
+    prefix); an unknown name raises ``JudgeNotStored``. ``runs``, when given, keeps those runs'
+    annotations only (read through the indexes).
+
+    A value's own run, judge, rubric, blind and replicate columns win over its annotation's; an
+    empty blind or replicate column reads its annotation's. The annotation row backs up what a
+    value lacks: its rationale column (else the annotation JSON's), and an outcome's confidence
+    (without a number in the value's column, the JSON's ``confidence``)."""
+    import numpy as np  # the audit's read: never on the score path
+
     where, args = judge_filter(
         db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')", f"NOT {stale('a.')}"], column="a."
     )
@@ -400,139 +419,130 @@ def read_annotations(
         where.append("a.run_id IN (SELECT value FROM json_each(?))")
         args.append(json.dumps(list(runs)))
     with paused_gc():
-        buckets = _values_by_annotation(db, where, args, runs)
-    buckets.reverse()
-    while buckets:  # each list let go once its values are out
-        yield from buckets.pop()
-
-
-def _values_by_annotation(
-    db: Database, where: list[str], args: list[Any], runs: list[str] | None
-) -> list[list[JudgeValue]]:
-    """:func:`read_annotations`' values, one list per annotation (with a value) in answer order,
-    each in dimension order."""
-    # One row per annotation first, in answer order; then its values, each put with its
-    # annotation. The annotation JSON is decoded at most once per annotation, and only when a
-    # column it backs up is empty.
-    heads = list(
-        _tuples(
-            db,
-            # the JSON with the head where the rationale column is empty; an outcome without a
-            # numeric confidence column reads it when it comes (:func:`doc_of`)
-            "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
-            f"a.created_at, a.blind, a.replicate FROM annotations a WHERE {' AND '.join(where)}",
-            args,
+        # one row per annotation, in answer order; the JSON with it where the rationale column is empty
+        heads = list(
+            _tuples(
+                db,
+                "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
+                f"a.created_at, a.blind, a.replicate FROM annotations a WHERE {' AND '.join(where)}",
+                args,
+            )
         )
-    )
-    heads.sort(key=lambda h: (str(h[3] or ""), str(h[0])))
-    rank = {h[0]: i for i, h in enumerate(heads)}
-    docs: dict[int, Any] = {}
+        heads.sort(key=lambda h: (str(h[3] or ""), str(h[0])))
+        rank = {h[0]: i for i, h in enumerate(heads)}
+        codes: list[dict[Any, int]] = [{}, {}, {}, {}, {}]  # run, judge, rubric, dimension, stored value text
+        parts: list[list[Any]] = [[] for _ in range(9)]
+        sql = (
+            "SELECT annotation_id, run_id, judge_model, rubric_id, dimension, value, confidence, "
+            "blind, replicate FROM annotation_values"
+            + ("" if runs is None else " WHERE annotation_id IN (SELECT value FROM json_each(?))")
+        )
+        for rows in _chunks(db, sql, () if runs is None else (json.dumps(list(rank)),)):
+            n = len(rows)
+            ann, *named, conf, blind, replicate = [list(map(get, rows)) for get in _COLUMNS]  # cheaper than zip(*rows)
+            del rows
+            parts[0].append(np.fromiter(map(rank.get, ann, repeat(-1)), np.int32, n))
+            for k, column in enumerate(named):
+                parts[1 + k].append(_codes(column, codes[k], np))
+            parts[6].append(np.array(conf, dtype=float))  # NULL reads as NaN
+            # -1 where the value has no blind or replicate of its own (its annotation's is taken)
+            own = np.array(blind, dtype=float)
+            parts[7].append(np.where(np.isnan(own), -1, own != 0).astype(np.int8))
+            own = np.array(replicate, dtype=float)
+            parts[8].append(np.where(np.isnan(own), -1, own).astype(np.int64))
+            del ann, named, conf, blind, replicate
+        dtypes = (np.int32,) * 6 + (float, np.int8, np.int64)
+        ann_at, run, judge_at, rubric_at, dim, raw, conf, blind, replicate = (
+            np.concatenate(parts[k]) if parts[k] else np.zeros(0, dtype=dtypes[k]) for k in range(9)
+        )
+        del parts
+        keep = np.flatnonzero(ann_at >= 0)
+        dims = list(codes[3])
+        # answer order: annotation rank, then dimension (stable: equal keys keep the stored order)
+        dim_place = np.argsort(np.array(dims, dtype=object)).argsort() if dims else np.zeros(0, np.int64)
+        keep = keep[np.lexsort((dim_place[dim[keep]], ann_at[keep]))]
+        ann_at, run, judge_at, rubric_at, dim, raw, conf, blind, replicate = (
+            c[keep] for c in (ann_at, run, judge_at, rubric_at, dim, raw, conf, blind, replicate)
+        )
+        del keep
+        used, annotation = np.unique(ann_at, return_inverse=True)
+        annotation = annotation.reshape(-1).astype(np.int32)
+        head_blind = np.array([bool(heads[i][4]) for i in used.tolist()], dtype=bool)
+        head_replicate = np.array([heads[i][5] or 0 for i in used.tolist()], dtype=np.int64)
+        blind = np.where(blind >= 0, blind == 1, head_blind[annotation])
+        replicate = np.where(replicate >= 0, replicate, head_replicate[annotation])
+        docs: dict[int, Any] = {}
 
-    def doc_of(i: int) -> Any:
-        if i not in docs:
-            head = heads[i]
-            raw = head[2] if head[1] is None else _annotation_json(db, head[0])
-            try:
-                docs[i] = loads(raw) if isinstance(raw, str) else raw
-            except ValueError:
-                docs[i] = raw
-        return docs[i]
+        def doc_of(i: int) -> Any:
+            if i not in docs:
+                head = heads[i]
+                text = head[2] if head[1] is None else _annotation_json(db, head[0])
+                try:
+                    docs[i] = loads(text) if isinstance(text, str) else text
+                except ValueError:
+                    docs[i] = text
+            return docs[i]
 
-    names: dict[Any, Any] = {}  # one object per distinct judge, rubric, dimension, run id, time and rationale
-    intern = names.setdefault
-    decoded: dict[Any, Any] = {}
-    # per annotation: what each of its values carries (id, rationale, created_at, the annotation's
-    # blind and replicate as a value without its own reads them), the run id, judge and rubric of
-    # its first value (its other values most often name the same ones) and its values so far
-    shared: list[tuple | None] = [None] * len(heads)
-    new = tuple.__new__
-    rank_of = rank.get
-    for ann, run_id, judge_model, rubric_id, dimension, raw, conf, blind, replicate in _tuples(
-        db,
-        "SELECT annotation_id, run_id, judge_model, rubric_id, dimension, value, confidence, "
-        "blind, replicate FROM annotation_values"
-        + ("" if runs is None else " WHERE annotation_id IN (SELECT value FROM json_each(?))"),
-        () if runs is None else (json.dumps(list(rank)),),
-    ):
-        i = rank_of(ann)
-        if i is None:
-            continue
-        own = shared[i]
-        if own is None:
-            head = heads[i]
-            text = head[1]
+        rationales = []
+        for i in used.tolist():
+            text = heads[i][1]
             if text is None:
                 doc = doc_of(i)
                 text = doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
-            run_id = str(run_id)
-            text = text or ""
-            created = str(head[3] or "")
-            own = shared[i] = (
-                str(head[0]),
-                intern(text, text),
-                intern(created, created),
-                bool(head[4]),
-                head[5],
-                intern(run_id, run_id),
-                intern(judge_model, judge_model),
-                intern(rubric_id, rubric_id),
-                [],
-            )
-        if run_id == own[5]:
-            run_id = own[5]
-        else:
-            run_id = str(run_id)
-            run_id = intern(run_id, run_id)
-        judge_model = own[6] if judge_model == own[6] else intern(judge_model, judge_model)
-        rubric_id = own[7] if rubric_id == own[7] else intern(rubric_id, rubric_id)
-        dimension = intern(dimension, dimension)
-        if conf is None:
-            confidence = None
-        elif conf.__class__ is float:
-            confidence = conf if conf == conf else None
-        else:
-            confidence = _number(conf)
-        # the rubric's single `confidence` belongs to `outcome` (procedure_v1): without a number
-        # in its column, the annotation JSON's (read when the column is empty: through the view
-        # it holds a number or NULL)
-        if confidence is None and dimension == "outcome" and (conf is None or heads[i][1] is None):
-            doc = doc_of(i)
-            c = _number(doc.get("confidence")) if isinstance(doc, dict) else None
-            confidence = None if c is None else float(c)
-        value = decoded.get(raw, _UNDECODED)
-        if value is _UNDECODED:
-            value = decoded[raw] = label_value(raw)
-        if blind is None:
-            blind = own[3]
-        if replicate is None or replicate.__class__ is not int:
-            replicate = int((own[4] if replicate is None else replicate) or 0)
-        own[8].append(
-            new(
-                JudgeValue,
-                (
-                    own[0],
-                    run_id,
-                    judge_model,
-                    rubric_id,
-                    dimension,
-                    value,
-                    confidence,
-                    True if blind else False,
-                    replicate,
-                    own[1],
-                    own[2],
-                ),
-            )
+            rationales.append(text or "")
+        # the rubric's single `confidence` belongs to `outcome` (procedure_v1): without a number in
+        # its column, the annotation JSON's
+        if "outcome" in codes[3]:
+            for k in np.flatnonzero(np.isnan(conf) & (dim == codes[3]["outcome"])).tolist():
+                doc = doc_of(int(used[annotation[k]]))
+                c = _number(doc.get("confidence")) if isinstance(doc, dict) else None
+                if c is not None:
+                    conf[k] = float(c)
+        labels: dict[tuple[type, Any], int] = {}
+        label_of = np.array(
+            [labels.setdefault((type(v), v), len(labels)) for v in map(label_value, codes[4])], dtype=np.int32
         )
-    out = []
-    for own in shared:
-        if own is None:
-            continue
-        bucket = own[8]
-        if len(bucket) > 1:
-            bucket.sort(key=_by_dimension)
-        out.append(bucket)
-    return out
+        return JudgeColumns(
+            annotation=annotation,
+            run=run,
+            judge=judge_at,
+            rubric=rubric_at,
+            dimension=dim,
+            value=label_of[raw] if len(raw) else np.zeros(0, np.int32),
+            confidence=conf,
+            blind=blind.astype(bool),
+            replicate=replicate,
+            annotation_ids=[str(heads[i][0]) for i in used.tolist()],
+            rationales=rationales,
+            created=[str(heads[i][3] or "") for i in used.tolist()],
+            runs=list(codes[0]),
+            judges=list(codes[1]),
+            rubrics=list(codes[2]),
+            dimensions=dims,
+            labels=[v for _, v in labels],
+        )
+
+
+_COLUMNS = [operator.itemgetter(k) for k in range(9)]  # each column of a row of annotation_values
+
+
+def _codes(column: list[Any], index: dict[Any, int], np: Any) -> Any:
+    """Each item's code in ``index`` (the distinct items in order of first sight; new ones are added)."""
+    for item in dict.fromkeys(column):
+        if item not in index:
+            index[item] = len(index)
+    return np.fromiter(map(index.__getitem__, column), np.int32, len(column))
+
+
+def _chunks(db: Database, sql: str, args: Any = ()) -> Iterator[list[tuple]]:
+    """A query's rows, :data:`READ_CHUNK` at a time."""
+    try:
+        cursor = db.conn.execute(sql, args)
+        while rows := cursor.fetchmany(READ_CHUNK):
+            yield rows
+            del rows  # let go before the next chunk is fetched
+    except sqlite3.Error as exc:
+        raise DbError(db.path, describe(exc)) from None
 
 
 def _annotation_json(db: Database, annotation_id: str) -> Any:
@@ -542,8 +552,129 @@ def _annotation_json(db: Database, annotation_id: str) -> Any:
     return None
 
 
-_UNDECODED = object()  # a stored value not decoded yet
-_by_dimension = operator.itemgetter(4)  # JudgeValue.dimension
+class JudgeColumns:
+    """Judge values (:class:`JudgeValue`) as columns, in answer order: an audit at 10^5 runs holds
+    10^6 values that share few runs, judges, rubrics, dimensions and labels, so each of those is a
+    code into the list of the distinct ones (``run`` into ``runs``, ``value`` into ``labels``, ...),
+    and an annotation's id, rationale and time are held once (``annotation`` into
+    ``annotation_ids``, ``rationales``, ``created``). ``confidence`` is NaN where there is none.
+    Iterating gives the values as :class:`JudgeValue` tuples."""
+
+    __slots__ = (
+        "annotation",
+        "run",
+        "judge",
+        "rubric",
+        "dimension",
+        "value",
+        "confidence",
+        "blind",
+        "replicate",
+        "annotation_ids",
+        "rationales",
+        "created",
+        "runs",
+        "judges",
+        "rubrics",
+        "dimensions",
+        "labels",
+    )
+
+    def __init__(self, **columns: Any) -> None:
+        for name in self.__slots__:
+            setattr(self, name, columns[name])
+
+    @classmethod
+    def of(cls, values: Iterable[JudgeValue]) -> JudgeColumns:
+        """The columns of ``values`` (in their order); their labels must be hashable."""
+        import numpy as np  # the audit's read: never on the score path
+
+        values = list(values)
+        index: list[dict[Any, int]] = [{} for _ in range(6)]
+        annotation, run, judge, rubric, dimension, value = (
+            np.array([ix.setdefault(k, len(ix)) for k in keys], dtype=np.int32)
+            for ix, keys in zip(
+                index,
+                (
+                    ((v.annotation_id, v.rationale, v.created_at) for v in values),
+                    (v.run_id for v in values),
+                    (v.judge_model for v in values),
+                    (v.rubric_id for v in values),
+                    (v.dimension for v in values),
+                    ((type(v.value), v.value) for v in values),
+                ),
+            )
+        )
+        heads = list(index[0])
+        return cls(
+            annotation=annotation,
+            run=run,
+            judge=judge,
+            rubric=rubric,
+            dimension=dimension,
+            value=value,
+            confidence=np.array([math.nan if v.confidence is None else v.confidence for v in values], dtype=float),
+            blind=np.array([bool(v.blind) for v in values], dtype=bool),
+            replicate=np.array([v.replicate for v in values], dtype=np.int64),
+            annotation_ids=[h[0] for h in heads],
+            rationales=[h[1] for h in heads],
+            created=[h[2] for h in heads],
+            runs=list(index[1]),
+            judges=list(index[2]),
+            rubrics=list(index[3]),
+            dimensions=list(index[4]),
+            labels=[v for _, v in index[5]],
+        )
+
+    def __len__(self) -> int:
+        return len(self.run)
+
+    def __iter__(self) -> Iterator[JudgeValue]:
+        import numpy as np  # the audit's read: never on the score path
+
+        return self.at(np.arange(len(self)))
+
+    def at(self, rows: Any) -> Iterator[JudgeValue]:
+        """The values at ``rows`` (an array of positions in answer order), one at a time."""
+        ids, rationales, created = self.annotation_ids, self.rationales, self.created
+        names = (self.runs, self.judges, self.rubrics, self.dimensions, self.labels)
+        new = tuple.__new__
+        for start in range(0, len(rows), READ_CHUNK):  # a chunk's codes as Python objects at a time
+            part = rows[start : start + READ_CHUNK]
+            coded = [
+                map(held.__getitem__, column[part].tolist())
+                for held, column in zip(names, (self.run, self.judge, self.rubric, self.dimension, self.value))
+            ]
+            for a, run, judge, rubric, dim, label, c, blind, replicate in zip(
+                self.annotation[part].tolist(),
+                *coded,
+                self.confidence[part].tolist(),
+                self.blind[part].tolist(),
+                self.replicate[part].tolist(),
+            ):
+                yield new(
+                    JudgeValue,
+                    (
+                        ids[a],
+                        run,
+                        judge,
+                        rubric,
+                        dim,
+                        label,
+                        None if c != c else c,
+                        blind,
+                        replicate,
+                        rationales[a],
+                        created[a],
+                    ),
+                )
+
+    def distinct_annotations(self, rows: Any = None) -> int:
+        """How many distinct annotation ids the values at ``rows`` (a mask or positions; all when None) have."""
+        import numpy as np  # the audit's read: never on the score path
+
+        codes = self.annotation if rows is None else self.annotation[rows]
+        return len({self.annotation_ids[a] for a in np.unique(codes).tolist()})
 
 
 @dataclass

@@ -39,7 +39,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from evalkit.db import open_readonly, read_annotations, read_cards
+from evalkit.db import open_readonly, read_cards, read_judge_columns
 from evalkit.db.reviews import (
     CLAIM_MINUTES,
     CURRENT,
@@ -336,8 +336,8 @@ class ViewData:
         from evalkit.agreement import judge_vs_mechanical as paired
 
         db = db or self.db
-        values = list(read_annotations(db, runs=runs))
-        if not values:
+        values = read_judge_columns(db, runs=runs)
+        if not len(values):
             return {}
         sub = dataclasses.replace(self.config, pairings=self.pairings)
         cards = list(read_cards(db, judged_only=runs is None, runs=runs))
