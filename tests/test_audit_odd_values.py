@@ -184,6 +184,10 @@ CASES = {
     "replicate_fraction": ("annotation_values", "replicate", 1.5),
     "dimension_blob": ("annotation_values", "dimension", b"\x00\xff"),
     "model_blob": ("scorecards", "model", b"\xff"),
+    # a score is a fraction: 1e308 summed over runs overflowed the report's exact sums
+    "scalar_huge": ("scorecards", "scalar", 1e308),
+    "coverage_above_one": ("scorecards", "coverage", 1.5),
+    "confidence_above_one": ("annotation_values", "confidence", 7.0),
 }
 
 

@@ -53,7 +53,7 @@ def test_every_odd_column_of_one_table_is_named(tmp_path):
         "annotation_values.value: row annotation_id='a2', dimension='safety' holds a blob, not text; "
         "read as missing (and 1 more rows)",
         "annotation_values.confidence: row annotation_id='a2', dimension='safety' holds a number out of range, "
-        "not a finite number; read as missing (and 1 more rows)",
+        "not a number from 0 to 1; read as missing (and 1 more rows)",
         "annotation_values.blind: row annotation_id='a2', dimension='safety' holds a number out of range, "
         "not an integer from 0 to 2**53; read as missing (and 1 more rows)",
         "annotation_values.replicate: row annotation_id='a2', dimension='safety' holds text, "

@@ -16,7 +16,8 @@ The rule per column, from its declared type in :data:`evalkit.db.schema.TABLES`:
 - ``INTEGER`` (counts, flags, indexes, versions): an integer from 0 to 2**53; anything else
   (text, a fraction, a negative or larger number) reads as NULL.
 - ``REAL``: a finite number (an amount, ``cost_usd`` and ``latency_ms``: from 0 to 2**53, so
-  that sums stay finite); anything else reads as NULL.
+  that sums stay finite; a share, a score, its parts and a confidence: from 0 to 1); anything
+  else reads as NULL.
 
 2**53 is the largest integer a float holds exactly: every kept number survives a float
 conversion, and a sum of a million of them is still finite. NaN cannot be stored (SQLite stores
@@ -36,6 +37,8 @@ from evalkit.db.schema import TABLES
 MAX_EXACT = 2**53
 KEY_COLUMNS = frozenset({"run_id", "judge_model", "rubric_id", "dimension", "probe", "item_id", "rater", "rater_kind"})
 AMOUNT_COLUMNS = frozenset({"cost_usd", "latency_ms"})
+# shares: a score, its parts and a confidence are fractions from 0 to 1
+FRACTION_COLUMNS = frozenset({"scalar", "coverage", "order_score", "end_state", "confidence", "second_share"})
 MAX_FLOAT = "1.7976931348623157e308"
 
 
@@ -58,6 +61,8 @@ def _valid(column: str, declared: str) -> str:
         return f"(typeof({c}) = 'integer' AND {c} BETWEEN 0 AND {MAX_EXACT})"
     if kind == "REAL":
         low, high = (0, MAX_EXACT) if column in AMOUNT_COLUMNS else (f"-{MAX_FLOAT}", MAX_FLOAT)
+        if column in FRACTION_COLUMNS:
+            low, high = 0, 1
         return f"(typeof({c}) IN ('integer', 'real') AND {c} BETWEEN {low} AND {high})"
     return f"(typeof({c}) IN ('text', 'integer', 'real'))"
 
@@ -193,6 +198,8 @@ def _expected(column: str, declared: str, key: bool) -> str:
     if kind == "INTEGER":
         return "an integer" + ("" if key else " from 0 to 2**53")
     if kind == "REAL":
+        if column in FRACTION_COLUMNS:
+            return "a number from 0 to 1"
         return "a number from 0 to 2**53" if column in AMOUNT_COLUMNS else "a finite number"
     return "text"
 
