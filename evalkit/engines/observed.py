@@ -134,6 +134,10 @@ class Observed:
             self._by_tool.setdefault(expect.tool, []).append(i)
         self._matched: set[str] = set()  # tools whose required actions are all matched already
 
+    def matched_tools(self, hit: list[bool]) -> set[str]:
+        """The required tools whose every required action ``hit`` marks as matched by some call."""
+        return {tool for tool, todo in self._by_tool.items() if all(hit[i] for i in todo)}
+
     def add_run(self, traj: Any) -> None:
         """One run (a :class:`~evalkit.trajectory.records.Trajectory`): its ``meta.tool_surface``, its
         tool calls (``name``, ``args``, ``result``), its ``final`` record and the status the scorer
