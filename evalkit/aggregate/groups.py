@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -127,6 +127,14 @@ class _Sum:
 
     def exact(self) -> Fraction:
         return sum((Fraction(n, d) for d, n in self.partials.items()), Fraction(0))
+
+    def mean(self) -> float | None:
+        """The mean of :meth:`moments`, alone."""
+        n = self.count
+        if not n:
+            return None
+        d = max(self.partials)
+        return sum(num * (d // den) for den, num in self.partials.items()) / d / n
 
     def moments(self) -> tuple[float | None, float | None]:
         """The mean (``math.fsum(values) / n``) and ``statistics.stdev``, bit for bit; None where
@@ -279,25 +287,27 @@ def _pass_sd(passes: int, n: int) -> float | None:
     return math.sqrt(passes * (n - passes) / n / (n - 1)) if n >= 2 else None
 
 
-def _group_stats(
-    scenario_id: str, scenario_hash: str, model: str, g: _Group, level: float = DEFAULT_LEVEL
-) -> dict[str, Any]:
-    n, inc = g.n, g.included
-    score_mean, score_std = g.scores.moments()
-    coverage_mean, coverage_std = g.coverage.moments()
-    order_mean, order_std = g.order.moments()
-    end_state_mean, end_state_std = g.end_state.moments()
-    spread = {  # metric -> (sample std, runs it is over)
+def _spread(g: _Group, score_std: float | None) -> dict[str, tuple[float | None, int]]:
+    """Each metric of a group's row -> (its sample standard deviation, the runs it is over)."""
+    inc = g.included
+    return {
         "score_mean": (score_std, g.scores.count),
-        "coverage_mean": (coverage_std, g.coverage.count),
-        "order_mean": (order_std, g.order.count),
-        "end_state_mean": (end_state_std, g.end_state.count),
+        "coverage_mean": (g.coverage.moments()[1], g.coverage.count),
+        "order_mean": (g.order.moments()[1], g.order.count),
+        "end_state_mean": (g.end_state.moments()[1], g.end_state.count),
         "pass_rate": (_pass_sd(g.passes, inc), inc),
         "safe_pass_rate": (_pass_sd(g.safe_passes, inc), inc),
         "dangerous_rate": (_pass_sd(g.dangerous, inc), inc),
         "anti_procedure_rate": (_pass_sd(g.anti_procedure, inc), inc),
         "unsafe_rate": (_pass_sd(g.unsafe, inc), inc),
     }
+
+
+def _group_stats(
+    scenario_id: str, scenario_hash: str, model: str, g: _Group, level: float = DEFAULT_LEVEL, errors: bool = True
+) -> dict[str, Any]:
+    n, inc = g.n, g.included
+    score_mean, score_std = g.scores.moments()
     row = {
         "scenario_id": scenario_id,
         "scenario_hash": scenario_hash,
@@ -307,9 +317,9 @@ def _group_stats(
         "score_mean": score_mean,
         "score_std": score_std,
         "score_median": _median(g.score_counts, g.scores.count),
-        "coverage_mean": coverage_mean,
-        "order_mean": order_mean,
-        "end_state_mean": end_state_mean,
+        "coverage_mean": g.coverage.mean(),
+        "order_mean": g.order.mean(),
+        "end_state_mean": g.end_state.mean(),
         "pass_rate": g.passes / inc if inc else None,
         "pass_hat_k": pass_hat_k(g.passes, inc),
         "dangerous_rate": g.dangerous / inc if inc else None,
@@ -323,7 +333,9 @@ def _group_stats(
         "anti_procedure_rate": g.anti_procedure / inc if inc else None,
         "unsafe_rate": g.unsafe / inc if inc else None,
     }
-    return intervals.beside(row, intervals.group_fields(row, spread, level))
+    if not errors:
+        return row
+    return intervals.beside(row, intervals.group_fields(row, _spread(g, score_std), level))
 
 
 def _scenario_mean(groups: list[dict[str, Any]], metric: str) -> float | None:
@@ -337,6 +349,7 @@ def _rollup(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     bootstrap: bool = True,
+    errors: bool = True,
 ) -> dict[str, Any]:
     with_runs = [g for g in groups if g["n_scored"] > 0]
     k_max = min((g["n_scored"] for g in with_runs), default=0)
@@ -360,6 +373,8 @@ def _rollup(
         "anti_procedure_rate": _mean([g["anti_procedure_rate"] for g in with_runs]),
         "unsafe_rate": _mean([g["unsafe_rate"] for g in with_runs]),
     }
+    if not errors:
+        return row
     return intervals.beside(row, intervals.model_fields(row, groups, level, n_resamples, seed, bootstrap))
 
 
@@ -510,20 +525,24 @@ class Aggregator:
             else:
                 _merge_state(mine, group)
 
-    def result(self, bootstrap: bool = True) -> dict[str, Any]:
+    def result(self, bootstrap: bool = True, errors: bool = True) -> dict[str, Any]:
         """The groups and the per-model rollup with their error bars; ``bootstrap=False``: without
         the pass^k bootstrap (:func:`evalkit.aggregate.uncertainty.intervals.model_fields`), for
-        callers that show the rest only."""
+        callers that show the rest only; ``errors=False``: without any error bar (no ``_se``,
+        ``_ci``, ``se_reasons`` or ``se_method``), for a caller that adds the few it shows with
+        :meth:`add_errors`."""
         groups = [
             _group_stats(
-                f"{scenario}@{digest}" if len(self._hashes[scenario]) > 1 else scenario, digest, model, g, self.level
+                f"{scenario}@{digest}" if len(self._hashes[scenario]) > 1 else scenario,
+                digest,
+                model,
+                g,
+                self.level,
+                errors,
             )
             for (scenario, digest, model), g in sorted(self._groups.items())
             if g.n
         ]
-        by_model: dict[str, list[dict[str, Any]]] = {}
-        for g in groups:
-            by_model.setdefault(g["model"], []).append(g)
         return {
             "include_errors": self.include_errors,
             "uncertainty": {
@@ -534,10 +553,32 @@ class Aggregator:
             },
             "groups": groups,
             "models": [
-                _rollup(model, gs, self.level, self.n_resamples, self.seed, bootstrap)
-                for model, gs in sorted(by_model.items())
+                _rollup(model, gs, self.level, self.n_resamples, self.seed, bootstrap, errors)
+                for model, gs in _by_model(groups)
             ],
         }
+
+    def add_errors(self, result: dict[str, Any], metrics: Collection[str]) -> None:
+        """Add to ``result`` (this aggregator's :meth:`result` with ``errors=False``, nothing added
+        since) each metric's ``<metric>_se`` and ``<metric>_ci``, in its groups and its models, as
+        :meth:`result` gives them (``metrics``: of intervals.METRICS and SAFETY_METRICS)."""
+        states = [g for _, g in sorted(self._groups.items()) if g.n]
+        for row, g in zip(result["groups"], states):
+            fields = intervals.group_fields(row, _spread(g, row["score_std"]), self.level, metrics)
+            del fields["se_reasons"]
+            row.update(fields)
+        for row, (_, gs) in zip(result["models"], _by_model(result["groups"])):
+            fields = intervals.model_fields(row, gs, self.level, metrics=metrics)
+            del fields["se_method"], fields["se_reasons"]
+            row.update(fields)
+
+
+def _by_model(groups: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The group rows of each model, the models in order."""
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for g in groups:
+        by_model.setdefault(g["model"], []).append(g)
+    return sorted(by_model.items())
 
 
 def aggregate(

@@ -223,7 +223,7 @@ def _write(found, skipped, said, scenarios, fmt_name, aggregate, wide, out_path,
             said.digest.file_done(item.count)
             if item.data is not None:
                 writer.write_batch(item.data, item.count)
-        writer.finish(scoring.aggregate)
+        writer.finish(scoring.aggregate, scoring.add_errors)
         if out is not None:
             out.commit()
     except (DbError, OutputError) as exc:

@@ -78,8 +78,9 @@ def score_files(
     that name their scenario. ``engine`` ``local`` with ``workers`` processes, or ``ray`` (at
     ``ray_address``). ``warn``: the reader's warnings and what a directory search skipped.
     ``parquet``: a new directory the cards are also written into (discarded on failure).
-    ``aggregate``: ``"full"`` or ``"tables"`` (without the pass^k bootstrap) puts the aggregate in
-    the result's ``aggregate`` once iterated (``include_errors``, ``level``). ``on_finding``: the
+    ``aggregate``: ``"full"``, ``"tables"`` (without the pass^k bootstrap) or ``"shown"`` (without
+    any error bar: the result's ``add_errors(metrics)`` adds those of some metrics) puts the
+    aggregate in the result's ``aggregate`` once iterated (``include_errors``, ``level``). ``on_finding``: the
     references of a scenario its runs contradict, one line each, once every file is scored
     (:mod:`evalkit.engines.scenario_check`; nothing is noted without it).
 
@@ -88,8 +89,8 @@ def score_files(
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
-    if aggregate not in (None, "full", "tables"):
-        raise ValueError(f"unknown aggregate {aggregate!r} (full, tables or None)")
+    if aggregate not in (None, "full", "tables", "shown"):
+        raise ValueError(f"unknown aggregate {aggregate!r} (full, tables, shown or None)")
     if output not in (CARDS, None):
         from evalkit.present.score_output import FORMATS
 
@@ -134,6 +135,7 @@ class Scoring:
     ):
         self.aggregate: dict | None = None
         self.scored = 0
+        self._aggregator: Any = None  # kept for add_errors when the aggregate is "shown"
         self._iter = self._run(
             paths, store, job, engine, workers, ray_address, warn, parquet, aggregate, level, on_finding, batch
         )
@@ -146,6 +148,11 @@ class Scoring:
 
     def close(self) -> None:
         self._iter.close()
+
+    def add_errors(self, metrics: Iterable[str]) -> None:
+        """Add the error bars of ``metrics`` to an aggregate asked for as ``"shown"``
+        (:meth:`evalkit.aggregate.groups.Aggregator.add_errors`)."""
+        self._aggregator.add_errors(self.aggregate, tuple(metrics))
 
     def collect(self) -> tuple[list[Any], list[InputError]]:
         """Every result: the good files' items (ScoreCards, or :class:`Output`) and the bad files'
@@ -231,7 +238,9 @@ class Scoring:
             if parquet is not None:
                 parquet.close()
             if aggregate is not None:
-                self.aggregate = agg.result(bootstrap=aggregate == "full")
+                self.aggregate = agg.result(bootstrap=aggregate == "full", errors=aggregate != "shown")
+                if aggregate == "shown":
+                    self._aggregator = agg
         finally:
             stream.close()  # the pool stopped first: no worker writes into the spool any more
             try:
