@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL
-from evalkit.db.scores import BatchRows, Store
 from evalkit.engines.job import ScoredBatch, ScoreJob, Source
 from evalkit.engines.scenario_check import merge as merge_seen
 from evalkit.engines.sources import STDIN, expand
@@ -23,6 +22,7 @@ from evalkit.engines.spool import Spool, can_spool
 from evalkit.errors import InputError
 
 if TYPE_CHECKING:  # with workers, this process only writes: the scorer and its models load in them
+    from evalkit.db.scores import BatchRows, Store
     from evalkit.trajectory.reader import Warn
     from evalkit.trajectory.scenario_files import ScenarioSet
 
@@ -252,11 +252,14 @@ class Scoring:
                     parquet.discard()
 
 
-def workers_ahead(found: list[str], workers: int | None = None, engine: str = "local", parquet: bool = False):
+def workers_ahead(
+    found: list[str], workers: int | None = None, engine: str = "local", parquet: bool = False, database: bool = True
+):
     """A context in which :func:`score_files` over ``found`` with ``workers`` finds its pool's
     processes already started and loading the scorer (``evalkit.engines.local.started_pool``): a
-    caller enters it once the files are listed, before it opens its outputs. Nothing is started
-    for one worker, another engine, or no more files than one process scores alone."""
+    caller enters it once the files are listed, before it opens its outputs (``database``: a
+    database among them). Nothing is started for one worker, another engine, or no more files
+    than one process scores alone."""
     from evalkit.engines.local import POOL_FILES, default_workers, started_pool
 
     workers = workers or default_workers()
@@ -267,6 +270,8 @@ def workers_ahead(found: list[str], workers: int | None = None, engine: str = "l
     if parquet:  # loaded once, here, for the workers to inherit: each would import it again (≈ 0.25 s)
         import pyarrow  # noqa: F401
         import pyarrow.parquet  # noqa: F401
+    if database:  # likewise: this process writes with it, the workers make its rows
+        import evalkit.db.scores  # noqa: F401
     return started_pool(workers, preload)
 
 
