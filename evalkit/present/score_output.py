@@ -555,7 +555,7 @@ def _table(
         return max([len(column), *map(len, cells)])
 
     kept = fit_columns(columns, size, priority, width)
-    return Table(kept, [list(row) for row in zip(*(texts[c] for c in kept))], display=str)
+    return Table(kept, [list(row) for row in zip(*(texts[c] for c in kept))], display=str, shown=True)
 
 
 def _column_text(values: list[Any], interval: bool) -> list[str]:
@@ -563,6 +563,8 @@ def _column_text(values: list[Any], interval: bool) -> list[str]:
     a column of numbers or of intervals of numbers (most of them) formatted in one pass."""
     if not interval and all(v is None or type(v) is float for v in values):
         return ["-" if v is None else f"{v:.3f}" for v in values]
+    if not interval and all(type(v) is int for v in values):  # counts: their digits
+        return [str(v) for v in values]
     if interval and all(v is None or (type(v[0]) is float and type(v[1]) is float) for v in values):
         return ["-" if v is None else f"[{v[0]:.3f}, {v[1]:.3f}]" for v in values]
     return [sanitize(fmt(Interval(v) if interval and v is not None else v)) for v in values]
