@@ -436,6 +436,7 @@ class Aggregator:
         self.warn = warn
         self._runs: dict[str, RunSummary | tuple] = {}  # a merged run: its fields
         self._hashes: dict[str, set[str]] = {}
+        self._noted: set[tuple[str, str]] = set()  # the (scenario id, content hash) pairs in _hashes
         self.include_errors = include_errors
         self.level = check_level(level)
         self.n_resamples = check_resamples(n_resamples)
@@ -450,6 +451,7 @@ class Aggregator:
         an id with two contents comes where one-by-one adding would give it."""
         hashes = self._hashes.setdefault(scenario_id, set())
         if scenario_hash not in hashes:
+            self._noted.add((scenario_id, scenario_hash))
             if hashes and self.warn:
                 self.warn(
                     f"warning: scenario {scenario_id!r} occurs with different content "
@@ -457,6 +459,16 @@ class Aggregator:
                     "groups labelled by content hash"
                 )
             hashes.add(scenario_hash)
+
+    def note_all(self, scenarios: Iterable[tuple[str, str]]) -> None:
+        """:meth:`note` each (scenario id, content hash) of ``scenarios`` in order (a batch's runs'),
+        the many noted before passed over at once."""
+        ordered = dict.fromkeys(scenarios)
+        fresh = ordered.keys() - self._noted
+        if fresh:
+            for scenario in ordered:
+                if scenario in fresh:
+                    self.note(*scenario)
 
     def _replace(self, run_id: str, run: RunSummary | tuple) -> None:
         earlier = self._runs.get(run_id)

@@ -202,8 +202,7 @@ class Scoring:
                     and len(set(ids)) == len(ids)
                 ):
                     seen.update(zip(ids, scored.paths))
-                    for scenario in dict.fromkeys(scored.scenarios):
-                        agg.note(*scenario)
+                    agg.note_all(scored.scenarios)
                 else:
                     for i, path in enumerate(scored.paths):
                         if warn is not None:
