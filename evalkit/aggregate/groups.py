@@ -287,14 +287,20 @@ def _pass_sd(passes: int, n: int) -> float | None:
     return math.sqrt(passes * (n - passes) / n / (n - 1)) if n >= 2 else None
 
 
-def _spread(g: _Group, score_std: float | None) -> dict[str, tuple[float | None, int]]:
+def _spread(
+    g: _Group,
+    score_std: float | None,
+    coverage_std: float | None,
+    order_std: float | None,
+    end_state_std: float | None,
+) -> dict[str, tuple[float | None, int]]:
     """Each metric of a group's row -> (its sample standard deviation, the runs it is over)."""
     inc = g.included
     return {
         "score_mean": (score_std, g.scores.count),
-        "coverage_mean": (g.coverage.moments()[1], g.coverage.count),
-        "order_mean": (g.order.moments()[1], g.order.count),
-        "end_state_mean": (g.end_state.moments()[1], g.end_state.count),
+        "coverage_mean": (coverage_std, g.coverage.count),
+        "order_mean": (order_std, g.order.count),
+        "end_state_mean": (end_state_std, g.end_state.count),
         "pass_rate": (_pass_sd(g.passes, inc), inc),
         "safe_pass_rate": (_pass_sd(g.safe_passes, inc), inc),
         "dangerous_rate": (_pass_sd(g.dangerous, inc), inc),
@@ -308,6 +314,12 @@ def _group_stats(
 ) -> dict[str, Any]:
     n, inc = g.n, g.included
     score_mean, score_std = g.scores.moments()
+    if errors:
+        coverage_mean, coverage_std = g.coverage.moments()
+        order_mean, order_std = g.order.moments()
+        end_state_mean, end_state_std = g.end_state.moments()
+    else:  # their deviations are for the error bars only
+        coverage_mean, order_mean, end_state_mean = g.coverage.mean(), g.order.mean(), g.end_state.mean()
     row = {
         "scenario_id": scenario_id,
         "scenario_hash": scenario_hash,
@@ -317,9 +329,9 @@ def _group_stats(
         "score_mean": score_mean,
         "score_std": score_std,
         "score_median": _median(g.score_counts, g.scores.count),
-        "coverage_mean": g.coverage.mean(),
-        "order_mean": g.order.mean(),
-        "end_state_mean": g.end_state.mean(),
+        "coverage_mean": coverage_mean,
+        "order_mean": order_mean,
+        "end_state_mean": end_state_mean,
         "pass_rate": g.passes / inc if inc else None,
         "pass_hat_k": pass_hat_k(g.passes, inc),
         "dangerous_rate": g.dangerous / inc if inc else None,
@@ -335,7 +347,8 @@ def _group_stats(
     }
     if not errors:
         return row
-    return intervals.beside(row, intervals.group_fields(row, _spread(g, score_std), level))
+    spread = _spread(g, score_std, coverage_std, order_std, end_state_std)
+    return intervals.beside(row, intervals.group_fields(row, spread, level))
 
 
 def _scenario_mean(groups: list[dict[str, Any]], metric: str) -> float | None:
@@ -576,7 +589,8 @@ class Aggregator:
         :meth:`result` gives them (``metrics``: of intervals.METRICS and SAFETY_METRICS)."""
         states = [g for _, g in sorted(self._groups.items()) if g.n]
         for row, g in zip(result["groups"], states):
-            fields = intervals.group_fields(row, _spread(g, row["score_std"]), self.level, metrics)
+            stds = [s.moments()[1] for s in (g.scores, g.coverage, g.order, g.end_state)]
+            fields = intervals.group_fields(row, _spread(g, *stds), self.level, metrics)
             del fields["se_reasons"]
             row.update(fields)
         for row, (_, gs) in zip(result["models"], _by_model(result["groups"])):
