@@ -29,7 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalkit.trajectory.builders import a320_scenario, cmd, read, say, trajectory, write_jsonl
+ROOT = Path(__file__).resolve().parent.parent  # the source tree this benchmark belongs to
+sys.path.insert(0, str(ROOT))
+
+from evalkit.trajectory.builders import a320_scenario, cmd, read, say, trajectory, write_jsonl  # noqa: E402
 
 CPU_PROBE = """
 import resource, sys, time
@@ -71,7 +74,11 @@ def whole_process(
     ``out``, else /dev/null)."""
     argv = [sys.executable, "-c", CPU_PROBE, "score", str(directory), "--no-db", *fmt, "--workers", str(workers)]
     with open(out or os.devnull, "w") as sink:
-        done = subprocess.run(argv, stdout=sink, stderr=subprocess.PIPE, text=True, check=True, env=env)
+        # run beside the corpus: `python -c` puts its working directory first on the path, and a
+        # source tree there would be imported whatever the PYTHONPATH
+        done = subprocess.run(
+            argv, stdout=sink, stderr=subprocess.PIPE, text=True, check=True, env=env, cwd=directory.parent
+        )
     parent, children, wall = map(float, done.stderr.strip().splitlines()[-1].split())
     return parent, children, wall
 
@@ -119,13 +126,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(Path(tmp, "pycache"))
-        envs = [env]
+        envs = [{**env, "PYTHONPATH": str(ROOT)}]  # this tree's evalkit, wherever the benchmark is started
         if args.before:
             envs.append({**env, "PYTHONPATH": str(Path(args.before).resolve())})
         corpora = {s: Path(tmp, f"s{s}") for s in (2, 200)}
         for s, directory in corpora.items():
             make_runs(directory, args.files, s)
         print(f"{args.files} files per corpus; load average {os.getloadavg()[0]:.1f}; medians of {args.repeat}")
+        for name, e in zip(("now", "before"), envs):
+            where = subprocess.run(
+                [sys.executable, "-c", "import evalkit; print(evalkit.__file__)"],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=e,
+                cwd=tmp,
+            )
+            print(f"{name}: {Path(where.stdout.strip()).parent.parent}")
         shares, walls = [], []
         for s, directory in corpora.items():
             for e in envs:
