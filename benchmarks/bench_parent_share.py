@@ -1,6 +1,6 @@
 """Benchmark the score parent's serial work: its share of the CPU with `--workers 2`.
 
-    python benchmarks/bench_parent_share.py [--files 3000] [--repeat 3]
+    python benchmarks/bench_parent_share.py [--files 3000] [--repeat 3] [--before TREE]
 
 Generates FILES runs (A320 scenario, four models each running every scenario, every fifth run
 failing) spread over 2 scenarios and over 200, interleaved in file order (run i is of scenario
@@ -9,10 +9,13 @@ i mod S), and runs whole
 `--format jsonl` (nothing aggregated is shown), the default table, and `--format json --aggregate`
 (every error bar, the pass^k bootstrap too). Each process reports its own CPU time and its
 workers' (``resource.getrusage`` of RUSAGE_SELF and RUSAGE_CHILDREN); printed are the parent's share
-of the total (target <= 10 %) and the 2-worker wall time over one worker's, medians of REPEAT. Then
-one core, in this process: 200 scenarios in interleaved file order against the same files grouped
-by scenario (target: 1.0, every scenario validated once however they are ordered). The machine may
-be shared: only ratios measured in this one run are printed.
+of the total (target <= 10 %) and the 2-worker wall time over one worker's (target <= 0.6 on an idle
+2-core machine: the load average is printed before and after), medians of REPEAT. ``--before
+TREE``: an older source tree's processes too, each run beside this tree's (the same load for both),
+its figures on the same line, and whether both trees print the same bytes with 1 and 2 workers.
+Then one core, in this process: 200 scenarios in interleaved file order against the same files
+grouped by scenario (target: 1.0, every scenario validated once however they are ordered). The
+machine may be shared: only ratios measured in this one run are printed.
 """
 
 from __future__ import annotations
@@ -26,7 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalkit.trajectory.builders import a320_scenario, cmd, read, say, trajectory, write_jsonl
+ROOT = Path(__file__).resolve().parent.parent  # the source tree this benchmark belongs to
+sys.path.insert(0, str(ROOT))
+
+from evalkit.trajectory.builders import a320_scenario, cmd, read, say, trajectory, write_jsonl  # noqa: E402
 
 CPU_PROBE = """
 import resource, sys, time
@@ -61,13 +67,37 @@ def make_runs(directory: Path, files: int, scenarios: int, grouped: bool = False
         write_jsonl(directory / name, recs)
 
 
-def whole_process(directory: Path, fmt: list[str], workers: int, env: dict[str, str]) -> tuple[float, float, float]:
-    """(parent CPU s, workers' CPU s, wall s) of one `evalkit score` process."""
+def whole_process(
+    directory: Path, fmt: list[str], workers: int, env: dict[str, str], out: Path | None = None
+) -> tuple[float, float, float]:
+    """(parent CPU s, workers' CPU s, wall s) of one `evalkit score` process (its output into
+    ``out``, else /dev/null)."""
     argv = [sys.executable, "-c", CPU_PROBE, "score", str(directory), "--no-db", *fmt, "--workers", str(workers)]
-    with open(os.devnull, "w") as devnull:
-        done = subprocess.run(argv, stdout=devnull, stderr=subprocess.PIPE, text=True, check=True, env=env)
+    with open(out or os.devnull, "w") as sink:
+        # run beside the corpus: `python -c` puts its working directory first on the path, and a
+        # source tree there would be imported whatever the PYTHONPATH
+        done = subprocess.run(
+            argv, stdout=sink, stderr=subprocess.PIPE, text=True, check=True, env=env, cwd=directory.parent
+        )
     parent, children, wall = map(float, done.stderr.strip().splitlines()[-1].split())
     return parent, children, wall
+
+
+def figures(runs: list[tuple[float, float, float]], alone: list[tuple[float, float, float]]) -> tuple[float, float]:
+    """The parent's median share of the CPU with 2 workers, and the median wall times' ratio."""
+    share = statistics.median(p / (p + c) for p, c, _ in runs)
+    return share, statistics.median(w for _, _, w in runs) / statistics.median(w for _, _, w in alone)
+
+
+def same_output(directory: Path, fmt: list[str], envs: list[dict[str, str]], tmp: Path) -> bool:
+    """Whether every tree prints the same bytes, with 1 worker and with 2."""
+    outs = []
+    for i, env in enumerate(envs):
+        for workers in (1, 2):
+            path = tmp / f"out-{i}-{workers}"
+            whole_process(directory, fmt, workers, env, path)
+            outs.append(path.read_bytes())
+    return all(out == outs[0] for out in outs)
 
 
 def one_core(directory: Path) -> float:
@@ -91,25 +121,56 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--before", metavar="TREE", help="an older source tree: measure its processes too")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(Path(tmp, "pycache"))
+        envs = [{**env, "PYTHONPATH": str(ROOT)}]  # this tree's evalkit, wherever the benchmark is started
+        if args.before:
+            envs.append({**env, "PYTHONPATH": str(Path(args.before).resolve())})
         corpora = {s: Path(tmp, f"s{s}") for s in (2, 200)}
         for s, directory in corpora.items():
             make_runs(directory, args.files, s)
         print(f"{args.files} files per corpus; load average {os.getloadavg()[0]:.1f}; medians of {args.repeat}")
+        for name, e in zip(("now", "before"), envs):
+            where = subprocess.run(
+                [sys.executable, "-c", "import evalkit; print(evalkit.__file__)"],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=e,
+                cwd=tmp,
+            )
+            print(f"{name}: {Path(where.stdout.strip()).parent.parent}")
+        shares, walls = [], []
         for s, directory in corpora.items():
-            whole_process(directory, FORMATS["jsonl"], 2, env)  # fills the bytecode cache
+            for e in envs:
+                whole_process(directory, FORMATS["jsonl"], 2, e)  # fills the bytecode cache
             for name, fmt in FORMATS.items():
-                runs = [whole_process(directory, fmt, 2, env) for _ in range(args.repeat)]
-                alone = [whole_process(directory, fmt, 1, env) for _ in range(args.repeat)]
-                share = statistics.median(p / (p + c) for p, c, _ in runs)
-                wall = statistics.median(w for _, _, w in runs) / statistics.median(w for _, _, w in alone)
-                print(
+                runs: list[list] = [[] for _ in envs]
+                alone: list[list] = [[] for _ in envs]
+                for _ in range(args.repeat):  # the trees in turn: each run beside the other's, under the same load
+                    for i, e in enumerate(envs):
+                        runs[i].append(whole_process(directory, fmt, 2, e))
+                        alone[i].append(whole_process(directory, fmt, 1, e))
+                share, wall = figures(runs[0], alone[0])
+                shares.append(share)
+                walls.append(wall)
+                line = (
                     f"{s:3d} scenarios, {name:16s}: parent {share:5.1%} of the CPU with --workers 2 (target <= 10%); "
                     f"wall 2 workers / 1 worker = {wall:.2f}"
                 )
+                if args.before:
+                    old_share, old_wall = figures(runs[1], alone[1])
+                    same = same_output(directory, fmt, envs, Path(tmp))
+                    line += f"; before: {old_share:5.1%}, {old_wall:.2f}; output {'identical' if same else 'DIFFERS'}"
+                print(line)
+        print(
+            f"goals: the parent's largest share {max(shares):.1%} (target <= 10%); wall 2 workers / 1 worker "
+            f"{min(walls):.2f}-{max(walls):.2f} (target <= 0.6 on an idle 2-core machine; load average now "
+            f"{os.getloadavg()[0]:.1f})"
+        )
         grouped = Path(tmp, "grouped")
         make_runs(grouped, args.files, 200, grouped=True)
         one_core(grouped)  # imports

@@ -255,7 +255,7 @@ def test_an_interrupted_score_keeps_the_old_out(tmp_path, monkeypatch):
     out = tmp_path / "scores.csv"
     out.write_text("previous\n", encoding="utf-8")
 
-    def interrupted(self, result):
+    def interrupted(self, *args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(score_output.ScoreWriter, "finish", interrupted)

@@ -60,3 +60,27 @@ def test_parquet_output_imports_pyarrow_and_nothing_else_heavy(tmp_path):
     assert proc.returncode == 0, proc.stderr
     # pyarrow needs numpy; ray and litellm stay out
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == ["numpy", "pyarrow"]
+
+
+NO_DB_PROBE = """
+import json, sys
+import evalkit.cli
+try:
+    evalkit.cli.cli.main(["score", sys.argv[1], "--no-db", "--format", "jsonl", "--workers", "2"], standalone_mode=False)
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(json.dumps(sorted(m for m in sys.modules if m == "sqlite3" or m.startswith("evalkit.db"))))
+"""
+
+
+def test_scoring_without_a_database_loads_no_database_code(tmp_path):
+    lines = (EXAMPLES / "support" / "support-gpt-x-good.jsonl").read_text(encoding="utf-8").splitlines()
+    for i in range(80):  # more files than one process scores alone: a pool of workers scores them
+        meta = json.loads(lines[0])
+        meta["run_id"] = f"{meta['run_id']}-{i}"
+        (tmp_path / f"run{i:03d}.jsonl").write_text("\n".join([json.dumps(meta), *lines[1:]]) + "\n", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_DB_PROBE, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []

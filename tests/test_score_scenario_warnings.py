@@ -15,6 +15,8 @@ from click.testing import CliRunner
 from coding_corpus import line_of, mistaken, write_corpus
 
 from evalkit.cli import cli
+from evalkit.engines.job import ScoreJob, score_batch
+from evalkit.engines.scenario_check import FIELDS
 
 pytestmark = pytest.mark.slow
 
@@ -76,6 +78,34 @@ def test_score_warns_once_about_a_string_where_agents_send_a_boolean(tmp_path, w
     result = score(tmp_path, "--workers", workers)
     assert result.exit_code == 0, result.stderr
     assert scenario_warnings(result) == [f"{path}:{line_of(path, FORCE)}: warning: {FORCE_WARNING}"]
+
+
+def wrong_edit_path(s):
+    s["ground_truth"]["procedure"][0]["actions"][0]["args"]["path"] = "src/ap.py"
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_required_action_no_call_matches_is_said_with_the_keys_no_call_agrees_on(tmp_path, workers):
+    path = big_corpus(tmp_path, mistaken(wrong_edit_path))
+    result = score(tmp_path, "--workers", workers)
+    assert result.exit_code == 0, result.stderr
+    opening = line_of(path, "src/ap.py") - 2  # the action's brace, above its tool and its args
+    assert scenario_warnings(result) == [
+        f"{path}:{opening}: warning: scenario.ground_truth.procedure[0].actions[0]: none of "
+        f'the {7 * COPIES} call(s) of "edit_file" in the {6 * COPIES} runs matches this required action; no call '
+        'agrees on "path"'
+    ]
+
+
+def test_a_worker_sends_the_sampled_calls_of_the_tools_with_a_required_action_unmatched_only(tmp_path):
+    # the warning above reads them; a tool whose required actions some call matched never needs them
+    big_corpus(tmp_path, mistaken(wrong_edit_path))
+    files = [str(p) for p in sorted(tmp_path.glob("*.jsonl"))]
+    job = ScoreJob(observe=True, observe_token=f"test-{tmp_path.name}")
+    for batch in (files[:30], files[30:]):
+        (seen,) = score_batch(job, batch)[0].seen.values()
+        samples = seen.state[FIELDS.index("samples")]
+        assert set(samples) == {"edit_file"} and samples["edit_file"]
 
 
 def test_score_says_what_check_says(tmp_path):

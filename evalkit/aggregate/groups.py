@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -127,6 +127,14 @@ class _Sum:
 
     def exact(self) -> Fraction:
         return sum((Fraction(n, d) for d, n in self.partials.items()), Fraction(0))
+
+    def mean(self) -> float | None:
+        """The mean of :meth:`moments`, alone."""
+        n = self.count
+        if not n:
+            return None
+        d = max(self.partials)
+        return sum(num * (d // den) for den, num in self.partials.items()) / d / n
 
     def moments(self) -> tuple[float | None, float | None]:
         """The mean (``math.fsum(values) / n``) and ``statistics.stdev``, bit for bit; None where
@@ -279,15 +287,16 @@ def _pass_sd(passes: int, n: int) -> float | None:
     return math.sqrt(passes * (n - passes) / n / (n - 1)) if n >= 2 else None
 
 
-def _group_stats(
-    scenario_id: str, scenario_hash: str, model: str, g: _Group, level: float = DEFAULT_LEVEL
-) -> dict[str, Any]:
-    n, inc = g.n, g.included
-    score_mean, score_std = g.scores.moments()
-    coverage_mean, coverage_std = g.coverage.moments()
-    order_mean, order_std = g.order.moments()
-    end_state_mean, end_state_std = g.end_state.moments()
-    spread = {  # metric -> (sample std, runs it is over)
+def _spread(
+    g: _Group,
+    score_std: float | None,
+    coverage_std: float | None,
+    order_std: float | None,
+    end_state_std: float | None,
+) -> dict[str, tuple[float | None, int]]:
+    """Each metric of a group's row -> (its sample standard deviation, the runs it is over)."""
+    inc = g.included
+    return {
         "score_mean": (score_std, g.scores.count),
         "coverage_mean": (coverage_std, g.coverage.count),
         "order_mean": (order_std, g.order.count),
@@ -298,6 +307,19 @@ def _group_stats(
         "anti_procedure_rate": (_pass_sd(g.anti_procedure, inc), inc),
         "unsafe_rate": (_pass_sd(g.unsafe, inc), inc),
     }
+
+
+def _group_stats(
+    scenario_id: str, scenario_hash: str, model: str, g: _Group, level: float = DEFAULT_LEVEL, errors: bool = True
+) -> dict[str, Any]:
+    n, inc = g.n, g.included
+    score_mean, score_std = g.scores.moments()
+    if errors:
+        coverage_mean, coverage_std = g.coverage.moments()
+        order_mean, order_std = g.order.moments()
+        end_state_mean, end_state_std = g.end_state.moments()
+    else:  # their deviations are for the error bars only
+        coverage_mean, order_mean, end_state_mean = g.coverage.mean(), g.order.mean(), g.end_state.mean()
     row = {
         "scenario_id": scenario_id,
         "scenario_hash": scenario_hash,
@@ -323,6 +345,9 @@ def _group_stats(
         "anti_procedure_rate": g.anti_procedure / inc if inc else None,
         "unsafe_rate": g.unsafe / inc if inc else None,
     }
+    if not errors:
+        return row
+    spread = _spread(g, score_std, coverage_std, order_std, end_state_std)
     return intervals.beside(row, intervals.group_fields(row, spread, level))
 
 
@@ -337,6 +362,7 @@ def _rollup(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     bootstrap: bool = True,
+    errors: bool = True,
 ) -> dict[str, Any]:
     with_runs = [g for g in groups if g["n_scored"] > 0]
     k_max = min((g["n_scored"] for g in with_runs), default=0)
@@ -360,6 +386,8 @@ def _rollup(
         "anti_procedure_rate": _mean([g["anti_procedure_rate"] for g in with_runs]),
         "unsafe_rate": _mean([g["unsafe_rate"] for g in with_runs]),
     }
+    if not errors:
+        return row
     return intervals.beside(row, intervals.model_fields(row, groups, level, n_resamples, seed, bootstrap))
 
 
@@ -421,6 +449,7 @@ class Aggregator:
         self.warn = warn
         self._runs: dict[str, RunSummary | tuple] = {}  # a merged run: its fields
         self._hashes: dict[str, set[str]] = {}
+        self._noted: set[tuple[str, str]] = set()  # the (scenario id, content hash) pairs in _hashes
         self.include_errors = include_errors
         self.level = check_level(level)
         self.n_resamples = check_resamples(n_resamples)
@@ -435,6 +464,7 @@ class Aggregator:
         an id with two contents comes where one-by-one adding would give it."""
         hashes = self._hashes.setdefault(scenario_id, set())
         if scenario_hash not in hashes:
+            self._noted.add((scenario_id, scenario_hash))
             if hashes and self.warn:
                 self.warn(
                     f"warning: scenario {scenario_id!r} occurs with different content "
@@ -442,6 +472,16 @@ class Aggregator:
                     "groups labelled by content hash"
                 )
             hashes.add(scenario_hash)
+
+    def note_all(self, scenarios: Iterable[tuple[str, str]]) -> None:
+        """:meth:`note` each (scenario id, content hash) of ``scenarios`` in order (a batch's runs'),
+        the many noted before passed over at once."""
+        ordered = dict.fromkeys(scenarios)
+        fresh = ordered.keys() - self._noted
+        if fresh:
+            for scenario in ordered:
+                if scenario in fresh:
+                    self.note(*scenario)
 
     def _replace(self, run_id: str, run: RunSummary | tuple) -> None:
         earlier = self._runs.get(run_id)
@@ -510,20 +550,24 @@ class Aggregator:
             else:
                 _merge_state(mine, group)
 
-    def result(self, bootstrap: bool = True) -> dict[str, Any]:
+    def result(self, bootstrap: bool = True, errors: bool = True) -> dict[str, Any]:
         """The groups and the per-model rollup with their error bars; ``bootstrap=False``: without
         the pass^k bootstrap (:func:`evalkit.aggregate.uncertainty.intervals.model_fields`), for
-        callers that show the rest only."""
+        callers that show the rest only; ``errors=False``: without any error bar (no ``_se``,
+        ``_ci``, ``se_reasons`` or ``se_method``), for a caller that adds the few it shows with
+        :meth:`add_errors`."""
         groups = [
             _group_stats(
-                f"{scenario}@{digest}" if len(self._hashes[scenario]) > 1 else scenario, digest, model, g, self.level
+                f"{scenario}@{digest}" if len(self._hashes[scenario]) > 1 else scenario,
+                digest,
+                model,
+                g,
+                self.level,
+                errors,
             )
             for (scenario, digest, model), g in sorted(self._groups.items())
             if g.n
         ]
-        by_model: dict[str, list[dict[str, Any]]] = {}
-        for g in groups:
-            by_model.setdefault(g["model"], []).append(g)
         return {
             "include_errors": self.include_errors,
             "uncertainty": {
@@ -534,10 +578,33 @@ class Aggregator:
             },
             "groups": groups,
             "models": [
-                _rollup(model, gs, self.level, self.n_resamples, self.seed, bootstrap)
-                for model, gs in sorted(by_model.items())
+                _rollup(model, gs, self.level, self.n_resamples, self.seed, bootstrap, errors)
+                for model, gs in _by_model(groups)
             ],
         }
+
+    def add_errors(self, result: dict[str, Any], metrics: Collection[str]) -> None:
+        """Add to ``result`` (this aggregator's :meth:`result` with ``errors=False``, nothing added
+        since) each metric's ``<metric>_se`` and ``<metric>_ci``, in its groups and its models, as
+        :meth:`result` gives them (``metrics``: of intervals.METRICS and SAFETY_METRICS)."""
+        states = [g for _, g in sorted(self._groups.items()) if g.n]
+        for row, g in zip(result["groups"], states):
+            stds = [s.moments()[1] for s in (g.scores, g.coverage, g.order, g.end_state)]
+            fields = intervals.group_fields(row, _spread(g, *stds), self.level, metrics)
+            del fields["se_reasons"]
+            row.update(fields)
+        for row, (_, gs) in zip(result["models"], _by_model(result["groups"])):
+            fields = intervals.model_fields(row, gs, self.level, metrics=metrics)
+            del fields["se_method"], fields["se_reasons"]
+            row.update(fields)
+
+
+def _by_model(groups: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The group rows of each model, the models in order."""
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for g in groups:
+        by_model.setdefault(g["model"], []).append(g)
+    return sorted(by_model.items())
 
 
 def aggregate(

@@ -110,7 +110,7 @@ def score(paths, fmt_name, aggregate, db_path, no_db, out_path, wide, scenario_f
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     # the workers start now and load the scorer while this process opens its outputs
-    with workers_ahead(found, run["workers"], run["engine"], parquet=parquet_dir is not None):
+    with workers_ahead(found, run["workers"], run["engine"], parquet=parquet_dir is not None, database=not no_db):
         from evalkit.present.progress import StderrDigest
         from evalkit.present.score_output import Repeats
 
@@ -181,20 +181,25 @@ def _write(found, skipped, said, scenarios, fmt_name, aggregate, wide, out_path,
     """Score ``found`` into the outputs: the database, the output (``--out`` or stdout, nothing
     half-written after a failure or an interrupt) and Parquet. Returns the finished scoring and the
     number of bad files."""
-    from evalkit.db import DbError
-    from evalkit.db.scores import Store
     from evalkit.engines.pipeline import score_files
     from evalkit.errors import InputError
     from evalkit.output.atomic import OutputError
     from evalkit.present.score_output import ScoreWriter, terminal_width
 
     out = output_file(out_path)  # the output first: a missing directory is said before a database is made
-    try:
-        store = None if db_path is None else Store(db_path)
-    except InputError as exc:
-        if out is not None:
-            out.discard()
-        fail(str(exc))
+    failures: tuple[type[Exception], ...] = (OutputError,)
+    store = None
+    if db_path is not None:  # without one, the database's code is never loaded
+        from evalkit.db import DbError
+        from evalkit.db.scores import Store
+
+        failures += (DbError,)
+        try:
+            store = Store(db_path)
+        except InputError as exc:
+            if out is not None:
+                out.discard()
+            fail(str(exc))
     writer = ScoreWriter(
         out or sys.stdout, fmt_name, aggregate_only=aggregate, width=None if wide else terminal_width(), gates=gates
     )
@@ -223,10 +228,10 @@ def _write(found, skipped, said, scenarios, fmt_name, aggregate, wide, out_path,
             said.digest.file_done(item.count)
             if item.data is not None:
                 writer.write_batch(item.data, item.count)
-        writer.finish(scoring.aggregate)
+        writer.finish(scoring.aggregate, scoring.add_errors)
         if out is not None:
             out.commit()
-    except (DbError, OutputError) as exc:
+    except failures as exc:
         fail(str(exc))
     finally:
         scoring.close()

@@ -92,8 +92,9 @@ class ScoredBatch:
 
 def preload() -> None:
     """Import what scoring a file needs, ahead of the first file (a pool's worker as it starts:
-    evalkit.engines.local.started_pool): the same modules :func:`score_one` imports on first use."""
-    import evalkit.db.scores
+    evalkit.engines.local.started_pool): the modules :func:`score_one` imports on first use, but
+    the database's (the process that starts the pool loads it when it writes one, and the workers
+    inherit it: evalkit.engines.pipeline.workers_ahead)."""
     import evalkit.present.score_output
     import evalkit.scoring
     import evalkit.scoring.scorecard

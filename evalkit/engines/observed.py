@@ -148,6 +148,10 @@ class Observed:
         for i, gate in enumerate(self._gates):
             self._gates_of.setdefault(gate.approval.tool, []).append(i)
 
+    def matched_tools(self, hit: list[bool]) -> set[str]:
+        """The required tools whose every required action ``hit`` marks as matched by some call."""
+        return {tool for tool, todo in self._by_tool.items() if all(hit[i] for i in todo)}
+
     def add_run(self, traj: Any) -> None:
         """One run (a :class:`~evalkit.trajectory.records.Trajectory`): its ``meta.tool_surface``, its
         tool calls (``name``, ``args``, ``result``), its ``final`` record and the status the scorer

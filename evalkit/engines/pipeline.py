@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL
-from evalkit.db.scores import BatchRows, Store
 from evalkit.engines.job import ScoredBatch, ScoreJob, Source
 from evalkit.engines.scenario_check import merge as merge_seen
 from evalkit.engines.sources import STDIN, expand
@@ -23,6 +22,7 @@ from evalkit.engines.spool import Spool, can_spool
 from evalkit.errors import InputError
 
 if TYPE_CHECKING:  # with workers, this process only writes: the scorer and its models load in them
+    from evalkit.db.scores import BatchRows, Store
     from evalkit.trajectory.reader import Warn
     from evalkit.trajectory.scenario_files import ScenarioSet
 
@@ -78,8 +78,9 @@ def score_files(
     that name their scenario. ``engine`` ``local`` with ``workers`` processes, or ``ray`` (at
     ``ray_address``). ``warn``: the reader's warnings and what a directory search skipped.
     ``parquet``: a new directory the cards are also written into (discarded on failure).
-    ``aggregate``: ``"full"`` or ``"tables"`` (without the pass^k bootstrap) puts the aggregate in
-    the result's ``aggregate`` once iterated (``include_errors``, ``level``). ``on_finding``: the
+    ``aggregate``: ``"full"``, ``"tables"`` (without the pass^k bootstrap) or ``"shown"`` (without
+    any error bar: the result's ``add_errors(metrics)`` adds those of some metrics) puts the
+    aggregate in the result's ``aggregate`` once iterated (``include_errors``, ``level``). ``on_finding``: the
     references of a scenario its runs contradict, one line each, once every file is scored
     (:mod:`evalkit.engines.scenario_check`; nothing is noted without it).
 
@@ -88,8 +89,8 @@ def score_files(
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
-    if aggregate not in (None, "full", "tables"):
-        raise ValueError(f"unknown aggregate {aggregate!r} (full, tables or None)")
+    if aggregate not in (None, "full", "tables", "shown"):
+        raise ValueError(f"unknown aggregate {aggregate!r} (full, tables, shown or None)")
     if output not in (CARDS, None):
         from evalkit.present.score_output import FORMATS
 
@@ -134,6 +135,7 @@ class Scoring:
     ):
         self.aggregate: dict | None = None
         self.scored = 0
+        self._aggregator: Any = None  # kept for add_errors when the aggregate is "shown"
         self._iter = self._run(
             paths, store, job, engine, workers, ray_address, warn, parquet, aggregate, level, on_finding, batch
         )
@@ -146,6 +148,11 @@ class Scoring:
 
     def close(self) -> None:
         self._iter.close()
+
+    def add_errors(self, metrics: Iterable[str]) -> None:
+        """Add the error bars of ``metrics`` to an aggregate asked for as ``"shown"``
+        (:meth:`evalkit.aggregate.groups.Aggregator.add_errors`)."""
+        self._aggregator.add_errors(self.aggregate, tuple(metrics))
 
     def collect(self) -> tuple[list[Any], list[InputError]]:
         """Every result: the good files' items (ScoreCards, or :class:`Output`) and the bad files'
@@ -195,8 +202,7 @@ class Scoring:
                     and len(set(ids)) == len(ids)
                 ):
                     seen.update(zip(ids, scored.paths))
-                    for scenario in dict.fromkeys(scored.scenarios):
-                        agg.note(*scenario)
+                    agg.note_all(scored.scenarios)
                 else:
                     for i, path in enumerate(scored.paths):
                         if warn is not None:
@@ -231,7 +237,9 @@ class Scoring:
             if parquet is not None:
                 parquet.close()
             if aggregate is not None:
-                self.aggregate = agg.result(bootstrap=aggregate == "full")
+                self.aggregate = agg.result(bootstrap=aggregate == "full", errors=aggregate != "shown")
+                if aggregate == "shown":
+                    self._aggregator = agg
         finally:
             stream.close()  # the pool stopped first: no worker writes into the spool any more
             try:
@@ -243,11 +251,14 @@ class Scoring:
                     parquet.discard()
 
 
-def workers_ahead(found: list[str], workers: int | None = None, engine: str = "local", parquet: bool = False):
+def workers_ahead(
+    found: list[str], workers: int | None = None, engine: str = "local", parquet: bool = False, database: bool = True
+):
     """A context in which :func:`score_files` over ``found`` with ``workers`` finds its pool's
     processes already started and loading the scorer (``evalkit.engines.local.started_pool``): a
-    caller enters it once the files are listed, before it opens its outputs. Nothing is started
-    for one worker, another engine, or no more files than one process scores alone."""
+    caller enters it once the files are listed, before it opens its outputs (``database``: a
+    database among them). Nothing is started for one worker, another engine, or no more files
+    than one process scores alone."""
     from evalkit.engines.local import POOL_FILES, default_workers, started_pool
 
     workers = workers or default_workers()
@@ -258,6 +269,8 @@ def workers_ahead(found: list[str], workers: int | None = None, engine: str = "l
     if parquet:  # loaded once, here, for the workers to inherit: each would import it again (≈ 0.25 s)
         import pyarrow  # noqa: F401
         import pyarrow.parquet  # noqa: F401
+    if database:  # likewise: this process writes with it, the workers make its rows
+        import evalkit.db.scores  # noqa: F401
     return started_pool(workers, preload)
 
 

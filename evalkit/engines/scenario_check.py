@@ -4,9 +4,11 @@
 A worker notes what the runs of each scenario in its batch did (:class:`Seen`, the state of an
 ``Observed`` without the scenario model: plain counts, sets and dicts, so the parent merges it
 without loading the scorer). Within one scoring run (``token``) a worker sends only what it has
-not sent before: the counts, the names, keys and types it had not seen, the scenario's JSON and
-the sampled calls until the first batch that holds them (a pool's worker takes its batches in
-input order, so the first batch of a scenario in input order carries them). The parent merges
+not sent before: the counts, the names, keys and types it had not seen, the scenario's JSON until
+the first batch that holds it (a pool's worker takes its batches in input order, so the first
+batch of a scenario in input order carries it), and the sampled calls of the tools with a required
+action no call it saw matched (the warnings read them only for such an action, which then no
+worker saw matched). The parent merges
 the batches' notes in input order (:func:`merge`) and, after scoring, :func:`scenario_warnings`
 turns them into lines, in the order the scenarios first occur, at the scenario's file and line:
 the scenario file that holds it (the files given, else the one beside its first run) when its
@@ -95,8 +97,13 @@ class Noting:
                 continue
             state = [getattr(observed, name) for name in FIELDS]
             state[1] = dict(state[1])
+            sent = _SENT.get(key) if token is not None else None
+            # findings reads a tool's sampled calls only while one of its required actions is
+            # unmatched: once this process has seen them all matched, they are not sent
+            matched = observed.matched_tools(state[7] if sent is None else [a or b for a, b in zip(state[7], sent[7])])
+            if matched:
+                state[8] = {tool: calls for tool, calls in state[8].items() if tool not in matched}
             if token is not None:
-                sent = _SENT.get(key)
                 if sent is None:
                     _SENT[key] = _copy(state)
                 else:

@@ -18,7 +18,7 @@ import io
 import json
 import os
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -125,14 +125,21 @@ def terminal_width() -> int:
     return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_WIDTH
 
 
-def fit_columns(columns: Sequence[str], widths: Sequence[int], priority: Sequence[str], width: int) -> tuple[str, ...]:
+def fit_columns(
+    columns: Sequence[str], widths: Sequence[int] | Callable[[str], int], priority: Sequence[str], width: int
+) -> tuple[str, ...]:
     """The columns (in ``columns`` order) whose widths, two spaces apart, fit in ``width``: taken in
-    ``priority`` order, each that still fits (the first always)."""
-    size = dict(zip(columns, widths))
+    ``priority`` order, each that still fits (the first always). ``widths``: in ``columns`` order,
+    or a function of a column's name, never below the name's length (its header), asked only for
+    a column whose name still fits."""
+    size = widths if callable(widths) else dict(zip(columns, widths)).__getitem__
+    lazy = callable(widths)
     kept: set[str] = set()
     used = 0
     for column in priority:
-        need = size[column] + (2 if kept else 0)
+        if lazy and kept and used + 2 + len(column) > width:  # too wide whatever its cells
+            continue
+        need = size(column) + (2 if kept else 0)
         if not kept or used + need <= width:
             kept.add(column)
             used += need
@@ -417,17 +424,19 @@ class ScoreWriter:
     @property
     def aggregates(self) -> str | None:
         """What :meth:`finish` reads of the aggregate: "full" (json and jsonl with ``aggregate_only``
-        print every field), "tables" (the tables, csv's groups: no pass^k bootstrap) or None
-        (json, jsonl and csv per run print none of it)."""
+        print every field), "tables" (the tables, csv's groups: no pass^k bootstrap), "shown" (a
+        table cut to a width: no error bar, :meth:`finish` adds those of the columns it keeps) or
+        None (json, jsonl and csv per run print none of it)."""
         if self.format in ("json", "jsonl"):
             return "full" if self.aggregate_only else None
         if self.format == "csv":
             return "tables" if self.aggregate_only else None
-        return "tables"
+        return "shown" if self.width is not None and self.format == "table" else "tables"
 
-    def finish(self, result: dict[str, Any] | None) -> None:
+    def finish(self, result: dict[str, Any] | None, add_errors: Callable[[list[str]], None] | None = None) -> None:
         """The end of the output: the aggregates (``result``, as :attr:`aggregates` asks; None
-        where it asks for none)."""
+        where it asks for none). ``add_errors``: for a "shown" aggregate, adds the error bars of
+        the metrics named (``evalkit.engines.pipeline.Scoring.add_errors``)."""
         if result is None:
             result = {"groups": [], "models": [], "include_errors": False}
         groups, models = result["groups"], result["models"]
@@ -458,8 +467,8 @@ class ScoreWriter:
             return
         if not groups:  # nothing was scored: the errors said why, and empty tables say nothing
             return
-        group_table = _table(GROUP_TABLE_COLUMNS, groups, GROUP_PRIORITY, self.width)
-        model_table = _table(MODEL_COLUMNS, models, MODEL_PRIORITY, self.width)
+        group_table = _table(GROUP_TABLE_COLUMNS, groups, GROUP_PRIORITY, self.width, add_errors)
+        model_table = _table(MODEL_COLUMNS, models, MODEL_PRIORITY, self.width, add_errors)
         note = (
             "provider_error runs included in means"
             if result["include_errors"]
@@ -523,15 +532,30 @@ class ScoreWriter:
             self._line(f"\n**Gates passed:** {named}")
 
 
-def _table(columns: Sequence[str], rows: list[dict[str, Any]], priority: Sequence[str], width: int | None) -> Table:
+def _table(
+    columns: Sequence[str],
+    rows: list[dict[str, Any]],
+    priority: Sequence[str],
+    width: int | None,
+    add_errors: Callable[[list[str]], None] | None = None,
+) -> Table:
     """The aggregate ``rows`` as a table of ``columns``, cut to ``width`` (None: all); cut, its
-    cells hold their text, each value displayed once (it sizes the columns and fills the rows)."""
+    cells hold their text, each value displayed once (it sizes the columns and fills the rows), and
+    only the columns whose names fit are displayed: an interval column's values are added
+    (``add_errors``) when the rows lack them."""
     if width is None:
         return Table(columns, [[_cell(r, c) for c in columns] for r in rows], display=fmt)
-    texts = [_column_text([r[c] for r in rows], c.endswith("_ci")) for c in columns]
-    widths = [max([len(c), *map(len, t)]) for c, t in zip(columns, texts)]
-    kept = fit_columns(columns, widths, priority, width)
-    return Table(kept, [list(row) for row in zip(*(texts[columns.index(c)] for c in kept))], display=str)
+    texts: dict[str, list[str]] = {}
+
+    def size(column: str) -> int:
+        interval = column.endswith("_ci")
+        if interval and add_errors is not None and rows and column not in rows[0]:
+            add_errors([column[: -len("_ci")]])
+        cells = texts[column] = _column_text([r[column] for r in rows], interval)
+        return max([len(column), *map(len, cells)])
+
+    kept = fit_columns(columns, size, priority, width)
+    return Table(kept, [list(row) for row in zip(*(texts[c] for c in kept))], display=str, shown=True)
 
 
 def _column_text(values: list[Any], interval: bool) -> list[str]:
@@ -539,6 +563,8 @@ def _column_text(values: list[Any], interval: bool) -> list[str]:
     a column of numbers or of intervals of numbers (most of them) formatted in one pass."""
     if not interval and all(v is None or type(v) is float for v in values):
         return ["-" if v is None else f"{v:.3f}" for v in values]
+    if not interval and all(type(v) is int for v in values):  # counts: their digits
+        return [str(v) for v in values]
     if interval and all(v is None or (type(v[0]) is float and type(v[1]) is float) for v in values):
         return ["-" if v is None else f"[{v[0]:.3f}, {v[1]:.3f}]" for v in values]
     return [sanitize(fmt(Interval(v) if interval and v is not None else v)) for v in values]

@@ -147,9 +147,12 @@ class Table:
     empty: str = ""
     numeric: Collection[int] = ()
     display: Callable[[Any], str] = plain_text
+    shown: bool = False  # the rows hold each cell's text as the text emitter shows it (displayed, sanitized)
 
     def text_cells(self) -> list[list[str]]:
         """Each cell as the text emitter shows it (displayed, sanitized)."""
+        if self.shown:
+            return [list(row) for row in self.rows]
         return [[sanitize(_plain(c, self.display)) for c in row] for row in self.rows]
 
     def widths(self, cells: list[list[str]] | None = None) -> list[int]:

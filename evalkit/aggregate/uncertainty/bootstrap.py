@@ -17,6 +17,7 @@ import itertools
 import math
 import random
 from collections.abc import Sequence
+from operator import itemgetter
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
@@ -92,7 +93,7 @@ def bootstrap_curves(
         for k in range(k_max):
             values = [curve[k] for curve in curves]
             if values != previous:
-                means = [sum(map(values.__getitem__, p)) / c for p in picks]
+                means = [sum(pick(values)) / c for pick in picks]
                 stats = _weighted_stats(means, weights, n_resamples, tail)
                 previous = values
             se.append(stats[0])
@@ -101,14 +102,15 @@ def bootstrap_curves(
     return out
 
 
-_DRAWS: dict[tuple[int, int, int], tuple[list[tuple[int, ...]], list[int]]] = {}
+_DRAWS: dict[tuple[int, int, int], tuple[list[itemgetter], list[int]]] = {}
 _DRAWS_KEPT = 4
 
 
-def _draw(seed: int, c: int, n_resamples: int) -> tuple[list[tuple[int, ...]], list[int]]:
-    """The resamples of ``random.Random(seed)`` over ``c`` scenarios: the distinct picks, in the
-    order first drawn, and how many resamples drew each. The same for every model with as many
-    scenarios (each model's stream starts from the seed), so drawn once."""
+def _draw(seed: int, c: int, n_resamples: int) -> tuple[list[itemgetter], list[int]]:
+    """The resamples of ``random.Random(seed)`` over ``c`` >= 2 scenarios: the distinct picks, in
+    the order first drawn, each as the getter of its scenarios' values in the order drawn (a tuple:
+    a pick holds c >= 2 of them), and how many resamples drew each. The same for every model with
+    as many scenarios (each model's stream starts from the seed), so drawn once."""
     key = (seed, c, n_resamples)
     drawn = _DRAWS.get(key)
     if drawn is None:
@@ -121,7 +123,7 @@ def _draw(seed: int, c: int, n_resamples: int) -> tuple[list[tuple[int, ...]], l
         weights = [0] * len(distinct)
         for i in index:
             weights[i] += 1
-        drawn = _DRAWS[key] = (list(distinct), weights)
+        drawn = _DRAWS[key] = ([itemgetter(*pick) for pick in distinct], weights)
     return drawn
 
 

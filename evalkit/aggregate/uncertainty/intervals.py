@@ -18,7 +18,7 @@ An undefined standard error is null, and ``se_reasons`` says why, per metric.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -48,13 +48,19 @@ GROUP_SE_METHOD = "sample std / sqrt(n); t interval, n-1 df; rates: Wilson score
 
 
 def group_fields(
-    row: Mapping[str, Any], spread: Mapping[str, tuple[float | None, int]], level: float = DEFAULT_LEVEL
+    row: Mapping[str, Any],
+    spread: Mapping[str, tuple[float | None, int]],
+    level: float = DEFAULT_LEVEL,
+    metrics: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """``{metric}_se``, ``{metric}_ci`` and ``se_reasons`` for one group, from each metric's mean (in
-    ``row``) and its sample standard deviation and number of runs (``spread``)."""
+    ``row``) and its sample standard deviation and number of runs (``spread``). ``metrics``: those
+    metrics' fields only (None: every metric's)."""
     out: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     for metric, se_key, ci_key, rate in _GROUP_KEYS:
+        if metrics is not None and metric not in metrics:
+            continue
         sd, n = spread.get(metric, (None, 0))
         se, reason = se_of_mean(sd, n)
         out[se_key] = se
@@ -80,15 +86,19 @@ def model_fields(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     bootstrap: bool = True,
+    metrics: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """The per-model fields, from the model row (its means) and its group rows (their means).
     ``bootstrap=False``: the pass^k curves' ``_se`` and ``_ci`` are null, their reason "not computed"
-    (nothing that shows them asked for them)."""
+    (nothing that shows them asked for them). ``metrics``: the ``_se`` and ``_ci`` of those of
+    :data:`METRICS` and :data:`SAFETY_METRICS` only, without the pass^k curves' (None: every field)."""
     out: dict[str, Any] = {"se_method": MODEL_SE_METHOD}
     reasons: dict[str, str] = {}
 
-    def clustered(metrics: tuple[str, ...]) -> None:
-        for metric in metrics:
+    def clustered(among: tuple[str, ...]) -> None:
+        for metric in among:
+            if metrics is not None and metric not in metrics:
+                continue
             means = [g[metric] for g in groups if g.get(metric) is not None]
             se, reason = scenario_weighted_se(means)
             df: float | None = len(means) - 1
@@ -107,6 +117,10 @@ def model_fields(
             if reason:
                 reasons[metric] = reason
 
+    if metrics is not None:
+        clustered(METRICS + SAFETY_METRICS)
+        out["se_reasons"] = reasons
+        return out
     # pass^k and safe pass^k from one draw: the same seed, the same resampled scenarios
     curves = [c for c in ("pass_hat_k", "safe_pass_hat_k") if c in model]
     if bootstrap:
