@@ -388,3 +388,26 @@ def drift_counts(entries):
         )
         for e in entries
     ]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("judge", [None, "judge-a"])
+def test_stale_counts_as_the_reference(tmp_path, seed, judge):
+    """The judge-value read tells the stale annotations apart: its counts are those of
+    read_stale_annotations, its values those of the read without them."""
+    from evalkit.db import read_stale_annotations
+
+    path = tmp_path / "a.db"
+    hostile_db(path, seed)
+    con = sqlite3.connect(path)
+    runs = [r[0] for r in con.execute("SELECT DISTINCT run_id FROM annotations ORDER BY run_id")]
+    for run in random.Random(seed).sample(runs, min(len(runs), 9)):
+        con.execute("UPDATE scorecards SET bundle_hash = 'rescored' WHERE run_id = ?", (run,))
+    con.commit()
+    con.close()
+    with open_readonly(path) as db:
+        columns = read_judge_columns(db, judge=judge)
+        stale = read_stale_annotations(db, judge=judge)
+    assert stale and list(columns.stale.items()) == list(stale.items())
+    if judge is None:
+        assert typed(columns) == typed(reference_values(path))

@@ -32,7 +32,6 @@ from evalkit.db import (
     read_judge_columns,
     read_probe_annotations,
     read_ratings,
-    read_stale_annotations,
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
@@ -108,7 +107,7 @@ def _audit(
         signals = {PROBE_SIGNAL} | {s for p in cfg.pairings for case in p.mechanical_cases for s, _ in case.when}
         cards = list(read_cards(db, warnings, signals=signals))
         values = read_judge_columns(db, judge=judge, rubric=rubric)  # stale answers are not among them
-        stale = read_stale_annotations(db, judge=judge, rubric=rubric)
+        stale = values.stale
         stored = read_ratings(db)
         # human ratings given in evalkit view count like imported ones (blind ones only)
         reviewed, non_blind_reviewed = read_review_ratings(db)

@@ -412,22 +412,26 @@ def read_judge_columns(
     (without a number in the value's column, the JSON's ``confidence``)."""
     import numpy as np  # the audit's read: never on the score path
 
-    where, args = judge_filter(
-        db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')", f"NOT {stale('a.')}"], column="a."
-    )
+    where, args = judge_filter(db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')"], column="a.")
     if runs is not None:
         where.append("a.run_id IN (SELECT value FROM json_each(?))")
         args.append(json.dumps(list(runs)))
     with paused_gc():
-        # one row per annotation, in answer order; the JSON with it where the rationale column is empty
-        heads = list(
-            _tuples(
-                db,
-                "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
-                f"a.created_at, a.blind, a.replicate FROM annotations a WHERE {' AND '.join(where)}",
-                args,
-            )
-        )
+        # one row per annotation, the JSON with it where the rationale column is empty; a stale one
+        # is counted for its run (read_stale_annotations' counts) and its values are left out
+        heads = []
+        stale_runs: dict[str, int] = {}
+        for head in _tuples(
+            db,
+            "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
+            f"a.created_at, a.blind, a.replicate, a.run_id, {stale('a.')} "
+            f"FROM annotations a WHERE {' AND '.join(where)}",
+            args,
+        ):
+            if head[7]:
+                stale_runs[head[6]] = stale_runs.get(head[6], 0) + 1
+            else:
+                heads.append(head)
         heads.sort(key=lambda h: (str(h[3] or ""), str(h[0])))
         rank = {h[0]: i for i, h in enumerate(heads)}
         codes: list[dict[Any, int]] = [{}, {}, {}, {}, {}]  # run, judge, rubric, dimension, stored value text
@@ -520,6 +524,7 @@ def read_judge_columns(
             rubrics=list(codes[2]),
             dimensions=dims,
             labels=[v for _, v in labels],
+            stale={str(r): stale_runs[r] for r in sorted(stale_runs)},
         )
 
 
@@ -558,7 +563,9 @@ class JudgeColumns:
     code into the list of the distinct ones (``run`` into ``runs``, ``value`` into ``labels``, ...),
     and an annotation's id, rationale and time are held once (``annotation`` into
     ``annotation_ids``, ``rationales``, ``created``). ``confidence`` is NaN where there is none.
-    Iterating gives the values as :class:`JudgeValue` tuples."""
+    ``stale`` is :func:`read_stale_annotations` under the read's filters (run_id → its stale ``ok``
+    annotations, in run-id order): the read tells them apart from the values it keeps. Iterating
+    gives the values as :class:`JudgeValue` tuples."""
 
     __slots__ = (
         "annotation",
@@ -578,6 +585,7 @@ class JudgeColumns:
         "rubrics",
         "dimensions",
         "labels",
+        "stale",
     )
 
     def __init__(self, **columns: Any) -> None:
@@ -624,6 +632,7 @@ class JudgeColumns:
             rubrics=list(index[3]),
             dimensions=list(index[4]),
             labels=[v for _, v in index[5]],
+            stale={},
         )
 
     def __len__(self) -> int:
