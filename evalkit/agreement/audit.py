@@ -137,7 +137,9 @@ def _audit(
 
     n_disagreements = judge_vs_mechanical.count_disagreements(sets)
     disagreements = judge_vs_mechanical.disagreements(sets, top)  # records for the listed ones only
-    adjudications = adjudication_entries(adjudicated, judge_vs_mechanical.disagreeing(sets), [p.name for p in active])
+    adjudications = adjudication_entries(
+        adjudicated, judge_vs_mechanical.disagreeing_runs(sets), [p.name for p in active]
+    )
     pair_rows = judge_vs_mechanical.pair_rows(sets) if with_pairs else []
     groups_of = {c.run_id: (c.model, c.scenario_id) for c in cards} if share is not None and not jury else None
     del sets, cards  # the failed runs are all the probes need of the cards
