@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from itertools import repeat
 from typing import Any, NamedTuple
 
-from evalkit.db.cells import loads
+from evalkit.db.cells import MAX_EXACT, loads
 from evalkit.db.connect import Database, DbError, describe, open_readonly, open_write, paused_gc
 from evalkit.db.names import resolve_judge
 from evalkit.db.schema import TABLES
@@ -434,27 +434,40 @@ def read_judge_columns(
                 heads.append(head)
         heads.sort(key=lambda h: (str(h[3] or ""), str(h[0])))
         rank = {h[0]: i for i, h in enumerate(heads)}
-        codes: list[dict[Any, int]] = [{}, {}, {}, {}, {}]  # run, judge, rubric, dimension, stored value text
-        parts: list[list[Any]] = [[] for _ in range(9)]
-        sql = (
-            "SELECT annotation_id, run_id, judge_model, rubric_id, dimension, value, confidence, "
-            "blind, replicate FROM annotation_values"
-            + ("" if runs is None else " WHERE annotation_id IN (SELECT value FROM json_each(?))")
-        )
-        for rows in _chunks(db, sql, () if runs is None else (json.dumps(list(rank)),)):
-            n = len(rows)
-            ann, *named, conf, blind, replicate = [list(map(get, rows)) for get in _COLUMNS]  # cheaper than zip(*rows)
-            del rows
-            parts[0].append(np.fromiter(map(rank.get, ann, repeat(-1)), np.int32, n))
-            for k, column in enumerate(named):
-                parts[1 + k].append(_codes(column, codes[k], np))
-            parts[6].append(np.array(conf, dtype=float))  # NULL reads as NaN
-            # -1 where the value has no blind or replicate of its own (its annotation's is taken)
-            own = np.array(blind, dtype=float)
-            parts[7].append(np.where(np.isnan(own), -1, own != 0).astype(np.int8))
-            own = np.array(replicate, dtype=float)
-            parts[8].append(np.where(np.isnan(own), -1, own).astype(np.int64))
-            del ann, named, conf, blind, replicate
+        # the file's own table is read where it has every column (a third less SQLite work than its
+        # view's CASE per cell) and its cells are cleaned here as the view cleans them; a key or a
+        # value that is not text (rare: the view leaves the row out or renders the number) has the
+        # chunks read again through the view
+        own_table = runs is None and set(_VALUE_COLUMNS) <= {
+            r[1] for r in db.conn.execute('PRAGMA main.table_info("annotation_values")')
+        }
+        while True:
+            codes: list[dict[Any, int]] = [{}, {}, {}, {}, {}]  # run, judge, rubric, dimension, stored value text
+            parts: list[list[Any]] = [[] for _ in range(9)]
+            sql = f"SELECT {', '.join(_VALUE_COLUMNS)} FROM {'main.' if own_table else ''}annotation_values" + (
+                "" if runs is None else " WHERE annotation_id IN (SELECT value FROM json_each(?))"
+            )
+            for rows in _chunks(db, sql, () if runs is None else (json.dumps(list(rank)),)):
+                n = len(rows)
+                ann, *named, conf, blind, replicate = [list(map(get, rows)) for get in _COLUMNS]  # not zip(*rows)
+                del rows
+                parts[0].append(np.fromiter(map(rank.get, ann, repeat(-1)), np.int32, n))
+                for k, column in enumerate(named):
+                    parts[1 + k].append(_codes(column, codes[k], np))
+                parts[6].append(_real_cells(conf, np) if own_table else np.array(conf, dtype=float))  # NULL: NaN
+                # -1 where the value has no blind or replicate of its own (its annotation's is taken)
+                own = _count_cells(blind, np) if own_table else np.array(blind, dtype=float)
+                parts[7].append(np.where(np.isnan(own), -1, own != 0).astype(np.int8))
+                own = _count_cells(replicate, np) if own_table else np.array(replicate, dtype=float)
+                parts[8].append(np.where(np.isnan(own), -1, own).astype(np.int64))
+                del ann, named, conf, blind, replicate
+            if own_table and not (
+                all(type(k) is str for index in codes[:4] for k in index)
+                and all(k is None or type(k) is str for k in codes[4])
+            ):
+                own_table = False
+                continue
+            break
         dtypes = (np.int32,) * 6 + (float, np.int8, np.int64)
         ann_at, run, judge_at, rubric_at, dim, raw, conf, blind, replicate = (
             np.concatenate(parts[k]) if parts[k] else np.zeros(0, dtype=dtypes[k]) for k in range(9)
@@ -528,7 +541,39 @@ def read_judge_columns(
         )
 
 
+_VALUE_COLUMNS = (
+    "annotation_id",
+    "run_id",
+    "judge_model",
+    "rubric_id",
+    "dimension",
+    "value",
+    "confidence",
+    "blind",
+    "replicate",
+)
 _COLUMNS = [operator.itemgetter(k) for k in range(9)]  # each column of a row of annotation_values
+_NUMBERS = frozenset({int, float, type(None)})
+
+
+def _real_cells(cells: list[Any], np: Any) -> Any:
+    """A REAL column's stored cells as the clean view reads them (:mod:`evalkit.db.cells`): a finite
+    number, else NaN (NULL)."""
+    if _NUMBERS.issuperset(map(type, cells)):
+        out = np.array(cells, dtype=float)
+        out[np.isinf(out)] = math.nan
+        return out
+    return np.array([c if type(c) in (int, float) and not math.isinf(c) else None for c in cells], dtype=float)
+
+
+def _count_cells(cells: list[Any], np: Any) -> Any:
+    """An INTEGER column's stored cells as the clean view reads them: an integer from 0 to 2**53,
+    else NaN (NULL)."""
+    if {int, type(None)}.issuperset(map(type, cells)):
+        out = np.array(cells, dtype=float)
+        if not ((out < 0) | (out >= MAX_EXACT)).any():  # at 2**53 and beyond a float is not exact
+            return out
+    return np.array([c if type(c) is int and 0 <= c <= MAX_EXACT else None for c in cells], dtype=float)
 
 
 def _codes(column: list[Any], index: dict[Any, int], np: Any) -> Any:
