@@ -102,11 +102,13 @@ def _audit(
         if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
             pair_judges = {pairwise_bias.judge_model_of(v.rater) for v in pair_verdicts if v.rater_kind == "judge"}
             judge = resolve_judge(judge, {*judge_models(db), *pair_judges}, db.path)
-        warnings = odd_cells(db) if odd is None else list(odd)  # what the readers below read as missing, and why
+        values = read_judge_columns(db, judge=judge, rubric=rubric)  # stale answers are not among them
+        # what the readers read as missing, and why (the judge-value read has checked its own table)
+        clean = ["annotation_values"] if values.values_clean else []
+        warnings = odd_cells(db, clean) if odd is None else list(odd)
         # each card keeps only the signals a pairing or the probes read (a card is mostly commands)
         signals = {PROBE_SIGNAL} | {s for p in cfg.pairings for case in p.mechanical_cases for s, _ in case.when}
         cards = list(read_cards(db, warnings, signals=signals))
-        values = read_judge_columns(db, judge=judge, rubric=rubric)  # stale answers are not among them
         stale = values.stale
         stored = read_ratings(db)
         # human ratings given in evalkit view count like imported ones (blind ones only)

@@ -32,6 +32,7 @@ Enumerations (``status``) are text: an unknown status is not ``ok``, and readers
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from evalkit.db.schema import TABLES
@@ -136,14 +137,17 @@ def _odd(column: str, declared: str, key: bool) -> str:
     return f"typeof({_q(column)}) = 'blob'"
 
 
-def odd_cells(db: Any) -> list[str]:
+def odd_cells(db: Any, clean: Iterable[str] = ()) -> list[str]:
     """One line per (table, column) of ``db`` (a :class:`~evalkit.db.connect.Database`) holding
     odd cells: how many rows, what the first one holds (rows in key order), and what readers do
-    with it (read it as missing, or leave the row out). Reads the file's own tables, not the views."""
+    with it (read it as missing, or leave the row out). Reads the file's own tables, not the views;
+    the tables named in ``clean`` are known to hold no odd cell (a reader scanned them) and are not
+    scanned again."""
+    clean = set(clean)
     present = {r[0] for r in db.rows("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
     out = []
     for name, table in TABLES.items():
-        if name not in present:
+        if name not in present or name in clean:
             continue
         have = {r[1]: r[2] for r in db.rows(f'PRAGMA main.table_info("{name}")')}
         declared = dict(table.columns)

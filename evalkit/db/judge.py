@@ -442,6 +442,7 @@ def read_judge_columns(
             r[1] for r in db.conn.execute('PRAGMA main.table_info("annotation_values")')
         }
         while True:
+            clean = own_table  # no odd cell seen (evalkit.db.cells.odd_cells need not scan the table)
             codes: list[dict[Any, int]] = [{}, {}, {}, {}, {}]  # run, judge, rubric, dimension, stored value text
             parts: list[list[Any]] = [[] for _ in range(9)]
             sql = f"SELECT {', '.join(_VALUE_COLUMNS)} FROM {'main.' if own_table else ''}annotation_values" + (
@@ -451,14 +452,19 @@ def read_judge_columns(
                 n = len(rows)
                 ann, *named, conf, blind, replicate = [list(map(get, rows)) for get in _COLUMNS]  # not zip(*rows)
                 del rows
+                clean = clean and _TEXT.issuperset(map(type, ann))
                 parts[0].append(np.fromiter(map(rank.get, ann, repeat(-1)), np.int32, n))
                 for k, column in enumerate(named):
                     parts[1 + k].append(_codes(column, codes[k], np))
-                parts[6].append(_real_cells(conf, np) if own_table else np.array(conf, dtype=float))  # NULL: NaN
+                if own_table:
+                    cells = [_real_cells(conf, np), _count_cells(blind, np), _count_cells(replicate, np)]
+                    clean = clean and all(ok for _, ok in cells)
+                    conf, blind, replicate = (c for c, _ in cells)
+                parts[6].append(np.array(conf, dtype=float))  # NULL reads as NaN
                 # -1 where the value has no blind or replicate of its own (its annotation's is taken)
-                own = _count_cells(blind, np) if own_table else np.array(blind, dtype=float)
+                own = np.array(blind, dtype=float)
                 parts[7].append(np.where(np.isnan(own), -1, own != 0).astype(np.int8))
-                own = _count_cells(replicate, np) if own_table else np.array(replicate, dtype=float)
+                own = np.array(replicate, dtype=float)
                 parts[8].append(np.where(np.isnan(own), -1, own).astype(np.int64))
                 del ann, named, conf, blind, replicate
             if own_table and not (
@@ -538,6 +544,7 @@ def read_judge_columns(
             dimensions=dims,
             labels=[v for _, v in labels],
             stale={str(r): stale_runs[r] for r in sorted(stale_runs)},
+            values_clean=clean,
         )
 
 
@@ -554,26 +561,30 @@ _VALUE_COLUMNS = (
 )
 _COLUMNS = [operator.itemgetter(k) for k in range(9)]  # each column of a row of annotation_values
 _NUMBERS = frozenset({int, float, type(None)})
+_TEXT = frozenset({str})
 
 
-def _real_cells(cells: list[Any], np: Any) -> Any:
+def _real_cells(cells: list[Any], np: Any) -> tuple[Any, bool]:
     """A REAL column's stored cells as the clean view reads them (:mod:`evalkit.db.cells`): a finite
-    number, else NaN (NULL)."""
+    number, else NaN (NULL); and whether each cell was NULL or such a number (none odd)."""
     if _NUMBERS.issuperset(map(type, cells)):
         out = np.array(cells, dtype=float)
-        out[np.isinf(out)] = math.nan
-        return out
-    return np.array([c if type(c) in (int, float) and not math.isinf(c) else None for c in cells], dtype=float)
+        infinite = np.isinf(out)
+        if not infinite.any():
+            return out, True
+        out[infinite] = math.nan
+        return out, False
+    return np.array([c if type(c) in (int, float) and not math.isinf(c) else None for c in cells], dtype=float), False
 
 
-def _count_cells(cells: list[Any], np: Any) -> Any:
+def _count_cells(cells: list[Any], np: Any) -> tuple[Any, bool]:
     """An INTEGER column's stored cells as the clean view reads them: an integer from 0 to 2**53,
-    else NaN (NULL)."""
+    else NaN (NULL); and whether none was odd (False may also say that one was 2**53 exactly)."""
     if {int, type(None)}.issuperset(map(type, cells)):
         out = np.array(cells, dtype=float)
         if not ((out < 0) | (out >= MAX_EXACT)).any():  # at 2**53 and beyond a float is not exact
-            return out
-    return np.array([c if type(c) is int and 0 <= c <= MAX_EXACT else None for c in cells], dtype=float)
+            return out, True
+    return np.array([c if type(c) is int and 0 <= c <= MAX_EXACT else None for c in cells], dtype=float), False
 
 
 def _codes(column: list[Any], index: dict[Any, int], np: Any) -> Any:
@@ -609,7 +620,9 @@ class JudgeColumns:
     and an annotation's id, rationale and time are held once (``annotation`` into
     ``annotation_ids``, ``rationales``, ``created``). ``confidence`` is NaN where there is none.
     ``stale`` is :func:`read_stale_annotations` under the read's filters (run_id → its stale ``ok``
-    annotations, in run-id order): the read tells them apart from the values it keeps. Iterating
+    annotations, in run-id order): the read tells them apart from the values it keeps.
+    ``values_clean``: the read scanned the file's whole ``annotation_values`` table and met no odd
+    cell there (:func:`evalkit.db.cells.odd_cells` has nothing to say of it). Iterating
     gives the values as :class:`JudgeValue` tuples."""
 
     __slots__ = (
@@ -631,6 +644,7 @@ class JudgeColumns:
         "dimensions",
         "labels",
         "stale",
+        "values_clean",
     )
 
     def __init__(self, **columns: Any) -> None:
@@ -678,6 +692,7 @@ class JudgeColumns:
             dimensions=list(index[4]),
             labels=[v for _, v in index[5]],
             stale={},
+            values_clean=False,
         )
 
     def __len__(self) -> int:
