@@ -78,7 +78,8 @@ def test_pairs_follow_runs_then_judges_and_read_as_pairs(n_judges):
     # counts and lists of disagreements read the columns: the same as the pairs say
     wrong = [x for x in pairs if x.judge_index != x.mechanical_index]
     assert jvm.count_disagreements([ps]) == len(wrong)
-    assert list(jvm.disagreeing([ps])) == [{"pairing": "p", "run_id": x.run_id} for x in wrong]
+    assert jvm.disagreeing_runs([ps]) == ({"p": {x.run_id for x in wrong}} if wrong else {})
+    assert jvm.disagreeing_runs([jvm.PairSet(ps.pairing, pairs, ps.counts)]) == jvm.disagreeing_runs([ps])
     listed = jvm.disagreements([ps])
     assert sorted((d["run_id"], d["judge_model"]) for d in listed) == sorted((x.run_id, x.judge_model) for x in wrong)
     assert jvm.disagreements([ps], 3) == listed[:3]

@@ -14,6 +14,7 @@ from evalkit.agreement.pairings_config import load_audit_config
 from evalkit.agreement.ratings import RatingColumns
 from evalkit.agreement.stats import direction
 from evalkit.db import JudgeColumns, Rating, open_readonly, read_cards, read_judge_columns, read_ratings
+from evalkit.db.cells import odd_cells
 
 ODD_VALUES = ["pass", "fail", "n/a", 1, 1.0, True, None, 0, 2, 3, "3", [1], {"a": 1}]
 
@@ -296,6 +297,7 @@ def test_judge_columns_read_as_the_reference(tmp_path, seed):
     hostile_db(path, seed)
     with open_readonly(path) as db:
         columns = read_judge_columns(db)
+        assert columns.values_clean and not [w for w in odd_cells(db) if w.startswith("annotation_values.")]
     assert typed(columns) == typed(reference_values(path))
     # the same columns made from the values themselves read the same
     assert typed(JudgeColumns.of(columns)) == typed(columns)
@@ -388,3 +390,84 @@ def drift_counts(entries):
         )
         for e in entries
     ]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("judge", [None, "judge-a"])
+def test_stale_counts_as_the_reference(tmp_path, seed, judge):
+    """The judge-value read tells the stale annotations apart: its counts are those of
+    read_stale_annotations, its values those of the read without them."""
+    from evalkit.db import read_stale_annotations
+
+    path = tmp_path / "a.db"
+    hostile_db(path, seed)
+    con = sqlite3.connect(path)
+    runs = [r[0] for r in con.execute("SELECT DISTINCT run_id FROM annotations ORDER BY run_id")]
+    for run in random.Random(seed).sample(runs, min(len(runs), 9)):
+        con.execute("UPDATE scorecards SET bundle_hash = 'rescored' WHERE run_id = ?", (run,))
+    con.commit()
+    con.close()
+    with open_readonly(path) as db:
+        columns = read_judge_columns(db, judge=judge)
+        stale = read_stale_annotations(db, judge=judge)
+    assert stale and list(columns.stale.items()) == list(stale.items())
+    if judge is None:
+        assert typed(columns) == typed(reference_values(path))
+
+
+ODD_VALUE_CELLS = [
+    "confidence = 'high'",
+    "confidence = 1e999",
+    "confidence = -1e999",
+    "confidence = X'3030'",
+    "confidence = 7",
+    "blind = -1",
+    "blind = 'yes'",
+    "blind = 0.5",
+    "blind = 9007199254740993",
+    "replicate = 2.5",
+    "replicate = 9007199254740992",
+    "replicate = 9007199254740993",
+    "replicate = -3",
+    "replicate = X'01'",
+]
+ODD_VALUE_ROWS = ["value = X'00'", "value = CAST(2.5 AS REAL)", "run_id = X'01'", "judge_model = 3", "rubric_id = NULL"]
+
+
+ODD_VALUE_CASES = [(False, [e]) for e in ODD_VALUE_CELLS] + [(True, [e]) for e in ODD_VALUE_ROWS]
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize(
+    "rows, edits", [*ODD_VALUE_CASES, (False, ODD_VALUE_CELLS), (True, ODD_VALUE_CELLS + ODD_VALUE_ROWS)]
+)
+def test_judge_columns_clean_odd_cells_as_the_view(tmp_path, seed, rows, edits):
+    """The judge-value read cleans the table's own cells as the clean view does: numbers out of
+    range, text and blobs in REAL and INTEGER columns read as missing; a blob value, a number in a
+    value column declared otherwise, or a key that is not text, as the view reads it. Each odd cell
+    alone (a column's cells are cleaned together) and all of them at once."""
+    path = tmp_path / "a.db"
+    hostile_db(path, seed)
+    con = sqlite3.connect(path)
+    if rows:  # a value column without TEXT affinity holds numbers as numbers
+        con.executescript(
+            "CREATE TABLE av2 AS SELECT * FROM annotation_values; DROP TABLE annotation_values; "
+            "CREATE TABLE annotation_values (annotation_id TEXT, run_id TEXT, judge_model TEXT, rubric_id TEXT, "
+            "dimension TEXT, value, confidence REAL, blind INTEGER, replicate INTEGER, "
+            "PRIMARY KEY (annotation_id, dimension)); INSERT INTO annotation_values SELECT * FROM av2; DROP TABLE av2;"
+        )
+    with open_readonly(path) as db:  # each edit on rows of its own among the values the read keeps
+        keys = sorted({(v.annotation_id, v.dimension) for v in read_judge_columns(db)})
+    random.Random(seed).shuffle(keys)
+    for k, edit in enumerate(edits):
+        for key in keys[3 * k : 3 * k + 3]:
+            con.execute(f"UPDATE annotation_values SET {edit} WHERE annotation_id = ? AND dimension = ?", key)
+    con.commit()
+    con.close()
+    with open_readonly(path) as db:
+        columns = read_judge_columns(db)
+        odd = [w for w in odd_cells(db) if w.startswith("annotation_values.")]
+    assert typed(columns) == typed(reference_values(path))
+    # a read that says its table is clean saw no odd cell there; one odd cell is enough to say otherwise
+    assert not (columns.values_clean and odd)
+    assert columns.values_clean or odd or edits in (["confidence = 7"], ["replicate = 9007199254740992"]) or rows

@@ -20,7 +20,7 @@ as ``not_disagreeing``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 KINDS = (
@@ -39,14 +39,12 @@ def _rate(k: int, n: int) -> dict[str, Any]:
 
 
 def adjudication_entries(
-    adjudications: Iterable[Any], disagreements: Iterable[dict[str, Any]], pairings: Iterable[str]
+    adjudications: Iterable[Any], disagreeing: Mapping[str, set[str]], pairings: Iterable[str]
 ) -> list[dict[str, Any]]:
     """One entry per pairing that has disagreements or verdicts, in pairing order (then any other
-    pairing a verdict names, by name)."""
+    pairing a verdict names, by name); ``disagreeing`` is pairing name → the runs of its
+    disagreements."""
     verdicts = list(adjudications)
-    disagreeing: dict[str, set[str]] = {}
-    for d in disagreements:
-        disagreeing.setdefault(d["pairing"], set()).add(d["run_id"])
     order = list(dict.fromkeys(pairings))
     order += sorted({a.pairing for a in verdicts} - set(order))
     out = []

@@ -32,7 +32,6 @@ from evalkit.db import (
     read_judge_columns,
     read_probe_annotations,
     read_ratings,
-    read_stale_annotations,
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
@@ -103,12 +102,14 @@ def _audit(
         if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
             pair_judges = {pairwise_bias.judge_model_of(v.rater) for v in pair_verdicts if v.rater_kind == "judge"}
             judge = resolve_judge(judge, {*judge_models(db), *pair_judges}, db.path)
-        warnings = odd_cells(db) if odd is None else list(odd)  # what the readers below read as missing, and why
+        values = read_judge_columns(db, judge=judge, rubric=rubric)  # stale answers are not among them
+        # what the readers read as missing, and why (the judge-value read has checked its own table)
+        clean = ["annotation_values"] if values.values_clean else []
+        warnings = odd_cells(db, clean) if odd is None else list(odd)
         # each card keeps only the signals a pairing or the probes read (a card is mostly commands)
         signals = {PROBE_SIGNAL} | {s for p in cfg.pairings for case in p.mechanical_cases for s, _ in case.when}
         cards = list(read_cards(db, warnings, signals=signals))
-        values = read_judge_columns(db, judge=judge, rubric=rubric)  # stale answers are not among them
-        stale = read_stale_annotations(db, judge=judge, rubric=rubric)
+        stale = values.stale
         stored = read_ratings(db)
         # human ratings given in evalkit view count like imported ones (blind ones only)
         reviewed, non_blind_reviewed = read_review_ratings(db)
@@ -138,7 +139,9 @@ def _audit(
 
     n_disagreements = judge_vs_mechanical.count_disagreements(sets)
     disagreements = judge_vs_mechanical.disagreements(sets, top)  # records for the listed ones only
-    adjudications = adjudication_entries(adjudicated, judge_vs_mechanical.disagreeing(sets), [p.name for p in active])
+    adjudications = adjudication_entries(
+        adjudicated, judge_vs_mechanical.disagreeing_runs(sets), [p.name for p in active]
+    )
     pair_rows = judge_vs_mechanical.pair_rows(sets) if with_pairs else []
     groups_of = {c.run_id: (c.model, c.scenario_id) for c in cards} if share is not None and not jury else None
     del sets, cards  # the failed runs are all the probes need of the cards

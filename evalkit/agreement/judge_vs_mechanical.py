@@ -650,17 +650,23 @@ def count_disagreements(sets: list[PairSet]) -> int:
     )
 
 
-def disagreeing(sets: list[PairSet]) -> Iterator[dict[str, str]]:
-    """The pairing and run of every disagreement, one at a time (what adjudications count)."""
+def disagreeing_runs(sets: list[PairSet]) -> dict[str, set[str]]:
+    """Pairing name → the runs of its disagreements (what adjudications count); a pairing without
+    one is not a key. A column pairing's runs are its distinct run codes, named once each."""
+    import numpy as np  # only on the audit path
+
+    out: dict[str, set[str]] = {}
     for ps in sets:
         if isinstance(ps.pairs, PairList):
-            name = ps.pairing.name
-            for run_id in ps.pairs.run_ids(list(ps.pairs.disagreeing_at())):
-                yield {"pairing": name, "run_id": run_id}
+            pairs, v = ps.pairs, ps.pairs.values
+            codes = np.unique(v.run[pairs.rows[pairs.judge_at != pairs.mechanical_at]])
+            if len(codes):
+                out.setdefault(ps.pairing.name, set()).update(v.runs[r] for r in codes.tolist())
             continue
         for x in ps.pairs:
             if x.judge_index != x.mechanical_index:
-                yield {"pairing": x.pairing, "run_id": x.run_id}
+                out.setdefault(x.pairing, set()).add(x.run_id)
+    return out
 
 
 def excerpt(text: str, limit: int = RATIONALE_CHARS) -> str:

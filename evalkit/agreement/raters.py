@@ -122,17 +122,19 @@ def analyse_dimension(dimension: str, ratings: RatingColumns, rows: Any, config:
     item, rater, value = item[last], rater[last], ratings.value[rows[last]]
     per_item = np.bincount(item, minlength=len(ratings.items))
     kept_item = per_item >= 2
-    items = sorted(ratings.items[i] for i in np.flatnonzero(kept_item).tolist())
+    kept_codes = np.flatnonzero(kept_item)
+    names = [ratings.items[i] for i in kept_codes.tolist()]
+    by_name = sorted(range(len(names)), key=names.__getitem__)  # the items' names are distinct
+    items = [names[k] for k in by_name]
     dropped = int(np.count_nonzero(per_item)) - len(items)
     mine = kept_item[item]
     item, rater, value = item[mine], rater[mine], value[mine]
     raters = sorted(ratings.raters[r] for r in np.unique(rater).tolist())
     if len(raters) < 2:
         return None
-    item_place = {name: k for k, name in enumerate(items)}
     rater_place = {name: k for k, name in enumerate(raters)}
     at_item = np.full(len(ratings.items), -1, dtype=np.int64)
-    at_item[kept_item] = [item_place[ratings.items[i]] for i in np.flatnonzero(kept_item).tolist()]
+    at_item[kept_codes[by_name]] = np.arange(len(items))
     at_rater = np.full(len(ratings.raters), -1, dtype=np.int64)
     for r in np.unique(rater).tolist():
         at_rater[r] = rater_place[ratings.raters[r]]

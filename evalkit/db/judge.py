@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from itertools import repeat
 from typing import Any, NamedTuple
 
-from evalkit.db.cells import loads
+from evalkit.db.cells import MAX_EXACT, loads
 from evalkit.db.connect import Database, DbError, describe, open_readonly, open_write, paused_gc
 from evalkit.db.names import resolve_judge
 from evalkit.db.schema import TABLES
@@ -412,45 +412,68 @@ def read_judge_columns(
     (without a number in the value's column, the JSON's ``confidence``)."""
     import numpy as np  # the audit's read: never on the score path
 
-    where, args = judge_filter(
-        db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')", f"NOT {stale('a.')}"], column="a."
-    )
+    where, args = judge_filter(db, judge, rubric, ["(a.status IS NULL OR a.status = 'ok')"], column="a.")
     if runs is not None:
         where.append("a.run_id IN (SELECT value FROM json_each(?))")
         args.append(json.dumps(list(runs)))
     with paused_gc():
-        # one row per annotation, in answer order; the JSON with it where the rationale column is empty
-        heads = list(
-            _tuples(
-                db,
-                "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
-                f"a.created_at, a.blind, a.replicate FROM annotations a WHERE {' AND '.join(where)}",
-                args,
-            )
-        )
+        # one row per annotation, the JSON with it where the rationale column is empty; a stale one
+        # is counted for its run (read_stale_annotations' counts) and its values are left out
+        heads = []
+        stale_runs: dict[str, int] = {}
+        for head in _tuples(
+            db,
+            "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
+            f"a.created_at, a.blind, a.replicate, a.run_id, {stale('a.')} "
+            f"FROM annotations a WHERE {' AND '.join(where)}",
+            args,
+        ):
+            if head[7]:
+                stale_runs[head[6]] = stale_runs.get(head[6], 0) + 1
+            else:
+                heads.append(head)
         heads.sort(key=lambda h: (str(h[3] or ""), str(h[0])))
         rank = {h[0]: i for i, h in enumerate(heads)}
-        codes: list[dict[Any, int]] = [{}, {}, {}, {}, {}]  # run, judge, rubric, dimension, stored value text
-        parts: list[list[Any]] = [[] for _ in range(9)]
-        sql = (
-            "SELECT annotation_id, run_id, judge_model, rubric_id, dimension, value, confidence, "
-            "blind, replicate FROM annotation_values"
-            + ("" if runs is None else " WHERE annotation_id IN (SELECT value FROM json_each(?))")
-        )
-        for rows in _chunks(db, sql, () if runs is None else (json.dumps(list(rank)),)):
-            n = len(rows)
-            ann, *named, conf, blind, replicate = [list(map(get, rows)) for get in _COLUMNS]  # cheaper than zip(*rows)
-            del rows
-            parts[0].append(np.fromiter(map(rank.get, ann, repeat(-1)), np.int32, n))
-            for k, column in enumerate(named):
-                parts[1 + k].append(_codes(column, codes[k], np))
-            parts[6].append(np.array(conf, dtype=float))  # NULL reads as NaN
-            # -1 where the value has no blind or replicate of its own (its annotation's is taken)
-            own = np.array(blind, dtype=float)
-            parts[7].append(np.where(np.isnan(own), -1, own != 0).astype(np.int8))
-            own = np.array(replicate, dtype=float)
-            parts[8].append(np.where(np.isnan(own), -1, own).astype(np.int64))
-            del ann, named, conf, blind, replicate
+        # the file's own table is read where it has every column (a third less SQLite work than its
+        # view's CASE per cell) and its cells are cleaned here as the view cleans them; a key or a
+        # value that is not text (rare: the view leaves the row out or renders the number) has the
+        # chunks read again through the view
+        own_table = runs is None and set(_VALUE_COLUMNS) <= {
+            r[1] for r in db.conn.execute('PRAGMA main.table_info("annotation_values")')
+        }
+        while True:
+            clean = own_table  # no odd cell seen (evalkit.db.cells.odd_cells need not scan the table)
+            codes: list[dict[Any, int]] = [{}, {}, {}, {}, {}]  # run, judge, rubric, dimension, stored value text
+            parts: list[list[Any]] = [[] for _ in range(9)]
+            sql = f"SELECT {', '.join(_VALUE_COLUMNS)} FROM {'main.' if own_table else ''}annotation_values" + (
+                "" if runs is None else " WHERE annotation_id IN (SELECT value FROM json_each(?))"
+            )
+            for rows in _chunks(db, sql, () if runs is None else (json.dumps(list(rank)),)):
+                n = len(rows)
+                ann, *named, conf, blind, replicate = [list(map(get, rows)) for get in _COLUMNS]  # not zip(*rows)
+                del rows
+                clean = clean and _TEXT.issuperset(map(type, ann))
+                parts[0].append(np.fromiter(map(rank.get, ann, repeat(-1)), np.int32, n))
+                for k, column in enumerate(named):
+                    parts[1 + k].append(_codes(column, codes[k], np))
+                if own_table:
+                    cells = [_real_cells(conf, np), _count_cells(blind, np), _count_cells(replicate, np)]
+                    clean = clean and all(ok for _, ok in cells)
+                    conf, blind, replicate = (c for c, _ in cells)
+                parts[6].append(np.array(conf, dtype=float))  # NULL reads as NaN
+                # -1 where the value has no blind or replicate of its own (its annotation's is taken)
+                own = np.array(blind, dtype=float)
+                parts[7].append(np.where(np.isnan(own), -1, own != 0).astype(np.int8))
+                own = np.array(replicate, dtype=float)
+                parts[8].append(np.where(np.isnan(own), -1, own).astype(np.int64))
+                del ann, named, conf, blind, replicate
+            if own_table and not (
+                all(type(k) is str for index in codes[:4] for k in index)
+                and all(k is None or type(k) is str for k in codes[4])
+            ):
+                own_table = False
+                continue
+            break
         dtypes = (np.int32,) * 6 + (float, np.int8, np.int64)
         ann_at, run, judge_at, rubric_at, dim, raw, conf, blind, replicate = (
             np.concatenate(parts[k]) if parts[k] else np.zeros(0, dtype=dtypes[k]) for k in range(9)
@@ -520,10 +543,48 @@ def read_judge_columns(
             rubrics=list(codes[2]),
             dimensions=dims,
             labels=[v for _, v in labels],
+            stale={str(r): stale_runs[r] for r in sorted(stale_runs)},
+            values_clean=clean,
         )
 
 
+_VALUE_COLUMNS = (
+    "annotation_id",
+    "run_id",
+    "judge_model",
+    "rubric_id",
+    "dimension",
+    "value",
+    "confidence",
+    "blind",
+    "replicate",
+)
 _COLUMNS = [operator.itemgetter(k) for k in range(9)]  # each column of a row of annotation_values
+_NUMBERS = frozenset({int, float, type(None)})
+_TEXT = frozenset({str})
+
+
+def _real_cells(cells: list[Any], np: Any) -> tuple[Any, bool]:
+    """A REAL column's stored cells as the clean view reads them (:mod:`evalkit.db.cells`): a finite
+    number, else NaN (NULL); and whether each cell was NULL or such a number (none odd)."""
+    if _NUMBERS.issuperset(map(type, cells)):
+        out = np.array(cells, dtype=float)
+        infinite = np.isinf(out)
+        if not infinite.any():
+            return out, True
+        out[infinite] = math.nan
+        return out, False
+    return np.array([c if type(c) in (int, float) and not math.isinf(c) else None for c in cells], dtype=float), False
+
+
+def _count_cells(cells: list[Any], np: Any) -> tuple[Any, bool]:
+    """An INTEGER column's stored cells as the clean view reads them: an integer from 0 to 2**53,
+    else NaN (NULL); and whether none was odd (False may also say that one was 2**53 exactly)."""
+    if {int, type(None)}.issuperset(map(type, cells)):
+        out = np.array(cells, dtype=float)
+        if not ((out < 0) | (out >= MAX_EXACT)).any():  # at 2**53 and beyond a float is not exact
+            return out, True
+    return np.array([c if type(c) is int and 0 <= c <= MAX_EXACT else None for c in cells], dtype=float), False
 
 
 def _codes(column: list[Any], index: dict[Any, int], np: Any) -> Any:
@@ -558,7 +619,11 @@ class JudgeColumns:
     code into the list of the distinct ones (``run`` into ``runs``, ``value`` into ``labels``, ...),
     and an annotation's id, rationale and time are held once (``annotation`` into
     ``annotation_ids``, ``rationales``, ``created``). ``confidence`` is NaN where there is none.
-    Iterating gives the values as :class:`JudgeValue` tuples."""
+    ``stale`` is :func:`read_stale_annotations` under the read's filters (run_id → its stale ``ok``
+    annotations, in run-id order): the read tells them apart from the values it keeps.
+    ``values_clean``: the read scanned the file's whole ``annotation_values`` table and met no odd
+    cell there (:func:`evalkit.db.cells.odd_cells` has nothing to say of it). Iterating
+    gives the values as :class:`JudgeValue` tuples."""
 
     __slots__ = (
         "annotation",
@@ -578,6 +643,8 @@ class JudgeColumns:
         "rubrics",
         "dimensions",
         "labels",
+        "stale",
+        "values_clean",
     )
 
     def __init__(self, **columns: Any) -> None:
@@ -624,6 +691,8 @@ class JudgeColumns:
             rubrics=list(index[3]),
             dimensions=list(index[4]),
             labels=[v for _, v in index[5]],
+            stale={},
+            values_clean=False,
         )
 
     def __len__(self) -> int:

@@ -114,13 +114,16 @@ def read_paired_runs(db: Database) -> dict[str, PairedRun]:
 
 
 def read_judged_lengths(db: Database) -> dict[str, int]:
-    """run_id → characters of the judge bundle of every run with an annotation (what the judge read)."""
+    """run_id → characters of the judge bundle of every run with an annotation (what the judge read).
+    The bundles' lengths and the runs' hashes are read apart and matched here: a join looks each
+    bundle up through its view's index, at a third more than the two scans."""
+    size = dict(db.tuples("SELECT bundle_hash, length(bundle) FROM bundles WHERE typeof(bundle) = 'text'"))
     return {
-        str(r[0]): r[1]
-        for r in db.rows(
-            "SELECT s.run_id, length(b.bundle) FROM scorecards s JOIN bundles b ON b.bundle_hash = s.bundle_hash "
-            "WHERE s.run_id IN (SELECT run_id FROM annotations) AND typeof(b.bundle) = 'text'"
+        str(run): size[bundle]
+        for run, bundle in db.tuples(
+            "SELECT run_id, bundle_hash FROM scorecards WHERE run_id IN (SELECT run_id FROM annotations)"
         )
+        if bundle in size
     }
 
 

@@ -48,16 +48,20 @@ def item_label_counts(matrix: Any, labels: Sequence[Any] | None = None) -> tuple
     Returns ``(counts, labels)``; without ``labels`` the scale is the sorted distinct values
     (order of first appearance when they cannot be sorted)."""
     arr = _as_matrix(matrix)
-    missing = _missing_mask(arr.ravel()).reshape(arr.shape)
-    present = arr[~missing]
+    if arr.dtype.kind in "iub":  # no rating can be missing (a pairing's codes): every cell, raters in order
+        present = arr.ravel()
+        item_idx = np.tile(np.arange(arr.shape[1]), arr.shape[0])
+    else:
+        missing = _missing_mask(arr.ravel()).reshape(arr.shape)
+        present = arr[~missing]
+        item_idx = np.nonzero(~missing)[1]
     if labels is None:
         try:
             labels = _domain(present, ordered=True)
         except ValueError:
             labels = _domain(present, ordered=False)
     k = len(labels)
-    rater_idx, item_idx = np.nonzero(~missing)
-    codes = _codes(arr[rater_idx, item_idx], labels)
+    codes = _codes(present, labels)
     counts = np.bincount(item_idx * k + codes, minlength=arr.shape[1] * k).reshape(arr.shape[1], k)
     return counts[counts.sum(axis=1) >= 2], list(labels)
 
