@@ -55,7 +55,7 @@ def random_db(path, seed: int):
                 version=rnd.choice([1, 1, 2]),
                 blind=rnd.random() < 0.9,
                 replicate=rnd.choice([0, 0, 0, 1]),
-                confidence=rnd.choice([None, 0.3, 0.9, 1.5]),
+                confidence=rnd.choice([None, 0.3, 0.9, 1.0]),
             )
     ann.close()
 

@@ -58,15 +58,22 @@ def _q(column: str) -> str:
     return f'"{column}"'
 
 
+def real_range(column: str) -> tuple[Any, Any]:
+    """The numbers a REAL column may hold, as SQL literals (ints, or the largest float's text)."""
+    if column in FRACTION_COLUMNS:
+        return 0, 1
+    if column in AMOUNT_COLUMNS:
+        return 0, MAX_EXACT
+    return f"-{MAX_FLOAT}", MAX_FLOAT
+
+
 def _valid(column: str, declared: str) -> str:
     """SQL that is true when the cell holds what its column may hold (false for NULL)."""
     c, kind = _q(column), _kind(declared)
     if kind == "INTEGER":
         return f"(typeof({c}) = 'integer' AND {c} BETWEEN 0 AND {MAX_EXACT})"
     if kind == "REAL":
-        low, high = (0, MAX_EXACT) if column in AMOUNT_COLUMNS else (f"-{MAX_FLOAT}", MAX_FLOAT)
-        if column in FRACTION_COLUMNS:
-            low, high = 0, 1
+        low, high = real_range(column)
         return f"(typeof({c}) IN ('integer', 'real') AND {c} BETWEEN {low} AND {high})"
     return f"(typeof({c}) IN ('text', 'integer', 'real'))"
 

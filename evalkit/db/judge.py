@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from itertools import repeat
 from typing import Any, NamedTuple
 
-from evalkit.db.cells import MAX_EXACT, loads
+from evalkit.db.cells import MAX_EXACT, loads, real_range
 from evalkit.db.connect import Database, DbError, describe, open_readonly, open_write, paused_gc
 from evalkit.db.names import resolve_judge
 from evalkit.db.schema import TABLES
@@ -457,7 +457,7 @@ def read_judge_columns(
                 for k, column in enumerate(named):
                     parts[1 + k].append(_codes(column, codes[k], np))
                 if own_table:
-                    cells = [_real_cells(conf, np), _count_cells(blind, np), _count_cells(replicate, np)]
+                    cells = [_real_cells(conf, np, "confidence"), _count_cells(blind, np), _count_cells(replicate, np)]
                     clean = clean and all(ok for _, ok in cells)
                     conf, blind, replicate = (c for c, _ in cells)
                 parts[6].append(np.array(conf, dtype=float))  # NULL reads as NaN
@@ -564,17 +564,21 @@ _NUMBERS = frozenset({int, float, type(None)})
 _TEXT = frozenset({str})
 
 
-def _real_cells(cells: list[Any], np: Any) -> tuple[Any, bool]:
-    """A REAL column's stored cells as the clean view reads them (:mod:`evalkit.db.cells`): a finite
-    number, else NaN (NULL); and whether each cell was NULL or such a number (none odd)."""
+def _real_cells(cells: list[Any], np: Any, column: str) -> tuple[Any, bool]:
+    """A REAL column's stored cells as the clean view reads them (:mod:`evalkit.db.cells`): a number
+    in the column's range (:func:`~evalkit.db.cells.real_range`), else NaN (NULL); and whether each
+    cell was NULL or such a number (none odd)."""
+    low, high = (float(x) for x in real_range(column))
     if _NUMBERS.issuperset(map(type, cells)):
         out = np.array(cells, dtype=float)
-        infinite = np.isinf(out)
-        if not infinite.any():
+        with np.errstate(invalid="ignore"):
+            odd = (out < low) | (out > high)  # NaN (NULL) compares false: not odd
+        if not odd.any():
             return out, True
-        out[infinite] = math.nan
+        out[odd] = math.nan
         return out, False
-    return np.array([c if type(c) in (int, float) and not math.isinf(c) else None for c in cells], dtype=float), False
+    kept = [c if type(c) in (int, float) and low <= c <= high else None for c in cells]
+    return np.array(kept, dtype=float), False
 
 
 def _count_cells(cells: list[Any], np: Any) -> tuple[Any, bool]:
