@@ -326,6 +326,14 @@ def prompt_tokens(body: dict) -> int:
     return len(text + json.dumps(body.get("tools") or "")) // 4
 
 
+class _Server(ThreadingHTTPServer):
+    """The test servers' HTTP server: a client that goes away mid-reply (what the rude tests do) is
+    no traceback on the test process's stderr, which a CliRunner captures as the command's output."""
+
+    def handle_error(self, request, client_address) -> None:
+        pass
+
+
 class FakeLLMServer:
     def __init__(self, latency: float = 0.0, port: int = 0, dialect: str = "openai"):
         self.latency = latency
@@ -355,7 +363,7 @@ class FakeLLMServer:
         self._lock = threading.Lock()
         # the default listen backlog (5) drops simultaneous connects, which then wait a 1 s SYN retry
         ThreadingHTTPServer.request_queue_size = 256
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self._httpd = _Server(("127.0.0.1", port), self._handler())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -790,7 +798,7 @@ class RecordingListener:
 
             do_GET = do_POST = _record  # noqa: N815 (http.server naming)
 
-        self._httpd = ThreadingHTTPServer((host, port), Handler)
+        self._httpd = _Server((host, port), Handler)
         self._httpd.daemon_threads = True
         self.host = host
 
