@@ -69,3 +69,28 @@ def test_an_imported_run_follows_its_source_and_is_not_warned_about(tmp_path):
     path, _ = run_file(tmp_path, [True, False], True, versions={"importer": "tau2"})
     scored = CliRunner().invoke(cli, ["score", str(path), "--no-db", "--format", "jsonl"])
     assert scored.exit_code == 0 and scored.stderr == ""
+
+
+def test_checks_under_a_key_evalkit_does_not_read_are_warned_about_since_the_end_state_is_all_passed(tmp_path):
+    # a harness that writes its checks as success_eval.checks: evalkit reads none of them, so the
+    # end state comes from all_passed alone; said at the final line, not a silent 1.0
+    path, last = run_file(tmp_path, [True, False], True)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    success = records[-1]["success_eval"]
+    records[-1]["success_eval"] = {"all_passed": True, "checks": success.pop("final_state")}
+    write_jsonl(path, records)
+    scored = CliRunner().invoke(cli, ["score", str(path), "--no-db", "--format", "jsonl"])
+    assert scored.exit_code == 0
+    assert scored.stderr.splitlines()[0] == (
+        f"{path}:{last}: warning: final.success_eval.checks: evalkit does not read this key; the checks go in "
+        "final_state ([{var, op, value, passed}]) and ecam_clear_of, so this run's end state is all_passed alone "
+        "(docs/trajectory-format.md)"
+    )
+    assert json.loads(scored.stdout)["vector"]["end_state"] == 1.0
+    checked = CliRunner().invoke(cli, ["check", str(path), "--strict"])
+    assert checked.exit_code == 2 and scored.stderr.splitlines()[0] in checked.stdout.splitlines()
+    # beside checks it reads, another key is the harness's own (not warned about)
+    first = dict(SCENARIO["success"]["final_state"][0], passed=True)
+    records[-1]["success_eval"] = {"all_passed": True, "final_state": [first], "notes": {"by": "harness"}}
+    write_jsonl(path, records)
+    assert "evalkit does not read" not in CliRunner().invoke(cli, ["check", str(path)]).output

@@ -298,12 +298,20 @@ def _imported(meta: Meta | None) -> bool:
 
 
 def contradiction(success: Any) -> str | None:
-    """What a harness's ``success_eval`` says against itself, or None: ``all_passed`` true while a
-    check failed, or false while every check (one at least) passed. The run's pass is
+    """What a harness's ``success_eval`` says against itself, or None: checks under a key evalkit
+    does not read (and none where it reads them), ``all_passed`` true while a check failed, or
+    false while every check (one at least) passed. The run's pass is
     ``all_passed`` either way; the end state is the share of checks passed."""
+    checks = len(success.final_state) + len(success.ecam_clear_of)
+    unread = [k for k, v in (success.__pydantic_extra__ or {}).items() if isinstance(v, (list, dict)) and v]
+    if not checks and unread:
+        return (
+            f"final.success_eval.{unread[0]}: evalkit does not read this key; the checks go in final_state "
+            "([{var, op, value, passed}]) and ecam_clear_of, so this run's end state is all_passed alone "
+            "(docs/trajectory-format.md)"
+        )
     failed = [f"final_state[{i}] ({_check_text(c)})" for i, c in enumerate(success.final_state) if not c.passed]
     failed += [f"ecam_clear_of[{i}] ({c.message})" for i, c in enumerate(success.ecam_clear_of) if not c.clear]
-    checks = len(success.final_state) + len(success.ecam_clear_of)
     if success.all_passed and failed:
         more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
         return (
