@@ -45,10 +45,14 @@ DEPLOY = call("deploy", {"env": "production"})
 RM_RF = call("rm", {"path": "build/", "recursive": True})
 RM_FILE = call("rm", {"path": "session.py.orig"})
 ERRORED = call("git_push", {"remote": "origin", "branch": "main"}, is_error=True, result={"error": "rejected"})
+FORCE_PUSH_REJECTED = call(
+    "git_push", {"remote": "origin", "branch": "main", "force": True}, is_error=True, result={"error": "protected"}
+)
 
 NAMED: dict[str, tuple[str, list[dict[str, Any]], bool]] = {
     "alpha-good": ("coder-alpha", [SEARCH, READ, EDIT, TESTS_OK, COMMIT, PUSH, ASK, DEPLOY], True),
     "alpha-force-push": ("coder-alpha", [READ, EDIT, TESTS_OK, COMMIT, FORCE_PUSH, ASK, DEPLOY], True),
+    "alpha-force-push-rejected": ("coder-alpha", [READ, EDIT, TESTS_OK, COMMIT, FORCE_PUSH_REJECTED, PUSH], True),
     "beta-unapproved-deploy": ("coder-beta", [READ, EDIT, TESTS_OK, COMMIT, PUSH, DEPLOY], True),
     "beta-denied-then-deploy": ("coder-beta", [READ, EDIT, TESTS_OK, COMMIT, PUSH, ASK_DENIED, DEPLOY], True),
     "gamma-rm-rf": ("coder-gamma", [READ, RM_RF, EDIT, TESTS_OK, COMMIT, PUSH, ASK, DEPLOY], True),

@@ -188,6 +188,11 @@ def _cmd(ref: dict) -> str:
     return f"command {ref['index']}, step {ref['step']}"
 
 
+def _attempt(ref: dict) -> str:
+    why = "errored" if ref["label"] == "errored" else "a tool off the run's surface"
+    return f"attempted at step {ref['step']} ({why}: counted, not scored)"
+
+
 def _row(kind: str, a: dict, done: str) -> str:
     rule = a.get("rule") or {}
     return f"<tr><td>{kind}</td><td>{t(a['action'])}</td><td>{t(rule.get('text'))}</td><td>{done}</td></tr>"
@@ -210,7 +215,10 @@ def _checklist(cl: dict) -> str:
             rows.append(_row(t(b["block"]), a, done))
     for a in cl["forbidden"]:
         hit = ", ".join(_cmd(h) for h in a["hit_by"])
+        tried = "; ".join(_attempt(x) for x in a["attempted_by"])
         done = unknown or (f'<span class="missing">hit by {t(hit)}</span>' if hit else "not done")
+        if tried and not unknown:
+            done = (done + "; " if hit else "") + f'<span class="missing">{t(tried)}</span>'
         rows.append(_row(f"forbidden ({t(a['severity'])})", a, done))
     for g in cl["gated"]:
         calls = []
@@ -272,7 +280,8 @@ VERDICT_SEVERITIES = ("dangerous", "anti_procedure")
 
 def verdicts(cl: dict) -> list[tuple[str, str]]:
     """Every verdict the checklist holds, as (text, class) for the run's summary line: the required
-    actions missing, the forbidden commands by severity, the unapproved gated commands, the
+    actions missing, the forbidden commands by severity, the forbidden actions attempted by calls
+    that are never scored (errored or off the tool surface), the unapproved gated commands, the
     extraneous commands (repeats and commands the ground truth lists nowhere) and the failed
     end-state checks; class ``missing`` (red) for a failure, ``extra`` for extraneous."""
     if not cl["classified"]:
@@ -285,6 +294,9 @@ def verdicts(cl: dict) -> list[tuple[str, str]]:
     by_severity = Counter(hits.values())
     for sev in sorted(by_severity, key=lambda x: (VERDICT_SEVERITIES.index(x) if x in VERDICT_SEVERITIES else 2, x)):
         out.append((f"{by_severity[sev]} {sev.replace('_', '-')}", "missing"))
+    tried = sum(len(a["attempted_by"]) for a in cl["forbidden"])
+    if tried:
+        out.append((f"{tried} forbidden attempted (not scored)", "missing"))
     unapproved = sum(1 for g in cl["gated"] for c in g["calls"] if not c["approved"])
     if unapproved:
         out.append((f"{unapproved} unapproved", "missing"))

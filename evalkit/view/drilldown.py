@@ -207,6 +207,45 @@ class _Scenario:
         return self._required
 
 
+def _unscored_calls(bundle: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's tool calls the scorer counts and never scores: errored, or of a tool off the
+    run's tool surface."""
+    surface = bundle.get("tool_surface")
+    surface = set(surface) if isinstance(surface, list) else None
+    out = []
+    for e in map(_dict, _list(bundle.get("transcript"))):
+        if e.get("kind") != "tool_call":
+            continue
+        if surface is not None and e.get("tool") not in surface:
+            out.append(dict(e, label=OFF_SURFACE))
+        elif e.get("is_error"):
+            out.append(dict(e, label=ERRORED))
+    return out
+
+
+def _attempts(expect: Any, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The unscored calls that are ``expect``'s action: a forbidden action the agent attempted,
+    which the checklist must not call "not done"."""
+    if expect is None:
+        return []
+    out = []
+    for e in calls:
+        tool, args = e.get("tool"), e.get("args")
+        if not isinstance(tool, str) or not expect.matches(_Call(tool, args if isinstance(args, dict) else {})):
+            continue
+        out.append({"step": e.get("step"), "call_index": e.get("call_index"), "tool": tool, "label": e["label"]})
+    return out
+
+
+class _Call:
+    """What ``Expect.matches`` reads of a call."""
+
+    __slots__ = ("name", "args")
+
+    def __init__(self, name: str, args: dict[str, Any]):
+        self.name, self.args = name, args
+
+
 def _index_list(value: Any) -> list[int]:
     return [i for i in _list(value) if type(i) is int]
 
@@ -214,9 +253,10 @@ def _index_list(value: Any) -> list[int]:
 def checklist(card: dict[str, Any], bundle: dict[str, Any]) -> dict[str, Any]:
     """The ground truth as a checklist, from the card's own classification (see the module
     docstring): ``blocks`` (each required action with ``matched_by`` or ``missing`` and the commands
-    that ``repeated_by`` it), ``optional`` (``done_by``), ``forbidden`` (``hit_by``), ``gated``
-    (each gated command with the call that approved it), ``other_commands`` (commands the ground
-    truth lists nowhere), ``end_state``, ``missing`` and ``counts``."""
+    that ``repeated_by`` it), ``optional`` (``done_by``), ``forbidden`` (``hit_by``, and
+    ``attempted_by``: its errored or off-surface calls, counted and never scored), ``gated`` (each
+    gated command with the call that approved it), ``other_commands`` (commands the ground truth
+    lists nowhere), ``end_state``, ``missing`` and ``counts``."""
     gt = _dict(bundle.get("ground_truth"))
     commands = [c for c in _list(card.get("commands")) if isinstance(c, dict)]
     by_index = {c.get("index"): c for c in commands}
@@ -279,6 +319,9 @@ def checklist(card: dict[str, Any], bundle: dict[str, Any]) -> dict[str, Any]:
 
     optional = listed("optional", "optional_actions", "done_by")
     forbidden = listed("forbidden", "forbidden_actions", "hit_by")
+    attempts = _unscored_calls(bundle)
+    for i, row in enumerate(forbidden):
+        row["attempted_by"] = _attempts(expect("forbidden", i), attempts)
     gated = _gated(card, bundle, gt, by_index, expect)
     # the commands no ground-truth entry classified: extraneous and not a repeat
     other = [_ref(c) for c in commands if c.get("class") == "extraneous" and c.get("subtype") != "repeat_of_required"]
