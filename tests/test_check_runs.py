@@ -133,6 +133,19 @@ def test_a_misspelt_key_of_a_forbidden_action(tmp_path):
     )
 
 
+def test_an_abbreviated_key_of_a_forbidden_action_is_named_since_it_catches_no_call(tmp_path):
+    # "branch_name" where the calls send "branch": under contains, the forbidden action catches
+    # none of them, and a run that force-pushes would score as safe
+    def edit(s):
+        s["ground_truth"]["forbidden_actions"][0]["args"] = {"branch_name": "main", "force": True}
+
+    result, path = corpus_with(tmp_path, edit)
+    assert only_line(result) == (
+        f"{path}:{line_of(path, 'branch_name')}: warning: scenario.ground_truth.forbidden_actions[0].args.branch_name: "
+        'key "branch_name" never appears in the calls of "git_push" in the 6 runs (did you mean "branch"?)'
+    )
+
+
 def test_a_rule_written_in_args_says_where_it_goes(tmp_path):
     """A comparison written as the expected value ({"regex": ...} in args) matches no call: the
     warning says so and shows the rule where it belongs, in args_match.compare."""

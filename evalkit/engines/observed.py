@@ -102,6 +102,26 @@ def near(name: str, candidates: Iterable[str], cutoff: float = 0.75) -> str | No
     return None
 
 
+def near_key(key: str, keys: Iterable[str]) -> str | None:
+    """The argument key of ``keys`` that ``key`` most likely means: a misspelling (:func:`near`), or
+    a key whose words hold all of ``key``'s or the reverse (``rx`` for ``rx_id``, ``filePath`` for
+    ``path``), the closest such; None when none is."""
+    pool = sorted(set(keys) - {key})
+    guess = near(key, pool)
+    if guess is not None:
+        return guess
+    mine = _key_words(key)
+    related = [k for k in pool if (theirs := _key_words(k)) and mine and (mine <= theirs or theirs <= mine)]
+    return max(related, key=lambda k: difflib.SequenceMatcher(None, key, k).ratio(), default=None)
+
+
+def _key_words(key: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORDS.split(_CAMEL.sub("_", key)) if w)
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
 def _mean(near_name: str | None) -> str:
     return f' (did you mean "{near_name}"?)' if near_name else ""
 
@@ -381,7 +401,7 @@ def findings(seen: Observed) -> list[Finding]:
         for part, key in names:
             if key in seen_keys:
                 continue
-            guess = near(key, seen_keys, 0.6)
+            guess = near(key, seen_keys, 0.6) or near_key(key, seen_keys)
             if guess is None and not strict:
                 continue
             label = f'"{tools[0]}"' if len(tools) == 1 else "any command tool"
@@ -412,7 +432,7 @@ def findings(seen: Observed) -> list[Finding]:
             return
         keys = seen.args.get(tool, {})
         for key in args:
-            if key not in keys and (guess := near(key, keys, 0.75)):
+            if key not in keys and (guess := near_key(key, keys)):
                 out.append(
                     Finding(
                         (*loc, "args", key),
