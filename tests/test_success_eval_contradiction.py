@@ -22,7 +22,9 @@ SCENARIO = {
 
 
 def run_file(tmp_path, passed: list[bool], all_passed: bool, versions: dict | None = None):
-    records = trajectory(SCENARIO, [call("terminate_instance", {"id": "i-1"})], run_id="r")
+    records = trajectory(
+        SCENARIO, [call("terminate_instance", {"id": "i-1"})], run_id="r", tool_surface=["terminate_instance"]
+    )
     final = records[-1]
     final["success_eval"] = {
         "final_state": [dict(c, passed=p) for c, p in zip(SCENARIO["success"]["final_state"], passed)],

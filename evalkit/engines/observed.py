@@ -387,6 +387,28 @@ def findings(seen: Observed) -> list[Finding]:
             continue
         unknown_tool(loc, tool, "rule")
 
+    # -- calls of tools on no run's tool_surface: off-surface, counted and never scored ----------
+    if seen.surface:
+        naming: dict[str, tuple] = {}
+        for loc, a in required + forbidden + gated + approvals + optional:
+            if a.tool is not None:
+                naming.setdefault(a.tool, loc)
+        for tool in sorted(called - seen.surface):
+            guess = near(tool, seen.surface) or next(
+                (t for t in sorted(seen.surface) if t.casefold() == tool.casefold()), None
+            )
+            loc = naming.get(tool) or naming.get(guess)
+            if loc is None and guess is None:
+                continue  # a tool the agent made up: its calls are off-surface attempts, as they should be
+            out.append(
+                Finding(
+                    (*loc, "tool") if loc is not None else ("id",),
+                    f'tool "{tool}" is called {seen.calls[tool]} time(s) in the {runs} but is on no run\'s '
+                    f"tool_surface, so its calls are off-surface and never scored{_mean(guess)}",
+                    _q(tool if tool in naming else guess) if loc is not None else None,
+                )
+            )
+
     # -- keys of rules ---------------------------------------------------------------------------
     def check_keys(loc: tuple, rule: Any, tools: list[str], strict: bool) -> None:
         if rule is None:

@@ -145,6 +145,7 @@ class _Builder:
         self.events: list[Any] = []
         self.long_lines: set[int] = set()
         self.unknown = self.extra = self.non_finite = 0
+        self.unknown_types: set[str] = set()  # record types met that evalkit does not read
         self.pending: InputError | None = None  # a line cut short: fatal unless it was the last one
         self.pending_reason = ""
         self.pending_line = 0
@@ -193,6 +194,11 @@ class _Builder:
         validate = _VALIDATE.get(rtype)
         if validate is None:
             self.unknown += 1
+            if self.finding and rtype not in self.unknown_types:
+                self.unknown_types.add(rtype)
+                said = unread_record(rtype, obj)
+                if said:
+                    self.finding(f"{path}:{lineno}: warning: {said}")
             return
         record = _validated(self, validate, obj, rtype, lineno)
         if rtype in EVENT_TYPES:
@@ -295,6 +301,18 @@ def _imported(meta: Meta | None) -> bool:
     """A run an importer wrote: its success_eval follows its source's own success test."""
     versions = meta.versions if meta is not None else None
     return isinstance(versions, dict) and "importer" in versions
+
+
+def unread_record(rtype: str, obj: dict[str, Any]) -> str | None:
+    """Why a record of a type evalkit does not read is most likely one it would: a type that reads
+    as a misspelt known one, or a record that carries a tool call's ``name`` and arguments (such a
+    call is skipped, so its action reads as never done). None for another harness's own record."""
+    guess = difflib.get_close_matches(rtype, sorted(RECORD_TYPES), n=1, cutoff=0.75)
+    if not guess and "name" in obj and ("args" in obj or "arguments" in obj or "input" in obj):
+        guess = ["tool_call"]
+    if not guess:
+        return None
+    return f'record type "{rtype}" is not one evalkit reads, so its records are skipped (did you mean "{guess[0]}"?)'
 
 
 def contradiction(success: Any) -> str | None:
