@@ -71,8 +71,30 @@ def test_judge_beside_the_humans_on_the_same_items_with_a_sentence(audited):
     assert judge["difference"]["value"] == pytest.approx(8 / 12 - 7 / 9)
     d = judge["difference"]
     assert d["ci_low"] <= d["value"] <= d["ci_high"] and d["ci_low"] < 0 < d["ci_high"]
-    assert judge["verdict"].startswith("j agrees with the humans about as well as they agree with each other")
+    # five items: an interval this wide says nothing of "about as well"
+    assert judge["verdict"].startswith(
+        "j may agree with the humans less than they agree with each other, or about as well: these items cannot tell"
+    )
+    assert f"interval {d['ci_low']:+.2f} to {d['ci_high']:+.2f}" in judge["verdict"]
     assert "Alt-Test" in judge["verdict"]
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "says"),
+    [
+        (-0.05, 0.08, "agrees with the humans about as well as they agree with each other"),
+        (-0.32, 0.0, "may agree with the humans less than they agree with each other, or about as well"),
+        (-0.05, 0.3, "may agree with the humans less than they agree with each other, or about as well"),
+        (-0.4, -0.01, "agrees with the humans clearly less"),
+        (0.02, 0.2, "agrees with the humans more"),
+    ],
+)
+def test_about_as_well_needs_an_interval_within_the_margin_not_one_that_merely_covers_zero(low, high, says):
+    from evalkit.agreement.human_first import _sentence
+
+    diff = {"value": (low + high) / 2, "ci_low": low, "ci_high": high}
+    text = _sentence("j", diff, {"value": 0.6}, {"value": 0.7})
+    assert text.startswith(f"j {says}")
 
 
 def test_the_raters_section_shows_the_humans_first(audited):
@@ -83,7 +105,7 @@ def test_the_raters_section_shows_the_humans_first(audited):
         < raters.index("Judges beside the humans")
         < raters.index("dimension  level")
     )
-    assert "j agrees with the humans about as well as they agree with each other" in raters
+    assert "j may agree with the humans less than they agree with each other, or about as well" in raters
 
 
 def test_a_dimension_with_one_human_has_no_human_agreement(tmp_path):

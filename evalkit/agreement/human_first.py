@@ -7,7 +7,8 @@ dimension, on the items the judge rated that two or more humans rated too: the j
 agreement with each human (judge↔human), the humans' pooled pairwise agreement on the same items
 (human↔human), and their difference with its interval (the items resampled together). A plain
 sentence says which it is: about as well as the humans agree with each other (the interval of the
-difference covers 0), clearly less (it lies below 0), or more. Whether the judge can stand in for
+difference lies within ±0.10), clearly less (it lies below 0), more (above 0), or that the items
+cannot tell (it covers 0 and reaches beyond ±0.10). Whether the judge can stand in for
 a human is the Alternative Annotator Test's question (the raters section's Alt-Test).
 """
 
@@ -56,15 +57,28 @@ def _sentence(judge: str, diff: dict[str, Any], jh: dict[str, Any], hh: dict[str
     if diff["value"] is None:
         return f"{judge}: no item rated by the judge and two humans, so no comparison with the humans."
     figures = f"judge\u2194human {jh['value']:.2f}, human\u2194human {hh['value']:.2f} on the same items"
-    if diff["ci_low"] is None:
+    low, high = diff["ci_low"], diff["ci_high"]
+    if low is None:
         how = "agrees with the humans (no interval: --resamples 0)"
-    elif diff["ci_high"] < 0:
+    elif high < 0:
         how = "agrees with the humans clearly less than they agree with each other"
-    elif diff["ci_low"] > 0:
+    elif low > 0:
         how = "agrees with the humans more than they agree with each other"
-    else:
+    elif -AS_WELL <= low and high <= AS_WELL:
         how = "agrees with the humans about as well as they agree with each other"
+        figures += f"; the difference's interval lies within \u00b1{AS_WELL:.2f}"
+    else:
+        how = (
+            "may agree with the humans less than they agree with each other, or about as well: these items cannot tell"
+        )
+        figures += f"; difference {diff['value']:+.2f}, interval {low:+.2f} to {high:+.2f}"
     return f"{judge} {how} ({figures}); whether it can replace a human is the Alt-Test's question."
+
+
+# How far apart judge-human and human-human agreement may be for "about as well as": an interval of
+# their difference within this margin (a proportion of items); a wider interval that covers 0 says
+# the items are too few to tell, not that the two are alike.
+AS_WELL = 0.10
 
 
 def analyse(ratings: RatingColumns, config: AuditConfig, bootstrap: dict[str, Any] | None) -> list[dict[str, Any]]:
