@@ -197,3 +197,64 @@ def test_score_names_an_approval_no_call_gives_with_counts_over_every_batch(tmp_
         f'"passed": "true" ({5 * COPIES}), false ({COPIES})'
     ]
     assert scenario_warnings(result) == CliRunner().invoke(cli, ["check", str(tmp_path)]).stdout.splitlines()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_an_optional_action_with_a_mistaken_argument_is_named_with_the_key_its_near_misses_differ_on(tmp_path, workers):
+    # searching is allowed, but the optional action's query is a typo: every search is extraneous
+    def edit(s):
+        s["command_tools"].append("search_code")
+        s["ground_truth"]["optional_actions"].append({"tool": "search_code", "args": {"query": "def g"}})
+
+    path = big_corpus(tmp_path, mistaken(edit))
+    result = score(tmp_path, "--workers", workers)
+    assert result.exit_code == 0, result.stderr
+    cards = [json.loads(line) for line in result.stdout.splitlines()]
+    good = [c for c in cards if c["run_id"].startswith("alpha-good")]
+    assert len(good) == COPIES and all(c["vector"]["extraneous"] == 1 for c in good)
+    assert scenario_warnings(result) == [
+        f"{path}:{line_of(path, 'search_code', after='optional_actions')}: warning: "
+        f'scenario.ground_truth.optional_actions[1]: none of the {COPIES} call(s) of "search_code" in the '
+        f"{6 * COPIES} runs matches this optional action; those that differ from it on one key alone match no "
+        f'other action and count as extraneous: "query" ({COPIES})'
+    ]
+    assert scenario_warnings(result) == CliRunner().invoke(cli, ["check", str(tmp_path)]).stdout.splitlines()
+
+
+def test_an_optional_action_no_run_takes_is_not_warned_about(tmp_path):
+    # allowed and never needed: nothing to say (the calls of its tool are all other actions)
+    def edit(s):
+        s["ground_truth"]["optional_actions"].append({"tool": "git_commit", "args": {"message": "docs"}})
+
+    write_corpus(tmp_path, mistaken(edit))
+    assert CliRunner().invoke(cli, ["check", str(tmp_path)]).stdout == ""
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_success_value_the_runs_checks_never_compare_with_is_named(tmp_path, workers):
+    def edit(s):
+        s["success"]["final_state"][0]["value"] = "true"
+
+    path = big_corpus(tmp_path, mistaken(edit))
+    result = score(tmp_path, "--workers", workers)
+    assert result.exit_code == 0, result.stderr
+    line = line_of(path, '"true"')
+    assert scenario_warnings(result) == [
+        f'{path}:{line}: warning: scenario.success.final_state[0].value: value "true" is '
+        'not one the runs\' checks of "tests.passed" compare with (true): the end state is what the harness checked'
+    ]
+    assert scenario_warnings(result) == CliRunner().invoke(cli, ["check", str(tmp_path)]).stdout.splitlines()
+
+
+def test_a_success_value_written_as_a_float_of_the_same_number_is_not_warned_about(tmp_path):
+    def edit(s):
+        s["success"]["final_state"].append({"var": "tests.failed", "op": "==", "value": 0.0})
+
+    write_corpus(tmp_path, mistaken(edit))
+    for run in tmp_path.glob("*-*.jsonl"):
+        records = [json.loads(line) for line in run.read_text().splitlines()]
+        records[-1]["success_eval"]["final_state"].append(
+            {"var": "tests.failed", "op": "==", "value": 0, "passed": True}
+        )
+        run.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert CliRunner().invoke(cli, ["check", str(tmp_path)]).stdout == ""

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
+from evalkit.engines.scenario_check import VALUES_KEPT
 from evalkit.scoring.args import args_test, result_object, rules_of
 from evalkit.scoring.status import run_status
 from evalkit.trajectory.values import match_key
@@ -152,6 +153,14 @@ class Observed:
     # of each key the approval's result names (JSON text -> calls)
     asked: list[int] = field(default_factory=list)
     answers: list[dict[str, Counter]] = field(default_factory=list)
+    optional_hit: list[bool] = field(default_factory=list)  # per optional action: some executed call matched it
+    # per optional action: key -> executed calls of its tool that no action (required, optional,
+    # forbidden, gated) matches and that differ from it on that key alone (extraneous near misses,
+    # which an optional action with a mistaken argument causes)
+    optional_near: list[dict[str, int]] = field(default_factory=list)
+    # reported var -> the values its checks compared with (a number's key is its float: 60 = 60.0)
+    # -> that value as JSON text; at most VALUES_KEPT a variable
+    values: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._required = rules_of(self.scenario).required
@@ -167,6 +176,15 @@ class Observed:
         self._gates_of: dict[str, list[int]] = {}
         for i, gate in enumerate(self._gates):
             self._gates_of.setdefault(gate.approval.tool, []).append(i)
+        catalog = rules_of(self.scenario)
+        self._optional = catalog.optional.expects
+        self._others = (catalog.required_lookup, catalog.forbidden)
+        self._gate_actions = [g.action for g in catalog.gates]
+        self.optional_hit = [False] * len(self._optional)
+        self.optional_near = [{} for _ in self._optional]
+        self._optional_of: dict[str, list[int]] = {}
+        for i, expect in enumerate(self._optional):
+            self._optional_of.setdefault(expect.tool, []).append(i)
 
     def matched_tools(self, hit: list[bool]) -> set[str]:
         """The required tools whose every required action ``hit`` marks as matched by some call."""
@@ -187,6 +205,8 @@ class Observed:
             name, args, result = call.name, call.args, call.result
             if name in self._gates_of and call.is_error is False:
                 self._ask(call)
+            if name in self._optional_of and call.is_error is False:
+                self._optional_call(call)
             if not args and result is None and name not in by_tool:  # most reads, as scoring keeps them
                 continue
             if args:
@@ -233,6 +253,31 @@ class Observed:
             for check in success.final_state:
                 if check.var is not None:
                     self.variables.setdefault(check.var, set()).add(check.op)
+                    values = self.values.setdefault(check.var, {})
+                    if len(values) < VALUES_KEPT:
+                        values.setdefault(value_key(check.value), _json(check.value))
+
+    def _optional_call(self, call: Any) -> None:
+        """An executed call of an optional action's tool: the optional actions it matches, else
+        whether any other action takes it."""
+        todo = self._optional_of[call.name]
+        for i in todo:
+            if self._optional[i].matches(call):
+                self.optional_hit[i] = True
+                return
+        key = match_key(call.name, call.args)
+        if any(lookup.first(call, key) is not None for lookup in self._others) or any(
+            a.matches(call, key) for a in self._gate_actions
+        ):
+            return
+        for i in todo:
+            expect = self._optional[i]
+            if self.optional_hit[i] or expect.any_args or not isinstance(call.args, dict):
+                continue
+            differs = _disagreeing_keys(expect, [call.args])
+            if len(differs) == 1:
+                near = self.optional_near[i]
+                near[differs[0]] = near.get(differs[0], 0) + 1
 
     def _ask(self, call: Any) -> None:
         """An executed call of an approval tool: which gates it approves, and for the others whose
@@ -253,6 +298,14 @@ class Observed:
 
 
 _ABSENT = object()
+
+
+def value_key(value: Any) -> str:
+    """A success check's value as the runs and the scenario are compared: numbers by value (``60``
+    is ``60.0``; ``true`` is not ``1``), anything else as canonical JSON."""
+    if type(value) in (int, float):
+        return repr(float(value))
+    return _json(value)
 
 
 def _shown(value: Any) -> str:
@@ -507,6 +560,23 @@ def findings(seen: Observed) -> list[Finding]:
             if json_type(value) not in types[key]:
                 out.append(_type_finding((*loc, "args", key), key, value, types[key], action.tool, "calls"))
 
+    # -- optional actions that no call matches while their tool is called ------------------------
+    for ((loc, action), expect), hit, misses in zip(
+        zip(optional, catalog.optional.expects), seen.optional_hit, seen.optional_near
+    ):
+        if hit or not misses:
+            continue
+        tool = action.tool or expect.tool
+        said = ", ".join(f"{_q(k)} ({n})" for k, n in sorted(misses.items(), key=lambda kn: (-kn[1], kn[0])))
+        out.append(
+            Finding(
+                loc,
+                f'none of the {seen.calls[tool]} call(s) of "{tool}" in the {runs} matches this optional action; '
+                f"those that differ from it on one key alone match no other action and count as extraneous: {said}",
+                _q(action.tool) if action.tool else None,
+            )
+        )
+
     # -- required actions that nothing matches ---------------------------------------------------
     for (loc, action), expect, hit in zip(required, catalog.required, seen.hit):
         tool = action.tool or expect.tool
@@ -576,6 +646,17 @@ def findings(seen: Observed) -> list[Finding]:
                     )
                 )
                 continue
+            values = seen.values.get(var)
+            if values and "value" in check and value_key(check["value"]) not in values:
+                said = ", ".join(sorted(values.values())[:3]) + (" ..." if len(values) > 3 else "")
+                out.append(
+                    Finding(
+                        (*loc, "value"),
+                        f'value {_json(check["value"])} is not one the runs\' checks of "{var}" compare with '
+                        f"({said}): the end state is what the harness checked",
+                        _json(check["value"]),
+                    )
+                )
             if op is None:
                 continue
             theirs = reported.get(var, set()) - {None}
@@ -614,7 +695,7 @@ def _type_finding(loc: tuple, key: str, value: Any, types: set[str], tool: str, 
 
 
 def _disagreeing_keys(expect: Any, samples: list[dict[str, Any]]) -> list[str]:
-    """The keys of a required action on which no sampled call agrees, each compared alone."""
+    """The keys of an action on which no sampled call agrees, each compared alone."""
     rule = expect.rule
     if rule.mode == "ignore" or not samples:
         return []

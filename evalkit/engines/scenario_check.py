@@ -42,6 +42,11 @@ FIELDS = (
     "approved",
     "asked",
     "answers",
+    # per optional action: matched (merged by or), near misses by key (summed); var -> values
+    # (union, capped)
+    "optional_hit",
+    "optional_near",
+    "values",
 )
 
 
@@ -58,6 +63,8 @@ class Seen:
     def __reduce__(self):  # a plain tuple on the wire (the default for a slotted dataclass costs more)
         return (Seen, (self.scenario, self.run, self.source, self.state, self.sample_cap))
 
+
+VALUES_KEPT = 20  # values kept per success variable (Observed.values)
 
 # what this process sent in the scoring run named by _SENT_TOKEN: scenario hash -> Observed's FIELDS
 _SENT: dict[str, list[Any]] = {}
@@ -191,7 +198,7 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         if mine.scenario is None:  # sent first in a batch later in input order (not from a local pool)
             mine.scenario, mine.run, mine.source = theirs.scenario, theirs.run, theirs.source
         a, b = mine.state, theirs.state
-        runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated, approved, asked, _ = a
+        runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated, approved, asked, *_ = a
         a[0] = runs + b[0]
         for tool, n in b[1].items():
             calls[tool] = calls.get(tool, 0) + n
@@ -209,6 +216,15 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         for mine_said, theirs_said in zip(a[12], b[12]):
             for key, values in theirs_said.items():
                 mine_said.setdefault(key, Counter()).update(values)
+        a[13] = [x or y for x, y in zip(a[13], b[13])]
+        a[14] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} for x, y in zip(a[14], b[14])]
+        values = {var: dict(kept) for var, kept in a[15].items()}
+        for var, theirs in b[15].items():
+            kept = values.setdefault(var, {})
+            for key, shown in theirs.items():
+                if len(kept) < VALUES_KEPT:
+                    kept.setdefault(key, shown)
+        a[15] = values
         for tool, calls_args in b[8].items():
             kept = samples.setdefault(tool, [])
             if len(kept) < mine.sample_cap:
