@@ -160,7 +160,7 @@ class Observed:
     optional_near: list[dict[str, int]] = field(default_factory=list)
     # reported var -> the values its checks compared with (a number's key is its float: 60 = 60.0)
     # -> that value as JSON text; at most VALUES_KEPT a variable
-    values: dict[str, dict[str, str]] = field(default_factory=dict)
+    values: dict[str, dict[tuple, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._required = rules_of(self.scenario).required
@@ -255,7 +255,9 @@ class Observed:
                     self.variables.setdefault(check.var, set()).add(check.op)
                     values = self.values.setdefault(check.var, {})
                     if len(values) < VALUES_KEPT:
-                        values.setdefault(value_key(check.value), _json(check.value))
+                        key = value_key(check.value)
+                        if key not in values:
+                            values[key] = _json(check.value)
 
     def _optional_call(self, call: Any) -> None:
         """An executed call of an optional action's tool: the optional actions it matches, else
@@ -300,12 +302,18 @@ class Observed:
 _ABSENT = object()
 
 
-def value_key(value: Any) -> str:
+def value_key(value: Any) -> tuple:
     """A success check's value as the runs and the scenario are compared: numbers by value (``60``
-    is ``60.0``; ``true`` is not ``1``), anything else as canonical JSON."""
-    if type(value) in (int, float):
-        return repr(float(value))
-    return _json(value)
+    is ``60.0``; ``true`` is not ``1``), strings, booleans and null as they are, anything else as
+    canonical JSON."""
+    kind = type(value)
+    if kind is float or (kind is int and -(2**53) <= value <= 2**53):
+        return ("n", float(value))
+    if kind is int:
+        return ("n", value)  # beyond a float's exact integers: as it is (an int equals only itself)
+    if kind is str or kind is bool or value is None:
+        return (kind.__name__, value)
+    return ("json", _json(value))
 
 
 def _shown(value: Any) -> str:
