@@ -35,7 +35,6 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
-from evalkit.engines.scenario_check import VALUES_KEPT
 from evalkit.scoring.args import args_test, result_object, rules_of
 from evalkit.scoring.status import run_status
 from evalkit.trajectory.values import match_key
@@ -44,6 +43,7 @@ KNOWN_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not_in", "contains", "not_
 _OP_SYNONYMS = {"=": "==", "eq": "==", "ne": "!=", "<>": "!=", "=>": ">=", "=<": "<=", "gt": ">", "lt": "<"}
 _TYPED_COMPARE = frozenset({"exact", "casefold", "abs_tol", "rel_tol"})  # the expected value's type must occur
 _SAMPLE_CALLS = 200  # calls kept per required tool, to say which key no call agrees on
+VALUES_KEPT = 20  # values kept per success variable, to name those the runs' checks compare with
 _DEPTH = 3  # dotted paths recorded into nested objects
 
 

@@ -59,12 +59,11 @@ class Seen:
     source: str | None  # ... and its real path (None: standard input, a URL, or sent before)
     state: list[Any]  # Observed's FIELDS (``calls`` a plain dict: cheaper to send than a Counter)
     sample_cap: int  # calls kept per required tool (Observed's)
+    values_cap: int  # values kept per success variable (Observed's)
 
     def __reduce__(self):  # a plain tuple on the wire (the default for a slotted dataclass costs more)
-        return (Seen, (self.scenario, self.run, self.source, self.state, self.sample_cap))
+        return (Seen, (self.scenario, self.run, self.source, self.state, self.sample_cap, self.values_cap))
 
-
-VALUES_KEPT = 20  # values kept per success variable (Observed.values)
 
 # what this process sent in the scoring run named by _SENT_TOKEN: scenario hash -> Observed's FIELDS
 _SENT: dict[str, list[Any]] = {}
@@ -91,7 +90,7 @@ class Noting:
 
     def seen(self, token: str | None = None) -> dict[str, Seen]:
         """The batch's notes; with ``token``, less what this process sent before for it."""
-        from evalkit.engines.observed import _SAMPLE_CALLS
+        from evalkit.engines.observed import _SAMPLE_CALLS, VALUES_KEPT
         from evalkit.trajectory.reader import scenario_json
 
         if token != _SENT_TOKEN[0]:
@@ -116,7 +115,7 @@ class Noting:
                 else:
                     raw = shown = source = None
                     state = _unsent(state, sent, _SAMPLE_CALLS)
-            out[key] = Seen(raw, shown, source, state, _SAMPLE_CALLS)
+            out[key] = Seen(raw, shown, source, state, _SAMPLE_CALLS, VALUES_KEPT)
         return out
 
 
@@ -222,7 +221,7 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         for var, theirs in b[15].items():
             kept = values.setdefault(var, {})
             for key, shown in theirs.items():
-                if len(kept) < VALUES_KEPT:
+                if len(kept) < mine.values_cap:
                     kept.setdefault(key, shown)
         a[15] = values
         for tool, calls_args in b[8].items():
