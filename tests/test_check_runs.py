@@ -146,6 +146,37 @@ def test_an_abbreviated_key_of_a_forbidden_action_is_named_since_it_catches_no_c
     )
 
 
+def test_a_block_pasted_twice_is_named_at_the_second_copy_since_no_run_calls_it_twice(tmp_path):
+    # one call serves one required action: the pasted copy is missed by every run, which check names
+    # at the copy's own line (not at the first block, whose tool and arguments it repeats)
+    def edit(s):
+        block = s["ground_truth"]["procedure"][0]
+        s["ground_truth"]["procedure"].append({"block": "again", "actions": [dict(block["actions"][0])]})
+
+    result, path = corpus_with(tmp_path, edit)
+    second = line_of(path, '"edit_file"', after='"again"')
+    assert only_line(result) == (
+        f"{path}:{second}: warning: scenario.ground_truth.procedure[1].actions[0]: this action is required 2 "
+        "times (the first is ground_truth.procedure[0].actions[0]), but no run calls it 2 times: a call serves one "
+        "required action"
+    )
+
+
+def test_an_action_required_twice_that_a_run_does_twice_is_not_warned_about(tmp_path):
+    def edit(s):
+        actions(s).append(
+            {"tool": "git_commit", "args": {"message": "x"}, "args_match": {"compare": {"message": "nonempty"}}}
+        )
+
+    write_corpus(tmp_path, mistaken(edit))
+    run = tmp_path / "alpha-good.jsonl"
+    records = [json.loads(line) for line in run.read_text().splitlines()]
+    at = next(i for i, r in enumerate(records) if r.get("name") == "git_commit")
+    records.insert(at + 1, dict(records[at], call_index=99))
+    run.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert check(tmp_path).stdout == ""
+
+
 def test_a_rule_written_in_args_says_where_it_goes(tmp_path):
     """A comparison written as the expected value ({"regex": ...} in args) matches no call: the
     warning says so and shows the rule where it belongs, in args_match.compare."""

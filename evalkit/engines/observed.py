@@ -165,6 +165,10 @@ class Observed:
     def __post_init__(self) -> None:
         self._required = rules_of(self.scenario).required
         self.hit = [False] * len(self._required)
+        # identical required actions: a call serves one of them, so the k-th is hit by a run that
+        # calls it k times
+        self._twins = {members[0]: members for members in twins(self._required)}
+        self._twin = {i: first for first, members in self._twins.items() for i in members}
         self._by_tool: dict[str, list[int]] = {}
         for i, expect in enumerate(self._required):
             self._by_tool.setdefault(expect.tool, []).append(i)
@@ -201,6 +205,7 @@ class Observed:
         tool_calls = tool_calls if isinstance(tool_calls, list) else list(tool_calls)
         self.calls.update(map(_name, tool_calls))
         by_tool = self._by_tool
+        twin, taken = self._twin, None
         for call in tool_calls:
             name, args, result = call.name, call.args, call.result
             if name in self._gates_of and call.is_error is False:
@@ -232,15 +237,26 @@ class Observed:
                     continue
                 key = None
                 for i in todo:
-                    if self.hit[i]:
+                    if i in twin:
+                        if i != twin[i] or self.hit[self._twins[i][-1]]:  # the first of its twins counts
+                            continue
+                    elif self.hit[i]:
                         continue
                     expect = self._required[i]
                     if key is None and expect.key is not None:  # computed once, where an action needs it
                         key = match_key(name, args)
                     if expect.matches(call, key):
-                        self.hit[i] = True
+                        if i in twin:
+                            taken = taken or Counter()
+                            taken[i] += 1
+                        else:
+                            self.hit[i] = True
                 if all(self.hit[i] for i in todo):
                     self._matched.add(name)
+        if taken:
+            for first, n in taken.items():
+                for i in self._twins[first][:n]:
+                    self.hit[i] = True
         if final is not None and final.reason not in _HARNESS_FAILED and run_status(traj) == "incomplete":
             # a final record without success_eval, from the user's harness (an importer writes none
             # where its source records no outcome, as docs/importers.md says)
@@ -300,6 +316,15 @@ class Observed:
 
 
 _ABSENT = object()
+
+
+def twins(required: list[Any]) -> list[list[int]]:
+    """The groups of identical required actions (the same tool, arguments and rule), each as its
+    indices in order."""
+    groups: dict[tuple, list[int]] = {}
+    for i, e in enumerate(required):
+        groups.setdefault((e.tool, e.key, _json(e.args), repr(e.rule)), []).append(i)
+    return [members for members in groups.values() if len(members) > 1]
 
 
 def value_key(value: Any) -> tuple:
@@ -586,9 +611,23 @@ def findings(seen: Observed) -> list[Finding]:
         )
 
     # -- required actions that nothing matches ---------------------------------------------------
-    for (loc, action), expect, hit in zip(required, catalog.required, seen.hit):
+    twin_of = {i: members for members in twins(catalog.required) for i in members}
+    for k, ((loc, action), expect, hit) in enumerate(zip(required, catalog.required, seen.hit)):
         tool = action.tool or expect.tool
         if hit or not seen.calls.get(tool):
+            continue
+        members = twin_of.get(k)
+        if members and k != members[0] and seen.hit[members[0]]:
+            nth = members.index(k) + 1
+            first = where(required[members[0]][0], "").lstrip(".")
+            out.append(
+                Finding(
+                    loc,
+                    f"this action is required {len(members)} times (the first is {first}), but no run calls it "
+                    f"{nth} times: a call serves one required action",
+                    _q(action.tool) if action.tool else None,
+                )
+            )
             continue
         culprits = _disagreeing_keys(expect, seen.samples.get(tool, []))
         why = f"; no call agrees on {', '.join(_q(k) for k in culprits)}" if culprits else ""

@@ -137,11 +137,14 @@ def locate(entry: Entry, loc: tuple[Any, ...], needle: str | None) -> int | None
             pos = text.index("\n", pos) + 1
         end = re.compile(r"^\s*\[\[\s*scenarios\s*\]\]", re.M).search(text, pos)
         text = text if end is None else text[: end.start()]
+    after = pos
     for part in loc:
         if isinstance(part, str):
-            hit = re.compile(r'["\']?' + re.escape(part) + r'["\']?\s*[:=]').search(text, pos)
+            hit = re.compile(r'["\']?' + re.escape(part) + r'["\']?\s*[:=]').search(text, after)
             if hit is not None:
-                pos = hit.start()
+                pos, after = hit.start(), hit.end()
+        elif not toml and (at := _element(text, after, part)) is not None:
+            pos = after = at
     if needle is not None:
         for candidate in (needle, needle.strip('"')):
             found = text.find(candidate, pos)
@@ -150,6 +153,36 @@ def locate(entry: Entry, loc: tuple[Any, ...], needle: str | None) -> int | None
                 break
     offset = text.count("\n", 0, pos)
     return offset + 1 if toml else entry.line + offset
+
+
+def _element(text: str, pos: int, index: int) -> int | None:
+    """Where element ``index`` of the JSON array that opens next after ``pos`` starts, or None."""
+    start = text.find("[", pos)
+    if start < 0 or text[pos:start].strip():
+        return None
+    depth, n, in_string = 1, 0, False
+    i = start + 1
+    while i < len(text):
+        c = text[i]
+        if in_string:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                in_string = False
+        elif depth == 1 and n == index and c not in ", \t\r\n]":
+            return i
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth == 0:
+                return None
+        elif c == "," and depth == 1:
+            n += 1
+        i += 1
+    return None
 
 
 # "ground_truth.procedure[0].actions[2]: tool "x" ...": a problem the whole scenario sees, about one place
