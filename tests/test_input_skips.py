@@ -196,3 +196,31 @@ def test_a_directory_of_skipped_entries_says_why_nothing_was_found(tmp_path):
         f"{tmp_path / 'pipe.jsonl'}: warning: skipped: a FIFO, not a regular file",
         f"error: no trajectory files (*.jsonl) found in: {tmp_path} (see 'cli score -h')",  # CliRunner's program name
     ]
+
+
+def test_a_compressed_run_in_a_directory_is_skipped_with_a_warning_not_silently(tree):
+    import gzip
+
+    (tree / "b.jsonl.gz").write_bytes(gzip.compress((tree / "a.jsonl").read_bytes()))
+    (tree / "c.json.gz").write_bytes(b"")  # another name: left alone, as any other file
+    files, warnings = expand(tree)
+    assert files == [str(tree / "a.jsonl")]
+    assert warnings == [
+        f"{tree / 'b.jsonl.gz'}: warning: skipped: compressed (evalkit reads plain files: decompress it to score it)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("head", "said"),
+    [
+        (b"\x1f\x8b\x08\x00", "the file is gzip-compressed (decompress it first: gunzip)"),
+        (b"\xff\xfe{\x00", "the file is UTF-16 text (write it as UTF-8)"),
+        (b"PK\x03\x04\x14", "the file is a zip archive (extract it first)"),
+    ],
+)
+def test_a_compressed_or_utf16_file_named_explicitly_is_an_error_saying_what_it_is(tmp_path, head, said):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(head + b"\x00\x9c" * 8 + b"\n")
+    result = CliRunner().invoke(cli, ["score", str(path), "--no-db"])
+    assert result.exit_code == 1
+    assert f"error: {path}:1: invalid UTF-8: {said}" in result.stderr.splitlines()

@@ -129,6 +129,24 @@ def read_bytes(path: str | os.PathLike[str], max_bytes: int | None = None) -> by
     return data
 
 
+def not_utf8(data: bytes, at: int) -> str:
+    """Why ``data`` does not decode at ``at``, naming what the file most likely is when its first
+    bytes say it (gzip, zstd, zip, UTF-16)."""
+    for magic, what in _MAGIC:
+        if data.startswith(magic):
+            return f"invalid UTF-8: the file is {what}"
+    return f"invalid UTF-8 (byte 0x{data[at]:02x})"
+
+
+_MAGIC = (
+    (b"\x1f\x8b", "gzip-compressed (decompress it first: gunzip)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed (decompress it first: zstd -d)"),
+    (b"PK\x03\x04", "a zip archive (extract it first)"),
+    (b"\xff\xfe", "UTF-16 text (write it as UTF-8)"),
+    (b"\xfe\xff", "UTF-16 text (write it as UTF-8)"),
+)
+
+
 def read_text(path: str | os.PathLike[str], max_bytes: int | None = None) -> str:
     """A regular file as UTF-8 text (a leading BOM dropped); bad UTF-8 names the line."""
     name = str(path)
@@ -137,7 +155,7 @@ def read_text(path: str | os.PathLike[str], max_bytes: int | None = None) -> str
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(name, line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})") from None
+        raise InputError(name, line, not_utf8(data, exc.start)) from None
 
 
 def find_files(
@@ -207,8 +225,13 @@ def _entry_kind(entry: os.DirEntry, path: str, suffix: str) -> str:
     except OSError as exc:  # it vanished while the directory was listed
         return f"cannot examine it ({exc.strerror or exc})" if candidate else _IGNORE
     if not candidate:
+        if entry.name.endswith(tuple(suffix + z for z in _COMPRESSED)):
+            return "compressed (evalkit reads plain files: decompress it to score it)"
         return _IGNORE
     return _READ if stat.S_ISREG(mode) else f"{_kind(mode)}, not a regular file"
+
+
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip")
 
 
 # Appended after the text: a quoted field the file leaves open swallows it, else it is a row alone.

@@ -19,7 +19,7 @@ from pydantic_core import to_json
 from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.bundle import RESULT_MAX_CHARS, BundleBuilder
-from evalkit.trajectory.input_files import open_regular, read_bytes, shown_name
+from evalkit.trajectory.input_files import not_utf8, open_regular, read_bytes, shown_name
 from evalkit.trajectory.records import RECORD_TYPES, Assistant, Call, Final, Meta, Setup, ToolCall, Trajectory
 from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.trajectory.scenario import Scenario
@@ -106,7 +106,7 @@ def _not_json(line: bytes, problem: JSONProblem) -> str:
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return f"invalid UTF-8 (byte 0x{line[exc.start]:02x})"
+        return not_utf8(line, exc.start)
     return f"not valid JSON ({problem.reason})"
 
 
