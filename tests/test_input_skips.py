@@ -224,3 +224,14 @@ def test_a_compressed_or_utf16_file_named_explicitly_is_an_error_saying_what_it_
     result = CliRunner().invoke(cli, ["score", str(path), "--no-db"])
     assert result.exit_code == 1
     assert f"error: {path}:1: invalid UTF-8: {said}" in result.stderr.splitlines()
+
+
+def test_a_directory_of_runs_named_json_says_what_it_holds(tmp_path):
+    run(tmp_path / "a.json")
+    (tmp_path / "scenarios.json").write_text("[]")  # the scenario file is not counted
+    result = CliRunner().invoke(cli, ["score", str(tmp_path), "--no-db"])
+    assert result.exit_code == 2
+    assert (
+        f"no trajectory files (*.jsonl) found in: {tmp_path}; it holds 1 *.json file(s): a run is JSONL named "
+        "*.jsonl, and another harness's files are converted with 'evalkit import auto DIR -o runs/'"
+    ) in result.stderr

@@ -177,6 +177,23 @@ def _scenarios(scenario_files):
         fail(str(exc))
 
 
+def _json_files_hint(paths) -> str:
+    """What a directory without runs holds that a user may have meant: ``*.json`` files other than
+    the scenario file (runs named .json, or another harness's results)."""
+    import os
+
+    from evalkit.trajectory.input_files import find_files
+    from evalkit.trajectory.scenario_files import BESIDE_NAMES
+
+    n = sum(len(find_files(p, ".json", exclude=BESIDE_NAMES)) for p in paths if os.path.isdir(p))
+    if not n:
+        return ""
+    return (
+        f"; it holds {n} *.json file(s): a run is JSONL named *.jsonl, and another harness's files are "
+        "converted with 'evalkit import auto DIR -o runs/'"
+    )
+
+
 def _write(found, skipped, said, scenarios, fmt_name, aggregate, wide, out_path, db_path, gates, run):
     """Score ``found`` into the outputs: the database, the output (``--out`` or stdout, nothing
     half-written after a failure or an interrupt) and Parquet. Returns the finished scoring and the
@@ -277,7 +294,7 @@ def _inputs(
         if not found:
             for line in skipped:  # why nothing was found (when something is, scoring reports them)
                 warn(line)
-            raise ValueError("no trajectory files (*.jsonl) found in: " + " ".join(paths))
+            raise ValueError("no trajectory files (*.jsonl) found in: " + " ".join(paths) + _json_files_hint(paths))
         local = [p for p in paths if p != "-" and not is_url(p)]
         problem = output_clash(
             [("--out", out_path), ("--parquet", parquet_dir)],
