@@ -124,3 +124,19 @@ def test_values_that_look_alike_are_spelt_out():
     )
     cl = checklist(json.loads(card.model_dump_json(by_alias=True)), card.judge_bundle)
     assert cl["blocks"][0]["actions"][0]["nearest"]["text"] == 'instance_id is "Cafe\\u0301", not "Caf\\u00e9"'
+
+
+def test_the_side_by_side_page_says_the_nearest_call_beside_a_missing_action(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    good = [call("snapshot_volume", {"volume_id": "vol-77"}), call("terminate_instance", {"instance_id": "i-0a3"})]
+    spaced = [good[0], call("terminate_instance", {"instance_id": "i-0a3 "})]
+    for run_id, calls in (("good", good), ("spaced", spaced)):
+        write_jsonl(runs / f"{run_id}.jsonl", trajectory(SCENARIO, calls, run_id=run_id, tool_surface=SURFACE))
+    db = str(tmp_path / "e.db")
+    assert CliRunner().invoke(cli, ["score", str(runs), "--db", db, "--format", "jsonl"]).exit_code == 0
+    with vh.client(db) as app:
+        assert "nearest" not in app.get("/compare", params={"a": "good", "b": "spaced"}).text  # blind
+        page = app.get("/compare", params={"a": "good", "b": "spaced", "reveal": "1"}).text
+    row = page.split("terminate_instance(")[1].split("</tr>")[0]
+    assert "nearest: step 2: instance_id is &#34;i-0a3 &#34;, not &#34;i-0a3&#34;" in row

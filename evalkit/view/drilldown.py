@@ -619,6 +619,8 @@ def align(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
                 "b": at_b,
                 "a_missing": action.get("missing"),
                 "b_missing": others[k].get("missing") if k < len(others) else None,
+                "a_nearest": action.get("nearest"),
+                "b_nearest": others[k].get("nearest") if k < len(others) else None,
             }
         )
     if tail_a or tail_b:
