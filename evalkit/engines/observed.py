@@ -163,7 +163,8 @@ class Observed:
     values: dict[str, dict[tuple, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._required = rules_of(self.scenario).required
+        catalog = rules_of(self.scenario)
+        self._required = catalog.required
         self.hit = [False] * len(self._required)
         # identical required actions: a call serves one of them, so the k-th is hit by a run that
         # calls it k times
@@ -173,14 +174,13 @@ class Observed:
         for i, expect in enumerate(self._required):
             self._by_tool.setdefault(expect.tool, []).append(i)
         self._matched: set[str] = set()  # tools whose required actions are all matched already
-        self._gates = rules_of(self.scenario).gates
+        self._gates = catalog.gates
         self.approved = [False] * len(self._gates)
         self.asked = [0] * len(self._gates)
         self.answers = [{} for _ in self._gates]
         self._gates_of: dict[str, list[int]] = {}
         for i, gate in enumerate(self._gates):
             self._gates_of.setdefault(gate.approval.tool, []).append(i)
-        catalog = rules_of(self.scenario)
         self._optional = catalog.optional.expects
         self._others = (catalog.required_lookup, catalog.forbidden)
         self._gate_actions = [g.action for g in catalog.gates]
@@ -279,6 +279,8 @@ class Observed:
         """An executed call of an optional action's tool: the optional actions it matches, else
         whether any other action takes it."""
         todo = self._optional_of[call.name]
+        if all(self.optional_hit[i] for i in todo):  # nothing left to learn from its calls
+            return
         for i in todo:
             if self._optional[i].matches(call):
                 self.optional_hit[i] = True
