@@ -108,3 +108,16 @@ def test_another_harness_record_type_is_not_warned_about(tmp_path):
 
     lines, card = check_and_score(write(tmp_path, GOOD, edit=edit))
     assert lines == [] and card["scalar"] == 1.0
+
+
+def test_a_model_written_another_way_is_named_since_the_aggregates_count_two_models(tmp_path):
+    for i, model in enumerate(["gpt-x", "gpt-x", "GPT-X "]):
+        records = trajectory(SCENARIO, GOOD, run_id=f"r{i}", model=model, tool_surface=TOOLS)
+        write_jsonl(tmp_path / f"r{i}.jsonl", records)
+    checked = CliRunner().invoke(cli, ["check", str(tmp_path)])
+    assert checked.exit_code == 0
+    assert checked.stdout.splitlines() == [
+        f"{tmp_path / 'r2.jsonl'}:1: warning: meta: model 'GPT-X ' (1 run(s)) is 'gpt-x' (2 run(s)) written "
+        "another way: the aggregates count them as two models"
+    ]
+    assert CliRunner().invoke(cli, ["check", str(tmp_path), "--strict"]).exit_code == 2

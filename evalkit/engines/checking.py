@@ -91,6 +91,7 @@ class _Checker:
         self.by_content: dict[str, Entry] = {}  # a file scenario's content hash -> where it is
         self.invalid: dict[str, str] = {}  # an invalid scenario's id -> where it is
         self.run_ids: dict[str, str] = {}  # run id -> the file that first had it
+        self.models: dict[str, list] = {}  # model -> [runs, the first run's meta line]
         found: dict = {}
         for path in scenario_files:
             self.scenario_file(str(path), found)
@@ -190,6 +191,8 @@ class _Checker:
                 f"{shown}:{meta_line[0]}: warning: meta.run_id: {run_id!r} is also the run id of {first}: "
                 "score keeps one card per run id, so this run replaces that one in the aggregates and the database"
             )
+        model = self.models.setdefault(traj.meta.model, [0, f"{shown}:{meta_line[0]}"])
+        model[0] += 1
         scenario = traj.meta.scenario
         group = self.groups.get(scenario.content_hash)
         if group is None:
@@ -286,6 +289,7 @@ class _Checker:
         for group in self.groups.values():
             for finding in findings(group.seen):
                 self._finding(group, finding)
+        report.findings += model_spellings(self.models)
         report.scenarios += sum(1 for g in self.groups.values() if g.prefix == "meta.scenario")
 
     def _finding(self, group: _Group, finding: Finding) -> None:
@@ -297,6 +301,30 @@ class _Checker:
         else:
             at = entry.path if line is None else f"{entry.path}:{line}"
             self.report.findings.append(f"{at}: warning: {message}")
+
+
+def model_spellings(models: dict[str, list]) -> list[str]:
+    """A warning for each model name that is another one written differently (case, spaces, NFKC),
+    at its first run's meta line: the aggregates count them as two models. ``models``: name ->
+    [runs, where its first run's meta line is]."""
+    import unicodedata
+
+    by_form: dict[str, list[str]] = {}
+    for name in models:
+        form = " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+        by_form.setdefault(form, []).append(name)
+    out = []
+    for names in by_form.values():
+        if len(names) < 2:
+            continue
+        names.sort(key=lambda n: (-models[n][0], n))  # the most runs first: most likely the meant one
+        for name in names[1:]:
+            out.append(
+                f"{models[name][1]}: warning: meta: model {name!r} ({models[name][0]} run(s)) is "
+                f"{names[0]!r} ({models[names[0]][0]} run(s)) written another way: the aggregates count them "
+                "as two models"
+            )
+    return out
 
 
 def check_paths(paths: Iterable[str], scenario_files: Iterable[str] = ()) -> CheckReport:
