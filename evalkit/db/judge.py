@@ -417,6 +417,16 @@ def read_judge_columns(
         where.append("a.run_id IN (SELECT value FROM json_each(?))")
         args.append(json.dumps(list(runs)))
     with paused_gc():
+        # each run's current bundle, read once: an annotation of another bundle is stale (as
+        # :func:`stale` says it, whose subquery per annotation would cost more than the read)
+        current = dict(
+            _tuples(
+                db,
+                "SELECT run_id, bundle_hash FROM scorecards WHERE bundle_hash IS NOT NULL"
+                + ("" if runs is None else " AND run_id IN (SELECT value FROM json_each(?))"),
+                () if runs is None else (json.dumps(list(runs)),),
+            )
+        )
         # one row per annotation, the JSON with it where the rationale column is empty; a stale one
         # is counted for its run (read_stale_annotations' counts) and its values are left out
         heads = []
@@ -424,14 +434,15 @@ def read_judge_columns(
         for head in _tuples(
             db,
             "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
-            f"a.created_at, a.blind, a.replicate, a.run_id, {stale('a.')} "
+            f"a.created_at, a.blind, a.replicate, a.run_id, a.bundle_hash "
             f"FROM annotations a WHERE {' AND '.join(where)}",
             args,
         ):
-            if head[7]:
+            if head[7] is not None and current.get(head[6], head[7]) != head[7]:
                 stale_runs[head[6]] = stale_runs.get(head[6], 0) + 1
             else:
                 heads.append(head)
+        del current
         heads.sort(key=lambda h: (str(h[3] or ""), str(h[0])))
         rank = {h[0]: i for i, h in enumerate(heads)}
         # the file's own table is read where it has every column (a third less SQLite work than its
