@@ -441,7 +441,7 @@ def read_judge_columns(
             if head[7] is not None and current.get(head[6], head[7]) != head[7]:
                 stale_runs[head[6]] = stale_runs.get(head[6], 0) + 1
             else:
-                heads.append(head)
+                heads.append(head[:7])  # its bundle let go (10^5 hashes held through the read)
         del current
         heads.sort(key=lambda h: (str(h[3] or ""), str(h[0])))
         rank = {h[0]: i for i, h in enumerate(heads)}
