@@ -434,7 +434,7 @@ def read_judge_columns(
         for head in _tuples(
             db,
             "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
-            f"a.created_at, a.blind, a.replicate, a.run_id, a.bundle_hash "
+            f"COALESCE(a.created_at, ''), a.blind, a.replicate, a.run_id, a.bundle_hash "
             f"FROM annotations a WHERE {' AND '.join(where)}",
             args,
         ):
@@ -443,8 +443,8 @@ def read_judge_columns(
             else:
                 heads.append(head[:7])  # its bundle let go (10^5 hashes held through the read)
         del current
-        heads.sort(key=lambda h: (str(h[3] or ""), str(h[0])))
-        rank = {h[0]: i for i, h in enumerate(heads)}
+        heads.sort(key=operator.itemgetter(3, 0))  # by time, then id (both text: the view's keys and text)
+        rank = dict(zip(map(operator.itemgetter(0), heads), range(len(heads))))
         # the file's own table is read where it has every column (a third less SQLite work than its
         # view's CASE per cell) and its cells are cleaned here as the view cleans them; a key or a
         # value that is not text (rare: the view leaves the row out or renders the number) has the
@@ -546,9 +546,9 @@ def read_judge_columns(
             confidence=conf,
             blind=blind.astype(bool),
             replicate=replicate,
-            annotation_ids=[str(heads[i][0]) for i in used.tolist()],
+            annotation_ids=[heads[i][0] for i in used.tolist()],
             rationales=rationales,
-            created=[str(heads[i][3] or "") for i in used.tolist()],
+            created=[heads[i][3] for i in used.tolist()],
             runs=list(codes[0]),
             judges=list(codes[1]),
             rubrics=list(codes[2]),
