@@ -417,8 +417,8 @@ def read_judge_columns(
         where.append("a.run_id IN (SELECT value FROM json_each(?))")
         args.append(json.dumps(list(runs)))
     with paused_gc():
-        # each run's current bundle, read once: an annotation of another bundle is stale (as
-        # :func:`stale` says it, whose subquery per annotation would cost more than the read)
+        # each run's current bundle, in one scan of the scorecards: an annotation of another bundle
+        # is stale (what :func:`stale` says with a subquery per annotation)
         current = dict(
             _tuples(
                 db,
@@ -443,7 +443,7 @@ def read_judge_columns(
             else:
                 heads.append(head[:7])  # its bundle let go (10^5 hashes held through the read)
         del current
-        heads.sort(key=operator.itemgetter(3, 0))  # by time, then id (both text: the view's keys and text)
+        heads.sort(key=operator.itemgetter(3, 0))  # by time, then id: both text (a key; a time or '')
         rank = dict(zip(map(operator.itemgetter(0), heads), range(len(heads))))
         # the file's own table is read where it has every column (a third less SQLite work than its
         # view's CASE per cell) and its cells are cleaned here as the view cleans them; a key or a
