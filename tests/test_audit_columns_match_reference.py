@@ -471,3 +471,68 @@ def test_judge_columns_clean_odd_cells_as_the_view(tmp_path, seed, rows, edits):
     # a read that says its table is clean saw no odd cell there; one odd cell is enough to say otherwise
     assert not (columns.values_clean and odd)
     assert columns.values_clean or odd or edits in (["confidence = 7"], ["replicate = 9007199254740992"]) or rows
+
+
+STAT_SCALES = [
+    ("nominal", ["fail", "pass", "n/a"]),
+    ("nominal", [0, 1, 2, 3, None, "fail", "pass"]),
+    ("ordinal", [0, 1, 2, 3]),
+    ("interval", [0.5, 1, 2.5, 4]),
+]
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_registry_statistics_as_the_matrix_functions(seed):
+    """The registry reads a dimension's counts and positions, and a pairing's confusion matrix:
+    each statistic is what the public function gives on the values themselves (a None label is
+    no rating there), to the bit."""
+    import numpy as np
+
+    from evalkit.agreement import stats as st
+    from evalkit.agreement.stats import registry
+
+    rnd = random.Random(seed)
+    level, labels = STAT_SCALES[seed % len(STAT_SCALES)]
+    names = [f"r{k}" for k in range(rnd.randint(2, 4))]
+    pool = labels[: rnd.randint(1, len(labels))] + [None]
+    matrix = [[rnd.choice(pool) for _ in range(rnd.randint(0, 30))] for _ in names]
+    n = min(map(len, matrix))
+    matrix = [row[:n] for row in matrix]
+    place = {lab: k for k, lab in enumerate(labels)}
+    positions = np.array([[-1 if v is None else place[v] for v in row] for row in matrix], dtype=np.int64)
+    positions = positions.reshape(len(names), n)
+    codes = list(range(len(labels)))
+    two = [(a, b) for a, b in zip(*matrix) if a is not None and b is not None] if len(names) == 2 else None
+    pairwise = [st.pairwise_cohen_matrix(matrix, names, labels, weighted=w) for w in (False, True)]
+    expected = {
+        "percent_agreement": st.pooled_pairwise_agreement(matrix),
+        "cohen_kappa": st.cohen_kappa([a for a, _ in two], [b for _, b in two], labels) if two is not None else None,
+        "weighted_kappa": st.cohen_kappa([a for a, _ in two], [b for _, b in two], labels, weighted=True)
+        if two is not None and level != "nominal"
+        else None,
+        "pairwise_cohen_kappa": pairwise[0],
+        "pairwise_weighted_kappa": pairwise[1] if level != "nominal" else None,
+        "fleiss_kappa": st.fleiss_kappa(matrix, labels),
+        "krippendorff_alpha": st.krippendorff_alpha(matrix, level, labels),
+        "gwet_ac1": st.gwet_ac1_multi(matrix, labels),
+    }
+    for rated in (
+        registry.Raters(matrix, names, labels, level),
+        registry.Raters(None, names, labels, level, positions=positions),
+    ):
+        got = {s.name: s.raters(rated) for s in registry.for_raters()}
+        got = {k: v if registry.applies(v) else None for k, v in got.items()}
+        assert got == expected
+    # a pairing's statistics: two raters who rated every item, as positions on the scale
+    x, y = (np.array([rnd.randrange(len(labels)) for _ in range(n)], dtype=np.int64) for _ in range(2))
+    scale = np.asarray(labels, dtype=float) if level == "interval" else None
+    got = registry.pair_stats(registry.Pairs(x, y, labels, level))
+    assert got["percent_agreement"] == st.percent_agreement(x, y)
+    assert got["cohen_kappa"] == st.cohen_kappa(x, y, codes)
+    if level != "nominal":
+        assert got["weighted_kappa"] == st.cohen_kappa(x, y, codes, weighted=True)
+    assert got["gwet_ac1"] == st.gwet_ac1(x, y, codes)
+    if scale is not None:
+        assert got["krippendorff_alpha"] == st.krippendorff_alpha([scale[x].tolist(), scale[y].tolist()], level, labels)
+    else:
+        assert got["krippendorff_alpha"] == st.krippendorff_alpha(np.vstack([x, y]), level, codes)

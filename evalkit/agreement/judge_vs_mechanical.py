@@ -265,17 +265,38 @@ def build_pairs(cards: Iterable[Card], values: JudgeColumns, config: AuditConfig
     card_of_run = np.array([by_run.get(r, -1) for r in values.runs], dtype=np.int64)
     card_at = card_of_run[values.run[rows]]
     excluded = np.array([c.status in EXCLUDED_STATUSES for c in cards] + [False], dtype=bool)[card_at]
+    # cards with the same signals share one dict: each card's dict as a code into the distinct ones
+    # (the last code, after the cards': none), whose mechanical labels a pairing works out once each
+    docs: list[Any] = []
+    code_of: dict[int, int] = {}
+    doc_at = np.empty(len(cards) + 1, dtype=np.int64)
+    for k, c in enumerate(cards):
+        doc = code_of.get(id(c.card))
+        if doc is None:
+            doc = code_of[id(c.card)] = len(docs)
+            docs.append(c.card)
+        doc_at[k] = doc
+    doc_at[-1] = len(docs)
     reads = read[rows]
     for code, pairings in wanted.items():
         mine = reads == code
         for p in pairings:
-            _fill(sets[p.name], p, rows[mine], card_at[mine], excluded[mine], values, cards)
+            _fill(sets[p.name], p, rows[mine], card_at[mine], excluded[mine], values, docs, doc_at)
     return [sets[p.name] for p in config.pairings]
 
 
-def _fill(ps: PairSet, p: Pairing, rows: np.ndarray, card_at: np.ndarray, excluded: np.ndarray, values, cards) -> None:
+def _fill(
+    ps: PairSet,
+    p: Pairing,
+    rows: np.ndarray,
+    card_at: np.ndarray,
+    excluded: np.ndarray,
+    values: JudgeColumns,
+    docs: list[Any],
+    doc_at: np.ndarray,
+) -> None:
     """Put in ``ps`` the pairs of candidate ``rows`` (with their cards' places, -1 for none) and count
-    the ones left out."""
+    the ones left out; ``docs`` are the distinct card dicts, ``doc_at`` each card's."""
     import numpy as np  # only on the audit path
 
     pairs: PairList = ps.pairs  # type: ignore[assignment]
@@ -289,21 +310,21 @@ def _fill(ps: PairSet, p: Pairing, rows: np.ndarray, card_at: np.ndarray, exclud
         ],
         dtype=np.int64,
     )
-    marked_of: dict[int, int] = {}
-    marked = []
-    for c in cards:
-        m = marked_of.get(id(c.card))
-        if m is None:
-            label = p.mechanical_label(c.card)
-            m = marked_of[id(c.card)] = none if label is None else labels.setdefault((type(label), label), len(labels))
-        marked.append(m)
+    marked = np.array(
+        [
+            none if (label := p.mechanical_label(doc)) is None else labels.setdefault((type(label), label), len(labels))
+            for doc in docs
+        ]
+        + [none],
+        dtype=np.int64,
+    )
     no_card = card_at < 0
     ps.counts["no_scorecard"] += int(np.count_nonzero(no_card))
     ps.counts["excluded_status"] += int(np.count_nonzero(~no_card & excluded))
     candidate = ~no_card & ~excluded
     rows, card_at = rows[candidate], card_at[candidate]
     j = judged[values.value[rows]] if len(judged) else np.zeros(len(rows), dtype=np.int64)
-    m = np.array(marked + [none], dtype=np.int64)[card_at]
+    m = marked[doc_at[card_at]]
     if n := int(np.count_nonzero(j == none)):
         ps.counts["unmapped_judge"] += n
     if n := int(np.count_nonzero(m == none)):
@@ -536,7 +557,7 @@ def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str,
         rows = np.flatnonzero(judge_at != mechanical_at)
         j, m = judge_at[rows], mechanical_at[rows]
         # the direction of each (judge, mechanical) position pair, from its first pair's labels
-        _, first, code = np.unique(np.stack([j, m]), axis=1, return_index=True, return_inverse=True)
+        _, first, code = np.unique(j * len(labels) + m, return_index=True, return_inverse=True)
         found = [
             st.direction(x.judge_value, x.mechanical_value, labels)
             for x in map(pairs.__getitem__, rows[first].tolist())

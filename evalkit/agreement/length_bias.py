@@ -37,15 +37,14 @@ def _score(value: Any) -> float | None:
     return None
 
 
-def slope(
-    y: list[float], length: list[float], outcome: list[float] | None, level: float
-) -> tuple[dict[str, Any], list[str]]:
+def slope(y: Any, length: Any, outcome: Any | None, level: float) -> tuple[dict[str, Any], list[str]]:
     """The length slope of ``y`` (with ``outcome`` as a covariate when given and varying) and the
-    covariates used."""
+    covariates used; each a sequence or an array of numbers (NaN in none)."""
     import numpy as np
 
     n = len(y)
-    controls = ["outcome"] if outcome is not None and len(set(outcome)) > 1 else []
+    outcome = None if outcome is None else np.asarray(outcome, dtype=float)
+    controls = ["outcome"] if outcome is not None and len(outcome) and (outcome != outcome[0]).any() else []
     p = 2 + len(controls)
     if n < p + 2:
         return {"value": None, "reason": f"{n} judged runs: a slope needs at least {p + 2}", "n": n}, controls
@@ -122,9 +121,7 @@ def analyse(
         at, y = at[kept], y[kept]
         order = np.argsort(at)  # places are distinct
         at, y = at[order], y[order]
-        x = length_at[at]
-        outcome = outcome_at[at].tolist() if has_outcome[at].all() else None
-        fig, controls = slope(y.tolist(), x.tolist(), outcome, level)
+        fig, controls = slope(y, length_at[at], outcome_at[at] if has_outcome[at].all() else None, level)
         out.append({"judge": rater, "dimension": dimension, "slope_per_1000_chars": fig, "controlled_for": controls})
     return out
 

@@ -97,6 +97,7 @@ def analyse_dimension(dimension: str, ratings: RatingColumns, rows: Any, config:
     import numpy as np  # only on the audit path
 
     from evalkit.agreement.stats import registry
+    from evalkit.agreement.stats.stat import _label_lookup
 
     spec = config.dimensions.get(dimension)
     # the level and labels depend on the distinct values alone: each (type, value) once, in order
@@ -140,10 +141,13 @@ def analyse_dimension(dimension: str, ratings: RatingColumns, rows: Any, config:
         at_rater[r] = rater_place[ratings.raters[r]]
     grid = np.full((len(raters), len(items)), len(ratings.labels), dtype=np.int64)  # the last code: no rating
     grid[at_rater[rater], at_item[item]] = value
-    held = np.empty(len(ratings.labels) + 1, dtype=object)
-    held[:-1] = ratings.labels
-    matrix = held[grid].tolist()
-    del grid
+    # each label's position on the scale, as the statistics place a value (-1: no rating; a None
+    # or NaN label is read as none there too)
+    place = _label_lookup(labels)
+    position_of = np.full(len(ratings.labels) + 1, -1, dtype=np.int64)
+    for c in codes[scaled[codes]].tolist():
+        if (label := ratings.labels[c]) is not None and label == label:
+            position_of[c] = place[label]
     entry: dict[str, Any] = {
         "dimension": dimension,
         "raters": raters,
@@ -156,10 +160,17 @@ def analyse_dimension(dimension: str, ratings: RatingColumns, rows: Any, config:
         "n_ratings": len(item),
         "n_excluded": n_excluded,
     }
-    rated = registry.Raters(matrix, raters, labels, level)
+    rated = registry.Raters(None, raters, labels, level, positions=position_of[grid])
     entry.update((s.name, s.raters(rated)) for s in registry.for_raters())
-    entry["alt_test"] = alt_tests(raters, kinds, matrix, level, config)
-    entry["judge_vs_mechanical"] = judge_vs_mechanical(raters, kinds, matrix, labels, spec)
+    # the Alt-Test and the judge-mechanical pairs read the values themselves (an integral float
+    # stays one), and only with enough humans or a mechanical rater
+    humans = sum(kinds[name] == "human" for name in raters)
+    mechanical = any(kinds[name] == "mechanical" for name in raters)
+    held = np.empty(len(ratings.labels) + 1, dtype=object)
+    held[:-1] = ratings.labels
+    matrix = held[grid].tolist() if humans >= config.min_humans or mechanical else []
+    entry["alt_test"] = alt_tests(raters, kinds, matrix, level, config) if humans >= config.min_humans else []
+    entry["judge_vs_mechanical"] = judge_vs_mechanical(raters, kinds, matrix, labels, spec) if mechanical else []
     return entry
 
 

@@ -417,6 +417,16 @@ def read_judge_columns(
         where.append("a.run_id IN (SELECT value FROM json_each(?))")
         args.append(json.dumps(list(runs)))
     with paused_gc():
+        # each run's current bundle, in one scan of the scorecards: an annotation of another bundle
+        # is stale (what :func:`stale` says with a subquery per annotation)
+        current = dict(
+            _tuples(
+                db,
+                "SELECT run_id, bundle_hash FROM scorecards WHERE bundle_hash IS NOT NULL"
+                + ("" if runs is None else " AND run_id IN (SELECT value FROM json_each(?))"),
+                () if runs is None else (json.dumps(list(runs)),),
+            )
+        )
         # one row per annotation, the JSON with it where the rationale column is empty; a stale one
         # is counted for its run (read_stale_annotations' counts) and its values are left out
         heads = []
@@ -424,16 +434,17 @@ def read_judge_columns(
         for head in _tuples(
             db,
             "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
-            f"a.created_at, a.blind, a.replicate, a.run_id, {stale('a.')} "
+            f"COALESCE(a.created_at, ''), a.blind, a.replicate, a.run_id, a.bundle_hash "
             f"FROM annotations a WHERE {' AND '.join(where)}",
             args,
         ):
-            if head[7]:
+            if head[7] is not None and current.get(head[6], head[7]) != head[7]:
                 stale_runs[head[6]] = stale_runs.get(head[6], 0) + 1
             else:
-                heads.append(head)
-        heads.sort(key=lambda h: (str(h[3] or ""), str(h[0])))
-        rank = {h[0]: i for i, h in enumerate(heads)}
+                heads.append(head[:7])  # its bundle let go (10^5 hashes held through the read)
+        del current
+        heads.sort(key=operator.itemgetter(3, 0))  # by time, then id: both text (a key; a time or '')
+        rank = dict(zip(map(operator.itemgetter(0), heads), range(len(heads))))
         # the file's own table is read where it has every column (a third less SQLite work than its
         # view's CASE per cell) and its cells are cleaned here as the view cleans them; a key or a
         # value that is not text (rare: the view leaves the row out or renders the number) has the
@@ -535,9 +546,9 @@ def read_judge_columns(
             confidence=conf,
             blind=blind.astype(bool),
             replicate=replicate,
-            annotation_ids=[str(heads[i][0]) for i in used.tolist()],
+            annotation_ids=[heads[i][0] for i in used.tolist()],
             rationales=rationales,
-            created=[str(heads[i][3] or "") for i in used.tolist()],
+            created=[heads[i][3] for i in used.tolist()],
             runs=list(codes[0]),
             judges=list(codes[1]),
             rubrics=list(codes[2]),

@@ -60,10 +60,20 @@ def item_label_counts(matrix: Any, labels: Sequence[Any] | None = None) -> tuple
             labels = _domain(present, ordered=True)
         except ValueError:
             labels = _domain(present, ordered=False)
-    k = len(labels)
-    codes = _codes(present, labels)
-    counts = np.bincount(item_idx * k + codes, minlength=arr.shape[1] * k).reshape(arr.shape[1], k)
-    return counts[counts.sum(axis=1) >= 2], list(labels)
+    return _rated_twice(item_idx, _codes(present, labels), arr.shape[1], len(labels)), list(labels)
+
+
+def position_counts(positions: np.ndarray, k: int) -> np.ndarray:
+    """:func:`item_label_counts` of a (raters x items) matrix of positions on a scale of ``k``
+    labels, -1 where the rater did not rate the item."""
+    rated = positions >= 0
+    return _rated_twice(np.nonzero(rated)[1], positions[rated], positions.shape[1], k)
+
+
+def _rated_twice(item_idx: np.ndarray, codes: np.ndarray, n_items: int, k: int) -> np.ndarray:
+    """(items x labels) counts of the ratings (each an item and a position), items rated once or never dropped."""
+    counts = np.bincount(item_idx * k + codes, minlength=n_items * k).reshape(n_items, k)
+    return counts[counts.sum(axis=1) >= 2]
 
 
 def krippendorff_alpha(matrix: Any, level: str = "nominal", labels: Sequence[Any] | None = None) -> Stat:
@@ -83,13 +93,31 @@ def krippendorff_alpha(matrix: Any, level: str = "nominal", labels: Sequence[Any
         labels = _domain(present, ordered=True)
         if any(isinstance(v, str) for v in labels):
             raise ValueError(f"{level} alpha on string values needs an ordered labels= scale")
-    counts, labels = item_label_counts(matrix, labels)
+    return alpha_of_counts(*item_label_counts(matrix, labels), level)
+
+
+def alpha_of_counts(counts: np.ndarray, labels: Sequence[Any], level: str) -> Stat:
+    """:func:`krippendorff_alpha` of (items x labels) counts (:func:`item_label_counts`)."""
     if reason := _too_little(counts, needs_variation=True):
         return _undefined(reason)
     counts = counts.astype(float)
     m = counts.sum(axis=1)
     weighted = counts / (m - 1.0)[:, None]
-    o = weighted.T @ counts - np.diag(weighted.sum(axis=0))
+    return _alpha(weighted.T @ counts - np.diag(weighted.sum(axis=0)), labels, level)
+
+
+def alpha_of_confusion(cm: np.ndarray, labels: Sequence[Any], level: str) -> Stat:
+    """:func:`krippendorff_alpha` of two raters who both rated every item, from their (k x k)
+    confusion matrix: an item's two ratings coincide once each way, so the coincidence matrix is
+    ``cm + cm.T`` (what the counts give, exactly: whole numbers)."""
+    o = np.array(cm + cm.T, dtype=float, order="C")
+    if reason := too_little(int(cm.sum()), int((o.sum(axis=0) > 0).sum()), beyond_chance=True, needs_variation=True):
+        return _undefined(reason)
+    return _alpha(o, labels, level)
+
+
+def _alpha(o: np.ndarray, labels: Sequence[Any], level: str) -> Stat:
+    """``1 - D_o / D_e`` of the (labels x labels) coincidence matrix ``o``."""
     n_v = o.sum(axis=0)
     n = n_v.sum()
     e = (np.outer(n_v, n_v) - np.diag(n_v)) / (n - 1.0)
@@ -136,7 +164,11 @@ def fleiss_kappa(matrix: Any, labels: Sequence[Any] | None = None) -> Stat:
     however many raters it had); ``P_e = sum_k p_k^2``; kappa = ``(P_o - P_e) / (1 - P_e)``. With a
     constant number of raters this is exactly Fleiss (1971). Undefined (the shared rule) with fewer
     than two items rated twice or all ratings in one category."""
-    counts, _ = item_label_counts(matrix, labels)
+    return fleiss_of_counts(item_label_counts(matrix, labels)[0])
+
+
+def fleiss_of_counts(counts: np.ndarray) -> Stat:
+    """:func:`fleiss_kappa` of (items x labels) counts (:func:`item_label_counts`)."""
     if reason := _too_little(counts, needs_variation=True):
         return _undefined(reason)
     pa, pi = _multi_pa_pi(counts)
@@ -152,7 +184,11 @@ def gwet_ac1_multi(matrix: Any, labels: Sequence[Any]) -> Stat:
     With two raters and no missing ratings this equals :func:`gwet_ac1`. Undefined (the shared rule)
     with fewer than two items rated twice; defined when every rating is the same label of a scale
     of two or more."""
-    counts, labels = item_label_counts(matrix, labels)
+    return ac1_of_counts(*item_label_counts(matrix, labels))
+
+
+def ac1_of_counts(counts: np.ndarray, labels: Sequence[Any]) -> Stat:
+    """:func:`gwet_ac1_multi` of (items x labels) counts (:func:`item_label_counts`)."""
     k = len(labels)
     if reason := _too_little(counts, needs_variation=k < 2):  # one label on the scale: no variation
         return _undefined(reason)
@@ -164,7 +200,12 @@ def gwet_ac1_multi(matrix: Any, labels: Sequence[Any]) -> Stat:
 def pooled_pairwise_agreement(matrix: Any) -> Stat:
     """Agreeing rater pairs / all rater pairs that rated the same item, pooled over items
     (an item with ``r`` ratings contributes ``r (r - 1) / 2`` pairs)."""
-    counts, _ = item_label_counts(matrix, None)
+    return pooled_of_counts(item_label_counts(matrix, None)[0])
+
+
+def pooled_of_counts(counts: np.ndarray) -> Stat:
+    """:func:`pooled_pairwise_agreement` of (items x labels) counts (:func:`item_label_counts`; on
+    any scale holding the labels used: a label nobody used adds no pair)."""
     c = counts.astype(float)
     pairs = (c.sum(axis=1) * (c.sum(axis=1) - 1.0) / 2.0).sum()
     if reason := _too_little(counts, beyond_chance=False, needs_variation=False):

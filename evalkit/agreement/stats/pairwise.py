@@ -63,7 +63,7 @@ def cohen_kappa(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any], weigh
     except when a rater is constant: scikit-learn then returns 0 (or NaN); here the value is None
     with a reason, because kappa carries no information about such a rater.
     """
-    return _confusion_stat(x, y, labels, "weighted_kappa" if weighted else "cohen_kappa", need_variation=True)
+    return _confusion_stat(x, y, labels, "weighted_kappa" if weighted else "cohen_kappa")
 
 
 def gwet_ac1(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any]) -> Stat:
@@ -72,17 +72,24 @@ def gwet_ac1(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any]) -> Stat:
     ``K = len(labels)`` (the full scale, as in Gwet's handbook when categories are given).
     Defined for constant raters on a scale of two or more labels (that is its point); undefined
     with fewer than two pairs or K < 2 (then every rating is the same label)."""
-    return _confusion_stat(x, y, labels, "gwet_ac1", need_variation=False)
+    return _confusion_stat(x, y, labels, "gwet_ac1")
 
 
-def _confusion_stat(
-    x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any], stat: str, *, need_variation: bool
-) -> Stat:
+def _confusion_stat(x: Sequence[Any], y: Sequence[Any], labels: Sequence[Any], stat: str) -> Stat:
     """A statistic of the (x, y) confusion matrix, or the reason it is undefined."""
     xc, yc = _pair_codes(x, y, labels)
-    k = len(labels)
-    cm = _confusion(xc, yc, k)
-    reason = _pair_reason(cm, k, need_variation=need_variation)
+    return of_confusion(_confusion(xc, yc, len(labels)), stat)
+
+
+# whether a statistic of the confusion matrix needs each rater to give two labels (kappa does: a
+# constant rater makes chance agreement total; AC1 stays defined, that is its point)
+NEEDS_VARIATION = {"cohen_kappa": True, "weighted_kappa": True, "gwet_ac1": False}
+
+
+def of_confusion(cm: np.ndarray, stat: str) -> Stat:
+    """``stat`` (cohen_kappa, weighted_kappa or gwet_ac1, as :func:`cohen_kappa` and :func:`gwet_ac1`
+    give it) of a (k x k) confusion matrix on the whole scale, or the reason it is undefined."""
+    reason = _pair_reason(cm, cm.shape[0], need_variation=NEEDS_VARIATION[stat])
     if reason:
         return _undefined(reason)
     return _ok(_one(cm, stat))

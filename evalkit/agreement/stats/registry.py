@@ -20,20 +20,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from evalkit.agreement.stats.confusion import CONFUSION_STATS
+from evalkit.agreement.stats.confusion import CONFUSION_STATS, _confusion
 from evalkit.agreement.stats.multirater import (
-    fleiss_kappa,
-    gwet_ac1_multi,
-    krippendorff_alpha,
+    _as_matrix,
+    ac1_of_counts,
+    alpha_of_confusion,
+    alpha_of_counts,
+    fleiss_of_counts,
     pairwise_cohen_matrix,
-    pooled_pairwise_agreement,
+    pooled_of_counts,
+    position_counts,
 )
-from evalkit.agreement.stats.pairwise import cohen_kappa, gwet_ac1, percent_agreement, spearman
-from evalkit.agreement.stats.stat import Stat
+from evalkit.agreement.stats.pairwise import cohen_kappa, of_confusion, percent_agreement, spearman
+from evalkit.agreement.stats.stat import Stat, _codes, _missing_mask
 
 NOT_APPLICABLE = "not applicable: "
 ORDERED = ("ordinal", "interval")
@@ -66,20 +70,65 @@ class Pairs:
     def ordered(self) -> bool:
         return self.level in ORDERED
 
+    @cached_property
+    def confusion(self) -> np.ndarray:
+        """The (k x k) confusion matrix, judge rows (what every statistic of the matrix reads)."""
+        return _confusion(self.x, self.y, len(self.labels))
 
-@dataclass(frozen=True)
+
 class Raters:
-    """A dimension's ratings: one row per rater (``raters``), one column per item, None where the
-    rater did not rate the item; values on ``labels``."""
+    """A dimension's ratings: one row per rater (``raters``), one column per item; values on
+    ``labels``. ``matrix`` holds the values (None where the rater did not rate the item),
+    ``positions`` each value's position on ``labels`` (-1 there); give either (the other is worked
+    out when read). The statistics read the positions: a dimension has 10^5 items at scale."""
 
-    matrix: list[list[Any]]
-    raters: list[str]
-    labels: list[Any]
-    level: str
+    def __init__(
+        self,
+        matrix: list[list[Any]] | None,
+        raters: list[str],
+        labels: list[Any],
+        level: str,
+        positions: np.ndarray | None = None,
+    ) -> None:
+        if matrix is None and positions is None:
+            raise ValueError("Raters needs a matrix or its positions")
+        self.raters, self.labels, self.level = raters, labels, level
+        if matrix is not None:
+            self.__dict__["matrix"] = matrix
+        if positions is not None:
+            self.__dict__["positions"] = positions
 
     @property
     def ordered(self) -> bool:
         return self.level in ORDERED
+
+    @property
+    def codes(self) -> list[int]:
+        return list(range(len(self.labels)))
+
+    @cached_property
+    def matrix(self) -> list[list[Any]]:
+        held = np.empty(len(self.labels) + 1, dtype=object)  # the last one (position -1): None
+        held[:-1] = self.labels
+        return held[self.positions].tolist()
+
+    @cached_property
+    def positions(self) -> np.ndarray:
+        arr = _as_matrix(self.matrix)
+        rated = ~_missing_mask(arr.ravel()).reshape(arr.shape)
+        out = np.full(arr.shape, -1, dtype=np.int64)
+        out[rated] = _codes(arr[rated], self.labels)
+        return out
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        """(items x labels) counts of the items two or more raters rated (``item_label_counts``)."""
+        return position_counts(self.positions, len(self.labels))
+
+    def coded_matrix(self) -> np.ndarray:
+        """The positions as floats, NaN where there is no rating (what the matrix statistics read
+        as missing), on the scale :attr:`codes`."""
+        return np.where(self.positions >= 0, self.positions, np.nan)
 
     def two(self) -> tuple[list[Any], list[Any]] | None:
         """The items both raters rated, when there are exactly two raters."""
@@ -87,6 +136,14 @@ class Raters:
             return None
         both = [(a, b) for a, b in zip(*self.matrix) if a is not None and b is not None]
         return [a for a, _ in both], [b for _, b in both]
+
+    def two_positions(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`two` as positions on ``labels``."""
+        if len(self.raters) != 2:
+            return None
+        a, b = self.positions
+        both = (a >= 0) & (b >= 0)
+        return a[both], b[both]
 
 
 @dataclass(frozen=True)
@@ -109,20 +166,13 @@ class Statistic:
     table: bool = True
 
 
-def _krippendorff_pairs(p: Pairs) -> Stat:
-    if p.level == "interval":  # distances between the labels themselves matter
-        scale = np.asarray(p.labels, dtype=float)
-        return krippendorff_alpha([scale[p.x].tolist(), scale[p.y].tolist()], p.level, p.labels)
-    return krippendorff_alpha(np.vstack([p.x, p.y]), p.level, p.codes)
-
-
 def _cohen_raters(r: Raters, weighted: bool) -> Stat:
-    pair = r.two()
+    pair = r.two_positions()
     if pair is None:
         return not_applicable(f"more than two raters, see pairwise_{'weighted' if weighted else 'cohen'}_kappa")
     if weighted and not r.ordered:
         return not_applicable("nominal dimension")
-    return cohen_kappa(*pair, r.labels, weighted=weighted)
+    return cohen_kappa(*pair, r.codes, weighted=weighted)
 
 
 def _ordered_pairs(p: Pairs, name: str, stat: Callable[[Pairs], Stat]) -> Stat:
@@ -137,14 +187,14 @@ STATISTICS: tuple[Statistic, ...] = (
         bootstrapped=True,
         csv_order=10,
         pairs=lambda p: percent_agreement(p.x, p.y),
-        raters=lambda r: pooled_pairwise_agreement(r.matrix),
+        raters=lambda r: pooled_of_counts(r.counts),
     ),
     Statistic(
         "cohen_kappa",
         "Cohen \u03ba",
         bootstrapped=True,
         csv_order=20,
-        pairs=lambda p: cohen_kappa(p.x, p.y, p.codes),
+        pairs=lambda p: of_confusion(p.confusion, "cohen_kappa"),
         raters=lambda r: _cohen_raters(r, weighted=False),
     ),
     Statistic(
@@ -153,40 +203,40 @@ STATISTICS: tuple[Statistic, ...] = (
         bootstrapped=True,
         csv_order=30,
         raters_csv_order=70,
-        pairs=lambda p: _ordered_pairs(p, "weighted kappa", lambda p: cohen_kappa(p.x, p.y, p.codes, weighted=True)),
+        pairs=lambda p: _ordered_pairs(p, "weighted kappa", lambda p: of_confusion(p.confusion, "weighted_kappa")),
         raters=lambda r: _cohen_raters(r, weighted=True),
     ),
     Statistic(
         "pairwise_cohen_kappa",
         "pairwise Cohen \u03ba",
         table=False,
-        raters=lambda r: pairwise_cohen_matrix(r.matrix, r.raters, r.labels),
+        raters=lambda r: pairwise_cohen_matrix(r.coded_matrix(), r.raters, r.codes),
     ),
     Statistic(
         "pairwise_weighted_kappa",
         "pairwise weighted \u03ba",
         table=False,
         raters=lambda r: (
-            pairwise_cohen_matrix(r.matrix, r.raters, r.labels, weighted=True)
+            pairwise_cohen_matrix(r.coded_matrix(), r.raters, r.codes, weighted=True)
             if r.ordered
             else not_applicable("nominal dimension")
         ),
     ),
-    Statistic("fleiss_kappa", "Fleiss \u03ba", csv_order=35, raters=lambda r: fleiss_kappa(r.matrix, r.labels)),
+    Statistic("fleiss_kappa", "Fleiss \u03ba", csv_order=35, raters=lambda r: fleiss_of_counts(r.counts)),
     Statistic(
         "krippendorff_alpha",
         "Krippendorff \u03b1",
         csv_order=40,
-        pairs=_krippendorff_pairs,
-        raters=lambda r: krippendorff_alpha(r.matrix, r.level, r.labels),
+        pairs=lambda p: alpha_of_confusion(p.confusion, p.labels, p.level),
+        raters=lambda r: alpha_of_counts(r.counts, r.labels, r.level),
     ),
     Statistic(
         "gwet_ac1",
         "Gwet AC1",
         bootstrapped=True,
         csv_order=50,
-        pairs=lambda p: gwet_ac1(p.x, p.y, p.codes),
-        raters=lambda r: gwet_ac1_multi(r.matrix, r.labels),
+        pairs=lambda p: of_confusion(p.confusion, "gwet_ac1"),
+        raters=lambda r: ac1_of_counts(r.counts, r.labels),
     ),
     Statistic(
         "spearman",
