@@ -163,3 +163,24 @@ def test_a_parquet_run_loads_pyarrow_once_for_its_workers_to_inherit(parquet):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ([f"[({parquet},", f"{parquet})]", str(parquet)])
+
+
+def test_the_aggregates_models_are_worked_out_in_the_started_workers_with_the_same_result(no_threads, monkeypatch):
+    from functools import partial
+
+    from evalkit.aggregate import groups
+    from evalkit.aggregate.groups import Aggregator, RunSummary
+
+    agg = Aggregator()
+    for i in range(120):  # three models over five scenarios, one scenario id with two contents
+        passed, scalar = i % 3 != 0, (i % 7) / 7
+        run = RunSummary(f"s{i % 5}", f"m{i % 3}", "scored", scalar, scalar, None, scalar, passed, i % 11 == 0)
+        run.run_id, run.scenario_hash = f"r{i}", "h2" if i % 10 == 4 else "h1"
+        agg.add(run)
+    here = agg.result()
+    with started_pool(2):  # the workers forked before the patch below: theirs is the real rollup
+        monkeypatch.setattr(groups, "_rollup", lambda *args: {})
+        in_pool = agg.result(map_models=partial(local_engine.map_in_pool, 2))
+    assert in_pool == here  # worked out in the workers
+    assert [g["scenario_id"] for g in here["groups"]][:4] == ["s0", "s0", "s0", "s1"]
+    assert agg.result()["models"] == [{}, {}, {}]  # here: the patched one

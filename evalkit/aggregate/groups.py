@@ -550,24 +550,31 @@ class Aggregator:
             else:
                 _merge_state(mine, group)
 
-    def result(self, bootstrap: bool = True, errors: bool = True) -> dict[str, Any]:
+    def result(self, bootstrap: bool = True, errors: bool = True, map_models: Callable = map) -> dict[str, Any]:
         """The groups and the per-model rollup with their error bars; ``bootstrap=False``: without
         the pass^k bootstrap (:func:`evalkit.aggregate.uncertainty.intervals.model_fields`), for
         callers that show the rest only; ``errors=False``: without any error bar (no ``_se``,
         ``_ci``, ``se_reasons`` or ``se_method``), for a caller that adds the few it shows with
-        :meth:`add_errors`."""
-        groups = [
-            _group_stats(
-                f"{scenario}@{digest}" if len(self._hashes[scenario]) > 1 else scenario,
-                digest,
-                model,
-                g,
-                self.level,
-                errors,
-            )
-            for (scenario, digest, model), g in sorted(self._groups.items())
-            if g.n
-        ]
+        :meth:`add_errors`. Each model's groups and rollup are worked out apart from the other
+        models', by ``map_models`` (called like the builtin with :func:`model_result` and sequences: a
+        pool's map works them out side by side)."""
+        keyed = sorted((key, g) for key, g in self._groups.items() if g.n)
+        by_model: dict[str, list[tuple[str, str, _Group]]] = {}
+        for (scenario, digest, model), g in keyed:
+            label = f"{scenario}@{digest}" if len(self._hashes[scenario]) > 1 else scenario
+            by_model.setdefault(model, []).append((label, digest, g))
+        models = sorted(by_model)
+        n = len(models)
+        done = map_models(
+            model_result,
+            models,
+            [by_model[m] for m in models],
+            *([x] * n for x in (self.level, self.n_resamples, self.seed, bootstrap, errors)),
+        )
+        rows, rollups = {}, []
+        for model, (groups, rollup) in zip(models, done):
+            rows[model] = iter(groups)
+            rollups.append(rollup)
         return {
             "include_errors": self.include_errors,
             "uncertainty": {
@@ -576,11 +583,8 @@ class Aggregator:
                 "model_se": intervals.MODEL_SE_METHOD,
                 "pass_hat_k": f"percentile bootstrap over scenarios, {self.n_resamples} resamples, seed {self.seed}",
             },
-            "groups": groups,
-            "models": [
-                _rollup(model, gs, self.level, self.n_resamples, self.seed, bootstrap, errors)
-                for model, gs in _by_model(groups)
-            ],
+            "groups": [next(rows[model]) for (_, _, model), _ in keyed],  # in (scenario, hash, model) order
+            "models": rollups,
         }
 
     def add_errors(self, result: dict[str, Any], metrics: Collection[str]) -> None:
@@ -597,6 +601,21 @@ class Aggregator:
             fields = intervals.model_fields(row, gs, self.level, metrics=metrics)
             del fields["se_method"], fields["se_reasons"]
             row.update(fields)
+
+
+def model_result(
+    model: str,
+    groups: list[tuple[str, str, _Group]],
+    level: float,
+    n_resamples: int,
+    seed: int,
+    bootstrap: bool,
+    errors: bool,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One model's part of :meth:`Aggregator.result`: the rows of its groups (each given as its
+    label, scenario hash and state, in scenario order) and its rollup."""
+    rows = [_group_stats(label, digest, model, g, level, errors) for label, digest, g in groups]
+    return rows, _rollup(model, rows, level, n_resamples, seed, bootstrap, errors)
 
 
 def _by_model(groups: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:

@@ -304,17 +304,28 @@ def map_local(
         pool.shutdown()
 
 
-def call_in_pool(workers: int, fn: Callable[..., R], *args) -> R:
-    """``fn(*args)`` in a worker of the pool a :func:`started_pool` block of ``workers`` still holds
-    (its modules are loaded there, not here), else in this process. ``fn`` must be picklable."""
+def map_in_pool(workers: int, fn: Callable[..., R], *sequences) -> list[R]:
+    """``[fn(*args) for args in zip(*sequences)]``, the calls side by side in the workers of the
+    pool a :func:`started_pool` block of ``workers`` still holds (their modules are loaded there,
+    not here), else in this process. ``fn`` must be picklable."""
     from concurrent.futures.process import BrokenProcessPool
 
     pool = _started.get(workers)
     if pool is not None:
         try:
-            return pool.submit(fn, *args).result()
+            return list(pool.map(fn, *sequences))
         except BrokenProcessPool:  # a worker died since: its modules load here instead
             pass
+    return list(map(fn, *sequences))
+
+
+def call_in_pool(workers: int, fn: Callable[..., R], *args) -> R:
+    """``fn(*args)`` in a worker of the pool a :func:`started_pool` block of ``workers`` still
+    holds, else in this process (:func:`map_in_pool`)."""
+    return map_in_pool(workers, _apply, [fn], [args])[0]
+
+
+def _apply(fn: Callable[..., R], args: tuple) -> R:
     return fn(*args)
 
 

@@ -237,7 +237,9 @@ class Scoring:
             if parquet is not None:
                 parquet.close()
             if aggregate is not None:
-                self.aggregate = agg.result(bootstrap=aggregate == "full", errors=aggregate != "shown")
+                self.aggregate = agg.result(
+                    bootstrap=aggregate == "full", errors=aggregate != "shown", map_models=_models_map(engine, workers)
+                )
                 if aggregate == "shown":
                     self._aggregator = agg
         finally:
@@ -316,6 +318,18 @@ def scenario_lines(seen: dict, scenarios: ScenarioSet | None, engine: str, worke
 
         return call_in_pool(workers, scenario_warnings, seen, scenarios)
     return scenario_warnings(seen, scenarios)
+
+
+def _models_map(engine: str, workers: int):
+    """How the aggregate's models are worked out: side by side in the workers of the local pool
+    when one is still started (its processes wait for nothing else by then), else here."""
+    if engine == "local":
+        from functools import partial
+
+        from evalkit.engines.local import map_in_pool
+
+        return partial(map_in_pool, workers)
+    return map
 
 
 def _said_again(path, run_id, seen, warn, store) -> None:
