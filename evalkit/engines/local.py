@@ -298,7 +298,7 @@ def map_local(
         pending.clear()
         _stop(pool)
         raise
-    if started is not None:  # back to its started_pool block, which stops it: call_in_pool may use it
+    if started is not None:  # back to its started_pool block, which stops it: map_in_pool may use it
         _started[workers] = pool
     else:
         pool.shutdown()
@@ -317,16 +317,6 @@ def map_in_pool(workers: int, fn: Callable[..., R], *sequences) -> list[R]:
         except BrokenProcessPool:  # a worker died since: its modules load here instead
             pass
     return list(map(fn, *sequences))
-
-
-def call_in_pool(workers: int, fn: Callable[..., R], *args) -> R:
-    """``fn(*args)`` in a worker of the pool a :func:`started_pool` block of ``workers`` still
-    holds, else in this process (:func:`map_in_pool`)."""
-    return map_in_pool(workers, _apply, [fn], [args])[0]
-
-
-def _apply(fn: Callable[..., R], args: tuple) -> R:
-    return fn(*args)
 
 
 def score_local(

@@ -309,15 +309,19 @@ def _engine_batches(job, paths, engine, workers, ray_address, warn, spool) -> It
 
 def scenario_lines(seen: dict, scenarios: ScenarioSet | None, engine: str, workers: int) -> list[str]:
     """The scenario warnings of ``seen`` (:func:`evalkit.engines.scenario_check.scenario_warnings`),
-    made in a worker of the local pool when one is still started (its scorer is loaded: this
-    process never loads it), else here."""
+    made in the workers of the local pool when one is still started (their scorer is loaded: this
+    process never loads it), a share of the scenarios each, else here."""
     from evalkit.engines.scenario_check import scenario_warnings
 
-    if engine == "local":
-        from evalkit.engines.local import call_in_pool
+    if engine != "local":
+        return scenario_warnings(seen, scenarios)
+    from evalkit.engines.local import map_in_pool
 
-        return call_in_pool(workers, scenario_warnings, seen, scenarios)
-    return scenario_warnings(seen, scenarios)
+    notes = list(seen.items())
+    size = -(-len(notes) // workers)
+    shares = [dict(notes[i : i + size]) for i in range(0, len(notes), size)]
+    made = map_in_pool(workers, scenario_warnings, shares, [scenarios] * len(shares))
+    return [line for lines in made for line in lines]
 
 
 def _models_map(engine: str, workers: int):
