@@ -318,7 +318,7 @@ def scenario_lines(seen: dict, scenarios: ScenarioSet | None, engine: str, worke
     from evalkit.engines.local import map_in_pool
 
     notes = list(seen.items())
-    size = -(-len(notes) // workers)
+    size = -(-len(notes) // workers) or 1
     shares = [dict(notes[i : i + size]) for i in range(0, len(notes), size)]
     made = map_in_pool(workers, scenario_warnings, shares, [scenarios] * len(shares))
     return [line for lines in made for line in lines]
