@@ -197,3 +197,36 @@ def test_the_parent_loads_no_card_model_with_workers(corpus):
     done = evalkit_then_print(f"sorted(m for m in {models} if m in sys.modules)", *args)
     assert done.stderr.strip().splitlines()[-1] == "[]"
     assert done.stdout.count("\n") == 142  # 143 files, one bad
+
+
+def test_runs_merged_without_their_groups_give_the_same_aggregates_however_the_merges_mix():
+    from dataclasses import replace
+
+    from evalkit.aggregate.groups import AggregatePartial, RunSummary, _fields
+
+    runs = [
+        RunSummary(f"s{i % 4}", f"m{i % 3}", "scored", (i % 5) / 5, 0.5, None, 1.0, i % 2 == 0, i % 7 == 0, f"r{i}")
+        for i in range(60)
+    ]
+    runs += [replace(run, scalar=0.25) for run in runs[:6]]  # read again: replaces the earlier runs
+    whole = Aggregator()
+    for run in runs:
+        whole.add(run)
+    merged = Aggregator()
+    for i in range(0, len(runs), 6):
+        part = Aggregator()
+        for run in runs[i : i + 6]:
+            part.add(run)
+        if i % 18 == 12:  # the groups sent: the runs merged so far are added to theirs first
+            merged.merge(part.partial(sparse=False))
+        else:  # the runs alone: kept aside until a result works them in (or anything else needs them)
+            done = part.partial(sparse=False)
+            merged.merge(AggregatePartial({r.run_id: _fields(r) for r in runs[i : i + 6]}, None, done.scenarios, False))
+        if i == 24:
+            assert merged.result() == merged.result()  # a result leaves the runs kept aside as they are
+    assert merged.result() == merged.result() == whole.result()
+    shown = merged.result(errors=False)
+    merged.add_errors(shown, ["score_mean"])
+    expected = whole.result(errors=False)
+    whole.add_errors(expected, ["score_mean"])
+    assert shown == expected

@@ -64,7 +64,7 @@ def test_map_local_takes_the_started_pool_and_its_workers_preloaded(tmp_path, no
     with started_pool(2, preloader(tmp_path)):
         pool = local_engine._started[2]
         results = list(map_local(double, range(200), 2, 16))
-        assert local_engine._started[2] is pool  # given back to the block once done, for call_in_pool
+        assert local_engine._started[2] is pool  # given back to the block once done, for map_in_pool
         procs = list(pool._processes.values())
     assert [r for r, _ in results] == [x * 2 for x in range(200)]
     ran = {pid for _, pid in results}
@@ -73,11 +73,12 @@ def test_map_local_takes_the_started_pool_and_its_workers_preloaded(tmp_path, no
     assert 2 not in local_engine._started and all(gone(p.pid) for p in procs)  # stopped when the block ended
 
 
-def test_call_in_pool_runs_in_a_started_worker_else_here(tmp_path, no_threads):
+def test_map_in_pool_runs_in_the_started_workers_else_here(tmp_path, no_threads):
     with started_pool(2, preloader(tmp_path)):
         list(map_local(double, range(200), 2, 16))
-        assert local_engine.call_in_pool(2, os.getpid) != os.getpid()
-    assert local_engine.call_in_pool(2, os.getpid) == os.getpid()
+        out = local_engine.map_in_pool(2, double, [[1], [2]])
+        assert [x for [(x, _)] in out] == [2, 4] and os.getpid() not in {pid for [(_, pid)] in out}
+    assert local_engine.map_in_pool(2, double, [[1]]) == [[(2, os.getpid())]]
 
 
 def test_a_started_pool_nobody_takes_is_stopped_when_the_block_ends(tmp_path, no_threads):
@@ -163,3 +164,24 @@ def test_a_parquet_run_loads_pyarrow_once_for_its_workers_to_inherit(parquet):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ([f"[({parquet},", f"{parquet})]", str(parquet)])
+
+
+def test_the_aggregates_models_are_worked_out_in_the_started_workers_with_the_same_result(no_threads, monkeypatch):
+    from functools import partial
+
+    from evalkit.aggregate import groups
+    from evalkit.aggregate.groups import Aggregator, RunSummary
+
+    agg = Aggregator()
+    for i in range(120):  # three models over five scenarios, one scenario id with two contents
+        passed, scalar = i % 3 != 0, (i % 7) / 7
+        run = RunSummary(f"s{i % 5}", f"m{i % 3}", "scored", scalar, scalar, None, scalar, passed, i % 11 == 0)
+        run.run_id, run.scenario_hash = f"r{i}", "h2" if i % 10 == 4 else "h1"
+        agg.add(run)
+    here = agg.result()
+    with started_pool(2):  # the workers forked before the patch below: theirs is the real rollup
+        monkeypatch.setattr(groups, "_rollup", lambda *args: {})
+        in_pool = agg.result(map_models=partial(local_engine.map_in_pool, 2))
+    assert in_pool == here  # worked out in the workers
+    assert [g["scenario_id"] for g in here["groups"]][:4] == ["s0", "s0", "s0", "s1"]
+    assert agg.result()["models"] == [{}, {}, {}]  # here: the patched one

@@ -391,6 +391,10 @@ def _rollup(
     return intervals.beside(row, intervals.model_fields(row, groups, level, n_resamples, seed, bootstrap))
 
 
+# where a run's field tuple holds its scenario id, scenario hash and model
+_SCENARIO, _HASH, _MODEL = (RunSummary.__slots__.index(name) for name in ("scenario_id", "scenario_hash", "model"))
+
+
 def _fields(run: RunSummary) -> tuple:
     return tuple(getattr(run, name) for name in RunSummary.__slots__)
 
@@ -456,6 +460,9 @@ class Aggregator:
         self.seed = seed
         self._counted = frozenset({"scored", "provider_error"} if include_errors else {"scored"})
         self._groups: dict[tuple[str, str, str], _Group] = {}
+        # merged runs not yet added to their groups: a result works them in where its models are
+        # worked out (a pool's workers), anything else adds them here first (_fold)
+        self._unfolded: list[tuple] = []
         self._anonymous = 0  # runs added without a run_id: in the groups only
 
     def note(self, scenario_id: str, scenario_hash: str) -> None:
@@ -483,6 +490,12 @@ class Aggregator:
                 if scenario in fresh:
                     self.note(*scenario)
 
+    def _fold(self) -> None:
+        """Add the merged runs not yet in their groups."""
+        if self._unfolded:
+            _fold_runs(self._groups, self._unfolded, self._counted)
+            self._unfolded = []
+
     def _replace(self, run_id: str, run: RunSummary | tuple) -> None:
         earlier = self._runs.get(run_id)
         if earlier is not None:
@@ -492,6 +505,7 @@ class Aggregator:
         self._runs[run_id] = run
 
     def add(self, card: Any) -> None:
+        self._fold()
         run = card if isinstance(card, RunSummary) else RunSummary.of(card)
         self.note(run.scenario_id, run.scenario_hash)
         if run.run_id is not None:
@@ -510,6 +524,7 @@ class Aggregator:
         adding every run here (the sums are exact). It holds this aggregator's own groups, which a
         merge may take as they are: take it when nothing more is added here (a batch's aggregator).
         ``sparse=False``: the groups always (a partial merged in this process is not sent)."""
+        self._fold()
         runs = {run_id: run if isinstance(run, tuple) else _fields(run) for run_id, run in self._runs.items()}
         scenarios = [(sid, h) for sid, hashes in self._hashes.items() for h in sorted(hashes)]
         # a group costs about two runs to send and merge: with fewer than two runs a group, the runs alone
@@ -529,15 +544,9 @@ class Aggregator:
                     self.add(RunSummary(*fields))
                 return
             self._runs.update(partial.runs)  # the usual batch (its scenarios were noted above)
-            groups, counted = self._groups, self._counted
-            for fields in partial.runs.values():
-                run = RunSummary(*fields)
-                key = (run.scenario_id, run.scenario_hash, run.model)
-                group = groups.get(key)
-                if group is None:
-                    group = groups[key] = _Group()
-                group.add(run, counted)
+            self._unfolded.extend(partial.runs.values())
             return
+        self._fold()
         if self._runs.keys().isdisjoint(partial.runs):  # the usual batch: no run_id read before
             self._runs.update(partial.runs)
         else:
@@ -550,24 +559,33 @@ class Aggregator:
             else:
                 _merge_state(mine, group)
 
-    def result(self, bootstrap: bool = True, errors: bool = True) -> dict[str, Any]:
+    def result(self, bootstrap: bool = True, errors: bool = True, map_models: Callable = map) -> dict[str, Any]:
         """The groups and the per-model rollup with their error bars; ``bootstrap=False``: without
         the pass^k bootstrap (:func:`evalkit.aggregate.uncertainty.intervals.model_fields`), for
         callers that show the rest only; ``errors=False``: without any error bar (no ``_se``,
         ``_ci``, ``se_reasons`` or ``se_method``), for a caller that adds the few it shows with
-        :meth:`add_errors`."""
-        groups = [
-            _group_stats(
-                f"{scenario}@{digest}" if len(self._hashes[scenario]) > 1 else scenario,
-                digest,
-                model,
-                g,
-                self.level,
-                errors,
-            )
-            for (scenario, digest, model), g in sorted(self._groups.items())
-            if g.n
-        ]
+        :meth:`add_errors`. Each model's groups and rollup are worked out apart from the other
+        models', by ``map_models`` (called like the builtin with :func:`model_result` and sequences: a
+        pool's map works them out side by side)."""
+        by_model: dict[str, tuple[list[tuple[tuple[str, str, str], _Group]], list[tuple]]] = {}
+        for key, g in self._groups.items():
+            by_model.setdefault(key[2], ([], []))[0].append((key, g))
+        for fields in self._unfolded:
+            by_model.setdefault(fields[_MODEL], ([], []))[1].append(fields)
+        models = sorted(by_model)
+        n = len(models)
+        multi = {scenario for scenario, hashes in self._hashes.items() if len(hashes) > 1}
+        done = map_models(
+            model_result,
+            models,
+            *zip(*(by_model[m] for m in models)),
+            *([x] * n for x in (multi, self._counted, self.level, self.n_resamples, self.seed, bootstrap, errors)),
+        )
+        keyed, rollups = [], []
+        for rows, rollup in done:
+            keyed += rows
+            rollups.append(rollup)
+        keyed.sort(key=_key)
         return {
             "include_errors": self.include_errors,
             "uncertainty": {
@@ -576,17 +594,15 @@ class Aggregator:
                 "model_se": intervals.MODEL_SE_METHOD,
                 "pass_hat_k": f"percentile bootstrap over scenarios, {self.n_resamples} resamples, seed {self.seed}",
             },
-            "groups": groups,
-            "models": [
-                _rollup(model, gs, self.level, self.n_resamples, self.seed, bootstrap, errors)
-                for model, gs in _by_model(groups)
-            ],
+            "groups": [row for _, row in keyed],  # in (scenario, hash, model) order
+            "models": rollups,
         }
 
     def add_errors(self, result: dict[str, Any], metrics: Collection[str]) -> None:
         """Add to ``result`` (this aggregator's :meth:`result` with ``errors=False``, nothing added
         since) each metric's ``<metric>_se`` and ``<metric>_ci``, in its groups and its models, as
         :meth:`result` gives them (``metrics``: of intervals.METRICS and SAFETY_METRICS)."""
+        self._fold()
         states = [g for _, g in sorted(self._groups.items()) if g.n]
         for row, g in zip(result["groups"], states):
             stds = [s.moments()[1] for s in (g.scores, g.coverage, g.order, g.end_state)]
@@ -597,6 +613,56 @@ class Aggregator:
             fields = intervals.model_fields(row, gs, self.level, metrics=metrics)
             del fields["se_method"], fields["se_reasons"]
             row.update(fields)
+
+
+def model_result(
+    model: str,
+    groups: list[tuple[tuple[str, str, str], _Group]],
+    runs: list[tuple],
+    multi: Collection[str],
+    counted: frozenset[str],
+    level: float,
+    n_resamples: int,
+    seed: int,
+    bootstrap: bool,
+    errors: bool,
+) -> tuple[list[tuple[tuple[str, str, str], dict[str, Any]]], dict[str, Any]]:
+    """One model's part of :meth:`Aggregator.result`: its groups' rows, each with its key (scenario
+    id, hash, model), and its rollup. ``groups``: its groups' states (left as they are), ``runs``:
+    its runs not yet in them (as field tuples), ``multi``: the scenario ids with more than one
+    content (their groups labelled ``id@hash``)."""
+    states = dict(groups)
+    if runs:  # into copies: the states given may be the aggregator's own
+        touched: dict[tuple[str, str, str], _Group] = {}
+        for fields in runs:
+            key = (fields[_SCENARIO], fields[_HASH], model)
+            if key not in touched:
+                touched[key] = copy = _Group()
+                if key in states:
+                    _merge_state(copy, states[key])
+        _fold_runs(touched, runs, counted)
+        states.update(touched)
+    rows = [
+        (key, _group_stats(f"{key[0]}@{key[1]}" if key[0] in multi else key[0], key[1], model, g, level, errors))
+        for key, g in sorted(states.items(), key=_key)
+        if g.n
+    ]
+    return rows, _rollup(model, [row for _, row in rows], level, n_resamples, seed, bootstrap, errors)
+
+
+def _key(item: tuple) -> tuple[str, str, str]:
+    return item[0]
+
+
+def _fold_runs(groups: dict[tuple[str, str, str], _Group], runs: list[tuple], counted: frozenset[str]) -> None:
+    """Add ``runs`` (field tuples) to their groups in ``groups``, new groups made as needed."""
+    for fields in runs:
+        run = RunSummary(*fields)
+        key = (run.scenario_id, run.scenario_hash, run.model)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _Group()
+        group.add(run, counted)
 
 
 def _by_model(groups: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:

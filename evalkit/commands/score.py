@@ -127,9 +127,12 @@ def score(paths, fmt_name, aggregate, db_path, no_db, out_path, wide, scenario_f
             found, skipped, said, scenarios, fmt_name, aggregate, wide, out_path, None if no_db else db_path, gates, run
         )
         said.end(scoring.scored, bad, None if no_db else db_path)
-        from evalkit.aggregate.gates import model_gate_failure
+        if scoring.aggregate is not None and any(v is not None for v in gates.values()):
+            from evalkit.aggregate.gates import model_gate_failure
 
-        reason = model_gate_failure(scoring.aggregate, **gates) if scoring.aggregate is not None else None
+            reason = model_gate_failure(scoring.aggregate, **gates)
+        else:
+            reason = None
         if reason:
             warn(reason)
             sys.exit(EXIT_GATE)

@@ -298,24 +298,25 @@ def map_local(
         pending.clear()
         _stop(pool)
         raise
-    if started is not None:  # back to its started_pool block, which stops it: call_in_pool may use it
+    if started is not None:  # back to its started_pool block, which stops it: map_in_pool may use it
         _started[workers] = pool
     else:
         pool.shutdown()
 
 
-def call_in_pool(workers: int, fn: Callable[..., R], *args) -> R:
-    """``fn(*args)`` in a worker of the pool a :func:`started_pool` block of ``workers`` still holds
-    (its modules are loaded there, not here), else in this process. ``fn`` must be picklable."""
+def map_in_pool(workers: int, fn: Callable[..., R], *sequences) -> list[R]:
+    """``[fn(*args) for args in zip(*sequences)]``, the calls side by side in the workers of the
+    pool a :func:`started_pool` block of ``workers`` still holds (their modules are loaded there,
+    not here), else in this process. ``fn`` must be picklable."""
     from concurrent.futures.process import BrokenProcessPool
 
     pool = _started.get(workers)
     if pool is not None:
         try:
-            return pool.submit(fn, *args).result()
+            return list(pool.map(fn, *sequences))
         except BrokenProcessPool:  # a worker died since: its modules load here instead
             pass
-    return fn(*args)
+    return list(map(fn, *sequences))
 
 
 def score_local(

@@ -237,7 +237,9 @@ class Scoring:
             if parquet is not None:
                 parquet.close()
             if aggregate is not None:
-                self.aggregate = agg.result(bootstrap=aggregate == "full", errors=aggregate != "shown")
+                self.aggregate = agg.result(
+                    bootstrap=aggregate == "full", errors=aggregate != "shown", map_models=_models_map(engine, workers)
+                )
                 if aggregate == "shown":
                     self._aggregator = agg
         finally:
@@ -307,15 +309,31 @@ def _engine_batches(job, paths, engine, workers, ray_address, warn, spool) -> It
 
 def scenario_lines(seen: dict, scenarios: ScenarioSet | None, engine: str, workers: int) -> list[str]:
     """The scenario warnings of ``seen`` (:func:`evalkit.engines.scenario_check.scenario_warnings`),
-    made in a worker of the local pool when one is still started (its scorer is loaded: this
-    process never loads it), else here."""
+    made in the workers of the local pool when one is still started (their scorer is loaded: this
+    process never loads it), a share of the scenarios each, else here."""
     from evalkit.engines.scenario_check import scenario_warnings
 
-    if engine == "local":
-        from evalkit.engines.local import call_in_pool
+    if engine != "local":
+        return scenario_warnings(seen, scenarios)
+    from evalkit.engines.local import map_in_pool
 
-        return call_in_pool(workers, scenario_warnings, seen, scenarios)
-    return scenario_warnings(seen, scenarios)
+    notes = list(seen.items())
+    size = -(-len(notes) // workers) or 1
+    shares = [dict(notes[i : i + size]) for i in range(0, len(notes), size)]
+    made = map_in_pool(workers, scenario_warnings, shares, [scenarios] * len(shares))
+    return [line for lines in made for line in lines]
+
+
+def _models_map(engine: str, workers: int):
+    """How the aggregate's models are worked out: side by side in the workers of the local pool
+    when one is still started (its processes wait for nothing else by then), else here."""
+    if engine == "local":
+        from functools import partial
+
+        from evalkit.engines.local import map_in_pool
+
+        return partial(map_in_pool, workers)
+    return map
 
 
 def _said_again(path, run_id, seen, warn, store) -> None:
