@@ -48,13 +48,12 @@ from evalkit.db import (
     Database,
     judge_models,
     open_readonly,
-    read_annotation_rows,
     read_commands,
     read_ratings,
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
-from evalkit.db.judge import primary_values_filter, where_sql
+from evalkit.db.judge import judge_filter, primary_values_filter, stale, where_sql
 from evalkit.db.scores import decode_json
 from evalkit.errors import EvalkitError, InputError
 from evalkit.report.contamination import load_contamination
@@ -165,12 +164,12 @@ FROM (
 LEFT JOIN runs r ON r.run_id = s.run_id
 LEFT JOIN (
     SELECT run_id, count(*) AS n,
-           sum(class IS 'forbidden') AS forbidden,
-           sum(class IS 'forbidden' AND severity IS 'dangerous') AS dangerous,
-           sum(class IS 'forbidden' AND severity IS 'anti_procedure') AS anti,
-           sum(class IS 'forbidden' AND subtype IS 'unapproved') AS unapproved,
+           count(*) FILTER (WHERE class IS 'forbidden') AS forbidden,
+           count(*) FILTER (WHERE class IS 'forbidden' AND severity IS 'dangerous') AS dangerous,
+           count(*) FILTER (WHERE class IS 'forbidden' AND severity IS 'anti_procedure') AS anti,
+           count(*) FILTER (WHERE class IS 'forbidden' AND subtype IS 'unapproved') AS unapproved,
            -- the first forbidden command's severity: the smallest (index, severity) pair, index padded
-           min(CASE WHEN class IS 'forbidden' THEN printf('%020d', idx) || ifnull(severity, '') END) AS first_forbidden
+           min(printf('%020d', idx) || ifnull(severity, '')) FILTER (WHERE class IS 'forbidden') AS first_forbidden
     FROM commands {where} GROUP BY run_id
 ) c ON c.run_id = s.run_id
 ORDER BY s.scenario_id, s.model, s.run_id
@@ -434,6 +433,35 @@ def _scales(values: dict[tuple[str, str, str], Counter]) -> dict[tuple[str, str]
 
 
 CALL_FIGURES = "cache_key, prompt_tokens, completion_tokens, cost_usd, latency_ms"
+# What the judge section and the provenance read of an annotation: the rows of
+# evalkit.db.read_annotation_rows (every annotation that is not stale, in its order) but for the
+# answer and rationale texts, the bulk of a row
+ANNOTATION_FIGURES = (
+    "annotation_id",
+    "run_id",
+    "judge_model",
+    "rubric_id",
+    "rubric_version",
+    "rubric_hash",
+    "blind",
+    "replicate",
+    "status",
+    "cost_usd",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "cache_key",
+)
+
+
+def _annotation_rows(db: Database, judge: str | None) -> list[dict]:
+    """Every annotation that is not stale (``judge``: that judge's), as dicts of :data:`ANNOTATION_FIGURES`."""
+    where, args = judge_filter(db, judge, where=[f"NOT {stale('annotations.')}"])
+    sql = (
+        f"SELECT {', '.join(ANNOTATION_FIGURES)} FROM annotations{where_sql(where)} "
+        "ORDER BY judge_model, rubric_id, created_at, annotation_id"
+    )
+    return [dict(zip(ANNOTATION_FIGURES, row)) for row in db.tuples(sql, args)]
 
 
 def _stored_calls(db: Database, rows: list[dict]) -> dict[str, dict]:
@@ -731,7 +759,7 @@ def build_report(
             warnings = odd_cells(db)  # cells the readers below read as missing, and why
             if judge is not None:  # the full model string or the part after the provider prefix
                 judge = resolve_judge(judge, judge_models(db), db.path)
-            annotations = read_annotation_rows(db, judge)
+            annotations = _annotation_rows(db, judge)
             ratings = read_ratings(db)
             # what the report shows of the annotations, read before the audit so their rows are
             # not held while it runs
