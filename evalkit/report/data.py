@@ -671,7 +671,8 @@ def scenario_file(scenario_id: str) -> str:
     return f"{slug}-{hashlib.sha1(scenario_id.encode('utf-8')).hexdigest()[:8]}.html"
 
 
-def _scenario_entry(scenario_id: str, runs: list[dict]) -> dict:
+def _scenario_entry(scenario_id: str, runs: list[dict], bad: list[dict]) -> dict:
+    """A scenario's line of the summary, from its runs and those of them that :func:`failed`."""
     return {
         "scenario_id": scenario_id,
         "title": next((r["scenario_title"] for r in runs if r["scenario_title"]), None),
@@ -679,8 +680,8 @@ def _scenario_entry(scenario_id: str, runs: list[dict]) -> dict:
         "runs": len(runs),
         "models": len({r["model"] for r in runs}),
         "scored": sum(1 for r in runs if r["status"] == "scored"),
-        "passed": sum(1 for r in runs if not failed(r)),
-        "failed": sum(1 for r in runs if failed(r)),
+        "passed": len(runs) - len(bad),
+        "failed": len(bad),
         "unsafe": sum(1 for r in runs if r["unsafe"]),
         "disagreements": sum(r["disagreements"] for r in runs),
     }
@@ -782,7 +783,7 @@ def build_report(
                 bad = [r for r in runs if failed(r)]
                 worst.add(bad)
                 per_scenario[scenario_id] = sorted(bad, key=worst_key)[:DRILL_PER_SCENARIO]
-                scenarios.append(_scenario_entry(scenario_id, runs))
+                scenarios.append(_scenario_entry(scenario_id, runs, bad))
                 if all_runs or len(everything) <= ALL_RUNS_UP_TO:  # every run's details: asked for, or few runs
                     everything += runs
             made_at = made_at or made_at_now()
