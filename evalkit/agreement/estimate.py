@@ -25,11 +25,10 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from evalkit.agreement.ratings import collect_ratings
+from evalkit.agreement.ratings import RatingColumns, collect_ratings
 from evalkit.agreement.stats.corrected import (
     NotBetterThanChance,
     allocate_labels,
@@ -88,8 +87,13 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _group(by: str, model: str, scenario: str) -> str:
-    return {"model": model, "scenario": scenario, "model,scenario": f"{model} / {scenario}", "none": "all"}[by]
+# the group a run counts in, by ``by``, from its (model, scenario)
+GROUP_OF = {
+    "model": lambda model, scenario: model,
+    "scenario": lambda model, scenario: scenario,
+    "model,scenario": lambda model, scenario: f"{model} / {scenario}",
+    "none": lambda model, scenario: "all",
+}
 
 
 def _ci(lo: float, hi: float) -> list[float]:
@@ -171,19 +175,33 @@ def _choose(methods: dict[str, Any], method: str) -> tuple[str, dict[str, Any]]:
 
 
 def _labels_by_run(
-    ratings: Iterable[Any], designs: dict[tuple[str, str], str] | None = None
-) -> dict[tuple[str, str, str], list[Any]]:
-    """(rater, dimension, run) -> values of judge raters; humans are pooled as rater
-    ``human:DESIGN`` (how the run was chosen: a review's design, ``random`` for an imported label)."""
-    out: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
-    for r in ratings:
-        if r.rater_kind == "human":
-            design = (designs or {}).get((r.item_id, r.rater), "by_hand") if r.source == SOURCE else "random"
-            rater = "human:" + design
-        else:
-            rater = r.rater
-        out[(rater, r.dimension, r.item_id)].append(r.value)
-    return out
+    ratings: RatingColumns, designs: dict[tuple[str, str], str] | None = None
+) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[str, dict[str, dict[str, list[Any]]]]]:
+    """The ratings by rater: ``judged``, (rater, dimension) -> run -> its value, for every rater not
+    of kind human (:func:`collect_ratings` keeps one value per run, rater and dimension); ``human``,
+    dimension -> run -> design -> the human labels, humans pooled by how the run was chosen (a
+    review's design, ``random`` for an imported label). Read from the columns: only the human
+    ratings (few) are made into :class:`Rating` tuples."""
+    import numpy as np  # the ratings' columns are arrays (the report and estimate paths only)
+
+    is_human = np.isin(ratings.kind, [k for k, name in enumerate(ratings.kinds) if name == "human"])
+    human: dict[str, dict[str, dict[str, list[Any]]]] = defaultdict(lambda: defaultdict(dict))
+    for r in ratings.at(np.flatnonzero(is_human)):
+        design = (designs or {}).get((r.item_id, r.rater), "by_hand") if r.source == SOURCE else "random"
+        human[r.dimension][r.item_id].setdefault(design, []).append(r.value)
+    rows = np.flatnonzero(~is_human)
+    # each value as the rating gives it: an imported one's own, a judge value's label
+    origin = ratings.origin[rows]
+    stored, judges = ratings.stored, ratings.judged
+    codes = judges.value[np.where(origin < 0, -origin - 1, 0)].tolist() if judges is not None else origin.tolist()
+    values = [stored[k].value if k >= 0 else judges.labels[c] for k, c in zip(origin.tolist(), codes)]
+    judged: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
+    raters, dimensions, items = ratings.raters, ratings.dimensions, ratings.items
+    for rater, dim, item, value in zip(
+        ratings.rater[rows].tolist(), ratings.dimension[rows].tolist(), ratings.item[rows].tolist(), values
+    ):
+        judged[(raters[rater], dimensions[dim])][items[item]] = value
+    return judged, human
 
 
 def _combine(values: list[Any], binary: bool, threshold: float | None) -> float | None:
@@ -229,28 +247,29 @@ def build_estimates(
             ratings = collect_ratings(read_ratings(db) + reviewed, values)
         else:
             groups_of, ratings = read
-    labels = _labels_by_run(ratings, designs)
-    # indexes: a judge rater's runs per dimension; the human labels per dimension and run (few)
-    judged: dict[tuple[str, str], list[str]] = defaultdict(list)
-    human: dict[str, dict[str, dict[str, list[Any]]]] = defaultdict(lambda: defaultdict(dict))
-    for rater, dim, run in labels:
-        if rater.startswith("human:"):
-            human[dim][run][rater.removeprefix("human:")] = labels[(rater, dim, run)]
-        else:
-            judged[(rater, dim)].append(run)
+    judged, human = _labels_by_run(ratings, designs)
+    for (rater, dim), values in list(judged.items()):
+        if rater.startswith("human:"):  # a rater named as the pooled humans are is pooled with them
+            del judged[(rater, dim)]
+            for run, value in values.items():
+                human[dim][run].setdefault(rater.removeprefix("human:"), []).append(value)
+    group_of = GROUP_OF[by]
     estimates = []
     for rater, dim in sorted(judged):
-        runs = sorted(judged[(rater, dim)])
-        every = [v for run in runs for v in labels[(rater, dim, run)]]
-        informative = [v for v in every if _number(v) is not None]  # "n/a" and the like say nothing
+        values = judged[(rater, dim)]
+        # the distinct value objects (few: a judge's labels), each read once; by identity, so equal
+        # values of another type or sign (1 and True, 0.0 and -0.0) stay apart
+        distinct = {id(v): v for v in values.values()}
+        informative = [v for v in distinct.values() if _number(v) is not None]  # "n/a" and the like say nothing
         binary = bool(informative) and all(_binary(v, threshold) is not None for v in informative)
         groups: dict[str, list[str]] = defaultdict(list)
-        for run in runs:
-            model, scenario = groups_of.get(run, ("unknown", "unknown"))
-            groups[_group(by, model, scenario)].append(run)
+        for run in sorted(values):
+            groups[group_of(*groups_of.get(run, ("unknown", "unknown")))].append(run)
+        combined = {key: _combine([v], binary, threshold) for key, v in distinct.items()}
+        judge_of = {run: j for run, v in values.items() if (j := combined[id(v)]) is not None}
         for group, members in sorted(groups.items()):
             estimates.append(
-                _estimate(rater, dim, group, members, labels, human[dim], binary, threshold, level, method)
+                _estimate(rater, dim, group, members, judge_of, human[dim], binary, threshold, level, method)
             )
     out: dict[str, Any] = {
         "schema": SCHEMA,
@@ -273,13 +292,14 @@ def _humans(by_design: dict[str, list[Any]], designs, binary, threshold) -> floa
     return _combine(values, binary, threshold)
 
 
-def _estimate(rater, dim, group, runs, labels, human, binary, threshold, level, method) -> dict[str, Any]:
-    """``human``: run -> design -> the human labels of this dimension."""
+def _estimate(rater, dim, group, runs, judge_of, human, binary, threshold, level, method) -> dict[str, Any]:
+    """``judge_of``: run -> the judge's value as :func:`_combine` reads it; ``human``: run -> design -> the
+    human labels of this dimension."""
     every = ("random", "stratified", "disagreement", "by_hand")
     judge_values: dict[str, Any] = {}
     humans: dict[tuple[str, ...], dict[str, Any]] = {d: {} for d in (*set(ALLOWED.values()), every)}
     for run in runs:
-        j = _combine(labels[(rater, dim, run)], binary, threshold)
+        j = judge_of.get(run)
         if j is None:
             continue
         judge_values[run] = j
@@ -410,13 +430,13 @@ def validate(
             if isinstance(passed, bool):
                 truth[c.run_id] = int(passed)
         values = read_judge_columns(db, judge=judge)
-    labels = _labels_by_run(collect_ratings([], values))
+    labels, _ = _labels_by_run(collect_ratings([], values))
     out = []
-    for rater, dim in sorted({(r, d) for r, d, _ in labels if d == dimension}):
+    for rater, dim in sorted(key for key in labels if key[1] == dimension):
         judged = {}
-        for (r, d, run), vals in labels.items():
-            if r == rater and d == dim and run in truth:
-                j = _combine(vals, True, None)
+        for run, value in labels[(rater, dim)].items():
+            if run in truth:
+                j = _combine([value], True, None)
                 if j is not None:
                     judged[run] = j
         runs = sorted(judged)

@@ -48,13 +48,12 @@ from evalkit.db import (
     Database,
     judge_models,
     open_readonly,
-    read_annotation_rows,
     read_commands,
     read_ratings,
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
-from evalkit.db.judge import primary_values_filter, where_sql
+from evalkit.db.judge import judge_filter, primary_values_filter, stale, where_sql
 from evalkit.db.scores import decode_json
 from evalkit.errors import EvalkitError, InputError
 from evalkit.report.contamination import load_contamination
@@ -131,30 +130,34 @@ def _rank(runs: list[dict]) -> None:
             run["rank"] = i + 1
 
 
-def _safety(dangerous: int, anti: int, c: dict) -> str | None:
+def _safety(dangerous: int, anti: int, commands: tuple) -> str | None:
     """The run's worst forbidden command: ``dangerous``, ``unapproved`` (a gated action taken without
     its approval), ``anti_procedure``, another severity as named, or None for a safe run. ``dangerous``
-    and ``anti`` are the vector's counts, ``c`` the counts of its forbidden command rows."""
-    if dangerous or c["dangerous"]:
+    and ``anti`` are the vector's counts, ``commands`` the counts of its command rows as :data:`RUN_SQL`
+    gives them (all, forbidden, dangerous, anti-procedure, unapproved, the first forbidden one)."""
+    _, forbidden, dangerous_commands, anti_commands, unapproved, first = commands
+    if dangerous or dangerous_commands:
         return "dangerous"
-    if c["unapproved"]:
+    if unapproved:
         return "unapproved"
-    if anti or c["anti"]:
+    if anti or anti_commands:
         return "anti_procedure"
-    return str(c["first_severity"] or "forbidden") if c["forbidden"] else None
+    return (first[20:] if first else "") or "forbidden" if forbidden else None
 
 
 # What the report reads of a run: the scorecards row's figures (written from the card in the same
 # transaction), the runs row and its command rows counted in SQL, so no card is parsed in Python.
 # The card is parsed once, by SQLite, for the few fields the row lacks; a card that is not a JSON
-# object naming this run and its status is not the row's ScoreCard, and the run is left out.
+# object naming this run and its status is not the row's ScoreCard, and the run is left out. The
+# command counts are integers (0 for a run without command rows), the first forbidden command text.
 RUN_SQL = """
 SELECT s.run_id, s.scenario_id, s.model, s.status, s.scalar, s.coverage, s.order_score, s.end_state,
        s.all_passed, s.safety_dangerous, s.safety_anti_procedure, s.extraneous, s.bundle_hash,
        json_extract(s.facts, '$[2]') AS scenario_hash, json_extract(s.facts, '$[3]') AS card_path,
        (json_extract(s.facts, '$[0]') IS s.run_id AND json_extract(s.facts, '$[1]') IS s.status) AS card_ok,
        r.path, r.scenario_title, r.final_reason,
-       c.n, c.forbidden, c.dangerous, c.anti, c.unapproved, c.first_forbidden
+       ifnull(c.n, 0), ifnull(c.forbidden, 0), ifnull(c.dangerous, 0), ifnull(c.anti, 0),
+       ifnull(c.unapproved, 0), c.first_forbidden
 FROM (
     SELECT run_id, scenario_id, model, status, scalar, coverage, order_score, end_state, all_passed,
            safety_dangerous, safety_anti_procedure, extraneous, bundle_hash,
@@ -165,12 +168,12 @@ FROM (
 LEFT JOIN runs r ON r.run_id = s.run_id
 LEFT JOIN (
     SELECT run_id, count(*) AS n,
-           sum(class IS 'forbidden') AS forbidden,
-           sum(class IS 'forbidden' AND severity IS 'dangerous') AS dangerous,
-           sum(class IS 'forbidden' AND severity IS 'anti_procedure') AS anti,
-           sum(class IS 'forbidden' AND subtype IS 'unapproved') AS unapproved,
+           count(*) FILTER (WHERE class IS 'forbidden') AS forbidden,
+           count(*) FILTER (WHERE class IS 'forbidden' AND severity IS 'dangerous') AS dangerous,
+           count(*) FILTER (WHERE class IS 'forbidden' AND severity IS 'anti_procedure') AS anti,
+           count(*) FILTER (WHERE class IS 'forbidden' AND subtype IS 'unapproved') AS unapproved,
            -- the first forbidden command's severity: the smallest (index, severity) pair, index padded
-           min(CASE WHEN class IS 'forbidden' THEN printf('%020d', idx) || ifnull(severity, '') END) AS first_forbidden
+           min(printf('%020d', idx) || ifnull(severity, '')) FILTER (WHERE class IS 'forbidden') AS first_forbidden
     FROM commands {where} GROUP BY run_id
 ) c ON c.run_id = s.run_id
 ORDER BY s.scenario_id, s.model, s.run_id
@@ -220,24 +223,10 @@ def _run(row: tuple) -> tuple[dict, RunSummary]:
         path,
         scenario_title,
         final_reason,
-        n,
-        forbidden,
-        dangerous_commands,
-        anti_commands,
-        unapproved,
-        first,
-    ) = row
-    c = {
-        "n": _count(n),
-        "forbidden": _count(forbidden),
-        "dangerous": _count(dangerous_commands),
-        "anti": _count(anti_commands),
-        "unapproved": _count(unapproved),
-    }
-    first = _text(first)
-    c["first_severity"] = first[20:] or None if first else None
+    ) = row[:19]
+    commands = row[19:]
     dangerous, anti = _count(safety_dangerous), _count(safety_anti)
-    safety = _safety(dangerous, anti, c)
+    safety = _safety(dangerous, anti, commands)
     passed = None if passed not in (0, 1) or isinstance(passed, float) else bool(passed)
     model = _text(model) or ""  # an odd cell reads as missing, as the scorecards reader reads it
     scalar, coverage, order, end_state = _real(scalar), _real(coverage), _real(order), _real(end_state)
@@ -260,9 +249,9 @@ def _run(row: tuple) -> tuple[dict, RunSummary]:
         "unsafe": safety is not None,
         "safety": safety,
         "bundle_hash": _text(bundle_hash),
-        "n_commands": c["n"],
+        "n_commands": commands[0],
     }
-    d, a = max(dangerous, c["dangerous"]), max(anti, c["anti"])
+    d, a = max(dangerous, commands[2]), max(anti, commands[3])
     summary = RunSummary(
         scenario_id,
         model,
@@ -276,7 +265,7 @@ def _run(row: tuple) -> tuple[dict, RunSummary]:
         run_id,
         _text(scenario_hash) or "",
         a,
-        max(c["forbidden"], d + a),
+        max(commands[1], d + a),
     )
     return run, summary
 
@@ -433,24 +422,50 @@ def _scales(values: dict[tuple[str, str, str], Counter]) -> dict[tuple[str, str]
     return scales
 
 
-CALL_FIGURES = "cache_key, prompt_tokens, completion_tokens, cost_usd, latency_ms"
+# What the judge section and the provenance read of an annotation: the rows of
+# evalkit.db.read_annotation_rows (every annotation that is not stale, in its order) but for the
+# answer and rationale texts, the bulk of a row
+ANNOTATION_FIGURES = (
+    "annotation_id",
+    "run_id",
+    "judge_model",
+    "rubric_id",
+    "rubric_version",
+    "rubric_hash",
+    "blind",
+    "replicate",
+    "status",
+    "cost_usd",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "cache_key",
+)
+CALL_FIGURES = ("prompt_tokens", "completion_tokens", "cost_usd", "latency_ms")
 
 
-def _stored_calls(db: Database, rows: list[dict]) -> dict[str, dict]:
-    """The judge_calls rows (cache_key → tokens, cost, latency) behind these annotations."""
-    keys = sorted({r["cache_key"] for r in rows if isinstance(r["cache_key"], str)})
-    if not keys:
-        return {}
-    return {
-        row["cache_key"]: dict(row)
-        for row in db.rows(
-            f"SELECT {CALL_FIGURES} FROM judge_calls WHERE cache_key IN (SELECT value FROM json_each(?))",
-            (json.dumps(keys),),
-        )
-    }
+def _annotation_rows(db: Database, judge: str | None) -> list[dict]:
+    """Every annotation that is not stale (``judge``: that judge's), as dicts of
+    :data:`ANNOTATION_FIGURES` and ``call``: the :data:`CALL_FIGURES` of the judge_calls row of its
+    cache key (a text), or None."""
+    where, args = judge_filter(db, judge, where=[f"NOT {stale('a.')}"], column="a.")
+    sql = (
+        f"SELECT {', '.join('a.' + c for c in ANNOTATION_FIGURES)}, j.cache_key, "
+        f"{', '.join('j.' + c for c in CALL_FIGURES)} "
+        f"FROM annotations a LEFT JOIN judge_calls j ON j.cache_key = a.cache_key{where_sql(where)} "
+        "ORDER BY a.judge_model, a.rubric_id, a.created_at, a.annotation_id"
+    )
+    width = len(ANNOTATION_FIGURES)
+    rows = []
+    for row in db.tuples(sql, args):
+        annotation = dict(zip(ANNOTATION_FIGURES, row))
+        stored = isinstance(row[width], str)  # a call of this key is stored
+        annotation["call"] = dict(zip(CALL_FIGURES, row[width + 1 :])) if stored else None
+        rows.append(annotation)
+    return rows
 
 
-def _calls(members: list[dict], stored: dict[str, dict]) -> list[dict]:
+def _calls(members: list[dict]) -> list[dict]:
     """The provider calls behind ``members`` (annotations in created order), each once, in the order
     they were first used: annotations of identical transcripts share one call (its cache key), which
     was sent and paid for once. A call's figures are its judge_calls row's; without one (the cache
@@ -459,7 +474,7 @@ def _calls(members: list[dict], stored: dict[str, dict]) -> list[dict]:
     for r in members:
         key = r["cache_key"] if isinstance(r["cache_key"], str) else ("annotation", r["annotation_id"])
         if key not in calls:
-            calls[key] = stored.get(key) or r
+            calls[key] = r["call"] or r
     return list(calls.values())
 
 
@@ -489,11 +504,10 @@ def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | 
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
         groups[(row["judge_model"], row["rubric_id"])].append(row)
-    stored = _stored_calls(db, rows)
     models = []
     for (judge_model, rubric_id), members in sorted(groups.items()):
         ok = [r for r in members if r["status"] == "ok"]
-        calls = _calls(members, stored)
+        calls = _calls(members)
         latencies = [x for x in (_real(c["latency_ms"]) for c in calls) if x is not None]
         costs = [x for x in (_real(c["cost_usd"]) for c in calls) if x is not None]
         dims = []
@@ -657,7 +671,8 @@ def scenario_file(scenario_id: str) -> str:
     return f"{slug}-{hashlib.sha1(scenario_id.encode('utf-8')).hexdigest()[:8]}.html"
 
 
-def _scenario_entry(scenario_id: str, runs: list[dict]) -> dict:
+def _scenario_entry(scenario_id: str, runs: list[dict], bad: list[dict]) -> dict:
+    """A scenario's line of the summary, from its runs and those of them that :func:`failed`."""
     return {
         "scenario_id": scenario_id,
         "title": next((r["scenario_title"] for r in runs if r["scenario_title"]), None),
@@ -665,8 +680,8 @@ def _scenario_entry(scenario_id: str, runs: list[dict]) -> dict:
         "runs": len(runs),
         "models": len({r["model"] for r in runs}),
         "scored": sum(1 for r in runs if r["status"] == "scored"),
-        "passed": sum(1 for r in runs if not failed(r)),
-        "failed": sum(1 for r in runs if failed(r)),
+        "passed": len(runs) - len(bad),
+        "failed": len(bad),
         "unsafe": sum(1 for r in runs if r["unsafe"]),
         "disagreements": sum(r["disagreements"] for r in runs),
     }
@@ -731,7 +746,7 @@ def build_report(
             warnings = odd_cells(db)  # cells the readers below read as missing, and why
             if judge is not None:  # the full model string or the part after the provider prefix
                 judge = resolve_judge(judge, judge_models(db), db.path)
-            annotations = read_annotation_rows(db, judge)
+            annotations = _annotation_rows(db, judge)
             ratings = read_ratings(db)
             # what the report shows of the annotations, read before the audit so their rows are
             # not held while it runs
@@ -768,7 +783,7 @@ def build_report(
                 bad = [r for r in runs if failed(r)]
                 worst.add(bad)
                 per_scenario[scenario_id] = sorted(bad, key=worst_key)[:DRILL_PER_SCENARIO]
-                scenarios.append(_scenario_entry(scenario_id, runs))
+                scenarios.append(_scenario_entry(scenario_id, runs, bad))
                 if all_runs or len(everything) <= ALL_RUNS_UP_TO:  # every run's details: asked for, or few runs
                     everything += runs
             made_at = made_at or made_at_now()
