@@ -307,11 +307,11 @@ def model_spellings(models: dict[str, list]) -> list[str]:
     """A warning for each model name that is another one written differently (case, spaces, NFKC),
     at its first run's meta line: the aggregates count them as two models. ``models``: name ->
     [runs, where its first run's meta line is]."""
-    import unicodedata
+    from evalkit.scoring.args import fold
 
     by_form: dict[str, list[str]] = {}
     for name in models:
-        form = " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+        form = fold(name)  # as args_match's casefold compares
         by_form.setdefault(form, []).append(name)
     out = []
     for names in by_form.values():

@@ -37,7 +37,7 @@ from typing import Any
 
 from evalkit.scoring.args import args_test, result_object, rules_of
 from evalkit.scoring.status import run_status
-from evalkit.trajectory.values import match_key
+from evalkit.trajectory.values import freeze, match_key
 
 KNOWN_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not_in", "contains", "not_contains", "in_reply", "matches")
 _OP_SYNONYMS = {"=": "==", "eq": "==", "ne": "!=", "<>": "!=", "=>": ">=", "=<": "<=", "gt": ">", "lt": "<"}
@@ -158,9 +158,9 @@ class Observed:
     # forbidden, gated) matches and that differ from it on that key alone (extraneous near misses,
     # which an optional action with a mistaken argument causes)
     optional_near: list[dict[str, int]] = field(default_factory=list)
-    # reported var -> the values its checks compared with (a number's key is its float: 60 = 60.0)
-    # -> that value as JSON text; at most VALUES_KEPT a variable
-    values: dict[str, dict[tuple, str]] = field(default_factory=dict)
+    # reported var -> the values its checks compared with (as values.freeze keys them: 60 = 60.0,
+    # true != 1) -> that value as JSON text; at most VALUES_KEPT a variable
+    values: dict[str, dict[Any, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         catalog = rules_of(self.scenario)
@@ -271,7 +271,7 @@ class Observed:
                     self.variables.setdefault(check.var, set()).add(check.op)
                     values = self.values.setdefault(check.var, {})
                     if len(values) < VALUES_KEPT:
-                        key = value_key(check.value)
+                        key = freeze(check.value)
                         if key not in values:
                             values[key] = _json(check.value)
 
@@ -327,20 +327,6 @@ def twins(required: list[Any]) -> list[list[int]]:
     for i, e in enumerate(required):
         groups.setdefault((e.tool, e.key, _json(e.args), repr(e.rule)), []).append(i)
     return [members for members in groups.values() if len(members) > 1]
-
-
-def value_key(value: Any) -> tuple:
-    """A success check's value as the runs and the scenario are compared: numbers by value (``60``
-    is ``60.0``; ``true`` is not ``1``), strings, booleans and null as they are, anything else as
-    canonical JSON."""
-    kind = type(value)
-    if kind is float or (kind is int and -(2**53) <= value <= 2**53):
-        return ("n", float(value))
-    if kind is int:
-        return ("n", value)  # beyond a float's exact integers: as it is (an int equals only itself)
-    if kind is str or kind is bool or value is None:
-        return (kind.__name__, value)
-    return ("json", _json(value))
 
 
 def _shown(value: Any) -> str:
@@ -696,7 +682,7 @@ def findings(seen: Observed) -> list[Finding]:
                 )
                 continue
             values = seen.values.get(var)
-            if values and "value" in check and value_key(check["value"]) not in values:
+            if values and "value" in check and freeze(check["value"]) not in values:
                 said = ", ".join(sorted(values.values())[:3]) + (" ..." if len(values) > 3 else "")
                 out.append(
                     Finding(

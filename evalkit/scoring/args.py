@@ -104,8 +104,8 @@ class Compare:
             return holds_items
         equal = _equals(freeze(expected))
         if kind == "casefold" and isinstance(expected, str):
-            folded = _fold(expected)
-            return lambda actual: _fold(actual) == folded if isinstance(actual, str) else equal(actual)
+            folded = fold(expected)
+            return lambda actual: fold(actual) == folded if isinstance(actual, str) else equal(actual)
         if kind in ("abs_tol", "rel_tol") and _number(expected):
             if kind == "abs_tol":
 
@@ -134,7 +134,7 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def _fold(text: str) -> str:
+def fold(text: str) -> str:
     """Whitespace collapsed, then Unicode caseless matching under compatibility normalization
     (NFKC before and after casefolding): "Café" composed or decomposed, "Ｂ２２" and "b22" fold alike."""
     text = " ".join(text.split())
