@@ -65,8 +65,7 @@ def transcript(card: dict[str, Any], bundle: dict[str, Any]) -> list[dict[str, A
     ``label`` (the command's class, else read / errored / off_surface) and ``approves`` (the gated
     commands whose approval it was, from the card's ``gated_calls``)."""
     commands = [c for c in _list(card.get("commands")) if isinstance(c, dict)]
-    surface = bundle.get("tool_surface")
-    surface = set(surface) if isinstance(surface, list) else None
+    surface = _surface(bundle)
     approves: dict[int, list[int]] = {}
     for u in map(_dict, _list(card.get("gated_calls"))):
         if u.get("approved") and type(u.get("approval_position")) is int and type(u.get("index")) is int:
@@ -94,12 +93,7 @@ def transcript(card: dict[str, Any], bundle: dict[str, Any]) -> list[dict[str, A
                 pos += 1
             else:
                 e["command"] = None
-                if surface is not None and e.get("tool") not in surface:
-                    e["label"] = OFF_SURFACE
-                elif e.get("is_error"):
-                    e["label"] = ERRORED
-                else:
-                    e["label"] = READ
+                e["label"] = _unscored(e, surface) or READ
         out.append(e)
     return out
 
@@ -210,17 +204,25 @@ class _Scenario:
 def _unscored_calls(bundle: dict[str, Any]) -> list[dict[str, Any]]:
     """The run's tool calls the scorer counts and never scores: errored, or of a tool off the
     run's tool surface."""
-    surface = bundle.get("tool_surface")
-    surface = set(surface) if isinstance(surface, list) else None
+    surface = _surface(bundle)
     out = []
     for e in map(_dict, _list(bundle.get("transcript"))):
-        if e.get("kind") != "tool_call":
-            continue
-        if surface is not None and e.get("tool") not in surface:
-            out.append(dict(e, label=OFF_SURFACE))
-        elif e.get("is_error"):
-            out.append(dict(e, label=ERRORED))
+        if e.get("kind") == "tool_call" and (label := _unscored(e, surface)):
+            out.append(dict(e, label=label))
     return out
+
+
+def _surface(bundle: dict[str, Any]) -> set | None:
+    surface = bundle.get("tool_surface")
+    return set(surface) if isinstance(surface, list) else None
+
+
+def _unscored(call: dict[str, Any], surface: set | None) -> str | None:
+    """Why a tool call that is not a command is never scored (off the tool surface, errored), or
+    None: a read."""
+    if surface is not None and call.get("tool") not in surface:
+        return OFF_SURFACE
+    return ERRORED if call.get("is_error") else None
 
 
 def _attempts(expect: Any, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
