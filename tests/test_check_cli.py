@@ -113,3 +113,17 @@ def test_an_empty_run_file_is_a_problem_not_a_crash(tmp_path):
     res = CliRunner().invoke(cli, ["check", str(tmp_path / "empty.jsonl"), str(tmp_path / "blank.jsonl")])
     assert res.exit_code == 1, res.output
     assert "Traceback" not in res.output and "empty.jsonl" in res.output and "blank.jsonl" in res.output
+
+
+def test_an_id_twice_in_the_scenario_file_beside_the_runs_is_a_problem_as_score_finds_it(tmp_path):
+    # check said "no problems" while score refused every run of the file
+    (tmp_path / "scenarios.json").write_text(json.dumps([GOOD, GOOD], indent=1))
+    records = trajectory(GOOD, [call("t")], run_id="r", tool_surface=["t"])
+    del records[0]["scenario"]
+    records[0]["scenario_id"] = "g"
+    write_jsonl(tmp_path / "r.jsonl", records)
+    want = f'{tmp_path / "scenarios.json"}:18: scenario.id: "g" is already the id of the scenario at {tmp_path / "scenarios.json"}:2'
+    result = run(tmp_path)
+    assert result.exit_code == 1 and result.stdout == want + "\n"
+    scored = CliRunner().invoke(cli, ["score", str(tmp_path), "--no-db"])
+    assert scored.exit_code == 1 and want in scored.stderr

@@ -104,6 +104,16 @@ def test_a_negative_tolerance_is_an_error():
     )
 
 
+@pytest.mark.parametrize("tol", [1, 1.0, 5])
+def test_a_relative_tolerance_of_one_or_more_is_refused_since_it_accepts_any_number_of_the_same_sign(tol):
+    # rel_tol 1 written for "1 %" accepted a payment of 1,248,050 cents for 12,480.50
+    assert error_of(base(args_match={"compare": {"amount": {"rel_tol": tol}}})) == (
+        f"compare.amount.rel_tol: {tol} accepts any two numbers of the same sign; a relative tolerance "
+        "is a fraction below 1 (0.01 is 1 %)"
+    )
+    Scenario.model_validate(base(args_match={"compare": {"amount": {"rel_tol": 0.99}}}))
+
+
 def test_one_of_needs_a_list():
     assert (
         error_of(base(args_match={"compare": {"r": {"one_of": "a"}}}))

@@ -125,22 +125,25 @@ class _Checker:
                 if isinstance(sid, str):
                     self.invalid.setdefault(sid, f"{entry.path}:{entry.line}" if entry.line is not None else entry.path)
                 continue
+            at = f"{entry.path}:{entry.line}" if entry.line is not None else entry.path
+            # a repeated id is the scorer's error for a file beside the runs as for a given one
+            first = found.get(scenario.id, (None, None))[1] if found is not None else None
+            if first is None and scenario.id in mine:
+                before = mine[scenario.id]
+                first = f"{before.path}:{before.line}" if before.line is not None else before.path
             mine.setdefault(scenario.id, entry)
             self.by_content.setdefault(scenario.content_hash, entry)
-            if found is not None:
-                at = f"{entry.path}:{entry.line}" if entry.line is not None else entry.path
-                if scenario.id in found:
-                    self.problem(
-                        InputError(
-                            entry.path,
-                            entry.line,
-                            f'scenario.id: "{scenario.id}" is already the id of the scenario at '
-                            f"{found[scenario.id][1]}",
-                        )
+            if first is not None:
+                self.problem(
+                    InputError(
+                        entry.path,
+                        entry.line,
+                        f'scenario.id: "{scenario.id}" is already the id of the scenario at {first}',
                     )
-                else:
-                    found[scenario.id] = (entry.raw, at)
-                    self.file_of[scenario.id] = path
+                )
+            elif found is not None:
+                found[scenario.id] = (entry.raw, at)
+                self.file_of[scenario.id] = path
 
     def run(self, path: str) -> None:
         report = self.report

@@ -153,6 +153,13 @@ def _check_compare(key: str, rule: Any) -> None:
     elif form in ("abs_tol", "rel_tol"):
         if type(param) not in (int, float) or not math.isfinite(param) or param < 0:
             raise _problem("bad_compare", f"{where}: expected a number >= 0")
+        if form == "rel_tol" and param >= 1:
+            # |a - b| <= rel_tol * max(|a|, |b|): from 1 up, every two numbers of one sign are equal
+            raise _problem(
+                "bad_compare",
+                f"{where}: {param} accepts any two numbers of the same sign; a relative tolerance is a "
+                "fraction below 1 (0.01 is 1 %)",
+            )
     elif not isinstance(param, list) or not param:
         # an empty one_of matches nothing, an empty has_items every list: both are mistakes
         raise _problem("bad_compare", f"{where}: expected a non-empty list of values")
@@ -165,7 +172,8 @@ def _compare_schema(schema: dict[str, Any]) -> None:
     text, values = {"type": "string"}, {"type": "array", "minItems": 1}
     number = {"type": "number", "minimum": 0}
     params = {"regex": text, "fullmatch": text, "substring": {"type": "string", "minLength": 1}}
-    params |= {"has_items": values, "one_of": values, "abs_tol": number, "rel_tol": number}
+    fraction = number | {"exclusiveMaximum": 1}
+    params |= {"has_items": values, "one_of": values, "abs_tol": number, "rel_tol": fraction}
     forms = [
         {"type": "object", "properties": {form: param}, "required": [form], "additionalProperties": False}
         for form, param in params.items()
