@@ -64,6 +64,17 @@ def test_a_near_miss_of_a_top_level_key_is_an_error():
     assert error_of(raw) == 'unknown key "sucess" (did you mean "success"?)'
 
 
+@pytest.mark.parametrize(
+    ("key", "parent"),
+    [("args_match", "ground_truth"), ("forbidden_actions", "ground_truth"), ("final_state", "success")],
+)
+def test_a_part_of_the_ground_truth_written_at_the_top_level_is_an_error_naming_where_it_belongs(key, parent):
+    # a top-level args_match was a harness's own field: the scenario scored without its rule
+    raw = base()
+    raw[key] = {}
+    assert error_of(raw) == f'unknown key "{key}" at the top level (it belongs in {parent})'
+
+
 def test_other_top_level_keys_are_the_harness_own_and_kept():
     raw = base()
     raw["tau_bench"] = {"domain": "retail"}

@@ -372,6 +372,17 @@ class Budget(_Open):
     max_sim_time_s: float | None = None
 
 
+# a part of the scenario written one level too high: at the top level it would be a harness's own
+# field, ignored, and the scenario would score without it
+_NESTED = {
+    **dict.fromkeys(
+        ("procedure", "optional_actions", "forbidden_actions", "gated_actions", "args_match"), "ground_truth"
+    ),
+    **dict.fromkeys(("final_state", "ecam_clear_of"), "success"),
+    **dict.fromkeys(("max_tool_calls", "max_sim_time_s"), "budget"),
+}
+
+
 class Scenario(_Open):
     id: StrictStr
     title: str | None = None
@@ -388,9 +399,15 @@ class Scenario(_Open):
         # that would drop what it names (a misspelt "success" scores without success criteria)
         typos = cls.typos(data)
         if typos:
-            known = tuple(cls.model_fields)
-            raise _problem("unknown_key", "; ".join(f'unknown key "{k}"{suggestion(k, known)}' for k in typos))
+            raise _problem("unknown_key", "; ".join(cls.unknown_key(k) for k in typos))
         return data
+
+    @classmethod
+    def unknown_key(cls, key: str) -> str:
+        """What is wrong with the top-level key ``key`` that :meth:`typos` returned."""
+        if key in _NESTED:
+            return f'unknown key "{key}" at the top level (it belongs in {_NESTED[key]})'
+        return f'unknown key "{key}"{suggestion(key, tuple(cls.model_fields))}'
 
     @classmethod
     def typos(cls, data: Any) -> list[str]:
@@ -405,7 +422,7 @@ class Scenario(_Open):
             and k not in known
             and not k.startswith(USER_PREFIX)
             and k not in TASK_PROMPT_FIELDS
-            and difflib.get_close_matches(k, known, n=1, cutoff=0.8)
+            and (k in _NESTED or difflib.get_close_matches(k, known, n=1, cutoff=0.8))
         ]
 
     @model_validator(mode="after")

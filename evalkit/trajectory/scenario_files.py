@@ -216,7 +216,7 @@ def scenario_problems(entry: Entry) -> tuple[Scenario | None, list[InputError]]:
             InputError(
                 entry.path,
                 locate(entry, (), f'"{key}"'),
-                f'scenario: unknown key "{key}"{suggestion(key, tuple(Scenario.model_fields))}',
+                f"scenario: {Scenario.unknown_key(key)}",
             )
         )
     raw = {k: v for k, v in raw.items() if k not in typos}
