@@ -121,3 +121,31 @@ def test_a_model_written_another_way_is_named_since_the_aggregates_count_two_mod
         "another way: the aggregates count them as two models"
     ]
     assert CliRunner().invoke(cli, ["check", str(tmp_path), "--strict"]).exit_code == 2
+
+
+def test_calls_written_out_of_step_order_are_named_since_the_order_of_the_lines_is_scored(tmp_path):
+    # a harness logging asynchronously wrote the dispense before the interaction check it followed
+    def edit(records):
+        first, second = (i for i, r in enumerate(records) if r["type"] == "tool_call")
+        records[first], records[second] = records[second], records[first]
+
+    path = write(tmp_path, GOOD, edit=edit)
+    lines, card = check_and_score(path)
+    assert card["vector"]["order"] < 1.0  # the lines' order is what is scored
+    line = next(i for i, text in enumerate(open(path), 1) if '"tool_call"' in text and '"dispense"' in text)
+    assert lines == [
+        f"{path}:{line}: warning: tool_call.step: 1 after step 2: calls are scored in the order of their lines, "
+        "so calls written out of order change the order, the approvals and the coverage scored"
+    ]
+    scored = CliRunner().invoke(cli, ["score", path, "--no-db", "--format", "jsonl"])
+    assert lines[0] in scored.stderr.splitlines()
+
+
+def test_several_calls_of_one_step_are_not_warned_about(tmp_path):
+    def edit(records):
+        for r in records:
+            if r["type"] in ("tool_call", "assistant"):
+                r["step"] = 1
+
+    lines, card = check_and_score(write(tmp_path, GOOD, edit=edit))
+    assert lines == [] and card["scalar"] == 1.0

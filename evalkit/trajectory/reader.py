@@ -150,6 +150,18 @@ class _Builder:
         self.pending_reason = ""
         self.pending_line = 0
         self.seen_any = False
+        self.last_step = -(2**63)  # the step of the last tool call that had one
+        self.back_warned = False
+
+    def step_back(self, lineno: int, step: int) -> None:
+        """A tool call at ``lineno`` whose step is below the one before it: said once per file."""
+        if self.finding and not self.back_warned:
+            self.back_warned = True
+            self.finding(
+                f"{self.path}:{lineno}: warning: tool_call.step: {step} after step {self.last_step}: calls are "
+                "scored in the order of their lines, so calls written out of order change the order, the "
+                "approvals and the coverage scored"
+            )
 
     def line(self, lineno: int, line: bytes) -> None:
         if not line.strip():
@@ -217,6 +229,10 @@ class _Builder:
                 self.provider_errors += 1
             is_call = rtype == "tool_call"
             long_line = is_call and len(line) > RESULT_MAX_CHARS
+            if is_call and record.step is not None:
+                if record.step < self.last_step:
+                    self.step_back(lineno, record.step)
+                self.last_step = record.step
             if self.bundle is not None:
                 self.bundle.add(record, long_line)
                 if is_call:
@@ -432,6 +448,10 @@ def parse_lines(
                 continue
             name, args, is_error, step = rec.name, rec.args, rec.is_error, rec.step
             result, call_index = rec.result, rec.call_index
+        if step is not None:
+            if step < builder.last_step:
+                builder.step_back(lineno, step)
+            builder.last_step = step
         bundle.add_call_values(step, call_index, name, args, is_error, result, len(line) > RESULT_MAX_CHARS)
         if name in approval_tools:
             calls_append(Call(name, args, is_error, step, call_index, result))
