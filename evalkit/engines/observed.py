@@ -158,6 +158,14 @@ class Observed:
     # forbidden, gated) matches and that differ from it on that key alone (extraneous near misses,
     # which an optional action with a mistaken argument causes)
     optional_near: list[dict[str, int]] = field(default_factory=list)
+    # per forbidden action, the same: matched, and its tool's extraneous near misses by key (a
+    # mistaken argument lets the very call it names through)
+    forbidden_hit: list[bool] = field(default_factory=list)
+    forbidden_near: list[dict[str, int]] = field(default_factory=list)
+    # per gate: some executed call was gated by it; key -> executed calls of its tool that no gate
+    # takes and that differ from its action on that key alone (a mistaken argument ungates them)
+    gated_hit: list[bool] = field(default_factory=list)
+    gated_near: list[dict[str, int]] = field(default_factory=list)
     # reported var -> the values its checks compared with (as values.freeze keys them: 60 = 60.0,
     # true != 1) -> that value as JSON text; at most VALUES_KEPT a variable
     values: dict[str, dict[Any, str]] = field(default_factory=dict)
@@ -189,6 +197,18 @@ class Observed:
         self._optional_of: dict[str, list[int]] = {}
         for i, expect in enumerate(self._optional):
             self._optional_of.setdefault(expect.tool, []).append(i)
+        self._forbidden = catalog.forbidden.expects
+        self.forbidden_hit = [False] * len(self._forbidden)
+        self.forbidden_near = [{} for _ in self._forbidden]
+        self._forbidden_of: dict[str, list[int]] = {}
+        for i, expect in enumerate(self._forbidden):
+            self._forbidden_of.setdefault(expect.tool, []).append(i)
+        self._takers = (catalog.required_lookup, catalog.optional)
+        self.gated_hit = [False] * len(self._gates)
+        self.gated_near = [{} for _ in self._gates]
+        self._gated_of: dict[str, list[int]] = {}
+        for i, gate in enumerate(self._gates):
+            self._gated_of.setdefault(gate.action.tool, []).append(i)
 
     def matched_tools(self, hit: list[bool]) -> set[str]:
         """The required tools whose every required action ``hit`` marks as matched by some call."""
@@ -212,6 +232,10 @@ class Observed:
                 self._ask(call)
             if name in self._optional_of and call.is_error is False:
                 self._optional_call(call)
+            if name in self._forbidden_of and call.is_error is False:
+                self._forbidden_call(call)
+            if name in self._gated_of and call.is_error is False:
+                self._gated_call(call)
             if not args and result is None and name not in by_tool:  # most reads, as scoring keeps them
                 continue
             if args:
@@ -290,14 +314,36 @@ class Observed:
             a.matches(call, key) for a in self._gate_actions
         ):
             return
+        _near(call, todo, self._optional, self.optional_hit, self.optional_near)
+
+    def _forbidden_call(self, call: Any) -> None:
+        """An executed call of a forbidden action's tool: the forbidden action it matches, else
+        whether another action takes it, else the forbidden actions it misses by one key."""
+        todo = self._forbidden_of[call.name]
+        if all(self.forbidden_hit[i] for i in todo):
+            return
         for i in todo:
-            expect = self._optional[i]
-            if self.optional_hit[i] or expect.any_args or not isinstance(call.args, dict):
-                continue
-            differs = _disagreeing_keys(expect, [call.args])
-            if len(differs) == 1:
-                near = self.optional_near[i]
-                near[differs[0]] = near.get(differs[0], 0) + 1
+            if self._forbidden[i].matches(call):
+                self.forbidden_hit[i] = True
+                return
+        key = match_key(call.name, call.args)
+        if any(lookup.first(call, key) is not None for lookup in self._takers) or any(
+            a.matches(call, key) for a in self._gate_actions
+        ):
+            return
+        _near(call, todo, self._forbidden, self.forbidden_hit, self.forbidden_near)
+
+    def _gated_call(self, call: Any) -> None:
+        """An executed call of a gated tool: the gate it falls under (the first listed that matches
+        it), else the gates it misses by one key."""
+        todo = self._gated_of[call.name]
+        if all(self.gated_hit[i] for i in todo):
+            return
+        for i in todo:
+            if self._gate_actions[i].matches(call):
+                self.gated_hit[i] = True
+                return
+        _near(call, todo, self._gate_actions, self.gated_hit, self.gated_near)
 
     def _ask(self, call: Any) -> None:
         """An executed call of an approval tool: which gates it approves, and for the others whose
@@ -318,6 +364,19 @@ class Observed:
 
 
 _ABSENT = object()
+
+
+def _near(call: Any, todo: list[int], expects: list[Any], hit: list[bool], near: list[dict[str, int]]) -> None:
+    """Count ``call`` under the one key on which it differs from each unmatched action of ``todo``."""
+    if not isinstance(call.args, dict):
+        return
+    for i in todo:
+        expect = expects[i]
+        if hit[i] or expect.any_args:
+            continue
+        differs = _disagreeing_keys(expect, [call.args])
+        if len(differs) == 1:
+            near[i][differs[0]] = near[i].get(differs[0], 0) + 1
 
 
 def twins(required: list[Any]) -> list[list[int]]:
@@ -566,6 +625,7 @@ def findings(seen: Observed) -> list[Finding]:
         + [((loc, g), gate.action) for (loc, g), gate in zip(gated, catalog.gates)]
         + [((loc, ap), gate.approval) for (loc, ap), gate in zip(approvals, catalog.gates)]
     )
+    typed: set[tuple[tuple, str]] = set()  # (an action, a key of it) whose value is of a type no call sends
     for (loc, action), expect in expects:
         if action.tool is None or not action.args:
             continue
@@ -580,23 +640,51 @@ def findings(seen: Observed) -> list[Finding]:
                 continue
             if json_type(value) not in types[key]:
                 out.append(_type_finding((*loc, "args", key), key, value, types[key], action.tool, "calls"))
+                typed.add((loc, key))
 
-    # -- optional actions that no call matches while their tool is called ------------------------
-    for ((loc, action), expect), hit, misses in zip(
-        zip(optional, catalog.optional.expects), seen.optional_hit, seen.optional_near
-    ):
-        if hit or not misses:
-            continue
-        tool = action.tool or expect.tool
-        said = ", ".join(f"{_q(k)} ({n})" for k, n in sorted(misses.items(), key=lambda kn: (-kn[1], kn[0])))
-        out.append(
-            Finding(
-                loc,
-                f'none of the {seen.calls[tool]} call(s) of "{tool}" in the {runs} matches this optional action; '
-                f"those that differ from it on one key alone match no other action and count as extraneous: {said}",
-                _q(action.tool) if action.tool else None,
+    # -- optional, forbidden and gated actions that no call matches while near misses do ---------
+    extraneous = "those that differ from it on one key alone match no other action and count as extraneous"
+    missed = (
+        (
+            optional,
+            catalog.optional.expects,
+            seen.optional_hit,
+            seen.optional_near,
+            "matches this optional action",
+            extraneous,
+        ),
+        (
+            forbidden,
+            catalog.forbidden.expects,
+            seen.forbidden_hit,
+            seen.forbidden_near,
+            "matches this forbidden action",
+            extraneous,
+        ),
+        (
+            gated,
+            [gate.action for gate in catalog.gates],
+            seen.gated_hit,
+            seen.gated_near,
+            "falls under this gate, so none needed its approval",
+            "those that differ from it on one key alone",
+        ),
+    )
+    for group, expects, hits, nears, what, which in missed:
+        for ((loc, action), expect), hit, misses in zip(zip(group, expects), hits, nears):
+            tool = action.tool or expect.tool
+            # a key no call has, or a value of a type no call sends, is said above, where it is written
+            misses = {k: n for k, n in misses.items() if k in seen.args.get(tool, ()) and (loc, k) not in typed}
+            if hit or not misses:
+                continue
+            said = ", ".join(f"{_q(k)} ({n})" for k, n in sorted(misses.items(), key=lambda kn: (-kn[1], kn[0])))
+            out.append(
+                Finding(
+                    loc,
+                    f'none of the {seen.calls[tool]} call(s) of "{tool}" in the {runs} {what}; {which}: {said}',
+                    _q(action.tool) if action.tool else None,
+                )
             )
-        )
 
     # -- required actions that nothing matches ---------------------------------------------------
     twin_of = {i: members for members in twins(catalog.required) for i in members}

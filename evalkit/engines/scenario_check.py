@@ -47,6 +47,11 @@ FIELDS = (
     "optional_hit",
     "optional_near",
     "values",
+    # per forbidden action and per gate, as per optional action
+    "forbidden_hit",
+    "forbidden_near",
+    "gated_hit",
+    "gated_near",
 )
 
 
@@ -215,8 +220,9 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         for mine_said, theirs_said in zip(a[12], b[12]):
             for key, values in theirs_said.items():
                 mine_said.setdefault(key, Counter()).update(values)
-        a[13] = [x or y for x, y in zip(a[13], b[13])]
-        a[14] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} for x, y in zip(a[14], b[14])]
+        for hit, near in ((13, 14), (16, 17), (18, 19)):
+            a[hit] = [x or y for x, y in zip(a[hit], b[hit])]
+            a[near] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} for x, y in zip(a[near], b[near])]
         values = {var: dict(kept) for var, kept in a[15].items()}
         for var, theirs in b[15].items():
             kept = values.setdefault(var, {})
