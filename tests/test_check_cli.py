@@ -75,6 +75,17 @@ def test_a_run_whose_approval_tool_is_off_the_surface_is_a_problem(tmp_path):
     assert result.exit_code == 1 and '"ask" is not on the tool surface' in result.stdout
 
 
+def test_a_misspelt_approval_tool_off_the_surface_says_which_surface_tool_was_meant(tmp_path):
+    sc = {"id": "s", "ground_truth": {"gated_actions": [{"tool": "refund", "approval": {"tool": "request_aproval"}}]}}
+    records = trajectory(sc, [call("refund")], run_id="r", tool_surface=["refund", "request_approval"])
+    result = run(write_jsonl(tmp_path / "r.jsonl", records))
+    assert result.exit_code == 1
+    assert result.stdout.rstrip().endswith(
+        '"request_aproval" is not on the tool surface, so no call can approve the gated tool '
+        '(did you mean "request_approval"?)'
+    )
+
+
 def test_runs_naming_a_scenario_are_checked_against_the_scenario_files(tmp_path):
     (tmp_path / "tasks.json").write_text(json.dumps([GOOD]))
     records = trajectory(GOOD, [call("t")], run_id="r", tool_surface=["t"])

@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from evalkit.trajectory.scenario import Scenario
+from evalkit.trajectory.scenario import Scenario, suggestion
 
 FINAL_REASONS = (
     "agent_done",
@@ -88,6 +88,7 @@ class Meta(_Record):
                         (
                             f'scenario.ground_truth.gated_actions[{i}].approval.tool: "{gate.approval.tool}" is not on '
                             "the tool surface, so no call can approve the gated tool"
+                            f"{suggestion(gate.approval.tool, self.tool_surface)}"
                         ),
                     )
         return self
