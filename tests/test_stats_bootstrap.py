@@ -107,3 +107,32 @@ def test_bootstrap_rejects_bad_parameters():
         S.bootstrap_confusion([0], [0], LABELS, stat="median")
     with pytest.raises(ValueError, match="ci"):
         S.bootstrap_confusion([0], [0], LABELS, ci=1.5)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_bootstrap_of_counts_gives_the_interval_of_the_bootstrap_of_the_ratings(seed):
+    # resampling items of a (raters x items) matrix is resampling rows of its (items x labels) counts
+    from evalkit.agreement.stats.bootstrap import bootstrap_counts
+    from evalkit.agreement.stats.multirater import (
+        ac1_of_counts,
+        alpha_of_counts,
+        gwet_ac1_multi,
+        item_label_counts,
+        krippendorff_alpha,
+        pooled_of_counts,
+        pooled_pairwise_agreement,
+    )
+
+    rng = np.random.default_rng(seed)
+    labels = [1, 2, 3, 4]
+    matrix = rng.choice(labels, size=(3, int(rng.integers(2, 25)))).astype(object)
+    matrix[0, rng.random(matrix.shape[1]) < 0.3] = None  # one rater left some items out
+    cases = [
+        (pooled_pairwise_agreement, (), lambda c: pooled_of_counts(c), None),
+        (krippendorff_alpha, ("ordinal", labels), lambda c: alpha_of_counts(c, labels, "ordinal"), labels),
+        (gwet_ac1_multi, (labels,), lambda c: ac1_of_counts(c, labels), labels),
+    ]
+    for stat, args, of_counts, scale in cases:
+        want = S.bootstrap_ci(lambda m: stat(m, *args), matrix, n_resamples=300, seed=seed)
+        counts = item_label_counts(matrix, scale)[0]
+        assert bootstrap_counts(stat(matrix, *args), counts, of_counts, n_resamples=300, seed=seed) == want

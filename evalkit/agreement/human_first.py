@@ -33,22 +33,41 @@ def _values(ratings: list[Any], kind: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _multi(stat, matrix: list[list[Any]], boot: Boot | None, *args: Any) -> dict[str, Any]:
-    """A multi-rater statistic of a (raters × items) matrix with its bootstrap interval over items."""
+def _multi(
+    stat, of_counts, matrix: list[list[Any]], boot: Boot | None, labels: list[Any] | None, *args: Any
+) -> dict[str, Any]:
+    """A multi-rater statistic of a (raters × items) matrix with its bootstrap interval over items.
+    ``of_counts(counts, *args)``: the statistic of the matrix's (items x labels) counts on
+    ``labels`` (None: the labels used), which a resample of items takes as a resample of rows."""
     from evalkit.agreement.stats import bootstrap_ci
+    from evalkit.agreement.stats.bootstrap import bootstrap_counts
+    from evalkit.agreement.stats.multirater import item_label_counts
 
-    point = stat(matrix, *args)
+    point = stat(matrix, *args) if labels is None else stat(matrix, *args, labels)
     n = len(matrix[0]) if matrix else 0
     fig = _figure(point["value"], n, point["reason"])
     if boot is None or fig["value"] is None:
         return fig
-    ci = bootstrap_ci(
-        lambda m: stat(m, *args),
-        np.asarray(matrix, dtype=object),
-        n_resamples=boot.n_resamples,
-        seed=boot.seed,
-        ci=boot.ci,
-    )
+    counts, scale = item_label_counts(matrix, labels)
+    if counts.shape[0] == n:  # every item rated twice or more: a row an item
+        # a label a resample leaves out adds nothing to an agreement count or a coincidence, and
+        # with ``labels`` given the scale is the same in every resample
+        ci = bootstrap_counts(
+            point,
+            counts,
+            lambda c: of_counts(c, *args) if labels is None else of_counts(c, scale, *args),
+            n_resamples=boot.n_resamples,
+            seed=boot.seed,
+            ci=boot.ci,
+        )
+    else:
+        ci = bootstrap_ci(
+            lambda m: stat(m, *args) if labels is None else stat(m, *args, labels),
+            np.asarray(matrix, dtype=object),
+            n_resamples=boot.n_resamples,
+            seed=boot.seed,
+            ci=boot.ci,
+        )
     fig["ci_low"], fig["ci_high"] = ci["low"], ci["high"]
     return fig
 
@@ -84,6 +103,7 @@ AS_WELL = 0.10
 def analyse(ratings: RatingColumns, config: AuditConfig, bootstrap: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The audit's ``human_agreement`` list (docs/audit.md), sorted by dimension."""
     from evalkit.agreement.stats import gwet_ac1_multi, krippendorff_alpha, pooled_pairwise_agreement
+    from evalkit.agreement.stats.multirater import ac1_of_counts, alpha_of_counts, pooled_of_counts
 
     by_dim: dict[str, list[Any]] = defaultdict(list)
     for dim, rows in ratings.dimension_rows():
@@ -115,9 +135,9 @@ def analyse(ratings: RatingColumns, config: AuditConfig, bootstrap: dict[str, An
             "level": level,
             "humans": names,
             "n_items": len(items),
-            "percent_agreement": _multi(pooled_pairwise_agreement, matrix, boot),
-            "krippendorff_alpha": _multi(krippendorff_alpha, matrix, boot, level, labels),
-            "gwet_ac1": _multi(gwet_ac1_multi, matrix, boot, labels),
+            "percent_agreement": _multi(pooled_pairwise_agreement, pooled_of_counts, matrix, boot, None),
+            "krippendorff_alpha": _multi(krippendorff_alpha, alpha_of_counts, matrix, boot, labels, level),
+            "gwet_ac1": _multi(gwet_ac1_multi, ac1_of_counts, matrix, boot, labels),
             "judges": [],
         }
         judges = _values(kept, "judge")

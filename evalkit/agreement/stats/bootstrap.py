@@ -77,6 +77,30 @@ def bootstrap_ci(
     return _ci_result(estimate, values, n_resamples, seed, ci)
 
 
+def bootstrap_counts(
+    estimate: Stat,
+    counts: np.ndarray,
+    statistic: Callable[[np.ndarray], Stat],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+) -> dict[str, Any]:
+    """:func:`bootstrap_ci` of a statistic of (items x labels) counts, each item one row: resampling
+    items resamples rows, so each resample is ``counts[idx]`` (the same draws as bootstrap_ci's, in
+    the same order) instead of the items' ratings counted again. ``estimate``: the statistic of
+    every item."""
+    _check_boot(n_resamples, ci)
+    n = counts.shape[0]
+    if n == 0:
+        return _ci_result(_undefined("no items"), np.full(n_resamples, np.nan), n_resamples, seed, ci)
+    rng = np.random.default_rng(seed)
+    values = np.empty(n_resamples)
+    for b in range(n_resamples):
+        v = statistic(counts[rng.integers(0, n, size=n)])["value"]
+        values[b] = np.nan if v is None else v
+    return _ci_result(estimate, values, n_resamples, seed, ci)
+
+
 def bootstrap_confusion(
     x: Sequence[Any],
     y: Sequence[Any],
