@@ -277,3 +277,10 @@ def test_a_non_finite_number_in_a_rule_is_refused():
     )
     gate = {"tool": "issue_refund", "approval": {"tool": "ask", "result": {"limit": float("inf")}}}
     assert error_of(base(gated_actions=[gate])).startswith("result: holds a non-finite number")
+
+
+def test_a_misspelt_budget_key_is_an_error_with_a_suggestion():
+    # shown to the judge as the run's limits: a misspelt limit would be dropped without a word
+    raw = base()
+    raw["budget"] = {"max_calls": 10}
+    assert error_of(raw) == 'unknown key "max_calls" (did you mean "max_tool_calls"?)'

@@ -367,7 +367,7 @@ class Success(_Strict):
     ecam_clear_of: list[Any] = Field(default_factory=list)
 
 
-class Budget(_Open):
+class Budget(_Strict):
     max_tool_calls: int | None = None
     max_sim_time_s: float | None = None
 
