@@ -151,3 +151,25 @@ def test_a_misspelt_scenario_id_is_an_error_with_did_you_mean(tmp_path):
         f'{run}:1: meta.scenario_id: no scenario "refund-b2" in the scenario file(s) given (did you mean "refund-b22"?)'
         in result.stderr
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [("2026-12-31", "2026-12-31"), ("2026-12-31T09:30:00Z", "2026-12-31T09:30:00+00:00"), ("09:30:00", "09:30:00")],
+)
+def test_a_toml_date_is_an_error_at_its_line_saying_to_quote_it_not_a_traceback(tmp_path, value, text):
+    # the date was carried into the scenario and every JSON encoding of it raised
+    path = tmp_path / "tasks.toml"
+    path.write_text(
+        'id = "pay"\n\n[[ground_truth.procedure]]\nblock = "b"\n'
+        f'actions = [{{ tool = "get_invoice", args = {{ invoice_id = "INV-1", due = {value} }} }}]\n'
+    )
+    checked = CliRunner().invoke(cli, ["check", str(path)])
+    assert checked.exit_code == 1
+    assert checked.stdout == (
+        f"{path}:5: scenario.ground_truth.procedure[0].actions[0].args.due: the TOML date or time {text} has no "
+        f'JSON form, and runs send dates as text: quote it ("{text}")\n'
+    )
+    assert "Traceback" not in checked.output
+    with pytest.raises(InputError, match="the TOML date or time"):
+        load_scenarios([path])

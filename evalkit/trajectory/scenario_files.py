@@ -14,6 +14,7 @@ lists them all (``evalkit check``), :func:`load_scenarios` raises the first.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -90,7 +91,17 @@ def read_entries(path: str) -> list[Entry]:
         except tomllib.TOMLDecodeError as exc:
             raise InputError(path, None, f"invalid TOML: {exc}") from None
         items = doc["scenarios"] if set(doc) == {"scenarios"} and isinstance(doc["scenarios"], list) else [doc]
-        return [Entry(path, _toml_line(text, item), text, item) for item in items]
+        entries = [Entry(path, _toml_line(text, item), text, item) for item in items]
+        for entry in entries:
+            if (found := _toml_date(entry.raw, ())) is not None:
+                loc, value = found
+                raise InputError(
+                    path,
+                    locate(entry, loc, None),
+                    f"{_where(loc)}: the TOML date or time {value.isoformat()} has no JSON form, and runs "
+                    f'send dates as text: quote it ("{value.isoformat()}")',
+                )
+        return entries
     if suffix == ".jsonl":
         entries = safe_json.json_lines(text, lambda n, reason: InputError(path, n, f"not valid JSON: {reason}"))
         return [Entry(path, n, line, value) for (n, value), line in zip(entries, _nonblank(text))]
@@ -107,6 +118,17 @@ def read_entries(path: str) -> list[Entry]:
 
 def _nonblank(text: str) -> Iterable[str]:
     return (line for line in text.split("\n") if line.strip())
+
+
+def _toml_date(value: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any] | None:
+    """Where the first date, time or date-time of a parsed TOML value is, and it."""
+    if isinstance(value, (datetime.date, datetime.time)):  # datetime.datetime is a date
+        return loc, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if (found := _toml_date(item, (*loc, key))) is not None:
+            return found
+    return None
 
 
 def _toml_line(text: str, item: Any) -> int | None:
