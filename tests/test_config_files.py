@@ -4,6 +4,7 @@ rejected; bad values are one-line errors naming the file and the key path, never
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -130,3 +131,29 @@ def test_validate_reports_how_many_more_problems(tmp_path):
     with pytest.raises(ConfigError) as err:
         validate(Small, {"a": "1", "b": 2, "c": 3}, "f.toml")
     assert str(err.value) == "f.toml: a: input should be a valid integer, got '1' (and 2 more)"
+
+
+def test_every_flag_the_bundled_configs_name_is_an_option_of_an_evalkit_command():
+    # the files said "--config FILE", which every command refused as an unknown option
+    import re
+
+    import click
+
+    from evalkit.cli import cli
+
+    options: set[str] = set()
+    commands = [cli]
+    while commands:
+        command = commands.pop()
+        options.update(o for p in command.params for o in (*p.opts, *p.secondary_opts))
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            commands += [command.get_command(ctx, name) for name in command.list_commands(ctx)]
+    root = Path(__file__).resolve().parent.parent
+    named = {
+        (f"{path.name}:{n}", flag)
+        for path in sorted((root / "configs").glob("*.toml"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for flag in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", line)
+    }
+    assert named and {(where, flag) for where, flag in named if flag not in options} == set()
