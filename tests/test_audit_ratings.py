@@ -251,3 +251,43 @@ def test_a_number_written_as_text_where_the_judges_wrote_the_number_is_an_error(
         f'error: {f}:1: safety: "3" is 3 written another way (as the database already holds it): '
         "a label compares as written, so write it one way"
     )
+
+
+def test_a_dimension_the_database_holds_another_way_is_an_error_since_it_would_be_compared_with_nothing(tmp_path):
+    # "Outcome" from a spreadsheet beside the judges' "outcome": the humans' audit vanished silently
+    db, _ = import_text(tmp_path, "judge.csv", LONG_HEADER + "r1,gpt,judge,outcome,pass\n")
+    f = tmp_path / "human.csv"
+    f.write_text(LONG_HEADER + "r1,dana,human,Outcome,pass\n")
+    res = invoke("annotations", "import", str(f), "--db", str(db))
+    assert res.exit_code == 1 and len(rows(db)) == 1
+    assert res.output.strip() == (
+        f'error: {f}:2: dimension "Outcome" is "outcome" written another way (as the database already holds '
+        "it): a dimension compares as written, so write it one way"
+    )
+
+
+def test_a_dimension_written_two_ways_in_one_file_names_both_lines(tmp_path):
+    f = tmp_path / "r.csv"
+    f.write_text(LONG_HEADER + "r1,dana,human,outcome,pass\nr1,eli,human, OUTCOME ,pass\n")
+    res = invoke("annotations", "import", str(f), "--db", str(tmp_path / "e.db"))
+    assert res.exit_code == 1
+    assert 'r.csv:3: dimension "OUTCOME" is "outcome" written another way (line 2)' in res.output
+
+
+@pytest.mark.parametrize(
+    ("name", "separator", "says"),
+    [
+        ("r.csv", ";", 'separated by ";", not ","; write it with commas'),
+        ("r.csv", "\t", 'separated by tabs, not ","; name the file .tsv'),
+        ("r.tsv", ",", 'separated by ",", not tabs; name the file .csv'),
+    ],
+)
+def test_a_file_saved_with_another_separator_says_which(tmp_path, name, separator, says):
+    # a spreadsheet in a locale whose decimal mark is "," saves CSV with ";"
+    f = tmp_path / name
+    f.write_text(
+        LONG_HEADER.replace(",", separator) + separator.join(["r1", "dana", "human", "outcome", "pass"]) + "\n"
+    )
+    res = invoke("annotations", "import", str(f), "--db", str(tmp_path / "e.db"))
+    assert res.exit_code == 1
+    assert res.output.strip() == f"error: {f}:1: the header is one column: the file is {says}"

@@ -175,12 +175,15 @@ def read_rating_file(
     rater: str | None = None,
     kind: str | None = None,
     stored: Callable[[set[str]], dict[str, set[Any]]] | None = None,
+    dimensions: Callable[[], set[str]] | None = None,
 ) -> list[RatingRow]:
     """Parse and validate a whole rating file; raise InputError(path, line, ...) on the first problem.
     A label that means another of the same dimension but is written another way is an error
     (``"Pass"`` against ``"pass"``, ``"3"`` against ``3``: it would count as a disagreement): against
     the file's own labels and the ones ``stored`` gives for the file's dimensions (what the
-    database holds)."""
+    database holds). So is a dimension written another way than one of the file or of
+    ``dimensions`` (the database's): ``"Outcome"`` beside ``"outcome"`` would be compared with
+    nothing."""
     p = Path(path)
     name = str(path)
     text = read_text(name)  # only a regular file, within the size limit; bad UTF-8 names its line
@@ -202,8 +205,26 @@ def read_rating_file(
                 f"(first at line {seen[key]})",
             )
         seen[key] = line
+    _one_dimension_spelling(name, rows, dimensions() if dimensions is not None else set())
     _one_spelling(name, rows, stored({r.dimension for _, r in rows}) if stored is not None else {})
     return [r for _, r in rows]
+
+
+def _one_dimension_spelling(name: str, rows: list[tuple[int, RatingRow]], stored: set[str]) -> None:
+    """Each dimension written one way (see :func:`read_rating_file`)."""
+    spelt: dict[str, tuple[str, int | None]] = {}  # folded name -> (name, line)
+    for dimension in sorted(stored):
+        spelt.setdefault(" ".join(dimension.casefold().split()), (dimension, None))
+    for line, row in rows:
+        first = spelt.setdefault(" ".join(row.dimension.casefold().split()), (row.dimension, line))
+        if first[0] != row.dimension:
+            where = f"line {first[1]}" if first[1] is not None else "as the database already holds it"
+            raise InputError(
+                name,
+                line,
+                f"dimension {json.dumps(row.dimension)} is {json.dumps(first[0])} written another way ({where}): "
+                "a dimension compares as written, so write it one way",
+            )
 
 
 def _one_spelling(name: str, rows: list[tuple[int, RatingRow]], stored: dict[str, set[Any]]) -> None:
@@ -268,6 +289,15 @@ def _read_csv(name: str, text: str, delimiter: str, rater: str | None, kind: str
         raise InputError(name, 1, "empty file: a header row is required") from None
     header = [h.strip() for h in header]
     lower = [h.lower() for h in header]
+    other = next(
+        (sep for sep in (";", "\t", ",", "|") if sep != delimiter and len(header) == 1 and sep in header[0]), None
+    )
+    if other is not None:  # a spreadsheet saved with another separator (a ";" where "," is the decimal mark)
+        names = {";": '";"', "\t": "tabs", ",": '","', "|": '"|"'}
+        fix = {"\t": "name the file .tsv", ",": "name the file .csv"}.get(other, "write it with commas")
+        raise InputError(
+            name, 1, f"the header is one column: the file is separated by {names[other]}, not {names[delimiter]}; {fix}"
+        )
     if len(set(lower)) != len(lower):
         dup = next(h for h in lower if lower.count(h) > 1)
         raise InputError(name, 1, f"duplicate column {dup!r}")
@@ -380,9 +410,15 @@ def import_ratings(
             what="pairwise verdicts",
             item_word="pairs",
         )
-    from evalkit.db.ratings import stored_labels, stored_runs
+    from evalkit.db.ratings import stored_dimensions, stored_labels, stored_runs
 
-    rows = read_rating_file(file, rater=rater, kind=kind, stored=lambda dims: stored_labels(db_path, dims))
+    rows = read_rating_file(
+        file,
+        rater=rater,
+        kind=kind,
+        stored=lambda dims: stored_labels(db_path, dims),
+        dimensions=lambda: stored_dimensions(db_path),
+    )
     source = str(file)
     runs = stored_runs(db_path)
     items = sorted({r.item_id for r in rows})

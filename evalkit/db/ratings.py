@@ -94,6 +94,17 @@ def stored_labels(path: str | os.PathLike[str], dimensions: Iterable[str]) -> di
     return out
 
 
+def stored_dimensions(path: str | os.PathLike[str]) -> set[str]:
+    """The dimensions the database holds ratings or judge values of (none when it does not exist yet)."""
+    from evalkit.db.connect import open_readonly
+
+    if not os.path.exists(path):
+        return set()
+    with open_readonly(path) as db:
+        sql = "SELECT DISTINCT dimension FROM ratings UNION SELECT DISTINCT dimension FROM annotation_values"
+        return {r[0] for r in db.tuples(sql) if isinstance(r[0], str)}
+
+
 def stored_runs(path: str | os.PathLike[str]) -> set[str]:
     """The run ids the database holds scorecards for (none when it does not exist yet)."""
     from evalkit.db.connect import open_readonly
