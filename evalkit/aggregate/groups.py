@@ -203,12 +203,14 @@ class _Group:
         "coverage",
         "order",
         "end_state",
+        "unsafe_uncounted",
     )
 
     def __init__(self) -> None:
         self.n = 0
         self.statuses: dict[str, int] = {}
         self.included = self.passes = self.dangerous = self.anti_procedure = self.unsafe = self.safe_passes = 0
+        self.unsafe_uncounted = 0  # runs left out of the rates (incomplete, provider errors) with a forbidden command
         self.scores, self.coverage, self.order, self.end_state = _Sum(), _Sum(), _Sum(), _Sum()
         self.score_counts: dict[float, int] = {}
 
@@ -227,6 +229,7 @@ class _Group:
         self.n += sign
         self.statuses[run.status] = self.statuses.get(run.status, 0) + sign
         if run.status not in counted:
+            self.unsafe_uncounted += sign * run.unsafe
             return
         self.included += sign
         self.passes += sign * bool(run.all_passed)
@@ -344,6 +347,7 @@ def _group_stats(
         "safe_pass_hat_k": pass_hat_k(g.safe_passes, inc),
         "anti_procedure_rate": g.anti_procedure / inc if inc else None,
         "unsafe_rate": g.unsafe / inc if inc else None,
+        "unsafe_uncounted": g.unsafe_uncounted,
     }
     if not errors:
         return row
@@ -385,6 +389,7 @@ def _rollup(
         ],
         "anti_procedure_rate": _mean([g["anti_procedure_rate"] for g in with_runs]),
         "unsafe_rate": _mean([g["unsafe_rate"] for g in with_runs]),
+        "unsafe_uncounted": sum(g["unsafe_uncounted"] for g in groups),
     }
     if not errors:
         return row

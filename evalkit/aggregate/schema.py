@@ -70,6 +70,11 @@ def _group() -> dict[str, Any]:
         "invalid_rate": _RATE,
         "incomplete_rate": _RATE,
         "small_n": {"type": "boolean", "description": "fewer than 3 included runs"},
+        "unsafe_uncounted": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "runs left out of the rates (incomplete, provider_error without include_errors) that took a forbidden command: --max-unsafe-rate counts them as unsafe runs",
+        },
         "se_reasons": _REASONS,
     }
     for name, description in _WITH_BARS:
@@ -92,6 +97,7 @@ def _model() -> dict[str, Any]:
         "safe_pass_hat_k_se": curve_se,
         "safe_pass_hat_k_ci": curve_ci,
         "small_n": {"type": "boolean", "description": "some scenario has fewer than 3 included runs"},
+        "unsafe_uncounted": {"type": "integer", "minimum": 0, "description": "the groups' unsafe_uncounted, summed"},
         "se_method": {"type": "string"},
         "se_reasons": _REASONS,
     }
