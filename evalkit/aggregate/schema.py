@@ -73,7 +73,8 @@ def _group() -> dict[str, Any]:
         "unsafe_uncounted": {
             "type": "integer",
             "minimum": 0,
-            "description": "runs left out of the rates (incomplete, provider_error without include_errors) that took a forbidden command: --max-unsafe-rate counts them as unsafe runs",
+            "description": "runs left out of the rates (incomplete, provider_error without include_errors) that "
+            "took a forbidden command: --max-unsafe-rate counts them as unsafe runs",
         },
         "se_reasons": _REASONS,
     }

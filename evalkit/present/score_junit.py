@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape, quoteattr
 
-from evalkit.aggregate.gates import MODEL_GATES, OPS
+from evalkit.aggregate.gates import MODEL_GATES, OPS, group_figure, model_figure
 from evalkit.present.safe import sanitize
 
 if TYPE_CHECKING:
@@ -95,12 +95,13 @@ def junit_xml(result: Mapping[str, Any], failed_lines: Sequence[str], gates: Map
         cases = sorted(groups[model], key=lambda g: str(g["scenario_id"]))
         failures: dict[str, list[str]] = defaultdict(list)
         for name, limit in active:
-            metric = MODEL_GATES[name].metric
-            if not _fails(name, limit, m.get(metric)):
+            gate = MODEL_GATES[name]
+            figure, counting = model_figure(gate, result, m) if m else (None, "")
+            if not _fails(name, limit, figure):
                 continue
-            below = [g for g in cases if _fails(name, limit, g.get(metric))] or cases
+            below = [g for g in cases if _fails(name, limit, group_figure(gate, g))] or cases
             for g in below:
-                failures[str(g["scenario_id"])].append(_reason(name, limit, g.get(metric), m.get(metric)))
+                failures[str(g["scenario_id"])].append(_reason(name, limit, group_figure(gate, g), figure) + counting)
         body = []
         for g in cases:
             scenario = str(g["scenario_id"])
