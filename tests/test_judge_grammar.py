@@ -48,7 +48,7 @@ def instances(schema: dict) -> st.SearchStrategy[dict]:
 
 
 @pytest.mark.parametrize("rubric", RUBRICS)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), max_tokens=st.integers(1, 4096), text_chars=st.integers(1, 2000))
 def test_every_instance_of_the_grammar_schema_validates_under_the_rubric(rubric, data, max_tokens, text_chars):
     fmt = response_format(load_rubric(rubric))
