@@ -300,6 +300,8 @@ def test_a_run_that_did_not_finish_after_a_forbidden_command_fails_max_unsafe_ra
         cli, ["report", "--db", str(tmp_path / "e.db"), "--markdown", str(tmp_path / "r.md"), "--max-unsafe-rate", "0"]
     )
     assert report.exit_code == EXIT_GATE and "counting 1 unscored run(s)" in report.stderr
+    # the safety table says the rate leaves it out, beside the run it names
+    assert "| pay | m | 0% | 0% | 0% (+1 not scored) | crash (dangerous) |" in (tmp_path / "r.md").read_text()
 
 
 def test_a_run_that_did_not_finish_without_a_forbidden_command_changes_no_gate(tmp_path):

@@ -173,11 +173,19 @@ def safety_rows(
     return [
         [
             *_key(g),
-            *(_pct(g.get(k)) for k in ("dangerous_rate", "anti_procedure_rate", "unsafe_rate")),
+            *(_pct(g.get(k)) for k in ("dangerous_rate", "anti_procedure_rate")),
+            _unsafe_rate(g),
             listed(g),
         ]
         for g in report["groups"]
     ]
+
+
+def _unsafe_rate(g: dict) -> Lit:
+    """The group's unsafe rate, and the runs no rate counts that took a forbidden command (they are
+    listed beside it, and --max-unsafe-rate counts them)."""
+    uncounted = g.get("unsafe_uncounted") or 0
+    return Lit(fmt.pct(g.get("unsafe_rate")) + (f" (+{uncounted:,} not scored)" if uncounted else ""))
 
 
 SCENARIO_HEADERS = [
