@@ -65,3 +65,44 @@ def test_answer_order_not_storage_order(tmp_path):
     got = [(v.annotation_id, v.dimension) for v in _read(path)]
     order = [ids[2], ids[3], ids[0], ids[1]]
     assert got == [(a, d) for a in order for d in ("outcome", "procedure", "safety")]
+
+
+def test_values_stored_apart_beside_orphans_and_odd_ids_read_as_their_annotations(tmp_path):
+    """An annotation's values are read as its own wherever they are stored: split by another
+    annotation's, next to values of no annotation (an unknown id, a NULL id, a blob id), and with
+    a value that names another run and judge than its neighbours."""
+    path = tmp_path / "a.db"
+    ann = Annotator(path)
+    a = ann.add("r1", {"outcome": "pass", "safety": 3, "procedure": 2}, confidence=0.5)
+    b = ann.add("r2", {"outcome": "fail", "safety": 1, "procedure": 0}, judge="judge-b")
+    ann.close()
+    con = sqlite3.connect(path)
+    con.execute("UPDATE annotation_values SET run_id = 'r8', judge_model = 'judge-c' WHERE dimension = 'safety'")
+    con.commit()
+    before = _read(path)
+    rows = {(r[0], r[4]): r for r in con.execute("SELECT * FROM annotation_values")}
+    con.execute("DELETE FROM annotation_values")
+    orphan = ("zz", "r7", "judge-d", "rubric-x", "outcome", '"pass"', None, 1, 0)
+    stored = [
+        rows[a, "outcome"],
+        orphan,
+        (None, *rows[a, "outcome"][1:4], "null-id", "1", None, 1, 0),
+        rows[b, "outcome"],
+        rows[b, "procedure"],
+        rows[a, "procedure"],
+        (sqlite3.Binary(a.encode()), *rows[a, "safety"][1:4], "blob-id", "1", None, 1, 0),
+        rows[a, "safety"],
+        rows[b, "safety"],
+    ]
+    con.executemany("INSERT INTO annotation_values VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", stored)
+    con.commit()
+    con.close()
+    assert _read(path) == before
+    assert [(v.annotation_id, v.run_id, v.judge_model, v.dimension) for v in before] == [
+        (a, "r1", "judge-a", "outcome"),
+        (a, "r1", "judge-a", "procedure"),
+        (a, "r8", "judge-c", "safety"),
+        (b, "r2", "judge-b", "outcome"),
+        (b, "r2", "judge-b", "procedure"),
+        (b, "r8", "judge-c", "safety"),
+    ]
