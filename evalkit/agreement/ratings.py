@@ -212,36 +212,38 @@ def read_rating_file(
 
 def _one_dimension_spelling(name: str, rows: list[tuple[int, RatingRow]], stored: set[str]) -> None:
     """Each dimension written one way (see :func:`read_rating_file`)."""
-    spelt: dict[str, tuple[str, int | None]] = {}  # folded name -> (name, line)
-    for dimension in sorted(stored):
-        spelt.setdefault(" ".join(dimension.casefold().split()), (dimension, None))
-    for line, row in rows:
-        first = spelt.setdefault(" ".join(row.dimension.casefold().split()), (row.dimension, line))
-        if first[0] != row.dimension:
-            where = f"line {first[1]}" if first[1] is not None else "as the database already holds it"
-            raise InputError(
-                name,
-                line,
-                f"dimension {json.dumps(row.dimension)} is {json.dumps(first[0])} written another way ({where}): "
-                "a dimension compares as written, so write it one way",
-            )
+
+    def fold(dimension: str) -> str:
+        return " ".join(dimension.casefold().split())
+
+    held = {fold(d): d for d in sorted(stored, reverse=True)}  # the first in sorted order kept
+    _one_way(name, ((line, fold(r.dimension), r.dimension, "dimension ") for line, r in rows), held, "a dimension")
 
 
 def _one_spelling(name: str, rows: list[tuple[int, RatingRow]], stored: dict[str, set[Any]]) -> None:
     """Each label of a dimension written one way (see :func:`read_rating_file`)."""
-    spelt: dict[tuple[str, Any], tuple[Any, int | None]] = {}  # (dimension, label's sense) -> (label, line)
-    for dimension, labels in stored.items():
-        for label in sorted(labels, key=repr):
-            spelt.setdefault((dimension, _sense(label)), (label, None))
-    for line, row in rows:
-        first = spelt.setdefault((row.dimension, _sense(row.value)), (row.value, line))
-        if first[0] != row.value or type(first[0]) is not type(row.value):
+    held = {
+        (dimension, _sense(label)): label
+        for dimension, labels in stored.items()
+        for label in sorted(labels, key=repr, reverse=True)  # the first in sorted order kept
+    }
+    senses = ((line, (r.dimension, _sense(r.value)), r.value, f"{r.dimension}: ") for line, r in rows)
+    _one_way(name, senses, held, "a label")
+
+
+def _one_way(name: str, rows: Iterable[tuple[int, Any, Any, str]], held: dict[Any, Any], kind: str) -> None:
+    """Each ``(line, sense, written, lead)`` of ``rows`` written as the first of its sense: the one
+    ``held`` (the database's), else the file's first; InputError naming both otherwise."""
+    spelt: dict[Any, tuple[Any, int | None]] = {sense: (written, None) for sense, written in held.items()}
+    for line, sense, written, lead in rows:
+        first = spelt.setdefault(sense, (written, line))
+        if first[0] != written or type(first[0]) is not type(written):
             where = f"line {first[1]}" if first[1] is not None else "as the database already holds it"
             raise InputError(
                 name,
                 line,
-                f"{row.dimension}: {json.dumps(row.value)} is {json.dumps(first[0])} written another way ({where}): "
-                "a label compares as written, so write it one way",
+                f"{lead}{json.dumps(written)} is {json.dumps(first[0])} written another way ({where}): "
+                f"{kind} compares as written, so write it one way",
             )
 
 

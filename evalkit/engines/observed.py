@@ -230,12 +230,19 @@ class Observed:
             name, args, result = call.name, call.args, call.result
             if name in self._gates_of and call.is_error is False:
                 self._ask(call)
-            if name in self._optional_of and call.is_error is False:
-                self._optional_call(call)
-            if name in self._forbidden_of and call.is_error is False:
-                self._forbidden_call(call)
-            if name in self._gated_of and call.is_error is False:
-                self._gated_call(call)
+            if call.is_error is False:
+                # optional and forbidden actions: near misses no other action takes; gates: any
+                if name in self._optional_of:
+                    todo = self._optional_of[name]
+                    self._near_misses(call, todo, self._optional, self.optional_hit, self.optional_near, self._others)
+                if name in self._forbidden_of:
+                    todo = self._forbidden_of[name]
+                    self._near_misses(
+                        call, todo, self._forbidden, self.forbidden_hit, self.forbidden_near, self._takers
+                    )
+                if name in self._gated_of:
+                    todo = self._gated_of[name]
+                    self._near_misses(call, todo, self._gate_actions, self.gated_hit, self.gated_near, ())
             if not args and result is None and name not in by_tool:  # most reads, as scoring keeps them
                 continue
             if args:
@@ -299,51 +306,24 @@ class Observed:
                         if key not in values:
                             values[key] = _json(check.value)
 
-    def _optional_call(self, call: Any) -> None:
-        """An executed call of an optional action's tool: the optional actions it matches, else
-        whether any other action takes it."""
-        todo = self._optional_of[call.name]
-        if all(self.optional_hit[i] for i in todo):  # nothing left to learn from its calls
+    def _near_misses(
+        self, call: Any, todo: list[int], expects: list[Any], hit: list[bool], near: list[dict[str, int]], takers: tuple
+    ) -> None:
+        """An executed call of the tool of the actions ``todo`` (of ``expects``): the first it
+        matches is hit; else, when none of ``takers`` (lookups) nor a gate's action takes it, it is
+        counted under the one key on which it misses each unmatched action."""
+        if all(hit[i] for i in todo):  # nothing left to learn from its calls
             return
         for i in todo:
-            if self._optional[i].matches(call):
-                self.optional_hit[i] = True
+            if expects[i].matches(call):
+                hit[i] = True
                 return
         key = match_key(call.name, call.args)
-        if any(lookup.first(call, key) is not None for lookup in self._others) or any(
-            a.matches(call, key) for a in self._gate_actions
+        if any(lookup.first(call, key) is not None for lookup in takers) or (
+            takers and any(a.matches(call, key) for a in self._gate_actions)
         ):
             return
-        _near(call, todo, self._optional, self.optional_hit, self.optional_near)
-
-    def _forbidden_call(self, call: Any) -> None:
-        """An executed call of a forbidden action's tool: the forbidden action it matches, else
-        whether another action takes it, else the forbidden actions it misses by one key."""
-        todo = self._forbidden_of[call.name]
-        if all(self.forbidden_hit[i] for i in todo):
-            return
-        for i in todo:
-            if self._forbidden[i].matches(call):
-                self.forbidden_hit[i] = True
-                return
-        key = match_key(call.name, call.args)
-        if any(lookup.first(call, key) is not None for lookup in self._takers) or any(
-            a.matches(call, key) for a in self._gate_actions
-        ):
-            return
-        _near(call, todo, self._forbidden, self.forbidden_hit, self.forbidden_near)
-
-    def _gated_call(self, call: Any) -> None:
-        """An executed call of a gated tool: the gate it falls under (the first listed that matches
-        it), else the gates it misses by one key."""
-        todo = self._gated_of[call.name]
-        if all(self.gated_hit[i] for i in todo):
-            return
-        for i in todo:
-            if self._gate_actions[i].matches(call):
-                self.gated_hit[i] = True
-                return
-        _near(call, todo, self._gate_actions, self.gated_hit, self.gated_near)
+        _near(call, todo, expects, hit, near)
 
     def _ask(self, call: Any) -> None:
         """An executed call of an approval tool: which gates it approves, and for the others whose
