@@ -309,3 +309,23 @@ def test_a_forbidden_action_whose_one_key_misses_are_required_calls_is_not_warne
 
     write_corpus(tmp_path, mistaken(edit))
     assert CliRunner().invoke(cli, ["check", str(tmp_path)]).stdout == ""
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_success_check_some_runs_leave_out_is_named_with_how_many_and_the_first(tmp_path, workers):
+    # a harness that skips the deploy check when the deploy did not happen: those runs pass on the rest
+    path = big_corpus(tmp_path)
+    edited = sorted(tmp_path.glob("beta-edits-test*.jsonl"))
+    for run in edited:
+        records = [json.loads(line) for line in run.read_text().splitlines()]
+        checks = records[-1]["success_eval"]["final_state"]
+        records[-1]["success_eval"]["final_state"] = [c for c in checks if c["var"] != "deploy.version"]
+        run.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = score(tmp_path, "--workers", workers)
+    assert result.exit_code == 0, result.stderr
+    assert scenario_warnings(result) == [
+        f"{path}:{line_of(path, 'deploy.version')}: warning: scenario.success.final_state[1].var: {COPIES} of the "
+        f"{6 * COPIES} runs report success checks, but not this one (the first: {edited[0]}): the end state is the "
+        "share of the checks reported, so a check the harness left out cannot fail"
+    ]
+    assert scenario_warnings(result) == CliRunner().invoke(cli, ["check", str(tmp_path)]).stdout.splitlines()

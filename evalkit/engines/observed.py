@@ -166,6 +166,8 @@ class Observed:
     # takes and that differ from its action on that key alone (a mistaken argument ungates them)
     gated_hit: list[bool] = field(default_factory=list)
     gated_near: list[dict[str, int]] = field(default_factory=list)
+    # a scenario success variable -> [runs that report success checks but not it, the first of them]
+    left_out: dict[str, list[Any]] = field(default_factory=dict)
     # reported var -> the values its checks compared with (as values.freeze keys them: 60 = 60.0,
     # true != 1) -> that value as JSON text; at most VALUES_KEPT a variable
     values: dict[str, dict[Any, str]] = field(default_factory=dict)
@@ -209,6 +211,10 @@ class Observed:
         self._gated_of: dict[str, list[int]] = {}
         for i, gate in enumerate(self._gates):
             self._gated_of.setdefault(gate.action.tool, []).append(i)
+        wanted = self.scenario.success.final_state if self.scenario.success is not None else []
+        self._success_vars = list(
+            dict.fromkeys(c["var"] for c in wanted if isinstance(c, dict) and isinstance(c.get("var"), str))
+        )
 
     def matched_tools(self, hit: list[bool]) -> set[str]:
         """The required tools whose every required action ``hit`` marks as matched by some call."""
@@ -297,6 +303,15 @@ class Observed:
         success = getattr(final, "success_eval", None)
         if success is not None:
             self.success_runs += 1
+            if success.final_state and self._success_vars:
+                reported = {check.var for check in success.final_state}
+                for var in self._success_vars:
+                    if var not in reported:
+                        entry = self.left_out.get(var)
+                        if entry is None:
+                            self.left_out[var] = [1, traj.path]
+                        else:
+                            entry[0] += 1
             for check in success.final_state:
                 if check.var is not None:
                     self.variables.setdefault(check.var, set()).add(check.op)
@@ -749,6 +764,17 @@ def findings(seen: Observed) -> list[Finding]:
                     )
                 )
                 continue
+            if isinstance(var, str) and var in seen.left_out:
+                n, first = seen.left_out[var]
+                out.append(
+                    Finding(
+                        (*loc, "var"),
+                        f"{n} of the {runs} {'report' if n > 1 else 'reports'} success checks, but not this one "
+                        f"(the first: {first}): the end state is the share of the checks reported, so a check the "
+                        "harness left out cannot fail",
+                        _q(var),
+                    )
+                )
             values = seen.values.get(var)
             if values and "value" in check and freeze(check["value"]) not in values:
                 said = ", ".join(sorted(values.values())[:3]) + (" ..." if len(values) > 3 else "")

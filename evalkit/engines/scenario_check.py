@@ -52,6 +52,8 @@ FIELDS = (
     "forbidden_near",
     "gated_hit",
     "gated_near",
+    # success variable -> [runs that leave it out, the first of them] (summed; the first in input order)
+    "left_out",
 )
 
 
@@ -220,6 +222,12 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         for mine_said, theirs_said in zip(a[12], b[12]):
             for key, values in theirs_said.items():
                 mine_said.setdefault(key, Counter()).update(values)
+        if b[20]:
+            left_out = {var: list(entry) for var, entry in a[20].items()}
+            for var, (n, first) in b[20].items():
+                kept = left_out.get(var)
+                left_out[var] = [n, first] if kept is None else [kept[0] + n, kept[1]]
+            a[20] = left_out
         for hit, near in ((13, 14), (16, 17), (18, 19)):
             a[hit] = [x or y for x, y in zip(a[hit], b[hit])]
             a[near] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} for x, y in zip(a[near], b[near])]
