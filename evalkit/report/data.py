@@ -551,11 +551,11 @@ def _agreement_section(
     has_ratings: bool,
     judge: str | None,
     jury: bool = False,
-    odd: list[str] = (),
     share: dict | None = None,
 ) -> tuple[dict, Counter]:
     """The audit's own dict (evalkit.agreement.audit.build_audit), or why there is none, and the
-    disagreement count of every run (:func:`_cut_disagreements`)."""
+    disagreement count of every run (:func:`_cut_disagreements`). ``share`` receives what the
+    audit read that the report reads too (the file's odd cells, the estimates' inputs)."""
     if not (has_judge or has_ratings):
         return {
             "available": False,
@@ -566,7 +566,7 @@ def _agreement_section(
     except ImportError as exc:
         return {"available": False, "reason": f"the audit module is not installed ({exc.name})"}, Counter()
     try:
-        audit = build_audit(db_path, judge=judge, jury=jury, odd=list(odd), share=share)  # each read done once
+        audit = build_audit(db_path, judge=judge, jury=jury, share=share)  # each read done once
     except (ValueError, OSError) as exc:  # a broken pairings config must not cost the whole report
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return {"available": False, "reason": f"the audit failed: {first}", "warning": True}, Counter()
@@ -743,7 +743,6 @@ def build_report(
         raise ReportError(str(exc)) from None
     try:
         with open_readonly(db_path) as db:
-            warnings = odd_cells(db)  # cells the readers below read as missing, and why
             if judge is not None:  # the full model string or the part after the provider prefix
                 judge = resolve_judge(judge, judge_models(db), db.path)
             annotations = _annotation_rows(db, judge)
@@ -754,10 +753,10 @@ def build_report(
             judged, has_judge = _judged(annotations), bool(annotations)
             del annotations
         share: dict = {}
-        agreement, disagreeing = _agreement_section(
-            str(db_path), has_judge, bool(ratings), judge, jury, warnings, share
-        )
+        agreement, disagreeing = _agreement_section(str(db_path), has_judge, bool(ratings), judge, jury, share)
         with open_readonly(db_path) as db:
+            # cells the readers read as missing, and why: as the audit read them, else scanned here
+            warnings = share["odd_cells"] if "odd_cells" in share else odd_cells(db)
             agg_state = Aggregator()
             worst, by_status, scenarios, models = _Worst(WORST_RUNS), Counter(), [], set()
             unsafe_by_group: dict[tuple[str, str], dict] = {}
