@@ -53,7 +53,7 @@ from evalkit.db import (
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
-from evalkit.db.judge import judge_filter, primary_values_filter, stale, where_sql
+from evalkit.db.judge import judge_filter, primary_values_filter, stale_annotation_ids, where_sql
 from evalkit.db.scores import decode_json
 from evalkit.errors import EvalkitError, InputError
 from evalkit.report.contamination import load_contamination
@@ -444,11 +444,12 @@ ANNOTATION_FIGURES = (
 CALL_FIGURES = ("prompt_tokens", "completion_tokens", "cost_usd", "latency_ms")
 
 
-def _annotation_rows(db: Database, judge: str | None) -> list[dict]:
-    """Every annotation that is not stale (``judge``: that judge's), as dicts of
-    :data:`ANNOTATION_FIGURES` and ``call``: the :data:`CALL_FIGURES` of the judge_calls row of its
-    cache key (a text), or None."""
-    where, args = judge_filter(db, judge, where=[f"NOT {stale('a.')}"], column="a.")
+def _annotation_rows(db: Database, judge: str | None, stale_ids: list[str]) -> list[dict]:
+    """Every annotation that is not stale (``stale_ids``: :func:`evalkit.db.judge.stale_annotation_ids`;
+    ``judge``: that judge's), as dicts of :data:`ANNOTATION_FIGURES` and ``call``: the
+    :data:`CALL_FIGURES` of the judge_calls row of its cache key (a text), or None."""
+    where, args = judge_filter(db, judge, column="a.")
+    left_out = set(stale_ids)
     sql = (
         f"SELECT {', '.join('a.' + c for c in ANNOTATION_FIGURES)}, j.cache_key, "
         f"{', '.join('j.' + c for c in CALL_FIGURES)} "
@@ -458,6 +459,8 @@ def _annotation_rows(db: Database, judge: str | None) -> list[dict]:
     width = len(ANNOTATION_FIGURES)
     rows = []
     for row in db.tuples(sql, args):
+        if row[0] in left_out:  # the annotation id
+            continue
         annotation = dict(zip(ANNOTATION_FIGURES, row))
         stored = isinstance(row[width], str)  # a call of this key is stored
         annotation["call"] = dict(zip(CALL_FIGURES, row[width + 1 :])) if stored else None
@@ -478,12 +481,14 @@ def _calls(members: list[dict]) -> list[dict]:
     return list(calls.values())
 
 
-def _primary_value_counts(db: Database, judge: str | None) -> dict[tuple[str, str, str], Counter]:
+def _primary_value_counts(
+    db: Database, judge: str | None, stale_ids: list[str] | None = None
+) -> dict[tuple[str, str, str], Counter]:
     """(judge model, rubric, dimension) → value label → how many of the primary values
     :func:`evalkit.db.read_primary_values` yields have it: the same rows (its filter), each distinct
     stored value decoded once (equal cells decode to one label: text and blobs alike are the same
     bytes, and numbers that compare equal, such as 1 and 1.0, have one label)."""
-    where, args = primary_values_filter(db, judge)
+    where, args = primary_values_filter(db, judge, stale_ids)
     cells = Counter(
         tuple(row)
         for row in db.rows(
@@ -496,10 +501,10 @@ def _primary_value_counts(db: Database, judge: str | None) -> dict[tuple[str, st
     return values
 
 
-def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | None:
+def _judge_section(db: Database, rows: list[dict], judge: str | None, stale_ids: list[str]) -> dict | None:
     if not rows:
         return None
-    values = _primary_value_counts(db, judge)
+    values = _primary_value_counts(db, judge, stale_ids)
     scales = _scales(values)
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
@@ -745,11 +750,12 @@ def build_report(
         with open_readonly(db_path) as db:
             if judge is not None:  # the full model string or the part after the provider prefix
                 judge = resolve_judge(judge, judge_models(db), db.path)
-            annotations = _annotation_rows(db, judge)
+            stale_ids = stale_annotation_ids(db)  # read once for both reads below
+            annotations = _annotation_rows(db, judge, stale_ids)
             ratings = read_ratings(db)
             # what the report shows of the annotations, read before the audit so their rows are
             # not held while it runs
-            judge_section = _judge_section(db, annotations, judge)
+            judge_section = _judge_section(db, annotations, judge, stale_ids)
             judged, has_judge = _judged(annotations), bool(annotations)
             del annotations
         share: dict = {}
