@@ -53,7 +53,7 @@ from evalkit.db import (
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
-from evalkit.db.judge import judge_filter, primary_values_filter, stale_annotation_ids, where_sql
+from evalkit.db.judge import judge_filter, primary_values_filter, stale, stale_annotation_ids, where_sql
 from evalkit.db.scores import decode_json
 from evalkit.errors import EvalkitError, InputError
 from evalkit.report.contamination import load_contamination
@@ -444,28 +444,29 @@ ANNOTATION_FIGURES = (
 CALL_FIGURES = ("prompt_tokens", "completion_tokens", "cost_usd", "latency_ms")
 
 
-def _annotation_rows(db: Database, judge: str | None, stale_ids: list[str]) -> list[dict]:
-    """Every annotation that is not stale (``stale_ids``: :func:`evalkit.db.judge.stale_annotation_ids`;
-    ``judge``: that judge's), as dicts of :data:`ANNOTATION_FIGURES` and ``call``: the
-    :data:`CALL_FIGURES` of the judge_calls row of its cache key (a text), or None."""
+def _annotation_rows(db: Database, judge: str | None) -> tuple[list[dict], list[str]]:
+    """Every annotation that is not stale (``judge``: that judge's), as dicts of
+    :data:`ANNOTATION_FIGURES` and ``call``: the :data:`CALL_FIGURES` of the judge_calls row of its
+    cache key (a text), or None; and the ids of every stale annotation, of any judge
+    (:func:`evalkit.db.judge.stale_annotation_ids`: told by the same read when it reads them all)."""
     where, args = judge_filter(db, judge, column="a.")
-    left_out = set(stale_ids)
     sql = (
         f"SELECT {', '.join('a.' + c for c in ANNOTATION_FIGURES)}, j.cache_key, "
-        f"{', '.join('j.' + c for c in CALL_FIGURES)} "
+        f"{', '.join('j.' + c for c in CALL_FIGURES)}, {stale('a.')} "
         f"FROM annotations a LEFT JOIN judge_calls j ON j.cache_key = a.cache_key{where_sql(where)} "
         "ORDER BY a.judge_model, a.rubric_id, a.created_at, a.annotation_id"
     )
     width = len(ANNOTATION_FIGURES)
-    rows = []
+    rows, stale_ids = [], []
     for row in db.tuples(sql, args):
-        if row[0] in left_out:  # the annotation id
+        if row[-1]:  # stale
+            stale_ids.append(row[0])
             continue
         annotation = dict(zip(ANNOTATION_FIGURES, row))
         stored = isinstance(row[width], str)  # a call of this key is stored
-        annotation["call"] = dict(zip(CALL_FIGURES, row[width + 1 :])) if stored else None
+        annotation["call"] = dict(zip(CALL_FIGURES, row[width + 1 : -1])) if stored else None
         rows.append(annotation)
-    return rows
+    return rows, stale_ids if judge is None else stale_annotation_ids(db)
 
 
 def _calls(members: list[dict]) -> list[dict]:
@@ -750,8 +751,7 @@ def build_report(
         with open_readonly(db_path) as db:
             if judge is not None:  # the full model string or the part after the provider prefix
                 judge = resolve_judge(judge, judge_models(db), db.path)
-            stale_ids = stale_annotation_ids(db)  # read once for both reads below
-            annotations = _annotation_rows(db, judge, stale_ids)
+            annotations, stale_ids = _annotation_rows(db, judge)
             ratings = read_ratings(db)
             # what the report shows of the annotations, read before the audit so their rows are
             # not held while it runs
