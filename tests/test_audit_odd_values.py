@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 from evalkit.agreement.audit import build_audit
 from evalkit.agreement.audit_output import RENDERERS
 from evalkit.cli import cli
-from evalkit.db.cells import AMOUNT_COLUMNS, keys_of
+from evalkit.db import open_readonly
+from evalkit.db.cells import AMOUNT_COLUMNS, keys_of, odd_cells
 from evalkit.db.schema import TABLES
 from evalkit.report import build_report, render_html, render_markdown
 
@@ -164,6 +165,9 @@ def test_odd_cells_anywhere_are_missing_with_a_warning_never_a_crash(base_db, tm
         _set(db, table, column, value, None if whole_column else row)
     audit, report = _run_all(db)
     _assert_named(db, audit, report)
+    with open_readonly(db) as conn:  # the whole file scanned, whichever reader the report took them from
+        lines = odd_cells(conn)
+    assert report["warnings"][: len(lines)] == lines
 
 
 # -- each case the issue names, through the command line --------------------------------------

@@ -114,6 +114,27 @@ def test_stale_annotations_are_left_out_of_raters_and_the_report_figures(tmp_pat
         assert entry["n_items"] <= RUNS - len(RESCORED), entry["dimension"]
 
 
+def test_the_report_reads_the_stale_annotations_once_and_leaves_the_same_out(tmp_path, server):
+    from evalkit.db.judge import stale_annotation_ids
+    from evalkit.report.data import _annotation_rows, _primary_value_counts
+
+    db = _judged_then_rescored(tmp_path, server)
+    with open_readonly(db) as database:
+        stale_ids = stale_annotation_ids(database)
+        stale_runs = {r["run_id"] for r in database.query("SELECT * FROM annotations")} - {
+            r["run_id"] for r in read_annotation_rows(database)
+        }
+        assert len(stale_ids) == len(RESCORED) and stale_runs == set(RESCORED)
+        for judge in (None, JUDGE):
+            rows, told = _annotation_rows(database, judge)
+            assert sorted(told) == sorted(stale_ids)  # every judge's, whichever judge is kept
+            assert [r["annotation_id"] for r in rows] == [
+                r["annotation_id"] for r in read_annotation_rows(database, judge)
+            ]
+            # the stale ids given, or the filter's own subquery: the same counts
+            assert _primary_value_counts(database, judge, told) == _primary_value_counts(database, judge)
+
+
 def test_next_judge_asks_again_for_stale_runs_only(tmp_path, server):
     db = _judged_then_rescored(tmp_path, server)
     before = server.count

@@ -90,7 +90,9 @@ def _audit(
     (:func:`~evalkit.db.cells.odd_cells`) when the caller has read them already (the report).
     ``share``: a dict that receives what :func:`evalkit.agreement.estimate.build_estimates` reads
     of the same filters (``estimate_inputs``), so the report reads the annotations once; not with
-    ``jury``, whose derived rater the estimates do not count."""
+    ``jury``, whose derived rater the estimates do not count; and the file's odd cells
+    (``odd_cells``, as ``odd`` or as read here, where the judge-value read spares the scan of the
+    table it has checked), so the report does not scan the file for them again."""
     if by is not None and by not in SLICE_KINDS:
         raise ValueError(f"by must be one of {', '.join(SLICE_KINDS)}, got {by!r}")
     if n_resamples < 0:
@@ -106,6 +108,8 @@ def _audit(
         # what the readers read as missing, and why (the judge-value read has checked its own table)
         clean = ["annotation_values"] if values.values_clean else []
         warnings = odd_cells(db, clean) if odd is None else list(odd)
+        if share is not None:
+            share["odd_cells"] = list(warnings)
         # each card keeps only the signals a pairing or the probes read (a card is mostly commands)
         signals = {PROBE_SIGNAL} | {s for p in cfg.pairings for case in p.mechanical_cases for s, _ in case.when}
         cards = list(read_cards(db, warnings, signals=signals))

@@ -837,17 +837,31 @@ def read_annotation_rows(db: Database, judge: str | None = None) -> list[dict[st
     ]
 
 
-def primary_values_filter(db: Database, judge: str | None = None) -> tuple[list[str], list]:
+def stale_annotation_ids(db: Database) -> list[str]:
+    """The ids of every stale annotation (:func:`stale`), of any judge and status."""
+    return [row[0] for row in db.tuples(f"SELECT a.annotation_id FROM annotations a WHERE {stale('a.')}")]
+
+
+def primary_values_filter(
+    db: Database, judge: str | None = None, stale_ids: list[str] | None = None
+) -> tuple[list[str], list]:
     """The WHERE terms and arguments that pick the primary values from ``annotation_values``: the
-    replicate-0 value of every annotation that is not stale, of ``judge`` when given."""
-    return judge_filter(
-        db,
-        judge,
-        where=[
-            "replicate = 0",
-            f"annotation_id NOT IN (SELECT a.annotation_id FROM annotations a WHERE {stale('a.')})",
-        ],
+    replicate-0 value of every annotation that is not stale, of ``judge`` when given.
+    ``stale_ids``: :func:`stale_annotation_ids`, when the caller has read them."""
+    if stale_ids is None:
+        where, args = judge_filter(
+            db,
+            judge,
+            where=[
+                "replicate = 0",
+                f"annotation_id NOT IN (SELECT a.annotation_id FROM annotations a WHERE {stale('a.')})",
+            ],
+        )
+        return where, args
+    where, args = judge_filter(
+        db, judge, where=["replicate = 0", "annotation_id NOT IN (SELECT value FROM json_each(?))"]
     )
+    return where, [json.dumps(stale_ids), *args]
 
 
 def read_primary_values(db: Database, judge: str | None = None) -> Iterator[tuple[str, str, str, Any]]:

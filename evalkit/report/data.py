@@ -53,7 +53,7 @@ from evalkit.db import (
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells
-from evalkit.db.judge import judge_filter, primary_values_filter, stale, where_sql
+from evalkit.db.judge import judge_filter, primary_values_filter, stale, stale_annotation_ids, where_sql
 from evalkit.db.scores import decode_json
 from evalkit.errors import EvalkitError, InputError
 from evalkit.report.contamination import load_contamination
@@ -444,25 +444,29 @@ ANNOTATION_FIGURES = (
 CALL_FIGURES = ("prompt_tokens", "completion_tokens", "cost_usd", "latency_ms")
 
 
-def _annotation_rows(db: Database, judge: str | None) -> list[dict]:
+def _annotation_rows(db: Database, judge: str | None) -> tuple[list[dict], list[str]]:
     """Every annotation that is not stale (``judge``: that judge's), as dicts of
     :data:`ANNOTATION_FIGURES` and ``call``: the :data:`CALL_FIGURES` of the judge_calls row of its
-    cache key (a text), or None."""
-    where, args = judge_filter(db, judge, where=[f"NOT {stale('a.')}"], column="a.")
+    cache key (a text), or None; and the ids of every stale annotation, of any judge
+    (:func:`evalkit.db.judge.stale_annotation_ids`: told by the same read when it reads them all)."""
+    where, args = judge_filter(db, judge, column="a.")
     sql = (
         f"SELECT {', '.join('a.' + c for c in ANNOTATION_FIGURES)}, j.cache_key, "
-        f"{', '.join('j.' + c for c in CALL_FIGURES)} "
+        f"{', '.join('j.' + c for c in CALL_FIGURES)}, {stale('a.')} "
         f"FROM annotations a LEFT JOIN judge_calls j ON j.cache_key = a.cache_key{where_sql(where)} "
         "ORDER BY a.judge_model, a.rubric_id, a.created_at, a.annotation_id"
     )
     width = len(ANNOTATION_FIGURES)
-    rows = []
+    rows, stale_ids = [], []
     for row in db.tuples(sql, args):
+        if row[-1]:  # stale
+            stale_ids.append(row[0])
+            continue
         annotation = dict(zip(ANNOTATION_FIGURES, row))
         stored = isinstance(row[width], str)  # a call of this key is stored
-        annotation["call"] = dict(zip(CALL_FIGURES, row[width + 1 :])) if stored else None
+        annotation["call"] = dict(zip(CALL_FIGURES, row[width + 1 : -1])) if stored else None
         rows.append(annotation)
-    return rows
+    return rows, stale_ids if judge is None else stale_annotation_ids(db)
 
 
 def _calls(members: list[dict]) -> list[dict]:
@@ -478,12 +482,14 @@ def _calls(members: list[dict]) -> list[dict]:
     return list(calls.values())
 
 
-def _primary_value_counts(db: Database, judge: str | None) -> dict[tuple[str, str, str], Counter]:
+def _primary_value_counts(
+    db: Database, judge: str | None, stale_ids: list[str] | None = None
+) -> dict[tuple[str, str, str], Counter]:
     """(judge model, rubric, dimension) → value label → how many of the primary values
     :func:`evalkit.db.read_primary_values` yields have it: the same rows (its filter), each distinct
     stored value decoded once (equal cells decode to one label: text and blobs alike are the same
     bytes, and numbers that compare equal, such as 1 and 1.0, have one label)."""
-    where, args = primary_values_filter(db, judge)
+    where, args = primary_values_filter(db, judge, stale_ids)
     cells = Counter(
         tuple(row)
         for row in db.rows(
@@ -496,10 +502,10 @@ def _primary_value_counts(db: Database, judge: str | None) -> dict[tuple[str, st
     return values
 
 
-def _judge_section(db: Database, rows: list[dict], judge: str | None) -> dict | None:
+def _judge_section(db: Database, rows: list[dict], judge: str | None, stale_ids: list[str]) -> dict | None:
     if not rows:
         return None
-    values = _primary_value_counts(db, judge)
+    values = _primary_value_counts(db, judge, stale_ids)
     scales = _scales(values)
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
@@ -551,11 +557,11 @@ def _agreement_section(
     has_ratings: bool,
     judge: str | None,
     jury: bool = False,
-    odd: list[str] = (),
     share: dict | None = None,
 ) -> tuple[dict, Counter]:
     """The audit's own dict (evalkit.agreement.audit.build_audit), or why there is none, and the
-    disagreement count of every run (:func:`_cut_disagreements`)."""
+    disagreement count of every run (:func:`_cut_disagreements`). ``share`` receives what the
+    audit read that the report reads too (the file's odd cells, the estimates' inputs)."""
     if not (has_judge or has_ratings):
         return {
             "available": False,
@@ -566,7 +572,7 @@ def _agreement_section(
     except ImportError as exc:
         return {"available": False, "reason": f"the audit module is not installed ({exc.name})"}, Counter()
     try:
-        audit = build_audit(db_path, judge=judge, jury=jury, odd=list(odd), share=share)  # each read done once
+        audit = build_audit(db_path, judge=judge, jury=jury, share=share)  # each read done once
     except (ValueError, OSError) as exc:  # a broken pairings config must not cost the whole report
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return {"available": False, "reason": f"the audit failed: {first}", "warning": True}, Counter()
@@ -743,21 +749,20 @@ def build_report(
         raise ReportError(str(exc)) from None
     try:
         with open_readonly(db_path) as db:
-            warnings = odd_cells(db)  # cells the readers below read as missing, and why
             if judge is not None:  # the full model string or the part after the provider prefix
                 judge = resolve_judge(judge, judge_models(db), db.path)
-            annotations = _annotation_rows(db, judge)
+            annotations, stale_ids = _annotation_rows(db, judge)
             ratings = read_ratings(db)
             # what the report shows of the annotations, read before the audit so their rows are
             # not held while it runs
-            judge_section = _judge_section(db, annotations, judge)
+            judge_section = _judge_section(db, annotations, judge, stale_ids)
             judged, has_judge = _judged(annotations), bool(annotations)
             del annotations
         share: dict = {}
-        agreement, disagreeing = _agreement_section(
-            str(db_path), has_judge, bool(ratings), judge, jury, warnings, share
-        )
+        agreement, disagreeing = _agreement_section(str(db_path), has_judge, bool(ratings), judge, jury, share)
         with open_readonly(db_path) as db:
+            # cells the readers read as missing, and why: as the audit read them, else scanned here
+            warnings = share["odd_cells"] if "odd_cells" in share else odd_cells(db)
             agg_state = Aggregator()
             worst, by_status, scenarios, models = _Worst(WORST_RUNS), Counter(), [], set()
             unsafe_by_group: dict[tuple[str, str], dict] = {}

@@ -362,11 +362,23 @@ class RunTable:
 RUN_TABLE_HEADERS = [h for h in RUN_HEADERS if h != "scenario"] + ["disagreements"]
 
 
+class _NumTexts(dict):
+    """:func:`fmt.num` of a run's score cells (floats or None), by value, each distinct value
+    written once: scores repeat across a scenario's runs. A zero is not kept (0.0 and -0.0 are one
+    key but two texts), nor NaN (it is no key)."""
+
+    def __missing__(self, value: Any) -> str:
+        text = fmt.num(value)
+        if value is None or (value and value == value):
+            self[value] = text
+        return text
+
+
 def render_run_table(b: RunTable) -> str:
     """A scenario's runs, one row each, written directly: the same escaping (:func:`html_text` on
     every database value) and classes as the other tables."""
     rows = []
-    num = fmt.num
+    num, score = fmt.num, _NumTexts()  # ``score``: the score cells (floats or None)
     models: dict[str, str] = {}  # a model's cell, written once per table
     notes: dict[tuple, str] = {}  # a rank cell, written once per distinct (unsafe, safety, status, rank)
     for r in b.runs:
@@ -390,8 +402,8 @@ def render_run_table(b: RunTable) -> str:
             notes[key] = note
         rows.append(
             f"<tr><td>{cell}</td><td>{model}</td><td>{note}</td>"
-            f'<td class="num">{num(r["scalar"])}</td><td class="num">{num(r["coverage"])}</td>'
-            f'<td class="num">{num(r["order"])}</td><td class="num">{num(r["end_state"])}</td>'
+            f'<td class="num">{score[r["scalar"]]}</td><td class="num">{score[r["coverage"]]}</td>'
+            f'<td class="num">{score[r["order"]]}</td><td class="num">{score[r["end_state"]]}</td>'
             f"<td>{num(r['all_passed'])}</td>"
             f'<td class="num">{r["safety_dangerous"]} / {r["safety_anti_procedure"]}</td>'
             f'<td class="num">{r["extraneous"]}</td><td class="num">{r["n_commands"]}</td>'
