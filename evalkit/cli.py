@@ -2,7 +2,9 @@
 
 Each sub-command lives in its own module under evalkit/commands/ and exposes `register(group)`.
 A command imports the layer that does its work inside the command function, so that `evalkit --help`
-loads no layer below and `evalkit score` never pays for numpy, scipy or litellm.
+loads no layer below and `evalkit score` never pays for numpy, scipy or litellm; a command module
+itself is imported when its command is asked for (:data:`COMMANDS`), so that `evalkit score` loads
+no other command's module.
 
 Exit codes (all commands, evalkit/commands/exitcodes.py): 0 success; 1 some inputs were bad; 3 a quality gate
 failed (see the command's help); 2 usage error (bad flags, missing files, unknown names); 130
@@ -60,11 +62,21 @@ class EvalkitGroup(click.Group):
         value's error (``--format`` last) without a context to say it."""
         path, command = ["evalkit"], self
         for token in argv:
-            command = command.commands.get(token) if isinstance(command, click.Group) else None
+            command = command.get_command(None, token) if isinstance(command, click.Group) else None
             if command is None:
                 break
             path.append(token)
         return " ".join(path)
+
+    def get_command(self, ctx, cmd_name):
+        # a name no module is known to register: every module, so that click's "no such command"
+        # suggests among all the names
+        _register(self, (COMMANDS[cmd_name],) if cmd_name in COMMANDS else COMMAND_MODULES)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx):
+        _register(self, COMMAND_MODULES)
+        return super().list_commands(ctx)
 
     def invoke(self, ctx):
         # click would turn Ctrl-C into Abort (exit 1); evalkit exits 130. Raised after the except
@@ -81,32 +93,43 @@ class _Interrupted(Exception):
     """Ctrl-C during a command, carried past click's own KeyboardInterrupt handling."""
 
 
-COMMAND_MODULES = (
-    "evalkit.commands.score",
-    "evalkit.commands.judge",
-    "evalkit.commands.probe",
-    "evalkit.commands.audit",
-    "evalkit.commands.estimate",
-    "evalkit.commands.verdicts",
-    "evalkit.commands.imports",
-    "evalkit.commands.report",
-    "evalkit.commands.export",
-    "evalkit.commands.compare",
-    "evalkit.commands.check",
-    "evalkit.commands.view",
-    "evalkit.commands.review",
-)
+# Each command's module: imported, and its register(group) called, the first time the command is
+# asked for (every one for `evalkit --help`). A module registers the commands it names here.
+COMMANDS = {
+    "score": "evalkit.commands.score",
+    "judge": "evalkit.commands.judge",
+    "cache": "evalkit.commands.judge",
+    "probe": "evalkit.commands.probe",
+    "audit": "evalkit.commands.audit",
+    "annotations": "evalkit.commands.audit",
+    "estimate": "evalkit.commands.estimate",
+    "verdicts": "evalkit.commands.verdicts",
+    "import": "evalkit.commands.imports",
+    "report": "evalkit.commands.report",
+    "schema": "evalkit.commands.report",
+    "export": "evalkit.commands.export",
+    "compare": "evalkit.commands.compare",
+    "plan": "evalkit.commands.compare",
+    "check": "evalkit.commands.check",
+    "view": "evalkit.commands.view",
+    "review": "evalkit.commands.review",
+}
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
+_registered: set[str] = set()
+
+
+def _register(group: click.Group, modules) -> None:
+    # A command module that fails to import is a bug to see at once, never a command silently missing.
+    for name in modules:
+        if name not in _registered:
+            importlib.import_module(name).register(group)
+            _registered.add(name)
 
 
 @click.group(cls=EvalkitGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalkit")
 def cli() -> None:
     """evalkit: deterministic scores for agent trajectories, an optional LLM judge, and audits."""
-
-
-# A command module that fails to import is a bug to see at once, never a command silently missing.
-for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(cli)
 
 
 def main() -> None:

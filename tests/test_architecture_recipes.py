@@ -31,7 +31,7 @@ def test_every_registry_the_table_names_exists():
     from evalkit.judges import output_modes
 
     assert isinstance(importers.BUILTIN, dict) and importers.BUILTIN
-    assert isinstance(cli.COMMAND_MODULES, tuple) and cli.COMMAND_MODULES
+    assert isinstance(cli.COMMANDS, dict) and cli.COMMANDS
     assert output_modes.TABLE and output_modes.MODES == tuple(m.name for m in output_modes.TABLE)
     registry = importlib.import_module("evalkit.agreement.stats.registry")
     assert registry.STATISTICS
@@ -44,6 +44,19 @@ def test_every_command_module_is_registered():
         p.stem for p in (ROOT / "evalkit" / "commands").glob("*.py") if "def register(" in p.read_text(encoding="utf-8")
     )
     assert sorted(m.rsplit(".", 1)[1] for m in cli.COMMAND_MODULES) == modules
+
+
+def test_each_command_is_where_commands_says():
+    """Each module registers exactly the commands COMMANDS names for it (a command it adds that
+    COMMANDS does not name would be missing from `evalkit NAME` until another command loads it)."""
+    import click
+
+    from evalkit import cli
+
+    for module in cli.COMMAND_MODULES:
+        group = click.Group()
+        importlib.import_module(module).register(group)
+        assert sorted(group.commands) == sorted(n for n, m in cli.COMMANDS.items() if m == module), module
 
 
 def test_worked_example_an_importer_is_one_file_and_one_registry_line(tmp_path, monkeypatch):

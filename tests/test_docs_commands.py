@@ -363,9 +363,9 @@ def test_every_option_a_synopsis_shows_is_in_its_commands_help():
         for line, text in synopsis_lines(page.read_text(encoding="utf-8")):
             command, path = cli, []
             for word in text.split()[1:]:
-                if not isinstance(command, click.Group) or word not in command.commands:
+                if not isinstance(command, click.Group) or word not in command.list_commands(None):
                     break
-                command, path = command.commands[word], [*path, word]
+                command, path = command.get_command(None, word), [*path, word]
             where = f"{page.relative_to(ROOT).as_posix()}:{line}"
             if isinstance(command, click.Group):
                 wrong.append(f"{where}: no such command: {text}")

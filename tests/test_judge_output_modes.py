@@ -193,7 +193,7 @@ def test_cli_output_mode_choices_are_the_modes():
     from evalkit.judges.output_modes import AUTO
 
     for name in ("judge", "probe"):
-        option = next(p for p in evalkit.cli.cli.commands[name].params if p.name == "output_mode")
+        option = next(p for p in evalkit.cli.cli.get_command(None, name).params if p.name == "output_mode")
         assert tuple(option.type.choices) == (AUTO, *MODES)
 
 

@@ -84,3 +84,21 @@ def test_scoring_without_a_database_loads_no_database_code(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+COMMANDS_PROBE = """
+import json, sys
+import evalkit.cli
+try:
+    evalkit.cli.cli.main(["score", sys.argv[1], "--no-db", "--format", "jsonl"], standalone_mode=False)
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("evalkit.commands."))))
+"""
+
+
+def test_score_loads_no_other_commands_module(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", COMMANDS_PROBE, str(EXAMPLES)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert loaded == ["evalkit.commands.exitcodes", "evalkit.commands.kit", "evalkit.commands.score"]

@@ -230,13 +230,21 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
             a[20] = left_out
         for hit, near in ((13, 14), (16, 17), (18, 19)):
             a[hit] = [x or y for x, y in zip(a[hit], b[hit])]
-            a[near] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} for x, y in zip(a[near], b[near])]
-        values = {var: dict(kept) for var, kept in a[15].items()}
+            a[near] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} if y else x for x, y in zip(a[near], b[near])]
+        # the kept values are never changed in place (a batch's state may hold them): a dict that
+        # gains a value is a new one, in a new dict of them
+        values = a[15]
         for var, theirs in b[15].items():
-            kept = values.setdefault(var, {})
+            kept = values.get(var)
+            if kept is not None and (len(kept) >= mine.values_cap or theirs.keys() <= kept.keys()):
+                continue  # nothing to add
+            kept = {} if kept is None else dict(kept)
             for key, shown in theirs.items():
                 if len(kept) < mine.values_cap:
                     kept.setdefault(key, shown)
+            if values is a[15]:
+                values = dict(values)
+            values[var] = kept
         a[15] = values
         for tool, calls_args in b[8].items():
             kept = samples.setdefault(tool, [])
