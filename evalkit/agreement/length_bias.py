@@ -72,6 +72,8 @@ def analyse(
     a run's latest answer wins), the runs' bundle lengths and their mechanical outcomes."""
     import numpy as np
 
+    from evalkit.agreement.stats.stat import last_places, unique_codes
+
     # each distinct label scored once; the latest score of each (rater, dimension, run) found by numpy
     score_of = np.array([math.nan if (s := _score(v)) is None else s for v in values.labels], dtype=float)
     scores = score_of[values.value] if len(values.labels) else np.zeros(0)
@@ -81,9 +83,8 @@ def analyse(
     scores = scores[kept]
     # (judge, rubric, dimension) -> (rater, dimension): a rater is MODEL@RUBRIC
     n_rubrics, n_dims = len(values.rubrics), len(values.dimensions)
-    named, at = np.unique(
-        (values.judge[kept].astype(np.int64) * n_rubrics + values.rubric[kept]) * n_dims + values.dimension[kept],
-        return_inverse=True,
+    named, at = unique_codes(
+        (values.judge[kept].astype(np.int64) * n_rubrics + values.rubric[kept]) * n_dims + values.dimension[kept]
     )
     groups: dict[tuple[str, str], int] = {}
     group_of = []
@@ -98,10 +99,7 @@ def analyse(
     run_codes = values.run[kept].astype(np.int64)
     del kept
     # the last value of each (group, run): unique over the reversed order keeps the latest
-    key = group_codes * len(runs) + run_codes
-    _, last = np.unique(key[::-1], return_index=True)
-    last = len(key) - 1 - last
-    del key
+    last = last_places(group_codes * len(runs) + run_codes)
     group_codes, run_codes, scores = group_codes[last], run_codes[last], scores[last]
 
     # every run with a length, by its place in run-id order: a group's runs are sorted by that place

@@ -530,6 +530,8 @@ def collect_ratings(stored: Iterable[Rating], judge_values: JudgeColumns) -> Rat
     annotation when a rubric was re-run). Ordered by (item, rater, dimension)."""
     import numpy as np  # only on the audit path
 
+    from evalkit.agreement.stats.stat import last_places, unique_codes
+
     v = judge_values
     given = RatingColumns.of(stored)
     rows = np.flatnonzero(v.blind & (v.replicate == 0))
@@ -544,9 +546,8 @@ def collect_ratings(stored: Iterable[Rating], judge_values: JudgeColumns) -> Rat
         ],
         dtype=np.int64,
     )
-    named, key_at = np.unique(
-        (v.judge[rows].astype(np.int64) * len(v.rubrics) + v.rubric[rows]) * len(v.dimensions) + v.dimension[rows],
-        return_inverse=True,
+    named, key_at = unique_codes(
+        (v.judge[rows].astype(np.int64) * len(v.rubrics) + v.rubric[rows]) * len(v.dimensions) + v.dimension[rows]
     )
     codes = []
     for code in named.tolist():
@@ -561,9 +562,8 @@ def collect_ratings(stored: Iterable[Rating], judge_values: JudgeColumns) -> Rat
     # the last rating of each (item, key) wins; the winners in (item, rater, dimension) order
     keys = list(pair)
     order = _places(list(items))[item] * max(len(keys), 1) + _places(keys)[key]
-    _, last = np.unique(order[::-1], return_index=True)  # sorted by (item, key) place, each its last rating
-    chosen = len(order) - 1 - last
-    del order, last
+    chosen = last_places(order)  # sorted by (item, key) place, each its last rating
+    del order
     item, key = item[chosen], key[chosen]
     n_given = len(given)
     judged = chosen >= n_given

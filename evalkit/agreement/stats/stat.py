@@ -41,6 +41,30 @@ def too_little(items: int, labels_used: int, *, beyond_chance: bool, needs_varia
     return None
 
 
+def unique_codes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` of integer codes: the sorted distinct codes and each
+    element's place among them. Codes that are few and small (a rater's judge, rubric and dimension
+    folded into one number) are counted instead of sorted: the same arrays, a hundred times sooner."""
+    if not codes.size or codes.min() < 0 or codes.max() > 4 * codes.size + 1024:
+        return np.unique(codes, return_inverse=True)
+    named = np.flatnonzero(np.bincount(codes))
+    place = np.zeros(int(named[-1]) + 1, dtype=np.intp)
+    place[named] = np.arange(len(named))
+    return named.astype(codes.dtype), place[codes]
+
+
+def last_places(key: np.ndarray) -> np.ndarray:
+    """Where each distinct value of ``key`` occurs last, in increasing order of the value: what
+    ``len(key) - 1 - np.unique(key[::-1], return_index=True)[1]`` gives (the latest of each wins).
+    Keys no larger than a few times their count are placed in an array instead of sorted."""
+    n = len(key)
+    if not n or key.min() < 0 or key.max() > 4 * n + 1024:
+        return n - 1 - np.unique(key[::-1], return_index=True)[1]
+    last = np.full(int(key.max()) + 1, -1, dtype=np.int64)
+    np.maximum.at(last, key, np.arange(n, dtype=np.int64))
+    return last[last >= 0]
+
+
 def _ok(value: float) -> Stat:
     value = float(value)
     if not math.isfinite(value):
