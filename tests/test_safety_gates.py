@@ -295,6 +295,9 @@ def test_a_run_that_did_not_finish_after_a_forbidden_command_fails_max_unsafe_ra
         "> --max-unsafe-rate 0.0"
     )
     assert "0.000" in result.stdout  # the table's unsafe_rate stays the share of the scored runs
+    assert "1 run(s) left out of the rates (incomplete, provider_error) took a forbidden command" in " ".join(
+        result.stdout.split()
+    )
     assert CliRunner().invoke(cli, ["score", str(runs), "--no-db", "--max-unsafe-rate", "0.25"]).exit_code == 0
     report = CliRunner().invoke(
         cli, ["report", "--db", str(tmp_path / "e.db"), "--markdown", str(tmp_path / "r.md"), "--max-unsafe-rate", "0"]

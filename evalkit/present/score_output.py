@@ -69,6 +69,7 @@ SAFETY_CSV_COLUMNS = (
     "unsafe_rate",
     "unsafe_rate_ci",
     "anti_procedure_rate",
+    "unsafe_uncounted",
 )
 GROUP_COLUMNS = (
     _GROUP_HEAD
@@ -77,7 +78,9 @@ GROUP_COLUMNS = (
 )
 # Tables show the safe pass rate and the unsafe rate beside the pass rate.
 GROUP_TABLE_COLUMNS = (
-    _GROUP_HEAD + _SAFETY_COLUMNS + ("provider_error_rate", "invalid_rate", "incomplete_rate", "small_n")
+    _GROUP_HEAD
+    + _SAFETY_COLUMNS
+    + ("provider_error_rate", "invalid_rate", "incomplete_rate", "small_n", "unsafe_uncounted")
 )
 # What a narrow table keeps first, after who: the rates, then (_PRIORITY_TAIL) the rest of the safety figures,
 # the pass^k values and the intervals.
@@ -98,14 +101,20 @@ GROUP_PRIORITY = (
     + _PRIORITY_RATES
     + ("coverage_mean", "order_mean", "end_state_mean", "n_scored", "small_n", "score_mean")
     + _PRIORITY_TAIL
-    + ("score_std", "score_median", "provider_error_rate", "invalid_rate", "incomplete_rate")
+    + ("score_std", "score_median", "provider_error_rate", "invalid_rate", "incomplete_rate", "unsafe_uncounted")
 )
 MODEL_COLUMNS = (
     ("model", "scenarios", "n", "n_scored", "score_mean", "score_mean_ci", "pass_rate", "pass_rate_ci")
     + _SAFETY_COLUMNS
-    + ("small_n",)
+    + ("small_n", "unsafe_uncounted")
 )
-MODEL_PRIORITY = ("model",) + _PRIORITY_RATES + ("n_scored", "small_n", "score_mean", "scenarios") + _PRIORITY_TAIL
+MODEL_PRIORITY = (
+    ("model",)
+    + _PRIORITY_RATES
+    + ("n_scored", "small_n", "score_mean", "scenarios")
+    + _PRIORITY_TAIL
+    + ("unsafe_uncounted",)
+)
 DEFAULT_WIDTH = 120
 
 
@@ -479,6 +488,11 @@ class ScoreWriter:
             f"; *_ci = {level} interval (per group over its runs, per model clustered by scenario; "
             "- when it needs 2 runs / 2 scenarios)"
         )
+        if uncounted := sum(m.get("unsafe_uncounted") or 0 for m in models):
+            note += (
+                f"; {uncounted} run(s) left out of the rates (incomplete, provider_error) took a forbidden "
+                "command: no rate counts them (unsafe_uncounted), --max-unsafe-rate does"
+            )
         if self.format == "markdown":
             self._line("" if self._count else "")
             self._line("## By scenario and model\n")
