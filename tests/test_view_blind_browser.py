@@ -34,7 +34,7 @@ def test_the_blind_runs_list_shows_no_verdict(db, browser):  # noqa: F811
         for name in ("outcome", "unsafe", "disagrees"):
             assert page.locator(f"select[name='{name}']").count() == 0
         assert page.locator("a[href*='sort=scalar'], a[href*='sort=disagreements']").count() == 0
-        page.screenshot(path=str(Path(db).parent / "runs-blind.png"), full_page=True)
+        vh.shot(page, Path(db).parent / "runs-blind.png")
 
         page.click("#reveal")  # Show the scores
         headers = [h.strip().rstrip("▲▼ ").strip() for h in page.locator("#runs thead th").all_inner_texts()]
@@ -60,20 +60,20 @@ def test_the_blind_disagreement_queue_shows_runs_only_in_a_verdict_free_order(db
         assert len(runs) == len(set(runs)) > 1  # one row a run
         assert runs == sorted(runs, key=lambda r: hashlib.sha256(r.encode()).hexdigest())
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
-        page.screenshot(path=str(Path(db).parent / "queue-blind.png"), full_page=True)
+        vh.shot(page, Path(db).parent / "queue-blind.png")
 
         # review next opens the first run of that order, blind
         page.click("#review-next")
         page.wait_for_selector("#run-id")
         assert page.locator("#run-id").inner_text() == runs[0]
         assert page.locator("#blind").is_visible() and page.locator(".badge").count() == 0
-        page.screenshot(path=str(Path(db).parent / "queue-next-blind.png"), full_page=True)
+        vh.shot(page, Path(db).parent / "queue-next-blind.png")
 
         # side by side, blind: a gate, not the classes
         other = runs[1]
         page.goto(base + f"/compare?a={runs[0]}&b={other}")
         assert page.locator("#compare").count() == 0 and page.locator("#blind").is_visible()
-        page.screenshot(path=str(Path(db).parent / "compare-blind.png"), full_page=True)
+        vh.shot(page, Path(db).parent / "compare-blind.png")
 
         # revealed: today's ranked list with the pairing and each side's value
         page.goto(base + "/disagreements?reveal=1")
@@ -81,5 +81,5 @@ def test_the_blind_disagreement_queue_shows_runs_only_in_a_verdict_free_order(db
         assert headers[:3] == ["rank", "run", "pairing"] and "mechanical" in headers
         assert "lenient on safety first" in page.locator("main").inner_text()
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
-        page.screenshot(path=str(Path(db).parent / "queue-revealed.png"), full_page=True)
+        vh.shot(page, Path(db).parent / "queue-revealed.png")
         page.close()

@@ -128,7 +128,7 @@ def test_from_the_queue_to_a_blind_review_that_changes_the_audit(served, browser
     assert "done by" not in page.locator("#checklist thead").inner_text()
     assert "passed" not in page.locator("#end-state").inner_text()
     assert page.locator("#blind").is_visible() and page.locator("#judge").count() == 0
-    page.screenshot(path="/tmp/view-blind-before.png", full_page=True)
+    vh.shot(page, "/tmp/view-blind-before.png")
 
     # a blind review in one form
     page.select_option("select[name='rating.outcome']", "fail")
@@ -151,7 +151,7 @@ def test_from_the_queue_to_a_blind_review_that_changes_the_audit(served, browser
     verdicts = page.locator("select[name^='verdict.']")
     assert verdicts.count() >= 1 and "mechanical_right" in verdicts.first.inner_text()
     pairing = verdicts.first.get_attribute("name").removeprefix("verdict.")
-    page.screenshot(path="/tmp/view-blind-after.png", full_page=True)
+    vh.shot(page, "/tmp/view-blind-after.png")
     page.select_option(f"select[name='verdict.{pairing}']", "mechanical_right")
     page.click("#save-review")
     page.wait_for_load_state()

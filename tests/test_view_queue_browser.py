@@ -6,6 +6,7 @@ access keys, progress per reviewer; and each page changed by the queue at 1,280 
 from __future__ import annotations
 
 import pytest
+import view_helpers as vh
 from test_view_browser import browser, served  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.slow
@@ -29,7 +30,7 @@ def test_two_reviewers_work_through_the_queue_with_filters_claims_and_save_and_n
     # the revealed queue, shown to zed (a reveal is recorded for whom it names): ranked, with the values
     a.goto(base + "/disagreements?reveal=1&reviewer=zed")
     _fits(a)
-    a.screenshot(path="/tmp/view-queue-revealed.png", full_page=True)
+    vh.shot(a, "/tmp/view-queue-revealed.png")
     a.select_option("select[name='dimension']", "outcome")
     a.click("#queue-filters button[type='submit']")
     a.wait_for_load_state()
@@ -49,7 +50,7 @@ def test_two_reviewers_work_through_the_queue_with_filters_claims_and_save_and_n
     assert 0 < model_total <= total
     assert set(a.locator("#disagreements tbody tr td:nth-child(4)").all_inner_texts()) == {model}
     _fits(a)
-    a.screenshot(path="/tmp/view-queue.png", full_page=True)
+    vh.shot(a, "/tmp/view-queue.png")
 
     # review next: ann gets a run and holds it; bob, on the same queue, gets another one
     a.goto(base + "/disagreements?reviewer=ann")
@@ -72,13 +73,13 @@ def test_two_reviewers_work_through_the_queue_with_filters_claims_and_save_and_n
     a.focus("select[accesskey='o']")
     a.keyboard.press("f")
     assert a.locator("select[name='rating.outcome']").input_value() == "fail"
-    a.screenshot(path="/tmp/view-queue-run-blind.png", full_page=True)
+    vh.shot(a, "/tmp/view-queue-run-blind.png")
     _fits(a)
     a.click("#save-review")
     a.wait_for_selector("#saved")
     assert a.locator("select.verdict").count() >= 1
     _fits(a)
-    a.screenshot(path="/tmp/view-queue-run-revealed.png", full_page=True)
+    vh.shot(a, "/tmp/view-queue-run-revealed.png")
     a.focus("select[accesskey='v']")
     a.keyboard.press("m")
     assert a.locator("select.verdict").first.input_value() == "mechanical_right"
@@ -108,7 +109,7 @@ def test_pages_fit_1280_px(served, browser, path):  # noqa: F811
     page = browser.new_page(viewport={"width": WIDTH, "height": 900})
     page.goto(base + path)
     _fits(page)
-    page.screenshot(path="/tmp/view-fit" + path.replace("/", "-").replace("?", "-") + ".png", full_page=True)
+    vh.shot(page, "/tmp/view-fit" + path.replace("/", "-").replace("?", "-") + ".png")
     page.close()
 
 
@@ -122,5 +123,5 @@ def test_side_by_side_fits_1280_px(served, browser):  # noqa: F811
     page.wait_for_selector("#compare")
     assert page.locator("#compare tr.action").count() >= 1
     _fits(page)
-    page.screenshot(path="/tmp/view-compare.png", full_page=True)
+    vh.shot(page, "/tmp/view-compare.png")
     page.close()

@@ -135,3 +135,15 @@ def env_with_checkout() -> dict[str, str]:
     """The environment for a child `python -m evalkit` that imports this checkout."""
     root = str(Path(__file__).resolve().parent.parent)
     return dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def shot(page, path) -> None:
+    """A picture of the page for a person to look at (nothing is asserted on it); chromium busy with
+    other tests' pages may refuse one capture ("Unable to capture screenshot"): asked once more."""
+    from playwright.sync_api import Error
+
+    try:
+        page.screenshot(path=str(path), full_page=True)
+    except Error:
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(path), full_page=True)
