@@ -206,6 +206,7 @@ class Observed:
         for i, expect in enumerate(self._forbidden):
             self._forbidden_of.setdefault(expect.tool, []).append(i)
         self._takers = (catalog.required_lookup, catalog.optional)
+        self._key_tests: dict[int, list] = {}  # id of an action -> its per-key tests (_key_tests)
         self.gated_hit = [False] * len(self._gates)
         self.gated_near = [{} for _ in self._gates]
         self._gated_of: dict[str, list[int]] = {}
@@ -325,20 +326,29 @@ class Observed:
         self, call: Any, todo: list[int], expects: list[Any], hit: list[bool], near: list[dict[str, int]], takers: tuple
     ) -> None:
         """An executed call of the tool of the actions ``todo`` (of ``expects``): the first it
-        matches is hit; else, when none of ``takers`` (lookups) nor a gate's action takes it, it is
-        counted under the one key on which it misses each unmatched action."""
+        matches is hit; else, when it misses an unmatched action by one key and none of ``takers``
+        (lookups) nor a gate's action takes it, it is counted under that key."""
         if all(hit[i] for i in todo):  # nothing left to learn from its calls
             return
+        key = None  # the call's match key, computed once where an action needs it
         for i in todo:
-            if expects[i].matches(call):
+            expect = expects[i]
+            if key is None and expect.key is not None:
+                key = match_key(call.name, call.args)
+            if expect.matches(call, key):
                 hit[i] = True
                 return
-        key = match_key(call.name, call.args)
+        missed = _one_key_misses(call, todo, expects, hit, self._key_tests)
+        if not missed:  # most calls: nothing to count, so the lookups below are not made
+            return
+        if key is None:
+            key = match_key(call.name, call.args)
         if any(lookup.first(call, key) is not None for lookup in takers) or (
             takers and any(a.matches(call, key) for a in self._gate_actions)
         ):
             return
-        _near(call, todo, expects, hit, near)
+        for i, differs in missed:
+            near[i][differs] = near[i].get(differs, 0) + 1
 
     def _ask(self, call: Any) -> None:
         """An executed call of an approval tool: which gates it approves, and for the others whose
@@ -361,17 +371,24 @@ class Observed:
 _ABSENT = object()
 
 
-def _near(call: Any, todo: list[int], expects: list[Any], hit: list[bool], near: list[dict[str, int]]) -> None:
-    """Count ``call`` under the one key on which it differs from each unmatched action of ``todo``."""
-    if not isinstance(call.args, dict):
-        return
+def _one_key_misses(call: Any, todo: list[int], expects: list[Any], hit: list[bool], tests: dict) -> list:
+    """``(action, key)`` for each unmatched action of ``todo`` that ``call`` differs from on that
+    one key alone (``tests``: each action's per-key tests, made once by :func:`_key_tests`)."""
+    args = call.args
+    if not isinstance(args, dict):
+        return []
+    out = []
     for i in todo:
         expect = expects[i]
         if hit[i] or expect.any_args:
             continue
-        differs = _disagreeing_keys(expect, [call.args])
+        keyed = tests.get(id(expect))
+        if keyed is None:
+            keyed = tests[id(expect)] = _key_tests(expect)
+        differs = [key for key, agrees in keyed if not agrees(args)]
         if len(differs) == 1:
-            near[i][differs[0]] = near[i].get(differs[0], 0) + 1
+            out.append((i, differs[0]))
+    return out
 
 
 def twins(required: list[Any]) -> list[list[int]]:
@@ -825,13 +842,16 @@ def _type_finding(loc: tuple, key: str, value: Any, types: set[str], tool: str, 
 
 def _disagreeing_keys(expect: Any, samples: list[dict[str, Any]]) -> list[str]:
     """The keys of an action on which no sampled call agrees, each compared alone."""
+    if not samples:
+        return []
+    return [key for key, agrees in _key_tests(expect) if not any(agrees(actual) for actual in samples)]
+
+
+def _key_tests(expect: Any) -> list[tuple[str, Any]]:
+    """Each key of an action with the test of a call's arguments on that key alone (none under
+    ``mode: ignore``)."""
     rule = expect.rule
-    if rule.mode == "ignore" or not samples:
+    if rule.mode == "ignore":
         return []
     names = list(rule.keys) if rule.keys is not None else sorted(set(expect.args) | {k for k, _ in rule.compare})
-    out = []
-    for key in names:
-        agrees = args_test(replace(rule, keys=(key,)), expect.args)
-        if not any(agrees(actual) for actual in samples):
-            out.append(key)
-    return out
+    return [(key, args_test(replace(rule, keys=(key,)), expect.args)) for key in names]
