@@ -15,6 +15,8 @@ a human is the Alternative Annotator Test's question (the raters section's Alt-T
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -34,40 +36,32 @@ def _values(ratings: list[Any], kind: str) -> dict[str, dict[str, Any]]:
 
 
 def _multi(
-    stat, of_counts, matrix: list[list[Any]], boot: Boot | None, labels: list[Any] | None, *args: Any
+    stat: Callable[[Any], Any],
+    of_counts: Callable[[Any], Any],
+    matrix: list[list[Any]],
+    boot: Boot | None,
+    labels: list[Any] | None,
 ) -> dict[str, Any]:
     """A multi-rater statistic of a (raters × items) matrix with its bootstrap interval over items.
-    ``of_counts(counts, *args)``: the statistic of the matrix's (items x labels) counts on
-    ``labels`` (None: the labels used), which a resample of items takes as a resample of rows."""
+    ``of_counts``: the same statistic of the matrix's (items x labels) counts on ``labels`` (None:
+    the labels used), which a resample of items takes as a resample of rows."""
     from evalkit.agreement.stats import bootstrap_ci
     from evalkit.agreement.stats.bootstrap import bootstrap_counts
     from evalkit.agreement.stats.multirater import item_label_counts
 
-    point = stat(matrix, *args) if labels is None else stat(matrix, *args, labels)
+    point = stat(matrix)
     n = len(matrix[0]) if matrix else 0
     fig = _figure(point["value"], n, point["reason"])
     if boot is None or fig["value"] is None:
         return fig
-    counts, scale = item_label_counts(matrix, labels)
+    counts = item_label_counts(matrix, labels)[0]
     if counts.shape[0] == n:  # every item rated twice or more: a row an item
         # a label a resample leaves out adds nothing to an agreement count or a coincidence, and
         # with ``labels`` given the scale is the same in every resample
-        ci = bootstrap_counts(
-            point,
-            counts,
-            lambda c: of_counts(c, *args) if labels is None else of_counts(c, scale, *args),
-            n_resamples=boot.n_resamples,
-            seed=boot.seed,
-            ci=boot.ci,
-        )
+        ci = bootstrap_counts(point, counts, of_counts, n_resamples=boot.n_resamples, seed=boot.seed, ci=boot.ci)
     else:
-        ci = bootstrap_ci(
-            lambda m: stat(m, *args) if labels is None else stat(m, *args, labels),
-            np.asarray(matrix, dtype=object),
-            n_resamples=boot.n_resamples,
-            seed=boot.seed,
-            ci=boot.ci,
-        )
+        matrix_array = np.asarray(matrix, dtype=object)
+        ci = bootstrap_ci(stat, matrix_array, n_resamples=boot.n_resamples, seed=boot.seed, ci=boot.ci)
     fig["ci_low"], fig["ci_high"] = ci["low"], ci["high"]
     return fig
 
@@ -136,8 +130,16 @@ def analyse(ratings: RatingColumns, config: AuditConfig, bootstrap: dict[str, An
             "humans": names,
             "n_items": len(items),
             "percent_agreement": _multi(pooled_pairwise_agreement, pooled_of_counts, matrix, boot, None),
-            "krippendorff_alpha": _multi(krippendorff_alpha, alpha_of_counts, matrix, boot, labels, level),
-            "gwet_ac1": _multi(gwet_ac1_multi, ac1_of_counts, matrix, boot, labels),
+            "krippendorff_alpha": _multi(
+                partial(krippendorff_alpha, level=level, labels=labels),
+                partial(alpha_of_counts, labels=labels, level=level),
+                matrix,
+                boot,
+                labels,
+            ),
+            "gwet_ac1": _multi(
+                partial(gwet_ac1_multi, labels=labels), partial(ac1_of_counts, labels=labels), matrix, boot, labels
+            ),
             "judges": [],
         }
         judges = _values(kept, "judge")

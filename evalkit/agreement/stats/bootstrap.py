@@ -68,13 +68,19 @@ def bootstrap_ci(
     estimate = statistic(*arrays)
     if n == 0:
         return _ci_result(_undefined("no items"), np.full(n_resamples, np.nan), n_resamples, seed, ci)
+    values = _resampled(lambda idx: statistic(*[a[..., idx] for a in arrays]), n, n_resamples, seed)
+    return _ci_result(estimate, values, n_resamples, seed, ci)
+
+
+def _resampled(statistic_at: Callable[[np.ndarray], Stat], n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """The statistic of each of ``n_resamples`` seeded resamples of ``n`` items with replacement
+    (``statistic_at(idx)``: of the items at ``idx``), NaN where it is undefined."""
     rng = np.random.default_rng(seed)
     values = np.empty(n_resamples)
     for b in range(n_resamples):
-        idx = rng.integers(0, n, size=n)
-        v = statistic(*[a[..., idx] for a in arrays])["value"]
+        v = statistic_at(rng.integers(0, n, size=n))["value"]
         values[b] = np.nan if v is None else v
-    return _ci_result(estimate, values, n_resamples, seed, ci)
+    return values
 
 
 def bootstrap_counts(
@@ -93,12 +99,9 @@ def bootstrap_counts(
     n = counts.shape[0]
     if n == 0:
         return _ci_result(_undefined("no items"), np.full(n_resamples, np.nan), n_resamples, seed, ci)
-    rng = np.random.default_rng(seed)
-    values = np.empty(n_resamples)
-    for b in range(n_resamples):
-        v = statistic(counts[rng.integers(0, n, size=n)])["value"]
-        values[b] = np.nan if v is None else v
-    return _ci_result(estimate, values, n_resamples, seed, ci)
+    return _ci_result(
+        estimate, _resampled(lambda idx: statistic(counts[idx]), n, n_resamples, seed), n_resamples, seed, ci
+    )
 
 
 def bootstrap_confusion(
