@@ -212,6 +212,14 @@ class Observed:
         self._gated_of: dict[str, list[int]] = {}
         for i, gate in enumerate(self._gates):
             self._gated_of.setdefault(gate.action.tool, []).append(i)
+        # what catches a call (by tool: the actions of it, their hits and near misses, and what else
+        # takes a call): optional and forbidden actions count near misses no other action takes;
+        # gates count any
+        self._caught = (
+            (self._optional_of, self._optional, self.optional_hit, self.optional_near, self._others),
+            (self._forbidden_of, self._forbidden, self.forbidden_hit, self.forbidden_near, self._takers),
+            (self._gated_of, self._gate_actions, self.gated_hit, self.gated_near, ()),
+        )
         wanted = self.scenario.success.final_state if self.scenario.success is not None else []
         self._success_vars = list(
             dict.fromkeys(c["var"] for c in wanted if isinstance(c, dict) and isinstance(c.get("var"), str))
@@ -238,18 +246,9 @@ class Observed:
             if name in self._gates_of and call.is_error is False:
                 self._ask(call)
             if call.is_error is False:
-                # optional and forbidden actions: near misses no other action takes; gates: any
-                if name in self._optional_of:
-                    todo = self._optional_of[name]
-                    self._near_misses(call, todo, self._optional, self.optional_hit, self.optional_near, self._others)
-                if name in self._forbidden_of:
-                    todo = self._forbidden_of[name]
-                    self._near_misses(
-                        call, todo, self._forbidden, self.forbidden_hit, self.forbidden_near, self._takers
-                    )
-                if name in self._gated_of:
-                    todo = self._gated_of[name]
-                    self._near_misses(call, todo, self._gate_actions, self.gated_hit, self.gated_near, ())
+                for of, expects, hit, near, takers in self._caught:
+                    if name in of:
+                        self._near_misses(call, of[name], expects, hit, near, takers)
             if not args and result is None and name not in by_tool:  # most reads, as scoring keeps them
                 continue
             if args:
@@ -327,7 +326,7 @@ class Observed:
     ) -> None:
         """An executed call of the tool of the actions ``todo`` (of ``expects``): the first it
         matches is hit; else, when it misses an unmatched action by one key and none of ``takers``
-        (lookups) nor a gate's action takes it, it is counted under that key."""
+        (lookups, and with them the gates' actions) takes it, it is counted under that key."""
         if all(hit[i] for i in todo):  # nothing left to learn from its calls
             return
         key = None  # the call's match key, computed once where an action needs it

@@ -99,9 +99,9 @@ def junit_xml(result: Mapping[str, Any], failed_lines: Sequence[str], gates: Map
             figure, counting = model_figure(gate, result, m) if m else (None, "")
             if not _fails(name, limit, figure):
                 continue
-            below = [g for g in cases if _fails(name, limit, group_figure(gate, g))] or cases
-            for g in below:
-                failures[str(g["scenario_id"])].append(_reason(name, limit, group_figure(gate, g), figure) + counting)
+            figures = [(g, group_figure(gate, g)) for g in cases]
+            for g, value in [(g, value) for g, value in figures if _fails(name, limit, value)] or figures:
+                failures[str(g["scenario_id"])].append(_reason(name, limit, value, figure) + counting)
         body = []
         for g in cases:
             scenario = str(g["scenario_id"])
