@@ -104,16 +104,56 @@ def test_model_comes_from_the_line_else_the_flag(tmp_path):
         IMPORTER.convert(str(SRC))
 
 
-def test_invalid_json_arguments_name_the_line(tmp_path):
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        "{'subscription_id': 'S9'}",  # a Python repr
+        '{"subscription_id": "S9", "reason": "too exp',  # cut off at the model's token limit
+        '["S9"]',  # JSON, but no object
+        '{"subscription_id": "S9", "subscription_id": "S8"}',  # a key twice
+    ],
+)
+def test_a_tool_call_with_malformed_arguments_is_the_models_errored_call_and_the_run_is_scored(tmp_path, arguments):
+    """A model that writes arguments no runtime can read made a call that was not run: the run is
+    imported and scored with it (its action not done), not dropped with the other runs of the file."""
+    first, second = SRC.read_text().splitlines()[:2]
+    line = json.loads(second)
+    call = line["messages"][1]["tool_calls"][0]
+    call["function"]["arguments"] = arguments
+    line["messages"][2] = {"role": "tool", "tool_call_id": call["id"], "content": "cancelled"}  # no error flag
+    src = tmp_path / "t.jsonl"
+    src.write_text(first + "\n" + json.dumps(line) + "\n")
+    out = tmp_path / "out"
+    result = import_files("openai-messages", [src], out)
+    assert not result.errors
+    runs = _by_run(out)
+    assert len(runs) == 2  # the file's other run is kept too
+    traj = read_trajectory(runs["refund-2:acme/agent-1"])
+    malformed = [e for e in traj.events if e.type == "tool_call"][0]
+    assert (malformed.name, malformed.args, malformed.is_error) == (
+        "cancel_subscription",
+        {"arguments": arguments},
+        True,
+    )
+    assert malformed.result == "cancelled"  # the answer is kept; it does not make the call run
+    card = score_trajectory(traj)
+    assert card.informative.errored_commands == 1
+    assert [(c.tool, c.class_) for c in card.commands] == [
+        ("refund_order", "matched_required"),
+        ("cancel_subscription", "matched_required"),
+    ]
+
+
+def test_arguments_that_are_neither_text_nor_an_object_name_the_line_and_keep_the_file_out(tmp_path):
     line = json.loads(SRC.read_text().splitlines()[1])
-    line["messages"][1]["tool_calls"][0]["function"]["arguments"] = "{'subscription_id': 'S8'}"
+    line["messages"][1]["tool_calls"][0]["function"]["arguments"] = 42
     src = tmp_path / "t.jsonl"
     src.write_text(SRC.read_text().splitlines()[0] + "\n" + json.dumps(line) + "\n")
     out = tmp_path / "out"
     result = import_files("openai-messages", [src], out)
     (error,) = result.errors
     assert str(error).startswith(f"{src}:2: transcript refund-2: message 1, tool call 0 (cancel_subscription)")
-    assert "not valid JSON" in str(error)
+    assert "arguments must be a JSON string or an object, not int" in str(error)
     assert not out.exists()  # the good first line was not written either: all-or-nothing per file
 
 

@@ -52,7 +52,7 @@ def convert(
     if dialect == "auto":
         dialect = sniff(messages)
     if dialect == "openai":
-        return convert_messages(messages, is_error, missing_result_is_error)
+        return convert_messages(messages, is_error, missing_result_is_error, malformed_calls=True)
     originals: list[dict[str, Any]] = []
     transcript = convert_messages(to_openai(messages, originals), is_error, missing_result_is_error)
     assistants = iter(originals)

@@ -76,8 +76,26 @@ def parse_arguments(raw: Any, what: str) -> dict[str, Any]:
     return value
 
 
-def _calls_of(message: dict[str, Any], mi: int) -> list[tuple[str | None, str, dict[str, Any]]]:
-    calls: list[tuple[str | None, str, dict[str, Any]]] = []
+def call_arguments(raw: Any, what: str) -> tuple[dict[str, Any], bool]:
+    """A model's tool-call arguments and whether the call is malformed. JSON text that does not
+    decode to an object is the model's malformed call, which no runtime runs as given (OpenAI's
+    and Anthropic's SDKs, inspect_ai and langchain refuse it): kept whole as ``{"arguments": text}``
+    and recorded as an errored call, so the run is scored with the call it made."""
+    if isinstance(raw, str) and raw.strip():
+        try:
+            value = safe_json.loads(raw)
+        except JSONProblem:
+            return {"arguments": raw}, True
+        return (value, False) if isinstance(value, dict) else ({"arguments": raw}, True)
+    return parse_arguments(raw, what), False
+
+
+Call = tuple[str | None, str, dict[str, Any], bool]
+
+
+def _calls_of(message: dict[str, Any], mi: int, malformed_calls: bool) -> list[Call]:
+    read = call_arguments if malformed_calls else lambda raw, what: (parse_arguments(raw, what), False)
+    calls: list[Call] = []
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise MessageError(f"message {mi}: tool_calls must be a list")
@@ -88,13 +106,11 @@ def _calls_of(message: dict[str, Any], mi: int) -> list[tuple[str | None, str, d
             raise MessageError(f"{what}: needs function.name")
         what += f" ({fn['name']})"
         call_id = call.get("id")
-        calls.append(
-            (None if call_id is None else str(call_id), fn["name"], parse_arguments(fn.get("arguments"), what))
-        )
+        calls.append((None if call_id is None else str(call_id), fn["name"], *read(fn.get("arguments"), what)))
     legacy = message.get("function_call")
     if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
         what = f"message {mi}, function_call ({legacy['name']})"
-        calls.append((None, legacy["name"], parse_arguments(legacy.get("arguments"), what)))
+        calls.append((None, legacy["name"], *read(legacy.get("arguments"), what)))
     return calls
 
 
@@ -102,15 +118,20 @@ def convert_messages(
     messages: Any,
     is_error: Callable[[dict[str, Any], Any], bool],
     missing_result_is_error: bool,
+    malformed_calls: bool = False,
 ) -> Transcript:
     """Convert a message list. ``is_error(tool_message, result)`` decides whether a tool result is an
     error; a call that no tool message answers is an error (never executed) when
-    ``missing_result_is_error``, otherwise a success with a null result."""
+    ``missing_result_is_error``, otherwise a success with a null result. ``malformed_calls``: arguments
+    that are not JSON of an object are the model's malformed call (:func:`call_arguments`), for
+    transcripts of what a model wrote; otherwise an error (harnesses that record arguments they
+    parsed, as tau-bench and tau2-bench do)."""
     if not isinstance(messages, list):
         raise MessageError("messages must be a list")
     out = Transcript()
     pending: list[dict[str, Any]] = []  # unanswered tool_call records, oldest first
     ids: dict[str, dict[str, Any]] = {}
+    refused: set[int] = set()  # ids of the calls with malformed arguments: errored whatever the answer
     for mi, msg in enumerate(messages):
         if not isinstance(msg, dict):
             raise MessageError(f"message {mi} is not an object")
@@ -123,12 +144,12 @@ def convert_messages(
             out.events.append({"type": "nudge", "step": out.steps, "text": text})
         elif role == "assistant":
             out.steps += 1
-            calls = _calls_of(msg, mi)
+            calls = _calls_of(msg, mi, malformed_calls)
             stop = msg.get("finish_reason") or msg.get("stop_reason") or ("tool_use" if calls else "end_turn")
             out.events.append(
                 {"type": "assistant", "step": out.steps, "text": text, "stop_reason": stop, "provider_raw": msg}
             )
-            for ci, (call_id, name, args) in enumerate(calls):
+            for ci, (call_id, name, args, malformed) in enumerate(calls):
                 record = {
                     "type": "tool_call",
                     "step": out.steps,
@@ -136,7 +157,7 @@ def convert_messages(
                     "name": name,
                     "args": args,
                     "result": None,
-                    "is_error": missing_result_is_error,
+                    "is_error": missing_result_is_error or malformed,
                     "sim_time_before": out.steps - 1,
                     "sim_time_after": out.steps,
                     "wall_ms": None,
@@ -144,6 +165,8 @@ def convert_messages(
                 out.events.append(record)
                 out.tool_calls += 1
                 pending.append(record)
+                if malformed:
+                    refused.add(id(record))
                 if call_id is not None:
                     ids[call_id] = record
         elif role in ("tool", "function"):
@@ -153,7 +176,7 @@ def convert_messages(
             pending.remove(record)
             result = msg.get("content")
             record["result"] = result
-            record["is_error"] = bool(is_error(msg, result))
+            record["is_error"] = id(record) in refused or bool(is_error(msg, result))
         else:
             raise MessageError(f"message {mi}: unknown role {role!r}")
         out.last_role = role
