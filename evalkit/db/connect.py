@@ -3,7 +3,8 @@
 Writers (``score``, ``judge``, ``annotations import``, ``cache clear``): the busy timeout is the
 first statement, then WAL mode and the schema (created or migrated in one ``BEGIN IMMEDIATE``
 transaction); both are retried while another process holds the lock, so any number of processes
-may create the same new file at once.
+may create the same new file at once. A writer that closes checkpoints what it can (passively),
+so the file alone holds what it committed even while a reader keeps the WAL alive.
 
 Readers (``audit``, ``report``, ``cache stats``, ``judge`` without PATHS): ``mode=ro``. When the
 file's directory is not writable, SQLite cannot create the WAL index there, so:
@@ -255,6 +256,13 @@ class Database:
             raise
 
     def close(self) -> None:
+        if not self.readonly:
+            # SQLite moves the WAL into the file when its last connection closes; while another
+            # process reads (a running `evalkit view`), that waits, and a copy of the file alone
+            # would miss what this writer committed. A passive checkpoint moves what no reader
+            # still needs, without waiting for anyone.
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         self.conn.close()
         if self._cleanup is not None:
             self._cleanup()
