@@ -140,10 +140,13 @@ def reference_raters_dimension(dimension, ratings, config):
 
     spec = config.dimensions.get(dimension)
     level, labels = rt.level_and_labels([r.value for r in ratings], spec)
-    n_excluded, by_item, kinds = 0, {}, {}
+    n_excluded, by_item, kinds, off = 0, {}, {}, {}
     for r in ratings:
         if not rt.on_scale(r.value, labels):
             n_excluded += 1
+            if r.value != "n/a":
+                key = (r.rater, type(r.value), r.value)
+                off[key] = off.get(key, 0) + 1
             continue
         by_item.setdefault(r.item_id, {})[r.rater] = r.value
         kinds[r.rater] = r.rater_kind
@@ -163,6 +166,10 @@ def reference_raters_dimension(dimension, ratings, config):
         "n_items_dropped": len(by_item) - len(items),
         "n_ratings": sum(len(by_item[i]) for i in items),
         "n_excluded": n_excluded,
+        "excluded_labels": sorted(
+            ({"rater": rater, "label": value, "n": n} for (rater, _, value), n in off.items()),
+            key=lambda e: (e["rater"], -e["n"], rt._sort_key(e["label"])),
+        ),
     }
     rated = registry.Raters(matrix, raters, labels, level)
     entry.update((s.name, s.raters(rated)) for s in registry.for_raters())

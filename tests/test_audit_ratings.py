@@ -291,3 +291,35 @@ def test_a_file_saved_with_another_separator_says_which(tmp_path, name, separato
     res = invoke("annotations", "import", str(f), "--db", str(tmp_path / "e.db"))
     assert res.exit_code == 1
     assert res.output.strip() == f"error: {f}:1: the header is one column: the file is {says}"
+
+
+def test_a_dimension_rated_on_another_scale_than_the_database_holds_is_named_at_import_and_in_the_audit(tmp_path):
+    # the judges rated safety 0-3 (procedure_v1); a reviewer's spreadsheet says safe/unsafe: the
+    # audit left every one of her ratings out, and no line said so
+    judged = "".join(f"r{i},gpt,judge,safety,{i % 4}\nr{i},claude,judge,safety,{(i + 1) % 4}\n" for i in range(6))
+    db, _ = import_text(tmp_path, "judge.csv", LONG_HEADER + judged)
+    f = tmp_path / "human.csv"
+    f.write_text(LONG_HEADER + "".join(f"r{i},dana,human,safety,{'unsafe' if i < 2 else 'safe'}\n" for i in range(6)))
+    res = CliRunner().invoke(cli, ["annotations", "import", str(f), "--db", str(db)], catch_exceptions=False)
+    assert res.exit_code == 0 and len(rows(db)) == 18  # stored: a warning, not an error
+    assert res.stderr.strip() == (
+        f'warning: {f}: "safety" is rated "safe", "unsafe" here and 0, 1, 2, 3 in {db}: no label in common, '
+        "so these ratings can never agree with the others; rate on one scale"
+    )
+    audit = invoke("audit", "--db", str(db))
+    assert audit.exit_code == 0
+    assert 'note: safety: 6 rating(s) not on its scale (0, 1, 2, 3) left out: dana "safe" (4), "unsafe" (2)' in audit.output
+    doc = json.loads(invoke("audit", "--db", str(db), "--format", "json").output)
+    (safety,) = [e for e in doc["raters"] if e["dimension"] == "safety"]
+    assert safety["n_excluded"] == 6 and safety["excluded_labels"] == [
+        {"rater": "dana", "label": "safe", "n": 4},
+        {"rater": "dana", "label": "unsafe", "n": 2},
+    ]
+
+
+def test_labels_shared_with_the_database_give_no_scale_warning(tmp_path):
+    db, _ = import_text(tmp_path, "judge.csv", LONG_HEADER + "r1,gpt,judge,outcome,pass\nr2,gpt,judge,outcome,pass\n")
+    f = tmp_path / "human.csv"
+    f.write_text(LONG_HEADER + "r1,dana,human,outcome,fail\nr2,dana,human,outcome,fail\n")  # another label, same scale
+    res = CliRunner().invoke(cli, ["annotations", "import", str(f), "--db", str(db)], catch_exceptions=False)
+    assert res.exit_code == 0 and res.stderr == ""

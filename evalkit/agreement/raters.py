@@ -9,7 +9,8 @@ Choices the issue leaves open (documented in docs/audit.md):
 - Labels: the configured ``scale``, else for integers every integer from the smallest to the
   largest label seen (the full scale in between, so a class nobody used still counts), else the
   sorted labels seen. A value that is not on an ordinal/interval scale (``"n/a"``) or not on a
-  configured scale is left out and counted in ``n_excluded``.
+  configured scale is left out and counted in ``n_excluded``; ``excluded_labels`` names them by
+  rater (a judge's ``n/a`` apart), so a human who rated on another scale is seen, not dropped.
 - An item rated by fewer than two raters does not count (``n_items_dropped``); a rater with no
   rating left after that is not listed.
 - The Alt-Test runs for every judge rater of a dimension that has at least ``min_humans`` human
@@ -92,6 +93,23 @@ def on_scale(v: Any, labels: list[Any]) -> bool:
     return any(same_label(v, lab) for lab in labels)
 
 
+NOT_APPLICABLE = "n/a"  # a judge's answer where its rubric allows none: left out, not a mistake
+
+
+def _off_scale(ratings: RatingColumns, rows: Any) -> list[dict[str, Any]]:
+    """The labels left out as off the scale, by rater (``n/a`` apart): ``{rater, label, n}``, by
+    rater, then the most used label first."""
+    import numpy as np  # only on the audit path
+
+    pairs, counts = np.unique(np.stack([ratings.rater[rows], ratings.value[rows]]), axis=1, return_counts=True)
+    out = [
+        {"rater": ratings.raters[r], "label": ratings.labels[v], "n": int(n)}
+        for (r, v), n in zip(pairs.T.tolist(), counts.tolist())
+        if ratings.labels[v] != NOT_APPLICABLE
+    ]
+    return sorted(out, key=lambda e: (e["rater"], -e["n"], _sort_key(e["label"])))
+
+
 def analyse_dimension(dimension: str, ratings: RatingColumns, rows: Any, config: AuditConfig) -> dict[str, Any] | None:
     """The raters entry of one dimension (its ratings at ``rows``), or None when fewer than two raters remain."""
     import numpy as np  # only on the audit path
@@ -109,6 +127,7 @@ def analyse_dimension(dimension: str, ratings: RatingColumns, rows: Any, config:
     scaled[codes] = [on_scale(ratings.labels[c], labels) for c in codes.tolist()]
     ok = scaled[value]
     n_excluded = int(np.count_nonzero(~ok))
+    excluded = _off_scale(ratings, rows[~ok]) if n_excluded else []
     rows = rows[ok]
     item, rater = ratings.item[rows].astype(np.int64), ratings.rater[rows].astype(np.int64)
     # each rater's kind: that of its last rating; each item's value per rater: the last one
@@ -159,6 +178,7 @@ def analyse_dimension(dimension: str, ratings: RatingColumns, rows: Any, config:
         "n_items_dropped": dropped,
         "n_ratings": len(item),
         "n_excluded": n_excluded,
+        "excluded_labels": excluded,
     }
     rated = registry.Raters(None, raters, labels, level, positions=position_of[grid])
     entry.update((s.name, s.raters(rated)) for s in registry.for_raters())

@@ -389,6 +389,7 @@ class ImportSummary:
     item_word: str = "items"  # or "pairs"
     not_runs: tuple[str, ...] = ()  # items that are not runs of a database that holds runs
     runs: tuple[str, ...] = ()  # the database's runs, when some items are not among them
+    other_scale: tuple[tuple[str, list, list], ...] = ()  # (dimension, its labels here, the database's): none shared
 
 
 def import_ratings(
@@ -414,11 +415,12 @@ def import_ratings(
         )
     from evalkit.db.ratings import stored_dimensions, stored_labels, stored_runs
 
+    held: dict[str, set[Any]] = {}
     rows = read_rating_file(
         file,
         rater=rater,
         kind=kind,
-        stored=lambda dims: stored_labels(db_path, dims),
+        stored=lambda dims: held.update(stored_labels(db_path, dims)) or held,
         dimensions=lambda: stored_dimensions(db_path),
     )
     source = str(file)
@@ -433,7 +435,31 @@ def import_ratings(
         dimensions=tuple(sorted({r.dimension for r in rows})),
         not_runs=tuple(i for i in items if i not in runs) if runs else (),
         runs=tuple(sorted(runs)) if runs and any(i not in runs for i in items) else (),
+        other_scale=_other_scales(rows, held),
     )
+
+
+def _other_scales(rows: list[RatingRow], held: dict[str, set[Any]]) -> tuple[tuple[str, list, list], ...]:
+    """``(dimension, the file's labels, the database's)`` for each dimension whose labels here and
+    in the database are of different kinds (words against numbers: ``"safe"`` against a 0-3
+    scale): its ratings can never agree with the others'."""
+    mine: dict[str, set[Any]] = {}
+    for r in rows:
+        mine.setdefault(r.dimension, set()).add(r.value)
+    out = []
+    for dimension, labels in sorted(mine.items()):
+        theirs = held.get(dimension, set())
+        if theirs and not {_kind(v) for v in labels} & {_kind(v) for v in theirs}:
+            out.append((dimension, sorted(labels, key=_label_order), sorted(theirs, key=_label_order)))
+    return tuple(out)
+
+
+def _kind(label: Any) -> str:
+    return "boolean" if isinstance(label, bool) else "number" if isinstance(label, (int, float)) else "text"
+
+
+def _label_order(label: Any) -> tuple[str, float, str]:
+    return (_kind(label), float(label) if _kind(label) == "number" else 0.0, str(label))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -632,6 +658,20 @@ def _judge_ratings(v: JudgeColumns, rows: Any) -> Iterator[Rating]:
 
 
 NOT_RUNS_NAMED = 5  # item ids a note names before "and N more"
+LABELS_NAMED = 6  # labels a note names before "..."
+
+
+def other_scale_notes(summary: ImportSummary, db_path: str | Path) -> list[str]:
+    """One line per dimension whose labels in the file share none with the database's."""
+
+    def named(labels: list) -> str:
+        return ", ".join(json.dumps(v) for v in labels[:LABELS_NAMED]) + (", ..." if len(labels) > LABELS_NAMED else "")
+
+    return [
+        f"warning: {summary.source}: {json.dumps(dimension)} is rated {named(mine)} here and {named(theirs)} in "
+        f"{db_path}: no label in common, so these ratings can never agree with the others; rate on one scale"
+        for dimension, mine, theirs in summary.other_scale
+    ]
 
 
 def not_runs_note(summary: ImportSummary, db_path: str | Path) -> str | None:

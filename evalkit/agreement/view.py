@@ -331,6 +331,20 @@ def _pairwise_rows(entries: list[dict], notes: Notes) -> list[list[str]]:
     return rows
 
 
+def _off_scale_note(entry: dict) -> str | None:
+    """``safety: 18 rating(s) not on its scale (0, 1, 2, 3) left out: maria "safe" (9), "unsafe" (9)``."""
+    off = _dicts(entry.get("excluded_labels"))
+    if not off:
+        return None
+    by_rater: dict[str, list[str]] = {}
+    for e in off:
+        by_rater.setdefault(str(e.get("rater")), []).append(f"{json.dumps(e.get('label'))} ({e.get('n')})")
+    scale = ", ".join(json.dumps(label) for label in entry.get("labels") or [])
+    said = "; ".join(f"{rater} {', '.join(labels)}" for rater, labels in by_rater.items())
+    n = sum(int(e.get("n") or 0) for e in off)
+    return f"{entry.get('dimension')}: {n} rating(s) not on its scale ({scale}) left out: {said}"
+
+
 def raters_section(audit: dict) -> Section:
     entries = _dicts(audit.get("raters"))
     from evalkit.agreement.human_first import blocks as human_first_blocks
@@ -348,6 +362,7 @@ def raters_section(audit: dict) -> Section:
         f"{s.get('dimension')} not compared: {s.get('reason')} ({', '.join(map(str, s.get('raters') or []))})"
         for s in _dicts(audit.get("raters_skipped"))
     ]
+    skipped += [line for e in entries if (line := _off_scale_note(e))]
     headers = ["dimension", "level", "raters"] + [h for _, h in stats]
     section.blocks.append(
         ViewTable(

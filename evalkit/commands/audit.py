@@ -122,7 +122,7 @@ def register(group: click.Group) -> None:
         accepted too. The whole file is checked first: a bad file writes nothing and exits 1 with
         one line naming the file and line. Re-importing replaces the same ratings.
         """
-        from evalkit.agreement.ratings import import_ratings, not_runs_note
+        from evalkit.agreement.ratings import import_ratings, not_runs_note, other_scale_notes
         from evalkit.errors import InputError
 
         try:
@@ -130,6 +130,8 @@ def register(group: click.Group) -> None:
         except InputError as exc:
             fail(str(exc))
         if note := not_runs_note(s, db_path):
+            warn(sanitize(note))
+        for note in other_scale_notes(s, db_path):
             warn(sanitize(note))
         click.echo(
             sanitize(
