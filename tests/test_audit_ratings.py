@@ -308,7 +308,10 @@ def test_a_dimension_rated_on_another_scale_than_the_database_holds_is_named_at_
     )
     audit = invoke("audit", "--db", str(db))
     assert audit.exit_code == 0
-    assert 'note: safety: 6 rating(s) not on its scale (0, 1, 2, 3) left out: dana "safe" (4), "unsafe" (2)' in audit.output
+    assert (
+        'note: safety: 6 rating(s) not on its scale (0, 1, 2, 3) left out: dana "safe" (4), "unsafe" (2)'
+        in audit.output
+    )
     doc = json.loads(invoke("audit", "--db", str(db), "--format", "json").output)
     (safety,) = [e for e in doc["raters"] if e["dimension"] == "safety"]
     assert safety["n_excluded"] == 6 and safety["excluded_labels"] == [
