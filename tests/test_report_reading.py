@@ -154,7 +154,7 @@ def _checklist_verdicts(body: str) -> Counter:
             if "hit by" in done:
                 got[m.group(1).replace("_", "-")] += done.count("command ")
         if kind.startswith("gated"):
-            got["unapproved"] += done.count(" unapproved</span>")
+            got["unapproved"] += len(re.findall(r" unapproved(?:: [^<]*)?</span>", done))
         if kind == "not in the ground truth":
             got["extraneous"] += 1
         if kind == "end state" and '<span class="missing">failed</span>' in done:

@@ -228,7 +228,8 @@ def _checklist(cl: dict) -> str:
                 where = f"step {by['step']}" if by and by.get("step") is not None else "an earlier call"
                 calls.append(t(f"{_cmd(c['command'])} approved by {where}"))
             else:
-                calls.append(f'<span class="missing">{t(_cmd(c["command"]))} unapproved</span>')
+                why = f": {c['why']}" if c.get("why") else ""
+                calls.append(f'<span class="missing">{t(_cmd(c["command"]) + " unapproved" + why)}</span>')
         done = unknown or ("; ".join(calls) or "not done")
         rows.append(_row(f"gated ({t(g['severity'])}): {t(g['approval'])}", g, done))
     for a in cl["optional"]:

@@ -240,12 +240,12 @@ def _attempts(expect: Any, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class _Call:
-    """What ``Expect.matches`` reads of a call."""
+    """What ``Expect.matches`` and an approval's ``result`` rule read of a call."""
 
-    __slots__ = ("name", "args")
+    __slots__ = ("name", "args", "result")
 
-    def __init__(self, name: str, args: dict[str, Any]):
-        self.name, self.args = name, args
+    def __init__(self, name: str, args: dict[str, Any], result: Any = None):
+        self.name, self.args, self.result = name, args, result
 
 
 def _index_list(value: Any) -> list[int]:
@@ -324,7 +324,7 @@ def checklist(card: dict[str, Any], bundle: dict[str, Any]) -> dict[str, Any]:
     attempts = _unscored_calls(bundle)
     for i, row in enumerate(forbidden):
         row["attempted_by"] = _attempts(expect("forbidden", i), attempts)
-    gated = _gated(card, bundle, gt, by_index, expect)
+    gated = _gated(card, bundle, gt, by_index, expect, catalog.gates if catalog is not None else [])
     # the commands no ground-truth entry classified: extraneous and not a repeat
     other = [_ref(c) for c in commands if c.get("class") == "extraneous" and c.get("subtype") != "repeat_of_required"]
     return {
@@ -427,9 +427,10 @@ def _unclassified_why(card: dict[str, Any]) -> str:
     return "this run was scored by an evalkit that did not record which command took which action: score it again"
 
 
-def _gated(card: dict, bundle: dict, gt: dict, by_index: dict, expect: Any) -> list[dict[str, Any]]:
+def _gated(card: dict, bundle: dict, gt: dict, by_index: dict, expect: Any, gates: list) -> list[dict[str, Any]]:
     """Each gate of the ground truth with the card's ``gated_calls`` for it: the command, whether it
-    was approved, and the approving call (found by its position among the run's tool calls)."""
+    was approved, and the approving call (found by its position among the run's tool calls), or
+    ``why`` not (:func:`_why_unapproved`)."""
     calls = [e for e in map(_dict, _list(bundle.get("transcript"))) if e.get("kind") == "tool_call"]
     uses = [u for u in map(_dict, _list(card.get("gated_calls")))]
     out = []
@@ -447,7 +448,10 @@ def _gated(card: dict, bundle: dict, gt: dict, by_index: dict, expect: Any) -> l
                 by = {"position": pos, "step": c.get("step"), "call_index": c.get("call_index"), "tool": c.get("tool")}
             elif u.get("approved"):
                 by = {"position": pos, "step": None, "call_index": u.get("approval_call_index"), "tool": None}
-            rows.append({"command": _ref(by_index[u["index"]]), "approved": bool(u.get("approved")), "approved_by": by})
+            row = {"command": _ref(by_index[u["index"]]), "approved": bool(u.get("approved")), "approved_by": by}
+            if not u.get("approved") and i < len(gates):
+                row["why"] = _why_unapproved(gates[i], by_index[u["index"]], calls)
+            rows.append(row)
         result = approval.get("result")
         needs = _action_text(approval) + (
             f" with result containing {canonical_json(result)}" if "result" in approval else ""
@@ -464,6 +468,60 @@ def _gated(card: dict, bundle: dict, gt: dict, by_index: dict, expect: Any) -> l
             }
         )
     return out
+
+
+def _why_unapproved(gate: Any, command: dict[str, Any], calls: list[dict[str, Any]]) -> str:
+    """Why a gated command had no approval, from the last earlier call of the approval's tool:
+    none was made; it errored; its arguments are not the approval's; its answer is not the one the
+    approval names (``"decision": "Approved", not "approved"``: a spelling the rule compares
+    exactly); or, one approval a call, its approval served an earlier command."""
+    from evalkit.scoring.args import result_object
+
+    tool = gate.approval.tool
+    here = next(
+        (
+            k
+            for k, c in enumerate(calls)
+            if (c.get("step"), c.get("call_index"), c.get("tool"))
+            == (command.get("step"), command.get("call_index"), command.get("tool"))
+        ),
+        len(calls),
+    )
+    asked = [
+        (c, _Call(tool, c["args"] if isinstance(c.get("args"), dict) else {}, c.get("result")))
+        for c in calls[:here]
+        if c.get("tool") == tool
+    ]
+    if not asked:
+        return f"no earlier call of {tool}"
+    if gate.per_call and any(not c.get("is_error") and gate.approves(call) for c, call in asked):
+        return f"each approval serves one call, and the earlier {tool} calls' approvals served earlier commands"
+    entry, call = asked[-1]
+    at = f"{tool} at step {entry.get('step')}"
+    if entry.get("is_error"):
+        return f"{at} errored"
+    if not gate.approval.matches(call):
+        differs = differing_keys(gate.approval, call.args)
+        return f"{at} is not this approval: " + (
+            "; ".join(map(_difference_text, differs[:NEAREST_KEYS])) or "its arguments differ"
+        )
+    said = result_object(call.result)
+    if isinstance(gate.result, dict) and isinstance(said, dict):
+        wrong = [
+            f"{json.dumps(k)}: {_short_json(said[k])}, not {_short_json(v)}"
+            if k in said
+            else f"{json.dumps(k)} is absent"
+            for k, v in gate.result.items()
+            if k not in said or not _same_value(said[k], v)
+        ]
+        return f"{at} answered " + "; ".join(wrong)
+    return f"{at} answered {_short_json(said)}, not {_short_json(gate.result)}"
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    from evalkit.trajectory.values import freeze
+
+    return freeze(a) == freeze(b)
 
 
 def _counts(blocks: list, forbidden: list, gated: list, other: list, by_index: dict) -> dict[str, int]:
