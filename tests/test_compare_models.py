@@ -186,3 +186,15 @@ def test_the_runs_floor_leaves_a_larger_paired_error_as_scipy_has_it():
         runs += [rs(s, "base", 0.5) for _ in range(3)] + [rs(s, "cand", cand) for _ in range(3)]
     row = next(r for r in compare_models(aggregate(runs), baseline="base")["rows"] if r["metric"] == "score_mean")
     assert row["p_value"] == pytest.approx(stats.ttest_rel([1.0, 0.0, 1.0], [0.5, 0.5, 0.5]).pvalue)
+
+
+def test_a_difference_interval_never_leaves_minus_one_to_one_since_every_compared_metric_is_in_zero_one():
+    # two scenarios: t with 1 degree of freedom is 12.7 standard errors wide
+    comparison = compare_models(suite({"a": [1.0, 1.0], "b": [0.9, 0.1]}, runs=4))
+    for row in comparison["rows"]:
+        low, high = row["delta_ci"]
+        assert -1.0 <= low <= row["delta"] <= high <= 1.0, row
+    (score,) = [r for r in comparison["rows"] if r["metric"] == "score_mean"]
+    unclipped = paired_difference([0.9, 0.1], [1.0, 1.0], 0.95)["delta_ci"]
+    # t alone goes past the bound (with the runs' floor, which only widens it, further still)
+    assert unclipped[0] < -1.0 and unclipped[1] > 1.0 and score["delta_ci"] == [-1.0, 1.0]

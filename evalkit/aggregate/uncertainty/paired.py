@@ -54,8 +54,12 @@ def paired_difference(
     level: float = DEFAULT_LEVEL,
     method: str = "t",
     within: tuple[float, float | None] | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """Mean difference candidate − baseline of paired values, its SE, interval, statistic and p-value.
+
+    ``bounds``: the range the difference can take (``(-1, 1)`` for two values in [0, 1]); the
+    interval is clipped to it (it still holds the difference whenever the unclipped one does).
 
     ``within``: the standard error of the mean difference that the runs behind each value imply and
     its degrees of freedom (module docstring); the SE used is never below it, and where it is the
@@ -98,7 +102,10 @@ def paired_difference(
         p = 1.0
     else:
         p = t_two_sided_p(stat, df) if method == "t" else normal_two_sided_p(stat)
-    out.update(delta_se=se, delta_ci=[delta - crit * se, delta + crit * se], df=df, statistic=stat, p_value=p)
+    low, high = delta - crit * se, delta + crit * se
+    if bounds is not None:  # the difference of two values in a range lies within its width
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    out.update(delta_se=se, delta_ci=[low, high], df=df, statistic=stat, p_value=p)
     return out
 
 
@@ -148,7 +155,11 @@ def compare_models(
             a, b = _means(groups, base, metric), _means(groups, cand, metric)
             shared = sorted(a.keys() & b.keys())
             diff = paired_difference(
-                [b[s][0] for s in shared], [a[s][0] for s in shared], level, within=_within(a, b, shared)
+                [b[s][0] for s in shared],
+                [a[s][0] for s in shared],
+                level,
+                within=_within(a, b, shared),
+                bounds=(-1.0, 1.0),  # every compared metric lies in [0, 1]
             )
             rows.append(
                 {
