@@ -60,6 +60,35 @@ def test_a_misspelt_required_tool_never_called_while_a_similar_one_is(tmp_path):
     )
 
 
+def test_a_required_tool_written_in_another_case_is_named_with_the_tool_the_runs_call(tmp_path):
+    # "Git_Commit" reads as no misspelling of "git_commit" to a similarity ratio of 0.6; every run
+    # then missed the action and check said nothing
+    def edit(s):
+        without_command_tools(s)
+        actions(s)[2]["tool"] = "Git_Commit"
+
+    result, path = corpus_with(tmp_path, edit)
+    assert result.exit_code == 0
+    assert only_line(result) == (
+        f"{path}:{line_of(path, 'Git_Commit')}: warning: scenario.ground_truth.procedure[0].actions[2].tool: "
+        'required tool "Git_Commit" is never called in the 6 runs and on no tool surface, while "git_commit" is '
+        '(did you mean "git_commit"?)'
+    )
+
+
+def test_a_required_tool_on_no_runs_surface_is_named_since_no_run_could_do_the_action(tmp_path):
+    def edit(s):
+        without_command_tools(s)
+        actions(s)[2]["tool"] = "record_change"
+
+    result, path = corpus_with(tmp_path, edit)
+    assert result.exit_code == 0
+    assert only_line(result) == (
+        f"{path}:{line_of(path, 'record_change')}: warning: scenario.ground_truth.procedure[0].actions[2].tool: "
+        'required tool "record_change" is on no tool surface of the 6 runs, so no run could do this action'
+    )
+
+
 def test_a_required_tool_that_is_not_a_command_tool_is_an_error(tmp_path):
     result, path = corpus_with(tmp_path, lambda s: actions(s)[2].update(tool="git_comit"))
     assert result.exit_code == 1

@@ -88,12 +88,17 @@ _WORDS = re.compile(r"[_.\-]+")
 
 
 def near(name: str, candidates: Iterable[str], cutoff: float = 0.75) -> str | None:
-    """The candidate closest to ``name`` (not ``name`` itself) that reads as its misspelling, or None.
+    """The candidate closest to ``name`` (not ``name`` itself) that reads as its misspelling, or None:
+    the same name in other case first.
 
     Names of as many words (``_``, ``.``, ``-``) must differ word by word by a slip, not by a whole
     word: ``git_comit`` is ``git_commit`` misspelt, while ``restore_backup`` is a sibling of
     ``create_backup``, not a typo of it (a tool set often holds both; only one may be called)."""
     pool = sorted({c for c in candidates if c != name})
+    folded = name.casefold()
+    for guess in pool:  # the commonest slip: the same name in other case (``Update_ATS``)
+        if guess.casefold() == folded:
+            return guess
     for guess in difflib.get_close_matches(name, pool, n=5, cutoff=cutoff):
         words, other = _WORDS.split(name), _WORDS.split(guess)
         if len(words) != len(other) or all(
@@ -465,6 +470,15 @@ def findings(seen: Observed) -> list[Finding]:
         if tool in called or tool in seen.surface:
             return False
         guess = near(tool, known_names)
+        if guess is None and kind == "required" and seen.surface:
+            out.append(
+                Finding(
+                    (*loc, "tool"),
+                    f'required tool "{tool}" is on no tool surface of the {runs}, so no run could do this action',
+                    _q(tool),
+                )
+            )
+            return True
         if guess is None:
             return False
         out.append(
