@@ -86,6 +86,32 @@ def test_casefold_on_non_strings_compares_exactly():
     assert args_test(r, {"q": 1})({"q": 1.0}) and not args_test(r, {"q": 1})({"q": "1"})
 
 
+def test_datetime_equates_one_moment_written_in_any_offset():
+    # a scheduling agent that books 15:00 in Paris for 14:00 UTC booked the right slot
+    r = rule(compare={"start": "datetime"})
+    same = args_test(r, {"start": "2026-12-10T14:00:00Z"})
+    for written in ("2026-12-10T15:00:00+01:00", "2026-12-10T14:00:00+00:00", "2026-12-10T09:00:00.000-05:00"):
+        assert same({"start": written}), written
+    assert not same({"start": "2026-12-10T15:00:00Z"})  # another moment
+    assert not same({"start": "2026-12-10T14:00:00"})  # no offset: which 14:00 is unknown
+    assert not same({"start": "2026-12-10"}) and not same({"start": 1796911200})
+
+
+def test_datetime_compares_dates_as_dates_and_local_times_as_local_times():
+    date = args_test(rule(compare={"day": "datetime"}), {"day": "2026-12-10"})
+    assert date({"day": "20261210"}) and date({"day": " 2026-12-10 "}) and not date({"day": "2026-12-11"})
+    assert not date({"day": "2026-12-10T00:00:00Z"})  # a moment is not a date
+    local = args_test(rule(compare={"at": "datetime"}), {"at": "2026-12-10T14:00"})
+    assert local({"at": "2026-12-10 14:00:00"}) and not local({"at": "2026-12-10T14:00:00Z"})
+
+
+def test_datetime_on_text_that_names_no_date_compares_exactly():
+    r = rule(compare={"when": "datetime"})
+    assert args_test(r, {"when": "tomorrow"})({"when": "tomorrow"})
+    assert not args_test(r, {"when": "tomorrow"})({"when": "Tomorrow"})
+    assert not args_test(r, {"when": "2026-12-10T14:00:00Z"})({"when": "2 pm"})
+
+
 def test_compare_ignore_leaves_the_key_out_even_when_absent():
     r = rule(compare={"body": "ignore"})
     assert args_test(r, {"to": "C7", "body": "Hello"})({"to": "C7", "body": "Hi there"})

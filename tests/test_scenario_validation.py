@@ -244,7 +244,7 @@ def test_an_approval_result_that_is_not_an_object_is_refused(result, named):
 
 def test_an_unknown_comparison_object_lists_the_valid_ones():
     assert error_of(base(args_match={"compare": {"q": {"regexp": "a"}}})) == (
-        'compare.q: unknown rule "regexp" (did you mean "regex"?) (one of exact, casefold, ignore, nonempty, '
+        'compare.q: unknown rule "regexp" (did you mean "regex"?) (one of exact, casefold, datetime, ignore, nonempty, '
         "or an object with one key: regex, fullmatch, substring, has_items, one_of, abs_tol, rel_tol)"
     )
 

@@ -31,6 +31,7 @@ classification and the gates use when the scenario is not ``index.plain``).
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import unicodedata
@@ -47,7 +48,7 @@ _VALUE_TESTS = frozenset({"nonempty", "regex", "fullmatch", "substring", "has_it
 
 @dataclass(frozen=True, slots=True)
 class Compare:
-    """One key's comparison: ``kind`` (exact, casefold, ignore, nonempty, regex, fullmatch,
+    """One key's comparison: ``kind`` (exact, casefold, datetime, ignore, nonempty, regex, fullmatch,
     substring, has_items, one_of, abs_tol, rel_tol) and its parameter (a compiled RE2 pattern, a
     string, frozen values, a tolerance)."""
 
@@ -103,6 +104,8 @@ class Compare:
 
             return holds_items
         equal = _equals(freeze(expected))
+        if kind == "datetime" and isinstance(expected, str) and (moment := when(expected)) is not None:
+            return lambda actual: (isinstance(actual, str) and when(actual) == moment) or equal(actual)
         if kind == "casefold" and isinstance(expected, str):
             folded = fold(expected)
             return lambda actual: fold(actual) == folded if isinstance(actual, str) else equal(actual)
@@ -126,6 +129,24 @@ class Compare:
 
 
 EXACT = Compare("exact")
+
+
+def when(text: str) -> tuple[str, Any] | None:
+    """What an ISO 8601 date or date-time names, for the ``datetime`` comparison: a moment (a time
+    with an offset, in UTC), a local time (without one: it equals only the same local time) or a
+    date; None for text that is none of these."""
+    text = text.strip()
+    try:
+        return ("date", datetime.date.fromisoformat(text))
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return ("local", moment)
+    return ("moment", moment.astimezone(datetime.timezone.utc))
 
 
 def _utf8(text: str) -> bytes:

@@ -35,7 +35,7 @@ from evalkit.trajectory.values import SET_CONTROL, control_key, count_non_finite
 
 TASK_PROMPT_FIELDS = ("task_prompt", "prompt", "task", "instruction", "instructions", "briefing", "description")
 ARGS_MODES = ("exact", "contains", "within", "ignore")
-COMPARE_WORDS = ("exact", "casefold", "ignore", "nonempty")
+COMPARE_WORDS = ("exact", "casefold", "datetime", "ignore", "nonempty")
 COMPARE_FORMS = ("regex", "fullmatch", "substring", "has_items", "one_of", "abs_tol", "rel_tol")
 _COMPARE_HELP = f"one of {', '.join(COMPARE_WORDS)}, or an object with one key: {', '.join(COMPARE_FORMS)}"
 USER_PREFIX = "x_"
