@@ -146,7 +146,7 @@ def when(text: str) -> tuple[str, Any] | None:
         return None
     if moment.tzinfo is None:
         return ("local", moment)
-    return ("moment", moment.astimezone(datetime.timezone.utc))
+    return ("moment", moment.astimezone(datetime.UTC))
 
 
 def _utf8(text: str) -> bytes:
