@@ -41,7 +41,7 @@ from evalkit.trajectory.values import freeze, match_key
 
 KNOWN_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not_in", "contains", "not_contains", "in_reply", "matches")
 _OP_SYNONYMS = {"=": "==", "eq": "==", "ne": "!=", "<>": "!=", "=>": ">=", "=<": "<=", "gt": ">", "lt": "<"}
-# the comparisons under which the expected value's type must occur among the calls'
+# the comparisons under which the expected value's type must occur among the calls
 _TYPED_COMPARE = frozenset({"exact", "casefold", "datetime", "abs_tol", "rel_tol"})
 _SAMPLE_CALLS = 200  # calls kept per required tool, to say which key no call agrees on
 VALUES_KEPT = 20  # values kept per success variable, to name those the runs' checks compare with
