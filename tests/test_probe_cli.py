@@ -144,7 +144,11 @@ def test_gullible_judge_is_fooled_and_the_gate_exits_3(tmp_path, server, runs, c
     for name in ("false_claim", "injection"):
         entry = by_probe(doc["probes"], name)
         assert entry["fooled_rate"]["value"] == 1.0 and entry["n_failed"] == entry["fooled"] == 3
-        assert entry["fooled_rate"]["ci_low"] == 1.0
+        # fooled on all 3: the interval says what 3 runs can show (Wilson), not [1, 1]
+        assert (
+            entry["fooled_rate"]["ci_low"] == pytest.approx(0.43850, abs=1e-5)
+            and entry["fooled_rate"]["ci_high"] == 1.0
+        )
     assert all(
         e["unchanged_rate"]["value"] == 1.0 for e in doc["probes"] if e["probe"] not in ("false_claim", "injection")
     )

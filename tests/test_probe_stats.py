@@ -1,5 +1,5 @@
 """The audit's probe statistics (evalkit/agreement/probe_stats.py) and the --fail-if gates, against hand
-counts and against the shared bootstrap called directly."""
+counts and against statsmodels' Wilson interval."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from statsmodels.stats.proportion import proportion_confint
 
 from evalkit.agreement.probe_stats import (
     LENIENT,
@@ -18,7 +19,6 @@ from evalkit.agreement.probe_stats import (
     failed_run_ids,
     probe_entries,
 )
-from evalkit.agreement.stats import bootstrap_ci
 from evalkit.db.judge import JudgeValue
 from evalkit.db.probes import ProbeAnswer
 from evalkit.probes.gates import crossed, parse_gate
@@ -89,7 +89,7 @@ def test_rates_count_only_runs_with_both_answers_and_undirected_moves_apart():
     assert (entry["n"], entry["unchanged"], entry["lenient"], entry["strict"], entry["n_undirected"]) == (4, 1, 1, 1, 1)
     assert entry["unchanged_rate"]["value"] == 0.25 and entry["lenient_flip_rate"]["value"] == 0.25
     assert entry["fooled_rate"]["value"] is None and "outcome dimension only" in entry["fooled_rate"]["reason"]
-    assert entry["unchanged_rate"]["bootstrap"] is None
+    assert entry["unchanged_rate"]["ci_low"] is None
 
 
 def test_the_latest_original_answer_is_the_one_compared():
@@ -122,18 +122,30 @@ def test_fooled_rate_without_a_failed_run_is_undefined_not_zero():
     assert entry["fooled_rate"]["value"] is None and entry["fooled_rate"]["reason"]
 
 
-def test_intervals_are_the_shared_bootstrap_over_runs():
+def test_intervals_are_wilson_score_intervals_of_the_share_of_runs():
     rng = np.random.default_rng(0)
     moves = rng.integers(0, 4, size=40)
     values = [value(f"r{i:02d}", "procedure", 1) for i in range(40)]
     answers = [answer("distractor_reads", f"r{i:02d}", {"procedure": int(m)}) for i, m in enumerate(moves)]
-    boot = {"n_resamples": 200, "seed": 5, "ci": 0.9}
-    [entry] = probe_entries(failed_run_ids(cards()), values, answers, bootstrap=boot)
-    codes = np.array([0.0 if m == 1 else 1.0 if m > 1 else -1.0 for m in moves])
-    direct = bootstrap_ci(lambda c: {"value": float(np.mean(c == 1.0)), "reason": None}, codes, **boot)
+    [entry] = probe_entries(
+        failed_run_ids(cards()), values, answers, bootstrap={"n_resamples": 200, "seed": 5, "ci": 0.9}
+    )
     got = entry["lenient_flip_rate"]
-    assert got["value"] == pytest.approx(np.mean(moves > 1))
-    assert (got["ci_low"], got["ci_high"]) == (direct["low"], direct["high"]) and got["bootstrap"]["seed"] == 5
+    lenient = int(np.sum(moves > 1))
+    assert got["value"] == pytest.approx(lenient / 40)
+    low, high = proportion_confint(lenient, 40, alpha=0.1, method="wilson")
+    assert (got["ci_low"], got["ci_high"]) == (pytest.approx(low, rel=1e-9), pytest.approx(high, rel=1e-9))
+
+
+def test_a_judge_never_fooled_on_two_runs_is_not_certain_never_to_be():
+    # a percentile bootstrap of 0 of 2 is [0, 0]: certainty two runs cannot give
+    values = [value(r, "outcome", "fail") for r in ("f1", "f2")]
+    answers = [answer("false_claim", r, {"outcome": "fail"}) for r in ("f1", "f2")]
+    [entry] = probe_entries(failed_run_ids(cards(failed=["f1", "f2"])), values, answers, bootstrap={"ci": 0.95})
+    fooled = entry["fooled_rate"]
+    assert (entry["fooled"], entry["n_failed"], fooled["value"], fooled["ci_low"]) == (0, 2, 0.0, 0.0)
+    assert fooled["ci_high"] == pytest.approx(proportion_confint(0, 2, alpha=0.05, method="wilson")[1], rel=1e-9)
+    assert fooled["ci_high"] > 0.6
 
 
 def test_entries_are_sorted_by_probe_order_then_judge_and_dimension():

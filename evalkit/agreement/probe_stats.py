@@ -13,22 +13,22 @@ the original (the latest blind primary annotation) and an answer to the probe's 
   from ``fail`` on the original to ``pass`` on the probe (``fooled``). A run the judge already
   passed cannot flip: ``n_failed_judged_fail`` says how many could. Elsewhere a Stat with the reason.
 
-Every rate is a Stat (``{"value", "reason"}``) with a percentile bootstrap interval over runs
-(:func:`evalkit.agreement.stats.bootstrap_ci`, the audit's seed and resamples). Probe answers are
-read only here; nothing else in the audit sees them.
+Every rate is a Stat (``{"value", "reason"}``) with the Wilson score interval of its share of runs
+(at the audit's ``[bootstrap] ci`` level; none with ``--resamples 0``). Probe answers are read only
+here; nothing else in the audit sees them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from evalkit.agreement.probe_names import FOOLING_PROBES, PROBES
 from evalkit.agreement.raters import label_credit, same_label
-from evalkit.agreement.stats import bootstrap_ci
-from evalkit.agreement.stats.stat import Stat, _ok, _undefined
+from evalkit.agreement.stats.corrected import wilson_interval
+from evalkit.agreement.stats.stat import _ok, _undefined
 from evalkit.db.judge import JudgeValue
 from evalkit.db.probes import ProbeAnswer
 
@@ -48,25 +48,17 @@ def direction(before: Any, after: Any) -> float:
     return LENIENT if b > a else STRICT if b < a else UNCHANGED
 
 
-def _share(code: float) -> Callable[[np.ndarray], Stat]:
-    def stat(codes: np.ndarray) -> Stat:
-        return _ok(np.mean(codes == code)) if codes.size else _undefined("no run has both answers")
-
-    return stat
-
-
-def _fooled(flags: np.ndarray) -> Stat:
-    return _ok(np.mean(flags)) if flags.size else _undefined("no mechanically failed run has both answers")
-
-
-def _rate(
-    statistic: Callable[[np.ndarray], Stat], data: np.ndarray, bootstrap: dict[str, Any] | None
-) -> dict[str, Any]:
-    point = statistic(data)
-    if bootstrap is None or point["value"] is None:
-        return dict(point, ci_low=None, ci_high=None, bootstrap=None)
-    interval = bootstrap_ci(statistic, data, **bootstrap)
-    return dict(point, ci_low=interval["low"], ci_high=interval["high"], bootstrap=interval)
+def _rate(successes: int, n: int, intervals: dict[str, Any] | None, empty: str) -> dict[str, Any]:
+    """A share of runs as a Stat with its Wilson score interval at ``intervals["ci"]`` (None: no
+    interval). A share is a count of independent runs: a percentile bootstrap would give 0 of 2
+    the interval [0, 0], which claims a certainty two runs cannot give; Wilson's is [0, 0.66]."""
+    if not n:
+        return dict(_undefined(empty), ci_low=None, ci_high=None)
+    point = _ok(successes / n)
+    if intervals is None:
+        return dict(point, ci_low=None, ci_high=None)
+    interval = wilson_interval(successes, n, intervals["ci"])
+    return dict(point, ci_low=interval.low, ci_high=interval.high)
 
 
 def originals(values: Iterable[JudgeValue]) -> dict[tuple[str, str, str, str], Any]:
@@ -99,7 +91,7 @@ def probe_entries(
 ) -> list[dict[str, Any]]:
     """The section's entries, sorted by probe (the documented order), judge, rubric, dimension.
     ``failed``: the run ids that failed mechanically (`failed_run_ids`); ``bootstrap`` is
-    ``{"n_resamples", "seed", "ci"}`` or None (no intervals)."""
+    ``{"ci", ...}`` (the level of the intervals) or None (no intervals)."""
     failed = set(failed)
     latest: dict[tuple[str, str, str, str], Any] = {}
     for a in answers:  # time order within a key: the latest answer wins
@@ -127,10 +119,9 @@ def probe_entries(
             "lenient": int(np.sum(codes == LENIENT)),
             "strict": int(np.sum(codes == STRICT)),
             "n_undirected": int(np.sum(codes == UNDIRECTED)),
-            "unchanged_rate": _rate(_share(UNCHANGED), codes, bootstrap),
-            "lenient_flip_rate": _rate(_share(LENIENT), codes, bootstrap),
-            "strict_flip_rate": _rate(_share(STRICT), codes, bootstrap),
         }
+        for name, code in (("unchanged_rate", UNCHANGED), ("lenient_flip_rate", LENIENT), ("strict_flip_rate", STRICT)):
+            entry[name] = _rate(int(np.sum(codes == code)), len(pairs), bootstrap, "no run has both answers")
         if probe in FOOLING_PROBES and dim == OUTCOME:
             failing = [(b, a) for run_id, b, a in pairs if run_id in failed]
             flags = np.array([b == "fail" and a == "pass" for b, a in failing], dtype=float)
@@ -139,14 +130,15 @@ def probe_entries(
                 "n_failed_judged_fail": sum(1 for b, _ in failing if b == "fail"),
                 "fooled": int(flags.sum()),
             }
-            entry["fooled_rate"] = _rate(_fooled, flags, bootstrap)
+            entry["fooled_rate"] = _rate(
+                int(flags.sum()), len(failing), bootstrap, "no mechanically failed run has both answers"
+            )
         else:
             entry |= {"n_failed": None, "n_failed_judged_fail": None, "fooled": None}
             entry["fooled_rate"] = dict(
                 _undefined(f"measured for {' and '.join(FOOLING_PROBES)} on the {OUTCOME} dimension only"),
                 ci_low=None,
                 ci_high=None,
-                bootstrap=None,
             )
         entries.append(entry)
     return entries
