@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from coding_corpus import SCENARIO, line_of, mistaken, write_corpus
 
@@ -46,46 +47,33 @@ def test_the_corpus_without_mistakes_has_no_warning(tmp_path):
     assert check(tmp_path, "--strict").exit_code == 0
 
 
-def test_a_misspelt_required_tool_never_called_while_a_similar_one_is(tmp_path):
+NEVER_CALLED = 'required tool "{}" is never called in the 6 runs and on no tool surface, while "git_commit" is '
+
+
+@pytest.mark.parametrize(
+    "tool,says",
+    [
+        ("git_comit", NEVER_CALLED.format("git_comit") + '(did you mean "git_commit"?)'),
+        # in another case: a similarity ratio of 0.6, no misspelling to difflib; every run missed
+        # the action while check said nothing
+        ("Git_Commit", NEVER_CALLED.format("Git_Commit") + '(did you mean "git_commit"?)'),
+        # like nothing the runs have: no run could do the action
+        (
+            "record_change",
+            'required tool "record_change" is on no tool surface of the 6 runs, so no run could do this action',
+        ),
+    ],
+    ids=["misspelt", "another-case", "on-no-surface"],
+)
+def test_a_required_tool_no_run_calls_is_named(tmp_path, tool, says):
     def edit(s):
         without_command_tools(s)
-        actions(s)[2]["tool"] = "git_comit"
+        actions(s)[2]["tool"] = tool
 
     result, path = corpus_with(tmp_path, edit)
     assert result.exit_code == 0
     assert only_line(result) == (
-        f"{path}:{line_of(path, 'git_comit')}: warning: scenario.ground_truth.procedure[0].actions[2].tool: "
-        'required tool "git_comit" is never called in the 6 runs and on no tool surface, while "git_commit" is '
-        '(did you mean "git_commit"?)'
-    )
-
-
-def test_a_required_tool_written_in_another_case_is_named_with_the_tool_the_runs_call(tmp_path):
-    # "Git_Commit" reads as no misspelling of "git_commit" to a similarity ratio of 0.6; every run
-    # then missed the action and check said nothing
-    def edit(s):
-        without_command_tools(s)
-        actions(s)[2]["tool"] = "Git_Commit"
-
-    result, path = corpus_with(tmp_path, edit)
-    assert result.exit_code == 0
-    assert only_line(result) == (
-        f"{path}:{line_of(path, 'Git_Commit')}: warning: scenario.ground_truth.procedure[0].actions[2].tool: "
-        'required tool "Git_Commit" is never called in the 6 runs and on no tool surface, while "git_commit" is '
-        '(did you mean "git_commit"?)'
-    )
-
-
-def test_a_required_tool_on_no_runs_surface_is_named_since_no_run_could_do_the_action(tmp_path):
-    def edit(s):
-        without_command_tools(s)
-        actions(s)[2]["tool"] = "record_change"
-
-    result, path = corpus_with(tmp_path, edit)
-    assert result.exit_code == 0
-    assert only_line(result) == (
-        f"{path}:{line_of(path, 'record_change')}: warning: scenario.ground_truth.procedure[0].actions[2].tool: "
-        'required tool "record_change" is on no tool surface of the 6 runs, so no run could do this action'
+        f"{path}:{line_of(path, tool)}: warning: scenario.ground_truth.procedure[0].actions[2].tool: {says}"
     )
 
 
