@@ -46,7 +46,21 @@ def test_measured_variances_by_hand():
     diffs = [statistics.fmean(b[s]) - statistics.fmean(a[s]) for s in a]
     noise = statistics.fmean(statistics.variance(a[s]) / 3 + statistics.variance(b[s]) / 3 for s in a)
     assert v["sd_between"] == pytest.approx(math.sqrt(max(0.0, statistics.variance(diffs) - noise)))
-    assert v["sd_between_source"] == "measured on 1 model pair(s)"
+    assert statistics.variance(diffs) <= noise  # run noise explains the spread: floored, and said so
+    assert v["sd_between_source"] == (
+        "measured on 1 model pair(s), 3 shared scenarios at most; floored at 0, as the differences vary no more "
+        "than run noise explains: too few scenarios to tell how much the difference varies across scenarios "
+        "(--sd-between states it)"
+    )
+
+
+def test_a_spread_beyond_the_runs_noise_is_measured_and_not_called_floored():
+    a = {"s1": [0.1, 0.1], "s2": [0.9, 0.9], "s3": [0.5, 0.5]}
+    b = {"s1": [0.9, 0.9], "s2": [0.1, 0.1], "s3": [0.5, 0.5]}
+    runs = [rs(s, m, v) for m, data in (("a", a), ("b", b)) for s, vs in data.items() for v in vs]
+    v = measured_variances(aggregate(runs), "score_mean")
+    assert v["sd_between"] == pytest.approx(0.8)  # differences 0.8, -0.8, 0 with no run noise
+    assert v["sd_between_source"] == "measured on 1 model pair(s), 3 shared scenarios at most"
 
 
 def test_one_model_assumes_omega_from_the_spread_of_its_scenario_means():

@@ -16,7 +16,9 @@ Variances measured from an aggregate (:func:`measured_variances`):
   ``se² · n_scored`` from the group's ``<metric>_se``.
 - ω²: for every model pair with at least two shared scenarios, the sample variance of the
   per-scenario differences minus the part run noise explains, the mean over shared scenarios of
-  s²_A/n_A + s²_B/n_B (floored at 0); the mean over pairs.
+  s²_A/n_A + s²_B/n_B (floored at 0); the mean over pairs. The source says over how many shared
+  scenarios, and when every pair's estimate was floored: 0 then means run noise explains the
+  spread, which a few scenarios cannot tell from a real spread.
 - With one model only, ω² is taken to be that model's variance across scenario means τ² — what two
   models with the same spread whose scenario means correlate 0.5 would show — and the output says so.
 - With no data: σ = 0.5 (the largest a 0/1 outcome can have) and ω = 0.3, stated as assumptions.
@@ -80,7 +82,7 @@ def _between(groups: Sequence[Mapping[str, Any]], metric: str) -> tuple[float | 
         if g.get(metric) is not None:
             by_model.setdefault(g["model"], {})[g["scenario_id"]] = g
     models = sorted(by_model)
-    estimates = []
+    estimates, floored, most = [], 0, 0
     for i, a in enumerate(models):
         for b in models[i + 1 :]:
             shared = sorted(by_model[a].keys() & by_model[b].keys())
@@ -91,8 +93,16 @@ def _between(groups: Sequence[Mapping[str, Any]], metric: str) -> tuple[float | 
                 sum((g.get(f"{metric}_se") or 0.0) ** 2 for g in (by_model[a][s], by_model[b][s])) for s in shared
             )
             estimates.append(max(0.0, statistics.variance(diffs) - noise))
+            floored += statistics.variance(diffs) <= noise
+            most = max(most, len(shared))
     if estimates:
-        return statistics.fmean(estimates), f"measured on {len(estimates)} model pair(s)"
+        said = f"measured on {len(estimates)} model pair(s), {most} shared scenarios at most"
+        if floored == len(estimates):  # 0 says the runs' noise explains the spread, not that there is none
+            said += (
+                "; floored at 0, as the differences vary no more than run noise explains: too few scenarios "
+                "to tell how much the difference varies across scenarios (--sd-between states it)"
+            )
+        return statistics.fmean(estimates), said
     spreads = [statistics.variance([g[metric] for g in per.values()]) for per in by_model.values() if len(per) >= 2]
     if spreads:
         return statistics.fmean(
