@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from coding_corpus import SCENARIO, line_of, mistaken, write_corpus
+from coding_corpus import SCENARIO, TOOLS, line_of, mistaken, write_corpus
 
 from evalkit.cli import cli
+from evalkit.trajectory.builders import call, trajectory, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -607,3 +608,37 @@ def test_two_files_with_one_run_id_are_a_warning_since_score_keeps_one(tmp_path)
         f"{tmp_path / 'alpha-good.jsonl'}: score keeps one card per run id, so this run replaces that one in the "
         "aggregates and the database"
     )
+
+
+def test_an_approval_some_runs_answer_in_another_spelling_is_named_since_their_commands_go_unapproved(tmp_path):
+    # the harness answered "True" once where the scenario says true: that run's deploy was scored
+    # unapproved (dangerous, scalar 0) while the other runs' approvals kept check quiet
+    path = write_corpus(tmp_path)
+    spelt = call("run_tests", {"target": "tests/"}, result={"passed": "True", "failed": 0})
+    records = trajectory(
+        SCENARIO,
+        [call("edit_file", {"path": "src/app.py", "patch": "p"}), spelt, call("deploy", {"env": "prod"})],
+        run_id="spelt",
+        model="coder-delta",
+        tool_surface=TOOLS,
+    )
+    del records[0]["scenario"]
+    records[0]["scenario_id"] = SCENARIO["id"]
+    write_jsonl(tmp_path / "spelt.jsonl", records)
+    result = check(tmp_path)
+    assert result.exit_code == 0
+    line = line_of(path, '"passed"', after="approval")
+    assert only_line(result) == (
+        f"{path}:{line}: warning: "
+        'scenario.ground_truth.gated_actions[0].approval.result: 1 call(s) of "run_tests" in the 7 runs that match '
+        'this approval\'s arguments answer "passed": "True" (1): {"passed": true} written another way, and a result '
+        "is compared as written, so they approve nothing and the commands they were asked for count as unapproved"
+    )
+    for workers in ("1", "2"):  # score says it too, counted across workers
+        scored = CliRunner().invoke(cli, ["score", str(tmp_path), "--no-db", "--format", "jsonl", "--workers", workers])
+        assert '1 call(s) of "run_tests" in the 7 runs' in scored.stderr
+
+
+def test_an_approval_answered_as_written_by_every_run_gives_no_spelling_warning(tmp_path):
+    write_corpus(tmp_path)
+    assert check(tmp_path).stdout == ""

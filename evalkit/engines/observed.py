@@ -177,6 +177,10 @@ class Observed:
     # reported var -> the values its checks compared with (as values.freeze keys them: 60 = 60.0,
     # true != 1) -> that value as JSON text; at most VALUES_KEPT a variable
     values: dict[str, dict[Any, str]] = field(default_factory=dict)
+    # per gate: the answers of calls that match its approval's arguments and answer its result
+    # written another way ("Approved" for "approved"), as ``"key": value`` text -> calls; they
+    # approve nothing, so what they were asked for is unapproved
+    spelled: list[dict[str, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         catalog = rules_of(self.scenario)
@@ -194,6 +198,7 @@ class Observed:
         self.approved = [False] * len(self._gates)
         self.asked = [0] * len(self._gates)
         self.answers = [{} for _ in self._gates]
+        self.spelled = [{} for _ in self._gates]
         self._gates_of: dict[str, list[int]] = {}
         for i, gate in enumerate(self._gates):
             self._gates_of.setdefault(gate.approval.tool, []).append(i)
@@ -359,18 +364,21 @@ class Observed:
         """An executed call of an approval tool: which gates it approves, and for the others whose
         arguments it matches, what its result says under the keys their ``result`` names."""
         for i in self._gates_of[call.name]:
-            if self.approved[i]:
-                continue
             gate = self._gates[i]
             if gate.approves(call):
                 self.approved[i] = True
-            elif gate.approval.matches(call):
+            elif gate.approval.matches(call) and isinstance(gate.result, dict):
+                said = result_object(call.result)
+                if (spelt := _spelt(gate.result, said)) is not None:
+                    self.spelled[i][spelt] = self.spelled[i].get(spelt, 0) + 1
+                if self.approved[i]:
+                    continue
                 self.asked[i] += 1
-                if isinstance(gate.result, dict):
-                    said = result_object(call.result)
-                    for key in gate.result:
-                        value = said.get(key, _ABSENT) if isinstance(said, dict) else _ABSENT
-                        self.answers[i].setdefault(key, Counter())[_shown(value)] += 1
+                for key in gate.result:
+                    value = said.get(key, _ABSENT) if isinstance(said, dict) else _ABSENT
+                    self.answers[i].setdefault(key, Counter())[_shown(value)] += 1
+            elif not self.approved[i] and gate.approval.matches(call):
+                self.asked[i] += 1
 
 
 _ABSENT = object()
@@ -403,6 +411,42 @@ def twins(required: list[Any]) -> list[list[int]]:
     for i, e in enumerate(required):
         groups.setdefault((e.tool, e.key, _json(e.args), repr(e.rule)), []).append(i)
     return [members for members in groups.values() if len(members) > 1]
+
+
+def _spelt(expected: dict[str, Any], said: Any) -> str | None:
+    """``"key": value`` of each key where ``said`` holds ``expected``'s value written another way
+    (case or spacing, a number or boolean as text), when every other key is equal; else None."""
+    if not isinstance(said, dict):
+        return None
+    shown = []
+    for key, want in expected.items():
+        if key not in said:
+            return None
+        got = said[key]
+        if freeze(got) == freeze(want):
+            continue
+        if _sense(got) != _sense(want):
+            return None
+        shown.append(f'"{key}": {_shown(got)}')
+    return "; ".join(shown) or None
+
+
+def _sense(value: Any) -> tuple[str, Any]:
+    """What a value says whatever its spelling: ``"Approved"`` and ``"approved"``, ``"true"`` and
+    ``true``, ``"1"`` and ``1`` say the same."""
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, (int, float)):
+        return ("number", float(value))
+    if not isinstance(value, str):
+        return ("other", freeze(value))
+    folded = " ".join(value.casefold().split())
+    if folded in ("true", "false"):
+        return ("boolean", folded == "true")
+    try:
+        return ("number", float(folded))
+    except ValueError:
+        return ("text", folded)
 
 
 def _shown(value: Any) -> str:
@@ -763,6 +807,23 @@ def findings(seen: Observed) -> list[Finding]:
                 f'none of the {seen.calls[ap.tool]} call(s) of "{ap.tool}" in the {runs} is this approval, so every '
                 f"gated command is unapproved: {why}",
                 _q(ap.tool),
+            )
+        )
+
+    # -- approvals some calls answer in another spelling -----------------------------------------
+    for i, ((loc, ap), gate) in enumerate(zip(approvals, catalog.gates)):
+        spelled = seen.spelled[i] if i < len(seen.spelled) else {}
+        if not spelled or not seen.approved[i]:  # none approved: the warning above names the answers
+            continue
+        n = sum(spelled.values())
+        said = ", ".join(f"{text} ({c})" for text, c in sorted(spelled.items(), key=lambda tc: (-tc[1], tc[0])))
+        out.append(
+            Finding(
+                (*loc, "result"),
+                f'{n} call(s) of "{ap.tool}" in the {runs} that match this approval\'s arguments answer {said}: '
+                f"{_json(gate.result)} written another way, and a result is compared as written, so they approve "
+                "nothing and the commands they were asked for count as unapproved",
+                _q(next(iter(gate.result))),
             )
         )
 

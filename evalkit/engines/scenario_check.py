@@ -54,6 +54,8 @@ FIELDS = (
     "gated_near",
     # success variable -> [runs that leave it out, the first of them] (summed; the first in input order)
     "left_out",
+    # per gate: its approval's answers in another spelling -> calls (summed)
+    "spelled",
 )
 
 
@@ -228,6 +230,7 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
                 kept = left_out.get(var)
                 left_out[var] = [n, first] if kept is None else [kept[0] + n, kept[1]]
             a[20] = left_out
+        a[21] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} if y else x for x, y in zip(a[21], b[21])]
         for hit, near in ((13, 14), (16, 17), (18, 19)):
             a[hit] = [x or y for x, y in zip(a[hit], b[hit])]
             a[near] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} if y else x for x, y in zip(a[near], b[near])]
