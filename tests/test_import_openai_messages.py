@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from evalkit.aggregate.groups import aggregate
+from evalkit.cli import cli
 from evalkit.importers import ImportFormatError, import_files
 from evalkit.importers.formats.openai_messages import IMPORTER
 from evalkit.scoring import score_trajectory
@@ -250,3 +252,28 @@ def test_a_json_list_on_one_line_says_a_line_holds_one_transcript(tmp_path):
         f"{listed}:1: a line must be an object {{id, messages, expected_actions, ...}},"
         " not a JSON list (JSONL: one transcript a line)\n"
     )
+
+
+def test_tool_results_that_read_as_errors_without_is_error_are_named_in_one_note(tmp_path):
+    # plain OpenAI logs carry no is_error: a failed refund answered "Error: ..." counted as done
+    lines = [json.loads(line) for line in SRC.read_text().splitlines()]
+    answers = ["Error: card declined", '{"error": "no such order", "code": 404}', '{"error": null, "ok": true}']
+    for line, answer in zip(lines, answers):
+        for message in line["messages"]:
+            if message["role"] == "tool":
+                message.pop("is_error", None)
+                message["content"] = answer
+    src = tmp_path / "t.jsonl"
+    src.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = CliRunner().invoke(
+        cli, ["import", "openai-messages", str(src), "-o", str(tmp_path / "out"), "--model", "m"]
+    )
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stderr.splitlines() if "read as errors" in line]
+    tools = sorted({m["name"] for line in lines[:2] for m in line["messages"] if m["role"] == "tool"})
+    errored = sum(1 for line in lines[:2] for m in line["messages"] if m["role"] == "tool")
+    assert notes == [
+        f'note: {errored} tool result(s) in {src} read as errors (a result starting "Error" or holding an "error" '
+        f"key: {', '.join(tools)}) but carry no is_error, so those calls count as executed; if they failed, give "
+        'their tool message "is_error": true'
+    ]

@@ -30,6 +30,7 @@ file takes that scenario whole (and gives no ground truth of its own).
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from typing import Any
 
@@ -53,6 +54,11 @@ COMMANDS_NOTE = (
     "{lines} line(s) of {where} give no command_tools, so every tool they call or name is a command: "
     "{items} (a command no action names is extraneous; list the tools that change something in "
     "command_tools to make the others reads)"
+)
+ERRORS_NOTE = (
+    '{lines} tool result(s) in {where} read as errors (a result starting "Error" or holding an "error" '
+    "key: {items}) but carry no is_error, so those calls count as executed; if they failed, give their "
+    'tool message "is_error": true'
 )
 LINE_KEYS = (
     "id",
@@ -102,12 +108,17 @@ class OpenAIMessagesImporter:
         seen: dict[str, int] = {}
         truths: dict[str, tuple[int, Any]] = {}
         defaulted: tuple[set[str], list[int]] = (set(), [])  # the tools made commands by default, and on which lines
+        erred: tuple[set[str], list[int]] = (set(), [])  # tools whose results read as errors, unflagged; how many
         for lineno, item in iter_json_lines(path, text, "a transcript object {id, messages, ...}"):
             run = _Line(path, lineno, item, found).to_run(os.path.basename(path), model, dialect, defaulted)
             run_id = run[0]["run_id"]
             if run_id in seen:
                 raise ImportFormatError(path, lineno, f"run_id {run_id!r} already produced by line {seen[run_id]}")
             seen[run_id] = lineno
+            for record in run:
+                if record["type"] == "tool_call" and not record["is_error"] and _reads_as_error(record["result"]):
+                    erred[0].add(record["name"])
+                    erred[1].append(lineno)
             scenario = run[0]["scenario"]
             first = truths.setdefault(scenario["id"], (lineno, scenario["ground_truth"]))
             if first[1] != scenario["ground_truth"]:
@@ -122,6 +133,8 @@ class OpenAIMessagesImporter:
         tools, lines = defaulted
         if lines:
             runs.notes.append(Note("openai-messages/command_tools", COMMANDS_NOTE, tools, len(lines), [path]))
+        if erred[1]:
+            runs.notes.append(Note("openai-messages/errors", ERRORS_NOTE, erred[0], len(erred[1]), [path]))
         return runs
 
 
@@ -130,6 +143,22 @@ IMPORTER = OpenAIMessagesImporter()
 
 def _tool_error(message: dict[str, Any], result: Any) -> bool:
     return message.get("is_error") is True
+
+
+def _reads_as_error(result: Any) -> bool:
+    """A tool result as failed tools commonly answer: text starting "Error", or an object (or JSON
+    text of one) whose ``error`` is set. Only said in a note: a result's wording scores nothing."""
+    if isinstance(result, str):
+        text = result.lstrip()
+        if text[:5].casefold() == "error":
+            return True
+        if not text.startswith("{"):
+            return False
+        try:
+            result = json.loads(text)
+        except ValueError:
+            return False
+    return isinstance(result, dict) and bool(result.get("error"))
 
 
 def _names(value: Any, what: str, fail: Any) -> list[str]:
