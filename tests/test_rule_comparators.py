@@ -163,7 +163,7 @@ REFUSED = {
     ),
     "unknown-form": (
         _with_rule("unknown-form", {"compare": {"command": {"regexp": "pytest"}}}),
-        'compare.command: unknown rule "regexp" (did you mean "regex"?) (one of exact, casefold, ignore, '
+        'compare.command: unknown rule "regexp" (did you mean "regex"?) (one of exact, casefold, datetime, ignore, '
         "nonempty, or an object with one key: regex, fullmatch, substring, has_items, one_of, abs_tol, rel_tol)",
     ),
     "backreference": (
