@@ -454,7 +454,7 @@ def read_judge_columns(
         }
         while True:
             clean = own_table  # no odd cell seen (evalkit.db.cells.odd_cells need not scan the table)
-            codes: list[dict[Any, int]] = [{}, {}, {}, {}, {}]  # run, judge, rubric, dimension, stored value text
+            codes = [_Codes() for _ in range(5)]  # run, judge, rubric, dimension, stored value text
             parts: list[list[Any]] = [[] for _ in range(9)]
             sql = f"SELECT {', '.join(_VALUE_COLUMNS)} FROM {'main.' if own_table else ''}annotation_values" + (
                 "" if runs is None else " WHERE annotation_id IN (SELECT value FROM json_each(?))"
@@ -494,13 +494,18 @@ def read_judge_columns(
         dims = list(codes[3])
         # answer order: annotation rank, then dimension (stable: equal keys keep the stored order)
         dim_place = np.argsort(np.array(dims, dtype=object)).argsort() if dims else np.zeros(0, np.int64)
-        keep = keep[np.lexsort((dim_place[dim[keep]], ann_at[keep]))]
+        # one stable sort of one key: the order of np.lexsort((dimension place, rank))
+        keep = keep[np.argsort(ann_at[keep].astype(np.int64) * max(len(dims), 1) + dim_place[dim[keep]], kind="stable")]
         ann_at, run, judge_at, rubric_at, dim, raw, conf, blind, replicate = (
             c[keep] for c in (ann_at, run, judge_at, rubric_at, dim, raw, conf, blind, replicate)
         )
         del keep
-        used, annotation = np.unique(ann_at, return_inverse=True)
-        annotation = annotation.reshape(-1).astype(np.int32)
+        # the ranks are sorted now: each distinct one starts a run of equal ones (np.unique's arrays)
+        starts = np.ones(len(ann_at), dtype=bool)
+        np.not_equal(ann_at[1:], ann_at[:-1], out=starts[1:])
+        used = ann_at[starts]
+        annotation = (np.cumsum(starts, dtype=np.int32) - 1).astype(np.int32)
+        del starts
         head_blind = np.array([bool(heads[i][4]) for i in used.tolist()], dtype=bool)
         head_replicate = np.array([heads[i][5] or 0 for i in used.tolist()], dtype=np.int64)
         blind = np.where(blind >= 0, blind == 1, head_blind[annotation])
@@ -602,11 +607,16 @@ def _count_cells(cells: list[Any], np: Any) -> tuple[Any, bool]:
     return np.array([c if type(c) is int and 0 <= c <= MAX_EXACT else None for c in cells], dtype=float), False
 
 
-def _codes(column: list[Any], index: dict[Any, int], np: Any) -> Any:
-    """Each item's code in ``index`` (the distinct items in order of first sight; new ones are added)."""
-    for item in dict.fromkeys(column):
-        if item not in index:
-            index[item] = len(index)
+class _Codes(dict):
+    """Item → code, the distinct items in order of first sight: a new item gets the next code."""
+
+    def __missing__(self, item: Any) -> int:
+        code = self[item] = len(self)
+        return code
+
+
+def _codes(column: list[Any], index: _Codes, np: Any) -> Any:
+    """Each item's code in ``index`` (new ones are added)."""
     return np.fromiter(map(index.__getitem__, column), np.int32, len(column))
 
 
