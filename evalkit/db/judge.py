@@ -523,12 +523,13 @@ def read_judge_columns(
             return docs[i]
 
         rationales = []
+        texts: dict[str, str] = {}  # equal rationales and times held once (a batch shares both)
         for i in used.tolist():
             text = heads[i][1]
             if text is None:
                 doc = doc_of(i)
                 text = doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
-            rationales.append(text or "")
+            rationales.append(texts.setdefault(text, text) if text else "")
         # the rubric's single `confidence` belongs to `outcome` (procedure_v1): without a number in
         # its column, the annotation JSON's
         if "outcome" in codes[3]:
@@ -553,7 +554,7 @@ def read_judge_columns(
             replicate=replicate,
             annotation_ids=[heads[i][0] for i in used.tolist()],
             rationales=rationales,
-            created=[heads[i][3] for i in used.tolist()],
+            created=[texts.setdefault(heads[i][3], heads[i][3]) for i in used.tolist()],
             runs=list(codes[0]),
             judges=list(codes[1]),
             rubrics=list(codes[2]),
