@@ -431,6 +431,7 @@ def read_judge_columns(
         # is counted for its run (read_stale_annotations' counts) and its values are left out
         heads = []
         stale_runs: dict[str, int] = {}
+        texts: dict[str, str] = {}  # equal rationales and times held once (a batch shares both)
         for head in _tuples(
             db,
             "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
@@ -440,8 +441,11 @@ def read_judge_columns(
         ):
             if head[7] is not None and current.get(head[6], head[7]) != head[7]:
                 stale_runs[head[6]] = stale_runs.get(head[6], 0) + 1
-            else:
-                heads.append(head[:7])  # its bundle let go (10^5 hashes held through the read)
+            else:  # its run and bundle let go (10^5 hashes held through the read)
+                rationale, created = head[1], head[3]
+                if rationale is not None:
+                    rationale = texts.setdefault(rationale, rationale)
+                heads.append((head[0], rationale, head[2], texts.setdefault(created, created), head[4], head[5]))
         del current
         heads.sort(key=operator.itemgetter(3, 0))  # by time, then id: both text (a key; a time or '')
         rank = dict(zip(map(operator.itemgetter(0), heads), range(len(heads))))
@@ -523,7 +527,6 @@ def read_judge_columns(
             return docs[i]
 
         rationales = []
-        texts: dict[str, str] = {}  # equal rationales and times held once (a batch shares both)
         for i in used.tolist():
             text = heads[i][1]
             if text is None:
@@ -554,7 +557,7 @@ def read_judge_columns(
             replicate=replicate,
             annotation_ids=[heads[i][0] for i in used.tolist()],
             rationales=rationales,
-            created=[texts.setdefault(heads[i][3], heads[i][3]) for i in used.tolist()],
+            created=[heads[i][3] for i in used.tolist()],
             runs=list(codes[0]),
             judges=list(codes[1]),
             rubrics=list(codes[2]),
