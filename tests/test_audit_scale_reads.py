@@ -100,3 +100,33 @@ def test_pairs_out_still_lists_every_compared_pair(db, tmp_path):
     rows = out.read_text().splitlines()
     full = json.loads(_cli("audit", "--db", str(db), "--format", "json", "--resamples", "0"))
     assert len(rows) - 1 == sum(p["n"] for p in full["pairings"])
+
+
+@pytest.mark.parametrize(
+    "signals",
+    [
+        {"vector.all_passed", "informative.errored_commands", "vector.coverage"},  # two parts, read together
+        {"vector.all_passed", "vector.coverage"},  # one part
+        {"vector.all_passed", "scalar", "informative.errored_commands"},  # a part that is a signal itself
+    ],
+)
+def test_cards_cut_to_any_signals_hold_the_full_read_at_those_paths(db, signals):
+    # a path with escapes, a null part, a part that is missing, columns that are empty (the card's
+    # fields are read then) and a card whose fields are not text
+    _set_card(db, "r1", json.dumps({"path": 'runs/\u00e9 "q"\\x', "vector": None, "scalar": None}))
+    _set_card(db, "r2", json.dumps({"path": "p2", "scenario_id": "s-card", "model": "m-card", "status": "scored"}))
+    _set_card(db, "r3", json.dumps({"path": ["p"], "scenario_id": 3, "vector": {"all_passed": None}, "scalar": 0.5}))
+    con = sqlite3.connect(db)
+    con.execute("UPDATE scorecards SET scenario_id = '', model = NULL, status = '' WHERE run_id IN ('r2', 'r3')")
+    con.commit()
+    con.close()
+    with open_readonly(db) as ro:
+        full = list(read_cards(ro, []))
+        lean = list(read_cards(ro, [], signals=signals))
+    assert [(c.run_id, c.scenario_id, c.model, c.path, c.status) for c in lean] == [
+        (c.run_id, c.scenario_id, c.model, c.path, c.status) for c in full
+    ]
+    assert full[0].path == 'runs/\u00e9 "q"\\x' and full[1].scenario_id == "s-card"
+    for a, b in zip(full, lean):
+        for signal in signals:
+            assert lookup(a.card, signal) == lookup(b.card, signal), (a.run_id, signal)

@@ -106,3 +106,28 @@ def test_values_stored_apart_beside_orphans_and_odd_ids_read_as_their_annotation
         (b, "r2", "judge-b", "procedure"),
         (b, "r8", "judge-c", "safety"),
     ]
+
+
+def test_columns_code_annotations_in_answer_order_and_names_in_stored_order(tmp_path):
+    """JudgeColumns: each value's annotation is its place in answer order, one run per annotation;
+    runs, judges and dimensions are listed in the order the stored rows first name them."""
+    from evalkit.db import read_judge_columns
+
+    path = tmp_path / "a.db"
+    ann = Annotator(path)
+    ids = [ann.add(f"r{i}", {"safety": i, "outcome": "pass"}, judge=f"judge-{'ab'[i % 2]}") for i in range(5)]
+    ann.close()
+    con = sqlite3.connect(path)
+    for i, when in enumerate(["2025-06-05", "2025-06-01", "2025-06-04", "2025-06-02", "2025-06-03"]):
+        con.execute("UPDATE annotations SET created_at = ? WHERE annotation_id = ?", (when, ids[i]))
+    con.commit()
+    con.close()
+    with open_readonly(path) as db:
+        cols = read_judge_columns(db)
+    order = [ids[1], ids[3], ids[4], ids[2], ids[0]]
+    assert cols.annotation_ids == order
+    assert cols.annotation.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    assert cols.runs == ["r0", "r1", "r2", "r3", "r4"]
+    assert cols.judges == ["judge-a", "judge-b"]
+    assert [cols.dimensions[d] for d in cols.dimension.tolist()] == ["outcome", "safety"] * 5
+    assert [cols.runs[r] for r in cols.run.tolist()] == [f"r{i}" for i in (1, 1, 3, 3, 4, 4, 2, 2, 0, 0)]

@@ -119,6 +119,8 @@ def _audit(
         reviewed, non_blind_reviewed = read_review_ratings(db)
         adjudicated = read_adjudications(db)
         cost_source, calls = read_call_costs(db, judge=judge, rubric=rubric)
+        costs = judge_costs(calls, cost_source)  # worked out now, so that the 10^5 calls are let go
+        del calls
         probe_answers = read_probe_annotations(db, judge=judge, rubric=rubric)
         # the judge and rubric filters keep that judge's verdicts and every human or gold reference
         pair_verdicts = [v for v in pair_verdicts if pairwise_bias.kept(v, judge, rubric)]
@@ -195,7 +197,7 @@ def _audit(
         "human_agreement": human_first.analyse(ratings, sub, dict(bootstrap, ci=cfg.ci) if bootstrap else None),
         "raters_skipped": skipped,
         "drift": drift,
-        "judge_costs": judge_costs(calls, cost_source),
+        "judge_costs": costs,
         # answers to counterfactual runs (evalkit probe): read here only, never paired or rated
         "probes": probes,
         # pairwise judges (evalkit judge --pairwise, imported pair rows): position and length bias

@@ -431,6 +431,7 @@ def read_judge_columns(
         # is counted for its run (read_stale_annotations' counts) and its values are left out
         heads = []
         stale_runs: dict[str, int] = {}
+        texts: dict[str, str] = {}  # equal rationales and times held once (a batch shares both)
         for head in _tuples(
             db,
             "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
@@ -440,8 +441,11 @@ def read_judge_columns(
         ):
             if head[7] is not None and current.get(head[6], head[7]) != head[7]:
                 stale_runs[head[6]] = stale_runs.get(head[6], 0) + 1
-            else:
-                heads.append(head[:7])  # its bundle let go (10^5 hashes held through the read)
+            else:  # its run and bundle let go (10^5 hashes held through the read)
+                rationale, created = head[1], head[3]
+                if rationale is not None:
+                    rationale = texts.setdefault(rationale, rationale)
+                heads.append((head[0], rationale, head[2], texts.setdefault(created, created), head[4], head[5]))
         del current
         heads.sort(key=operator.itemgetter(3, 0))  # by time, then id: both text (a key; a time or '')
         rank = dict(zip(map(operator.itemgetter(0), heads), range(len(heads))))
@@ -454,7 +458,7 @@ def read_judge_columns(
         }
         while True:
             clean = own_table  # no odd cell seen (evalkit.db.cells.odd_cells need not scan the table)
-            codes: list[dict[Any, int]] = [{}, {}, {}, {}, {}]  # run, judge, rubric, dimension, stored value text
+            codes = [_Codes() for _ in range(5)]  # run, judge, rubric, dimension, stored value text
             parts: list[list[Any]] = [[] for _ in range(9)]
             sql = f"SELECT {', '.join(_VALUE_COLUMNS)} FROM {'main.' if own_table else ''}annotation_values" + (
                 "" if runs is None else " WHERE annotation_id IN (SELECT value FROM json_each(?))"
@@ -494,13 +498,18 @@ def read_judge_columns(
         dims = list(codes[3])
         # answer order: annotation rank, then dimension (stable: equal keys keep the stored order)
         dim_place = np.argsort(np.array(dims, dtype=object)).argsort() if dims else np.zeros(0, np.int64)
-        keep = keep[np.lexsort((dim_place[dim[keep]], ann_at[keep]))]
+        # one stable sort of one key: the order of np.lexsort((dimension place, rank))
+        keep = keep[np.argsort(ann_at[keep].astype(np.int64) * max(len(dims), 1) + dim_place[dim[keep]], kind="stable")]
         ann_at, run, judge_at, rubric_at, dim, raw, conf, blind, replicate = (
             c[keep] for c in (ann_at, run, judge_at, rubric_at, dim, raw, conf, blind, replicate)
         )
         del keep
-        used, annotation = np.unique(ann_at, return_inverse=True)
-        annotation = annotation.reshape(-1).astype(np.int32)
+        # the ranks are sorted now: each distinct one starts a run of equal ones (np.unique's arrays)
+        starts = np.ones(len(ann_at), dtype=bool)
+        np.not_equal(ann_at[1:], ann_at[:-1], out=starts[1:])
+        used = ann_at[starts]
+        annotation = (np.cumsum(starts, dtype=np.int32) - 1).astype(np.int32)
+        del starts
         head_blind = np.array([bool(heads[i][4]) for i in used.tolist()], dtype=bool)
         head_replicate = np.array([heads[i][5] or 0 for i in used.tolist()], dtype=np.int64)
         blind = np.where(blind >= 0, blind == 1, head_blind[annotation])
@@ -523,7 +532,7 @@ def read_judge_columns(
             if text is None:
                 doc = doc_of(i)
                 text = doc.get("rationale") if isinstance(doc, dict) and isinstance(doc.get("rationale"), str) else ""
-            rationales.append(text or "")
+            rationales.append(texts.setdefault(text, text) if text else "")
         # the rubric's single `confidence` belongs to `outcome` (procedure_v1): without a number in
         # its column, the annotation JSON's
         if "outcome" in codes[3]:
@@ -602,11 +611,16 @@ def _count_cells(cells: list[Any], np: Any) -> tuple[Any, bool]:
     return np.array([c if type(c) is int and 0 <= c <= MAX_EXACT else None for c in cells], dtype=float), False
 
 
-def _codes(column: list[Any], index: dict[Any, int], np: Any) -> Any:
-    """Each item's code in ``index`` (the distinct items in order of first sight; new ones are added)."""
-    for item in dict.fromkeys(column):
-        if item not in index:
-            index[item] = len(index)
+class _Codes(dict):
+    """Item → code, the distinct items in order of first sight: a new item gets the next code."""
+
+    def __missing__(self, item: Any) -> int:
+        code = self[item] = len(self)
+        return code
+
+
+def _codes(column: list[Any], index: _Codes, np: Any) -> Any:
+    """Each item's code in ``index`` (new ones are added)."""
     return np.fromiter(map(index.__getitem__, column), np.int32, len(column))
 
 

@@ -453,6 +453,28 @@ _PLAIN_KEY = re.compile(r"[A-Za-z0-9_\- ]+")
 _CARD_FIELDS = ("path", "scenario_id", "model", "status")
 
 
+def _part(key: str) -> str:
+    """The SQLite JSON path of a top-level key of a card (a :data:`_PLAIN_KEY`)."""
+    return f"""'$."{key}"'"""
+
+
+def _json_text(token: str | None) -> str:
+    """A card field cut out as JSON (or NULL) read as :func:`_text` reads it decoded: a string
+    token without escapes is the text between its quotes."""
+    if token is None:
+        return ""
+    if token[:1] == '"' and "\\" not in token:
+        return token[1:-1]
+    return _text(loads(token))
+
+
+def _field_cut(key: str) -> str:
+    """SQL cutting a card field out of an object card; a scenario, model or status only where its
+    column is empty (the column wins)."""
+    empty = "" if key == "path" else f" AND ({key} IS NULL OR {key} = '')"
+    return f", CASE WHEN ok{empty} THEN card -> {_part(key)} END"
+
+
 def read_cards(
     db: Database,
     problems: list[str] | None = None,
@@ -527,9 +549,15 @@ def _read_card_signals(
     tops = sorted({p[0] for p in paths})
     plain = all(_PLAIN_KEY.fullmatch(k) for k in tops)
     # an object card gives its top-level parts as JSON text; any other card comes whole, for the
-    # same decoding (and the same warning) as a full read
-    parts = [*_CARD_FIELDS, *tops] if plain else []
-    cut = "".join(f", CASE WHEN ok THEN card -> '$.\"{k}\"' END" for k in parts)
+    # same decoding (and the same warning) as a full read. With two or more parts and no signal
+    # that is a part itself, the parts come in one JSON array (one call; a missing part reads as
+    # null, which prunes to nothing as a missing one does)
+    together = plain and len(tops) > 1 and all(len(p) > 1 for p in paths)
+    cut = "".join(map(_field_cut, _CARD_FIELDS if plain else ()))
+    if together:
+        cut += f", CASE WHEN ok THEN json_extract(card, {', '.join(_part(k) for k in tops)}) END"
+    elif plain:
+        cut += "".join(f", CASE WHEN ok THEN card -> {_part(k)} END" for k in tops)
     # the inner SELECT has a LIMIT so that SQLite runs it as a subroutine rather than merging it
     # into the outer one: `ok` is then worked out once per card, not again for each column that
     # tests it (each time reading the card off its overflow pages)
@@ -550,14 +578,15 @@ def _read_card_signals(
             fields = [_text(card.get(k)) for k in _CARD_FIELDS]
             card = _prune(card, paths)
         else:  # NULL reads as {} here as in a full read
-            fields = [
-                _text(None if t is None else loads(t)) if i == 0 or not columns[i] else ""
-                for i, t in enumerate(columns[5 : 5 + n])
-            ]
+            fields = [_json_text(t) if i == 0 or not columns[i] else "" for i, t in enumerate(columns[5 : 5 + n])]
             texts = columns[5 + n :]
             card = shared.get(texts)
             if card is None:
-                card = shared[texts] = _prune({k: loads(t) for k, t in zip(tops, texts) if t is not None}, paths)
+                if together:
+                    doc = dict(zip(tops, loads(texts[0]))) if texts[0] is not None else {}
+                else:
+                    doc = {k: loads(t) for k, t in zip(tops, texts) if t is not None}
+                card = shared[texts] = _prune(doc, paths)
         scenario, model, status = columns[1] or fields[1], columns[2] or fields[2], columns[3] or fields[3]
         yield Card(
             run_id=columns[0],
