@@ -292,3 +292,22 @@ def test_a_judge_value_beyond_a_floats_range_is_a_text_label_not_infinity(tmp_pa
     with open_readonly(path) as db:
         labels = {(v.run_id, v.dimension): v.value for v in read_annotations(db)}
     assert labels[("r1", "action_execution")] == "1e400" and labels[("r2", "safety")] == "-1e400"
+
+
+def test_an_interval_of_zero_width_is_marked_since_a_few_runs_that_all_agree_leave_uncertainty(tmp_path):
+    # a judge that agreed with the scores on all 8 runs: the bootstrap's every resample is 1, and
+    # "1.000 [1.000, 1.000]" read as certainty that 8 runs cannot give
+    path = tmp_path / "e.db"
+    save_cards(path, [card(f"r{i}", all_passed=i % 2 == 0) for i in range(8)])
+    ann = Annotator(path)
+    for i in range(8):
+        ann.add(f"r{i}", {"outcome": "pass" if i % 2 == 0 else "fail"})
+    ann.close()
+    out = CliRunner().invoke(cli, ["audit", "--db", str(path)]).output
+    (row,) = [line for line in out.splitlines() if line.startswith("outcome ") and "nominal" in line]
+    mark = re.search(r"1\.000 \[1\.000, 1\.000\] \((\d+)\)", row)
+    assert mark, row
+    assert f"note: ({mark.group(1)}) zero width: every resample gave this value (the runs all agree)" in out
+    agreement = json.loads(CliRunner().invoke(cli, ["audit", "--db", str(path), "--format", "json"]).output)
+    (outcome,) = [p for p in agreement["pairings"] if p["pairing"] == "outcome"]
+    assert outcome["percent_agreement"]["ci_low"] == outcome["percent_agreement"]["ci_high"] == 1.0  # the figure stays

@@ -139,9 +139,13 @@ class Notes:
         self.reasons: list[str] = []
 
     def ref(self, reason: str) -> str:
+        return f"n/a {self.mark(reason)}"
+
+    def mark(self, reason: str) -> str:
+        """``(k)``: the footnote of ``reason``."""
         if reason not in self.reasons:
             self.reasons.append(reason)
-        return f"n/a ({self.reasons.index(reason) + 1})"
+        return f"({self.reasons.index(reason) + 1})"
 
     def lines(self) -> list[str]:
         return [f"({i + 1}) {r}" for i, r in enumerate(self.reasons)]
@@ -151,6 +155,14 @@ def num(value: Any, digits: int = 3) -> str:
     """``n/a`` for null (the audit dict holds no NaN: it is strict JSON), ``yes``/``no``, integers
     as they are, floats to ``digits`` places."""
     return scalar_text(value, digits, null="n/a")
+
+
+# a bootstrap whose every resample gives the same value (every run agrees) has an interval of
+# zero width: it shows none of the uncertainty a few runs leave, so it is marked
+ZERO_WIDTH = (
+    "zero width: every resample gave this value (the runs all agree), so the interval shows none of the "
+    "uncertainty that so few runs leave; read it with n"
+)
 
 
 def stat_text(value: Any, notes: Notes | None = None) -> str:
@@ -169,6 +181,8 @@ def stat_text(value: Any, notes: Notes | None = None) -> str:
         lo, hi = value.get("ci_low"), value.get("ci_high")
         if lo is not None and hi is not None:
             text += f" [{stat_text(lo)}, {stat_text(hi)}]"
+            if lo == hi and notes is not None:
+                text += " " + notes.mark(ZERO_WIDTH)
         return text
     if isinstance(value, (list, tuple)):
         return ", ".join(stat_text(v) for v in value)
