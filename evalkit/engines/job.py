@@ -130,7 +130,7 @@ def score_one(job: ScoreJob, source: Source, noting: Any = None) -> Scored:
         return out
     if noting is not None:
         local = source if isinstance(source, str) and "://" not in source else None
-        noting.add(traj, out.path, local)
+        noting.add(traj, out.path, local, card)
     out.run_id = card.run_id
     out.summary = RunSummary.of(card)
     if job.card:

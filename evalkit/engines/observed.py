@@ -128,6 +128,7 @@ def _mean(near_name: str | None) -> str:
 
 
 _name = attrgetter("name")
+_UNKNOWN = object()  # what the scorer did not decide of a call (see _Classes)
 
 # final reasons of a run the harness could not finish: no success_eval is expected of it
 _HARNESS_FAILED = frozenset({"harness_error", "provider_error"})
@@ -220,6 +221,7 @@ class Observed:
             (self._forbidden_of, self._forbidden, self.forbidden_hit, self.forbidden_near, self._takers),
             (self._gated_of, self._gate_actions, self.gated_hit, self.gated_near, ()),
         )
+        self._caught_tools = frozenset(self._optional_of) | frozenset(self._forbidden_of) | frozenset(self._gated_of)
         wanted = self.scenario.success.final_state if self.scenario.success is not None else []
         self._success_vars = list(
             dict.fromkeys(c["var"] for c in wanted if isinstance(c, dict) and isinstance(c.get("var"), str))
@@ -229,10 +231,11 @@ class Observed:
         """The required tools whose every required action ``hit`` marks as matched by some call."""
         return {tool for tool, todo in self._by_tool.items() if all(hit[i] for i in todo)}
 
-    def add_run(self, traj: Any) -> None:
+    def add_run(self, traj: Any, card: Any = None) -> None:
         """One run (a :class:`~evalkit.trajectory.records.Trajectory`): its ``meta.tool_surface``, its
         tool calls (``name``, ``args``, ``result``), its ``final`` record and the status the scorer
-        gives it."""
+        gives it. ``card``: its ScoreCard, when scored: what the scorer matched each command with
+        (:class:`_Classes`) spares matching it again."""
         tool_surface, tool_calls, final = traj.meta.tool_surface, traj.tool_calls(), traj.final
         self.runs += 1
         if tool_surface:
@@ -241,14 +244,24 @@ class Observed:
         self.calls.update(map(_name, tool_calls))
         by_tool = self._by_tool
         twin, taken = self._twin, None
+        caught = self._caught_tools
+        classes = _Classes(card, tool_surface, self.scenario.index.command_tools) if caught and card is not None and card.matches is not None else None
         for call in tool_calls:
             name, args, result = call.name, call.args, call.result
+            if classes is not None:
+                command = classes.command(call)
             if name in self._gates_of and call.is_error is False:
                 self._ask(call)
-            if call.is_error is False:
-                for of, expects, hit, near, takers in self._caught:
-                    if name in of:
-                        self._near_misses(call, of[name], expects, hit, near, takers)
+            if name in caught and call.is_error is False:
+                if classes is None or command is None:
+                    for of, expects, hit, near, takers in self._caught:
+                        if name in of:
+                            self._near_misses(call, of[name], expects, hit, near, takers)
+                else:
+                    known = classes.of(command)
+                    for (of, expects, hit, near, takers), (first, taken_by) in zip(self._caught, known):
+                        if name in of:
+                            self._near_misses(call, of[name], expects, hit, near, takers, first, taken_by)
             if not args and result is None and name not in by_tool:  # most reads, as scoring keeps them
                 continue
             if args:
@@ -322,23 +335,43 @@ class Observed:
                             values[key] = _json(check.value)
 
     def _near_misses(
-        self, call: Any, todo: list[int], expects: list[Any], hit: list[bool], near: list[dict[str, int]], takers: tuple
+        self,
+        call: Any,
+        todo: list[int],
+        expects: list[Any],
+        hit: list[bool],
+        near: list[dict[str, int]],
+        takers: tuple,
+        first: Any = _UNKNOWN,
+        taken: Any = _UNKNOWN,
     ) -> None:
         """An executed call of the tool of the actions ``todo`` (of ``expects``): the first it
         matches is hit; else, when it misses an unmatched action by one key and none of ``takers``
-        (lookups, and with them the gates' actions) takes it, it is counted under that key."""
+        (lookups, and with them the gates' actions) takes it, it is counted under that key.
+        ``first`` (the action it matches first, or None) and ``taken`` (whether one of ``takers``
+        takes it), where the scorer found them (:class:`_Classes`)."""
         if all(hit[i] for i in todo):  # nothing left to learn from its calls
             return
         key = None  # the call's match key, computed once where an action needs it
-        for i in todo:
-            expect = expects[i]
-            if key is None and expect.key is not None:
-                key = match_key(call.name, call.args)
-            if expect.matches(call, key):
-                hit[i] = True
-                return
+        if first is _UNKNOWN:
+            for i in todo:
+                expect = expects[i]
+                if key is None and expect.key is not None:
+                    key = match_key(call.name, call.args)
+                if expect.matches(call, key):
+                    hit[i] = True
+                    return
+        elif first is not None:
+            hit[first] = True
+            return
+        if taken is True:
+            return
         missed = _one_key_misses(call, todo, expects, hit, self._key_tests)
         if not missed:  # most calls: nothing to count, so the lookups below are not made
+            return
+        if taken is False:
+            for i, differs in missed:
+                near[i][differs] = near[i].get(differs, 0) + 1
             return
         if key is None:
             key = match_key(call.name, call.args)
@@ -368,6 +401,55 @@ class Observed:
 
 
 _ABSENT = object()
+
+
+class _Classes:
+    """What the scorer found of a run's commands (its ScoreCard's ``commands``, ``matches`` and
+    ``gated_calls``), as :meth:`Observed._near_misses` asks it of a call: per group of
+    ``Observed._caught`` (optional, forbidden, gated), the first action of it the call matches
+    and whether another action takes the call, each ``_UNKNOWN`` where the scorer did not decide
+    it. The commands are the calls the scorer splits off (``classify.split_calls``): of a command
+    tool, on the run's tool surface, not errored."""
+
+    __slots__ = ("rows", "surface", "tools", "n", "owned", "forbidden", "optional", "repeats", "gates")
+
+    def __init__(self, card: Any, tool_surface: Any, command_tools: frozenset[str]) -> None:
+        matches = card.matches
+        self.rows = card.commands
+        self.surface = None if tool_surface is None else frozenset(tool_surface)
+        self.tools = command_tools
+        self.n = -1
+        self.owned = {pos for pos in matches.required if pos is not None}
+        self.forbidden = {pos: i for i, rows in enumerate(matches.forbidden) for pos in rows}
+        self.optional = {pos: i for i, rows in enumerate(matches.optional) for pos in rows}
+        self.repeats = {pos for rows in matches.repeats for pos in rows}
+        self.gates = {g.index: g.gate for g in card.gated_calls or ()}
+
+    def command(self, call: Any) -> int | None:
+        """The index among the commands of ``call`` (the run's calls given in order), or None."""
+        name = call.name
+        if name in self.tools and (self.surface is None or name in self.surface) and not call.is_error:
+            self.n += 1
+            return self.n
+        return None
+
+    def of(self, pos: int) -> tuple[tuple[Any, Any], tuple[Any, Any], tuple[Any, Any]]:
+        """(first, taken) for command ``pos`` per group: optional, forbidden, gated."""
+        gate = self.gates.get(pos)
+        if pos in self.owned:  # a required action takes it
+            return (_UNKNOWN, True), (_UNKNOWN, True), (gate, False)
+        row = self.rows[pos]
+        forbidden = self.forbidden.get(pos)
+        if forbidden is not None:
+            return (_UNKNOWN, True), (forbidden, None), (gate, False)
+        if row.subtype == "unapproved":  # its gate takes it
+            return (_UNKNOWN, True), (None, True), (gate, False)
+        optional = self.optional.get(pos)
+        if optional is not None:
+            return (optional, None), (None, True), (gate, False)
+        # optional by its gate's approval, or extraneous (a repeat of a required action or not)
+        taken = gate is not None or pos in self.repeats
+        return (None, taken), (None, taken), (gate, False)
 
 
 def _one_key_misses(call: Any, todo: list[int], expects: list[Any], hit: list[bool], tests: dict) -> list:
