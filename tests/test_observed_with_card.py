@@ -1,7 +1,9 @@
 """The scenario check fed what the scorer matched each command with (``Observed.add_run(traj,
 card)``, as ``evalkit score`` feeds it) notes exactly what it notes matching every call itself (as
 ``evalkit check`` does): random scenarios with argument rules, optional, forbidden and gated
-actions, twins and approvals, against random runs with errored, unexecuted and off-surface calls."""
+actions, twins and approvals, against random runs with errored, unexecuted and off-surface calls;
+and the argument paths it notes, walking only the calls of a shape not seen before, are those of
+every call."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from evalkit.engines.observed import Observed
+from evalkit.engines.observed import Observed, _paths
 from evalkit.engines.scenario_check import FIELDS
 from evalkit.errors import InputError
 from evalkit.scoring import score_trajectory
@@ -76,9 +78,15 @@ def _scenario(rng: random.Random, n: int) -> dict[str, Any]:
 def _calls(rng: random.Random) -> list[dict[str, Any]]:
     out = []
     for _ in range(rng.randint(0, 14)):
+        args = _args(rng)
+        if rng.random() < 0.2:
+            args["nested"] = {
+                "k1": rng.choice(VALUES),
+                **({"deeper": {"k2": rng.choice(VALUES)}} if rng.random() < 0.5 else {}),
+            }
         call = {
             "name": rng.choice([*TOOLS, "a", "b", "read", "zz"]),
-            "args": _args(rng),
+            "args": args,
             "is_error": rng.choice([False, False, False, True, None]),
             "result": {"fine": rng.random() < 0.6},
         }
@@ -119,6 +127,7 @@ def test_the_check_fed_the_scorers_classes_notes_what_it_notes_matching_every_ca
     for n in range(10):
         scenario = _scenario(rng, n)
         mine = theirs = None
+        walked: dict[str, dict[str, set[str]]] = {}  # every call's argument paths, each call walked
         for i in range(8):
             try:
                 traj = parse_trajectory(f"run-{i}.jsonl", _run(rng, scenario, i), compact=True)
@@ -129,6 +138,10 @@ def test_the_check_fed_the_scorers_classes_notes_what_it_notes_matching_every_ca
                 mine, theirs = Observed(traj.meta.scenario), Observed(traj.meta.scenario)
             mine.add_run(traj, card)
             theirs.add_run(traj)
+            for call in traj.tool_calls():
+                if call.args:
+                    _paths(call.args, walked.setdefault(call.name, {}))
             assert _state(mine) == _state(theirs)
+            assert mine.args == walked
             compared += 1
     assert compared

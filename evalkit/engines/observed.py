@@ -36,6 +36,7 @@ from operator import attrgetter
 from typing import Any
 
 from evalkit.scoring.args import args_test, result_object, rules_of
+from evalkit.scoring.classify import split_calls
 from evalkit.scoring.status import run_status
 from evalkit.trajectory.values import freeze, match_key
 
@@ -221,6 +222,7 @@ class Observed:
             (self._forbidden_of, self._forbidden, self.forbidden_hit, self.forbidden_near, self._takers),
             (self._gated_of, self._gate_actions, self.gated_hit, self.gated_near, ()),
         )
+        self._shapes: set[tuple] = set()  # the shapes of the calls' arguments walked (add_run)
         self._caught_tools = frozenset(self._optional_of) | frozenset(self._forbidden_of) | frozenset(self._gated_of)
         wanted = self.scenario.success.final_state if self.scenario.success is not None else []
         self._success_vars = list(
@@ -244,43 +246,59 @@ class Observed:
         self.calls.update(map(_name, tool_calls))
         by_tool = self._by_tool
         twin, taken = self._twin, None
-        caught = self._caught_tools
-        classes = _Classes(card, tool_surface, self.scenario.index.command_tools) if caught and card is not None and card.matches is not None else None
+        caught, gates_of, shapes, samples = self._caught_tools, self._gates_of, self._shapes, self.samples
+        # the commands of the tools that catch calls -> their index among the run's commands (the
+        # scorer's split), when the card says what the scorer matched each with
+        index = classes = None
+        if caught and card is not None and card.matches is not None:
+            classes = _Classes(card)
+            surface = None if tool_surface is None else frozenset(tool_surface)
+            commands = split_calls(tool_calls, surface, self.scenario.index.command_tools).commands
+            index = {id(c): k for k, c in enumerate(commands) if c.name in caught}
         for call in tool_calls:
             name, args, result = call.name, call.args, call.result
-            if classes is not None:
-                command = classes.command(call)
-            if name in self._gates_of and call.is_error is False:
-                self._ask(call)
-            if name in caught and call.is_error is False:
-                if classes is None or command is None:
-                    for of, expects, hit, near, takers in self._caught:
-                        if name in of:
-                            self._near_misses(call, of[name], expects, hit, near, takers)
-                else:
-                    known = classes.of(command)
-                    for (of, expects, hit, near, takers), (first, taken_by) in zip(self._caught, known):
-                        if name in of:
-                            self._near_misses(call, of[name], expects, hit, near, takers, first, taken_by)
+            if call.is_error is False:
+                if name in gates_of:
+                    self._ask(call)
+                if name in caught:
+                    pos = index.get(id(call)) if index is not None else None
+                    if pos is None:
+                        for of, expects, hit, near, takers in self._caught:
+                            if name in of:
+                                self._near_misses(call, of[name], expects, hit, near, takers)
+                    else:
+                        for (of, expects, hit, near, takers), (first, taken_by) in zip(self._caught, classes.of(pos)):
+                            if name in of:
+                                self._near_misses(call, of[name], expects, hit, near, takers, first, taken_by)
             if not args and result is None and name not in by_tool:  # most reads, as scoring keeps them
                 continue
             if args:
-                paths = self.args.get(name)
-                if paths is None:
-                    paths = self.args[name] = {}
-                _paths(args, paths)
-            if isinstance(result, str) and result[:1] == "{":
-                import json
+                # a call of the keys and value types of one seen before adds no path: its shape (tool,
+                # keys, then the values' types) is looked up rather than walked; a nested object's
+                # paths are its own, so a call with one is walked every time
+                shape = (name, *args, *map(type, args.values()))
+                if shape not in shapes:
+                    paths = self.args.get(name)
+                    if paths is None:
+                        paths = self.args[name] = {}
+                    _paths(args, paths)
+                    if dict not in shape:
+                        shapes.add(shape)
+            if result is not None:
+                if isinstance(result, str) and result[:1] == "{":
+                    import json
 
-                try:
-                    result = json.loads(result)
-                except ValueError:
-                    pass
-            if isinstance(result, dict):
-                _paths(result, self.results.setdefault(name, {}))
+                    try:
+                        result = json.loads(result)
+                    except ValueError:
+                        pass
+                if isinstance(result, dict):
+                    _paths(result, self.results.setdefault(name, {}))
             todo = by_tool.get(name)
             if todo:
-                sample = self.samples.setdefault(name, [])
+                sample = samples.get(name)
+                if sample is None:
+                    sample = samples[name] = []
                 if len(sample) < _SAMPLE_CALLS:
                     sample.append(args)
                 if name in self._matched:  # nothing left to learn from its calls
@@ -411,27 +429,16 @@ class _Classes:
     it. The commands are the calls the scorer splits off (``classify.split_calls``): of a command
     tool, on the run's tool surface, not errored."""
 
-    __slots__ = ("rows", "surface", "tools", "n", "owned", "forbidden", "optional", "repeats", "gates")
+    __slots__ = ("rows", "owned", "forbidden", "optional", "repeats", "gates")
 
-    def __init__(self, card: Any, tool_surface: Any, command_tools: frozenset[str]) -> None:
+    def __init__(self, card: Any) -> None:
         matches = card.matches
         self.rows = card.commands
-        self.surface = None if tool_surface is None else frozenset(tool_surface)
-        self.tools = command_tools
-        self.n = -1
         self.owned = {pos for pos in matches.required if pos is not None}
         self.forbidden = {pos: i for i, rows in enumerate(matches.forbidden) for pos in rows}
         self.optional = {pos: i for i, rows in enumerate(matches.optional) for pos in rows}
         self.repeats = {pos for rows in matches.repeats for pos in rows}
         self.gates = {g.index: g.gate for g in card.gated_calls or ()}
-
-    def command(self, call: Any) -> int | None:
-        """The index among the commands of ``call`` (the run's calls given in order), or None."""
-        name = call.name
-        if name in self.tools and (self.surface is None or name in self.surface) and not call.is_error:
-            self.n += 1
-            return self.n
-        return None
 
     def of(self, pos: int) -> tuple[tuple[Any, Any], tuple[Any, Any], tuple[Any, Any]]:
         """(first, taken) for command ``pos`` per group: optional, forbidden, gated."""
