@@ -36,7 +36,6 @@ from operator import attrgetter
 from typing import Any
 
 from evalkit.scoring.args import args_test, result_object, rules_of
-from evalkit.scoring.classify import split_calls
 from evalkit.scoring.status import run_status
 from evalkit.trajectory.values import freeze, match_key
 
@@ -247,29 +246,37 @@ class Observed:
         by_tool = self._by_tool
         twin, taken = self._twin, None
         caught, gates_of, shapes, samples = self._caught_tools, self._gates_of, self._shapes, self.samples
-        # the commands of the tools that catch calls -> their index among the run's commands (the
-        # scorer's split), when the card says what the scorer matched each with
-        index = classes = None
+        # what the scorer matched each command with, when the card says it: a command is a call the
+        # scorer splits off (classify.split_calls: a command tool's, on the surface, not errored)
+        classes = None
         if caught and card is not None and card.matches is not None:
             classes = _Classes(card)
             surface = None if tool_surface is None else frozenset(tool_surface)
-            commands = split_calls(tool_calls, surface, self.scenario.index.command_tools).commands
-            index = {id(c): k for k, c in enumerate(commands) if c.name in caught}
+            command_tools = self.scenario.index.command_tools
+            command = -1  # the index among the commands of the last one
         for call in tool_calls:
-            name, args, result = call.name, call.args, call.result
-            if call.is_error is False:
+            name, args, result, is_error = call.name, call.args, call.result, call.is_error
+            pos = None
+            if classes is not None and not is_error and name in command_tools and (surface is None or name in surface):
+                command += 1
+                pos = command
+            if is_error is False:
                 if name in gates_of:
                     self._ask(call)
                 if name in caught:
-                    pos = index.get(id(call)) if index is not None else None
                     if pos is None:
                         for of, expects, hit, near, takers in self._caught:
                             if name in of:
                                 self._near_misses(call, of[name], expects, hit, near, takers)
                     else:
-                        for (of, expects, hit, near, takers), (first, taken_by) in zip(self._caught, classes.of(pos)):
-                            if name in of:
-                                self._near_misses(call, of[name], expects, hit, near, takers, first, taken_by)
+                        for (of, expects, hit, near, takers), (first, by) in zip(self._caught, classes.of(pos)):
+                            todo = of.get(name)
+                            if todo is None:
+                                continue
+                            if first is _UNKNOWN or (first is None and by is not True):
+                                self._near_misses(call, todo, expects, hit, near, takers, first, by)
+                            elif first is not None:  # what _near_misses would do
+                                hit[first] = True
             if not args and result is None and name not in by_tool:  # most reads, as scoring keeps them
                 continue
             if args:
@@ -325,7 +332,11 @@ class Observed:
             for first, n in taken.items():
                 for i in self._twins[first][:n]:
                     self.hit[i] = True
-        if final is not None and final.reason not in _HARNESS_FAILED and run_status(traj) == "incomplete":
+        if (
+            final is not None
+            and final.reason not in _HARNESS_FAILED
+            and (card.status if card is not None else run_status(traj)) == "incomplete"
+        ):
             # a final record without success_eval, from the user's harness (an importer writes none
             # where its source records no outcome, as docs/importers.md says)
             versions = traj.meta.versions
