@@ -79,11 +79,10 @@ def _calls(rng: random.Random) -> list[dict[str, Any]]:
     out = []
     for _ in range(rng.randint(0, 14)):
         args = _args(rng)
-        if rng.random() < 0.2:
-            args["nested"] = {
-                "k1": rng.choice(VALUES),
-                **({"deeper": {"k2": rng.choice(VALUES)}} if rng.random() < 0.5 else {}),
-            }
+        if rng.random() < 0.3:  # nested objects, down past the depth the paths are noted to
+            deepest = rng.choice([{}, {"x": rng.choice(VALUES)}, {"x": {"y": rng.choice(VALUES)}}])
+            deeper = rng.choice([{}, {"k2": rng.choice(VALUES)}, {"k2": rng.choice(VALUES), "deepest": deepest}])
+            args["nested"] = {"k1": rng.choice(VALUES), "deeper": deeper} if rng.random() < 0.7 else {}
         call = {
             "name": rng.choice([*TOOLS, "a", "b", "read", "zz"]),
             "args": args,

@@ -84,6 +84,18 @@ def _paths(value: Any, into: dict[str, set[str]], prefix: str = "", depth: int =
             _paths(item, into, path + ".", depth + 1)
 
 
+def _shape(value: dict[str, Any], depth: int = 0) -> tuple:
+    """The keys of ``value`` then, per value, its type, or the shape of the nested object
+    :func:`_paths` walks into: objects of one shape hold the same paths of the same types."""
+    return (
+        *value,
+        *[
+            _shape(item, depth + 1) if depth < _DEPTH and isinstance(item, dict) and item else type(item)
+            for item in value.values()
+        ],
+    )
+
+
 _WORDS = re.compile(r"[_.\-]+")
 
 
@@ -281,15 +293,16 @@ class Observed:
                 continue
             if args:
                 # a call of the keys and value types of one seen before adds no path: its shape (tool,
-                # keys, then the values' types) is looked up rather than walked; a nested object's
-                # paths are its own, so a call with one is walked every time
+                # keys, then the values' types) is looked up rather than walked
                 shape = (name, *args, *map(type, args.values()))
                 if shape not in shapes:
-                    paths = self.args.get(name)
-                    if paths is None:
-                        paths = self.args[name] = {}
-                    _paths(args, paths)
-                    if dict not in shape:
+                    if dict in shape:  # nested objects: their keys and types are part of the shape,
+                        shape = (name, _shape(args))  # so a flat one holding dict is never added
+                    if shape not in shapes:
+                        paths = self.args.get(name)
+                        if paths is None:
+                            paths = self.args[name] = {}
+                        _paths(args, paths)
                         shapes.add(shape)
             if result is not None:
                 if isinstance(result, str) and result[:1] == "{":
