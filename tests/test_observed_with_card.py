@@ -1,7 +1,7 @@
 """The scenario check fed what the scorer matched each command with (``Observed.add_run(traj,
 card)``, as ``evalkit score`` feeds it) notes exactly what it notes matching every call itself (as
 ``evalkit check`` does): random scenarios with argument rules, optional, forbidden and gated
-actions, twins and approvals, against random runs with errored, unexecuted and off-surface calls;
+actions, twins and approvals, and plain cockpit scenarios, against random runs with errored, unexecuted and off-surface calls;
 and the argument paths it notes, walking only the calls of a shape not seen before, are those of
 every call."""
 
@@ -75,6 +75,47 @@ def _scenario(rng: random.Random, n: int) -> dict[str, Any]:
     return {"id": f"random-{n}", "command_tools": TOOLS, "ground_truth": gt, "success": {"final_state": []}}
 
 
+CONTROLS = ["apu_gen", "ext_pwr", "bat_1"]
+
+
+def _control(rng: random.Random) -> dict[str, Any]:
+    return {"control": rng.choice(CONTROLS), "value": rng.choice([0, 1, 1.0, True])}
+
+
+def _cockpit_scenario(rng: random.Random, n: int) -> dict[str, Any]:
+    """A plain scenario: cockpit actions (``set_control``), matched by their key alone."""
+    required = [_control(rng) for _ in range(rng.randint(1, 4))]
+    if rng.random() < 0.3:
+        required.append(dict(required[0]))
+    forbidden = [{**_control(rng), "severity": rng.choice(["dangerous", "anti_procedure"])} for _ in range(2)]
+    return {
+        "id": f"cockpit-{n}",
+        "ground_truth": {
+            "procedure": [{"block": "main", "actions": required}],
+            "optional_actions": [_control(rng) for _ in range(rng.randint(0, 2))],
+            "forbidden_actions": forbidden[: rng.randint(0, 2)],
+        },
+        "success": {"final_state": []},
+    }
+
+
+def _cockpit_calls(rng: random.Random) -> list[dict[str, Any]]:
+    out = []
+    for _ in range(rng.randint(0, 12)):
+        args: dict[str, Any] = _control(rng)
+        if rng.random() < 0.1:
+            args["control"] = [args["control"]]  # not a string: matches no action
+        out.append(
+            {
+                "name": rng.choice(["set_control", "set_control", "get_ecam", "zz"]),
+                "args": args,
+                "is_error": rng.choice([False, False, True, None]),
+                "result": {"ok": True},
+            }
+        )
+    return out
+
+
 def _calls(rng: random.Random) -> list[dict[str, Any]]:
     out = []
     for _ in range(rng.randint(0, 14)):
@@ -94,12 +135,14 @@ def _calls(rng: random.Random) -> list[dict[str, Any]]:
 
 
 def _run(rng: random.Random, scenario: dict[str, Any], i: int) -> bytes:
-    records = trajectory(scenario, _calls(rng), run_id=f"run-{i}", tool_surface=[*TOOLS, "read"])
+    cockpit = scenario["id"].startswith("cockpit")
+    calls, surface = (_cockpit_calls(rng), ["set_control", "get_ecam"]) if cockpit else (_calls(rng), [*TOOLS, "read"])
+    records = trajectory(scenario, calls, run_id=f"run-{i}", tool_surface=surface)
     surface = rng.random()
     if surface < 0.2:
         records[0]["tool_surface"] = None
     elif surface < 0.4:
-        records[0]["tool_surface"] = ["a", "c", "ok", "read"]
+        records[0]["tool_surface"] = ["get_ecam"] if cockpit else ["a", "c", "ok", "read"]
     for record in records:
         if record.get("type") == "tool_call" and record.get("is_error") is None:
             record.pop("is_error", None)
@@ -120,11 +163,12 @@ def _state(observed: Observed) -> str:
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_the_check_fed_the_scorers_classes_notes_what_it_notes_matching_every_call(seed):
+@pytest.mark.parametrize("make", [_scenario, _cockpit_scenario])
+def test_the_check_fed_the_scorers_classes_notes_what_it_notes_matching_every_call(make, seed):
     rng = random.Random(seed)
     compared = 0
     for n in range(10):
-        scenario = _scenario(rng, n)
+        scenario = make(rng, n)
         mine = theirs = None
         walked: dict[str, dict[str, set[str]]] = {}  # every call's argument paths, each call walked
         for i in range(8):
