@@ -160,7 +160,8 @@ class Observed:
     success_runs: int = 0  # runs with a success_eval
     variables: dict[str, set[Any]] = field(default_factory=dict)  # reported var -> ops
     hit: list[bool] = field(default_factory=list)  # per required action: some call matched it
-    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # required tool -> some calls' args
+    # required tool -> the arguments of its first calls, until each of its required actions is matched
+    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     approved: list[bool] = field(default_factory=list)  # per gate: some executed call was its approval
     # per gate: executed calls of its approval tool whose arguments match, and their results' values
     # of each key the approval's result names (JSON text -> calls)
@@ -316,13 +317,15 @@ class Observed:
                     _paths(result, self.results.setdefault(name, {}))
             todo = by_tool.get(name)
             if todo:
+                # nothing left to learn from its calls (nor from its samples, which findings and
+                # Noting.seen read only while one of its required actions is unmatched)
+                if name in self._matched:
+                    continue
                 sample = samples.get(name)
                 if sample is None:
                     sample = samples[name] = []
                 if len(sample) < _SAMPLE_CALLS:
                     sample.append(args)
-                if name in self._matched:  # nothing left to learn from its calls
-                    continue
                 key = None
                 for i in todo:
                     if i in twin:
