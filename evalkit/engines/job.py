@@ -118,7 +118,7 @@ def _read(source: Source, warn, scenarios: Any = None) -> Any:
 def score_one(job: ScoreJob, source: Source, noting: Any = None) -> Scored:
     """Read and score one file; ``noting`` (an evalkit.engines.scenario_check.Noting) notes what
     the run did."""
-    from evalkit.scoring import score_trajectory
+    from evalkit.scoring.scorer import score_trajectory  # the module itself: the package looks it up lazily
     from evalkit.trajectory.input_files import shown_name
 
     out = Scored(shown_name(source[0] if isinstance(source, tuple) else source))
@@ -130,7 +130,7 @@ def score_one(job: ScoreJob, source: Source, noting: Any = None) -> Scored:
         return out
     if noting is not None:
         local = source if isinstance(source, str) and "://" not in source else None
-        noting.add(traj, out.path, local)
+        noting.add(traj, out.path, local, card)
     out.run_id = card.run_id
     out.summary = RunSummary.of(card)
     if job.card:

@@ -85,6 +85,18 @@ def _paths(value: Any, into: dict[str, set[str]], prefix: str = "", depth: int =
             _paths(item, into, path + ".", depth + 1)
 
 
+def _shape(value: dict[str, Any], depth: int = 0) -> tuple:
+    """The keys of ``value`` then, per value, its type, or the shape of the nested object
+    :func:`_paths` walks into: objects of one shape hold the same paths of the same types."""
+    return (
+        *value,
+        *[
+            _shape(item, depth + 1) if depth < _DEPTH and isinstance(item, dict) and item else type(item)
+            for item in value.values()
+        ],
+    )
+
+
 _WORDS = re.compile(r"[_.\-]+")
 
 
@@ -134,6 +146,7 @@ def _mean(near_name: str | None) -> str:
 
 
 _name = attrgetter("name")
+_UNKNOWN = object()  # what the scorer did not decide of a call (see _Classes)
 
 # final reasons of a run the harness could not finish: no success_eval is expected of it
 _HARNESS_FAILED = frozenset({"harness_error", "provider_error"})
@@ -153,7 +166,8 @@ class Observed:
     success_runs: int = 0  # runs with a success_eval
     variables: dict[str, set[Any]] = field(default_factory=dict)  # reported var -> ops
     hit: list[bool] = field(default_factory=list)  # per required action: some call matched it
-    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # required tool -> some calls' args
+    # required tool -> the arguments of its first calls, until each of its required actions is matched
+    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     approved: list[bool] = field(default_factory=list)  # per gate: some executed call was its approval
     # per gate: executed calls of its approval tool whose arguments match, and their results' values
     # of each key the approval's result names (JSON text -> calls)
@@ -231,6 +245,8 @@ class Observed:
             (self._forbidden_of, self._forbidden, self.forbidden_hit, self.forbidden_near, self._takers),
             (self._gated_of, self._gate_actions, self.gated_hit, self.gated_near, ()),
         )
+        self._shapes: set[tuple] = set()  # the shapes of the calls' arguments walked (add_run)
+        self._caught_tools = frozenset(self._optional_of) | frozenset(self._forbidden_of) | frozenset(self._gated_of)
         wanted = self.scenario.success.final_state if self.scenario.success is not None else []
         self._success_vars = list(
             dict.fromkeys(c["var"] for c in wanted if isinstance(c, dict) and isinstance(c.get("var"), str))
@@ -240,10 +256,11 @@ class Observed:
         """The required tools whose every required action ``hit`` marks as matched by some call."""
         return {tool for tool, todo in self._by_tool.items() if all(hit[i] for i in todo)}
 
-    def add_run(self, traj: Any) -> None:
+    def add_run(self, traj: Any, card: Any = None) -> None:
         """One run (a :class:`~evalkit.trajectory.records.Trajectory`): its ``meta.tool_surface``, its
         tool calls (``name``, ``args``, ``result``), its ``final`` record and the status the scorer
-        gives it."""
+        gives it. ``card``: its ScoreCard, when scored: what the scorer matched each command with
+        (:class:`_Classes`) spares matching it again."""
         tool_surface, tool_calls, final = traj.meta.tool_surface, traj.tool_calls(), traj.final
         self.runs += 1
         if tool_surface:
@@ -252,37 +269,74 @@ class Observed:
         self.calls.update(map(_name, tool_calls))
         by_tool = self._by_tool
         twin, taken = self._twin, None
+        caught, gates_of, shapes, samples = self._caught_tools, self._gates_of, self._shapes, self.samples
+        # what the scorer matched each command with, when the card says it: a command is a call the
+        # scorer splits off (classify.split_calls: a command tool's, on the surface, not errored)
+        classes = None
+        if caught and card is not None and card.matches is not None:
+            classes = _Classes(card)
+            surface = None if tool_surface is None else frozenset(tool_surface)
+            command_tools = self.scenario.index.command_tools
+            command = -1  # the index among the commands of the last one
         for call in tool_calls:
-            name, args, result = call.name, call.args, call.result
-            if name in self._gates_of and call.is_error is False:
-                self._ask(call)
-            if call.is_error is False:
-                for of, expects, hit, near, takers in self._caught:
-                    if name in of:
-                        self._near_misses(call, of[name], expects, hit, near, takers)
+            name, args, result, is_error = call.name, call.args, call.result, call.is_error
+            pos = None
+            if classes is not None and not is_error and name in command_tools and (surface is None or name in surface):
+                command += 1
+                pos = command
+            if is_error is False:
+                if name in gates_of:
+                    self._ask(call)
+                if name in caught:
+                    if pos is None:
+                        for of, expects, hit, near, takers in self._caught:
+                            if name in of:
+                                self._near_misses(call, of[name], expects, hit, near, takers)
+                    else:
+                        for (of, expects, hit, near, takers), (first, by) in zip(self._caught, classes.of(pos)):
+                            todo = of.get(name)
+                            if todo is None:
+                                continue
+                            if first is _UNKNOWN or (first is None and by is not True):
+                                self._near_misses(call, todo, expects, hit, near, takers, first, by)
+                            elif first is not None:  # what _near_misses would do
+                                hit[first] = True
             if not args and result is None and name not in by_tool:  # most reads, as scoring keeps them
                 continue
             if args:
-                paths = self.args.get(name)
-                if paths is None:
-                    paths = self.args[name] = {}
-                _paths(args, paths)
-            if isinstance(result, str) and result[:1] == "{":
-                import json
+                # a call of the keys and value types of one seen before adds no path: its shape (tool,
+                # keys, then the values' types) is looked up rather than walked
+                shape = (name, *args, *map(type, args.values()))
+                if shape not in shapes:
+                    if dict in shape:  # nested objects: their keys and types are part of the shape,
+                        shape = (name, _shape(args))  # so a flat one holding dict is never added
+                    if shape not in shapes:
+                        paths = self.args.get(name)
+                        if paths is None:
+                            paths = self.args[name] = {}
+                        _paths(args, paths)
+                        shapes.add(shape)
+            if result is not None:
+                if isinstance(result, str) and result[:1] == "{":
+                    import json
 
-                try:
-                    result = json.loads(result)
-                except ValueError:
-                    pass
-            if isinstance(result, dict):
-                _paths(result, self.results.setdefault(name, {}))
+                    try:
+                        result = json.loads(result)
+                    except ValueError:
+                        pass
+                if isinstance(result, dict):
+                    _paths(result, self.results.setdefault(name, {}))
             todo = by_tool.get(name)
             if todo:
-                sample = self.samples.setdefault(name, [])
+                # nothing left to learn from its calls (nor from its samples, which findings and
+                # Noting.seen read only while one of its required actions is unmatched)
+                if name in self._matched:
+                    continue
+                sample = samples.get(name)
+                if sample is None:
+                    sample = samples[name] = []
                 if len(sample) < _SAMPLE_CALLS:
                     sample.append(args)
-                if name in self._matched:  # nothing left to learn from its calls
-                    continue
                 key = None
                 for i in todo:
                     if i in twin:
@@ -305,7 +359,11 @@ class Observed:
             for first, n in taken.items():
                 for i in self._twins[first][:n]:
                     self.hit[i] = True
-        if final is not None and final.reason not in _HARNESS_FAILED and run_status(traj) == "incomplete":
+        if (
+            final is not None
+            and final.reason not in _HARNESS_FAILED
+            and (card.status if card is not None else run_status(traj)) == "incomplete"
+        ):
             # a final record without success_eval, from the user's harness (an importer writes none
             # where its source records no outcome, as docs/importers.md says)
             versions = traj.meta.versions
@@ -333,23 +391,43 @@ class Observed:
                             values[key] = _json(check.value)
 
     def _near_misses(
-        self, call: Any, todo: list[int], expects: list[Any], hit: list[bool], near: list[dict[str, int]], takers: tuple
+        self,
+        call: Any,
+        todo: list[int],
+        expects: list[Any],
+        hit: list[bool],
+        near: list[dict[str, int]],
+        takers: tuple,
+        first: Any = _UNKNOWN,
+        taken: Any = _UNKNOWN,
     ) -> None:
         """An executed call of the tool of the actions ``todo`` (of ``expects``): the first it
         matches is hit; else, when it misses an unmatched action by one key and none of ``takers``
-        (lookups, and with them the gates' actions) takes it, it is counted under that key."""
+        (lookups, and with them the gates' actions) takes it, it is counted under that key.
+        ``first`` (the action it matches first, or None) and ``taken`` (whether one of ``takers``
+        takes it), where the scorer found them (:class:`_Classes`)."""
         if all(hit[i] for i in todo):  # nothing left to learn from its calls
             return
         key = None  # the call's match key, computed once where an action needs it
-        for i in todo:
-            expect = expects[i]
-            if key is None and expect.key is not None:
-                key = match_key(call.name, call.args)
-            if expect.matches(call, key):
-                hit[i] = True
-                return
+        if first is _UNKNOWN:
+            for i in todo:
+                expect = expects[i]
+                if key is None and expect.key is not None:
+                    key = match_key(call.name, call.args)
+                if expect.matches(call, key):
+                    hit[i] = True
+                    return
+        elif first is not None:
+            hit[first] = True
+            return
+        if taken is True:
+            return
         missed = _one_key_misses(call, todo, expects, hit, self._key_tests)
         if not missed:  # most calls: nothing to count, so the lookups below are not made
+            return
+        if taken is False:
+            for i, differs in missed:
+                near[i][differs] = near[i].get(differs, 0) + 1
             return
         if key is None:
             key = match_key(call.name, call.args)
@@ -382,6 +460,44 @@ class Observed:
 
 
 _ABSENT = object()
+
+
+class _Classes:
+    """What the scorer found of a run's commands (its ScoreCard's ``commands``, ``matches`` and
+    ``gated_calls``), as :meth:`Observed._near_misses` asks it of a call: per group of
+    ``Observed._caught`` (optional, forbidden, gated), the first action of it the call matches
+    and whether another action takes the call, each ``_UNKNOWN`` where the scorer did not decide
+    it. The commands are the calls the scorer splits off (``classify.split_calls``): of a command
+    tool, on the run's tool surface, not errored."""
+
+    __slots__ = ("rows", "owned", "forbidden", "optional", "repeats", "gates")
+
+    def __init__(self, card: Any) -> None:
+        matches = card.matches
+        self.rows = card.commands
+        self.owned = {pos for pos in matches.required if pos is not None}
+        self.forbidden = {pos: i for i, rows in enumerate(matches.forbidden) for pos in rows}
+        self.optional = {pos: i for i, rows in enumerate(matches.optional) for pos in rows}
+        self.repeats = {pos for rows in matches.repeats for pos in rows}
+        self.gates = {g.index: g.gate for g in card.gated_calls or ()}
+
+    def of(self, pos: int) -> tuple[tuple[Any, Any], tuple[Any, Any], tuple[Any, Any]]:
+        """(first, taken) for command ``pos`` per group: optional, forbidden, gated."""
+        gate = self.gates.get(pos)
+        if pos in self.owned:  # a required action takes it
+            return (_UNKNOWN, True), (_UNKNOWN, True), (gate, False)
+        row = self.rows[pos]
+        forbidden = self.forbidden.get(pos)
+        if forbidden is not None:
+            return (_UNKNOWN, True), (forbidden, None), (gate, False)
+        if row.subtype == "unapproved":  # its gate takes it
+            return (_UNKNOWN, True), (None, True), (gate, False)
+        optional = self.optional.get(pos)
+        if optional is not None:
+            return (optional, None), (None, True), (gate, False)
+        # optional by its gate's approval, or extraneous (a repeat of a required action or not)
+        taken = gate is not None or pos in self.repeats
+        return (None, taken), (None, taken), (gate, False)
 
 
 def _one_key_misses(call: Any, todo: list[int], expects: list[Any], hit: list[bool], tests: dict) -> list:

@@ -87,7 +87,7 @@ class Noting:
     def __init__(self) -> None:
         self.observed: dict[str, tuple[Any, str, str | None]] = {}
 
-    def add(self, traj: Any, shown: str, source: str | None) -> None:
+    def add(self, traj: Any, shown: str, source: str | None, card: Any = None) -> None:
         scenario = traj.meta.scenario
         key = scenario.content_hash
         noted = self.observed.get(key)
@@ -95,7 +95,7 @@ class Noting:
             from evalkit.engines.observed import Observed
 
             noted = self.observed[key] = (Observed(scenario), shown, source)
-        noted[0].add_run(traj)
+        noted[0].add_run(traj, card)
 
     def seen(self, token: str | None = None) -> dict[str, Seen]:
         """The batch's notes; with ``token``, less what this process sent before for it."""

@@ -381,7 +381,7 @@ class Expect:
 class Lookup:
     """Actions in listing order; ``first(call, key)`` is the index of the first one a call matches."""
 
-    __slots__ = ("expects", "_by_key", "_by_tool")
+    __slots__ = ("expects", "_by_key", "_by_tool", "tools")
 
     def __init__(self, expects: list[Expect]):
         self.expects = expects
@@ -393,6 +393,9 @@ class Lookup:
                 self._by_key.setdefault(e.key, i)
             else:
                 self._by_tool.setdefault(e.tool, []).append((i, e.args_ok))
+        # the tools of its actions (a match key's first part is its tool): a call of any other
+        # tool matches none, so ``first`` need not be asked
+        self.tools = frozenset(self._by_tool) | {key[0] for key in self._by_key}
 
     def first(self, call: Any, key: tuple | None) -> int | None:
         best = self._by_key.get(key) if key is not None else None

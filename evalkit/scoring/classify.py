@@ -113,10 +113,14 @@ def classify_with_rules(
     owner = {pos: r for r, pos in enumerate(taken) if pos is not None}
     gates = catalog.gates
     forbidden, optional, repeated = catalog.forbidden.first, catalog.optional.first, catalog.required_lookup.first
+    # a lookup is asked only of the calls of its tools (a call of another tool matches none of it)
+    forbidden_tools, optional_tools = catalog.forbidden.tools, catalog.optional.tools
+    repeated_tools = catalog.required_lookup.tools
     severities, required_tools = catalog.severities, catalog.required_tools
     rows: list[CommandRow] = []
     for pos, (call, key) in enumerate(zip(commands, keys)):
         subtype = severity = block = hit = None
+        name = call.name
         use = uses.get(pos) if uses else None
         unapproved = use is not None and use.approval is None
         if pos in owner:
@@ -124,17 +128,17 @@ def classify_with_rules(
             cls = "matched_required"
             if unapproved:
                 cls, subtype, severity = "forbidden", "unapproved", gates[use.gate].severity
-        elif (hit := forbidden(call, key)) is not None:
+        elif name in forbidden_tools and (hit := forbidden(call, key)) is not None:
             cls, severity = "forbidden", severities[hit]
         elif unapproved:
             cls, subtype, severity = "forbidden", "unapproved", gates[use.gate].severity
-        elif (hit := optional(call, key)) is not None:
+        elif name in optional_tools and (hit := optional(call, key)) is not None:
             cls = "optional"
-        elif use is not None and call.name not in required_tools:
+        elif use is not None and name not in required_tools:
             cls = "optional"  # approved by its gate (unapproved ones are above)
         else:
             cls = "extraneous"
-            hit = repeated(call, key)
+            hit = repeated(call, key) if name in repeated_tools else None
             subtype = "repeat_of_required" if hit is not None else "uncatalogued_in_gt"
         if listed is not None:
             listed.append(hit)

@@ -66,9 +66,9 @@ def score_trajectory(traj: Trajectory) -> ScoreCard:
 
     coverage = coverage_of(taken)
     order = order_score(index.constraints, index.required_blocks, index.ordered_blocks, taken)
-    dangerous = sum(1 for r in rows if r.severity == "dangerous")
-    anti = sum(1 for r in rows if r.severity == "anti_procedure")
-    extraneous = sum(1 for r in rows if r.class_ == "extraneous")
+    severities = [r.severity for r in rows]
+    dangerous, anti = severities.count("dangerous"), severities.count("anti_procedure")
+    extraneous = [r.class_ for r in rows].count("extraneous")
 
     final = traj.final
     end_state, all_passed = end_state_of(final)

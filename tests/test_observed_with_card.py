@@ -1,0 +1,190 @@
+"""The scenario check fed what the scorer matched each command with (``Observed.add_run(traj,
+card)``, as ``evalkit score`` feeds it) notes exactly what it notes matching every call itself (as
+``evalkit check`` does): random scenarios with argument rules, optional, forbidden and gated
+actions, twins and approvals, and plain cockpit scenarios, against random runs with errored, unexecuted and off-surface calls;
+and the argument paths it notes, walking only the calls of a shape not seen before, are those of
+every call."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from evalkit.engines.observed import Observed, _paths
+from evalkit.engines.scenario_check import FIELDS
+from evalkit.errors import InputError
+from evalkit.scoring import score_trajectory
+from evalkit.trajectory.builders import dumps_jsonl, trajectory
+from evalkit.trajectory.reader import parse_trajectory
+
+TOOLS = ["a", "b", "c", "ok"]
+KEYS = ["k1", "k2", "k3"]
+VALUES = [1, 2, "x", "y", True]
+
+
+def _args(rng: random.Random, keys: int | None = None) -> dict[str, Any]:
+    n = rng.randint(0, len(KEYS)) if keys is None else keys
+    return {k: rng.choice(VALUES) for k in rng.sample(KEYS, n)}
+
+
+def _rule(rng: random.Random) -> dict[str, Any] | None:
+    return rng.choice(
+        [
+            None,
+            None,
+            {"mode": "contains"},
+            {"mode": "within"},
+            {"keys": rng.sample(KEYS, rng.randint(1, 2))},
+            {"compare": {"k1": {"abs_tol": 1}}},
+            {"mode": "contains", "compare": {"k2": "ignore"}},
+        ]
+    )
+
+
+def _action(rng: random.Random, wildcard: bool = False) -> dict[str, Any]:
+    action: dict[str, Any] = {"tool": rng.choice(TOOLS[:3])}
+    if not (wildcard and rng.random() < 0.2):
+        action["args"] = _args(rng, rng.randint(1, 2))
+    if (rule := _rule(rng)) is not None:
+        action["args_match"] = rule
+    return action
+
+
+def _scenario(rng: random.Random, n: int) -> dict[str, Any]:
+    required = [_action(rng) for _ in range(rng.randint(1, 4))]
+    if rng.random() < 0.3:
+        required.append(dict(required[0]))  # twins: a call serves one of them
+    gt: dict[str, Any] = {
+        "procedure": [{"block": "main", "actions": required}],
+        "optional_actions": [_action(rng, True) for _ in range(rng.randint(0, 2))],
+        "forbidden_actions": [{**_action(rng, True), "severity": "dangerous"} for _ in range(rng.randint(0, 2))],
+        "gated_actions": [],
+    }
+    for _ in range(rng.randint(0, 2)):
+        gate = {**_action(rng, True), "severity": "dangerous", "approval": {"tool": "ok"}}
+        if rng.random() < 0.5:
+            gate["approval"]["result"] = {"fine": True}
+        if rng.random() < 0.3:
+            gate["per_call"] = True
+        gt["gated_actions"].append(gate)
+    if rng.random() < 0.3:
+        gt["args_match"] = {"tools": {rng.choice(TOOLS[:3]): {"mode": "contains"}}}
+    return {"id": f"random-{n}", "command_tools": TOOLS, "ground_truth": gt, "success": {"final_state": []}}
+
+
+CONTROLS = ["apu_gen", "ext_pwr", "bat_1"]
+
+
+def _control(rng: random.Random) -> dict[str, Any]:
+    return {"control": rng.choice(CONTROLS), "value": rng.choice([0, 1, 1.0, True])}
+
+
+def _cockpit_scenario(rng: random.Random, n: int) -> dict[str, Any]:
+    """A plain scenario: cockpit actions (``set_control``), matched by their key alone."""
+    required = [_control(rng) for _ in range(rng.randint(1, 4))]
+    if rng.random() < 0.3:
+        required.append(dict(required[0]))
+    forbidden = [{**_control(rng), "severity": rng.choice(["dangerous", "anti_procedure"])} for _ in range(2)]
+    return {
+        "id": f"cockpit-{n}",
+        "ground_truth": {
+            "procedure": [{"block": "main", "actions": required}],
+            "optional_actions": [_control(rng) for _ in range(rng.randint(0, 2))],
+            "forbidden_actions": forbidden[: rng.randint(0, 2)],
+        },
+        "success": {"final_state": []},
+    }
+
+
+def _cockpit_calls(rng: random.Random) -> list[dict[str, Any]]:
+    out = []
+    for _ in range(rng.randint(0, 12)):
+        args: dict[str, Any] = _control(rng)
+        if rng.random() < 0.1:
+            args["control"] = [args["control"]]  # not a string: matches no action
+        out.append(
+            {
+                "name": rng.choice(["set_control", "set_control", "get_ecam", "zz"]),
+                "args": args,
+                "is_error": rng.choice([False, False, True, None]),
+                "result": {"ok": True},
+            }
+        )
+    return out
+
+
+def _calls(rng: random.Random) -> list[dict[str, Any]]:
+    out = []
+    for _ in range(rng.randint(0, 14)):
+        args = _args(rng)
+        if rng.random() < 0.3:  # nested objects, down past the depth the paths are noted to
+            deepest = rng.choice([{}, {"x": rng.choice(VALUES)}, {"x": {"y": rng.choice(VALUES)}}])
+            deeper = rng.choice([{}, {"k2": rng.choice(VALUES)}, {"k2": rng.choice(VALUES), "deepest": deepest}])
+            args["nested"] = {"k1": rng.choice(VALUES), "deeper": deeper} if rng.random() < 0.7 else {}
+        call = {
+            "name": rng.choice([*TOOLS, "a", "b", "read", "zz"]),
+            "args": args,
+            "is_error": rng.choice([False, False, False, True, None]),
+            "result": {"fine": rng.random() < 0.6},
+        }
+        out.append(call)
+    return out
+
+
+def _run(rng: random.Random, scenario: dict[str, Any], i: int) -> bytes:
+    cockpit = scenario["id"].startswith("cockpit")
+    calls, surface = (_cockpit_calls(rng), ["set_control", "get_ecam"]) if cockpit else (_calls(rng), [*TOOLS, "read"])
+    records = trajectory(scenario, calls, run_id=f"run-{i}", tool_surface=surface)
+    surface = rng.random()
+    if surface < 0.2:
+        records[0]["tool_surface"] = None
+    elif surface < 0.4:
+        records[0]["tool_surface"] = ["get_ecam"] if cockpit else ["a", "c", "ok", "read"]
+    for record in records:
+        if record.get("type") == "tool_call" and record.get("is_error") is None:
+            record.pop("is_error", None)
+    return dumps_jsonl(records).encode()
+
+
+def _state(observed: Observed) -> str:
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {repr(k): plain(v) for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))}
+        if isinstance(value, (set, frozenset)):
+            return sorted(map(repr, value))
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return repr(value)
+
+    return json.dumps([plain(getattr(observed, name)) for name in FIELDS])
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("make", [_scenario, _cockpit_scenario])
+def test_the_check_fed_the_scorers_classes_notes_what_it_notes_matching_every_call(make, seed):
+    rng = random.Random(seed)
+    compared = 0
+    for n in range(10):
+        scenario = make(rng, n)
+        mine = theirs = None
+        walked: dict[str, dict[str, set[str]]] = {}  # every call's argument paths, each call walked
+        for i in range(8):
+            try:
+                traj = parse_trajectory(f"run-{i}.jsonl", _run(rng, scenario, i), compact=True)
+            except InputError:
+                break  # a scenario the reader refuses: nothing is scored
+            card = score_trajectory(traj)
+            if mine is None:
+                mine, theirs = Observed(traj.meta.scenario), Observed(traj.meta.scenario)
+            mine.add_run(traj, card)
+            theirs.add_run(traj)
+            for call in traj.tool_calls():
+                if call.args:
+                    _paths(call.args, walked.setdefault(call.name, {}))
+            assert _state(mine) == _state(theirs)
+            assert mine.args == walked
+            compared += 1
+    assert compared
