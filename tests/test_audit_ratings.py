@@ -326,3 +326,21 @@ def test_labels_shared_with_the_database_give_no_scale_warning(tmp_path):
     f.write_text(LONG_HEADER + "r1,dana,human,outcome,fail\nr2,dana,human,outcome,fail\n")  # another label, same scale
     res = CliRunner().invoke(cli, ["annotations", "import", str(f), "--db", str(db)], catch_exceptions=False)
     assert res.exit_code == 0 and res.stderr == ""
+
+
+@pytest.mark.parametrize("humans", [1, 2, 3])
+def test_a_dimension_with_too_few_humans_for_the_alt_test_says_so(tmp_path, humans):
+    # one reviewer beside the judge: the test of whether the judge can replace humans was left out
+    # without a word
+    judged = "".join(f"r{i},gpt,judge,outcome,{'pass' if i % 3 else 'fail'}\n" for i in range(9))
+    people = "".join(
+        f"r{i},h{h},human,outcome,{'pass' if (i + h) % 3 else 'fail'}\n" for h in range(humans) for i in range(9)
+    )
+    db, _ = import_text(tmp_path, "all.csv", LONG_HEADER + judged + people)
+    out = invoke("audit", "--db", str(db)).output
+    note = (
+        "note: outcome: no Alternative Annotator Test (can a judge replace the humans?): it needs 3 human raters "
+        f"of the same items, and this dimension has {humans} ({', '.join(f'h{h}' for h in range(humans))})"
+    )
+    assert (note in out) is (humans < 3)
+    assert ("Alternative Annotator Test" in out.replace(note, "")) is (humans >= 3)  # the test's own table

@@ -345,6 +345,18 @@ def _off_scale_note(entry: dict) -> str | None:
     return f"{entry.get('dimension')}: {n} rating(s) not on its scale ({scale}) left out: {said}"
 
 
+def _alt_test_note(entry: dict, need: Any) -> str | None:
+    """Why a dimension that a judge and some humans rated has no Alternative Annotator Test."""
+    kinds = entry.get("rater_kinds") or {}
+    humans = sorted(name for name, kind in kinds.items() if kind == "human")
+    if not humans or "judge" not in kinds.values() or not isinstance(need, int) or len(humans) >= need:
+        return None
+    return (
+        f"{entry.get('dimension')}: no Alternative Annotator Test (can a judge replace the humans?): it needs "
+        f"{need} human raters of the same items, and this dimension has {len(humans)} ({', '.join(humans)})"
+    )
+
+
 def raters_section(audit: dict) -> Section:
     entries = _dicts(audit.get("raters"))
     from evalkit.agreement.human_first import blocks as human_first_blocks
@@ -363,6 +375,8 @@ def raters_section(audit: dict) -> Section:
         for s in _dicts(audit.get("raters_skipped"))
     ]
     skipped += [line for e in entries if (line := _off_scale_note(e))]
+    need = (audit.get("config") or {}).get("min_humans")
+    skipped += [line for e in entries if (line := _alt_test_note(e, need))]
     headers = ["dimension", "level", "raters"] + [h for _, h in stats]
     section.blocks.append(
         ViewTable(
