@@ -642,3 +642,18 @@ def test_an_approval_some_runs_answer_in_another_spelling_is_named_since_their_c
 def test_an_approval_answered_as_written_by_every_run_gives_no_spelling_warning(tmp_path):
     write_corpus(tmp_path)
     assert check(tmp_path).stdout == ""
+
+
+def test_a_datetime_comparison_of_a_value_that_names_no_date_is_named_since_it_compares_as_written(tmp_path):
+    def edit(s):
+        actions(s)[2]["args"]["message"] = "next Tuesday"
+        actions(s)[2]["args_match"] = {"compare": {"message": "datetime"}}
+
+    result, path = corpus_with(tmp_path, edit)
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert (
+        f"{path}:{line_of(path, 'next Tuesday')}: warning: scenario.ground_truth.procedure[0].actions[2].args.message: "
+        '"message" is compared as a datetime, but "next Tuesday" is no ISO 8601 date or time (such as "2026-12-10" '
+        'or "2026-12-10T14:00:00Z"), so it is compared as written'
+    ) in lines

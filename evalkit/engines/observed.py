@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
-from evalkit.scoring.args import args_test, result_object, rules_of
+from evalkit.scoring.args import args_test, result_object, rules_of, when
 from evalkit.scoring.status import run_status
 from evalkit.trajectory.values import freeze, match_key
 
@@ -815,6 +815,17 @@ def findings(seen: Observed) -> list[Finding]:
     for (loc, action), expect in expects:
         if action.tool is None or not action.args:
             continue
+        for key, cmp in expect.rule.compare:  # a datetime comparison of a value that names no date
+            value = action.args.get(key)
+            if cmp.kind == "datetime" and isinstance(value, str) and when(value) is None:
+                out.append(
+                    Finding(
+                        (*loc, "args", key),
+                        f'"{key}" is compared as a datetime, but {_json(value)} is no ISO 8601 date or time '
+                        '(such as "2026-12-10" or "2026-12-10T14:00:00Z"), so it is compared as written',
+                        _q(key),
+                    )
+                )
         types = seen.args.get(action.tool)
         if not types:
             continue
