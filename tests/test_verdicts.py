@@ -50,7 +50,7 @@ def test_model_a_numbers_by_hand():
     assert slices["easy"]["value"] == 1.0 and slices["easy"]["n"] == 2
     assert slices["hard"]["value"] == 0.25
     assert (slices["hard"]["grants_more"], slices["hard"]["grants_less"]) == (2, 1)
-    assert s["direction"] == {"grants_more": 2, "grants_less": 1, "invalid_pred": 0}
+    assert s["direction"] == {"grants_more": 2, "grants_less": 1, "invalid_pred": 0, "invalid_preds": []}
     truth = ["allow", "deny", "confirm", "deny", "allow", "deny"]
     pred = ["allow", "deny", "allow", "allow", "confirm", "deny"]
     assert s["cohen_kappa"]["value"] == pytest.approx(
@@ -86,6 +86,10 @@ def test_row_without_usable_probs_counts_for_agreement_and_latency_only():
     # row 0 probs sum to 1.5, row 1 has an unknown key: only row 2 is a forecast
     assert s["n"] == 3 and s["agreement"]["n"] == 3
     assert s["calibration"]["n_with_probs"] == 1 and s["calibration"]["n_without_probs"] == 2
+    assert s["calibration"]["without_probs"] == [
+        {"value": 'a key not among the labels: "maybe"', "n": 1},
+        {"value": "they sum to 1.5, not 1 within 0.01", "n": 1},
+    ]
     assert s["calibration"]["brier"]["value"] == pytest.approx(2.0, abs=TOL)  # confident and wrong
     assert sum(b["n"] for b in s["calibration"]["bands"]) == 1
     assert s["latency"] == {"n": 2, "median_ms": 60.0, "mean_ms_excluding_first": 70.0}
@@ -120,7 +124,12 @@ def test_unusable_probs_are_not_a_zero_confidence_forecast(probs):
 def test_prediction_outside_labels_is_a_disagreement_without_direction():
     s = V.score_result_file(FIX / "model_b.json")
     assert s["agreement"]["agree"] == 1
-    assert s["direction"] == {"grants_more": 0, "grants_less": 1, "invalid_pred": 1}
+    assert s["direction"] == {
+        "grants_more": 0,
+        "grants_less": 1,
+        "invalid_pred": 1,
+        "invalid_preds": [{"value": "error", "n": 1}],
+    }
 
 
 def test_empty_results_are_undefined_not_zero():
@@ -283,3 +292,22 @@ def test_example_file_scores_cleanly():
 def test_command_module_imports_only_click_and_stdlib():
     loaded = modules_loaded_by("import evalkit.commands.verdicts")
     assert among(loaded, ("numpy", "scipy", "litellm", "evalkit.verdicts.analysis")) == []
+
+
+def test_predictions_and_probabilities_it_cannot_use_are_named_not_only_counted(tmp_path):
+    # a guard model answering "Allow" and "confirm " lost half its agreement, and the report said
+    # only "predictions outside the labels: 2"
+    rows = [
+        {"truth": "allow", "pred": "Allow", "probs": {"allow": 0.9, "deny": 0.1}},
+        {"truth": "confirm", "pred": "confirm ", "probs": {"confirm": 0.8, "deny": 0.22}},
+        {"truth": "deny", "pred": "deny", "probs": {"Deny": 1.0}},
+        {"truth": "deny", "pred": "deny"},
+    ]
+    f = tmp_path / "guard.json"
+    f.write_text(json.dumps({"model": "guard", "condition": "c", "results": rows}))
+    out = CliRunner().invoke(cli, ["verdicts", str(f)]).output
+    assert '[guard / c] predictions outside the labels: 2 ("Allow" 1, "confirm " 1)' in out
+    assert (
+        '[guard / c] decisions: 4 (with usable probs: 1, without: 3; a key not among the labels: "Deny" (1); '
+        "they sum to 1.02, not 1 within 0.01 (1))"
+    ) in out

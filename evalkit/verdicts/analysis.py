@@ -61,14 +61,17 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _usable_probs(probs: Any, labels: Sequence[str]) -> list[float] | None:
+def _usable_probs(probs: Any, labels: Sequence[str]) -> list[float] | str:
+    """The probabilities in label order, or why they cannot be used."""
     if not isinstance(probs, dict) or not probs:
-        return None
-    if any(k not in labels for k in probs) or not all(_number(v) and 0.0 <= v <= 1.0 for v in probs.values()):
-        return None
+        return "no probs"
+    if strangers := sorted(k for k in probs if k not in labels):
+        return f"a key not among the labels: {', '.join(json.dumps(k) for k in strangers)}"
+    if not all(_number(v) and 0.0 <= v <= 1.0 for v in probs.values()):
+        return "a probability that is no number in [0, 1]"
     vec = [float(probs.get(lab, 0.0)) for lab in labels]
     if abs(sum(vec) - 1.0) > PROB_SUM_TOLERANCE:
-        return None
+        return f"they sum to {math.fsum(vec):.4g}, not 1 within {PROB_SUM_TOLERANCE}"
     return vec
 
 
@@ -143,7 +146,7 @@ def score_payload(
         [position[r["truth"]] for r in rows],
         labels,
         more_credit="lower",
-        probabilities=[r["probs"] for r in rows],
+        probabilities=[r["probs"] if isinstance(r["probs"], list) else None for r in rows],
         threshold=threshold,
         slices=[r["slice"] for r in rows],
     )
@@ -195,10 +198,18 @@ def score_payload(
             "matrix": [list(col) for col in zip(*cmp.confusion)],
         },
         "slices": slices,
-        "direction": {"grants_more": cmp.more_credit, "grants_less": cmp.less_credit, "invalid_pred": cmp.invalid},
+        "direction": {
+            "grants_more": cmp.more_credit,
+            "grants_less": cmp.less_credit,
+            "invalid_pred": cmp.invalid,
+            "invalid_preds": _tally(
+                r["pred"] for r in rows if not isinstance(r["pred"], str) or r["pred"] not in position
+            ),
+        },
         "calibration": {
             "n_with_probs": len(cal.rows),
             "n_without_probs": n - len(cal.rows),
+            "without_probs": _tally(r["probs"] for r in rows if isinstance(r["probs"], str)),
             "brier": cal.brier,
             "ece": cal.ece,
             "bands": cal.bands,
@@ -209,6 +220,15 @@ def score_payload(
         "cost_per_decision_usd": float(cost) / n if cost is not None and n else None,
         "misses_granting_more": misses_more,
     }
+
+
+def _tally(values: Any) -> list[dict[str, Any]]:
+    """``[{"value", "n"}]``: each distinct value and how often, the most frequent first."""
+    counts: dict[str, tuple[Any, int]] = {}
+    for v in values:
+        key = json.dumps(v, sort_keys=True)
+        counts[key] = (v, counts[key][1] + 1 if key in counts else 1)
+    return [{"value": v, "n": c} for key, (v, c) in sorted(counts.items(), key=lambda kv: (-kv[1][1], kv[0]))]
 
 
 def score_result_file(
@@ -283,7 +303,11 @@ def render_verdict_text(score: dict[str, Any]) -> str:
     d = score["direction"]
     lines = [
         f"file: {ascii_text(score['file'])} (model {model}, condition {condition})",
-        f"{tag} decisions: {score['n']} (with usable probs: {cal['n_with_probs']}, without: {cal['n_without_probs']})",
+        f"{tag} decisions: {score['n']} (with usable probs: {cal['n_with_probs']}, without: {cal['n_without_probs']}"
+        + "".join(
+            f"; {ascii_text(str(w['value']))} ({w['n']})" for w in cal["without_probs"] if w["value"] != "no probs"
+        )
+        + ")",
         f"{tag} agreement with truth: {_stat(a)}" + (f" ({a['agree']} of {a['n']})" if a["n"] else ""),
         f"{tag} cohen kappa (pred vs truth): {_stat(score['cohen_kappa'])}",
     ]
@@ -295,7 +319,12 @@ def render_verdict_text(score: dict[str, Any]) -> str:
     lines += [
         f"{tag} errors granting MORE permission than truth: {d['grants_more']}",
         f"{tag} errors granting LESS permission than truth: {d['grants_less']}",
-        f"{tag} predictions outside the labels: {d['invalid_pred']}",
+        f"{tag} predictions outside the labels: {d['invalid_pred']}"
+        + (
+            " (" + ", ".join(f"{ascii_text(json.dumps(p['value']))} {p['n']}" for p in d["invalid_preds"]) + ")"
+            if d["invalid_preds"]
+            else ""
+        ),
         f"{tag} brier score (multi-class, {cal['n_with_probs']} rows): {_stat(cal['brier'])}",
         f"{tag} expected calibration error (10 bins): {_stat(cal['ece'])}",
     ]
