@@ -11,7 +11,8 @@ from engine_helpers import make_corpus
 
 from evalkit.db import TABLES
 from evalkit.db.scores import STAGE, Store, batch_rows, stage_rows
-from evalkit.engines.job import ScoreJob, score_one
+from evalkit.engines.job import ScoreJob
+from evalkit.engines.worker import score_one
 
 SCORE_TABLES = ("runs", "scorecards", "commands", "bundles")
 

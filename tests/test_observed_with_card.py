@@ -2,8 +2,8 @@
 card)``, as ``evalkit score`` feeds it) notes exactly what it notes matching every call itself (as
 ``evalkit check`` does): random scenarios with argument rules, optional, forbidden and gated
 actions, twins and approvals, and plain cockpit scenarios, against random runs with errored, unexecuted and off-surface calls;
-and the argument paths it notes, walking only the calls of a shape not seen before, are those of
-every call."""
+and the argument and result paths it notes, walking only the calls (results) of a shape not seen
+before, are those of every call."""
 
 from __future__ import annotations
 
@@ -128,10 +128,28 @@ def _calls(rng: random.Random) -> list[dict[str, Any]]:
             "name": rng.choice([*TOOLS, "a", "b", "read", "zz"]),
             "args": args,
             "is_error": rng.choice([False, False, False, True, None]),
-            "result": {"fine": rng.random() < 0.6},
+            "result": _result(rng),
         }
         out.append(call)
     return out
+
+
+def _result(rng: random.Random) -> Any:
+    """A call's result: mostly one object, at times nested, empty, an object as JSON text, or not
+    an object at all."""
+    fine = rng.random() < 0.6
+    return rng.choice(
+        [
+            {"fine": fine},
+            {"fine": fine},
+            {"fine": fine, "more": {"a": rng.choice(VALUES), "b": rng.choice([{}, {"c": rng.choice(VALUES)}])}},
+            {},
+            json.dumps({"fine": fine, "n": rng.choice([1, 2.5])}),
+            "plain text",
+            [fine],
+            None,
+        ]
+    )
 
 
 def _run(rng: random.Random, scenario: dict[str, Any], i: int) -> bytes:
@@ -171,6 +189,7 @@ def test_the_check_fed_the_scorers_classes_notes_what_it_notes_matching_every_ca
         scenario = make(rng, n)
         mine = theirs = None
         walked: dict[str, dict[str, set[str]]] = {}  # every call's argument paths, each call walked
+        answered: dict[str, dict[str, set[str]]] = {}  # every call's result paths, likewise
         for i in range(8):
             try:
                 traj = parse_trajectory(f"run-{i}.jsonl", _run(rng, scenario, i), compact=True)
@@ -184,7 +203,13 @@ def test_the_check_fed_the_scorers_classes_notes_what_it_notes_matching_every_ca
             for call in traj.tool_calls():
                 if call.args:
                     _paths(call.args, walked.setdefault(call.name, {}))
+                result = call.result
+                if isinstance(result, str) and result.startswith("{"):
+                    result = json.loads(result)
+                if isinstance(result, dict):
+                    _paths(result, answered.setdefault(call.name, {}))
             assert _state(mine) == _state(theirs)
             assert mine.args == walked
+            assert mine.results == answered
             compared += 1
     assert compared

@@ -14,7 +14,8 @@ import pyarrow.parquet as pq  # noqa: E402
 from cli_process_helpers import evalkit_then_print  # noqa: E402
 from engine_helpers import make_corpus  # noqa: E402
 
-from evalkit.engines.job import ScoreJob, score_batch, score_one  # noqa: E402
+from evalkit.engines.job import ScoreJob, score_batch  # noqa: E402
+from evalkit.engines.worker import score_one  # noqa: E402
 from evalkit.output import parquet  # noqa: E402
 from evalkit.output.parquet import ArrowRows, ParquetWriter, arrow_rows  # noqa: E402
 

@@ -17,9 +17,10 @@ from engine_helpers import make_corpus
 from evalkit.aggregate.groups import Aggregator, _merge_state
 from evalkit.cli import cli
 from evalkit.db.scores import Store, batch_rows
-from evalkit.engines.job import ScoredBatch, ScoreJob, score_batch, score_one
+from evalkit.engines.job import ScoredBatch, ScoreJob, score_batch
 from evalkit.engines.pieces import BatchPieces
 from evalkit.engines.pipeline import score_files
+from evalkit.engines.worker import score_one
 from evalkit.errors import InputError
 from evalkit.present.score_output import ScoreWriter
 

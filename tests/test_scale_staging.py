@@ -13,7 +13,8 @@ from test_scale_identical import dump
 
 from evalkit.db import scores
 from evalkit.db.scores import BatchRows, StagedRows, Store, batch_rows, stage_rows
-from evalkit.engines.job import ScoreJob, score_batch, score_one
+from evalkit.engines.job import ScoreJob, score_batch
+from evalkit.engines.worker import score_one
 
 
 @pytest.fixture(scope="module")

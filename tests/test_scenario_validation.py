@@ -284,3 +284,18 @@ def test_a_misspelt_budget_key_is_an_error_with_a_suggestion():
     raw = base()
     raw["budget"] = {"max_calls": 10}
     assert error_of(raw) == 'unknown key "max_calls" (did you mean "max_tool_calls"?)'
+
+
+def test_a_run_meta_keeps_the_validated_scenario_it_is_given_and_validates_one_written_out():
+    from evalkit.trajectory.records import Meta
+
+    scenario = Scenario.model_validate(base())
+    assert Meta.model_validate({"run_id": "r", "scenario": scenario}).scenario is scenario
+    raw = base()
+    raw["command_tools"] = ["issue_refnd"]
+    with pytest.raises(ValidationError) as info:
+        Meta.model_validate({"run_id": "r", "scenario": raw})
+    assert 'tool "issue_refund" is not in command_tools' in info.value.errors()[0]["msg"]
+    with pytest.raises(ValidationError) as info:
+        Meta.model_validate({"run_id": "r", "scenario": {**base(), "sucess": {}}})
+    assert info.value.errors()[0]["msg"] == 'unknown key "sucess" (did you mean "success"?)'

@@ -100,15 +100,25 @@ def test_the_strict_first_parse_gives_the_rules_errors(line):
 
 
 def test_constructed_command_rows_set_every_field_of_the_model():
-    """``classify._row`` names each CommandRow field by hand: a field added to the model must be
-    added there too (a row missing it would fail to serialise)."""
-    import inspect
-
-    from evalkit.scoring.classify import _row
+    """``classify._command_row`` names each CommandRow field by hand: a field added to the model
+    must be added there too (a row missing it would fail to serialise)."""
+    from evalkit.scoring.classify import _command_row
     from evalkit.scoring.scorecard import CommandRow
+    from evalkit.trajectory.records import Call
 
-    assert list(inspect.signature(_row).parameters) == list(CommandRow.model_fields)
-    row = _row(*range(len(CommandRow.model_fields)))
-    assert {name: getattr(row, name) for name in CommandRow.model_fields} == dict(
-        zip(CommandRow.model_fields, range(11))
-    )
+    for name in ("hold_seat", "set_control"):
+        row = _command_row(4, Call(name, {"control": "apu_gen", "value": 1}, False, 2, 3), "optional", "s", "d", "b")
+        assert list(vars(row)) == list(CommandRow.model_fields)
+        control = ("apu_gen", 1) if name == "set_control" else (None, None)
+        assert tuple(vars(row).values()) == (
+            4,
+            2,
+            3,
+            name,
+            {"control": "apu_gen", "value": 1},
+            *control,
+            "optional",
+            "s",
+            "d",
+            "b",
+        )

@@ -8,10 +8,9 @@ in-process for one worker, in a process pool, or as a Ray task, so every engine 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from evalkit.aggregate.groups import RunSummary
 from evalkit.errors import InputError
 
 # A file to score: a path or URL, or (name, bytes) for data the parent already read (stdin), or
@@ -47,22 +46,6 @@ class ScoreJob:
 
 
 @dataclass(slots=True)
-class Scored:
-    """One file scored in a worker, before its batch is folded (finish_batch): ``error`` for bad
-    input, otherwise the card's prepared parts."""
-
-    path: str
-    warnings: list[str] = field(default_factory=list)
-    error: InputError | None = None
-    run_id: str | None = None
-    summary: RunSummary | None = None
-    parts: tuple[Any, ...] | None = None  # the output, in pieces (score_output.card_parts)
-    rows: Any = None  # evalkit.db.scores.CardRows
-    parquet: Any = None  # evalkit.output.parquet.ParquetRows
-    card: Any = None  # ScoreCard, when the job asks for it
-
-
-@dataclass(slots=True)
 class ScoredBatch:
     """The outcome of one batch of files (:func:`score_batch`):
     what the parent says per file, as columns in input order, and the batch's finished pieces.
@@ -92,73 +75,17 @@ class ScoredBatch:
 
 def preload() -> None:
     """Import what scoring a file needs, ahead of the first file (a pool's worker as it starts:
-    evalkit.engines.local.started_pool): the modules :func:`score_one` imports on first use, but
-    the database's (the process that starts the pool loads it when it writes one, and the workers
+    evalkit.engines.local.started_pool): evalkit.engines.worker and what it imports, but the
+    database's (the process that starts the pool loads it when it writes one, and the workers
     inherit it: evalkit.engines.pipeline.workers_ahead)."""
-    import evalkit.present.score_output
-    import evalkit.scoring
-    import evalkit.scoring.scorecard
-    import evalkit.trajectory.reader  # noqa: F401
-
-
-def _read(source: Source, warn, scenarios: Any = None) -> Any:
-    from evalkit.engines.sources import is_url, read_url
-    from evalkit.trajectory.reader import parse_trajectory, read_trajectory
-
-    if isinstance(source, tuple):
-        name, data = source
-        if isinstance(data, InputError):
-            raise data
-        return parse_trajectory(name, data, warn, compact=True, scenarios=scenarios)
-    if is_url(source):
-        return parse_trajectory(source, read_url(source), warn, compact=True, scenarios=scenarios)
-    return read_trajectory(source, warn, compact=True, scenarios=scenarios)
-
-
-def score_one(job: ScoreJob, source: Source, noting: Any = None) -> Scored:
-    """Read and score one file; ``noting`` (an evalkit.engines.scenario_check.Noting) notes what
-    the run did."""
-    from evalkit.scoring.scorer import score_trajectory  # the module itself: the package looks it up lazily
-    from evalkit.trajectory.input_files import shown_name
-
-    out = Scored(shown_name(source[0] if isinstance(source, tuple) else source))
-    try:
-        traj = _read(source, out.warnings.append, job.scenarios)
-        card = score_trajectory(traj)
-    except InputError as exc:
-        out.error = exc
-        return out
-    if noting is not None:
-        local = source if isinstance(source, str) and "://" not in source else None
-        noting.add(traj, out.path, local, card)
-    out.run_id = card.run_id
-    out.summary = RunSummary.of(card)
-    if job.card:
-        out.card = card
-    # the card's JSON without its bundle: the database's card, and the head of the json/jsonl output
-    head = None
-    if job.db_rows or job.output_format in ("json", "jsonl"):
-        from evalkit.scoring.scorecard import card_head_json
-
-        head = card_head_json(card)
-    if job.output_format is not None:
-        from evalkit.present.score_output import card_parts
-
-        out.parts = card_parts(card, job.output_format, head, job.columns)
-    if job.db_rows:
-        from evalkit.db.scores import card_rows
-
-        out.rows = card_rows(card, head)
-    if job.parquet_rows:
-        from evalkit.output.parquet import parquet_rows
-
-        out.parquet = parquet_rows(card.to_json_dict(with_bundle=False), card.bundle.json)
-    return out
+    import evalkit.engines.worker  # noqa: F401
 
 
 def score_batch(job: ScoreJob, sources: list[Source]) -> list[ScoredBatch]:
     """One :class:`ScoredBatch` for the sources (a list of it: the shape every engine's batch
     function has)."""
+    from evalkit.engines.worker import score_one  # once a batch: the parent of a pool never loads it
+
     noting = None
     if job.observe:
         from evalkit.engines.scenario_check import Noting
@@ -171,7 +98,7 @@ def score_batch(job: ScoreJob, sources: list[Source]) -> list[ScoredBatch]:
 
 
 def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> list[Any]:
-    """Fold ``scored`` (one ``Scored`` per file, each built by ``score_one``) into one
+    """Fold ``scored`` (one ``evalkit.engines.worker.Scored`` per file, each built by ``score_one``) into one
     :class:`~evalkit.engines.job.ScoredBatch`: the per-file columns the parent reports and one
     BatchPieces (None when every file was bad). Returned as a list of that one object, the shape
     every engine's batch function has."""

@@ -88,13 +88,10 @@ def _paths(value: Any, into: dict[str, set[str]], prefix: str = "", depth: int =
 def _shape(value: dict[str, Any], depth: int = 0) -> tuple:
     """The keys of ``value`` then, per value, its type, or the shape of the nested object
     :func:`_paths` walks into: objects of one shape hold the same paths of the same types."""
-    return (
-        *value,
-        *[
-            _shape(item, depth + 1) if depth < _DEPTH and isinstance(item, dict) and item else type(item)
-            for item in value.values()
-        ],
-    )
+    out = [*value]  # a loop rather than a comprehension: this runs for every call with nested arguments
+    for item in value.values():
+        out.append(_shape(item, depth + 1) if depth < _DEPTH and isinstance(item, dict) and item else type(item))
+    return tuple(out)
 
 
 _WORDS = re.compile(r"[_.\-]+")
@@ -245,8 +242,15 @@ class Observed:
             (self._forbidden_of, self._forbidden, self.forbidden_hit, self.forbidden_near, self._takers),
             (self._gated_of, self._gate_actions, self.gated_hit, self.gated_near, ()),
         )
-        self._shapes: set[tuple] = set()  # the shapes of the calls' arguments walked (add_run)
-        self._caught_tools = frozenset(self._optional_of) | frozenset(self._forbidden_of) | frozenset(self._gated_of)
+        # per tool, the groups of _caught that have actions of it: (the group's place in _caught,
+        # those actions, the group's expects, hit, near and takers), in _caught's order
+        self._caught_of: dict[str, list[tuple]] = {}
+        for g, (of, expects, hit, near, takers) in enumerate(self._caught):
+            for tool, todo in of.items():
+                self._caught_of.setdefault(tool, []).append((g, todo, expects, hit, near, takers))
+        # the shapes (:func:`_shape`) of the calls' arguments and results walked (add_run)
+        self._shapes: set[tuple] = set()
+        self._result_shapes: set[tuple] = set()
         wanted = self.scenario.success.final_state if self.scenario.success is not None else []
         self._success_vars = list(
             dict.fromkeys(c["var"] for c in wanted if isinstance(c, dict) and isinstance(c.get("var"), str))
@@ -269,7 +273,8 @@ class Observed:
         self.calls.update(map(_name, tool_calls))
         by_tool = self._by_tool
         twin, taken = self._twin, None
-        caught, gates_of, shapes, samples = self._caught_tools, self._gates_of, self._shapes, self.samples
+        caught, gates_of, shapes, samples = self._caught_of, self._gates_of, self._shapes, self.samples
+        result_shapes = self._result_shapes
         # what the scorer matched each command with, when the card says it: a command is a call the
         # scorer splits off (classify.split_calls: a command tool's, on the surface, not errored)
         classes = None
@@ -287,16 +292,15 @@ class Observed:
             if is_error is False:
                 if name in gates_of:
                     self._ask(call)
-                if name in caught:
+                groups = caught.get(name)
+                if groups is not None:
                     if pos is None:
-                        for of, expects, hit, near, takers in self._caught:
-                            if name in of:
-                                self._near_misses(call, of[name], expects, hit, near, takers)
+                        for _, todo, expects, hit, near, takers in groups:
+                            self._near_misses(call, todo, expects, hit, near, takers)
                     else:
-                        for (of, expects, hit, near, takers), (first, by) in zip(self._caught, classes.of(pos)):
-                            todo = of.get(name)
-                            if todo is None:
-                                continue
+                        found = classes.of(pos)
+                        for g, todo, expects, hit, near, takers in groups:
+                            first, by = found[g]
                             if first is _UNKNOWN or (first is None and by is not True):
                                 self._near_misses(call, todo, expects, hit, near, takers, first, by)
                             elif first is not None:  # what _near_misses would do
@@ -325,7 +329,14 @@ class Observed:
                     except ValueError:
                         pass
                 if isinstance(result, dict):
-                    _paths(result, self.results.setdefault(name, {}))
+                    # as the arguments above: a result of a shape walked before adds no path
+                    shape = (name, *result, *map(type, result.values()))
+                    if shape not in result_shapes:
+                        if dict in shape:
+                            shape = (name, _shape(result))
+                        if shape not in result_shapes:
+                            _paths(result, self.results.setdefault(name, {}))
+                            result_shapes.add(shape)
             todo = by_tool.get(name)
             if todo:
                 # nothing left to learn from its calls (nor from its samples, which findings and

@@ -182,61 +182,38 @@ def truth_matches(
     return Matches(required=list(taken), optional=by_optional, forbidden=by_forbidden, repeats=repeats)
 
 
-def _command_row(
-    pos: int, call: ToolCall | Call, cls: str, subtype: str | None, severity: str | None, block: str | None
-) -> CommandRow:
-    """The row of command ``pos``: the call as recorded (a set_control's control and value apart) and its class."""
-    is_set = call.name == SET_CONTROL
-    args = call.args
-    return _row(
-        pos,
-        call.step,
-        call.call_index,
-        call.name,
-        args,
-        shown_control(args.get("control")) if is_set else None,
-        args.get("value") if is_set else None,
-        cls,
-        subtype,
-        severity,
-        block,
-    )
-
-
 _ROW_FIELDS_SET = set(CommandRow.model_fields)  # shared, like the sets validation gives; never mutated
 _new = object.__new__
 _set = object.__setattr__
 
 
-def _row(
-    index: int,
-    step: int | None,
-    call_index: int | None,
-    tool: str,
-    args: dict[str, Any],
-    control: str | None,
-    value: Any,
-    class_: str,
-    subtype: str | None,
-    severity: str | None,
-    block: str | None,
+def _command_row(
+    pos: int, call: ToolCall | Call, cls: str, subtype: str | None, severity: str | None, block: str | None
 ) -> CommandRow:
-    """A CommandRow from values of the right types (a validated record's, or the scenario's), built
-    as ``model_construct`` would but with its fields stored one by one: the instance then keeps
-    them inline (CPython's compact instance values, a quarter of the memory of the dict
-    ``model_construct`` or validation gives it; 100,000 commands of one long run), every
-    row shares one fields-set, ``args`` is the record's own dict rather than a validated copy, and
-    no validation is paid twice (a third of the time). ``tests/test_score_compact_path.py`` checks
-    such a row equals a validated one; ``tests/test_score_fast_paths.py`` that every field is set."""
+    """The row of command ``pos``: the call as recorded (a set_control's control and value apart)
+    and its class.
+
+    Built as ``model_construct`` would but with its fields stored one by one: the instance then
+    keeps them inline (CPython's compact instance values, a quarter of the memory of the dict
+    ``model_construct`` or validation gives it; 100,000 commands of one long run), every row
+    shares one fields-set, ``args`` is the record's own dict rather than a validated copy, and no
+    validation is paid twice (a third of the time); the values are of the right types already (a
+    validated record's, or the scenario's). ``tests/test_score_compact_path.py`` checks such a row
+    equals a validated one; ``tests/test_score_fast_paths.py`` that every field is set."""
+    name, args = call.name, call.args
     row = _new(CommandRow)
-    _set(row, "index", index)
-    _set(row, "step", step)
-    _set(row, "call_index", call_index)
-    _set(row, "tool", tool)
+    _set(row, "index", pos)
+    _set(row, "step", call.step)
+    _set(row, "call_index", call.call_index)
+    _set(row, "tool", name)
     _set(row, "args", args)
-    _set(row, "control", control)
-    _set(row, "value", value)
-    _set(row, "class_", class_)
+    if name == SET_CONTROL:
+        _set(row, "control", shown_control(args.get("control")))
+        _set(row, "value", args.get("value"))
+    else:
+        _set(row, "control", None)
+        _set(row, "value", None)
+    _set(row, "class_", cls)
     _set(row, "subtype", subtype)
     _set(row, "severity", severity)
     _set(row, "block", block)

@@ -451,6 +451,16 @@ class Scenario(_Open):
                 )
         return self
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _validated_once(cls, data: Any, handler: Any) -> Any:
+        # defined last, so it runs first: a Scenario given where one is expected (a run's meta holds
+        # the reader's shared instance) was checked as it was built, and its fields are not
+        # revalidated; the checks above would only repeat themselves on every run
+        if type(data) is cls:
+            return data
+        return handler(data)
+
     def commands(self) -> frozenset[str]:
         """Tools whose calls are commands; every other tool call is a read.
 
