@@ -36,6 +36,7 @@ from evalkit.db import (
 )
 from evalkit.db.cells import odd_cells
 from evalkit.db.connect import paused_gc
+from evalkit.db.judge import read_bundle_hashes
 from evalkit.db.pairwise import read_judged_lengths, read_pair_verdicts, read_paired_runs
 from evalkit.db.reviews import read_adjudications, read_review_ratings
 
@@ -104,7 +105,8 @@ def _audit(
         if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
             pair_judges = {pairwise_bias.judge_model_of(v.rater) for v in pair_verdicts if v.rater_kind == "judge"}
             judge = resolve_judge(judge, {*judge_models(db), *pair_judges}, db.path)
-        values = read_judge_columns(db, judge=judge, rubric=rubric)  # stale answers are not among them
+        bundles = read_bundle_hashes(db)  # each run's current bundle: the values' and the lengths' read
+        values = read_judge_columns(db, judge=judge, rubric=rubric, bundles=bundles)  # no stale answer among them
         # what the readers read as missing, and why (the judge-value read has checked its own table)
         clean = ["annotation_values"] if values.values_clean else []
         warnings = odd_cells(db, clean) if odd is None else list(odd)
@@ -125,7 +127,8 @@ def _audit(
         # the judge and rubric filters keep that judge's verdicts and every human or gold reference
         pair_verdicts = [v for v in pair_verdicts if pairwise_bias.kept(v, judge, rubric)]
         paired_runs = read_paired_runs(db) if pair_verdicts else {}
-        lengths = read_judged_lengths(db) if len(values) else {}
+        lengths = read_judged_lengths(db, bundles) if len(values) else {}
+        del bundles
 
     n_cards, statuses, failed = len(cards), status_counts(cards), failed_run_ids(cards)
     # the length bias reads the values, the lengths and the outcomes alone: done first, so that the

@@ -398,13 +398,31 @@ def read_annotations(
 READ_CHUNK = 10_000  # annotation_values rows decoded at a time (their tuples are let go chunk by chunk)
 
 
+def read_bundle_hashes(db: Database, runs: list[str] | None = None) -> dict[str, str]:
+    """run_id → bundle_hash of every scorecard that has one (of ``runs`` alone, when given), in one
+    scan of the scorecards."""
+    return dict(
+        _tuples(
+            db,
+            "SELECT run_id, bundle_hash FROM scorecards WHERE bundle_hash IS NOT NULL"
+            + ("" if runs is None else " AND run_id IN (SELECT value FROM json_each(?))"),
+            () if runs is None else (json.dumps(list(runs)),),
+        )
+    )
+
+
 def read_judge_columns(
-    db: Database, judge: str | None = None, rubric: str | None = None, runs: list[str] | None = None
+    db: Database,
+    judge: str | None = None,
+    rubric: str | None = None,
+    runs: list[str] | None = None,
+    bundles: dict[str, str] | None = None,
 ) -> JudgeColumns:
     """:func:`read_annotations`' values as :class:`JudgeColumns`. ``judge`` is resolved by
     :func:`~evalkit.db.names.resolve_judge` (full model string or the part after the provider
     prefix); an unknown name raises ``JudgeNotStored``. ``runs``, when given, keeps those runs'
-    annotations only (read through the indexes).
+    annotations only (read through the indexes). ``bundles``: :func:`read_bundle_hashes` (of the
+    same ``runs``), when the caller has read them.
 
     A value's own run, judge, rubric, blind and replicate columns win over its annotation's; an
     empty blind or replicate column reads its annotation's. The annotation row backs up what a
@@ -419,14 +437,7 @@ def read_judge_columns(
     with paused_gc():
         # each run's current bundle, in one scan of the scorecards: an annotation of another bundle
         # is stale (what :func:`stale` says with a subquery per annotation)
-        current = dict(
-            _tuples(
-                db,
-                "SELECT run_id, bundle_hash FROM scorecards WHERE bundle_hash IS NOT NULL"
-                + ("" if runs is None else " AND run_id IN (SELECT value FROM json_each(?))"),
-                () if runs is None else (json.dumps(list(runs)),),
-            )
-        )
+        current = read_bundle_hashes(db, runs) if bundles is None else bundles
         # one row per annotation, the JSON with it where the rationale column is empty; a stale one
         # is counted for its run (read_stale_annotations' counts) and its values are left out
         heads = []
