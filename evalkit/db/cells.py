@@ -169,8 +169,9 @@ def plain_tables(db: Any, by_table: dict[str, list[str]], scanned: Iterable[str]
     file has every column, and each text column has text affinity (a number stored there is text
     already, as the view would read it)."""
     out = set()
+    tables = {r[0] for r in db.rows("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
     for name in scanned:
-        if name in by_table or name not in TABLES:
+        if name in by_table or name not in TABLES or name not in tables:
             continue
         have = {r[1]: str(r[2] or "").upper() for r in db.rows(f'PRAGMA main.table_info("{name}")')}
         table = TABLES[name]
