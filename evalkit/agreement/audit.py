@@ -34,10 +34,12 @@ from evalkit.db import (
     read_ratings,
     resolve_judge,
 )
-from evalkit.db.cells import odd_cells
+from evalkit.db.cells import odd_cells_by_table, odd_lines, plain_tables
 from evalkit.db.connect import paused_gc
+from evalkit.db.judge import read_bundle_hashes
 from evalkit.db.pairwise import read_judged_lengths, read_pair_verdicts, read_paired_runs
 from evalkit.db.reviews import read_adjudications, read_review_ratings
+from evalkit.db.schema import TABLES
 
 SCHEMA = "evalkit.audit/1"
 PROBE_SIGNAL = "vector.all_passed"  # what failed_run_ids reads of a card
@@ -104,10 +106,20 @@ def _audit(
         if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
             pair_judges = {pairwise_bias.judge_model_of(v.rater) for v in pair_verdicts if v.rater_kind == "judge"}
             judge = resolve_judge(judge, {*judge_models(db), *pair_judges}, db.path)
-        values = read_judge_columns(db, judge=judge, rubric=rubric)  # stale answers are not among them
-        # what the readers read as missing, and why (the judge-value read has checked its own table)
-        clean = ["annotation_values"] if values.values_clean else []
-        warnings = odd_cells(db, clean) if odd is None else list(odd)
+        # what the readers read as missing, and why: every table but the values, which the judge-value
+        # read checks itself; a table without an odd cell is read from the file, not through its view
+        odd_by_table = odd_cells_by_table(db, ["annotation_values"]) if odd is None else None
+        plain = set() if odd_by_table is None else plain_tables(db, odd_by_table, ("annotations", "judge_calls"))
+        bundles = read_bundle_hashes(db)  # each run's current bundle: the values' and the lengths' read
+        values = read_judge_columns(
+            db, judge=judge, rubric=rubric, bundles=bundles, plain="annotations" in plain
+        )  # no stale answer among them
+        if odd_by_table is None:
+            warnings = list(odd)
+        else:
+            if not values.values_clean:
+                odd_by_table |= odd_cells_by_table(db, [t for t in TABLES if t != "annotation_values"])
+            warnings = odd_lines(odd_by_table)
         if share is not None:
             share["odd_cells"] = list(warnings)
         # each card keeps only the signals a pairing or the probes read (a card is mostly commands)
@@ -118,14 +130,15 @@ def _audit(
         # human ratings given in evalkit view count like imported ones (blind ones only)
         reviewed, non_blind_reviewed = read_review_ratings(db)
         adjudicated = read_adjudications(db)
-        cost_source, calls = read_call_costs(db, judge=judge, rubric=rubric)
+        cost_source, calls = read_call_costs(db, judge=judge, rubric=rubric, plain=plain)
         costs = judge_costs(calls, cost_source)  # worked out now, so that the 10^5 calls are let go
         del calls
         probe_answers = read_probe_annotations(db, judge=judge, rubric=rubric)
         # the judge and rubric filters keep that judge's verdicts and every human or gold reference
         pair_verdicts = [v for v in pair_verdicts if pairwise_bias.kept(v, judge, rubric)]
         paired_runs = read_paired_runs(db) if pair_verdicts else {}
-        lengths = read_judged_lengths(db) if len(values) else {}
+        lengths = read_judged_lengths(db, bundles) if len(values) else {}
+        del bundles
 
     n_cards, statuses, failed = len(cards), status_counts(cards), failed_run_ids(cards)
     # the length bias reads the values, the lengths and the outcomes alone: done first, so that the

@@ -155,9 +155,42 @@ def odd_cells(db: Any, clean: Iterable[str] = ()) -> list[str]:
     with it (read it as missing, or leave the row out). Reads the file's own tables, not the views;
     the tables named in ``clean`` are known to hold no odd cell (a reader scanned them) and are not
     scanned again."""
+    return odd_lines(odd_cells_by_table(db, clean))
+
+
+def odd_lines(by_table: dict[str, list[str]]) -> list[str]:
+    """:func:`odd_cells_by_table`'s lines (of one or more scans) in :func:`odd_cells`' order."""
+    return [line for name in TABLES for line in by_table.get(name, ())]
+
+
+def plain_tables(db: Any, by_table: dict[str, list[str]], scanned: Iterable[str]) -> set[str]:
+    """The tables among ``scanned`` (present in the file) that read the same from the file itself
+    as through their views: :func:`odd_cells_by_table` found no odd cell there (``by_table``), the
+    file has every column, and each text column has text affinity (a number stored there is text
+    already, as the view would read it)."""
+    out = set()
+    tables = {r[0] for r in db.rows("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
+    for name in scanned:
+        if name in by_table or name not in TABLES or name not in tables:
+            continue
+        have = {r[1]: str(r[2] or "").upper() for r in db.rows(f'PRAGMA main.table_info("{name}")')}
+        table = TABLES[name]
+        if not have or any(c not in have for c in table.column_names):
+            continue
+        if all(
+            "INT" not in have[c] and any(k in have[c] for k in ("CHAR", "CLOB", "TEXT"))
+            for c, declared in table.columns
+            if _kind(declared) not in ("INTEGER", "REAL")
+        ):
+            out.add(name)
+    return out
+
+
+def odd_cells_by_table(db: Any, clean: Iterable[str] = ()) -> dict[str, list[str]]:
+    """:func:`odd_cells`' lines by table (the tables with odd cells alone, in its order)."""
     clean = set(clean)
     present = {r[0] for r in db.rows("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
-    out = []
+    out: dict[str, list[str]] = {}
     for name, table in TABLES.items():
         if name not in present or name in clean:
             continue
@@ -199,7 +232,7 @@ def odd_cells(db: Any, clean: Iterable[str] = ()) -> list[str]:
             row_name = ", ".join(f"{k}={_show(v)}" for k, v in zip(named, ident))
             action = "the row is left out" if col in keys else "read as missing"
             more = f" (and {counts[col] - 1} more rows)" if counts[col] > 1 else ""
-            out.append(
+            out.setdefault(name, []).append(
                 f"{name}.{col}: row {row_name} holds {_describe(what)}, "
                 f"not {_expected(col, declared[col], col in keys)}; "
                 f"{action}{more}"

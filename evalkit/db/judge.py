@@ -398,13 +398,33 @@ def read_annotations(
 READ_CHUNK = 10_000  # annotation_values rows decoded at a time (their tuples are let go chunk by chunk)
 
 
+def read_bundle_hashes(db: Database, runs: list[str] | None = None) -> dict[str, str]:
+    """run_id → bundle_hash of every scorecard that has one (of ``runs`` alone, when given), in one
+    scan of the scorecards."""
+    return dict(
+        _tuples(
+            db,
+            "SELECT run_id, bundle_hash FROM scorecards WHERE bundle_hash IS NOT NULL"
+            + ("" if runs is None else " AND run_id IN (SELECT value FROM json_each(?))"),
+            () if runs is None else (json.dumps(list(runs)),),
+        )
+    )
+
+
 def read_judge_columns(
-    db: Database, judge: str | None = None, rubric: str | None = None, runs: list[str] | None = None
+    db: Database,
+    judge: str | None = None,
+    rubric: str | None = None,
+    runs: list[str] | None = None,
+    bundles: dict[str, str] | None = None,
+    plain: bool = False,
 ) -> JudgeColumns:
     """:func:`read_annotations`' values as :class:`JudgeColumns`. ``judge`` is resolved by
     :func:`~evalkit.db.names.resolve_judge` (full model string or the part after the provider
     prefix); an unknown name raises ``JudgeNotStored``. ``runs``, when given, keeps those runs'
-    annotations only (read through the indexes).
+    annotations only (read through the indexes). ``bundles``: :func:`read_bundle_hashes` (of the
+    same ``runs``), when the caller has read them. ``plain``: the file's ``annotations`` table reads
+    as its view does (:func:`evalkit.db.cells.plain_tables`), and is read itself.
 
     A value's own run, judge, rubric, blind and replicate columns win over its annotation's; an
     empty blind or replicate column reads its annotation's. The annotation row backs up what a
@@ -419,14 +439,7 @@ def read_judge_columns(
     with paused_gc():
         # each run's current bundle, in one scan of the scorecards: an annotation of another bundle
         # is stale (what :func:`stale` says with a subquery per annotation)
-        current = dict(
-            _tuples(
-                db,
-                "SELECT run_id, bundle_hash FROM scorecards WHERE bundle_hash IS NOT NULL"
-                + ("" if runs is None else " AND run_id IN (SELECT value FROM json_each(?))"),
-                () if runs is None else (json.dumps(list(runs)),),
-            )
-        )
+        current = read_bundle_hashes(db, runs) if bundles is None else bundles
         # one row per annotation, the JSON with it where the rationale column is empty; a stale one
         # is counted for its run (read_stale_annotations' counts) and its values are left out
         heads = []
@@ -436,7 +449,7 @@ def read_judge_columns(
             db,
             "SELECT a.annotation_id, a.rationale, CASE WHEN a.rationale IS NULL THEN a.annotation END, "
             f"COALESCE(a.created_at, ''), a.blind, a.replicate, a.run_id, a.bundle_hash "
-            f"FROM annotations a WHERE {' AND '.join(where)}",
+            f"FROM {'main.' if plain else ''}annotations a WHERE {' AND '.join(where)}",
             args,
         ):
             if head[7] is not None and current.get(head[6], head[7]) != head[7]:
@@ -788,16 +801,21 @@ class CallCosts:
     batch: list[bool] = field(default_factory=list)  # answered by a provider batch (billed at the batch rate)
 
 
-def read_call_costs(db: Database, judge: str | None = None, rubric: str | None = None) -> tuple[str, list[CallCosts]]:
+def read_call_costs(
+    db: Database, judge: str | None = None, rubric: str | None = None, plain: Iterable[str] = ()
+) -> tuple[str, list[CallCosts]]:
     """Per-call cost/latency: from the judge cache (every call, failed ones too) when it has
     rows, else from the annotations. Returns (source table, one :class:`CallCosts` per judge model
     in model order). Call order is (started or created time, key): the columns are text, so
-    SQLite's binary order is Python's string order."""
+    SQLite's binary order is Python's string order. The tables named in ``plain`` read as their
+    views do (:func:`evalkit.db.cells.plain_tables`) and are read themselves."""
     where, args = judge_filter(db, judge, rubric)
+    plain = set(plain)
     for table, ts, key in (("judge_calls", "started_at", "cache_key"), ("annotations", "created_at", "annotation_id")):
         sql = (
             f"SELECT judge_model, cost_usd, latency_ms, prompt_tokens, cached_tokens, batch_id IS NOT NULL "
-            f"FROM {table}{where_sql(where)} ORDER BY judge_model, COALESCE({ts}, ''), {key}"
+            f"FROM {'main.' if table in plain else ''}{table}{where_sql(where)} "
+            f"ORDER BY judge_model, COALESCE({ts}, ''), {key}"
         )
         models: list[CallCosts] = []
         calls = CallCosts("")

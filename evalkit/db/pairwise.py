@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from evalkit.db.connect import Database, open_write
-from evalkit.db.judge import JudgeTables
+from evalkit.db.judge import JudgeTables, read_bundle_hashes
 
 COLUMNS = (
     "pair_id",
@@ -113,18 +113,17 @@ def read_paired_runs(db: Database) -> dict[str, PairedRun]:
     }
 
 
-def read_judged_lengths(db: Database) -> dict[str, int]:
+def read_judged_lengths(db: Database, bundles: dict[str, str] | None = None) -> dict[str, int]:
     """run_id → characters of the judge bundle of every run with an annotation (what the judge read).
-    The bundles' lengths and the runs' hashes are read apart and matched here: a join looks each
-    bundle up through its view's index, at a third more than the two scans."""
+    ``bundles``: each scorecard's bundle hash (:func:`~evalkit.db.judge.read_bundle_hashes`), when
+    the caller has read them. The bundles' lengths, the runs' hashes and the judged runs are read
+    apart and matched here: a join looks each bundle up through its view's index, at a third more
+    than the scans."""
     size = dict(db.tuples("SELECT bundle_hash, length(bundle) FROM bundles WHERE typeof(bundle) = 'text'"))
-    return {
-        str(run): size[bundle]
-        for run, bundle in db.tuples(
-            "SELECT run_id, bundle_hash FROM scorecards WHERE run_id IN (SELECT run_id FROM annotations)"
-        )
-        if bundle in size
-    }
+    if bundles is None:
+        bundles = read_bundle_hashes(db)
+    judged = [run for (run,) in db.tuples("SELECT DISTINCT run_id FROM annotations")]
+    return {str(run): size[bundles[run]] for run in judged if run in bundles and bundles[run] in size}
 
 
 @dataclass(frozen=True)

@@ -565,10 +565,26 @@ def _read_card_signals(
         f"SELECT run_id, scenario_id, model, status, CASE WHEN ok THEN NULL ELSE card END{cut} FROM "
         "(SELECT run_id, scenario_id, model, status, card, "
         "CASE WHEN json_valid(card) THEN json_type(card) = 'object' ELSE 0 END AS ok "
-        f"FROM scorecards{where} ORDER BY run_id LIMIT -1) ORDER BY run_id"
+        f"FROM scorecards{where} ORDER BY run_id LIMIT -1)"
     )
     if not plain:
         sql = f"SELECT run_id, scenario_id, model, status, card FROM scorecards{where} ORDER BY run_id"
+    # the subquery's rows come in run-id order (an outer ORDER BY would sort every card's parts
+    # again, through temporary files at 10^5 runs); should they not, they are read again sorted
+    cards, seen = _signal_cards(db, sql, args, plain, together, paths, tops)
+    if plain and any(a.run_id >= b.run_id for a, b in zip(cards, cards[1:])):
+        cards, seen = _signal_cards(db, sql + " ORDER BY run_id", args, plain, together, paths, tops)
+    if problems is not None:
+        problems.extend(seen)
+    yield from cards
+
+
+def _signal_cards(
+    db: Database, sql: str, args: tuple, plain: bool, together: bool, paths: list[tuple[str, ...]], tops: list[str]
+) -> tuple[list[Card], list[str]]:
+    """:func:`_read_card_signals`' cards as ``sql`` reads them, and the problems met."""
+    problems: list[str] = []
+    out = []
     n = len(_CARD_FIELDS)
     shared: dict[tuple, dict[str, Any]] = {}
     names: dict[Any, Any] = {}  # one object per distinct scenario, model and status
@@ -588,14 +604,17 @@ def _read_card_signals(
                     doc = {k: loads(t) for k, t in zip(tops, texts) if t is not None}
                 card = shared[texts] = _prune(doc, paths)
         scenario, model, status = columns[1] or fields[1], columns[2] or fields[2], columns[3] or fields[3]
-        yield Card(
-            run_id=columns[0],
-            scenario_id=names.setdefault(scenario, scenario),
-            model=names.setdefault(model, model),
-            path=fields[0],
-            status=names.setdefault(status, status),
-            card=card,
+        out.append(
+            Card(
+                run_id=columns[0],
+                scenario_id=names.setdefault(scenario, scenario),
+                model=names.setdefault(model, model),
+                path=fields[0],
+                status=names.setdefault(status, status),
+                card=card,
+            )
         )
+    return out, problems
 
 
 def read_runs(db: Database) -> dict[str, dict[str, Any]]:
