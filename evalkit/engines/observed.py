@@ -195,45 +195,34 @@ class Observed:
 
     def __post_init__(self) -> None:
         catalog = rules_of(self.scenario)
+        fixed = _fixed(self.scenario, catalog)
         self._required = catalog.required
         self.hit = [False] * len(self._required)
         # identical required actions: a call serves one of them, so the k-th is hit by a run that
         # calls it k times
-        self._twins = {members[0]: members for members in twins(self._required)}
-        self._twin = {i: first for first, members in self._twins.items() for i in members}
-        self._by_tool: dict[str, list[int]] = {}
-        for i, expect in enumerate(self._required):
-            self._by_tool.setdefault(expect.tool, []).append(i)
+        self._twins, self._twin, self._by_tool = fixed.twins, fixed.twin, fixed.by_tool
         self._matched: set[str] = set()  # tools whose required actions are all matched already
         self._gates = catalog.gates
         self.approved = [False] * len(self._gates)
         self.asked = [0] * len(self._gates)
         self.answers = [{} for _ in self._gates]
         self.spelled = [{} for _ in self._gates]
-        self._gates_of: dict[str, list[int]] = {}
-        for i, gate in enumerate(self._gates):
-            self._gates_of.setdefault(gate.approval.tool, []).append(i)
+        self._gates_of = fixed.gates_of
         self._optional = catalog.optional.expects
         self._others = (catalog.required_lookup, catalog.forbidden)
-        self._gate_actions = [g.action for g in catalog.gates]
+        self._gate_actions = fixed.gate_actions
         self.optional_hit = [False] * len(self._optional)
         self.optional_near = [{} for _ in self._optional]
-        self._optional_of: dict[str, list[int]] = {}
-        for i, expect in enumerate(self._optional):
-            self._optional_of.setdefault(expect.tool, []).append(i)
+        self._optional_of = fixed.optional_of
         self._forbidden = catalog.forbidden.expects
         self.forbidden_hit = [False] * len(self._forbidden)
         self.forbidden_near = [{} for _ in self._forbidden]
-        self._forbidden_of: dict[str, list[int]] = {}
-        for i, expect in enumerate(self._forbidden):
-            self._forbidden_of.setdefault(expect.tool, []).append(i)
+        self._forbidden_of = fixed.forbidden_of
         self._takers = (catalog.required_lookup, catalog.optional)
-        self._key_tests: dict[int, list] = {}  # id of an action -> its per-key tests (_key_tests)
+        self._key_tests = fixed.key_tests  # id of an action -> its per-key tests (_key_tests)
         self.gated_hit = [False] * len(self._gates)
         self.gated_near = [{} for _ in self._gates]
-        self._gated_of: dict[str, list[int]] = {}
-        for i, gate in enumerate(self._gates):
-            self._gated_of.setdefault(gate.action.tool, []).append(i)
+        self._gated_of = fixed.gated_of
         # what catches a call (by tool: the actions of it, their hits and near misses, and what else
         # takes a call): optional and forbidden actions count near misses no other action takes;
         # gates count any
@@ -471,6 +460,50 @@ class Observed:
 
 
 _ABSENT = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _Fixed:
+    """What an ``Observed`` derives from its scenario alone (never changed after it is made), made
+    once per scenario object: a worker notes the runs of a scenario in every batch that holds one,
+    and with many scenarios interleaved that is every batch."""
+
+    twins: dict[int, list[int]]  # the first of identical required actions -> all of them
+    twin: dict[int, int]  # a required action -> the first of its identical ones
+    by_tool: dict[str, list[int]]  # tool -> its required actions
+    gates_of: dict[str, list[int]]  # approval tool -> its gates
+    gate_actions: list[Any]
+    optional_of: dict[str, list[int]]
+    forbidden_of: dict[str, list[int]]
+    gated_of: dict[str, list[int]]  # gated tool -> its gates
+    key_tests: dict[int, list]  # id of an action -> its per-key tests, filled as they are needed
+
+
+def _fixed(scenario: Any, catalog: Any) -> _Fixed:
+    """The scenario's :class:`_Fixed`, kept in its ``__dict__`` (as ``rules_of`` keeps its rules)."""
+    found = scenario.__dict__.get("_observed_fixed")
+    if found is not None:
+        return found
+
+    def by(items: Iterable[tuple[int, str]]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for i, tool in items:
+            out.setdefault(tool, []).append(i)
+        return out
+
+    twinned = {members[0]: members for members in twins(catalog.required)}
+    found = scenario.__dict__["_observed_fixed"] = _Fixed(
+        twins=twinned,
+        twin={i: first for first, members in twinned.items() for i in members},
+        by_tool=by((i, e.tool) for i, e in enumerate(catalog.required)),
+        gates_of=by((i, g.approval.tool) for i, g in enumerate(catalog.gates)),
+        gate_actions=[g.action for g in catalog.gates],
+        optional_of=by((i, e.tool) for i, e in enumerate(catalog.optional.expects)),
+        forbidden_of=by((i, e.tool) for i, e in enumerate(catalog.forbidden.expects)),
+        gated_of=by((i, g.action.tool) for i, g in enumerate(catalog.gates)),
+        key_tests={},
+    )
+    return found
 
 
 class _Classes:
