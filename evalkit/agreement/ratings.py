@@ -36,6 +36,7 @@ from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.input_files import csv_rows, read_text
 from evalkit.trajectory.safe_json import MAX_INT_DIGITS
+from evalkit.trajectory.values import sense
 
 Value = int | float | str | bool
 
@@ -223,20 +224,20 @@ def _one_dimension_spelling(name: str, rows: list[tuple[int, RatingRow]], stored
 def _one_spelling(name: str, rows: list[tuple[int, RatingRow]], stored: dict[str, set[Any]]) -> None:
     """Each label of a dimension written one way (see :func:`read_rating_file`)."""
     held = {
-        (dimension, _sense(label)): label
+        (dimension, sense(label)): label
         for dimension, labels in stored.items()
         for label in sorted(labels, key=repr, reverse=True)  # the first in sorted order kept
     }
-    senses = ((line, (r.dimension, _sense(r.value)), r.value, f"{r.dimension}: ") for line, r in rows)
+    senses = ((line, (r.dimension, sense(r.value)), r.value, f"{r.dimension}: ") for line, r in rows)
     _one_way(name, senses, held, "a label")
 
 
 def _one_way(name: str, rows: Iterable[tuple[int, Any, Any, str]], held: dict[Any, Any], kind: str) -> None:
     """Each ``(line, sense, written, lead)`` of ``rows`` written as the first of its sense: the one
     ``held`` (the database's), else the file's first; InputError naming both otherwise."""
-    spelt: dict[Any, tuple[Any, int | None]] = {sense: (written, None) for sense, written in held.items()}
-    for line, sense, written, lead in rows:
-        first = spelt.setdefault(sense, (written, line))
+    spelt: dict[Any, tuple[Any, int | None]] = {meant: (written, None) for meant, written in held.items()}
+    for line, meant, written, lead in rows:
+        first = spelt.setdefault(meant, (written, line))
         if first[0] != written or type(first[0]) is not type(written):
             where = f"line {first[1]}" if first[1] is not None else "as the database already holds it"
             raise InputError(
@@ -245,25 +246,6 @@ def _one_way(name: str, rows: Iterable[tuple[int, Any, Any, str]], held: dict[An
                 f"{lead}{json.dumps(written)} is {json.dumps(first[0])} written another way ({where}): "
                 f"{kind} compares as written, so write it one way",
             )
-
-
-def _sense(label: Any) -> tuple[str, Any]:
-    """What a label means, whatever its spelling: a number (``3``, ``"3"``, ``"3.0"``), a boolean
-    (``true``, ``"True"``) or a string up to case and spacing."""
-    if isinstance(label, bool):
-        return ("boolean", label)
-    if isinstance(label, (int, float)):
-        return ("number", label)
-    folded = " ".join(str(label).casefold().split())
-    if folded in ("true", "false"):
-        return ("boolean", folded == "true")
-    try:
-        number = parse_cell(folded)
-    except ValueError:
-        number = None
-    if isinstance(number, (int, float)):
-        return ("number", number)
-    return ("string", folded)
 
 
 def _fill(data: dict[str, Any], rater: str | None, kind: str | None) -> dict[str, Any]:

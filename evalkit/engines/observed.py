@@ -37,7 +37,7 @@ from typing import Any
 
 from evalkit.scoring.args import args_test, result_object, rules_of, when
 from evalkit.scoring.status import run_status
-from evalkit.trajectory.values import freeze, match_key
+from evalkit.trajectory.values import freeze, match_key, sense
 
 KNOWN_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not_in", "contains", "not_contains", "in_reply", "matches")
 _OP_SYNONYMS = {"=": "==", "eq": "==", "ne": "!=", "<>": "!=", "=>": ">=", "=<": "<=", "gt": ">", "lt": "<"}
@@ -585,28 +585,10 @@ def _spelt(expected: dict[str, Any], said: Any) -> str | None:
         got = said[key]
         if freeze(got) == freeze(want):
             continue
-        if _sense(got) != _sense(want):
+        if sense(got) != sense(want):
             return None
         shown.append(f'"{key}": {_shown(got)}')
     return "; ".join(shown) or None
-
-
-def _sense(value: Any) -> tuple[str, Any]:
-    """What a value says whatever its spelling: ``"Approved"`` and ``"approved"``, ``"true"`` and
-    ``true``, ``"1"`` and ``1`` say the same."""
-    if isinstance(value, bool):
-        return ("boolean", value)
-    if isinstance(value, (int, float)):
-        return ("number", float(value))
-    if not isinstance(value, str):
-        return ("other", freeze(value))
-    folded = " ".join(value.casefold().split())
-    if folded in ("true", "false"):
-        return ("boolean", folded == "true")
-    try:
-        return ("number", float(folded))
-    except ValueError:
-        return ("text", folded)
 
 
 def _shown(value: Any) -> str:

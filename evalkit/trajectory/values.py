@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from typing import Any
 
 from pydantic_core import to_json
@@ -108,3 +109,27 @@ def match_key(tool: str, args: Any) -> tuple:
 
 def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_NUMBER_TEXT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
+_INTEGER_TEXT = re.compile(r"[+-]?\d+")
+_DIGITS = 4300  # Python's own int-to-string limit
+
+
+def sense(value: Any) -> tuple[str, Any]:
+    """What a value says whatever its spelling: a boolean (``true``, ``"True"``), a number (``3``,
+    ``"3"``, ``"3.0"``) or text up to case and spacing (``"Approved"``, ``" approved"``); any other
+    value as :func:`freeze` keys it. Two values that say the same but differ are one written
+    another way (a label in a ratings file, an approval's answer)."""
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    if not isinstance(value, str):
+        return ("other", freeze(value))
+    folded = " ".join(value.casefold().split())
+    if folded in ("true", "false"):
+        return ("boolean", folded == "true")
+    if len(folded) <= _DIGITS and _NUMBER_TEXT.fullmatch(folded):
+        return ("number", int(folded) if _INTEGER_TEXT.fullmatch(folded) else float(folded))
+    return ("text", folded)
