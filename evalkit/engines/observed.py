@@ -311,12 +311,7 @@ class Observed:
                         shapes.add(shape)
             if result is not None:
                 if isinstance(result, str) and result[:1] == "{":
-                    import json
-
-                    try:
-                        result = json.loads(result)
-                    except ValueError:
-                        pass
+                    result = result_object(result)
                 if isinstance(result, dict):
                     # as the arguments above: a result of a shape walked before adds no path
                     shape = (name, *result, *map(type, result.values()))

@@ -329,11 +329,12 @@ def args_test(rule: Rule, expected: dict[str, Any]) -> Callable[[Any], bool]:
 
 def result_object(actual: Any) -> Any:
     """A call's result as an approval's ``result`` rule reads it: a result recorded as JSON text
-    (chat transcripts) is the value it holds, text that is no JSON stays as it is."""
+    (chat transcripts) is the value it holds, text that is no JSON stays as it is (so does text
+    nested too deep for Python's decoder: a run's bytes never stop the scorer)."""
     if isinstance(actual, str):
         try:
             return json.loads(actual)
-        except ValueError:
+        except (ValueError, RecursionError):
             return actual
     return actual
 

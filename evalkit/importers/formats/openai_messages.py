@@ -30,7 +30,6 @@ file takes that scenario whole (and gives no ground truth of its own).
 from __future__ import annotations
 
 import difflib
-import json
 import os
 from typing import Any
 
@@ -47,6 +46,7 @@ from evalkit.importers.formats.messages import (
 from evalkit.importers.jsonlist import iter_json_lines, read_text
 from evalkit.importers.notes import Note
 from evalkit.importers.options import ImportOption
+from evalkit.scoring.args import result_object
 
 FORMAT_VERSION = "openai-messages/1"
 GROUND_TRUTH_KEYS = ("procedure", "optional_actions", "forbidden_actions", "gated_actions", "args_match")
@@ -154,10 +154,7 @@ def _reads_as_error(result: Any) -> bool:
             return True
         if not text.startswith("{"):
             return False
-        try:
-            result = json.loads(text)
-        except ValueError:
-            return False
+        result = result_object(text)
     return isinstance(result, dict) and bool(result.get("error"))
 
 
