@@ -475,7 +475,7 @@ def _why_unapproved(gate: Any, command: dict[str, Any], calls: list[dict[str, An
     none was made; it errored; its arguments are not the approval's; its answer is not the one the
     approval names (``"decision": "Approved", not "approved"``: a spelling the rule compares
     exactly); or, one approval a call, its approval served an earlier command."""
-    from evalkit.scoring.args import result_object
+    from evalkit.scoring.args import result_contains, result_object
 
     tool = gate.approval.tool
     here = next(
@@ -512,16 +512,10 @@ def _why_unapproved(gate: Any, command: dict[str, Any], calls: list[dict[str, An
             if k in said
             else f"{json.dumps(k)} is absent"
             for k, v in gate.result.items()
-            if k not in said or not _same_value(said[k], v)
+            if not result_contains({k: v}, said)
         ]
         return f"{at} answered " + "; ".join(wrong)
     return f"{at} answered {_short_json(said)}, not {_short_json(gate.result)}"
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    from evalkit.trajectory.values import freeze
-
-    return freeze(a) == freeze(b)
 
 
 def _counts(blocks: list, forbidden: list, gated: list, other: list, by_index: dict) -> dict[str, int]:
