@@ -189,6 +189,19 @@ def test_the_json_api_checks_the_csrf_token_and_the_length_before_the_body(db):
         assert request(port, "GET", "/runs")[0] == 200
 
 
+def test_a_json_body_nested_too_deep_to_decode_is_a_400_and_the_server_goes_on(db):
+    deep = ("[" * 100_000 + "]" * 100_000).encode()
+    with served(db) as (port, _, _pid):
+        token = json.loads(request(port, "GET", "/api/session")[2])["csrf_token"]
+        headers = {"X-CSRF-Token": token, "Content-Type": "application/json"}
+        for path in (f"/api/runs/{RUN}/reviews", "/api/queue/next", "/api/label/samples"):
+            status, _, text = request(port, "POST", path, deep, headers)
+            assert status == 400 and "nested deeper than 200 levels" in text, (path, status, text[:300])
+            status, _, text = request(port, "POST", path, b"[1, 2]", headers)
+            assert status == 400 and "must be a JSON object" in text, (path, status, text[:300])
+        assert request(port, "GET", "/runs")[0] == 200
+
+
 # -- the access token beyond loopback -----------------------------------------------------------
 
 

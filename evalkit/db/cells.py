@@ -270,9 +270,13 @@ _STRICT = json.JSONDecoder(parse_constant=_not_json)  # one decoder for every ce
 
 def loads(text: str | bytes) -> Any:
     """A JSON cell decoded as strict JSON (RFC 8259: no ``NaN``/``Infinity``); raises
-    ``ValueError`` (``json.JSONDecodeError`` is one) for anything else."""
-    if isinstance(text, str):
-        if text.startswith("\ufeff"):  # as json.loads
-            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-        return _STRICT.decode(text)
-    return json.loads(text, parse_constant=_not_json)
+    ``ValueError`` (``json.JSONDecodeError`` is one) for anything else, a cell nested deeper than
+    Python's decoder goes included."""
+    try:
+        if isinstance(text, str):
+            if text.startswith("\ufeff"):  # as json.loads
+                raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+            return _STRICT.decode(text)
+        return json.loads(text, parse_constant=_not_json)
+    except RecursionError:
+        raise ValueError("nested too deep to decode") from None

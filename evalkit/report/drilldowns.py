@@ -148,7 +148,7 @@ def _read(db_path: str, chosen: list[dict]) -> list[dict[str, Any]]:
 def _obj(text: Any) -> dict:
     try:
         value = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):  # a cell nested deeper than the decoder goes is no value
         return {}
     return value if isinstance(value, dict) else {}
 

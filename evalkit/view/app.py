@@ -65,6 +65,7 @@ from evalkit.config.access import TOKEN_COOKIE, presented_token, token_ok
 from evalkit.db.reviews import VERDICTS
 from evalkit.errors import InputError
 from evalkit.present.safe import sanitize
+from evalkit.trajectory.safe_json import loads
 from evalkit.view import drilldown
 from evalkit.view.queries import QUEUE_FILTERS, NotFound, ReviewError, ViewData, number
 
@@ -596,7 +597,7 @@ class _View:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "the body must be application/json"}, status_code=415)
         try:
-            body = json.loads(await read_body(request))
+            body = loads(await read_body(request))
         except BodyRefused as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status)
         except ValueError as exc:
@@ -647,18 +648,9 @@ class _View:
         return JSONResponse({"csrf_token": self.token, "reviewer": self.reviewer})
 
     async def api_review(self, request: Request) -> Response:
-        if not hmac.compare_digest(request.headers.get("x-csrf-token", ""), self.token):
-            return JSONResponse({"error": "missing or wrong X-CSRF-Token (GET /api/session gives it)"}, status_code=403)
-        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            return JSONResponse({"error": "the body must be application/json"}, status_code=415)
-        try:
-            raw = await read_body(request)
-        except BodyRefused as exc:
-            return JSONResponse({"error": str(exc)}, status_code=exc.status)
-        try:
-            body = json.loads(raw)
-        except ValueError as exc:
-            return JSONResponse({"error": f"the body is not JSON ({exc})"}, status_code=400)
+        body = await self.json_body(request)
+        if isinstance(body, Response):
+            return body
         run_id = request.path_params["run_id"]
         try:
             return JSONResponse(self.data.add_review(run_id, body, self.reviewer), status_code=201)

@@ -120,7 +120,7 @@ def _json(text: Any) -> Any:
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a cell nested deeper than the decoder goes is no value
         return None
 
 
