@@ -14,6 +14,7 @@ pytest.importorskip("opentelemetry.sdk")
 openai = pytest.importorskip("openai")
 
 import otel_helpers as oh  # noqa: E402
+import otel_json as oj  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
 
@@ -379,3 +380,29 @@ def test_two_workers_write_the_same_bytes_as_one(server, tmp_path):
         assert res.exit_code == 0, res.output
         outs[workers] = (res.stdout, {p.name: p.read_bytes() for p in sorted((cwd / "runs").iterdir())})
     assert outs["1"] == outs["2"] and len(outs["1"][1]) == 6
+
+
+def test_tool_calls_that_record_no_arguments_are_named_in_a_note_of_their_own_with_the_fix(tmp_path):
+    bare = {"gen_ai.operation.name": "execute_tool"}  # content capture off: no arguments, no result
+    spans = [
+        oj.agent(1),
+        oj.chat(1, 2, 1),
+        oj.span(1, 3, 1, "execute_tool read_sensor", {**bare, "gen_ai.tool.name": "read_sensor"}, 3),
+        oj.span(1, 4, 1, "execute_tool set_setpoint", {**bare, "gen_ai.tool.name": "set_setpoint"}, 4),
+        oj.agent(2),
+        oj.chat(2, 2, 1),
+        oj.tool(2, 3, 1, **{"gen_ai.tool.call.result": "ok"}),
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(oj.request(*spans)))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["import", "otel", str(path), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    assert (
+        f"note: 2 tool call(s) in {path} record no arguments (read_sensor, set_setpoint): they are scored as "
+        "calls with no arguments, so no argument rule matches them. GenAI instrumentations record arguments "
+        "and results only with content capture on (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)"
+    ) in notes, notes
+    (unmapped,) = [n for n in notes if "could not be mapped" in n]
+    assert "tool results" in unmapped and "tool arguments" not in unmapped  # those are not "left out"

@@ -229,3 +229,21 @@ def test_per_request_cost_does_not_grow_with_the_trace():
     spec.loader.exec_module(bench)
     measured = bench.measure(2500, 500)
     assert measured["ratio"] < 3, measured
+
+
+def test_a_run_whose_tool_calls_record_no_arguments_is_warned_once_naming_content_capture(listen):
+    live = listen()
+    bare = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "issue_badge"}  # content capture off
+    unrecorded = [oj.agent(1), oj.chat(1, 2, 1), oj.span(1, 3, 1, "execute_tool issue_badge", bare, 3)]
+    healthy = [oj.agent(2), oj.chat(2, 2, 1), oj.tool(2, 3, 1)]
+    assert post(live.port, oj.body(*unrecorded, *healthy))[0] == 200
+    assert post(live.port, oj.body(*unrecorded))[0] == 200  # the same spans again: the same run, no second line
+    code, out, err = live.stop()
+    assert code == EXIT_INTERRUPTED and "Traceback" not in err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: otel:{1:032x}:{1:016x}: 1 of 1 tool call(s) record no arguments (issue_badge): "
+        "scored as calls with no arguments (content capture off?)"
+    ], err
+    (run,) = [r for r in live.runs().values() if r[0]["otel"]["trace_id"] == f"{1:032x}"]
+    assert run[-1]["done_payload"]["otel"]["tools_without_arguments"] == ["issue_badge"]

@@ -676,6 +676,7 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
     session = _session(spans)
     run_id = f"otel:{session}:{trace_run}" if session is not None else f"otel:{trace_run}"
     unmapped = {"spans": 0, "chat_outputs": 0, "tool_arguments": 0, "tool_results": 0, "tool_attributes": 0}
+    unrecorded: set[str] = set()  # tools called with no arguments recorded
     unknown_attrs: set[str] = set()
     read_attrs = TOOL_ATTRS_KNOWN | {options.scenario_attr, SUCCESS_ATTR}
     events: list[dict[str, Any]] = []
@@ -713,6 +714,8 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
             event, args_attr, has_result = _tool_call(span, step, call_index)
             ran.append((_call_id(span), event["name"], event["args"]))
             unmapped["tool_arguments"] += args_attr is None
+            if args_attr is None:
+                unrecorded.add(event["name"])
             unmapped["tool_results"] += not has_result
             unknown = [key for key in span.attrs if key not in read_attrs]
             unmapped["tool_attributes"] += len(unknown)
@@ -785,6 +788,7 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
             "otel": {
                 "unmapped": unmapped,
                 "unmapped_tool_attributes": sorted(unknown_attrs),
+                "tools_without_arguments": sorted(unrecorded),
                 "requested_tool_calls": len(requested),
                 "requested_not_run": _not_run(requested, ran),
                 "nested_chat_spans": nested_chats,
@@ -856,6 +860,24 @@ UNMAPPED_NOTE = (
 )
 
 
+NO_ARGUMENTS_NOTE = (
+    "{lines} tool call(s) in {where} record no arguments ({items}): they are scored as calls with no "
+    "arguments, so no argument rule matches them. GenAI instrumentations record arguments and results "
+    "only with content capture on (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)"
+)
+
+
+def no_arguments(run: list[dict[str, Any]]) -> str | None:
+    """What a run whose tool calls record no arguments is to be told: one line, or None."""
+    otel = run[-1]["done_payload"]["otel"]
+    n = otel["unmapped"]["tool_arguments"]
+    if not n:
+        return None
+    calls = sum(1 for e in run if e["type"] == "tool_call")
+    tools = ", ".join(otel["tools_without_arguments"])
+    return f"{n} of {calls} tool call(s) record no arguments ({tools}): scored as calls with no arguments"
+
+
 REQUESTED_NOTE = (
     "{lines} tool call(s) the model asked for in {where} have no tool span that ran them; they are kept "
     "apart on the assistant turns (provider_raw.requested_tool_calls), not counted as calls"
@@ -870,6 +892,7 @@ def convert_spans(spans: Iterable[Span], options: Options, source: str, path: st
     runs, errors = [], []
     left_out: dict[str, int] = {}
     not_run = 0
+    unrecorded: set[str] = set()
     in_runs: set[tuple[str, str]] = set()
     for top in run_roots(spans):
         in_runs.update((s.trace_id, s.span_id) for s in _walk(top))
@@ -881,13 +904,17 @@ def convert_spans(spans: Iterable[Span], options: Options, source: str, path: st
         runs.append(run)
         otel = run[-1]["done_payload"]["otel"]
         not_run += otel["requested_not_run"]
+        unrecorded.update(otel["tools_without_arguments"])
         for what, n in otel["unmapped"].items():
             if n:
                 left_out[what] = left_out.get(what, 0) + n
+    no_args = left_out.pop("tool_arguments", 0)  # not left out: scored with none, said in a note of its own
     notes = []
     if left_out:  # counted and said once per import, never guessed
         items = {f"{what.replace('_', ' ')}" for what in left_out}
         notes.append(Note("otel/unmapped", UNMAPPED_NOTE, items, sum(left_out.values()), [path]))
+    if no_args:
+        notes.append(Note("otel/no_arguments", NO_ARGUMENTS_NOTE, unrecorded, no_args, [path]))
     if not_run:
         notes.append(Note("otel/requested", REQUESTED_NOTE, set(), not_run, [path]))
     outside = {(s.trace_id, s.span_id): s for s in spans if (s.trace_id, s.span_id) not in in_runs}

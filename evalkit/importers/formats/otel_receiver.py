@@ -228,7 +228,7 @@ def response_body(rejected: int, message: str, is_json: bool) -> bytes:
 class TraceState:
     """One trace's spans (unlinked), who is whose child, and the runs built from it."""
 
-    __slots__ = ("lock", "spans", "children", "run_of", "failed", "written", "last", "run_at")
+    __slots__ = ("lock", "spans", "children", "run_of", "failed", "written", "last", "run_at", "said")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -239,6 +239,7 @@ class TraceState:
         self.failed: dict[str, str] = {}  # top span id -> why its run could not be built
         self.written: dict[str, str] = {}  # run_id -> the text last written
         self.run_at: dict[str, str] = {}  # top span id -> the run_id written for it
+        self.said: dict[str, str] = {}  # run_id -> the warning last given about it
 
     def add(self, span: otel.Span) -> None:
         if span.span_id not in self.spans and span.parent:
@@ -432,6 +433,10 @@ class Receiver:
             path = self._write(run_id, text)
             state.written[run_id] = text
             self.echo(f"{run_id} -> {path}")
+            said = otel.no_arguments(run)
+            if said and state.said.get(run_id) != said:
+                self.warn(f"warning: {run_id}: {said} (content capture off?)")
+                state.said[run_id] = said
         return None
 
     def _write(self, run_id: str, text: str) -> str:
