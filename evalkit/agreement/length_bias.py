@@ -37,30 +37,50 @@ def _score(value: Any) -> float | None:
     return None
 
 
+def _floats(values: Any) -> list[float]:
+    return values.astype(float).tolist() if hasattr(values, "astype") else [float(v) for v in values]
+
+
 def slope(y: Any, length: Any, outcome: Any | None, level: float) -> tuple[dict[str, Any], list[str]]:
     """The length slope of ``y`` (with ``outcome`` as a covariate when given and varying) and the
-    covariates used; each a sequence or an array of numbers (NaN in none)."""
-    import numpy as np
+    covariates used; each a sequence or an array of numbers (NaN in none).
 
+    Least squares on the centred columns, every sum a correctly rounded ``math.fsum``: the same bytes
+    on any machine (a BLAS solver splits its sums across threads, so its last digits follow the
+    number of cores)."""
     n = len(y)
-    outcome = None if outcome is None else np.asarray(outcome, dtype=float)
-    controls = ["outcome"] if outcome is not None and len(outcome) and (outcome != outcome[0]).any() else []
+    ys = _floats(y)
+    xs = [v / PER for v in _floats(length)]
+    os_ = None if outcome is None else _floats(outcome)
+    controls = ["outcome"] if os_ and any(v != os_[0] for v in os_) else []
     p = 2 + len(controls)
     if n < p + 2:
         return {"value": None, "reason": f"{n} judged runs: a slope needs at least {p + 2}", "n": n}, controls
-    x = np.asarray(length, dtype=float) / PER
-    if float(np.ptp(x)) == 0.0:
+    if max(xs) == min(xs):
         return {"value": None, "reason": "every judged run has the same length", "n": n}, controls
-    columns = [np.ones(n), x] + ([np.asarray(outcome, dtype=float)] if controls else [])
-    design = np.column_stack(columns)
-    target = np.asarray(y, dtype=float)
-    beta, *_ = np.linalg.lstsq(design, target, rcond=None)
-    resid = target - design @ beta
+    fsum = math.fsum
+    ym, xm = fsum(ys) / n, fsum(xs) / n
+    yc = [v - ym for v in ys]
+    xc = [v - xm for v in xs]
+    sxx = fsum([a * a for a in xc])
+    sxy = fsum([a * b for a, b in zip(xc, yc)])
+    if controls:
+        om = fsum(os_) / n
+        oc = [v - om for v in os_]
+        soo = fsum([a * a for a in oc])
+        sxo = fsum([a * b for a, b in zip(xc, oc)])
+        soy = fsum([a * b for a, b in zip(oc, yc)])
+        det = sxx * soo - sxo * sxo
+        if det <= 0.0:  # the length is the outcome, in other units: no slope of its own
+            return {"value": None, "reason": "the length follows the outcome exactly", "n": n}, controls
+        b1, b2 = (soo * sxy - sxo * soy) / det, (sxx * soy - sxo * sxy) / det
+        var_b1 = soo / det
+        resid = [c - b1 * a - b2 * o for c, a, o in zip(yc, xc, oc)]
+    else:
+        b1, var_b1 = sxy / sxx, 1.0 / sxx
+        resid = [c - b1 * a for c, a in zip(yc, xc)]
     df = n - p
-    sigma2 = float(resid @ resid) / df
-    cov = sigma2 * np.linalg.inv(design.T @ design)
-    se = float(np.sqrt(cov[1, 1]))
-    b1 = float(beta[1])
+    se = math.sqrt(fsum([r * r for r in resid]) / df * var_b1)
     half = t_quantile(1 - (1 - level) / 2, df) * se
     return {"value": b1, "reason": None, "n": n, "se": se, "ci_low": b1 - half, "ci_high": b1 + half}, controls
 
