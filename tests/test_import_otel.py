@@ -406,3 +406,18 @@ def test_tool_calls_that_record_no_arguments_are_named_in_a_note_of_their_own_wi
     ) in notes, notes
     (unmapped,) = [n for n in notes if "could not be mapped" in n]
     assert "tool results" in unmapped and "tool arguments" not in unmapped  # those are not "left out"
+    # the run page says it where the run's status is explained
+    import view_helpers as vh
+
+    db = str(tmp_path / "e.db")
+    assert CliRunner().invoke(cli, ["score", str(out), "--db", db, "--format", "jsonl"]).exit_code == 0
+    with vh.client(db) as c:
+        reasons = {
+            r["run_id"]: c.get("/api" + vh.run_url(r["run_id"])).json()["status_reason"]
+            for r in c.get("/api/runs").json()["runs"]
+        }
+    said = [line for lines in reasons.values() for line in lines if "recorded no arguments" in line]
+    assert said == [
+        "the trace recorded no arguments for 2 tool call(s) of read_sensor, set_setpoint (content capture off?): "
+        "they are scored as calls with no arguments, so no argument rule matches them"
+    ], reasons

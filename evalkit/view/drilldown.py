@@ -586,6 +586,15 @@ def status_reason(card: dict[str, Any], bundle: dict[str, Any]) -> list[str]:
             out.append("the file's last line was cut off (a recorder that crashed mid-write) and was dropped")
     if isinstance(final, dict) and final.get("reason"):
         out.append(f"final reason: {final['reason']}")
+    otel = _dict(_dict(_dict(final).get("done_payload")).get("otel"))
+    unrecorded = [str(t) for t in _list(otel.get("tools_without_arguments"))]
+    if unrecorded:
+        n = _dict(otel.get("unmapped")).get("tool_arguments")
+        count = f"{n} tool call(s)" if isinstance(n, int) and not isinstance(n, bool) else "tool calls"
+        out.append(
+            f"the trace recorded no arguments for {count} of {', '.join(unrecorded)} (content capture off?): "
+            "they are scored as calls with no arguments, so no argument rule matches them"
+        )
     if status == "provider_error":
         errors = [e for e in _list(bundle.get("transcript")) if _dict(e).get("kind") == "provider_error"]
         if errors:
