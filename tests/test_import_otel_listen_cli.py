@@ -127,6 +127,10 @@ def test_a_run_that_cannot_be_built_is_a_partial_success_and_its_trace_is_not_po
     assert len(live.runs()) == 2
     code, _, err = live.stop()
     assert code == EXIT_INTERRUPTED and err.count("no model") == 1  # said once, on stderr
+    # the closing line counts what is not in DIR, so a day's capture that lost runs does not read as whole
+    assert f"wrote 2 run(s) to {live.out}; 1 run(s) could not be built (each said above) and are not in it" in (
+        err.splitlines()
+    )
 
 
 def test_partial_success_is_protobuf_for_a_protobuf_request(listen):
@@ -247,3 +251,5 @@ def test_a_run_whose_tool_calls_record_no_arguments_is_warned_once_naming_conten
     ], err
     (run,) = [r for r in live.runs().values() if r[0]["otel"]["trace_id"] == f"{1:032x}"]
     assert run[-1]["done_payload"]["otel"]["tools_without_arguments"] == ["issue_badge"]
+    # and the closing line counts it
+    assert f"wrote 2 run(s) to {live.out}; 1 run(s) record tool calls without arguments" in err.splitlines()

@@ -296,6 +296,23 @@ class Receiver:
         self._httpd = _Server((self.host, self.port), self)
         self.port = self._httpd.server_address[1]
         self._thread: threading.Thread | None = None
+        # what the closing line counts, kept past a forgotten trace: run ids written, runs that could
+        # not be built ((trace id, top span id) -> why), run ids whose calls record no arguments
+        self._tally_lock = threading.Lock()
+        self.tally_written: set[str] = set()
+        self.tally_failed: dict[tuple[str, str], str] = {}
+        self.tally_unrecorded: set[str] = set()
+
+    def summary(self) -> str:
+        """The closing line: the runs written, the runs that could not be built, the runs whose tool
+        calls record no arguments."""
+        with self._tally_lock:
+            said = [f"wrote {len(self.tally_written)} run(s) to {self.out_dir}"]
+            if self.tally_failed:
+                said.append(f"{len(self.tally_failed)} run(s) could not be built (each said above) and are not in it")
+            if self.tally_unrecorded:
+                said.append(f"{len(self.tally_unrecorded)} run(s) record tool calls without arguments")
+        return "; ".join(said)
 
     @property
     def url(self) -> str:
@@ -411,6 +428,9 @@ class Receiver:
                 continue
             del state.run_at[span_id]
             state.written.pop(inner, None)
+            with self._tally_lock:
+                self.tally_written.discard(inner)
+                self.tally_unrecorded.discard(inner)
             path = Path(self.out_dir) / file_name(inner)
             path.unlink(missing_ok=True)
             self.echo(f"{inner} is part of run {outer}: {path} removed")
@@ -425,8 +445,12 @@ class Receiver:
             if state.failed.get(top.span_id) != message:
                 self.warn(f"error: {message}")
             state.failed[top.span_id] = message
+            with self._tally_lock:
+                self.tally_failed[top.trace_id, top.span_id] = message
             return message
         state.failed.pop(top.span_id, None)
+        with self._tally_lock:
+            self.tally_failed.pop((top.trace_id, top.span_id), None)
         run_id = run[0]["run_id"]
         state.run_at[top.span_id] = run_id
         if state.written.get(run_id) != text:
@@ -437,6 +461,12 @@ class Receiver:
             if said and state.said.get(run_id) != said:
                 self.warn(f"warning: {run_id}: {said} (content capture off?)")
                 state.said[run_id] = said
+            with self._tally_lock:
+                self.tally_written.add(run_id)
+                if said:
+                    self.tally_unrecorded.add(run_id)
+                else:
+                    self.tally_unrecorded.discard(run_id)
         return None
 
     def _write(self, run_id: str, text: str) -> str:
@@ -677,3 +707,4 @@ def serve(
     finally:
         receiver._httpd.server_close()
         receiver.flush()
+        receiver.warn(receiver.summary())
