@@ -37,50 +37,46 @@ def _score(value: Any) -> float | None:
     return None
 
 
-def _floats(values: Any) -> list[float]:
-    return values.astype(float).tolist() if hasattr(values, "astype") else [float(v) for v in values]
-
-
 def slope(y: Any, length: Any, outcome: Any | None, level: float) -> tuple[dict[str, Any], list[str]]:
     """The length slope of ``y`` (with ``outcome`` as a covariate when given and varying) and the
     covariates used; each a sequence or an array of numbers (NaN in none).
 
-    Least squares on the centred columns, every sum a correctly rounded ``math.fsum``: the same bytes
-    on any machine (a BLAS solver splits its sums across threads, so its last digits follow the
-    number of cores)."""
-    n = len(y)
-    ys = _floats(y)
-    xs = [v / PER for v in _floats(length)]
-    os_ = None if outcome is None else _floats(outcome)
-    controls = ["outcome"] if os_ and any(v != os_[0] for v in os_) else []
+    Least squares on the centred columns, every sum a correctly rounded ``math.fsum`` of elementwise
+    IEEE products: the same bytes on any machine (a BLAS solver splits its sums across threads, so
+    its last digits follow the number of cores)."""
+    import numpy as np
+
+    fsum = math.fsum
+    ys = np.asarray(y, dtype=float)
+    xs = np.asarray(length, dtype=float) / PER
+    os_ = None if outcome is None else np.asarray(outcome, dtype=float)
+    n = len(ys)
+    controls = ["outcome"] if os_ is not None and n and bool((os_ != os_[0]).any()) else []
     p = 2 + len(controls)
     if n < p + 2:
         return {"value": None, "reason": f"{n} judged runs: a slope needs at least {p + 2}", "n": n}, controls
-    if max(xs) == min(xs):
+    if float(xs.max()) == float(xs.min()):
         return {"value": None, "reason": "every judged run has the same length", "n": n}, controls
-    fsum = math.fsum
-    ym, xm = fsum(ys) / n, fsum(xs) / n
-    yc = [v - ym for v in ys]
-    xc = [v - xm for v in xs]
-    sxx = fsum([a * a for a in xc])
-    sxy = fsum([a * b for a, b in zip(xc, yc)])
+    yc = ys - fsum(ys.tolist()) / n
+    xc = xs - fsum(xs.tolist()) / n
+    sxx = fsum((xc * xc).tolist())
+    sxy = fsum((xc * yc).tolist())
     if controls:
-        om = fsum(os_) / n
-        oc = [v - om for v in os_]
-        soo = fsum([a * a for a in oc])
-        sxo = fsum([a * b for a, b in zip(xc, oc)])
-        soy = fsum([a * b for a, b in zip(oc, yc)])
+        oc = os_ - fsum(os_.tolist()) / n
+        soo = fsum((oc * oc).tolist())
+        sxo = fsum((xc * oc).tolist())
+        soy = fsum((oc * yc).tolist())
         det = sxx * soo - sxo * sxo
         if det <= 0.0:  # the length is the outcome, in other units: no slope of its own
             return {"value": None, "reason": "the length follows the outcome exactly", "n": n}, controls
         b1, b2 = (soo * sxy - sxo * soy) / det, (sxx * soy - sxo * sxy) / det
         var_b1 = soo / det
-        resid = [c - b1 * a - b2 * o for c, a, o in zip(yc, xc, oc)]
+        resid = yc - b1 * xc - b2 * oc
     else:
         b1, var_b1 = sxy / sxx, 1.0 / sxx
-        resid = [c - b1 * a for c, a in zip(yc, xc)]
+        resid = yc - b1 * xc
     df = n - p
-    se = math.sqrt(fsum([r * r for r in resid]) / df * var_b1)
+    se = math.sqrt(fsum((resid * resid).tolist()) / df * var_b1)
     half = t_quantile(1 - (1 - level) / 2, df) * se
     return {"value": b1, "reason": None, "n": n, "se": se, "ci_low": b1 - half, "ci_high": b1 + half}, controls
 
