@@ -213,3 +213,63 @@ def test_the_check_fed_the_scorers_classes_notes_what_it_notes_matching_every_ca
             assert mine.results == answered
             compared += 1
     assert compared
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_scenarios_notes_kept_from_batch_to_batch_merge_into_what_one_batch_of_all_its_runs_notes(seed):
+    # scoring, a process keeps each scenario's Observed from batch to batch (restarted per batch) and
+    # sends only what it had not sent; merged, its batches say what one batch of every run says
+    from evalkit.engines.job import ScoreJob, score_batch
+    from evalkit.engines.scenario_check import merge, scenario_warnings
+
+    rng = random.Random(seed)
+    scenarios = [(_scenario if n % 3 else _cockpit_scenario)(rng, n) for n in range(6)]
+    runs = []
+    for i in range(60):  # interleaved: run i is of scenario i mod 6
+        data = _run(rng, scenarios[i % 6], i).decode()
+        if rng.random() < 0.2:  # an approval's answer written another way
+            data = data.replace('"fine": true', '"fine": "True"')
+        runs.append((f"run-{i}.jsonl", data.encode()))
+
+    def notes(job: ScoreJob, size: int) -> tuple[list[str], dict]:
+        merged: dict = {}
+        for start in range(0, len(runs), size):
+            seen = score_batch(job, runs[start : start + size])[0].seen
+            if seen:
+                merge(merged, seen)
+        return scenario_warnings(merged), {k: _plain(v.state) for k, v in merged.items()}
+
+    whole = notes(ScoreJob(observe=True), len(runs))
+    assert whole[0]  # the random scenarios' mistakes are said
+    for size in (1, 4, 7):
+        assert notes(ScoreJob(observe=True, observe_token=f"kept-{seed}-{size}"), size) == whole
+
+
+def _plain(state: list[Any]) -> dict[str, str]:
+    """A merged state as comparable text, less what findings never read and batches count
+    differently: near misses of an action some run matched (counted until one does), the answers
+    of a gate some call approved (likewise), the sampled calls of a tool matched, a tool's empty
+    paths (its calls' results were all empty)."""
+    out = dict(zip(FIELDS, state))
+    for name in ("args", "results"):
+        out[name] = {tool: paths for tool, paths in out[name].items() if paths}
+    for hit, near in (
+        ("optional_hit", "optional_near"),
+        ("forbidden_hit", "forbidden_near"),
+        ("gated_hit", "gated_near"),
+    ):
+        out[near] = [{} if h else n for h, n in zip(out[hit], out[near])]
+    out["asked"] = [0 if a else n for a, n in zip(out["approved"], out["asked"])]
+    out["answers"] = [{} if a else n for a, n in zip(out["approved"], out["answers"])]
+    out["samples"] = None
+    return {name: json.dumps(_canonical(value)) for name, value in out.items()}
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {repr(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))}
+    if isinstance(value, (set, frozenset)):
+        return sorted(map(repr, value))
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    return repr(value)

@@ -58,6 +58,10 @@ FIELDS = (
     "spelled",
 )
 
+# which actions some call matched, which gates some call approved: lists Observed keeps from batch
+# to batch (Observed.restart), sent as they are (merged by or)
+_KEPT_MARKS = tuple(FIELDS.index(name) for name in ("approved", "optional_hit", "forbidden_hit", "gated_hit"))
+
 
 @dataclass(slots=True)
 class Seen:
@@ -76,35 +80,50 @@ class Seen:
 
 # what this process sent in the scoring run named by _SENT_TOKEN: scenario hash -> Observed's FIELDS
 _SENT: dict[str, list[Any]] = {}
+# ... and the Observed of each scenario it noted in that run, restarted for each batch: what it
+# knows for good (the paths walked, the required actions hit) is not learnt again batch by batch
+_KEPT: dict[str, Any] = {}
 _SENT_TOKEN: list[str | None] = [None]
 
 
 class Noting:
-    """A batch's notes: one ``Observed`` per scenario (by content hash), fed run by run."""
+    """A batch's notes: one ``Observed`` per scenario (by content hash), fed run by run.
+    ``token`` names the scoring run: with it, this process keeps each scenario's ``Observed``
+    from batch to batch, and sends only what it has not sent before (:meth:`seen`)."""
 
-    __slots__ = ("observed",)
+    __slots__ = ("observed", "token")
 
-    def __init__(self) -> None:
+    def __init__(self, token: str | None = None) -> None:
         self.observed: dict[str, tuple[Any, str, str | None]] = {}
+        self.token = token
+        if token is not None and token != _SENT_TOKEN[0]:
+            _SENT.clear()
+            _KEPT.clear()
+            _SENT_TOKEN[0] = token
 
     def add(self, traj: Any, shown: str, source: str | None, card: Any = None) -> None:
         scenario = traj.meta.scenario
         key = scenario.content_hash
         noted = self.observed.get(key)
         if noted is None:
-            from evalkit.engines.observed import Observed
+            observed = _KEPT.get(key) if self.token is not None else None
+            if observed is None:
+                from evalkit.engines.observed import Observed
 
-            noted = self.observed[key] = (Observed(scenario), shown, source)
+                observed = Observed(scenario)
+                if self.token is not None:
+                    _KEPT[key] = observed
+            else:
+                observed.restart()
+            noted = self.observed[key] = (observed, shown, source)
         noted[0].add_run(traj, card)
 
-    def seen(self, token: str | None = None) -> dict[str, Seen]:
-        """The batch's notes; with ``token``, less what this process sent before for it."""
+    def seen(self) -> dict[str, Seen]:
+        """The batch's notes; with a token, less what this process sent before for it."""
         from evalkit.engines.observed import _SAMPLE_CALLS, VALUES_KEPT
         from evalkit.trajectory.reader import scenario_json
 
-        if token != _SENT_TOKEN[0]:
-            _SENT.clear()
-            _SENT_TOKEN[0] = token
+        token = self.token
         out = {}
         for key, (observed, shown, source) in self.observed.items():
             raw = scenario_json(observed.scenario)
@@ -112,6 +131,8 @@ class Noting:
                 continue
             state = [getattr(observed, name) for name in FIELDS]
             state[1] = dict(state[1])
+            for kept in _KEPT_MARKS:  # the kept Observed goes on marking them
+                state[kept] = list(state[kept])
             sent = _SENT.get(key) if token is not None else None
             # findings reads a tool's sampled calls only while one of its required actions is
             # unmatched: once this process has seen them all matched, they are not sent
@@ -121,6 +142,8 @@ class Noting:
             if token is not None:
                 if sent is None:
                     _SENT[key] = _copy(state)
+                    # sent apart from the kept Observed's sets and lists, which it goes on adding to
+                    state = [*_copy(state)[:8], state[8], *state[9:]]
                 else:
                     raw = shown = source = None
                     state = _unsent(state, sent, _SAMPLE_CALLS)
@@ -188,7 +211,7 @@ def _unsent_paths(paths_by_tool: dict[str, dict[str, set[str]]], sent: dict[str,
             have = had.get(path)
             if have is None:
                 had[path] = set(types)
-                out.setdefault(tool, {})[path] = types
+                out.setdefault(tool, {})[path] = set(types)
             elif not types <= have:
                 out.setdefault(tool, {})[path] = types - have
                 have |= types
