@@ -218,9 +218,10 @@ def test_the_check_fed_the_scorers_classes_notes_what_it_notes_matching_every_ca
 @pytest.mark.parametrize("seed", range(12))
 def test_a_scenarios_notes_kept_from_batch_to_batch_merge_into_what_one_batch_of_all_its_runs_notes(seed):
     # scoring, a process keeps each scenario's Observed from batch to batch (restarted per batch) and
-    # sends only what it had not sent; merged, its batches say what one batch of every run says
+    # sends only what it had not sent, or, scoring where the notes are merged, sends them once at the
+    # end; merged, its batches say what one batch of every run says
     from evalkit.engines.job import ScoreJob, score_batch
-    from evalkit.engines.scenario_check import merge, scenario_warnings
+    from evalkit.engines.scenario_check import merge, noted_here, scenario_warnings
 
     rng = random.Random(seed)
     scenarios = [(_scenario if n % 3 else _cockpit_scenario)(rng, n) for n in range(6)]
@@ -237,12 +238,18 @@ def test_a_scenarios_notes_kept_from_batch_to_batch_merge_into_what_one_batch_of
             seen = score_batch(job, runs[start : start + size])[0].seen
             if seen:
                 merge(merged, seen)
+        merge(merged, noted_here(job.observe_token))
         return scenario_warnings(merged), {k: _plain(v.state) for k, v in merged.items()}
 
     whole = notes(ScoreJob(observe=True), len(runs))
     assert whole[0]  # the random scenarios' mistakes are said
     for size in (1, 4, 7):
         assert notes(ScoreJob(observe=True, observe_token=f"kept-{seed}-{size}"), size) == whole
+        # scored in the process that merges the notes: taken once, when the scoring ends
+        here = ScoreJob(observe=True, observe_token=f"here-{seed}-{size}", in_process=True)
+        assert not score_batch(here, runs[:size])[0].seen
+        noted_here(here.observe_token)
+        assert notes(here, size) == whole
 
 
 def _plain(state: list[Any]) -> dict[str, str]:

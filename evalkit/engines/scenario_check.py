@@ -83,27 +83,42 @@ _SENT: dict[str, list[Any]] = {}
 # ... and the Observed of each scenario it noted in that run, restarted for each batch: what it
 # knows for good (the paths walked, the required actions hit) is not learnt again batch by batch
 _KEPT: dict[str, Any] = {}
+# the notes of the batches scored in the process that merges them, in the scoring run named by
+# _SENT_TOKEN: scenario hash -> (its Observed of every such run, its first run's name and path)
+_HERE: dict[str, tuple[Any, str, str | None]] = {}
 _SENT_TOKEN: list[str | None] = [None]
 
 
 class Noting:
     """A batch's notes: one ``Observed`` per scenario (by content hash), fed run by run.
     ``token`` names the scoring run: with it, this process keeps each scenario's ``Observed``
-    from batch to batch, and sends only what it has not sent before (:meth:`seen`)."""
+    from batch to batch, and sends only what it has not sent before (:meth:`seen`). ``here``: the
+    batch is scored in the process that merges the notes, which takes them all at once when the
+    scoring ends (:func:`noted_here`), so nothing is restarted or sent batch by batch."""
 
-    __slots__ = ("observed", "token")
+    __slots__ = ("observed", "token", "here")
 
-    def __init__(self, token: str | None = None) -> None:
+    def __init__(self, token: str | None = None, here: bool = False) -> None:
         self.observed: dict[str, tuple[Any, str, str | None]] = {}
         self.token = token
+        self.here = here and token is not None
         if token is not None and token != _SENT_TOKEN[0]:
             _SENT.clear()
             _KEPT.clear()
+            _HERE.clear()
             _SENT_TOKEN[0] = token
 
     def add(self, traj: Any, shown: str, source: str | None, card: Any = None) -> None:
         scenario = traj.meta.scenario
         key = scenario.content_hash
+        if self.here:
+            noted = _HERE.get(key)
+            if noted is None:
+                from evalkit.engines.observed import Observed
+
+                noted = _HERE[key] = (Observed(scenario), shown, source)
+            noted[0].add_run(traj, card)
+            return
         noted = self.observed.get(key)
         if noted is None:
             observed = _KEPT.get(key) if self.token is not None else None
@@ -129,16 +144,8 @@ class Noting:
             raw = scenario_json(observed.scenario)
             if raw is None:  # not shared by the reader (never on the score path): nothing to place it by
                 continue
-            state = [getattr(observed, name) for name in FIELDS]
-            state[1] = dict(state[1])
-            for kept in _KEPT_MARKS:  # the kept Observed goes on marking them
-                state[kept] = list(state[kept])
             sent = _SENT.get(key) if token is not None else None
-            # findings reads a tool's sampled calls only while one of its required actions is
-            # unmatched: once this process has seen them all matched, they are not sent
-            matched = observed.matched_tools(state[7] if sent is None else [a or b for a, b in zip(state[7], sent[7])])
-            if matched:
-                state[8] = {tool: calls for tool, calls in state[8].items() if tool not in matched}
+            state = _state(observed, None if sent is None else sent[7])
             if token is not None:
                 if sent is None:
                     _SENT[key] = _copy(state)
@@ -149,6 +156,37 @@ class Noting:
                     state = _unsent(state, sent, _SAMPLE_CALLS)
             out[key] = Seen(raw, shown, source, state, _SAMPLE_CALLS, VALUES_KEPT)
         return out
+
+
+def noted_here(token: str | None) -> dict[str, Seen]:
+    """The notes of the batches of the scoring run ``token`` scored in this process (``Noting``'s
+    ``here``), each scenario's once, in the order they first occur; then forgotten."""
+    if token is None or token != _SENT_TOKEN[0] or not _HERE:
+        return {}  # (the parent of a pool: it never loads the scorer)
+    from evalkit.engines.observed import _SAMPLE_CALLS, VALUES_KEPT
+    from evalkit.trajectory.reader import scenario_json
+
+    out = {}
+    for key, (observed, shown, source) in _HERE.items():
+        raw = scenario_json(observed.scenario)
+        if raw is not None:
+            out[key] = Seen(raw, shown, source, _state(observed), _SAMPLE_CALLS, VALUES_KEPT)
+    _HERE.clear()
+    return out
+
+
+def _state(observed: Any, sent_hit: list[bool] | None = None) -> list[Any]:
+    """``observed``'s FIELDS, less the sampled calls of the tools whose required actions some call
+    matched (findings reads a tool's samples only while one is unmatched): of this ``Observed``,
+    or, given ``sent_hit``, of what this process sent before."""
+    state = [getattr(observed, name) for name in FIELDS]
+    state[1] = dict(state[1])
+    for kept in _KEPT_MARKS:  # the kept Observed goes on marking them
+        state[kept] = list(state[kept])
+    matched = observed.matched_tools(state[7] if sent_hit is None else [a or b for a, b in zip(state[7], sent_hit)])
+    if matched:
+        state[8] = {tool: calls for tool, calls in state[8].items() if tool not in matched}
+    return state
 
 
 def _copy(state: list[Any]) -> list[Any]:
