@@ -278,23 +278,31 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         a[9] = unevaluated + b[9]
         for var, ops in b[6].items():
             variables.setdefault(var, set()).update(ops)
-        if not all(hit):
+        # most of a later batch's per-action lists add nothing (no new hit, no count): skipped whole
+        if not all(hit) and any(b[7]):
             a[7] = [x or y for x, y in zip(hit, b[7])]
-        a[10] = [x or y for x, y in zip(approved, b[10])]
-        a[11] = [x + y for x, y in zip(asked, b[11])]
-        for mine_said, theirs_said in zip(a[12], b[12]):
-            for key, values in theirs_said.items():
-                mine_said.setdefault(key, Counter()).update(values)
+        if any(b[10]):
+            a[10] = [x or y for x, y in zip(approved, b[10])]
+        if any(b[11]):
+            a[11] = [x + y for x, y in zip(asked, b[11])]
+            for mine_said, theirs_said in zip(a[12], b[12]):
+                for key, values in theirs_said.items():
+                    mine_said.setdefault(key, Counter()).update(values)
         if b[20]:
             left_out = {var: list(entry) for var, entry in a[20].items()}
             for var, (n, first) in b[20].items():
                 kept = left_out.get(var)
                 left_out[var] = [n, first] if kept is None else [kept[0] + n, kept[1]]
             a[20] = left_out
-        a[21] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} if y else x for x, y in zip(a[21], b[21])]
+        if any(b[21]):
+            a[21] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} if y else x for x, y in zip(a[21], b[21])]
         for hit, near in ((13, 14), (16, 17), (18, 19)):
-            a[hit] = [x or y for x, y in zip(a[hit], b[hit])]
-            a[near] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} if y else x for x, y in zip(a[near], b[near])]
+            if any(b[hit]):
+                a[hit] = [x or y for x, y in zip(a[hit], b[hit])]
+            if any(b[near]):
+                a[near] = [
+                    {k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} if y else x for x, y in zip(a[near], b[near])
+                ]
         # the kept values are never changed in place (a batch's state may hold them): a dict that
         # gains a value is a new one, in a new dict of them
         values = a[15]
