@@ -8,7 +8,11 @@ not sent before: the counts, the names, keys and types it had not seen, the scen
 the first batch that holds it (a pool's worker takes its batches in input order, so the first
 batch of a scenario in input order carries it), and the sampled calls of the tools with a required
 action no call it saw matched (the warnings read them only for such an action, which then no
-worker saw matched). The parent merges
+worker saw matched). It keeps each scenario's ``Observed`` from batch to batch (its counts
+restarted), so what it learnt of a scenario (the paths walked, the actions matched) is not learnt
+again in each batch that holds it: with many scenarios interleaved, that is every batch. Batches
+scored in the parent itself (one worker, few files) feed one ``Observed`` per scenario, taken once
+when the scoring ends (:func:`noted_here`). The parent merges
 the batches' notes in input order (:func:`merge`) and, after scoring, :func:`scenario_warnings`
 turns them into lines, in the order the scenarios first occur, at the scenario's file and line:
 the scenario file that holds it (the files given, else the one beside its first run) when its
