@@ -220,31 +220,50 @@ def test_a_scenarios_notes_kept_from_batch_to_batch_merge_into_what_one_batch_of
     # scoring, a process keeps each scenario's Observed from batch to batch (restarted per batch) and
     # sends only what it had not sent, or, scoring where the notes are merged, sends them once at the
     # end; merged, its batches say what one batch of every run says
+    from evalkit.engines import scenario_check as sc
     from evalkit.engines.job import ScoreJob, score_batch
     from evalkit.engines.scenario_check import merge, noted_here, scenario_warnings
 
     rng = random.Random(seed)
     scenarios = [(_scenario if n % 3 else _cockpit_scenario)(rng, n) for n in range(6)]
+    for scenario in scenarios[::2]:  # success checks, which the runs report with many values
+        scenario["success"]["final_state"] = [{"var": v, "op": "==", "value": 1} for v in ("v.a", "v.b", "v.c")]
     runs = []
-    for i in range(60):  # interleaved: run i is of scenario i mod 6
+    for i in range(90):  # interleaved: run i is of scenario i mod 6
         data = _run(rng, scenarios[i % 6], i).decode()
         if rng.random() < 0.2:  # an approval's answer written another way
             data = data.replace('"fine": true', '"fine": "True"')
-        runs.append((f"run-{i}.jsonl", data.encode()))
+        records = [json.loads(line) for line in data.splitlines()]
+        checks = (records[-1].get("success_eval") or {}).get("final_state") or []
+        for check in checks:
+            check["value"] = rng.choice([*range(30), 1.0, "1", True])
+        if checks and rng.random() < 0.2:
+            del checks[rng.randrange(len(checks))]
+        runs.append((f"run-{i}.jsonl", "".join(json.dumps(r) + "\n" for r in records).encode()))
 
-    def notes(job: ScoreJob, size: int) -> tuple[list[str], dict]:
+    def notes(job: ScoreJob, size: int, workers: int = 1) -> tuple[list[str], dict]:
+        # ``workers``: each batch in turn scored by one of that many processes, each with what it
+        # keeps and what it sent (scenario_check's module state, swapped in for its batches)
+        processes = [({}, {}, {}, [None]) for _ in range(workers)]
         merged: dict = {}
-        for start in range(0, len(runs), size):
-            seen = score_batch(job, runs[start : start + size])[0].seen
-            if seen:
-                merge(merged, seen)
-        merge(merged, noted_here(job.observe_token))
+        try:
+            for n, start in enumerate(range(0, len(runs), size)):
+                sc._SENT, sc._KEPT, sc._HERE, sc._SENT_TOKEN = processes[n % workers]
+                seen = score_batch(job, runs[start : start + size])[0].seen
+                if seen:
+                    merge(merged, seen)
+            merge(merged, noted_here(job.observe_token))
+        finally:
+            sc._SENT, sc._KEPT, sc._HERE, sc._SENT_TOKEN = saved
         return scenario_warnings(merged), {k: _plain(v.state) for k, v in merged.items()}
+
+    saved = sc._SENT, sc._KEPT, sc._HERE, sc._SENT_TOKEN
 
     whole = notes(ScoreJob(observe=True), len(runs))
     assert whole[0]  # the random scenarios' mistakes are said
     for size in (1, 4, 7):
         assert notes(ScoreJob(observe=True, observe_token=f"kept-{seed}-{size}"), size) == whole
+        assert notes(ScoreJob(observe=True, observe_token=f"pool-{seed}-{size}"), size, workers=2) == whole
         # scored in the process that merges the notes: taken once, when the scoring ends
         here = ScoreJob(observe=True, observe_token=f"here-{seed}-{size}", in_process=True)
         assert not score_batch(here, runs[:size])[0].seen

@@ -213,6 +213,7 @@ class Observed:
         self._shapes: set[tuple] = set()
         self._result_shapes: set[tuple] = set()
         self._success_vars = fixed.success_vars
+        self.values = {}
         self.approved = [False] * len(self._gates)
         self.optional_hit = [False] * len(self._optional)
         self.forbidden_hit = [False] * len(self._forbidden)
@@ -221,8 +222,8 @@ class Observed:
 
     def restart(self) -> None:
         """Start counting afresh, keeping what is known for good: the tool surface, the argument and
-        result paths and their shapes, the success variables' operators, which actions some call
-        matched (required, optional, forbidden, gated) and which gates some call approved. One
+        result paths and their shapes, the success variables' operators and values, which actions
+        some call matched (required, optional, forbidden, gated) and which gates some call approved. One
         ``Observed`` notes a scenario's runs batch by batch, each batch's counts its own; what a
         count is kept for (near misses, an approval's answers) is read only of an action no call
         matched (a gate no call approved), and it is counted alike until one does."""
@@ -231,7 +232,6 @@ class Observed:
         self.calls = Counter()
         self.samples = {}
         self.left_out = {}
-        self.values = {}
         self.asked = [0] * gates
         self.answers = [{} for _ in range(gates)]
         self.spelled = [{} for _ in range(gates)]
@@ -247,6 +247,8 @@ class Observed:
 
     def matched_tools(self, hit: list[bool]) -> set[str]:
         """The required tools whose every required action ``hit`` marks as matched by some call."""
+        if all(hit):  # the usual case once the runs are many
+            return set(self._by_tool)
         return {tool for tool, todo in self._by_tool.items() if all(hit[i] for i in todo)}
 
     def add_run(self, traj: Any, card: Any = None) -> None:
@@ -635,6 +637,16 @@ def _q(text: str) -> str:
 
 
 def _json(value: Any) -> str:
+    # the values success checks compare with are mostly booleans and integers: their text as
+    # json.dumps writes it, without its encoder
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
+    if type(value) is int:
+        return int.__repr__(value)
     import json
 
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
