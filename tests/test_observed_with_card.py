@@ -213,3 +213,89 @@ def test_the_check_fed_the_scorers_classes_notes_what_it_notes_matching_every_ca
             assert mine.results == answered
             compared += 1
     assert compared
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_scenarios_notes_kept_from_batch_to_batch_merge_into_what_one_batch_of_all_its_runs_notes(seed):
+    # scoring, a process keeps each scenario's Observed from batch to batch (restarted per batch) and
+    # sends only what it had not sent, or, scoring where the notes are merged, sends them once at the
+    # end; merged, its batches say what one batch of every run says
+    from evalkit.engines import scenario_check as sc
+    from evalkit.engines.job import ScoreJob, score_batch
+    from evalkit.engines.scenario_check import merge, noted_here, scenario_warnings
+
+    rng = random.Random(seed)
+    scenarios = [(_scenario if n % 3 else _cockpit_scenario)(rng, n) for n in range(6)]
+    for scenario in scenarios[::2]:  # success checks, which the runs report with many values
+        scenario["success"]["final_state"] = [{"var": v, "op": "==", "value": 1} for v in ("v.a", "v.b", "v.c")]
+    runs = []
+    for i in range(90):  # interleaved: run i is of scenario i mod 6
+        data = _run(rng, scenarios[i % 6], i).decode()
+        if rng.random() < 0.2:  # an approval's answer written another way
+            data = data.replace('"fine": true', '"fine": "True"')
+        records = [json.loads(line) for line in data.splitlines()]
+        checks = (records[-1].get("success_eval") or {}).get("final_state") or []
+        for check in checks:
+            check["value"] = rng.choice([*range(30), 1.0, "1", True])
+        if checks and rng.random() < 0.2:
+            del checks[rng.randrange(len(checks))]
+        runs.append((f"run-{i}.jsonl", "".join(json.dumps(r) + "\n" for r in records).encode()))
+
+    def notes(job: ScoreJob, size: int, workers: int = 1) -> tuple[list[str], dict]:
+        # ``workers``: each batch in turn scored by one of that many processes, each with what it
+        # keeps and what it sent (scenario_check's module state, swapped in for its batches)
+        processes = [({}, {}, {}, [None]) for _ in range(workers)]
+        merged: dict = {}
+        try:
+            for n, start in enumerate(range(0, len(runs), size)):
+                sc._SENT, sc._KEPT, sc._HERE, sc._SENT_TOKEN = processes[n % workers]
+                seen = score_batch(job, runs[start : start + size])[0].seen
+                if seen:
+                    merge(merged, seen)
+            merge(merged, noted_here(job.observe_token))
+        finally:
+            sc._SENT, sc._KEPT, sc._HERE, sc._SENT_TOKEN = saved
+        return scenario_warnings(merged), {k: _plain(v.state) for k, v in merged.items()}
+
+    saved = sc._SENT, sc._KEPT, sc._HERE, sc._SENT_TOKEN
+
+    whole = notes(ScoreJob(observe=True), len(runs))
+    assert whole[0]  # the random scenarios' mistakes are said
+    for size in (1, 4, 7):
+        assert notes(ScoreJob(observe=True, observe_token=f"kept-{seed}-{size}"), size) == whole
+        assert notes(ScoreJob(observe=True, observe_token=f"pool-{seed}-{size}"), size, workers=2) == whole
+        # scored in the process that merges the notes: taken once, when the scoring ends
+        here = ScoreJob(observe=True, observe_token=f"here-{seed}-{size}", in_process=True)
+        assert not score_batch(here, runs[:size])[0].seen
+        noted_here(here.observe_token)
+        assert notes(here, size) == whole
+
+
+def _plain(state: list[Any]) -> dict[str, str]:
+    """A merged state as comparable text, less what findings never read and batches count
+    differently: near misses of an action some run matched (counted until one does), the answers
+    of a gate some call approved (likewise), the sampled calls of a tool matched, a tool's empty
+    paths (its calls' results were all empty)."""
+    out = dict(zip(FIELDS, state))
+    for name in ("args", "results"):
+        out[name] = {tool: paths for tool, paths in out[name].items() if paths}
+    for hit, near in (
+        ("optional_hit", "optional_near"),
+        ("forbidden_hit", "forbidden_near"),
+        ("gated_hit", "gated_near"),
+    ):
+        out[near] = [{} if h else n for h, n in zip(out[hit], out[near])]
+    out["asked"] = [0 if a else n for a, n in zip(out["approved"], out["asked"])]
+    out["answers"] = [{} if a else n for a, n in zip(out["approved"], out["answers"])]
+    out["samples"] = None
+    return {name: json.dumps(_canonical(value)) for name, value in out.items()}
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {repr(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))}
+    if isinstance(value, (set, frozenset)):
+        return sorted(map(repr, value))
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    return repr(value)

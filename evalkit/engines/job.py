@@ -90,10 +90,10 @@ def score_batch(job: ScoreJob, sources: list[Source]) -> list[ScoredBatch]:
     if job.observe:
         from evalkit.engines.scenario_check import Noting
 
-        noting = Noting()
+        noting = Noting(job.observe_token, job.in_process)
     batches = finish_batch(job, [score_one(job, s, noting) for s in sources], job.include_errors)
     if noting is not None:
-        batches[0].seen = noting.seen(job.observe_token)
+        batches[0].seen = noting.seen()
     return batches
 
 

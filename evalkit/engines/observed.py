@@ -203,50 +203,52 @@ class Observed:
         self._twins, self._twin, self._by_tool = fixed.twins, fixed.twin, fixed.by_tool
         self._matched: set[str] = set()  # tools whose required actions are all matched already
         self._gates = catalog.gates
-        self.approved = [False] * len(self._gates)
-        self.asked = [0] * len(self._gates)
-        self.answers = [{} for _ in self._gates]
-        self.spelled = [{} for _ in self._gates]
         self._gates_of = fixed.gates_of
         self._optional = catalog.optional.expects
-        self._others = (catalog.required_lookup, catalog.forbidden)
         self._gate_actions = fixed.gate_actions
-        self.optional_hit = [False] * len(self._optional)
-        self.optional_near = [{} for _ in self._optional]
-        self._optional_of = fixed.optional_of
         self._forbidden = catalog.forbidden.expects
-        self.forbidden_hit = [False] * len(self._forbidden)
-        self.forbidden_near = [{} for _ in self._forbidden]
-        self._forbidden_of = fixed.forbidden_of
-        self._takers = (catalog.required_lookup, catalog.optional)
         self._key_tests = fixed.key_tests  # id of an action -> its per-key tests (_key_tests)
-        self.gated_hit = [False] * len(self._gates)
-        self.gated_near = [{} for _ in self._gates]
-        self._gated_of = fixed.gated_of
-        # what catches a call (by tool: the actions of it, their hits and near misses, and what else
-        # takes a call): optional and forbidden actions count near misses no other action takes;
-        # gates count any
-        self._caught = (
-            (self._optional_of, self._optional, self.optional_hit, self.optional_near, self._others),
-            (self._forbidden_of, self._forbidden, self.forbidden_hit, self.forbidden_near, self._takers),
-            (self._gated_of, self._gate_actions, self.gated_hit, self.gated_near, ()),
-        )
-        # per tool, the groups of _caught that have actions of it: (the group's place in _caught,
-        # those actions, the group's expects, hit, near and takers), in _caught's order
-        self._caught_of: dict[str, list[tuple]] = {}
-        for g, (of, expects, hit, near, takers) in enumerate(self._caught):
-            for tool, todo in of.items():
-                self._caught_of.setdefault(tool, []).append((g, todo, expects, hit, near, takers))
+        self._caught_of = fixed.caught_of
         # the shapes (:func:`_shape`) of the calls' arguments and results walked (add_run)
         self._shapes: set[tuple] = set()
         self._result_shapes: set[tuple] = set()
-        wanted = self.scenario.success.final_state if self.scenario.success is not None else []
-        self._success_vars = list(
-            dict.fromkeys(c["var"] for c in wanted if isinstance(c, dict) and isinstance(c.get("var"), str))
+        self._success_vars = fixed.success_vars
+        self.values = {}
+        self.approved = [False] * len(self._gates)
+        self.optional_hit = [False] * len(self._optional)
+        self.forbidden_hit = [False] * len(self._forbidden)
+        self.gated_hit = [False] * len(self._gates)
+        self.restart()
+
+    def restart(self) -> None:
+        """Start counting afresh, keeping what is known for good: the tool surface, the argument and
+        result paths and their shapes, the success variables' operators and values, which actions
+        some call matched (required, optional, forbidden, gated) and which gates some call approved. One
+        ``Observed`` notes a scenario's runs batch by batch, each batch's counts its own; what a
+        count is kept for (near misses, an approval's answers) is read only of an action no call
+        matched (a gate no call approved), and it is counted alike until one does."""
+        gates = len(self._gates)
+        self.runs = self.unevaluated = self.success_runs = 0
+        self.calls = Counter()
+        self.samples = {}
+        self.left_out = {}
+        self.asked = [0] * gates
+        self.answers = [{} for _ in range(gates)]
+        self.spelled = [{} for _ in range(gates)]
+        self.optional_near = [{} for _ in self._optional]
+        self.forbidden_near = [{} for _ in self._forbidden]
+        self.gated_near = [{} for _ in range(gates)]
+        # the (hit, near) of each group of _Fixed.caught_of: optional, forbidden, gated
+        self._marks = (
+            (self.optional_hit, self.optional_near),
+            (self.forbidden_hit, self.forbidden_near),
+            (self.gated_hit, self.gated_near),
         )
 
     def matched_tools(self, hit: list[bool]) -> set[str]:
         """The required tools whose every required action ``hit`` marks as matched by some call."""
+        if all(hit):  # the usual case once the runs are many
+            return set(self._by_tool)
         return {tool for tool, todo in self._by_tool.items() if all(hit[i] for i in todo)}
 
     def add_run(self, traj: Any, card: Any = None) -> None:
@@ -263,7 +265,7 @@ class Observed:
         by_tool = self._by_tool
         twin, taken = self._twin, None
         caught, gates_of, shapes, samples = self._caught_of, self._gates_of, self._shapes, self.samples
-        result_shapes = self._result_shapes
+        result_shapes, marks = self._result_shapes, self._marks
         # what the scorer matched each command with, when the card says it: a command is a call the
         # scorer splits off (classify.split_calls: a command tool's, on the surface, not errored)
         classes = None
@@ -284,11 +286,12 @@ class Observed:
                 groups = caught.get(name)
                 if groups is not None:
                     if pos is None:
-                        for _, todo, expects, hit, near, takers in groups:
-                            self._near_misses(call, todo, expects, hit, near, takers)
+                        for g, todo, expects, takers in groups:
+                            self._near_misses(call, todo, expects, *marks[g], takers)
                     else:
                         found = classes.of(pos)
-                        for g, todo, expects, hit, near, takers in groups:
+                        for g, todo, expects, takers in groups:
+                            hit, near = marks[g]
                             first, by = found[g]
                             if first is _UNKNOWN or (first is None and by is not True):
                                 self._near_misses(call, todo, expects, hit, near, takers, first, by)
@@ -468,10 +471,12 @@ class _Fixed:
     by_tool: dict[str, list[int]]  # tool -> its required actions
     gates_of: dict[str, list[int]]  # approval tool -> its gates
     gate_actions: list[Any]
-    optional_of: dict[str, list[int]]
-    forbidden_of: dict[str, list[int]]
-    gated_of: dict[str, list[int]]  # gated tool -> its gates
     key_tests: dict[int, list]  # id of an action -> its per-key tests, filled as they are needed
+    # what catches a call, by tool: (the group: 0 optional, 1 forbidden, 2 gated; the group's
+    # actions of the tool, the group's expects, what else takes a call), the groups in that order.
+    # Optional and forbidden actions count near misses no other action takes; gates count any
+    caught_of: dict[str, list[tuple]]
+    success_vars: list[str]  # the variables of the scenario's final_state checks, each once
 
 
 def _fixed(scenario: Any, catalog: Any) -> _Fixed:
@@ -487,16 +492,31 @@ def _fixed(scenario: Any, catalog: Any) -> _Fixed:
         return out
 
     twinned = {members[0]: members for members in twins(catalog.required)}
+    optional_of = by((i, e.tool) for i, e in enumerate(catalog.optional.expects))
+    forbidden_of = by((i, e.tool) for i, e in enumerate(catalog.forbidden.expects))
+    gated_of = by((i, g.action.tool) for i, g in enumerate(catalog.gates))
+    gate_actions = [g.action for g in catalog.gates]
+    groups = (
+        (optional_of, catalog.optional.expects, (catalog.required_lookup, catalog.forbidden)),
+        (forbidden_of, catalog.forbidden.expects, (catalog.required_lookup, catalog.optional)),
+        (gated_of, gate_actions, ()),
+    )
+    caught_of: dict[str, list[tuple]] = {}
+    for g, (of, expects, takers) in enumerate(groups):
+        for tool, todo in of.items():
+            caught_of.setdefault(tool, []).append((g, todo, expects, takers))
+    wanted = scenario.success.final_state if scenario.success is not None else []
     found = scenario.__dict__["_observed_fixed"] = _Fixed(
         twins=twinned,
         twin={i: first for first, members in twinned.items() for i in members},
         by_tool=by((i, e.tool) for i, e in enumerate(catalog.required)),
         gates_of=by((i, g.approval.tool) for i, g in enumerate(catalog.gates)),
-        gate_actions=[g.action for g in catalog.gates],
-        optional_of=by((i, e.tool) for i, e in enumerate(catalog.optional.expects)),
-        forbidden_of=by((i, e.tool) for i, e in enumerate(catalog.forbidden.expects)),
-        gated_of=by((i, g.action.tool) for i, g in enumerate(catalog.gates)),
+        gate_actions=gate_actions,
         key_tests={},
+        caught_of=caught_of,
+        success_vars=list(
+            dict.fromkeys(c["var"] for c in wanted if isinstance(c, dict) and isinstance(c.get("var"), str))
+        ),
     )
     return found
 
@@ -617,6 +637,16 @@ def _q(text: str) -> str:
 
 
 def _json(value: Any) -> str:
+    # the values success checks compare with are mostly booleans and integers: their text as
+    # json.dumps writes it, without its encoder
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
+    if type(value) is int:
+        return int.__repr__(value)
     import json
 
     return json.dumps(value, ensure_ascii=False, sort_keys=True)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from evalkit.aggregate.uncertainty.standard_errors import DEFAULT_LEVEL
 from evalkit.engines.job import ScoredBatch, ScoreJob, Source
 from evalkit.engines.scenario_check import merge as merge_seen
+from evalkit.engines.scenario_check import noted_here
 from evalkit.engines.sources import STDIN, expand
 from evalkit.engines.spool import Spool, can_spool
 from evalkit.errors import InputError
@@ -231,6 +232,8 @@ class Scoring:
                 # written after the consumer had the batch: a long run's text is not held through its write
                 pieces = None
                 writer.flush_if_full()
+            if job.observe_token is not None:  # the batches scored here: their notes taken once
+                merge_seen(noted, noted_here(job.observe_token))
             if noted and on_finding is not None:
                 for line in scenario_lines(noted, job.scenarios, engine, workers):
                     on_finding(line)

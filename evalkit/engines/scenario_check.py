@@ -8,7 +8,11 @@ not sent before: the counts, the names, keys and types it had not seen, the scen
 the first batch that holds it (a pool's worker takes its batches in input order, so the first
 batch of a scenario in input order carries it), and the sampled calls of the tools with a required
 action no call it saw matched (the warnings read them only for such an action, which then no
-worker saw matched). The parent merges
+worker saw matched). It keeps each scenario's ``Observed`` from batch to batch (its counts
+restarted), so what it learnt of a scenario (the paths walked, the actions matched) is not learnt
+again in each batch that holds it: with many scenarios interleaved, that is every batch. Batches
+scored in the parent itself (one worker, few files) feed one ``Observed`` per scenario, taken once
+when the scoring ends (:func:`noted_here`). The parent merges
 the batches' notes in input order (:func:`merge`) and, after scoring, :func:`scenario_warnings`
 turns them into lines, in the order the scenarios first occur, at the scenario's file and line:
 the scenario file that holds it (the files given, else the one beside its first run) when its
@@ -58,6 +62,10 @@ FIELDS = (
     "spelled",
 )
 
+# which actions some call matched, which gates some call approved: lists Observed keeps from batch
+# to batch (Observed.restart), sent as they are (merged by or)
+_KEPT_MARKS = tuple(FIELDS.index(name) for name in ("approved", "optional_hit", "forbidden_hit", "gated_hit"))
+
 
 @dataclass(slots=True)
 class Seen:
@@ -66,7 +74,9 @@ class Seen:
     scenario: bytes | None  # its JSON as the reader validated it (reader.scenario_json); None: sent before
     run: str | None  # the first run of it: its name as shown (None: sent before)
     source: str | None  # ... and its real path (None: standard input, a URL, or sent before)
-    state: list[Any]  # Observed's FIELDS (``calls`` a plain dict: cheaper to send than a Counter)
+    # Observed's FIELDS (``calls`` a plain dict: cheaper to send than a Counter), or of a later batch
+    # from the same worker only those that add something, by index (:func:`_unsent`)
+    state: list[Any] | dict[int, Any]
     sample_cap: int  # calls kept per required tool (Observed's)
     values_cap: int  # values kept per success variable (Observed's)
 
@@ -76,56 +86,115 @@ class Seen:
 
 # what this process sent in the scoring run named by _SENT_TOKEN: scenario hash -> Observed's FIELDS
 _SENT: dict[str, list[Any]] = {}
+# ... and the Observed of each scenario it noted in that run, restarted for each batch: what it
+# knows for good (the paths walked, the required actions hit) is not learnt again batch by batch
+_KEPT: dict[str, Any] = {}
+# the notes of the batches scored in the process that merges them, in the scoring run named by
+# _SENT_TOKEN: scenario hash -> (its Observed of every such run, its first run's name and path)
+_HERE: dict[str, tuple[Any, str, str | None]] = {}
 _SENT_TOKEN: list[str | None] = [None]
 
 
 class Noting:
-    """A batch's notes: one ``Observed`` per scenario (by content hash), fed run by run."""
+    """A batch's notes: one ``Observed`` per scenario (by content hash), fed run by run.
+    ``token`` names the scoring run: with it, this process keeps each scenario's ``Observed``
+    from batch to batch, and sends only what it has not sent before (:meth:`seen`). ``here``: the
+    batch is scored in the process that merges the notes, which takes them all at once when the
+    scoring ends (:func:`noted_here`), so nothing is restarted or sent batch by batch."""
 
-    __slots__ = ("observed",)
+    __slots__ = ("observed", "token", "here")
 
-    def __init__(self) -> None:
+    def __init__(self, token: str | None = None, here: bool = False) -> None:
         self.observed: dict[str, tuple[Any, str, str | None]] = {}
+        self.token = token
+        self.here = here and token is not None
+        if token is not None and token != _SENT_TOKEN[0]:
+            _SENT.clear()
+            _KEPT.clear()
+            _HERE.clear()
+            _SENT_TOKEN[0] = token
 
     def add(self, traj: Any, shown: str, source: str | None, card: Any = None) -> None:
         scenario = traj.meta.scenario
         key = scenario.content_hash
+        if self.here:
+            noted = _HERE.get(key)
+            if noted is None:
+                from evalkit.engines.observed import Observed
+
+                noted = _HERE[key] = (Observed(scenario), shown, source)
+            noted[0].add_run(traj, card)
+            return
         noted = self.observed.get(key)
         if noted is None:
-            from evalkit.engines.observed import Observed
+            observed = _KEPT.get(key) if self.token is not None else None
+            if observed is None:
+                from evalkit.engines.observed import Observed
 
-            noted = self.observed[key] = (Observed(scenario), shown, source)
+                observed = Observed(scenario)
+                if self.token is not None:
+                    _KEPT[key] = observed
+            else:
+                observed.restart()
+            noted = self.observed[key] = (observed, shown, source)
         noted[0].add_run(traj, card)
 
-    def seen(self, token: str | None = None) -> dict[str, Seen]:
-        """The batch's notes; with ``token``, less what this process sent before for it."""
+    def seen(self) -> dict[str, Seen]:
+        """The batch's notes; with a token, less what this process sent before for it."""
         from evalkit.engines.observed import _SAMPLE_CALLS, VALUES_KEPT
         from evalkit.trajectory.reader import scenario_json
 
-        if token != _SENT_TOKEN[0]:
-            _SENT.clear()
-            _SENT_TOKEN[0] = token
+        token = self.token
         out = {}
         for key, (observed, shown, source) in self.observed.items():
             raw = scenario_json(observed.scenario)
             if raw is None:  # not shared by the reader (never on the score path): nothing to place it by
                 continue
-            state = [getattr(observed, name) for name in FIELDS]
-            state[1] = dict(state[1])
             sent = _SENT.get(key) if token is not None else None
-            # findings reads a tool's sampled calls only while one of its required actions is
-            # unmatched: once this process has seen them all matched, they are not sent
-            matched = observed.matched_tools(state[7] if sent is None else [a or b for a, b in zip(state[7], sent[7])])
-            if matched:
-                state[8] = {tool: calls for tool, calls in state[8].items() if tool not in matched}
+            state = _state(observed, None if sent is None else sent[7])
             if token is not None:
                 if sent is None:
                     _SENT[key] = _copy(state)
+                    # sent apart from the kept Observed's sets and dicts, which it goes on adding to
+                    first = _copy(state)
+                    first[8] = state[8]
+                    state = first
                 else:
                     raw = shown = source = None
                     state = _unsent(state, sent, _SAMPLE_CALLS)
             out[key] = Seen(raw, shown, source, state, _SAMPLE_CALLS, VALUES_KEPT)
         return out
+
+
+def noted_here(token: str | None) -> dict[str, Seen]:
+    """The notes of the batches of the scoring run ``token`` scored in this process (``Noting``'s
+    ``here``), each scenario's once, in the order they first occur; then forgotten."""
+    if token is None or token != _SENT_TOKEN[0] or not _HERE:
+        return {}  # (the parent of a pool: it never loads the scorer)
+    from evalkit.engines.observed import _SAMPLE_CALLS, VALUES_KEPT
+    from evalkit.trajectory.reader import scenario_json
+
+    out = {}
+    for key, (observed, shown, source) in _HERE.items():
+        raw = scenario_json(observed.scenario)
+        if raw is not None:
+            out[key] = Seen(raw, shown, source, _state(observed), _SAMPLE_CALLS, VALUES_KEPT)
+    _HERE.clear()
+    return out
+
+
+def _state(observed: Any, sent_hit: list[bool] | None = None) -> list[Any]:
+    """``observed``'s FIELDS, less the sampled calls of the tools whose required actions some call
+    matched (findings reads a tool's samples only while one is unmatched): of this ``Observed``,
+    or, given ``sent_hit``, of what this process sent before."""
+    state = [getattr(observed, name) for name in FIELDS]
+    state[1] = dict(state[1])
+    for kept in _KEPT_MARKS:  # the kept Observed goes on marking them
+        state[kept] = list(state[kept])
+    matched = observed.matched_tools(state[7] if sent_hit is None else [a or b for a, b in zip(state[7], sent_hit)])
+    if matched:
+        state[8] = {tool: calls for tool, calls in state[8].items() if tool not in matched}
+    return state
 
 
 def _copy(state: list[Any]) -> list[Any]:
@@ -142,42 +211,73 @@ def _copy(state: list[Any]) -> list[Any]:
         list(hit),
         {t: len(v) for t, v in samples.items()},  # sent: how many
         unevaluated,
-        *gates,
+        *gates[:5],
+        {var: dict(values) for var, values in gates[5].items()},  # the success variables' values
+        *gates[6:],
     ]
 
 
-def _unsent(state: list[Any], sent: list[Any], cap: int) -> list[Any]:
-    """``state`` less what ``sent`` holds (the counts are the batch's own); ``sent`` updated."""
-    runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated, *gates = state
+def _unsent(state: list[Any], sent: list[Any], cap: int) -> dict[int, Any]:
+    """``state`` less what ``sent`` holds (the counts are the batch's own), as ``{field's index:
+    value}`` of the fields that add something (most of a later batch's are empty: sending them
+    whole would cost more than the notes themselves); ``sent`` updated."""
+    runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated = state[:10]
+    out: dict[int, Any] = {0: runs}
+    if calls:
+        out[1] = calls
     new_surface = surface - sent[2]
-    sent[2] |= new_surface
+    if new_surface:
+        sent[2] |= new_surface
+        out[2] = new_surface
+    for i in (3, 4):
+        paths = _unsent_paths(state[i], sent[i])
+        if paths:
+            out[i] = paths
+    if success_runs:
+        out[5] = success_runs
     new_variables = {}
     for var, ops in variables.items():
         had = sent[6].setdefault(var, set())
         if not ops <= had:
             new_variables[var] = ops - had
             had |= ops
+    if new_variables:
+        out[6] = new_variables
     new_samples = {}
     for tool, kept in samples.items():
         count = sent[8].get(tool, 0)
         if count < cap:
             new_samples[tool] = kept[: cap - count]
             sent[8][tool] = count + len(new_samples[tool])
-    new_hit = [a and not b for a, b in zip(hit, sent[7])]
-    sent[7] = [a or b for a, b in zip(hit, sent[7])]
-    return [
-        runs,
-        calls,
-        new_surface,
-        _unsent_paths(args, sent[3]),
-        _unsent_paths(results, sent[4]),
-        success_runs,
-        new_variables,
-        new_hit,
-        new_samples,
-        unevaluated,
-        *gates,
-    ]
+    if new_samples:
+        out[8] = new_samples
+    if unevaluated:
+        out[9] = unevaluated
+    # which actions some call matched, which gates some call approved: those not sent before
+    for i in (7, *_KEPT_MARKS):
+        now, before = state[i], sent[i]
+        if any(a and not b for a, b in zip(now, before)):
+            out[i] = [a and not b for a, b in zip(now, before)]
+            sent[i] = [a or b for a, b in zip(now, before)]
+    # the success variables' values (the kept Observed's, never more than its cap a variable):
+    # those not sent before. The parent keeps the first ones in input order, and a value this
+    # process no longer keeps follows as many others earlier in input order
+    new_values = {}
+    for var, kept in state[15].items():
+        had = sent[15].get(var)
+        if had is None:
+            new_values[var] = sent[15][var] = dict(kept)
+        elif len(kept) > len(had):  # values are only added
+            new_values[var] = new = {k: text for k, text in kept.items() if k not in had}
+            had.update(new)
+    if new_values:
+        out[15] = new_values
+    for i in (11, 12, 14, 17, 19, 21):  # per action: the batch's own counts
+        if any(state[i]):
+            out[i] = state[i]
+    if state[20]:
+        out[20] = state[20]
+    return out
 
 
 def _unsent_paths(paths_by_tool: dict[str, dict[str, set[str]]], sent: dict[str, dict[str, set[str]]]) -> dict:
@@ -188,7 +288,7 @@ def _unsent_paths(paths_by_tool: dict[str, dict[str, set[str]]], sent: dict[str,
             have = had.get(path)
             if have is None:
                 had[path] = set(types)
-                out.setdefault(tool, {})[path] = types
+                out.setdefault(tool, {})[path] = set(types)
             elif not types <= have:
                 out.setdefault(tool, {})[path] = types - have
                 have |= types
@@ -197,7 +297,10 @@ def _unsent_paths(paths_by_tool: dict[str, dict[str, set[str]]], sent: dict[str,
 
 def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
     """Add a later batch's notes to ``into`` (the scenarios in the order they first occur; the
-    first run of each kept; the sampled calls the first ones in input order)."""
+    first run of each kept; the sampled calls the first ones in input order). A later batch's
+    state is a whole list of FIELDS or, from a worker that sent the scenario before, only the
+    fields that add something (``{index: value}``, :func:`_unsent`); the first one of a scenario
+    in input order is whole (a pool's worker takes its batches in input order)."""
     for key, theirs in batch.items():
         mine = into.get(key)
         if mine is None:
@@ -206,50 +309,68 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
         if mine.scenario is None:  # sent first in a batch later in input order (not from a local pool)
             mine.scenario, mine.run, mine.source = theirs.scenario, theirs.run, theirs.source
         a, b = mine.state, theirs.state
+        if type(b) is list:
+            b = dict(enumerate(b))
         runs, calls, surface, args, results, success_runs, variables, hit, samples, unevaluated, approved, asked, *_ = a
         a[0] = runs + b[0]
-        for tool, n in b[1].items():
-            calls[tool] = calls.get(tool, 0) + n
-        surface |= b[2]
-        _merge_paths(args, b[3])
-        _merge_paths(results, b[4])
-        a[5] = success_runs + b[5]
-        a[9] = unevaluated + b[9]
-        for var, ops in b[6].items():
-            variables.setdefault(var, set()).update(ops)
-        if not all(hit):
-            a[7] = [x or y for x, y in zip(hit, b[7])]
-        a[10] = [x or y for x, y in zip(approved, b[10])]
-        a[11] = [x + y for x, y in zip(asked, b[11])]
-        for mine_said, theirs_said in zip(a[12], b[12]):
-            for key, values in theirs_said.items():
-                mine_said.setdefault(key, Counter()).update(values)
-        if b[20]:
+        if (theirs_calls := b.get(1)) is not None:
+            for tool, n in theirs_calls.items():
+                calls[tool] = calls.get(tool, 0) + n
+        if (theirs_surface := b.get(2)) is not None:
+            surface |= theirs_surface
+        if (paths := b.get(3)) is not None:
+            _merge_paths(args, paths)
+        if (paths := b.get(4)) is not None:
+            _merge_paths(results, paths)
+        a[5] = success_runs + b.get(5, 0)
+        a[9] = unevaluated + b.get(9, 0)
+        if (theirs_variables := b.get(6)) is not None:
+            for var, ops in theirs_variables.items():
+                variables.setdefault(var, set()).update(ops)
+        # most of a later batch's per-action lists add nothing (no new hit, no count): skipped whole
+        if (theirs_hit := b.get(7)) is not None and not all(hit) and any(theirs_hit):
+            a[7] = [x or y for x, y in zip(hit, theirs_hit)]
+        if (theirs_approved := b.get(10)) is not None and any(theirs_approved):
+            a[10] = [x or y for x, y in zip(approved, theirs_approved)]
+        if (theirs_asked := b.get(11)) is not None and any(theirs_asked):
+            a[11] = [x + y for x, y in zip(asked, theirs_asked)]
+        if (theirs_answers := b.get(12)) is not None:
+            for mine_said, theirs_said in zip(a[12], theirs_answers):
+                for key, values in theirs_said.items():
+                    mine_said.setdefault(key, Counter()).update(values)
+        if theirs_left_out := b.get(20):
             left_out = {var: list(entry) for var, entry in a[20].items()}
-            for var, (n, first) in b[20].items():
+            for var, (n, first) in theirs_left_out.items():
                 kept = left_out.get(var)
                 left_out[var] = [n, first] if kept is None else [kept[0] + n, kept[1]]
             a[20] = left_out
-        a[21] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} if y else x for x, y in zip(a[21], b[21])]
+        if (theirs_spelled := b.get(21)) is not None and any(theirs_spelled):
+            a[21] = [
+                {k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} if y else x for x, y in zip(a[21], theirs_spelled)
+            ]
         for hit, near in ((13, 14), (16, 17), (18, 19)):
-            a[hit] = [x or y for x, y in zip(a[hit], b[hit])]
-            a[near] = [{k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} if y else x for x, y in zip(a[near], b[near])]
+            if (theirs_hit := b.get(hit)) is not None and any(theirs_hit):
+                a[hit] = [x or y for x, y in zip(a[hit], theirs_hit)]
+            if (theirs_near := b.get(near)) is not None and any(theirs_near):
+                a[near] = [
+                    {k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} if y else x for x, y in zip(a[near], theirs_near)
+                ]
         # the kept values are never changed in place (a batch's state may hold them): a dict that
         # gains a value is a new one, in a new dict of them
         values = a[15]
-        for var, theirs in b[15].items():
+        for var, theirs_values in b.get(15, {}).items():
             kept = values.get(var)
-            if kept is not None and (len(kept) >= mine.values_cap or theirs.keys() <= kept.keys()):
+            if kept is not None and (len(kept) >= mine.values_cap or theirs_values.keys() <= kept.keys()):
                 continue  # nothing to add
             kept = {} if kept is None else dict(kept)
-            for key, shown in theirs.items():
+            for key, shown in theirs_values.items():
                 if len(kept) < mine.values_cap:
                     kept.setdefault(key, shown)
             if values is a[15]:
                 values = dict(values)
             values[var] = kept
         a[15] = values
-        for tool, calls_args in b[8].items():
+        for tool, calls_args in b.get(8, {}).items():
             kept = samples.setdefault(tool, [])
             if len(kept) < mine.sample_cap:
                 kept.extend(calls_args[: mine.sample_cap - len(kept)])
