@@ -406,6 +406,13 @@ def test_tool_calls_that_record_no_arguments_are_named_in_a_note_of_their_own_wi
     ) in notes, notes
     (unmapped,) = [n for n in notes if "could not be mapped" in n]
     assert "tool results" in unmapped and "tool arguments" not in unmapped  # those are not "left out"
+    # check names it, so a CI that runs `evalkit check --strict` on the imported runs fails
+    checked = CliRunner().invoke(cli, ["check", str(out), "--strict"])
+    assert checked.exit_code == 2, checked.output
+    (line,) = [line for line in checked.stdout.splitlines() if "recorded without their arguments" in line]
+    assert (
+        ": warning: 1 run(s) hold 2 tool call(s) recorded without their arguments (read_sensor, set_setpoint)" in line
+    )
     # the run page says it where the run's status is explained
     import view_helpers as vh
 
