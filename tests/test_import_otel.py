@@ -428,3 +428,41 @@ def test_tool_calls_that_record_no_arguments_are_named_in_a_note_of_their_own_wi
         "the trace recorded no arguments for 2 tool call(s) of read_sensor, set_setpoint (content capture off?): "
         "they are scored as calls with no arguments, so no argument rule matches them"
     ], reasons
+
+
+def test_a_tool_span_without_arguments_takes_those_of_the_model_request_with_its_call_id(tmp_path):
+    """The model's chat span records the calls it asked for (with arguments); the framework's tool
+    spans record only the call id. The call ran with what was asked: matched by id, never by name."""
+    asked = [
+        {"type": "tool_call", "id": "call_1", "name": "set_setpoint", "arguments": {"room": "3-114", "celsius": 21.5}},
+        {"type": "tool_call", "id": "call_2", "name": "set_setpoint", "arguments": {"room": "3-115", "celsius": 20}},
+    ]
+    chat = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "m1",
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": asked}]),
+    }
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "set_setpoint"}
+    spans = [
+        oj.agent(1),
+        oj.span(1, 2, 1, "chat m1", chat, 2),
+        oj.span(1, 3, 1, "execute_tool set_setpoint", {**tool, "gen_ai.tool.call.id": "call_2"}, 3),
+        oj.span(1, 4, 1, "execute_tool set_setpoint", {**tool, "gen_ai.tool.call.id": "call_1"}, 4),
+        oj.span(1, 5, 1, "execute_tool set_setpoint", {**tool, "gen_ai.tool.call.id": "call_9"}, 5),  # asked by none
+        oj.span(1, 6, 1, "execute_tool set_setpoint", tool, 6),  # no id: nothing to match it by
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(oj.request(*spans)))
+    runs, converted = _convert(path)
+    (run,) = runs.values()
+    assert [e["args"] for e in run if e["type"] == "tool_call"] == [
+        {"room": "3-115", "celsius": 20},
+        {"room": "3-114", "celsius": 21.5},
+        {},
+        {},
+    ]
+    otel = run[-1]["done_payload"]["otel"]
+    assert otel["arguments_from_requests"] == 2 and otel["unmapped"]["tool_arguments"] == 2
+    assert otel["requested_not_run"] == 0
+    (note,) = [n for n in converted.notes if n.kind == "otel/no_arguments"]
+    assert note.lines == 2

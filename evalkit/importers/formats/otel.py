@@ -677,6 +677,7 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
     run_id = f"otel:{session}:{trace_run}" if session is not None else f"otel:{trace_run}"
     unmapped = {"spans": 0, "chat_outputs": 0, "tool_arguments": 0, "tool_results": 0, "tool_attributes": 0}
     unrecorded: set[str] = set()  # tools called with no arguments recorded
+    from_request: set[str] = set()  # call ids whose arguments are those of the model's request
     unknown_attrs: set[str] = set()
     read_attrs = TOOL_ATTRS_KNOWN | {options.scenario_attr, SUCCESS_ATTR}
     events: list[dict[str, Any]] = []
@@ -712,7 +713,15 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
             if step == 0:
                 step = 1  # a tool run before any recorded chat: its own step
             event, args_attr, has_result = _tool_call(span, step, call_index)
-            ran.append((_call_id(span), event["name"], event["args"]))
+            call_id = _call_id(span)
+            if args_attr is None and call_id is not None:
+                # the span records no arguments: those of the model's request it ran (same call id)
+                asked_for = next((c for c in requested if c["id"] == call_id and c["name"] == event["name"]), None)
+                if asked_for is not None and call_id not in from_request:
+                    event["args"] = asked_for["args"]
+                    from_request.add(call_id)
+                    args_attr = "request"
+            ran.append((call_id, event["name"], event["args"]))
             unmapped["tool_arguments"] += args_attr is None
             if args_attr is None:
                 unrecorded.add(event["name"])
@@ -789,6 +798,7 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
                 "unmapped": unmapped,
                 "unmapped_tool_attributes": sorted(unknown_attrs),
                 "tools_without_arguments": sorted(unrecorded),
+                "arguments_from_requests": len(from_request),
                 "requested_tool_calls": len(requested),
                 "requested_not_run": _not_run(requested, ran),
                 "nested_chat_spans": nested_chats,
