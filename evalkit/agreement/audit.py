@@ -65,7 +65,7 @@ def build_audit_with_pairs(db_path: str | Path, **options: Any) -> tuple[dict[st
     None = all four); ``config`` is an AuditConfig, a path to a config file, or None for the
     documented lookup; ``seed``/``n_resamples`` drive the bootstrap intervals; ``jury`` adds the
     derived ``jury@RUBRIC`` rater (:mod:`evalkit.agreement.jury`) to pairings, raters and Alt-Test;
-    ``top`` lists only the N worst disagreements (None or 0: all; ``disagreements_left_out`` counts
+    ``top`` lists only the N worst disagreements (None: all; ``disagreements_left_out`` counts
     the rest, the counts and statistics stay the whole audit's).
     """
     with paused_gc():  # millions of acyclic tuples: a full collection would walk them all again

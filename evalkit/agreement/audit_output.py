@@ -30,17 +30,18 @@ def csv_stats(kind: str) -> list[str]:
     return [*before, *registry.csv_names(kind), *after]
 
 
-# Disagreements the table and markdown list when --top is not given (worst first); json lists all.
+# Disagreements a format lists when --top is not given (worst first): the csv lists none (it counts
+# them); at 10^5 runs every one is hundreds of thousands of records, so json lists 20 too.
 TOP_DEFAULT = 20
-TOP_DEFAULTS = {"table": TOP_DEFAULT, "markdown": TOP_DEFAULT}
+TOP_DEFAULTS = {"table": TOP_DEFAULT, "markdown": TOP_DEFAULT, "json": TOP_DEFAULT, "csv": 0}
 
 
 def top_disagreements(report: dict[str, Any], top: int | None) -> dict[str, Any]:
-    """The audit with its ranked disagreements cut to the ``top`` worst (``None`` or 0: all of
-    them); ``disagreements_left_out`` says how many were cut. Every count and statistic stays the
-    whole audit's: only the list is shortened."""
+    """The audit with its ranked disagreements cut to the ``top`` worst (``None``: all of them);
+    ``disagreements_left_out`` says how many were cut. Every count and statistic stays the whole
+    audit's: only the list is shortened."""
     items = report.get("disagreements") or []
-    if not top or len(items) <= top:
+    if top is None or len(items) <= top:
         return report
     left = len(items) - top + int(report.get("disagreements_left_out") or 0)
     return report | {"disagreements": items[:top], "disagreements_left_out": left}
@@ -48,8 +49,10 @@ def top_disagreements(report: dict[str, Any], top: int | None) -> dict[str, Any]
 
 def listed(fmt: str, top: int | None) -> int | None:
     """How many disagreements ``fmt`` lists for ``--top`` ``top`` (``None``: the format's default,
-    :data:`TOP_DEFAULTS`; 0 or None: every one)."""
-    return TOP_DEFAULTS.get(fmt) if top is None else top
+    :data:`TOP_DEFAULTS`; 0: every one, as the result None)."""
+    if top is None:
+        return TOP_DEFAULTS.get(fmt)
+    return top or None
 
 
 def render(report: dict[str, Any], fmt: str, top: int | None = None) -> str:

@@ -536,7 +536,7 @@ def rank_key(p: Pairing, order: int, direction: str, gap_share: float, run_id: s
 def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str, Any]]:
     """The disagreements, ranked: lenient on pairings with a lenient_rank (safety 0, outcome 1)
     first, then by the size of the gap as a share of the scale, then pairing order, run, judge
-    (:func:`rank_key`). ``top`` lists only that many of the worst (None or 0: all of them); only
+    (:func:`rank_key`). ``top`` lists only that many of the worst (None: all of them); only
     those become records (:func:`disagreeing` counts them all). The ranking is one lexsort over
     columns: the rank key is unique (one pair per pairing, run and judge)."""
     import numpy as np  # only on the audit path
@@ -588,7 +588,7 @@ def disagreements(sets: list[PairSet], top: int | None = None) -> list[dict[str,
         np.concatenate(columns[k]) for k in ("first", "rank", "gap", "order", "row", "direction")
     )
     ranking = np.lexsort((judge_codes, run_codes, order, gap, rank, first))
-    if top:
+    if top is not None:
         ranking = ranking[:top]
     # the listed pairs, made per pairing column by column
     listed: list[Any] = [None] * len(ranking)

@@ -51,7 +51,7 @@ def register(group: click.Group) -> None:
         "--top",
         type=click.IntRange(min=0),
         metavar="N",
-        help="List the N worst disagreements (default 20 in table and markdown, all in json; 0: all). "
+        help="List the N worst disagreements (default 20; 0: all; csv counts them and lists none). "
         "Counts and statistics are always the whole audit's.",
     )
     @click.option(
