@@ -304,6 +304,26 @@ def test_a_pool_forked_by_a_thread_that_ends_keeps_its_workers(monkeypatch):
     assert [*first, *stream] == [2 * i for i in range(400)]
 
 
+def _gc_state(batch: list[int]) -> list[tuple[int, int]]:
+    import gc
+
+    return [(gc.get_threshold()[0], gc.get_freeze_count())] * len(batch)
+
+
+def test_a_pool_worker_freezes_what_it_loaded_and_collects_less_often():
+    """A worker's modules are frozen (no collection walks them) and its youngest generation is
+    collected every WORKER_GC_YOUNG allocations; the process that runs the pool keeps its own."""
+    import gc
+
+    from evalkit.engines import local as local_engine
+
+    before = gc.get_threshold()
+    states = set(local_engine.map_local(_gc_state, range(400), 2, 4))
+    assert gc.get_threshold() == before
+    assert {threshold for threshold, _ in states} == {local_engine.WORKER_GC_YOUNG}
+    assert all(frozen > 0 for _, frozen in states)
+
+
 WATCHED_CHILD = """
 import os, sys, time
 from evalkit.engines.local import _init_worker
