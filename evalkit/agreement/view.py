@@ -84,7 +84,8 @@ def _pairing_notes(audit: dict, entries: list[dict]) -> list[str]:
         for e in entries:
             kappa = e.get("cohen_kappa")
             b = kappa.get("bootstrap") if isinstance(kappa, dict) else None
-            if isinstance(b, dict) and b.get("n_undefined"):
+            # said of a kappa the table shows; an undefined one already says why in its own note
+            if isinstance(b, dict) and b.get("n_undefined") and kappa.get("value") is not None:
                 notes.append(
                     f"{e.get('pairing')} kappa undefined in {b['n_undefined']} of {b['n_resamples']} resamples"
                 )
