@@ -39,7 +39,7 @@ import tempfile
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -314,8 +314,11 @@ class Beside:
     def close(self) -> None:
         for future in self._futures:
             future.cancel()
-        if self._other is not None:
-            self._other.conn.interrupt()  # the read running, if any (it is never waited for)
+        # the read running, if any, is interrupted (its result is never taken); again while it runs,
+        # since a statement it starts after an interrupt is not interrupted
+        while not wait(self._futures, timeout=0.05 if self._other is not None else 0.005).done >= set(self._futures):
+            if self._other is not None:
+                self._other.conn.interrupt()
         self._pool.shutdown(wait=True, cancel_futures=True)
         if self._other is not None:
             self._other.conn.close()
