@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,9 @@ from evalkit.db import (
     resolve_judge,
 )
 from evalkit.db.cells import odd_cells_by_table, odd_lines, plain_tables
-from evalkit.db.connect import paused_gc
+from evalkit.db.connect import Beside, now, paused_gc
 from evalkit.db.judge import read_bundle_hashes
-from evalkit.db.pairwise import read_judged_lengths, read_pair_verdicts, read_paired_runs
+from evalkit.db.pairwise import read_bundle_sizes, read_judged_lengths, read_pair_verdicts, read_paired_runs
 from evalkit.db.reviews import read_adjudications, read_review_ratings
 from evalkit.db.schema import TABLES
 
@@ -101,19 +102,38 @@ def _audit(
         raise ValueError("n_resamples must be >= 0")
     cfg = config if isinstance(config, AuditConfig) else load_audit_config(config)
     kinds = SLICE_KINDS if by is None else (by,)
-    with open_readonly(db_path) as db:
+    with open_readonly(db_path) as db, Beside(db) as side:
         pair_verdicts = read_pair_verdicts(db)
         if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
             pair_judges = {pairwise_bias.judge_model_of(v.rater) for v in pair_verdicts if v.rater_kind == "judge"}
             judge = resolve_judge(judge, {*judge_models(db), *pair_judges}, db.path)
-        # what the readers read as missing, and why: every table but the values, which the judge-value
-        # read checks itself; a table without an odd cell is read from the file, not through its view
-        odd_by_table = odd_cells_by_table(db, ["annotation_values"]) if odd is None else None
+        # What the readers read as missing, and why: every table but the values, which the judge-value
+        # read checks itself; a table without an odd cell is read from the file, not through its view.
+        # Each table's scan returns no row but an odd one: they run beside this thread (the one the
+        # values' read depends on first), then the bundles' one-row length read, while this thread
+        # reads the values; each result is taken, and each error met, where the reads one after the
+        # other would meet it.
+        order = ["annotations", *(t for t in TABLES if t not in ("annotations", "annotation_values"))]
+        scans = (
+            {t: side.submit(odd_cells_by_table, [o for o in TABLES if o != t]) for t in order} if odd is None else {}
+        )
+        sizes = side.submit(read_bundle_sizes)
+        hashes = now(read_bundle_hashes, db)  # each run's current bundle: the values' and the lengths' read
+
+        def read_values(hashes: Future[dict[str, str]]) -> JudgeColumns:
+            plain = set() if odd is not None else plain_tables(db, scans["annotations"].result(), ("annotations",))
+            return read_judge_columns(
+                db, judge=judge, rubric=rubric, bundles=hashes.result(), plain="annotations" in plain
+            )
+
+        values_read = now(read_values, hashes)  # no stale answer among them
+        odd_by_table: dict[str, list[str]] | None = None if odd is not None else {}
+        for name in TABLES:
+            if name in scans:
+                odd_by_table |= scans[name].result()
         plain = set() if odd_by_table is None else plain_tables(db, odd_by_table, ("annotations", "judge_calls"))
-        bundles = read_bundle_hashes(db)  # each run's current bundle: the values' and the lengths' read
-        values = read_judge_columns(
-            db, judge=judge, rubric=rubric, bundles=bundles, plain="annotations" in plain
-        )  # no stale answer among them
+        values, bundles = values_read.result(), hashes.result()
+        del values_read, hashes
         if odd_by_table is None:
             warnings = list(odd)
         else:
@@ -137,8 +157,9 @@ def _audit(
         # the judge and rubric filters keep that judge's verdicts and every human or gold reference
         pair_verdicts = [v for v in pair_verdicts if pairwise_bias.kept(v, judge, rubric)]
         paired_runs = read_paired_runs(db) if pair_verdicts else {}
-        lengths = read_judged_lengths(db, bundles) if len(values) else {}
-        del bundles
+        # (without the one-row read, for whatever reason, the lengths are read here row by row)
+        lengths = read_judged_lengths(db, bundles, None if sizes.exception() else sizes.result()) if len(values) else {}
+        del bundles, sizes
 
     n_cards, statuses, failed = len(cards), status_counts(cards), failed_run_ids(cards)
     # the length bias reads the values, the lengths and the outcomes alone: done first, so that the

@@ -39,6 +39,7 @@ import tempfile
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -165,6 +166,8 @@ class Database:
         self.readonly = readonly
         self._cleanup: weakref.finalize | None = None  # a temporary copy to delete (see open_readonly)
         self._utils: Any = None
+        # opens one more read-only connection to what ``conn`` reads (see :class:`Beside`)
+        self._another: Callable[[], sqlite3.Connection] | None = None
 
     @property
     def utils(self) -> Any:
@@ -274,6 +277,70 @@ class Database:
         self.close()
 
 
+class Beside:
+    """Reads of a read-only database run on a second connection to it, one after the other in a
+    worker thread, while the caller's thread goes on: SQLite releases the GIL while it steps a
+    statement, so a scan that returns few rows (a table checked for odd cells, an aggregate) runs
+    on another core. A row-by-row read belongs in the caller's thread: each row needs the GIL
+    back, which a busy caller holds for milliseconds at a time.
+
+    :meth:`submit` returns a Future; its ``result()`` gives the read's result or raises its error
+    (a :class:`DbError`, as in the caller's thread), so the caller takes each result, and meets
+    each error, where it would have read it itself. Leaving the block cancels the reads not
+    started, interrupts the one running, waits for it and closes the connection: nothing is left
+    running. The second connection is opened as ``db`` was (its copy, for a read-only directory
+    with a WAL) and sees what is committed, as ``db`` does, statement by statement."""
+
+    def __init__(self, db: Database):
+        if db._another is None:
+            raise ValueError("Beside needs a database opened by open_readonly")
+        self._db = db
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalkit-beside")
+        self._other: Database | None = None
+        self._futures: list[Future] = []
+
+    def submit(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
+        """``read(other, *args, **kwargs)`` on the second connection, after the reads submitted before."""
+        future = self._pool.submit(self._run, read, args, kwargs)
+        self._futures.append(future)
+        return future
+
+    def _run(self, read: Callable[..., T], args: tuple, kwargs: dict[str, Any]) -> T:
+        if self._other is None:
+            assert self._db._another is not None
+            self._other = Database(self._db._another(), self._db.path, readonly=True)
+        return read(self._other, *args, **kwargs)
+
+    def close(self) -> None:
+        for future in self._futures:
+            future.cancel()
+        # the read running, if any, is interrupted (its result is never taken); again while it runs,
+        # since a statement it starts after an interrupt is not interrupted
+        while not wait(self._futures, timeout=0.05 if self._other is not None else 0.005).done >= set(self._futures):
+            if self._other is not None:
+                self._other.conn.interrupt()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._other is not None:
+            self._other.conn.close()
+
+    def __enter__(self) -> Beside:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def now(read: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
+    """``read(*args, **kwargs)`` run now, in this thread, as a done Future: its error (an Exception)
+    is raised where its ``result()`` is taken, so a read done early still fails in its turn."""
+    future: Future[T] = Future()
+    try:
+        future.set_result(read(*args, **kwargs))
+    except Exception as exc:
+        future.set_exception(exc)
+    return future
+
+
 def _prepare_write(conn: sqlite3.Connection, memory: bool) -> None:
     if not memory and conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
@@ -315,14 +382,15 @@ def open_readonly(path: str | os.PathLike[str]) -> Database:
         conn.execute("PRAGMA query_only = 1")
 
     if os.access(p.parent, os.W_OK):
-        return _connect(name, uri, prepare, readonly=True, file=p)
+        return _readable(_connect(name, uri, prepare, readonly=True, file=p), uri, prepare, p)
     wal = p.with_name(p.name + "-wal")
     wal_bytes = wal.stat().st_size if wal.is_file() else 0
     if not wal_bytes:  # nothing committed outside the file, and no writer can be running here
-        return _connect(name, uri + "&immutable=1", prepare, readonly=True, file=p)
+        uri += "&immutable=1"
+        return _readable(_connect(name, uri, prepare, readonly=True, file=p), uri, prepare, p)
     try:
         # the -shm file a killed writer leaves behind lets SQLite read the WAL without writing
-        return Database(_attempt(uri, prepare, readonly=True), name, readonly=True)
+        return _readable(Database(_attempt(uri, prepare, readonly=True), name, readonly=True), uri, prepare, p)
     except (schema.SchemaProblem, sqlite3.Error) as exc:
         if not (isinstance(exc, sqlite3.Error) and _cannot_open(exc)):
             raise _as_db_error(name, exc, p) from None
@@ -355,18 +423,40 @@ def _open_copy(
     except (schema.SchemaProblem, sqlite3.Error) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise _as_db_error(name, exc, p) from None
-    db = Database(conn, name, readonly=True)
+    db = _readable(Database(conn, name, readonly=True), copy.as_uri() + "?mode=ro", prepare, p)
     db._cleanup = weakref.finalize(db, shutil.rmtree, str(tmp), True)
     return db
 
 
-def _attempt(target: str, prepare: Callable[[sqlite3.Connection], None], *, readonly: bool) -> sqlite3.Connection:
+def _readable(db: Database, target: str, prepare: Callable[[sqlite3.Connection], None], file: Path) -> Database:
+    """``db``, able to open another connection to ``target`` as it was opened (:class:`Beside`)."""
+
+    def another() -> sqlite3.Connection:
+        try:
+            return _attempt(target, prepare, readonly=True, any_thread=True)
+        except (schema.SchemaProblem, sqlite3.Error) as exc:
+            raise _as_db_error(db.path, exc, file) from None
+
+    db._another = another
+    return db
+
+
+def _attempt(
+    target: str, prepare: Callable[[sqlite3.Connection], None], *, readonly: bool, any_thread: bool = False
+) -> sqlite3.Connection:
     """Connect to ``target`` (a path or a ``file:`` URI), busy timeout first, then ``prepare``;
-    on failure the connection is closed and the sqlite or schema error raised."""
+    on failure the connection is closed and the sqlite or schema error raised. ``any_thread``: the
+    connection may be used and closed from another thread than the one that opened it."""
     conn = None
     try:
         # a read-only target is a file: URI; a write target is a plain path, never parsed as a URI
-        conn = sqlite3.connect(target, uri=readonly, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn = sqlite3.connect(
+            target,
+            uri=readonly,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=not any_thread,
+        )
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         prepare(conn)
     except BaseException:

@@ -9,11 +9,12 @@ audit's pairwise section. Rewriting the same key replaces the row; one call is o
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from evalkit.db.connect import Database, open_write
+from evalkit.db.connect import Database, DbError, open_write
 from evalkit.db.judge import JudgeTables, read_bundle_hashes
 
 COLUMNS = (
@@ -113,17 +114,45 @@ def read_paired_runs(db: Database) -> dict[str, PairedRun]:
     }
 
 
-def read_judged_lengths(db: Database, bundles: dict[str, str] | None = None) -> dict[str, int]:
+def read_judged_lengths(
+    db: Database, bundles: dict[str, str] | None = None, sizes: dict[str, int] | None = None
+) -> dict[str, int]:
     """run_id → characters of the judge bundle of every run with an annotation (what the judge read).
     ``bundles``: each scorecard's bundle hash (:func:`~evalkit.db.judge.read_bundle_hashes`), when
-    the caller has read them. The bundles' lengths, the runs' hashes and the judged runs are read
-    apart and matched here: a join looks each bundle up through its view's index, at a third more
-    than the scans."""
-    size = dict(db.tuples("SELECT bundle_hash, length(bundle) FROM bundles WHERE typeof(bundle) = 'text'"))
+    the caller has read them; ``sizes``: :func:`read_bundle_sizes`, when the caller has them. The
+    bundles' lengths, the runs' hashes and the judged runs are read apart and matched here: a join
+    looks each bundle up through its view's index, at a third more than the scans."""
+    size = dict(db.tuples(SIZES)) if sizes is None else sizes
     if bundles is None:
         bundles = read_bundle_hashes(db)
     judged = [run for (run,) in db.tuples("SELECT DISTINCT run_id FROM annotations")]
     return {str(run): size[bundles[run]] for run in judged if run in bundles and bundles[run] in size}
+
+
+TEXT_BUNDLE = "typeof(bundle) = 'text'"
+SIZES = f"SELECT bundle_hash, length(bundle) FROM bundles WHERE {TEXT_BUNDLE}"
+
+
+def read_bundle_sizes(db: Database) -> dict[str, int] | None:
+    """bundle_hash → characters of each text bundle, as :func:`read_judged_lengths` reads them, in
+    one row (one JSON object: a statement that returns few rows runs beside the caller's thread,
+    :class:`~evalkit.db.connect.Beside`). None when the object does not hold exactly the hashes
+    a row-by-row read gives (a hash that is not valid UTF-8 or holds a NUL, a file too large for
+    one value, any error): the caller reads them row by row, which fails as such a read fails."""
+    try:
+        row = next(
+            db.tuples(
+                "SELECT json_group_object(bundle_hash, length(bundle)), count(*), "
+                f"sum(length(CAST(bundle_hash AS BLOB))) FROM bundles WHERE {TEXT_BUNDLE}"
+            )
+        )
+        sizes = json.loads(row[0])
+        whole = len(sizes) == row[1] and sum(len(k.encode()) for k in sizes) == (row[2] or 0)
+    except (DbError, ValueError, TypeError, AttributeError, StopIteration):
+        return None
+    if not whole or not all(type(v) is int for v in sizes.values()):
+        return None
+    return sizes
 
 
 @dataclass(frozen=True)
