@@ -410,9 +410,8 @@ def test_tool_calls_that_record_no_arguments_are_named_in_a_note_of_their_own_wi
     checked = CliRunner().invoke(cli, ["check", str(out), "--strict"])
     assert checked.exit_code == 2, checked.output
     (line,) = [line for line in checked.stdout.splitlines() if "recorded without their arguments" in line]
-    assert (
-        ": warning: 1 run(s) hold 2 tool call(s) recorded without their arguments (read_sensor, set_setpoint)" in line
-    )
+    assert "scenario: 1 of the 2 runs hold 2 tool call(s) recorded without their arguments " in line
+    assert "(read_sensor, set_setpoint; the first: " in line
     # the run page says it where the run's status is explained
     import view_helpers as vh
 

@@ -92,7 +92,6 @@ class _Checker:
         self.invalid: dict[str, str] = {}  # an invalid scenario's id -> where it is
         self.run_ids: dict[str, str] = {}  # run id -> the file that first had it
         self.models: dict[str, list] = {}  # model -> [runs, the first run's meta line]
-        self.unrecorded: dict[str, Any] = {"runs": 0, "calls": 0, "tools": set()}  # runs without call arguments
         found: dict = {}
         for path in scenario_files:
             self.scenario_file(str(path), found)
@@ -203,22 +202,6 @@ class _Checker:
             group = self._group(shown, meta_line, meta_raw, scenario, beside_file)
             self.groups[scenario.content_hash] = group
         group.seen.add_run(traj)
-        self._note_unrecorded(traj, shown)
-
-    def _note_unrecorded(self, traj: Any, shown: str) -> None:
-        """A run whose importer found tool calls without their arguments (an OpenTelemetry trace
-        recorded with content capture off): counted, to be said once."""
-        payload = traj.final.done_payload if traj.final is not None else None
-        otel = payload.get("otel") if isinstance(payload, dict) else None
-        tools = otel.get("tools_without_arguments") if isinstance(otel, dict) else None
-        if not tools or not isinstance(tools, list):
-            return
-        calls = otel.get("unmapped", {}).get("tool_arguments") if isinstance(otel.get("unmapped"), dict) else None
-        note = self.unrecorded
-        note["runs"] += 1
-        note["calls"] += calls if isinstance(calls, int) and not isinstance(calls, bool) else 0
-        note["tools"].update(str(t) for t in tools)
-        note.setdefault("first", shown)
 
     def _embedded_ok(self, shown: str, lineno: int, line: bytes, meta: Any) -> bool:
         """Every problem of a run's embedded scenario (the reader would stop at the first)."""
@@ -310,14 +293,6 @@ class _Checker:
             for finding in findings(group.seen):
                 self._finding(group, finding)
         report.findings += model_spellings(self.models)
-        note = self.unrecorded
-        if note["runs"]:
-            report.findings.append(
-                f"{note['first']}: warning: {note['runs']} run(s) hold {note['calls']} tool call(s) recorded without "
-                f"their arguments ({', '.join(sorted(note['tools']))}): they are scored as calls with no arguments, so "
-                "no argument rule matches them and their coverage and safety say nothing of what the agent sent "
-                "(traces recorded with content capture off: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)"
-            )
         report.scenarios += sum(1 for g in self.groups.values() if g.prefix == "meta.scenario")
 
     def _finding(self, group: _Group, finding: Finding) -> None:

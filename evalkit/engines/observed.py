@@ -20,7 +20,9 @@ nothing the runs show needs the runs. Over all runs of one scenario, a finding i
 * an approval that no executed call of its tool gives (every gated command is then unapproved),
   with what the results of the calls its arguments match hold under the keys of its ``result``;
 * a success variable the runs' ``success_eval`` never reports, and an operator that is neither a
-  known one nor the one the runs report for that variable.
+  known one nor the one the runs report for that variable;
+* runs whose tool calls were recorded without their arguments (an importer names them in
+  ``final.done_payload.otel``): they match no argument rule.
 
 Forbidden actions nobody took are normal: only a name that cannot match at all is reported.
 """
@@ -192,6 +194,9 @@ class Observed:
     # written another way ("Approved" for "approved"), as ``"key": value`` text -> calls; they
     # approve nothing, so what they were asked for is unapproved
     spelled: list[dict[str, int]] = field(default_factory=list)
+    # runs whose importer found tool calls recorded without their arguments (an OpenTelemetry trace
+    # taken with content capture off): [runs, calls, the tools, the first run]
+    unrecorded: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         catalog = rules_of(self.scenario)
@@ -238,12 +243,26 @@ class Observed:
         self.optional_near = [{} for _ in self._optional]
         self.forbidden_near = [{} for _ in self._forbidden]
         self.gated_near = [{} for _ in range(gates)]
+        self.unrecorded = [0, 0, set(), None]
         # the (hit, near) of each group of _Fixed.caught_of: optional, forbidden, gated
         self._marks = (
             (self.optional_hit, self.optional_near),
             (self.forbidden_hit, self.forbidden_near),
             (self.gated_hit, self.gated_near),
         )
+
+    def _note_unrecorded(self, otel: Any, path: str) -> None:
+        tools = otel.get("tools_without_arguments") if isinstance(otel, dict) else None
+        if not tools or not isinstance(tools, list):
+            return
+        unmapped = otel.get("unmapped")
+        calls = unmapped.get("tool_arguments") if isinstance(unmapped, dict) else None
+        note = self.unrecorded
+        note[0] += 1
+        note[1] += calls if isinstance(calls, int) and not isinstance(calls, bool) else 0
+        note[2].update(str(t) for t in tools)
+        if note[3] is None:
+            note[3] = path
 
     def matched_tools(self, hit: list[bool]) -> set[str]:
         """The required tools whose every required action ``hit`` marks as matched by some call."""
@@ -367,6 +386,9 @@ class Observed:
             versions = traj.meta.versions
             if not (isinstance(versions, dict) and "importer" in versions):
                 self.unevaluated += 1
+        payload = getattr(final, "done_payload", None)
+        if type(payload) is dict and "otel" in payload:
+            self._note_unrecorded(payload["otel"], traj.path)
         success = getattr(final, "success_eval", None)
         if success is not None:
             self.success_runs += 1
@@ -1068,6 +1090,17 @@ def findings(seen: Observed) -> list[Finding]:
                 guess = _OP_SYNONYMS.get(str(op)) or near(str(op), KNOWN_OPS, 0.5)
                 message = f"unknown operator {_q(str(op))}{_mean(guess)} (one of {', '.join(KNOWN_OPS)})"
             out.append(Finding((*loc, "op"), message, _q(str(op))))
+    runs_n, calls_n, tools, first = seen.unrecorded
+    if runs_n:
+        out.append(
+            Finding(
+                (),
+                f"{runs_n} of the {runs} hold {calls_n} tool call(s) recorded without their arguments "
+                f"({', '.join(sorted(tools))}; the first: {first}): they are scored as calls with no arguments, so "
+                "no argument rule matches them and their coverage and safety say nothing of what the agent sent "
+                "(traces recorded with content capture off: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)",
+            )
+        )
     return out
 
 

@@ -60,6 +60,9 @@ FIELDS = (
     "left_out",
     # per gate: its approval's answers in another spelling -> calls (summed)
     "spelled",
+    # [runs, calls, tools, the first run] recorded without call arguments (summed, united; the first
+    # in input order)
+    "unrecorded",
 )
 
 # which actions some call matched, which gates some call approved: lists Observed keeps from batch
@@ -277,6 +280,8 @@ def _unsent(state: list[Any], sent: list[Any], cap: int) -> dict[int, Any]:
             out[i] = state[i]
     if state[20]:
         out[20] = state[20]
+    if state[22][0]:
+        out[22] = state[22]
     return out
 
 
@@ -344,6 +349,14 @@ def merge(into: dict[str, Seen], batch: dict[str, Seen]) -> None:
                 kept = left_out.get(var)
                 left_out[var] = [n, first] if kept is None else [kept[0] + n, kept[1]]
             a[20] = left_out
+        if (theirs_unrecorded := b.get(22)) is not None and theirs_unrecorded[0]:
+            runs_n, calls_n, tools, first = a[22]
+            a[22] = [
+                runs_n + theirs_unrecorded[0],
+                calls_n + theirs_unrecorded[1],
+                tools | theirs_unrecorded[2],
+                first if first is not None else theirs_unrecorded[3],
+            ]
         if (theirs_spelled := b.get(21)) is not None and any(theirs_spelled):
             a[21] = [
                 {k: x.get(k, 0) + y.get(k, 0) for k in {**x, **y}} if y else x for x, y in zip(a[21], theirs_spelled)
