@@ -77,6 +77,8 @@ def test_a_settled_trace_is_forgotten_and_its_late_span_refused_not_written_twic
     assert any("not merged" in w for w in rec.warnings)
     assert len(list((tmp_path / "live").glob("*.jsonl"))) == 2  # no partial second run of the first trace
     assert rec.flush() == 0
+    # the closing line still counts the forgotten trace's run
+    assert rec.summary() == f"wrote 2 run(s) to {tmp_path / 'live'}"
 
 
 def test_a_late_span_within_the_settle_time_still_rebuilds_its_run(make_receiver, tmp_path):

@@ -239,7 +239,7 @@ class TraceState:
         self.failed: dict[str, str] = {}  # top span id -> why its run could not be built
         self.written: dict[str, str] = {}  # run_id -> the text last written
         self.run_at: dict[str, str] = {}  # top span id -> the run_id written for it
-        self.said: dict[str, str] = {}  # run_id -> the warning last given about it
+        self.said: dict[str, str] = {}  # run_id -> its warning, while its calls record no arguments
 
     def add(self, span: otel.Span) -> None:
         if span.span_id not in self.spans and span.parent:
@@ -296,22 +296,27 @@ class Receiver:
         self._httpd = _Server((self.host, self.port), self)
         self.port = self._httpd.server_address[1]
         self._thread: threading.Thread | None = None
-        # what the closing line counts, kept past a forgotten trace: run ids written, runs that could
-        # not be built ((trace id, top span id) -> why), run ids whose calls record no arguments
-        self._tally_lock = threading.Lock()
-        self.tally_written: set[str] = set()
-        self.tally_failed: dict[tuple[str, str], str] = {}
-        self.tally_unrecorded: set[str] = set()
+        # the runs written, and those whose calls record no arguments, of the traces forgotten (a
+        # trace with a run that could not be built is never forgotten)
+        self.forgotten_written = self.forgotten_unrecorded = 0
 
     def summary(self) -> str:
         """The closing line: the runs written, the runs that could not be built, the runs whose tool
-        calls record no arguments."""
-        with self._tally_lock:
-            said = [f"wrote {len(self.tally_written)} run(s) to {self.out_dir}"]
-            if self.tally_failed:
-                said.append(f"{len(self.tally_failed)} run(s) could not be built (each said above) and are not in it")
-            if self.tally_unrecorded:
-                said.append(f"{len(self.tally_unrecorded)} run(s) record tool calls without arguments")
+        calls record no arguments; counted from the traces held and those forgotten."""
+        written, failed, unrecorded = self.forgotten_written, 0, self.forgotten_unrecorded
+        with self._traces_lock:
+            for state in self.traces.values():
+                with state.lock:
+                    written, failed, unrecorded = (
+                        written + len(state.written),
+                        failed + len(state.failed),
+                        unrecorded + len(state.said),
+                    )
+        said = [f"wrote {written} run(s) to {self.out_dir}"]
+        if failed:
+            said.append(f"{failed} run(s) could not be built (each said above) and are not in it")
+        if unrecorded:
+            said.append(f"{unrecorded} run(s) record tool calls without arguments")
         return "; ".join(said)
 
     @property
@@ -372,6 +377,8 @@ class Receiver:
                         continue  # a run not built yet: kept for its root, or for flush() at Ctrl-C
                     del self.traces[trace_id]
                     self.held -= len(state.spans)
+                    self.forgotten_written += len(state.written)
+                    self.forgotten_unrecorded += len(state.said)
                     self.finished[trace_id] = None
                     if len(self.finished) > MAX_FINISHED:
                         del self.finished[next(iter(self.finished))]
@@ -428,9 +435,7 @@ class Receiver:
                 continue
             del state.run_at[span_id]
             state.written.pop(inner, None)
-            with self._tally_lock:
-                self.tally_written.discard(inner)
-                self.tally_unrecorded.discard(inner)
+            state.said.pop(inner, None)
             path = Path(self.out_dir) / file_name(inner)
             path.unlink(missing_ok=True)
             self.echo(f"{inner} is part of run {outer}: {path} removed")
@@ -445,12 +450,8 @@ class Receiver:
             if state.failed.get(top.span_id) != message:
                 self.warn(f"error: {message}")
             state.failed[top.span_id] = message
-            with self._tally_lock:
-                self.tally_failed[top.trace_id, top.span_id] = message
             return message
         state.failed.pop(top.span_id, None)
-        with self._tally_lock:
-            self.tally_failed.pop((top.trace_id, top.span_id), None)
         run_id = run[0]["run_id"]
         state.run_at[top.span_id] = run_id
         if state.written.get(run_id) != text:
@@ -458,15 +459,11 @@ class Receiver:
             state.written[run_id] = text
             self.echo(f"{run_id} -> {path}")
             said = otel.no_arguments(run)
-            if said and state.said.get(run_id) != said:
+            if said is None:
+                state.said.pop(run_id, None)
+            elif state.said.get(run_id) != said:
                 self.warn(f"warning: {run_id}: {said} (content capture off?)")
                 state.said[run_id] = said
-            with self._tally_lock:
-                self.tally_written.add(run_id)
-                if said:
-                    self.tally_unrecorded.add(run_id)
-                else:
-                    self.tally_unrecorded.discard(run_id)
         return None
 
     def _write(self, run_id: str, text: str) -> str:
