@@ -39,6 +39,7 @@ from typing import Any
 
 from evalkit.scoring.args import args_test, result_object, rules_of, when
 from evalkit.scoring.status import run_status
+from evalkit.trajectory.records import unrecorded_calls
 from evalkit.trajectory.values import freeze, match_key, sense
 
 KNOWN_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not_in", "contains", "not_contains", "in_reply", "matches")
@@ -251,19 +252,6 @@ class Observed:
             (self.gated_hit, self.gated_near),
         )
 
-    def _note_unrecorded(self, otel: Any, path: str) -> None:
-        tools = otel.get("tools_without_arguments") if isinstance(otel, dict) else None
-        if not tools or not isinstance(tools, list):
-            return
-        unmapped = otel.get("unmapped")
-        calls = unmapped.get("tool_arguments") if isinstance(unmapped, dict) else None
-        note = self.unrecorded
-        note[0] += 1
-        note[1] += calls if isinstance(calls, int) and not isinstance(calls, bool) else 0
-        note[2].update(str(t) for t in tools)
-        if note[3] is None:
-            note[3] = path
-
     def matched_tools(self, hit: list[bool]) -> set[str]:
         """The required tools whose every required action ``hit`` marks as matched by some call."""
         if all(hit):  # the usual case once the runs are many
@@ -387,8 +375,15 @@ class Observed:
             if not (isinstance(versions, dict) and "importer" in versions):
                 self.unevaluated += 1
         payload = getattr(final, "done_payload", None)
-        if type(payload) is dict and "otel" in payload:
-            self._note_unrecorded(payload["otel"], traj.path)
+        if type(payload) is dict and "otel" in payload:  # the usual run: no otel payload to read
+            n, tools = unrecorded_calls(payload)
+            if tools:
+                note = self.unrecorded
+                note[0] += 1
+                note[1] += n or 0
+                note[2].update(tools)
+                if note[3] is None:
+                    note[3] = traj.path
         success = getattr(final, "success_eval", None)
         if success is not None:
             self.success_runs += 1

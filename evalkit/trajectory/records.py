@@ -191,6 +191,19 @@ class SuccessEval(_Record):
     all_passed: StrictBool
 
 
+def unrecorded_calls(done_payload: Any) -> tuple[int | None, list[str]]:
+    """The tool calls an importer found recorded without their arguments, as a final record's
+    ``done_payload.otel`` names them (a trace taken with content capture off): (how many, when it
+    says; the tools). ``(None, [])`` when it names none."""
+    otel = done_payload.get("otel") if type(done_payload) is dict else None
+    tools = otel.get("tools_without_arguments") if type(otel) is dict else None
+    if not tools or type(tools) is not list:
+        return None, []
+    unmapped = otel.get("unmapped")
+    n = unmapped.get("tool_arguments") if type(unmapped) is dict else None
+    return (n if type(n) is int else None), [str(t) for t in tools]
+
+
 class Final(_Record):
     type: Literal["final"] = "final"
     reason: StrictStr

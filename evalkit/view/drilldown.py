@@ -22,6 +22,7 @@ import re
 import unicodedata
 from typing import Any
 
+from evalkit.trajectory.records import unrecorded_calls
 from evalkit.trajectory.values import canonical_json
 
 # Tool calls the scorer did not classify: what they are, from the card and the bundle alone.
@@ -586,11 +587,9 @@ def status_reason(card: dict[str, Any], bundle: dict[str, Any]) -> list[str]:
             out.append("the file's last line was cut off (a recorder that crashed mid-write) and was dropped")
     if isinstance(final, dict) and final.get("reason"):
         out.append(f"final reason: {final['reason']}")
-    otel = _dict(_dict(_dict(final).get("done_payload")).get("otel"))
-    unrecorded = [str(t) for t in _list(otel.get("tools_without_arguments"))]
+    n, unrecorded = unrecorded_calls(_dict(final).get("done_payload"))
     if unrecorded:
-        n = _dict(otel.get("unmapped")).get("tool_arguments")
-        count = f"{n} tool call(s)" if isinstance(n, int) and not isinstance(n, bool) else "tool calls"
+        count = "tool calls" if n is None else f"{n} tool call(s)"
         out.append(
             f"the trace recorded no arguments for {count} of {', '.join(unrecorded)} (content capture off?): "
             "they are scored as calls with no arguments, so no argument rule matches them"
