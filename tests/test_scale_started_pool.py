@@ -1,4 +1,4 @@
-"""A pool started ahead (evalkit.engines.local.started_pool, pipeline.workers_ahead): its workers load
+"""A pool started ahead (evalkit.engines.local.started_pool, local_engine.workers_ahead): its workers load
 the scorer while the parent still prepares, map_local takes it instead of forking another, and a
 pool nobody took is stopped when the block ends, whatever ends it."""
 
@@ -10,7 +10,6 @@ import threading
 import pytest
 
 from evalkit.engines import local as local_engine
-from evalkit.engines import pipeline
 from evalkit.engines.local import map_local, started_pool
 
 pytestmark = [
@@ -121,25 +120,24 @@ def test_no_pool_is_started_ahead_where_workers_would_come_from_a_fork_server(tm
     ids=["no more files than one process scores alone", "one worker", "another engine"],
 )
 def test_workers_started_starts_nothing_for(files, workers, engine, no_threads):
-    with pipeline.workers_ahead([f"f{i}.jsonl" for i in range(files)], workers, engine):
+    with local_engine.workers_ahead([f"f{i}.jsonl" for i in range(files)], workers, engine):
         assert not local_engine._started
 
 
 def test_workers_started_for_a_pools_worth_of_files(no_threads):
-    with pipeline.workers_ahead([f"f{i}.jsonl" for i in range(local_engine.POOL_FILES + 1)], 2):
+    with local_engine.workers_ahead([f"f{i}.jsonl" for i in range(local_engine.POOL_FILES + 1)], 2):
         assert 2 in local_engine._started
     assert not local_engine._started
 
 
 INHERITS = """
 import sys
-from evalkit.engines import pipeline
-from evalkit.engines.local import map_local
+from evalkit.engines.local import map_local, workers_ahead
 
 def loaded(batch):
     return [("pyarrow" in sys.modules, "pyarrow.parquet" in sys.modules) for _ in batch]
 
-with pipeline.workers_ahead([f"f{i}" for i in range(100)], 2, parquet=sys.argv[1] == "yes"):
+with workers_ahead([f"f{i}" for i in range(100)], 2, parquet=sys.argv[1] == "yes"):
     got = set(map_local(loaded, range(100), 2, 10))
 print(sorted(got), "pyarrow" in sys.modules)
 """

@@ -90,8 +90,6 @@ def score(paths, fmt_name, aggregate, db_path, no_db, out_path, wide, scenario_f
     the others still scored); 2 usage error; 3 a --fail-under / --min-pass-rate /
     --min-safe-pass-rate / --max-unsafe-rate gate failed.
     """
-    from evalkit.engines.pipeline import workers_ahead
-
     gates = {
         name: options.pop(name) for name in ("fail_under", "min_pass_rate", "min_safe_pass_rate", "max_unsafe_rate")
     }
@@ -109,7 +107,9 @@ def score(paths, fmt_name, aggregate, db_path, no_db, out_path, wide, scenario_f
         )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    # the workers start now and load the scorer while this process opens its outputs
+    # the workers start now and load the scorer while this process loads the pipeline and opens its outputs
+    from evalkit.engines.local import workers_ahead
+
     with workers_ahead(found, run["workers"], run["engine"], parquet=parquet_dir is not None, database=not no_db):
         from evalkit.present.progress import StderrDigest
         from evalkit.present.score_output import Repeats

@@ -8,6 +8,7 @@ in-process for one worker, in a process pool, or as a Ray task, so every engine 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +78,7 @@ def preload() -> None:
     """Import what scoring a file needs, ahead of the first file (a pool's worker as it starts:
     evalkit.engines.local.started_pool): evalkit.engines.worker and what it imports, but the
     database's (the process that starts the pool loads it when it writes one, and the workers
-    inherit it: evalkit.engines.pipeline.workers_ahead)."""
+    inherit it: evalkit.engines.local.workers_ahead)."""
     import evalkit.engines.worker  # noqa: F401
 
 
@@ -95,6 +96,13 @@ def score_batch(job: ScoreJob, sources: list[Source]) -> list[ScoredBatch]:
     if noting is not None:
         batches[0].seen = noting.seen()
     return batches
+
+
+def _separated(texts: list[str], sep: str) -> Iterator[str]:
+    for i, text in enumerate(texts):
+        if i and sep:
+            yield sep
+        yield text
 
 
 def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> list[Any]:
@@ -136,13 +144,19 @@ def finish_batch(job: Any, scored: list[Any], include_errors: bool = False) -> l
         return [batch]
     pieces = BatchPieces(len(texts), partial=agg.partial(sparse=not job.in_process) if agg is not None else None)
     if job.output_format is not None:
-        text = (",\n" if job.output_format == "json" else "").join(texts)
-        pieces.output = text
-        if job.encoding is not None:
-            try:
-                pieces.output = text.encode(job.encoding)
-            except UnicodeEncodeError:  # the parent's stream decides what happens to such text
-                pass
+        sep = ",\n" if job.output_format == "json" else ""
+        if job.spool is not None and job.encoding is not None:
+            from evalkit.engines.spool import spool_text
+
+            pieces.output = spool_text(job.spool, _separated(texts, sep), job.encoding)
+        if pieces.output is None:
+            text = sep.join(texts)
+            pieces.output = text
+            if job.encoding is not None:
+                try:
+                    pieces.output = text.encode(job.encoding)
+                except UnicodeEncodeError:  # the parent's stream decides what happens to such text
+                    pass
     if job.db_rows:
         from evalkit.db.scores import batch_rows, can_stage, stage_rows
 

@@ -23,14 +23,16 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from functools import partial
 from itertools import chain, islice
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from evalkit.engines.job import ScoredBatch, ScoreJob, Source, score_batch
-from evalkit.engines.spool import Spool
+from evalkit.engines.job import ScoredBatch, ScoreJob, Source, preload, score_batch
+
+if TYPE_CHECKING:
+    from evalkit.engines.spool import Spool
 
 # Files per task, at most: the parent pays ≈ 0.3 ms per batch whatever its size (the pool's
 # thread, pipe wake-ups, an aggregate partial to merge, caches cold again after the workers ran),
@@ -45,6 +47,7 @@ LOCAL_FILES = 16
 IN_FLIGHT_PER_WORKER = 4
 STOP_GRACE_S = 2.0
 WORKER_GC_YOUNG = 7000  # a pool worker's first garbage-collection threshold (_init_worker)
+WORKER_KEEP_FREED = 64 << 20  # bytes of freed heap a pool worker keeps for its next batch (_keep_freed_memory)
 WATCH_PARENT_S = 0.25  # how often a worker without a parent-death signal looks for its parent
 
 T = TypeVar("T")
@@ -104,6 +107,23 @@ def _kill_me_with_parent() -> bool:
         return False
 
 
+def _keep_freed_memory() -> bool:
+    """Ask glibc's allocator to keep up to ``WORKER_KEEP_FREED`` bytes of freed heap in this process
+    rather than hand them back to the kernel as soon as 128 KiB are free at the top: a worker frees
+    most of what a batch used and needs as much for the next one, which the kernel would otherwise
+    give back a page fault at a time. False where the allocator is not glibc's."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    m_trim_threshold = -1
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    return mallopt(m_trim_threshold, WORKER_KEEP_FREED) == 1
+
+
 def _watch_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(WATCH_PARENT_S)
@@ -154,6 +174,7 @@ def _init_worker(owner: int, owner_is_parent: bool, death_signal_holds: bool, pr
     # the parent may have died before the signal was armed (this process is then someone else's)
     if (owner_is_parent and os.getppid() != owner) or not _alive(owner):
         os._exit(1)
+    _keep_freed_memory()
     if preload is not None:
         preload()
     # The modules loaded so far live as long as the worker: frozen, no collection walks them (nor
@@ -259,6 +280,26 @@ def started_pool(workers: int, preload: Callable[[], None] | None = None) -> Ite
         left = _started.pop(workers, None)
         if left is not None:
             _stop(left)
+
+
+def workers_ahead(
+    found: list[str], workers: int | None = None, engine: str = "local", parquet: bool = False, database: bool = True
+):
+    """A context in which ``evalkit.engines.pipeline.score_files`` over ``found`` with ``workers``
+    finds its pool's processes already started and loading the scorer (:func:`started_pool`): a
+    caller enters it as soon as the files are listed, before it loads the pipeline and opens its
+    outputs (``database``: a database among them), which it then does while they load. Nothing
+    is started for one worker, another engine, or no more files than one process scores alone."""
+    workers = workers or default_workers()
+    if engine != "local" or workers <= 1 or len(found) <= POOL_FILES:
+        return nullcontext()
+
+    if parquet:  # loaded once, here, for the workers to inherit: each would import it again (≈ 0.25 s)
+        import pyarrow  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+    if database:  # likewise: this process writes with it, the workers make its rows
+        import evalkit.db.scores  # noqa: F401
+    return started_pool(workers, preload)
 
 
 def map_local(

@@ -8,7 +8,6 @@ and ``probe PATHS`` all call it; batching, spooling and staging stay inside :mod
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,29 +253,6 @@ class Scoring:
                     spool.close()
                 if parquet is not None:
                     parquet.discard()
-
-
-def workers_ahead(
-    found: list[str], workers: int | None = None, engine: str = "local", parquet: bool = False, database: bool = True
-):
-    """A context in which :func:`score_files` over ``found`` with ``workers`` finds its pool's
-    processes already started and loading the scorer (``evalkit.engines.local.started_pool``): a
-    caller enters it once the files are listed, before it opens its outputs (``database``: a
-    database among them). Nothing is started for one worker, another engine, or no more files
-    than one process scores alone."""
-    from evalkit.engines.local import POOL_FILES, default_workers, started_pool
-
-    workers = workers or default_workers()
-    if engine != "local" or workers <= 1 or len(found) <= POOL_FILES:
-        return contextlib.nullcontext()
-    from evalkit.engines.job import preload
-
-    if parquet:  # loaded once, here, for the workers to inherit: each would import it again (≈ 0.25 s)
-        import pyarrow  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
-    if database:  # likewise: this process writes with it, the workers make its rows
-        import evalkit.db.scores  # noqa: F401
-    return started_pool(workers, preload)
 
 
 def _sources(names: list[str]) -> Iterator[Source]:

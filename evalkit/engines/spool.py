@@ -22,6 +22,7 @@ import mmap
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -91,6 +92,29 @@ class Spooled:
                 out.write(rest)
         finally:
             os.close(fd)
+
+
+def spool_text(directory: str, texts: Iterable[str], encoding: str) -> Spooled | None:
+    """The concatenation of ``texts`` encoded in ``encoding``, written into a new file of
+    ``directory`` piece by piece (a worker's side): the same bytes as encoding the joined text,
+    without holding the joined text or its bytes (a batch's output is megabytes, which the
+    allocator would map and unmap again for each batch). None, and no file, when a text cannot be
+    encoded: the caller sends the text as it is."""
+    import codecs
+
+    path = os.path.join(directory, f"{os.getpid()}-{next(_names)}")
+    encode = codecs.getincrementalencoder(encoding)().encode  # one stream: a BOM or a shift state once
+    size = 0
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
+        try:
+            for text in texts:
+                size += fh.write(encode(text))
+            size += fh.write(encode("", True))
+        except UnicodeEncodeError:
+            fh.close()
+            os.unlink(path)
+            return None
+    return Spooled(path, size)
 
 
 def spool_bytes(directory: str, data: bytes) -> Spooled:
