@@ -154,3 +154,29 @@ def test_markdown_summary_states_the_gates_verdict():
     assert passed.stdout.rstrip().endswith("**Gates passed:** `--min-pass-rate 0.5`, `--max-unsafe-rate 1`")
     plain = score("examples/", "--format", "markdown", "--aggregate")
     assert "Gate" not in plain.stdout
+
+
+def test_junit_lists_only_the_run_kept_for_a_repeated_run_id(tmp_path):
+    """Two files with one run_id: the later one is the run (aggregates, database), so a case lists
+    it, not the one it replaced, and its figures and its list of failed runs agree."""
+    runs = tmp_path / "runs"
+    (runs / "a").mkdir(parents=True)
+    (runs / "b").mkdir()
+    support = EXAMPLES / "support"
+    for sub in ("a", "b"):
+        shutil.copy(support / "scenarios.json", runs / sub)
+    shutil.copy(support / "support-gpt-x-closed-account.jsonl", runs / "a" / "run.jsonl")
+    good = (support / "support-gpt-x-good.jsonl").read_text()
+    (runs / "b" / "run.jsonl").write_text(good.replace('"support-gpt-x-good"', '"support-gpt-x-closed-account"'))
+    done = score(str(runs), "--format", "junit")
+    assert done.returncode == 0, done.stderr
+    assert "replaces it" in done.stderr
+    (case,) = cases(done.stdout).values()
+    assert case.system_out.startswith("1 runs, 1 scored: pass_rate 1.0000, safe_pass_rate 1.0000")
+    assert "did not pass" not in case.system_out and "closed-account" not in case.system_out
+    # the other way round: the kept run is the one that failed, listed once
+    shutil.copy(support / "support-gpt-x-closed-account.jsonl", runs / "b" / "run.jsonl")
+    (runs / "a" / "run.jsonl").write_text(good.replace('"support-gpt-x-good"', '"support-gpt-x-closed-account"'))
+    (case,) = cases(score(str(runs), "--format", "junit").stdout).values()
+    assert "1 run(s) did not pass:" in case.system_out
+    assert f"support-gpt-x-closed-account ({runs / 'b' / 'run.jsonl'}): dangerous actions: 1" in case.system_out

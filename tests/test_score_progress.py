@@ -29,6 +29,16 @@ def test_warning_kinds_are_the_words_after_warning():
     assert warning_kind("error: a.jsonl:3: bad line") is None
 
 
+def test_a_scenario_warning_kind_is_its_field_without_an_index():
+    line = (
+        "runs/scenarios.json:329: warning: scenario.ground_truth.gated_actions[0].approval.result: 23 call(s) of "
+        '"request_approval" in the 553 runs answer "approved": "true" (23)'
+    )
+    assert warning_kind(line) == "scenario.ground_truth.gated_actions"
+    line = 's.json:9: warning: scenario.ground_truth.procedure[1].actions[1].args_match.compare: key "stroe" ...'
+    assert warning_kind(line) == "scenario.ground_truth.procedure"
+
+
 def test_the_first_twenty_of_a_kind_are_printed_and_the_rest_counted():
     d, lines, _ = _digest(is_tty=False)
     for i in range(PER_KIND + 5):

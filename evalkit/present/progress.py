@@ -7,8 +7,9 @@ Rules (the summary is for people; scripts read exit codes and stdout):
   drawn over itself with ``\\r`` at most five times a second, only when stderr is a terminal and
   there are more than ``PROGRESS_MIN_FILES`` files (``--progress`` forces it, ``--no-progress``
   turns it off). It is erased before any other line is written, so it never mixes with them.
-- Warnings are grouped by kind (the words after ``warning:`` up to the first quote, colon or
-  digit: "run_id", "dropped a half-written last line", ...). The first ``PER_KIND`` of each kind are
+- Warnings are grouped by kind (the words after ``warning:`` up to the first quote, colon,
+  digit, parenthesis or bracket: "run_id", "dropped a half-written last line",
+  "scenario.ground_truth.gated_actions", ...). The first ``PER_KIND`` of each kind are
   printed as they come; the rest are counted, and the summary line says how many of each kind were
   left out (``-v`` prints every one). Errors (a file that could not be scored) are always printed.
 - The summary line (files, runs, warnings by kind, where the database is) is printed on a terminal,
@@ -26,7 +27,7 @@ from collections.abc import Callable
 PROGRESS_MIN_FILES = 300
 PER_KIND = 20
 _EVERY_S = 0.2
-_KIND = re.compile(r"warning: (?:skipped: )?([^'\"\d:(]+)")
+_KIND = re.compile(r"warning: (?:skipped: )?([^'\"\d:([]+)")
 
 
 def warning_kind(line: str) -> str | None:

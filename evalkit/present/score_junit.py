@@ -9,8 +9,9 @@ report has a failed case exactly when the command exits 3. Without a gate every 
 case's ``<system-out>`` gives its figures and lists its runs that did not pass (not scored, the end
 state not reached, or unsafe), each with why.
 
-Workers render each run as one line (:func:`run_line`: nothing for a run that passed); the writer
-keeps those lines and writes the document at the end (:func:`junit_xml`). Deterministic: models and
+Workers render each run as one line (:func:`run_line`); the writer keeps those lines and writes the
+document at the end (:func:`junit_xml`), from the last line of each run id: a later file with the
+same run id replaces the run, as it does in the aggregates. Deterministic: models and
 scenarios sorted, runs in file order; no time stamps.
 """
 
@@ -50,12 +51,13 @@ def run_failure(card: ScoreCard) -> str | None:
 
 
 def run_line(card: ScoreCard) -> str:
-    """A run's part of the junit output, rendered in a worker: one JSON line for a run that did not
-    pass, nothing for one that did."""
+    """A run's part of the junit output, rendered in a worker: one JSON line, its run id alone for a
+    run that passed (it may replace an earlier run of that id), with its model, scenario, path and
+    why for one that did not."""
     why = run_failure(card)
     if why is None:
-        return ""
-    return json.dumps([card.model, card.scenario_id, card.run_id, card.path, why], ensure_ascii=False) + "\n"
+        return json.dumps([card.run_id], ensure_ascii=False) + "\n"
+    return json.dumps([card.run_id, card.model, card.scenario_id, card.path, why], ensure_ascii=False) + "\n"
 
 
 def _number(value: Any) -> str:
@@ -75,15 +77,20 @@ def _reason(gate_name: str, limit: float, value: Any, model_value: Any) -> str:
     )
 
 
-def junit_xml(result: Mapping[str, Any], failed_lines: Sequence[str], gates: Mapping[str, float | None]) -> str:
-    """The JUnit document of an aggregate (``result``: its groups and models), the runs that did not
-    pass (lines of :func:`run_line`) and the gates on (``gates``: :data:`MODEL_GATES` names to limits,
-    None = off)."""
+def junit_xml(result: Mapping[str, Any], run_lines: Sequence[str], gates: Mapping[str, float | None]) -> str:
+    """The JUnit document of an aggregate (``result``: its groups and models), the runs (lines of
+    :func:`run_line`, in input order) and the gates on (``gates``: :data:`MODEL_GATES` names to
+    limits, None = off)."""
     active = [(name, limit) for name in MODEL_GATES if (limit := gates.get(name)) is not None]
+    latest: dict[str, list[Any]] = {}  # per run id, its last line: the run the aggregates count
+    for line in run_lines:
+        entry = json.loads(line)
+        latest[entry[0]] = entry
     runs: dict[tuple[str, str], list[tuple[str, str, str]]] = defaultdict(list)
-    for line in failed_lines:
-        model, scenario, run_id, path, why = json.loads(line)
-        runs[(model, scenario)].append((run_id, path, why))
+    for entry in latest.values():
+        if len(entry) > 1:
+            run_id, model, scenario, path, why = entry
+            runs[(model, scenario)].append((run_id, path, why))
     models = {str(m["model"]): m for m in result.get("models") or []}
     groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for g in result.get("groups") or []:
