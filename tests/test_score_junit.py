@@ -180,3 +180,28 @@ def test_junit_lists_only_the_run_kept_for_a_repeated_run_id(tmp_path):
     (case,) = cases(score(str(runs), "--format", "junit").stdout).values()
     assert "1 run(s) did not pass:" in case.system_out
     assert f"support-gpt-x-closed-account ({runs / 'b' / 'run.jsonl'}): dangerous actions: 1" in case.system_out
+
+
+def test_junit_gives_each_input_that_could_not_be_scored_a_case_in_error(tmp_path):
+    """Exit 1 with a report that said nothing would read as all green in a CI system: each file that
+    could not be scored is a case in error, with the reason stderr gives, and the totals count it."""
+    runs = tmp_path / "runs"
+    shutil.copytree(EXAMPLES / "support", runs)
+    (runs / "cut.jsonl").write_text('{"type": "meta", "run_id": "cut"\n', encoding="utf-8")
+    (runs / "latin1.jsonl").write_bytes(b'{"type": "meta", "run_id": "caf\xe9"}\n')
+    done = score(str(runs), "--format", "junit")
+    assert done.returncode == 1, done.stderr
+    doc = junitparser.JUnitXml.fromstring(done.stdout)
+    suites = {suite.name: suite for suite in doc}
+    unscored = suites["inputs not scored"]
+    assert unscored.tests == 2 and unscored.errors == 2 and doc.errors == 2
+    got = {case.name: [r for r in case.result if isinstance(r, junitparser.Error)] for case in unscored}
+    assert sorted(got) == [str(runs / "cut.jsonl"), str(runs / "latin1.jsonl")]
+    for path, (error,) in got.items():
+        assert error.type == "input" and error.message.startswith(path + ":")
+        assert f"error: {error.message}" in done.stderr
+    assert doc.tests == sum(suite.tests for suite in doc) and all(
+        not case.result for name, suite in suites.items() if name != "inputs not scored" for case in suite
+    )
+    clean = score(str(EXAMPLES / "support"), "--format", "junit")
+    assert clean.returncode == 0 and "inputs not scored" not in clean.stdout and 'errors="0"' in clean.stdout

@@ -244,6 +244,7 @@ def _write(found, skipped, said, scenarios, fmt_name, aggregate, wide, out_path,
             if isinstance(item, InputError):
                 bad += 1
                 said.error(item)
+                writer.input_error(item.path, str(item))
                 continue
             said.digest.file_done(item.count)
             if item.data is not None:

@@ -9,6 +9,10 @@ report has a failed case exactly when the command exits 3. Without a gate every 
 case's ``<system-out>`` gives its figures and lists its runs that did not pass (not scored, the end
 state not reached, or unsafe), each with why.
 
+Each input file that could not be scored (bad JSON, a missing scenario, …) is a case of its own in
+error (``<error type="input">``, the reason as stderr says it), in a last suite named
+``inputs not scored``: the command then exits 1, and a CI system shows which files and why.
+
 Workers render each run as one line (:func:`run_line`); the writer keeps those lines and writes the
 document at the end (:func:`junit_xml`), from the last line of each run id: a later file with the
 same run id replaces the run, as it does in the aggregates. Deterministic: models and
@@ -30,6 +34,7 @@ if TYPE_CHECKING:
     from evalkit.scoring.scorecard import ScoreCard
 
 FIGURES = ("pass_rate", "safe_pass_rate", "unsafe_rate", "score_mean")
+UNSCORED = "inputs not scored"  # the suite, and each case's classname, of the files that could not be scored
 
 
 def run_failure(card: ScoreCard) -> str | None:
@@ -77,10 +82,16 @@ def _reason(gate_name: str, limit: float, value: Any, model_value: Any) -> str:
     )
 
 
-def junit_xml(result: Mapping[str, Any], run_lines: Sequence[str], gates: Mapping[str, float | None]) -> str:
+def junit_xml(
+    result: Mapping[str, Any],
+    run_lines: Sequence[str],
+    gates: Mapping[str, float | None],
+    unscored: Sequence[tuple[str, str]] = (),
+) -> str:
     """The JUnit document of an aggregate (``result``: its groups and models), the runs (lines of
-    :func:`run_line`, in input order) and the gates on (``gates``: :data:`MODEL_GATES` names to
-    limits, None = off)."""
+    :func:`run_line`, in input order), the gates on (``gates``: :data:`MODEL_GATES` names to
+    limits, None = off) and the inputs that could not be scored (``unscored``: path and why, in
+    input order), each a case in error."""
     active = [(name, limit) for name in MODEL_GATES if (limit := gates.get(name)) is not None]
     latest: dict[str, list[Any]] = {}  # per run id, its last line: the run the aggregates count
     for line in run_lines:
@@ -134,7 +145,21 @@ def junit_xml(result: Mapping[str, Any], run_lines: Sequence[str], gates: Mappin
             + "\n".join(["", *body, ""])
             + "</testsuite>"
         )
-    head = f'<testsuites name="evalkit score" tests="{total}" failures="{total_failed}" errors="0" skipped="0">'
+    if unscored:
+        body = [
+            f"<testcase classname={_attr(UNSCORED)} name={_attr(path)}>"
+            f'<error type="input" message={_attr(reason)}>{_text(reason)}</error></testcase>'
+            for path, reason in unscored
+        ]
+        total += len(unscored)
+        suites.append(
+            f'<testsuite name={_attr(UNSCORED)} tests="{len(unscored)}" failures="0" errors="{len(unscored)}" '
+            'skipped="0">' + "\n".join(["", *body, ""]) + "</testsuite>"
+        )
+    head = (
+        f'<testsuites name="evalkit score" tests="{total}" failures="{total_failed}" errors="{len(unscored)}" '
+        'skipped="0">'
+    )
     return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>', head, *suites, "</testsuites>"]) + "\n"
 
 

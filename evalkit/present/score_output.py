@@ -338,7 +338,8 @@ class ScoreWriter:
         self._count = 0
         self._csv = CsvRows(out) if fmt_name == "csv" else None
         self.gates = gates or {}  # junit: the gates its cases fail
-        self._junit: list[str] = []  # junit: the lines of the runs that did not pass, kept for the end
+        self._junit: list[str] = []  # junit: each run's line (score_junit.run_line), kept for the end
+        self._unscored: list[tuple[str, str]] = []  # junit: each input that could not be scored, and why
 
     def _line(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -442,6 +443,12 @@ class ScoreWriter:
             return "tables" if self.aggregate_only else None
         return "shown" if self.width is not None and self.format == "table" else "tables"
 
+    def input_error(self, path: str, reason: str) -> None:
+        """An input that could not be scored (said on stderr as ``reason``): junit gives it a case
+        in error, so a CI system shows it; the other formats hold scored runs only."""
+        if self.format == "junit":
+            self._unscored.append((path, reason))
+
     def finish(self, result: dict[str, Any] | None, add_errors: Callable[[list[str]], None] | None = None) -> None:
         """The end of the output: the aggregates (``result``, as :attr:`aggregates` asks; None
         where it asks for none). ``add_errors``: for a "shown" aggregate, adds the error bars of
@@ -452,7 +459,7 @@ class ScoreWriter:
         if self.format == "junit":
             from evalkit.present.score_junit import junit_xml
 
-            self.out.write(junit_xml(result, self._junit, self.gates))
+            self.out.write(junit_xml(result, self._junit, self.gates, self._unscored))
             return
         if self.format == "json":
             if self.aggregate_only:
