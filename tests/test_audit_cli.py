@@ -264,7 +264,7 @@ def test_out_into_a_missing_directory_names_the_file(db, tmp_path):
     out = tmp_path / "no-such-dir" / "audit.txt"
     res = run("audit", "--db", str(db), "--resamples", "0", "--out", str(out))
     assert res.exit_code == 1
-    assert res.stderr.strip() == f"error: {out}: cannot write: No such file or directory"
+    assert res.stderr.strip() == f"error: {out}: cannot write: no such directory: {out.parent}"
 
 
 def test_a_judge_value_beyond_a_floats_range_is_a_text_label_not_infinity(tmp_path):

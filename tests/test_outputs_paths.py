@@ -196,11 +196,24 @@ def test_write_report_refuses_the_database(db):
 # --- every output through a temporary file and a rename ------------------------------------------
 
 
+@pytest.mark.parametrize("option", ["--html", "--markdown"])
+def test_a_report_into_a_missing_directory_names_the_page_and_the_directory(tmp_path, option):
+    """Not the scenario pages' directory the user never named: the page asked for, and which
+    directory is missing."""
+    db = tmp_path / "e.db"
+    assert run("score", EXAMPLES, "--db", db).exit_code == 0
+    out = tmp_path / "rep" / ("report.html" if option == "--html" else "report.md")
+    res = run("report", "--db", db, option, out)
+    assert res.exit_code == 1
+    assert res.stderr.strip() == f"error: {out}: cannot write: no such directory: {out.parent}"
+    assert not [p for p in tmp_path.iterdir() if not p.name.startswith("e.db")]
+
+
 def test_score_out_into_a_missing_directory_is_one_line_and_makes_no_database(tmp_path):
     out = tmp_path / "no-such-dir" / "scores.csv"
     res = run("score", EXAMPLES, "--db", tmp_path / "new.db", "--out", out)
     assert res.exit_code == 1
-    assert res.stderr.strip() == f"error: {out}: cannot write: No such file or directory"
+    assert res.stderr.strip() == f"error: {out}: cannot write: no such directory: {out.parent}"
     assert not (tmp_path / "new.db").exists()  # said before anything was made
 
 

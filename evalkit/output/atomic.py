@@ -9,6 +9,7 @@ a symbolic link is written through it (the link stays a link), as ``open(path, "
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -35,10 +36,15 @@ def _umask() -> int:
 
 
 def output_error(path: str | os.PathLike[str], exc: OSError) -> OutputError:
-    """``exc`` (met while writing ``path``) as an OutputError naming ``path``."""
+    """``exc`` (met while writing ``path``) as an OutputError naming ``path``; a directory that
+    does not exist is named (``no such directory: out``), not left for the user to guess."""
     if isinstance(exc, OutputError):
         return exc
-    return OutputError(exc.errno, exc.strerror or str(exc), os.fspath(path))
+    reason = exc.strerror or str(exc)
+    parent = os.path.dirname(os.fspath(path))
+    if exc.errno == errno.ENOENT and parent and not os.path.isdir(parent):
+        reason = f"no such directory: {parent}"
+    return OutputError(exc.errno, reason, os.fspath(path))
 
 
 class _OutputDescriptor(io.FileIO):

@@ -77,8 +77,8 @@ def write_html(db_path: str | os.PathLike[str], report: dict, html: str | os.Pat
     counts = report.get("disagreement_counts") or {}
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-    except OSError as exc:
-        raise output_error(final, exc) from None
+    except OSError as exc:  # the directory the page goes into: said of the page asked for
+        raise output_error(html, exc) from None
 
     def write_pages(scenarios) -> None:
         """Each scenario's page into ``staging``, one at a time, from (scenario id, its runs)."""
