@@ -14,8 +14,24 @@ pytestmark = pytest.mark.slow
 WIDTH = 1280
 
 
+# the words of each column heading that the browser broke across lines ("ran|k", "scenari|o")
+BROKEN_HEADINGS = """() => [...document.querySelectorAll("th")].flatMap((th) => {
+  const text = th.firstChild && th.firstChild.nodeType === 3 ? th.firstChild : null;
+  if (!text) return [];
+  const broken = [];
+  for (const m of text.data.matchAll(/\\S+/g)) {
+    const r = document.createRange();
+    r.setStart(text, m.index);
+    r.setEnd(text, m.index + m[0].length);
+    if (new Set([...r.getClientRects()].map((q) => Math.round(q.top))).size > 1) broken.push(m[0]);
+  }
+  return broken;
+})"""
+
+
 def _fits(page) -> None:
     assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH, page.url
+    assert page.evaluate(BROKEN_HEADINGS) == [], page.url
 
 
 def test_two_reviewers_work_through_the_queue_with_filters_claims_and_save_and_next(served, browser):  # noqa: F811
