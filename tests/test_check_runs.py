@@ -379,11 +379,11 @@ def test_a_bad_scenario_file_beside_the_runs_is_reported_once(tmp_path):
     )
 
 
-def test_the_shipped_examples_have_no_warning():
-    for example in ("a320", "support"):
+def test_the_shipped_examples_have_no_warning_but_the_crashed_recorder():
+    for example in ("a320", "support"):  # each ships one run whose recorder crashed mid-write
         result = check(ROOT / "examples" / example)
         assert result.exit_code == 0 and result.stdout == "", (example, result.stdout)
-        assert check(ROOT / "examples" / example, "--strict").exit_code == 0
+        assert check(ROOT / "examples" / example, "--strict").exit_code == 2
 
 
 def test_imported_taubench_and_tau2_runs_have_no_warning(tmp_path):
@@ -707,3 +707,24 @@ def test_a_run_scored_against_another_version_of_its_scenario_is_a_warning_stric
     result = check(runs, "--scenarios", scenarios, "--strict")
     assert "differs from the one of the same id" in result.stderr
     assert result.exit_code == 2 and "warning(s)" in result.stderr.splitlines()[-1], result.stderr
+
+
+def test_a_last_line_a_crashed_recorder_cut_off_is_a_warning_counted_and_strict_fails_on(tmp_path):
+    """Said as a warning, so counted as one: a closing line of "no problems" (or of fewer warnings
+    than were said) and exit 0 under --strict would pass a CI gate on runs that read as incomplete."""
+    scenarios = write_corpus(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    from coding_corpus import _runs
+
+    recorded = list(_runs(SCENARIO).items())
+    for run_id, records in recorded:
+        write_jsonl(runs / f"{run_id}.jsonl", records)
+    cut = runs / f"{recorded[0][0]}.jsonl"
+    cut.write_text(cut.read_text() + '{"type": "tool_call", "name": "ru', encoding="utf-8")
+    result = check(runs, "--scenarios", scenarios, "--strict")
+    said = [line for line in result.stderr.splitlines() if "half-written" in line]
+    assert len(said) == 1 and said[0].startswith(f"{cut}:") and ": warning: " in said[0]
+    assert result.stderr.splitlines()[-1].endswith(": 1 warning(s)"), result.stderr
+    assert result.exit_code == 2
+    assert check(runs, "--scenarios", scenarios).exit_code == 0

@@ -46,9 +46,9 @@ def register(group: click.Group) -> None:
             click.echo(str(problem))
         for finding in report.findings:
             click.echo(finding)
-        # a run scored against another version of its scenario is a warning (--strict fails on it);
-        # a dropped half-written line is the reader's note on a recorder that crashed
-        n, w = len(report.problems), len(report.findings) + sum(repeats.embedded.values())
+        # every warning said counts (--strict fails on it): each run scored against another version
+        # of its scenario, each last line a crashed recorder left half-written (the run is incomplete)
+        n, w = len(report.problems), len(report.findings) + len(report.warnings)
         said = [f"{n} problem(s)"] if n else []
         if w:
             said.append(f"{w} warning(s)")
