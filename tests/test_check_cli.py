@@ -55,7 +55,7 @@ def test_every_problem_is_reported_with_its_line_and_exit_1(tmp_path):
 def test_the_cockpit_examples_have_no_problems_and_one_warning_their_crashed_recorder():
     result = run(ROOT / "examples" / "a320")
     assert result.exit_code == 0 and result.stderr.endswith("9 run(s): 1 warning(s)\n"), result.stderr
-    (said,) = result.stderr.splitlines()[:-1]
+    (said,) = result.stdout.splitlines()
     assert said.startswith(f"{ROOT / 'examples' / 'a320' / 'a320-gemini-2.5-flash-crashed-recorder.jsonl'}:7: warning:")
 
 

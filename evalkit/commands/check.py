@@ -29,19 +29,21 @@ def register(group: click.Group) -> None:
         """
         from evalkit.engines.checking import check_paths
         from evalkit.errors import InputError
+        from evalkit.present.safe import sanitize
         from evalkit.present.score_output import Repeats
 
         try:
             report = check_paths(paths, scenario_files)
         except InputError as exc:
             fail(str(exc))
-        # a run whose embedded scenario differs from the file's: said once per scenario, as by score
+        # the report on stdout, the closing line on stderr: the reader's warnings first (a run whose
+        # embedded scenario differs from the file's said once per scenario, as by score)
         repeats = Repeats()
         for message in report.warnings:
             if not repeats.once_per_scenario(message):
-                warn(message)
+                click.echo(sanitize(message))
         for line in repeats.summary():
-            warn(line)
+            click.echo(line)
         for problem in report.problems:
             click.echo(str(problem))
         for finding in report.findings:
