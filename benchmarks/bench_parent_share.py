@@ -10,7 +10,9 @@ i mod S), and runs whole
 (every error bar, the pass^k bootstrap too). Each process reports its own CPU time and its
 workers' (``resource.getrusage`` of RUSAGE_SELF and RUSAGE_CHILDREN); printed are the parent's share
 of the total (target <= 10 %) and the 2-worker wall time over one worker's (target <= 0.6 on an idle
-2-core machine: the load average is printed before and after), medians of REPEAT. ``--before
+2-core machine: the load average is printed before and after), medians of REPEAT; beside it, for
+jsonl, the floor of any split on this machine: two independent one-worker processes, each scoring
+half of the files, started together (no pool, no parent, nothing sent between them), over one worker. ``--before
 TREE``: an older source tree's processes too, each run beside this tree's (the same load for both),
 its figures on the same line, and whether both trees print the same bytes with 1 and 2 workers.
 Then one core, in this process: 200 scenarios in interleaved file order against the same files
@@ -89,6 +91,37 @@ def figures(runs: list[tuple[float, float, float]], alone: list[tuple[float, flo
     return share, statistics.median(w for _, _, w in runs) / statistics.median(w for _, _, w in alone)
 
 
+def halves(directory: Path, into: Path) -> list[Path]:
+    """The corpus's files split in two (first and second half in file order), hard-linked."""
+    names = sorted(p.name for p in directory.iterdir())
+    parts = [into / "half-1", into / "half-2"]
+    for part, chunk in zip(parts, (names[: len(names) // 2], names[len(names) // 2 :])):
+        part.mkdir(parents=True)
+        for name in chunk:
+            os.link(directory / name, part / name)
+    return parts
+
+
+def split_by_hand(parts: list[Path], fmt: list[str], env: dict[str, str]) -> float:
+    """Wall time of two independent one-worker processes, each scoring one half, started together:
+    the best any split of the work between two processes can do on this machine (no pool, no
+    parent, nothing sent between them); the larger of their wall times."""
+    argv = [sys.executable, "-c", CPU_PROBE, "score"]
+    procs = [
+        subprocess.Popen(
+            [*argv, str(part), "--no-db", *fmt, "--workers", "1"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=part.parent,
+        )
+        for part in parts
+    ]
+    walls = [float(p.communicate()[1].strip().splitlines()[-1].split()[2]) for p in procs]
+    return max(walls)
+
+
 def same_output(directory: Path, fmt: list[str], envs: list[dict[str, str]], tmp: Path) -> bool:
     """Whether every tree prints the same bytes, with 1 worker and with 2."""
     outs = []
@@ -143,17 +176,21 @@ def main() -> None:
                 cwd=tmp,
             )
             print(f"{name}: {Path(where.stdout.strip()).parent.parent}")
-        shares, walls = [], []
+        shares, walls, floors = [], [], []
         for s, directory in corpora.items():
+            parts = halves(directory, Path(tmp, f"halves-{s}"))
             for e in envs:
                 whole_process(directory, FORMATS["jsonl"], 2, e)  # fills the bytecode cache
             for name, fmt in FORMATS.items():
                 runs: list[list] = [[] for _ in envs]
                 alone: list[list] = [[] for _ in envs]
+                by_hand: list[float] = []
                 for _ in range(args.repeat):  # the trees in turn: each run beside the other's, under the same load
                     for i, e in enumerate(envs):
                         runs[i].append(whole_process(directory, fmt, 2, e))
                         alone[i].append(whole_process(directory, fmt, 1, e))
+                    if name == "jsonl":
+                        by_hand.append(split_by_hand(parts, fmt, envs[0]))
                 share, wall = figures(runs[0], alone[0])
                 shares.append(share)
                 walls.append(wall)
@@ -161,6 +198,10 @@ def main() -> None:
                     f"{s:3d} scenarios, {name:16s}: parent {share:5.1%} of the CPU with --workers 2 (target <= 10%); "
                     f"wall 2 workers / 1 worker = {wall:.2f}"
                 )
+                if by_hand:
+                    floor = statistics.median(by_hand) / statistics.median(w for _, _, w in alone[0])
+                    floors.append(floor)
+                    line += f" (two independent processes on halves / 1 worker = {floor:.2f})"
                 if args.before:
                     old_share, old_wall = figures(runs[1], alone[1])
                     same = same_output(directory, fmt, envs, Path(tmp))
@@ -169,7 +210,8 @@ def main() -> None:
         print(
             f"goals: the parent's largest share {max(shares):.1%} (target <= 10%); wall 2 workers / 1 worker "
             f"{min(walls):.2f}-{max(walls):.2f} (target <= 0.6 on an idle 2-core machine; load average now "
-            f"{os.getloadavg()[0]:.1f})"
+            f"{os.getloadavg()[0]:.1f}); this machine's floor for any split in two processes (independent "
+            f"processes on halves, jsonl): {min(floors):.2f}-{max(floors):.2f}"
         )
         grouped = Path(tmp, "grouped")
         make_runs(grouped, args.files, 200, grouped=True)
