@@ -168,7 +168,7 @@ def test_check_says_once_per_scenario_that_embedded_copies_differ_from_the_file(
         del records[0]["scenario_id"]
         (tmp_path / f"r{i}.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
     res = CliRunner().invoke(cli, ["check", str(tmp_path), "--scenarios", str(tmp_path / "tasks.json")])
-    said = [line for line in res.stderr.splitlines() if "the embedded scenario" in line]
-    assert len(said) == 2, res.stderr
+    said = [line for line in res.stdout.splitlines() if "the embedded scenario" in line]
+    assert len(said) == 2, res.stdout
     assert said[0].startswith(f"{tmp_path / 'r0.jsonl'}:1: warning: the embedded scenario " + '"rollback"')
     assert said[1].startswith('warning: 2 more run(s) where the embedded scenario "rollback"')
