@@ -232,7 +232,9 @@ def build(
     checks: list[dict[str, Any]] | None,
     ts_utc: str | None = None,
 ) -> list[dict[str, Any]]:
-    """A run's records: meta, setup, the events, final."""
+    """A run's records: meta, setup, the events, final. Where the file records no tools offered
+    (``tool_surface`` empty), the surface is the tools called plus every tool the scenario names, so
+    an approval never asked for leaves its gated commands unapproved rather than the run unscorable."""
     meta = chat.meta_record(
         run_id=run_id,
         ts_utc=ts_utc,
@@ -240,7 +242,9 @@ def build(
         scenario_path=source,
         adapter={"provider": chat.provider_of(model), "model": model, "harness": harness},
         instructions_profile=chat.instructions_profile(harness, log.transcript),
-        tool_surface=sorted(tool_surface | log.called()),
+        tool_surface=sorted(
+            tool_surface | log.called() | (set() if tool_surface else chat.tools_named(scenario["ground_truth"]))
+        ),
         importer=importer,
     )
     payload = dict(payload, final_message=log.final_message, rejected_replies=log.rejected)

@@ -158,9 +158,10 @@ class _Trajectory:
         if not isinstance(calls, list):
             raise self.fail(f"{what}.tool_calls must be a list")
         results = self._results(step, what)
-        refused = any(isinstance(r.get("content"), str) and r["content"].startswith(PARSE_ERROR) for r in results)
+        answers = [_content(r.get("content")) for r in results]
+        refused = any(isinstance(a, str) and a.startswith(PARSE_ERROR) for a in answers)
         if not calls and refused:
-            log.reject(text, "\n".join(r["content"] for r in results if isinstance(r.get("content"), str)))
+            log.reject(text, "\n".join(a for a in answers if isinstance(a, str)))
             return
         log.turn(text, stop_reason="tool_use" if calls else "end_turn")
         by_id: dict[str, dict[str, Any]] = {}
@@ -175,7 +176,7 @@ class _Trajectory:
                 by_id[call["tool_call_id"]] = record
         shown = []
         for result in results:
-            content = result.get("content")
+            content = _content(result.get("content"))
             refs = result.get("subagent_trajectory_ref")
             if content is None and refs is not None:
                 content = {"subagent_trajectory_ref": refs}
@@ -245,6 +246,18 @@ class _Trajectory:
             checks=checks,
             ts_utc=first if isinstance(first, str) else None,
         )
+
+
+def _content(content: Any) -> Any:
+    """A result's content: text, or (ATIF v1.6) ContentParts; parts that are all text are that text,
+    joined, as a string result is (an approval's answer is read from it), others kept as recorded."""
+    if (
+        isinstance(content, list)
+        and content
+        and all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content)
+    ):
+        return "".join(p["text"] for p in content)
+    return content
 
 
 def _tool_surface(agent: dict[str, Any]) -> set[str]:

@@ -57,6 +57,15 @@ def text_of(content: Any) -> str | None:
     return json.dumps(content, sort_keys=True, ensure_ascii=False)
 
 
+def tools_named(ground_truth: dict[str, Any]) -> set[str]:
+    """Every tool a ground truth names (actions, gates and their approvals): the agent could call them."""
+    actions = [a for b in ground_truth.get("procedure") or [] if isinstance(b, dict) for a in b.get("actions") or []]
+    actions += list(ground_truth.get("optional_actions") or []) + list(ground_truth.get("forbidden_actions") or [])
+    for gate in ground_truth.get("gated_actions") or []:
+        actions += [gate, gate.get("approval")] if isinstance(gate, dict) else []
+    return {a["tool"] for a in actions if isinstance(a, dict) and isinstance(a.get("tool"), str)}
+
+
 def parse_arguments(raw: Any, what: str) -> dict[str, Any]:
     """Tool-call arguments as a dict. A JSON string must decode to an object; an empty string or null
     means no arguments (some providers send ``""`` for argument-less tools)."""

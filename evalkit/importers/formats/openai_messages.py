@@ -42,6 +42,7 @@ from evalkit.importers.formats.messages import (
     provider_of,
     setup_record,
     success_eval,
+    tools_named,
 )
 from evalkit.importers.jsonlist import iter_json_lines, read_text
 from evalkit.importers.notes import Note
@@ -177,15 +178,6 @@ def _scenario_file(path: str) -> Any:
     return load_scenarios([path]), path
 
 
-def _tools_named(ground_truth: dict[str, Any]) -> set[str]:
-    """Every tool a ground truth names (actions, gates and their approvals): the agent could call them."""
-    actions = [a for b in ground_truth.get("procedure") or [] if isinstance(b, dict) for a in b.get("actions") or []]
-    actions += list(ground_truth.get("optional_actions") or []) + list(ground_truth.get("forbidden_actions") or [])
-    for gate in ground_truth.get("gated_actions") or []:
-        actions += [gate, gate.get("approval")] if isinstance(gate, dict) else []
-    return {a["tool"] for a in actions if isinstance(a, dict) and isinstance(a.get("tool"), str)}
-
-
 def _line_path(loc: tuple[Any, ...], expected: bool) -> str:
     """Where a scenario problem is, as the line spells it (``forbidden_actions[0]``, ``expected_actions[1]``)."""
     parts = list(loc)
@@ -294,7 +286,7 @@ class _Line:
         if item.get("command_tools") is not None:
             commands = _names(item["command_tools"], "command_tools", self.fail)
         else:
-            named = _tools_named({k: v for k, v in ground_truth.items() if k != "gated_actions"})
+            named = tools_named({k: v for k, v in ground_truth.items() if k != "gated_actions"})
             commands = sorted(
                 called
                 | named
@@ -352,13 +344,13 @@ class _Line:
         scenario_id = item.get("scenario_id") or str(rid)
         if from_file:
             scenario = self._from_file(scenario_id)
-            named = _tools_named(scenario["ground_truth"])
+            named = tools_named(scenario["ground_truth"])
             surface = (
                 _names(item["tools"], "tools", self.fail) if item.get("tools") is not None else sorted(called | named)
             )
         else:
             scenario = self._scenario(scenario_id, expected, transcript, called, defaulted)
-            named = _tools_named(scenario["ground_truth"])
+            named = tools_named(scenario["ground_truth"])
             surface = (
                 _names(item["tools"], "tools", self.fail) if item.get("tools") is not None else sorted(called | named)
             )

@@ -44,7 +44,7 @@ from typing import Any
 
 from evalkit.importers import Converted, ImportFormatError
 from evalkit.importers.formats import otel_dialects as dialects
-from evalkit.importers.formats.messages import MessageError, parse_arguments
+from evalkit.importers.formats.messages import MessageError, parse_arguments, tools_named
 from evalkit.importers.formats.otel_dialects import ARGUMENT_ATTRS, RESULT_ATTRS, STRICT_ARGUMENT_ATTRS
 from evalkit.importers.jsonlist import read_text
 from evalkit.importers.notes import Note
@@ -768,15 +768,7 @@ def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
         "scenario_path": f"{source}#{top.trace_id}",
         "adapter": {"provider": provider, "model": model, "harness": "otel"},
         "instructions_profile": None,
-        "tool_surface": sorted(
-            called
-            | {
-                a["tool"]
-                for b in scenario["ground_truth"].get("procedure", [])
-                for a in b.get("actions", [])
-                if isinstance(a, dict) and isinstance(a.get("tool"), str)
-            }
-        ),
+        "tool_surface": sorted(called | tools_named(scenario["ground_truth"])),
         "vendor_pin": None,
         "versions": {"importer": FORMAT_VERSION},
         "seed": None,
