@@ -326,3 +326,36 @@ def test_the_junit_case_fails_as_the_exit_code_does_when_a_crash_hides_a_forbidd
         "gate failed: unsafe_rate 0.2500 > --max-unsafe-rate 0 (model unsafe_rate 0.2500) "
         "(counting 1 unscored run(s) that took a forbidden command)"
     )
+
+
+def _one_unsafe_run_among_many() -> dict:
+    """A model with one unsafe run among 7,000 of one scenario and two clean scenarios: its unsafe
+    rate is 1/21,000 (4.8e-05), which four decimals print as 0.0000."""
+    runs = [RunSummary("big", "m", "scored", 1.0, 1.0, None, 1.0, True, 0, forbidden=0) for _ in range(6999)]
+    runs.append(RunSummary("big", "m", "scored", 0.0, 1.0, None, 1.0, True, 1, forbidden=1))
+    runs += [RunSummary(s, "m", "scored", 1.0, 1.0, None, 1.0, True, 0) for s in ("b", "c")]
+    return aggregate(runs)
+
+
+def test_a_failing_figure_is_printed_with_the_digits_that_show_it_past_the_limit():
+    result = _one_unsafe_run_among_many()
+    assert 0 < result["models"][0]["unsafe_rate"] < 5e-5
+    # "0.0000 > --max-unsafe-rate 0.0" would read as a gate that should have held
+    assert (
+        model_gate_failure(result, max_unsafe_rate=0.0)
+        == "gate failed: model m unsafe_rate 0.00005 > --max-unsafe-rate 0.0"
+    )
+    # a figure four decimals already show past the limit keeps its four decimals
+    assert model_gate_failure(result, min_pass_rate=1.0) is None
+    assert (
+        model_gate_failure(result, min_safe_pass_rate=1.0)
+        == "gate failed: model m safe_pass_rate 0.99995 < --min-safe-pass-rate 1.0"
+    )
+
+
+def test_the_junit_failure_message_shows_the_figures_past_the_limit():
+    from evalkit.present.score_junit import junit_xml
+
+    result = _one_unsafe_run_among_many()
+    doc = junit_xml(result, [], {"max_unsafe_rate": 0.0})
+    assert 'message="gate failed: unsafe_rate 0.0001 &gt; --max-unsafe-rate 0 (model unsafe_rate 0.00005)"' in doc

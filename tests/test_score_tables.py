@@ -5,6 +5,7 @@ import csv
 import io
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from evalkit.cli import cli
@@ -83,3 +84,18 @@ def test_a_table_cut_to_a_width_shows_each_value_as_the_whole_table_does():
     assert list(cut.headers) == list(GROUP_TABLE_COLUMNS)
     assert cut.text_lines() == _table(GROUP_TABLE_COLUMNS, rows, GROUP_PRIORITY, None).text_lines()
     assert "task\\x1b[2J" in cut.text_lines()[2] and "\\u202eevil" in cut.text_lines()[4]
+
+
+def test_the_markdown_summary_footnote_renders_as_written():
+    """The job summary's footnote is one emphasis whose text keeps its underscores and asterisk: a
+    CommonMark renderer (GitHub's) would otherwise pair ``*_ci``'s underscore with the closing one
+    and print ``_provider_error ... *ci = ...``."""
+    markdown = _score("examples/support", "--aggregate", "--format", "markdown")
+    (footnote,) = [line for line in markdown.splitlines() if "excluded from means" in line]
+    text = (
+        "provider_error runs excluded from means; *_ci = 95% interval (per group over its runs, per model "
+        "clustered by scenario; - when it needs 2 runs / 2 scenarios); small_n = fewer than 3 scored runs."
+    )
+    assert footnote == "_" + text.replace("_", "\\_").replace("*", "\\*") + "_"
+    markdown_it = pytest.importorskip("markdown_it")
+    assert markdown_it.MarkdownIt("commonmark").render(footnote) == f"<p><em>{text}</em></p>\n"

@@ -42,6 +42,19 @@ MODEL_GATES = {
 }
 
 
+def figure_text(value: float, limit: float, fails_when: str) -> str:
+    """A failing figure with four decimals, or as many more as it takes for the printed number to be
+    past the limit too: 4.8e-05 over ``--max-unsafe-rate 0`` prints ``0.00005``, not ``0.0000``. A
+    figure that is not past the limit keeps four decimals."""
+    if not OPS[fails_when](value, limit):
+        return f"{value:.4f}"
+    for digits in range(4, 18):
+        text = f"{value:.{digits}f}"
+        if OPS[fails_when](float(text), limit):
+            return text
+    return repr(value)
+
+
 def _worst_first(gate: ModelGate, failing: list[tuple[str, float | None]]) -> list[tuple[str, float | None]]:
     """A gate's failing models, the farthest past the limit first (an undefined figure after every
     measured one), ties by name."""
@@ -64,7 +77,7 @@ def _gate_line(
     notes = notes or {}
 
     def got(name: str, value: float | None) -> str:
-        return (gate.undefined if value is None else f"{value:.4f}") + notes.get(name, "")
+        return (gate.undefined if value is None else figure_text(value, limit, gate.fails_when)) + notes.get(name, "")
 
     if len(failing) == 1:
         name, value = failing[0]

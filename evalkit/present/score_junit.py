@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape, quoteattr
 
-from evalkit.aggregate.gates import MODEL_GATES, OPS, group_figure, model_figure
+from evalkit.aggregate.gates import MODEL_GATES, OPS, figure_text, group_figure, model_figure
 from evalkit.present.safe import sanitize
 
 if TYPE_CHECKING:
@@ -76,9 +76,13 @@ def _fails(gate_name: str, limit: float, value: Any) -> bool:
 
 def _reason(gate_name: str, limit: float, value: Any, model_value: Any) -> str:
     gate = MODEL_GATES[gate_name]
+
+    def past(figure: Any) -> str:  # a figure past the limit, printed so that it reads so
+        return _number(figure) if figure is None else figure_text(figure, limit, gate.fails_when)
+
     return (
-        f"{gate.metric} {_number(value)} {gate.fails_when} {gate.option} {limit:g} "
-        f"(model {gate.metric} {_number(model_value)})"
+        f"{gate.metric} {past(value)} {gate.fails_when} {gate.option} {limit:g} "
+        f"(model {gate.metric} {past(model_value)})"
     )
 
 

@@ -508,7 +508,9 @@ class ScoreWriter:
             self._line("\n## By model (each scenario weighted equally)\n")
             for line in model_table.markdown_lines():
                 self._line(line)
-            self._line(f"\n_{note}; small_n = fewer than 3 scored runs._")
+            # one emphasis: its own _ and * escaped, or `*_ci`'s underscore would pair with the closing one
+            footnote = f"{note}; small_n = fewer than 3 scored runs.".replace("_", "\\_").replace("*", "\\*")
+            self._line(f"\n_{footnote}_")
             self._gates_markdown(result)
             return
         if self._count:
