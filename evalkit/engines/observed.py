@@ -147,6 +147,9 @@ def _mean(near_name: str | None) -> str:
 
 _name = attrgetter("name")
 _UNKNOWN = object()  # what the scorer did not decide of a call (see _Classes)
+# a near miss counted under ADDED + key: a call that agrees on every key an action names and adds
+# ``key``, which the action's mode (exact, within) refuses
+ADDED = "\x00"
 
 # final reasons of a run the harness could not finish: no success_eval is expected of it
 _HARNESS_FAILED = frozenset({"harness_error", "provider_error"})
@@ -576,6 +579,11 @@ class _Classes:
         return (None, taken), (None, taken), (gate, False)
 
 
+def _counted(keys: dict[str, int]) -> str:
+    """Keys with how many calls each, the most first: ``"amount" (3), "to" (1)``."""
+    return ", ".join(f"{_q(k)} ({n})" for k, n in sorted(keys.items(), key=lambda kn: (-kn[1], kn[0])))
+
+
 def _one_key_misses(call: Any, todo: list[int], expects: list[Any], hit: list[bool], tests: dict) -> list:
     """``(action, key)`` for each unmatched action of ``todo`` that ``call`` differs from on that
     one key alone (``tests``: each action's per-key tests, made once by :func:`_key_tests`)."""
@@ -593,6 +601,10 @@ def _one_key_misses(call: Any, todo: list[int], expects: list[Any], hit: list[bo
         differs = [key for key, agrees in keyed if not agrees(args)]
         if len(differs) == 1:
             out.append((i, differs[0]))
+        elif not differs and keyed and expect.rule.mode in ("exact", "within"):
+            # it agrees on every key the action names: the keys it adds are what the mode refuses
+            named = {key for key, _ in keyed}
+            out.extend((i, ADDED + key) for key in args if key not in named)
     return out
 
 
@@ -938,18 +950,31 @@ def findings(seen: Observed) -> list[Finding]:
     for group, expects, hits, nears, what, which in missed:
         for ((loc, action), expect), hit, misses in zip(zip(group, expects), hits, nears):
             tool = action.tool or expect.tool
-            # a key no call has, or a value of a type no call sends, is said above, where it is written
-            misses = {k: n for k, n in misses.items() if k in seen.args.get(tool, ()) and (loc, k) not in typed}
-            if hit or not misses:
+            if hit:
                 continue
-            said = ", ".join(f"{_q(k)} ({n})" for k, n in sorted(misses.items(), key=lambda kn: (-kn[1], kn[0])))
-            out.append(
-                Finding(
-                    loc,
-                    f'none of the {seen.calls[tool]} call(s) of "{tool}" in the {runs} {what}; {which}: {said}',
-                    _q(action.tool) if action.tool else None,
+            added = {k[len(ADDED) :]: n for k, n in misses.items() if k.startswith(ADDED)}
+            # a key no call has, or a value of a type no call sends, is said above, where it is written
+            misses = {
+                k: n
+                for k, n in misses.items()
+                if not k.startswith(ADDED) and k in seen.args.get(tool, ()) and (loc, k) not in typed
+            }
+            said = []
+            if misses:
+                said.append(f"{which}: {_counted(misses)}")
+            if added:
+                said.append(
+                    f"those that agree on every key it names also send {_counted(added)}, which its args_match "
+                    f'mode "{expect.rule.mode}" refuses (mode "contains" lets a call send more)'
                 )
-            )
+            if said:
+                out.append(
+                    Finding(
+                        loc,
+                        f'none of the {seen.calls[tool]} call(s) of "{tool}" in the {runs} {what}; ' + "; ".join(said),
+                        _q(action.tool) if action.tool else None,
+                    )
+                )
 
     # -- required actions that nothing matches ---------------------------------------------------
     twin_of = {i: members for members in twins(catalog.required) for i in members}
