@@ -761,3 +761,25 @@ def test_a_forbidden_action_whose_exact_mode_refuses_the_keys_every_call_adds_is
     path.write_text(json.dumps(fixed))
     assert check(tmp_path, "--strict").exit_code == 0
     assert dangerous() == trapped + 1  # the force push, which the warning was about
+
+
+def test_runs_holding_one_scenario_id_with_several_contents_are_one_warning_in_check_and_score(tmp_path):
+    """What an importer gives runs it knows no scenario for (each run's own, under one id): score
+    aggregates each content apart and says so; check says it too (--strict fails), and score says it
+    in two lines however many contents come, the last naming them all."""
+    from evalkit.trajectory.builders import a320_scenario, cmd, read
+
+    done = [read(), cmd("apu_gen", 0), cmd("apu_gen", 1), read(), cmd("apu_gen", 0), cmd("ext_pwr", 1)]
+    for i in range(5):
+        scenario = a320_scenario(id="imported", title=f"as run {i} saw it")
+        write_jsonl(tmp_path / f"r{i}.jsonl", trajectory(scenario, done, run_id=f"r{i}"))
+    result = check(tmp_path, "--strict")
+    (line,) = result.stdout.splitlines()
+    assert line.startswith(f"{tmp_path / 'r1.jsonl'}:1: warning: scenario 'imported' occurs with 5 different contents")
+    assert line.endswith("score aggregates each as a group of its own, labelled by content hash")
+    assert result.exit_code == 2 and result.stderr.endswith("5 run(s): 1 warning(s)\n")
+    scored = CliRunner().invoke(cli, ["score", str(tmp_path), "--no-db", "--format", "jsonl"])
+    said = [s for s in scored.stderr.splitlines() if "occurs with different content" in s]
+    assert len(said) == 2 and said[0].count(", ") == 1 and said[1].count(", ") == 4, scored.stderr
+    hashes = line[line.index("(") + 1 : line.index(")")]
+    assert said[1].startswith(f"warning: scenario 'imported' occurs with different content ({hashes})")

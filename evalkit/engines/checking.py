@@ -293,7 +293,27 @@ class _Checker:
             for finding in findings(group.seen):
                 self._finding(group, finding)
         report.findings += model_spellings(self.models)
+        report.findings += self._contents()
         report.scenarios += sum(1 for g in self.groups.values() if g.prefix == "meta.scenario")
+
+    def _contents(self) -> list[str]:
+        """A warning for each scenario id the runs hold with more than one content, where the
+        second content first occurs: score aggregates each content as a group of its own."""
+        by_id: dict[str, list[_Group]] = {}
+        for group in self.groups.values():  # in the order the runs were read
+            by_id.setdefault(group.seen.scenario.id, []).append(group)
+        out = []
+        for scenario_id, groups in by_id.items():
+            if len(groups) < 2:
+                continue
+            entry = groups[1].entry
+            at = entry.path if entry.line is None else f"{entry.path}:{entry.line}"
+            hashes = ", ".join(sorted(g.seen.scenario.content_hash for g in groups))
+            out.append(
+                f"{at}: warning: scenario {scenario_id!r} occurs with {len(groups)} different contents in the runs "
+                f"({hashes}): score aggregates each as a group of its own, labelled by content hash"
+            )
+        return out
 
     def _finding(self, group: _Group, finding: Finding) -> None:
         entry = group.entry

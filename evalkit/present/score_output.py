@@ -288,10 +288,12 @@ class Repeats:
     every run of it); :meth:`summary` then says how many more there were."""
 
     _EMBEDDED = ": warning: the embedded scenario "
+    _CONTENTS = ("warning: scenario ", " occurs with different content (")  # evalkit.aggregate.groups
 
     def __init__(self) -> None:
         self.errors: dict[str, int] = {}
         self.embedded: dict[str, int] = {}
+        self.contents: dict[str, list[str]] = {}  # scenario id (as written) -> [first, last] "different content" line
 
     def first(self, message: str) -> bool:
         """Count an error's message; whether it is the first of its kind."""
@@ -299,7 +301,14 @@ class Repeats:
         return self.errors[message] == 1
 
     def once_per_scenario(self, line: str) -> bool:
-        """Whether ``line`` repeats an embedded-scenario warning already said (then it is counted)."""
+        """Whether ``line`` repeats an embedded-scenario warning already said, or says again that a
+        scenario occurs with different content (each new content names them all): then it is
+        counted, and :meth:`summary` says the rest."""
+        if line.startswith(self._CONTENTS[0]) and (end := line.find(self._CONTENTS[1])) > 0:
+            scenario = line[len(self._CONTENTS[0]) : end]
+            said = self.contents.setdefault(scenario, [line, line])
+            said[1] = line
+            return said[0] is not line
         at = line.find(self._EMBEDDED)
         if at < 0:
             return False
@@ -310,6 +319,8 @@ class Repeats:
     def summary(self) -> list[str]:
         out = [f"error: {n - 1:,} more file(s) with the same error: {m}" for m, n in self.errors.items() if n > 1]
         out += [f"warning: {n - 1:,} more run(s) where {m}" for m, n in self.embedded.items() if n > 1]
+        # a scenario whose contents kept coming: the last line, which names them all
+        out += [last for first, last in self.contents.values() if last is not first]
         return out
 
 
