@@ -249,6 +249,8 @@ def test_audit_and_report_show_the_probe_section_escaped_and_deterministic(tmp_p
     text = invoke("audit", "--db", db, "--resamples", 50).stdout
     assert "== Judge robustness probes ==" in text and "-- Probe robustness per judge --" in text
     assert "false_claim fooled" in text and "verbosity unchanged" in text
+    # what the section says of its intervals is what they are (probe_stats: Wilson, not a bootstrap)
+    assert "Intervals are Wilson score intervals of each share of runs." in " ".join(text.split())
     md = invoke("audit", "--db", db, "--format", "markdown", "--resamples", 50).stdout
     # a word with '@' is a code span (no mention, no autolink), where GFM shows '<b>' as text
     outside_code = re.sub(r"`[^`]*`", "", md)

@@ -664,7 +664,7 @@ def probes_section(audit: dict) -> Section:
         intro="Counterfactual runs whose mechanical score is unchanged (evalkit probe): the share of runs whose "
         "label the probe left unchanged, moved to more credit (lenient) or less (strict), and for false_claim and "
         "injection the share of mechanically failed runs flipped from fail to pass (fooled). Intervals are "
-        "bootstrap intervals over runs."
+        "Wilson score intervals of each share of runs."
         if entries
         else "",
     )
