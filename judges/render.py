@@ -80,6 +80,16 @@ def _calls_line(s) -> str:
     return line
 
 
+def _cost_line(s) -> str:
+    """What the calls cost, never a total that reads as known where a price was not."""
+    if not s.cost_unknown:
+        return f"cost: ${s.cost_usd:.6f}"
+    why = "no litellm price and no [prices] entry in configs/judge.toml"
+    if s.cost_unknown >= s.calls:
+        return f"cost: unknown ({s.cost_unknown} calls: {why})"
+    return f"cost: ${s.cost_usd:.6f} for {s.calls - s.cost_unknown} calls, unknown for {s.cost_unknown} ({why})"
+
+
 def summary_lines(result) -> list[str]:
     s = result.summary
     rub = result.rubric
@@ -95,12 +105,7 @@ def summary_lines(result) -> list[str]:
         f"tokens: prompt {s.prompt_tokens}"
         + (f" (cached {s.cached_tokens})" if s.cached_tokens else "")
         + f", completion {s.completion_tokens}",
-        f"cost: ${s.cost_usd:.6f}"
-        + (
-            f" (unknown for {s.cost_unknown} calls: no litellm price and no [prices] entry in configs/judge.toml)"
-            if s.cost_unknown
-            else ""
-        ),
+        _cost_line(s),
     ]
     if lat["median_ms"] is not None:
         mean = "n/a (one call)" if lat["mean_excl_first_ms"] is None else f"{lat['mean_excl_first_ms']:.0f} ms"

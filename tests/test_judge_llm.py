@@ -287,10 +287,27 @@ def test_max_cost_stops_scheduling_new_calls(tmp_path, server):
 
 
 def test_unknown_price_is_reported_not_zeroed(tmp_path, server):
+    from evalkit.judges.render import summary_lines
+
     db = scored_db(tmp_path, 1)
     res = run(db, server)
     assert res.summary.cost_unknown == 1
     assert rows(db, "SELECT cost_usd FROM judge_calls") == [(None,)]
+    (line,) = [line for line in summary_lines(res) if line.startswith("cost:")]
+    assert line.startswith("cost: unknown (1 calls: no litellm price") and "$" not in line
+
+
+def test_a_cost_known_for_some_calls_only_says_for_how_many(tmp_path, server):
+    """A total over the priced calls alone, said as such: never a sum that reads as the whole cost."""
+    from evalkit.judges.render import summary_lines
+
+    db = scored_db(tmp_path, 3)
+    prices = {"prices": {"openai/judge-a": {"input_per_mtok": 1.0, "output_per_mtok": 0.0}}}
+    res = run(db, server, models=["openai/judge-a", "openai/judge-b"], config=prices)
+    assert res.summary.calls == 6 and res.summary.cost_unknown == 3, res.summary
+    (line,) = [line for line in summary_lines(res) if line.startswith("cost:")]
+    spent = sum(c for (c,) in rows(db, "SELECT cost_usd FROM judge_calls WHERE cost_usd IS NOT NULL"))
+    assert line.startswith(f"cost: ${spent:.6f} for 3 calls, unknown for 3 (no litellm price"), line
 
 
 def test_dry_run_sends_nothing(tmp_path, server):
