@@ -321,3 +321,29 @@ def test_a_view_started_on_a_file_without_the_share_column_sees_it_once_a_sample
         assert status == 201 and sample["second_share"] == 0.5
         (listed,) = json.loads(request(port, "GET", "/api/label")[2])["samples"]
         assert listed["second_share"] == 0.5
+
+
+def test_the_runs_page_charts_count_the_scored_runs_as_the_aggregates_do(tmp_path):
+    """A provider error's run (scalar 0, outcome fail) and an incomplete one are left out of the
+    charts, as the aggregates leave them out: the histogram's and the outcome bars' runs are the
+    scored runs."""
+    import re
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from evalkit.cli import cli
+
+    db = tmp_path / "ex.db"
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    CliRunner().invoke(cli, ["score", str(examples), "--db", str(db)])
+    conn = sqlite3.connect(db)
+    counts = dict(conn.execute("SELECT status, count(*) FROM scorecards GROUP BY status"))
+    conn.close()
+    assert counts.get("provider_error") and counts.get("incomplete") and counts.get("scored")
+    with vh.client(str(db)) as app:
+        page = app.get("/runs?reveal=1").text
+    assert f"scalar, {counts['scored']} scored runs" in page
+    models = page[page.index('id="chart-models"') : page.index("</figure>", page.index('id="chart-models"'))]
+    bars = [int(n) for n in re.findall(r"<title>(\d+) (?:pass|fail|unknown)</title>", models)]
+    assert sum(bars) == counts["scored"]

@@ -412,17 +412,18 @@ class ViewData:
         return where, args, q
 
     def charts(self, params: dict[str, str]) -> dict[str, Any]:
-        """What the revealed Runs page draws over the filtered runs (a search is not counted): the
-        scalar's histogram (:data:`SCALAR_BINS` bars) and each model's outcomes (pass, fail,
-        unknown; the :data:`CHART_MODELS` models with most runs)."""
+        """What the revealed Runs page draws over the filtered runs that were scored (the runs the
+        aggregates count: not a provider error's, not an incomplete one's; a search is not
+        counted): the scalar's histogram (:data:`SCALAR_BINS` bars) and each model's outcomes
+        (pass, fail, unknown; the :data:`CHART_MODELS` models with most runs)."""
         where, args, q = self._runs_where(params)
         if q:
             return {"scalar": [], "models": [], "searched": True}
-        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        clause = " WHERE " + " AND ".join([*where, "status = 'scored'"])
         bins = [0] * SCALAR_BINS
         for b, n in self.rows(
             f"SELECT min(CAST(scalar * {SCALAR_BINS} AS INTEGER), {SCALAR_BINS - 1}), count(*) FROM view_runs"
-            f"{clause}{' AND' if clause else ' WHERE'} scalar IS NOT NULL GROUP BY 1",
+            f"{clause} AND scalar IS NOT NULL GROUP BY 1",
             args,
         ):
             if b is not None and 0 <= b < SCALAR_BINS:
