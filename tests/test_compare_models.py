@@ -198,3 +198,25 @@ def test_a_difference_interval_never_leaves_minus_one_to_one_since_every_compare
     unclipped = paired_difference([0.9, 0.1], [1.0, 1.0], 0.95)["delta_ci"]
     # t alone goes past the bound (with the runs' floor, which only widens it, further still)
     assert unclipped[0] < -1.0 and unclipped[1] > 1.0 and score["delta_ci"] == [-1.0, 1.0]
+
+
+def test_a_scenario_of_two_runs_among_many_leaves_the_comparison_n_minus_1_degrees_of_freedom():
+    """15 scenarios of 90 runs per model, near 90 % and a few points apart, and one of 2 runs each
+    at 1 of 2: that one's runs make the floor the larger and its Welch-Satterthwaite degrees of
+    freedom about one. The test keeps n - 1 = 15, and its p is never below scipy's (the floor's
+    error is the larger)."""
+    runs = []
+    for s in range(15):
+        for model, passes in (("base", 78 + s % 3), ("cand", 81 + s % 4)):
+            runs += [rs(f"s{s:02d}", model, 1.0 if i < passes else 0.0, passed=i < passes) for i in range(90)]
+    for model in ("base", "cand"):
+        runs += [rs("tiny", model, 1.0, passed=True), rs("tiny", model, 0.0, passed=False)]
+    result = aggregate(runs)
+    row = next(r for r in compare_models(result, baseline="base")["rows"] if r["metric"] == "pass_rate")
+    means = {(g["model"], g["scenario_id"]): g["pass_rate"] for g in result["groups"]}
+    scenarios = sorted({s for _, s in means})
+    ref = stats.ttest_rel([means["cand", s] for s in scenarios], [means["base", s] for s in scenarios])
+    assert row["delta_se"] > stats.sem([means["cand", s] - means["base", s] for s in scenarios])  # the floor
+    assert row["df"] == 15
+    assert row["p_value"] == pytest.approx(2 * stats.t.sf(abs(row["delta"]) / row["delta_se"], 15))
+    assert ref.pvalue <= row["p_value"]

@@ -113,3 +113,47 @@ def test_model_rate_intervals_cover_with_few_scenarios():
             assert high > low or model["pass_rate"] in (0.0, 1.0)
             covered += low <= sum(rates) / 3 <= high
         assert covered / trials >= 0.93, (p, covered / trials)
+
+
+def test_a_scenario_of_two_runs_among_many_leaves_the_model_its_clustered_degrees_of_freedom():
+    """15 scenarios of 90 runs near 90 % and one of 2 runs at 1 of 2: that one's error (one degree
+    of freedom) makes the floor the larger, and its Welch-Satterthwaite degrees of freedom (about
+    one) stretched the interval of 1,352 runs to [0.56, 1]; the model keeps the clustered C - 1."""
+    summaries = []
+    for s in range(15):
+        passes = 80 + s % 3  # 80 to 82 of 90
+        summaries += runs([True] * passes + [False] * (90 - passes), f"s{s:02d}")
+    summaries += runs([True, False], "tiny")
+    model = aggregate(summaries)["models"][0]
+    groups = aggregate(summaries)["groups"]
+    se_c = [g["pass_rate_se"] for g in groups]
+    floor = sum(e * e for e in se_c) ** 0.5 / 16
+    ws = sum(e * e for e in se_c) ** 2 / sum(e**4 / (g["n_scored"] - 1) for e, g in zip(se_c, groups))
+    assert ws < 2 and model["pass_rate_se"] == pytest.approx(floor)  # the case: the floor, ~1 df
+    low, high = model["pass_rate_ci"]
+    half = stats.t.ppf(0.975, 15) * floor
+    assert (low, high) == (pytest.approx(model["pass_rate"] - half), pytest.approx(model["pass_rate"] + half))
+    assert (round(low, 2), round(high, 2)) == (0.81, 0.94) and model["n_scored"] == 1352  # docs/uncertainty.md
+    stretched = model["pass_rate"] - stats.t.ppf(0.975, ws) * floor
+    assert round(stretched, 2) == 0.56  # what the floor's own degrees of freedom gave: [0.56, 1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "sizes, rate",
+    [([40] * 7 + [2], 0.9), ([2] * 20, 0.6), ([3] * 10, 0.8)],
+    ids=["one scenario of 2 runs among 8", "20 scenarios of 2 runs", "10 scenarios of 3 runs"],
+)
+def test_model_rate_intervals_cover_with_scenarios_of_few_runs(sizes, rate):
+    """Scenarios of two or three runs, alone or among larger ones, drawn around ``rate``: the
+    interval covers the mean of their true rates at least at about its nominal level."""
+    rng = random.Random(5)
+    covered, trials = 0, 300
+    for t in range(trials):
+        rates = [min(0.99, max(0.01, rng.gauss(rate, 0.05))) for _ in sizes]
+        summaries = []
+        for s, (n, r) in enumerate(zip(sizes, rates)):
+            summaries += runs([rng.random() < r for _ in range(n)], f"s{s:02d}", start=t * 1000)
+        low, high = aggregate(summaries)["models"][0]["pass_rate_ci"]
+        covered += low <= sum(rates) / len(rates) <= high
+    assert covered / trials >= 0.93, covered / trials

@@ -7,9 +7,11 @@ error of the scenario-weighted mean (see :mod:`evalkit.aggregate.uncertainty.sta
 never below the within-scenario standard error sqrt(Σ se_s²)/C that the runs of each scenario imply
 (scenario means that happen to agree leave each one's own sampling error: two scenarios at 7 of 8
 passes are not a certain 87.5 %), and a t interval with C − 1 degrees of freedom; where the floor
-is the larger, its own (Welch–Satterthwaite over the groups' runs), so that scenarios agreeing by
-chance give the interval their runs allow, neither a zero-width one nor one as wide as two scenarios'
-t with 1 degree of freedom makes it. A rate that is 0 or 1 in every scenario (no spread at all):
+is the larger, its own (Welch–Satterthwaite over the groups' runs) when they are more, so that
+scenarios agreeing by chance give the interval their runs allow, neither a zero-width one nor one as
+wide as two scenarios' t with 1 degree of freedom makes it; and a scenario of two or three runs
+among many, whose noisy error would give the floor one or two degrees of freedom, leaves the
+clustered error's C − 1. A rate that is 0 or 1 in every scenario (no spread at all):
 the Wilson interval of its runs. pass^k gets a percentile
 bootstrap over scenarios (:mod:`evalkit.aggregate.uncertainty.bootstrap`).
 
@@ -41,7 +43,8 @@ RATES = ("pass_rate", *SAFETY_METRICS)  # shares of 0/1 outcomes: a group's inte
 
 MODEL_SE_METHOD = (
     "clustered by scenario (equal scenario weights, C/(C-1)), at least the within-scenario "
-    "sqrt(sum of group se^2)/C; t interval, C-1 df (the floor: Welch-Satterthwaite df over the groups' runs); "
+    "sqrt(sum of group se^2)/C; t interval, C-1 df (the floor: Welch-Satterthwaite df over the groups' runs "
+    "when more); "
     "a rate at 0 or 1 in every scenario: Wilson over its runs"
 )
 GROUP_SE_METHOD = "sample std / sqrt(n); t interval, n-1 df; rates: Wilson score interval"
@@ -105,8 +108,8 @@ def model_fields(
             parts = [(g.get(f"{metric}_se"), g["n_scored"]) for g in groups if g.get(metric) is not None]
             if se is not None and all(e is not None for e, _ in parts):  # never surer than the runs allow
                 floor, within_df = within_error(parts, len(means))
-                if floor > se:
-                    se, df = floor, within_df
+                if floor > se:  # never fewer degrees of freedom than the clustered error's own
+                    se, df = floor, max(within_df, df)
             out[f"{metric}_se"] = se
             value = model.get(metric)
             if metric in RATES and se == 0.0 and value in (0.0, 1.0) and model.get("n_scored"):

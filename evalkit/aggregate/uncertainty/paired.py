@@ -24,7 +24,8 @@ standard error of the mean difference is never below sqrt(Σ_c se_A,c² + se_B,c
 runs alone imply (se: the group's sd/√runs). Without it, scenarios that show the same difference by
 chance (7 of 8 passes against 8 of 8, twice) have sd(d) = 0, an infinite t and p = 0: "significant"
 on one failed run. Where the floor is the larger, the test takes its degrees of freedom too
-(Welch–Satterthwaite over the groups' runs): the runs' noise is what it measures. Where the
+(Welch–Satterthwaite over the groups' runs) when they are more than n − 1: the runs' noise is what
+it measures, and a scenario of two runs does not leave the test one degree of freedom. Where the
 differences vary more than that, the SE is sd(d)/√n with n − 1 degrees of freedom, as in scipy.
 
 Undefined is not zero: with no shared scenario, or only one, a row has ``verdict`` "not comparable"
@@ -90,8 +91,8 @@ def paired_difference(
         return out
     se, _ = mean_se(diffs)
     df: float = n - 1
-    if within is not None and within[0] > se and within[1] is not None:
-        se, df = within
+    if within is not None and within[0] > se and within[1] is not None:  # df: never fewer than n - 1
+        se, df = within[0], max(within[1], df)
     tail = 1.0 - (1.0 - level) / 2.0
     crit = t_quantile(tail, df) if method == "t" else normal_quantile(tail)
     if se == 0.0:
