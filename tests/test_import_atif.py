@@ -260,6 +260,18 @@ def test_not_atif_is_refused_in_one_line(tmp_path):
     assert "Traceback" not in result.output
 
 
+def test_harbors_result_json_given_by_name_says_to_give_the_trajectory(tmp_path):
+    """A Harbor trial's result.json is the file a user sees first; the error says which to give."""
+    trial = tmp_path / "trial"
+    (trial / "agent").mkdir(parents=True)
+    write(trial / "agent" / "trajectory.json", atif([agent(1, tool_calls=[("a", "f", {})])]))
+    result_json = write(trial / "result.json", {"task_name": "t1", "verifier_result": {"rewards": {"reward": 1}}})
+    result = import_("atif", result_json, "-o", tmp_path / "out", ok=False)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"{result_json}:1: Harbor's trial result, not an ATIF trajectory: give the trajectory" in result.output
+    import_("atif", trial / "agent" / "trajectory.json", "-o", tmp_path / "out")
+
+
 def test_without_tool_definitions_a_run_that_never_asks_is_scored_unapproved_not_refused(tmp_path):
     # tool_definitions is optional in ATIF: without it the surface is the tools called plus every tool
     # the scenario names (approvals included), so paying without ever asking is an unapproved command.

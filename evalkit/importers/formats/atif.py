@@ -47,6 +47,13 @@ class AtifImporter:
     ) -> list[list[dict[str, Any]]]:
         doc = agent_log.load_json(path, read_text(path))
         if not is_atif(doc):
+            if isinstance(doc, dict) and ("verifier_result" in doc or "trial_name" in doc):
+                raise ImportFormatError(
+                    path,
+                    1,
+                    "Harbor's trial result, not an ATIF trajectory: give the trajectory "
+                    "(agent/trajectory.json, or NAME.trajectory.json); its result.json beside it is read with it",
+                )
             raise ImportFormatError(
                 path, 1, "not an ATIF trajectory: needs schema_version, session_id, agent and steps (a list)"
             )
