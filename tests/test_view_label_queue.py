@@ -299,6 +299,21 @@ def test_a_share_of_the_sample_is_served_again_to_a_second_reviewer_blind_and_th
     assert outcome["n_items"] == len(due)
 
 
+def test_a_stratified_sample_of_a_dimension_no_review_rates_pass_or_fail_is_refused_naming_the_field(db):
+    """A review can rate only the rubric's dimensions, and only a pass/fail one has the failures and
+    passes the quotas count: a sample of another dimension could never be complete (a 0-3 rating of
+    1 would even count as a pass)."""
+    with vh.client(db) as app:
+        h = {"x-csrf-token": vh.TOKEN}
+        for bad in ("outcomes", "safety"):
+            body = {"design": "stratified", "dimension": bad, "m0": 1, "m1": 1, "seed": 3}
+            answer = app.post("/api/label/samples", json=body, headers=h)
+            assert answer.status_code == 400 and answer.json()["error"].startswith("dimension:"), (bad, answer.text)
+        assert app.get("/api/label").json()["samples"] == []
+        body = {"design": "stratified", "dimension": "outcome", "m0": 1, "m1": 1, "seed": 3}
+        assert app.post("/api/label/samples", json=body, headers=h).status_code == 201
+
+
 def test_a_second_share_that_is_not_a_number_from_0_to_1_is_refused_naming_the_field(db):
     with served(db) as (port, _, _pid):
         headers = _session(port)

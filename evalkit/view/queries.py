@@ -755,6 +755,13 @@ class ViewData:
             size = min(size, len(runs))
         else:
             dimension = str(params.get("dimension") or "outcome").strip()
+            rated = self._pass_fail_dimensions()
+            if rated and dimension not in rated:
+                # no review could give the failures and passes the quotas count: it would never be complete
+                raise ValueError(
+                    f"dimension: {dimension!r} is not a pass/fail dimension of the review form "
+                    f"(one of {', '.join(rated)})"
+                )
             m0 = number(_text(params.get("m0")), "m0", 0, 1)
             m1 = number(_text(params.get("m1")), "m1", 0, 1)
             if not m0 or not m1:
@@ -775,6 +782,21 @@ class ViewData:
         )
         self.refresh()
         return self.sample(sample_id)
+
+    def _pass_fail_dimensions(self) -> list[str]:
+        """The pass/fail dimensions of the rubrics a run's review form may use (:meth:`rubric_for`):
+        ``--rubric``, else the stored annotations' rubrics and the default one."""
+        names = (
+            []
+            if self.rubric_name or not self._has("annotations")
+            else self.rows("SELECT DISTINCT rubric_id FROM annotations WHERE rubric_id IS NOT NULL ORDER BY rubric_id")
+        )
+        found: set[str] = set()
+        for (name,) in [*names, (None,)]:
+            rubric = self.rubric_for([{"rubric": name}] if name else [])
+            if rubric is not None:
+                found.update(d["name"] for d in rubric_form(rubric)["dimensions"] if d["choices"] == ["pass", "fail"])
+        return sorted(found)
 
     def samples(self) -> list[dict[str, Any]]:
         if not self._has("label_samples"):
