@@ -113,3 +113,28 @@ def test_cache_clear_unknown_model_lists_judges_and_deletes_nothing(tmp_path):
     assert f"no judge 'gpt-nope' in this database; judges present: {PRESENT}" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert _calls(db, "openai/judge-small") == before
+
+
+def test_an_imported_raters_name_given_as_a_judge_says_what_it_is(db, tmp_path):
+    """Ratings imported with ``--kind judge`` are in every audit and estimate, whatever
+    --judge says; their rater's name given to --judge was "no judge ... in this database" while
+    the estimate showed its rows. The error says what the name is and what --judge chooses among."""
+    import shutil
+
+    copy = tmp_path / "r.db"
+    shutil.copy(db, copy)
+    conn = sqlite3.connect(copy)
+    item = conn.execute("SELECT run_id FROM scorecards LIMIT 1").fetchone()[0]
+    conn.close()
+    ratings = tmp_path / "ratings.jsonl"
+    ratings.write_text(
+        json.dumps({"item_id": item, "rater": "corr-judge", "dimension": "outcome", "value": "pass"}) + "\n"
+    )
+    done = invoke("annotations", "import", str(ratings), "--db", str(copy), "--kind", "judge")
+    assert done.exit_code == 0, done.output
+    for command in (["audit", "--resamples", "0"], ["estimate"]):
+        res = invoke(*command, "--db", str(copy), "--judge", "corr-judge")
+        assert res.exit_code != 0
+        assert "'corr-judge' is an imported rater (evalkit annotations import), not a judge that ran here" in res.output
+        assert f"--judge chooses among the judges that ran: {PRESENT}" in res.output
+    assert "no judge 'nope' in this database" in invoke("audit", "--db", str(copy), "--judge", "nope").output

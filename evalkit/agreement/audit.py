@@ -26,6 +26,7 @@ from evalkit.agreement.ratings import collect_ratings
 from evalkit.agreement.self_judging import same_model
 from evalkit.db import (
     JudgeColumns,
+    imported_judges,
     judge_models,
     open_readonly,
     read_call_costs,
@@ -106,7 +107,7 @@ def _audit(
         pair_verdicts = read_pair_verdicts(db)
         if judge is not None:  # "gpt-x" and "openai/gpt-x" give the same audit, naming the stored judge
             pair_judges = {pairwise_bias.judge_model_of(v.rater) for v in pair_verdicts if v.rater_kind == "judge"}
-            judge = resolve_judge(judge, {*judge_models(db), *pair_judges}, db.path)
+            judge = resolve_judge(judge, {*judge_models(db), *pair_judges}, db.path, imported_judges(db))
         # What the readers read as missing, and why: every table but the values, which the judge-value
         # read checks itself; a table without an odd cell is read from the file, not through its view.
         # Each table's scan returns no row but an odd one: they run beside this thread (the one the

@@ -37,7 +37,15 @@ from evalkit.agreement.stats.corrected import (
     ppi_mean,
     wilson_interval,
 )
-from evalkit.db import judge_models, open_readonly, read_cards, read_judge_columns, read_ratings, resolve_judge
+from evalkit.db import (
+    imported_judges,
+    judge_models,
+    open_readonly,
+    read_cards,
+    read_judge_columns,
+    read_ratings,
+    resolve_judge,
+)
 from evalkit.db.reviews import SOURCE, read_review_designs, read_review_ratings
 
 SCHEMA = "evalkit.estimate/1"
@@ -240,7 +248,7 @@ def build_estimates(
         designs = read_review_designs(db)
         if read is None:
             if judge is not None:
-                judge = resolve_judge(judge, judge_models(db), db.path)
+                judge = resolve_judge(judge, judge_models(db), db.path, imported_judges(db))
             groups_of = {c.run_id: (c.model, c.scenario_id) for c in read_cards(db, signals=())}
             values = read_judge_columns(db, judge=judge, rubric=rubric)
             reviewed, _ = read_review_ratings(db)
@@ -423,7 +431,7 @@ def validate(
     interval is checked against the true rate of the runs it estimates, ``repetitions`` times."""
     with open_readonly(db_path) as db:
         if judge is not None:
-            judge = resolve_judge(judge, judge_models(db), db.path)
+            judge = resolve_judge(judge, judge_models(db), db.path, imported_judges(db))
         truth = {}
         for c in read_cards(db):
             passed = (c.card.get("vector") or {}).get("all_passed")

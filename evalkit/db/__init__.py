@@ -32,7 +32,7 @@ from evalkit.db.judge import (
 )
 from evalkit.db.names import JudgeNotStored, resolve_judge, short_name
 from evalkit.db.probes import ProbeAnswer, ProbeTables, read_probe_annotations
-from evalkit.db.ratings import Rating, read_ratings, write_ratings
+from evalkit.db.ratings import Rating, imported_judges, read_ratings, write_ratings
 from evalkit.db.schema import SCHEMA_VERSION, TABLES
 from evalkit.db.scores import (
     DEFAULT_DB,
@@ -62,6 +62,7 @@ __all__ = [
     "TABLES",
     "JudgeNotStored",
     "decode_json",
+    "imported_judges",
     "judge_models",
     "label_value",
     "open_readonly",

@@ -18,11 +18,18 @@ from evalkit.errors import InputError
 class JudgeNotStored(InputError):
     """A judge name that does not name exactly one stored judge; ``str()`` lists the judges present."""
 
-    def __init__(self, path: str, name: str, present: list[str], matches: list[str] | None = None):
+    def __init__(
+        self, path: str, name: str, present: list[str], matches: list[str] | None = None, imported: bool = False
+    ):
+        listed = ", ".join(present) if present else "none (run `evalkit judge` first)"
         if matches:
             reason = f"judge {name!r} is ambiguous: it matches {', '.join(matches)}; give the full name"
+        elif imported:
+            reason = (
+                f"{name!r} is an imported rater (evalkit annotations import), not a judge that ran here: its ratings "
+                f"are always included, and --judge chooses among the judges that ran: {listed}"
+            )
         else:
-            listed = ", ".join(present) if present else "none (run `evalkit judge` first)"
             reason = f"no judge {name!r} in this database; judges present: {listed}"
         super().__init__(path, None, reason)
         self.name = name
@@ -34,8 +41,9 @@ def short_name(model: str) -> str:
     return model.split("/", 1)[1] if "/" in model else model
 
 
-def resolve_judge(name: str, present: Iterable[str], path: str = "") -> str:
-    """The stored judge ``name`` means (see the module docstring), or raise :class:`JudgeNotStored`."""
+def resolve_judge(name: str, present: Iterable[str], path: str = "", imported: Iterable[str] = ()) -> str:
+    """The stored judge ``name`` means (see the module docstring), or raise :class:`JudgeNotStored`;
+    ``imported``: the raters of imported judge ratings, which the error names as such."""
     judges = sorted(set(present))
     wanted = name.strip()
     if wanted in judges:
@@ -43,4 +51,6 @@ def resolve_judge(name: str, present: Iterable[str], path: str = "") -> str:
     matches = [j for j in judges if short_name(j) == wanted or j == short_name(wanted)]
     if len(matches) == 1:
         return matches[0]
-    raise JudgeNotStored(path, name, judges, matches if len(matches) > 1 else None)
+    raters = set(imported)
+    rater = wanted in raters or any(short_name(r) == wanted for r in raters)
+    raise JudgeNotStored(path, name, judges, matches if len(matches) > 1 else None, imported=rater and not matches)

@@ -75,6 +75,11 @@ def read_ratings(db: Database, kind: str | None = None) -> list[Rating]:
     ]
 
 
+def imported_judges(db: Database) -> list[str]:
+    """The raters of imported ratings of the judge kind (not judges that ran here)."""
+    return [r[0] for r in db.rows("SELECT DISTINCT rater FROM ratings WHERE rater_kind = 'judge' ORDER BY 1")]
+
+
 def stored_labels(path: str | os.PathLike[str], dimensions: Iterable[str]) -> dict[str, set[Any]]:
     """The labels stored for each of ``dimensions`` (imported ratings and judge values), for a file
     about to be imported to be checked against; {} when the database does not exist yet."""

@@ -46,6 +46,7 @@ from evalkit.aggregate.per_call import median_and_mean_after_first
 from evalkit.config.files import ConfigError
 from evalkit.db import (
     Database,
+    imported_judges,
     judge_models,
     open_readonly,
     read_commands,
@@ -750,7 +751,7 @@ def build_report(
     try:
         with open_readonly(db_path) as db:
             if judge is not None:  # the full model string or the part after the provider prefix
-                judge = resolve_judge(judge, judge_models(db), db.path)
+                judge = resolve_judge(judge, judge_models(db), db.path, imported_judges(db))
             annotations, stale_ids = _annotation_rows(db, judge)
             ratings = read_ratings(db)
             # what the report shows of the annotations, read before the audit so their rows are
