@@ -362,3 +362,40 @@ def test_the_runs_page_charts_count_the_scored_runs_as_the_aggregates_do(tmp_pat
     models = page[page.index('id="chart-models"') : page.index("</figure>", page.index('id="chart-models"'))]
     bars = [int(n) for n in re.findall(r"<title>(\d+) (?:pass|fail|unknown)</title>", models)]
     assert sum(bars) == counts["scored"]
+
+
+def test_label_next_never_serves_a_reviewer_a_run_they_reviewed_before_and_leaves_it_to_another(db):
+    """ann gave a verdict on a run from the disagreement queue (she saw its scores): the label queue
+    never serves her that run (her label could not be blind, and a review of ratings only would
+    supersede her verdicts), and serves it to bob instead."""
+    with vh.client(db) as app:
+        h = {"x-csrf-token": vh.TOKEN}
+        seen = app.post("/api/queue/next", json={"reviewer": "ann"}, headers=h).json()["run_id"]
+        ranked = app.get("/api/disagreements?reveal=1&reviewer=lead").json()["disagreements"]
+        pairing = next(d["pairing"] for d in ranked if d["run_id"] == seen)
+        body = {"reviewer": "ann", "verdicts": {pairing: "judge_right"}, "blind": False, "design": "disagreement"}
+        assert (
+            app.post(f"/api/runs/{vh.run_url(seen).removeprefix('/runs/')}/reviews", json=body, headers=h).status_code
+            == 201
+        )
+        runs = app.get("/api/runs?per_page=500").json()["total"]
+        sample = app.post("/api/label/samples", json={"design": "random", "size": runs, "seed": 1}, headers=h).json()
+        sid = sample["sample_id"]
+        served = []
+        while (
+            run := app.post(f"/api/label/{sid}/next", json={"reviewer": "ann"}, headers=h).json()["run_id"]
+        ) is not None:
+            served.append(run)
+            review = {"reviewer": "ann", "ratings": {"outcome": "pass"}, "design": "random", "sample": sid}
+            path = "/api/runs/" + vh.run_url(run).removeprefix("/runs/") + "/reviews"
+            assert app.post(path, json=review, headers=h).status_code == 201
+        assert seen not in served and len(served) == runs - 1
+        assert app.post(f"/api/label/{sid}/next", json={"reviewer": "bob"}, headers=h).json()["run_id"] == seen
+        verdicts = [
+            r["verdicts"]
+            for r in app.get(vh.run_url(seen).replace("/runs/", "/api/runs/", 1) + "?reveal=1&reviewer=ann").json()[
+                "reviews"
+            ]
+            if r["reviewer"] == "ann" and r["current"]
+        ]
+        assert verdicts == [{pairing: "judge_right"}]

@@ -858,16 +858,29 @@ class ViewData:
 
     def next_label(self, sample_id: str, reviewer: str) -> str | None:
         """Claim for ``reviewer`` the next run of the sample, in its recorded order, that another
-        reviewer does not hold and that either nobody has labelled through it (while the sample
-        wants more first labels) or is drawn for a second rating that another reviewer's label
-        awaits (never the same reviewer twice); None when the sample is complete."""
+        reviewer does not hold, that ``reviewer`` has not reviewed otherwise nor seen revealed, and
+        that either nobody has labelled through it (while the sample wants more first labels) or is
+        drawn for a second rating that another reviewer's label awaits (never the same reviewer
+        twice); None when the sample is complete or nothing in it is left for ``reviewer``."""
         sample = self.sample(sample_id)
         if sample["complete"]:
             return None
         labelled = self._labelled(sample_id)
         share, seed, first_open = sample["second_share"] or 0, sample["seed"], not sample["first_complete"]
+        # a run the reviewer already reviewed, or whose scores they saw, is left to another reviewer:
+        # their label could not be blind, and a review of its ratings alone would supersede their verdicts
+        seen = self._revealed.get(reviewer, set()) | {
+            r[0]
+            for r in self.rows(
+                "SELECT DISTINCT run_id FROM reviews r WHERE reviewer = ? AND sample_id IS NOT ? "
+                f"AND {CURRENT} AND NOT {STALE}",
+                (reviewer, sample_id),
+            )
+        }
 
         def wanted(run: str) -> bool:
+            if run in seen:
+                return False
             if run not in labelled:
                 return first_open
             by = labelled[run]
