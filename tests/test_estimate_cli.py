@@ -154,7 +154,7 @@ def test_estimate_baseline_difference(tmp_path):
 
 
 def test_estimate_plan_reaches_the_width(tmp_path):
-    db, _ = _db(tmp_path)
+    db, _ = _db(tmp_path, runs=1500)
     result = _estimate(db, "--plan", "--width", "0.3")
     plan = [p for p in result["plan"] if p["group"] == "coder-alpha" and p["dimension"] == "outcome"][0]
     assert plan["labels"] == plan["m0"] + plan["m1"]
@@ -163,6 +163,26 @@ def test_estimate_plan_reaches_the_width(tmp_path):
     assert got.high - got.low <= 0.3
     narrow = [p for p in _estimate(db, "--plan", "--width", "0.05")["plan"] if p["group"] == "coder-alpha"][0]
     assert narrow["labels"] is None and "more runs are needed" in narrow["reason"]
+
+
+def test_a_plan_needing_more_labels_than_the_group_has_runs_says_so(tmp_path):
+    """Labels are drawn from the group's own runs: a plan of more labels than it has runs is not
+    printed as a number; labelling every run gives the rate exactly."""
+    db, _ = _db(tmp_path, runs=40, labelled=12)
+    result = _estimate(db, "--plan", "--width", "0.3")
+    plans = [p for p in result["plan"] if p["dimension"] == "outcome"]
+    too_many = [p for p in plans if "more than the group's" in (p["reason"] or "")]
+    assert too_many, plans
+    for plan in plans:
+        e = _entry(result, plan["group"])
+        runs = e["n"] + e["labels"]["n_labeled"]
+        if plan["labels"] is not None:
+            assert plan["labels"] <= runs
+        elif plan in too_many:
+            assert int(plan["reason"].split(" labels")[0]) > runs
+            assert plan["reason"].endswith(
+                f"more than the group's {runs} runs: labelling all {runs} gives its rate exactly"
+            )
 
 
 def test_estimate_validate_reports_coverage_on_the_database(tmp_path):

@@ -231,6 +231,11 @@ def _plans(est, result: dict, width: float, level: float) -> list[dict]:
             m, m0, m1 = est.plan_labels(e["judge_rate"], q0, q1, max(e["n"], 1), width, level, pilot)
         except ValueError as exc:
             out.append(row | {"labels": None, "reason": str(exc)})
+            continue
+        runs = e["n"] + labels.get("n_labeled", 0)  # the labels are drawn from the group's own runs
+        if m > runs:
+            reason = f"{m} labels, more than the group's {runs} runs: labelling all {runs} gives its rate exactly"
+            out.append(row | {"labels": None, "reason": reason})
         else:
             out.append(row | {"labels": m, "m0": m0, "m1": m1, "q0": q0, "q1": q1, "reason": None})
     return out
