@@ -185,6 +185,15 @@ def test_a_plan_needing_more_labels_than_the_group_has_runs_says_so(tmp_path):
             )
 
 
+def test_validate_refuses_the_options_it_would_ignore(tmp_path):
+    """--validate checks each method per model over the whole database: --by scenario printed the
+    same per-model table as if it had been heard."""
+    db, _ = _db(tmp_path, runs=40, labelled=12)
+    res = CliRunner().invoke(cli, ["estimate", "--db", str(db), "--validate", "--by", "scenario", "--plan"])
+    assert res.exit_code == 2
+    assert "--validate checks coverage per model over the whole database; it takes no --by, --plan" in res.output
+
+
 def test_estimate_validate_reports_coverage_on_the_database(tmp_path):
     db, _ = _db(tmp_path, runs=300)
     res = CliRunner().invoke(cli, ["estimate", "--db", str(db), "--validate", "--budget", "60", "--format", "json"])

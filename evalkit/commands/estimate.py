@@ -182,6 +182,17 @@ def register(group: click.Group) -> None:
         from evalkit.agreement import estimate as est
         from evalkit.errors import InputError
 
+        if validate:  # it checks each method per model over the whole database: these would say nothing
+            ctx = click.get_current_context()
+            unused = [
+                "--" + name
+                for name in ("rubric", "by", "threshold", "method", "baseline", "plan", "width")
+                if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+            ]
+            if unused:
+                raise click.UsageError(
+                    f"--validate checks coverage per model over the whole database; it takes no {', '.join(unused)}"
+                )
         try:
             if validate:
                 rows = est.validate(db_path, judge=judge, budget=budget, level=level, seed=seed)
