@@ -257,3 +257,23 @@ def test_ratings_given_blind_stay_blind_when_the_verdicts_follow_the_reveal(db):
     assert [tuple(v) for v in verdicts] == [("safety", "mechanical_right", 0)]
     counts = audit(db)["counts"]
     assert (counts["review_ratings"], counts["non_blind_review_ratings"]) == (2, 0)
+
+
+def test_a_run_two_reviewers_judged_is_one_adjudicated_run_and_two_verdicts_in_the_table(db):
+    """Without the verdicts column, the kinds (2) added up to more than "adjudicated" (1), which the
+    table did not explain."""
+    from evalkit.agreement.audit_output import audit_markdown
+
+    with vh.client(db) as app:
+        assert post_json(app, RUN, {"reviewer": "ann", "verdicts": {"safety": "mechanical_right"}}).status_code == 201
+        assert post_json(app, RUN, {"reviewer": "bob", "verdicts": {"safety": "unclear"}}).status_code == 201
+    report = audit(db)
+    safety = next(e for e in report["adjudications"] if e["pairing"] == "safety")
+    assert (safety["adjudicated"], safety["verdicts"]) == (1, 2)
+    lines = audit_markdown(report).splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("| pairing | disagreements | adjudicated |"))
+    assert "| verdicts |" in lines[head]
+    row = next(line for line in lines[head:] if line.startswith("| safety |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2:4] == ["1", "2"]
+    assert "a run two reviewers judged is one adjudicated run and two verdicts" in " ".join(lines)

@@ -89,6 +89,7 @@ def adjudications_section(audit: dict[str, Any]):
             str(e.get("pairing")),
             str(e.get("disagreements")),
             str(e.get("adjudicated")),
+            str(e.get("verdicts")),
             *(str(e.get(k)) for k, _ in KINDS),
             stat_text(e.get("judge_error_rate"), notes),
             stat_text(e.get("mechanical_error_rate"), notes),
@@ -100,6 +101,7 @@ def adjudications_section(audit: dict[str, Any]):
             "pairing",
             "disagreements",
             "adjudicated",
+            "verdicts",
             "judge errors",
             "scorer errors",
             "ground-truth errors",
@@ -110,13 +112,14 @@ def adjudications_section(audit: dict[str, Any]):
         ],
         rows,
         notes=notes.lines(),
-        numeric=set(range(1, 10)),
+        numeric=set(range(1, 11)),
     )
     return Section(
         "Adjudications: who was wrong",
         [ViewTable(table, "adjudications")],
         intro="Human verdicts on the disagreements (evalkit view): a judge error is mechanical_right, a "
         "scorer error judge_right, a ground-truth error ground_truth_wrong. Rates are over the decided "
-        "verdicts (unclear left out; both_wrong counts against both). Many mechanical errors: fix the "
+        "verdicts (unclear left out; both_wrong counts against both); a run two reviewers judged is one "
+        "adjudicated run and two verdicts. Many mechanical errors: fix the "
         "scenario or the scorer; many judge errors: do not trust the judge.",
     )
