@@ -43,7 +43,7 @@ def register(group: click.Group) -> None:
             if not repeats.once_per_scenario(message):
                 click.echo(sanitize(message))
         for line in repeats.summary():
-            click.echo(line)
+            click.echo(sanitize(line))
         for problem in report.problems:
             click.echo(str(problem))
         for finding in report.findings:

@@ -94,17 +94,23 @@ def _context():
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
-def _kill_me_with_parent() -> bool:
-    """Ask Linux to SIGKILL this process when its parent thread dies; False where it cannot."""
+def _libc():
+    """This process's C library through ctypes, on Linux; None elsewhere or where it cannot be loaded."""
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     import ctypes
 
-    pr_set_pdeathsig = 1
     try:
-        return ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def _kill_me_with_parent() -> bool:
+    """Ask Linux to SIGKILL this process when its parent thread dies; False where it cannot."""
+    pr_set_pdeathsig = 1
+    prctl = getattr(_libc(), "prctl", None)
+    return prctl is not None and prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) == 0
 
 
 def _keep_freed_memory() -> bool:
@@ -112,16 +118,9 @@ def _keep_freed_memory() -> bool:
     rather than hand them back to the kernel as soon as 128 KiB are free at the top: a worker frees
     most of what a batch used and needs as much for the next one, which the kernel would otherwise
     give back a page fault at a time. False where the allocator is not glibc's."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
     m_trim_threshold = -1
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    return mallopt(m_trim_threshold, WORKER_KEEP_FREED) == 1
+    mallopt = getattr(_libc(), "mallopt", None)
+    return mallopt is not None and mallopt(m_trim_threshold, WORKER_KEEP_FREED) == 1
 
 
 def _watch_parent(parent: int) -> None:
@@ -293,7 +292,6 @@ def workers_ahead(
     workers = workers or default_workers()
     if engine != "local" or workers <= 1 or len(found) <= POOL_FILES:
         return nullcontext()
-
     if parquet:  # loaded once, here, for the workers to inherit: each would import it again (≈ 0.25 s)
         import pyarrow  # noqa: F401
         import pyarrow.parquet  # noqa: F401

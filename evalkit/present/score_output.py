@@ -293,7 +293,8 @@ class Repeats:
     def __init__(self) -> None:
         self.errors: dict[str, int] = {}
         self.embedded: dict[str, int] = {}
-        self.contents: dict[str, list[str]] = {}  # scenario id (as written) -> [first, last] "different content" line
+        # scenario id (as written) -> its last "different content" line after the first (None: only the first)
+        self.contents: dict[str, str | None] = {}
 
     def first(self, message: str) -> bool:
         """Count an error's message; whether it is the first of its kind."""
@@ -306,9 +307,9 @@ class Repeats:
         counted, and :meth:`summary` says the rest."""
         if line.startswith(self._CONTENTS[0]) and (end := line.find(self._CONTENTS[1])) > 0:
             scenario = line[len(self._CONTENTS[0]) : end]
-            said = self.contents.setdefault(scenario, [line, line])
-            said[1] = line
-            return said[0] is not line
+            repeated = scenario in self.contents
+            self.contents[scenario] = line if repeated else None
+            return repeated
         at = line.find(self._EMBEDDED)
         if at < 0:
             return False
@@ -320,7 +321,7 @@ class Repeats:
         out = [f"error: {n - 1:,} more file(s) with the same error: {m}" for m, n in self.errors.items() if n > 1]
         out += [f"warning: {n - 1:,} more run(s) where {m}" for m, n in self.embedded.items() if n > 1]
         # a scenario whose contents kept coming: the last line, which names them all
-        out += [last for first, last in self.contents.values() if last is not first]
+        out += [last for last in self.contents.values() if last is not None]
         return out
 
 
