@@ -168,16 +168,7 @@ def _run(rng: random.Random, scenario: dict[str, Any], i: int) -> bytes:
 
 
 def _state(observed: Observed) -> str:
-    def plain(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {repr(k): plain(v) for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))}
-        if isinstance(value, (set, frozenset)):
-            return sorted(map(repr, value))
-        if isinstance(value, (list, tuple)):
-            return [plain(v) for v in value]
-        return repr(value)
-
-    return json.dumps([plain(getattr(observed, name)) for name in FIELDS])
+    return json.dumps([_canonical(getattr(observed, name)) for name in FIELDS])
 
 
 @pytest.mark.parametrize("seed", range(40))
