@@ -9,6 +9,7 @@ from statsmodels.stats.power import NormalIndPower
 
 from evalkit.aggregate.groups import RunSummary, aggregate
 from evalkit.aggregate.uncertainty.power import measured_variances, plan, power_of, scenarios_needed
+from evalkit.present.comparison_tables import plan_tables
 
 
 def rs(scenario, model, value):
@@ -92,3 +93,17 @@ def test_plan_rejects_bad_arguments():
     for bad in ({"delta": 0}, {"delta": 1.5}, {"delta": 0.1, "power": 1.0}, {"delta": 0.1, "level": 0}):
         with pytest.raises(ValueError):
             plan(**bad)
+
+
+def test_a_power_just_below_one_is_never_printed_as_certain():
+    runs = [
+        rs(f"s{i}", model, x + j / 100)
+        for i in range(16)
+        for model, x in (("a", 0.3 + i / 40), ("b", 0.4 + i / 40))
+        for j in range(3)
+    ]
+    result = plan(0.1, aggregate(runs), sd_within=0.1)
+    power = result["metrics"][0]["current"]["power"]
+    assert 0.995 <= power < 1.0
+    notes = " ".join(plan_tables(result)[0].notes)
+    assert "with power > 0.99" in notes and "1.00" not in notes

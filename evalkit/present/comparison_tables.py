@@ -110,6 +110,15 @@ def comparison_table(comparison: dict[str, Any]) -> Table:
     )
 
 
+def power_text(power: float) -> str:
+    """A power to two decimals, never rounded onto certainty: 0.998 is "> 0.99", not "1.00"."""
+    if 0.995 <= power < 1.0:
+        return "> 0.99"
+    if 0.0 < power < 0.005:
+        return "< 0.01"
+    return f"{power:.2f}"
+
+
 def plan_tables(plan: dict[str, Any]) -> list[Table]:
     tables = []
     for m in plan["metrics"]:
@@ -124,7 +133,7 @@ def plan_tables(plan: dict[str, Any]) -> list[Table]:
         if current:
             notes.append(
                 f"the current data ({current['scenarios']} scenarios x {current['runs_per_scenario']} runs) "
-                f"detect a difference of {plan['delta']:g} with power {current['power']:.2f}"
+                f"detect a difference of {plan['delta']:g} with power {power_text(current['power'])}"
             )
         tables.append(
             Table(

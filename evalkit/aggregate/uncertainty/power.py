@@ -8,7 +8,8 @@ two-sided test at level α and power 1 − β, the normal approximation needs
 where σ² is the within-scenario variance of one run's result (run-to-run noise) and ω² the variance
 across scenarios of the true difference between the two models. The power of a design (C, R) is
 ``Φ(δ/SE − z) + Φ(−δ/SE − z)`` with ``SE = √((ω² + 2σ²/R)/C)``. Planning uses z, as Miller does; for
-fewer than ~30 scenarios the t-test evalkit applies is slightly less powerful than this says.
+few scenarios the t-test evalkit applies is less powerful than this says (docs/uncertainty.md gives
+the figures).
 
 Variances measured from an aggregate (:func:`measured_variances`):
 
