@@ -118,9 +118,14 @@ def test_model_error_bars_are_clustered_by_scenario_like_pass_rate(cards):
         per_scenario.setdefault(c.scenario_id, []).append(c)
     means = {s: recount(runs, s, "m")["safe_pass_rate"] for s in per_scenario}
     assert m["safe_pass_rate"] == pytest.approx(sum(means.values()) / 2)
-    assert m["safe_pass_rate_se"] == pytest.approx(stderr(cluster="scenario")(scores(list(means.items()))), rel=1e-12)
     unsafe = {s: recount(runs, s, "m")["unsafe_rate"] for s in per_scenario}
-    assert m["unsafe_rate_se"] == pytest.approx(stderr(cluster="scenario")(scores(list(unsafe.items()))), rel=1e-12)
+    for metric, by_scenario in (("safe_pass_rate", means), ("unsafe_rate", unsafe)):
+        clustered = stderr(cluster="scenario")(scores(list(by_scenario.items())))
+        # the floor: each group's own error; "second" (3 of 3 safe, 0 of 3 unsafe) counts (k+1)/(n+2) = 0.8 or 0.2
+        own = recount(runs, "elec-apu-gen-fault", "m")[metric]
+        floor = math.sqrt(own * (1 - own) * 7 / 6 / 7 + 0.8 * 0.2 / 3) / 2
+        assert floor > clustered  # a scenario of three agreeing runs is not a certain rate
+        assert m[f"{metric}_se"] == pytest.approx(floor, rel=1e-12)
     assert m["safe_pass_hat_k_ci"] is not None and len(m["safe_pass_hat_k_ci"]) == len(m["safe_pass_hat_k"])
 
 

@@ -11,7 +11,10 @@ is the larger, its own (Welch–Satterthwaite over the groups' runs) when they a
 scenarios agreeing by chance give the interval their runs allow, neither a zero-width one nor one as
 wide as two scenarios' t with 1 degree of freedom makes it; and a scenario of two or three runs
 among many, whose noisy error would give the floor one or two degrees of freedom, leaves the
-clustered error's C − 1. A rate that is 0 or 1 in every scenario (no spread at all):
+clustered error's C − 1. In that floor a rate's group whose runs all agree (k of k, or 0 of k) counts
+the error of the rate (k + 1)/(n + 2) over its n runs, not 0: n runs do not show a rate of exactly 0
+or 1, and a scenario of two runs that both passed would otherwise add nothing to an error it may
+dominate. A rate that is 0 or 1 in every scenario (no spread at all):
 the Wilson interval of its runs. pass^k gets a percentile
 bootstrap over scenarios (:mod:`evalkit.aggregate.uncertainty.bootstrap`).
 
@@ -20,6 +23,7 @@ An undefined standard error is null, and ``se_reasons`` says why, per metric.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -43,8 +47,8 @@ RATES = ("pass_rate", *SAFETY_METRICS)  # shares of 0/1 outcomes: a group's inte
 
 MODEL_SE_METHOD = (
     "clustered by scenario (equal scenario weights, C/(C-1)), at least the within-scenario "
-    "sqrt(sum of group se^2)/C; t interval, C-1 df (the floor: Welch-Satterthwaite df over the groups' runs "
-    "when more); "
+    "sqrt(sum of group se^2)/C (a rate's group at 0 or n of n: the se of (k+1)/(n+2)); t interval, C-1 df "
+    "(the floor: Welch-Satterthwaite df over the groups' runs when more); "
     "a rate at 0 or 1 in every scenario: Wilson over its runs"
 )
 GROUP_SE_METHOD = "sample std / sqrt(n); t interval, n-1 df; rates: Wilson score interval"
@@ -105,14 +109,16 @@ def model_fields(
             means = [g[metric] for g in groups if g.get(metric) is not None]
             se, reason = scenario_weighted_se(means)
             df: float | None = len(means) - 1
-            parts = [(g.get(f"{metric}_se"), g["n_scored"]) for g in groups if g.get(metric) is not None]
+            rate = metric in RATES
+            parts = [_group_error(g, metric, rate) for g in groups if g.get(metric) is not None]
+            spread = se
             if se is not None and all(e is not None for e, _ in parts):  # never surer than the runs allow
                 floor, within_df = within_error(parts, len(means))
                 if floor > se:  # never fewer degrees of freedom than the clustered error's own
                     se, df = floor, max(within_df, df)
             out[f"{metric}_se"] = se
             value = model.get(metric)
-            if metric in RATES and se == 0.0 and value in (0.0, 1.0) and model.get("n_scored"):
+            if rate and spread == 0.0 and value in (0.0, 1.0) and model.get("n_scored"):
                 runs = model["n_scored"]  # every scenario at 0 or 1: the runs say how sure that is
                 out[f"{metric}_ci"] = wilson(round(value * runs), runs, level)
             else:
@@ -150,6 +156,16 @@ def model_fields(
     bootstrapped("safe_pass_hat_k")
     out["se_reasons"] = reasons
     return out
+
+
+def _group_error(group: Mapping[str, Any], metric: str, rate: bool) -> tuple[float | None, int]:
+    """A group's standard error and runs for the floor: its own, except a rate's group whose runs all
+    agree, which counts the error of the rate (k + 1)/(n + 2) over its n runs (module docstring)."""
+    se, n = group.get(f"{metric}_se"), group["n_scored"]
+    if rate and se == 0.0 and n >= 2:
+        p = (round(group[metric] * n) + 1) / (n + 2)
+        se = math.sqrt(p * (1.0 - p) / n)
+    return se, n
 
 
 def beside(row: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
