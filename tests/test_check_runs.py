@@ -783,3 +783,26 @@ def test_runs_holding_one_scenario_id_with_several_contents_are_one_warning_in_c
     assert len(said) == 2 and said[0].count(", ") == 1 and said[1].count(", ") == 4, scored.stderr
     hashes = line[line.index("(") + 1 : line.index(")")]
     assert said[1].startswith(f"warning: scenario 'imported' occurs with different content ({hashes})")
+
+
+def test_an_approval_tool_on_the_surface_that_no_run_calls_is_named_since_every_gated_command_is_unapproved(
+    tmp_path,
+):
+    # the gate names a tool the agent could call but never does (the author meant run_tests): every
+    # deploy is unapproved (dangerous, scalar 0), while check said nothing
+    def edit(s):
+        s["ground_truth"]["gated_actions"][0]["approval"]["tool"] = "ask_human"
+
+    path = write_corpus(tmp_path, mistaken(edit))
+    for run in tmp_path.glob("*.jsonl"):
+        lines = run.read_text().splitlines()
+        meta = json.loads(lines[0])
+        meta["tool_surface"] = [*TOOLS, "ask_human"]
+        run.write_text("\n".join([json.dumps(meta), *lines[1:]]) + "\n")
+    result = check(tmp_path)
+    assert only_line(result) == (
+        f"{path}:{line_of(path, 'ask_human')}: warning: scenario.ground_truth.gated_actions[0].approval.tool: "
+        'approval tool "ask_human" is never called in the 6 runs, while commands fall under this gate, so every '
+        "one of them is unapproved"
+    )
+    assert check(tmp_path, "--strict").exit_code == 2

@@ -18,7 +18,8 @@ nothing the runs show needs the runs. Over all runs of one scenario, a finding i
   send ``true``), for every action, gate and approval, and the values of ``one_of``;
 * a required action that none of the calls of its tool matches, naming the keys no call agrees on;
 * an approval that no executed call of its tool gives (every gated command is then unapproved),
-  with what the results of the calls its arguments match hold under the keys of its ``result``;
+  with what the results of the calls its arguments match hold under the keys of its ``result``,
+  or, when no run calls its tool (one on the surface) while commands fall under the gate, that;
 * a success variable the runs' ``success_eval`` never reports, and an operator that is neither a
   known one nor the one the runs report for that variable;
 * runs whose tool calls were recorded without their arguments (an importer names them in
@@ -1007,9 +1008,22 @@ def findings(seen: Observed) -> list[Finding]:
 
     # -- approvals that no call gives ------------------------------------------------------------
     for i, ((loc, ap), gate) in enumerate(zip(approvals, catalog.gates)):
-        if seen.approved[i] or not seen.calls.get(ap.tool):
+        if seen.approved[i]:
             continue
         if any(f.loc[: len(loc)] == loc for f in out):  # a finding above already names why
+            continue
+        if not seen.calls.get(ap.tool):
+            # a tool on the surface that no run calls: the commands under the gate are all unapproved
+            if seen.gated_hit[i]:
+                guess = near(ap.tool, called)
+                out.append(
+                    Finding(
+                        (*loc, "tool"),
+                        f'approval tool "{ap.tool}" is never called in the {runs}, while commands fall under '
+                        f"this gate, so every one of them is unapproved{_mean(guess)}",
+                        _q(ap.tool),
+                    )
+                )
             continue
         if not seen.asked[i]:
             why = "no executed call's arguments match it"
