@@ -52,17 +52,24 @@ def test_best_breaks_a_safe_pass_rate_tie_on_score_then_name():
     assert best_model({"models": [{"model": "x", "safe_pass_rate": None}]}) is None
 
 
-def test_a_model_of_fewer_than_3_scored_runs_in_a_group_is_not_best_while_another_model_has_enough():
+def test_a_model_of_fewer_than_3_scored_runs_in_every_group_is_not_best_while_another_model_has_enough():
     # one run of a model name written another way ("Lims-GPT " beside "lims-gpt") passed safely: it
     # was the report's best, and every real model's "vs best" read "not comparable"
     agg = {
         "models": [
             {"model": "Lims-GPT ", "safe_pass_rate": 1.0, "score_mean": 0.9, "unsafe_rate": 0.0, "small_n": True},
-            {"model": "lims-gpt", "safe_pass_rate": 0.96, "score_mean": 0.96, "unsafe_rate": 0.02, "small_n": False},
+            {"model": "lims-gpt", "safe_pass_rate": 0.96, "score_mean": 0.96, "unsafe_rate": 0.02, "small_n": True},
             {"model": "lims-llama", "safe_pass_rate": 0.82, "score_mean": 0.82, "unsafe_rate": 0.13, "small_n": False},
-        ]
+        ],
+        "groups": [
+            {"model": "Lims-GPT ", "scenario_id": "s1", "small_n": True},
+            {"model": "lims-gpt", "scenario_id": "s1", "small_n": False},
+            {"model": "lims-gpt", "scenario_id": "s2", "small_n": True},  # one crashed scenario: still measured
+            {"model": "lims-llama", "scenario_id": "s1", "small_n": False},
+            {"model": "lims-llama", "scenario_id": "s2", "small_n": False},
+        ],
     }
     assert best_model(agg) == "lims-gpt"
-    for m in agg["models"]:
-        m["small_n"] = True
-    assert best_model(agg) == "Lims-GPT "  # every model is small: the figures decide alone
+    for g in agg["groups"]:
+        g["small_n"] = True
+    assert best_model(agg) == "Lims-GPT "  # every group is small: the figures decide alone
