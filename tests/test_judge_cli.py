@@ -210,6 +210,7 @@ def test_cli_judge_paths_with_a_bad_scenario_file_is_one_line_and_makes_no_datab
     res = judge(str(db), server, str(runs), "--scenarios", str(tmp_path / "broken.json"))
     assert res.exit_code == 1 and "Traceback" not in res.stderr
     assert res.stderr.strip().splitlines() == [
-        f"error: {tmp_path / 'broken.json'}:1: not valid JSON: EOF while parsing a value (column 29)"
+        f"error: {tmp_path / 'broken.json'}:1: not valid JSON: EOF while parsing a value (column 29); "
+        "nothing is scored while a scenario file given has a problem ('evalkit check' lists every one)"
     ]
     assert not db.exists() and server.count == 0

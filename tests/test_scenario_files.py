@@ -142,6 +142,19 @@ def test_cli_score_with_a_bad_scenarios_file_exits_1(tmp_path):
     assert result.exit_code == 1 and "tasks.json:1: scenario.id: Input should be a valid string" in result.stderr
 
 
+def test_a_scenario_file_given_with_a_problem_says_that_nothing_is_scored_and_where_to_see_every_problem(tmp_path):
+    (tmp_path / "tasks.json").write_text(json.dumps([SC, {"id": 3}]))
+    run = named_run(tmp_path)
+    db = tmp_path / "e.db"
+    result = CliRunner().invoke(cli, ["score", str(run), "--scenarios", str(tmp_path / "tasks.json"), "--db", str(db)])
+    assert result.exit_code == 1 and not db.exists()
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: {tmp_path / 'tasks.json'}:1: scenario.id: Input should be a valid string")
+    assert line.endswith(
+        "; nothing is scored while a scenario file given has a problem ('evalkit check' lists every one)"
+    )
+
+
 def test_a_misspelt_scenario_id_is_an_error_with_did_you_mean(tmp_path):
     (tmp_path / "tasks.json").write_text(json.dumps([SC]))
     run = named_run(tmp_path, scenario_id="refund-b2")

@@ -243,9 +243,9 @@ def _score_into(db_path: str, paths, scenario_files=()) -> tuple[list, list[str]
 
     scenarios = None
     if scenario_files:  # read first: a bad file makes no database
-        from evalkit.trajectory.scenario_files import load_scenarios
+        from evalkit.trajectory.scenario_files import load_given_scenarios
 
-        scenarios = load_scenarios(scenario_files)
+        scenarios = load_given_scenarios(scenario_files)
     with Store(db_path) as store:
         cards, errors = score_files(paths, store=store, scenarios=scenarios, warn=warn).collect()
     for error in errors:

@@ -167,15 +167,15 @@ class _Said:
 
 
 def _scenarios(scenario_files):
-    """The scenario files' scenarios, None without any; a bad file ends the command (exit 1). The
+    """The scenario files' scenarios, None without any; a problem in one ends the command, nothing scored (exit 1). The
     scenario model loads only when asked for: with workers, it loads in them."""
     if not scenario_files:
         return None
     from evalkit.errors import InputError
-    from evalkit.trajectory.scenario_files import load_scenarios
+    from evalkit.trajectory.scenario_files import load_given_scenarios
 
     try:
-        return load_scenarios(scenario_files)
+        return load_given_scenarios(scenario_files)
     except InputError as exc:
         fail(str(exc))
 

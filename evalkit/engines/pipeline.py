@@ -97,9 +97,9 @@ def score_files(
         if output not in FORMATS:
             raise ValueError(f"unknown output {output!r} (cards, None or one of {', '.join(FORMATS)})")
     if scenarios is not None and not _is_scenario_set(scenarios):
-        from evalkit.trajectory.scenario_files import load_scenarios
+        from evalkit.trajectory.scenario_files import load_given_scenarios
 
-        scenarios = load_scenarios(scenarios)
+        scenarios = load_given_scenarios(scenarios)
     job = ScoreJob(
         output_format=None if output == CARDS else output,
         card=output == CARDS,

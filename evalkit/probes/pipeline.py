@@ -158,9 +158,9 @@ def run_probes(
     read = None  # each run's file is read again to build its counterfactuals, with its scenario files
     if scenarios:
         from evalkit.trajectory.reader import read_trajectory
-        from evalkit.trajectory.scenario_files import load_scenarios
+        from evalkit.trajectory.scenario_files import load_given_scenarios
 
-        scenarios = load_scenarios(scenarios)
+        scenarios = load_given_scenarios(scenarios)
         read = lambda path: read_trajectory(path, scenarios=scenarios)  # noqa: E731
     if paths:
         from evalkit.db.scores import Store

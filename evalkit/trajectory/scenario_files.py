@@ -276,6 +276,20 @@ def load_scenarios(paths: Iterable[str | Path]) -> ScenarioSet:
     return ScenarioSet(by_id)
 
 
+def load_given_scenarios(paths: Iterable[str | Path]) -> ScenarioSet:
+    """:func:`load_scenarios` for the files a command was given (``--scenarios``): its InputError
+    says that nothing is scored while one of them has a problem, and where to see them all."""
+    try:
+        return load_scenarios(paths)
+    except InputError as exc:
+        raise InputError(
+            exc.path,
+            exc.line,
+            f"{exc.message}; nothing is scored while a scenario file given has a problem "
+            "('evalkit check' lists every one)",
+        ) from None
+
+
 BESIDE_NAMES = ("scenarios.json", "scenarios.toml", "scenarios.jsonl")
 _BESIDE: dict[str, tuple[tuple[int, int, int], ScenarioSet | InputError]] = {}  # file -> (its stat, what it held)
 _BESIDE_MAX = 64
