@@ -180,6 +180,28 @@ def test_a_block_pasted_twice_is_named_at_the_second_copy_since_no_run_calls_it_
     )
 
 
+def test_a_block_pasted_word_for_word_is_named_even_when_some_run_does_its_actions_twice(tmp_path):
+    # the same block twice (name and actions): every run that does it once misses the copy; a run
+    # that repeats each call serves the copy, which silences the warning about an action no run does
+    # twice, but not this one: the copy is the author's mistake whatever the runs do
+    def edit(s):
+        s["ground_truth"]["procedure"].append(json.loads(json.dumps(s["ground_truth"]["procedure"][0])))
+
+    path = write_corpus(tmp_path, mistaken(edit))
+    run = tmp_path / "alpha-good.jsonl"
+    records = [json.loads(line) for line in run.read_text().splitlines()]
+    twice = [
+        r for rec in records for r in ([rec, dict(rec, call_index=99)] if rec.get("type") == "tool_call" else [rec])
+    ]
+    run.write_text("".join(json.dumps(r) + "\n" for r in twice))
+    second = line_of(path, '"block"', after='"actions"')
+    assert only_line(check(tmp_path)) == (
+        f"{path}:{second}: warning: scenario.ground_truth.procedure[1]: this block is procedure[0] again, word for "
+        "word: each of its actions is required twice, so a run that does them once misses the copy (rename the "
+        "block if twice is meant)"
+    )
+
+
 def test_an_action_required_twice_that_a_run_does_twice_is_not_warned_about(tmp_path):
     def edit(s):
         actions(s).append(

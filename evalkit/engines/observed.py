@@ -977,6 +977,22 @@ def findings(seen: Observed) -> list[Finding]:
                     )
                 )
 
+    # -- a block that repeats an earlier one (pasted twice): each of its actions is required again --
+    repeated: set[int] = set()
+    blocks = [b.model_dump(exclude_unset=True) for b in gt.procedure]
+    for j, block in enumerate(blocks):
+        i = next((i for i in range(j) if blocks[i] == block), None)
+        if i is not None and block.get("actions"):
+            repeated.add(j)
+            out.append(
+                Finding(
+                    ("ground_truth", "procedure", j),
+                    f"this block is procedure[{i}] again, word for word: each of its actions is required twice, "
+                    "so a run that does them once misses the copy (rename the block if twice is meant)",
+                    _q(gt.procedure[j].block) if gt.procedure[j].block else None,
+                )
+            )
+
     # -- required actions that nothing matches ---------------------------------------------------
     twin_of = {i: members for members in twins(catalog.required) for i in members}
     for k, ((loc, action), expect, hit) in enumerate(zip(required, catalog.required, seen.hit)):
@@ -985,6 +1001,8 @@ def findings(seen: Observed) -> list[Finding]:
             continue
         members = twin_of.get(k)
         if members and k != members[0] and seen.hit[members[0]]:
+            if loc[2] in repeated:  # the repeated block's finding says it
+                continue
             nth = members.index(k) + 1
             first = where(required[members[0]][0], "").lstrip(".")
             out.append(
