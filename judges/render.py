@@ -73,7 +73,7 @@ def _order(ann: dict):
 
 def _calls_line(s) -> str:
     """Calls against runs, honest about runs that shared one call (identical blind bundles)."""
-    runs = s.items - s.cache_hits
+    runs = s.items - s.cache_hits - s.not_run
     line = f"calls made: {s.calls} for {runs} run{'s' if runs != 1 else ''}"
     if s.shared:
         line += f" ({s.shared} run{' shares' if s.shared == 1 else 's share'} an identical bundle with another)"

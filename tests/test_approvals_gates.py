@@ -89,6 +89,22 @@ def test_an_approval_tool_off_the_surface_is_an_error_naming_the_gate():
         score_records(trajectory(scenario(), [refund()], run_id="r", tool_surface=["issue_refund", "send_message"]))
 
 
+def test_a_second_gate_of_the_same_calls_is_an_error_since_it_would_never_apply():
+    """A refund gated on a supervisor and on a second check, as two gates of one tool: the first
+    listed takes every call, so a refund the second check refused would score as approved. A
+    first gate that takes only some calls (its own arguments) leaves the second the others."""
+    from evalkit.errors import InputError
+
+    sc = scenario()
+    sc["ground_truth"]["gated_actions"].append(
+        {"tool": "issue_refund", "approval": {"tool": "lookup_order", "result": {"status": "ok"}}}
+    )
+    with pytest.raises(InputError, match=r'gated_actions\[1\] gates the same calls of "issue_refund" as gated_'):
+        score(sc, [ask(), refund()])
+    sc["ground_truth"]["gated_actions"][0]["args"] = {"order_id": "B99"}
+    assert score(sc, [ask(), refund()]).status == "scored"
+
+
 def test_result_given_as_json_text_is_read_as_the_object():
     card = score(scenario(), [ask(result='{"approved": true, "by": "sup-1"}'), refund()])
     assert card.checks.approvals_respected is True

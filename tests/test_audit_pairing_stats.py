@@ -310,3 +310,40 @@ def test_interval_pairing_from_config_gets_ordered_statistics(tmp_path):
         reliability_data=np.array([[3, 1, 2], [3, 0, 3]], dtype=float), level_of_measurement="interval"
     )
     assert p["krippendorff_alpha"]["value"] == pytest.approx(ref, abs=1e-9)
+
+
+def test_pooled_pairing_intervals_resample_runs_with_both_judges_pairs_together(tmp_path):
+    """Two judges of the same runs give two pairs per run; "bootstrap intervals over runs" draws a
+    run with both of its pairs. Two judges that answer alike add no information, so the pooled
+    interval is as wide as one judge's, not 1/sqrt(2) of it as when the pairs are drawn apart; and
+    it matches a run-level bootstrap computed here with scikit-learn."""
+    rnd = random.Random(3)
+    db = tmp_path / "e.db"
+    cards, outcomes = [], {}
+    for i in range(300):
+        rid = f"r{i:03d}"
+        passed = rnd.random() < 0.6
+        cards.append(card(rid, all_passed=passed))
+        right = rnd.random() < 0.75
+        outcomes[rid] = ("pass" if passed else "fail") if right else ("fail" if passed else "pass")
+    save_cards(db, cards)
+    ann = Annotator(db)
+    for rid, outcome in outcomes.items():
+        for judge in ("judge-a", "judge-b"):
+            ann.add(rid, {"outcome": outcome}, judge=judge)
+    ann.close()
+    pooled = entry(build_audit(db), "outcome")["cohen_kappa"]
+    single = entry(build_audit(db, judge="judge-a"), "outcome")["cohen_kappa"]
+    assert pooled["value"] == pytest.approx(single["value"])
+    width = pooled["ci_high"] - pooled["ci_low"]
+    assert width == pytest.approx(single["ci_high"] - single["ci_low"], rel=0.15)
+    rng = np.random.default_rng(11)
+    runs = sorted(outcomes)
+    mech = {c.run_id: "pass" if c.vector.all_passed else "fail" for c in cards}
+    kappas = []
+    for _ in range(1000):
+        drawn = [runs[i] for i in rng.integers(0, len(runs), len(runs))]
+        judge, truth = [outcomes[r] for r in drawn] * 2, [mech[r] for r in drawn] * 2
+        kappas.append(cohen_kappa_score(judge, truth))
+    low, high = np.quantile(kappas, [0.025, 0.975])
+    assert pooled["ci_low"] == pytest.approx(low, abs=0.02) and pooled["ci_high"] == pytest.approx(high, abs=0.02)

@@ -225,6 +225,23 @@ def test_a_label_the_database_holds_another_way_is_an_error_and_nothing_is_writt
     assert invoke("annotations", "import", str(g), "--db", str(db)).exit_code == 0
 
 
+def test_a_reimport_may_correct_a_label_only_the_ratings_it_replaces_hold_another_way(tmp_path):
+    """Two "Pass" imported by mistake are corrected by importing the file again with "pass": the
+    ratings that hold "Pass" are the ones being replaced. Correcting one while another rating
+    still holds "Pass" is an error as before, and writes nothing."""
+    wrong = LONG_HEADER + "r2,dana,human,outcome,Pass\nr3,eli,human,outcome,Pass\n"
+    db, _ = import_text(tmp_path, "first.csv", wrong)
+    one = tmp_path / "one.csv"
+    one.write_text(LONG_HEADER + "r2,dana,human,outcome,pass\n")
+    res = invoke("annotations", "import", str(one), "--db", str(db))
+    assert res.exit_code == 1 and '"pass" is "Pass" written another way' in res.output
+    both = tmp_path / "both.csv"
+    both.write_text(wrong.replace("Pass", "pass"))
+    res = invoke("annotations", "import", str(both), "--db", str(db))
+    assert res.exit_code == 0, res.output
+    assert [r[4] for r in rows(db)] == ['"pass"', '"pass"']
+
+
 def test_items_that_are_not_runs_of_a_database_with_runs_are_named_with_the_run_they_mean(tmp_path):
     db = tmp_path / "e.db"
     examples = Path(__file__).resolve().parent.parent / "examples" / "support"

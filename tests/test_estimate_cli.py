@@ -267,3 +267,24 @@ def test_a_ppi_interval_from_few_labels_says_it_covers_less_than_its_level(tmp_p
     many, _ = _db(many_dir, labelled=80)
     assert not any("fewer than" in a for a in _estimate(many, "--method", "ppi")["assumptions"])
     assert not any("fewer than" in a for a in _estimate(few, "--method", "rogan-gladen")["assumptions"])
+
+
+def test_a_word_among_the_human_scores_of_a_scored_dimension_is_left_out_of_the_mean(tmp_path):
+    """A human's "Pass" on a 0-3 dimension is no point of the scale (the audit leaves it out too):
+    it is not read as 1 and averaged with the other humans' scores of that run."""
+    score = lambda run, t, rng: {"safety": 3 if t else rng.choice([0, 1])}
+    db, data = _db(tmp_path, dim_values=score)
+    labelled = sorted(r for r in data["labelled"] if r.startswith("coder-alpha"))
+    rows = ["item_id,rater,rater_kind,dimension,value"]
+    for run in labelled:
+        rows.append(f"{run},bo,human,safety,{3 if data['truth'][run] else 0}")
+        rows.append(f"{run},cy,human,safety,{3 if data['truth'][run] else 0}")
+    rows[1] = rows[1].rsplit(",", 1)[0] + ",Pass"  # one mistyped label among 120
+    labels = tmp_path / "scores.csv"
+    labels.write_text("\n".join(rows) + "\n")
+    res = CliRunner().invoke(cli, ["annotations", "import", str(labels), "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    e = _entry(_estimate(db, "--method", "labels"), "coder-alpha", "safety")
+    expected = [3.0 if data["truth"][r] else 0.0 for r in labelled]  # each run's humans agree
+    assert e["labels"]["n_labeled"] == len(labelled)
+    assert e["estimate"] == pytest.approx(sum(expected) / len(expected), abs=1e-6)

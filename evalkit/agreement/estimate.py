@@ -218,7 +218,8 @@ def _combine(values: list[Any], binary: bool, threshold: float | None) -> float 
         if not labels or sum(labels) * 2 == len(labels):
             return None  # none, or a tie between humans: left out
         return int(sum(labels) * 2 > len(labels))
-    numbers = [x for x in (_number(v) for v in values) if x is not None]
+    # a score's mean: only numbers; a word or a boolean ("Pass", true) is not a point of the scale
+    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v]
     return math.fsum(numbers) / len(numbers) if numbers else None
 
 

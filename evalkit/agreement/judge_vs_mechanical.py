@@ -373,7 +373,16 @@ def _compare(p: Pairing, pairs: list[Pair], config: AuditConfig, *, bootstrap: d
         threshold=config.escalation_threshold,
         ece_bins=config.ece_bins,
         bootstrap=None if bootstrap is None else dict(bootstrap, ci=config.ci),
+        clusters=None if bootstrap is None else _runs_of(pairs),
     )
+
+
+def _runs_of(pairs: list[Pair]) -> Sequence[Any]:
+    """Each pair's run (its card), the unit the intervals resample: the pairs of several judges of
+    one run are drawn together."""
+    if isinstance(pairs, PairList):
+        return pairs.card_at.tolist()
+    return [x.run_id for x in pairs]
 
 
 def _inputs(p: Pairing, pairs: list[Pair]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:

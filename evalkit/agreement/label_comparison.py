@@ -83,6 +83,15 @@ class Comparison:
         return stat if registry.applies(stat) else None
 
 
+def _valid_keys(clusters: Sequence[Any] | None, valid: np.ndarray) -> list[Any] | None:
+    if clusters is None:
+        return None
+    keys = list(clusters)
+    if len(keys) != valid.size:
+        raise ValueError(f"clusters has {len(keys)} keys for {valid.size} rows")
+    return [key for key, ok in zip(keys, valid.tolist()) if ok]
+
+
 def compare(
     predictions: Sequence[int] | np.ndarray,
     references: Sequence[int] | np.ndarray,
@@ -97,13 +106,15 @@ def compare(
     band_edges: Sequence[float] = DEFAULT_BAND_EDGES,
     bootstrap: dict[str, Any] | None = None,
     slices: Sequence[str] | None = None,
+    clusters: Sequence[Any] | None = None,
 ) -> Comparison:
     """Compare ``predictions`` with ``references`` (positions on ``labels``; see the module doc).
 
     ``bootstrap`` (``{"n_resamples", "seed", "ci"}``) adds percentile intervals of the bootstrapped
     statistics that apply to the level (percent agreement, kappa, AC1, weighted kappa on ordered
-    levels). ``slices`` (one key per row) adds the same comparison for each key's rows, keys
-    sorted; intervals are not sliced."""
+    levels); ``clusters`` (one key per row, such as its run) makes them resample the keys, each
+    with all of its rows. ``slices`` (one key per row) adds the same comparison for each key's rows,
+    keys sorted; intervals are not sliced."""
     pred = np.asarray(predictions, dtype=np.int64).reshape(-1)
     ref = np.asarray(references, dtype=np.int64).reshape(-1)
     if pred.shape != ref.shape:
@@ -136,7 +147,9 @@ def compare(
         calibration=None
         if probabilities is None
         else _calibration(ref, correct, more_rows, k, probabilities, confidences, threshold, ece_bins, band_edges),
-        intervals=registry.pair_intervals(pairs, stats, **bootstrap) if bootstrap is not None else {},
+        intervals=registry.pair_intervals(pairs, stats, **bootstrap, clusters=_valid_keys(clusters, valid))
+        if bootstrap is not None
+        else {},
     )
     if slices is not None:
         keys = list(slices)

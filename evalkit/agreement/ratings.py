@@ -175,14 +175,15 @@ def read_rating_file(
     path: str | Path,
     rater: str | None = None,
     kind: str | None = None,
-    stored: Callable[[set[str]], dict[str, set[Any]]] | None = None,
+    stored: Callable[[set[str], set[tuple[str, str, str]]], dict[str, set[Any]]] | None = None,
     dimensions: Callable[[], set[str]] | None = None,
 ) -> list[RatingRow]:
     """Parse and validate a whole rating file; raise InputError(path, line, ...) on the first problem.
     A label that means another of the same dimension but is written another way is an error
     (``"Pass"`` against ``"pass"``, ``"3"`` against ``3``: it would count as a disagreement): against
     the file's own labels and the ones ``stored`` gives for the file's dimensions (what the
-    database holds). So is a dimension written another way than one of the file or of
+    database holds, less the ratings the file replaces: their keys are its second argument). So is
+    a dimension written another way than one of the file or of
     ``dimensions`` (the database's): ``"Outcome"`` beside ``"outcome"`` would be compared with
     nothing."""
     p = Path(path)
@@ -207,7 +208,7 @@ def read_rating_file(
             )
         seen[key] = line
     _one_dimension_spelling(name, rows, dimensions() if dimensions is not None else set())
-    _one_spelling(name, rows, stored({r.dimension for _, r in rows}) if stored is not None else {})
+    _one_spelling(name, rows, stored({r.dimension for _, r in rows}, set(seen)) if stored is not None else {})
     return [r for _, r in rows]
 
 
@@ -402,7 +403,7 @@ def import_ratings(
         file,
         rater=rater,
         kind=kind,
-        stored=lambda dims: held.update(stored_labels(db_path, dims)) or held,
+        stored=lambda dims, keys: held.update(stored_labels(db_path, dims, keys)) or held,
         dimensions=lambda: stored_dimensions(db_path),
     )
     source = str(file)

@@ -80,22 +80,46 @@ def imported_judges(db: Database) -> list[str]:
     return [r[0] for r in db.rows("SELECT DISTINCT rater FROM ratings WHERE rater_kind = 'judge' ORDER BY 1")]
 
 
-def stored_labels(path: str | os.PathLike[str], dimensions: Iterable[str]) -> dict[str, set[Any]]:
+def stored_labels(
+    path: str | os.PathLike[str], dimensions: Iterable[str], replaced: Iterable[tuple[str, str, str]] = ()
+) -> dict[str, set[Any]]:
     """The labels stored for each of ``dimensions`` (imported ratings and judge values), for a file
-    about to be imported to be checked against; {} when the database does not exist yet."""
+    about to be imported to be checked against; {} when the database does not exist yet. A label
+    that only ratings the file replaces (``replaced``: their ``(item_id, rater, dimension)``) hold
+    is not counted: the import that corrects it removes it."""
     from evalkit.db.connect import open_readonly
 
     if not os.path.exists(path):
         return {}
     wanted = json.dumps(sorted(set(dimensions)))
+    keys = json.dumps(sorted(set(replaced)))
     out: dict[str, set[Any]] = {}
     with open_readonly(path) as db:
-        for table in ("ratings", "annotation_values"):
-            sql = f"SELECT DISTINCT dimension, value FROM {table} WHERE dimension IN (SELECT value FROM json_each(?))"
-            for dimension, value in db.tuples(sql, [wanted]):
-                label = label_value(value)
-                if isinstance(label, (str, int, float)):
-                    out.setdefault(dimension, set()).add(label)
+        # how many ratings hold each label, less the ratings being replaced (each read by its key)
+        held: dict[tuple[str, str], int] = {}
+        sql = (
+            "SELECT dimension, value, count(*) FROM ratings WHERE dimension IN (SELECT value FROM json_each(?)) "
+            "GROUP BY dimension, value"
+        )
+        for dimension, value, n in db.tuples(sql, [wanted]):
+            held[(dimension, value)] = n
+        sql = (
+            "SELECT r.dimension, r.value FROM json_each(?) AS k JOIN ratings AS r"
+            " ON r.item_id = json_extract(k.value, '$[0]') AND r.rater = json_extract(k.value, '$[1]')"
+            " AND r.dimension = json_extract(k.value, '$[2]')"
+        )
+        for dimension, value in db.tuples(sql, [keys]) if held else ():
+            if (dimension, value) in held:
+                held[(dimension, value)] -= 1
+        rows = [(dimension, value) for (dimension, value), n in held.items() if n > 0]
+        sql = (
+            "SELECT DISTINCT dimension, value FROM annotation_values"
+            " WHERE dimension IN (SELECT value FROM json_each(?))"
+        )
+        for dimension, value in rows + list(db.tuples(sql, [wanted])):
+            label = label_value(value)
+            if isinstance(label, (str, int, float)):
+                out.setdefault(dimension, set()).add(label)
     return out
 
 

@@ -359,6 +359,19 @@ class GroundTruth(_Strict):
                     f"forbidden_actions[{i}] is also required, with the same arguments "
                     f"({same}): no run can satisfy both",
                 )
+        # a command matches at most one gate, the first listed: a later gate of the same tool,
+        # arguments and own rule catches no call, so its approval would never be asked for
+        gates: dict[tuple, int] = {}
+        for i, gate in enumerate(self.gated_actions):
+            key = (match_key(gate.tool, gate.args or {}), gate.args is None, _rule_key(gate.args_match))
+            first = gates.setdefault(key, i)
+            if first != i:
+                raise _problem(
+                    "never_matches",
+                    f'gated_actions[{i}] gates the same calls of "{gate.tool}" as gated_actions[{first}]: a '
+                    "command matches at most one gate, the first listed, so its approval "
+                    f'("{gate.approval.tool}") would never be asked for',
+                )
         return self
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from evalkit.agreement.stats.confusion import CONFUSION_STATS, _confusion
 from evalkit.agreement.stats.pairwise import cohen_kappa, gwet_ac1, percent_agreement, spearman
-from evalkit.agreement.stats.stat import Stat, _pair_codes, _undefined
+from evalkit.agreement.stats.stat import Stat, _as_1d, _missing_mask, _pair_codes, _undefined
 
 
 def _interval(values: np.ndarray, ci: float) -> tuple[float | None, float | None]:
@@ -50,13 +50,19 @@ def _ci_result(estimate: Stat, values: np.ndarray, n_resamples: int, seed: int, 
 
 
 def bootstrap_ci(
-    statistic: Callable[..., Stat], *data: Any, n_resamples: int = 1000, seed: int = 0, ci: float = 0.95
+    statistic: Callable[..., Stat],
+    *data: Any,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+    clusters: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """Percentile bootstrap CI of any statistic, resampling items with replacement.
 
     ``data`` are array-likes sharing their last axis (the items): 1-D rating vectors, or a
     (raters x items) matrix. ``statistic(*resampled)`` must return a :class:`Stat`. Resamples where
-    it is undefined are counted in ``n_undefined`` and left out of the quantiles.
+    it is undefined are counted in ``n_undefined`` and left out of the quantiles. ``clusters`` (one
+    key per item) resamples the keys, each with all of its items (see :func:`bootstrap_confusion`).
     Returns ``{estimate, low, high, ci, n_resamples, n_undefined, seed, reason}``."""
     _check_boot(n_resamples, ci)
     arrays = [np.asarray(d, dtype=object) if not isinstance(d, np.ndarray) else d for d in data]
@@ -68,8 +74,30 @@ def bootstrap_ci(
     estimate = statistic(*arrays)
     if n == 0:
         return _ci_result(_undefined("no items"), np.full(n_resamples, np.nan), n_resamples, seed, ci)
-    values = _resampled(lambda idx: statistic(*[a[..., idx] for a in arrays]), n, n_resamples, seed)
+    members = _cluster_members(clusters, n) if clusters is not None else None
+    if members is None:
+        values = _resampled(lambda idx: statistic(*[a[..., idx] for a in arrays]), n, n_resamples, seed)
+    else:
+        rng = np.random.default_rng(seed)
+        values = np.empty(n_resamples)
+        for b in range(n_resamples):
+            idx = np.concatenate([members[g] for g in rng.integers(0, len(members), size=len(members)).tolist()])
+            v = statistic(*[a[..., idx] for a in arrays])["value"]
+            values[b] = np.nan if v is None else v
     return _ci_result(estimate, values, n_resamples, seed, ci)
+
+
+def _cluster_members(clusters: Sequence[Any], n: int) -> list[np.ndarray] | None:
+    """The items of each cluster; None when no cluster holds two items."""
+    keys = np.asarray(list(clusters), dtype=object)
+    if keys.size != n:
+        raise ValueError(f"clusters has {keys.size} keys for {n} items")
+    _, group = np.unique(keys.astype(str), return_inverse=True)
+    n_groups = int(group.max()) + 1 if group.size else 0
+    if n_groups == n:
+        return None
+    order = np.argsort(group, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(group[order])) + 1)
 
 
 def _resampled(statistic_at: Callable[[np.ndarray], Stat], n: int, n_resamples: int, seed: int) -> np.ndarray:
@@ -112,6 +140,7 @@ def bootstrap_confusion(
     n_resamples: int = 1000,
     seed: int = 0,
     ci: float = 0.95,
+    clusters: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """Bootstrap CI for a statistic of the confusion matrix, exact and fast.
 
@@ -119,7 +148,10 @@ def bootstrap_confusion(
     counts are ``Multinomial(n, cells / n)``; so each resample is one multinomial draw and the
     statistic is evaluated on all resampled matrices at once. ``stat`` is one of
     ``percent_agreement``, ``cohen_kappa``, ``weighted_kappa``, ``gwet_ac1``, ``spearman``
-    (``labels`` ordered least to most for the last two).
+    (``labels`` ordered least to most for the last two). ``clusters`` (one key per pair, such as
+    its run) resamples the keys instead, each with all of its pairs: pairs that share a run (two
+    judges of one run) are not independent draws, and resampling them apart narrows the interval.
+    When every key is distinct this is the pairs' bootstrap.
     Returns ``{estimate, low, high, ci, n_resamples, n_undefined, seed, reason}``."""
     if stat not in CONFUSION_STATS:
         raise ValueError(f"stat must be one of {sorted(CONFUSION_STATS)}, got {stat!r}")
@@ -138,6 +170,41 @@ def bootstrap_confusion(
     if n == 0:
         return _ci_result(point, np.full(n_resamples, np.nan), n_resamples, seed, ci)
     rng = np.random.default_rng(seed)
-    draws = rng.multinomial(n, cm.ravel() / n, size=n_resamples).reshape(n_resamples, k, k)
+    groups = _cluster_cells(x, y, clusters, xc, yc, k) if clusters is not None else None
+    if groups is None:
+        draws = rng.multinomial(n, cm.ravel() / n, size=n_resamples).reshape(n_resamples, k, k)
+    else:
+        draws = _cluster_draws(rng, groups, n_resamples).reshape(n_resamples, k, k)
     values = CONFUSION_STATS[stat](draws)
     return _ci_result(point, values, n_resamples, seed, ci)
+
+
+def _cluster_cells(
+    x: Any, y: Any, clusters: Sequence[Any], xc: np.ndarray, yc: np.ndarray, k: int
+) -> np.ndarray | None:
+    """Each cluster's confusion counts, flattened (clusters x k*k), for the pairs ``_pair_codes``
+    kept; None when no cluster holds two pairs (then resampling clusters is resampling pairs)."""
+    keys = np.asarray(list(clusters), dtype=object)
+    xa, ya = _as_1d(x, "x"), _as_1d(y, "y")
+    if keys.shape != xa.shape:
+        raise ValueError(f"clusters has {keys.size} keys for {xa.size} pairs")
+    keys = keys[~(_missing_mask(xa) | _missing_mask(ya))]
+    _, group = np.unique(keys.astype(str), return_inverse=True)
+    n_groups = int(group.max()) + 1 if group.size else 0
+    if n_groups == group.size:
+        return None
+    cells = np.zeros((n_groups, k * k), dtype=np.int64)
+    np.add.at(cells, (group, xc * k + yc), 1)
+    return cells
+
+
+def _cluster_draws(rng: np.random.Generator, cells: np.ndarray, n_resamples: int) -> np.ndarray:
+    """``n_resamples`` confusion matrices (flattened), each the sum of as many clusters as there
+    are, drawn with replacement; in chunks, so memory stays bounded however many clusters."""
+    n_groups = cells.shape[0]
+    chunk = max(1, (1 << 22) // n_groups)
+    out = []
+    for start in range(0, n_resamples, chunk):
+        weights = rng.multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=min(chunk, n_resamples - start))
+        out.append(weights @ cells)
+    return np.concatenate(out)

@@ -282,9 +282,10 @@ def pair_stats(p: Pairs) -> dict[str, Stat]:
 
 
 def pair_intervals(
-    p: Pairs, stats: dict[str, Stat], n_resamples: int, seed: int, ci: float
+    p: Pairs, stats: dict[str, Stat], n_resamples: int, seed: int, ci: float, clusters: Any = None
 ) -> dict[str, dict[str, Any]]:
-    """Bootstrap intervals of the bootstrapped statistics that apply to ``p``."""
+    """Bootstrap intervals of the bootstrapped statistics that apply to ``p``; ``clusters`` (one key
+    per pair) resamples the keys, each with all its pairs (:func:`bootstrap_confusion`)."""
     from evalkit.agreement.stats.bootstrap import bootstrap_ci, bootstrap_confusion
 
     out = {}
@@ -292,7 +293,9 @@ def pair_intervals(
         if not s.bootstrapped or not applies(stats[s.name]):
             continue
         if s.name in CONFUSION_STATS:
-            out[s.name] = bootstrap_confusion(p.x, p.y, p.codes, stat=s.name, n_resamples=n_resamples, seed=seed, ci=ci)
+            out[s.name] = bootstrap_confusion(
+                p.x, p.y, p.codes, stat=s.name, n_resamples=n_resamples, seed=seed, ci=ci, clusters=clusters
+            )
         else:
             out[s.name] = bootstrap_ci(
                 lambda x, y, fn=s.pairs: fn(Pairs(x.astype(np.int64), y.astype(np.int64), p.labels, p.level)),
@@ -301,5 +304,6 @@ def pair_intervals(
                 n_resamples=n_resamples,
                 seed=seed,
                 ci=ci,
+                clusters=clusters,
             )
     return out
