@@ -347,3 +347,29 @@ def test_pooled_pairing_intervals_resample_runs_with_both_judges_pairs_together(
         kappas.append(cohen_kappa_score(judge, truth))
     low, high = np.quantile(kappas, [0.025, 0.975])
     assert pooled["ci_low"] == pytest.approx(low, abs=0.02) and pooled["ci_high"] == pytest.approx(high, abs=0.02)
+
+
+def test_a_clustered_bootstrap_of_any_statistic_draws_each_cluster_with_all_its_items():
+    """``bootstrap_ci`` with ``clusters``: a resample draws as many clusters as there are, with
+    replacement, each with every item it holds; equal to that loop written out here."""
+    from evalkit.agreement.stats.bootstrap import bootstrap_ci
+    from evalkit.agreement.stats.stat import Stat
+
+    rnd = random.Random(5)
+    keys = [rnd.randrange(40) for _ in range(120)]
+    x = np.array([rnd.random() + k / 40 for k in keys])
+
+    def mean(v) -> Stat:
+        return {"value": float(np.mean(v.astype(float))), "reason": None}
+
+    got = bootstrap_ci(mean, x, n_resamples=200, seed=3, clusters=keys)
+    groups = [np.flatnonzero(np.array(keys) == k) for k in sorted(set(keys))]
+    rng = np.random.default_rng(3)
+    values = [
+        float(np.mean(x[np.concatenate([groups[g] for g in rng.integers(0, len(groups), len(groups))])]))
+        for _ in range(200)
+    ]
+    low, high = np.quantile(values, [0.025, 0.975])
+    assert (got["low"], got["high"]) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12))
+    plain = bootstrap_ci(mean, x, n_resamples=200, seed=3)
+    assert got["high"] - got["low"] > plain["high"] - plain["low"]  # runs of a cluster move together

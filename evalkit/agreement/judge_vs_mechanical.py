@@ -381,7 +381,7 @@ def _runs_of(pairs: list[Pair]) -> Sequence[Any]:
     """Each pair's run (its card), the unit the intervals resample: the pairs of several judges of
     one run are drawn together."""
     if isinstance(pairs, PairList):
-        return pairs.card_at.tolist()
+        return pairs.card_at
     return [x.run_id for x in pairs]
 
 

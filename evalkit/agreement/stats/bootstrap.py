@@ -78,26 +78,29 @@ def bootstrap_ci(
     if members is None:
         values = _resampled(lambda idx: statistic(*[a[..., idx] for a in arrays]), n, n_resamples, seed)
     else:
+        order, starts, sizes = members
         rng = np.random.default_rng(seed)
         values = np.empty(n_resamples)
         for b in range(n_resamples):
-            idx = np.concatenate([members[g] for g in rng.integers(0, len(members), size=len(members)).tolist()])
-            v = statistic(*[a[..., idx] for a in arrays])["value"]
+            drawn = rng.integers(0, len(sizes), size=len(sizes))
+            lens = sizes[drawn]  # the items of each drawn cluster, one after another
+            at = np.repeat(starts[drawn] - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+            v = statistic(*[a[..., order[at]] for a in arrays])["value"]
             values[b] = np.nan if v is None else v
     return _ci_result(estimate, values, n_resamples, seed, ci)
 
 
-def _cluster_members(clusters: Sequence[Any], n: int) -> list[np.ndarray] | None:
-    """The items of each cluster; None when no cluster holds two items."""
-    keys = np.asarray(list(clusters), dtype=object)
+def _cluster_members(clusters: Sequence[Any], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The items ordered by cluster, and where each cluster starts in that order and how many it
+    holds; None when no cluster holds two items."""
+    keys = _keys(clusters)
     if keys.size != n:
         raise ValueError(f"clusters has {keys.size} keys for {n} items")
-    _, group = np.unique(keys.astype(str), return_inverse=True)
-    n_groups = int(group.max()) + 1 if group.size else 0
-    if n_groups == n:
+    _, group, sizes = np.unique(keys, return_inverse=True, return_counts=True)
+    if len(sizes) == n:
         return None
     order = np.argsort(group, kind="stable")
-    return np.split(order, np.flatnonzero(np.diff(group[order])) + 1)
+    return order, np.cumsum(sizes) - sizes, sizes
 
 
 def _resampled(statistic_at: Callable[[np.ndarray], Stat], n: int, n_resamples: int, seed: int) -> np.ndarray:
@@ -181,30 +184,41 @@ def bootstrap_confusion(
 
 def _cluster_cells(
     x: Any, y: Any, clusters: Sequence[Any], xc: np.ndarray, yc: np.ndarray, k: int
-) -> np.ndarray | None:
-    """Each cluster's confusion counts, flattened (clusters x k*k), for the pairs ``_pair_codes``
-    kept; None when no cluster holds two pairs (then resampling clusters is resampling pairs)."""
-    keys = np.asarray(list(clusters), dtype=object)
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The distinct confusion counts a cluster holds (patterns x k*k) and how many clusters hold
+    each, for the pairs ``_pair_codes`` kept; None when no cluster holds two pairs (then resampling
+    clusters is resampling pairs)."""
+    keys = _keys(clusters)
     xa, ya = _as_1d(x, "x"), _as_1d(y, "y")
     if keys.shape != xa.shape:
         raise ValueError(f"clusters has {keys.size} keys for {xa.size} pairs")
     keys = keys[~(_missing_mask(xa) | _missing_mask(ya))]
-    _, group = np.unique(keys.astype(str), return_inverse=True)
+    _, group = np.unique(keys, return_inverse=True)
     n_groups = int(group.max()) + 1 if group.size else 0
     if n_groups == group.size:
         return None
     cells = np.zeros((n_groups, k * k), dtype=np.int64)
     np.add.at(cells, (group, xc * k + yc), 1)
-    return cells
+    base = int(cells.max()) + 1
+    if base ** (k * k) < 1 << 62:  # each row as one integer: a sort of integers, not of rows
+        codes = cells @ (base ** np.arange(k * k, dtype=np.int64))
+        _, first, counts = np.unique(codes, return_index=True, return_counts=True)
+        return cells[first], counts
+    patterns, counts = np.unique(cells, axis=0, return_counts=True)
+    return patterns, counts
 
 
-def _cluster_draws(rng: np.random.Generator, cells: np.ndarray, n_resamples: int) -> np.ndarray:
+def _keys(clusters: Sequence[Any]) -> np.ndarray:
+    """Cluster keys as an array ``np.unique`` sorts: integers as they are, anything else as text."""
+    keys = np.asarray(clusters)
+    return keys if keys.dtype.kind in "iu" else np.asarray(list(clusters), dtype=object).astype(str)
+
+
+def _cluster_draws(rng: np.random.Generator, groups: tuple[np.ndarray, np.ndarray], n_resamples: int) -> np.ndarray:
     """``n_resamples`` confusion matrices (flattened), each the sum of as many clusters as there
-    are, drawn with replacement; in chunks, so memory stays bounded however many clusters."""
-    n_groups = cells.shape[0]
-    chunk = max(1, (1 << 22) // n_groups)
-    out = []
-    for start in range(0, n_resamples, chunk):
-        weights = rng.multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=min(chunk, n_resamples - start))
-        out.append(weights @ cells)
-    return np.concatenate(out)
+    are, drawn with replacement. Clusters that hold the same counts are interchangeable, so a
+    resample is one multinomial draw over the distinct patterns (a few dozen, however many
+    clusters) with their shares as probabilities: the same distribution as drawing the clusters."""
+    patterns, counts = groups
+    total = int(counts.sum())
+    return rng.multinomial(total, counts / total, size=n_resamples) @ patterns
