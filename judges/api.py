@@ -7,7 +7,7 @@
 Choices where the issue is silent (see docs/judge.md):
 - Only runs whose status is `scored` are judged; the others are counted in `summary.skipped`.
 - An annotation is keyed by (run, judge model, rubric id + version, blind, replicate tag); the
-  newest answer for that key replaces the older one, while `judge_calls` keeps every call.
+  newest answer for that key replaces the older one, while `judge_calls` keeps every failed call too.
 - `--resample F --seed S` draws ceil(F * n) of the n runs this judge already annotated
   (primary, ok), with `random.Random(S)` over the sorted run ids, and stores one replicate per
   (run, seed). The seed is part of the replicate's cache key: the replicate never reuses the

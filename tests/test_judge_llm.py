@@ -117,7 +117,8 @@ def test_500_until_attempts_run_out_is_stored_as_failure_and_retried_next_run(tm
     server.default = "ok"
     res = run(db, server)  # a failure is never served from the cache
     assert server.count == FAST["retry"]["attempts"] + 1 and res.ok and res.summary.cache_hits == 0
-    assert rows(db, "SELECT status FROM judge_calls") == [("ok",)]
+    # every call is kept: the failure beside the success that asked again
+    assert rows(db, "SELECT status FROM judge_calls ORDER BY status") == [("judge_error",), ("ok",)]
     assert rows(db, "SELECT status FROM annotations") == [("ok",)]
 
 
@@ -162,6 +163,28 @@ def test_malformed_json_after_reasks_is_judge_error_with_raw_reply(tmp_path, ser
     assert status == "judge_error" and raw.startswith("Sure! Here is my grading") and "invalid reply" in error
     assert rows(db, "SELECT status, annotation FROM annotations") == [("judge_error", None)]
     assert count(db, "annotation_values") == 0
+
+
+def test_a_failed_call_asked_again_keeps_its_cost_in_the_audit(tmp_path, server):
+    """A reply that could not be used was still paid for: after the next run asks again and gets an
+    answer, the audit's cost table counts both calls and both costs."""
+    from evalkit.agreement.audit import build_audit
+
+    db = scored_db(tmp_path, 1)
+    prices = {"prices": {"openai/judge-a": {"input_per_mtok": 1.0, "output_per_mtok": 0.0}}}
+    server.default = "malformed"
+    assert run(db, server, config=prices).summary.failures == 1
+    (failed,) = rows(db, "SELECT cost_usd FROM judge_calls")
+    server.default = "ok"
+    assert run(db, server, config=prices).ok
+    costs = dict(rows(db, "SELECT status, cost_usd FROM judge_calls"))
+    assert costs["judge_error"] == failed[0] and failed[0] > 0 and costs["ok"] > 0
+    (entry,) = build_audit(db, n_resamples=0)["judge_costs"]
+    assert entry["n_calls"] == 2 and entry["cost_total_usd"] == pytest.approx(costs["judge_error"] + costs["ok"])
+    annotation_key, ok_key = rows(
+        db, "SELECT a.cache_key, j.cache_key FROM annotations a, judge_calls j WHERE j.status = 'ok'"
+    )[0]
+    assert annotation_key == ok_key  # the answer is the cache's row of its key
 
 
 def test_schema_violating_reply_is_judge_error_never_defaulted(tmp_path, server):

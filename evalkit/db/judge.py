@@ -68,12 +68,21 @@ def _upsert(table: str, columns: tuple[str, ...], key: str, where: str = "") -> 
     )
 
 
+def failed_call_key(call: dict) -> str:
+    """The key a failed call is kept under: its cache key and when it started. Each failure is a
+    row of its own, never replaced by the call that asks again (what it cost stays counted), and
+    never served from the cache (only an ``ok`` row of the cache key is)."""
+    return f"{call['cache_key']}~{call.get('started_at') or ''}~{call.get('attempts') or 0}"
+
+
 def _write_call(conn, call: dict) -> None:
-    """Upsert one finished call into the cache; a failure never overwrites a stored success."""
-    conn.execute(
-        _upsert("judge_calls", CALL_COLUMNS, "cache_key", "judge_calls.status != 'ok' OR excluded.status = 'ok'"),
-        [call.get(c) for c in CALL_COLUMNS],
-    )
+    """Store one finished call: a success upserts the cache row of its key (a refresh replaces it);
+    a failure is a row of its own (:func:`failed_call_key`)."""
+    if call.get("status") == "ok":
+        conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key"), [call.get(c) for c in CALL_COLUMNS])
+    else:
+        row = dict(call, cache_key=failed_call_key(call))
+        conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key"), [row.get(c) for c in CALL_COLUMNS])
 
 
 def _keeps_stored(existing: tuple | None, row: dict) -> bool:
@@ -148,6 +157,8 @@ class JudgeTables:
         number, which is assigned here (0 for the primary answer, else reused for the same
         replicate tag or the next free number) inside the same transaction.
         """
+        if call.get("status") != "ok" and ann.get("cache_key") == call.get("cache_key"):
+            ann = dict(ann, cache_key=failed_call_key(call))  # the failed call's own row
         with self.database.transaction() as conn:
             if write_call:
                 _write_call(conn, call)
@@ -201,10 +212,7 @@ class JudgeTables:
     def record_call(self, call: dict) -> None:
         """Store a call that produced no annotation (a fatal error); never replaces a success."""
         with self.database.transaction() as conn:
-            conn.execute(
-                _upsert("judge_calls", CALL_COLUMNS, "cache_key", "judge_calls.status != 'ok'"),
-                [call.get(c) for c in CALL_COLUMNS],
-            )
+            _write_call(conn, call)
 
     # -- the output mode that worked, per (judge model, api base) ------------------------------
     def remembered_mode(self, model: str, api_base: str | None) -> str | None:
