@@ -180,6 +180,47 @@ def test_imported_runs_score_against_the_scenario(traces, tmp_path):
     assert cards[True].vector.coverage == 0.5 and cards[True].vector.extraneous == 1  # cancel_order
 
 
+def test_scenarios_file_with_a_repeated_id_is_refused_not_the_later_one_taken(traces, tmp_path):
+    path, _ = traces
+    other = {**SCENARIO, "title": "another task under the same id", "ground_truth": {"procedure": []}}
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text(json.dumps([SCENARIO, other], indent=1))
+    result = import_files("otel", [path], tmp_path / "runs", scenarios=str(scenarios))
+    assert result.runs == 0 and len(result.errors) == 1
+    assert 'scenario.id: "refund" is already the id of the scenario at' in str(result.errors[0])
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+
+
+def test_scenarios_file_is_checked_as_score_checks_it(traces, tmp_path):
+    """A scenario `evalkit score` refuses is refused at import, not embedded in runs none can score."""
+    path, _ = traces
+    bad = {
+        **SCENARIO,
+        "ground_truth": {
+            **SCENARIO["ground_truth"],
+            "forbidden_actions": [{"tool": "close_account", "severity": "dangerous"}],
+        },
+    }
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text(json.dumps([bad]))
+    result = import_files("otel", [path], tmp_path / "runs", scenarios=str(scenarios))
+    assert result.runs == 0 and len(result.errors) == 1
+    assert 'tool "close_account" is not in command_tools' in str(result.errors[0])
+
+
+def test_listen_with_an_unreadable_scenarios_file_is_one_error_line_not_a_traceback(tmp_path):
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text('[{"id": "x", "ground_truth": {}')  # cut short
+    for option in ("--scenarios", "--results"):
+        res = CliRunner().invoke(
+            cli, ["import", "otel", "--listen", "127.0.0.1:0", "-o", str(tmp_path / "runs"), option, str(scenarios)]
+        )
+        assert res.exit_code == 1 and res.exception is None or isinstance(res.exception, SystemExit), res.output
+        assert res.output.strip().splitlines() == [
+            f"error: {scenarios}:1: not valid JSON: EOF while parsing an object (column 31)"
+        ]
+
+
 def test_a_trace_without_invoke_agent_is_one_run_and_other_spans_are_counted(tmp_path):
     memory = oh.InMemorySpanExporter()
     tp = oh.provider(memory)

@@ -930,25 +930,11 @@ def convert_spans(spans: Iterable[Span], options: Options, source: str, path: st
 
 
 def load_scenarios(path: str) -> dict[str, dict[str, Any]]:
-    text = read_text(path)
-    try:
-        items = [safe_json.loads(text)]
-        if isinstance(items[0], list):
-            items = items[0]
-    except JSONProblem:
-        items = [
-            v for _, v in safe_json.json_lines(text, lambda n, r: ImportFormatError(path, n, f"not valid JSON: {r}"))
-        ]
-    out: dict[str, dict[str, Any]] = {}
-    for i, item in enumerate(items):
-        if (
-            not isinstance(item, dict)
-            or not isinstance(item.get("id"), str)
-            or not isinstance(item.get("ground_truth"), dict)
-        ):
-            raise ImportFormatError(path, None, f"scenario {i} needs an id (a string) and a ground_truth (an object)")
-        out[item["id"]] = item
-    return out
+    """The scenarios of ``--scenarios FILE`` by id, as written, read and checked as `evalkit score`
+    reads a scenario file (a bad scenario or a repeated id is an error naming its line)."""
+    from evalkit.trajectory.scenario_files import load_scenarios as load_scenario_files
+
+    return {scenario_id: raw for scenario_id, (raw, _) in load_scenario_files([path]).by_id.items()}
 
 
 def load_results(path: str) -> dict[str, bool]:
