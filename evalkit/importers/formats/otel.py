@@ -46,7 +46,7 @@ from evalkit.importers import Converted, ImportFormatError
 from evalkit.importers.formats import otel_dialects as dialects
 from evalkit.importers.formats.messages import MessageError, parse_arguments, tools_named
 from evalkit.importers.formats.otel_dialects import ARGUMENT_ATTRS, RESULT_ATTRS, STRICT_ARGUMENT_ATTRS
-from evalkit.importers.jsonlist import read_text
+from evalkit.importers.jsonlist import iter_json_lines, read_text
 from evalkit.importers.notes import Note
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.safe_json import JSONProblem
@@ -391,12 +391,7 @@ def read_requests(path: str, text: str) -> list[Any]:
         return [safe_json.loads(text)]
     except JSONProblem:
         pass  # several lines: each is a request (a bad line is reported with its number)
-    return [
-        item
-        for _, item in safe_json.json_lines(
-            text, lambda n, reason: ImportFormatError(path, n, f"not valid JSON: {reason}")
-        )
-    ]
+    return [item for _, item in iter_json_lines(path, text, "an ExportTraceServiceRequest or a span")]
 
 
 # -- spans → runs -----------------------------------------------------------------------------------
