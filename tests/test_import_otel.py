@@ -221,6 +221,31 @@ def test_listen_with_an_unreadable_scenarios_file_is_one_error_line_not_a_traceb
         ]
 
 
+def _same_start_tools() -> list[dict]:
+    """Four tool calls one after another, timed by a millisecond clock: the same start and end;
+    their span ids sort in the reverse of the order they ran."""
+    spans = [oj.agent(7, sid=1), oj.chat(7, 2, 1, start=1)]
+    for sid, name in zip((0xD, 0xC, 0xB, 0xA), ("first", "second", "third", "fourth")):
+        spans.append(oj.tool(7, sid, 1, name=name, start=5))
+    return spans
+
+
+def test_tool_spans_that_start_together_keep_their_input_order_not_their_span_ids(tmp_path):
+    path = tmp_path / "ms_clock.json"
+    path.write_text(json.dumps(oj.request(*_same_start_tools())))
+    (run,) = IMPORTER.convert(str(path), model="acme/m1").runs
+    assert [r["name"] for r in run if r["type"] == "tool_call"] == ["first", "second", "third", "fourth"]
+
+
+def test_tool_spans_that_start_together_are_in_end_order(tmp_path):
+    spans = _same_start_tools()
+    spans[3]["endTimeUnixNano"] = str(int(spans[3]["endTimeUnixNano"]) + 1)  # "second" ends last
+    path = tmp_path / "ms_clock.json"
+    path.write_text(json.dumps(oj.request(*spans)))
+    (run,) = IMPORTER.convert(str(path), model="acme/m1").runs
+    assert [r["name"] for r in run if r["type"] == "tool_call"] == ["first", "third", "fourth", "second"]
+
+
 def test_a_trace_without_invoke_agent_is_one_run_and_other_spans_are_counted(tmp_path):
     memory = oh.InMemorySpanExporter()
     tp = oh.provider(memory)

@@ -535,7 +535,7 @@ def run_roots(spans: Iterable[Span]) -> list[Span]:
     for span in spans:
         by_id[(span.trace_id, span.span_id)] = span
     roots: list[Span] = []
-    for span in sorted(by_id.values(), key=lambda s: (s.trace_id, s.start, s.span_id)):
+    for span in sorted(by_id.values(), key=lambda s: (s.trace_id, s.start, s.end)):  # stable: ties keep input order
         parent = by_id.get((span.trace_id, span.parent)) if span.parent else None
         if parent is not None:
             parent.children.append(span)
@@ -666,7 +666,7 @@ def _not_run(requested: list[dict[str, Any]], ran: list[tuple[str | None, str, d
 
 def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
     """The trajectory of the run whose top span is ``top``. Raises RunError."""
-    spans = sorted(_walk(top), key=lambda s: (s.start, s.span_id))
+    spans = sorted(_walk(top), key=lambda s: (s.start, s.end))  # a tie keeps input order: span ids are random
     trace_run = f"{top.trace_id}:{top.span_id}"
     session = _session(spans)
     run_id = f"otel:{session}:{trace_run}" if session is not None else f"otel:{trace_run}"

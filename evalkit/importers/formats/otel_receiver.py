@@ -253,7 +253,7 @@ class TraceState:
         while stack:
             node = stack.pop()
             kids = [self.spans[c] for c in self.children.get(node.span_id, ()) if c not in made]
-            for kid in sorted(kids, key=lambda s: (s.start, s.span_id)):
+            for kid in sorted(kids, key=lambda s: (s.start, s.end)):  # a tie keeps arrival order, as a file's
                 made[kid.span_id] = copy = replace(kid, children=[])
                 node.children.append(copy)
                 stack.append(copy)
