@@ -246,6 +246,22 @@ def test_tool_spans_that_start_together_are_in_end_order(tmp_path):
     assert [r["name"] for r in run if r["type"] == "tool_call"] == ["first", "third", "fourth", "second"]
 
 
+def test_a_trace_cut_over_two_files_is_said_not_silently_two_runs(tmp_path):
+    spans = [oj.agent(3), oj.chat(3, 2, 1, start=1), oj.tool(3, 3, 1, name="x", start=3), oj.tool(3, 4, 1, name="y")]
+    first, second = tmp_path / "traces-1.json", tmp_path / "traces-2.json"  # a rotated exporter file
+    first.write_text(json.dumps(oj.request(*spans[:3])))
+    second.write_text(json.dumps(oj.request(spans[3])))
+    result = import_files("otel", [first, second], tmp_path / "runs", model="acme/m1")
+    assert result.runs == 2
+    (cut,) = [n for n in result.notes if "part of a trace" in n]
+    assert cut.startswith(f"note: 1 run(s) in {second} hold only part of a trace: their top span's parent is not")
+    assert "(traces 00000000000000000000000000000003)" in cut
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text(first.read_text() + "\n" + second.read_text() + "\n")  # the fix the note gives
+    joined = import_files("otel", [whole], tmp_path / "joined", model="acme/m1")
+    assert joined.runs == 1 and not [n for n in joined.notes if "part of a trace" in n]
+
+
 def test_a_trace_without_invoke_agent_is_one_run_and_other_spans_are_counted(tmp_path):
     memory = oh.InMemorySpanExporter()
     tp = oh.provider(memory)

@@ -882,6 +882,11 @@ REQUESTED_NOTE = (
 OUTSIDE_NOTE = (
     "{lines} span(s) in {where} lie outside every agent span and belong to no run ({items}); they were left out"
 )
+CUT_NOTE = (
+    "{lines} run(s) in {where} hold only part of a trace: their top span's parent is not in the input (traces "
+    "{items}); a trace cut over several files (a rotated exporter file) gives a partial run from each, and one "
+    "whose root was never exported lacks it: import each trace from one file (cat the files into one)"
+)
 
 
 def convert_spans(spans: Iterable[Span], options: Options, source: str, path: str) -> Converted:
@@ -891,8 +896,11 @@ def convert_spans(spans: Iterable[Span], options: Options, source: str, path: st
     not_run = 0
     unrecorded: set[str] = set()
     in_runs: set[tuple[str, str]] = set()
+    cut: set[str] = set()  # traces whose run here starts below an absent parent, not at an agent span
     for top in run_roots(spans):
         in_runs.update((s.trace_id, s.span_id) for s in _walk(top))
+        if top.parent and top.operation != "invoke_agent":
+            cut.add(top.trace_id)
         try:
             run = build_run(top, options, source)
         except RunError as exc:
@@ -918,6 +926,8 @@ def convert_spans(spans: Iterable[Span], options: Options, source: str, path: st
     if outside:
         names = {s.name or s.operation for s in outside.values()}
         notes.append(Note("otel/outside", OUTSIDE_NOTE, names, len(outside), [path]))
+    if cut:
+        notes.append(Note("otel/cut", CUT_NOTE, cut, len(cut), [path]))
     return Converted(runs, [], errors, notes)
 
 
