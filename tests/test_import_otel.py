@@ -262,6 +262,17 @@ def test_a_trace_cut_over_two_files_is_said_not_silently_two_runs(tmp_path):
     assert joined.runs == 1 and not [n for n in joined.notes if "part of a trace" in n]
 
 
+def test_arguments_overflowing_to_infinity_are_an_error_naming_the_run(tmp_path):
+    args = '{"zone": "all", "target_c": 1e400}'
+    path = tmp_path / "inf.json"
+    path.write_text(
+        json.dumps(oj.request(oj.agent(5), oj.chat(5, 2, 1), oj.tool(5, 3, 1, **{"gen_ai.tool.call.arguments": args})))
+    )
+    result = import_files("otel", [path], tmp_path / "runs")
+    (error,) = result.errors
+    assert str(error).startswith(f"{path}: cannot write run 'otel:{5:032x}:{1:016x}' as JSON: Out of range float")
+
+
 def test_a_trace_without_invoke_agent_is_one_run_and_other_spans_are_counted(tmp_path):
     memory = oh.InMemorySpanExporter()
     tp = oh.provider(memory)
