@@ -40,9 +40,9 @@ class Listener:
             self.banner.append(self.proc.stdout.readline())
             self.token = re.search(r"access token: (\S+)", self.banner[1]).group(1)
 
-    def stop(self, timeout: float = 30) -> tuple[int, str, str]:
-        """SIGINT, as Ctrl-C sends it; (exit code, rest of stdout, stderr)."""
-        self.proc.send_signal(signal.SIGINT)
+    def stop(self, timeout: float = 30, signum: int = signal.SIGINT) -> tuple[int, str, str]:
+        """SIGINT, as Ctrl-C sends it (or ``signum``); (exit code, rest of stdout, stderr)."""
+        self.proc.send_signal(signum)
         out, err = self.proc.communicate(timeout=timeout)
         return self.proc.returncode, out, err
 

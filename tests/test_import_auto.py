@@ -65,6 +65,25 @@ def test_content_no_format_fits_names_the_formats_tried(tmp_path):
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("fmt", ["auto", "otel", "openhands"])
+def test_a_pretty_printed_file_cut_short_is_reported_where_it_ends_not_at_line_1(tmp_path, fmt):
+    text = json.dumps(
+        {"resourceSpans": [{"scopeSpans": [{"spans": []}]}]} if fmt != "openhands" else [{"id": 0}], indent=2
+    )
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) - 4])
+    result = import_(fmt, cut, "-o", tmp_path / "out", ok=False)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    last = text[: len(text) - 4].count("\n") + 1
+    assert f"cut.json:{last}: not valid JSON: the file ends inside a JSON value (EOF while parsing" in result.output
+
+
+def test_an_empty_file_is_said_empty(tmp_path):
+    (tmp_path / "empty.json").write_text("\n \n")
+    result = import_("auto", tmp_path / "empty.json", "-o", tmp_path / "out", ok=False)
+    assert result.exit_code == 1 and "empty.json: empty file: no known format fits (tried atif," in result.output
+
+
 TRACES_IN_A_FOLDER = (
     ("atif", "atif/atif_v1.5_terminus-2_hermes-4-70b_et-8863b346.trajectory.json"),
     ("mini-swe-agent", "mini-swe-agent/mswea_v1.13.4_claude-sonnet_hello-world.traj.json"),

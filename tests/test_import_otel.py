@@ -180,6 +180,99 @@ def test_imported_runs_score_against_the_scenario(traces, tmp_path):
     assert cards[True].vector.coverage == 0.5 and cards[True].vector.extraneous == 1  # cancel_order
 
 
+def test_scenarios_file_with_a_repeated_id_is_refused_not_the_later_one_taken(traces, tmp_path):
+    path, _ = traces
+    other = {**SCENARIO, "title": "another task under the same id", "ground_truth": {"procedure": []}}
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text(json.dumps([SCENARIO, other], indent=1))
+    result = import_files("otel", [path], tmp_path / "runs", scenarios=str(scenarios))
+    assert result.runs == 0 and len(result.errors) == 1
+    assert 'scenario.id: "refund" is already the id of the scenario at' in str(result.errors[0])
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+
+
+def test_scenarios_file_is_checked_as_score_checks_it(traces, tmp_path):
+    """A scenario `evalkit score` refuses is refused at import, not embedded in runs none can score."""
+    path, _ = traces
+    bad = {
+        **SCENARIO,
+        "ground_truth": {
+            **SCENARIO["ground_truth"],
+            "forbidden_actions": [{"tool": "close_account", "severity": "dangerous"}],
+        },
+    }
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text(json.dumps([bad]))
+    result = import_files("otel", [path], tmp_path / "runs", scenarios=str(scenarios))
+    assert result.runs == 0 and len(result.errors) == 1
+    assert 'tool "close_account" is not in command_tools' in str(result.errors[0])
+
+
+def test_listen_with_an_unreadable_scenarios_file_is_one_error_line_not_a_traceback(tmp_path):
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text('[{"id": "x", "ground_truth": {}')  # cut short
+    for option in ("--scenarios", "--results"):
+        res = CliRunner().invoke(
+            cli, ["import", "otel", "--listen", "127.0.0.1:0", "-o", str(tmp_path / "runs"), option, str(scenarios)]
+        )
+        assert res.exit_code == 1 and res.exception is None or isinstance(res.exception, SystemExit), res.output
+        assert res.output.strip().splitlines() == [
+            f"error: {scenarios}:1: not valid JSON: EOF while parsing an object (column 31)"
+        ]
+
+
+def _same_start_tools() -> list[dict]:
+    """Four tool calls one after another, timed by a millisecond clock: the same start and end;
+    their span ids sort in the reverse of the order they ran."""
+    spans = [oj.agent(7, sid=1), oj.chat(7, 2, 1, start=1)]
+    for sid, name in zip((0xD, 0xC, 0xB, 0xA), ("first", "second", "third", "fourth")):
+        spans.append(oj.tool(7, sid, 1, name=name, start=5))
+    return spans
+
+
+def test_tool_spans_that_start_together_keep_their_input_order_not_their_span_ids(tmp_path):
+    path = tmp_path / "ms_clock.json"
+    path.write_text(json.dumps(oj.request(*_same_start_tools())))
+    (run,) = IMPORTER.convert(str(path), model="acme/m1").runs
+    assert [r["name"] for r in run if r["type"] == "tool_call"] == ["first", "second", "third", "fourth"]
+
+
+def test_tool_spans_that_start_together_are_in_end_order(tmp_path):
+    spans = _same_start_tools()
+    spans[3]["endTimeUnixNano"] = str(int(spans[3]["endTimeUnixNano"]) + 1)  # "second" ends last
+    path = tmp_path / "ms_clock.json"
+    path.write_text(json.dumps(oj.request(*spans)))
+    (run,) = IMPORTER.convert(str(path), model="acme/m1").runs
+    assert [r["name"] for r in run if r["type"] == "tool_call"] == ["first", "third", "fourth", "second"]
+
+
+def test_a_trace_cut_over_two_files_is_said_not_silently_two_runs(tmp_path):
+    spans = [oj.agent(3), oj.chat(3, 2, 1, start=1), oj.tool(3, 3, 1, name="x", start=3), oj.tool(3, 4, 1, name="y")]
+    first, second = tmp_path / "traces-1.json", tmp_path / "traces-2.json"  # a rotated exporter file
+    first.write_text(json.dumps(oj.request(*spans[:3])))
+    second.write_text(json.dumps(oj.request(spans[3])))
+    result = import_files("otel", [first, second], tmp_path / "runs", model="acme/m1")
+    assert result.runs == 2
+    (cut,) = [n for n in result.notes if "part of a trace" in n]
+    assert cut.startswith(f"note: 1 run(s) in {second} hold only part of a trace: their top span's parent is not")
+    assert "(traces 00000000000000000000000000000003)" in cut
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text(first.read_text() + "\n" + second.read_text() + "\n")  # the fix the note gives
+    joined = import_files("otel", [whole], tmp_path / "joined", model="acme/m1")
+    assert joined.runs == 1 and not [n for n in joined.notes if "part of a trace" in n]
+
+
+def test_arguments_overflowing_to_infinity_are_an_error_naming_the_run(tmp_path):
+    args = '{"zone": "all", "target_c": 1e400}'
+    path = tmp_path / "inf.json"
+    path.write_text(
+        json.dumps(oj.request(oj.agent(5), oj.chat(5, 2, 1), oj.tool(5, 3, 1, **{"gen_ai.tool.call.arguments": args})))
+    )
+    result = import_files("otel", [path], tmp_path / "runs")
+    (error,) = result.errors
+    assert str(error).startswith(f"{path}: cannot write run 'otel:{5:032x}:{1:016x}' as JSON: Out of range float")
+
+
 def test_a_trace_without_invoke_agent_is_one_run_and_other_spans_are_counted(tmp_path):
     memory = oh.InMemorySpanExporter()
     tp = oh.provider(memory)

@@ -16,6 +16,7 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 openai = pytest.importorskip("openai")
 
 import otel_helpers as oh  # noqa: E402
+import otel_json as oj  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
 
@@ -81,6 +82,15 @@ def test_json_posts_write_a_run_once_its_top_span_arrives(server, receiver, tmp_
     assert _post(receiver.url, json.dumps(oh.otlp_json(top)).encode(), "application/json")[0] == 200
     (written,) = (tmp_path / "live").glob("*.jsonl")
     assert [e["name"] for e in _records(written) if e["type"] == "tool_call"] == ["lookup_order", "refund_order"]
+
+
+def test_tool_spans_that_start_together_keep_their_arrival_order(receiver, tmp_path):
+    names = ["first", "second", "third"]
+    for sid, name in zip((0xD, 0xC, 0xB), names):  # one request per call, ids sorting backwards
+        assert _post(receiver.url, oj.body(oj.tool(8, sid, 1, name=name, start=5)), "application/json")[0] == 200
+    assert _post(receiver.url, oj.body(oj.chat(8, 2, 1, start=1), oj.agent(8)), "application/json")[0] == 200
+    (written,) = (tmp_path / "live").glob("*.jsonl")
+    assert [e["name"] for e in _records(written) if e["type"] == "tool_call"] == names
 
 
 def test_a_trace_without_agent_waits_for_its_root(receiver, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import signal
 import subprocess
 import sys
 from urllib.parse import urlsplit
@@ -164,6 +165,17 @@ def test_spans_whose_root_never_arrives_are_written_at_sigint_as_a_file_import_w
     assert name in err and name in out
     from_file = _file_import(tmp_path, oj.request(*orphans))
     assert _without_source(live.runs()[name]) == _without_source(from_file[name])
+
+
+def test_sigterm_stops_it_as_ctrl_c_does_writing_the_spans_already_taken(listen):
+    live = listen()
+    orphans = [oj.chat(7, 2, 1), oj.tool(7, 3, 1)]  # agent 1 never sent: its spans wait in memory
+    assert post(live.port, oj.body(*orphans))[0] == 200 and live.runs() == {}
+    code, out, err = live.stop(signum=signal.SIGTERM)  # docker stop, systemd, kill
+    assert code == EXIT_INTERRUPTED and "Traceback" not in err
+    (name,) = live.runs()
+    assert f"trace {7:032x}: 2 span(s) whose root span never arrived, written as run" in err
+    assert "wrote 1 run(s) to" in err
 
 
 def test_an_explicit_token_is_required_on_any_address(listen):

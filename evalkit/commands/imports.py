@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from evalkit.commands.kit import EXIT_BAD_INPUT, fail, file_option, refuse_output_clash, warn, workers_option
+from evalkit.errors import InputError
 from evalkit.present.safe import sanitize
 
 
@@ -117,6 +118,8 @@ def import_command(
             )
         except ValueError as exc:  # the address, or the format's options
             raise click.UsageError(str(exc)) from None
+        except InputError as exc:  # a file an option names (--scenarios, --results): nothing can be received
+            fail(str(exc))
         except OSError as exc:  # the address is taken or cannot be bound
             fail(f"cannot listen on {listen}: {exc.strerror or exc}")
         return

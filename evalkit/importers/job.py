@@ -95,10 +95,12 @@ def convert_one(job: ImportJob, path: str) -> ConvertedFile:
         out = imp.convert(path, **job.options)
         converted = out if isinstance(out, Converted) else Converted(list(out))
         run_ids = _check_runs(path, converted.runs)
-        try:
-            texts = [(file_name(run_id), dumps_run(run)) for run_id, run in zip(run_ids, converted.runs)]
-        except (ValueError, TypeError) as exc:  # NaN or a non-JSON value in a run
-            raise ImportFormatError(path, None, f"cannot write a run as JSON: {exc}") from None
+        texts = []
+        for run_id, run in zip(run_ids, converted.runs):
+            try:
+                texts.append((file_name(run_id), dumps_run(run)))
+            except (ValueError, TypeError) as exc:  # NaN, Infinity (1e400) or a non-JSON value in a run
+                raise ImportFormatError(path, None, f"cannot write run {run_id!r} as JSON: {exc}") from None
         ratings, values = _encode_ratings(converted.ratings)  # before staging: nothing left to fail after it
         staged = stage(texts, job.out_dir, f"{job.tag}-{os.getpid()}-{next(_staging)}")
     except InputError as exc:

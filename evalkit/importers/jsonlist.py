@@ -31,7 +31,8 @@ def iter_json_lines(path: str, text: str, what: str) -> Iterator[tuple[int, Any]
     """Yield ``(line, value)`` for each non-blank line of a JSONL text (``what``: what a line holds).
     A first line that is not JSON, in a file that as a whole is one JSON document (pretty-printed
     JSON, the usual mistake), is reported as that: the line's own parse error would say "EOF while
-    parsing" about a file with nothing wrong but its layout."""
+    parsing" about a file with nothing wrong but its layout. Such a document cut short is reported
+    where it ends, not at its first line."""
 
     def problem(lineno: int, reason: str) -> ImportFormatError:
         start = len(text) - len(text.lstrip())
@@ -39,7 +40,11 @@ def iter_json_lines(path: str, text: str, what: str) -> Iterator[tuple[int, Any]
         if lineno == first:
             try:
                 document = safe_json.loads(text)
-            except JSONProblem:
+            except JSONProblem as exc:
+                if exc.truncated and reason.startswith("EOF while parsing") and exc.line and exc.line > lineno:
+                    return ImportFormatError(
+                        path, exc.line, f"not valid JSON: the file ends inside a JSON value ({exc.reason})"
+                    )
                 document = None
             if isinstance(document, (list, dict)):
                 lines = text.count("\n", start, len(text.rstrip())) + 1

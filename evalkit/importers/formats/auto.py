@@ -80,11 +80,17 @@ def sniff(path: str) -> str:
     try:
         doc = safe_json.loads(text)
         whole = True
-    except JSONProblem:
+    except JSONProblem as problem:
+        if not text.strip():
+            raise ImportFormatError(path, None, f"empty file: no known format fits (tried {TRIED})") from None
         first = next((line for line in text.splitlines() if line.strip()), "")
         try:
             doc = safe_json.loads(first)
         except JSONProblem:
+            if problem.truncated and problem.line and problem.line > 1:  # a JSON document cut short
+                raise ImportFormatError(
+                    path, problem.line, f"not valid JSON: the file ends inside a JSON value ({problem.reason})"
+                ) from None
             raise ImportFormatError(path, 1, f"no known format fits: neither JSON nor JSONL (tried {TRIED})") from None
         whole = False
     for name, fits_whole, fits_line in SHAPES:

@@ -46,7 +46,7 @@ from evalkit.importers import Converted, ImportFormatError
 from evalkit.importers.formats import otel_dialects as dialects
 from evalkit.importers.formats.messages import MessageError, parse_arguments, tools_named
 from evalkit.importers.formats.otel_dialects import ARGUMENT_ATTRS, RESULT_ATTRS, STRICT_ARGUMENT_ATTRS
-from evalkit.importers.jsonlist import read_text
+from evalkit.importers.jsonlist import iter_json_lines, read_text
 from evalkit.importers.notes import Note
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.safe_json import JSONProblem
@@ -391,12 +391,7 @@ def read_requests(path: str, text: str) -> list[Any]:
         return [safe_json.loads(text)]
     except JSONProblem:
         pass  # several lines: each is a request (a bad line is reported with its number)
-    return [
-        item
-        for _, item in safe_json.json_lines(
-            text, lambda n, reason: ImportFormatError(path, n, f"not valid JSON: {reason}")
-        )
-    ]
+    return [item for _, item in iter_json_lines(path, text, "an ExportTraceServiceRequest or a span")]
 
 
 # -- spans → runs -----------------------------------------------------------------------------------
@@ -540,7 +535,7 @@ def run_roots(spans: Iterable[Span]) -> list[Span]:
     for span in spans:
         by_id[(span.trace_id, span.span_id)] = span
     roots: list[Span] = []
-    for span in sorted(by_id.values(), key=lambda s: (s.trace_id, s.start, s.span_id)):
+    for span in sorted(by_id.values(), key=lambda s: (s.trace_id, s.start, s.end)):  # stable: ties keep input order
         parent = by_id.get((span.trace_id, span.parent)) if span.parent else None
         if parent is not None:
             parent.children.append(span)
@@ -671,7 +666,7 @@ def _not_run(requested: list[dict[str, Any]], ran: list[tuple[str | None, str, d
 
 def build_run(top: Span, options: Options, source: str) -> list[dict[str, Any]]:
     """The trajectory of the run whose top span is ``top``. Raises RunError."""
-    spans = sorted(_walk(top), key=lambda s: (s.start, s.span_id))
+    spans = sorted(_walk(top), key=lambda s: (s.start, s.end))  # a tie keeps input order: span ids are random
     trace_run = f"{top.trace_id}:{top.span_id}"
     session = _session(spans)
     run_id = f"otel:{session}:{trace_run}" if session is not None else f"otel:{trace_run}"
@@ -887,6 +882,11 @@ REQUESTED_NOTE = (
 OUTSIDE_NOTE = (
     "{lines} span(s) in {where} lie outside every agent span and belong to no run ({items}); they were left out"
 )
+CUT_NOTE = (
+    "{lines} run(s) in {where} hold only part of a trace: their top span's parent is not in the input (traces "
+    "{items}); a trace cut over several files (a rotated exporter file) gives a partial run from each, and one "
+    "whose root was never exported lacks it: import each trace from one file (cat the files into one)"
+)
 
 
 def convert_spans(spans: Iterable[Span], options: Options, source: str, path: str) -> Converted:
@@ -896,8 +896,11 @@ def convert_spans(spans: Iterable[Span], options: Options, source: str, path: st
     not_run = 0
     unrecorded: set[str] = set()
     in_runs: set[tuple[str, str]] = set()
+    cut: set[str] = set()  # traces whose run here starts below an absent parent, not at an agent span
     for top in run_roots(spans):
         in_runs.update((s.trace_id, s.span_id) for s in _walk(top))
+        if top.parent and top.operation != "invoke_agent":
+            cut.add(top.trace_id)
         try:
             run = build_run(top, options, source)
         except RunError as exc:
@@ -923,6 +926,8 @@ def convert_spans(spans: Iterable[Span], options: Options, source: str, path: st
     if outside:
         names = {s.name or s.operation for s in outside.values()}
         notes.append(Note("otel/outside", OUTSIDE_NOTE, names, len(outside), [path]))
+    if cut:
+        notes.append(Note("otel/cut", CUT_NOTE, cut, len(cut), [path]))
     return Converted(runs, [], errors, notes)
 
 
@@ -930,25 +935,11 @@ def convert_spans(spans: Iterable[Span], options: Options, source: str, path: st
 
 
 def load_scenarios(path: str) -> dict[str, dict[str, Any]]:
-    text = read_text(path)
-    try:
-        items = [safe_json.loads(text)]
-        if isinstance(items[0], list):
-            items = items[0]
-    except JSONProblem:
-        items = [
-            v for _, v in safe_json.json_lines(text, lambda n, r: ImportFormatError(path, n, f"not valid JSON: {r}"))
-        ]
-    out: dict[str, dict[str, Any]] = {}
-    for i, item in enumerate(items):
-        if (
-            not isinstance(item, dict)
-            or not isinstance(item.get("id"), str)
-            or not isinstance(item.get("ground_truth"), dict)
-        ):
-            raise ImportFormatError(path, None, f"scenario {i} needs an id (a string) and a ground_truth (an object)")
-        out[item["id"]] = item
-    return out
+    """The scenarios of ``--scenarios FILE`` by id, as written, read and checked as `evalkit score`
+    reads a scenario file (a bad scenario or a repeated id is an error naming its line)."""
+    from evalkit.trajectory.scenario_files import load_scenarios as load_scenario_files
+
+    return {scenario_id: raw for scenario_id, (raw, _) in load_scenario_files([path]).by_id.items()}
 
 
 def load_results(path: str) -> dict[str, bool]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import socket
 import sys
 import threading
@@ -253,7 +254,7 @@ class TraceState:
         while stack:
             node = stack.pop()
             kids = [self.spans[c] for c in self.children.get(node.span_id, ()) if c not in made]
-            for kid in sorted(kids, key=lambda s: (s.start, s.span_id)):
+            for kid in sorted(kids, key=lambda s: (s.start, s.end)):  # a tie keeps arrival order, as a file's
                 made[kid.span_id] = copy = replace(kid, children=[])
                 node.children.append(copy)
                 stack.append(copy)
@@ -689,7 +690,7 @@ def serve(
     warn: Callable[[str], None] | None = None,
     token: str | None = None,
 ) -> None:
-    """Serve until interrupted (Ctrl-C); then write the runs whose root never arrived, and let the
+    """Serve until interrupted (Ctrl-C or SIGTERM); then write the runs whose root never arrived, and let the
     interrupt end the command (exit 130, as every interrupted command)."""
     receiver = Receiver(address, out_dir, options, echo, warn, token)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -699,9 +700,20 @@ def serve(
             f"access token: {receiver.token} (send the header Authorization: Bearer TOKEN, e.g. "
             f"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20{receiver.token}, or {receiver.url}?token=TOKEN)"
         )
+    # SIGTERM (docker stop, systemd, kill) stops it as Ctrl-C does: the spans already taken are written
+    terminate = signal.getsignal(signal.SIGTERM)
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         receiver._httpd.serve_forever()
     finally:
+        if main:
+            signal.signal(signal.SIGTERM, terminate)
         receiver._httpd.server_close()
         receiver.flush()
         receiver.warn(receiver.summary())
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
