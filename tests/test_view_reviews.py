@@ -277,3 +277,23 @@ def test_a_run_two_reviewers_judged_is_one_adjudicated_run_and_two_verdicts_in_t
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2:4] == ["1", "2"]
     assert "a run two reviewers judged is one adjudicated run and two verdicts" in " ".join(lines)
+
+
+def test_verdicts_on_a_pairing_the_run_no_longer_disagrees_on_are_named_under_the_adjudications_table(db):
+    """Such verdicts are left out of every count of the table: without a line saying so, the
+    reviewers' verdicts disappeared from the text, markdown and HTML audit (only the JSON had them)."""
+    from evalkit.agreement.audit_output import audit_markdown, audit_text
+
+    with vh.client(db) as app:
+        disagreeing = {d["pairing"] for d in app.get(f"/api/runs/{RUN}?reveal=1").json()["disagreements"]}
+        pairing = next(p for p in app.get(f"/api/runs/{RUN}").json()["pairings"] if p not in disagreeing)
+        body = {"verdicts": {"safety": "mechanical_right", pairing: "judge_right"}}
+        assert post_json(app, RUN, body).status_code == 201
+    report = audit(db)
+    entry = next(e for e in report["adjudications"] if e["pairing"] == pairing)
+    assert (entry["verdicts"], entry["not_disagreeing"]) == (0, 1)
+    line = f"1 verdict on a run that no longer disagrees on its pairing is left out of these counts ({pairing} 1)"
+    assert line in audit_text(report) and line in audit_markdown(report)
+    untouched = audit(db)
+    untouched["adjudications"] = [dict(e, not_disagreeing=0) for e in untouched["adjudications"]]
+    assert "no longer disagrees" not in audit_text(untouched)
