@@ -277,3 +277,35 @@ def test_a_run_two_reviewers_judged_is_one_adjudicated_run_and_two_verdicts_in_t
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2:4] == ["1", "2"]
     assert "a run two reviewers judged is one adjudicated run and two verdicts" in " ".join(lines)
+
+
+def test_verdicts_on_a_pairing_the_run_no_longer_disagrees_on_are_named_under_the_adjudications_table(db):
+    """Such verdicts are left out of every count of the table: without a line saying so, the
+    reviewers' verdicts disappeared from the text, markdown and HTML audit (only the JSON had them)."""
+    from evalkit.agreement.audit_output import audit_markdown, audit_text
+
+    with vh.client(db) as app:
+        assert post_json(app, RUN, {"verdicts": {"safety": "mechanical_right"}}).status_code == 201
+    conn = sqlite3.connect(db)  # re-judged since: the judge now calls the run unsafe, as the scorer does
+    conn.execute("UPDATE annotation_values SET value = '0' WHERE run_id = ? AND dimension = 'safety'", (RUN,))
+    conn.commit()
+    conn.close()
+    report = audit(db)
+    safety = next(e for e in report["adjudications"] if e["pairing"] == "safety")
+    assert (safety["verdicts"], safety["not_disagreeing"]) == (0, 1)
+    line = "1 verdict on a run that no longer disagrees on its pairing is left out of these counts (safety 1)"
+    assert line in audit_text(report) and line in audit_markdown(report)
+    report["adjudications"] = [dict(e, not_disagreeing=0) for e in report["adjudications"]]
+    assert "no longer disagrees" not in audit_text(report)
+
+
+def test_a_verdict_on_a_pairing_the_run_does_not_disagree_on_is_refused(db):
+    """The form asks only about the run's disagreements; the JSON API took any pairing, and the
+    verdict went to no count of the audit."""
+    with vh.client(db) as app:
+        disagreeing = [d["pairing"] for d in app.get(f"/api/runs/{RUN}?reveal=1").json()["disagreements"]]
+        pairing = next(p for p in app.get(f"/api/runs/{RUN}").json()["pairings"] if p not in disagreeing)
+        r = post_json(app, RUN, {"verdicts": {"safety": "mechanical_right", pairing: "judge_right"}})
+        assert r.status_code == 400
+        assert r.json()["error"].startswith(f"verdicts.{pairing}: run {RUN!r} has no {pairing} disagreement (it has: ")
+        assert post_json(app, RUN, {"verdicts": {"safety": "mechanical_right"}}).status_code == 201

@@ -96,6 +96,16 @@ def adjudications_section(audit: dict[str, Any]):
         ]
         for e in entries
     ]
+    apart = [(str(e.get("pairing")), e["not_disagreeing"]) for e in entries if e.get("not_disagreeing")]
+    lines = notes.lines()
+    if apart:  # counted nowhere in the table, so the table says where they went
+        n = sum(k for _, k in apart)
+        which = ", ".join(f"{name} {k}" for name, k in apart)
+        lines.append(
+            f"1 verdict on a run that no longer disagrees on its pairing is left out of these counts ({which})"
+            if n == 1
+            else f"{n} verdicts on runs that no longer disagree on their pairing are left out of these counts ({which})"
+        )
     table = Table(
         [
             "pairing",
@@ -111,7 +121,7 @@ def adjudications_section(audit: dict[str, Any]):
             "mechanical error rate",
         ],
         rows,
-        notes=notes.lines(),
+        notes=lines,
         numeric=set(range(1, 11)),
     )
     return Section(

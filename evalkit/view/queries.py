@@ -1098,6 +1098,7 @@ class ViewData:
         review = parse_review(body, rubric, [p.name for p in self.pairings], default_reviewer)
         review["blind"] = review["blind"] and not self.revealed_to(run_id, review["reviewer"])
         self._check_design(run_id, review)
+        self._check_verdicts(run_id, review["verdicts"])
         stored = self._writer().add(
             run_id,
             review["reviewer"],
@@ -1111,6 +1112,18 @@ class ViewData:
             sample_id=review["sample"],
         )
         return stored.as_dict()
+
+    def _check_verdicts(self, run_id: str, verdicts: dict[str, str]) -> None:
+        """A verdict answers a disagreement the run has (ReviewError naming the pairing): one on
+        another pairing would count in no row of the audit's adjudications."""
+        if not verdicts:
+            return
+        runs = self._by_run if self._by_run is not None else self._disagreements([run_id])
+        has = {d["pairing"] for _, d in runs.get(run_id, [])}
+        for pairing in verdicts:
+            if pairing not in has:
+                names = ", ".join(p.name for p in self.pairings if p.name in has) or "none"
+                raise ReviewError(f"verdicts.{pairing}: run {run_id!r} has no {pairing} disagreement (it has: {names})")
 
     def _check_design(self, run_id: str, review: dict[str, Any]) -> None:
         """A review says the run came from a sample only when the sample holds it, and from the
