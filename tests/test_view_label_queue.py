@@ -399,3 +399,29 @@ def test_label_next_never_serves_a_reviewer_a_run_they_reviewed_before_and_leave
             if r["reviewer"] == "ann" and r["current"]
         ]
         assert verdicts == [{pairing: "judge_right"}]
+
+
+def test_the_ranked_queues_progress_says_it_counts_rows_one_per_judge_not_verdicts(db):
+    # with two judges a run's pairing has a row per judge that disagrees, and one verdict covers them
+    # all: "ann 32" beside 16 verdicts read as a verdict count
+    import re
+
+    with vh.client(db) as app:
+        h = {"x-csrf-token": vh.TOKEN}
+        ranked = app.get("/api/disagreements?reveal=1").json()
+        first = ranked["disagreements"][0]
+        body = {
+            "reviewer": "ann",
+            "verdicts": {first["pairing"]: "judge_right"},
+            "blind": False,
+            "design": "disagreement",
+        }
+        assert app.post(f"/api/runs/{first['run_id']}/reviews", json=body, headers=h).status_code == 201
+        progress = app.get("/api/disagreements?reveal=1").json()["progress"]
+        page = app.get("/disagreements?reveal=1").text
+        text = re.sub(
+            r"<[^>]+>", "", page[page.index('id="progress"') : page.index("</div>", page.index('id="progress"'))]
+        )
+        text = " ".join(text.split())
+        assert f"{progress['done']} of {progress['total']} rows with a verdict: one row per judge" in text
+        assert f"(rows: ann {progress['by_reviewer']['ann']})" in text
