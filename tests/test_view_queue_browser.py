@@ -106,12 +106,12 @@ def test_two_reviewers_work_through_the_queue_with_filters_claims_and_save_and_n
     nxt = a.locator("#run-id").inner_text() if a.locator("#run-id").count() else None
     assert nxt not in (run_a, run_b)
 
-    # progress: ann's verdict is counted, per reviewer (blind: runs; revealed: disagreements)
+    # progress: ann's verdict is counted, per reviewer (blind: runs; revealed: rows, one per judge)
     b.goto(base + "/disagreements")
     assert "(ann 1)" in b.locator("#progress").inner_text()
     b.goto(base + "/disagreements?reveal=1")
     progress = b.locator("#progress").inner_text()
-    assert int(progress.split(" of ")[0]) >= 1 and "(ann " in progress
+    assert int(progress.split(" of ")[0]) >= 1 and "(rows: ann " in progress
     b.goto(base + "/disagreements?mine=yes&reviewer=ann")
     assert run_a in b.locator("#disagreements").inner_text()
     assert problems == []
