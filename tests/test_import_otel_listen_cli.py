@@ -179,19 +179,19 @@ def test_sigterm_stops_it_as_ctrl_c_does_writing_the_spans_already_taken(listen)
 
 
 def test_an_explicit_token_is_required_on_any_address(listen):
-    live = listen("--token", "s3cret-token", host="127.0.0.2")
-    assert live.token == "s3cret-token"
+    live = listen("--token", "s3cret-token-0123456", host="127.0.0.2")
+    assert live.token == "s3cret-token-0123456"
     url = live.url.replace("127.0.0.1", "127.0.0.2")
     request = oj.body(oj.agent(3), oj.chat(3, 2, 1))
     for headers in ([], ["Authorization: Bearer wrong"]):
         status, answer_headers, answer = _post_to(url, request, *headers)
         assert status == 401 and answer_headers["www-authenticate"] == "Bearer" and b"access token" in answer
     assert live.runs() == {}
-    status, _, _ = _post_to(url, request, "Authorization: Bearer s3cret-token")
+    status, _, _ = _post_to(url, request, "Authorization: Bearer s3cret-token-0123456")
     assert status == 200 and len(live.runs()) == 1
     # the SDK's exporter, given the header as OTEL_EXPORTER_OTLP_HEADERS would give it
     memory = oh.InMemorySpanExporter()
-    exporter = OTLPSpanExporter(endpoint=url, headers={"Authorization": "Bearer s3cret-token"}, timeout=10)
+    exporter = OTLPSpanExporter(endpoint=url, headers={"Authorization": "Bearer s3cret-token-0123456"}, timeout=10)
     tp = oh.provider(memory, exporter)
     with tp.get_tracer("t").start_as_current_span("chat m", attributes={"gen_ai.request.model": "m"}):
         pass
@@ -265,3 +265,14 @@ def test_a_run_whose_tool_calls_record_no_arguments_is_warned_once_naming_conten
     assert run[-1]["done_payload"]["otel"]["tools_without_arguments"] == ["issue_badge"]
     # and the closing line counts it
     assert f"wrote 2 run(s) to {live.out}; 1 run(s) record tool calls without arguments" in err.splitlines()
+
+
+@pytest.mark.parametrize("token", ["", "short", "has space in it....."])
+def test_an_empty_or_malformed_token_is_a_usage_error_not_silently_replaced(tmp_path, token):
+    # "--token ''" beyond loopback made a random token instead, and never said the one given was ignored
+    res = CliRunner().invoke(
+        cli, ["import", "otel", "--listen", "0.0.0.0:0", "--token", token, "-o", str(tmp_path / "o")]
+    )
+    assert res.exit_code == 2, res.output
+    assert "--token: 16 to 256 characters among letters, digits and . _ ~ -" in res.stderr
+    assert not (tmp_path / "o").exists()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 import secrets
 from collections.abc import Mapping
 from urllib.parse import parse_qs
@@ -31,8 +32,11 @@ def is_loopback(host: str) -> bool:
 
 def access_token(host: str, given: str | None = None) -> str | None:
     """The token a server bound to ``host`` requires: ``given`` when set, else None on loopback and
-    a fresh random token anywhere else."""
-    if given:
+    a fresh random token anywhere else. ValueError when ``given`` is not 16 to 256 URL-safe
+    characters (an empty one would let anybody in)."""
+    if given is not None:
+        if not re.fullmatch(r"[A-Za-z0-9._~-]{16,256}", given):
+            raise ValueError("--token: 16 to 256 characters among letters, digits and . _ ~ -")
         return given
     return None if is_loopback(host) else secrets.token_urlsafe(32)
 
