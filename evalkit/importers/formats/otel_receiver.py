@@ -12,8 +12,11 @@ written (``DIR/<run_id>.jsonl``, through a temporary file); a span of that run a
 it again. An agent called by another agent is part of the caller's run, as in a file import: its
 own run, written when it ended first, is removed once the caller's arrives (said on stdout). A
 request costs the spans it carries, plus one build of each run it completes. A run that
-cannot be built is answered with OTLP ``partial_success`` (``rejected_spans``: that run's spans in
-the request, ``error_message``: why); the request's other runs are written. At Ctrl-C the spans
+cannot be built (yet: a span of its trace, such as the chat span naming the model, may still come in
+a later request, as when an exporter retries) keeps its spans and is built again as more of its
+trace arrives: it is answered with OTLP ``partial_success`` as a warning (``rejected_spans`` 0,
+``error_message``: why) and said on stderr; the request's other runs are written, and the closing
+line counts the runs still not built. At Ctrl-C the spans
 whose run never completed (the root never came) are written as a file import would write them.
 
 Memory is bounded, so the receiver can run for days: a trace whose every span belongs to a written
@@ -206,13 +209,14 @@ def decode(body: bytes | bytearray, content_type: str) -> Any:
 
 
 def response_body(rejected: int, message: str, is_json: bool) -> bytes:
-    """An ``ExportTraceServiceResponse``: empty, or with ``partial_success`` when spans were rejected."""
+    """An ``ExportTraceServiceResponse``: empty, or with ``partial_success`` when spans were rejected
+    or there is something to say (then, as OTLP has it for a warning, ``rejected_spans`` 0)."""
     if is_json:
-        if not rejected:
+        if not rejected and not message:
             return b"{}"
         # proto3's JSON mapping writes an int64 as a string
         return json.dumps({"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": message}}).encode()
-    if not rejected:
+    if not rejected and not message:
         return b""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTracePartialSuccess,
@@ -326,8 +330,9 @@ class Receiver:
         return f"http://{host}:{self.port}/v1/traces"
 
     def receive(self, spans: list[otel.Span]) -> tuple[int, str]:
-        """Keep ``spans`` and write the runs they complete. Returns (spans rejected, why): the spans
-        of this request that belong to a run that cannot be built. OSError: a run cannot be written."""
+        """Keep ``spans`` and write the runs they complete. Returns (spans rejected, what to say): the
+        spans rejected are those of traces already forgotten; a run that cannot be built (yet) keeps
+        its spans and is said, not rejected. OSError: a run cannot be written."""
         self._sweep()
         by_trace: dict[str, list[otel.Span]] = {}
         for span in spans:
@@ -405,13 +410,12 @@ class Receiver:
                 members = [s.span_id for s in otel._walk(run_top)]
                 for span_id in members:
                     state.run_of[span_id] = run_top.span_id
-                error = self._build_and_write(state, run_top)
+                error = self._build_and_write(state, run_top, final=False)
                 if not error:
                     self._drop_runs_inside(state, run_top.span_id, members)
-                if error:
+                if error:  # its spans are kept, not rejected: a span still to come may complete it
                     count = sum(1 for span_id in members if span_id in new)
-                    rejected += count
-                    reasons.append(f"{count} span(s) of {error}")
+                    reasons.append(f"{count} span(s) of {error} (kept: built again as more of its trace arrives)")
         return rejected, reasons
 
     @staticmethod
@@ -441,15 +445,22 @@ class Receiver:
             path.unlink(missing_ok=True)
             self.echo(f"{inner} is part of run {outer}: {path} removed")
 
-    def _build_and_write(self, state: TraceState, top: otel.Span) -> str | None:
-        """Build the run of ``top`` and write it if it changed; the error, or None."""
+    def _build_and_write(self, state: TraceState, top: otel.Span, final: bool = True) -> str | None:
+        """Build the run of ``top`` and write it if it changed; the error, or None. Not ``final``
+        (spans of its trace may still come): the error is a warning that says the spans are kept."""
         try:
             run = otel.build_run(top, self.options, "otlp-http")
             text = dumps_run(run)
         except (otel.RunError, ValueError, TypeError) as exc:
             message = f"trace {top.trace_id} span {top.span_id}: {exc}"
             if state.failed.get(top.span_id) != message:
-                self.warn(f"error: {message}")
+                if final:
+                    self.warn(f"error: {message}")
+                else:
+                    self.warn(
+                        f"warning: {message} (its spans are kept and the run is built again as more of its "
+                        "trace arrives; at the end it counts among the runs that could not be built)"
+                    )
             state.failed[top.span_id] = message
             return message
         state.failed.pop(top.span_id, None)
