@@ -337,6 +337,25 @@ def test_a_dimension_rated_on_another_scale_than_the_database_holds_is_named_at_
     ]
 
 
+def test_a_word_among_the_numbers_of_a_dimension_is_named_at_import(tmp_path):
+    # one "Pass" typed among 0-3 safety scores imported without a word; the audit then left it out
+    f = tmp_path / "human.csv"
+    body = "".join(f"r{i},dana,human,safety,{i % 4}\n" for i in range(7)) + "r7,dana,human,safety,Pass\n"
+    f.write_text(LONG_HEADER + body)
+    db = tmp_path / "e.db"
+    res = CliRunner().invoke(cli, ["annotations", "import", str(f), "--db", str(db)], catch_exceptions=False)
+    assert res.exit_code == 0 and len(rows(db)) == 8
+    assert res.stderr.strip() == (
+        f'warning: {f}: "safety" is rated with numbers here, and 1 rating(s) with another kind of label: "Pass" (1); '
+        "a label of another kind never agrees with the others (the audit leaves a label off its dimension's scale "
+        "out); rate on one scale"
+    )
+    clean = tmp_path / "clean.csv"
+    clean.write_text(LONG_HEADER + "".join(f"r{i},eve,human,safety,{i % 4}\n" for i in range(8)))
+    res = CliRunner().invoke(cli, ["annotations", "import", str(clean), "--db", str(db)], catch_exceptions=False)
+    assert res.exit_code == 0 and res.stderr == ""
+
+
 def test_labels_shared_with_the_database_give_no_scale_warning(tmp_path):
     db, _ = import_text(tmp_path, "judge.csv", LONG_HEADER + "r1,gpt,judge,outcome,pass\nr2,gpt,judge,outcome,pass\n")
     f = tmp_path / "human.csv"

@@ -373,6 +373,8 @@ class ImportSummary:
     not_runs: tuple[str, ...] = ()  # items that are not runs of a database that holds runs
     runs: tuple[str, ...] = ()  # the database's runs, when some items are not among them
     other_scale: tuple[tuple[str, list, list], ...] = ()  # (dimension, its labels here, the database's): none shared
+    # (dimension, the kind most of its ratings here have, {label of another kind: ratings}): mixed kinds
+    mixed: tuple[tuple[str, str, dict[Any, int]], ...] = ()
 
 
 def import_ratings(
@@ -419,6 +421,7 @@ def import_ratings(
         not_runs=tuple(i for i in items if i not in runs) if runs else (),
         runs=tuple(sorted(runs)) if runs and any(i not in runs for i in items) else (),
         other_scale=_other_scales(rows, held),
+        mixed=_mixed_kinds(rows),
     )
 
 
@@ -435,6 +438,32 @@ def _other_scales(rows: list[RatingRow], held: dict[str, set[Any]]) -> tuple[tup
         if theirs and not {_kind(v) for v in labels} & {_kind(v) for v in theirs}:
             out.append((dimension, sorted(labels, key=_label_order), sorted(theirs, key=_label_order)))
     return tuple(out)
+
+
+def _mixed_kinds(rows: list[RatingRow]) -> tuple[tuple[str, str, dict[Any, int]], ...]:
+    """For each dimension whose ratings here are of several kinds (a ``"Pass"`` among 0-3 scores):
+    the kind most of them have and the other labels with their counts. Such a label never agrees
+    with a rating of the other kind."""
+    counts: dict[str, dict[Any, int]] = {}
+    for r in rows:
+        labels = counts.setdefault(r.dimension, {})
+        key = (_kind(r.value), r.value)
+        labels[key] = labels.get(key, 0) + 1
+    out = []
+    for dimension, labels in sorted(counts.items()):
+        by_kind: dict[str, int] = {}
+        for (kind, _), n in labels.items():
+            by_kind[kind] = by_kind.get(kind, 0) + n
+        if len(by_kind) < 2:
+            continue
+        main = max(sorted(by_kind), key=lambda k: by_kind[k])
+        ordered = sorted(labels.items(), key=lambda kv: _label_order(kv[0][1]))
+        odd = {value: n for (kind, value), n in ordered if kind != main}
+        out.append((dimension, main, odd))
+    return tuple(out)
+
+
+_KIND_WORDS = {"number": "numbers", "text": "words", "boolean": "true/false"}
 
 
 def _kind(label: Any) -> str:
@@ -645,16 +674,27 @@ LABELS_NAMED = 6  # labels a note names before "..."
 
 
 def other_scale_notes(summary: ImportSummary, db_path: str | Path) -> list[str]:
-    """One line per dimension whose labels in the file share none with the database's."""
+    """One line per dimension whose labels in the file share none with the database's, and one per
+    dimension whose ratings in the file are of several kinds (words among numbers)."""
 
     def named(labels: list) -> str:
         return ", ".join(json.dumps(v) for v in labels[:LABELS_NAMED]) + (", ..." if len(labels) > LABELS_NAMED else "")
 
-    return [
+    notes = [
         f"warning: {summary.source}: {json.dumps(dimension)} is rated {named(mine)} here and {named(theirs)} in "
         f"{db_path}: no label in common, so these ratings can never agree with the others; rate on one scale"
         for dimension, mine, theirs in summary.other_scale
     ]
+    for dimension, main, odd in summary.mixed:
+        n = sum(odd.values())
+        shown = ", ".join(f"{json.dumps(v)} ({k})" for v, k in list(odd.items())[:LABELS_NAMED])
+        notes.append(
+            f"warning: {summary.source}: {json.dumps(dimension)} is rated with {_KIND_WORDS[main]} here, and {n} "
+            f"rating(s) with another kind of label: {shown}{', ...' if len(odd) > LABELS_NAMED else ''}; "
+            "a label of another kind never agrees with the others (the audit leaves a label off its dimension's "
+            "scale out); rate on one scale"
+        )
+    return notes
 
 
 def not_runs_note(summary: ImportSummary, db_path: str | Path) -> str | None:
