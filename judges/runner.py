@@ -515,7 +515,8 @@ async def run_items(
         if summary.fatal or broken or (max_cost is not None and summary.cost_usd >= max_cost):
             if summary.fatal is None and summary.stopped is None and not broken:
                 summary.stopped = (
-                    f"--max-cost ${max_cost:.4f} reached (spent ${summary.cost_usd:.4f}); no new calls were started"
+                    f"--max-cost ${max_cost:.4f} reached (spent ${summary.cost_usd:.4f} then); no new calls were "
+                    "started, and the calls already sent finished (the cost line counts them too)"
                 )
             return True
         return False

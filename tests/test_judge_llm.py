@@ -306,6 +306,7 @@ def test_max_cost_stops_scheduling_new_calls(tmp_path, server):
     spent = sum(c for _, c in calls)
     assert server.count == len(calls) < 5 and spent >= 1.5 and spent - calls[-1][1] < 1.5
     assert res.summary.stopped and "--max-cost" in res.summary.stopped
+    assert "the calls already sent finished (the cost line counts them too)" in res.summary.stopped
     assert res.summary.not_run == 5 - len(calls) and not res.ok
 
 
