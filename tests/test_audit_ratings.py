@@ -380,3 +380,24 @@ def test_a_dimension_with_too_few_humans_for_the_alt_test_says_so(tmp_path, huma
     )
     assert (note in out) is (humans < 3)
     assert ("Alternative Annotator Test" in out.replace(note, "")) is (humans >= 3)  # the test's own table
+
+
+def test_human_raters_whose_names_differ_only_in_case_are_named_in_the_audit(tmp_path):
+    # "Ann" on one laptop and "ann" on another: two raters who agree perfectly with each other
+    body = "".join(
+        f"r{i},{who},human,outcome,{'pass' if i % 2 else 'fail'}\n" for i in range(6) for who in ("Ann", "ann ")
+    )
+    body += "".join(f"r{i},bob,human,outcome,pass\n" for i in range(6))
+    db, _ = import_text(tmp_path, "h.csv", LONG_HEADER + body)
+    res = invoke("audit", "--db", str(db))
+    assert res.exit_code == 0
+    line = (
+        'human raters "Ann" and "ann" differ only in case or spacing: the audit counts them as raters apart; '
+        "if they are one person, give one name (evalkit view --reviewer, or the rater column of an imported file)"
+    )
+    assert f"warning: {line}" in res.stderr.splitlines()
+    assert line in json.loads(invoke("audit", "--db", str(db), "--format", "json").stdout)["warnings"]
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    db2, _ = import_text(lone, "h.csv", LONG_HEADER + body.replace("ann ", "cy"))
+    assert "differ only in case" not in invoke("audit", "--db", str(db2)).stderr

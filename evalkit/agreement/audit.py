@@ -9,6 +9,7 @@ read-only.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections import Counter
 from concurrent.futures import Future
@@ -194,6 +195,7 @@ def _audit(
     }
     drift = drift_mod.analyse(values, sub)
     probes = probe_entries(failed, values, probe_answers, bootstrap=dict(bootstrap, ci=cfg.ci) if bootstrap else None)
+    warnings = warnings + _raters_by_case(stored + reviewed)
     # the raters and the human-agreement sections share the ratings
     ratings = collect_ratings(stored + reviewed, rated)
     del values, rated
@@ -244,6 +246,22 @@ def _audit(
         "warnings": warnings,
     }
     return report, pair_rows
+
+
+def _raters_by_case(ratings: list[Any]) -> list[str]:
+    """A line for each set of human raters whose names differ only in case or surrounding spaces
+    ("Ann" and "ann"): the audit counts them as raters apart, each agreeing with the other."""
+    spellings: dict[str, set[str]] = {}
+    for r in ratings:
+        if r.rater_kind == "human":
+            spellings.setdefault(r.rater.strip().casefold(), set()).add(r.rater)
+    return [
+        f"human raters {' and '.join(json.dumps(n) for n in sorted(names))} differ only in case or spacing: the "
+        "audit counts them as raters apart; if they are one person, give one name (evalkit view --reviewer, "
+        "or the rater column of an imported file)"
+        for _, names in sorted(spellings.items())
+        if len(names) > 1
+    ]
 
 
 def pairing_entry(
