@@ -90,22 +90,14 @@ def test_cli_401_exits_1_with_one_line_message(tmp_path, server):
     assert "Traceback" not in res.stderr
 
 
-def test_cli_max_cost_says_it_stopped(tmp_path, server):
-    db = scored_db(tmp_path, 4)
-    cfg = tmp_path / "priced.toml"
-    cfg.write_text('[prices."openai/judge-a"]\ninput_per_mtok = 1000000.0\noutput_per_mtok = 0.0\n')
-    res = judge(db, server, "--judge-config", str(cfg), "--max-cost", "0.5", "--concurrency", "1")
-    assert res.exit_code == 1 and server.count == 1
-    assert "--max-cost $0.5000 reached" in res.stderr and "stopped: --max-cost" in res.stdout
-
-
-def test_cli_calls_line_counts_only_the_runs_judged_when_max_cost_stops_it(tmp_path, server):
+def test_cli_max_cost_says_it_stopped_and_the_calls_line_counts_only_the_runs_judged(tmp_path, server):
     """One call made, three runs not run: the calls line says 1 call for 1 run, not for 4."""
     db = scored_db(tmp_path, 4)
     cfg = tmp_path / "priced.toml"
     cfg.write_text('[prices."openai/judge-a"]\ninput_per_mtok = 1000000.0\noutput_per_mtok = 0.0\n')
     res = judge(db, server, "--judge-config", str(cfg), "--max-cost", "0.5", "--concurrency", "1")
     assert res.exit_code == 1 and server.count == 1
+    assert "--max-cost $0.5000 reached" in res.stderr and "stopped: --max-cost" in res.stdout
     assert "calls made: 1 for 1 run\n" in res.stdout and "not run: 3" in res.stdout
 
 
