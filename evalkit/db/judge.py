@@ -78,11 +78,8 @@ def failed_call_key(call: dict) -> str:
 def _write_call(conn, call: dict) -> None:
     """Store one finished call: a success upserts the cache row of its key (a refresh replaces it);
     a failure is a row of its own (:func:`failed_call_key`)."""
-    if call.get("status") == "ok":
-        conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key"), [call.get(c) for c in CALL_COLUMNS])
-    else:
-        row = dict(call, cache_key=failed_call_key(call))
-        conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key"), [row.get(c) for c in CALL_COLUMNS])
+    row = call if call.get("status") == "ok" else dict(call, cache_key=failed_call_key(call))
+    conn.execute(_upsert("judge_calls", CALL_COLUMNS, "cache_key"), [row.get(c) for c in CALL_COLUMNS])
 
 
 def _keeps_stored(existing: tuple | None, row: dict) -> bool:
