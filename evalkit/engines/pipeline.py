@@ -20,6 +20,7 @@ from evalkit.engines.scenario_check import noted_here
 from evalkit.engines.sources import STDIN, expand
 from evalkit.engines.spool import Spool, can_spool
 from evalkit.errors import InputError
+from evalkit.trajectory.input_files import path_list
 
 if TYPE_CHECKING:  # with workers, this process only writes: the scorer and its models load in them
     from evalkit.db.scores import BatchRows, Store
@@ -96,10 +97,11 @@ def score_files(
 
         if output not in FORMATS:
             raise ValueError(f"unknown output {output!r} (cards, None or one of {', '.join(FORMATS)})")
+    paths = path_list(paths, "paths")
     if scenarios is not None and not _is_scenario_set(scenarios):
         from evalkit.trajectory.scenario_files import load_given_scenarios
 
-        scenarios = load_given_scenarios(scenarios)
+        scenarios = load_given_scenarios(path_list(scenarios, "scenarios"))
     job = ScoreJob(
         output_format=None if output == CARDS else output,
         card=output == CARDS,

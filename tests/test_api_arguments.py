@@ -1,0 +1,83 @@
+"""The Python API as a notebook uses it: a wrong argument is a ValueError naming it at the call
+(never a search of the whole disk, an AttributeError from inside, or a silently ignored value), the
+documented keywords work, and a loop left by an exception still writes what it read."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import evalkit
+
+ROOT = Path(__file__).resolve().parent.parent
+SUPPORT = ROOT / "examples" / "support"
+GOOD = SUPPORT / "support-gpt-x-skipped-approval.jsonl"  # names its scenario: needs scenarios.json
+
+
+def _runs(folder: Path, n: int) -> Path:
+    """``n`` copies of a run naming its scenario, each with its own run_id; the scenario file apart."""
+    folder.mkdir()
+    lines = GOOD.read_text(encoding="utf-8").splitlines()
+    for i in range(n):
+        meta = json.loads(lines[0])
+        meta["run_id"] = f"run-{i:03d}"
+        (folder / f"run-{i:03d}.jsonl").write_text("\n".join([json.dumps(meta), *lines[1:]]) + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def runs(tmp_path):
+    scenarios = tmp_path / "scenarios.json"
+    shutil.copy(SUPPORT / "scenarios.json", scenarios)
+    return _runs(tmp_path / "runs", 6), scenarios
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda runs, sc: evalkit.score_files(str(runs), scenarios=[sc]),
+        lambda runs, sc: evalkit.score_files(runs, scenarios=[sc]),
+        lambda runs, sc: evalkit.check_paths(str(runs)),
+        lambda runs, sc: evalkit.load_scenarios(str(sc)),
+    ],
+    ids=["score_files-str", "score_files-Path", "check_paths-str", "load_scenarios-str"],
+)
+def test_one_path_given_where_a_list_is_expected_is_a_value_error_naming_the_argument(runs, call):
+    # a str iterated is its characters: "/" was a recursive search of the whole file system
+    with pytest.raises(ValueError, match=r"^(paths|scenarios): give a list of paths, not one path"):
+        call(*runs)
+
+
+def test_one_scenario_file_given_as_a_string_is_a_value_error_naming_scenarios(runs):
+    folder, scenarios = runs
+    with pytest.raises(ValueError, match=r"^scenarios: give a list of paths"):
+        evalkit.score_files([folder], scenarios=str(scenarios))
+    with pytest.raises(ValueError, match=r"^scenarios: give a list of paths"):
+        evalkit.check_paths([folder], scenarios=str(scenarios))
+
+
+def test_an_in_memory_object_among_the_paths_is_a_value_error_saying_it_is_not_a_path(runs):
+    folder, scenarios = runs
+    traj = evalkit.read_trajectory(folder / "run-000.jsonl", scenarios=[scenarios])
+    with pytest.raises(ValueError, match=r"^paths: Trajectory is not a path"):
+        evalkit.score_files([traj], scenarios=[scenarios])
+    with pytest.raises(ValueError, match=r"^paths: dict is not a path"):
+        evalkit.score_files([{"type": "meta"}])
+
+
+def test_check_paths_takes_the_documented_scenarios_keyword(runs):
+    folder, scenarios = runs
+    report = evalkit.check_paths([folder], scenarios=[scenarios])
+    assert report.problems == [] and report.runs == 6
+
+
+def test_read_trajectory_takes_scenario_files_as_score_files_does(runs):
+    folder, scenarios = runs
+    by_files = evalkit.read_trajectory(folder / "run-001.jsonl", scenarios=[scenarios])
+    by_set = evalkit.read_trajectory(folder / "run-001.jsonl", scenarios=evalkit.load_scenarios([scenarios]))
+    card = evalkit.score_trajectory(by_files)
+    assert card.to_json_dict() == evalkit.score_trajectory(by_set).to_json_dict()
+    assert card.scenario_id == "refund-damaged-b22"
