@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,18 @@ def test_read_trajectory_takes_scenario_files_as_score_files_does(runs):
     card = evalkit.score_trajectory(by_files)
     assert card.to_json_dict() == evalkit.score_trajectory(by_set).to_json_dict()
     assert card.scenario_id == "refund-damaged-b22"
+
+
+def test_a_loop_left_by_an_exception_inside_with_store_writes_the_cards_it_read(runs, tmp_path):
+    # the generator's finally must run when the loop is left, while the store is still open: not
+    # at a later garbage collection (cards lost, a traceback printed as an unraisable exception)
+    folder, scenarios = runs
+    db = tmp_path / "evalkit.db"
+    with pytest.raises(KeyboardInterrupt):
+        with evalkit.Store(db) as store:
+            for i, _card in enumerate(evalkit.score_files([folder], store=store, scenarios=[scenarios], batch=4)):
+                if i == 4:
+                    raise KeyboardInterrupt
+    with sqlite3.connect(db) as conn:
+        (count,) = conn.execute("select count(*) from scorecards").fetchone()
+    assert count >= 5
