@@ -97,3 +97,22 @@ def test_a_loop_left_by_an_exception_inside_with_store_writes_the_cards_it_read(
     with sqlite3.connect(db) as conn:
         (count,) = conn.execute("select count(*) from scorecards").fetchone()
     assert count >= 5
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"workers": 0}, "workers"),
+        ({"workers": "2"}, "workers"),
+        ({"batch": 0}, "batch"),
+        ({"output": "csv", "encoding": "utf-9"}, "encoding"),
+        ({"output": "table", "columns": ("run_id", "scalr")}, "columns"),
+    ],
+)
+def test_a_bad_score_files_option_is_a_value_error_naming_it_at_the_call(runs, options, named):
+    # workers=0 was scored with one worker, "2" a TypeError and an unknown encoding a LookupError
+    # from inside a worker; an unknown column "tuple.index(x): x not in tuple"
+    folder, scenarios = runs
+    with pytest.raises(ValueError, match=rf"^{named}: "):
+        evalkit.score_files([folder], scenarios=[scenarios], **options)
+

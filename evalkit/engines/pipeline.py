@@ -86,17 +86,32 @@ def score_files(
     (:mod:`evalkit.engines.scenario_check`; nothing is noted without it).
 
     Output is the same, byte for byte, whatever the engine and number of workers. A database
-    failure raises ``evalkit.db.DbError``; ValueError for an unknown engine or output.
+    failure raises ``evalkit.db.DbError``; ValueError, naming the argument, for an unknown engine,
+    output, column or encoding, ``workers`` or ``batch`` below 1, or one path where a list is
+    expected.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
     if aggregate not in (None, "full", "tables", "shown"):
         raise ValueError(f"unknown aggregate {aggregate!r} (full, tables, shown or None)")
     if output not in (CARDS, None):
-        from evalkit.present.score_output import FORMATS
+        from evalkit.present.score_output import FORMATS, RUN_COLUMNS
 
         if output not in FORMATS:
             raise ValueError(f"unknown output {output!r} (cards, None or one of {', '.join(FORMATS)})")
+        unknown = [c for c in columns or () if c not in RUN_COLUMNS]
+        if unknown:
+            raise ValueError(f"columns: unknown {', '.join(map(repr, unknown))} (choose from {', '.join(RUN_COLUMNS)})")
+    if encoding is not None:
+        import codecs
+
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise ValueError(f"encoding: unknown encoding {encoding!r}") from None
+    for name, value in (("workers", 1 if workers is None else workers), ("batch", batch)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}: a whole number of at least 1, not {value!r}")
     paths = path_list(paths, "paths")
     if scenarios is not None and not _is_scenario_set(scenarios):
         from evalkit.trajectory.scenario_files import load_given_scenarios
