@@ -116,3 +116,17 @@ def test_a_bad_score_files_option_is_a_value_error_naming_it_at_the_call(runs, o
     with pytest.raises(ValueError, match=rf"^{named}: "):
         evalkit.score_files([folder], scenarios=[scenarios], **options)
 
+
+def test_compare_models_refuses_an_aggregate_without_error_bars_and_takes_the_documented_keyword(runs):
+    # an aggregate asked for as "shown" has no group se: the comparison was a plain t on the
+    # scenario means, another p-value than evalkit compare prints for the same runs
+    folder, scenarios = runs
+    full = evalkit.score_files([folder], scenarios=[scenarios], aggregate="full")
+    full.collect()
+    shown = evalkit.score_files([folder], scenarios=[scenarios], aggregate="shown")
+    shown.collect()
+    assert evalkit.compare_models(aggregate=full.aggregate)["rows"] == []  # one model: nothing to pair
+    with pytest.raises(ValueError, match=r"^aggregate: its groups have no error bars"):
+        evalkit.compare_models(shown.aggregate)
+    with pytest.raises(ValueError, match=r"^aggregate: not an aggregate"):
+        evalkit.compare_models({})
