@@ -130,3 +130,35 @@ def test_compare_models_refuses_an_aggregate_without_error_bars_and_takes_the_do
         evalkit.compare_models(shown.aggregate)
     with pytest.raises(ValueError, match=r"^aggregate: not an aggregate"):
         evalkit.compare_models({})
+
+
+def test_one_judge_model_given_as_a_string_is_a_value_error_before_anything_is_sent(runs, tmp_path, monkeypatch):
+    # a str was read as its characters: every run judged by models "o", "p", "e", "n", ...
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
+    folder, scenarios = runs
+    db = tmp_path / "evalkit.db"
+    with evalkit.Store(db) as store:
+        evalkit.score_files([folder], store=store, scenarios=[scenarios]).collect()
+    with pytest.raises(ValueError, match=r"^models: give a list of names, not one name"):
+        evalkit.judge_db(str(db), "openai/judge-x", api_base="http://127.0.0.1:9/v1")
+    with pytest.raises(ValueError, match=r"^models: give a list of names"):
+        evalkit.run_probes(str(db), "openai/judge-x", api_base="http://127.0.0.1:9/v1")
+    with pytest.raises(ValueError, match=r"^probes: give a list of names"):
+        evalkit.run_probes(str(db), ["openai/judge-x"], probes="identity", api_base="http://127.0.0.1:9/v1")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("select count(*) from judge_calls").fetchone() == (0,)
+
+
+def test_judge_db_on_a_database_that_does_not_exist_is_a_db_error_and_creates_nothing(tmp_path):
+    # it created an empty database and returned a result of 0 runs; evalkit judge exits 2
+    from evalkit.db import DbError
+
+    db = tmp_path / "typo.db"
+    with pytest.raises(DbError, match=r"typo\.db: no such database file"):
+        evalkit.judge_db(str(db), ["openai/judge-x"])
+    assert not db.exists()
+
+
+def test_import_files_given_one_path_is_a_value_error_naming_paths(tmp_path):
+    with pytest.raises(ValueError, match=r"^paths: give a list of paths, not one path"):
+        evalkit.import_files("taubench", str(tmp_path / "results.json"), tmp_path / "out", model="m")
