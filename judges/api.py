@@ -103,6 +103,14 @@ def _sha(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def name_list(value: Any, argument: str) -> list[str]:
+    """``value``, a collection of names, as a list. One name given alone is a ValueError naming
+    ``argument``: a string would be read as its characters, each a judge model called for every run."""
+    if isinstance(value, str):
+        raise ValueError(f"{argument}: give a list of names, not one name ({argument}=[{value!r}])")
+    return list(value)
+
+
 def _judges(
     models: Iterable[str],
     config: JudgeConfig,
@@ -114,7 +122,7 @@ def _judges(
     max_input_tokens: int | None = None,
 ) -> list[Judge]:
     """The judges, each starting at the output mode remembered for its (model, api_base)."""
-    models = list(dict.fromkeys(models))
+    models = list(dict.fromkeys(name_list(models, "models")))
     if not models:
         raise ValueError("at least one --model is required")
     options: dict[str, Any] = {"config": config, "api_base": api_base, "temperature": temperature}
@@ -449,6 +457,15 @@ def stored_batches(
 
 
 def judge_db(db: str, models: Iterable[str], **options: Any) -> JudgeResult:
+    """``evalkit judge`` without PATHS: the runs stored in ``db`` judged by each of ``models`` (a
+    list of model names); ``options`` as :func:`ajudge_cards`. A database that does not exist is a
+    DbError (there is nothing to judge: score runs into it first)."""
+    import os
+
+    from evalkit.db.connect import DbError
+
+    if not os.path.exists(db):
+        raise DbError(str(db), "no such database file: score runs into it first")
     return judge_cards(stored_cards(db), models, db=db, **options)
 
 

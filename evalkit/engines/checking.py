@@ -25,7 +25,7 @@ from evalkit.engines.observed import Finding, Observed, findings, near, where
 from evalkit.engines.sources import expand_paths
 from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
-from evalkit.trajectory.input_files import open_regular, shown_name
+from evalkit.trajectory.input_files import open_regular, path_list, shown_name
 from evalkit.trajectory.reader import _Builder
 from evalkit.trajectory.records import RECORD_TYPES, FinalStateCheck, SuccessEval
 from evalkit.trajectory.scenario import USER_PREFIX
@@ -350,10 +350,11 @@ def model_spellings(models: dict[str, list]) -> list[str]:
     return out
 
 
-def check_paths(paths: Iterable[str], scenario_files: Iterable[str] = ()) -> CheckReport:
+def check_paths(paths: Iterable[str | Path], scenarios: Iterable[str | Path] = ()) -> CheckReport:
     """Check every path (and the scenario files runs may name); see the module docstring."""
+    paths, scenarios = path_list(paths, "paths"), path_list(scenarios, "scenarios")
     report = CheckReport()
-    checker = _Checker(report, [str(p) for p in scenario_files])
+    checker = _Checker(report, [str(p) for p in scenarios])
     for name in paths:
         for path in expand_paths([name]):
             if Path(path).suffix.lower() in (".json", ".toml") or (path.endswith(".jsonl") and not _is_run(path)):

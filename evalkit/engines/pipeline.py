@@ -20,6 +20,7 @@ from evalkit.engines.scenario_check import noted_here
 from evalkit.engines.sources import STDIN, expand
 from evalkit.engines.spool import Spool, can_spool
 from evalkit.errors import InputError
+from evalkit.trajectory.input_files import path_list
 
 if TYPE_CHECKING:  # with workers, this process only writes: the scorer and its models load in them
     from evalkit.db.scores import BatchRows, Store
@@ -85,21 +86,37 @@ def score_files(
     (:mod:`evalkit.engines.scenario_check`; nothing is noted without it).
 
     Output is the same, byte for byte, whatever the engine and number of workers. A database
-    failure raises ``evalkit.db.DbError``; ValueError for an unknown engine or output.
+    failure raises ``evalkit.db.DbError``; ValueError, naming the argument, for an unknown engine,
+    output, column or encoding, ``workers`` or ``batch`` below 1, or one path where a list is
+    expected.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
     if aggregate not in (None, "full", "tables", "shown"):
         raise ValueError(f"unknown aggregate {aggregate!r} (full, tables, shown or None)")
     if output not in (CARDS, None):
-        from evalkit.present.score_output import FORMATS
+        from evalkit.present.score_output import FORMATS, RUN_COLUMNS
 
         if output not in FORMATS:
             raise ValueError(f"unknown output {output!r} (cards, None or one of {', '.join(FORMATS)})")
+        unknown = [c for c in columns or () if c not in RUN_COLUMNS]
+        if unknown:
+            raise ValueError(f"columns: unknown {', '.join(map(repr, unknown))} (choose from {', '.join(RUN_COLUMNS)})")
+    if encoding is not None:
+        import codecs
+
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise ValueError(f"encoding: unknown encoding {encoding!r}") from None
+    for name, value in (("workers", 1 if workers is None else workers), ("batch", batch)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}: a whole number of at least 1, not {value!r}")
+    paths = path_list(paths, "paths")
     if scenarios is not None and not _is_scenario_set(scenarios):
         from evalkit.trajectory.scenario_files import load_given_scenarios
 
-        scenarios = load_given_scenarios(scenarios)
+        scenarios = load_given_scenarios(path_list(scenarios, "scenarios"))
     job = ScoreJob(
         output_format=None if output == CARDS else output,
         card=output == CARDS,
@@ -125,6 +142,20 @@ def _is_scenario_set(value: Any) -> bool:
     return isinstance(value, ScenarioSet)
 
 
+class _Results:
+    """What a scoring found besides its items, filled in by the generator. The generator holds
+    this, not the Scoring: a Scoring dropped with its loop (an exception in the consumer) is freed
+    at once, and its generator's ``finally`` writes the pending cards while the store is still open,
+    not at some later garbage collection."""
+
+    __slots__ = ("aggregate", "scored", "aggregator")
+
+    def __init__(self) -> None:
+        self.aggregate: dict | None = None
+        self.scored = 0
+        self.aggregator: Any = None  # kept for add_errors when the aggregate is "shown"
+
+
 class Scoring:
     """What :func:`score_files` returns: iterate it once for the results; then ``aggregate`` holds
     the aggregate asked for (else None) and ``scored`` how many files were good. Closing it (or
@@ -133,12 +164,30 @@ class Scoring:
     def __init__(
         self, paths, store, job, engine, workers, ray_address, warn, parquet, aggregate, level, on_finding, batch
     ):
-        self.aggregate: dict | None = None
-        self.scored = 0
-        self._aggregator: Any = None  # kept for add_errors when the aggregate is "shown"
-        self._iter = self._run(
-            paths, store, job, engine, workers, ray_address, warn, parquet, aggregate, level, on_finding, batch
+        self._results = _Results()
+        self._iter = _run(
+            self._results,
+            paths,
+            store,
+            job,
+            engine,
+            workers,
+            ray_address,
+            warn,
+            parquet,
+            aggregate,
+            level,
+            on_finding,
+            batch,
         )
+
+    @property
+    def aggregate(self) -> dict | None:
+        return self._results.aggregate
+
+    @property
+    def scored(self) -> int:
+        return self._results.scored
 
     def __iter__(self) -> Iterator[Any]:
         return self._iter
@@ -152,7 +201,7 @@ class Scoring:
     def add_errors(self, metrics: Iterable[str]) -> None:
         """Add the error bars of ``metrics`` to an aggregate asked for as ``"shown"``
         (:meth:`evalkit.aggregate.groups.Aggregator.add_errors`)."""
-        self._aggregator.add_errors(self.aggregate, tuple(metrics))
+        self._results.aggregator.add_errors(self._results.aggregate, tuple(metrics))
 
     def collect(self) -> tuple[list[Any], list[InputError]]:
         """Every result: the good files' items (ScoreCards, or :class:`Output`) and the bad files'
@@ -163,96 +212,90 @@ class Scoring:
             (bad if isinstance(item, InputError) else good).append(item)
         return good, bad
 
-    def _run(
-        self, paths, store, job, engine, workers, ray_address, warn, parquet_dir, aggregate, level, on_finding, batch
-    ):
-        # A batch without a warning, an error or a run_id read twice (the usual one) is handled
-        # whole: the aggregate hears its distinct scenarios once each, in the order they first
-        # occur (Aggregator.note ignores repeats: the same calls as file by file). Otherwise each
-        # file's warnings are said, and its error yielded, in input order.
-        from evalkit.aggregate.groups import Aggregator
 
-        # noted per run whatever is asked: a scenario id read with two contents is always said
-        agg = Aggregator(job.include_errors, level, warn=warn)
-        if job.observe and engine == "local":  # a local pool's worker takes its batches in input order
-            import os
-            from dataclasses import replace
+def _run(out, paths, store, job, engine, workers, ray_address, warn, parquet_dir, aggregate, level, on_finding, batch):
+    # A batch without a warning, an error or a run_id read twice (the usual one) is handled
+    # whole: the aggregate hears its distinct scenarios once each, in the order they first
+    # occur (Aggregator.note ignores repeats: the same calls as file by file). Otherwise each
+    # file's warnings are said, and its error yielded, in input order.
+    from evalkit.aggregate.groups import Aggregator
 
-            # random bytes from the OS, as secrets.token_hex gives (secrets loads hashlib and hmac)
-            job = replace(job, observe_token=os.urandom(8).hex())
-        noted: dict = {}  # scenario hash -> what its runs did (scenario_check.Seen), merged in input order
-        writer = _Writer(store, batch)
-        seen: dict[str, str] = {}  # run_id -> path
-        parquet = None
-        spool = Spool() if (engine != "local" or workers > 1) and can_spool() else None
-        stream = _engine_batches(job, paths, engine, workers, ray_address, warn, spool)
-        try:
-            if parquet_dir is not None:
-                from evalkit.output.parquet import ParquetWriter
+    # noted per run whatever is asked: a scenario id read with two contents is always said
+    agg = Aggregator(job.include_errors, level, warn=warn)
+    if job.observe and engine == "local":  # a local pool's worker takes its batches in input order
+        import os
+        from dataclasses import replace
 
-                parquet = ParquetWriter(parquet_dir)
-            for scored in stream:
-                if scored.seen:
-                    merge_seen(noted, scored.seen)
-                ids = scored.run_ids
-                if (
-                    not scored.warnings
-                    and not scored.errors
-                    and seen.keys().isdisjoint(ids)
-                    and len(set(ids)) == len(ids)
-                ):
-                    seen.update(zip(ids, scored.paths))
-                    agg.note_all(scored.scenarios)
-                else:
-                    for i, path in enumerate(scored.paths):
-                        if warn is not None:
-                            for message in scored.warnings.get(i, ()):
-                                warn(message)
-                        if i in scored.errors:
-                            yield scored.errors[i]
-                            continue
-                        _said_again(path, ids[i], seen, warn, store)
-                        agg.note(*scored.scenarios[i])
-                good = scored.good
-                self.scored += good
-                pieces, scored = scored.pieces, None  # as little as possible held while the batch is written
-                if pieces is None:
-                    continue
-                if store is not None:
-                    writer.add(pieces.rows)
-                if aggregate is not None:
-                    agg.merge(pieces.partial)
-                if parquet is not None:
-                    parquet.add_many(pieces.parquet)
-                if job.card:
-                    yield from pieces.cards
-                else:
-                    yield Output(pieces.output, good)
-                # written after the consumer had the batch: a long run's text is not held through its write
-                pieces = None
-                writer.flush_if_full()
-            if job.observe_token is not None:  # the batches scored here: their notes taken once
-                merge_seen(noted, noted_here(job.observe_token))
-            if noted and on_finding is not None:
-                for line in scenario_lines(noted, job.scenarios, engine, workers):
-                    on_finding(line)
-            if parquet is not None:
-                parquet.close()
+        # random bytes from the OS, as secrets.token_hex gives (secrets loads hashlib and hmac)
+        job = replace(job, observe_token=os.urandom(8).hex())
+    noted: dict = {}  # scenario hash -> what its runs did (scenario_check.Seen), merged in input order
+    writer = _Writer(store, batch)
+    seen: dict[str, str] = {}  # run_id -> path
+    parquet = None
+    spool = Spool() if (engine != "local" or workers > 1) and can_spool() else None
+    stream = _engine_batches(job, paths, engine, workers, ray_address, warn, spool)
+    try:
+        if parquet_dir is not None:
+            from evalkit.output.parquet import ParquetWriter
+
+            parquet = ParquetWriter(parquet_dir)
+        for scored in stream:
+            if scored.seen:
+                merge_seen(noted, scored.seen)
+            ids = scored.run_ids
+            if not scored.warnings and not scored.errors and seen.keys().isdisjoint(ids) and len(set(ids)) == len(ids):
+                seen.update(zip(ids, scored.paths))
+                agg.note_all(scored.scenarios)
+            else:
+                for i, path in enumerate(scored.paths):
+                    if warn is not None:
+                        for message in scored.warnings.get(i, ()):
+                            warn(message)
+                    if i in scored.errors:
+                        yield scored.errors[i]
+                        continue
+                    _said_again(path, ids[i], seen, warn, store)
+                    agg.note(*scored.scenarios[i])
+            good = scored.good
+            out.scored += good
+            pieces, scored = scored.pieces, None  # as little as possible held while the batch is written
+            if pieces is None:
+                continue
+            if store is not None:
+                writer.add(pieces.rows)
             if aggregate is not None:
-                self.aggregate = agg.result(
-                    bootstrap=aggregate == "full", errors=aggregate != "shown", map_models=_models_map(engine, workers)
-                )
-                if aggregate == "shown":
-                    self._aggregator = agg
+                agg.merge(pieces.partial)
+            if parquet is not None:
+                parquet.add_many(pieces.parquet)
+            if job.card:
+                yield from pieces.cards
+            else:
+                yield Output(pieces.output, good)
+            # written after the consumer had the batch: a long run's text is not held through its write
+            pieces = None
+            writer.flush_if_full()
+        if job.observe_token is not None:  # the batches scored here: their notes taken once
+            merge_seen(noted, noted_here(job.observe_token))
+        if noted and on_finding is not None:
+            for line in scenario_lines(noted, job.scenarios, engine, workers):
+                on_finding(line)
+        if parquet is not None:
+            parquet.close()
+        if aggregate is not None:
+            out.aggregate = agg.result(
+                bootstrap=aggregate == "full", errors=aggregate != "shown", map_models=_models_map(engine, workers)
+            )
+            if aggregate == "shown":
+                out.aggregator = agg
+    finally:
+        stream.close()  # the pool stopped first: no worker writes into the spool any more
+        try:
+            writer.flush()
         finally:
-            stream.close()  # the pool stopped first: no worker writes into the spool any more
-            try:
-                writer.flush()
-            finally:
-                if spool is not None:
-                    spool.close()
-                if parquet is not None:
-                    parquet.discard()
+            if spool is not None:
+                spool.close()
+            if parquet is not None:
+                parquet.discard()
 
 
 def _sources(names: list[str]) -> Iterator[Source]:

@@ -202,9 +202,11 @@ def import_files(
     from evalkit.engines.local import map_local
     from evalkit.importers.job import TASK_FILES, ImportJob, convert_tasks, group_inputs
     from evalkit.importers.writer import TMP_SUFFIX
+    from evalkit.trajectory.input_files import path_list
 
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
+    paths = path_list(paths, "paths")
     imp = get_importer(importer) if isinstance(importer, str) else importer
     require = getattr(imp, "require", None)
     if require is not None:

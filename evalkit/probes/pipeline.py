@@ -73,6 +73,8 @@ def check_probes(probes: Iterable[str] | None) -> list[str]:
     """The probes asked for, in the documented order; ValueError naming an unknown one."""
     if probes is None:
         return list(PROBES)
+    if isinstance(probes, str):
+        raise ValueError(f"probes: give a list of names, not one name (probes=[{probes!r}])")
     asked = [p.strip() for p in probes if p.strip()]
     unknown = [p for p in asked if p not in PROBES]
     if unknown or not asked:
@@ -149,7 +151,7 @@ def run_probes(
     from evalkit.judges import api as judge_api
     from evalkit.judges.probe_runner import probe_cases
 
-    models = list(models)
+    models = judge_api.name_list(models, "models")
     gates = parse_gates(fail_if)
     chosen = check_probes(probes)
     if sample is not None and sample < 1:

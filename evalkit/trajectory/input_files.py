@@ -16,7 +16,7 @@ import stat
 import sys
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from evalkit.errors import InputError
 
@@ -39,6 +39,20 @@ def shown_name(name: str) -> str:
         return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate no file system byte gives: shown as its code point
         return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def path_list(value: Any, argument: str) -> list[str | os.PathLike[str]]:
+    """``value``, a collection of paths (str or os.PathLike), as a list (a list as it is). One path
+    given alone is a ValueError naming ``argument``: a string would be read as its characters, and
+    ``"/"`` is a search of the whole disk. So is an item that is not a path (a record, a
+    Trajectory): evalkit reads files."""
+    if isinstance(value, (str, bytes, os.PathLike)):
+        raise ValueError(f"{argument}: give a list of paths, not one path ({argument}=[{value!r}])")
+    items = value if isinstance(value, list) else list(value)
+    for item in items:
+        if not isinstance(item, (str, os.PathLike)):
+            raise ValueError(f"{argument}: {type(item).__name__} is not a path (a str or pathlib.Path)")
+    return items
 
 
 def max_file_bytes() -> int:

@@ -19,11 +19,11 @@ from pydantic_core import to_json
 from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
 from evalkit.trajectory.bundle import RESULT_MAX_CHARS, BundleBuilder
-from evalkit.trajectory.input_files import not_utf8, open_regular, read_bytes, shown_name
+from evalkit.trajectory.input_files import not_utf8, open_regular, path_list, read_bytes, shown_name
 from evalkit.trajectory.records import RECORD_TYPES, Assistant, Call, Final, Meta, Setup, ToolCall, Trajectory
 from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.trajectory.scenario import Scenario
-from evalkit.trajectory.scenario_files import ScenarioSet, fill_scenario, warn_if_differs
+from evalkit.trajectory.scenario_files import ScenarioSet, fill_scenario, load_scenarios, warn_if_differs
 from evalkit.trajectory.values import count_non_finite
 
 STDIN = "-"
@@ -570,10 +570,13 @@ def read_trajectory(
     warn: Warn | None = None,
     max_bytes: int | None = None,
     compact: bool = False,
-    scenarios: ScenarioSet | None = None,
+    scenarios: ScenarioSet | Iterable[str | Path] | None = None,
 ) -> Trajectory:
     """Read one trajectory file (``-`` reads standard input). Only regular files are read, within
-    the size limit of :mod:`evalkit.trajectory.input_files`; lines are parsed as they are read."""
+    the size limit of :mod:`evalkit.trajectory.input_files`; lines are parsed as they are read.
+    ``scenarios``: a ScenarioSet or scenario files, as :func:`evalkit.engines.pipeline.score_files` takes."""
+    if scenarios is not None and not isinstance(scenarios, ScenarioSet):
+        scenarios = load_scenarios(path_list(scenarios, "scenarios"))
     name = str(path)
     if name == STDIN:
         return parse_trajectory("<stdin>", read_bytes(STDIN, max_bytes), warn, compact, scenarios)

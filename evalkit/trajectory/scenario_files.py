@@ -29,7 +29,7 @@ from pydantic_core import to_json
 
 from evalkit.errors import InputError
 from evalkit.trajectory import safe_json
-from evalkit.trajectory.input_files import read_bytes, shown_name
+from evalkit.trajectory.input_files import path_list, read_bytes, shown_name
 from evalkit.trajectory.safe_json import JSONProblem
 from evalkit.trajectory.scenario import Scenario, suggestion
 from evalkit.trajectory.values import canonical_json
@@ -259,7 +259,7 @@ def load_scenarios(paths: Iterable[str | Path]) -> ScenarioSet:
     """The scenarios of the files ``paths`` by id. InputError on the first problem (a bad file, a
     bad scenario, a missing or repeated id)."""
     by_id: dict[str, tuple[dict[str, Any], str]] = {}
-    for path in paths:
+    for path in path_list(paths, "paths"):
         for entry in read_entries(str(path)):
             scenario, problems = scenario_problems(entry)
             if problems:

@@ -129,20 +129,30 @@ def _within(a: Mapping, b: Mapping, shared: Sequence[str]) -> tuple[float, float
 
 
 def compare_models(
-    aggregate_result: Mapping[str, Any],
+    aggregate: Mapping[str, Any],
     baseline: str | None = None,
     correction: str = "holm",
     level: float = DEFAULT_LEVEL,
     metrics: Sequence[str] = COMPARED,
 ) -> dict[str, Any]:
-    """Every paired comparison in an aggregate (``evalkit.aggregate.groups.aggregate``'s result).
+    """Every paired comparison in an aggregate (``evalkit.aggregate.groups.aggregate``'s result,
+    or ``score_files``' with ``aggregate="full"`` or ``"tables"``).
 
     With ``baseline``, each other model is compared with it; without, every pair (the
     alphabetically first model is the baseline of its pair). Raises ValueError for an unknown
-    baseline or correction.
+    baseline or correction, and for an aggregate without its groups or their error bars (``"shown"``):
+    the runs' own errors floor each difference's.
     """
     check_level(level)
-    groups = aggregate_result["groups"]
+    groups = aggregate.get("groups") if isinstance(aggregate, Mapping) else None
+    if not isinstance(groups, list):
+        raise ValueError("aggregate: not an aggregate (a dict with its 'groups', as Aggregator.result() gives)")
+    bare = [m for m in metrics for g in groups[:1] if m in g and f"{m}_se" not in g]
+    if bare:
+        raise ValueError(
+            f"aggregate: its groups have no error bars ({bare[0]}_se): compare an aggregate made with them "
+            '(score_files(aggregate="full") or "tables")'
+        )
     models = sorted({g["model"] for g in groups})
     if baseline is not None and baseline not in models:
         raise ValueError(f"unknown baseline model {baseline!r} (models: {', '.join(models) or 'none'})")
