@@ -108,3 +108,27 @@ def test_too_few_runs_or_one_length_is_na_with_the_reason():
     assert fig["value"] is None and "same length" in fig["reason"] and controls == ["outcome"]
     fig, controls = slope([1.0, 2.0, 0.0, 1.0, 2.0], [100.0, 200.0, 300.0, 400.0, 500.0], [1.0] * 5, 0.95)
     assert fig["value"] is not None and controls == []  # an outcome that does not vary is not a covariate
+
+
+def _value(run: str, score: int, *, replicate: int = 0, blind: bool = True, at: str = "2026-01-01"):
+    from evalkit.db.judge import JudgeValue
+
+    aid = f"{run}-{replicate}-{blind}"
+    return JudgeValue(aid, run, "openai/j", "procedure_v1", "procedure", score, None, blind, replicate, "", at)
+
+
+def test_length_bias_reads_the_primary_blind_answer_not_a_resample_or_a_non_blind_one():
+    """`evalkit judge --resample` replicates and `--show-mechanical` answers come later than the
+    primary answer; the slope is the primary answers' (as the pairings read them), not theirs."""
+    from evalkit.agreement.length_bias import analyse
+    from evalkit.db.judge import JudgeColumns
+
+    runs = [f"r{i:02d}" for i in range(12)]
+    lengths = {r: 1000 * (i + 1) for i, r in enumerate(runs)}
+    outcomes = {r: bool(i % 2) for i, r in enumerate(runs)}
+    primary = [_value(r, 1 + (i * 5) % 3 // 2) for i, r in enumerate(runs)]  # unrelated to length
+    later = [_value(r, 3 if i >= 6 else 0, replicate=1, at="2026-02-01") for i, r in enumerate(runs)]
+    shown = [_value(r, 3 if i >= 6 else 0, blind=False, at="2026-03-01") for i, r in enumerate(runs)]
+    want = analyse(JudgeColumns.of(primary), lengths, outcomes)
+    assert analyse(JudgeColumns.of([*primary, *later, *shown]), lengths, outcomes) == want
+    assert want[0]["slope_per_1000_chars"]["n"] == 12

@@ -1,7 +1,9 @@
 """Length bias of pointwise judges: does a judge score longer runs higher, the runs' outcome held equal?
 
 Per judge rater (``MODEL@RUBRIC``) and dimension with numeric scores (a 0–3 scale; ``pass``/``fail``
-and booleans as 1/0), one ordinary least-squares fit over the judged runs (each run's latest answer)::
+and booleans as 1/0), one ordinary least-squares fit over the judged runs (each run's latest blind
+primary answer: as for the pairings, ``--resample`` replicates and ``--show-mechanical`` answers are
+left out)::
 
     score = b0 + b1 · length + b2 · outcome
 
@@ -85,7 +87,7 @@ def analyse(
     values: JudgeColumns, lengths: dict[str, int | None], outcomes: dict[str, bool], level: float = 0.95
 ) -> list[dict[str, Any]]:
     """The audit's ``length_bias`` entries (docs/audit.md) from the judge values (in answer order:
-    a run's latest answer wins), the runs' bundle lengths and their mechanical outcomes."""
+    a run's latest blind primary answer wins), the runs' bundle lengths and their mechanical outcomes."""
     import numpy as np
 
     from evalkit.agreement.stats.stat import last_places, unique_codes
@@ -93,7 +95,7 @@ def analyse(
     # each distinct label scored once; the latest score of each (rater, dimension, run) found by numpy
     score_of = np.array([math.nan if (s := _score(v)) is None else s for v in values.labels], dtype=float)
     scores = score_of[values.value] if len(values.labels) else np.zeros(0)
-    kept = np.flatnonzero(~np.isnan(scores))
+    kept = np.flatnonzero(~np.isnan(scores) & values.blind & (values.replicate == 0))
     if not len(kept):
         return []
     scores = scores[kept]
