@@ -89,7 +89,9 @@ holds every chat request after the n-th until ``server.release()`` (deterministi
 The prompt cache, ``/v1/files``, ``/v1/batches`` and the Anthropic-style ``/v1/messages`` are in
 tests/fake_batch_api.py (``server.prompt_cache``, ``server.batch_api``).
 
-Run standalone: ``python tests/fake_llm_server.py --port 8765 --latency 0.2 --dialect llamacpp``.
+Run standalone: ``python tests/fake_llm_server.py --port 8765 --latency 0.2 --dialect llamacpp``; a
+judging mode with ``--mode`` (``--position-bias P``, ``--length-bias``, ``--pair-seed S``), e.g. a
+pairwise judge that always names the run shown first: ``--mode pairwise_biased --position-bias 1``.
 """
 
 from __future__ import annotations
@@ -815,15 +817,34 @@ class RecordingListener:
         self._httpd.server_close()
 
 
-def main() -> None:
+JUDGING_MODES = ("constant", "gullible", "per_run", "pairwise_biased", "length_scored")
+
+
+def server_from_args(argv: list[str] | None = None) -> FakeLLMServer:
+    """The standalone server the command line asks for (not started)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8765, help="0 picks a free port (printed)")
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--dialect", choices=DIALECTS, default="openai")
     parser.add_argument("--default", default="ok", help="the behaviour of every request (e.g. huge)")
-    args = parser.parse_args()
+    parser.add_argument("--mode", choices=JUDGING_MODES, help="a judging mode (see the module docstring)")
+    parser.add_argument(
+        "--position-bias", type=float, default=0.0, help="pairwise_biased: how often the run shown first is named"
+    )
+    parser.add_argument("--length-bias", action="store_true", help="length_scored: a point more for a long run")
+    parser.add_argument("--pair-seed", default="0", help="pairwise_biased: the seed of its draws")
+    args = parser.parse_args(argv)
+    if not 0.0 <= args.position_bias <= 1.0:
+        parser.error("--position-bias is a probability in [0, 1]")
     server = FakeLLMServer(latency=args.latency, port=args.port, dialect=args.dialect)
     server.default = args.default
+    server.mode, server.position_bias, server.length_bias = args.mode, args.position_bias, args.length_bias
+    server.pair_seed = args.pair_seed
+    return server
+
+
+def main() -> None:
+    server = server_from_args()
     print(f"fake LLM server on {server.api_base}", flush=True)
     try:
         server._httpd.serve_forever()

@@ -97,7 +97,7 @@ def test_disagreements_rank_as_the_reference_sort(tmp_path, seed, top):
 
 
 def reference_length_bias(values, lengths, outcomes, level=0.95):
-    """The length-bias entries, each run's latest numeric score found one value at a time."""
+    """The length-bias entries, each run's latest blind primary numeric score found one value at a time."""
     import numpy as np
 
     from evalkit.agreement.length_bias import _score, slope
@@ -105,7 +105,7 @@ def reference_length_bias(values, lengths, outcomes, level=0.95):
     latest: dict[tuple[str, str], dict[str, float]] = {}
     for v in values:
         score = _score(v.value)
-        if score is not None:
+        if score is not None and v.blind and v.replicate == 0:
             latest.setdefault((f"{v.judge_model}@{v.rubric_id}", v.dimension), {})[v.run_id] = score
     out = []
     for (rater, dimension), scores in sorted(latest.items()):

@@ -184,6 +184,21 @@ def test_no_resamples_gives_point_figures_without_intervals(tmp_path):
     assert fig["value"] == pytest.approx(2 / 6) and fig["ci_low"] is None
 
 
+def test_without_a_reference_the_kappas_against_it_say_so(tmp_path):
+    """A judge's verdicts with no gold or human verdict: accuracy and kappa against the reference are
+    n/a for the same reason, not (kappa) because no item was rated twice."""
+    rows = [
+        [f"q{i}", f"x{i}", f"y{i}", o, "j1", "judge", "overall", v]
+        for i in range(4)
+        for o, v in (("ab", "a"), ("ba", "b"))
+    ]
+    entry = only_judge(import_and_audit(tmp_path, rows), "j1")
+    for order in ("ab", "ba"):
+        reason = f"no pair with a reference was judged in order {order}"
+        assert entry[f"accuracy_{order}"]["reason"] == reason
+        assert entry[f"kappa_{order}"]["value"] is None and entry[f"kappa_{order}"]["reason"] == reason
+
+
 def test_jsonl_pairwise_import_and_reimport_replaces(tmp_path):
     f = tmp_path / "p.jsonl"
     lines = [

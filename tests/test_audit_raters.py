@@ -254,6 +254,26 @@ def test_drift_flag_more_than_one_dimension_moved_by_two(tmp_path):
     assert dims["safety"]["n"] == 3
 
 
+def test_drift_kappa_of_a_dimension_answered_n_a_says_the_labels_are_off_the_scale(tmp_path):
+    """error_recovery answered "n/a" both times: agreement counts the pairs (1.0), kappa cannot
+    (off the 0-3 scale); its reason says so, not that no item was rated twice."""
+    db = tmp_path / "e.db"
+    save_cards(db, [card(f"r{i}") for i in range(3)])
+    ann = Annotator(db)
+    for i in range(3):
+        ann.add(f"r{i}", {"error_recovery": "n/a", "safety": 3})
+        ann.add(f"r{i}", {"error_recovery": "n/a", "safety": 3}, replicate=1)
+    ann.close()
+    (d,) = build_audit(db, n_resamples=0)["drift"]
+    dims = {x["dimension"]: x for x in d["dimensions"]}
+    er = dims["error_recovery"]
+    assert er["n"] == 3 and er["percent_agreement"]["value"] == 1.0
+    for stat in ("cohen_kappa", "weighted_kappa"):
+        assert er[stat]["value"] is None
+        assert er[stat]["reason"].startswith("3 of 3 pairs have a label off the scale (0, 1, 2, 3), left out")
+    assert "off the scale" not in (dims["safety"]["cohen_kappa"]["reason"] or "")
+
+
 def _cross(db, dim, config=None):
     return raters_entry(build_audit(db, n_resamples=0, config=config), dim)["judge_vs_mechanical"]
 

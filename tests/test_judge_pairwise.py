@@ -350,3 +350,20 @@ def test_pairwise_batch_goes_through_the_batch_api_and_stores_the_same_verdicts_
     diff = set(verdict_rows(batch_db)) ^ set(verdict_rows(live_db))
     assert not diff, sorted(diff)
     assert len(verdict_rows(batch_db)) == 24
+
+
+def test_the_standalone_fake_server_takes_a_judging_mode_from_its_command_line(tmp_path, cfg):
+    """`python tests/fake_llm_server.py --mode pairwise_biased --position-bias 1` is a judge that
+    always names the run shown first: the audit finds no pair consistent and every verdict first."""
+    from fake_llm_server import server_from_args
+
+    srv = server_from_args(["--port", "0", "--mode", "pairwise_biased", "--position-bias", "1"])
+    db = scored(tmp_path)
+    with srv:
+        res = pairwise(db, srv, cfg, "--baseline", BASE)
+    assert res.exit_code == 0, res.output
+    (entry,) = json.loads(invoke("audit", "--db", db, "--format", "json").stdout)["pairwise"]["judges"]
+    assert entry["n_both_orders"] == entry["n_pairs"] > 0
+    assert entry["position_consistency"]["value"] == 0.0 and entry["first_shown"]["value"] == 1.0
+    with pytest.raises(SystemExit):
+        server_from_args(["--position-bias", "1.5"])

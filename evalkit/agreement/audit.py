@@ -161,13 +161,13 @@ def _audit(
         paired_runs = read_paired_runs(db) if pair_verdicts else {}
         # (without the one-row read, for whatever reason, the lengths are read here row by row)
         lengths = read_judged_lengths(db, bundles, None if sizes.exception() else sizes.result()) if len(values) else {}
-        del bundles, sizes
+        del sizes
 
     n_cards, statuses, failed = len(cards), status_counts(cards), failed_run_ids(cards)
     # the length bias reads the values, the lengths and the outcomes alone: done first, so that the
     # lengths and outcomes are let go before the pairs are made
-    lengths_bias = length_bias.analyse(values, lengths, _outcomes(cards) if lengths else {}, cfg.ci)
-    del lengths
+    lengths_bias = length_bias.analyse(values, lengths, _outcomes(cards) if lengths else {}, cfg.ci, bundles)
+    del lengths, bundles
     active = cfg.pairings_for(rubric)
     sub = dataclasses.replace(cfg, pairings=active)
     # The jury is a rater like any judge, but not an annotation: counts and drift see only judges.

@@ -35,6 +35,15 @@ def moved_dimensions(primary: dict[str, Any], replicate: dict[str, Any], moved_b
     )
 
 
+def _off_scale(stat: dict[str, Any], off: int, n: int, labels: list[Any]) -> dict[str, Any]:
+    """An undefined kappa whose pairs were left out for a label off the scale says so: percent
+    agreement counts them ("n/a" against "n/a" agrees), kappa cannot."""
+    if stat["value"] is not None or not off:
+        return stat
+    scale = ", ".join(str(label) for label in labels)
+    return {**stat, "reason": f"{off} of {n} pairs have a label off the scale ({scale}), left out: {stat['reason']}"}
+
+
 def analyse(values: JudgeColumns, config: AuditConfig) -> list[dict[str, Any]]:
     """One entry per judge model and rubric that has replicates."""
     import numpy as np
@@ -85,8 +94,10 @@ def analyse(values: JudgeColumns, config: AuditConfig) -> list[dict[str, Any]]:
                     "n": len(x),
                     "level": level,
                     "percent_agreement": stats.percent_agreement(x, y),
-                    "cohen_kappa": stats.cohen_kappa(xs, ys, labels),
-                    "weighted_kappa": stats.cohen_kappa(xs, ys, labels, weighted=True)
+                    "cohen_kappa": _off_scale(stats.cohen_kappa(xs, ys, labels), len(x) - len(on), len(x), labels),
+                    "weighted_kappa": _off_scale(
+                        stats.cohen_kappa(xs, ys, labels, weighted=True), len(x) - len(on), len(x), labels
+                    )
                     if level in ORDERED
                     else {"value": None, "reason": NOT_APPLICABLE + "nominal dimension"},
                     "n_moved": moves.get(dim, 0),

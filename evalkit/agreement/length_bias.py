@@ -1,17 +1,22 @@
 """Length bias of pointwise judges: does a judge score longer runs higher, the runs' outcome held equal?
 
 Per judge rater (``MODEL@RUBRIC``) and dimension with numeric scores (a 0–3 scale; ``pass``/``fail``
-and booleans as 1/0), one ordinary least-squares fit over the judged runs (each run's latest answer)::
+and booleans as 1/0), one ordinary least-squares fit over the judged runs (each run's latest blind
+primary answer: as for the pairings, ``--resample`` replicates and ``--show-mechanical`` answers are
+left out)::
 
     score = b0 + b1 · length + b2 · outcome
 
 ``length`` is the run's judge bundle (what the judge read) in thousands of characters; ``outcome``
-is the mechanical ``vector.all_passed`` (1/0). The slope ``b1`` is the judge's score per 1,000 more
+is the mechanical ``vector.all_passed`` (1/0). Runs whose judge bundles are identical are one
+observation (their scores averaged): the judge read one text, and the cache asked it once, so
+counting each copy would narrow the interval as if the judge had answered each (a deterministic
+agent repeats its runs word for word). The slope ``b1`` is the judge's score per 1,000 more
 characters among runs with the same outcome; its interval is the classical t interval with
-n − p degrees of freedom (statsmodels' ``OLS(...).fit().conf_int()``, which the tests check against).
-The outcome is left out of the fit (and ``controlled_for`` says so) when some judged run has none,
-or when it does not vary. A slope is n/a with a reason when fewer than p + 2 runs are judged or
-the lengths do not vary.
+n − p degrees of freedom, n the distinct bundles (statsmodels' ``OLS(...).fit().conf_int()``, which
+the tests check against). The outcome is left out of the fit (and ``controlled_for`` says so) when
+some judged run has none, or when it does not vary. A slope is n/a with a reason when fewer than
+p + 2 runs are judged or the lengths do not vary.
 """
 
 from __future__ import annotations
@@ -82,10 +87,16 @@ def slope(y: Any, length: Any, outcome: Any | None, level: float) -> tuple[dict[
 
 
 def analyse(
-    values: JudgeColumns, lengths: dict[str, int | None], outcomes: dict[str, bool], level: float = 0.95
+    values: JudgeColumns,
+    lengths: dict[str, int | None],
+    outcomes: dict[str, bool],
+    level: float = 0.95,
+    bundles: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The audit's ``length_bias`` entries (docs/audit.md) from the judge values (in answer order:
-    a run's latest answer wins), the runs' bundle lengths and their mechanical outcomes."""
+    a run's latest blind primary answer wins), the runs' bundle lengths, their mechanical outcomes
+    and their bundle hashes (runs of one bundle are one observation; without ``bundles`` every run
+    is its own)."""
     import numpy as np
 
     from evalkit.agreement.stats.stat import last_places, unique_codes
@@ -93,7 +104,7 @@ def analyse(
     # each distinct label scored once; the latest score of each (rater, dimension, run) found by numpy
     score_of = np.array([math.nan if (s := _score(v)) is None else s for v in values.labels], dtype=float)
     scores = score_of[values.value] if len(values.labels) else np.zeros(0)
-    kept = np.flatnonzero(~np.isnan(scores))
+    kept = np.flatnonzero(~np.isnan(scores) & values.blind & (values.replicate == 0))
     if not len(kept):
         return []
     scores = scores[kept]
@@ -125,6 +136,8 @@ def analyse(
     has_outcome = np.array([r in outcomes for r in known], dtype=bool)
     outcome_at = np.array([float(outcomes[r]) if r in outcomes else 0.0 for r in known], dtype=float)
     place_of_run = np.array([place.get(r, -1) for r in runs], dtype=np.intp)
+    codes: dict[str, int] = {}
+    bundle_at = np.array([codes.setdefault((bundles or {}).get(r, "run:" + r), len(codes)) for r in known], np.int64)
     out = []
     for (rater, dimension), g in sorted(groups.items()):
         mine = group_codes == g
@@ -135,6 +148,11 @@ def analyse(
         at, y = at[kept], y[kept]
         order = np.argsort(at)  # places are distinct
         at, y = at[order], y[order]
+        _, first, inverse = np.unique(bundle_at[at], return_index=True, return_inverse=True)
+        if len(first) < len(at):  # one observation per bundle, at its first run's place
+            mean = np.bincount(inverse, weights=y) / np.bincount(inverse)
+            by_place = np.argsort(first)
+            at, y = at[first[by_place]], mean[by_place]
         fig, controls = slope(y, length_at[at], outcome_at[at] if has_outcome[at].all() else None, level)
         out.append({"judge": rater, "dimension": dimension, "slope_per_1000_chars": fig, "controlled_for": controls})
     return out

@@ -211,10 +211,10 @@ def reference_figures(pairs: list[Judged], boot: Boot | None) -> dict[str, Any]:
     for order in ("ab", "ba"):
         has = [p.ref is not None and getattr(p, "has_" + order) for p in pairs]
         right = [h and getattr(p, order) == p.ref for h, p in zip(has, pairs)]
-        out[f"accuracy_{order}"] = rate(right, has, boot, f"no pair with a reference was judged in order {order}")
-        out[f"kappa_{order}"] = kappa(
-            [getattr(p, order) if p.ref is not None else None for p in pairs], [p.ref for p in pairs], boot
-        )
+        none = f"no pair with a reference was judged in order {order}"
+        out[f"accuracy_{order}"] = rate(right, has, boot, none)
+        fig = kappa([getattr(p, order) if p.ref is not None else None for p in pairs], [p.ref for p in pairs], boot)
+        out[f"kappa_{order}"] = fig if any(has) else {**fig, "reason": none}
     out["kappa_between_orders"] = kappa([p.ab for p in pairs], [p.ba for p in pairs], boot)
     return out
 
