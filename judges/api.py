@@ -32,6 +32,7 @@ from evalkit.judges.registry import make_judge
 from evalkit.judges.rubrics import Rubric, load_rubric, schema_hash
 from evalkit.judges.runner import Summary, WorkItem, run_items, run_sync, serve_from_cache
 from evalkit.judges.store import JudgeStore, annotation_id
+from evalkit.trajectory.input_files import name_list
 
 JUDGED_STATUSES = ("scored",)
 
@@ -101,14 +102,6 @@ def mechanical_view(card: Any) -> dict:
 
 def _sha(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def name_list(value: Any, argument: str) -> list[str]:
-    """``value``, a collection of names, as a list. One name given alone is a ValueError naming
-    ``argument``: a string would be read as its characters, each a judge model called for every run."""
-    if isinstance(value, str):
-        raise ValueError(f"{argument}: give a list of names, not one name ({argument}=[{value!r}])")
-    return list(value)
 
 
 def _judges(

@@ -25,6 +25,7 @@ from evalkit.errors import InputError
 from evalkit.probes.cases import NotApplicable, ProbeCase, ScoreMoved, build_case, check_source, sample_runs
 from evalkit.probes.config import ProbesConfig, load_probes_config
 from evalkit.probes.gates import Gate, crossed, parse_gate
+from evalkit.trajectory.input_files import name_list
 
 UNREADABLE = "its trajectory file cannot be read"
 
@@ -73,9 +74,7 @@ def check_probes(probes: Iterable[str] | None) -> list[str]:
     """The probes asked for, in the documented order; ValueError naming an unknown one."""
     if probes is None:
         return list(PROBES)
-    if isinstance(probes, str):
-        raise ValueError(f"probes: give a list of names, not one name (probes=[{probes!r}])")
-    asked = [p.strip() for p in probes if p.strip()]
+    asked = [p.strip() for p in name_list(probes, "probes") if p.strip()]
     unknown = [p for p in asked if p not in PROBES]
     if unknown or not asked:
         what = f"unknown probe {unknown[0]!r}" if unknown else "no probe given"
@@ -151,7 +150,7 @@ def run_probes(
     from evalkit.judges import api as judge_api
     from evalkit.judges.probe_runner import probe_cases
 
-    models = judge_api.name_list(models, "models")
+    models = name_list(models, "models")
     gates = parse_gates(fail_if)
     chosen = check_probes(probes)
     if sample is not None and sample < 1:

@@ -55,6 +55,15 @@ def path_list(value: Any, argument: str) -> list[str | os.PathLike[str]]:
     return items
 
 
+def name_list(value: Any, argument: str) -> list[str]:
+    """``value``, a collection of names (judge models, probes), as a list. One name given alone is
+    a ValueError naming ``argument``: a string would be read as its characters, each a judge model
+    called for every run."""
+    if isinstance(value, str):
+        raise ValueError(f"{argument}: give a list of names, not one name ({argument}=[{value!r}])")
+    return list(value)
+
+
 def max_file_bytes() -> int:
     raw = os.environ.get(ENV_MAX_BYTES)
     if raw is None or not raw.strip():
